@@ -1,0 +1,83 @@
+// Starts a local anvil chain (the binary from @foundry-rs/anvil-linux-amd64) on loopback, in its
+// own process group, and stops that group. Used by `npm start` and by the test harness.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+
+export type Anvil = {
+  rpcUrl: string;
+  port: number;
+  pid: number;
+  /** Stops anvil's process group: SIGTERM, then SIGKILL if it has not exited within 5 s. */
+  stop(): Promise<void>;
+};
+
+export type AnvilOptions = {
+  /** 0 (the default) lets anvil pick a free port and report it. */
+  port?: number;
+  chainId?: number;
+  /** Dev accounts anvil unlocks; tests want many actors. */
+  accounts?: number;
+  /** How long to wait for anvil to listen. */
+  timeoutMs?: number;
+};
+
+export function anvilBinary(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
+}
+
+export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, timeoutMs = 20_000 }: AnvilOptions = {}): Promise<Anvil> {
+  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--accounts", String(accounts)];
+  const child = spawn(anvilBinary(), args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error("anvil did not start");
+
+  let output = "";
+  const listening = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`anvil did not listen within ${timeoutMs} ms:\n${output.slice(-2000)}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /Listening on 127\.0\.0\.1:(\d+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`anvil exited (${signal ?? code}) before listening:\n${output.slice(-2000)}`));
+    });
+  });
+
+  let actualPort: number;
+  try {
+    actualPort = await listening;
+  } catch (err) {
+    await stopGroup(child);
+    throw err;
+  }
+  // Keep draining its output so a chatty anvil never blocks on a full pipe.
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return { rpcUrl: `http://127.0.0.1:${actualPort}`, port: actualPort, pid, stop: () => stopGroup(child) };
+}
+
+/** Signals a detached child's whole process group and waits for the child to exit. */
+export async function stopGroup(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      // the group is already gone
+    }
+  };
+  signal("SIGTERM");
+  const timer = setTimeout(() => signal("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

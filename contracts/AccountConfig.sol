@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
+import {Ownable2StepUpgradeable} from "@openzeppelin/contracts-upgradeable/access/Ownable2StepUpgradeable.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts/proxy/utils/UUPSUpgradeable.sol";
+import {EnumerableSet} from "@openzeppelin/contracts/utils/structs/EnumerableSet.sol";
+import {AccountConfigStorage} from "./AccountConfigStorage.sol";
+
+/// @title AccountConfig — Sigil's on-chain registry of accounts, usage keys, wallets, groups and actions.
+/// @notice Every administrative write for an account is authorized by one rule:
+///   1. the sender is the account's admin wallet and the account is unmanaged (ChainSecured), or
+///   2. the sender is an authorized payer, the account is managed, and `keyHash` is the account's
+///      master hash or a live usage key of the account holding the scope the function needs.
+/// Owner-only functions (usage keys, conversion) accept case 1, or case 2 with the master hash.
+/// Every write emits an event whose first indexed topic is the account's master hash, so one
+/// log filter on this contract tells a listener which accounts changed.
+/// @dev Deployed behind an ERC-1967 proxy (UUPS). The paged read views live in
+/// `AccountConfigViews`, which this contract's fallback delegatecalls, so that each contract stays
+/// under the 24 KiB code-size limit; callers see one ABI at the proxy address.
+contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeable, AccountConfigStorage {
+    using EnumerableSet for EnumerableSet.UintSet;
+    using EnumerableSet for EnumerableSet.AddressSet;
+
+    // ─── scopes (bit flags; a function may need several) ──────────────────────────────────
+    uint256 private constant OWNER = 1 << 0;
+    uint256 private constant PKP_CREATE = 1 << 1;
+    uint256 private constant GROUP_CREATE = 1 << 2;
+    uint256 private constant GROUP_DELETE = 1 << 3;
+    uint256 private constant MANAGE_ACTIONS = 1 << 4; // in the given group
+    uint256 private constant ADD_PKP = 1 << 5; // in the given group
+    uint256 private constant REMOVE_PKP = 1 << 6; // in the given group
+    uint256 private constant MANAGE_ACTIONS_SOME = 1 << 7; // in at least one group
+    uint256 private constant MANAGE_ACTIONS_ALL = 1 << 8; // wildcard 0 in the list
+
+    /// @notice The AccountConfigViews deployment this implementation forwards read views to.
+    /// @custom:oz-upgrades-unsafe-allow state-variable-immutable
+    address public immutable viewsImplementation;
+
+    // ─── events (master hash first and indexed) ───────────────────────────────────────────
+    event AccountCreated(uint256 indexed master, address indexed admin, bool managed);
+    event AccountConvertedToChainSecured(uint256 indexed master, address indexed newAdmin);
+    event ChainSecuredAccountOwnershipTransferred(
+        uint256 indexed master, address indexed previousAdmin, address indexed newAdmin
+    );
+    event UsageApiKeySet(uint256 indexed master, uint256 indexed keyHash);
+    event UsageApiKeyMetadataUpdated(uint256 indexed master, uint256 indexed keyHash);
+    event UsageApiKeyRemoved(uint256 indexed master, uint256 indexed keyHash);
+    event WalletRegistered(uint256 indexed master, address indexed wallet, uint256 walletId);
+    event GroupAdded(uint256 indexed master, uint256 indexed groupId);
+    event GroupUpdated(uint256 indexed master, uint256 indexed groupId);
+    event GroupRemoved(uint256 indexed master, uint256 indexed groupId);
+    event ActionAddedToGroup(uint256 indexed master, uint256 indexed groupId, uint256 indexed cidHash);
+    event ActionRemovedFromGroup(uint256 indexed master, uint256 indexed groupId, uint256 indexed cidHash);
+    event PkpAddedToGroup(uint256 indexed master, uint256 indexed groupId, address indexed wallet);
+    event PkpRemovedFromGroup(uint256 indexed master, uint256 indexed groupId, address indexed wallet);
+    event ActionAdded(uint256 indexed master, uint256 indexed cidHash);
+    event ActionRemoved(uint256 indexed master, uint256 indexed cidHash);
+    event ActionMetadataUpdated(uint256 indexed master, uint256 indexed cidHash);
+    event ApiPayersSet(address[] payers);
+    event AdminApiPayerSet(address indexed payer);
+
+    // ─── setup and upgrades ────────────────────────────────────────────────────────────────
+
+    /// @custom:oz-upgrades-unsafe-allow constructor
+    constructor(address views) {
+        viewsImplementation = views;
+        _disableInitializers();
+    }
+
+    function initialize(address initialOwner) external initializer {
+        __Ownable_init(initialOwner);
+    }
+
+    function _authorizeUpgrade(address) internal override onlyOwner {}
+
+    function version() external pure virtual returns (string memory) {
+        return "1";
+    }
+
+    /// Forwards every other call (the read views) to AccountConfigViews in this storage context.
+    fallback() external {
+        address views = viewsImplementation;
+        // Uses memory past the free-memory pointer only, and never returns to Solidity code.
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            calldatacopy(ptr, 0, calldatasize())
+            let ok := delegatecall(gas(), views, ptr, calldatasize(), 0, 0)
+            returndatacopy(ptr, 0, returndatasize())
+            if iszero(ok) { revert(ptr, returndatasize()) }
+            return(ptr, returndatasize())
+        }
+    }
+
+    // ─── payers ────────────────────────────────────────────────────────────────────────────
+
+    /// @notice Replaces the set of payers allowed to write for managed accounts.
+    /// Callable by the contract owner or the admin payer.
+    function setApiPayers(address[] calldata payers) external {
+        Layout storage l = _layout();
+        if (msg.sender != owner() && msg.sender != l.adminPayer) revert OwnableUnauthorizedAccount(msg.sender);
+        if (payers.length > MAX_PAYERS) revert LimitExceeded("payers", MAX_PAYERS);
+        _clear(l.payers);
+        for (uint256 i; i < payers.length; ++i) {
+            if (payers[i] == address(0)) revert InvalidRequest("payer is the zero address");
+            l.payers.add(payers[i]);
+        }
+        emit ApiPayersSet(payers);
+    }
+
+    function setAdminApiPayer(address payer) external onlyOwner {
+        _layout().adminPayer = payer;
+        emit AdminApiPayerSet(payer);
+    }
+
+    function apiPayers() external view returns (address[] memory) {
+        return _layout().payers.values();
+    }
+
+    function adminApiPayer() external view returns (address) {
+        return _layout().adminPayer;
+    }
+
+    // ─── accounts ──────────────────────────────────────────────────────────────────────────
+
+    /// @notice Creates a managed (API-mode) account. Payers only. Registers the Account Master
+    /// Wallet as wallet 0 and makes it the account's admin, in one transaction.
+    function newAccount(
+        uint256 apiKeyHash,
+        string calldata name,
+        string calldata description,
+        address amwAddress,
+        uint256 amwDerivation
+    ) external {
+        Layout storage l = _layout();
+        if (!l.payers.contains(msg.sender)) revert NoAccountAccess(apiKeyHash, msg.sender);
+        if (apiKeyHash == 0) revert InvalidRequest("api key hash is zero");
+        if (amwAddress == address(0)) revert InvalidRequest("wallet is the zero address");
+        if (amwDerivation == 0) revert InvalidRequest("derivation is zero");
+        _checkText(name, description);
+        if (l.hashes[apiKeyHash].kind != HashKind.None) revert AccountAlreadyExists(apiKeyHash);
+        if (l.wallets[amwAddress].master != 0) revert WalletAlreadyRegistered(amwAddress);
+        uint256 amwHash = _lookupHash(amwAddress);
+        if (l.everAdmin[amwAddress] || l.hashes[amwHash].kind != HashKind.None) {
+            revert AccountAlreadyExists(amwHash);
+        }
+
+        Account storage a = _createAccount(l, apiKeyHash, amwAddress, true, name, description);
+        l.hashes[amwHash] = HashEntry(apiKeyHash, HashKind.Alias);
+        _registerWallet(l, a, apiKeyHash, amwAddress, amwDerivation, "", "");
+    }
+
+    /// @notice Creates an unmanaged (ChainSecured) account administered by the sender. Its master
+    /// hash is the sender's wallet lookup hash.
+    function newChainSecuredAccount(string calldata name, string calldata description) external {
+        Layout storage l = _layout();
+        uint256 master = _lookupHash(msg.sender);
+        if (l.everAdmin[msg.sender] || l.hashes[master].kind != HashKind.None) {
+            revert AccountAlreadyExists(master);
+        }
+        _checkText(name, description);
+        _createAccount(l, master, msg.sender, false, name, description);
+    }
+
+    /// @notice Converts a managed account to ChainSecured with `newAdmin` as its admin wallet.
+    /// Callable by a payer or the contract owner, with the account's master hash only.
+    function convertToChainSecuredAccount(uint256 apiKeyHash, address newAdmin) external {
+        Layout storage l = _layout();
+        if (!l.payers.contains(msg.sender) && msg.sender != owner()) {
+            revert NoAccountAccess(apiKeyHash, msg.sender);
+        }
+        if (newAdmin == address(0)) revert InvalidRequest("new admin is the zero address");
+        HashEntry storage e = l.hashes[apiKeyHash];
+        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(apiKeyHash);
+        if (e.kind != HashKind.Master) revert NotOwner();
+        Account storage a = l.accounts[apiKeyHash];
+        if (!a.managed) revert InvalidRequest("account is not managed");
+        uint256 alias_ = _lookupHash(newAdmin);
+        if (l.everAdmin[newAdmin] || l.hashes[alias_].kind != HashKind.None) revert AccountAlreadyExists(alias_);
+
+        a.managed = false;
+        a.admin = newAdmin;
+        l.everAdmin[newAdmin] = true;
+        l.hashes[alias_] = HashEntry(apiKeyHash, HashKind.Alias);
+        emit AccountConvertedToChainSecured(apiKeyHash, newAdmin);
+    }
+
+    /// @notice Hands a ChainSecured account to a new admin wallet. Only the current admin may call
+    /// it; `apiKeyHash` may be the master hash or any hash that resolves to it. The checks run in
+    /// the specification's order.
+    function transferChainSecuredAccountOwnership(uint256 apiKeyHash, address newAdmin) external {
+        Layout storage l = _layout();
+        if (newAdmin == address(0)) revert InvalidRequest("new admin is the zero address");
+        HashEntry storage e = l.hashes[apiKeyHash];
+        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(apiKeyHash);
+        uint256 master = e.master;
+        Account storage a = l.accounts[master];
+        if (a.managed) revert InvalidRequest("account is managed");
+        address previous = a.admin;
+        if (msg.sender != previous) revert NoAccountAccess(apiKeyHash, msg.sender);
+        if (newAdmin == previous) revert InvalidRequest("new admin is the current admin");
+        uint256 alias_ = _lookupHash(newAdmin);
+        if (l.everAdmin[newAdmin] || l.hashes[alias_].kind != HashKind.None) revert AccountAlreadyExists(alias_);
+
+        a.admin = newAdmin;
+        l.everAdmin[newAdmin] = true;
+        l.hashes[alias_] = HashEntry(master, HashKind.Alias);
+        emit ChainSecuredAccountOwnershipTransferred(master, previous, newAdmin);
+    }
+
+    // ─── usage keys (owner only) ───────────────────────────────────────────────────────────
+
+    /// @notice Creates a usage key or replaces all of its permissions and metadata.
+    function setUsageApiKey(
+        uint256 accountHash,
+        uint256 usageKeyHash,
+        uint256 expiration,
+        uint256 balance,
+        string calldata name,
+        string calldata description,
+        bool canCreateGroups,
+        bool canDeleteGroups,
+        bool canCreatePkps,
+        uint256[] calldata manageIpfsIdsInGroups,
+        uint256[] calldata addPkpToGroups,
+        uint256[] calldata removePkpFromGroups,
+        uint256[] calldata executeInGroups
+    ) external {
+        (uint256 master, Account storage a) = _authorize(accountHash, OWNER, 0);
+        Layout storage l = _layout();
+        if (usageKeyHash == 0) revert InvalidRequest("usage key hash is zero");
+        HashEntry storage e = l.hashes[usageKeyHash];
+        bool ours = e.master == master && (e.kind == HashKind.UsageKey || e.kind == HashKind.RemovedUsageKey);
+        if (e.kind != HashKind.None && !ours) revert InvalidRequest("usage key hash is already in use");
+        if (expiration != 0 && expiration <= block.timestamp) revert InvalidRequest("expiration is in the past");
+        _checkText(name, description);
+        _checkGroupIds(a, manageIpfsIdsInGroups);
+        _checkGroupIds(a, addPkpToGroups);
+        _checkGroupIds(a, removePkpFromGroups);
+        _checkGroupIds(a, executeInGroups);
+
+        UsageKey storage k = a.usageKeys[usageKeyHash];
+        k.expiration = expiration;
+        k.balance = balance;
+        k.name = name;
+        k.description = description;
+        k.canCreateGroups = canCreateGroups;
+        k.canDeleteGroups = canDeleteGroups;
+        k.canCreatePkps = canCreatePkps;
+        k.manageIpfsIdsInGroups = manageIpfsIdsInGroups;
+        k.addPkpToGroups = addPkpToGroups;
+        k.removePkpFromGroups = removePkpFromGroups;
+        k.executeInGroups = executeInGroups;
+        a.usageKeyHashes.add(usageKeyHash);
+        l.hashes[usageKeyHash] = HashEntry(master, HashKind.UsageKey);
+        emit UsageApiKeySet(master, usageKeyHash);
+    }
+
+    function updateUsageApiKeyMetadata(
+        uint256 accountHash,
+        uint256 usageKeyHash,
+        string calldata name,
+        string calldata description
+    ) external {
+        (uint256 master, Account storage a) = _authorize(accountHash, OWNER, 0);
+        UsageKey storage k = _usageKey(a, usageKeyHash);
+        _checkText(name, description);
+        k.name = name;
+        k.description = description;
+        emit UsageApiKeyMetadataUpdated(master, usageKeyHash);
+    }
+
+    /// @notice Removes a usage key: its hash stops resolving and authorizes nothing.
+    function removeUsageApiKey(uint256 accountHash, uint256 usageKeyHash) external {
+        (uint256 master, Account storage a) = _authorize(accountHash, OWNER, 0);
+        _usageKey(a, usageKeyHash);
+        delete a.usageKeys[usageKeyHash];
+        a.usageKeyHashes.remove(usageKeyHash);
+        _layout().hashes[usageKeyHash].kind = HashKind.RemovedUsageKey;
+        emit UsageApiKeyRemoved(master, usageKeyHash);
+    }
+
+    // ─── wallets ───────────────────────────────────────────────────────────────────────────
+
+    /// @notice Registers a wallet (PKP) derived in the enclave to the account. Returns its id.
+    function registerWalletDerivation(
+        uint256 keyHash,
+        address wallet,
+        uint256 derivation,
+        string calldata name,
+        string calldata description
+    ) external returns (uint256 walletId) {
+        (uint256 master, Account storage a) = _authorize(keyHash, PKP_CREATE, 0);
+        Layout storage l = _layout();
+        if (wallet == address(0)) revert InvalidRequest("wallet is the zero address");
+        if (derivation == 0) revert InvalidRequest("derivation is zero");
+        if (l.wallets[wallet].master != 0) revert WalletAlreadyRegistered(wallet);
+        _checkText(name, description);
+        return _registerWallet(l, a, master, wallet, derivation, name, description);
+    }
+
+    // ─── groups ────────────────────────────────────────────────────────────────────────────
+
+    function addGroup(
+        uint256 keyHash,
+        string calldata name,
+        string calldata description,
+        uint256[] calldata cidHashes,
+        address[] calldata wallets
+    ) external returns (uint256 groupId) {
+        (uint256 master, Account storage a) = _authorize(keyHash, GROUP_CREATE, 0);
+        _checkText(name, description);
+        groupId = a.nextGroupId++;
+        a.groupIds.add(groupId);
+        Group storage g = a.groups[groupId];
+        g.name = name;
+        g.description = description;
+        _fillGroup(master, g, cidHashes, wallets);
+        emit GroupAdded(master, groupId);
+    }
+
+    /// @notice Replaces a group's metadata, actions and wallets. Needs all three group scopes.
+    function updateGroup(
+        uint256 keyHash,
+        uint256 groupId,
+        string calldata name,
+        string calldata description,
+        uint256[] calldata cidHashes,
+        address[] calldata wallets
+    ) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS | ADD_PKP | REMOVE_PKP, groupId);
+        Group storage g = _group(a, groupId);
+        _checkText(name, description);
+        g.name = name;
+        g.description = description;
+        _clear(g.cids);
+        _clear(g.wallets);
+        _fillGroup(master, g, cidHashes, wallets);
+        emit GroupUpdated(master, groupId);
+    }
+
+    function removeGroup(uint256 keyHash, uint256 groupId) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, GROUP_DELETE, 0);
+        Group storage g = _group(a, groupId);
+        _clear(g.cids);
+        _clear(g.wallets);
+        delete g.name;
+        delete g.description;
+        a.groupIds.remove(groupId);
+        emit GroupRemoved(master, groupId);
+    }
+
+    /// @notice Adds an action (or 0, any action) to a group. Adding one already there is a no-op.
+    function addActionToGroup(uint256 keyHash, uint256 groupId, uint256 cidHash) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS, groupId);
+        Group storage g = _group(a, groupId);
+        g.cids.add(cidHash);
+        if (g.cids.length() > MAX_GROUP_CIDS) revert LimitExceeded("cids", MAX_GROUP_CIDS);
+        emit ActionAddedToGroup(master, groupId, cidHash);
+    }
+
+    function removeActionFromGroup(uint256 keyHash, uint256 groupId, uint256 cidHash) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS, groupId);
+        Group storage g = _group(a, groupId);
+        if (!g.cids.remove(cidHash)) revert ActionDoesNotExist(cidHash);
+        emit ActionRemovedFromGroup(master, groupId, cidHash);
+    }
+
+    /// @notice Adds a wallet of the account (or address(0), any wallet of the account) to a group.
+    function addPkpToGroup(uint256 keyHash, uint256 groupId, address wallet) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, ADD_PKP, groupId);
+        Group storage g = _group(a, groupId);
+        _checkWalletOf(master, wallet);
+        g.wallets.add(wallet);
+        if (g.wallets.length() > MAX_GROUP_WALLETS) revert LimitExceeded("wallets", MAX_GROUP_WALLETS);
+        emit PkpAddedToGroup(master, groupId, wallet);
+    }
+
+    function removePkpFromGroup(uint256 keyHash, uint256 groupId, address wallet) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, REMOVE_PKP, groupId);
+        Group storage g = _group(a, groupId);
+        _checkWalletOf(master, wallet);
+        if (!g.wallets.remove(wallet)) revert InvalidRequest("wallet is not in the group");
+        emit PkpRemovedFromGroup(master, groupId, wallet);
+    }
+
+    // ─── actions ───────────────────────────────────────────────────────────────────────────
+
+    /// @notice Registers an action's CID and metadata with the account (or replaces its metadata).
+    function addAction(
+        uint256 keyHash,
+        uint256 cidHash,
+        string calldata cid,
+        string calldata name,
+        string calldata description
+    ) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS_SOME, 0);
+        if (bytes(cid).length == 0) revert InvalidRequest("cid is empty");
+        if (bytes(cid).length > MAX_CID_BYTES) revert LimitExceeded("cid", MAX_CID_BYTES);
+        if (uint256(keccak256(bytes(cid))) != cidHash) revert InvalidRequest("cid hash does not match cid");
+        _checkText(name, description);
+        a.actionHashes.add(cidHash);
+        Action storage act = a.actions[cidHash];
+        act.cid = cid;
+        act.name = name;
+        act.description = description;
+        emit ActionAdded(master, cidHash);
+    }
+
+    function updateActionMetadata(
+        uint256 keyHash,
+        uint256 cidHash,
+        string calldata name,
+        string calldata description
+    ) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS_SOME, 0);
+        if (!a.actionHashes.contains(cidHash)) revert ActionDoesNotExist(cidHash);
+        _checkText(name, description);
+        Action storage act = a.actions[cidHash];
+        act.name = name;
+        act.description = description;
+        emit ActionMetadataUpdated(master, cidHash);
+    }
+
+    /// @notice Unregisters an action and drops it from every group of the account.
+    function removeAction(uint256 keyHash, uint256 cidHash) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS_ALL, 0);
+        bool found = a.actionHashes.remove(cidHash);
+        delete a.actions[cidHash];
+        uint256 n = a.groupIds.length();
+        for (uint256 i; i < n; ++i) {
+            uint256 groupId = a.groupIds.at(i);
+            if (a.groups[groupId].cids.remove(cidHash)) {
+                found = true;
+                emit ActionRemovedFromGroup(master, groupId, cidHash);
+            }
+        }
+        if (!found) revert ActionDoesNotExist(cidHash);
+        emit ActionRemoved(master, cidHash);
+    }
+
+    // ─── execution authorization and key resolution ────────────────────────────────────────
+
+    /// @notice What a hash is. `live` is true only for the master hash of a managed account and
+    /// for a usage key that has not expired; aliases and removed keys are never live.
+    function resolveKey(uint256 hash) external view returns (uint256 master, bool isMaster, bool managed, bool live) {
+        Layout storage l = _layout();
+        HashEntry storage e = l.hashes[hash];
+        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) return (0, false, false, false);
+        master = e.master;
+        Account storage a = l.accounts[master];
+        managed = a.managed;
+        isMaster = e.kind == HashKind.Master;
+        if (isMaster) live = managed;
+        else if (e.kind == HashKind.UsageKey) live = !_expired(a.usageKeys[hash]);
+    }
+
+    /// @notice Decides a run and every wallet it may touch. `keyHash` must be live: the master of
+    /// a managed account (every group of the account) or a usage key (the groups in its
+    /// `executeInGroups`, 0 = all). The run may execute when one of those groups lists `cidHash`
+    /// or 0. A wallet is allowed only when one such group also lists it or address(0), and the
+    /// wallet is registered to the same account. A zero `cidHash` is never an action.
+    function authorizeExecution(uint256 keyHash, uint256 cidHash, address[] calldata wallets)
+        external
+        view
+        returns (bool canExecute, bool[] memory walletAllowed, uint256[] memory derivations)
+    {
+        walletAllowed = new bool[](wallets.length);
+        derivations = new uint256[](wallets.length);
+        if (cidHash == 0) return (false, walletAllowed, derivations);
+        Layout storage l = _layout();
+        HashEntry storage e = l.hashes[keyHash];
+        uint256 master = e.master;
+        Account storage a = l.accounts[master];
+
+        uint256[] memory groupIds;
+        if (e.kind == HashKind.Master) {
+            if (!a.managed) return (false, walletAllowed, derivations);
+            groupIds = a.groupIds.values();
+        } else if (e.kind == HashKind.UsageKey) {
+            UsageKey storage k = a.usageKeys[keyHash];
+            if (_expired(k)) return (false, walletAllowed, derivations);
+            groupIds = _contains(k.executeInGroups, 0) ? a.groupIds.values() : k.executeInGroups;
+        } else {
+            return (false, walletAllowed, derivations);
+        }
+
+        for (uint256 i; i < groupIds.length; ++i) {
+            if (!a.groupIds.contains(groupIds[i])) continue; // a removed group in a key's list
+            Group storage g = a.groups[groupIds[i]];
+            if (!g.cids.contains(cidHash) && !g.cids.contains(0)) continue;
+            canExecute = true;
+            bool anyWallet = g.wallets.contains(address(0));
+            for (uint256 j; j < wallets.length; ++j) {
+                if (walletAllowed[j]) continue;
+                Wallet storage w = l.wallets[wallets[j]];
+                if (w.master != master || wallets[j] == address(0)) continue;
+                if (anyWallet || g.wallets.contains(wallets[j])) {
+                    walletAllowed[j] = true;
+                    derivations[j] = w.derivation;
+                }
+            }
+        }
+    }
+
+    // ─── internals ─────────────────────────────────────────────────────────────────────────
+
+    /// The one access rule. Returns the account the hash resolves to, or reverts.
+    function _authorize(uint256 keyHash, uint256 scopes, uint256 groupId)
+        private
+        view
+        returns (uint256 master, Account storage a)
+    {
+        Layout storage l = _layout();
+        HashEntry storage e = l.hashes[keyHash];
+        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(keyHash);
+        master = e.master;
+        a = l.accounts[master];
+        if (!a.managed) {
+            if (msg.sender != a.admin) revert NoAccountAccess(keyHash, msg.sender);
+            return (master, a);
+        }
+        // Managed: only payers write, on behalf of the master key or a scoped usage key.
+        if (!l.payers.contains(msg.sender)) revert NoAccountAccess(keyHash, msg.sender);
+        if (e.kind == HashKind.Master) return (master, a);
+        if (e.kind != HashKind.UsageKey) revert NoAccountAccess(keyHash, msg.sender);
+        UsageKey storage k = a.usageKeys[keyHash];
+        if (_expired(k)) revert KeyExpired(keyHash);
+        if (scopes & OWNER != 0) revert NotOwner();
+        if (scopes & PKP_CREATE != 0 && !k.canCreatePkps) revert NotAllowed("pkp:create", 0);
+        if (scopes & GROUP_CREATE != 0 && !k.canCreateGroups) revert NotAllowed("group:create", 0);
+        if (scopes & GROUP_DELETE != 0 && !k.canDeleteGroups) revert NotAllowed("group:delete", 0);
+        if (scopes & MANAGE_ACTIONS != 0 && !_inGroup(k.manageIpfsIdsInGroups, groupId)) {
+            revert NotAllowed("group:manageActions", groupId);
+        }
+        if (scopes & ADD_PKP != 0 && !_inGroup(k.addPkpToGroups, groupId)) revert NotAllowed("group:addPkp", groupId);
+        if (scopes & REMOVE_PKP != 0 && !_inGroup(k.removePkpFromGroups, groupId)) {
+            revert NotAllowed("group:removePkp", groupId);
+        }
+        if (scopes & MANAGE_ACTIONS_SOME != 0 && k.manageIpfsIdsInGroups.length == 0) {
+            revert NotAllowed("group:manageActions", 0);
+        }
+        if (scopes & MANAGE_ACTIONS_ALL != 0 && !_contains(k.manageIpfsIdsInGroups, 0)) {
+            revert NotAllowed("group:manageActions", 0);
+        }
+    }
+
+    function _createAccount(
+        Layout storage l,
+        uint256 master,
+        address admin,
+        bool managed,
+        string calldata name,
+        string calldata description
+    ) private returns (Account storage a) {
+        a = l.accounts[master];
+        a.admin = admin;
+        a.managed = managed;
+        a.nextGroupId = 1;
+        a.name = name;
+        a.description = description;
+        l.hashes[master] = HashEntry(master, HashKind.Master);
+        l.everAdmin[admin] = true;
+        emit AccountCreated(master, admin, managed);
+    }
+
+    function _registerWallet(
+        Layout storage l,
+        Account storage a,
+        uint256 master,
+        address wallet,
+        uint256 derivation,
+        string memory name,
+        string memory description
+    ) private returns (uint256 walletId) {
+        walletId = a.wallets.length;
+        a.wallets.push(wallet);
+        l.wallets[wallet] = Wallet(master, derivation, walletId, name, description);
+        emit WalletRegistered(master, wallet, walletId);
+    }
+
+    function _fillGroup(uint256 master, Group storage g, uint256[] calldata cidHashes, address[] calldata wallets)
+        private
+    {
+        if (cidHashes.length > MAX_GROUP_CIDS) revert LimitExceeded("cids", MAX_GROUP_CIDS);
+        if (wallets.length > MAX_GROUP_WALLETS) revert LimitExceeded("wallets", MAX_GROUP_WALLETS);
+        for (uint256 i; i < cidHashes.length; ++i) {
+            g.cids.add(cidHashes[i]);
+        }
+        for (uint256 i; i < wallets.length; ++i) {
+            _checkWalletOf(master, wallets[i]);
+            g.wallets.add(wallets[i]);
+        }
+    }
+
+    function _checkWalletOf(uint256 master, address wallet) private view {
+        if (wallet != address(0) && _layout().wallets[wallet].master != master) revert WalletNotRegistered(wallet);
+    }
+
+    function _checkGroupIds(Account storage a, uint256[] calldata ids) private view {
+        if (ids.length > MAX_KEY_GROUP_IDS) revert LimitExceeded("group ids", MAX_KEY_GROUP_IDS);
+        for (uint256 i; i < ids.length; ++i) {
+            if (ids[i] != 0 && !a.groupIds.contains(ids[i])) revert GroupDoesNotExist(ids[i]);
+        }
+    }
+
+    function _checkText(string calldata name, string calldata description) private pure {
+        if (bytes(name).length > MAX_NAME_BYTES) revert LimitExceeded("name", MAX_NAME_BYTES);
+        if (bytes(description).length > MAX_DESCRIPTION_BYTES) {
+            revert LimitExceeded("description", MAX_DESCRIPTION_BYTES);
+        }
+    }
+
+    function _usageKey(Account storage a, uint256 keyHash) private view returns (UsageKey storage) {
+        if (!a.usageKeyHashes.contains(keyHash)) revert AccountDoesNotExist(keyHash);
+        return a.usageKeys[keyHash];
+    }
+
+    function _inGroup(uint256[] storage ids, uint256 groupId) private view returns (bool) {
+        for (uint256 i; i < ids.length; ++i) {
+            if (ids[i] == 0 || ids[i] == groupId) return true;
+        }
+        return false;
+    }
+
+    function _lookupHash(address wallet) private pure returns (uint256) {
+        return uint256(keccak256(abi.encodePacked(wallet)));
+    }
+
+    function _clear(EnumerableSet.UintSet storage set) private {
+        for (uint256 n = set.length(); n > 0; --n) {
+            set.remove(set.at(n - 1));
+        }
+    }
+
+    function _clear(EnumerableSet.AddressSet storage set) private {
+        for (uint256 n = set.length(); n > 0; --n) {
+            set.remove(set.at(n - 1));
+        }
+    }
+}

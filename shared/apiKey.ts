@@ -1,0 +1,24 @@
+// API keys: standard base64 (RFC 4648, `=`-padded) of 32 random bytes, 44 characters.
+// Keys are shown once and never stored or logged; only their hashes (hashing.ts) go on chain.
+
+const KEY_BYTES = 32;
+const KEY_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
+
+/** A new API key from the platform CSPRNG (WebCrypto, so it runs in Workers and Node alike). */
+export function generateApiKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(KEY_BYTES));
+  return btoa(String.fromCharCode(...bytes));
+}
+
+/**
+ * Whether `value` (trimmed) has the form of an API key: 44 characters of canonical base64 that
+ * decode to exactly 32 bytes. A 64-hex public hash, or any other text, never passes, so a hash
+ * published on chain can never be presented as a key.
+ */
+export function isApiKeyFormat(value: string): boolean {
+  const key = value.trim();
+  if (!KEY_PATTERN.test(key)) return false;
+  // The last character before `=` carries 2 padding bits that canonical base64 leaves zero.
+  const decoded = atob(key);
+  return decoded.length === KEY_BYTES && btoa(decoded) === key;
+}

@@ -1,0 +1,100 @@
+// The error vocabulary the edge and the enclave share (api.md): stable codes, the HTTP status of
+// each, the one error body every non-2xx answer has, and the codes a script run can end with.
+import { z } from "zod";
+
+/** Every HTTP error code and its status. A code's status never changes; add codes, never reuse them. */
+export const errorStatus = {
+  invalid_request: 400,
+  invalid_json: 400,
+  conflicting_credentials: 400,
+  invalid_typed_data: 400,
+  wrong_primary_type: 400,
+  wrong_chain_id: 400,
+  amount_below_minimum: 400,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  invalid_signature: 401,
+  signature_expired: 401,
+  insufficient_credits: 402,
+  permission_denied: 403,
+  account_key_required: 403,
+  chain_secured_account: 403,
+  not_found: 404,
+  group_not_found: 404,
+  wallet_not_found: 404,
+  action_not_found: 404,
+  account_not_found: 404,
+  payment_not_found: 404,
+  already_exists: 409,
+  payment_not_succeeded: 409,
+  payment_belongs_to_another_account: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  executor_busy: 429,
+  internal_error: 500,
+  chain_unavailable: 503,
+  enclave_unavailable: 503,
+} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 409 | 413 | 429 | 500 | 503>;
+
+export type ErrorCode = keyof typeof errorStatus;
+export type ErrorStatus = (typeof errorStatus)[ErrorCode];
+
+/** Codes a script run reports in a 200 response's `error.code` (sandbox.md). */
+export const runErrorCodes = [
+  "script_error",
+  "timeout",
+  "memory_limit",
+  "limit_exceeded",
+  "insufficient_credits",
+  "permission_denied",
+  "wallet_key_mismatch",
+] as const;
+export type RunErrorCode = (typeof runErrorCodes)[number];
+
+/** One entry of `details` for `invalid_request`: where the input was wrong and why. */
+export type IssueDetail = { path: string; message: string };
+
+/**
+ * An error with a stable code, thrown by domain code on either side; one error middleware maps it to
+ * an HTTP answer. `message` is a sentence for the client: it never holds secrets, stack traces or
+ * RPC/revert internals (those go to the log with the request id).
+ */
+export class SigilError extends Error {
+  override readonly name = "SigilError";
+  readonly code: ErrorCode;
+  readonly status: ErrorStatus;
+  readonly details: unknown;
+  /** Seconds a client should wait before retrying (429 and 503 answers carry it as Retry-After). */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: { details?: unknown; retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = errorStatus[code];
+    this.details = options.details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+export const errorBodySchema = z.object({
+  error: z.object({
+    code: z.enum(Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]]),
+    message: z.string(),
+    request_id: z.string(),
+    details: z.unknown().optional(),
+  }),
+});
+
+/** `{"error": {code, message, request_id, details?}}`: the body of every non-2xx answer. */
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+export function errorBody(error: SigilError, requestId: string): ErrorBody {
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      request_id: requestId,
+      ...(error.details === undefined ? {} : { details: error.details }),
+    },
+  };
+}

@@ -1,0 +1,317 @@
+// Accounts: creation in both modes, conversion, the ownership-transfer table, aliases, resolveKey.
+import { parseEventLogs } from "viem";
+import { beforeAll, describe, expect, it } from "vitest";
+import { generateApiKey } from "../../shared/apiKey.ts";
+import { apiKeyHash, walletLookupHash } from "../../shared/hashing.ts";
+import { abi, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
+
+let f: Fixture;
+beforeAll(async () => {
+  f = await deployFixture();
+});
+
+describe("newAccount", () => {
+  it("creates a managed account whose admin and wallet 0 are the Account Master Wallet", async () => {
+    const { master, amw, receipt } = await f.managedAccount("Acme");
+    const account = await f.read("getAccount", [master]);
+    expect(account).toMatchObject({ master, admin: amw, managed: true, name: "Acme", walletCount: 1n, groupCount: 0n });
+    const [wallets, total] = await f.read("listWallets", [master, 0n, 10n]);
+    expect(total).toBe(1n);
+    expect(wallets[0]).toMatchObject({ id: 0n, wallet: amw });
+    expect(await f.read("getWalletDerivation", [master, amw])).toBe(master);
+    expect(await f.read("resolveKey", [master])).toEqual([master, true, true, true]);
+    expect(await f.read("resolveKey", [walletLookupHash(amw)])).toEqual([master, false, true, false]);
+
+    const events = parseEventLogs({ abi, logs: receipt.logs });
+    expect(events.map((e) => e.eventName)).toEqual(["AccountCreated", "WalletRegistered"]);
+    expect(events[0]!.args).toEqual({ master, admin: amw, managed: true });
+    expect(events[1]!.args).toEqual({ master, wallet: amw, walletId: 0n });
+  });
+
+  it("is refused to anyone but a payer, the contract owner included", async () => {
+    const key = apiKeyHash(generateApiKey());
+    for (const sender of [f.owner, f.stranger, f.alice]) {
+      expect(await f.revert(sender, "newAccount", [key, "n", "", randomAddress(), key])).toEqual({
+        errorName: "NoAccountAccess",
+        args: [key, sender],
+      });
+    }
+  });
+
+  it("cannot take a master hash, a wallet or an admin's alias twice", async () => {
+    const { master, amw } = await f.managedAccount();
+    const fresh = apiKeyHash(generateApiKey());
+    expect(await f.revert(f.payer, "newAccount", [master, "n", "", randomAddress(), master])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [master],
+    });
+    expect(await f.revert(f.payer, "newAccount", [fresh, "n", "", amw, fresh])).toEqual({
+      errorName: "WalletAlreadyRegistered",
+      args: [amw],
+    });
+    // alice was never a wallet, but once she administers an account she cannot be an AMW.
+    await f.chainSecuredAccount(f.alice);
+    expect(await f.revert(f.payer, "newAccount", [fresh, "n", "", f.alice, fresh])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(f.alice)],
+    });
+  });
+
+  it("rejects a zero hash, wallet or derivation", async () => {
+    const key = apiKeyHash(generateApiKey());
+    expect((await f.revert(f.payer, "newAccount", [0n, "n", "", randomAddress(), 1n])).errorName).toBe("InvalidRequest");
+    expect((await f.revert(f.payer, "newAccount", [key, "n", "", ZERO, 1n])).errorName).toBe("InvalidRequest");
+    expect((await f.revert(f.payer, "newAccount", [key, "n", "", randomAddress(), 0n])).errorName).toBe("InvalidRequest");
+  });
+});
+
+describe("newChainSecuredAccount", () => {
+  it("creates an unmanaged account whose master hash is the sender's wallet lookup hash", async () => {
+    const { master, receipt } = await f.chainSecuredAccount(f.bob, "Bob's");
+    expect(master).toBe(walletLookupHash(f.bob));
+    expect(await f.read("getAccount", [master])).toMatchObject({ master, admin: f.bob, managed: false, name: "Bob's", walletCount: 0n });
+    // The master of an unmanaged account is not a key: it resolves but is not live.
+    expect(await f.read("resolveKey", [master])).toEqual([master, true, false, false]);
+    const [created] = parseEventLogs({ abi, logs: receipt.logs, eventName: "AccountCreated" });
+    expect(created!.args).toEqual({ master, admin: f.bob, managed: false });
+  });
+
+  it("refuses a second account from the same wallet", async () => {
+    const admin = await f.impersonate();
+    await f.chainSecuredAccount(admin);
+    expect(await f.revert(admin, "newChainSecuredAccount", ["again", ""])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(admin)],
+    });
+  });
+
+  it("refuses a wallet that ever was an admin, even after it handed its account on", async () => {
+    const first = await f.impersonate();
+    const second = await f.impersonate();
+    const { master } = await f.chainSecuredAccount(first);
+    await f.write(first, "transferChainSecuredAccountOwnership", [master, second]);
+    expect(await f.revert(first, "newChainSecuredAccount", ["n", ""])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(first)],
+    });
+  });
+
+  it("refuses the Account Master Wallet of a managed account", async () => {
+    const { amw } = await f.managedAccount();
+    await f.impersonate(amw);
+    expect(await f.revert(amw, "newChainSecuredAccount", ["n", ""])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(amw)],
+    });
+  });
+});
+
+describe("convertToChainSecuredAccount", () => {
+  it("makes the account unmanaged under the new admin, keeping its master hash, keys, wallets and groups", async () => {
+    const { master, amw } = await f.managedAccount();
+    const usage = await f.usageKey(master, { executeInGroups: [0n] });
+    const groupId = await f.group(master, [1n], [amw]);
+    const newAdmin = await f.impersonate();
+
+    const receipt = await f.write(f.payer, "convertToChainSecuredAccount", [master, newAdmin]);
+    expect(parseEventLogs({ abi, logs: receipt.logs }).map((e) => [e.eventName, e.args])).toEqual([
+      ["AccountConvertedToChainSecured", { master, newAdmin }],
+    ]);
+    expect(await f.read("getAccount", [master])).toMatchObject({ master, admin: newAdmin, managed: false, walletCount: 1n, groupCount: 1n, usageKeyCount: 1n });
+    // The old master key still resolves (reads) but is no longer live; the usage key still is.
+    expect(await f.read("resolveKey", [master])).toEqual([master, true, false, false]);
+    expect(await f.read("resolveKey", [usage.hash])).toEqual([master, false, false, true]);
+    expect(await f.read("resolveKey", [walletLookupHash(newAdmin)])).toEqual([master, false, false, false]);
+    expect((await f.read("getGroup", [master, groupId])).wallets).toEqual([amw]);
+    // The new admin writes directly, with any hash that resolves to the account.
+    await f.write(newAdmin, "addGroup", [walletLookupHash(newAdmin), "after", "", [], []]);
+  });
+
+  it("may be sent by the contract owner as well as a payer", async () => {
+    const { master } = await f.managedAccount();
+    await f.write(f.owner, "convertToChainSecuredAccount", [master, await f.impersonate()]);
+    expect((await f.read("getAccount", [master])).managed).toBe(false);
+  });
+
+  it("is refused to anyone else, the account's own AMW included", async () => {
+    const { master, amw } = await f.managedAccount();
+    await f.impersonate(amw);
+    for (const sender of [f.stranger, amw]) {
+      expect(await f.revert(sender, "convertToChainSecuredAccount", [master, randomAddress()])).toEqual({
+        errorName: "NoAccountAccess",
+        args: [master, sender],
+      });
+    }
+  });
+
+  it("takes the master hash only, never a usage key or an alias", async () => {
+    const { master, amw } = await f.managedAccount();
+    const usage = await f.usageKey(master);
+    for (const hash of [usage.hash, walletLookupHash(amw)]) {
+      expect(await f.revert(f.payer, "convertToChainSecuredAccount", [hash, randomAddress()])).toEqual({ errorName: "NotOwner", args: [] });
+    }
+  });
+
+  it("rejects the zero address, unknown accounts and accounts already unmanaged", async () => {
+    const { master } = await f.managedAccount();
+    expect((await f.revert(f.payer, "convertToChainSecuredAccount", [master, ZERO])).errorName).toBe("InvalidRequest");
+    const unknown = apiKeyHash(generateApiKey());
+    expect(await f.revert(f.payer, "convertToChainSecuredAccount", [unknown, randomAddress()])).toEqual({
+      errorName: "AccountDoesNotExist",
+      args: [unknown],
+    });
+    await f.write(f.payer, "convertToChainSecuredAccount", [master, await f.impersonate()]);
+    expect(await f.revert(f.payer, "convertToChainSecuredAccount", [master, randomAddress()])).toEqual({
+      errorName: "InvalidRequest",
+      args: ["account is not managed"],
+    });
+  });
+
+  it("refuses a new admin that ever was an admin or whose alias is taken", async () => {
+    const { master } = await f.managedAccount();
+    const other = await f.managedAccount();
+    const pastAdmin = await f.impersonate();
+    await f.chainSecuredAccount(pastAdmin);
+    for (const newAdmin of [pastAdmin, other.amw]) {
+      expect(await f.revert(f.payer, "convertToChainSecuredAccount", [master, newAdmin])).toEqual({
+        errorName: "AccountAlreadyExists",
+        args: [walletLookupHash(newAdmin)],
+      });
+    }
+  });
+});
+
+describe("transferChainSecuredAccountOwnership", () => {
+  async function sovereign() {
+    const admin = await f.impersonate();
+    const { master } = await f.chainSecuredAccount(admin);
+    return { admin, master };
+  }
+
+  it("hands the account to the new admin, emits the event with the master hash, and adds the alias", async () => {
+    const { admin, master } = await sovereign();
+    const next = await f.impersonate();
+    const receipt = await f.write(admin, "transferChainSecuredAccountOwnership", [master, next]);
+    const [event] = parseEventLogs({ abi, logs: receipt.logs });
+    expect(event!.eventName).toBe("ChainSecuredAccountOwnershipTransferred");
+    expect(event!.args).toEqual({ master, previousAdmin: admin, newAdmin: next });
+    expect(event!.topics[1]).toBe(`0x${master.toString(16).padStart(64, "0")}`);
+    expect((await f.read("getAccount", [master])).admin).toBe(next);
+    // Both wallets' lookup hashes resolve to the account; only the new admin may write.
+    expect((await f.read("resolveKey", [walletLookupHash(next)]))[0]).toBe(master);
+    expect((await f.read("resolveKey", [walletLookupHash(admin)]))[0]).toBe(master);
+    expect(await f.revert(admin, "addGroup", [master, "g", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [master, admin] });
+    await f.write(next, "addGroup", [master, "g", "", [], []]);
+  });
+
+  it("accepts an alias hash in place of the master hash", async () => {
+    const { admin, master } = await sovereign();
+    const next = await f.impersonate();
+    await f.write(admin, "transferChainSecuredAccountOwnership", [master, next]);
+    const third = await f.impersonate();
+    // The new admin names the account by its own lookup hash (an alias).
+    const receipt = await f.write(next, "transferChainSecuredAccountOwnership", [walletLookupHash(next), third]);
+    const [event] = parseEventLogs({ abi, logs: receipt.logs, eventName: "ChainSecuredAccountOwnershipTransferred" });
+    expect(event!.args.master).toBe(master);
+  });
+
+  // The specification's table, row by row, each condition alone.
+  it("reverts InvalidRequest when the new admin is the zero address", async () => {
+    const { admin, master } = await sovereign();
+    expect(await f.revert(admin, "transferChainSecuredAccountOwnership", [master, ZERO])).toEqual({
+      errorName: "InvalidRequest",
+      args: ["new admin is the zero address"],
+    });
+  });
+
+  it("reverts AccountDoesNotExist when nothing resolves from the hash", async () => {
+    const unknown = apiKeyHash(generateApiKey());
+    expect(await f.revert(f.alice, "transferChainSecuredAccountOwnership", [unknown, randomAddress()])).toEqual({
+      errorName: "AccountDoesNotExist",
+      args: [unknown],
+    });
+  });
+
+  it("reverts InvalidRequest for a managed account, even from its AMW or a payer", async () => {
+    const { master, amw } = await f.managedAccount();
+    await f.impersonate(amw);
+    for (const sender of [amw, f.payer]) {
+      expect(await f.revert(sender, "transferChainSecuredAccountOwnership", [master, randomAddress()])).toEqual({
+        errorName: "InvalidRequest",
+        args: ["account is managed"],
+      });
+    }
+  });
+
+  it("reverts NoAccountAccess when the caller is not the current admin (payers have no authority)", async () => {
+    const { master } = await sovereign();
+    for (const sender of [f.payer, f.owner, f.stranger]) {
+      expect(await f.revert(sender, "transferChainSecuredAccountOwnership", [master, randomAddress()])).toEqual({
+        errorName: "NoAccountAccess",
+        args: [master, sender],
+      });
+    }
+  });
+
+  it("reverts InvalidRequest when the new admin is the current admin", async () => {
+    const { admin, master } = await sovereign();
+    expect(await f.revert(admin, "transferChainSecuredAccountOwnership", [master, admin])).toEqual({
+      errorName: "InvalidRequest",
+      args: ["new admin is the current admin"],
+    });
+  });
+
+  it("reverts AccountAlreadyExists when the new admin owns an account, past admins and the one just left included", async () => {
+    const { admin, master } = await sovereign();
+    const owner = await sovereign();
+    expect(await f.revert(admin, "transferChainSecuredAccountOwnership", [master, owner.admin])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(owner.admin)],
+    });
+    // Transfer away, then try to hand it back to the wallet just transferred away from.
+    const next = await f.impersonate();
+    await f.write(admin, "transferChainSecuredAccountOwnership", [master, next]);
+    expect(await f.revert(next, "transferChainSecuredAccountOwnership", [master, admin])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(admin)],
+    });
+  });
+
+  it("checks the rows in the table's order when several fail at once", async () => {
+    const { admin, master } = await sovereign();
+    const managed = await f.managedAccount();
+    // zero address beats an unknown hash
+    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [12345n, ZERO])).errorName).toBe("InvalidRequest");
+    // managed beats a caller that is not the admin
+    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [managed.master, admin])).args).toEqual(["account is managed"]);
+    // not the admin beats new admin == current admin and new admin already an admin
+    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [master, admin])).errorName).toBe("NoAccountAccess");
+    // same admin beats "already an admin" (the current admin is, of course, an admin)
+    expect((await f.revert(admin, "transferChainSecuredAccountOwnership", [master, admin])).errorName).toBe("InvalidRequest");
+  });
+});
+
+describe("aliases and resolveKey", () => {
+  it("resolves nothing for an unknown hash", async () => {
+    expect(await f.read("resolveKey", [apiKeyHash(generateApiKey())])).toEqual([0n, false, false, false]);
+  });
+
+  it("keeps every admin's alias after conversion and transfers, each resolving to the one master", async () => {
+    const { master, amw } = await f.managedAccount();
+    const a1 = await f.impersonate();
+    const a2 = await f.impersonate();
+    await f.write(f.payer, "convertToChainSecuredAccount", [master, a1]);
+    await f.write(a1, "transferChainSecuredAccountOwnership", [master, a2]);
+    for (const w of [amw, a1, a2]) {
+      expect(await f.read("resolveKey", [walletLookupHash(w)])).toEqual([master, false, false, false]);
+    }
+    expect((await f.read("getAccount", [walletLookupHash(a1)])).master).toBe(master);
+  });
+
+  it("computes the wallet lookup hash exactly as the TypeScript side does", async () => {
+    const admin = await f.impersonate();
+    await f.chainSecuredAccount(admin);
+    // newChainSecuredAccount makes keccak256(abi.encodePacked(sender)) the master.
+    expect((await f.read("getAccount", [walletLookupHash(admin)])).admin).toBe(admin);
+  });
+});

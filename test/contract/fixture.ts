@@ -1,0 +1,225 @@
+// Shared by the contract test files: a fresh AccountConfig deployment on the run's anvil, named
+// actors, and helpers that send a write (after simulating it), decode a revert, and set up accounts.
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  getAddress,
+  http,
+  parseEther,
+  parseEventLogs,
+  type Address,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
+  type ContractFunctionReturnType,
+  type TransactionReceipt,
+} from "viem";
+import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
+import { foundry } from "viem/chains";
+import { inject } from "vitest";
+import { deployAccountConfig, type Deployment } from "../../contracts/deploy.ts";
+import { generateApiKey } from "../../shared/apiKey.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { apiKeyHash, walletLookupHash } from "../../shared/hashing.ts";
+
+export const abi = accountConfigAbi;
+type Abi = typeof accountConfigAbi;
+export type WriteName = ContractFunctionName<Abi, "nonpayable">;
+export type ReadName = ContractFunctionName<Abi, "view" | "pure">;
+export type WriteArgs<N extends WriteName> = ContractFunctionArgs<Abi, "nonpayable", N>;
+export type ReadArgs<N extends ReadName> = ContractFunctionArgs<Abi, "view" | "pure", N>;
+
+export const ZERO = "0x0000000000000000000000000000000000000000" as Address;
+
+/** A decoded custom-error revert: its name and arguments. */
+export type Revert = { errorName: string; args: readonly unknown[] };
+
+/** Permissions of a usage key, as `setUsageApiKey` takes them after name and description. */
+export type Perms = {
+  canCreateGroups?: boolean;
+  canDeleteGroups?: boolean;
+  canCreatePkps?: boolean;
+  manageIpfsIdsInGroups?: bigint[];
+  addPkpToGroups?: bigint[];
+  removePkpFromGroups?: bigint[];
+  executeInGroups?: bigint[];
+  expiration?: bigint;
+  balance?: bigint;
+};
+
+export function randomAddress(): Address {
+  return privateKeyToAddress(generatePrivateKey());
+}
+
+export async function deployFixture() {
+  const transport = http(inject("rpcUrl"));
+  const publicClient = createPublicClient({ chain: foundry, transport });
+  const walletClient = createWalletClient({ chain: foundry, transport });
+  const testClient = createTestClient({ chain: foundry, mode: "anvil", transport });
+  // Checksummed, as viem decodes addresses from events and errors.
+  const accounts = (await publicClient.request({ method: "eth_accounts" })).map((a) => getAddress(a));
+  const [owner, payer, otherPayer, alice, bob, carol, dave, stranger] = accounts as [Address, ...Address[]] as Address[];
+  if (!stranger) throw new Error("anvil must unlock at least 8 accounts");
+
+  const deployment: Deployment = await deployAccountConfig(
+    { publicClient, walletClient, account: owner as Address },
+    { owner: owner as Address },
+  );
+  const address = deployment.proxy;
+
+  async function read<N extends ReadName>(functionName: N, args: ReadArgs<N>): Promise<ContractFunctionReturnType<Abi, "view" | "pure", N>> {
+    // viem's generic overloads cannot follow N through a wrapper; the result type is restored above.
+    return (await publicClient.readContract({ address, abi, functionName, args } as never)) as never;
+  }
+
+  /** Simulates then sends a write from `from`; fails the test if it reverts. */
+  async function write<N extends WriteName>(from: Address, functionName: N, args: WriteArgs<N>): Promise<TransactionReceipt> {
+    const { request } = await publicClient.simulateContract({ address, abi, functionName, args, account: from } as never);
+    const hash = await walletClient.writeContract(request as never);
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`${functionName} reverted on chain`);
+    return receipt;
+  }
+
+  /** The custom error a write from `from` reverts with (by simulation); throws if it would succeed. */
+  async function revert<N extends WriteName>(from: Address, functionName: N, args: WriteArgs<N>): Promise<Revert> {
+    try {
+      await publicClient.simulateContract({ address, abi, functionName, args, account: from } as never);
+    } catch (err) {
+      return decodeRevert(err);
+    }
+    throw new Error(`${functionName} from ${from} was expected to revert but would succeed`);
+  }
+
+  /** The custom error a read reverts with. */
+  async function readRevert<N extends ReadName>(functionName: N, args: ReadArgs<N>): Promise<Revert> {
+    try {
+      await read(functionName, args);
+    } catch (err) {
+      return decodeRevert(err);
+    }
+    throw new Error(`${functionName} was expected to revert`);
+  }
+
+  /** An address that is not an anvil dev account, impersonated and funded so it can send. */
+  async function impersonate(who: Address = randomAddress()): Promise<Address> {
+    await testClient.impersonateAccount({ address: who });
+    await testClient.setBalance({ address: who, value: parseEther("10") });
+    return who;
+  }
+
+  /** A managed account created by the payer: its master key, master hash and Account Master Wallet. */
+  async function managedAccount(name = "acct") {
+    const key = generateApiKey();
+    const master = apiKeyHash(key);
+    const amw = randomAddress();
+    const receipt = await write(payer as Address, "newAccount", [master, name, "", amw, master]);
+    return { key, master, amw, receipt };
+  }
+
+  /** A ChainSecured account created on chain by `admin`; its master hash is the admin's lookup hash. */
+  async function chainSecuredAccount(admin: Address, name = "sovereign") {
+    const receipt = await write(admin, "newChainSecuredAccount", [name, ""]);
+    return { master: walletLookupHash(admin), admin, receipt };
+  }
+
+  /** Creates (or replaces) a usage key of `master` through the payer; returns its key and hash. */
+  async function usageKey(master: bigint, perms: Perms = {}, sender: Address = payer as Address) {
+    const key = generateApiKey();
+    const hash = apiKeyHash(key);
+    await setUsageKey(master, hash, perms, sender);
+    return { key, hash };
+  }
+
+  async function setUsageKey(master: bigint, hash: bigint, perms: Perms = {}, sender: Address = payer as Address) {
+    return write(sender, "setUsageApiKey", usageKeyArgs(master, hash, perms));
+  }
+
+  /** A registered wallet of the account (through the payer and master key of a managed account). */
+  async function wallet(keyHash: bigint, sender: Address = payer as Address, name = "w") {
+    const w = randomAddress();
+    const receipt = await write(sender, "registerWalletDerivation", [keyHash, w, BigInt(generatePrivateKey()), name, ""]);
+    return { address: w, receipt };
+  }
+
+  /** Adds a group and returns its id, decoded from the GroupAdded event. */
+  async function group(keyHash: bigint, cids: bigint[] = [], wallets: Address[] = [], sender: Address = payer as Address) {
+    const receipt = await write(sender, "addGroup", [keyHash, "g", "", cids, wallets]);
+    const [added] = parseEventLogs({ abi, logs: receipt.logs, eventName: "GroupAdded" });
+    if (!added) throw new Error("addGroup emitted no GroupAdded");
+    return added.args.groupId;
+  }
+
+  async function now(): Promise<bigint> {
+    return (await publicClient.getBlock()).timestamp;
+  }
+
+  /** Moves chain time forward and mines a block, so views see the new time. */
+  async function advance(seconds: number): Promise<void> {
+    await testClient.increaseTime({ seconds });
+    await testClient.mine({ blocks: 1 });
+  }
+
+  await write(owner as Address, "setApiPayers", [[payer as Address, otherPayer as Address]]);
+
+  return {
+    publicClient,
+    walletClient,
+    testClient,
+    deployment,
+    address,
+    owner: owner as Address,
+    payer: payer as Address,
+    otherPayer: otherPayer as Address,
+    alice: alice as Address,
+    bob: bob as Address,
+    carol: carol as Address,
+    dave: dave as Address,
+    stranger: stranger as Address,
+    read,
+    write,
+    revert,
+    readRevert,
+    impersonate,
+    managedAccount,
+    chainSecuredAccount,
+    usageKey,
+    setUsageKey,
+    wallet,
+    group,
+    now,
+    advance,
+  };
+}
+
+export type Fixture = Awaited<ReturnType<typeof deployFixture>>;
+
+export function usageKeyArgs(master: bigint, hash: bigint, p: Perms = {}, name = "key", description = ""): WriteArgs<"setUsageApiKey"> {
+  return [
+    master,
+    hash,
+    p.expiration ?? 0n,
+    p.balance ?? 0n,
+    name,
+    description,
+    p.canCreateGroups ?? false,
+    p.canDeleteGroups ?? false,
+    p.canCreatePkps ?? false,
+    p.manageIpfsIdsInGroups ?? [],
+    p.addPkpToGroups ?? [],
+    p.removePkpFromGroups ?? [],
+    p.executeInGroups ?? [],
+  ];
+}
+
+export function decodeRevert(err: unknown): Revert {
+  if (err instanceof BaseError) {
+    const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError);
+    if (reverted instanceof ContractFunctionRevertedError && reverted.data) {
+      return { errorName: reverted.data.errorName, args: reverted.data.args ?? [] };
+    }
+  }
+  throw err;
+}

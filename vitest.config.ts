@@ -1,0 +1,29 @@
+// One vitest run, one project per suite. Every run also writes a JSON report that .ci/run reads to
+// print its `N passed, N failed` line. Later suites (workers, enclave, end-to-end) join `projects`.
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    reporters: ["default", "json"],
+    outputFile: { json: ".sigil/test-results.json" },
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["shared/**/*.test.ts", "contracts/**/*.test.ts", "bin/**/*.test.ts", "test/unit/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "contract",
+          include: ["test/contract/**/*.test.ts"],
+          // One anvil for the whole run; files take turns so time travel and gas stay deterministic.
+          globalSetup: ["test/contract/globalSetup.ts"],
+          fileParallelism: false,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
