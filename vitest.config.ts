@@ -24,6 +24,15 @@ export default defineConfig({
           hookTimeout: 120_000,
         },
       },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          // Each test starts the local stack as a process; they take turns on the two cores.
+          fileParallelism: false,
+          testTimeout: 120_000,
+        },
+      },
     ],
   },
 });

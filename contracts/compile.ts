@@ -37,7 +37,7 @@ type SolcOutput = {
 
 export type Artifact = { contractName: string; sourceName: string; abi: unknown[]; bytecode: `0x${string}`; deployedBytecode: `0x${string}` };
 
-function ownSources(): Record<string, { content: string }> {
+export function ownSources(): Record<string, { content: string }> {
   const sources: Record<string, { content: string }> = {};
   for (const dir of sourceDirs) {
     const abs = join(root, dir);
@@ -62,7 +62,8 @@ function findImport(path: string): { contents: string } | { error: string } {
   }
 }
 
-function buildHash(sources: Record<string, { content: string }>): string {
+/** Changes whenever a source, the compiler, its settings, OpenZeppelin or this script changes. */
+export function buildHash(sources: Record<string, { content: string }>): string {
   const oz = ["@openzeppelin/contracts", "@openzeppelin/contracts-upgradeable"].map(
     (p) => (JSON.parse(readFileSync(require.resolve(`${p}/package.json`), "utf8")) as { version: string }).version,
   );

@@ -13,6 +13,7 @@ import {
   createPublicClient,
   createWalletClient,
   encodeFunctionData,
+  getAddress,
   http,
   isAddress,
   type Account,
@@ -65,7 +66,7 @@ export async function deployContract(
   if (receipt.status !== "success" || !receipt.contractAddress) {
     throw new Error(`deploying ${contractName} failed in transaction ${hash}`);
   }
-  return { address: receipt.contractAddress, blockNumber: receipt.blockNumber };
+  return { address: getAddress(receipt.contractAddress), blockNumber: receipt.blockNumber };
 }
 
 /** Deploys a new implementation (views + core) without touching any proxy, for upgrades. */
@@ -87,13 +88,12 @@ export async function deployAccountConfig(clients: DeployClients, { owner }: { o
 }
 
 /** The deploying account: a private key from the environment, else the node's first unlocked account. */
-export async function deployerAccount(publicClient: PublicClient, privateKey?: string): Promise<Account | Address> {
+export async function deployerAccount(walletClient: WalletClient, privateKey?: string): Promise<Account | Address> {
   if (privateKey) {
     if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey)) throw new Error("SIGIL_DEPLOYER_PRIVATE_KEY must be 0x followed by 64 hex digits");
     return privateKeyToAccount(privateKey as Hex);
   }
-  const accounts = await publicClient.request({ method: "eth_accounts" });
-  const first = accounts[0];
+  const [first] = await walletClient.getAddresses();
   if (!first) throw new Error("the node has no unlocked account: set SIGIL_DEPLOYER_PRIVATE_KEY");
   return first;
 }
@@ -108,8 +108,8 @@ async function main(): Promise<void> {
   if (!rpcUrl) throw new Error("usage: node contracts/deploy.ts --rpc-url URL [--owner ADDRESS]");
   const transport = http(rpcUrl);
   const publicClient = createPublicClient({ transport });
-  const account = await deployerAccount(publicClient, process.env.SIGIL_DEPLOYER_PRIVATE_KEY);
   const walletClient = createWalletClient({ transport });
+  const account = await deployerAccount(walletClient, process.env.SIGIL_DEPLOYER_PRIVATE_KEY);
   const ownerArg = argValue("--owner");
   if (ownerArg !== undefined && !isAddress(ownerArg)) throw new Error(`--owner is not an address: ${ownerArg}`);
   const owner = (ownerArg as Address | undefined) ?? (typeof account === "string" ? account : account.address);

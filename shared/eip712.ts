@@ -2,7 +2,7 @@
 // the domain, the four primary types, a builder, the digest, and a pure validator that applies
 // every rule of api.md in its order and returns a typed error for each rejection. Signature
 // recovery and ERC-1271 need a chain client and live with the edge.
-import { hashTypedData, isAddress, type Address, type Hex } from "viem";
+import { getAddress, hashTypedData, isAddress, type Address, type Hex, type TypedDataDefinition } from "viem";
 import { SigilError } from "./errors.ts";
 
 export const EIP712_DOMAIN_NAME = "Sigil ChainSecured";
@@ -27,7 +27,7 @@ export const sigilMessageFields = [
 
 export type SigilDomain = { name: typeof EIP712_DOMAIN_NAME; version: typeof EIP712_DOMAIN_VERSION; chainId: bigint };
 
-/** Typed data as clients send and sign it: `issuedAt` is Unix seconds as a decimal string. */
+/** Typed data on the wire (JSON): `issuedAt` is Unix seconds as a decimal string. */
 export type SigilTypedData<P extends SigilPrimaryType = SigilPrimaryType> = {
   types: { EIP712Domain: typeof eip712DomainFields } & { [K in P]: typeof sigilMessageFields };
   primaryType: P;
@@ -57,7 +57,7 @@ export function sigilDomain(chainId: number | bigint): SigilDomain {
   return { name: EIP712_DOMAIN_NAME, version: EIP712_DOMAIN_VERSION, chainId: BigInt(chainId) };
 }
 
-/** The typed data a client signs for `primaryType`, ready for viem's `signTypedData`. */
+/** The typed data a client sends for `primaryType` (JSON-ready); sign it through `signableTypedData`. */
 export function buildTypedData<P extends SigilPrimaryType>(args: {
   primaryType: P;
   address: Address;
@@ -70,6 +70,21 @@ export function buildTypedData<P extends SigilPrimaryType>(args: {
     domain: { name: EIP712_DOMAIN_NAME, version: EIP712_DOMAIN_VERSION, chainId: Number(args.chainId) },
     message: { address: args.address, issuedAt: BigInt(args.issuedAt).toString() },
   };
+}
+
+/**
+ * The same typed data in the form viem's `signTypedData` / `hashTypedData` take: integers as
+ * bigints, and `EIP712Domain` left for viem to derive from the domain (it derives the same fields).
+ */
+export function signableTypedData<P extends SigilPrimaryType>(
+  typedData: SigilTypedData<P>,
+): TypedDataDefinition<{ [K in P]: typeof sigilMessageFields }, P> {
+  return {
+    domain: sigilDomain(BigInt(typedData.domain.chainId)),
+    types: { [typedData.primaryType]: sigilMessageFields } as { [K in P]: typeof sigilMessageFields },
+    primaryType: typedData.primaryType,
+    message: { address: typedData.message.address, issuedAt: BigInt(typedData.message.issuedAt) },
+  } as TypedDataDefinition<{ [K in P]: typeof sigilMessageFields }, P>;
 }
 
 /** The EIP-712 digest (`\x19\x01 ‖ domainSeparator ‖ hashStruct(message)`) that is signed. */
@@ -114,7 +129,12 @@ export function validateTypedData<P extends SigilPrimaryType>(
     error: new SigilError(code, message) as TypedDataError,
   });
 
-  const serialized = typeof typedData === "string" ? typedData : JSON.stringify(typedData ?? null);
+  // Requests arrive as parsed JSON; a bigint can only come from a programmatic caller and is sized
+  // as its decimal text, so measuring never throws.
+  const serialized =
+    typeof typedData === "string"
+      ? typedData
+      : JSON.stringify(typedData ?? null, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
   if (new TextEncoder().encode(serialized).length > MAX_TYPED_DATA_BYTES) {
     return fail("payload_too_large", `typed_data must be at most ${MAX_TYPED_DATA_BYTES} bytes when serialized`);
   }
@@ -152,7 +172,7 @@ export function validateTypedData<P extends SigilPrimaryType>(
   if (!isRecord(message) || !hasExactKeys(message, ["address", "issuedAt"])) {
     return fail("invalid_typed_data", "message must have exactly address and issuedAt");
   }
-  if (typeof message.address !== "string" || !isAddress(message.address)) {
+  if (typeof message.address !== "string" || !isWalletAddress(message.address)) {
     return fail("invalid_typed_data", "message.address must be a 0x-prefixed 20-byte address (with a valid checksum if mixed-case)");
   }
   const issuedAt = parseUint(message.issuedAt);
@@ -180,7 +200,7 @@ export function validateTypedData<P extends SigilPrimaryType>(
     return fail("signature_expired", `issuedAt must be within ${ISSUED_AT_WINDOW_SECONDS} seconds of the server's time`);
   }
 
-  const address = message.address as Address;
+  const address = getAddress(message.address);
   return {
     ok: true,
     value: {
@@ -210,11 +230,21 @@ function sameFields(value: unknown, expected: readonly { name: string; type: str
   );
 }
 
-/** A non-negative integer given as a safe JSON number or a decimal string. */
+const MAX_UINT256 = 2n ** 256n - 1n;
+
+/** A uint256 given as a safe non-negative JSON number, a bigint, or a decimal string. */
 function parseUint(value: unknown): bigint | undefined {
-  if (typeof value === "number") return Number.isSafeInteger(value) && value >= 0 ? BigInt(value) : undefined;
-  if (typeof value === "string" && /^(0|[1-9][0-9]{0,77})$/.test(value)) return BigInt(value);
-  return undefined;
+  let n: bigint | undefined;
+  if (typeof value === "number") n = Number.isSafeInteger(value) && value >= 0 ? BigInt(value) : undefined;
+  else if (typeof value === "bigint") n = value >= 0n ? value : undefined;
+  else if (typeof value === "string" && /^(0|[1-9][0-9]{0,77})$/.test(value)) n = BigInt(value);
+  return n !== undefined && n <= MAX_UINT256 ? n : undefined;
+}
+
+/** EIP-55: all-lowercase and all-uppercase hex carry no checksum; mixed case must carry a valid one. */
+function isWalletAddress(value: string): boolean {
+  if (/^0x([0-9a-f]{40}|[0-9A-F]{40})$/.test(value)) return true;
+  return isAddress(value, { strict: true });
 }
 
 /** Decoded size of a hex signature (its raw length when it is not hex: that also bounds the work). */

@@ -8,6 +8,10 @@ export type Anvil = {
   rpcUrl: string;
   port: number;
   pid: number;
+  /** Settles when the anvil process exits, for whatever reason. */
+  exited: Promise<void>;
+  /** Whether `stop()` was called (an exit without it is a crash). */
+  readonly stopRequested: boolean;
   /** Stops anvil's process group: SIGTERM, then SIGKILL if it has not exited within 5 s. */
   stop(): Promise<void>;
 };
@@ -33,6 +37,7 @@ export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, tim
   const pid = child.pid;
   if (pid === undefined) throw new Error("anvil did not start");
 
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let output = "";
   const listening = new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`anvil did not listen within ${timeoutMs} ms:\n${output.slice(-2000)}`)), timeoutMs);
@@ -62,7 +67,20 @@ export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, tim
   // Keep draining its output so a chatty anvil never blocks on a full pipe.
   child.stdout?.resume();
   child.stderr?.resume();
-  return { rpcUrl: `http://127.0.0.1:${actualPort}`, port: actualPort, pid, stop: () => stopGroup(child) };
+  let stopRequested = false;
+  return {
+    rpcUrl: `http://127.0.0.1:${actualPort}`,
+    port: actualPort,
+    pid,
+    exited,
+    get stopRequested() {
+      return stopRequested;
+    },
+    stop: () => {
+      stopRequested = true;
+      return stopGroup(child);
+    },
+  };
 }
 
 /** Signals a detached child's whole process group and waits for the child to exit. */

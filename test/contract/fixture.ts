@@ -26,9 +26,9 @@ import { apiKeyHash, walletLookupHash } from "../../shared/hashing.ts";
 
 export const abi = accountConfigAbi;
 type Abi = typeof accountConfigAbi;
-export type WriteName = ContractFunctionName<Abi, "nonpayable">;
+export type WriteName = ContractFunctionName<Abi, "nonpayable" | "payable">;
 export type ReadName = ContractFunctionName<Abi, "view" | "pure">;
-export type WriteArgs<N extends WriteName> = ContractFunctionArgs<Abi, "nonpayable", N>;
+export type WriteArgs<N extends WriteName> = ContractFunctionArgs<Abi, "nonpayable" | "payable", N>;
 export type ReadArgs<N extends ReadName> = ContractFunctionArgs<Abi, "view" | "pure", N>;
 
 export const ZERO = "0x0000000000000000000000000000000000000000" as Address;
@@ -59,7 +59,7 @@ export async function deployFixture() {
   const walletClient = createWalletClient({ chain: foundry, transport });
   const testClient = createTestClient({ chain: foundry, mode: "anvil", transport });
   // Checksummed, as viem decodes addresses from events and errors.
-  const accounts = (await publicClient.request({ method: "eth_accounts" })).map((a) => getAddress(a));
+  const accounts = (await walletClient.getAddresses()).map((a) => getAddress(a));
   const [owner, payer, otherPayer, alice, bob, carol, dave, stranger] = accounts as [Address, ...Address[]] as Address[];
   if (!stranger) throw new Error("anvil must unlock at least 8 accounts");
 

@@ -1,0 +1,31 @@
+// The local stack's configuration: read from the environment once, validated, typed.
+import { z } from "zod";
+
+const schema = z.object({
+  /** Use this chain instead of starting anvil. */
+  SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** Port for the local anvil; 0 lets it pick a free one. */
+  SIGIL_ANVIL_PORT: z.coerce.number().int().min(0).max(65_535).default(8545),
+  /** Deployer key for a chain without unlocked accounts; anvil's dev account is used otherwise. */
+  SIGIL_DEPLOYER_PRIVATE_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits")
+    .optional(),
+});
+
+export type StackConfig = {
+  rpcUrl: string | undefined;
+  anvilPort: number;
+  deployerPrivateKey: string | undefined;
+};
+
+/** Parses the environment; the error names each bad variable and never echoes a secret's value. */
+export function readStackConfig(env: Record<string, string | undefined> = process.env): StackConfig {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const c = result.data;
+  return { rpcUrl: c.SIGIL_RPC_URL, anvilPort: c.SIGIL_ANVIL_PORT, deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY };
+}

@@ -1,0 +1,121 @@
+// `npm start` as a user runs it: the stack comes up and prints its address, Ctrl-C stops every
+// process it started, a crash of its chain ends it loudly, and bad configuration is refused.
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { createPublicClient, http, type Address } from "viem";
+import { afterEach, describe, expect, it } from "vitest";
+import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
+
+const root = join(import.meta.dirname, "../..");
+
+type Started = { child: ChildProcess; output: () => string; exit: Promise<number | null> };
+
+const running: ChildProcess[] = [];
+const anvils: Anvil[] = [];
+const strayPids: number[] = [];
+
+function startStack(env: Record<string, string>): Started {
+  // Its own process group, so a test can clean up after a failure without touching the runner.
+  const child = spawn(process.execPath, ["bin/sigil.ts", "start"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.push(child);
+  let output = "";
+  child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, output: () => output, exit };
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, started: Started, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (started.child.exitCode !== null) throw new Error(`sigil start exited before ${what}:\n${started.output()}`);
+    if (Date.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms:\n${started.output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function up(started: Started) {
+  const address = await waitFor("AccountConfig address", () => /AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(started.output())?.[1] as Address | undefined, started);
+  const rpcUrl = /rpc url\s+(\S+)/.exec(started.output())![1]!;
+  const anvilPid = Number(/anvil \(pid (\d+)\)/.exec(started.output())?.[1] ?? 0) || undefined;
+  if (anvilPid) strayPids.push(anvilPid);
+  return { address, rpcUrl, anvilPid };
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+afterEach(async () => {
+  for (const child of running.splice(0)) if (child.exitCode === null && child.pid) killGroup(child.pid);
+  for (const pid of strayPids.splice(0)) killGroup(pid);
+  for (const a of anvils.splice(0)) await a.stop();
+});
+
+describe("npm start", () => {
+  it("deploys AccountConfig on its own anvil, prints the address, and leaves no process behind after Ctrl-C", async () => {
+    const started = startStack({ SIGIL_ANVIL_PORT: "0" });
+    const { address, rpcUrl, anvilPid } = await up(started);
+    expect(anvilPid).toBeDefined();
+
+    const client = createPublicClient({ transport: http(rpcUrl) });
+    expect(await client.getChainId()).toBe(31337);
+    expect(await client.getCode({ address })).toMatch(/^0x[0-9a-f]{20,}/);
+    expect(started.output()).toContain("chain id         31337");
+
+    started.child.kill("SIGINT");
+    expect(await started.exit).toBe(0);
+    expect(isAlive(anvilPid!)).toBe(false);
+    await expect(client.getChainId()).rejects.toThrow();
+  });
+
+  it("uses SIGIL_RPC_URL instead of starting a chain, and leaves that chain running when it stops", async () => {
+    const chain = await startAnvil();
+    anvils.push(chain);
+    const started = startStack({ SIGIL_RPC_URL: chain.rpcUrl });
+    const { address, rpcUrl, anvilPid } = await up(started);
+    expect(rpcUrl).toBe(chain.rpcUrl);
+    expect(anvilPid).toBeUndefined();
+    expect(started.output()).toContain(`using the chain at ${chain.rpcUrl}`);
+
+    started.child.kill("SIGTERM");
+    expect(await started.exit).toBe(0);
+    const client = createPublicClient({ transport: http(chain.rpcUrl) });
+    expect(await client.getCode({ address })).toMatch(/^0x[0-9a-f]+/);
+  });
+
+  it("exits non-zero and says so when its anvil dies", async () => {
+    const started = startStack({ SIGIL_ANVIL_PORT: "0" });
+    const { anvilPid } = await up(started);
+    process.kill(anvilPid!, "SIGKILL");
+    expect(await started.exit).toBe(1);
+    expect(started.output()).toContain("anvil exited unexpectedly");
+  });
+
+  it("refuses invalid configuration with a message naming the variable, and starts nothing", async () => {
+    const started = startStack({ SIGIL_ANVIL_PORT: "not-a-port" });
+    expect(await started.exit).toBe(1);
+    expect(started.output()).toMatch(/invalid configuration: SIGIL_ANVIL_PORT/);
+    expect(started.output()).not.toContain("anvil (pid");
+  });
+});
