@@ -537,7 +537,7 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         if (scopes & REMOVE_PKP != 0 && !_inGroup(k.removePkpFromGroups, groupId)) {
             revert NotAllowed("group:removePkp", groupId);
         }
-        if (scopes & MANAGE_ACTIONS_SOME != 0 && k.manageIpfsIdsInGroups.length == 0) {
+        if (scopes & MANAGE_ACTIONS_SOME != 0 && !_inSomeGroup(a, k.manageIpfsIdsInGroups)) {
             revert NotAllowed("group:manageActions", 0);
         }
         if (scopes & MANAGE_ACTIONS_ALL != 0 && !_contains(k.manageIpfsIdsInGroups, 0)) {
@@ -619,6 +619,14 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
     function _inGroup(uint256[] storage ids, uint256 groupId) private view returns (bool) {
         for (uint256 i; i < ids.length; ++i) {
             if (ids[i] == 0 || ids[i] == groupId) return true;
+        }
+        return false;
+    }
+
+    /// Whether a usage-key list grants its scope in at least one group the account still has.
+    function _inSomeGroup(Account storage a, uint256[] storage ids) private view returns (bool) {
+        for (uint256 i; i < ids.length; ++i) {
+            if (ids[i] == 0 || a.groupIds.contains(ids[i])) return true;
         }
         return false;
     }

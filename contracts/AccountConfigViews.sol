@@ -11,7 +11,9 @@ import {AccountConfigStorage} from "./AccountConfigStorage.sol";
 /// @dev Every view takes any hash that resolves to the account (master, usage key, alias): the
 /// edge passes the caller's key hash and gets the list in one call. An expired usage key reverts
 /// `KeyExpired`; an unknown or removed one `AccountDoesNotExist`. Pages are 0-based, sizes 1..100,
-/// and each list returns the total count beside the page.
+/// and each list returns the total count beside the page. Lists are in insertion order until an
+/// item is removed: sets remove by moving their last item into the gap, so clients must not read
+/// meaning into positions (wallets are never removed, so wallet ids and order are stable).
 contract AccountConfigViews is AccountConfigStorage {
     using EnumerableSet for EnumerableSet.UintSet;
     using EnumerableSet for EnumerableSet.AddressSet;

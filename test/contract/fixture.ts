@@ -55,7 +55,8 @@ export function randomAddress(): Address {
 
 export async function deployFixture() {
   const transport = http(inject("rpcUrl"));
-  const publicClient = createPublicClient({ chain: foundry, transport });
+  // anvil mines at once; viem's default 4 s receipt polling would only slow the suite down.
+  const publicClient = createPublicClient({ chain: foundry, transport, pollingInterval: 50 });
   const walletClient = createWalletClient({ chain: foundry, transport });
   const testClient = createTestClient({ chain: foundry, mode: "anvil", transport });
   // Checksummed, as viem decodes addresses from events and errors.
