@@ -1,9 +1,9 @@
 // Accounts: creation in both modes, conversion, the ownership-transfer table, aliases, resolveKey.
-import { parseEventLogs } from "viem";
+import { parseEventLogs, toHex, type Address } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, walletLookupHash } from "../../shared/hashing.ts";
-import { abi, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
+import { abi, deployFixture, hashEntrySlot, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
 let f: Fixture;
 beforeAll(async () => {
@@ -313,5 +313,47 @@ describe("aliases and resolveKey", () => {
     await f.chainSecuredAccount(admin);
     // newChainSecuredAccount makes keccak256(abi.encodePacked(sender)) the master.
     expect((await f.read("getAccount", [walletLookupHash(admin)])).admin).toBe(admin);
+  });
+});
+
+// Every wallet that becomes an admin also gets an alias entry, and that entry alone already refuses
+// it as a new admin. `everAdmin` is the second, independent guard; these tests erase the alias entry
+// from storage so that the guard has to stand on its own.
+describe("everAdmin, on its own", () => {
+  async function forgetAlias(wallet: Address): Promise<void> {
+    const kindSlot = toHex(hashEntrySlot(walletLookupHash(wallet)) + 1n, { size: 32 });
+    await f.testClient.setStorageAt({ address: f.address, index: kindSlot, value: toHex(0n, { size: 32 }) });
+    expect(await f.read("resolveKey", [walletLookupHash(wallet)])).toEqual([0n, false, false, false]);
+  }
+
+  it("keeps a former admin from creating a ChainSecured account", async () => {
+    const { amw } = await f.managedAccount();
+    await f.impersonate(amw);
+    await forgetAlias(amw);
+    expect(await f.revert(amw, "newChainSecuredAccount", ["n", ""])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(amw)],
+    });
+  });
+
+  it("keeps a former admin from receiving a transferred account", async () => {
+    const admin = await f.impersonate();
+    const { master } = await f.chainSecuredAccount(admin);
+    const { amw } = await f.managedAccount();
+    await forgetAlias(amw);
+    expect(await f.revert(admin, "transferChainSecuredAccountOwnership", [master, amw])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(amw)],
+    });
+  });
+
+  it("keeps a former admin from becoming the admin of a converted account", async () => {
+    const { master } = await f.managedAccount();
+    const other = await f.managedAccount();
+    await forgetAlias(other.amw);
+    expect(await f.revert(f.payer, "convertToChainSecuredAccount", [master, other.amw])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [walletLookupHash(other.amw)],
+    });
   });
 });

@@ -6,7 +6,11 @@ import {
   createPublicClient,
   createTestClient,
   createWalletClient,
+  encodeAbiParameters,
   getAddress,
+  hexToBigInt,
+  keccak256,
+  stringToHex,
   http,
   parseEther,
   parseEventLogs,
@@ -213,6 +217,17 @@ export function usageKeyArgs(master: bigint, hash: bigint, p: Perms = {}, name =
     p.removePkpFromGroups ?? [],
     p.executeInGroups ?? [],
   ];
+}
+
+/** AccountConfig's ERC-7201 storage root: keccak256(abi.encode(uint256(keccak256(id)) - 1)) & ~0xff. */
+export function layoutSlot(): bigint {
+  const namespace = hexToBigInt(keccak256(stringToHex("sigil.storage.AccountConfig"))) - 1n;
+  return hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }], [namespace]))) & ~0xffn;
+}
+
+/** Storage slot of `Layout.hashes[hash]` (the first member): `master` here, `kind` at the next slot. */
+export function hashEntrySlot(hash: bigint): bigint {
+  return hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }, { type: "uint256" }], [hash, layoutSlot()])));
 }
 
 export function decodeRevert(err: unknown): Revert {

@@ -14,7 +14,7 @@ import {
 } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { deployImplementation } from "../../contracts/deploy.ts";
-import { abi, decodeRevert, deployFixture, type Fixture } from "./fixture.ts";
+import { abi, decodeRevert, deployFixture, hashEntrySlot, layoutSlot, type Fixture } from "./fixture.ts";
 
 const EIP170_LIMIT = 24_576;
 const IMPLEMENTATION_SLOT: Hex = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
@@ -46,11 +46,13 @@ describe("code size", () => {
 
 describe("storage layout", () => {
   it("keeps its state at the ERC-7201 location of sigil.storage.AccountConfig", async () => {
+    // The root from the ERC-7201 formula, written out here independently of the fixture's helper.
     const namespace = hexToBigInt(keccak256(stringToHex("sigil.storage.AccountConfig"))) - 1n;
     const slot = hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }], [namespace]))) & ~0xffn;
+    expect(slot).toBe(layoutSlot());
     const { master } = await f.managedAccount();
     // Layout.hashes is the first member: hashes[master] = {master, kind = Master (1)}.
-    const entry = hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }, { type: "uint256" }], [master, slot])));
+    const entry = hashEntrySlot(master);
     const stored = await f.publicClient.getStorageAt({ address: f.address, slot: toHex(entry, { size: 32 }) });
     const kind = await f.publicClient.getStorageAt({ address: f.address, slot: toHex(entry + 1n, { size: 32 }) });
     expect(hexToBigInt(stored!)).toBe(master);
