@@ -1,16 +1,22 @@
 import { describe, expect, it } from "vitest";
-import { readStackConfig } from "./config.ts";
+import { defaultStateDir, readStackConfig } from "./config.ts";
 
 describe("readStackConfig", () => {
   it("defaults to a local anvil on 8545 and the node's unlocked deployer", () => {
-    expect(readStackConfig({})).toEqual({ rpcUrl: undefined, anvilPort: 8545, deployerPrivateKey: undefined });
+    expect(readStackConfig({})).toEqual({ rpcUrl: undefined, anvilPort: 8545, stateDir: defaultStateDir, deployerPrivateKey: undefined });
+    expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
   });
 
   it("reads every variable", () => {
     const key = `0x${"ab".repeat(32)}`;
     expect(
-      readStackConfig({ SIGIL_RPC_URL: "http://127.0.0.1:9545", SIGIL_ANVIL_PORT: "0", SIGIL_DEPLOYER_PRIVATE_KEY: key }),
-    ).toEqual({ rpcUrl: "http://127.0.0.1:9545", anvilPort: 0, deployerPrivateKey: key });
+      readStackConfig({
+        SIGIL_RPC_URL: "http://127.0.0.1:9545",
+        SIGIL_ANVIL_PORT: "0",
+        SIGIL_STATE_DIR: "/tmp/sigil-state",
+        SIGIL_DEPLOYER_PRIVATE_KEY: key,
+      }),
+    ).toEqual({ rpcUrl: "http://127.0.0.1:9545", anvilPort: 0, stateDir: "/tmp/sigil-state", deployerPrivateKey: key });
   });
 
   it("names each bad variable", () => {

@@ -1,11 +1,17 @@
 // The local stack's configuration: read from the environment once, validated, typed.
+import { join } from "node:path";
 import { z } from "zod";
+
+/** The repository's git-ignored `.sigil/`. */
+export const defaultStateDir = join(import.meta.dirname, "../../.sigil");
 
 const schema = z.object({
   /** Use this chain instead of starting anvil. */
   SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Port for the local anvil; 0 lets it pick a free one. */
   SIGIL_ANVIL_PORT: z.coerce.number().int().min(0).max(65_535).default(8545),
+  /** Where the stack writes its state (local.json); tests point it at a temporary folder. */
+  SIGIL_STATE_DIR: z.string().min(1).optional(),
   /** Deployer key for a chain without unlocked accounts; anvil's dev account is used otherwise. */
   SIGIL_DEPLOYER_PRIVATE_KEY: z
     .string()
@@ -16,6 +22,7 @@ const schema = z.object({
 export type StackConfig = {
   rpcUrl: string | undefined;
   anvilPort: number;
+  stateDir: string;
   deployerPrivateKey: string | undefined;
 };
 
@@ -27,5 +34,10 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     throw new Error(`invalid configuration: ${problems}`);
   }
   const c = result.data;
-  return { rpcUrl: c.SIGIL_RPC_URL, anvilPort: c.SIGIL_ANVIL_PORT, deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY };
+  return {
+    rpcUrl: c.SIGIL_RPC_URL,
+    anvilPort: c.SIGIL_ANVIL_PORT,
+    stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
+    deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
+  };
 }

@@ -8,8 +8,6 @@ import { deployAccountConfig, deployerAccount } from "../../contracts/deploy.ts"
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { readStackConfig } from "./config.ts";
 
-const stateDir = join(import.meta.dirname, "../../.sigil");
-
 /** Runs until a stop signal; resolves to the process exit code. */
 export async function startLocalStack(): Promise<number> {
   let anvil: Anvil | undefined;
@@ -53,9 +51,10 @@ export async function startLocalStack(): Promise<number> {
     const owner: Address = typeof account === "string" ? account : account.address;
     const deployment = await deployAccountConfig({ publicClient, walletClient, account }, { owner });
 
-    mkdirSync(stateDir, { recursive: true });
+    mkdirSync(config.stateDir, { recursive: true });
+    const stateFile = join(config.stateDir, "local.json");
     writeFileSync(
-      join(stateDir, "local.json"),
+      stateFile,
       `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber) }, null, 2)}\n`,
     );
     console.log(
@@ -67,7 +66,7 @@ export async function startLocalStack(): Promise<number> {
         `  AccountConfig    ${deployment.proxy}`,
         `  implementation   ${deployment.implementation}`,
         `  owner            ${owner}`,
-        `  (also written to .sigil/local.json)`,
+        `  (also written to ${stateFile})`,
         "",
         "Press Ctrl-C to stop.",
         "",

@@ -1,6 +1,8 @@
 // `npm start` as a user runs it: the stack comes up and prints its address, Ctrl-C stops every
 // process it started, a crash of its chain ends it loudly, and bad configuration is refused.
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, http, type Address } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
@@ -14,11 +16,12 @@ const running: ChildProcess[] = [];
 const anvils: Anvil[] = [];
 const strayPids: number[] = [];
 
-function startStack(env: Record<string, string>): Started {
+function startStack(env: Record<string, string>, stateDir = mkdtempSync(join(tmpdir(), "sigil-state-"))): Started {
   // Its own process group, so a test can clean up after a failure without touching the runner.
   const child = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
-    env: { ...process.env, ...env },
+    // A state folder of its own, so a test never overwrites a developer's .sigil/local.json.
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, ...env },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -74,9 +77,11 @@ afterEach(async () => {
 
 describe("npm start", () => {
   it("deploys AccountConfig on its own anvil, prints the address, and leaves no process behind after Ctrl-C", async () => {
-    const started = startStack({ SIGIL_ANVIL_PORT: "0" });
+    const stateDir = mkdtempSync(join(tmpdir(), "sigil-state-"));
+    const started = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
     const { address, rpcUrl, anvilPid } = await up(started);
     expect(anvilPid).toBeDefined();
+    expect(JSON.parse(readFileSync(join(stateDir, "local.json"), "utf8"))).toMatchObject({ rpcUrl, chainId: 31337, accountConfig: address });
 
     const client = createPublicClient({ transport: http(rpcUrl) });
     expect(await client.getChainId()).toBe(31337);
