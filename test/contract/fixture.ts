@@ -65,12 +65,18 @@ export async function deployFixture() {
   const testClient = createTestClient({ chain: foundry, mode: "anvil", transport });
   // Checksummed, as viem decodes addresses from events and errors.
   const accounts = (await walletClient.getAddresses()).map((a) => getAddress(a));
-  const [owner, payer, otherPayer, alice, bob, carol, dave, stranger] = accounts as [Address, ...Address[]] as Address[];
-  if (!stranger) throw new Error("anvil must unlock at least 8 accounts");
+  const actor = (i: number): Address => {
+    const a = accounts[i];
+    if (!a) throw new Error(`anvil must unlock at least ${i + 1} accounts`);
+    return a;
+  };
+  const [owner, payer, otherPayer, alice, bob, carol, dave, stranger] = [0, 1, 2, 3, 4, 5, 6, 7].map(actor) as [
+    Address, Address, Address, Address, Address, Address, Address, Address,
+  ];
 
   const deployment: Deployment = await deployAccountConfig(
-    { publicClient, walletClient, account: owner as Address },
-    { owner: owner as Address },
+    { publicClient, walletClient, account: owner },
+    { owner: owner },
   );
   const address = deployment.proxy;
 
@@ -120,7 +126,7 @@ export async function deployFixture() {
     const key = generateApiKey();
     const master = apiKeyHash(key);
     const amw = randomAddress();
-    const receipt = await write(payer as Address, "newAccount", [master, name, "", amw, master]);
+    const receipt = await write(payer, "newAccount", [master, name, "", amw, master]);
     return { key, master, amw, receipt };
   }
 
@@ -131,26 +137,26 @@ export async function deployFixture() {
   }
 
   /** Creates (or replaces) a usage key of `master` through the payer; returns its key and hash. */
-  async function usageKey(master: bigint, perms: Perms = {}, sender: Address = payer as Address) {
+  async function usageKey(master: bigint, perms: Perms = {}, sender: Address = payer) {
     const key = generateApiKey();
     const hash = apiKeyHash(key);
     await setUsageKey(master, hash, perms, sender);
     return { key, hash };
   }
 
-  async function setUsageKey(master: bigint, hash: bigint, perms: Perms = {}, sender: Address = payer as Address) {
+  async function setUsageKey(master: bigint, hash: bigint, perms: Perms = {}, sender: Address = payer) {
     return write(sender, "setUsageApiKey", usageKeyArgs(master, hash, perms));
   }
 
   /** A registered wallet of the account (through the payer and master key of a managed account). */
-  async function wallet(keyHash: bigint, sender: Address = payer as Address, name = "w") {
+  async function wallet(keyHash: bigint, sender: Address = payer, name = "w") {
     const w = randomAddress();
     const receipt = await write(sender, "registerWalletDerivation", [keyHash, w, BigInt(generatePrivateKey()), name, ""]);
     return { address: w, receipt };
   }
 
   /** Adds a group and returns its id, decoded from the GroupAdded event. */
-  async function group(keyHash: bigint, cids: bigint[] = [], wallets: Address[] = [], sender: Address = payer as Address) {
+  async function group(keyHash: bigint, cids: bigint[] = [], wallets: Address[] = [], sender: Address = payer) {
     const receipt = await write(sender, "addGroup", [keyHash, "g", "", cids, wallets]);
     const [added] = parseEventLogs({ abi, logs: receipt.logs, eventName: "GroupAdded" });
     if (!added) throw new Error("addGroup emitted no GroupAdded");
@@ -167,7 +173,7 @@ export async function deployFixture() {
     await testClient.mine({ blocks: 1 });
   }
 
-  await write(owner as Address, "setApiPayers", [[payer as Address, otherPayer as Address]]);
+  await write(owner, "setApiPayers", [[payer, otherPayer]]);
 
   return {
     publicClient,
@@ -175,14 +181,14 @@ export async function deployFixture() {
     testClient,
     deployment,
     address,
-    owner: owner as Address,
-    payer: payer as Address,
-    otherPayer: otherPayer as Address,
-    alice: alice as Address,
-    bob: bob as Address,
-    carol: carol as Address,
-    dave: dave as Address,
-    stranger: stranger as Address,
+    owner,
+    payer,
+    otherPayer,
+    alice,
+    bob,
+    carol,
+    dave,
+    stranger,
     read,
     write,
     revert,
