@@ -10,7 +10,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "contracts/**/*.test.ts", "bin/**/*.test.ts", "test/unit/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "contracts/**/*.test.ts", "bin/**/*.test.ts", "enclave/**/*.test.ts", "test/unit/**/*.test.ts"],
         },
       },
       {
@@ -19,6 +19,17 @@ export default defineConfig({
           include: ["test/contract/**/*.test.ts"],
           // One anvil for the whole run; files take turns so time travel and gas stay deterministic.
           globalSetup: ["test/contract/globalSetup.ts"],
+          fileParallelism: false,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "enclave",
+          include: ["test/enclave/**/*.test.ts"],
+          // One enclave process (with anvil and the emulators) for the whole suite.
+          globalSetup: ["test/enclave/globalSetup.ts"],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 120_000,

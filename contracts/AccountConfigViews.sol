@@ -201,6 +201,14 @@ contract AccountConfigViews is AccountConfigStorage {
         return w.master == master ? w.derivation : 0;
     }
 
+    /// @notice When a usage key stops authorizing (Unix seconds; 0 = never, or not a usage key).
+    /// The enclave caps how long it caches a key's grants by this, so an expired key stops at once.
+    function usageKeyExpiration(uint256 keyHash) external view returns (uint256) {
+        HashEntry storage e = _layout().hashes[keyHash];
+        if (e.kind != HashKind.UsageKey) return 0;
+        return _layout().accounts[e.master].usageKeys[keyHash].expiration;
+    }
+
     function _page(uint256 total, uint256 page, uint256 size) private pure returns (uint256 start, uint256 end) {
         if (size == 0 || size > MAX_PAGE_SIZE) revert InvalidRequest("page size must be 1 to 100");
         // Checking page < total first keeps page * size from overflowing.

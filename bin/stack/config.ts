@@ -10,6 +10,8 @@ const schema = z.object({
   SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Port for the local anvil; 0 lets it pick a free one. */
   SIGIL_ANVIL_PORT: z.coerce.number().int().min(0).max(65_535).default(8545),
+  /** Port for the local enclave's internal API; 0 lets it pick a free one. */
+  SIGIL_ENCLAVE_PORT: z.coerce.number().int().min(0).max(65_535).default(8790),
   /** Where the stack writes its state (local.json); tests point it at a temporary folder. */
   SIGIL_STATE_DIR: z.string().min(1).optional(),
   /** Deployer key for a chain without unlocked accounts; anvil's dev account is used otherwise. */
@@ -22,6 +24,7 @@ const schema = z.object({
 export type StackConfig = {
   rpcUrl: string | undefined;
   anvilPort: number;
+  enclavePort: number;
   stateDir: string;
   deployerPrivateKey: string | undefined;
 };
@@ -37,6 +40,7 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
   return {
     rpcUrl: c.SIGIL_RPC_URL,
     anvilPort: c.SIGIL_ANVIL_PORT,
+    enclavePort: c.SIGIL_ENCLAVE_PORT,
     stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
   };

@@ -1,23 +1,33 @@
 // `npm start`: brings the local stack up, prints where everything is, and on Ctrl-C (SIGINT) or
-// SIGTERM stops everything it started. This first form runs the chain and the contract; the
-// enclave, the edge and the emulators join it in later steps.
-import { mkdirSync, writeFileSync } from "node:fs";
+// SIGTERM stops everything it started. It runs the chain, the contract and one enclave (dev root
+// key under .sigil/dev/, its payers registered and funded); the edge and the emulators join later.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address } from "viem";
 import { deployAccountConfig, deployerAccount } from "../../contracts/deploy.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
+import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
+import { registerLocalPayers } from "./payers.ts";
 import { readStackConfig } from "./config.ts";
+
+let stoppingRequested = false;
 
 /** Runs until a stop signal; resolves to the process exit code. */
 export async function startLocalStack(): Promise<number> {
   let anvil: Anvil | undefined;
+  let enclave: EnclaveProcess | undefined;
   let stopping = false;
   // Signal handlers and pending promises do not keep Node running; this does, until stop().
   const keepAlive = setInterval(() => {}, 1 << 30);
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    stoppingRequested = true;
     clearInterval(keepAlive);
+    if (enclave) {
+      log(`stopping the enclave (pid ${enclave.pid})`);
+      await enclave.stop();
+    }
     if (anvil) {
       log(`stopping anvil (pid ${anvil.pid})`);
       await anvil.stop();
@@ -52,20 +62,39 @@ export async function startLocalStack(): Promise<number> {
     const deployment = await deployAccountConfig({ publicClient, walletClient, account }, { owner });
 
     mkdirSync(config.stateDir, { recursive: true });
+    enclave = await spawnEnclave({
+      SIGIL_ENV: "development",
+      SIGIL_ENCLAVE_HOST: "127.0.0.1",
+      SIGIL_ENCLAVE_PORT: String(config.enclavePort),
+      SIGIL_ENCLAVE_SECRET: localSecret(config.stateDir),
+      SIGIL_RPC_URL: rpcUrl,
+      SIGIL_CONTRACT_ADDRESS: deployment.proxy,
+      SIGIL_STATE_DIR: config.stateDir,
+      SIGIL_ROOT_KEY_PROVIDER: "dev",
+      SIGIL_LOG_LEVEL: "warn",
+    }, { echo: (line) => {
+      if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
+    } });
+    log(`enclave (pid ${enclave.pid}) listening on ${enclave.url}`);
+    await registerLocalPayers({ rpcUrl, publicClient, walletClient, owner: account, contract: deployment.proxy, payers: enclave.payers });
+    log(`registered and funded ${enclave.payers.length} enclave payers`);
+
     const stateFile = join(config.stateDir, "local.json");
     writeFileSync(
       stateFile,
-      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber) }, null, 2)}\n`,
+      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber), enclaveUrl: enclave.url, payers: enclave.payers }, null, 2)}\n`,
     );
     console.log(
       [
         "",
-        "Sigil local stack is up",
+        "Sigil local stack is up — SIMULATED TEE: the enclave runs as a plain local process with a dev root key",
         `  chain id         ${deployment.chainId}`,
         `  rpc url          ${rpcUrl}`,
         `  AccountConfig    ${deployment.proxy}`,
         `  implementation   ${deployment.implementation}`,
         `  owner            ${owner}`,
+        `  enclave          ${enclave.url}  (internal API; secret in ${join(config.stateDir, "dev/enclave.secret")})`,
+        `  payers           ${enclave.payers.join(", ")}`,
         `  (also written to ${stateFile})`,
         "",
         "Press Ctrl-C to stop.",
@@ -78,9 +107,10 @@ export async function startLocalStack(): Promise<number> {
     return 1;
   }
 
-  // Anvil dying on its own ends the stack too, loudly.
+  // Anvil or the enclave dying on its own ends the stack too, loudly.
   const died = anvil ? anvilExit(anvil) : new Promise<number>(() => {});
-  const code = await Promise.race([stopped, died]);
+  const enclaveDied = enclave ? enclaveExit(enclave) : new Promise<number>(() => {});
+  const code = await Promise.race([stopped, died, enclaveDied]);
   await stop();
   return code;
 }
@@ -103,6 +133,28 @@ async function anvilExit(anvil: Anvil): Promise<number> {
     return 1;
   }
   return new Promise<number>(() => {}); // a requested stop resolves through the signal path
+}
+
+async function enclaveExit(enclave: EnclaveProcess): Promise<number> {
+  const code = await enclave.exited;
+  if (!stoppingRequested) {
+    console.error(`sigil start: the enclave exited unexpectedly (${code}); stopping`);
+    return 1;
+  }
+  return new Promise<number>(() => {});
+}
+
+/**
+ * The shared secret between the local edge and enclave, generated once into .sigil/dev/ (git-ignored).
+ * It stands in for the attested channel until that lands; it is never printed.
+ */
+function localSecret(stateDir: string): string {
+  const file = join(stateDir, "dev/enclave.secret");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  mkdirSync(join(stateDir, "dev"), { recursive: true, mode: 0o700 });
+  const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 function log(message: string): void {

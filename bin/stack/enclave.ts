@@ -1,0 +1,65 @@
+// Runs the enclave as its own process group (as it runs in its CVM) and waits until it prints its
+// ready line with its URL and payer addresses. Used by `npm start` and by the test suites.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import type { Address } from "viem";
+import { stopGroup } from "./anvil.ts";
+
+export type EnclaveProcess = {
+  url: string;
+  payers: Address[];
+  pid: number;
+  exited: Promise<number | null>;
+  /** Everything it printed (structured JSON log lines). */
+  output(): string;
+  stop(): Promise<void>;
+};
+
+const mainScript = join(import.meta.dirname, "../../enclave/main.ts");
+
+export async function spawnEnclave(env: Record<string, string>, options: { timeoutMs?: number; echo?: (line: string) => void } = {}): Promise<EnclaveProcess> {
+  const child = spawn(process.execPath, [mainScript], {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+  });
+  if (child.pid === undefined) throw new Error("the enclave did not start");
+  const pid = child.pid;
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const ready = new Promise<{ url: string; payers: Address[] }>((resolve, reject) => {
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const timer = setTimeout(() => reject(new Error(`the enclave did not start within ${timeoutMs} ms:\n${output.slice(-3000)}`)), timeoutMs);
+    let pending = "";
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString();
+      output += text;
+      pending += text;
+      let nl: number;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        options.echo?.(line);
+        const m = /^SIGIL_ENCLAVE_READY (.*)$/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          resolve(JSON.parse(m[1] as string) as { url: string; payers: Address[] });
+        }
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the enclave exited (${signal ?? code}) before it was ready:\n${output.slice(-3000)}`));
+    });
+  });
+  let info: { url: string; payers: Address[] };
+  try {
+    info = await ready;
+  } catch (err) {
+    await stopGroup(child);
+    throw err;
+  }
+  return { ...info, pid, exited, output: () => output, stop: () => stopGroup(child) };
+}

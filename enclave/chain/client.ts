@@ -1,0 +1,53 @@
+// The enclave's view of the chain: one viem public client on the configured RPC, and the reads the
+// execute path needs. Writes go through payers/pool.ts.
+import { createPublicClient, defineChain, http, type Address, type Chain, type PublicClient } from "viem";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+
+export type ChainContext = { client: PublicClient; chain: Chain; contract: Address };
+
+export async function connectChain(rpcUrl: string, contract: Address, pollingIntervalMs = 1_000): Promise<ChainContext> {
+  // Short retries: a run waits on these reads, and a dead RPC must turn into 503 quickly.
+  const transport = http(rpcUrl, { retryCount: 2, retryDelay: 100, timeout: 10_000 });
+  const probe = createPublicClient({ transport });
+  const chainId = await probe.getChainId();
+  const chain = defineChain({
+    id: chainId,
+    name: `chain ${chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  const client = createPublicClient({ chain, transport, pollingInterval: pollingIntervalMs }) as PublicClient;
+  return { client, chain, contract };
+}
+
+export type KeyResolution = {
+  master: bigint;
+  isMaster: boolean;
+  managed: boolean;
+  live: boolean;
+  /** Unix seconds after which a usage key stops authorizing; 0: never. */
+  expiresAt: bigint;
+};
+
+export async function resolveKey({ client, contract }: ChainContext, keyHash: bigint): Promise<KeyResolution> {
+  const [[master, isMaster, managed, live], expiresAt] = await Promise.all([
+    client.readContract({ address: contract, abi: accountConfigAbi, functionName: "resolveKey", args: [keyHash] }),
+    client.readContract({ address: contract, abi: accountConfigAbi, functionName: "usageKeyExpiration", args: [keyHash] }),
+  ]);
+  return { master, isMaster, managed, live, expiresAt };
+}
+
+export async function authorizeExecution(
+  { client, contract }: ChainContext,
+  keyHash: bigint,
+  cidHash: bigint,
+  wallets: readonly Address[],
+): Promise<{ canExecute: boolean; walletAllowed: readonly boolean[]; derivations: readonly bigint[] }> {
+  const [canExecute, walletAllowed, derivations] = await client.readContract({
+    address: contract,
+    abi: accountConfigAbi,
+    functionName: "authorizeExecution",
+    args: [keyHash, cidHash, wallets],
+  });
+  return { canExecute, walletAllowed, derivations };
+}

@@ -1,0 +1,170 @@
+// The enclave's one configuration object: read from the environment once at start, validated, typed.
+// Nothing else in enclave/ reads process.env.
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+
+const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const schema = z
+  .object({
+    SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
+    SIGIL_ENCLAVE_HOST: z.string().min(1).default("127.0.0.1"),
+    SIGIL_ENCLAVE_PORT: int(0, 65_535).default(8790),
+    /** Until the attested channel wraps the internal API, callers prove themselves with this header value. */
+    SIGIL_ENCLAVE_SECRET: z.string().min(32, "must be at least 32 characters"),
+    SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
+    SIGIL_CONTRACT_ADDRESS: address,
+    SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
+    SIGIL_LISTENER_MAX_RANGE: int(1, 100_000).default(2_000),
+    /** Blocks re-read on every poll, so an event in a block replaced by a short reorg is still seen. */
+    SIGIL_LISTENER_REORG_DEPTH: int(0, 64).default(3),
+    SIGIL_INSTANCE_INDEX: int(0, 1_000_000).default(0),
+    SIGIL_PAYERS_PER_INSTANCE: int(1, 64).default(4),
+    SIGIL_RECEIPT_CONFIRMATIONS: int(1, 64).default(1),
+    SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
+    SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),
+    /** Fixed dev root key (tests); without it the dev provider keeps one in SIGIL_STATE_DIR/dev/root.key. */
+    SIGIL_DEV_ROOT_KEY: hex32.optional(),
+    SIGIL_STATE_DIR: z.string().min(1).default(join(import.meta.dirname, "../.sigil")),
+    DSTACK_SIMULATOR_ENDPOINT: z.string().min(1).optional(),
+    SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
+    /** Exact host:port pairs that scripts may fetch although they are not public addresses. */
+    SIGIL_FETCH_ALLOW: z.string().default(""),
+    /** Ports on loopback scripts may never reach (the edge's); the enclave's own port is always added. */
+    SIGIL_FETCH_DENY_PORTS: z.string().default("8787"),
+    SIGIL_SANDBOX_WORKERS: int(1, 256).default(Math.max(1, cpus().length)),
+    SIGIL_SANDBOX_RUNS_PER_WORKER: int(1, 10_000).default(256),
+    SIGIL_TIMEOUT_MS: int(100, 900_000).default(60_000),
+    SIGIL_MAX_TIMEOUT_MS: int(100, 900_000).default(900_000),
+    SIGIL_MEMORY_LIMIT_MB: int(8, 1_024).default(64),
+    SIGIL_STACK_LIMIT_KB: int(64, 2_048).default(1_024),
+    SIGIL_MAX_CODE_BYTES: int(1, 64 << 20).default(4 << 20),
+    SIGIL_MAX_JS_PARAMS_BYTES: int(1, 64 << 20).default(1 << 20),
+    SIGIL_MAX_RESPONSE_BYTES: int(1, 64 << 20).default(1 << 20),
+    SIGIL_MAX_LOG_BYTES: int(1, 64 << 20).default(256 << 10),
+    SIGIL_MAX_FETCH_COUNT: int(0, 10_000).default(50),
+    SIGIL_FETCH_TIMEOUT_MS: int(100, 900_000).default(30_000),
+    SIGIL_MAX_FETCH_BYTES: int(1, 256 << 20).default(10 << 20),
+    SIGIL_MAX_WALLET_OPERATIONS: int(0, 100_000).default(200),
+    SIGIL_MAX_TIMERS: int(1, 100_000).default(1_000),
+    SIGIL_LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  })
+  .refine((c) => c.SIGIL_TIMEOUT_MS <= c.SIGIL_MAX_TIMEOUT_MS, {
+    message: "SIGIL_TIMEOUT_MS must not exceed SIGIL_MAX_TIMEOUT_MS",
+    path: ["SIGIL_TIMEOUT_MS"],
+  });
+
+/** The limits every run is held to (sandbox.md); `get_sigil_action_client_config` reports them. */
+export type SandboxLimits = {
+  timeoutMs: number;
+  maxTimeoutMs: number;
+  memoryLimitBytes: number;
+  stackLimitBytes: number;
+  maxCodeBytes: number;
+  maxJsParamsBytes: number;
+  maxResponseBytes: number;
+  maxLogBytes: number;
+  maxFetchCount: number;
+  fetchTimeoutMs: number;
+  maxFetchBytes: number;
+  maxWalletOperations: number;
+  maxTimers: number;
+};
+
+export type EnclaveConfig = {
+  env: "development" | "test" | "production";
+  host: string;
+  port: number;
+  sharedSecret: string;
+  rpcUrl: string;
+  contractAddress: `0x${string}`;
+  listenerPollMs: number;
+  listenerMaxRange: number;
+  listenerReorgDepth: number;
+  instanceIndex: number;
+  payersPerInstance: number;
+  receiptConfirmations: number;
+  payerMinBalanceWei: bigint;
+  rootKey:
+    | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
+    | { provider: "dstack"; endpoint: string | undefined };
+  ipfsGateway: string;
+  fetchAllow: ReadonlySet<string>;
+  fetchDenyPorts: ReadonlySet<number>;
+  sandboxWorkers: number;
+  runsPerWorker: number;
+  limits: SandboxLimits;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+};
+
+/** Parses the environment; the error names each bad variable and never echoes a value. */
+export function readEnclaveConfig(env: Record<string, string | undefined> = process.env): EnclaveConfig {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new Error(`invalid enclave configuration: ${problems}`);
+  }
+  const c = result.data;
+  if (c.SIGIL_ENV === "production" && c.SIGIL_ROOT_KEY_PROVIDER === "dev") {
+    throw new Error("invalid enclave configuration: the dev root key provider is refused when SIGIL_ENV=production");
+  }
+  const fetchAllow = new Set<string>();
+  for (const entry of c.SIGIL_FETCH_ALLOW.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) {
+    if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/.test(entry)) {
+      throw new Error(`invalid enclave configuration: SIGIL_FETCH_ALLOW entry "${entry}" is not host:port`);
+    }
+    fetchAllow.add(entry);
+  }
+  const denyPorts = new Set<number>();
+  for (const entry of c.SIGIL_FETCH_DENY_PORTS.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const port = Number(entry);
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new Error(`invalid enclave configuration: SIGIL_FETCH_DENY_PORTS entry "${entry}" is not a port`);
+    }
+    denyPorts.add(port);
+  }
+  if (c.SIGIL_ENCLAVE_PORT !== 0) denyPorts.add(c.SIGIL_ENCLAVE_PORT);
+  return {
+    env: c.SIGIL_ENV,
+    host: c.SIGIL_ENCLAVE_HOST,
+    port: c.SIGIL_ENCLAVE_PORT,
+    sharedSecret: c.SIGIL_ENCLAVE_SECRET,
+    rpcUrl: c.SIGIL_RPC_URL,
+    contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}`,
+    listenerPollMs: c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000),
+    listenerMaxRange: c.SIGIL_LISTENER_MAX_RANGE,
+    listenerReorgDepth: c.SIGIL_LISTENER_REORG_DEPTH,
+    instanceIndex: c.SIGIL_INSTANCE_INDEX,
+    payersPerInstance: c.SIGIL_PAYERS_PER_INSTANCE,
+    receiptConfirmations: c.SIGIL_RECEIPT_CONFIRMATIONS,
+    payerMinBalanceWei: c.SIGIL_PAYER_MIN_BALANCE_WEI,
+    rootKey:
+      c.SIGIL_ROOT_KEY_PROVIDER === "dev"
+        ? { provider: "dev", fixedKey: c.SIGIL_DEV_ROOT_KEY as `0x${string}` | undefined, stateDir: c.SIGIL_STATE_DIR }
+        : { provider: "dstack", endpoint: c.DSTACK_SIMULATOR_ENDPOINT },
+    ipfsGateway: c.SIGIL_IPFS_GATEWAY.replace(/\/+$/, ""),
+    fetchAllow,
+    fetchDenyPorts: denyPorts,
+    sandboxWorkers: c.SIGIL_SANDBOX_WORKERS,
+    runsPerWorker: c.SIGIL_SANDBOX_RUNS_PER_WORKER,
+    limits: {
+      timeoutMs: c.SIGIL_TIMEOUT_MS,
+      maxTimeoutMs: c.SIGIL_MAX_TIMEOUT_MS,
+      memoryLimitBytes: c.SIGIL_MEMORY_LIMIT_MB << 20,
+      stackLimitBytes: c.SIGIL_STACK_LIMIT_KB << 10,
+      maxCodeBytes: c.SIGIL_MAX_CODE_BYTES,
+      maxJsParamsBytes: c.SIGIL_MAX_JS_PARAMS_BYTES,
+      maxResponseBytes: c.SIGIL_MAX_RESPONSE_BYTES,
+      maxLogBytes: c.SIGIL_MAX_LOG_BYTES,
+      maxFetchCount: c.SIGIL_MAX_FETCH_COUNT,
+      fetchTimeoutMs: c.SIGIL_FETCH_TIMEOUT_MS,
+      maxFetchBytes: c.SIGIL_MAX_FETCH_BYTES,
+      maxWalletOperations: c.SIGIL_MAX_WALLET_OPERATIONS,
+      maxTimers: c.SIGIL_MAX_TIMERS,
+    },
+    logLevel: c.SIGIL_LOG_LEVEL,
+  };
+}

@@ -1,0 +1,133 @@
+// Every key the enclave uses, derived from the one root secret R (keys-and-authz.md):
+// HKDF-SHA256(ikm = R, salt = "sigil/v1", info = purpose ‖ inputs), 32 bytes, reduced to a valid
+// secp256k1 scalar. Nothing derived here is stored: callers zero the bytes when done.
+import { secp256k1 } from "@noble/curves/secp256k1";
+import { hkdf } from "@noble/hashes/hkdf";
+import { keccak_256 } from "@noble/hashes/sha3";
+import { sha256 } from "@noble/hashes/sha2";
+import { bytesToHex, getAddress, type Address, type Hex } from "viem";
+
+const SALT = new TextEncoder().encode("sigil/v1");
+const N = secp256k1.CURVE.n;
+const text = (s: string) => new TextEncoder().encode(s);
+
+function u256(value: bigint): Uint8Array {
+  if (value < 0n || value >= 1n << 256n) throw new RangeError("a derivation input must be a uint256");
+  const out = new Uint8Array(32);
+  let v = value;
+  for (let i = 31; i >= 0; i--) {
+    out[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return out;
+}
+
+function u32(value: number): Uint8Array {
+  if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) throw new RangeError("an index must be a uint32");
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, value);
+  return out;
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const p of parts) {
+    out.set(p, offset);
+    offset += p.length;
+  }
+  return out;
+}
+
+function toBigInt(bytes: Uint8Array): bigint {
+  let v = 0n;
+  for (const b of bytes) v = (v << 8n) | BigInt(b);
+  return v;
+}
+
+/** The key material of one wallet: the signing scalar and its address. Zero `privateKey` after use. */
+export type DerivedKey = { privateKey: Uint8Array; address: Address };
+
+export function addressOf(privateKey: Uint8Array): Address {
+  const publicKey = secp256k1.getPublicKey(privateKey, false);
+  return getAddress(bytesToHex(keccak_256(publicKey.subarray(1)).subarray(12)));
+}
+
+/**
+ * Derives every kind of key from the root secret. The root is copied in and never leaves this object;
+ * `destroy()` zeroes it.
+ */
+export class Keyring {
+  readonly #root: Uint8Array;
+
+  constructor(root: Uint8Array) {
+    if (root.length !== 32) throw new RangeError("the root key must be 32 bytes");
+    this.#root = Uint8Array.from(root);
+  }
+
+  /** 32 bytes of HKDF output for `info`, as-is (for symmetric keys). */
+  #okm(info: Uint8Array): Uint8Array {
+    return hkdf(sha256, this.#root, SALT, info, 32);
+  }
+
+  /**
+   * A secp256k1 scalar for `info`. On the rare output of 0 or ≥ n, re-derives with a counter byte
+   * appended to the info (1, 2, …), so every input has exactly one key.
+   */
+  #scalar(info: Uint8Array): Uint8Array {
+    for (let counter = 0; counter < 256; counter++) {
+      const okm = this.#okm(counter === 0 ? info : concat(info, Uint8Array.of(counter)));
+      const k = toBigInt(okm);
+      if (k > 0n && k < N) return okm;
+      okm.fill(0);
+    }
+    throw new Error("key derivation failed"); // unreachable: 256 consecutive misses has probability ~2^-32768
+  }
+
+  #keyFor(info: Uint8Array): DerivedKey {
+    const privateKey = this.#scalar(info);
+    return { privateKey, address: addressOf(privateKey) };
+  }
+
+  /** A wallet's (PKP's) signing key, bound to its account: `"pkp" ‖ master ‖ derivation`. */
+  pkpKey(master: bigint, derivation: bigint): DerivedKey {
+    return this.#keyFor(concat(text("pkp"), u256(master), u256(derivation)));
+  }
+
+  /** A wallet's AES-256-GCM key for encrypt/decrypt — never its signing key. */
+  pkpEncryptionKey(master: bigint, derivation: bigint): Uint8Array {
+    return this.#okm(concat(text("pkp-enc"), u256(master), u256(derivation)));
+  }
+
+  /** The Account Master Wallet: the PKP whose derivation is the master hash itself. */
+  accountMasterWallet(master: bigint): DerivedKey {
+    return this.pkpKey(master, master);
+  }
+
+  /** The identity key of an action: the same for every account that runs this exact code. */
+  actionKey(cid: string): DerivedKey {
+    return this.#keyFor(concat(text("action"), keccak_256(text(cid))));
+  }
+
+  /** Payer key `i`; instance k owns indices [k·N, (k+1)·N). */
+  payerKey(index: number): DerivedKey {
+    return this.#keyFor(concat(text("payer"), u32(index)));
+  }
+
+  destroy(): void {
+    this.#root.fill(0);
+  }
+}
+
+/** A new random derivation: 32 bytes from the CSPRNG, never 0. */
+export function newDerivation(): bigint {
+  for (;;) {
+    const v = toBigInt(crypto.getRandomValues(new Uint8Array(32)));
+    if (v !== 0n) return v;
+  }
+}
+
+/** `derivation_path` as responses show it: `0x` + 64 lowercase hex digits. */
+export function derivationPath(derivation: bigint): Hex {
+  return `0x${derivation.toString(16).padStart(64, "0")}`;
+}

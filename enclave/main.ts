@@ -1,0 +1,134 @@
+// Starts the enclave executor: root key → keyring → chain, payers, permission cache and listener,
+// sandbox pool → HTTP server. `node enclave/main.ts` runs it from the environment (config.ts);
+// `startEnclave` is what the local stack and the tests call.
+import { serve } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
+import { ChainListener } from "./authz/listener.ts";
+import { connectChain } from "./chain/client.ts";
+import { readEnclaveConfig, type EnclaveConfig } from "./config.ts";
+import { Keyring } from "./keys/derive.ts";
+import { loadRootKey } from "./keys/rootKey.ts";
+import { createLogger, type Logger } from "./log.ts";
+import type { Enclave } from "./operations/context.ts";
+import { PayerPool } from "./payers/pool.ts";
+import { SandboxPool } from "./sandbox/pool.ts";
+import { createEnclaveApp } from "./server.ts";
+
+export type RunningEnclave = {
+  url: string;
+  port: number;
+  payers: `0x${string}`[];
+  enclave: Enclave;
+  listener: ChainListener;
+  close(): Promise<void>;
+};
+
+export async function startEnclave(config: EnclaveConfig, log: Logger = createLogger(config.logLevel, { service: "enclave" })): Promise<RunningEnclave> {
+  const root = await loadRootKey(config.rootKey);
+  log.info("root key loaded", { provider: config.rootKey.provider, source: root.source });
+  const keyring = new Keyring(root.key);
+  root.key.fill(0);
+
+  const chain = await connectChain(config.rpcUrl, config.contractAddress, config.env === "production" ? 1_000 : 100);
+  const first = config.instanceIndex * config.payersPerInstance;
+  const payerKeys = Array.from({ length: config.payersPerInstance }, (_, i) => keyring.payerKey(first + i));
+  const payers = new PayerPool({
+    chain,
+    rpcUrl: config.rpcUrl,
+    keys: payerKeys,
+    confirmations: config.receiptConfirmations,
+    minBalanceWei: config.payerMinBalanceWei,
+    log,
+  });
+  const cache = new PermissionCache(chainPermissionSource(chain));
+
+  // Listen first: the sandbox must know the enclave's own port (scripts may never reach it), and
+  // with port 0 that is known only now. Until the app is ready, requests get 503.
+  let app: ReturnType<typeof createEnclaveApp> | undefined;
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve(
+      {
+        fetch: (request) =>
+          app ? app.fetch(request) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
+        hostname: config.host,
+        port: config.port,
+      },
+      () => resolve(s),
+    );
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const effective: EnclaveConfig = { ...config, port, fetchDenyPorts: new Set([...config.fetchDenyPorts, port]) };
+
+  const sandbox = await SandboxPool.start({
+    workers: effective.sandboxWorkers,
+    runsPerWorker: effective.runsPerWorker,
+    limits: effective.limits,
+    fetchPolicy: {
+      allowHosts: [...effective.fetchAllow],
+      denyPorts: [...effective.fetchDenyPorts],
+      timeoutMs: effective.limits.fetchTimeoutMs,
+      maxResponseBytes: effective.limits.maxFetchBytes,
+      maxRedirects: 5,
+    },
+    log,
+  });
+  const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, log };
+
+  const listener = new ChainListener({
+    client: chain.client,
+    contract: chain.contract,
+    pollMs: config.listenerPollMs,
+    maxRange: config.listenerMaxRange,
+    reorgDepth: config.listenerReorgDepth,
+    onEvents: (masters, keyHashes) => {
+      for (const m of masters) cache.invalidateMaster(m);
+      for (const k of keyHashes) cache.invalidateKey(k);
+      log.debug("cache entries dropped after chain events", { accounts: masters.size });
+    },
+    log,
+  });
+  listener.start();
+  app = createEnclaveApp(enclave, listener);
+
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });
+
+  return {
+    url,
+    port,
+    payers: payers.addresses,
+    enclave,
+    listener,
+    async close() {
+      await listener.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await sandbox.close();
+      keyring.destroy();
+    },
+  };
+}
+
+if (import.meta.main) {
+  let config: EnclaveConfig;
+  try {
+    config = readEnclaveConfig();
+  } catch (err) {
+    process.stderr.write(`sigil enclave: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(config.logLevel, { service: "enclave" });
+  const running = await startEnclave(config, log).catch((err: unknown) => {
+    log.error("enclave failed to start", { error: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
+  });
+  // Printed for the process that started us (the local stack): one line it can parse.
+  process.stdout.write(`SIGIL_ENCLAVE_READY ${JSON.stringify({ url: running.url, payers: running.payers })}\n`);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      log.info("stopping", { signal });
+      void running.close().then(() => process.exit(0));
+    });
+  }
+}

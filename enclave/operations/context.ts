@@ -1,0 +1,101 @@
+// What every enclave operation works with, and the checks they share. Operations are plain
+// functions of (enclave, validated input, request context): they know nothing of HTTP.
+import { CID } from "multiformats/cid";
+import { getAddress, type Address } from "viem";
+import { mapContractError } from "../../shared/contractErrors.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
+import type { PermissionCache } from "../authz/cache.ts";
+import type { ChainContext, KeyResolution } from "../chain/client.ts";
+import type { EnclaveConfig } from "../config.ts";
+import type { Keyring } from "../keys/derive.ts";
+import type { Logger } from "../log.ts";
+import type { PayerPool } from "../payers/pool.ts";
+import type { SandboxPool } from "../sandbox/pool.ts";
+
+export type Enclave = {
+  config: EnclaveConfig;
+  keyring: Keyring;
+  chain: ChainContext;
+  cache: PermissionCache;
+  payers: PayerPool;
+  sandbox: SandboxPool;
+  log: Logger;
+};
+
+export type RequestContext = { requestId: string; correlationId: string | null; log: Logger };
+
+export type CallerKey = { keyHash: bigint; resolution: KeyResolution };
+
+/**
+ * Hashes the caller's raw key and checks it can write: it must resolve, be live, and (for
+ * `owner` operations) be the master key. A converted account's old master key is refused with
+ * `chain_secured_account`; an expired or unknown key with `invalid_api_key`.
+ */
+export async function callerKey(enclave: Enclave, apiKey: string, options: { owner?: boolean } = {}): Promise<CallerKey> {
+  const keyHash = apiKeyHash(apiKey);
+  const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
+  if (resolution.master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  if (!resolution.live) {
+    if (resolution.isMaster && !resolution.managed) {
+      throw new SigilError("chain_secured_account", "this account is ChainSecured: the change must be sent on chain by its admin wallet");
+    }
+    throw new SigilError("invalid_api_key", "the API key has expired");
+  }
+  if (options.owner && !resolution.isMaster) {
+    throw new SigilError("account_key_required", "this operation needs the account's master key, not a usage key");
+  }
+  return { keyHash, resolution };
+}
+
+/** Runs a chain read; a failure becomes 503 `chain_unavailable` (or its mapped revert). */
+export async function readChain<T>(read: () => Promise<T>, keyHash?: bigint): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof SigilError) throw err;
+    throw mapContractError(err, keyHash === undefined ? {} : { keyHash }).error;
+  }
+}
+
+/** A raw CID from a request, checked to parse as a CID (v0 or v1). */
+export function parseCid(value: string, field: string): string {
+  try {
+    CID.parse(value);
+    return value;
+  } catch {
+    throw new SigilError("invalid_request", `${field} is not a valid IPFS CID`, { details: [{ path: field, message: "not a valid IPFS CID" }] });
+  }
+}
+
+/** An entry of `cid_hashes_permitted`: `0`/`"0"` (any action), a `0x` hash, or a raw CID. */
+export function toCidHash(value: string | number, field: string): bigint {
+  if (value === 0 || value === "0") return 0n;
+  if (typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value)) return BigInt(value);
+  return cidHash(parseCid(String(value), field));
+}
+
+/**
+ * A `pkp_id`: an address, or the decimal id of one of the caller's wallets (ids are stable: wallets
+ * are never removed, so id n is item n of the account's wallet list).
+ */
+export async function toWalletAddress(enclave: Enclave, keyHash: bigint, pkpId: string | number, field: string): Promise<Address> {
+  if (typeof pkpId === "string" && pkpId.startsWith("0x")) return getAddress(pkpId.toLowerCase());
+  const id = BigInt(pkpId);
+  const { client, contract } = enclave.chain;
+  const [items] = await readChain(
+    () => client.readContract({ address: contract, abi: accountConfigAbi, functionName: "listWallets", args: [keyHash, id, 1n] }),
+    keyHash,
+  );
+  const wallet = items[0];
+  if (!wallet || wallet.id !== id) {
+    throw new SigilError("wallet_not_found", `${field}: no wallet with id ${id} on this account`);
+  }
+  return wallet.wallet;
+}
+
+/** The usage key an owner operation targets: the raw key or its `0x` hash. */
+export function usageKeyHashOf(value: string): bigint {
+  return /^0x[0-9a-fA-F]{64}$/.test(value) ? BigInt(value) : apiKeyHash(value);
+}

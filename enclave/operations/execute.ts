@@ -1,0 +1,134 @@
+// `sigil_action`: authorize the caller's key for this exact code, run it in the sandbox, and
+// authorize every wallet the script asks for as it asks (keys-and-authz.md, Execution authorization).
+import { sha256 } from "@noble/hashes/sha2";
+import { CID } from "multiformats/cid";
+import { getAddress } from "viem";
+import { computeCid } from "../../shared/cid.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
+import { keyRef } from "../log.ts";
+import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
+import { CodedError } from "../sandbox/runtime.ts";
+import { readChain, type Enclave, type RequestContext } from "./context.ts";
+
+const cidCache = new Map<string, string>();
+const CID_CACHE_MAX = 10_000;
+
+/** The CIDv0 of the code, remembered by the code's SHA-256 (hashing is cheaper than the UnixFS import). */
+async function cidOf(code: string): Promise<string> {
+  const digest = Buffer.from(sha256(new TextEncoder().encode(code))).toString("hex");
+  const known = cidCache.get(digest);
+  if (known) return known;
+  const cid = await computeCid(code);
+  if (cidCache.size >= CID_CACHE_MAX) cidCache.delete(cidCache.keys().next().value as string);
+  cidCache.set(digest, cid);
+  return cid;
+}
+
+/** Fetches `ipfs_id` through the configured gateway and keeps it only if its bytes hash to that CID. */
+async function codeFromIpfs(enclave: Enclave, ipfsId: string): Promise<string> {
+  let expected: string;
+  try {
+    const parsed = CID.parse(ipfsId);
+    if (parsed.code !== 0x70 || parsed.multihash.code !== 0x12) throw new Error("not dag-pb sha2-256");
+    expected = parsed.toV0().toString();
+  } catch {
+    throw new SigilError("invalid_request", "ipfs_id must be the CID of a file added with `ipfs add` defaults (CIDv0, or its dag-pb CIDv1 form)", {
+      details: [{ path: "ipfs_id", message: "unsupported or malformed CID" }],
+    });
+  }
+  const { maxCodeBytes } = enclave.config.limits;
+  let response: Response;
+  try {
+    response = await fetch(`${enclave.config.ipfsGateway}/ipfs/${expected}`, { signal: AbortSignal.timeout(30_000), redirect: "follow" });
+  } catch {
+    throw new SigilError("not_found", "the IPFS gateway could not be reached for that ipfs_id");
+  }
+  if (!response.ok) throw new SigilError("not_found", `the IPFS gateway has no content for ${ipfsId}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (bytes.length > maxCodeBytes) throw new SigilError("payload_too_large", `the code behind ipfs_id is larger than ${maxCodeBytes} bytes`);
+  const actual = await computeCid(bytes);
+  if (actual !== expected) throw new SigilError("invalid_request", "the content the gateway returned does not match ipfs_id");
+  return new TextDecoder().decode(bytes);
+}
+
+export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"execute">, ctx: RequestContext): Promise<EnclaveResponse<"execute">> {
+  const { limits } = enclave.config;
+  if (input.code !== undefined && Buffer.byteLength(input.code) > limits.maxCodeBytes) {
+    throw new SigilError("payload_too_large", `code must be at most ${limits.maxCodeBytes} bytes`);
+  }
+  const paramsJson = JSON.stringify(input.js_params ?? null);
+  if (Buffer.byteLength(paramsJson) > limits.maxJsParamsBytes) {
+    throw new SigilError("payload_too_large", `js_params must serialize to at most ${limits.maxJsParamsBytes} bytes`);
+  }
+  const keyHash = apiKeyHash(input.api_key);
+  const { value: key } = await readChain(() => enclave.cache.resolve(keyHash));
+  if (key.master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  if (!key.live) {
+    if (key.isMaster && !key.managed) {
+      throw new SigilError("chain_secured_account", "this account is ChainSecured: its old master key can no longer run scripts");
+    }
+    throw new SigilError("invalid_api_key", "the API key has expired");
+  }
+
+  const code = input.code ?? (await codeFromIpfs(enclave, input.ipfs_id as string));
+  const cid = await cidOf(code);
+  const actionHash = cidHash(cid);
+  const { value: allowed } = await readChain(() => enclave.cache.canExecute(keyHash, actionHash));
+  if (!allowed) {
+    throw new SigilError("permission_denied", "the API key may not run this action: no group of its execute scope lists this CID", {
+      details: { scope: "execute", cid },
+    });
+  }
+
+  const timeoutMs = Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
+  const log = ctx.log.child({ cid, key: keyRef(keyHash) });
+  const keys = (request: KeyRequest): Promise<KeyMaterial> => provideKey(enclave, { keyHash, master: key.master, actionHash }, request);
+  const outcome = await enclave.sandbox.run(
+    { code, cid, paramsJson, timeoutMs, requestId: ctx.requestId, correlationId: ctx.correlationId },
+    keys,
+  );
+  log.info("run finished", { durationMs: Math.round(outcome.durationMs), error: outcome.error?.code ?? null });
+  return {
+    response: outcome.responseJson === undefined ? null : (JSON.parse(outcome.responseJson) as unknown),
+    logs: outcome.logs,
+    has_error: outcome.error !== undefined,
+    ...(outcome.error ? { error: outcome.error } : {}),
+    cid,
+    duration_ms: Math.round(outcome.durationMs),
+  };
+}
+
+/**
+ * A key for one operation of a run: a wallet is checked for this (key, code) through the cache,
+ * re-derived from (master, on-chain derivation), and refused unless it derives to the address the
+ * script named. Action identity keys need no grant: they belong to the code, not to an account.
+ */
+async function provideKey(
+  enclave: Enclave,
+  run: { keyHash: bigint; master: bigint; actionHash: bigint },
+  request: KeyRequest,
+): Promise<KeyMaterial> {
+  if (request.kind === "action") {
+    const k = enclave.keyring.actionKey(request.cid);
+    return { privateKey: k.privateKey };
+  }
+  const wallet = getAddress(request.pkpId.toLowerCase());
+  let grant;
+  try {
+    grant = (await enclave.cache.wallet(run.keyHash, run.actionHash, wallet)).value;
+  } catch {
+    throw new CodedError("chain_unavailable", "the chain could not be reached to authorize the wallet; try again");
+  }
+  if (!grant.allowed) {
+    throw new CodedError("permission_denied", `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`);
+  }
+  const derived = enclave.keyring.pkpKey(run.master, grant.derivation);
+  if (derived.address !== wallet) {
+    derived.privateKey.fill(0);
+    throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet.toLowerCase()} does not match its address`);
+  }
+  if (!request.encryption) return { privateKey: derived.privateKey };
+  return { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(run.master, grant.derivation) };
+}

@@ -1,0 +1,141 @@
+// Groups and actions: which wallets which code may use. Raw CIDs are hashed here; wallet ids are
+// turned into addresses; the contract decides who may change what.
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { cidHash, toHash32 } from "../../shared/hashing.ts";
+import { callerKey, parseCid, toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
+import { submitWrite } from "./write.ts";
+
+type Write = EnclaveResponse<"remove_group">;
+
+async function groupMembers(
+  enclave: Enclave,
+  keyHash: bigint,
+  input: { pkp_ids_permitted: readonly (string | number)[]; cid_hashes_permitted: readonly (string | number)[] },
+) {
+  const wallets = await Promise.all(input.pkp_ids_permitted.map((id, i) => toWalletAddress(enclave, keyHash, id, `pkp_ids_permitted.${i}`)));
+  const cids = input.cid_hashes_permitted.map((c, i) => toCidHash(c, `cid_hashes_permitted.${i}`));
+  return { wallets, cids };
+}
+
+export async function addGroup(enclave: Enclave, input: ParsedEnclaveRequest<"add_group">, ctx: RequestContext): Promise<EnclaveResponse<"add_group">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const { wallets, cids } = await groupMembers(enclave, keyHash, input);
+  const { response, events } = await submitWrite(
+    enclave,
+    { functionName: "addGroup", args: [keyHash, input.group_name, input.group_description, cids, wallets] },
+    ctx,
+    { keyHash, master: resolution.master },
+  );
+  const added = events.find((e) => e.eventName === "GroupAdded");
+  if (!added || added.eventName !== "GroupAdded") throw new SigilError("internal_error", "the group id could not be read from the receipt");
+  return { ...response, group_id: added.args.groupId.toString() };
+}
+
+export async function updateGroup(enclave: Enclave, input: ParsedEnclaveRequest<"update_group">, ctx: RequestContext): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const { wallets, cids } = await groupMembers(enclave, keyHash, input);
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "updateGroup", args: [keyHash, input.group_id, input.name, input.description, cids, wallets] },
+    ctx,
+    { keyHash, master: resolution.master },
+  );
+  return response;
+}
+
+export async function removeGroup(enclave: Enclave, input: ParsedEnclaveRequest<"remove_group">, ctx: RequestContext): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const { response } = await submitWrite(enclave, { functionName: "removeGroup", args: [keyHash, input.group_id] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+export async function addActionToGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_action_to_group">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"add_action_to_group">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const hash = cidHash(parseCid(input.action_ipfs_cid, "action_ipfs_cid"));
+  const { response } = await submitWrite(enclave, { functionName: "addActionToGroup", args: [keyHash, input.group_id, hash] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return { ...response, hashed_cid: toHash32(hash) };
+}
+
+export async function removeActionFromGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"remove_action_from_group">,
+  ctx: RequestContext,
+): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const hash = toCidHash(input.hashed_cid, "hashed_cid");
+  const { response } = await submitWrite(enclave, { functionName: "removeActionFromGroup", args: [keyHash, input.group_id, hash] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+export async function addPkpToGroup(enclave: Enclave, input: ParsedEnclaveRequest<"add_pkp_to_group">, ctx: RequestContext): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const wallet = await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id");
+  const { response } = await submitWrite(enclave, { functionName: "addPkpToGroup", args: [keyHash, input.group_id, wallet] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+export async function removePkpFromGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"remove_pkp_from_group">,
+  ctx: RequestContext,
+): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const wallet = await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id");
+  const { response } = await submitWrite(enclave, { functionName: "removePkpFromGroup", args: [keyHash, input.group_id, wallet] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+export async function addAction(enclave: Enclave, input: ParsedEnclaveRequest<"add_action">, ctx: RequestContext): Promise<EnclaveResponse<"add_action">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const cid = parseCid(input.action_ipfs_cid, "action_ipfs_cid");
+  const hash = cidHash(cid);
+  const { response } = await submitWrite(enclave, { functionName: "addAction", args: [keyHash, hash, cid, input.name, input.description] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return { ...response, hashed_cid: toHash32(hash) };
+}
+
+export async function deleteAction(enclave: Enclave, input: ParsedEnclaveRequest<"delete_action">, ctx: RequestContext): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const { response } = await submitWrite(enclave, { functionName: "removeAction", args: [keyHash, BigInt(input.hashed_cid)] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+export async function updateActionMetadata(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"update_action_metadata">,
+  ctx: RequestContext,
+): Promise<Write> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "updateActionMetadata", args: [keyHash, BigInt(input.hashed_cid), input.name, input.description] },
+    ctx,
+    { keyHash, master: resolution.master },
+  );
+  return response;
+}

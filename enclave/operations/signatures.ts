@@ -1,0 +1,80 @@
+// The ChainSecured flows. The edge checks the typed data and the signature before forwarding; the
+// enclave checks them again itself, because it never takes the edge's word for who is asking.
+import type { Address } from "viem";
+import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
+import { generateApiKey } from "../../shared/apiKey.ts";
+import { isWalletSignature } from "../../shared/walletSignature.ts";
+import { derivationPath, newDerivation } from "../keys/derive.ts";
+import { readChain, type Enclave, type RequestContext } from "./context.ts";
+
+/** Validates the envelope and the signature; returns the signing wallet. */
+export async function verifySignedRequest(
+  enclave: Enclave,
+  primaryType: SigilPrimaryType,
+  input: { typed_data: unknown; signature: string },
+  expectedAddress?: string,
+): Promise<Address> {
+  const checked = validateTypedData(input.typed_data, {
+    primaryType,
+    chainId: enclave.chain.chain.id,
+    now: Math.floor(Date.now() / 1000),
+    signature: input.signature,
+    ...(expectedAddress === undefined ? {} : { expectedAddress: expectedAddress as Address }),
+  });
+  if (!checked.ok) throw checked.error;
+  const { address, digest } = checked.value;
+  const valid = await readChain(() => isWalletSignature(enclave.chain.client, { address, digest, signature: input.signature }));
+  if (!valid) throw new SigilError("invalid_signature", "the signature is not the wallet's");
+  return address;
+}
+
+/**
+ * The master hash of the account a wallet administers: the account its lookup hash already
+ * resolves to (a converted or transferred account), or the ChainSecured account it creates or
+ * will create with `newChainSecuredAccount` (whose master is that lookup hash).
+ */
+async function accountOfWallet(enclave: Enclave, wallet: Address): Promise<bigint> {
+  const lookup = walletLookupHash(wallet);
+  const { value } = await readChain(() => enclave.cache.resolve(lookup));
+  return value.master === 0n ? lookup : value.master;
+}
+
+/** A new PKP for the signer's account; the signer registers it on chain with its own transaction. */
+export async function createWalletWithSignature(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"create_wallet_with_signature">,
+  _ctx: RequestContext,
+): Promise<EnclaveResponse<"create_wallet_with_signature">> {
+  const signer = await verifySignedRequest(enclave, "CreateWallet", input);
+  const master = await accountOfWallet(enclave, signer);
+  const derivation = newDerivation();
+  const key = enclave.keyring.pkpKey(master, derivation);
+  key.privateKey.fill(0);
+  return { wallet_address: key.address.toLowerCase(), derivation_path: derivationPath(derivation) };
+}
+
+/**
+ * A new usage key for the signer's account and its wallet (the PKP whose derivation is the key's
+ * hash). Nothing is on chain until the admin wallet registers both; until then the key is inert.
+ */
+export async function addUsageApiKeyWithSignature(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_usage_api_key_with_signature">,
+  _ctx: RequestContext,
+): Promise<EnclaveResponse<"add_usage_api_key_with_signature">> {
+  const signer = await verifySignedRequest(enclave, "AddUsageApiKey", input);
+  const master = await accountOfWallet(enclave, signer);
+  const usageKey = generateApiKey();
+  const usageHash = apiKeyHash(usageKey);
+  const key = enclave.keyring.pkpKey(master, usageHash);
+  key.privateKey.fill(0);
+  return {
+    usage_api_key: usageKey,
+    wallet_address: key.address.toLowerCase(),
+    derivation_path: derivationPath(usageHash),
+    usage_api_key_hash: toHash32(usageHash),
+  };
+}

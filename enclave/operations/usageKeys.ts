@@ -1,0 +1,103 @@
+// Usage keys: created in the enclave (the value is shown once), scoped and removed by the owner.
+import { generateApiKey } from "../../shared/apiKey.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { apiKeyHash } from "../../shared/hashing.ts";
+import { callerKey, usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
+import { submitWrite } from "./write.ts";
+
+type Permissions = ParsedEnclaveRequest<"add_usage_api_key">;
+
+function setUsageKeyArgs(accountHash: bigint, usageKeyHash: bigint, p: Omit<Permissions, "api_key">) {
+  const expiration = BigInt(p.expires_at ?? 0);
+  if (expiration !== 0n && expiration <= BigInt(Math.floor(Date.now() / 1000))) {
+    throw new SigilError("invalid_request", "expires_at must be in the future", { details: [{ path: "expires_at", message: "must be in the future" }] });
+  }
+  return [
+    accountHash,
+    usageKeyHash,
+    expiration,
+    BigInt(p.spend_limit_cents ?? 0),
+    p.name,
+    p.description,
+    p.can_create_groups,
+    p.can_delete_groups,
+    p.can_create_pkps,
+    p.manage_ipfs_ids_in_groups,
+    p.add_pkp_to_groups,
+    p.remove_pkp_from_groups,
+    p.execute_in_groups,
+  ] as const;
+}
+
+export async function addUsageApiKey(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_usage_api_key">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"add_usage_api_key">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
+  const usageKey = generateApiKey();
+  const usageHash = apiKeyHash(usageKey);
+  const { response } = await submitWrite(enclave, { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  enclave.cache.invalidateKey(usageHash);
+  return { ...response, usage_api_key: usageKey };
+}
+
+export async function updateUsageApiKey(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"update_usage_api_key">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"update_usage_api_key">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
+  const usageHash = usageKeyHashOf(input.usage_api_key);
+  await requireUsageKeyOf(enclave, resolution.master, usageHash);
+  const { response } = await submitWrite(enclave, { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+export async function updateUsageApiKeyMetadata(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"update_usage_api_key_metadata">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"update_usage_api_key_metadata">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
+  const usageHash = usageKeyHashOf(input.usage_api_key);
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "updateUsageApiKeyMetadata", args: [keyHash, usageHash, input.name, input.description] },
+    ctx,
+    { keyHash, master: resolution.master },
+  );
+  return response;
+}
+
+export async function removeUsageApiKey(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"remove_usage_api_key">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"remove_usage_api_key">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
+  const usageHash = usageKeyHashOf(input.usage_api_key);
+  const { response } = await submitWrite(enclave, { functionName: "removeUsageApiKey", args: [keyHash, usageHash] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
+}
+
+/**
+ * `update_usage_api_key` replaces a key's permissions; on chain, setting an unknown hash would
+ * create a key nobody holds, so the update insists the key already belongs to the account.
+ */
+async function requireUsageKeyOf(enclave: Enclave, master: bigint, usageHash: bigint): Promise<void> {
+  const { value } = await enclave.cache.resolve(usageHash);
+  if (value.master !== master || value.isMaster) {
+    throw new SigilError("not_found", "no usage key with that value or hash exists on this account");
+  }
+}

@@ -1,0 +1,173 @@
+// The payer pool (keys-and-authz.md): this instance's derived payer wallets submit every managed
+// write. A write is simulated first (eth_estimateGas: a revert costs no gas and becomes a mapped
+// 4xx), then sent from the least-busy payer with a locally tracked nonce (resynchronized from the
+// chain's pending nonce after any send error), and answered from the receipt's decoded events.
+import {
+  createWalletClient,
+  encodeFunctionData,
+  http,
+  parseEventLogs,
+  type Address,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
+  type Hex,
+  type TransactionReceipt,
+  type WalletClient,
+} from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { mapContractError } from "../../shared/contractErrors.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import type { ChainContext } from "../chain/client.ts";
+import type { DerivedKey } from "../keys/derive.ts";
+import type { Logger } from "../log.ts";
+
+type Abi = typeof accountConfigAbi;
+export type WriteFunction = ContractFunctionName<Abi, "nonpayable">;
+export type WriteCall<F extends WriteFunction = WriteFunction> = {
+  functionName: F;
+  args: ContractFunctionArgs<Abi, "nonpayable", F>;
+};
+export type DecodedEvent = ReturnType<typeof parseEventLogs<Abi>>[number];
+export type WriteResult = { transactionHash: Hex; receipt: TransactionReceipt; events: DecodedEvent[] };
+
+type Payer = {
+  account: PrivateKeyAccount;
+  nonce: number | undefined;
+  /** Writes assigned to this payer that have not got their receipt yet. */
+  busy: number;
+  /** Serializes nonce assignment and sending for this payer. */
+  lock: Promise<unknown>;
+};
+
+export type PayerBalance = { address: Address; balance_wei: string; low: boolean };
+
+const NONCE_RETRIES = 2;
+
+export class PayerPool {
+  readonly #chain: ChainContext;
+  readonly #wallet: WalletClient;
+  readonly #payers: Payer[];
+  readonly #confirmations: number;
+  readonly #minBalance: bigint;
+  readonly #log: Logger;
+
+  constructor(options: { chain: ChainContext; rpcUrl: string; keys: DerivedKey[]; confirmations: number; minBalanceWei: bigint; log: Logger }) {
+    if (options.keys.length === 0) throw new Error("the payer pool needs at least one payer key");
+    this.#chain = options.chain;
+    this.#wallet = createWalletClient({ chain: options.chain.chain, transport: http(options.rpcUrl, { retryCount: 0, timeout: 30_000 }) });
+    // viem's local account keeps the key as hex for signing; payer keys live as long as the process.
+    this.#payers = options.keys.map((k) => {
+      const account = privateKeyToAccount(`0x${Buffer.from(k.privateKey).toString("hex")}`);
+      k.privateKey.fill(0);
+      return { account, nonce: undefined, busy: 0, lock: Promise.resolve() };
+    });
+    this.#confirmations = options.confirmations;
+    this.#minBalance = options.minBalanceWei;
+    this.#log = options.log;
+  }
+
+  get addresses(): Address[] {
+    return this.#payers.map((p) => p.account.address);
+  }
+
+  /**
+   * Simulates, sends and waits for one write. Throws a SigilError: the mapped revert (no gas spent),
+   * or 503 `chain_unavailable`, or 500 for anything the caller cannot fix.
+   */
+  async write<F extends WriteFunction>(call: WriteCall<F>, context: { keyHash?: bigint; log?: Logger } = {}): Promise<WriteResult> {
+    const log = context.log ?? this.#log;
+    const payer = this.#leastBusy();
+    payer.busy++;
+    try {
+      const { client, contract } = this.#chain;
+      const data = encodeFunctionData({ abi: accountConfigAbi, functionName: call.functionName, args: call.args } as never);
+      let gas: bigint;
+      try {
+        gas = await client.estimateContractGas({
+          address: contract,
+          abi: accountConfigAbi,
+          functionName: call.functionName,
+          args: call.args,
+          account: payer.account.address,
+        } as never);
+      } catch (err) {
+        throw this.#mapped(err, context.keyHash, log, "simulation refused the write");
+      }
+      // Headroom over the estimate: state can change a little between simulation and inclusion.
+      gas = (gas * 12n) / 10n + 10_000n;
+      const transactionHash = await this.#send(payer, { to: contract, data, gas }, log);
+      log.info("write sent", { fn: call.functionName, tx: transactionHash, payer: payer.account.address });
+      const receipt = await this.#chain.client.waitForTransactionReceipt({ hash: transactionHash, confirmations: this.#confirmations, timeout: 120_000 });
+      if (receipt.status !== "success") {
+        // Another write changed the state between simulation and inclusion: simulate again for the reason.
+        try {
+          await client.call({ account: payer.account.address, to: contract, data });
+        } catch (err) {
+          throw this.#mapped(err, context.keyHash, log, "the write reverted on chain");
+        }
+        log.error("write reverted on chain without a reproducible reason", { tx: transactionHash });
+        throw new SigilError("internal_error", "the transaction reverted");
+      }
+      const events = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs });
+      return { transactionHash, receipt, events };
+    } finally {
+      payer.busy--;
+    }
+  }
+
+  async balances(): Promise<PayerBalance[]> {
+    return Promise.all(
+      this.#payers.map(async (p) => {
+        const balance = await this.#chain.client.getBalance({ address: p.account.address });
+        return { address: p.account.address, balance_wei: balance.toString(), low: balance < this.#minBalance };
+      }),
+    );
+  }
+
+  #leastBusy(): Payer {
+    let best = this.#payers[0] as Payer;
+    for (const p of this.#payers) if (p.busy < best.busy) best = p;
+    return best;
+  }
+
+  async #send(payer: Payer, tx: { to: Address; data: Hex; gas: bigint }, log: Logger): Promise<Hex> {
+    const run = payer.lock.then(async () => {
+      for (let attempt = 0; ; attempt++) {
+        if (payer.nonce === undefined) {
+          payer.nonce = await this.#chain.client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+        }
+        try {
+          const hash = await this.#wallet.sendTransaction({
+            account: payer.account,
+            chain: this.#chain.chain,
+            to: tx.to,
+            data: tx.data,
+            gas: tx.gas,
+            nonce: payer.nonce,
+          });
+          payer.nonce++;
+          return hash;
+        } catch (err) {
+          // Whatever happened, the local nonce may be wrong now: read it again before the next send.
+          payer.nonce = undefined;
+          const message = err instanceof Error ? err.message : String(err);
+          if (attempt < NONCE_RETRIES && /nonce|replacement transaction|already known/i.test(message)) {
+            log.warn("nonce conflict; resynchronizing from the chain", { payer: payer.account.address, attempt });
+            continue;
+          }
+          throw this.#mapped(err, undefined, log, "sending the transaction failed");
+        }
+      }
+    });
+    payer.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  #mapped(err: unknown, keyHash: bigint | undefined, log: Logger, what: string): SigilError {
+    if (err instanceof SigilError) return err;
+    const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
+    if (internal) log.error(what, { error: err instanceof Error ? err.message.split("\n").slice(0, 3).join(" | ") : String(err) });
+    return error;
+  }
+}

@@ -1,0 +1,218 @@
+// What `Sigil.Actions`, `fetch` and the other host-backed globals do, on the worker side of a run.
+// Keys come from the service thread, which authorizes every wallet for this run's (key, code) and
+// checks the derived address before it hands the key over; here they are used once and zeroed.
+// Cryptography is native (@noble, viem, WebCrypto), never JavaScript inside QuickJS.
+import { secp256k1 } from "@noble/curves/secp256k1";
+import { keccak_256 } from "@noble/hashes/sha3";
+import { sha256 } from "@noble/hashes/sha2";
+import { bytesToHex, hexToBytes, type Hex, type TransactionSerializable, type TypedDataDefinition } from "viem";
+import { privateKeyToAccount, signMessage, signTypedData } from "viem/accounts";
+import type { SandboxLimits } from "../config.ts";
+import { FetchError, guardedFetch, type FetchPolicy, type GuardedRequest } from "./net/guardedFetch.ts";
+import { CodedError, type RunHost } from "./runtime.ts";
+
+/** What the service thread hands over for one operation. Zeroed after use. */
+export type KeyMaterial = { privateKey: Uint8Array; encryptionKey?: Uint8Array };
+
+export type KeyRequest = { kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string };
+
+export type RunContext = {
+  cid: string;
+  deadline: number;
+  limits: SandboxLimits;
+  fetchPolicy: FetchPolicy;
+  /** Asks the service thread for a key; rejects with a CodedError (permission_denied, wallet_key_mismatch, …). */
+  requestKey(request: KeyRequest): Promise<KeyMaterial>;
+};
+
+type Args = Record<string, unknown>;
+
+/** Revives the `{$bigint: "…"}` tags the prelude uses to carry BigInts through JSON. */
+function revive(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(revive);
+  if (value !== null && typeof value === "object") {
+    const o = value as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length === 1 && keys[0] === "$bigint" && typeof o.$bigint === "string") return BigInt(o.$bigint);
+    const out: Record<string, unknown> = {};
+    for (const k of keys) out[k] = revive(o[k]);
+    return out;
+  }
+  return value;
+}
+
+const BIGINT_FIELDS = ["value", "gas", "gasPrice", "maxFeePerGas", "maxPriorityFeePerGas", "maxFeePerBlobGas"] as const;
+const NUMBER_FIELDS = ["nonce", "chainId"] as const;
+
+function toTransaction(raw: unknown): TransactionSerializable {
+  const tx = { ...(revive(raw) as Record<string, unknown>) };
+  try {
+    for (const f of BIGINT_FIELDS) if (tx[f] !== undefined && tx[f] !== null) tx[f] = BigInt(tx[f] as string | number | bigint);
+    for (const f of NUMBER_FIELDS) if (tx[f] !== undefined && tx[f] !== null) tx[f] = Number(tx[f]);
+  } catch {
+    throw new CodedError(null, "signTransaction: numeric fields must be numbers, bigints or decimal/hex strings", "TypeError");
+  }
+  return tx as TransactionSerializable;
+}
+
+function messageOf(message: unknown): string | { raw: Hex } {
+  if (typeof message === "string") return message;
+  return { raw: (message as { raw: Hex }).raw };
+}
+
+function dataOf(args: Args): Uint8Array {
+  if (typeof args.hex === "string") return hexToBytes(args.hex as Hex);
+  return new TextEncoder().encode(String(args.text));
+}
+
+const keyHex = (key: Uint8Array): Hex => bytesToHex(key);
+
+/** Builds the host of one run: counts wallet operations and fetches against the run's limits. */
+export function createRunHost(run: RunContext): RunHost {
+  let walletOps = 0;
+  let fetches = 0;
+
+  const countWalletOp = () => {
+    if (++walletOps > run.limits.maxWalletOperations) {
+      throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxWalletOperations} wallet operations`);
+    }
+  };
+
+  /** Gets a key, runs `use` with it, and zeroes it whatever happens. */
+  const withKey = async <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>): Promise<T> => {
+    countWalletOp();
+    const material = await run.requestKey(request);
+    try {
+      return await use(material);
+    } finally {
+      material.privateKey.fill(0);
+      material.encryptionKey?.fill(0);
+    }
+  };
+
+  const wallet = (args: Args, encryption = false): KeyRequest => ({ kind: "wallet", pkpId: String(args.pkpId), encryption });
+  const action = (cid: unknown): KeyRequest => {
+    if (cid !== undefined && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
+      throw new CodedError(null, "cid must be a non-empty CID string", "TypeError");
+    }
+    return { kind: "action", cid: (cid as string | undefined) ?? run.cid };
+  };
+
+  const asyncOps: Record<string, (args: Args) => Promise<unknown>> = {
+    signMessage: (args) => withKey(wallet(args), (k) => signMessage({ message: messageOf(args.message), privateKey: keyHex(k.privateKey) })),
+    signTypedData: (args) =>
+      withKey(wallet(args), async (k) => {
+        try {
+          return await signTypedData({ ...(revive(args.typedData) as TypedDataDefinition), privateKey: keyHex(k.privateKey) });
+        } catch (err) {
+          throw new CodedError(null, `signTypedData: ${shortMessage(err)}`, "TypeError");
+        }
+      }),
+    signTransaction: (args) =>
+      withKey(wallet(args), async (k) => {
+        const tx = toTransaction(args.transaction);
+        try {
+          return await privateKeyToAccount(keyHex(k.privateKey)).signTransaction(tx);
+        } catch (err) {
+          throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
+        }
+      }),
+    signDigest: (args) =>
+      withKey(wallet(args), (k) => {
+        const sig = secp256k1.sign(hexToBytes(args.digest as Hex), k.privateKey, { lowS: true });
+        const r = `0x${sig.r.toString(16).padStart(64, "0")}`;
+        const s = `0x${sig.s.toString(16).padStart(64, "0")}`;
+        const v = 27 + sig.recovery;
+        return { r, s, v, signature: `${r}${s.slice(2)}${v.toString(16)}` };
+      }),
+    getPublicKey: (args) => withKey(wallet(args), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
+    getPrivateKey: (args) => withKey(wallet(args), (k) => keyHex(k.privateKey)),
+    encrypt: (args) =>
+      withKey(wallet(args, true), async (k) => {
+        const plaintext = typeof args.plaintext === "string" ? new TextEncoder().encode(args.plaintext) : hexToBytes((args.plaintext as { raw: Hex }).raw);
+        const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["encrypt"]);
+        const nonce = crypto.getRandomValues(new Uint8Array(12));
+        const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, Uint8Array.from(plaintext)));
+        const out = new Uint8Array(12 + sealed.length);
+        out.set(nonce);
+        out.set(sealed, 12);
+        return bytesToHex(out);
+      }),
+    decrypt: (args) =>
+      withKey(wallet(args, true), async (k) => {
+        const data = hexToBytes(args.ciphertext as Hex);
+        if (data.length < 12 + 16) throw new CodedError(null, "decrypt: the ciphertext is too short", "TypeError");
+        const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["decrypt"]);
+        let plain: Uint8Array;
+        try {
+          plain = new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: data.slice(0, 12) }, key, data.slice(12)));
+        } catch {
+          throw new CodedError(null, "decrypt: the ciphertext was not made by this wallet or was altered");
+        }
+        return args.raw === true ? bytesToHex(plain) : new TextDecoder().decode(plain);
+      }),
+    getActionWalletAddress: (args) => withKey(action(args.cid), (k) => privateKeyToAccount(keyHex(k.privateKey)).address.toLowerCase()),
+    getActionPublicKey: (args) => withKey(action(args.cid), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
+    signMessageAsAction: (args) => withKey(action(undefined), (k) => signMessage({ message: messageOf(args.message), privateKey: keyHex(k.privateKey) })),
+    getActionPrivateKey: () => withKey(action(undefined), (k) => keyHex(k.privateKey)),
+    fetch: async (args) => {
+      if (++fetches > run.limits.maxFetchCount) {
+        throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxFetchCount} fetches`);
+      }
+      const remaining = run.deadline - Date.now();
+      const request: GuardedRequest = {
+        url: String(args.url),
+        method: String(args.method),
+        headers: (args.headers as Array<[string, string]>) ?? [],
+        ...(typeof args.body === "string" ? { body: Uint8Array.from(Buffer.from(args.body, "base64")) } : {}),
+        ...(args.redirect === "manual" || args.redirect === "error" || args.redirect === "follow" ? { redirect: args.redirect } : {}),
+      };
+      try {
+        const r = await guardedFetch(request, { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) });
+        return { status: r.status, statusText: r.statusText, headers: r.headers, url: r.url, redirected: r.redirected, body: Buffer.from(r.body).toString("base64") };
+      } catch (err) {
+        if (err instanceof FetchError) {
+          throw new CodedError(err.code === "limit_exceeded" ? "limit_exceeded" : null, err.message, err.code === "limit_exceeded" ? "Error" : "TypeError");
+        }
+        throw new CodedError(null, "fetch failed", "TypeError");
+      }
+    },
+  };
+
+  return {
+    async callAsync(op, args) {
+      const fn = asyncOps[op];
+      if (!fn) throw new CodedError(null, `unknown host operation ${op}`);
+      return fn(args as Args);
+    },
+    callSync(op, rawArgs) {
+      const args = rawArgs as Args;
+      switch (op) {
+        case "keccak256":
+          return bytesToHex(keccak_256(dataOf(args)));
+        case "sha256":
+          return bytesToHex(sha256(dataOf(args)));
+        case "parseUrl": {
+          try {
+            const u = new URL(String(args.input), args.base === undefined ? undefined : String(args.base));
+            return { href: u.href, protocol: u.protocol, username: u.username, password: u.password, host: u.host, hostname: u.hostname, port: u.port, pathname: u.pathname, search: u.search, hash: u.hash, origin: u.origin };
+          } catch {
+            return null;
+          }
+        }
+        case "randomBytes": {
+          const n = Number(args.n);
+          if (!Number.isInteger(n) || n < 0 || n > 65_536) throw new CodedError(null, "randomBytes: n must be 0 to 65536", "RangeError");
+          return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
+        }
+        default:
+          throw new CodedError(null, `unknown host operation ${op}`);
+      }
+    },
+  };
+}
+
+function shortMessage(err: unknown): string {
+  const text = err instanceof Error ? ((err as { shortMessage?: string }).shortMessage ?? err.message) : String(err);
+  return text.split("\n")[0] ?? "invalid input";
+}

@@ -1,0 +1,402 @@
+// One script run in a fresh QuickJS runtime (sandbox.md). Runs inside a sandbox worker thread.
+// The wrapper owns every handle it creates and disposes all of them before the runtime, whatever
+// way the run ends: a handle left alive makes QuickJS abort the whole thread when its runtime is
+// freed. The host drives the run: it executes pending jobs, fires timers, settles host calls, and
+// stops the run at its deadline (interrupt handler) or when it breaks a limit.
+import { readFileSync } from "node:fs";
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
+import type { SandboxLimits } from "../config.ts";
+
+const preludeSource = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
+const polyfillsSource = readFileSync(new URL("./polyfills.js", import.meta.url), "utf8");
+
+export type RunRequest = {
+  code: string;
+  cid: string;
+  /** `js_params` as JSON text ("null" when absent). */
+  paramsJson: string;
+  timeoutMs: number;
+  requestId: string;
+  correlationId: string | null;
+};
+
+export type RunError = { code: string; message: string; stack?: string };
+
+export type RunOutcome = {
+  /** The JSON text of `response` (present when the run succeeded). */
+  responseJson?: string;
+  logs: string;
+  error?: RunError;
+  durationMs: number;
+  /** A host-side failure to log (never shown to the client). */
+  hostFailure?: string;
+};
+
+/** The host's side of a run's capabilities, given by the worker. Answers are JSON-ready values. */
+export type RunHost = {
+  /** Async operations (`Sigil.Actions.*`, `fetch`); a thrown CodedError reaches the script with its code. */
+  callAsync(op: string, args: unknown): Promise<unknown>;
+  /** Sync operations (hashes, URL parsing, randomness). */
+  callSync(op: string, args: unknown): unknown;
+};
+
+/** An error for the script, with the code it carries (`permission_denied`, `limit_exceeded`, …). */
+export class CodedError extends Error {
+  readonly code: string | null;
+  readonly kind: "Error" | "TypeError" | "RangeError";
+  constructor(code: string | null, message: string, kind: "Error" | "TypeError" | "RangeError" = "Error") {
+    super(message);
+    this.code = code;
+    this.kind = kind;
+  }
+}
+
+class LogBuffer {
+  #parts: string[] = [];
+  #bytes = 0;
+  #dropped = false;
+  readonly #max: number;
+  constructor(max: number) {
+    this.#max = max;
+  }
+  add(line: string): void {
+    if (this.#dropped) return;
+    const size = Buffer.byteLength(line) + 1;
+    if (this.#bytes + size > this.#max) {
+      this.#dropped = true;
+      this.#parts.push(`[sigil] log limit of ${this.#max} bytes reached; further output was dropped`);
+      return;
+    }
+    this.#bytes += size;
+    this.#parts.push(line);
+  }
+  text(): string {
+    return this.#parts.length === 0 ? "" : `${this.#parts.join("\n")}\n`;
+  }
+}
+
+type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: QuickJSHandle };
+
+/** Ends the run from host code, with the run error to report. */
+class RunStop extends Error {
+  readonly runError: RunError;
+  constructor(runError: RunError) {
+    super(runError.message);
+    this.runError = runError;
+  }
+}
+
+export async function runScript(module: QuickJSWASMModule, request: RunRequest, limits: SandboxLimits, host: RunHost): Promise<RunOutcome> {
+  const started = performance.now();
+  const deadline = Date.now() + request.timeoutMs;
+  const logs = new LogBuffer(limits.maxLogBytes);
+  const runtime: QuickJSRuntime = module.newRuntime();
+  let interrupted = false;
+  runtime.setMemoryLimit(limits.memoryLimitBytes);
+  runtime.setMaxStackSize(limits.stackLimitBytes);
+  runtime.setInterruptHandler(() => {
+    if (Date.now() >= deadline) interrupted = true;
+    return interrupted;
+  });
+  const ctx: QuickJSContext = runtime.newContext();
+
+  const owned: QuickJSHandle[] = [];
+  const own = <T extends QuickJSHandle>(h: T): T => {
+    owned.push(h);
+    return h;
+  };
+  const deferreds = new Set<QuickJSDeferredPromise>();
+  const timers = new Map<number, NodeJS.Timeout>();
+  const firedTimers: number[] = [];
+  let nextTimerId = 1;
+  let wake: (() => void) | undefined;
+  const signal = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  let finished = false;
+  /** Set when a host call must end the whole run (not just fail in the script). */
+  let stopWith: RunStop | undefined;
+
+  const timeoutError = (): RunError => ({ code: "timeout", message: `the script ran past its time limit of ${request.timeoutMs} ms` });
+
+  /** Turns a value thrown inside the VM into a run error (the classify function is the prelude's). */
+  const describe = (errorHandle: QuickJSHandle, internal: Internal | undefined): RunError => {
+    if (interrupted) return timeoutError();
+    let info: { code: string | null; name: string; message: string; stack?: string };
+    if (internal) {
+      const r = ctx.callFunction(internal.classify, ctx.undefined, errorHandle);
+      if (r.error) {
+        r.error.dispose();
+        return interrupted ? timeoutError() : { code: "script_error", message: "the script failed" };
+      }
+      info = JSON.parse(ctx.getString(r.value)) as typeof info;
+      r.value.dispose();
+    } else {
+      const dumped = ctx.dump(errorHandle) as { name?: string; message?: string; stack?: string } | string;
+      info = typeof dumped === "object" && dumped !== null
+        ? { code: null, name: dumped.name ?? "Error", message: dumped.message ?? "", ...(dumped.stack ? { stack: dumped.stack } : {}) }
+        : { code: null, name: "Error", message: String(dumped) };
+    }
+    if (info.name === "InternalError" && info.message === "out of memory") {
+      return { code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` };
+    }
+    if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
+    const message = info.code ? info.message : info.name && info.name !== "Uncaught" ? `${info.name}: ${info.message}` : info.message;
+    // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
+    const stack = info.stack
+      ?.split("\n")
+      .filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"))
+      .join("\n");
+    return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
+  };
+
+  const result = (hostResult: { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string }) =>
+    JSON.stringify(hostResult, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+
+  const hostFailure = (err: unknown) => {
+    if (err instanceof RunStop) throw err;
+    if (err instanceof CodedError) return { ok: false as const, code: err.code, message: err.message, name: err.kind };
+    return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
+  };
+
+  try {
+    // Host entry points the prelude captures; the script never sees them.
+    const hostObject = own(ctx.newObject());
+    const callFn = own(
+      ctx.newFunction("call", (opHandle, argsHandle) => {
+        const op = ctx.getString(opHandle);
+        const args = JSON.parse(ctx.getString(argsHandle)) as unknown;
+        let reply;
+        try {
+          reply = { ok: true as const, value: hostSync(op, args) };
+        } catch (err) {
+          reply = hostFailure(err);
+        }
+        return ctx.newString(result(reply));
+      }),
+    );
+    const callAsyncFn = own(
+      ctx.newFunction("callAsync", (opHandle, argsHandle) => {
+        const op = ctx.getString(opHandle);
+        const args = JSON.parse(ctx.getString(argsHandle)) as unknown;
+        const deferred = ctx.newPromise();
+        deferreds.add(deferred);
+        void host.callAsync(op, args).then(
+          (value) => settle(deferred, { ok: true, value }),
+          (err: unknown) => {
+            try {
+              settle(deferred, hostFailure(err));
+            } catch (stop) {
+              stopWith = stop as RunStop;
+              signal();
+            }
+          },
+        );
+        return deferred.handle;
+      }),
+    );
+    const logFn = own(
+      ctx.newFunction("log", (_levelHandle, lineHandle) => {
+        logs.add(ctx.getString(lineHandle));
+      }),
+    );
+    ctx.setProp(hostObject, "call", callFn);
+    ctx.setProp(hostObject, "callAsync", callAsyncFn);
+    ctx.setProp(hostObject, "log", logFn);
+
+    const settle = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
+      if (finished || !deferred.alive) return;
+      const h = ctx.newString(result(reply));
+      deferred.resolve(h);
+      h.dispose();
+      deferred.dispose();
+      deferreds.delete(deferred);
+      signal();
+    };
+
+    const hostSync = (op: string, args: unknown): unknown => {
+      switch (op) {
+        case "setTimeout": {
+          if (timers.size >= limits.maxTimers) {
+            throw new CodedError("limit_exceeded", `a run may have at most ${limits.maxTimers} pending timers`);
+          }
+          const id = nextTimerId++;
+          const ms = Math.min(Number((args as { ms: number }).ms) || 0, request.timeoutMs);
+          const t = setTimeout(() => {
+            timers.delete(id);
+            firedTimers.push(id);
+            signal();
+          }, ms);
+          timers.set(id, t);
+          return id;
+        }
+        case "clearTimeout": {
+          const id = Number((args as { id: number }).id);
+          clearTimeout(timers.get(id));
+          timers.delete(id);
+          return null;
+        }
+        default:
+          return host.callSync(op, args);
+      }
+    };
+
+    // The Web globals (polyfills.js), then Sigil's own (prelude.js).
+    const hooks = own(ctx.newObject());
+    const parseUrlFn = own(
+      ctx.newFunction("parseUrl", (inputHandle, baseHandle) => {
+        const input = ctx.getString(inputHandle);
+        const base = ctx.typeof(baseHandle) === "string" ? ctx.getString(baseHandle) : undefined;
+        return ctx.newString(JSON.stringify(host.callSync("parseUrl", { input, base })));
+      }),
+    );
+    const randomBytesFn = own(
+      ctx.newFunction("randomBytes", (nHandle) => ctx.newString(String(host.callSync("randomBytes", { n: ctx.getNumber(nHandle) })))),
+    );
+    ctx.setProp(hooks, "parseUrl", parseUrlFn);
+    ctx.setProp(hooks, "randomBytes", randomBytesFn);
+    const polyfills = own(ctx.unwrapResult(ctx.evalCode(polyfillsSource, "sigil:polyfills.js")));
+    const installed = own(ctx.unwrapResult(ctx.callFunction(polyfills, ctx.undefined, ctx.global, hooks)));
+    const formatLogLine = own(ctx.getProp(installed, "formatLogLine"));
+
+    const prelude = own(ctx.unwrapResult(ctx.evalCode(preludeSource, "sigil:prelude.js")));
+    const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
+    const internalObject = own(ctx.unwrapResult(ctx.callFunction(prelude, ctx.undefined, ctx.global, hostObject, formatLogLine, requestJson)));
+    const internal: Internal = {
+      callMain: own(ctx.getProp(internalObject, "callMain")),
+      fireTimer: own(ctx.getProp(internalObject, "fireTimer")),
+      classify: own(ctx.getProp(internalObject, "classify")),
+    };
+
+    /** Runs jobs, timers and host settlements until `promise` settles; returns its state. */
+    const drive = async (promise: QuickJSHandle): Promise<{ value: QuickJSHandle } | { error: RunError }> => {
+      for (;;) {
+        if (stopWith) return { error: stopWith.runError };
+        while (firedTimers.length > 0) {
+          const id = firedTimers.shift() as number;
+          const idHandle = ctx.newNumber(id);
+          const r = ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle);
+          idHandle.dispose();
+          if (r.error) {
+            // A timer callback that throws is an uncaught error, as in a browser: log it, go on.
+            const e = describe(r.error, internal);
+            r.error.dispose();
+            if (e.code === "timeout" || e.code === "memory_limit") return { error: e };
+            logs.add(`Uncaught ${e.message}`);
+          } else {
+            r.value.dispose();
+          }
+        }
+        const jobs = runtime.executePendingJobs();
+        if (jobs.error) {
+          const e = describe(jobs.error, internal);
+          jobs.error.dispose();
+          return { error: e };
+        }
+        if (interrupted) return { error: timeoutError() };
+        const state = ctx.getPromiseState(promise);
+        if (state.type === "fulfilled") return { value: state.value };
+        if (state.type === "rejected") {
+          const e = describe(state.error, internal);
+          state.error.dispose();
+          return { error: e };
+        }
+        if (firedTimers.length > 0 || runtime.hasPendingJob()) continue;
+        if (deferreds.size === 0 && timers.size === 0) {
+          return { error: { code: "script_error", message: "main(params) never settled: it awaits something that can never happen" } };
+        }
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) return { error: timeoutError() };
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, remaining);
+          wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        if (Date.now() >= deadline) {
+          interrupted = true;
+          return { error: timeoutError() };
+        }
+      }
+    };
+
+    // The user's code: a script defining a global main, or a module exporting it.
+    const isModule = /^\s*(export|import)\s/m.test(request.code);
+    const evaluated = ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined);
+    if (evaluated.error) {
+      const e = describe(evaluated.error, internal);
+      evaluated.error.dispose();
+      return finish({ error: e });
+    }
+    let moduleNamespace: QuickJSHandle | undefined;
+    if (isModule) {
+      // A module evaluates to its namespace, or to a promise for it (top-level await).
+      const ns = own(evaluated.value);
+      const state = ctx.getPromiseState(ns);
+      if (state.type === "fulfilled" && state.notAPromise) {
+        moduleNamespace = ns; // the same handle, already owned
+      } else if (state.type === "rejected") {
+        const e = describe(state.error, internal);
+        state.error.dispose();
+        return finish({ error: e });
+      } else {
+        if (state.type === "fulfilled") state.value.dispose();
+        const settled = await drive(ns);
+        if ("error" in settled) return finish({ error: settled.error });
+        moduleNamespace = own(settled.value);
+      }
+    } else {
+      evaluated.value.dispose();
+    }
+
+    const params = own(ctx.newString(request.paramsJson));
+    const called = ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]);
+    if (called.error) {
+      const e = describe(called.error, internal);
+      called.error.dispose();
+      return finish({ error: e });
+    }
+    const mainPromise = own(called.value);
+    const settled = await drive(mainPromise);
+    if ("error" in settled) return finish({ error: settled.error });
+    const json = ctx.getString(settled.value);
+    settled.value.dispose();
+    if (Buffer.byteLength(json) > limits.maxResponseBytes) {
+      return finish({ error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` } });
+    }
+    return finish({ responseJson: json });
+  } catch (err) {
+    if (err instanceof RunStop) return finish({ error: err.runError });
+    // Host-side failure while setting up or driving the VM (for example out of memory while
+    // creating a value): the run ends; the worker stays healthy.
+    const message = err instanceof Error ? err.message : String(err);
+    if (interrupted) return finish({ error: timeoutError() });
+    if (/out of memory/i.test(message)) return finish({ error: { code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` } });
+    return finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err });
+  } finally {
+    finished = true;
+    for (const t of timers.values()) clearTimeout(t);
+    timers.clear();
+    for (const d of deferreds) if (d.alive) d.dispose();
+    deferreds.clear();
+    for (let i = owned.length - 1; i >= 0; i--) {
+      const h = owned[i] as QuickJSHandle;
+      if (h.alive) h.dispose();
+    }
+    ctx.dispose();
+    runtime.dispose();
+  }
+
+  function finish(outcome: { responseJson?: string; error?: RunError; internalError?: unknown }): RunOutcome {
+    return {
+      ...(outcome.responseJson === undefined ? {} : { responseJson: outcome.responseJson }),
+      ...(outcome.error === undefined ? {} : { error: outcome.error }),
+      ...(outcome.internalError === undefined ? {} : { hostFailure: outcome.internalError instanceof Error ? outcome.internalError.message : String(outcome.internalError) }),
+      logs: logs.text(),
+      durationMs: performance.now() - started,
+    };
+  }
+}

@@ -1,0 +1,194 @@
+// The enclave's internal API: one zod schema per operation for the request body the edge forwards
+// and for the answer. Field names are the public API's (api.md), so the edge validates a client's
+// body with the same schema, adds the caller's raw API key as `api_key`, and forwards it. The
+// enclave hashes the key itself: it never trusts the edge for authorization.
+import { z } from "zod";
+import { isApiKeyFormat } from "./apiKey.ts";
+
+/** Every internal operation, by the path segment it is served at: `POST /internal/v1/<op>`. */
+export const enclaveOperations = [
+  "new_account",
+  "create_wallet",
+  "add_usage_api_key",
+  "update_usage_api_key",
+  "update_usage_api_key_metadata",
+  "remove_usage_api_key",
+  "add_group",
+  "remove_group",
+  "update_group",
+  "add_action_to_group",
+  "remove_action_from_group",
+  "add_pkp_to_group",
+  "remove_pkp_from_group",
+  "add_action",
+  "delete_action",
+  "update_action_metadata",
+  "convert_to_chain_secured_account",
+  "create_wallet_with_signature",
+  "add_usage_api_key_with_signature",
+  "execute",
+] as const;
+export type EnclaveOperation = (typeof enclaveOperations)[number];
+
+/** The header carrying the shared secret until the attested channel wraps the internal API. */
+export const ENCLAVE_SECRET_HEADER = "x-sigil-enclave-secret";
+
+const MAX_TEXT = 1024;
+const MAX_LIST = 100;
+const U64_MAX = (1n << 64n) - 1n;
+
+export const apiKeyField = z
+  .string()
+  .refine(isApiKeyFormat, "must be a 44-character base64 API key")
+  .transform((k) => k.trim());
+
+/** A group id: a number or a decimal string (api.md, Ids), a u64. */
+export const groupIdField = z
+  .union([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/, "must be a decimal number")])
+  .transform((v) => BigInt(v))
+  .refine((v) => v <= U64_MAX, "must fit in 64 bits");
+
+const groupIdList = z.array(groupIdField).max(MAX_LIST);
+
+export const addressField = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
+export const hash32Field = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
+
+/** `pkp_id`: a wallet address (any case) or the decimal id of one of the caller's wallets. */
+export const pkpIdField = z.union([addressField, z.string().regex(/^\d{1,20}$/, "must be a wallet address or a decimal wallet id"), z.number().int().nonnegative()]);
+
+/** An entry of `cid_hashes_permitted`: a raw CID, a `0x` hash, or `"0"` (any action). */
+export const cidOrHashField = z.union([z.string().min(1).max(128), z.literal(0)]);
+
+const name = z.string().max(MAX_TEXT);
+const text = z.string().max(MAX_TEXT);
+
+const usageKeyPermissions = {
+  name,
+  description: text,
+  can_create_groups: z.boolean(),
+  can_delete_groups: z.boolean(),
+  can_create_pkps: z.boolean(),
+  manage_ipfs_ids_in_groups: groupIdList,
+  add_pkp_to_groups: groupIdList,
+  remove_pkp_from_groups: groupIdList,
+  execute_in_groups: groupIdList,
+  /** Unix seconds; absent or 0: never expires. */
+  expires_at: z.number().int().nonnegative().optional(),
+  /** Per-key spend cap in cents (billing.md); absent or 0: no cap. */
+  spend_limit_cents: z.number().int().nonnegative().optional(),
+};
+
+/** The key to act on: the usage key itself, or its `0x` hash. */
+const usageKeyRef = z.union([apiKeyField, hash32Field]);
+
+const withKey = { api_key: apiKeyField };
+
+const typedDataEnvelope = {
+  typed_data: z.unknown(),
+  signature: z.string().min(1).max(8192),
+};
+
+export const requestSchemas = {
+  new_account: z.strictObject({
+    account_name: z.string().min(1).max(128),
+    account_description: text.optional(),
+    email: z.email().max(254).optional(),
+  }),
+  create_wallet: z.strictObject({ ...withKey, name: name.optional(), description: text.optional() }),
+  add_usage_api_key: z.strictObject({ ...withKey, ...usageKeyPermissions }),
+  update_usage_api_key: z.strictObject({ ...withKey, usage_api_key: usageKeyRef, ...usageKeyPermissions }),
+  update_usage_api_key_metadata: z.strictObject({ ...withKey, usage_api_key: usageKeyRef, name, description: text }),
+  remove_usage_api_key: z.strictObject({ ...withKey, usage_api_key: usageKeyRef }),
+  add_group: z.strictObject({
+    ...withKey,
+    group_name: name,
+    group_description: text,
+    pkp_ids_permitted: z.array(pkpIdField).max(MAX_LIST),
+    cid_hashes_permitted: z.array(cidOrHashField).max(MAX_LIST),
+  }),
+  remove_group: z.strictObject({ ...withKey, group_id: groupIdField }),
+  update_group: z.strictObject({
+    ...withKey,
+    group_id: groupIdField,
+    name,
+    description: text,
+    pkp_ids_permitted: z.array(pkpIdField).max(MAX_LIST),
+    cid_hashes_permitted: z.array(cidOrHashField).max(MAX_LIST),
+  }),
+  add_action_to_group: z.strictObject({ ...withKey, group_id: groupIdField, action_ipfs_cid: z.string().min(1).max(128) }),
+  remove_action_from_group: z.strictObject({ ...withKey, group_id: groupIdField, hashed_cid: z.union([hash32Field, z.literal("0"), z.literal(0)]) }),
+  add_pkp_to_group: z.strictObject({ ...withKey, group_id: groupIdField, pkp_id: pkpIdField }),
+  remove_pkp_from_group: z.strictObject({ ...withKey, group_id: groupIdField, pkp_id: pkpIdField }),
+  add_action: z.strictObject({ ...withKey, action_ipfs_cid: z.string().min(1).max(128), name, description: text }),
+  delete_action: z.strictObject({ ...withKey, hashed_cid: hash32Field }),
+  update_action_metadata: z.strictObject({ ...withKey, hashed_cid: hash32Field, name, description: text }),
+  convert_to_chain_secured_account: z.strictObject({ ...withKey, new_admin_wallet_address: addressField, ...typedDataEnvelope }),
+  create_wallet_with_signature: z.strictObject(typedDataEnvelope),
+  add_usage_api_key_with_signature: z.strictObject(typedDataEnvelope),
+  execute: z
+    .strictObject({
+      ...withKey,
+      code: z.string().optional(),
+      ipfs_id: z.string().min(1).max(128).optional(),
+      js_params: z.unknown().optional(),
+      /** The run's wall-clock budget (the edge caps it by the caller's credit); default: the configured timeout. */
+      timeout_ms: z.number().int().positive().optional(),
+    })
+    .refine((r) => (r.code === undefined) !== (r.ipfs_id === undefined), {
+      message: "exactly one of code and ipfs_id is required",
+      path: ["code"],
+    }),
+} as const satisfies Record<EnclaveOperation, z.ZodType>;
+
+export type EnclaveRequest<Op extends EnclaveOperation> = z.input<(typeof requestSchemas)[Op]>;
+export type ParsedEnclaveRequest<Op extends EnclaveOperation> = z.output<(typeof requestSchemas)[Op]>;
+
+const txHash = z.string().regex(/^0x[0-9a-f]{64}$/);
+const write = { success: z.literal(true), transaction_hash: txHash };
+const writeOnly = z.object(write);
+
+export const runErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  stack: z.string().optional(),
+});
+
+export const executeResponseSchema = z.object({
+  response: z.unknown(),
+  logs: z.string(),
+  has_error: z.boolean(),
+  error: runErrorSchema.optional(),
+  cid: z.string(),
+  duration_ms: z.number().nonnegative(),
+});
+export type ExecuteResponse = z.infer<typeof executeResponseSchema>;
+
+export const responseSchemas = {
+  new_account: z.object({ ...write, api_key: z.string(), wallet_address: z.string(), account_id: z.string() }),
+  create_wallet: z.object({ ...write, wallet_address: z.string(), wallet_id: z.string() }),
+  add_usage_api_key: z.object({ ...write, usage_api_key: z.string() }),
+  update_usage_api_key: writeOnly,
+  update_usage_api_key_metadata: writeOnly,
+  remove_usage_api_key: writeOnly,
+  add_group: z.object({ ...write, group_id: z.string() }),
+  remove_group: writeOnly,
+  update_group: writeOnly,
+  add_action_to_group: z.object({ ...write, hashed_cid: z.string() }),
+  remove_action_from_group: writeOnly,
+  add_pkp_to_group: writeOnly,
+  remove_pkp_from_group: writeOnly,
+  add_action: z.object({ ...write, hashed_cid: z.string() }),
+  delete_action: writeOnly,
+  update_action_metadata: writeOnly,
+  convert_to_chain_secured_account: writeOnly,
+  create_wallet_with_signature: z.object({ wallet_address: z.string(), derivation_path: z.string() }),
+  add_usage_api_key_with_signature: z.object({
+    usage_api_key: z.string(),
+    wallet_address: z.string(),
+    derivation_path: z.string(),
+    usage_api_key_hash: z.string(),
+  }),
+  execute: executeResponseSchema,
+} as const satisfies Record<EnclaveOperation, z.ZodType>;
+
+export type EnclaveResponse<Op extends EnclaveOperation> = z.infer<(typeof responseSchemas)[Op]>;

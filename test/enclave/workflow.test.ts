@@ -1,0 +1,261 @@
+// The enclave end to end against anvil: an account made through the internal API, a wallet, a
+// group, and scripts that sign with the wallet — each signature checked by viem against the
+// wallet's address — and every way a script may try to use a wallet it should not have.
+import { createPublicClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, recoverTypedDataAddress, parseTransaction, recoverTransactionAddress, type Address, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { computeCid } from "../../shared/cid.ts";
+import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { apiKeyHash, cidHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
+import { Keyring } from "../../enclave/keys/derive.ts";
+import { callEnclave, ok, run, type RunResult } from "./client.ts";
+import { TEST_ROOT_KEY } from "./constants.ts";
+
+const SIGN = `async function main({ wallet, message }) {
+  const signature = await Sigil.Actions.signMessage({ pkpId: wallet, message });
+  console.log("signed", message);
+  return { signature };
+}`;
+
+const ALL_PERMS = {
+  can_create_groups: true,
+  can_delete_groups: true,
+  can_create_pkps: true,
+  manage_ipfs_ids_in_groups: [0],
+  add_pkp_to_groups: [0],
+  remove_pkp_from_groups: [0],
+  execute_in_groups: [0],
+};
+
+const transport = () => http(inject("rpcUrl"));
+const publicClient = () => createPublicClient({ transport: transport(), pollingInterval: 50 });
+
+async function newAccount(name = "test account") {
+  return ok<{ api_key: string; wallet_address: string; account_id: string; transaction_hash: string }>("new_account", { account_name: name });
+}
+
+async function newWallet(apiKey: string) {
+  return ok<{ wallet_address: Address; wallet_id: string }>("create_wallet", { api_key: apiKey, name: "w" });
+}
+
+async function groupFor(apiKey: string, cids: string[], wallets: string[]) {
+  return ok<{ group_id: string }>("add_group", {
+    api_key: apiKey,
+    group_name: "g",
+    group_description: "",
+    pkp_ids_permitted: wallets,
+    cid_hashes_permitted: cids,
+  });
+}
+
+function expectRunError(r: { status: number; body: RunResult }, code: string) {
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect(r.body.has_error, JSON.stringify(r.body)).toBe(true);
+  expect(r.body.error?.code, JSON.stringify(r.body)).toBe(code);
+}
+
+describe("a managed account signs through its wallet", () => {
+  let account: Awaited<ReturnType<typeof newAccount>>;
+  let wallet: Address;
+  let signCid: string;
+
+  beforeAll(async () => {
+    account = await newAccount();
+    wallet = (await newWallet(account.api_key)).wallet_address;
+    signCid = await computeCid(SIGN);
+    await groupFor(account.api_key, [signCid], [wallet]);
+  });
+
+  it("new_account answers a 44-character key, the master hash as account id, and the Account Master Wallet derived from it", async () => {
+    expect(account.api_key).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    expect(account.account_id).toBe(toHash32(apiKeyHash(account.api_key)));
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    const master = apiKeyHash(account.api_key);
+    expect(account.wallet_address).toBe(keyring.accountMasterWallet(master).address.toLowerCase());
+    const [items] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listWallets", args: [master, 0n, 10n] });
+    expect(items[0]?.wallet.toLowerCase()).toBe(account.wallet_address);
+    expect(items[0]?.id).toBe(0n);
+  });
+
+  it("create_wallet registers a new wallet with the next id", async () => {
+    const w = await newWallet(account.api_key);
+    expect(w.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect(Number(w.wallet_id)).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a script signs a message with the wallet, and the signature recovers to the wallet's address", async () => {
+    const r = await run(account.api_key, SIGN, { wallet, message: "hello sigil" });
+    expect(r.status).toBe(200);
+    expect(r.body.has_error).toBe(false);
+    expect(r.body.cid).toBe(signCid);
+    expect(r.body.logs).toBe("signed hello sigil\n");
+    const { signature } = r.body.response as { signature: Hex };
+    expect(await recoverMessageAddress({ message: "hello sigil", signature })).toBe(getAddress(wallet));
+  });
+
+  it("signTypedData, signTransaction, signDigest and getPublicKey all use the wallet's key", async () => {
+    const code = `async function main({ wallet }) {
+      const A = Sigil.Actions;
+      const typedData = { domain: { name: "T", version: "1", chainId: 1 }, types: { M: [{ name: "x", type: "uint256" }] }, primaryType: "M", message: { x: 42n } };
+      const typed = await A.signTypedData({ pkpId: wallet, typedData });
+      const tx = await A.signTransaction({ pkpId: wallet, transaction: { to: "0x000000000000000000000000000000000000dEaD", value: 1000n, nonce: 0, gas: 21000n, maxFeePerGas: 2000000000n, maxPriorityFeePerGas: 1000000000n, chainId: 31337 } });
+      const digest = await A.signDigest({ pkpId: wallet, digest: "0x" + "11".repeat(32) });
+      const publicKey = await A.getPublicKey({ pkpId: wallet });
+      return { typed, tx, digest, publicKey };
+    }`;
+    const cid = await computeCid(code);
+    await groupFor(account.api_key, [cid], [wallet]);
+    const r = await run(account.api_key, code, { wallet });
+    expect(r.body.has_error, JSON.stringify(r.body.error)).toBe(false);
+    const out = r.body.response as { typed: Hex; tx: Hex; digest: { signature: Hex; v: number }; publicKey: Hex };
+    const typedSigner = await recoverTypedDataAddress({
+      domain: { name: "T", version: "1", chainId: 1 },
+      types: { M: [{ name: "x", type: "uint256" }] },
+      primaryType: "M",
+      message: { x: 42n },
+      signature: out.typed,
+    });
+    expect(typedSigner).toBe(getAddress(wallet));
+    expect(parseTransaction(out.tx).value).toBe(1000n);
+    expect(await recoverTransactionAddress({ serializedTransaction: out.tx as `0x02${string}` })).toBe(getAddress(wallet));
+    const { recoverAddress } = await import("viem");
+    expect(await recoverAddress({ hash: `0x${"11".repeat(32)}`, signature: out.digest.signature })).toBe(getAddress(wallet));
+    expect(out.publicKey).toMatch(/^0x04[0-9a-f]{128}$/);
+  });
+
+  it("encrypt and decrypt round-trip with the wallet's encryption key, and another wallet cannot decrypt", async () => {
+    const other = (await newWallet(account.api_key)).wallet_address;
+    const code = `async function main({ wallet, other }) {
+      const ciphertext = await Sigil.Actions.encrypt({ pkpId: wallet, plaintext: "secret text" });
+      const plaintext = await Sigil.Actions.decrypt({ pkpId: wallet, ciphertext });
+      let otherError = null;
+      try { await Sigil.Actions.decrypt({ pkpId: other, ciphertext }); } catch (e) { otherError = e.message; }
+      return { ciphertext, plaintext, otherError };
+    }`;
+    const cid = await computeCid(code);
+    await groupFor(account.api_key, [cid], [wallet, other]);
+    const r = await run(account.api_key, code, { wallet, other });
+    expect(r.body.has_error, JSON.stringify(r.body.error)).toBe(false);
+    const out = r.body.response as { ciphertext: string; plaintext: string; otherError: string };
+    expect(out.plaintext).toBe("secret text");
+    expect(out.ciphertext).toMatch(/^0x[0-9a-f]+$/);
+    expect((out.ciphertext.length - 2) / 2).toBe(12 + "secret text".length + 16);
+    expect(out.otherError).toMatch(/not made by this wallet/);
+  });
+
+  it("the action identity is the same for every account running the same code, and differs for other code", async () => {
+    const code = `async function main() { return { address: await Sigil.Actions.getActionWalletAddress(), other: await Sigil.Actions.getActionWalletAddress({ cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }) }; }`;
+    const cid = await computeCid(code);
+    const second = await newAccount("second");
+    await groupFor(account.api_key, [cid], []);
+    await groupFor(second.api_key, [cid], []);
+    const a = await run(account.api_key, code);
+    const b = await run(second.api_key, code);
+    expect(a.body.has_error, JSON.stringify(a.body)).toBe(false);
+    expect(a.body.response).toEqual(b.body.response);
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    expect((a.body.response as { address: string }).address).toBe(keyring.actionKey(cid).address.toLowerCase());
+    expect((a.body.response as { other: string }).other).not.toBe((a.body.response as { address: string }).address);
+  });
+
+  it("a key may not run code that no group of its scope lists (403 before any code runs)", async () => {
+    const r = await run(account.api_key, `async function main() { console.log("ran"); return 1 }`);
+    expect(r.status).toBe(403);
+    expect((r.body as unknown as { error: { code: string } }).error.code).toBe("permission_denied");
+  });
+
+  it("a wallet not in the action's group is refused inside the script with permission_denied", async () => {
+    const outside = (await newWallet(account.api_key)).wallet_address;
+    const r = await run(account.api_key, SIGN, { wallet: outside, message: "x" });
+    expectRunError(r, "permission_denied");
+    expect(r.body.logs).toBe("");
+  });
+
+  it("a refused wallet throws a catchable error with its code, and the script goes on", async () => {
+    const code = `async function main({ wallet }) {
+      try { await Sigil.Actions.signMessage({ pkpId: wallet, message: "x" }); return "signed"; }
+      catch (e) { return { code: e.code, name: e.name }; }
+    }`;
+    const cid = await computeCid(code);
+    await groupFor(account.api_key, [cid], [wallet]);
+    const outside = (await newWallet(account.api_key)).wallet_address;
+    const r = await run(account.api_key, code, { wallet: outside });
+    expect(r.body.response).toEqual({ code: "permission_denied", name: "Error" });
+  });
+
+  it("a wallet of another account is refused even when this account's group lists any wallet", async () => {
+    const other = await newAccount("other");
+    const otherWallet = (await newWallet(other.api_key)).wallet_address;
+    const code = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "steal" }); }`;
+    const cid = await computeCid(code);
+    await groupFor(account.api_key, [cid], ["0x0000000000000000000000000000000000000000"]);
+    expectRunError(await run(account.api_key, code, { wallet: otherWallet }), "permission_denied");
+    // The same script may use this account's own wallets through the wildcard.
+    const mine = await run(account.api_key, code, { wallet });
+    expect(mine.body.has_error, JSON.stringify(mine.body)).toBe(false);
+  });
+
+  it("a group cannot even list another account's wallet (404 wallet_not_found, no gas spent)", async () => {
+    const other = await newAccount("other2");
+    const otherWallet = (await newWallet(other.api_key)).wallet_address;
+    const r = await callEnclave("add_pkp_to_group", { api_key: account.api_key, group_id: 1, pkp_id: otherWallet });
+    expect(r.status).toBe(404);
+    expect((r.body as { error: { code: string } }).error.code).toBe("wallet_not_found");
+  });
+
+  it("an unregistered address is refused", async () => {
+    const code = `async function main({ wallet }) { return Sigil.Actions.getPrivateKey({ pkpId: wallet }); }`;
+    const cid = await computeCid(code);
+    await groupFor(account.api_key, [cid], ["0x0000000000000000000000000000000000000000"]);
+    const stranger = privateKeyToAccount(generatePrivateKey()).address;
+    expectRunError(await run(account.api_key, code, { wallet: stranger }), "permission_denied");
+  });
+
+  it("a forged pkpId (not an address) is a TypeError in the script", async () => {
+    const r = await run(account.api_key, SIGN, { wallet: "0x1234", message: "x" });
+    expectRunError(r, "script_error");
+    expect(r.body.error?.message).toMatch(/TypeError: signMessage: pkpId must be a wallet address/);
+  });
+
+  it("a derivation copied from another account derives a different key: its registration is refused at use with wallet_key_mismatch", async () => {
+    // A ChainSecured attacker registers a made-up address with the victim wallet's derivation.
+    const victimDerivation = await publicClient().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "getWalletDerivation",
+      args: [apiKeyHash(account.api_key), getAddress(wallet)],
+    });
+    expect(victimDerivation).not.toBe(0n);
+    const attacker = privateKeyToAccount(generatePrivateKey());
+    const test = (await import("viem")).createTestClient({ mode: "anvil", transport: transport() });
+    await test.setBalance({ address: attacker.address, value: 10n ** 20n });
+    const walletClient = createWalletClient({ account: attacker, transport: transport() });
+    const send = async (functionName: string, args: readonly unknown[]) => {
+      const hash = await walletClient.writeContract({ address: inject("contract"), abi: accountConfigAbi, functionName: functionName as never, args: args as never, chain: null } as never);
+      const receipt = await publicClient().waitForTransactionReceipt({ hash });
+      expect(receipt.status).toBe("success");
+      return receipt;
+    };
+    const master = walletLookupHash(attacker.address);
+    await send("newChainSecuredAccount", ["attacker", ""]);
+    const fake = privateKeyToAccount(generatePrivateKey()).address;
+    await send("registerWalletDerivation", [master, fake, victimDerivation, "copied", ""]);
+    // The key the enclave would derive for the attacker is bound to the attacker's account.
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    expect(keyring.pkpKey(master, victimDerivation).address).not.toBe(getAddress(wallet));
+
+    // The attacker needs a usage key to run anything: one from the signature flow, registered by its own transaction.
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const chainId = await publicClient().getChainId();
+    const typed = buildTypedData({ primaryType: "AddUsageApiKey", chainId, address: attacker.address, issuedAt: now });
+    const signature = await attacker.signTypedData(signableTypedData(typed));
+    const minted = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("add_usage_api_key_with_signature", { typed_data: typed, signature });
+    const code = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "x" }); }`;
+    const cid = await computeCid(code);
+    const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [fake]]);
+    expect(parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).some((e) => e.eventName === "GroupAdded")).toBe(true);
+    await send("setUsageApiKey", [master, BigInt(minted.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [0n]]);
+    expectRunError(await run(minted.usage_api_key, code, { wallet: fake }), "wallet_key_mismatch");
+  });
+});
