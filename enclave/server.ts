@@ -142,6 +142,7 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener): Hon
         payers: payers ?? enclave.payers.addresses.map((address) => ({ address, balance_wei: null, low: null })),
         sandbox: { workers: enclave.config.sandboxWorkers, active_runs: enclave.sandbox.active, capacity: enclave.sandbox.capacity, worker_restarts: enclave.sandbox.restarts },
         cache: { entries: enclave.cache.size, hits: enclave.cache.hits, misses: enclave.cache.misses },
+        memory: memoryReport(),
       },
       serving ? 200 : 503,
     );
@@ -165,6 +166,13 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener): Hon
   });
 
   return app;
+}
+
+function memoryReport() {
+  const m = process.memoryUsage();
+  const mb = (n: number) => Math.round((n / 1_048_576) * 10) / 10;
+  // rss covers the sandbox workers too (they are threads of this process); heap is this thread's.
+  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), external_mb: mb(m.external) };
 }
 
 async function readJson(c: Context<Env>): Promise<unknown> {

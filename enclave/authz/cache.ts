@@ -113,23 +113,25 @@ export class PermissionCache {
       this.hits++;
       return { value: hit.value as T, cached: true };
     }
-    const pending = this.#inflight.get(key) as Promise<T> | undefined;
+    const generation = this.#generation;
+    // Only calls started since the last invalidation are joined: an older one may predate the change.
+    const flight = `${generation}/${key}`;
+    const pending = this.#inflight.get(flight) as Promise<T> | undefined;
     if (pending) {
       this.hits++;
       return { value: await pending, cached: true };
     }
     this.misses++;
-    const generation = this.#generation;
     const promise = load().then((r) => {
       // An invalidation while the call was in flight means the answer may predate the change.
       if (generation === this.#generation) this.#store(key, r);
       return r.value;
     });
-    this.#inflight.set(key, promise);
+    this.#inflight.set(flight, promise);
     try {
       return { value: await promise, cached: false };
     } finally {
-      this.#inflight.delete(key);
+      this.#inflight.delete(flight);
     }
   }
 

@@ -59,6 +59,7 @@ export function addressOf(privateKey: Uint8Array): Address {
  */
 export class Keyring {
   readonly #root: Uint8Array;
+  #destroyed = false;
 
   constructor(root: Uint8Array) {
     if (root.length !== 32) throw new RangeError("the root key must be 32 bytes");
@@ -67,6 +68,8 @@ export class Keyring {
 
   /** 32 bytes of HKDF output for `info`, as-is (for symmetric keys). */
   #okm(info: Uint8Array): Uint8Array {
+    // After destroy() the root is all zeros: deriving from it would hand out publicly computable keys.
+    if (this.#destroyed) throw new Error("the keyring has been destroyed");
     return hkdf(sha256, this.#root, SALT, info, 32);
   }
 
@@ -115,6 +118,7 @@ export class Keyring {
   }
 
   destroy(): void {
+    this.#destroyed = true;
     this.#root.fill(0);
   }
 }

@@ -90,7 +90,13 @@ export function createRunHost(run: RunContext): RunHost {
     }
   };
 
-  const wallet = (args: Args, encryption = false): KeyRequest => ({ kind: "wallet", pkpId: String(args.pkpId), encryption });
+  const wallet = (args: Args, encryption = false): KeyRequest => {
+    // The prelude checks this first, but the service thread must only ever be asked for an address.
+    if (typeof args.pkpId !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(args.pkpId)) {
+      throw new CodedError(null, "pkpId must be a wallet address (0x followed by 40 hex digits)", "TypeError");
+    }
+    return { kind: "wallet", pkpId: args.pkpId, encryption };
+  };
   const action = (cid: unknown): KeyRequest => {
     if (cid !== undefined && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
       throw new CodedError(null, "cid must be a non-empty CID string", "TypeError");

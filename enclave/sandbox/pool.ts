@@ -143,11 +143,19 @@ export class SandboxPool {
     const pending = slot.runs.get(runId);
     slot.runs.delete(runId);
     pending?.resolve({ logs: "", durationMs: 0, error: { code: "timeout", message: "the script ran past its time limit" } });
+    // Replaced now, not on its exit event: until then new runs would be routed to a dying worker.
+    this.#replace(slot);
     void slot.worker.terminate();
   }
 
   #onExit(slot: Slot, code: number): void {
     if (this.#slots[slot.index] !== slot) return;
+    this.#o.log.warn("sandbox worker exited; starting a new one", { worker: slot.index, code });
+    this.#replace(slot);
+  }
+
+  /** Fails the runs still on `slot` (its worker is gone or going) and puts a new worker in its place. */
+  #replace(slot: Slot): void {
     for (const pending of slot.runs.values()) {
       clearTimeout(pending.watchdog);
       pending.reject(new SigilError("internal_error", "the executor restarted during the run; try again"));
@@ -155,7 +163,6 @@ export class SandboxPool {
     slot.runs.clear();
     if (this.#closed) return;
     this.restarts++;
-    this.#o.log.warn("sandbox worker exited; starting a new one", { worker: slot.index, code });
     this.#slots[slot.index] = this.#spawn(slot.index, slot.generation + 1);
   }
 }

@@ -9,7 +9,9 @@
   const defineProperty = Object.defineProperty;
   const freeze = Object.freeze;
   const getPrototypeOf = Object.getPrototypeOf;
+  const setPrototypeOf = Object.setPrototypeOf;
   const ObjectCtor = Object;
+  const PromiseCtor = Promise;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const isArray = Array.isArray;
@@ -18,6 +20,7 @@
   const RangeErrorCtor = RangeError;
   const ErrorCtor = Error;
   const reTest = RegExp.prototype.test;
+  const reExec = RegExp.prototype.exec;
   const weakHas = WeakSet.prototype.has;
   const weakAdd = WeakSet.prototype.add;
   const mapGet = Map.prototype.get;
@@ -42,15 +45,24 @@
   /** Errors made here on the host's behalf: only these give a run their `code`. */
   const hostErrors = new WeakSet();
 
+  /**
+   * The same object without a prototype: what a script adds to Object.prototype (`toJSON`,
+   * accessors such as `get` or `value`) cannot change how it is serialized or read as a descriptor.
+   */
+  const record = (o) => setPrototypeOf(o, null);
+
+  // `RegExp.prototype.test` looks `exec` up on the regexp: these carry their own, fixed one.
+  const ownRegExp = (re) => defineProperty(re, "exec", { value: reExec, writable: false, enumerable: false, configurable: false });
   const test = (re, s) => apply(reTest, re, [s]);
-  const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-  const HEX = /^0x([0-9a-fA-F]{2})*$/;
+  const HEX_ADDRESS = ownRegExp(/^0x[0-9a-fA-F]{40}$/);
+  const HEX = ownRegExp(/^0x([0-9a-fA-F]{2})*$/);
+  const HEX32 = ownRegExp(/^0x[0-9a-fA-F]{64}$/);
 
   function codedError(code, message, name) {
     const Ctor = name === "TypeError" ? TypeErrorCtor : name === "RangeError" ? RangeErrorCtor : ErrorCtor;
     const e = new Ctor(message);
     if (code) {
-      defineProperty(e, "code", { value: code, enumerable: true, writable: false, configurable: false });
+      defineProperty(e, "code", record({ value: code, enumerable: true, writable: false, configurable: false }));
       apply(weakAdd, hostErrors, [e]);
     }
     return e;
@@ -62,14 +74,18 @@
   }
 
   function syncCall(op, args) {
-    const r = parse(apply(hostCall, undefined, [op, stringify(args, replacer)]));
+    const r = parse(apply(hostCall, undefined, [op, stringify(record(args), replacer)]));
     if (!r.ok) throw codedError(r.code, r.message, r.name);
     return r.value;
   }
 
   async function asyncCall(op, args) {
-    const raw = await apply(hostCallAsync, undefined, [op, stringify(args, replacer)]);
-    const r = parse(raw);
+    const pending = apply(hostCallAsync, undefined, [op, stringify(record(args), replacer)]);
+    // `await` reads the promise's `constructor` and, if it is not Promise, calls its `then`: with
+    // the real constructor pinned on the promise itself, a script's Promise.prototype tampering
+    // never sees (or rewrites) the host's reply.
+    defineProperty(pending, "constructor", record({ value: PromiseCtor }));
+    const r = parse(await pending);
     if (!r.ok) throw codedError(r.code, r.message, r.name);
     return r.value;
   }
@@ -91,7 +107,7 @@
   function messageArg(message, fn) {
     if (typeof message === "string") return message;
     if (message !== null && typeof message === "object" && typeof message.raw === "string" && test(HEX, message.raw)) {
-      return { raw: message.raw };
+      return record({ raw: message.raw });
     }
     throw new TypeErrorCtor(`${fn}: message must be a string or {raw: "0x…"}`);
   }
@@ -131,7 +147,7 @@
     signDigest(args) {
       const pkpId = requirePkpId(args, "signDigest");
       const digest = args.digest;
-      if (typeof digest !== "string" || !test(/^0x[0-9a-fA-F]{64}$/, digest)) {
+      if (typeof digest !== "string" || !test(HEX32, digest)) {
         throw new TypeErrorCtor("signDigest: digest must be 0x followed by 64 hex digits");
       }
       return asyncCall("signDigest", { pkpId, digest });
@@ -148,7 +164,7 @@
       if (typeof plaintext !== "string" && !(plaintext !== null && typeof plaintext === "object" && typeof plaintext.raw === "string" && test(HEX, plaintext.raw))) {
         throw new TypeErrorCtor('encrypt: plaintext must be a string or {raw: "0x…"}');
       }
-      return asyncCall("encrypt", { pkpId, plaintext: typeof plaintext === "string" ? plaintext : { raw: plaintext.raw } });
+      return asyncCall("encrypt", { pkpId, plaintext: typeof plaintext === "string" ? plaintext : record({ raw: plaintext.raw }) });
     },
     decrypt(args) {
       const pkpId = requirePkpId(args, "decrypt");
@@ -185,6 +201,7 @@
   };
 
   const request = parse(requestJson);
+  for (const name of ObjectCtor.keys(Actions)) freeze(Actions[name]);
   const Sigil = { Actions: freeze(Actions), request: freeze(request) };
   defineProperty(G, "Sigil", { value: freeze(Sigil), writable: false, enumerable: false, configurable: false });
 
@@ -403,7 +420,7 @@
     } catch (e) {
       message = "the script threw a value that cannot be described";
     }
-    return stringify({ code, name, message, stack });
+    return stringify(record({ code, name, message, stack }));
   }
 
   return { callMain, fireTimer, classify };

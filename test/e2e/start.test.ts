@@ -21,7 +21,8 @@ function startStack(env: Record<string, string>, stateDir = mkdtempSync(join(tmp
   const child = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
     // A state folder of its own, so a test never overwrites a developer's .sigil/local.json.
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, ...env },
+    // A free port for the enclave too, so parallel stacks never collide on the default 8790.
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ENCLAVE_PORT: "0", ...env },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -58,7 +59,10 @@ async function up(started: Started) {
   const rpcUrl = /rpc url\s+(\S+)/.exec(started.output())![1]!;
   const anvilPid = Number(/anvil \(pid (\d+)\)/.exec(started.output())?.[1] ?? 0) || undefined;
   if (anvilPid) strayPids.push(anvilPid);
-  return { address, rpcUrl, anvilPid };
+  const enclave = /enclave \(pid (\d+)\) listening on (\S+)/.exec(started.output());
+  const enclavePid = Number(enclave?.[1] ?? 0) || undefined;
+  if (enclavePid) strayPids.push(enclavePid);
+  return { address, rpcUrl, anvilPid, enclavePid, enclaveUrl: enclave?.[2] };
 }
 
 function killGroup(pid: number): void {
@@ -76,10 +80,20 @@ afterEach(async () => {
 });
 
 describe("npm start", () => {
-  it("deploys AccountConfig on its own anvil, prints the address, and leaves no process behind after Ctrl-C", async () => {
+  it("deploys AccountConfig on its own anvil, starts the enclave with funded payers, and leaves no process behind after Ctrl-C", async () => {
     const stateDir = mkdtempSync(join(tmpdir(), "sigil-state-"));
     const started = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
-    const { address, rpcUrl, anvilPid } = await up(started);
+    const { address, rpcUrl, anvilPid, enclavePid, enclaveUrl } = await up(started);
+    expect(enclavePid).toBeDefined();
+    expect(started.output()).toContain("SIMULATED TEE");
+    const health = (await (await fetch(`${enclaveUrl}/health`)).json()) as { status: string; payers: Array<{ low: boolean }> };
+    expect(health.status).toBe("ok");
+    expect(health.payers.length).toBeGreaterThan(0);
+    expect(health.payers.every((p) => p.low === false)).toBe(true);
+    // The dev root key and the local secret are generated into the state folder, never printed.
+    expect(readFileSync(join(stateDir, "dev/root.key"), "utf8")).toMatch(/^0x[0-9a-f]{64}\n$/);
+    expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/root.key"), "utf8").trim());
+    expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/enclave.secret"), "utf8").trim());
     expect(anvilPid).toBeDefined();
     expect(JSON.parse(readFileSync(join(stateDir, "local.json"), "utf8"))).toMatchObject({ rpcUrl, chainId: 31337, accountConfig: address });
 
@@ -91,6 +105,7 @@ describe("npm start", () => {
     started.child.kill("SIGINT");
     expect(await started.exit).toBe(0);
     expect(isAlive(anvilPid!)).toBe(false);
+    expect(isAlive(enclavePid!)).toBe(false);
     await expect(client.getChainId()).rejects.toThrow();
   });
 
@@ -115,6 +130,14 @@ describe("npm start", () => {
     process.kill(anvilPid!, "SIGKILL");
     expect(await started.exit).toBe(1);
     expect(started.output()).toContain("anvil exited unexpectedly");
+  });
+
+  it("exits non-zero and says so when its enclave dies", async () => {
+    const started = startStack({ SIGIL_ANVIL_PORT: "0" });
+    const { enclavePid } = await up(started);
+    process.kill(enclavePid!, "SIGKILL");
+    expect(await started.exit).toBe(1);
+    expect(started.output()).toContain("the enclave exited unexpectedly");
   });
 
   it("refuses invalid configuration with a message naming the variable, and starts nothing", async () => {

@@ -1,0 +1,66 @@
+// structuredClone (sandbox.md, Globals), loaded on first use: the structured-clone algorithm for
+// the types a script can make here, cycles and shared references kept.
+(function installClone(G, P, need, kit) {
+  "use strict";
+  const { apply, defineProperty, objectKeys, isArray, parse, stringify, String: StringCtor, fromCharCode, charCodeAt } = P;
+  const { strSlice: sliceStr, strReplace: replaceStr, toLowerCase, strIndexOf: indexOfStr, strSplit: splitStr, reTest, isView } = P;
+  const { mapGet, mapSet, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor, Error: ErrorCtor } = P;
+  const iteratorSymbol = P.iterator;
+  const str = (s, fn, args) => apply(fn, s, args);
+  const namedError = (name, message) => {
+    const e = new ErrorCtor(message);
+    defineProperty(e, "name", { value: name, writable: true, enumerable: false, configurable: true });
+    return e;
+  };
+  // ─── structuredClone ─────────────────────────────────────────────────────────────────────
+  function structuredClone(value) {
+    const seen = new P.Map();
+    const clone = (v) => {
+      if (typeof v === "symbol" || typeof v === "function") throw namedError("DataCloneError", `${typeof v === "symbol" ? "Symbol()" : "function"} could not be cloned`);
+      if (v === null || typeof v !== "object") return v;
+      if (apply(P.mapHas, seen, [v])) return apply(mapGet, seen, [v]);
+      const t = apply(P.objToString, v, []);
+      let out;
+      if (isArray(v)) {
+        out = [];
+        apply(mapSet, seen, [v, out]);
+        for (let i = 0; i < v.length; i++) if (i in v) out[i] = clone(v[i]);
+        return out;
+      }
+      switch (t) {
+        case "[object Date]": out = new P.Date(apply(P.dateGetTime, v, [])); break;
+        case "[object RegExp]": out = new P.RegExp(v.source, v.flags); break;
+        case "[object ArrayBuffer]": out = apply(P.abSlice, v, [0]); break;
+        case "[object Map]": {
+          out = new P.Map();
+          apply(mapSet, seen, [v, out]);
+          for (const [k, x] of apply(P.mapEntries, v, [])) apply(mapSet, out, [clone(k), clone(x)]);
+          return out;
+        }
+        case "[object Set]": {
+          out = new P.Set();
+          apply(mapSet, seen, [v, out]);
+          for (const x of apply(P.setValues, v, [])) apply(P.setAdd, out, [clone(x)]);
+          return out;
+        }
+        case "[object Error]": { const E = { TypeError: P.TypeError, RangeError: P.RangeError, SyntaxError: P.SyntaxError, ReferenceError: P.ReferenceError, EvalError: P.EvalError, URIError: P.URIError }[v.name] || ErrorCtor; out = new E(v.message); break; }
+        case "[object Boolean]": case "[object Number]": case "[object String]": case "[object BigInt]": out = Object(v.valueOf()); break;
+        case "[object DataView]": { const buf = clone(v.buffer); out = new P.DataView(buf, v.byteOffset, v.byteLength); break; }
+        case "[object Object]": {
+          out = {};
+          apply(mapSet, seen, [v, out]);
+          for (const k of objectKeys(v)) out[k] = clone(v[k]);
+          return out;
+        }
+        default:
+          if (isView(v)) { const buf = clone(v.buffer); const C = v.constructor; out = new C(buf, v.byteOffset, apply(P.taLength, v, [])); break; }
+          throw namedError("DataCloneError", `${t} could not be cloned`);
+      }
+      apply(mapSet, seen, [v, out]);
+      return out;
+    };
+    return clone(value);
+  }
+
+  return { structuredClone };
+})

@@ -1,0 +1,139 @@
+// The text globals (sandbox.md, Globals), loaded the first time a script touches one of them:
+// TextEncoder / TextDecoder (UTF-8) and atob / btoa with the Web's exact rules. Uses only the
+// primordials `P` captured before the script ran.
+(function installText(G, P, need, kit) {
+  "use strict";
+  const { apply, defineProperty, objectKeys, isArray, parse, stringify, String: StringCtor, fromCharCode, charCodeAt } = P;
+  const { strSlice: sliceStr, strReplace: replaceStr, toLowerCase, strIndexOf: indexOfStr, strSplit: splitStr, reTest, isView } = P;
+  const { mapGet, mapSet, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor, Error: ErrorCtor } = P;
+  const iteratorSymbol = P.iterator;
+  const str = (s, fn, args) => apply(fn, s, args);
+  const namedError = (name, message) => {
+    const e = new ErrorCtor(message);
+    defineProperty(e, "name", { value: name, writable: true, enumerable: false, configurable: true });
+    return e;
+  };
+  // ─── UTF-8 ───────────────────────────────────────────────────────────────────────────────
+  function utf8Encode(input) {
+    const s = StringCtor(input);
+    const out = [];
+    for (let i = 0; i < s.length; i++) {
+      let c = str(s, charCodeAt, [i]);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+        const d = str(s, charCodeAt, [i + 1]);
+        if (d >= 0xdc00 && d <= 0xdfff) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+          i++;
+        } else c = 0xfffd;
+      } else if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+      if (c < 0x80) out[out.length] = c;
+      else if (c < 0x800) { out[out.length] = 0xc0 | (c >> 6); out[out.length] = 0x80 | (c & 63); }
+      else if (c < 0x10000) { out[out.length] = 0xe0 | (c >> 12); out[out.length] = 0x80 | ((c >> 6) & 63); out[out.length] = 0x80 | (c & 63); }
+      else { out[out.length] = 0xf0 | (c >> 18); out[out.length] = 0x80 | ((c >> 12) & 63); out[out.length] = 0x80 | ((c >> 6) & 63); out[out.length] = 0x80 | (c & 63); }
+    }
+    return new Uint8ArrayCtor(out);
+  }
+
+  function utf8Decode(bytes, fatal) {
+    let out = "";
+    let chunk = [];
+    const flush = () => { if (chunk.length) { out += apply(fromCharCode, undefined, chunk); chunk = []; } };
+    const push = (cp) => {
+      if (cp > 0xffff) { cp -= 0x10000; chunk[chunk.length] = 0xd800 + (cp >> 10); chunk[chunk.length] = 0xdc00 + (cp & 0x3ff); }
+      else chunk[chunk.length] = cp;
+      if (chunk.length > 8000) flush();
+    };
+    const bad = () => { if (fatal) throw new TypeErrorCtor("The encoded data was not valid utf-8"); push(0xfffd); };
+    for (let i = 0; i < bytes.length; ) {
+      const b = bytes[i];
+      let need = 0, cp = 0, min = 0;
+      if (b < 0x80) { push(b); i++; continue; }
+      else if (b >= 0xc2 && b <= 0xdf) { need = 1; cp = b & 0x1f; min = 0x80; }
+      else if (b >= 0xe0 && b <= 0xef) { need = 2; cp = b & 0x0f; min = 0x800; }
+      else if (b >= 0xf0 && b <= 0xf4) { need = 3; cp = b & 0x07; min = 0x10000; }
+      else { bad(); i++; continue; }
+      let j = 1;
+      for (; j <= need; j++) {
+        const n = bytes[i + j];
+        if (n === undefined || (n & 0xc0) !== 0x80) break;
+        cp = (cp << 6) | (n & 0x3f);
+      }
+      if (j <= need || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) { bad(); i += j > 1 ? j : 1; continue; }
+      push(cp);
+      i += need + 1;
+    }
+    flush();
+    return out;
+  }
+
+  function toBytes(input) {
+    if (input === undefined) return new Uint8ArrayCtor(0);
+    if (input instanceof ArrayBufferCtor) return new Uint8ArrayCtor(input);
+    if (isView(input)) return new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
+    throw new TypeErrorCtor("The provided value is not an ArrayBuffer or ArrayBufferView");
+  }
+
+  class TextEncoder {
+    get encoding() { return "utf-8"; }
+    encode(input = "") { return utf8Encode(input); }
+    encodeInto(source, destination) {
+      const bytes = utf8Encode(source);
+      const n = bytes.length < destination.length ? bytes.length : destination.length;
+      for (let i = 0; i < n; i++) destination[i] = bytes[i];
+      return { read: StringCtor(source).length, written: n };
+    }
+  }
+
+  class TextDecoder {
+    #fatal;
+    #ignoreBOM;
+    constructor(label = "utf-8", options = {}) {
+      const l = str(StringCtor(label), toLowerCase, []);
+      if (l !== "utf-8" && l !== "utf8" && l !== "unicode-1-1-utf-8") throw new RangeErrorCtor(`The encoding "${label}" is not supported`);
+      this.#fatal = !!(options && options.fatal);
+      this.#ignoreBOM = !!(options && options.ignoreBOM);
+    }
+    get encoding() { return "utf-8"; }
+    get fatal() { return this.#fatal; }
+    get ignoreBOM() { return this.#ignoreBOM; }
+    decode(input) {
+      let bytes = toBytes(input);
+      if (!this.#ignoreBOM && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+      return utf8Decode(bytes, this.#fatal);
+    }
+  }
+
+  // ─── base64 ──────────────────────────────────────────────────────────────────────────────
+  const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const B64_INDEX = new P.Map();
+  for (let i = 0; i < 64; i++) apply(mapSet, B64_INDEX, [B64[i], i]);
+
+  function btoa(input) {
+    const s = StringCtor(input);
+    let out = "";
+    for (let i = 0; i < s.length; i += 3) {
+      const a = str(s, charCodeAt, [i]);
+      const b = i + 1 < s.length ? str(s, charCodeAt, [i + 1]) : 0;
+      const c = i + 2 < s.length ? str(s, charCodeAt, [i + 2]) : 0;
+      if (a > 255 || b > 255 || c > 255) throw namedError("InvalidCharacterError", "Invalid character: the string contains characters outside of the Latin1 range");
+      out += B64[a >> 2] + B64[((a & 3) << 4) | (b >> 4)] + (i + 1 < s.length ? B64[((b & 15) << 2) | (c >> 6)] : "=") + (i + 2 < s.length ? B64[c & 63] : "=");
+    }
+    return out;
+  }
+
+  function atob(input) {
+    let s = str(StringCtor(input), replaceStr, [/[\t\n\f\r ]/g, ""]);
+    if (s.length % 4 === 0) s = str(s, replaceStr, [/==?$/, ""]);
+    if (s.length % 4 === 1 || !apply(reTest, /^[A-Za-z0-9+/]*$/, [s])) throw namedError("InvalidCharacterError", "The string to be decoded is not correctly encoded");
+    let out = "";
+    let buffer = 0, bits = 0;
+    for (let i = 0; i < s.length; i++) {
+      buffer = (buffer << 6) | apply(mapGet, B64_INDEX, [s[i]]);
+      bits += 6;
+      if (bits >= 8) { bits -= 8; out += fromCharCode((buffer >> bits) & 255); }
+    }
+    return out;
+  }
+
+  return { TextEncoder, TextDecoder, atob, btoa, utf8Encode, utf8Decode };
+})

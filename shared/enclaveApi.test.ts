@@ -1,0 +1,193 @@
+// The enclave's internal API schemas: strict bodies, group ids as numbers or decimal strings within
+// u64, the API key format (a public hash is never a key), and execute's code/ipfs_id rule.
+import { describe, expect, it } from "vitest";
+import { generateApiKey } from "./apiKey.ts";
+import { apiKeyHash, toHash32 } from "./hashing.ts";
+import { enclaveOperations, groupIdField, requestSchemas, type EnclaveOperation } from "./enclaveApi.ts";
+
+const KEY = generateApiKey();
+const HASH = toHash32(apiKeyHash(KEY));
+const ADDRESS = `0x${"ab".repeat(20)}`;
+const perms = {
+  name: "n",
+  description: "d",
+  can_create_groups: false,
+  can_delete_groups: false,
+  can_create_pkps: false,
+  manage_ipfs_ids_in_groups: [],
+  add_pkp_to_groups: [],
+  remove_pkp_from_groups: [],
+  execute_in_groups: [],
+};
+const envelope = { typed_data: { domain: {} }, signature: "0x1234" };
+
+/** A minimal valid body for every operation. */
+const VALID: Record<EnclaveOperation, Record<string, unknown>> = {
+  new_account: { account_name: "acct" },
+  create_wallet: { api_key: KEY },
+  add_usage_api_key: { api_key: KEY, ...perms },
+  update_usage_api_key: { api_key: KEY, usage_api_key: HASH, ...perms },
+  update_usage_api_key_metadata: { api_key: KEY, usage_api_key: KEY, name: "n", description: "d" },
+  remove_usage_api_key: { api_key: KEY, usage_api_key: HASH },
+  add_group: { api_key: KEY, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+  remove_group: { api_key: KEY, group_id: 1 },
+  update_group: { api_key: KEY, group_id: "1", name: "g", description: "", pkp_ids_permitted: [ADDRESS], cid_hashes_permitted: [0] },
+  add_action_to_group: { api_key: KEY, group_id: 1, action_ipfs_cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" },
+  remove_action_from_group: { api_key: KEY, group_id: 1, hashed_cid: HASH },
+  add_pkp_to_group: { api_key: KEY, group_id: 1, pkp_id: ADDRESS },
+  remove_pkp_from_group: { api_key: KEY, group_id: 1, pkp_id: "3" },
+  add_action: { api_key: KEY, action_ipfs_cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", name: "a", description: "" },
+  delete_action: { api_key: KEY, hashed_cid: HASH },
+  update_action_metadata: { api_key: KEY, hashed_cid: HASH, name: "a", description: "" },
+  convert_to_chain_secured_account: { api_key: KEY, new_admin_wallet_address: ADDRESS, ...envelope },
+  create_wallet_with_signature: envelope,
+  add_usage_api_key_with_signature: envelope,
+  execute: { api_key: KEY, code: "return 1" },
+};
+
+const parse = (op: EnclaveOperation, body: unknown) => requestSchemas[op].safeParse(body);
+
+describe("request schemas", () => {
+  it("cover every operation", () => {
+    expect(Object.keys(requestSchemas).sort()).toEqual([...enclaveOperations].sort());
+  });
+
+  it.each(enclaveOperations)("%s accepts a minimal valid body", (op) => {
+    const result = parse(op, VALID[op]);
+    expect(result.error?.issues).toBeUndefined();
+    expect(result.success).toBe(true);
+  });
+
+  it.each(enclaveOperations)("%s rejects an unknown field", (op) => {
+    const result = parse(op, { ...VALID[op], unexpected: true });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues.some((i) => i.code === "unrecognized_keys")).toBe(true);
+  });
+
+  it.each(enclaveOperations.filter((op) => "api_key" in VALID[op]))("%s requires api_key", (op) => {
+    const { api_key: _omitted, ...body } = VALID[op];
+    const result = parse(op, body);
+    expect(result.success).toBe(false);
+    expect(result.error?.issues.some((i) => i.path[0] === "api_key")).toBe(true);
+  });
+
+  it("rejects a misspelled field rather than ignoring it", () => {
+    expect(parse("remove_group", { api_key: KEY, groupId: 1 }).success).toBe(false);
+  });
+});
+
+describe("group ids", () => {
+  const U64_MAX = (1n << 64n) - 1n;
+
+  it.each([
+    [0, 0n],
+    [7, 7n],
+    ["7", 7n],
+    ["007", 7n],
+    [Number.MAX_SAFE_INTEGER, BigInt(Number.MAX_SAFE_INTEGER)],
+    ["9007199254740993", 9007199254740993n], // above 2^53: exact as a string
+    [U64_MAX.toString(), U64_MAX],
+  ])("accepts %j as %s", (input, expected) => {
+    expect(groupIdField.parse(input)).toBe(expected);
+  });
+
+  it.each([
+    ["2^64 as a string", (1n << 64n).toString()],
+    ["a 21-digit string", "1".repeat(21)],
+    ["a negative number", -1],
+    ["a negative string", "-1"],
+    ["a fraction", 1.5],
+    ["a decimal-point string", "1.0"],
+    ["hex", "0x10"],
+    ["an empty string", ""],
+    ["a padded string", " 5"],
+    ["a number above 2^53 (inexact)", 2 ** 53],
+    ["a bigint", 5n],
+    ["null", null],
+  ])("rejects %s", (_label, input) => {
+    expect(groupIdField.safeParse(input).success).toBe(false);
+  });
+
+  it("parses group ids inside a request to bigints", () => {
+    const result = requestSchemas.update_group.parse({ ...VALID.update_group, group_id: "18446744073709551615" });
+    expect(result.group_id).toBe((1n << 64n) - 1n);
+  });
+
+  it("rejects a group id above u64 inside a request", () => {
+    expect(parse("remove_group", { api_key: KEY, group_id: "18446744073709551616" }).success).toBe(false);
+  });
+
+  it("applies the same rule to group id lists of usage key permissions", () => {
+    const ok = requestSchemas.add_usage_api_key.parse({ ...VALID.add_usage_api_key, execute_in_groups: [1, "2", "0"] });
+    expect(ok.execute_in_groups).toEqual([1n, 2n, 0n]);
+    expect(parse("add_usage_api_key", { ...VALID.add_usage_api_key, execute_in_groups: ["18446744073709551616"] }).success).toBe(false);
+    expect(parse("add_usage_api_key", { ...VALID.add_usage_api_key, add_pkp_to_groups: [-1] }).success).toBe(false);
+  });
+});
+
+describe("api_key", () => {
+  it("accepts a generated key and trims surrounding whitespace", () => {
+    const result = requestSchemas.create_wallet.parse({ api_key: `  ${KEY}\n` });
+    expect(result.api_key).toBe(KEY);
+  });
+
+  it.each([
+    ["the key's 64-hex hash", HASH.slice(2)],
+    ["the key's 0x hash", HASH],
+    ["a 43-character key", KEY.slice(0, 43)],
+    ["a key without padding", `${KEY.slice(0, 43)}A`],
+    ["url-safe base64", `${"-".repeat(43)}=`],
+    ["a non-canonical key (padding bits set)", `${"A".repeat(42)}B=`],
+    ["an empty string", ""],
+  ])("rejects %s", (_label, value) => {
+    const result = parse("create_wallet", { api_key: value });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0]?.path).toEqual(["api_key"]);
+  });
+
+  it("rejects a non-string key", () => {
+    expect(parse("create_wallet", { api_key: 123 }).success).toBe(false);
+  });
+
+  it("accepts a usage key reference as the key itself or its 0x hash, but not a bare hash", () => {
+    expect(parse("remove_usage_api_key", { api_key: KEY, usage_api_key: KEY }).success).toBe(true);
+    expect(parse("remove_usage_api_key", { api_key: KEY, usage_api_key: HASH }).success).toBe(true);
+    expect(parse("remove_usage_api_key", { api_key: KEY, usage_api_key: HASH.slice(2) }).success).toBe(false);
+  });
+});
+
+describe("execute", () => {
+  it("accepts code alone", () => {
+    expect(parse("execute", { api_key: KEY, code: "return 1" }).success).toBe(true);
+  });
+
+  it("accepts ipfs_id alone", () => {
+    expect(parse("execute", { api_key: KEY, ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }).success).toBe(true);
+  });
+
+  it("rejects both code and ipfs_id", () => {
+    const result = parse("execute", { api_key: KEY, code: "return 1", ipfs_id: "Qm" });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0]?.message).toMatch(/exactly one of code and ipfs_id/);
+  });
+
+  it("rejects neither code nor ipfs_id", () => {
+    const result = parse("execute", { api_key: KEY, js_params: { a: 1 } });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0]?.message).toMatch(/exactly one of code and ipfs_id/);
+  });
+
+  it("passes js_params through and accepts a positive integer timeout", () => {
+    const result = requestSchemas.execute.parse({ api_key: KEY, code: "x", js_params: { n: [1, 2] }, timeout_ms: 5_000 });
+    expect(result.js_params).toEqual({ n: [1, 2] });
+    expect(result.timeout_ms).toBe(5_000);
+  });
+
+  it.each([0, -1, 1.5, "1000"])("rejects timeout_ms %j", (timeout) => {
+    expect(parse("execute", { api_key: KEY, code: "x", timeout_ms: timeout }).success).toBe(false);
+  });
+
+  it("rejects an empty ipfs_id", () => {
+    expect(parse("execute", { api_key: KEY, ipfs_id: "" }).success).toBe(false);
+  });
+});
