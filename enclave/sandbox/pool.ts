@@ -149,7 +149,7 @@ export class SandboxPool {
   }
 
   #onExit(slot: Slot, code: number): void {
-    if (this.#slots[slot.index] !== slot) return;
+    if (this.#slots[slot.index] !== slot || this.#closed) return;
     this.#o.log.warn("sandbox worker exited; starting a new one", { worker: slot.index, code });
     this.#replace(slot);
   }

@@ -7,8 +7,22 @@ import { readFileSync } from "node:fs";
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
 
-const preludeSource = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
-const polyfillsSource = readFileSync(new URL("./polyfills.js", import.meta.url), "utf8");
+// The sandbox's own JavaScript (globals/): core.js runs before every script; each other chunk is
+// evaluated only when a script first touches what it defines, which keeps a run's set-up cheap.
+const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch"] as const;
+/**
+ * QuickJS parses about 10 KB per millisecond here, and core.js is parsed on every run: comment lines
+ * and indentation are dropped before evaluation (line breaks stay, so nothing else changes).
+ */
+function loadChunk(name: string): string {
+  return readFileSync(new URL(`./globals/${name}.js`, import.meta.url), "utf8")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("//") && !line.startsWith("/*") && !line.startsWith("* ") && line !== "*" && line !== "*/")
+    .join("\n");
+}
+const coreSource = loadChunk("core");
+const chunkSources = new Map<string, string>(chunkNames.map((name) => [name, loadChunk(name)]));
 
 export type RunRequest = {
   code: string;
@@ -86,18 +100,50 @@ class RunStop extends Error {
   }
 }
 
+/** Bytes of the module's WebAssembly heap, which every runtime of the module allocates from. */
+function heapBytes(module: QuickJSWASMModule): number {
+  return (module as unknown as { module: { HEAPU8: Uint8Array } }).module.HEAPU8.buffer.byteLength;
+}
+
 export async function runScript(module: QuickJSWASMModule, request: RunRequest, limits: SandboxLimits, host: RunHost): Promise<RunOutcome> {
   const started = performance.now();
   const deadline = Date.now() + request.timeoutMs;
   const logs = new LogBuffer(limits.maxLogBytes);
   const runtime: QuickJSRuntime = module.newRuntime();
   let interrupted = false;
+  let memoryExceeded = false;
+  // QuickJS's own limit only refuses single allocations in this build (it cannot measure its
+  // blocks: "malloc_usable_size unavailable"), so the run's memory is also watched here: growth of
+  // the shared heap while this run's code executes is this run's, checked at every interrupt poll,
+  // and the run's live objects are measured at every pause (memoryInUse).
+  let heapAtSliceStart = heapBytes(module);
   runtime.setMemoryLimit(limits.memoryLimitBytes);
   runtime.setMaxStackSize(limits.stackLimitBytes);
   runtime.setInterruptHandler(() => {
     if (Date.now() >= deadline) interrupted = true;
-    return interrupted;
+    else if (heapBytes(module) - heapAtSliceStart > limits.memoryLimitBytes) memoryExceeded = true;
+    return interrupted || memoryExceeded;
   });
+  // Measuring walks the run's heap: done when the shared heap grew or 25 ms passed since the last time.
+  let lastMemoryCheck = { at: Date.now(), heap: heapBytes(module) };
+  const memoryCheckDue = (): boolean => {
+    const now = Date.now();
+    const heap = heapBytes(module);
+    if (heap === lastMemoryCheck.heap && now - lastMemoryCheck.at < 25) return false;
+    lastMemoryCheck = { at: now, heap };
+    return true;
+  };
+  const memoryInUse = (): number => {
+    const usage = runtime.computeMemoryUsage();
+    try {
+      const size = ctx.getProp(usage, "memory_used_size");
+      const n = ctx.getNumber(size);
+      size.dispose();
+      return n;
+    } finally {
+      usage.dispose();
+    }
+  };
   const ctx: QuickJSContext = runtime.newContext();
 
   const owned: QuickJSHandle[] = [];
@@ -120,9 +166,11 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
   let stopWith: RunStop | undefined;
 
   const timeoutError = (): RunError => ({ code: "timeout", message: `the script ran past its time limit of ${request.timeoutMs} ms` });
+  const memoryError = (): RunError => ({ code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` });
 
   /** Turns a value thrown inside the VM into a run error (the classify function is the prelude's). */
   const describe = (errorHandle: QuickJSHandle, internal: Internal | undefined): RunError => {
+    if (memoryExceeded) return memoryError();
     if (interrupted) return timeoutError();
     let info: { code: string | null; name: string; message: string; stack?: string };
     if (internal) {
@@ -139,9 +187,9 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
         ? { code: null, name: dumped.name ?? "Error", message: dumped.message ?? "", ...(dumped.stack ? { stack: dumped.stack } : {}) }
         : { code: null, name: "Error", message: String(dumped) };
     }
-    if (info.name === "InternalError" && info.message === "out of memory") {
-      return { code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` };
-    }
+    if (info.name === "InternalError" && info.message === "out of memory") return memoryError();
+    // With no memory left QuickJS cannot even build its error and throws null.
+    if (info.name === "Uncaught" && info.message === "null" && memoryInUse() > limits.memoryLimitBytes * 0.75) return memoryError();
     if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
     const message = info.code ? info.message : info.name && info.name !== "Uncaught" ? `${info.name}: ${info.message}` : info.message;
     // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
@@ -243,27 +291,19 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
       }
     };
 
-    // The Web globals (polyfills.js), then Sigil's own (prelude.js).
-    const hooks = own(ctx.newObject());
-    const parseUrlFn = own(
-      ctx.newFunction("parseUrl", (inputHandle, baseHandle) => {
-        const input = ctx.getString(inputHandle);
-        const base = ctx.typeof(baseHandle) === "string" ? ctx.getString(baseHandle) : undefined;
-        return ctx.newString(JSON.stringify(host.callSync("parseUrl", { input, base })));
+    const loadFn = own(
+      ctx.newFunction("load", (nameHandle) => {
+        const name = ctx.getString(nameHandle);
+        const source = chunkSources.get(name);
+        if (source === undefined) return ctx.newError(`no sandbox chunk named ${name}`);
+        return ctx.evalCode(source, `sigil:${name}.js`);
       }),
     );
-    const randomBytesFn = own(
-      ctx.newFunction("randomBytes", (nHandle) => ctx.newString(String(host.callSync("randomBytes", { n: ctx.getNumber(nHandle) })))),
-    );
-    ctx.setProp(hooks, "parseUrl", parseUrlFn);
-    ctx.setProp(hooks, "randomBytes", randomBytesFn);
-    const polyfills = own(ctx.unwrapResult(ctx.evalCode(polyfillsSource, "sigil:polyfills.js")));
-    const installed = own(ctx.unwrapResult(ctx.callFunction(polyfills, ctx.undefined, ctx.global, hooks)));
-    const formatLogLine = own(ctx.getProp(installed, "formatLogLine"));
+    ctx.setProp(hostObject, "load", loadFn);
 
-    const prelude = own(ctx.unwrapResult(ctx.evalCode(preludeSource, "sigil:prelude.js")));
+    const core = own(ctx.unwrapResult(ctx.evalCode(coreSource, "sigil:core.js")));
     const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
-    const internalObject = own(ctx.unwrapResult(ctx.callFunction(prelude, ctx.undefined, ctx.global, hostObject, formatLogLine, requestJson)));
+    const internalObject = own(ctx.unwrapResult(ctx.callFunction(core, ctx.undefined, ctx.global, hostObject, requestJson)));
     const internal: Internal = {
       callMain: own(ctx.getProp(internalObject, "callMain")),
       fireTimer: own(ctx.getProp(internalObject, "fireTimer")),
@@ -277,6 +317,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
         while (firedTimers.length > 0) {
           const id = firedTimers.shift() as number;
           const idHandle = ctx.newNumber(id);
+          heapAtSliceStart = heapBytes(module);
           const r = ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle);
           idHandle.dispose();
           if (r.error) {
@@ -289,13 +330,19 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
             r.value.dispose();
           }
         }
+        heapAtSliceStart = heapBytes(module);
         const jobs = runtime.executePendingJobs();
         if (jobs.error) {
           const e = describe(jobs.error, internal);
           jobs.error.dispose();
           return { error: e };
         }
+        if (memoryExceeded) return { error: memoryError() };
         if (interrupted) return { error: timeoutError() };
+        if (memoryCheckDue() && memoryInUse() > limits.memoryLimitBytes) {
+          memoryExceeded = true;
+          return { error: memoryError() };
+        }
         const state = ctx.getPromiseState(promise);
         if (state.type === "fulfilled") return { value: state.value };
         if (state.type === "rejected") {
@@ -325,6 +372,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
 
     // The user's code: a script defining a global main, or a module exporting it.
     const isModule = /^\s*(export|import)\s/m.test(request.code);
+    heapAtSliceStart = heapBytes(module);
     const evaluated = ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined);
     if (evaluated.error) {
       const e = describe(evaluated.error, internal);
@@ -353,6 +401,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
     }
 
     const params = own(ctx.newString(request.paramsJson));
+    heapAtSliceStart = heapBytes(module);
     const called = ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]);
     if (called.error) {
       const e = describe(called.error, internal);
@@ -373,8 +422,9 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
     // Host-side failure while setting up or driving the VM (for example out of memory while
     // creating a value): the run ends; the worker stays healthy.
     const message = err instanceof Error ? err.message : String(err);
+    if (memoryExceeded) return finish({ error: memoryError() });
     if (interrupted) return finish({ error: timeoutError() });
-    if (/out of memory/i.test(message)) return finish({ error: { code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` } });
+    if (/out of memory/i.test(message)) return finish({ error: memoryError() });
     return finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err });
   } finally {
     finished = true;

@@ -79,15 +79,7 @@
     parseInt,
     parseFloat,
   });
-  const { apply, defineProperty, freeze, parse, mapGet, mapSet, mapDelete, weakHas, weakAdd } = P;
-  /**
-   * The same object without a prototype: what a script adds to Object.prototype (`toJSON`,
-   * accessors such as `get` or `value`) cannot change how it is serialized or read as a descriptor.
-   */
-  const record = (o) => P.setPrototypeOf(o, null);
-  const hostCall = host.call;
-  const hostCallAsync = host.callAsync;
-  const hostLog = host.log;
+  const { apply, defineProperty, freeze, parse, mapGet, mapSet } = P;
   const hostLoad = host.load;
 
   // ─── lazily loaded chunks ─────────────────────────────────────────────────────────────────
@@ -96,7 +88,7 @@
     let exports = apply(mapGet, chunks, [name]);
     if (exports === undefined) {
       const install = apply(hostLoad, undefined, [name]);
-      exports = install(G, P, need, kit);
+      exports = install(G, P, need, name === "host" || name === "console" ? hostKit : kit());
       apply(mapSet, chunks, [name, exports]);
     }
     return exports;
@@ -119,59 +111,30 @@
     });
   }
 
-  // ─── calling the host ─────────────────────────────────────────────────────────────────────
-  /** Errors made here on the host's behalf: only these give a run their `code`. */
-  const hostErrors = new P.WeakSet();
-
-  function codedError(code, message, name) {
-    const Ctor = name === "TypeError" ? P.TypeError : name === "RangeError" ? P.RangeError : P.Error;
-    const e = new Ctor(message);
-    if (code) {
-      defineProperty(e, "code", record({ value: code, enumerable: true, writable: false, configurable: false }));
-      apply(weakAdd, hostErrors, [e]);
-    }
-    return e;
-  }
-
-  // BigInts cannot cross as JSON; they travel tagged and the host revives them.
-  function replacer(_key, value) {
-    return typeof value === "bigint" ? { $bigint: P.String(value) } : value;
-  }
-
-  function syncCall(op, args) {
-    const r = parse(apply(hostCall, undefined, [op, P.stringify(record(args), replacer)]));
-    if (!r.ok) throw codedError(r.code, r.message, r.name);
-    return r.value;
-  }
-
-  async function asyncCall(op, args) {
-    const pending = apply(hostCallAsync, undefined, [op, P.stringify(record(args), replacer)]);
-    // `await` reads the promise's `constructor` and, if it is not Promise, calls its `then`: with
-    // the real constructor pinned on the promise itself, a script's Promise.prototype tampering
-    // never sees (or rewrites) the host's reply.
-    defineProperty(pending, "constructor", record({ value: P.Promise }));
-    const r = parse(await pending);
-    if (!r.ok) throw codedError(r.code, r.message, r.name);
-    return r.value;
-  }
-
+  const hostKit = freeze({ host });
   let responseSet = false;
   let responseValue = null;
-  /** What chunks get besides the primordials: the host calls and the run's own state. */
-  const kit = freeze({
-    syncCall,
-    asyncCall,
-    record,
-    // `RegExp.prototype.test` looks `exec` up on the regexp: these carry their own, fixed one.
-    ownRegExp: (re) => defineProperty(re, "exec", record({ value: P.reExec, writable: false, enumerable: false, configurable: false })),
-    request: freeze(parse(requestJson)),
-    setResponse(value) {
-      responseSet = true;
-      responseValue = value;
-    },
-  });
+  let kitObject;
+  /** What the other chunks get besides the primordials: the host calls and the run's own state. */
+  const kit = () => {
+    if (kitObject === undefined) {
+      const h = need("host");
+      kitObject = freeze({
+        syncCall: h.syncCall,
+        asyncCall: h.asyncCall,
+        record: h.record,
+        ownRegExp: h.ownRegExp,
+        request: freeze(parse(requestJson)),
+        setResponse(value) {
+          responseSet = true;
+          responseValue = value;
+        },
+      });
+    }
+    return kitObject;
+  };
 
-  // ─── Sigil: non-writable, non-configurable; built (deeply frozen) on first use ─────────────
+  // Sigil: non-writable and non-configurable; built, deeply frozen, at its first use.
   let sigil;
   defineProperty(G, "Sigil", {
     get() {
@@ -181,39 +144,8 @@
     enumerable: false,
     configurable: false,
   });
-
-  // ─── console: cheap to install; formatting is loaded at the first call ─────────────────────
-  const consoleObject = {};
-  for (const level of ["log", "info", "warn", "error", "debug"]) {
-    consoleObject[level] = function (...args) {
-      apply(hostLog, undefined, [level, need("inspect").formatLogLine(args)]);
-    };
-  }
-  defineProperty(G, "console", { value: consoleObject, writable: true, enumerable: false, configurable: true });
-
-  // ─── timers (driven by the host's clock; callbacks run between the run's jobs) ─────────────
-  const timers = new P.Map();
-  function setTimeout(callback, ms, ...args) {
-    if (typeof callback !== "function") throw new P.TypeError("setTimeout: the callback must be a function");
-    const delay = +ms > 0 ? +ms : 0;
-    const id = syncCall("setTimeout", { ms: delay });
-    apply(mapSet, timers, [id, { callback, args }]);
-    return id;
-  }
-  function clearTimeout(id) {
-    if (typeof id !== "number") return;
-    if (apply(mapDelete, timers, [id])) syncCall("clearTimeout", { id });
-  }
-  defineProperty(G, "setTimeout", { value: setTimeout, writable: true, enumerable: false, configurable: true });
-  defineProperty(G, "clearTimeout", { value: clearTimeout, writable: true, enumerable: false, configurable: true });
-  if (typeof G.queueMicrotask !== "function") {
-    const resolved = apply(P.promiseResolve, P.Promise, []);
-    const queueMicrotask = (fn) => {
-      apply(P.promiseThen, resolved, [() => fn()]);
-    };
-    defineProperty(G, "queueMicrotask", { value: queueMicrotask, writable: true, enumerable: false, configurable: true });
-  }
-
+  lazyGlobal("console", "console");
+  for (const name of ["setTimeout", "clearTimeout", "queueMicrotask"]) lazyGlobal(name, "timers");
   for (const name of ["TextEncoder", "TextDecoder", "atob", "btoa"]) lazyGlobal(name, "text");
   for (const name of ["URL", "URLSearchParams"]) lazyGlobal(name, "url");
   lazyGlobal("crypto", "crypto");
@@ -238,50 +170,19 @@
   defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
-  // ─── what the host drives the run with ────────────────────────────────────────────────────
+  // What the host drives the run with.
   async function callMain(paramsJson, moduleNamespace) {
     const params = parse(paramsJson);
     let main;
     if (moduleNamespace !== undefined) main = typeof moduleNamespace.default === "function" ? moduleNamespace.default : moduleNamespace.main;
     else main = G.main;
-    if (typeof main !== "function") throw codedError("script_error", "the script must define main(params)");
+    if (typeof main !== "function") throw need("host").codedError("script_error", "the script must define main(params)");
     const value = await apply(main, undefined, [params]);
     const out = value === undefined ? (responseSet ? responseValue : null) : value;
     const json = P.stringify(out);
     return json === undefined ? "null" : json;
   }
-
-  function fireTimer(id) {
-    const timer = apply(mapGet, timers, [id]);
-    if (timer === undefined) return;
-    apply(mapDelete, timers, [id]);
-    apply(timer.callback, undefined, timer.args);
-  }
-
-  /** What a rejection says, as JSON: a host-made code (or null), the name, message and stack. */
-  function classify(reason) {
-    let code = null;
-    let name = "Error";
-    let message = "";
-    let stack;
-    try {
-      if (reason !== null && (typeof reason === "object" || typeof reason === "function")) {
-        if (apply(weakHas, hostErrors, [reason])) code = reason.code;
-        const n = reason.name;
-        const m = reason.message;
-        const s = reason.stack;
-        if (typeof n === "string") name = n;
-        message = typeof m === "string" ? m : P.String(reason);
-        if (typeof s === "string") stack = s;
-      } else {
-        name = "Uncaught";
-        message = typeof reason === "symbol" ? apply(P.symbolToString, reason, []) : P.String(reason);
-      }
-    } catch (e) {
-      message = "the script threw a value that cannot be described";
-    }
-    return P.stringify({ code, name, message, stack });
-  }
-
+  const fireTimer = (id) => need("timers").fire(id);
+  const classify = (reason) => need("host").classify(reason);
   return { callMain, fireTimer, classify };
 })

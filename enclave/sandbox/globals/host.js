@@ -1,0 +1,77 @@
+// How the sandbox's JavaScript calls the host (loaded with the first host call): JSON in and out,
+// errors the host makes carrying their `code` — the only errors whose code a run reports — and the
+// description of a failed run. Uses only the primordials `P` captured before the script ran.
+(function installHost(G, P, need, kit) {
+  "use strict";
+  const { apply, defineProperty, parse, weakHas, weakAdd } = P;
+  const hostCall = kit.host.call;
+  const hostCallAsync = kit.host.callAsync;
+  /**
+   * The same object without a prototype: what a script adds to Object.prototype (`toJSON`,
+   * accessors such as `get` or `value`) cannot change how it is serialized or read as a descriptor.
+   */
+  const record = (o) => P.setPrototypeOf(o, null);
+  // `RegExp.prototype.test` looks `exec` up on the regexp: these carry their own, fixed one.
+  const ownRegExp = (re) => defineProperty(re, "exec", record({ value: P.reExec, writable: false, enumerable: false, configurable: false }));
+  /** Errors made here on the host's behalf: only these give a run their `code`. */
+  const hostErrors = new P.WeakSet();
+
+  function codedError(code, message, name) {
+    const Ctor = name === "TypeError" ? P.TypeError : name === "RangeError" ? P.RangeError : P.Error;
+    const e = new Ctor(message);
+    if (code) {
+      defineProperty(e, "code", record({ value: code, enumerable: true, writable: false, configurable: false }));
+      apply(weakAdd, hostErrors, [e]);
+    }
+    return e;
+  }
+
+  // BigInts cannot cross as JSON; they travel tagged and the host revives them.
+  function replacer(_key, value) {
+    return typeof value === "bigint" ? { $bigint: P.String(value) } : value;
+  }
+
+  function syncCall(op, args) {
+    const r = parse(apply(hostCall, undefined, [op, P.stringify(record(args), replacer)]));
+    if (!r.ok) throw codedError(r.code, r.message, r.name);
+    return r.value;
+  }
+
+  async function asyncCall(op, args) {
+    const pending = apply(hostCallAsync, undefined, [op, P.stringify(record(args), replacer)]);
+    // `await` reads the promise's `constructor` and, if it is not Promise, calls its `then`: with
+    // the real constructor pinned on the promise itself, a script's Promise.prototype tampering
+    // never sees (or rewrites) the host's reply.
+    defineProperty(pending, "constructor", record({ value: P.Promise }));
+    const r = parse(await pending);
+    if (!r.ok) throw codedError(r.code, r.message, r.name);
+    return r.value;
+  }
+
+  /** What a rejection says, as JSON: a host-made code (or null), the name, message and stack. */
+  function classify(reason) {
+    let code = null;
+    let name = "Error";
+    let message = "";
+    let stack;
+    try {
+      if (reason !== null && (typeof reason === "object" || typeof reason === "function")) {
+        if (apply(weakHas, hostErrors, [reason])) code = reason.code;
+        const n = reason.name;
+        const m = reason.message;
+        const s = reason.stack;
+        if (typeof n === "string") name = n;
+        message = typeof m === "string" ? m : P.String(reason);
+        if (typeof s === "string") stack = s;
+      } else {
+        name = "Uncaught";
+        message = typeof reason === "symbol" ? apply(P.symbolToString, reason, []) : P.String(reason);
+      }
+    } catch (e) {
+      message = "the script threw a value that cannot be described";
+    }
+    return P.stringify(record({ code, name, message, stack }));
+  }
+
+  return { record, ownRegExp, codedError, syncCall, asyncCall, classify };
+})

@@ -1,0 +1,14 @@
+import { newQuickJSWASMModuleFromVariant, type QuickJSSyncVariant } from "quickjs-emscripten-core";
+import variant from "@jitl/quickjs-wasmfile-release-sync";
+import { readEnclaveConfig } from "./enclave/config.ts";
+import { runScript } from "./enclave/sandbox/runtime.ts";
+import { createRunHost } from "./enclave/sandbox/hostOps.ts";
+const config = readEnclaveConfig({ SIGIL_ENCLAVE_SECRET: "x".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) });
+const mod = await newQuickJSWASMModuleFromVariant(variant as unknown as QuickJSSyncVariant);
+const host = createRunHost({ cid: "Qm", deadline: Date.now() + 1e9, limits: config.limits, fetchPolicy: { allowHosts: new Set(), denyPorts: new Set(), timeoutMs: 1, maxResponseBytes: 1, maxRedirects: 1 }, requestKey: async () => { throw new Error("x") } });
+const heap = () => ((mod as any).module.HEAPU8.buffer.byteLength / 1048576).toFixed(0);
+const t = performance.now();
+const timer = setInterval(() => console.log("tick", heap()), 500);
+const o = await runScript(mod, { code: process.argv[2]!, cid: "Qm", paramsJson: "null", timeoutMs: 3000, requestId: "r", correlationId: null }, config.limits, host);
+clearInterval(timer);
+console.log((performance.now() - t).toFixed(0), "ms", JSON.stringify(o).slice(0, 200), "heap MiB", heap());
