@@ -57,9 +57,18 @@ export function addressOf(privateKey: Uint8Array): Address {
  * Derives every kind of key from the root secret. The root is copied in and never leaves this object;
  * `destroy()` zeroes it.
  */
+/** Addresses remembered per derivation input; each is public, and recomputing one costs a curve multiplication. */
+const ADDRESS_CACHE_MAX = 50_000;
+
 export class Keyring {
   readonly #root: Uint8Array;
   #destroyed = false;
+  /**
+   * info → address. The key itself is derived afresh at every use and never kept; only the
+   * (public) address it maps to is remembered, which takes the elliptic-curve multiplication off
+   * the per-operation path. Same root, same info → same key → same address, so this is exact.
+   */
+  readonly #addresses = new Map<string, Address>();
 
   constructor(root: Uint8Array) {
     if (root.length !== 32) throw new RangeError("the root key must be 32 bytes");
@@ -89,7 +98,14 @@ export class Keyring {
 
   #keyFor(info: Uint8Array): DerivedKey {
     const privateKey = this.#scalar(info);
-    return { privateKey, address: addressOf(privateKey) };
+    const id = Buffer.from(info).toString("hex");
+    let address = this.#addresses.get(id);
+    if (address === undefined) {
+      address = addressOf(privateKey);
+      if (this.#addresses.size >= ADDRESS_CACHE_MAX) this.#addresses.delete(this.#addresses.keys().next().value as string);
+      this.#addresses.set(id, address);
+    }
+    return { privateKey, address };
   }
 
   /** A wallet's (PKP's) signing key, bound to its account: `"pkp" ‖ master ‖ derivation`. */
@@ -119,6 +135,7 @@ export class Keyring {
 
   destroy(): void {
     this.#destroyed = true;
+    this.#addresses.clear();
     this.#root.fill(0);
   }
 }

@@ -55,14 +55,29 @@ function toTransaction(raw: unknown): TransactionSerializable {
   return tx as TransactionSerializable;
 }
 
-function messageOf(message: unknown): string | { raw: Hex } {
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HEX = /^0x([0-9a-fA-F]{2})*$/;
+const DIGEST = /^0x[0-9a-fA-F]{64}$/;
+
+/** A message: a string (signed as UTF-8 text) or `{raw: "0x…"}` bytes, viem's convention. */
+function messageOf(op: string, message: unknown, field = "message"): string | { raw: Hex } {
   if (typeof message === "string") return message;
-  return { raw: (message as { raw: Hex }).raw };
+  const raw = message !== null && typeof message === "object" ? (message as { raw?: unknown }).raw : undefined;
+  if (typeof raw === "string" && HEX.test(raw)) return { raw: raw as Hex };
+  throw new CodedError(null, `${op}: ${field} must be a string or {raw: "0x…"}`, "TypeError");
 }
 
-function dataOf(args: Args): Uint8Array {
-  if (typeof args.hex === "string") return hexToBytes(args.hex as Hex);
-  return new TextEncoder().encode(String(args.text));
+function requireObject(op: string, field: string, value: unknown): true {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new CodedError(null, `${op}: ${field} must be an object`, "TypeError");
+  return true;
+}
+
+/** keccak256 / sha256 input: bytes (sent as hex), a 0x hex string (its bytes), or text (its UTF-8). */
+function dataOf(op: string, args: Args): Uint8Array {
+  const value = args.value;
+  if (typeof value !== "string") throw new CodedError(null, `${op} expects a string (hex or text) or bytes`, "TypeError");
+  if (args.bytes === true || HEX.test(value)) return hexToBytes(value as Hex);
+  return new TextEncoder().encode(value);
 }
 
 const keyHex = (key: Uint8Array): Hex => bytesToHex(key);
@@ -90,24 +105,26 @@ export function createRunHost(run: RunContext): RunHost {
     }
   };
 
-  const wallet = (args: Args, encryption = false): KeyRequest => {
-    // The prelude checks this first, but the service thread must only ever be asked for an address.
-    if (typeof args.pkpId !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(args.pkpId)) {
-      throw new CodedError(null, "pkpId must be a wallet address (0x followed by 40 hex digits)", "TypeError");
+  const wallet = (op: string, args: Args, encryption = false): KeyRequest => {
+    if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId)) {
+      throw new CodedError(null, `${op}: pkpId must be a wallet address (0x followed by 40 hex digits)`, "TypeError");
     }
     return { kind: "wallet", pkpId: args.pkpId, encryption };
   };
-  const action = (cid: unknown): KeyRequest => {
-    if (cid !== undefined && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
-      throw new CodedError(null, "cid must be a non-empty CID string", "TypeError");
+  const action = (op: string, cid: unknown): KeyRequest => {
+    if (cid !== undefined && cid !== null && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
+      throw new CodedError(null, `${op}: cid must be a non-empty CID string`, "TypeError");
     }
-    return { kind: "action", cid: (cid as string | undefined) ?? run.cid };
+    return { kind: "action", cid: typeof cid === "string" ? cid : run.cid };
   };
 
   const asyncOps: Record<string, (args: Args) => Promise<unknown>> = {
-    signMessage: (args) => withKey(wallet(args), (k) => signMessage({ message: messageOf(args.message), privateKey: keyHex(k.privateKey) })),
+    signMessage: (args) => {
+      const message = messageOf("signMessage", args.message);
+      return withKey(wallet("signMessage", args), (k) => signMessage({ message, privateKey: keyHex(k.privateKey) }));
+    },
     signTypedData: (args) =>
-      withKey(wallet(args), async (k) => {
+      withKey(wallet("signTypedData", requireObject("signTypedData", "typedData", args.typedData) && args), async (k) => {
         try {
           return await signTypedData({ ...(revive(args.typedData) as TypedDataDefinition), privateKey: keyHex(k.privateKey) });
         } catch (err) {
@@ -115,7 +132,7 @@ export function createRunHost(run: RunContext): RunHost {
         }
       }),
     signTransaction: (args) =>
-      withKey(wallet(args), async (k) => {
+      withKey(wallet("signTransaction", requireObject("signTransaction", "transaction", args.transaction) && args), async (k) => {
         const tx = toTransaction(args.transaction);
         try {
           return await privateKeyToAccount(keyHex(k.privateKey)).signTransaction(tx);
@@ -123,19 +140,24 @@ export function createRunHost(run: RunContext): RunHost {
           throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
         }
       }),
-    signDigest: (args) =>
-      withKey(wallet(args), (k) => {
+    signDigest: (args) => {
+      if (typeof args.digest !== "string" || !DIGEST.test(args.digest)) {
+        throw new CodedError(null, "signDigest: digest must be 0x followed by 64 hex digits", "TypeError");
+      }
+      return withKey(wallet("signDigest", args), (k) => {
         const sig = secp256k1.sign(hexToBytes(args.digest as Hex), k.privateKey, { lowS: true });
         const r = `0x${sig.r.toString(16).padStart(64, "0")}`;
         const s = `0x${sig.s.toString(16).padStart(64, "0")}`;
         const v = 27 + sig.recovery;
         return { r, s, v, signature: `${r}${s.slice(2)}${v.toString(16)}` };
-      }),
-    getPublicKey: (args) => withKey(wallet(args), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
-    getPrivateKey: (args) => withKey(wallet(args), (k) => keyHex(k.privateKey)),
-    encrypt: (args) =>
-      withKey(wallet(args, true), async (k) => {
-        const plaintext = typeof args.plaintext === "string" ? new TextEncoder().encode(args.plaintext) : hexToBytes((args.plaintext as { raw: Hex }).raw);
+      });
+    },
+    getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
+    getPrivateKey: (args) => withKey(wallet("getPrivateKey", args), (k) => keyHex(k.privateKey)),
+    encrypt: (args) => {
+      const m = messageOf("encrypt", args.plaintext, "plaintext");
+      const plaintext = typeof m === "string" ? new TextEncoder().encode(m) : hexToBytes(m.raw);
+      return withKey(wallet("encrypt", args, true), async (k) => {
         const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["encrypt"]);
         const nonce = crypto.getRandomValues(new Uint8Array(12));
         const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, Uint8Array.from(plaintext)));
@@ -143,9 +165,13 @@ export function createRunHost(run: RunContext): RunHost {
         out.set(nonce);
         out.set(sealed, 12);
         return bytesToHex(out);
-      }),
-    decrypt: (args) =>
-      withKey(wallet(args, true), async (k) => {
+      });
+    },
+    decrypt: (args) => {
+      if (typeof args.ciphertext !== "string" || !HEX.test(args.ciphertext)) {
+        throw new CodedError(null, "decrypt: ciphertext must be a 0x hex string", "TypeError");
+      }
+      return withKey(wallet("decrypt", args, true), async (k) => {
         const data = hexToBytes(args.ciphertext as Hex);
         if (data.length < 12 + 16) throw new CodedError(null, "decrypt: the ciphertext is too short", "TypeError");
         const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["decrypt"]);
@@ -156,11 +182,15 @@ export function createRunHost(run: RunContext): RunHost {
           throw new CodedError(null, "decrypt: the ciphertext was not made by this wallet or was altered");
         }
         return args.raw === true ? bytesToHex(plain) : new TextDecoder().decode(plain);
-      }),
-    getActionWalletAddress: (args) => withKey(action(args.cid), (k) => privateKeyToAccount(keyHex(k.privateKey)).address.toLowerCase()),
-    getActionPublicKey: (args) => withKey(action(args.cid), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
-    signMessageAsAction: (args) => withKey(action(undefined), (k) => signMessage({ message: messageOf(args.message), privateKey: keyHex(k.privateKey) })),
-    getActionPrivateKey: () => withKey(action(undefined), (k) => keyHex(k.privateKey)),
+      });
+    },
+    getActionWalletAddress: (args) => withKey(action("getActionWalletAddress", args.cid), (k) => privateKeyToAccount(keyHex(k.privateKey)).address.toLowerCase()),
+    getActionPublicKey: (args) => withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
+    signMessageAsAction: (args) => {
+      const message = messageOf("signMessageAsAction", args.message);
+      return withKey(action("signMessageAsAction", undefined), (k) => signMessage({ message, privateKey: keyHex(k.privateKey) }));
+    },
+    getActionPrivateKey: () => withKey(action("getActionPrivateKey", undefined), (k) => keyHex(k.privateKey)),
     fetch: async (args) => {
       if (++fetches > run.limits.maxFetchCount) {
         throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxFetchCount} fetches`);
@@ -195,9 +225,9 @@ export function createRunHost(run: RunContext): RunHost {
       const args = rawArgs as Args;
       switch (op) {
         case "keccak256":
-          return bytesToHex(keccak_256(dataOf(args)));
+          return bytesToHex(keccak_256(dataOf(op, args)));
         case "sha256":
-          return bytesToHex(sha256(dataOf(args)));
+          return bytesToHex(sha256(dataOf(op, args)));
         case "parseUrl": {
           try {
             const u = new URL(String(args.input), args.base === undefined ? undefined : String(args.base));
