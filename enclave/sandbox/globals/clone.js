@@ -9,10 +9,16 @@
   const str = (s, fn, args) => apply(fn, s, args);
   const namedError = (name, message) => {
     const e = new ErrorCtor(message);
-    defineProperty(e, "name", { value: name, writable: true, enumerable: false, configurable: true });
+    defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
     return e;
   };
   // ─── structuredClone ─────────────────────────────────────────────────────────────────────
+  /**
+   * A copied property is defined, never assigned: assigning "__proto__" would set the copy's
+   * prototype, and a setter the script put on Object.prototype would swallow the value.
+   */
+  const put = (o, k, value) => defineProperty(o, k, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
+  const ERRORS = { __proto__: null, Error: ErrorCtor, TypeError: P.TypeError, RangeError: P.RangeError, SyntaxError: P.SyntaxError, ReferenceError: P.ReferenceError, EvalError: P.EvalError, URIError: P.URIError };
   function structuredClone(value) {
     const seen = new P.Map();
     const clone = (v) => {
@@ -22,9 +28,12 @@
       const t = apply(P.objToString, v, []);
       let out;
       if (isArray(v)) {
+        // Holes stay holes, the length is kept, and so are properties that are not indices.
         out = [];
         apply(mapSet, seen, [v, out]);
-        for (let i = 0; i < v.length; i++) if (i in v) out[i] = clone(v[i]);
+        const keys = objectKeys(v);
+        for (let i = 0; i < keys.length; i++) put(out, keys[i], clone(v[keys[i]]));
+        out.length = v.length;
         return out;
       }
       switch (t) {
@@ -34,7 +43,7 @@
         case "[object Map]": {
           out = new P.Map();
           apply(mapSet, seen, [v, out]);
-          for (const [k, x] of apply(P.mapEntries, v, [])) apply(mapSet, out, [clone(k), clone(x)]);
+          for (const entry of apply(P.mapEntries, v, [])) apply(mapSet, out, [clone(entry[0]), clone(entry[1])]);
           return out;
         }
         case "[object Set]": {
@@ -43,13 +52,14 @@
           for (const x of apply(P.setValues, v, [])) apply(P.setAdd, out, [clone(x)]);
           return out;
         }
-        case "[object Error]": { const E = { TypeError: P.TypeError, RangeError: P.RangeError, SyntaxError: P.SyntaxError, ReferenceError: P.ReferenceError, EvalError: P.EvalError, URIError: P.URIError }[v.name] || ErrorCtor; out = new E(v.message); break; }
+        case "[object Error]": { const E = ERRORS[v.name] || ErrorCtor; out = new E(v.message); break; }
         case "[object Boolean]": case "[object Number]": case "[object String]": case "[object BigInt]": out = Object(v.valueOf()); break;
         case "[object DataView]": { const buf = clone(v.buffer); out = new P.DataView(buf, v.byteOffset, v.byteLength); break; }
         case "[object Object]": {
           out = {};
           apply(mapSet, seen, [v, out]);
-          for (const k of objectKeys(v)) out[k] = clone(v[k]);
+          const keys = objectKeys(v);
+          for (let i = 0; i < keys.length; i++) put(out, keys[i], clone(v[keys[i]]));
           return out;
         }
         default:

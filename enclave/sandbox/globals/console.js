@@ -25,7 +25,10 @@
     return need("inspect").formatLogLine(args);
   };
   const console = {};
-  for (const level of ["log", "info", "warn", "error", "debug"]) {
+  // An indexed loop: `for…of` would use Array.prototype[Symbol.iterator], which the script may have replaced.
+  const levels = ["log", "info", "warn", "error", "debug"];
+  for (let i = 0; i < levels.length; i++) {
+    const level = levels[i];
     console[level] = function (...args) {
       P.apply(hostLog, undefined, [level, format(args)]);
     };

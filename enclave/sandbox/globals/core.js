@@ -31,6 +31,7 @@
     toUpperCase: String.prototype.toUpperCase,
     strIndexOf: String.prototype.indexOf,
     strSplit: String.prototype.split,
+    toWellFormed: String.prototype.toWellFormed,
     numToString: Number.prototype.toString,
     fnToString: Function.prototype.toString,
     reTest: RegExp.prototype.test,
@@ -96,7 +97,8 @@
 
   /** A global that is built the first time it is read, then becomes a plain property. */
   function lazyGlobal(name, chunk) {
-    const settle = (value) => defineProperty(G, name, { value, writable: true, enumerable: false, configurable: true });
+    // A descriptor without a prototype: the script may have put `get` or `set` on Object.prototype.
+    const settle = (value) => defineProperty(G, name, { __proto__: null, value, writable: true, enumerable: false, configurable: true });
     defineProperty(G, name, {
       get() {
         const value = need(chunk)[name];

@@ -29,7 +29,7 @@
       for (const pair of init) out[out.length] = [StringCtor(pair[0]), StringCtor(pair[1])];
       return out;
     }
-    for (const key of ObjectCtor.keys(init)) out[out.length] = [key, StringCtor(init[key])];
+    for (const key of objectKeys(init)) out[out.length] = [key, StringCtor(init[key])];
     return out;
   }
 
@@ -68,7 +68,7 @@
     forEach(fn, thisArg) {
       for (const [k, v] of this.#map) apply(fn, thisArg, [v, k, this]);
     }
-    [Symbol.iterator]() {
+    [P.iterator]() {
       return this.entries();
     }
   }
@@ -82,7 +82,7 @@
     else if (body instanceof need("url").URLSearchParams) bytes = apply(encode, encoder, [StringCtor(body)]);
     else throw new TypeErrorCtor("fetch: body must be a string, an ArrayBuffer, a typed array or URLSearchParams");
     let binary = "";
-    for (let i = 0; i < bytes.length; i++) binary += StringCtor.fromCharCode(bytes[i]);
+    for (let i = 0; i < bytes.length; i++) binary += P.fromCharCode(bytes[i]);
     return btoaFn(binary);
   }
 

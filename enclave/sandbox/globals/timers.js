@@ -18,6 +18,7 @@
   }
   const resolved = apply(P.promiseResolve, P.Promise, []);
   const queueMicrotask = (fn) => {
+    if (typeof fn !== "function") throw new P.TypeError("queueMicrotask: the callback must be a function");
     apply(P.promiseThen, resolved, [() => fn()]);
   };
 

@@ -8,14 +8,49 @@
   const str = (s, fn, args) => apply(fn, s, args);
   const namedError = (name, message) => {
     const e = new ErrorCtor(message);
-    defineProperty(e, "name", { value: name, writable: true, enumerable: false, configurable: true });
+    defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
     return e;
   };
   // ─── URLSearchParams and URL ─────────────────────────────────────────────────────────────
-  const formEncode = (s) =>
-    str(encodeURIComponent(s), replaceStr, [/%20/g, "+"]);
+  // application/x-www-form-urlencoded as the URL standard has it: UTF-8 (a lone surrogate becomes
+  // U+FFFD), everything but ASCII alphanumerics and *-._ percent-encoded, space as "+"; decoding
+  // leaves a "%" not followed by two hex digits as it is and reads bad UTF-8 as U+FFFD. The native
+  // encodeURIComponent/decodeURIComponent (captured) do most of it; string splits and joins, never
+  // RegExps, adjust the rest.
+  const text = need("text");
+  const replaceAll = (s, from, to) => (str(s, indexOfStr, [from]) < 0 ? s : apply(P.arrayJoin, str(s, splitStr, [from]), [to]));
+  /** A string as the URL standard takes one (a USVString): each lone surrogate becomes U+FFFD. */
+  const usv = (v) => str(StringCtor(v), P.toWellFormed, []);
+  const formEncode = (s) => {
+    let out = P.encodeURIComponent(s);
+    // encodeURIComponent leaves !'()~ as they are; the form encoding escapes them.
+    out = replaceAll(out, "%20", "+");
+    out = replaceAll(out, "!", "%21");
+    out = replaceAll(out, "'", "%27");
+    out = replaceAll(out, "(", "%28");
+    out = replaceAll(out, ")", "%29");
+    return replaceAll(out, "~", "%7E");
+  };
+  const hexValue = (b) => (b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x41 && b <= 0x46 ? b - 0x37 : b >= 0x61 && b <= 0x66 ? b - 0x57 : -1);
   const formDecode = (s) => {
-    try { return decodeURIComponent(str(s, replaceStr, [/\+/g, " "])); } catch { return s; }
+    const spaced = replaceAll(usv(s), "+", " ");
+    if (str(spaced, indexOfStr, ["%"]) < 0) return spaced;
+    try {
+      return P.decodeURIComponent(spaced);
+    } catch {
+      // A "%" without two hex digits, or escapes that are not UTF-8: byte by byte.
+    }
+    const bytes = text.utf8Encode(spaced);
+    const out = new Uint8ArrayCtor(bytes.length);
+    let n = 0;
+    for (let i = 0; i < bytes.length; i++) {
+      const b = bytes[i];
+      if (b === 0x25 && i + 2 < bytes.length && hexValue(bytes[i + 1]) >= 0 && hexValue(bytes[i + 2]) >= 0) {
+        out[n++] = hexValue(bytes[i + 1]) * 16 + hexValue(bytes[i + 2]);
+        i += 2;
+      } else out[n++] = b;
+    }
+    return text.utf8Decode(new Uint8ArrayCtor(out.buffer, 0, n), false);
   };
 
   class URLSearchParams {
@@ -23,14 +58,16 @@
     #onChange;
     constructor(init, onChange) {
       this.#onChange = typeof onChange === "function" ? onChange : undefined;
-      if (init === undefined || init === null) return;
-      if (typeof init === "object" && typeof init[iteratorSymbol] === "function") {
+      if (init === undefined) return;
+      // null is not a record: it is read as the string "null", as in the URL standard.
+      if (init !== null && typeof init === "object" && typeof init[iteratorSymbol] === "function") {
         for (const pair of init) {
           if (pair.length !== 2) throw new TypeErrorCtor("Each query pair must be an iterable [name, value] tuple");
-          this.#list[this.#list.length] = [StringCtor(pair[0]), StringCtor(pair[1])];
+          this.#list[this.#list.length] = [usv(pair[0]), usv(pair[1])];
         }
-      } else if (typeof init === "object") {
-        for (const k of objectKeys(init)) this.#list[this.#list.length] = [k, StringCtor(init[k])];
+      } else if (init !== null && typeof init === "object") {
+        const keys = objectKeys(init);
+        for (let i = 0; i < keys.length; i++) this.#list[this.#list.length] = [usv(keys[i]), usv(init[keys[i]])];
       } else {
         this._parse(StringCtor(init));
       }
@@ -39,7 +76,9 @@
       this.#list = [];
       const s = text[0] === "?" ? str(text, sliceStr, [1]) : text;
       if (s === "") return;
-      for (const part of str(s, splitStr, ["&"])) {
+      const parts = str(s, splitStr, ["&"]);
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i];
         if (part === "") continue;
         const eq = str(part, indexOfStr, ["="]);
         const name = eq < 0 ? part : str(part, sliceStr, [0, eq]);
@@ -49,26 +88,29 @@
     }
     #changed() { if (this.#onChange) this.#onChange(this.toString()); }
     get size() { return this.#list.length; }
-    append(name, value) { this.#list[this.#list.length] = [StringCtor(name), StringCtor(value)]; this.#changed(); }
+    append(name, value) { this.#list[this.#list.length] = [usv(name), usv(value)]; this.#changed(); }
     delete(name, value) {
-      const n = StringCtor(name);
+      const n = usv(name);
       const kept = [];
-      for (const p of this.#list) if (!(p[0] === n && (value === undefined || p[1] === StringCtor(value)))) kept[kept.length] = p;
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) if (!(l[i][0] === n && (value === undefined || l[i][1] === usv(value)))) kept[kept.length] = l[i];
       this.#list = kept;
       this.#changed();
     }
-    get(name) { const n = StringCtor(name); for (const p of this.#list) if (p[0] === n) return p[1]; return null; }
-    getAll(name) { const n = StringCtor(name); const out = []; for (const p of this.#list) if (p[0] === n) out[out.length] = p[1]; return out; }
-    has(name, value) { const n = StringCtor(name); for (const p of this.#list) if (p[0] === n && (value === undefined || p[1] === StringCtor(value))) return true; return false; }
+    get(name) { const n = usv(name); const l = this.#list; for (let i = 0; i < l.length; i++) if (l[i][0] === n) return l[i][1]; return null; }
+    getAll(name) { const n = usv(name); const l = this.#list; const out = []; for (let i = 0; i < l.length; i++) if (l[i][0] === n) out[out.length] = l[i][1]; return out; }
+    has(name, value) { const n = usv(name); const l = this.#list; for (let i = 0; i < l.length; i++) if (l[i][0] === n && (value === undefined || l[i][1] === usv(value))) return true; return false; }
     set(name, value) {
-      const n = StringCtor(name);
+      const n = usv(name);
       const kept = [];
       let done = false;
-      for (const p of this.#list) {
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) {
+        const p = l[i];
         if (p[0] !== n) kept[kept.length] = p;
-        else if (!done) { kept[kept.length] = [n, StringCtor(value)]; done = true; }
+        else if (!done) { kept[kept.length] = [n, usv(value)]; done = true; }
       }
-      if (!done) kept[kept.length] = [n, StringCtor(value)];
+      if (!done) kept[kept.length] = [n, usv(value)];
       this.#list = kept;
       this.#changed();
     }
@@ -77,14 +119,16 @@
       for (let i = 1; i < l.length; i++) { const x = l[i]; let j = i - 1; while (j >= 0 && l[j][0] > x[0]) { l[j + 1] = l[j]; j--; } l[j + 1] = x; }
       this.#changed();
     }
-    forEach(fn, thisArg) { for (const p of this.#list) apply(fn, thisArg, [p[1], p[0], this]); }
-    *entries() { for (const p of this.#list) yield [p[0], p[1]]; }
-    *keys() { for (const p of this.#list) yield p[0]; }
-    *values() { for (const p of this.#list) yield p[1]; }
+    // Indexed loops throughout: `for…of` would use the script's Array.prototype[Symbol.iterator].
+    forEach(fn, thisArg) { const l = this.#list; for (let i = 0; i < l.length; i++) apply(fn, thisArg, [l[i][1], l[i][0], this]); }
+    *entries() { const l = this.#list; for (let i = 0; i < l.length; i++) yield [l[i][0], l[i][1]]; }
+    *keys() { const l = this.#list; for (let i = 0; i < l.length; i++) yield l[i][0]; }
+    *values() { const l = this.#list; for (let i = 0; i < l.length; i++) yield l[i][1]; }
     [iteratorSymbol]() { return this.entries(); }
     toString() {
       let out = "";
-      for (const p of this.#list) out += (out ? "&" : "") + formEncode(p[0]) + "=" + formEncode(p[1]);
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) out += (i > 0 ? "&" : "") + formEncode(l[i][0]) + "=" + formEncode(l[i][1]);
       return out;
     }
   }
