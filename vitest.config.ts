@@ -1,5 +1,6 @@
 // One vitest run, one project per suite. Every run also writes a JSON report that .ci/run reads to
 // print its `N passed, N failed` line. Later suites (workers, enclave, end-to-end) join `projects`.
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -22,6 +23,14 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        // The edge, inside workerd (Miniflare) with the bindings of wrangler.toml.
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        test: {
+          name: "workers",
+          include: ["workers/**/*.test.ts"],
         },
       },
       {

@@ -88,6 +88,16 @@ const typedDataEnvelope = {
   signature: z.string().min(1).max(8192),
 };
 
+/** `POST /core/v1/sigil_action`'s body: the code itself or its IPFS CID, and the parameters for main. */
+const sigilActionFields = {
+  code: z.string().optional(),
+  ipfs_id: z.string().min(1).max(128).optional(),
+  js_params: z.unknown().optional(),
+};
+const oneSource = (r: { code?: string | undefined; ipfs_id?: string | undefined }) => (r.code === undefined) !== (r.ipfs_id === undefined);
+const oneSourceIssue = { message: "exactly one of code and ipfs_id is required", path: ["code"] };
+export const sigilActionRequestSchema = z.strictObject(sigilActionFields).refine(oneSource, oneSourceIssue);
+
 export const requestSchemas = {
   new_account: z.strictObject({
     account_name: z.string().min(1).max(128),
@@ -128,16 +138,11 @@ export const requestSchemas = {
   execute: z
     .strictObject({
       ...withKey,
-      code: z.string().optional(),
-      ipfs_id: z.string().min(1).max(128).optional(),
-      js_params: z.unknown().optional(),
+      ...sigilActionFields,
       /** The run's wall-clock budget (the edge caps it by the caller's credit); default: the configured timeout. */
       timeout_ms: z.number().int().positive().optional(),
     })
-    .refine((r) => (r.code === undefined) !== (r.ipfs_id === undefined), {
-      message: "exactly one of code and ipfs_id is required",
-      path: ["code"],
-    }),
+    .refine(oneSource, oneSourceIssue),
 } as const satisfies Record<EnclaveOperation, z.ZodType>;
 
 export type EnclaveRequest<Op extends EnclaveOperation> = z.input<(typeof requestSchemas)[Op]>;

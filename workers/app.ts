@@ -1,0 +1,52 @@
+// The edge's Hono app (api.md): request ids, CORS and the error body for everything; one router per
+// resource under /core/v1; the OpenAPI document generated from the same zod schemas that validate.
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { swaggerUI } from "@hono/swagger-ui";
+import { cors } from "hono/cors";
+import { SigilError, type IssueDetail } from "../shared/errors.ts";
+import { edgeConfig, type EdgeConfig } from "./config.ts";
+import type { Env } from "./env.ts";
+import { errorResponse } from "./errors.ts";
+import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
+import { publicRoutes } from "./routes/public.ts";
+
+export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig } };
+
+/** Validation failures become 400 invalid_request with one `{path, message}` per problem. */
+export function validationHook(result: { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> } }): void {
+  if (result.success || !result.error) return;
+  const details: IssueDetail[] = result.error.issues.map((i) => ({
+    path: i.path.map(String).join(".") || "(body)",
+    message: i.code === "unrecognized_keys" ? `unknown field(s): ${(i.keys ?? []).join(", ")}` : i.message,
+  }));
+  throw new SigilError("invalid_request", "the request is not valid for this endpoint", { details });
+}
+
+export function createApp(): OpenAPIHono<EdgeEnv> {
+  const app = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  app.use(requestId());
+  app.use(
+    cors({
+      origin: "*",
+      allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth"],
+      exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link"],
+    }),
+  );
+  app.use(async (c, next) => {
+    c.set("config", edgeConfig(c.env));
+    await next();
+  });
+
+  app.route("/core/v1", publicRoutes());
+
+  app.doc31("/core/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "Sigil", version: "1", description: "Programmable key management and script execution (see the specification)." },
+  });
+  app.get("/core/v1/swagger-ui", swaggerUI({ url: "/core/v1/openapi.json" }));
+  app.get("/", (c) => c.redirect("/core/v1/swagger-ui"));
+
+  app.notFound((c) => errorResponse(c, new SigilError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.onError((err, c) => errorResponse(c, err));
+  return app;
+}

@@ -1,0 +1,54 @@
+// The edge's one configuration object, read from the worker's bindings and validated once per
+// isolate (wrangler.toml and secrets describe them). Nothing else reads `env.X` directly.
+import { z } from "zod";
+import type { Env } from "./env.ts";
+
+const schema = z.object({
+  SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
+  SIGIL_VERSION: z.string().default("0.1.0"),
+  SIGIL_ENCLAVE_URLS: z.string().default(""),
+  SIGIL_ENCLAVE_SECRET: z.string().default(""),
+  SIGIL_RPC_URL: z.string().default(""),
+  SIGIL_PUBLIC_RPC_URL: z.string().optional(),
+  SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
+  SIGIL_CHAIN_NAME: z.string().default("anvil"),
+  SIGIL_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+});
+
+export type EdgeConfig = {
+  env: "development" | "test" | "production";
+  version: string;
+  enclaveUrls: string[];
+  enclaveSecret: string;
+  rpcUrl: string;
+  publicRpcUrl: string;
+  chainId: number;
+  chainName: string;
+  contractAddress: `0x${string}` | undefined;
+};
+
+const cache = new WeakMap<object, EdgeConfig>();
+
+/** The validated configuration; a misconfigured deployment fails loudly (500, logged), never half-works. */
+export function edgeConfig(env: Env): EdgeConfig {
+  const known = cache.get(env);
+  if (known) return known;
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    throw new Error(`invalid edge configuration: ${result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  }
+  const c = result.data;
+  const config: EdgeConfig = {
+    env: c.SIGIL_ENV,
+    version: c.SIGIL_VERSION,
+    enclaveUrls: c.SIGIL_ENCLAVE_URLS.split(",").map((u) => u.trim().replace(/\/+$/, "")).filter(Boolean),
+    enclaveSecret: c.SIGIL_ENCLAVE_SECRET,
+    rpcUrl: c.SIGIL_RPC_URL,
+    publicRpcUrl: c.SIGIL_PUBLIC_RPC_URL ?? c.SIGIL_RPC_URL,
+    chainId: c.SIGIL_CHAIN_ID,
+    chainName: c.SIGIL_CHAIN_NAME,
+    contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
+  };
+  cache.set(env, config);
+  return config;
+}

@@ -1,0 +1,30 @@
+// The one error handler (api.md, Errors): every non-2xx answer has the body
+// `{"error": {code, message, request_id, details?}}`. Internal details (stack traces, RPC errors,
+// revert data) go to the log with the request id, never to the client.
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { errorBody, SigilError } from "../shared/errors.ts";
+import type { RequestIds } from "./middleware/requestId/index.ts";
+
+export function toSigilError(err: unknown): SigilError {
+  if (err instanceof SigilError) return err;
+  if (err instanceof HTTPException) {
+    if (err.status === 400) return new SigilError("invalid_json", "the request body is not valid JSON");
+    if (err.status === 413) return new SigilError("payload_too_large", "the request body is too large");
+  }
+  return new SigilError("internal_error", "an internal error occurred", { cause: err });
+}
+
+export function errorResponse(c: Context, err: unknown): Response {
+  const error = toSigilError(err);
+  const ids = c.get("ids") as RequestIds | undefined;
+  const requestId = ids?.requestId ?? crypto.randomUUID();
+  if (error.status >= 500) {
+    const cause = error.cause ?? err;
+    console.error(JSON.stringify({ level: "error", msg: "request failed", requestId, code: error.code, error: cause instanceof Error ? cause.message : String(cause) }));
+  }
+  if (error.retryAfterSeconds !== undefined) c.header("Retry-After", String(error.retryAfterSeconds));
+  c.header("X-Request-Id", requestId);
+  if (ids?.correlationId) c.header("X-Correlation-Id", ids.correlationId);
+  return c.json(errorBody(error, requestId), error.status);
+}

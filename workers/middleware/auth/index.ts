@@ -1,0 +1,28 @@
+// The caller's API key (keys-and-authz.md, API keys): `X-Api-Key: <key>` or `Authorization: Bearer
+// <key>` (scheme case-insensitive). Missing → 401 missing_api_key; both present and different →
+// 400 conflicting_credentials; not a 44-character base64 key → 401 invalid_api_key, before any
+// hashing, so a public hash can never be used as a key. The key is never logged or stored.
+import type { Context } from "hono";
+import { isApiKeyFormat } from "../../../shared/apiKey.ts";
+import { SigilError } from "../../../shared/errors.ts";
+import { apiKeyHash } from "../../../shared/hashing.ts";
+
+export type CallerKey = { apiKey: string; keyHash: bigint };
+
+export function callerKey(c: Context): CallerKey {
+  const header = c.req.header("x-api-key")?.trim();
+  const authorization = c.req.header("authorization")?.trim();
+  let bearer: string | undefined;
+  if (authorization !== undefined) {
+    const m = /^bearer\s+(.+)$/i.exec(authorization);
+    if (!m) throw new SigilError("invalid_api_key", "the Authorization header must be `Bearer <api key>`");
+    bearer = (m[1] as string).trim();
+  }
+  if (header !== undefined && bearer !== undefined && header !== bearer) {
+    throw new SigilError("conflicting_credentials", "X-Api-Key and Authorization name different keys; send one");
+  }
+  const apiKey = header ?? bearer;
+  if (apiKey === undefined || apiKey === "") throw new SigilError("missing_api_key", "send your API key in X-Api-Key or Authorization: Bearer");
+  if (!isApiKeyFormat(apiKey)) throw new SigilError("invalid_api_key", "the API key is not valid");
+  return { apiKey, keyHash: apiKeyHash(apiKey) };
+}

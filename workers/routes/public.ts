@@ -1,0 +1,149 @@
+// Public information (api.md, Public information and Execution): no API key.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
+import { computeCid } from "../../shared/cid.ts";
+import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
+import { errorBodySchema } from "../../shared/errors.ts";
+import type { EdgeEnv } from "../app.ts";
+import { validationHook } from "../app.ts";
+import { callEnclave } from "../enclave/client.ts";
+
+const errors = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
+const MAX_CODE_BYTES = 4 << 20;
+
+const version = createRoute({
+  method: "get",
+  path: "/version",
+  summary: "The service's name and version",
+  responses: { 200: { description: "ok", content: { "application/json": { schema: z.object({ name: z.string(), version: z.string() }) } } } },
+});
+
+const chainConfig = createRoute({
+  method: "get",
+  path: "/get_node_chain_config",
+  summary: "The chain, the AccountConfig address and the EIP-712 domain clients sign in",
+  responses: {
+    200: {
+      description: "ok",
+      content: {
+        "application/json": {
+          schema: z.object({
+            chain_id: z.number(),
+            chain_name: z.string(),
+            contract_address: z.string().nullable(),
+            rpc_url: z.string(),
+            eip712_domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }),
+          }),
+        },
+      },
+    },
+  },
+});
+
+const ipfsId = createRoute({
+  method: "post",
+  path: "/get_sigil_action_ipfs_id",
+  summary: "The CIDv0 of a script (ipfs add defaults, exact bytes)",
+  request: { body: { required: true, content: { "application/json": { schema: z.string().max(MAX_CODE_BYTES) } } } },
+  responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, 400: errors, 413: errors },
+});
+
+const clientConfigSchema = z.object({
+  timeout_ms: z.number(),
+  max_timeout_ms: z.number(),
+  memory_limit_mb: z.number(),
+  max_code_bytes: z.number(),
+  max_js_params_bytes: z.number(),
+  max_response_bytes: z.number(),
+  max_log_bytes: z.number(),
+  max_fetch_count: z.number(),
+  max_wallet_operations: z.number(),
+});
+
+const clientConfig = createRoute({
+  method: "get",
+  path: "/get_sigil_action_client_config",
+  summary: "The effective limits of a script run",
+  responses: { 200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } }, 503: errors },
+});
+
+const enclaveHealth = z.object({
+  index: z.number(),
+  status: z.string(),
+  account_event_listener_lag_seconds: z.number().nullable(),
+  last_block: z.string().nullable(),
+});
+const health = createRoute({
+  method: "get",
+  path: "/health",
+  summary: "Whether the service can serve: every enclave's state and the chain listener's lag",
+  responses: {
+    200: {
+      description: "serving",
+      content: {
+        "application/json": {
+          schema: z.object({
+            status: z.string(),
+            account_event_listener_lag_seconds: z.number().nullable(),
+            enclaves: z.array(enclaveHealth),
+            chain: z.object({ chain_id: z.number(), contract_address: z.string().nullable() }),
+          }),
+        },
+      },
+    },
+    503: { description: "not serving" },
+  },
+});
+
+export function publicRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+
+  r.openapi(version, (c) => c.json({ name: "sigil", version: c.get("config").version }, 200));
+
+  r.openapi(chainConfig, (c) => {
+    const config = c.get("config");
+    return c.json(
+      {
+        chain_id: config.chainId,
+        chain_name: config.chainName,
+        contract_address: config.contractAddress?.toLowerCase() ?? null,
+        rpc_url: config.publicRpcUrl,
+        eip712_domain: { name: EIP712_DOMAIN_NAME, version: EIP712_DOMAIN_VERSION, chainId: config.chainId },
+      },
+      200,
+    );
+  });
+
+  r.openapi(ipfsId, async (c) => c.json(await computeCid(c.req.valid("json")), 200));
+
+  r.openapi(clientConfig, async (c) =>
+    c.json(await callEnclave<z.infer<typeof clientConfigSchema>>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 }), 200),
+  );
+
+  r.openapi(health, async (c) => {
+    const config = c.get("config");
+    const enclaves = await Promise.all(
+      config.enclaveUrls.map(async (url, index) => {
+        try {
+          const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(3_000) });
+          const body = (await res.json()) as { status?: string; account_event_listener_lag_seconds?: number | null; listener?: { last_block?: string | null } };
+          return { index, status: res.ok ? (body.status ?? "ok") : "degraded", account_event_listener_lag_seconds: body.account_event_listener_lag_seconds ?? null, last_block: body.listener?.last_block ?? null };
+        } catch {
+          return { index, status: "unreachable", account_event_listener_lag_seconds: null, last_block: null };
+        }
+      }),
+    );
+    const serving = enclaves.filter((e) => e.status === "ok");
+    const lags = serving.map((e) => e.account_event_listener_lag_seconds).filter((l): l is number => l !== null);
+    const body = {
+      status: serving.length > 0 ? "ok" : "unavailable",
+      account_event_listener_lag_seconds: lags.length > 0 ? Math.min(...lags) : null,
+      enclaves,
+      chain: { chain_id: config.chainId, contract_address: config.contractAddress?.toLowerCase() ?? null },
+    };
+    if (serving.length === 0) c.header("Retry-After", "5");
+    return c.json(body, serving.length > 0 ? 200 : 503) as never;
+  });
+
+  return r;
+}
