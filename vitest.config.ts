@@ -2,6 +2,7 @@
 // print its `N passed, N failed` line. Later suites (workers, enclave, end-to-end) join `projects`.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { TEST_ENCLAVE_SECRET } from "./test/enclave/constants.ts";
 
 export default defineConfig({
   test: {
@@ -26,11 +27,36 @@ export default defineConfig({
         },
       },
       {
-        // The edge, inside workerd (Miniflare) with the bindings of wrangler.toml.
+        // The edge, inside workerd (Miniflare) with the bindings of wrangler.toml and no backend.
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
         test: {
           name: "workers",
           include: ["workers/**/*.test.ts"],
+        },
+      },
+      {
+        // The edge in workerd against a real chain and enclave (test/workers/globalSetup.ts).
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                SIGIL_ENV: "test",
+                SIGIL_RPC_URL: inject("rpcUrl"),
+                SIGIL_CONTRACT_ADDRESS: inject("contract"),
+                SIGIL_ENCLAVE_URLS: inject("enclaveUrl"),
+                SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workers-stack",
+          include: ["test/workers/**/*.test.ts"],
+          globalSetup: ["test/workers/globalSetup.ts"],
+          fileParallelism: false,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
         },
       },
       {

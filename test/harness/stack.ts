@@ -1,0 +1,79 @@
+// The test stack shared by the suites that need the real service parts: anvil with AccountConfig,
+// a loopback IPFS gateway and fetch target, and the enclave as its own process (fixed dev root
+// key), its payers registered and funded. Everything listens on 127.0.0.1 and free ports.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPublicClient, createWalletClient, getAddress, http, type Address } from "viem";
+import { startAnvil } from "../../bin/stack/anvil.ts";
+import { spawnEnclave } from "../../bin/stack/enclave.ts";
+import { registerLocalPayers } from "../../bin/stack/payers.ts";
+import { deployAccountConfig } from "../../contracts/deploy.ts";
+import { TEST_ENCLAVE_SECRET, TEST_ROOT_KEY } from "../enclave/constants.ts";
+import { startFetchTarget } from "../emulators/fetchTarget.ts";
+import { startIpfsGateway } from "../emulators/ipfsGateway.ts";
+
+export type TestStack = {
+  rpcUrl: string;
+  contract: Address;
+  owner: Address;
+  enclaveUrl: string;
+  enclavePid: number;
+  gatewayUrl: string;
+  fetchTargetUrl: string;
+  listenerPollMs: number;
+  stop(): Promise<void>;
+};
+
+export async function startTestStack(options: { listenerPollMs?: number; echoEnclaveLogs?: boolean } = {}): Promise<TestStack> {
+  const listenerPollMs = options.listenerPollMs ?? 500;
+  const anvil = await startAnvil({ accounts: 10 });
+  const gateway = await startIpfsGateway();
+  const target = await startFetchTarget();
+  const stateDir = mkdtempSync(join(tmpdir(), "sigil-test-stack-"));
+  const stops: Array<() => Promise<void>> = [async () => rmSync(stateDir, { recursive: true, force: true }), () => anvil.stop(), () => gateway.close(), () => target.close()];
+  const stop = async () => {
+    for (const s of stops) await s().catch(() => undefined);
+  };
+  try {
+    const transport = http(anvil.rpcUrl);
+    const publicClient = createPublicClient({ transport, pollingInterval: 50 });
+    const walletClient = createWalletClient({ transport });
+    const [owner] = await walletClient.getAddresses();
+    if (!owner) throw new Error("anvil has no accounts");
+    const deployment = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
+    const enclave = await spawnEnclave(
+      {
+        SIGIL_ENV: "test",
+        SIGIL_ENCLAVE_PORT: "0",
+        SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+        SIGIL_RPC_URL: anvil.rpcUrl,
+        SIGIL_CONTRACT_ADDRESS: deployment.proxy,
+        SIGIL_DEV_ROOT_KEY: TEST_ROOT_KEY,
+        SIGIL_STATE_DIR: stateDir,
+        SIGIL_LISTENER_POLL_MS: String(listenerPollMs),
+        SIGIL_IPFS_GATEWAY: gateway.url,
+        SIGIL_FETCH_ALLOW: `127.0.0.1:${target.port}`,
+        SIGIL_SANDBOX_WORKERS: "2",
+        SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
+      },
+      options.echoEnclaveLogs ? { echo: (line) => console.log(`[enclave] ${line}`) } : {},
+    );
+    stops.unshift(() => enclave.stop());
+    await registerLocalPayers({ rpcUrl: anvil.rpcUrl, publicClient, walletClient, owner, contract: deployment.proxy, payers: enclave.payers });
+    return {
+      rpcUrl: anvil.rpcUrl,
+      contract: getAddress(deployment.proxy),
+      owner: getAddress(owner),
+      enclaveUrl: enclave.url,
+      enclavePid: enclave.pid,
+      gatewayUrl: gateway.url,
+      fetchTargetUrl: target.url,
+      listenerPollMs,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
