@@ -8,7 +8,13 @@ import { edgeConfig, type EdgeConfig } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse } from "./errors.ts";
 import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
+import { accountsRoutes } from "./routes/accounts.ts";
+import { actionsRoutes } from "./routes/actions.ts";
+import { executionRoutes } from "./routes/execution.ts";
+import { groupsRoutes } from "./routes/groups.ts";
 import { publicRoutes } from "./routes/public.ts";
+import { signaturesRoutes } from "./routes/signatures.ts";
+import { walletsRoutes } from "./routes/wallets.ts";
 
 export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig } };
 
@@ -38,6 +44,12 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   });
 
   app.route("/core/v1", publicRoutes());
+  app.route("/core/v1", accountsRoutes());
+  app.route("/core/v1", walletsRoutes());
+  app.route("/core/v1", groupsRoutes());
+  app.route("/core/v1", actionsRoutes());
+  app.route("/core/v1", executionRoutes());
+  app.route("/core/v1", signaturesRoutes());
 
   app.doc31("/core/v1/openapi.json", {
     openapi: "3.1.0",

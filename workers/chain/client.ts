@@ -1,0 +1,35 @@
+// Live reads of AccountConfig from the Worker (api.md: reads are eth_calls, never cached). A
+// revert becomes the api.md error for it; an unreachable chain 503 chain_unavailable.
+import { createPublicClient, http, type PublicClient } from "viem";
+import { mapContractError } from "../../shared/contractErrors.ts";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeConfig } from "../config.ts";
+
+const clients = new Map<string, PublicClient>();
+
+export function chainClient(config: EdgeConfig): PublicClient {
+  if (!config.rpcUrl) throw new SigilError("chain_unavailable", "no chain is configured", { retryAfterSeconds: 30 });
+  let client = clients.get(config.rpcUrl);
+  if (!client) {
+    client = createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1, timeout: 10_000 }) }) as PublicClient;
+    clients.set(config.rpcUrl, client);
+  }
+  return client;
+}
+
+export function contractAddress(config: EdgeConfig): `0x${string}` {
+  if (!config.contractAddress) throw new SigilError("chain_unavailable", "no AccountConfig address is configured", { retryAfterSeconds: 30 });
+  return config.contractAddress;
+}
+
+/** Runs a read on behalf of `keyHash` and maps its failure. */
+export async function read<T>(run: () => Promise<T>, keyHash?: bigint): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof SigilError) throw err;
+    const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
+    if (internal) console.error(JSON.stringify({ level: "error", msg: "chain read failed", error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
+    throw error;
+  }
+}
