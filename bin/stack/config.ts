@@ -10,6 +10,8 @@ const schema = z.object({
   SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Port for the local anvil; 0 lets it pick a free one. */
   SIGIL_ANVIL_PORT: z.coerce.number().int().min(0).max(65_535).default(8545),
+  /** Port for the edge (the public API) under wrangler dev; 0 picks a free one. */
+  SIGIL_EDGE_PORT: z.coerce.number().int().min(0).max(65_535).default(8787),
   /** Port for the local enclave's internal API; 0 lets it pick a free one. */
   SIGIL_ENCLAVE_PORT: z.coerce.number().int().min(0).max(65_535).default(8790),
   /** Where the stack writes its state (local.json); tests point it at a temporary folder. */
@@ -25,6 +27,7 @@ export type StackConfig = {
   rpcUrl: string | undefined;
   anvilPort: number;
   enclavePort: number;
+  edgePort: number;
   stateDir: string;
   deployerPrivateKey: string | undefined;
 };
@@ -41,6 +44,7 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     rpcUrl: c.SIGIL_RPC_URL,
     anvilPort: c.SIGIL_ANVIL_PORT,
     enclavePort: c.SIGIL_ENCLAVE_PORT,
+    edgePort: c.SIGIL_EDGE_PORT,
     stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
   };

@@ -1,11 +1,13 @@
 // `npm start`: brings the local stack up, prints where everything is, and on Ctrl-C (SIGINT) or
-// SIGTERM stops everything it started. It runs the chain, the contract and one enclave (dev root
-// key under .sigil/dev/, its payers registered and funded); the edge and the emulators join later.
+// SIGTERM stops everything it started: the chain, the contract, one enclave (dev root key under
+// .sigil/dev/, its payers registered and funded) and the edge under wrangler dev. Billing's Stripe
+// emulator joins with the billing issue.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address } from "viem";
 import { deployAccountConfig, deployerAccount } from "../../contracts/deploy.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
+import { freePort, spawnEdge, type EdgeProcess } from "./edge.ts";
 import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
 import { registerLocalPayers } from "./payers.ts";
 import { readStackConfig } from "./config.ts";
@@ -16,6 +18,7 @@ let stoppingRequested = false;
 export async function startLocalStack(): Promise<number> {
   let anvil: Anvil | undefined;
   let enclave: EnclaveProcess | undefined;
+  let edge: EdgeProcess | undefined;
   let stopping = false;
   // Signal handlers and pending promises do not keep Node running; this does, until stop().
   const keepAlive = setInterval(() => {}, 1 << 30);
@@ -24,6 +27,10 @@ export async function startLocalStack(): Promise<number> {
     stopping = true;
     stoppingRequested = true;
     clearInterval(keepAlive);
+    if (edge) {
+      log(`stopping the edge (pid ${edge.pid})`);
+      await edge.stop();
+    }
     if (enclave) {
       log(`stopping the enclave (pid ${enclave.pid})`);
       await enclave.stop();
@@ -62,6 +69,7 @@ export async function startLocalStack(): Promise<number> {
     const deployment = await deployAccountConfig({ publicClient, walletClient, account }, { owner });
 
     mkdirSync(config.stateDir, { recursive: true });
+    const edgePort = config.edgePort === 0 ? await freePort() : config.edgePort;
     enclave = await spawnEnclave({
       SIGIL_ENV: "development",
       SIGIL_ENCLAVE_HOST: "127.0.0.1",
@@ -72,22 +80,41 @@ export async function startLocalStack(): Promise<number> {
       SIGIL_STATE_DIR: config.stateDir,
       SIGIL_ROOT_KEY_PROVIDER: "dev",
       SIGIL_LOG_LEVEL: "warn",
+      // Scripts may never reach the edge's own port.
+      SIGIL_FETCH_DENY_PORTS: String(edgePort),
     }, { echo: (line) => {
       if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
     } });
     log(`enclave (pid ${enclave.pid}) listening on ${enclave.url}`);
     await registerLocalPayers({ rpcUrl, publicClient, walletClient, owner: account, contract: deployment.proxy, payers: enclave.payers });
     log(`registered and funded ${enclave.payers.length} enclave payers`);
+    edge = await spawnEdge({
+      port: edgePort,
+      stateDir: config.stateDir,
+      vars: {
+        SIGIL_ENV: "development",
+        SIGIL_ENCLAVE_URLS: enclave.url,
+        SIGIL_ENCLAVE_SECRET: localSecret(config.stateDir),
+        SIGIL_RPC_URL: rpcUrl,
+        SIGIL_PUBLIC_RPC_URL: rpcUrl,
+        SIGIL_CHAIN_ID: String(deployment.chainId),
+        SIGIL_CHAIN_NAME: deployment.chainId === 31337 ? "anvil" : `chain ${deployment.chainId}`,
+        SIGIL_CONTRACT_ADDRESS: deployment.proxy,
+      },
+      echo: (line) => console.log(`[edge] ${line}`),
+    });
+    log(`edge (pid ${edge.pid}) listening on ${edge.url}`);
 
     const stateFile = join(config.stateDir, "local.json");
     writeFileSync(
       stateFile,
-      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber), enclaveUrl: enclave.url, payers: enclave.payers }, null, 2)}\n`,
+      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber), edgeUrl: edge.url, enclaveUrl: enclave.url, payers: enclave.payers }, null, 2)}\n`,
     );
     console.log(
       [
         "",
         "Sigil local stack is up — SIMULATED TEE: the enclave runs as a plain local process with a dev root key",
+        `  API              ${edge.url}/core/v1   (Swagger UI: ${edge.url}/core/v1/swagger-ui)`,
         `  chain id         ${deployment.chainId}`,
         `  rpc url          ${rpcUrl}`,
         `  AccountConfig    ${deployment.proxy}`,
@@ -110,7 +137,8 @@ export async function startLocalStack(): Promise<number> {
   // Anvil or the enclave dying on its own ends the stack too, loudly.
   const died = anvil ? anvilExit(anvil) : new Promise<number>(() => {});
   const enclaveDied = enclave ? enclaveExit(enclave) : new Promise<number>(() => {});
-  const code = await Promise.race([stopped, died, enclaveDied]);
+  const edgeDied = edge ? processExit("the edge", edge.exited) : new Promise<number>(() => {});
+  const code = await Promise.race([stopped, died, enclaveDied, edgeDied]);
   await stop();
   return code;
 }
@@ -135,10 +163,14 @@ async function anvilExit(anvil: Anvil): Promise<number> {
   return new Promise<number>(() => {}); // a requested stop resolves through the signal path
 }
 
-async function enclaveExit(enclave: EnclaveProcess): Promise<number> {
-  const code = await enclave.exited;
+function enclaveExit(enclave: EnclaveProcess): Promise<number> {
+  return processExit("the enclave", enclave.exited);
+}
+
+async function processExit(what: string, exited: Promise<number | null>): Promise<number> {
+  const code = await exited;
   if (!stoppingRequested) {
-    console.error(`sigil start: the enclave exited unexpectedly (${code}); stopping`);
+    console.error(`sigil start: ${what} exited unexpectedly (${code}); stopping`);
     return 1;
   }
   return new Promise<number>(() => {});

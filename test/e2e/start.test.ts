@@ -22,7 +22,7 @@ function startStack(env: Record<string, string>, stateDir = mkdtempSync(join(tmp
     cwd: root,
     // A state folder of its own, so a test never overwrites a developer's .sigil/local.json.
     // A free port for the enclave too, so parallel stacks never collide on the default 8790.
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ENCLAVE_PORT: "0", ...env },
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", ...env },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -59,10 +59,12 @@ async function up(started: Started) {
   const rpcUrl = /rpc url\s+(\S+)/.exec(started.output())![1]!;
   const anvilPid = Number(/anvil \(pid (\d+)\)/.exec(started.output())?.[1] ?? 0) || undefined;
   if (anvilPid) strayPids.push(anvilPid);
+  const edgeMatch = /edge \(pid (\d+)\) listening on (\S+)/.exec(started.output());
+  if (edgeMatch) strayPids.push(Number(edgeMatch[1]));
   const enclave = /enclave \(pid (\d+)\) listening on (\S+)/.exec(started.output());
   const enclavePid = Number(enclave?.[1] ?? 0) || undefined;
   if (enclavePid) strayPids.push(enclavePid);
-  return { address, rpcUrl, anvilPid, enclavePid, enclaveUrl: enclave?.[2] };
+  return { address, rpcUrl, anvilPid, enclavePid, enclaveUrl: enclave?.[2], edgePid: Number(edgeMatch?.[1] ?? 0) || undefined, edgeUrl: edgeMatch?.[2] };
 }
 
 function killGroup(pid: number): void {
@@ -83,8 +85,13 @@ describe("npm start", () => {
   it("deploys AccountConfig on its own anvil, starts the enclave with funded payers, and leaves no process behind after Ctrl-C", async () => {
     const stateDir = mkdtempSync(join(tmpdir(), "sigil-state-"));
     const started = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
-    const { address, rpcUrl, anvilPid, enclavePid, enclaveUrl } = await up(started);
+    const { address, rpcUrl, anvilPid, enclavePid, enclaveUrl, edgePid, edgeUrl } = await up(started);
     expect(enclavePid).toBeDefined();
+    expect(edgePid).toBeDefined();
+    // The edge serves the API and reaches the enclave (its health aggregates the enclave's).
+    const edgeHealth = await fetch(`${edgeUrl}/core/v1/health`);
+    expect(edgeHealth.status).toBe(200);
+    expect(((await edgeHealth.json()) as { enclaves: Array<{ status: string }> }).enclaves[0]?.status).toBe("ok");
     expect(started.output()).toContain("SIMULATED TEE");
     const health = (await (await fetch(`${enclaveUrl}/health`)).json()) as { status: string; payers: Array<{ low: boolean }> };
     expect(health.status).toBe("ok");
@@ -106,6 +113,7 @@ describe("npm start", () => {
     expect(await started.exit).toBe(0);
     expect(isAlive(anvilPid!)).toBe(false);
     expect(isAlive(enclavePid!)).toBe(false);
+    expect(isAlive(edgePid!)).toBe(false);
     await expect(client.getChainId()).rejects.toThrow();
   });
 

@@ -1,0 +1,82 @@
+// Runs the edge under `wrangler dev` (workerd, the same runtime as production) as its own process
+// group, wired to the local chain and enclave through an env file in the state folder, and waits
+// until it answers. Nothing leaves the machine: Cloudflare's request metadata (`cf.json`) is not
+// fetched and wrangler sends no metrics.
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { join } from "node:path";
+import { stopGroup } from "./anvil.ts";
+
+export type EdgeProcess = { url: string; pid: number; exited: Promise<number | null>; output(): string; stop(): Promise<void> };
+
+const root = join(import.meta.dirname, "../..");
+const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
+
+/** A port that is free right now on 127.0.0.1 (wrangler dev cannot be asked to pick one). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export async function spawnEdge(options: {
+  port: number;
+  stateDir: string;
+  vars: Record<string, string>;
+  timeoutMs?: number;
+  echo?: (line: string) => void;
+}): Promise<EdgeProcess> {
+  const dir = join(options.stateDir, "dev");
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // An env file, not --var flags, so the enclave secret never shows in the process list.
+  const envFile = join(dir, "edge.env");
+  writeFileSync(envFile, `${Object.entries(options.vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n")}\n`, { mode: 0o600 });
+  const child = spawn(
+    process.execPath,
+    [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(options.port), "--env-file", envFile, "--persist-to", join(options.stateDir, "wrangler"), "--show-interactive-dev-session=false", "--log-level", "warn"],
+    {
+      cwd: root,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    },
+  );
+  if (child.pid === undefined) throw new Error("wrangler dev did not start");
+  const pid = child.pid;
+  let output = "";
+  let pending = "";
+  const onData = (chunk: Buffer) => {
+    const text = chunk.toString();
+    output += text;
+    pending += text;
+    let nl: number;
+    while ((nl = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, nl).trimEnd();
+      pending = pending.slice(nl + 1);
+      if (line) options.echo?.(line);
+    }
+  };
+  child.stdout?.on("data", onData);
+  child.stderr?.on("data", onData);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const url = `http://127.0.0.1:${options.port}`;
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}) before it answered:\n${output.slice(-3000)}`);
+    try {
+      const res = await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stopGroup(child);
+      throw new Error(`wrangler dev did not answer within ${options.timeoutMs ?? 60_000} ms:\n${output.slice(-3000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, pid, exited, output: () => output, stop: () => stopGroup(child) };
+}
