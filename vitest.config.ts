@@ -27,8 +27,14 @@ export default defineConfig({
         },
       },
       {
-        // The edge, inside workerd (Miniflare) with the bindings of wrangler.toml and no backend.
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        // The edge, inside workerd (Miniflare) with the bindings of wrangler.toml and no backend;
+        // small rate limits so their tests reach them.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { SIGIL_RATE_LIMIT_PER_KEY: "20", SIGIL_RATE_LIMIT_PER_IP: "50", SIGIL_RATE_LIMIT_OPEN_PER_IP: "5" } },
+          }),
+        ],
         test: {
           name: "workers",
           include: ["workers/**/*.test.ts"],
@@ -46,6 +52,10 @@ export default defineConfig({
                 SIGIL_CONTRACT_ADDRESS: inject("contract"),
                 SIGIL_ENCLAVE_URLS: inject("enclaveUrl"),
                 SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+                // The suites make many requests from one address; rate limits have their own tests.
+                SIGIL_RATE_LIMIT_PER_KEY: "1000000",
+                SIGIL_RATE_LIMIT_PER_IP: "1000000",
+                SIGIL_RATE_LIMIT_OPEN_PER_IP: "1000000",
               },
             },
           })),

@@ -7,6 +7,7 @@ import { SigilError, type IssueDetail } from "../shared/errors.ts";
 import { edgeConfig, type EdgeConfig } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse } from "./errors.ts";
+import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
 import { actionsRoutes } from "./routes/actions.ts";
@@ -42,6 +43,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
     c.set("config", edgeConfig(c.env));
     await next();
   });
+  app.use("/core/v1/*", rateLimit());
 
   app.route("/core/v1", publicRoutes());
   app.route("/core/v1", accountsRoutes());

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import type { Env } from "./env.ts";
 
+// Bindings that are not variables (Durable Objects) are left out of the check.
 const schema = z.object({
   SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
   SIGIL_VERSION: z.string().default("0.1.0"),
@@ -13,6 +14,9 @@ const schema = z.object({
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),
   SIGIL_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
+  SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
+  SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
 });
 
 export type EdgeConfig = {
@@ -25,6 +29,8 @@ export type EdgeConfig = {
   chainId: number;
   chainName: string;
   contractAddress: `0x${string}` | undefined;
+  /** Requests per minute. */
+  rateLimits: { perKey: number; perIp: number; openPerIp: number };
 };
 
 const cache = new WeakMap<object, EdgeConfig>();
@@ -48,6 +54,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     chainId: c.SIGIL_CHAIN_ID,
     chainName: c.SIGIL_CHAIN_NAME,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
+    rateLimits: { perKey: c.SIGIL_RATE_LIMIT_PER_KEY, perIp: c.SIGIL_RATE_LIMIT_PER_IP, openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP },
   };
   cache.set(env, config);
   return config;

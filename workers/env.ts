@@ -1,5 +1,13 @@
 // The worker's bindings and variables (wrangler.toml is their single description).
+import type { RateLimiter } from "./ratelimit/limiter.ts";
+
 export type Env = {
+  /** One rate-limit window per bucket (an API key or a client IP). */
+  RATE_LIMITER?: DurableObjectNamespace<RateLimiter>;
+  /** Requests per minute per API key, per client IP, and per IP on the open writes. */
+  SIGIL_RATE_LIMIT_PER_KEY?: string;
+  SIGIL_RATE_LIMIT_PER_IP?: string;
+  SIGIL_RATE_LIMIT_OPEN_PER_IP?: string;
   /** `development`, `test` or `production`. */
   SIGIL_ENV?: string;
   /** Comma-separated enclave base URLs; the edge routes to a healthy one. */

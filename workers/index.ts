@@ -2,4 +2,5 @@
 // checks signatures and forwards key derivation, writes and executions to an enclave.
 import { createApp } from "./app.ts";
 
+export { RateLimiter } from "./ratelimit/limiter.ts";
 export default createApp();
