@@ -46,6 +46,14 @@ describe("errors", () => {
     expect(Array.isArray(error.details)).toBe(true);
   });
 
+  it("a body without Content-Type: application/json is 400 invalid_json, never a 500", async () => {
+    for (const headers of [{ "content-type": "text/plain" }, {}]) {
+      const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers, body: JSON.stringify("x") });
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).code).toBe("invalid_json");
+    }
+  });
+
   it("with no enclave reachable, an endpoint that needs one answers 503 enclave_unavailable with Retry-After", async () => {
     const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
     expect(res.status).toBe(503);

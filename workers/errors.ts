@@ -10,6 +10,8 @@ export function toSigilError(err: unknown): SigilError {
   if (err instanceof SigilError) return err;
   if (err instanceof HTTPException) {
     if (err.status === 400) return new SigilError("invalid_json", "the request body is not valid JSON");
+    // The validator refuses a body that is not declared as JSON: still the client's mistake, still 400.
+    if (err.status === 415) return new SigilError("invalid_json", "send the request body as JSON, with Content-Type: application/json");
     if (err.status === 413) return new SigilError("payload_too_large", "the request body is too large");
   }
   return new SigilError("internal_error", "an internal error occurred", { cause: err });

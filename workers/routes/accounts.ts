@@ -1,9 +1,173 @@
-// Routes of this resource (api.md). Filled in by the edge issue.
-import { OpenAPIHono } from "@hono/zod-openapi";
+// Accounts and keys (api.md, Accounts and keys). Writes are forwarded to an enclave with the
+// caller's key added as `api_key` (the enclave authorizes them itself: a usage key on an owner
+// operation gets 403 account_key_required from it); reads are live eth_calls from here.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "zod";
+import { requestSchemas, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { toHash32 } from "../../shared/hashing.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { chainClient, contractAddress, read } from "../chain/client.ts";
+import { forward } from "../enclave/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, toWire } from "./openapi.ts";
+import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+
+type OwnerWrite = "add_usage_api_key" | "update_usage_api_key" | "update_usage_api_key_metadata" | "remove_usage_api_key";
+
+/** The public bodies of the owner operations: the enclave's schemas without `api_key` (it comes from the header). */
+const ownerBodies = {
+  add_usage_api_key: requestSchemas.add_usage_api_key.omit({ api_key: true }),
+  update_usage_api_key: requestSchemas.update_usage_api_key.omit({ api_key: true }),
+  update_usage_api_key_metadata: requestSchemas.update_usage_api_key_metadata.omit({ api_key: true }),
+  remove_usage_api_key: requestSchemas.remove_usage_api_key.omit({ api_key: true }),
+};
+
+const newAccount = createRoute({
+  method: "post",
+  path: "/new_account",
+  summary: "Create a managed account: its master API key (shown once), the Account Master Wallet and the account id",
+  request: { body: body(requestSchemas.new_account) },
+  responses: { 200: json(responseSchemas.new_account), 400: errors, 429: errors, 503: errors },
+});
+
+const accountExists = createRoute({
+  method: "get",
+  path: "/account_exists",
+  summary: "Whether the key in the header is the master or a usage key of an existing account, and whether that account is managed",
+  security: keySecurity,
+  responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), 400: errors, 401: errors, 503: errors },
+});
+
+const ownerWrite = <B extends z.ZodType, R extends z.ZodType>(op: OwnerWrite, request: B, response: R, summary: string) =>
+  createRoute({
+    method: "post",
+    path: `/${op}`,
+    summary,
+    security: keySecurity,
+    middleware: [requireKey] as const,
+    request: { body: body(request) },
+    responses: { 200: json(response), 400: errors, 401: errors, 403: errors, 404: errors, 503: errors },
+  });
+
+const addUsageKey = ownerWrite(
+  "add_usage_api_key",
+  ownerBodies.add_usage_api_key,
+  responseSchemas.add_usage_api_key,
+  "Create a usage key with the given permissions (the key is shown once)",
+);
+const updateUsageKey = ownerWrite(
+  "update_usage_api_key",
+  ownerBodies.update_usage_api_key,
+  responseSchemas.update_usage_api_key,
+  "Replace all permissions of a usage key (named by the key or its 0x hash)",
+);
+const updateUsageKeyMetadata = ownerWrite(
+  "update_usage_api_key_metadata",
+  ownerBodies.update_usage_api_key_metadata,
+  responseSchemas.update_usage_api_key_metadata,
+  "Rename or re-describe a usage key",
+);
+const removeUsageKey = ownerWrite("remove_usage_api_key", ownerBodies.remove_usage_api_key, responseSchemas.remove_usage_api_key, "Remove a usage key; it stops working at once");
+
+const groupIds = z.array(z.string());
+const usageKeyItem = z.object({
+  id: z.string().describe("the key's hash, 0x + 64 hex"),
+  name: z.string(),
+  description: z.string(),
+  expires_at: z.number().describe("unix seconds; 0 = never"),
+  spend_limit_cents: z.number().describe("0 = no cap"),
+  can_create_groups: z.boolean(),
+  can_delete_groups: z.boolean(),
+  can_create_pkps: z.boolean(),
+  manage_ipfs_ids_in_groups: groupIds,
+  add_pkp_to_groups: groupIds,
+  remove_pkp_from_groups: groupIds,
+  execute_in_groups: groupIds,
+});
+
+const listApiKeys = createRoute({
+  method: "get",
+  path: "/list_api_keys",
+  summary: "The account's usage keys (metadata and permissions, never key values); the total is in X-Total-Count",
+  security: keySecurity,
+  middleware: [requireKey] as const,
+  request: { query: pageQuerySchema },
+  responses: {
+    200: { ...json(z.array(usageKeyItem)), headers: z.object({ "X-Total-Count": z.string() }) },
+    400: errors,
+    401: errors,
+    503: errors,
+  },
+});
+
+/** An owner operation, with the caller's key added as `api_key`; the enclave decides. */
+async function forwardOwner<Op extends OwnerWrite>(c: Context<EdgeEnv>, op: Op, input: object): Promise<EnclaveResponse<Op>> {
+  const { apiKey } = callerKey(c);
+  return forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey });
+}
 
 export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  registerKeySecurity(r);
+
+  r.openapi(newAccount, async (c) => {
+    const res = await forward<z.infer<typeof responseSchemas.new_account>>(c.get("config"), c.get("ids"), "new_account", c.req.valid("json"));
+    return c.json(res, 200);
+  });
+
+  r.openapi(accountExists, async (c) => {
+    const { keyHash } = callerKey(c);
+    const config = c.get("config");
+    const [master, , managed] = await read(() =>
+      chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName: "resolveKey", args: [keyHash] }),
+    );
+    // resolveKey reports nothing for unknown and removed keys; for a converted account's old master
+    // key (and its usage keys) `managed` is false.
+    const exists = master !== 0n;
+    return c.json({ exists, managed: exists && managed }, 200);
+  });
+
+  r.openapi(addUsageKey, async (c) => c.json(await forwardOwner(c, "add_usage_api_key", c.req.valid("json")), 200));
+  r.openapi(updateUsageKey, async (c) => c.json(await forwardOwner(c, "update_usage_api_key", c.req.valid("json")), 200));
+  r.openapi(updateUsageKeyMetadata, async (c) => c.json(await forwardOwner(c, "update_usage_api_key_metadata", c.req.valid("json")), 200));
+  r.openapi(removeUsageKey, async (c) => c.json(await forwardOwner(c, "remove_usage_api_key", c.req.valid("json")), 200));
+
+  r.openapi(listApiKeys, async (c) => {
+    const { keyHash } = callerKey(c);
+    const config = c.get("config");
+    const [items, total] = await read(
+      () =>
+        chainClient(config).readContract({
+          address: contractAddress(config),
+          abi: accountConfigAbi,
+          functionName: "listUsageApiKeys",
+          args: [keyHash, ...pageArgs(c.req.valid("query"))],
+        }),
+      keyHash,
+    );
+    const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
+    setTotalCount(c, total);
+    return c.json(
+      items.map((k) => ({
+        id: toHash32(k.keyHash),
+        name: k.name,
+        description: k.description,
+        expires_at: Number(k.expiration),
+        spend_limit_cents: Number(k.balance),
+        can_create_groups: k.canCreateGroups,
+        can_delete_groups: k.canDeleteGroups,
+        can_create_pkps: k.canCreatePkps,
+        manage_ipfs_ids_in_groups: ids(k.manageIpfsIdsInGroups),
+        add_pkp_to_groups: ids(k.addPkpToGroups),
+        remove_pkp_from_groups: ids(k.removePkpFromGroups),
+        execute_in_groups: ids(k.executeInGroups),
+      })),
+      200,
+    );
+  });
+
   return r;
 }

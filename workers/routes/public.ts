@@ -4,8 +4,10 @@ import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
 import { errorBodySchema } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { chainClient, contractAddress, read } from "../chain/client.ts";
 import { callEnclave } from "../enclave/client.ts";
 
 const errors = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
@@ -95,6 +97,20 @@ const health = createRoute({
   },
 });
 
+const apiPayers = createRoute({
+  method: "get",
+  path: "/get_api_payers",
+  summary: "The addresses that submit the service's transactions (the contract's payer set), lowercase",
+  responses: { 200: { description: "ok", content: { "application/json": { schema: z.array(z.string()) } } }, 503: errors },
+});
+
+const adminApiPayer = createRoute({
+  method: "get",
+  path: "/get_admin_api_payer",
+  summary: "The admin payer's address, lowercase (the zero address when none is set)",
+  responses: { 200: { description: "the address, as a JSON string", content: { "application/json": { schema: z.string() } } }, 503: errors },
+});
+
 export function publicRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
 
@@ -119,6 +135,18 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(clientConfig, async (c) =>
     c.json(await callEnclave<z.infer<typeof clientConfigSchema>>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 }), 200),
   );
+
+  r.openapi(apiPayers, async (c) => {
+    const config = c.get("config");
+    const payers = await read(() => chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName: "apiPayers" }));
+    return c.json(payers.map((p) => p.toLowerCase()), 200);
+  });
+
+  r.openapi(adminApiPayer, async (c) => {
+    const config = c.get("config");
+    const payer = await read(() => chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName: "adminApiPayer" }));
+    return c.json(payer.toLowerCase(), 200);
+  });
 
   r.openapi(health, async (c) => {
     const config = c.get("config");

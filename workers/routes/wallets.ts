@@ -1,9 +1,146 @@
-// Routes of this resource (api.md). Filled in by the edge issue.
-import { OpenAPIHono } from "@hono/zod-openapi";
+// Wallets (api.md, Wallets). Creation is forwarded to an enclave, which derives the wallet and
+// authorizes the caller (the master key, or a usage key with can_create_pkps); lists are live
+// eth_calls from here.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "zod";
+import { requestSchemas, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { chainClient, contractAddress, read } from "../chain/client.ts";
+import { forward } from "../enclave/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey } from "./openapi.ts";
+import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+
+/** `listWalletsInGroup`'s id for the group's `address(0)` entry: any wallet of the account. */
+const ANY_WALLET_ID = (1n << 256n) - 1n;
+/** How that entry's `id` reads in a response. */
+export const ANY_WALLET = "any";
+
+const createWalletBody = requestSchemas.create_wallet.omit({ api_key: true });
+const totalHeader = z.object({ "X-Total-Count": z.string() });
+
+const createWalletPost = createRoute({
+  method: "post",
+  path: "/create_wallet",
+  summary: "Create a wallet (PKP) for the caller's account",
+  security: keySecurity,
+  middleware: [requireKey] as const,
+  request: { body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
+  responses: { 200: json(responseSchemas.create_wallet), 400: errors, 401: errors, 403: errors, 503: errors },
+});
+
+const createWalletGet = createRoute({
+  method: "get",
+  path: "/create_wallet",
+  summary: "Deprecated: use POST /create_wallet",
+  deprecated: true,
+  security: keySecurity,
+  middleware: [requireKey] as const,
+  responses: {
+    200: {
+      ...json(responseSchemas.create_wallet),
+      headers: z.object({ Deprecation: z.string(), Link: z.string() }),
+    },
+    401: errors,
+    403: errors,
+    503: errors,
+  },
+});
+
+const walletItem = z.object({
+  id: z.string().describe(`the wallet id (decimal; 0 is the Account Master Wallet), or "${ANY_WALLET}" for a group's any-wallet entry`),
+  wallet_address: z.string().describe("lowercase; the zero address for the any-wallet entry"),
+  name: z.string(),
+  description: z.string(),
+});
+const walletList = { ...json(z.array(walletItem)), headers: totalHeader };
+
+const listWallets = createRoute({
+  method: "get",
+  path: "/list_wallets",
+  summary: "The account's wallets; the total is in X-Total-Count",
+  security: keySecurity,
+  middleware: [requireKey] as const,
+  request: { query: pageQuerySchema },
+  responses: { 200: walletList, 400: errors, 401: errors, 503: errors },
+});
+
+const listWalletsInGroup = createRoute({
+  method: "get",
+  path: "/list_wallets_in_group",
+  summary: "The wallets a group permits; the total is in X-Total-Count",
+  security: keySecurity,
+  middleware: [requireKey] as const,
+  request: { query: pageQuerySchema.extend({ group_id: groupIdParam }) },
+  responses: { 200: walletList, 400: errors, 401: errors, 404: errors, 503: errors },
+});
+
+type WalletView = { id: bigint; wallet: string; name: string; description: string };
+
+function walletItemOf(w: WalletView): z.infer<typeof walletItem> {
+  return {
+    id: w.id === ANY_WALLET_ID ? ANY_WALLET : w.id.toString(),
+    wallet_address: w.wallet.toLowerCase(),
+    name: w.name,
+    description: w.description,
+  };
+}
+
+async function createWallet(c: Context<EdgeEnv>, input: { name?: string | undefined; description?: string | undefined }): Promise<EnclaveResponse<"create_wallet">> {
+  const { apiKey } = callerKey(c);
+  return forward<EnclaveResponse<"create_wallet">>(c.get("config"), c.get("ids"), "create_wallet", { ...input, api_key: apiKey });
+}
 
 export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  registerKeySecurity(r);
+
+  r.openapi(createWalletPost, async (c) => c.json(await createWallet(c, c.req.valid("json")), 200));
+
+  r.openapi(createWalletGet, async (c) => {
+    const res = await createWallet(c, {});
+    c.header("Deprecation", "true");
+    c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
+    return c.json(res, 200);
+  });
+
+  r.openapi(listWallets, async (c) => {
+    const { keyHash } = callerKey(c);
+    const config = c.get("config");
+    const [items, total] = await read(
+      () =>
+        chainClient(config).readContract({
+          address: contractAddress(config),
+          abi: accountConfigAbi,
+          functionName: "listWallets",
+          args: [keyHash, ...pageArgs(c.req.valid("query"))],
+        }),
+      keyHash,
+    );
+    setTotalCount(c, total);
+    return c.json(items.map(walletItemOf), 200);
+  });
+
+  r.openapi(listWalletsInGroup, async (c) => {
+    const { keyHash } = callerKey(c);
+    const config = c.get("config");
+    const query = c.req.valid("query");
+    const [items, total] = await read(
+      () =>
+        chainClient(config).readContract({
+          address: contractAddress(config),
+          abi: accountConfigAbi,
+          functionName: "listWalletsInGroup",
+          args: [keyHash, query.group_id, ...pageArgs(query)],
+        }),
+      keyHash,
+    );
+    setTotalCount(c, total);
+    return c.json(items.map(walletItemOf), 200);
+  });
+
   return r;
 }

@@ -1,0 +1,46 @@
+// Pagination and group ids in query strings (api.md, Conventions): `page_number` (default 0) and
+// `page_size` (default 10, max 100; more → 400); list answers are JSON arrays with the total in
+// `X-Total-Count`. A group id in a query string is a decimal string (a u64).
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+
+export const DEFAULT_PAGE_SIZE = 10;
+export const MAX_PAGE_SIZE = 100;
+const U64_MAX = (1n << 64n) - 1n;
+
+const pageNumber = z
+  .string()
+  .regex(/^\d{1,9}$/, "must be a non-negative integer")
+  .optional()
+  .transform((v) => (v === undefined ? 0 : Number(v)))
+  .openapi({ param: { name: "page_number", in: "query" }, description: "zero-based page (default 0)", example: "0" });
+
+const pageSize = z
+  .string()
+  .regex(/^\d{1,9}$/, "must be a positive integer")
+  .optional()
+  .transform((v) => (v === undefined ? DEFAULT_PAGE_SIZE : Number(v)))
+  .refine((v) => v >= 1 && v <= MAX_PAGE_SIZE, `must be between 1 and ${MAX_PAGE_SIZE}`)
+  .openapi({ param: { name: "page_size", in: "query" }, description: `items per page (default ${DEFAULT_PAGE_SIZE}, max ${MAX_PAGE_SIZE})`, example: "10" });
+
+/** The query of every list endpoint; parsed: `{page_number: number, page_size: number}`. */
+export const pageQuerySchema = z.object({ page_number: pageNumber, page_size: pageSize });
+export type PageQuery = z.output<typeof pageQuerySchema>;
+
+/** A `group_id` query parameter: a decimal string; parsed to a bigint (u64). */
+export const groupIdParam = z
+  .string()
+  .regex(/^\d{1,20}$/, "must be a decimal number")
+  .transform((v) => BigInt(v))
+  .refine((v) => v <= U64_MAX, "must fit in 64 bits")
+  .openapi({ param: { name: "group_id", in: "query" }, description: "a group id (decimal)", example: "1" });
+
+/** `[page, size]` as the contract's list views take them. */
+export function pageArgs(q: PageQuery): [bigint, bigint] {
+  return [BigInt(q.page_number), BigInt(q.page_size)];
+}
+
+/** Sets `X-Total-Count` on the answer. */
+export function setTotalCount(c: Context, total: bigint | number): void {
+  c.header("X-Total-Count", String(total));
+}
