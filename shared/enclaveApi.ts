@@ -85,7 +85,8 @@ const withKey = { api_key: apiKeyField };
 
 const typedDataEnvelope = {
   typed_data: z.unknown(),
-  signature: z.string().min(1).max(8192),
+  // 4 KiB of signature as 0x-hex is 8 194 characters; validateTypedData measures the bytes.
+  signature: z.string().min(1).max(8194),
 };
 
 /** `POST /core/v1/sigil_action`'s body: the code itself or its IPFS CID, and the parameters for main. */

@@ -47,7 +47,7 @@ describe("errors", () => {
   });
 
   it("a body without Content-Type: application/json is 400 invalid_json, never a 500", async () => {
-    for (const headers of [{ "content-type": "text/plain" }, {}]) {
+    for (const headers of [{ "content-type": "text/plain" }, {}] as Array<Record<string, string>>) {
       const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers, body: JSON.stringify("x") });
       expect(res.status).toBe(400);
       expect((await errorOf(res)).code).toBe("invalid_json");

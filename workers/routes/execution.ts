@@ -1,9 +1,68 @@
-// Routes of this resource (api.md). Filled in by the edge issue.
-import { OpenAPIHono } from "@hono/zod-openapi";
+// `POST /sigil_action` (api.md, Execution): the caller's code (or its CID) and parameters go to an
+// enclave with the caller's key as `api_key`; the enclave authorizes the key for that exact code,
+// runs it and answers the run's outcome, which reaches the client as it is, with what it cost.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
+import { executeResponseSchema, sigilActionRequestSchema, type ExecuteResponse } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { forward } from "../enclave/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
+
+/** The request body limit of this route (sandbox.md, Limits: code 4 MiB, request body 6 MiB). */
+const MAX_EXECUTE_BODY_BYTES = 6 << 20;
+/** The longest run an enclave may be configured for (sandbox.md, Limits: wall-clock max 900 s). */
+const MAX_RUN_MS = 900_000;
+/** Room for queueing for a sandbox, fetching code by CID and the answer's way back. */
+const RUN_MARGIN_MS = 60_000;
+
+const limitBody = bodyLimit({
+  maxSize: MAX_EXECUTE_BODY_BYTES,
+  onError: () => {
+    throw new SigilError("payload_too_large", `the request body must be at most ${MAX_EXECUTE_BODY_BYTES} bytes`);
+  },
+});
+
+const sigilAction = createRoute({
+  method: "post",
+  path: "/sigil_action",
+  summary: "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
+  security: keySecurity,
+  middleware: [requireKey, limitBody] as const,
+  request: { body: body(sigilActionRequestSchema) },
+  responses: {
+    200: {
+      ...json(executeResponseSchema.extend({ charged_cents: z.number().int().nonnegative().describe("credits the run cost, in cents (0 while billing is off)") }), "the run's outcome (a script failure is has_error: true with error)"),
+      headers: z.object({ "X-Sigil-Charged-Cents": z.string() }),
+    },
+    400: errors,
+    401: errors,
+    402: errors,
+    403: errors,
+    404: errors,
+    413: errors,
+    429: errors,
+    503: errors,
+  },
+});
 
 export function executionRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+
+  r.openapi(sigilAction, async (c) => {
+    const { apiKey } = callerKey(c);
+    // Billing is off until the billing issue. The ledger plugs in here: hold min(balance, max
+    // seconds) cents for this request id (none → 402 insufficient_credits), send the granted
+    // seconds as `timeout_ms`, then settle max(1, ceil(duration_ms / 1000)) cents from the answer
+    // and report them in charged_cents and X-Sigil-Charged-Cents (billing.md).
+    const run = await forward<ExecuteResponse>(c.get("config"), c.get("ids"), "execute", { ...c.req.valid("json"), api_key: apiKey }, MAX_RUN_MS + RUN_MARGIN_MS);
+    const chargedCents = 0;
+    c.header("X-Sigil-Charged-Cents", String(chargedCents));
+    return c.json({ ...run, charged_cents: chargedCents }, 200);
+  });
+
   return r;
 }

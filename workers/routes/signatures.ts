@@ -1,9 +1,146 @@
-// Routes of this resource (api.md). Filled in by the edge issue.
-import { OpenAPIHono } from "@hono/zod-openapi";
+// The signature endpoints of ChainSecured accounts (api.md, Signature endpoints). The edge runs
+// every check of api.md in its order, each with its own code, before anything reaches an enclave:
+// sizes, primaryType, types, domain, chainId, the issuedAt window (shared/eip712.ts), then the
+// signature — ECDSA recovery, else ERC-1271 on the node's chain (shared/walletSignature.ts). The
+// enclave checks it all again: it never takes the edge's word for who signed.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Address } from "viem";
+import { z } from "zod";
+import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
+import { addressField, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { isWalletSignature } from "../../shared/walletSignature.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { chainClient, read } from "../chain/client.ts";
+import { forward } from "../enclave/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
+
+/**
+ * Bounds what these endpoints read before they check anything (they need no key). Far above the
+ * 4 KiB of typed data plus 4 KiB of signature, so oversized parts still get api.md's 413 from
+ * the typed-data check, with its message.
+ */
+const MAX_BODY_BYTES = 64 << 10;
+
+const limitBody = bodyLimit({
+  maxSize: MAX_BODY_BYTES,
+  onError: () => {
+    throw new SigilError("payload_too_large", `the request body must be at most ${MAX_BODY_BYTES} bytes`);
+  },
+});
+
+// The envelope's own rules (sizes included) are checked by validateTypedData, in api.md's order,
+// so the schema only asks for the fields to be there; the body limit bounds them.
+const envelope = {
+  typed_data: z
+    .unknown()
+    .refine((v) => v !== undefined, "required")
+    .describe("the full EIP-712 object: types, primaryType, domain, message {address, issuedAt}"),
+  signature: z.string().min(1).describe("hex: a 65-byte ECDSA signature, or a contract wallet's ERC-1271 signature (at most 4 KiB)"),
+};
+const envelopeSchema = z.strictObject(envelope);
+const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, ...envelope });
+
+const signatureErrors = { 400: errors, 401: errors, 413: errors, 429: errors, 503: errors };
+
+const createWallet = createRoute({
+  method: "post",
+  path: "/create_wallet_with_signature",
+  summary: "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
+  middleware: [limitBody] as const,
+  request: { body: body(envelopeSchema) },
+  responses: { 200: json(responseSchemas.create_wallet_with_signature), ...signatureErrors },
+});
+
+const addUsageKey = createRoute({
+  method: "post",
+  path: "/add_usage_api_key_with_signature",
+  summary: "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
+  middleware: [limitBody] as const,
+  request: { body: body(envelopeSchema) },
+  responses: { 200: json(responseSchemas.add_usage_api_key_with_signature), ...signatureErrors },
+});
+
+const convert = createRoute({
+  method: "post",
+  path: "/convert_to_chain_secured_account",
+  summary: "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
+  security: keySecurity,
+  middleware: [requireKey, limitBody] as const,
+  request: { body: body(convertSchema) },
+  responses: {
+    200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: z.object({ "X-Sigil-Charged-Cents": z.string() }) },
+    ...signatureErrors,
+    402: errors,
+    403: errors,
+    404: errors,
+    409: errors,
+  },
+});
+
+/** api.md's checks in order; throws the first failure's error. */
+async function verifySignature(
+  c: Context<EdgeEnv>,
+  primaryType: SigilPrimaryType,
+  input: { typed_data: unknown; signature: string },
+  expectedAddress?: Address,
+): Promise<void> {
+  const config = c.get("config");
+  const checked = validateTypedData(input.typed_data, {
+    primaryType,
+    chainId: config.chainId,
+    now: Math.floor(Date.now() / 1000),
+    signature: input.signature,
+    ...(expectedAddress === undefined ? {} : { expectedAddress }),
+  });
+  if (!checked.ok) throw checked.error;
+  const { address, digest } = checked.value;
+  const valid = await read(() => isWalletSignature(chainClient(config), { address, digest, signature: input.signature }));
+  if (!valid) throw new SigilError("invalid_signature", "the signature is not the wallet's: neither ECDSA recovery nor its ERC-1271 check accepts it");
+}
 
 export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+
+  r.openapi(createWallet, async (c) => {
+    const input = c.req.valid("json");
+    await verifySignature(c, "CreateWallet", input);
+    const res = await forward<EnclaveResponse<"create_wallet_with_signature">>(c.get("config"), c.get("ids"), "create_wallet_with_signature", {
+      typed_data: input.typed_data,
+      signature: input.signature,
+    });
+    return c.json(res, 200);
+  });
+
+  r.openapi(addUsageKey, async (c) => {
+    const input = c.req.valid("json");
+    await verifySignature(c, "AddUsageApiKey", input);
+    const res = await forward<EnclaveResponse<"add_usage_api_key_with_signature">>(c.get("config"), c.get("ids"), "add_usage_api_key_with_signature", {
+      typed_data: input.typed_data,
+      signature: input.signature,
+    });
+    return c.json(res, 200);
+  });
+
+  r.openapi(convert, async (c) => {
+    const { apiKey } = callerKey(c);
+    const input = c.req.valid("json");
+    await verifySignature(c, "ConvertAccount", input, input.new_admin_wallet_address as Address);
+    // Billing is off until the billing issue: the ledger's 1-cent hold and settle for this managed
+    // write plug in around the forward, like every group write's.
+    const res = await forward<EnclaveResponse<"convert_to_chain_secured_account">>(c.get("config"), c.get("ids"), "convert_to_chain_secured_account", {
+      api_key: apiKey,
+      new_admin_wallet_address: input.new_admin_wallet_address,
+      typed_data: input.typed_data,
+      signature: input.signature,
+    });
+    c.header("X-Sigil-Charged-Cents", "0");
+    return c.json(res, 200);
+  });
+
   return r;
 }

@@ -1,0 +1,146 @@
+// The specification's typical workflow through the real stack as `npm start` runs it (anvil,
+// AccountConfig, the enclave, the edge under wrangler dev), over HTTP only: a new account, a usage
+// key, a wallet, a group with the action and the wallet, and a script that signs with it — the
+// signature checked against the wallet's address; then the ChainSecured path, where a wallet
+// administers its own account on chain.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
+
+const root = join(import.meta.dirname, "../..");
+let stack: ChildProcess;
+let output = "";
+let api = "";
+let rpcUrl = "";
+let contract: Address;
+
+const SIGN = `async function main({ wallet, message }) {
+  return await Sigil.Actions.signMessage({ pkpId: wallet, message });
+}`;
+
+beforeAll(async () => {
+  stack = spawn(process.execPath, ["bin/sigil.ts", "start"], {
+    cwd: root,
+    env: { ...process.env, SIGIL_STATE_DIR: mkdtempSync(join(tmpdir(), "sigil-e2e-")), SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0" },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  stack.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+  stack.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+  const deadline = Date.now() + 90_000;
+  while (!/API\s+(\S+)\/core\/v1/.test(output)) {
+    if (stack.exitCode !== null || Date.now() > deadline) throw new Error(`the stack did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  api = `${/API\s+(\S+)\/core\/v1/.exec(output)?.[1]}/core/v1`;
+  rpcUrl = /rpc url\s+(\S+)/.exec(output)?.[1] ?? "";
+  contract = getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(output)?.[1] ?? "");
+}, 120_000);
+
+afterAll(async () => {
+  if (stack?.pid && stack.exitCode === null) {
+    const exited = new Promise((r) => stack.once("exit", r));
+    process.kill(-stack.pid, "SIGINT");
+    await exited;
+  }
+});
+
+async function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: T; headers: Headers }> {
+  const res = await fetch(`${api}${path}`, {
+    method,
+    headers: { ...(options.key ? { "x-api-key": options.key } : {}), ...(options.body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+  });
+  return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+}
+
+async function ok<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<T> {
+  const r = await call<T>(method, path, options);
+  if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+describe("the typical workflow over HTTP", () => {
+  it("account → usage key → wallet → group with the action → a run that signs with the wallet", async () => {
+    const account = await ok<{ api_key: string; wallet_address: string }>("POST", "/new_account", { body: { account_name: "e2e" } });
+    const usage = await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", {
+      key: account.api_key,
+      body: {
+        name: "runner",
+        description: "runs the signing action",
+        can_create_groups: false,
+        can_delete_groups: false,
+        can_create_pkps: false,
+        manage_ipfs_ids_in_groups: [],
+        add_pkp_to_groups: [],
+        remove_pkp_from_groups: [],
+        execute_in_groups: [0],
+      },
+    });
+    const wallet = await ok<{ wallet_address: Address }>("POST", "/create_wallet", { key: account.api_key, body: { name: "signer" } });
+    const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
+    const group = await ok<{ group_id: string }>("POST", "/add_group", {
+      key: account.api_key,
+      body: { group_name: "signers", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] },
+    });
+    expect(group.group_id).toMatch(/^\d+$/);
+
+    const run = await ok<{ response: Hex; has_error: boolean; cid: string }>("POST", "/sigil_action", {
+      key: usage.usage_api_key,
+      body: { code: SIGN, js_params: { wallet: wallet.wallet_address, message: "end to end" } },
+    });
+    expect(run.has_error).toBe(false);
+    expect(run.cid).toBe(cid);
+    expect(await recoverMessageAddress({ message: "end to end", signature: run.response })).toBe(getAddress(wallet.wallet_address));
+
+    const groups = await call<Array<{ id: string }>>("GET", "/list_groups", { key: usage.usage_api_key });
+    expect(groups.status).toBe(200);
+    expect(groups.headers.get("x-total-count")).toBe("1");
+  });
+});
+
+describe("the ChainSecured path", () => {
+  it("a wallet creates its account on chain, gets a PKP and a usage key by signature, registers both, and runs a script", async () => {
+    const admin = privateKeyToAccount(generatePrivateKey());
+    const transport = http(rpcUrl);
+    const publicClient = createPublicClient({ transport, pollingInterval: 50 });
+    await createTestClient({ mode: "anvil", transport }).setBalance({ address: admin.address, value: 10n ** 20n });
+    const walletClient = createWalletClient({ account: admin, transport });
+    const send = async (functionName: string, args: readonly unknown[]) => {
+      const hash = await walletClient.writeContract({ address: contract, abi: accountConfigAbi, functionName, args, chain: null } as never);
+      const receipt = await publicClient.waitForTransactionReceipt({ hash });
+      expect(receipt.status).toBe("success");
+      return receipt;
+    };
+    const chainId = await publicClient.getChainId();
+    const signed = async (primaryType: SigilPrimaryType) => {
+      const typed = buildTypedData({ primaryType, chainId, address: admin.address, issuedAt: BigInt(Math.floor(Date.now() / 1000)) });
+      return { typed_data: typed, signature: await admin.signTypedData(signableTypedData(typed)) };
+    };
+    const master = walletLookupHash(admin.address);
+
+    await send("newChainSecuredAccount", ["e2e chain secured", ""]);
+    const pkp = await ok<{ wallet_address: Address; derivation_path: Hex }>("POST", "/create_wallet_with_signature", { body: await signed("CreateWallet") });
+    await send("registerWalletDerivation", [master, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]);
+    const usage = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("POST", "/add_usage_api_key_with_signature", { body: await signed("AddUsageApiKey") });
+    const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
+    // The admin's own transaction: a group listing the action (by its CID hash) and the PKP.
+    const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [pkp.wallet_address]]);
+    const groupId = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args.groupId ?? 0n;
+    await send("setUsageApiKey", [master, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [groupId]]);
+
+    const run = await ok<{ response: Hex; has_error: boolean }>("POST", "/sigil_action", {
+      key: usage.usage_api_key,
+      body: { code: SIGN, js_params: { wallet: pkp.wallet_address, message: "chain secured" } },
+    });
+    expect(run.has_error).toBe(false);
+    expect(await recoverMessageAddress({ message: "chain secured", signature: run.response })).toBe(getAddress(pkp.wallet_address));
+  });
+});
