@@ -3,7 +3,7 @@ import { defaultStateDir, readStackConfig } from "./config.ts";
 
 describe("readStackConfig", () => {
   it("defaults to a local anvil on 8545 and the node's unlocked deployer", () => {
-    expect(readStackConfig({})).toEqual({ rpcUrl: undefined, anvilPort: 8545, enclavePort: 8790, stateDir: defaultStateDir, deployerPrivateKey: undefined });
+    expect(readStackConfig({})).toEqual({ rpcUrl: undefined, anvilPort: 8545, enclavePort: 8790, edgePort: 8787, stateDir: defaultStateDir, deployerPrivateKey: undefined });
     expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
   });
 
@@ -14,10 +14,11 @@ describe("readStackConfig", () => {
         SIGIL_RPC_URL: "http://127.0.0.1:9545",
         SIGIL_ANVIL_PORT: "0",
         SIGIL_ENCLAVE_PORT: "9790",
+        SIGIL_EDGE_PORT: "9787",
         SIGIL_STATE_DIR: "/tmp/sigil-state",
         SIGIL_DEPLOYER_PRIVATE_KEY: key,
       }),
-    ).toEqual({ rpcUrl: "http://127.0.0.1:9545", anvilPort: 0, enclavePort: 9790, stateDir: "/tmp/sigil-state", deployerPrivateKey: key });
+    ).toEqual({ rpcUrl: "http://127.0.0.1:9545", anvilPort: 0, enclavePort: 9790, edgePort: 9787, stateDir: "/tmp/sigil-state", deployerPrivateKey: key });
   });
 
   it("names each bad variable", () => {
