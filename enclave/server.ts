@@ -158,6 +158,8 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener): Hon
     const requestId = ctx?.requestId ?? crypto.randomUUID();
     if (err instanceof SigilError) {
       if (err.retryAfterSeconds !== undefined) c.header("Retry-After", String(err.retryAfterSeconds));
+      // The rest of an oversized body was never read: this connection cannot carry another request.
+      if (err.code === "payload_too_large") c.header("Connection", "close");
       if (err.status >= 500) ctx?.log.error("request failed", { code: err.code, error: err.cause instanceof Error ? err.cause.message : undefined });
       return c.json(errorBody(err, requestId), err.status);
     }

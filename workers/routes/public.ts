@@ -75,25 +75,20 @@ const enclaveHealth = z.object({
   account_event_listener_lag_seconds: z.number().nullable(),
   last_block: z.string().nullable(),
 });
+const healthSchema = z.object({
+  status: z.string(),
+  account_event_listener_lag_seconds: z.number().nullable(),
+  enclaves: z.array(enclaveHealth),
+  chain: z.object({ chain_id: z.number(), contract_address: z.string().nullable() }),
+});
 const health = createRoute({
   method: "get",
   path: "/health",
   summary: "Whether the service can serve: every enclave's state and the chain listener's lag",
   responses: {
-    200: {
-      description: "serving",
-      content: {
-        "application/json": {
-          schema: z.object({
-            status: z.string(),
-            account_event_listener_lag_seconds: z.number().nullable(),
-            enclaves: z.array(enclaveHealth),
-            chain: z.object({ chain_id: z.number(), contract_address: z.string().nullable() }),
-          }),
-        },
-      },
-    },
-    503: { description: "not serving" },
+    200: { description: "serving", content: { "application/json": { schema: healthSchema } } },
+    // Not an error body: the same report, with the status that says it cannot serve (api.md).
+    503: { description: "not serving", content: { "application/json": { schema: healthSchema } } },
   },
 });
 

@@ -1,0 +1,63 @@
+// The edge's enclave client (workers/enclave/client.ts) against the live test enclave: a dead
+// enclave in the list is routed around, and a list of dead ones is 503 enclave_unavailable with
+// Retry-After. `callEnclave` is called directly, in workerd, as the routes call it.
+import { inject } from "vitest";
+import { describe, expect, it } from "vitest";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeConfig } from "../../workers/config.ts";
+import { callEnclave } from "../../workers/enclave/client.ts";
+import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
+
+const DEAD = ["http://127.0.0.1:1", "http://127.0.0.1:9"];
+
+function config(enclaveUrls: string[]): EdgeConfig {
+  return {
+    env: "test",
+    version: "0.0.0",
+    enclaveUrls,
+    enclaveSecret: TEST_ENCLAVE_SECRET,
+    rpcUrl: inject("rpcUrl"),
+    publicRpcUrl: inject("rpcUrl"),
+    chainId: 31337,
+    chainName: "anvil",
+    contractAddress: inject("contract"),
+    rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000 },
+  };
+}
+
+const ids = () => ({ requestId: crypto.randomUUID(), correlationId: null });
+const clientConfig = (c: EdgeConfig) => callEnclave<{ timeout_ms: number }>(c, ids(), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 });
+
+describe("routing across enclaves", () => {
+  it("succeeds through the live enclave when the other one is dead, whichever is tried first", async () => {
+    const live = inject("enclaveUrl");
+    // The list rotates from call to call, so some of these calls try the dead enclave first.
+    for (const urls of [[DEAD[0] as string, live], [live, DEAD[0] as string], [...DEAD, live]]) {
+      for (let i = 0; i < 3; i++) expect((await clientConfig(config(urls))).timeout_ms).toBe(60_000);
+    }
+  });
+
+  it("reaches the live enclave's authorization: its own 4xx comes back as it is, not as unavailable", async () => {
+    const err = await callEnclave(config([DEAD[0] as string, inject("enclaveUrl")]), ids(), {
+      path: "/internal/v1/add_usage_api_key",
+      body: { api_key: "garbage" },
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SigilError);
+    expect((err as SigilError).status).toBeGreaterThanOrEqual(400);
+    expect((err as SigilError).status).toBeLessThan(500);
+  });
+
+  it("with only dead enclaves, throws SigilError enclave_unavailable (503) with retryAfterSeconds", async () => {
+    const err = await clientConfig(config(DEAD)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SigilError);
+    expect((err as SigilError).code).toBe("enclave_unavailable");
+    expect((err as SigilError).status).toBe(503);
+    expect((err as SigilError).retryAfterSeconds).toBeGreaterThan(0);
+  });
+});

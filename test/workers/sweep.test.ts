@@ -1,0 +1,224 @@
+// "No client mistake produces a 500" (api.md, Conventions): for every operation of the edge's own
+// OpenAPI document, send the mistakes a client can make — bodies that are not JSON, of the wrong
+// type, missing fields, with an unknown field, over the size limit; keys that are garbage, a public
+// hash, two different ones, none — and insist on a documented 4xx with the one error body whose
+// request_id is the X-Request-Id header. The cases come from the document, so a new route is swept
+// as soon as it is served.
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { generateApiKey } from "../../shared/apiKey.ts";
+import { errorStatus } from "../../shared/errors.ts";
+
+type Schema = {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean | Schema;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+  items?: Schema;
+  pattern?: string;
+  minLength?: number;
+  format?: string;
+  enum?: unknown[];
+  $ref?: string;
+};
+type Operation = {
+  security?: unknown[];
+  parameters?: Array<{ name: string; in: string; required?: boolean }>;
+  requestBody?: { content?: Record<string, { schema?: Schema }> };
+};
+type OpenApiDoc = { paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, Schema> } };
+
+/** The statuses a client mistake may get (api.md, Errors); 5xx is never one of them. */
+const CLIENT_MISTAKE_STATUSES = [400, 401, 403, 404, 409, 413, 429];
+
+/**
+ * The body limits of the edge's routes (workers/routes/*.ts: `bodyLimit`): sigil_action 6 MiB
+ * (sandbox.md), the signature endpoints 64 KiB. Routes not listed set no limit of their own; the
+ * oversized case sends them a body over the largest limit and still wants a 4xx.
+ */
+const BODY_LIMITS: Record<string, number> = {
+  "/core/v1/sigil_action": 6 << 20,
+  "/core/v1/create_wallet_with_signature": 64 << 10,
+  "/core/v1/add_usage_api_key_with_signature": 64 << 10,
+  "/core/v1/convert_to_chain_secured_account": 64 << 10,
+};
+/** Every other route: the edge-wide limit (workers/app.ts DEFAULT_BODY_LIMIT). */
+const DEFAULT_LIMIT = 256 << 10;
+
+const doc = (await (await SELF.fetch("http://edge/core/v1/openapi.json")).json()) as OpenApiDoc;
+
+function deref(schema: Schema | undefined): Schema {
+  let s = schema ?? {};
+  for (let i = 0; s.$ref && i < 10; i++) s = doc.components?.schemas?.[s.$ref.replace("#/components/schemas/", "")] ?? {};
+  return s;
+}
+
+/** A value that looks right for `schema` (it need not pass every rule: the unknown field fails it anyway). */
+function sample(schema: Schema | undefined): unknown {
+  const s = deref(schema);
+  if (s.enum?.length) return s.enum[0];
+  const alt = s.anyOf ?? s.oneOf;
+  if (alt?.length) return sample(alt[alt.length - 1]);
+  if (s.allOf?.length) return sample(s.allOf[0]);
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== "null") : s.type;
+  switch (type) {
+    case "string":
+      if (s.pattern?.includes("{64}")) return `0x${"ab".repeat(32)}`;
+      if (s.pattern?.includes("{40}")) return `0x${"11".repeat(20)}`;
+      if (s.pattern?.includes("\\d")) return "1";
+      if (s.format === "email") return "a@example.com";
+      return "x".repeat(Math.max(1, s.minLength ?? 1));
+    case "integer":
+    case "number":
+      return 1;
+    case "boolean":
+      return false;
+    case "array":
+      return [];
+    case "object":
+      return Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k, sample(v)]));
+    default:
+      return {};
+  }
+}
+
+type Case = {
+  name: string;
+  headers?: Record<string, string>;
+  body?: string;
+  query?: string;
+  /** The exact answer the case must get, when the conventions fix it. */
+  expect?: { status: number; code: string };
+  /** A details message that must be among the answer's (invalid_request). */
+  detail?: RegExp;
+};
+
+const wellFormedKey = generateApiKey(); // a key nobody holds: it passes the format check, so the body is looked at
+const JSON_HEADERS = { "content-type": "application/json" };
+
+function casesFor(path: string, op: Operation): Case[] {
+  const keyed = (op.security?.length ?? 0) > 0;
+  const auth: Record<string, string> = keyed ? { "x-api-key": wellFormedKey } : {};
+  const cases: Case[] = [];
+  const bodySchema = op.requestBody?.content?.["application/json"]?.schema;
+  if (op.requestBody) {
+    const schema = deref(bodySchema);
+    const isObject = schema.type === "object";
+    const headers = { ...JSON_HEADERS, ...auth };
+    cases.push({ name: "malformed JSON", headers, body: '{"oops": ', expect: { status: 400, code: "invalid_json" } });
+    cases.push({ name: "JSON without a JSON content type", headers: { ...auth, "content-type": "text/plain" }, body: JSON.stringify(sample(bodySchema)) });
+    cases.push({ name: "no body at all", headers });
+    cases.push({ name: "a JSON array", headers, body: "[1, 2]", expect: { status: 400, code: "invalid_request" } });
+    cases.push({ name: "a JSON number", headers, body: "42", expect: { status: 400, code: "invalid_request" } });
+    cases.push({ name: "JSON null", headers, body: "null", expect: { status: 400, code: "invalid_request" } });
+    cases.push({ name: "an empty object", headers, body: "{}", ...(isObject && (schema.required?.length ?? 0) > 0 ? { expect: { status: 400, code: "invalid_request" } } : {}) });
+    if (isObject) {
+      cases.push({
+        name: "a valid-looking body plus an unknown field",
+        headers,
+        body: JSON.stringify({ ...(sample(bodySchema) as object), surely_not_a_field: true }),
+        expect: { status: 400, code: "invalid_request" },
+        detail: /surely_not_a_field/,
+      });
+      cases.push({ name: "a field of the wrong type", headers, body: JSON.stringify(Object.fromEntries(Object.keys(schema.properties ?? {}).map((k) => [k, { nested: [true] }]))) });
+    } else {
+      cases.push({ name: "an object instead of the declared type", headers, body: JSON.stringify({ surely_not_a_field: true }), expect: { status: 400, code: "invalid_request" } });
+    }
+    const limit = BODY_LIMITS[path] ?? DEFAULT_LIMIT;
+    const size = limit + 1;
+    const filler = "x".repeat(size);
+    const firstString = Object.entries(schema.properties ?? {}).find(([, v]) => deref(v).type === "string")?.[0] ?? "padding";
+    cases.push({
+      name: `a body over the size limit (${size} bytes)`,
+      headers,
+      body: isObject ? JSON.stringify({ ...(sample(bodySchema) as object), [firstString]: filler }) : JSON.stringify(filler),
+      expect: { status: 413, code: "payload_too_large" },
+    });
+  }
+  const query = (op.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name);
+  if (query.includes("page_size")) {
+    cases.push({ name: "page_size over 100", headers: auth, query: "?page_size=101", expect: { status: 400, code: "invalid_request" } });
+    cases.push({ name: "a negative page_number", headers: auth, query: "?page_number=-1", expect: { status: 400, code: "invalid_request" } });
+    cases.push({ name: "a page_size that is not a number", headers: auth, query: "?page_size=ten", expect: { status: 400, code: "invalid_request" } });
+  }
+  if (query.includes("group_id")) {
+    cases.push({ name: "a group_id that is not a number", headers: auth, query: "?group_id=abc", expect: { status: 400, code: "invalid_request" } });
+    cases.push({ name: "a group_id over u64", headers: auth, query: `?group_id=${"9".repeat(25)}`, expect: { status: 400, code: "invalid_request" } });
+  }
+  if (keyed) {
+    // Auth is checked before the body (workers/routes/openapi.ts, requireKey), so a valid-looking
+    // body gets the key's error whatever it holds.
+    const body = op.requestBody ? JSON.stringify(sample(bodySchema)) : undefined;
+    const withBody = (headers: Record<string, string>) => ({ headers: body === undefined ? headers : { ...JSON_HEADERS, ...headers }, ...(body === undefined ? {} : { body }) });
+    cases.push({ name: "a garbage key", ...withBody({ "x-api-key": "garbage" }), expect: { status: 401, code: "invalid_api_key" } });
+    cases.push({ name: "a 64-hex hash as the key", ...withBody({ "x-api-key": "ab".repeat(32) }), expect: { status: 401, code: "invalid_api_key" } });
+    cases.push({ name: "a 0x hash as the Bearer key", ...withBody({ authorization: `Bearer 0x${"ab".repeat(32)}` }), expect: { status: 401, code: "invalid_api_key" } });
+    cases.push({ name: "an Authorization header that is not Bearer", ...withBody({ authorization: `Basic ${wellFormedKey}` }), expect: { status: 401, code: "invalid_api_key" } });
+    cases.push({
+      name: "conflicting X-Api-Key and Authorization",
+      ...withBody({ "x-api-key": wellFormedKey, authorization: `Bearer ${generateApiKey()}` }),
+      expect: { status: 400, code: "conflicting_credentials" },
+    });
+    cases.push({ name: "no key", ...withBody({}), expect: { status: 401, code: "missing_api_key" } });
+    cases.push({ name: "an empty key", ...withBody({ "x-api-key": "" }), expect: { status: 401, code: "missing_api_key" } });
+  }
+  return cases;
+}
+
+const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+  Object.entries(item)
+    .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
+    .map(([method, op]) => ({ method: method.toUpperCase(), path, op, cases: casesFor(path, op) })),
+);
+
+describe("the sweep itself", () => {
+  it("found the edge's operations in its OpenAPI document, with keyed and body routes among them", () => {
+    expect(operations.length).toBeGreaterThanOrEqual(30);
+    expect(operations.some((o) => o.op.security?.length)).toBe(true);
+    expect(operations.some((o) => o.op.requestBody)).toBe(true);
+    expect(operations.filter((o) => o.cases.length > 0).length).toBeGreaterThanOrEqual(25);
+  });
+});
+
+for (const { method, path, cases } of operations.filter((o) => o.cases.length > 0)) {
+  describe(`${method} ${path}`, () => {
+    for (const c of cases) {
+      it(`${method} ${path}: ${c.name} → a documented 4xx with the error body`, async () => {
+        const res = await SELF.fetch(`http://edge${path}${c.query ?? ""}`, {
+          method,
+          headers: c.headers ?? {},
+          ...(c.body === undefined ? {} : { body: c.body }),
+        });
+        const text = await res.text();
+        const summary = `${res.status} ${text.slice(0, 500)}`;
+        expect(CLIENT_MISTAKE_STATUSES, summary).toContain(res.status);
+        let body: { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: Array<{ path: string; message: string }> } };
+        try {
+          body = JSON.parse(text) as typeof body;
+        } catch {
+          throw new Error(`the answer is not JSON: ${summary}`);
+        }
+        const error = body.error;
+        expect(error, summary).toBeTypeOf("object");
+        expect(error?.code, summary).toBeTypeOf("string");
+        expect(errorStatus[error?.code as keyof typeof errorStatus], `${String(error?.code)} is a documented code of this status`).toBe(res.status);
+        expect(error?.message, summary).toBeTypeOf("string");
+        expect((error?.message as string).length).toBeGreaterThan(0);
+        expect(error?.request_id).toBe(res.headers.get("x-request-id"));
+        if (res.status === 429) expect(res.headers.get("retry-after")).not.toBeNull();
+        if (c.expect) {
+          expect({ status: res.status, code: error?.code }, summary).toEqual(c.expect);
+        }
+        if (c.detail) {
+          expect(
+            error?.details?.some((d) => c.detail?.test(d.message)),
+            summary,
+          ).toBe(true);
+        }
+      });
+    }
+  });
+}

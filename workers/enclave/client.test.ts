@@ -1,0 +1,164 @@
+// The edge's enclave client (workers/enclave/client.ts), inside workerd with no enclave: an enclave
+// that does not answer is routed around; when none answers, 503 enclave_unavailable with
+// Retry-After. Dead enclaves are loopback ports nobody listens on; the live ones are a stubbed
+// `fetch` (this vitest-plugin has no fetchMock), which stands in for the network the client uses.
+import { SELF } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeConfig } from "../config.ts";
+import { callEnclave, forward } from "./client.ts";
+
+const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };
+
+function config(enclaveUrls: string[]): EdgeConfig {
+  return {
+    env: "test",
+    version: "0.0.0",
+    enclaveUrls,
+    enclaveSecret: "s3cret",
+    rpcUrl: "",
+    publicRpcUrl: "",
+    chainId: 31337,
+    chainName: "anvil",
+    contractAddress: undefined,
+    rateLimits: { perKey: 10, perIp: 10, openPerIp: 10 },
+  };
+}
+
+/** Each test its own made-up hosts, so the client's per-isolate memory of failures does not leak between tests. */
+let n = 0;
+const host = (name: string) => `http://${name}-${++n}.enclave.test`;
+
+async function failure(p: Promise<unknown>): Promise<SigilError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SigilError);
+  return err as SigilError;
+}
+
+/** A stand-in for the network: `answers` maps a base URL to its answer; any other URL fails to connect. */
+function network(answers: Record<string, () => Response>) {
+  const calls: Array<{ url: string; init: RequestInit | undefined }> = [];
+  const stub = vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = String(input);
+    calls.push({ url, init });
+    const base = Object.keys(answers).find((b) => url.startsWith(`${b}/`));
+    if (base === undefined) throw new TypeError("connection refused");
+    return (answers[base] as () => Response)();
+  });
+  vi.stubGlobal("fetch", stub);
+  return calls;
+}
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
+
+describe("callEnclave without a reachable enclave", () => {
+  it("with no enclave configured, throws 503 enclave_unavailable with a Retry-After", async () => {
+    const err = await failure(callEnclave(config([]), ids, { path: "/internal/v1/new_account", body: {} }));
+    expect(err.code).toBe("enclave_unavailable");
+    expect(err.status).toBe(503);
+    expect(err.retryAfterSeconds).toBeGreaterThan(0);
+  });
+
+  it("with enclaves on closed loopback ports, tries them all and throws 503 enclave_unavailable with a Retry-After", async () => {
+    const err = await failure(forward(config(["http://127.0.0.1:1", "http://127.0.0.1:9"]), ids, "new_account", { account_name: "x" }, 5_000));
+    expect(err.code).toBe("enclave_unavailable");
+    expect(err.status).toBe(503);
+    expect(err.retryAfterSeconds).toBe(5);
+    // Nothing internal in what the client will read.
+    expect(err.message).not.toMatch(/127\.0\.0\.1|refused|ECONN/i);
+  });
+
+  it("through the edge: a request that needs an enclave gets 503, the error body and Retry-After", async () => {
+    const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ account_name: "x" }) });
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    const body = (await res.json()) as { error: { code: string; request_id: string } };
+    expect(body.error.code).toBe("enclave_unavailable");
+    expect(body.error.request_id).toBe(res.headers.get("x-request-id"));
+  });
+});
+
+describe("callEnclave routing (stubbed network)", () => {
+  it("routes around a dead enclave to a live one, sending the secret and both request ids", async () => {
+    const dead = host("dead");
+    const live = host("live");
+    const calls = network({ [live]: () => Response.json({ ok: 1 }) });
+    // The list rotates from call to call: of two calls, one starts at the dead enclave.
+    expect(await forward(config([dead, live]), ids, "new_account", { account_name: "x" })).toEqual({ ok: 1 });
+    expect(await forward(config([dead, live]), ids, "new_account", { account_name: "x" })).toEqual({ ok: 1 });
+    expect(calls.some((c) => c.url.startsWith(dead))).toBe(true);
+    const sent = calls.find((c) => c.url.startsWith(live));
+    expect(sent?.url).toBe(`${live}/internal/v1/new_account`);
+    expect(sent?.init?.method).toBe("POST");
+    expect(JSON.parse(String(sent?.init?.body))).toEqual({ account_name: "x" });
+    const headers = new Headers(sent?.init?.headers);
+    expect(headers.get(ENCLAVE_SECRET_HEADER)).toBe("s3cret");
+    expect(headers.get("x-request-id")).toBe(ids.requestId);
+    expect(headers.get("x-correlation-id")).toBe("trace-1");
+  });
+
+  it("treats an enclave's 503 like a dead one and tries the next", async () => {
+    const busy = host("busy");
+    const live = host("live");
+    network({ [busy]: () => Response.json({ error: { code: "enclave_unavailable", message: "starting" } }, { status: 503 }), [live]: () => Response.json({ ok: 2 }) });
+    expect(await callEnclave(config([busy, live]), ids, { path: "/internal/v1/x", body: {} })).toEqual({ ok: 2 });
+    expect(await callEnclave(config([live, busy]), ids, { path: "/internal/v1/x", body: {} })).toEqual({ ok: 2 });
+  });
+
+  it("skips a recently failed enclave: the healthy one is asked first on the next calls, whatever the rotation", async () => {
+    const dead = host("dead");
+    const live = host("live");
+    const calls = network({ [live]: () => Response.json({ ok: 3 }) });
+    // Fails alone first (the order of a two-enclave list rotates from call to call).
+    await failure(callEnclave(config([dead]), ids, { path: "/internal/v1/x", body: {} }));
+    calls.length = 0;
+    for (let i = 0; i < 4; i++) await callEnclave(config([dead, live]), ids, { path: "/internal/v1/x", body: {} });
+    expect(calls.every((c) => c.url.startsWith(live))).toBe(true);
+    expect(calls).toHaveLength(4);
+  });
+
+  it("passes an enclave's 4xx error through as it is (code, message, details, Retry-After) without asking another enclave", async () => {
+    const a = host("a");
+    const b = host("b");
+    const calls = network({
+      [a]: () => Response.json({ error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } }, { status: 429, headers: { "retry-after": "7" } }),
+      [b]: () => Response.json({ error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } }, { status: 429, headers: { "retry-after": "7" } }),
+    });
+    const err = await failure(callEnclave(config([a, b]), ids, { path: "/internal/v1/execute", body: {} }));
+    expect(err.code).toBe("executor_busy");
+    expect(err.status).toBe(429);
+    expect(err.message).toBe("all sandboxes are busy");
+    expect(err.details).toEqual({ queue: 3 });
+    expect(err.retryAfterSeconds).toBe(7);
+    expect(calls).toHaveLength(1);
+  });
+
+  it("hides what the client must not see: an unknown code or a 500 becomes internal_error with a generic message", async () => {
+    const odd = host("odd");
+    network({ [odd]: () => Response.json({ error: { code: "revert_0xdeadbeef", message: "execution reverted: secret detail" } }, { status: 500 }) });
+    const err = await failure(callEnclave(config([odd]), ids, { path: "/internal/v1/x", body: {} }));
+    expect(err.code).toBe("internal_error");
+    expect(err.message).not.toMatch(/revert|secret/);
+  });
+
+  it("an answer that is not JSON is internal_error, not a crash", async () => {
+    const html = host("html");
+    network({ [html]: () => new Response("<html>bad gateway</html>", { status: 502 }) });
+    const err = await failure(callEnclave(config([html]), ids, { path: "/internal/v1/x", body: {} }));
+    expect(err.code).toBe("internal_error");
+  });
+
+  it("sends a GET without a body when asked", async () => {
+    const live = host("live");
+    const calls = network({ [live]: () => Response.json({ timeout_ms: 1 }) });
+    await callEnclave(config([live]), ids, { method: "GET", path: "/internal/v1/client_config" });
+    expect(calls[0]?.init?.method).toBe("GET");
+    expect(calls[0]?.init?.body).toBeUndefined();
+  });
+});
