@@ -62,6 +62,17 @@ describe("errors", () => {
   });
 });
 
+describe("the attestation endpoints", () => {
+  it("answer 503 enclave_unavailable with Retry-After when no enclave is reachable", async () => {
+    for (const path of ["/attestation", "/info", "/evidences/"]) {
+      const res = await SELF.fetch(`http://edge${path}`);
+      expect(res.status, path).toBe(503);
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect((await errorOf(res)).code).toBe("enclave_unavailable");
+    }
+  });
+});
+
 describe("CORS", () => {
   it("answers a preflight from any origin and exposes the service's headers", async () => {
     const res = await SELF.fetch("http://edge/core/v1/version", {

@@ -11,6 +11,7 @@ import { errorResponse } from "./errors.ts";
 import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
+import { attestationRoutes } from "./routes/attestation.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { executionRoutes } from "./routes/execution.ts";
 import { groupsRoutes } from "./routes/groups.ts";
@@ -67,6 +68,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", actionsRoutes());
   app.route("/core/v1", executionRoutes());
   app.route("/core/v1", signaturesRoutes());
+  app.route("/", attestationRoutes());
 
   app.doc31("/core/v1/openapi.json", {
     openapi: "3.1.0",

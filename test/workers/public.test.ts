@@ -1,6 +1,6 @@
 // The edge in workerd against the real chain and enclave: the endpoints that reach them.
 import { SELF } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 
 describe("the edge with a live enclave", () => {
   it("/health aggregates the enclave's state: 200, the listener's lag, the chain", async () => {
@@ -16,5 +16,21 @@ describe("the edge with a live enclave", () => {
     const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ timeout_ms: 60_000, memory_limit_mb: 64, max_code_bytes: 4 << 20, max_fetch_count: 50, max_wallet_operations: 200 });
+  });
+});
+
+describe("the attestation endpoints", () => {
+  it("pass /attestation, /info and /evidences/… through to an enclave unchanged (its answer, its status)", async () => {
+    for (const path of ["/attestation", "/info", "/evidences/sha256sum.txt"]) {
+      const res = await SELF.fetch(`http://edge${path}`);
+      const direct = await fetch(`${inject("enclaveUrl")}${path}`);
+      expect(res.status, path).toBe(direct.status);
+      expect(res.headers.get("content-type"), path).toBe(direct.headers.get("content-type"));
+      // The edge's request id travels to the enclave, so both name the same request.
+      if (res.status >= 400) {
+        const body = (await res.json()) as { error: { request_id: string } };
+        expect(body.error.request_id).toBe(res.headers.get("x-request-id"));
+      }
+    }
   });
 });

@@ -74,3 +74,34 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
 export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOperation, body: unknown, timeoutMs?: number): Promise<T> {
   return callEnclave<T>(config, ids, { path: `/internal/v1/${op}`, body, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
 }
+
+/**
+ * Passes a public GET through to an enclave as it is (status, type, body): the attestation
+ * endpoints, whose answers a verifier checks byte for byte.
+ */
+export async function proxyToEnclave(config: EdgeConfig, ids: RequestIds, pathAndQuery: string): Promise<Response> {
+  for (const base of candidates(config.enclaveUrls)) {
+    let res: Response;
+    try {
+      res = await fetch(`${base}${pathAndQuery}`, {
+        headers: { "x-request-id": ids.requestId, ...(ids.correlationId ? { "x-correlation-id": ids.correlationId } : {}) },
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch {
+      failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
+      continue;
+    }
+    if (res.status === 503) {
+      failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
+      continue;
+    }
+    failedUntil.delete(base);
+    const headers = new Headers();
+    for (const name of ["content-type", "cache-control", "etag", "last-modified"]) {
+      const v = res.headers.get(name);
+      if (v) headers.set(name, v);
+    }
+    return new Response(res.body, { status: res.status, headers });
+  }
+  throw new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
+}

@@ -106,7 +106,10 @@ const listApiKeys = createRoute({
 /** An owner operation, with the caller's key added as `api_key`; the enclave decides. */
 async function forwardOwner<Op extends OwnerWrite>(c: Context<EdgeEnv>, op: Op, input: object): Promise<EnclaveResponse<Op>> {
   const { apiKey } = callerKey(c);
-  return forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey });
+  const res = await forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey });
+  // A managed write: billing (billing.md) holds and settles its cent here; until then it costs 0.
+  c.header("X-Sigil-Charged-Cents", "0");
+  return res;
 }
 
 export function accountsRoutes(): OpenAPIHono<EdgeEnv> {

@@ -91,7 +91,10 @@ function walletItemOf(w: WalletView): z.infer<typeof walletItem> {
 
 async function createWallet(c: Context<EdgeEnv>, input: { name?: string | undefined; description?: string | undefined }): Promise<EnclaveResponse<"create_wallet">> {
   const { apiKey } = callerKey(c);
-  return forward<EnclaveResponse<"create_wallet">>(c.get("config"), c.get("ids"), "create_wallet", { ...input, api_key: apiKey });
+  const res = await forward<EnclaveResponse<"create_wallet">>(c.get("config"), c.get("ids"), "create_wallet", { ...input, api_key: apiKey });
+  // A managed write: billing (billing.md) holds and settles its cent here; until then it costs 0.
+  c.header("X-Sigil-Charged-Cents", "0");
+  return res;
 }
 
 export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
