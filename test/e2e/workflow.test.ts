@@ -144,3 +144,52 @@ describe("the ChainSecured path", () => {
     expect(await recoverMessageAddress({ message: "chain secured", signature: run.response })).toBe(getAddress(pkp.wallet_address));
   });
 });
+
+describe("conversion and ownership transfer", () => {
+  it("a managed account converts to ChainSecured through the edge, then its admin hands it on; scripts keep running", async () => {
+    const account = await ok<{ api_key: string }>("POST", "/new_account", { body: { account_name: "to convert" } });
+    const wallet = await ok<{ wallet_address: Address }>("POST", "/create_wallet", { key: account.api_key, body: {} });
+    const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
+    await ok("POST", "/add_group", { key: account.api_key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] } });
+    const usage = await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", {
+      key: account.api_key,
+      body: { name: "runner", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: false, manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [0] },
+    });
+
+    const transport = http(rpcUrl);
+    const publicClient = createPublicClient({ transport, pollingInterval: 50 });
+    const chainId = await publicClient.getChainId();
+    const first = privateKeyToAccount(generatePrivateKey());
+    const typed = buildTypedData({ primaryType: "ConvertAccount", chainId, address: first.address, issuedAt: BigInt(Math.floor(Date.now() / 1000)) });
+    const converted = await call("POST", "/convert_to_chain_secured_account", {
+      key: account.api_key,
+      body: { new_admin_wallet_address: first.address, typed_data: typed, signature: await first.signTypedData(signableTypedData(typed)) },
+    });
+    expect(converted.status, JSON.stringify(converted.body)).toBe(200);
+    // The old master key may still read, but no longer write.
+    expect((await call("GET", "/list_wallets", { key: account.api_key })).status).toBe(200);
+    const write = await call<{ error: { code: string } }>("POST", "/create_wallet", { key: account.api_key, body: {} });
+    expect(write.status).toBe(403);
+    expect(write.body.error.code).toBe("chain_secured_account");
+
+    // The admin hands the account to a second wallet by its own transaction.
+    const second = privateKeyToAccount(generatePrivateKey());
+    const test = createTestClient({ mode: "anvil", transport });
+    await test.setBalance({ address: first.address, value: 10n ** 20n });
+    await test.setBalance({ address: second.address, value: 10n ** 20n });
+    const asFirst = createWalletClient({ account: first, transport });
+    const master = walletLookupHash(first.address);
+    const hash = await asFirst.writeContract({ address: contract, abi: accountConfigAbi, functionName: "transferChainSecuredAccountOwnership", args: [master, second.address], chain: null });
+    expect((await publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
+    // The former admin can no longer write; the new one can.
+    await expect(
+      publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName: "addGroup", args: [master, "x", "", [], []], account: first.address }),
+    ).rejects.toThrow(/NoAccountAccess/);
+    await publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName: "addGroup", args: [master, "x", "", [], []], account: second.address });
+
+    // The account's usage key still runs the script with its wallet.
+    const run = await ok<{ response: Hex; has_error: boolean }>("POST", "/sigil_action", { key: usage.usage_api_key, body: { code: SIGN, js_params: { wallet: wallet.wallet_address, message: "after transfer" } } });
+    expect(run.has_error).toBe(false);
+    expect(await recoverMessageAddress({ message: "after transfer", signature: run.response })).toBe(getAddress(wallet.wallet_address));
+  });
+});
