@@ -1,0 +1,21 @@
+// The edge's OpenAPI document checked against the official OpenAPI 3.1 JSON schema, with a real
+// validator (@seriousme/openapi-schema-validator). The app is built in Node from the same code
+// the worker runs; the document needs no bindings.
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../workers/app.ts";
+
+describe("GET /core/v1/openapi.json", () => {
+  it("is a valid OpenAPI 3.1 document", async () => {
+    const res = await createApp().request("/core/v1/openapi.json", {}, { SIGIL_ENV: "test" });
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe("3.1.0");
+    const result = await new Validator().validate(doc as never);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    // Every route of api.md but billing's: 34 operations (create_wallet has a GET and a POST).
+    const operations = Object.values(doc.paths).flatMap((item) => Object.keys(item).filter((k) => ["get", "post", "put", "patch", "delete"].includes(k)));
+    expect(operations.length).toBeGreaterThanOrEqual(34);
+  });
+});
