@@ -37,6 +37,7 @@ export async function callerKey(enclave: Enclave, apiKey: string, options: { own
   const keyHash = apiKeyHash(apiKey);
   const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
   if (resolution.master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  if (isPastExpiry(resolution)) throw new SigilError("invalid_api_key", "the API key has expired");
   if (!resolution.live) {
     if (resolution.isMaster && !resolution.managed) {
       throw new SigilError("chain_secured_account", "this account is ChainSecured: the change must be sent on chain by its admin wallet");
@@ -47,6 +48,14 @@ export async function callerKey(enclave: Enclave, apiKey: string, options: { own
     throw new SigilError("account_key_required", "this operation needs the account's master key, not a usage key");
   }
   return { keyHash, resolution };
+}
+
+/**
+ * A usage key whose expiration has passed by the clock. The chain judges expiry by the latest
+ * block's time, which can lag (a quiet chain mines no block): the enclave does not wait for one.
+ */
+export function isPastExpiry(resolution: KeyResolution, nowSeconds = Math.floor(Date.now() / 1000)): boolean {
+  return !resolution.isMaster && resolution.expiresAt !== 0n && resolution.expiresAt <= BigInt(nowSeconds);
 }
 
 /** Runs a chain read; a failure becomes 503 `chain_unavailable` (or its mapped revert). */

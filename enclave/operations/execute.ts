@@ -10,7 +10,7 @@ import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
 import { keyRef } from "../log.ts";
 import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
-import { readChain, type Enclave, type RequestContext } from "./context.ts";
+import { isPastExpiry, readChain, type Enclave, type RequestContext } from "./context.ts";
 
 const cidCache = new Map<string, string>();
 const CID_CACHE_MAX = 10_000;
@@ -65,6 +65,7 @@ export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"exe
   const keyHash = apiKeyHash(input.api_key);
   const { value: key } = await readChain(() => enclave.cache.resolve(keyHash));
   if (key.master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  if (isPastExpiry(key)) throw new SigilError("invalid_api_key", "the API key has expired");
   if (!key.live) {
     if (key.isMaster && !key.managed) {
       throw new SigilError("chain_secured_account", "this account is ChainSecured: its old master key can no longer run scripts");

@@ -369,15 +369,12 @@ describe("a usage key that no longer works is 401 invalid_api_key", () => {
   it("expired usage key: list_groups → 401, add_group → 401, sigil_action → 401", async () => {
     const expiresAt = Math.floor(Date.now() / 1000) + 4;
     const key = await newUsageKey(shared.api_key, ALL, { expires_at: expiresAt });
-    // Live until then: it reads and writes.
+    // Live until then.
     expect((await edge("list_groups", { key })).status).toBe(200);
     while (Date.now() / 1000 <= expiresAt + 1) await new Promise((resolve) => setTimeout(resolve, 250));
     // The chain's clock moves with its blocks (anvil mines only on transactions, and a read sees the
     // latest block's timestamp): one more write by the master key mines a block past the expiry.
-    for (const [p, b] of [["sigil_action", { code: EXEC_CODE }], ["list_groups", undefined], ["add_group", addGroupBody], ["list_groups", undefined]] as const) {
-      const r = await edge(p, { key, ...(b === undefined ? {} : { body: b }) });
-      console.log("PROBE", p, r.status, JSON.stringify(r.body).slice(0, 150));
-    }
+    await newGroup(shared.api_key);
     expectError(await edge("list_groups", { key }), 401, "invalid_api_key");
     expectError(await edge("add_group", { key, body: addGroupBody }), 401, "invalid_api_key");
     expectError(await edge("sigil_action", { key, body: { code: EXEC_CODE } }), 401, "invalid_api_key");
