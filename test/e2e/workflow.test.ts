@@ -3,8 +3,8 @@
 // key, a wallet, a group with the action and the wallet, and a script that signs with it — the
 // signature checked against the wallet's address; then the ChainSecured path, where a wallet
 // administers its own account on chain.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
@@ -191,5 +191,22 @@ describe("conversion and ownership transfer", () => {
     const run = await ok<{ response: Hex; has_error: boolean }>("POST", "/sigil_action", { key: usage.usage_api_key, body: { code: SIGN, js_params: { wallet: wallet.wallet_address, message: "after transfer" } } });
     expect(run.has_error).toBe(false);
     expect(await recoverMessageAddress({ message: "after transfer", signature: run.response })).toBe(getAddress(wallet.wallet_address));
+  });
+});
+
+describe("the README", () => {
+  it("its quickstart runs as written against the stack and ends with the wallet's signature", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const block = /```sh\n(A=http:\/\/127\.0\.0\.1:8787\/core\/v1;[\s\S]*?)```/.exec(readme)?.[1];
+    expect(block, "the README's public quickstart block").toBeDefined();
+    // The same commands, pointed at this test's stack (it runs on free ports, not on 8787).
+    const script = `${(block as string).replace("http://127.0.0.1:8787/core/v1", api)}\necho; echo "WALLET=$W"\n`;
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: root, timeout: 60_000 }, (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out))),
+    );
+    const wallet = /WALLET=(0x[0-9a-f]{40})/.exec(stdout)?.[1] as Address;
+    const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as { response: Hex; has_error: boolean };
+    expect(answer.has_error).toBe(false);
+    expect(await recoverMessageAddress({ message: "hello", signature: answer.response })).toBe(getAddress(wallet));
   });
 });

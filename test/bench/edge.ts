@@ -1,0 +1,121 @@
+// `npm run bench:edge`: the enclave benchmark's hello-world and signing runs through the edge
+// under workerd (`wrangler dev`), measured in the same run as the same runs sent straight to the
+// enclave, so the difference is what the edge adds. It starts its own anvil, enclave and edge. The
+// last line of output is one JSON object: {"bench":"edge","results":[{…, "p50_ms", "enclave_p50_ms"}]}.
+import { Agent, request } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, spawnEdge } from "../../bin/stack/edge.ts";
+import { computeCid } from "../../shared/cid.ts";
+import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
+import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
+import { startTestStack } from "../harness/stack.ts";
+
+const HELLO = "async function main() { return 'hello' }";
+const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
+
+type Measured = { p50_ms: number; p99_ms: number; rps: number };
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+function post(url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function measure(url: URL, headers: Record<string, string>, body: string, concurrency: number, runs: number): Promise<Measured> {
+  const latencies: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < runs) {
+      next++;
+      const t = performance.now();
+      const r = await post(url, headers, body);
+      latencies.push(performance.now() - t);
+      if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${url.pathname}: ${r.status} ${r.text}`);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0) * 100) / 100;
+  return { p50_ms: pct(0.5), p99_ms: pct(0.99), rps: Math.round(runs / seconds) };
+}
+
+async function main(): Promise<void> {
+  const stack = await startTestStack();
+  const stateDir = mkdtempSync(join(tmpdir(), "sigil-bench-edge-"));
+  let stopEdge = async () => {};
+  try {
+    const edge = await spawnEdge({
+      port: await freePort(),
+      stateDir,
+      vars: {
+        SIGIL_ENV: "test",
+        SIGIL_ENCLAVE_URLS: stack.enclaveUrl,
+        SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+        SIGIL_RPC_URL: stack.rpcUrl,
+        SIGIL_CONTRACT_ADDRESS: stack.contract,
+        // The benchmark is one client: rate limits would only measure themselves.
+        SIGIL_RATE_LIMIT_PER_KEY: "100000000",
+        SIGIL_RATE_LIMIT_PER_IP: "100000000",
+      },
+    });
+    stopEdge = () => edge.stop();
+    const api = `${edge.url}/core/v1`;
+    const json = async (path: string, key: string | undefined, body: unknown) => {
+      const r = await post(new URL(`${api}${path}`), key ? { "x-api-key": key } : {}, JSON.stringify(body));
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${r.text}`);
+      return JSON.parse(r.text) as Record<string, string>;
+    };
+    const { api_key: apiKey } = await json("/new_account", undefined, { account_name: "bench" });
+    const { wallet_address: wallet } = await json("/create_wallet", apiKey, {});
+    await json("/add_group", apiKey, { group_name: "bench", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [await computeCid(HELLO), await computeCid(SIGN)] });
+
+    const edgeUrl = new URL(`${api}/sigil_action`);
+    const enclaveUrl = new URL(`${stack.enclaveUrl}/internal/v1/execute`);
+    const edgeHeaders = { "x-api-key": apiKey as string };
+    const enclaveHeaders = { [ENCLAVE_SECRET_HEADER]: TEST_ENCLAVE_SECRET };
+    const bodies = {
+      hello: { edge: JSON.stringify({ code: HELLO, js_params: null }), enclave: JSON.stringify({ api_key: apiKey, code: HELLO, js_params: null }) },
+      sign: { edge: JSON.stringify({ code: SIGN, js_params: { wallet } }), enclave: JSON.stringify({ api_key: apiKey, code: SIGN, js_params: { wallet } }) },
+    };
+    // Warm-up of both paths (JIT, caches, the workers' QuickJS modules, workerd).
+    for (const b of Object.values(bodies)) {
+      await measure(edgeUrl, edgeHeaders, b.edge, 8, 300);
+      await measure(enclaveUrl, enclaveHeaders, b.enclave, 8, 300);
+    }
+    const results = [];
+    for (const name of ["hello", "sign"] as const) {
+      for (const [concurrency, runs] of [[1, 1_000], [32, 3_000]] as const) {
+        const viaEnclave = await measure(enclaveUrl, enclaveHeaders, bodies[name].enclave, concurrency, runs);
+        const viaEdge = await measure(edgeUrl, edgeHeaders, bodies[name].edge, concurrency, runs);
+        results.push({ name, concurrency, runs, ...viaEdge, enclave_p50_ms: viaEnclave.p50_ms, enclave_p99_ms: viaEnclave.p99_ms, enclave_rps: viaEnclave.rps });
+        console.log(
+          `${name.padEnd(6)} c=${String(concurrency).padEnd(3)} edge p50 ${viaEdge.p50_ms.toFixed(2)} ms (enclave ${viaEnclave.p50_ms.toFixed(2)} ms, +${(viaEdge.p50_ms - viaEnclave.p50_ms).toFixed(2)})  p99 ${viaEdge.p99_ms.toFixed(2)} ms  ${viaEdge.rps} runs/s`,
+        );
+      }
+    }
+    console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}`);
+    console.log(JSON.stringify({ bench: "edge", results }));
+  } finally {
+    agent.destroy();
+    await stopEdge();
+    await stack.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+await main();
