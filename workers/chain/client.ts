@@ -1,8 +1,9 @@
 // Live reads of AccountConfig from the Worker (api.md: reads are eth_calls, never cached). A
 // revert becomes the api.md error for it; an unreachable chain 503 chain_unavailable.
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createPublicClient, http, type ContractFunctionArgs, type ContractFunctionName, type ContractFunctionReturnType, type PublicClient } from "viem";
 import { mapContractError } from "../../shared/contractErrors.ts";
 import { SigilError } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeConfig } from "../config.ts";
 
 const clients = new Map<string, PublicClient>();
@@ -32,4 +33,20 @@ export async function read<T>(run: () => Promise<T>, keyHash?: bigint): Promise<
     if (internal) console.error(JSON.stringify({ level: "error", msg: "chain read failed", error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
     throw error;
   }
+}
+
+type Abi = typeof accountConfigAbi;
+type ViewName = ContractFunctionName<Abi, "view" | "pure">;
+
+/** One AccountConfig view, live, on behalf of `keyHash` (which names the key in a mapped revert). */
+export function readView<F extends ViewName>(
+  config: EdgeConfig,
+  functionName: F,
+  args: ContractFunctionArgs<Abi, "view" | "pure", F>,
+  keyHash?: bigint,
+): Promise<ContractFunctionReturnType<Abi, "view" | "pure", F>> {
+  return read(
+    () => chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName, args } as never) as never,
+    keyHash,
+  );
 }

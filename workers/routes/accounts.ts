@@ -2,18 +2,17 @@
 // caller's key added as `api_key` (the enclave authorizes them itself: a usage key on an owner
 // operation gets 403 account_key_required from it); reads are live eth_calls from here.
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { z } from "zod";
-import { requestSchemas, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { chainClient, contractAddress, read } from "../chain/client.ts";
+import { readView } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, toWire } from "./openapi.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { forwardWrite } from "./write.ts";
 
 type OwnerWrite = "add_usage_api_key" | "update_usage_api_key" | "update_usage_api_key_metadata" | "remove_usage_api_key";
 
@@ -88,29 +87,13 @@ const usageKeyItem = z.object({
   execute_in_groups: groupIds,
 });
 
-const listApiKeys = createRoute({
-  method: "get",
+const listApiKeys = listRoute({
   path: "/list_api_keys",
-  summary: "The account's usage keys (metadata and permissions, never key values); the total is in X-Total-Count",
-  security: keySecurity,
-  middleware: [requireKey] as const,
-  request: { query: pageQuerySchema },
-  responses: {
-    200: { ...json(z.array(usageKeyItem)), headers: z.object({ "X-Total-Count": z.string() }) },
-    400: errors,
-    401: errors,
-    503: errors,
-  },
+  summary: "The account's usage keys (metadata and permissions, never key values)",
+  query: pageQuerySchema,
+  item: usageKeyItem,
 });
 
-/** An owner operation, with the caller's key added as `api_key`; the enclave decides. */
-async function forwardOwner<Op extends OwnerWrite>(c: Context<EdgeEnv>, op: Op, input: object): Promise<EnclaveResponse<Op>> {
-  const { apiKey } = callerKey(c);
-  const res = await forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey });
-  // A managed write: billing (billing.md) holds and settles its cent here; until then it costs 0.
-  c.header("X-Sigil-Charged-Cents", "0");
-  return res;
-}
 
 export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
@@ -123,34 +106,21 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(accountExists, async (c) => {
     const { keyHash } = callerKey(c);
-    const config = c.get("config");
-    const [master, , managed] = await read(() =>
-      chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName: "resolveKey", args: [keyHash] }),
-    );
+    const [master, , managed] = await readView(c.get("config"), "resolveKey", [keyHash]);
     // resolveKey reports nothing for unknown and removed keys; for a converted account's old master
     // key (and its usage keys) `managed` is false.
     const exists = master !== 0n;
     return c.json({ exists, managed: exists && managed }, 200);
   });
 
-  r.openapi(addUsageKey, async (c) => c.json(await forwardOwner(c, "add_usage_api_key", c.req.valid("json")), 200));
-  r.openapi(updateUsageKey, async (c) => c.json(await forwardOwner(c, "update_usage_api_key", c.req.valid("json")), 200));
-  r.openapi(updateUsageKeyMetadata, async (c) => c.json(await forwardOwner(c, "update_usage_api_key_metadata", c.req.valid("json")), 200));
-  r.openapi(removeUsageKey, async (c) => c.json(await forwardOwner(c, "remove_usage_api_key", c.req.valid("json")), 200));
+  r.openapi(addUsageKey, async (c) => c.json(await forwardWrite(c, "add_usage_api_key", c.req.valid("json")), 200));
+  r.openapi(updateUsageKey, async (c) => c.json(await forwardWrite(c, "update_usage_api_key", c.req.valid("json")), 200));
+  r.openapi(updateUsageKeyMetadata, async (c) => c.json(await forwardWrite(c, "update_usage_api_key_metadata", c.req.valid("json")), 200));
+  r.openapi(removeUsageKey, async (c) => c.json(await forwardWrite(c, "remove_usage_api_key", c.req.valid("json")), 200));
 
   r.openapi(listApiKeys, async (c) => {
     const { keyHash } = callerKey(c);
-    const config = c.get("config");
-    const [items, total] = await read(
-      () =>
-        chainClient(config).readContract({
-          address: contractAddress(config),
-          abi: accountConfigAbi,
-          functionName: "listUsageApiKeys",
-          args: [keyHash, ...pageArgs(c.req.valid("query"))],
-        }),
-      keyHash,
-    );
+    const [items, total] = await readView(c.get("config"), "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
     const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
     setTotalCount(c, total);
     return c.json(

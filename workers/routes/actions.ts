@@ -4,14 +4,14 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { chainClient, contractAddress, read } from "../chain/client.ts";
+import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
-import { cidHashText, forwardWrite } from "./groups.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, listRoute } from "./openapi.ts";
+import { cidHashText } from "./groups.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { forwardWrite } from "./write.ts";
 
 const charged = { "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents") };
 const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 429: errors, 503: errors };
@@ -43,21 +43,14 @@ const actionItem = z.object({
   description: z.string(),
 });
 
-const listActions = createRoute({
-  method: "get",
+const listActions = listRoute({
   path: "/list_actions",
-  summary: "The account's registered actions, or with group_id that group's actions; the total is in X-Total-Count",
-  security: keySecurity,
-  middleware: [requireKey] as const,
-  request: { query: pageQuerySchema.extend({ group_id: groupIdParam.optional() }) },
-  responses: {
-    200: { ...json(z.array(actionItem)), headers: z.object({ "X-Total-Count": z.string() }) },
-    400: errors,
-    401: errors,
-    404: errors,
-    503: errors,
-  },
+  summary: "The account's registered actions, or with group_id that group's actions",
+  query: pageQuerySchema.extend({ group_id: groupIdParam.optional() }),
+  item: actionItem,
+  notFound: true,
 });
+
 
 export function actionsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
@@ -72,15 +65,10 @@ export function actionsRoutes(): OpenAPIHono<EdgeEnv> {
     const config = c.get("config");
     const query = c.req.valid("query");
     const [page, size] = pageArgs(query);
-    const client = chainClient(config);
-    const address = contractAddress(config);
-    const [items, total] = await read(
-      () =>
-        query.group_id === undefined
-          ? client.readContract({ address, abi: accountConfigAbi, functionName: "listActions", args: [keyHash, page, size] })
-          : client.readContract({ address, abi: accountConfigAbi, functionName: "listActionsInGroup", args: [keyHash, query.group_id, page, size] }),
-      keyHash,
-    );
+    const [items, total] =
+      query.group_id === undefined
+        ? await readView(config, "listActions", [keyHash, page, size], keyHash)
+        : await readView(config, "listActionsInGroup", [keyHash, query.group_id, page, size], keyHash);
     setTotalCount(c, total);
     return c.json(
       items.map((a) => ({

@@ -3,18 +3,16 @@
 // contract decides whether the key holds the scope (its refusal comes back as 403
 // permission_denied, 404 group_not_found or wallet_not_found). `list_groups` is a live eth_call.
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { z } from "zod";
-import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse } from "../../shared/enclaveApi.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { chainClient, contractAddress, read } from "../chain/client.ts";
-import { forward } from "../enclave/client.ts";
+import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, toWire } from "./openapi.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { forwardWrite } from "./write.ts";
 
 const charged = { "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents") };
 const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 429: errors, 503: errors };
@@ -50,19 +48,6 @@ const routes = [
   groupWrite("remove_pkp_from_group", requestSchemas.remove_pkp_from_group.omit({ api_key: true }), "Remove a wallet from a group. Needs group:removePkp on the group"),
 ] as const;
 
-/**
- * Forwards a managed write of a group or an action with the caller's key. Billing is off until the
- * billing issue, so nothing is charged: the ledger plugs in here (billing.md: hold 1 cent before
- * forwarding, settle it once the enclave has sent the transaction, release it on a rejection),
- * and the settled amount replaces the 0 in X-Sigil-Charged-Cents.
- */
-export async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown): Promise<EnclaveResponse<Op>> {
-  const { apiKey } = callerKey(c);
-  const res = await forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey });
-  c.header("X-Sigil-Charged-Cents", "0");
-  return res;
-}
-
 const groupItem = z.object({
   id: z.string().describe("the group id, decimal"),
   group_name: z.string(),
@@ -71,20 +56,8 @@ const groupItem = z.object({
   cid_hashes_permitted: z.array(z.string()).describe('action hashes, 0x + 64 hex; "0" = any action'),
 });
 
-const listGroups = createRoute({
-  method: "get",
-  path: "/list_groups",
-  summary: "The account's groups; the total is in X-Total-Count",
-  security: keySecurity,
-  middleware: [requireKey] as const,
-  request: { query: pageQuerySchema },
-  responses: {
-    200: { ...json(z.array(groupItem)), headers: z.object({ "X-Total-Count": z.string() }) },
-    400: errors,
-    401: errors,
-    503: errors,
-  },
-});
+const listGroups = listRoute({ path: "/list_groups", summary: "The account's groups", query: pageQuerySchema, item: groupItem });
+
 
 /** An action hash as responses show it: `"0"` for the "any action" entry, else `0x` + 64 hex. */
 export function cidHashText(hash: bigint): string {
@@ -101,17 +74,7 @@ export function groupsRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(listGroups, async (c) => {
     const { keyHash } = callerKey(c);
-    const config = c.get("config");
-    const [items, total] = await read(
-      () =>
-        chainClient(config).readContract({
-          address: contractAddress(config),
-          abi: accountConfigAbi,
-          functionName: "listGroups",
-          args: [keyHash, ...pageArgs(c.req.valid("query"))],
-        }),
-      keyHash,
-    );
+    const [items, total] = await readView(c.get("config"), "listGroups", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
     setTotalCount(c, total);
     return c.json(
       items.map((g) => ({

@@ -4,10 +4,9 @@ import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
 import { errorBodySchema } from "../../shared/errors.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { chainClient, contractAddress, read } from "../chain/client.ts";
+import { readView } from "../chain/client.ts";
 import { callEnclave } from "../enclave/client.ts";
 
 const errors = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
@@ -132,14 +131,12 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
   );
 
   r.openapi(apiPayers, async (c) => {
-    const config = c.get("config");
-    const payers = await read(() => chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName: "apiPayers" }));
+    const payers = await readView(c.get("config"), "apiPayers", []);
     return c.json(payers.map((p) => p.toLowerCase()), 200);
   });
 
   r.openapi(adminApiPayer, async (c) => {
-    const config = c.get("config");
-    const payer = await read(() => chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName: "adminApiPayer" }));
+    const payer = await readView(c.get("config"), "adminApiPayer", []);
     return c.json(payer.toLowerCase(), 200);
   });
 

@@ -16,7 +16,7 @@ import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { chainClient, read } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
-import { callerKey } from "../middleware/auth/index.ts";
+import { forwardWrite } from "./write.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
 /**
@@ -127,18 +127,14 @@ export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
   });
 
   r.openapi(convert, async (c) => {
-    const { apiKey } = callerKey(c);
     const input = c.req.valid("json");
     await verifySignature(c, "ConvertAccount", input, input.new_admin_wallet_address as Address);
-    // Billing is off until the billing issue: the ledger's 1-cent hold and settle for this managed
-    // write plug in around the forward, like every group write's.
-    const res = await forward<EnclaveResponse<"convert_to_chain_secured_account">>(c.get("config"), c.get("ids"), "convert_to_chain_secured_account", {
-      api_key: apiKey,
+    // A managed write like every other: the key is added and the cost reported by forwardWrite.
+    const res = await forwardWrite(c, "convert_to_chain_secured_account", {
       new_admin_wallet_address: input.new_admin_wallet_address,
       typed_data: input.typed_data,
       signature: input.signature,
     });
-    c.header("X-Sigil-Charged-Cents", "0");
     return c.json(res, 200);
   });
 

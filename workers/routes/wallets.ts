@@ -2,17 +2,15 @@
 // authorizes the caller (the master key, or a usage key with can_create_pkps); lists are live
 // eth_calls from here.
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { z } from "zod";
-import { requestSchemas, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { chainClient, contractAddress, read } from "../chain/client.ts";
-import { forward } from "../enclave/client.ts";
+import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey } from "./openapi.ts";
+import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { forwardWrite } from "./write.ts";
 
 /** `listWalletsInGroup`'s id for the group's `address(0)` entry: any wallet of the account. */
 const ANY_WALLET_ID = (1n << 256n) - 1n;
@@ -20,7 +18,6 @@ const ANY_WALLET_ID = (1n << 256n) - 1n;
 export const ANY_WALLET = "any";
 
 const createWalletBody = requestSchemas.create_wallet.omit({ api_key: true });
-const totalHeader = z.object({ "X-Total-Count": z.string() });
 
 const createWalletPost = createRoute({
   method: "post",
@@ -56,27 +53,18 @@ const walletItem = z.object({
   name: z.string(),
   description: z.string(),
 });
-const walletList = { ...json(z.array(walletItem)), headers: totalHeader };
 
-const listWallets = createRoute({
-  method: "get",
-  path: "/list_wallets",
-  summary: "The account's wallets; the total is in X-Total-Count",
-  security: keySecurity,
-  middleware: [requireKey] as const,
-  request: { query: pageQuerySchema },
-  responses: { 200: walletList, 400: errors, 401: errors, 503: errors },
-});
+const listWallets = listRoute({ path: "/list_wallets", summary: "The account's wallets", query: pageQuerySchema, item: walletItem });
 
-const listWalletsInGroup = createRoute({
-  method: "get",
+
+const listWalletsInGroup = listRoute({
   path: "/list_wallets_in_group",
-  summary: "The wallets a group permits; the total is in X-Total-Count",
-  security: keySecurity,
-  middleware: [requireKey] as const,
-  request: { query: pageQuerySchema.extend({ group_id: groupIdParam }) },
-  responses: { 200: walletList, 400: errors, 401: errors, 404: errors, 503: errors },
+  summary: "The wallets a group permits",
+  query: pageQuerySchema.extend({ group_id: groupIdParam }),
+  item: walletItem,
+  notFound: true,
 });
+
 
 type WalletView = { id: bigint; wallet: string; name: string; description: string };
 
@@ -89,22 +77,14 @@ function walletItemOf(w: WalletView): z.infer<typeof walletItem> {
   };
 }
 
-async function createWallet(c: Context<EdgeEnv>, input: { name?: string | undefined; description?: string | undefined }): Promise<EnclaveResponse<"create_wallet">> {
-  const { apiKey } = callerKey(c);
-  const res = await forward<EnclaveResponse<"create_wallet">>(c.get("config"), c.get("ids"), "create_wallet", { ...input, api_key: apiKey });
-  // A managed write: billing (billing.md) holds and settles its cent here; until then it costs 0.
-  c.header("X-Sigil-Charged-Cents", "0");
-  return res;
-}
-
 export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
   registerKeySecurity(r);
 
-  r.openapi(createWalletPost, async (c) => c.json(await createWallet(c, c.req.valid("json")), 200));
+  r.openapi(createWalletPost, async (c) => c.json(await forwardWrite(c, "create_wallet", c.req.valid("json")), 200));
 
   r.openapi(createWalletGet, async (c) => {
-    const res = await createWallet(c, {});
+    const res = await forwardWrite(c, "create_wallet", {});
     c.header("Deprecation", "true");
     c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
     return c.json(res, 200);
@@ -112,35 +92,15 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(listWallets, async (c) => {
     const { keyHash } = callerKey(c);
-    const config = c.get("config");
-    const [items, total] = await read(
-      () =>
-        chainClient(config).readContract({
-          address: contractAddress(config),
-          abi: accountConfigAbi,
-          functionName: "listWallets",
-          args: [keyHash, ...pageArgs(c.req.valid("query"))],
-        }),
-      keyHash,
-    );
+    const [items, total] = await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
     setTotalCount(c, total);
     return c.json(items.map(walletItemOf), 200);
   });
 
   r.openapi(listWalletsInGroup, async (c) => {
     const { keyHash } = callerKey(c);
-    const config = c.get("config");
     const query = c.req.valid("query");
-    const [items, total] = await read(
-      () =>
-        chainClient(config).readContract({
-          address: contractAddress(config),
-          abi: accountConfigAbi,
-          functionName: "listWalletsInGroup",
-          args: [keyHash, query.group_id, ...pageArgs(query)],
-        }),
-      keyHash,
-    );
+    const [items, total] = await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash);
     setTotalCount(c, total);
     return c.json(items.map(walletItemOf), 200);
   });

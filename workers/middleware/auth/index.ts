@@ -9,7 +9,39 @@ import { apiKeyHash } from "../../../shared/hashing.ts";
 
 export type CallerKey = { apiKey: string; keyHash: bigint };
 
+type Parsed = { ok: true; key: CallerKey } | { ok: false; error: SigilError };
+
+/** Per request: the headers are parsed and the key hashed once, however many steps ask. */
+const parsedByRequest = new WeakMap<Request, Parsed>();
+
+function parse(c: Context): Parsed {
+  const known = parsedByRequest.get(c.req.raw);
+  if (known) return known;
+  let parsed: Parsed;
+  try {
+    parsed = { ok: true, key: readKey(c) };
+  } catch (err) {
+    if (!(err instanceof SigilError)) throw err;
+    parsed = { ok: false, error: err };
+  }
+  parsedByRequest.set(c.req.raw, parsed);
+  return parsed;
+}
+
+/** The caller's key, or the 400/401 the headers deserve. */
 export function callerKey(c: Context): CallerKey {
+  const parsed = parse(c);
+  if (!parsed.ok) throw parsed.error;
+  return parsed.key;
+}
+
+/** The hash of a well-formed key the request carries, if any (for rate limiting; never throws). */
+export function presentedKeyHash(c: Context): bigint | undefined {
+  const parsed = parse(c);
+  return parsed.ok ? parsed.key.keyHash : undefined;
+}
+
+function readKey(c: Context): CallerKey {
   const header = c.req.header("x-api-key")?.trim();
   const authorization = c.req.header("authorization")?.trim();
   let bearer: string | undefined;

@@ -1,26 +1,17 @@
 // Per-key and per-IP rate limits (api.md, Rate limits), counted by the RateLimiter Durable Object.
-// A request with a well-formed API key counts against its key; every request also counts against
+// A request with a well-formed API key (parsed once per request, see auth) counts against its key; every request also counts against
 // its client IP (new_account and the signature endpoints only by IP, with a tighter limit). The
 // tightest bucket's state goes out as RateLimit-Limit/Remaining/Reset; over a limit → 429
 // rate_limited with Retry-After.
 import type { MiddlewareHandler } from "hono";
-import { isApiKeyFormat } from "../../../shared/apiKey.ts";
 import { SigilError } from "../../../shared/errors.ts";
-import { apiKeyHash } from "../../../shared/hashing.ts";
 import type { EdgeEnv } from "../../app.ts";
 import type { TakeResult } from "../../ratelimit/limiter.ts";
+import { presentedKeyHash } from "../auth/index.ts";
 
 const WINDOW_SECONDS = 60;
 /** Endpoints anyone may call without a key: limited by IP only, more tightly. */
 const OPEN_WRITES = new Set(["/core/v1/new_account", "/core/v1/create_wallet_with_signature", "/core/v1/add_usage_api_key_with_signature"]);
-
-function presentedKey(headers: Headers): string | undefined {
-  const direct = headers.get("x-api-key")?.trim();
-  if (direct && isApiKeyFormat(direct)) return direct;
-  const m = /^bearer\s+(.+)$/i.exec(headers.get("authorization")?.trim() ?? "");
-  const bearer = m?.[1]?.trim();
-  return bearer && isApiKeyFormat(bearer) ? bearer : undefined;
-}
 
 export function rateLimit(): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -34,8 +25,8 @@ export function rateLimit(): MiddlewareHandler<EdgeEnv> {
       buckets.push({ name: `open-ip:${ip}`, limit: limits.openPerIp });
     } else {
       buckets.push({ name: `ip:${ip}`, limit: limits.perIp });
-      const key = presentedKey(c.req.raw.headers);
-      if (key) buckets.push({ name: `key:${apiKeyHash(key).toString(16)}`, limit: limits.perKey });
+      const keyHash = presentedKeyHash(c);
+      if (keyHash !== undefined) buckets.push({ name: `key:${keyHash.toString(16)}`, limit: limits.perKey });
     }
     let tightest: TakeResult | undefined;
     for (const bucket of buckets) {
