@@ -1,9 +1,6 @@
 // Wallet signatures for the signature endpoints: EOAs by ECDSA recovery, contract wallets by
-// ERC-1271 `isValidSignature` on a local anvil (test/fixtures/Erc1271Wallet.sol, compiled here).
-import { readFileSync } from "node:fs";
+// ERC-1271 `isValidSignature` on a local anvil (test/fixtures/Erc1271Wallet.sol, compiled with solc-js).
 import { createServer, type AddressInfo } from "node:net";
-import { join } from "node:path";
-import solc from "solc";
 import {
   createPublicClient,
   createWalletClient,
@@ -12,9 +9,7 @@ import {
   http,
   keccak256,
   stringToHex,
-  type Abi,
   type Address,
-  type Hex,
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -22,6 +17,8 @@ import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAnvil, type Anvil } from "../bin/stack/anvil.ts";
 import { isWalletSignature } from "./walletSignature.ts";
+import { compileErc1271Wallet } from "../test/fixtures/erc1271Wallet.ts";
+import builtForWorkerd from "../test/workers/fixtures/erc1271Wallet.json" with { type: "json" };
 
 const alice = privateKeyToAccount(generatePrivateKey());
 const bob = privateKeyToAccount(generatePrivateKey());
@@ -38,26 +35,8 @@ let client: PublicClient;
 let aliceWallet: Address; // owned by alice
 let refusingWallet: Address; // owned by alice, reverts on every check
 
-function compileWallet(): { abi: Abi; bytecode: Hex } {
-  const source = readFileSync(join(import.meta.dirname, "../test/fixtures/Erc1271Wallet.sol"), "utf8");
-  const input = {
-    language: "Solidity",
-    sources: { "Erc1271Wallet.sol": { content: source } },
-    settings: { evmVersion: "cancun", outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } } },
-  };
-  const output = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    errors?: { severity: string; formattedMessage: string }[];
-    contracts?: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>;
-  };
-  const errors = (output.errors ?? []).filter((e) => e.severity === "error");
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  const wallet = output.contracts?.["Erc1271Wallet.sol"]?.Erc1271Wallet;
-  if (!wallet) throw new Error("Erc1271Wallet was not in solc's output");
-  return { abi: wallet.abi, bytecode: `0x${wallet.evm.bytecode.object}` };
-}
-
 beforeAll(async () => {
-  const [{ abi, bytecode }, started] = await Promise.all([Promise.resolve().then(compileWallet), startAnvil({ accounts: 1 })]);
+  const [{ abi, bytecode }, started] = await Promise.all([Promise.resolve().then(compileErc1271Wallet), startAnvil({ accounts: 1 })]);
   anvil = started;
   const transport = http(anvil.rpcUrl);
   client = createPublicClient({ chain: foundry, transport, pollingInterval: 50 }) as PublicClient;
@@ -158,5 +137,11 @@ describe("an unreachable chain", () => {
     const dead = createPublicClient({ transport: http(`http://127.0.0.1:${port}`, { retryCount: 0 }) });
     const signature = await bob.sign({ hash: digest });
     await expect(isWalletSignature(dead, { address: aliceWallet, digest, signature })).rejects.toThrow();
+  });
+});
+
+describe("the ERC-1271 wallet fixture", () => {
+  it("the copy precompiled for the workerd tests matches the contract (else run node test/workers/fixtures/build.ts)", () => {
+    expect(builtForWorkerd).toEqual(JSON.parse(JSON.stringify(compileErc1271Wallet())));
   });
 });

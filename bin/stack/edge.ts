@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { stopGroup } from "./anvil.ts";
+import { captureOutput } from "./output.ts";
 
 export type EdgeProcess = { url: string; pid: number; exited: Promise<number | null>; output(): string; stop(): Promise<void> };
 
@@ -46,26 +47,14 @@ export async function spawnEdge(options: {
   );
   if (child.pid === undefined) throw new Error("wrangler dev did not start");
   const pid = child.pid;
-  let output = "";
-  let pending = "";
-  const onData = (chunk: Buffer) => {
-    const text = chunk.toString();
-    output += text;
-    pending += text;
-    let nl: number;
-    while ((nl = pending.indexOf("\n")) >= 0) {
-      const line = pending.slice(0, nl).trimEnd();
-      pending = pending.slice(nl + 1);
-      if (line) options.echo?.(line);
-    }
-  };
-  child.stdout?.on("data", onData);
-  child.stderr?.on("data", onData);
+  const output = captureOutput(child, (line) => {
+    if (line.trim()) options.echo?.(line.trimEnd());
+  });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${options.port}`;
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}) before it answered:\n${output.slice(-3000)}`);
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
     try {
       const res = await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) });
       if (res.ok) break;
@@ -74,9 +63,9 @@ export async function spawnEdge(options: {
     }
     if (Date.now() > deadline) {
       await stopGroup(child);
-      throw new Error(`wrangler dev did not answer within ${options.timeoutMs ?? 60_000} ms:\n${output.slice(-3000)}`);
+      throw new Error(`wrangler dev did not answer within ${options.timeoutMs ?? 60_000} ms:\n${output().slice(-3000)}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url, pid, exited, output: () => output, stop: () => stopGroup(child) };
+  return { url, pid, exited, output, stop: () => stopGroup(child) };
 }

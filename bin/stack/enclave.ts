@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Address } from "viem";
 import { stopGroup } from "./anvil.ts";
+import { captureOutput } from "./output.ts";
 
 export type EnclaveProcess = {
   url: string;
@@ -25,33 +26,24 @@ export async function spawnEnclave(env: Record<string, string>, options: { timeo
   });
   if (child.pid === undefined) throw new Error("the enclave did not start");
   const pid = child.pid;
-  let output = "";
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let onReady: (info: { url: string; payers: Address[] }) => void = () => {};
+  const output = captureOutput(child, (line) => {
+    options.echo?.(line);
+    const m = /^SIGIL_ENCLAVE_READY (.*)$/.exec(line);
+    if (m) onReady(JSON.parse(m[1] as string) as { url: string; payers: Address[] });
+  });
   const ready = new Promise<{ url: string; payers: Address[] }>((resolve, reject) => {
     const timeoutMs = options.timeoutMs ?? 30_000;
-    const timer = setTimeout(() => reject(new Error(`the enclave did not start within ${timeoutMs} ms:\n${output.slice(-3000)}`)), timeoutMs);
-    let pending = "";
-    const onData = (chunk: Buffer) => {
-      const text = chunk.toString();
-      output += text;
-      pending += text;
-      let nl: number;
-      while ((nl = pending.indexOf("\n")) >= 0) {
-        const line = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        options.echo?.(line);
-        const m = /^SIGIL_ENCLAVE_READY (.*)$/.exec(line);
-        if (m) {
-          clearTimeout(timer);
-          resolve(JSON.parse(m[1] as string) as { url: string; payers: Address[] });
-        }
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code, signal) => {
+    const timer = setTimeout(() => reject(new Error(`the enclave did not start within ${timeoutMs} ms:\n${output().slice(-3000)}`)), timeoutMs);
+    onReady = (info) => {
       clearTimeout(timer);
-      reject(new Error(`the enclave exited (${signal ?? code}) before it was ready:\n${output.slice(-3000)}`));
+      resolve(info);
+    };
+    // "close", not "exit": by then its output has been read to the end, for the message.
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the enclave exited (${signal ?? code}) before it was ready:\n${output().slice(-3000)}`));
     });
   });
   let info: { url: string; payers: Address[] };
@@ -61,5 +53,5 @@ export async function spawnEnclave(env: Record<string, string>, options: { timeo
     await stopGroup(child);
     throw err;
   }
-  return { ...info, pid, exited, output: () => output, stop: () => stopGroup(child) };
+  return { ...info, pid, exited, output, stop: () => stopGroup(child) };
 }

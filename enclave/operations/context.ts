@@ -29,9 +29,9 @@ export type RequestContext = { requestId: string; correlationId: string | null; 
 export type CallerKey = { keyHash: bigint; resolution: KeyResolution };
 
 /**
- * Hashes the caller's raw key and checks it can write: it must resolve, be live, and (for
- * `owner` operations) be the master key. A converted account's old master key is refused with
- * `chain_secured_account`; an expired or unknown key with `invalid_api_key`.
+ * Hashes the caller's raw key and checks it can act — write or run: it must resolve, be live,
+ * and (for `owner` operations) be the master key. A converted account's old master key is refused
+ * with `chain_secured_account`; an expired or unknown key with `invalid_api_key`.
  */
 export async function callerKey(enclave: Enclave, apiKey: string, options: { owner?: boolean } = {}): Promise<CallerKey> {
   const keyHash = apiKeyHash(apiKey);
@@ -40,7 +40,7 @@ export async function callerKey(enclave: Enclave, apiKey: string, options: { own
   if (isPastExpiry(resolution)) throw new SigilError("invalid_api_key", "the API key has expired");
   if (!resolution.live) {
     if (resolution.isMaster && !resolution.managed) {
-      throw new SigilError("chain_secured_account", "this account is ChainSecured: the change must be sent on chain by its admin wallet");
+      throw new SigilError("chain_secured_account", "this account is ChainSecured: its old master key may read, but writes are sent on chain by its admin wallet and it can no longer run scripts");
     }
     throw new SigilError("invalid_api_key", "the API key has expired");
   }

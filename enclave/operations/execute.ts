@@ -6,11 +6,11 @@ import { getAddress } from "viem";
 import { computeCid } from "../../shared/cid.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
-import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
+import { cidHash } from "../../shared/hashing.ts";
 import { keyRef } from "../log.ts";
 import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
-import { isPastExpiry, readChain, type Enclave, type RequestContext } from "./context.ts";
+import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
 
 const cidCache = new Map<string, string>();
 const CID_CACHE_MAX = 10_000;
@@ -62,16 +62,7 @@ export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"exe
   if (Buffer.byteLength(paramsJson) > limits.maxJsParamsBytes) {
     throw new SigilError("payload_too_large", `js_params must serialize to at most ${limits.maxJsParamsBytes} bytes`);
   }
-  const keyHash = apiKeyHash(input.api_key);
-  const { value: key } = await readChain(() => enclave.cache.resolve(keyHash));
-  if (key.master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
-  if (isPastExpiry(key)) throw new SigilError("invalid_api_key", "the API key has expired");
-  if (!key.live) {
-    if (key.isMaster && !key.managed) {
-      throw new SigilError("chain_secured_account", "this account is ChainSecured: its old master key can no longer run scripts");
-    }
-    throw new SigilError("invalid_api_key", "the API key has expired");
-  }
+  const { keyHash, resolution: key } = await callerKey(enclave, input.api_key);
 
   const code = input.code ?? (await codeFromIpfs(enclave, input.ipfs_id as string));
   const cid = await cidOf(code);

@@ -2,7 +2,6 @@
 // under workerd (`wrangler dev`), measured in the same run as the same runs sent straight to the
 // enclave, so the difference is what the edge adds. It starts its own anvil, enclave and edge. The
 // last line of output is one JSON object: {"bench":"edge","results":[{…, "p50_ms", "enclave_p50_ms"}]}.
-import { Agent, request } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,48 +10,10 @@ import { computeCid } from "../../shared/cid.ts";
 import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
 import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
+import { closeAgent, measure, post } from "./measure.ts";
 
 const HELLO = "async function main() { return 'hello' }";
 const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
-
-type Measured = { p50_ms: number; p99_ms: number; rps: number };
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-
-function post(url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => (text += c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-async function measure(url: URL, headers: Record<string, string>, body: string, concurrency: number, runs: number): Promise<Measured> {
-  const latencies: number[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < runs) {
-      next++;
-      const t = performance.now();
-      const r = await post(url, headers, body);
-      latencies.push(performance.now() - t);
-      if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${url.pathname}: ${r.status} ${r.text}`);
-    }
-  };
-  const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0) * 100) / 100;
-  return { p50_ms: pct(0.5), p99_ms: pct(0.99), rps: Math.round(runs / seconds) };
-}
 
 async function main(): Promise<void> {
   const stack = await startTestStack();
@@ -111,7 +72,7 @@ async function main(): Promise<void> {
     console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}`);
     console.log(JSON.stringify({ bench: "edge", results }));
   } finally {
-    agent.destroy();
+    closeAgent();
     await stopEdge();
     await stack.stop();
     rmSync(stateDir, { recursive: true, force: true });

@@ -18,15 +18,6 @@ const SIGN = `async function main({ wallet, message }) {
   return { signature };
 }`;
 
-const ALL_PERMS = {
-  can_create_groups: true,
-  can_delete_groups: true,
-  can_create_pkps: true,
-  manage_ipfs_ids_in_groups: [0],
-  add_pkp_to_groups: [0],
-  remove_pkp_from_groups: [0],
-  execute_in_groups: [0],
-};
 
 const transport = () => http(inject("rpcUrl"));
 const publicClient = () => createPublicClient({ transport: transport(), pollingInterval: 50 });

@@ -8,22 +8,13 @@ import { generateApiKey } from "../../shared/apiKey.ts";
 import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { ok } from "../enclave/client.ts";
-import { addGroupThroughEnclave, edgeClient, readContract } from "./stack.ts";
+import { addGroupThroughEnclave, edgeClient, readContract, NO_PERMISSIONS } from "./stack.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
 
 type NewAccount = { success: boolean; transaction_hash: string; api_key: string; wallet_address: string; account_id: string };
 const newAccount = (name = "edge test account") => ok200<NewAccount>("new_account", { body: { account_name: name } });
 
-const NO_PERMS = {
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [],
-  add_pkp_to_groups: [],
-  remove_pkp_from_groups: [],
-  execute_in_groups: [],
-};
 
 type KeyItem = {
   id: string;
@@ -68,7 +59,7 @@ describe("GET /account_exists", () => {
 
   beforeAll(async () => {
     account = await newAccount();
-    usageKey = (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name: "u", description: "", ...NO_PERMS } })).usage_api_key;
+    usageKey = (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name: "u", description: "", ...NO_PERMISSIONS } })).usage_api_key;
   });
 
   it("is {exists: true, managed: true} for a managed account's master key and for its usage key", async () => {
@@ -108,7 +99,7 @@ describe("GET /account_exists", () => {
     expect(await ok200("account_exists", { key: converted.api_key })).toEqual({ exists: true, managed: false });
     const wallets = await edge<unknown[]>("list_wallets", { key: converted.api_key });
     expect(wallets.status).toBe(200);
-    expectError(await edge("add_usage_api_key", { key: converted.api_key, body: { name: "u", description: "", ...NO_PERMS } }), 403, "chain_secured_account");
+    expectError(await edge("add_usage_api_key", { key: converted.api_key, body: { name: "u", description: "", ...NO_PERMISSIONS } }), 403, "chain_secured_account");
   });
 });
 
@@ -135,7 +126,7 @@ describe("usage keys", () => {
       body: {
         name: "ci",
         description: "for CI",
-        ...NO_PERMS,
+        ...NO_PERMISSIONS,
         can_create_pkps: true,
         execute_in_groups: [Number(groupId)],
         manage_ipfs_ids_in_groups: [groupId],
@@ -166,16 +157,16 @@ describe("usage keys", () => {
   it("update_usage_api_key replaces every permission (by key or by hash); update_usage_api_key_metadata only renames", async () => {
     const { usage_api_key: key } = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
       key: account.api_key,
-      body: { name: "before", description: "d", ...NO_PERMS, can_create_groups: true, execute_in_groups: [groupId] },
+      body: { name: "before", description: "d", ...NO_PERMISSIONS, can_create_groups: true, execute_in_groups: [groupId] },
     });
     const updated = await ok200<{ success: boolean; transaction_hash: string }>("update_usage_api_key", {
       key: account.api_key,
-      body: { usage_api_key: key, name: "after", description: "d2", ...NO_PERMS, can_delete_groups: true, add_pkp_to_groups: [0] },
+      body: { usage_api_key: key, name: "after", description: "d2", ...NO_PERMISSIONS, can_delete_groups: true, add_pkp_to_groups: [0] },
     });
     expect(updated).toEqual({ success: true, transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     expect(await itemOf(key)).toMatchObject({ name: "after", description: "d2", can_create_groups: false, can_delete_groups: true, add_pkp_to_groups: ["0"], execute_in_groups: [] });
 
-    await ok200("update_usage_api_key", { key: account.api_key, body: { usage_api_key: toHash32(apiKeyHash(key)), name: "by hash", description: "", ...NO_PERMS, remove_pkp_from_groups: [groupId] } });
+    await ok200("update_usage_api_key", { key: account.api_key, body: { usage_api_key: toHash32(apiKeyHash(key)), name: "by hash", description: "", ...NO_PERMISSIONS, remove_pkp_from_groups: [groupId] } });
     expect(await itemOf(key)).toMatchObject({ name: "by hash", can_delete_groups: false, add_pkp_to_groups: [], remove_pkp_from_groups: [groupId] });
 
     await ok200("update_usage_api_key_metadata", { key: account.api_key, body: { usage_api_key: key, name: "renamed", description: "new words" } });
@@ -183,11 +174,11 @@ describe("usage keys", () => {
   });
 
   it("update_usage_api_key of a key the account does not have is 404 not_found", async () => {
-    expectError(await edge("update_usage_api_key", { key: account.api_key, body: { usage_api_key: generateApiKey(), name: "x", description: "", ...NO_PERMS } }), 404, "not_found");
+    expectError(await edge("update_usage_api_key", { key: account.api_key, body: { usage_api_key: generateApiKey(), name: "x", description: "", ...NO_PERMISSIONS } }), 404, "not_found");
   });
 
   it("remove_usage_api_key stops the key at once: it no longer exists and every keyed call with it is 401 invalid_api_key", async () => {
-    const { usage_api_key: key } = await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name: "doomed", description: "", ...NO_PERMS } });
+    const { usage_api_key: key } = await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name: "doomed", description: "", ...NO_PERMISSIONS } });
     expect((await edge("list_api_keys", { key })).status).toBe(200);
     const removed = await ok200("remove_usage_api_key", { key: account.api_key, body: { usage_api_key: key } });
     expect(removed).toMatchObject({ success: true });
@@ -200,9 +191,9 @@ describe("usage keys", () => {
   it("a usage key may not manage usage keys: 403 account_key_required on all four", async () => {
     const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
       key: account.api_key,
-      body: { name: "all groups", description: "", ...NO_PERMS, can_create_groups: true, can_create_pkps: true, execute_in_groups: [0] },
+      body: { name: "all groups", description: "", ...NO_PERMISSIONS, can_create_groups: true, can_create_pkps: true, execute_in_groups: [0] },
     });
-    const perms = { name: "x", description: "", ...NO_PERMS };
+    const perms = { name: "x", description: "", ...NO_PERMISSIONS };
     expectError(await edge("add_usage_api_key", { key: usage, body: perms }), 403, "account_key_required");
     expectError(await edge("update_usage_api_key", { key: usage, body: { usage_api_key: usage, ...perms } }), 403, "account_key_required");
     expectError(await edge("update_usage_api_key_metadata", { key: usage, body: { usage_api_key: usage, name: "x", description: "" } }), 403, "account_key_required");
@@ -211,7 +202,7 @@ describe("usage keys", () => {
   });
 
   it("validates bodies strictly: api_key in the body, unknown fields and wrong types are 400; the key is checked first", async () => {
-    const perms = { name: "x", description: "", ...NO_PERMS };
+    const perms = { name: "x", description: "", ...NO_PERMISSIONS };
     const inBody = expectError(await edge("add_usage_api_key", { key: account.api_key, body: { ...perms, api_key: account.api_key } }), 400, "invalid_request");
     expect(inBody.details?.[0]?.message).toContain("api_key");
     expectError(await edge("add_usage_api_key", { key: account.api_key, body: { ...perms, can_create_group: true } }), 400, "invalid_request");
@@ -223,7 +214,7 @@ describe("usage keys", () => {
   });
 
   it("an unknown group id in the permissions is refused by the chain with 404 group_not_found", async () => {
-    expectError(await edge("add_usage_api_key", { key: account.api_key, body: { name: "x", description: "", ...NO_PERMS, execute_in_groups: ["987654"] } }), 404, "group_not_found");
+    expectError(await edge("add_usage_api_key", { key: account.api_key, body: { name: "x", description: "", ...NO_PERMISSIONS, execute_in_groups: ["987654"] } }), 404, "group_not_found");
   });
 });
 
@@ -234,7 +225,7 @@ describe("GET /list_api_keys", () => {
   beforeAll(async () => {
     account = await newAccount();
     for (const name of ["k0", "k1", "k2"]) {
-      keys.push((await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name, description: "", ...NO_PERMS } })).usage_api_key);
+      keys.push((await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name, description: "", ...NO_PERMISSIONS } })).usage_api_key);
     }
   });
 

@@ -1,12 +1,11 @@
 // The stack behind the edge's tests in workerd: the same chain and enclave as the enclave suites
 // (test/harness/stack.ts). vitest.config.ts hands their URLs to the worker as bindings.
 import type { TestProject } from "vitest/node";
+import { provideStack } from "../harness/provide.ts";
 import { startTestStack } from "../harness/stack.ts";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const stack = await startTestStack();
-  for (const key of ["rpcUrl", "contract", "owner", "enclaveUrl", "enclavePid", "gatewayUrl", "fetchTargetUrl", "listenerPollMs"] as const) {
-    project.provide(key, stack[key] as never);
-  }
+  provideStack(project, stack);
   return () => stack.stop();
 }

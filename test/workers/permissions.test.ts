@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { edgeClient, type Reply } from "./stack.ts";
+import { ALL_PERMISSIONS, edgeClient, NO_PERMISSIONS, type Reply } from "./stack.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
 
@@ -29,24 +29,6 @@ type Perms = {
 type FlagField = "can_create_groups" | "can_delete_groups" | "can_create_pkps";
 type ListField = "manage_ipfs_ids_in_groups" | "add_pkp_to_groups" | "remove_pkp_from_groups" | "execute_in_groups";
 
-const NONE: Perms = {
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [],
-  add_pkp_to_groups: [],
-  remove_pkp_from_groups: [],
-  execute_in_groups: [],
-};
-const ALL: Perms = {
-  can_create_groups: true,
-  can_delete_groups: true,
-  can_create_pkps: true,
-  manage_ipfs_ids_in_groups: [0],
-  add_pkp_to_groups: [0],
-  remove_pkp_from_groups: [0],
-  execute_in_groups: [0],
-};
 
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 const EXEC_CODE = "async function main() { return 'permission matrix' }";
@@ -102,9 +84,9 @@ let execGroup: string;
 let execCid: string;
 let chainId: number;
 
-const withFlag = (field: FlagField, value: boolean): Perms => ({ ...NONE, [field]: value });
-const withList = (field: ListField, list: GroupList): Perms => ({ ...NONE, [field]: list });
-const allBut = (field: FlagField | ListField): Perms => ({ ...ALL, [field]: field.startsWith("can_") ? false : [] });
+const withFlag = (field: FlagField, value: boolean): Perms => ({ ...NO_PERMISSIONS, [field]: value });
+const withList = (field: ListField, list: GroupList): Perms => ({ ...NO_PERMISSIONS, [field]: list });
+const allBut = (field: FlagField | ListField): Perms => ({ ...ALL_PERMISSIONS, [field]: field.startsWith("can_") ? false : [] });
 
 const write = (body: unknown) => expect(body).toMatchObject({ success: true, transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
 const list = (body: unknown) => expect(Array.isArray(body)).toBe(true);
@@ -120,25 +102,25 @@ const rows: Row[] = [
   {
     endpoint: "add_usage_api_key",
     auth: "acct",
-    prepare: async () => post("add_usage_api_key", { name: "new", description: "", ...NONE }),
+    prepare: async () => post("add_usage_api_key", { name: "new", description: "", ...NO_PERMISSIONS }),
     check: (b) => expect((b as { usage_api_key: string }).usage_api_key).toMatch(/^[A-Za-z0-9+/]{43}=$/),
   },
   {
     endpoint: "update_usage_api_key",
     auth: "acct",
-    prepare: async (a) => post("update_usage_api_key", { usage_api_key: await newUsageKey(a.api_key, NONE), name: "updated", description: "", ...NONE, can_create_groups: true }),
+    prepare: async (a) => post("update_usage_api_key", { usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS), name: "updated", description: "", ...NO_PERMISSIONS, can_create_groups: true }),
     check: write,
   },
   {
     endpoint: "update_usage_api_key_metadata",
     auth: "acct",
-    prepare: async (a) => post("update_usage_api_key_metadata", { usage_api_key: await newUsageKey(a.api_key, NONE), name: "renamed", description: "d" }),
+    prepare: async (a) => post("update_usage_api_key_metadata", { usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS), name: "renamed", description: "d" }),
     check: write,
   },
   {
     endpoint: "remove_usage_api_key",
     auth: "acct",
-    prepare: async (a) => post("remove_usage_api_key", { usage_api_key: await newUsageKey(a.api_key, NONE) }),
+    prepare: async (a) => post("remove_usage_api_key", { usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS) }),
     check: write,
   },
   { endpoint: "list_api_keys", auth: "read", prepare: async () => get("list_api_keys"), check: list },
@@ -289,12 +271,12 @@ const rows: Row[] = [
 function casesOf(row: Row): Case[] {
   const master: Case = { name: "master key → 200", key: "master", status: 200 };
   if (row.auth === "read") {
-    return [master, { name: "usage key without scopes → 200", key: () => NONE, status: 200 }, { name: "usage key with every scope → 200", key: () => ALL, status: 200 }];
+    return [master, { name: "usage key without scopes → 200", key: () => NO_PERMISSIONS, status: 200 }, { name: "usage key with every scope → 200", key: () => ALL_PERMISSIONS, status: 200 }];
   }
   if (row.auth === "acct") {
     return [
-      { name: "usage key with every scope → 403", key: () => ALL, status: 403, code: "account_key_required" },
-      { name: "usage key without scopes → 403", key: () => NONE, status: 403, code: "account_key_required" },
+      { name: "usage key with every scope → 403", key: () => ALL_PERMISSIONS, status: 403, code: "account_key_required" },
+      { name: "usage key without scopes → 403", key: () => NO_PERMISSIONS, status: 403, code: "account_key_required" },
       master,
     ];
   }
@@ -306,7 +288,7 @@ function casesOf(row: Row): Case[] {
     const refusal = { status: 403 as const, code: "permission_denied" as const, scope: need.scope, ...(need.scope === "execute" ? {} : { deniedGroup }) };
     cases.push({ name: `usage key without ${need.scope} → 403`, key: () => allBut(need.field), ...refusal });
     if ("mode" in need && (need.mode === "group" || need.mode === "execute")) {
-      cases.push({ name: `usage key with ${need.scope} for another group only → 403`, key: () => ({ ...ALL, [need.field]: [Number(otherGroup)] }), ...refusal });
+      cases.push({ name: `usage key with ${need.scope} for another group only → 403`, key: () => ({ ...ALL_PERMISSIONS, [need.field]: [Number(otherGroup)] }), ...refusal });
     }
   }
   // Allowed: exactly the scopes needed, and nothing else.
@@ -314,10 +296,10 @@ function casesOf(row: Row): Case[] {
   const lists = needs.filter((n): n is Need & { field: ListField; mode: "group" | "some" | "all" | "execute" } => "mode" in n);
   const scopeNames = needs.map((n) => n.scope).join(" + ");
   if (flags.length > 0) {
-    cases.push({ name: `usage key with only ${scopeNames} → 200`, key: () => flags.reduce((p, n) => ({ ...p, [n.field]: true }), NONE), status: 200 });
+    cases.push({ name: `usage key with only ${scopeNames} → 200`, key: () => flags.reduce((p, n) => ({ ...p, [n.field]: true }), NO_PERMISSIONS), status: 200 });
   }
   if (lists.length > 0) {
-    const only = (ids: (g: string) => GroupList) => (g: string) => lists.reduce((p, n) => ({ ...p, [n.field]: ids(g) }), NONE);
+    const only = (ids: (g: string) => GroupList) => (g: string) => lists.reduce((p, n) => ({ ...p, [n.field]: ids(g) }), NO_PERMISSIONS);
     const allMode = lists.some((n) => n.mode === "all");
     cases.push(
       allMode
@@ -368,7 +350,7 @@ const addGroupBody = { group_name: "x", group_description: "", pkp_ids_permitted
 describe("a usage key that no longer works is 401 invalid_api_key", () => {
   it("expired usage key: list_groups → 401, add_group → 401, sigil_action → 401", async () => {
     const expiresAt = Math.floor(Date.now() / 1000) + 4;
-    const key = await newUsageKey(shared.api_key, ALL, { expires_at: expiresAt });
+    const key = await newUsageKey(shared.api_key, ALL_PERMISSIONS, { expires_at: expiresAt });
     // Live until then.
     expect((await edge("list_groups", { key })).status).toBe(200);
     while (Date.now() / 1000 <= expiresAt + 1) await new Promise((resolve) => setTimeout(resolve, 250));
@@ -381,7 +363,7 @@ describe("a usage key that no longer works is 401 invalid_api_key", () => {
   });
 
   it("removed usage key: list_groups → 401, add_group → 401, sigil_action → 401", async () => {
-    const key = await newUsageKey(shared.api_key, ALL);
+    const key = await newUsageKey(shared.api_key, ALL_PERMISSIONS);
     expect((await edge("list_groups", { key })).status).toBe(200);
     await ok200("remove_usage_api_key", { key: shared.api_key, body: { usage_api_key: key } });
     expectError(await edge("list_groups", { key }), 401, "invalid_api_key");

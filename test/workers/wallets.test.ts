@@ -5,7 +5,7 @@ import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
-import { addGroupThroughEnclave, edgeClient, readContract } from "./stack.ts";
+import { addGroupThroughEnclave, edgeClient, readContract, NO_PERMISSIONS } from "./stack.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
 
@@ -14,19 +14,10 @@ type Created = { success: boolean; transaction_hash: string; wallet_address: str
 type WalletItem = { id: string; wallet_address: string; name: string; description: string };
 
 const ZERO = "0x0000000000000000000000000000000000000000";
-const NO_PERMS = {
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [],
-  add_pkp_to_groups: [],
-  remove_pkp_from_groups: [],
-  execute_in_groups: [],
-};
 
 const newAccount = () => ok200<NewAccount>("new_account", { body: { account_name: "wallets" } });
-const usageKey = async (master: string, perms: Partial<typeof NO_PERMS> = {}) =>
-  (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: master, body: { name: "u", description: "", ...NO_PERMS, ...perms } })).usage_api_key;
+const usageKey = async (master: string, perms: Partial<typeof NO_PERMISSIONS> = {}) =>
+  (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: master, body: { name: "u", description: "", ...NO_PERMISSIONS, ...perms } })).usage_api_key;
 
 /** The wallet registered on chain under `address`, as the contract's wallet list reports it. */
 async function onChainWallets(apiKey: string) {

@@ -24,24 +24,15 @@ function candidates(urls: string[]): string[] {
   return [...healthy, ...failed];
 }
 
-export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall): Promise<T> {
-  if (config.enclaveUrls.length === 0) {
-    throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
-  }
+/**
+ * Sends `request` to one enclave after another until one answers with something other than 503;
+ * an enclave that cannot be reached or answers 503 is skipped for a few seconds.
+ */
+async function firstAnswer(config: EdgeConfig, request: (base: string) => Promise<Response>): Promise<Response> {
   for (const base of candidates(config.enclaveUrls)) {
     let res: Response;
     try {
-      res = await fetch(`${base}${call.path}`, {
-        method: call.method ?? "POST",
-        headers: {
-          "content-type": "application/json",
-          [ENCLAVE_SECRET_HEADER]: config.enclaveSecret,
-          "x-request-id": ids.requestId,
-          ...(ids.correlationId ? { "x-correlation-id": ids.correlationId } : {}),
-        },
-        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
-        signal: AbortSignal.timeout(call.timeoutMs ?? 150_000),
-      });
+      res = await request(base);
     } catch {
       failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
       continue;
@@ -51,23 +42,42 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
       continue;
     }
     failedUntil.delete(base);
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new SigilError("internal_error", "the enclave answered something that is not JSON");
-    }
-    if (res.ok) return body as T;
-    const error = (body as { error?: { code?: string; message?: string; details?: unknown } }).error;
-    const code = error?.code && error.code in errorStatus ? (error.code as ErrorCode) : "internal_error";
-    const retry = Number(res.headers.get("retry-after") ?? NaN);
-    throw new SigilError(code, code === "internal_error" ? "an internal error occurred" : (error?.message ?? "the request failed"), {
-      ...(error?.details === undefined ? {} : { details: error.details }),
-      ...(Number.isFinite(retry) ? { retryAfterSeconds: retry } : {}),
-    });
+    return res;
   }
   throw new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
+}
+
+function forwardedIds(ids: RequestIds): Record<string, string> {
+  return { "x-request-id": ids.requestId, ...(ids.correlationId ? { "x-correlation-id": ids.correlationId } : {}) };
+}
+
+export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall): Promise<T> {
+  if (config.enclaveUrls.length === 0) {
+    throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
+  }
+  const res = await firstAnswer(config, (base) =>
+    fetch(`${base}${call.path}`, {
+      method: call.method ?? "POST",
+      headers: { "content-type": "application/json", [ENCLAVE_SECRET_HEADER]: config.enclaveSecret, ...forwardedIds(ids) },
+      ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+      signal: AbortSignal.timeout(call.timeoutMs ?? 150_000),
+    }),
+  );
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new SigilError("internal_error", "the enclave answered something that is not JSON");
+  }
+  if (res.ok) return body as T;
+  const error = (body as { error?: { code?: string; message?: string; details?: unknown } }).error;
+  const code = error?.code && error.code in errorStatus ? (error.code as ErrorCode) : "internal_error";
+  const retry = Number(res.headers.get("retry-after") ?? NaN);
+  throw new SigilError(code, code === "internal_error" ? "an internal error occurred" : (error?.message ?? "the request failed"), {
+    ...(error?.details === undefined ? {} : { details: error.details }),
+    ...(Number.isFinite(retry) ? { retryAfterSeconds: retry } : {}),
+  });
 }
 
 /** An internal operation with the caller's validated body. */
@@ -80,28 +90,11 @@ export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOpera
  * endpoints, whose answers a verifier checks byte for byte.
  */
 export async function proxyToEnclave(config: EdgeConfig, ids: RequestIds, pathAndQuery: string): Promise<Response> {
-  for (const base of candidates(config.enclaveUrls)) {
-    let res: Response;
-    try {
-      res = await fetch(`${base}${pathAndQuery}`, {
-        headers: { "x-request-id": ids.requestId, ...(ids.correlationId ? { "x-correlation-id": ids.correlationId } : {}) },
-        signal: AbortSignal.timeout(30_000),
-      });
-    } catch {
-      failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
-      continue;
-    }
-    if (res.status === 503) {
-      failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
-      continue;
-    }
-    failedUntil.delete(base);
-    const headers = new Headers();
-    for (const name of ["content-type", "cache-control", "etag", "last-modified"]) {
-      const v = res.headers.get(name);
-      if (v) headers.set(name, v);
-    }
-    return new Response(res.body, { status: res.status, headers });
+  const res = await firstAnswer(config, (base) => fetch(`${base}${pathAndQuery}`, { headers: forwardedIds(ids), signal: AbortSignal.timeout(30_000) }));
+  const headers = new Headers();
+  for (const name of ["content-type", "cache-control", "etag", "last-modified"]) {
+    const v = res.headers.get(name);
+    if (v) headers.set(name, v);
   }
-  throw new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
+  return new Response(res.body, { status: res.status, headers });
 }

@@ -1,0 +1,23 @@
+// What the suites that share the test stack (test/harness/stack.ts) receive from their
+// globalSetup through vitest's `inject`: the stack's addresses, typed once for both.
+import type { TestProject } from "vitest/node";
+import type { TestStack } from "./stack.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    rpcUrl: string;
+    contract: `0x${string}`;
+    owner: `0x${string}`;
+    enclaveUrl: string;
+    enclavePid: number;
+    gatewayUrl: string;
+    fetchTargetUrl: string;
+    listenerPollMs: number;
+  }
+}
+
+const keys = ["rpcUrl", "contract", "owner", "enclaveUrl", "enclavePid", "gatewayUrl", "fetchTargetUrl", "listenerPollMs"] as const;
+
+export function provideStack(project: TestProject, stack: TestStack): void {
+  for (const key of keys) project.provide(key, stack[key] as never);
+}
