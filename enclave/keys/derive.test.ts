@@ -235,3 +235,19 @@ describe("newDerivation", () => {
     expect(draws.some((d) => d >= 1n << 248n)).toBe(true);
   });
 });
+
+describe("remembered addresses", () => {
+  it("a derivation asked for again gives the same key, and the address it reports is that key's, for every kind of key", () => {
+    const k = keyring();
+    const kinds = [() => k.pkpKey(7n, 8n), () => k.pkpKey(8n, 7n), () => k.accountMasterWallet(7n), () => k.actionKey("QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"), () => k.payerKey(3)];
+    const first = kinds.map((derive) => derive());
+    const second = kinds.map((derive) => derive());
+    for (let i = 0; i < kinds.length; i++) {
+      const [a, b] = [first[i], second[i]] as [{ privateKey: Uint8Array; address: string }, { privateKey: Uint8Array; address: string }];
+      expect(bytesToHex(b.privateKey)).toBe(bytesToHex(a.privateKey));
+      expect(b.address).toBe(addressOf(b.privateKey));
+    }
+    // Different inputs never share a remembered address.
+    expect(new Set(second.map((d) => d.address)).size).toBe(kinds.length);
+  });
+});

@@ -264,6 +264,21 @@ describe("view errors", () => {
   });
 });
 
+describe("usageKeyExpiration", () => {
+  it("is a usage key's expiration, 0 for one that never expires, and 0 for anything that is not a live usage key", async () => {
+    const { master } = await f.managedAccount();
+    const expiration = (await f.now()) + 3_600n;
+    const { hash: expiring } = await f.usageKey(master, { expiration });
+    const { hash: forever } = await f.usageKey(master);
+    expect(await f.read("usageKeyExpiration", [expiring])).toBe(expiration);
+    expect(await f.read("usageKeyExpiration", [forever])).toBe(0n);
+    expect(await f.read("usageKeyExpiration", [master])).toBe(0n);
+    expect(await f.read("usageKeyExpiration", [apiKeyHash(generateApiKey())])).toBe(0n);
+    await f.write(f.payer, "removeUsageApiKey", [master, expiring]);
+    expect(await f.read("usageKeyExpiration", [expiring])).toBe(0n);
+  });
+});
+
 describe("payer views", () => {
   it("apiPayers() returns the set the owner gave, and setApiPayers replaces it emitting ApiPayersSet", async () => {
     expect(await f.read("apiPayers", [])).toEqual([f.payer, f.otherPayer]);

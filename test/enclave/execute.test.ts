@@ -2,10 +2,13 @@
 // before running anything, and 10 000 runs in a row that must leak no QuickJS handles (the process
 // stays up and its memory flat).
 import { readFileSync } from "node:fs";
+import { request } from "node:http";
+import { createPublicClient, http } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
 import { callEnclave, ok, run } from "./client.ts";
+import { TEST_ENCLAVE_SECRET } from "./constants.ts";
 
 let apiKey: string;
 
@@ -60,9 +63,23 @@ describe("requests refused before anything runs", () => {
     expect(params.status).toBe(413);
   });
 
-  it("a body over 6 MiB → 413", async () => {
-    const r = await callEnclave("execute", JSON.stringify({ api_key: apiKey, code: "x".repeat(7 << 20) }));
-    expect(r.status).toBe(413);
+  it("a body over 6 MiB → 413, and the enclave closes that connection (the unread rest of the body would corrupt the next request on it)", async () => {
+    const url = new URL(`${inject("enclaveUrl")}/internal/v1/execute`);
+    const body = JSON.stringify({ api_key: apiKey, code: "x".repeat(7 << 20) });
+    const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = request(
+        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", [ENCLAVE_SECRET_HEADER]: TEST_ENCLAVE_SECRET } },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, connection: res.headers.connection });
+        },
+      );
+      req.on("error", () => undefined); // the server may stop reading before the body is all sent
+      req.end(body);
+      setTimeout(() => reject(new Error("no answer")), 20_000).unref();
+    });
+    expect(answer.status).toBe(413);
+    expect(answer.connection).toBe("close");
   });
 
   it("malformed JSON → 400 invalid_json; unknown or missing fields → 400 invalid_request with details", async () => {
@@ -107,6 +124,34 @@ describe("requests refused before anything runs", () => {
     expect(health.payers.length).toBeGreaterThan(0);
     expect(health.payers.every((p) => !p.low && BigInt(p.balance_wei) > 0n)).toBe(true);
     expect(BigInt(health.listener.chain_head)).toBeGreaterThanOrEqual(BigInt(health.listener.last_block));
+  });
+});
+
+describe("usage-key expiry", () => {
+  it("a usage key past its expiration is refused (401) by the clock, although no block has been mined since", async () => {
+    const expiresAt = Math.floor(Date.now() / 1000) + 3;
+    const { usage_api_key: key } = await ok<{ usage_api_key: string }>("add_usage_api_key", {
+      api_key: apiKey,
+      name: "short-lived",
+      description: "",
+      can_create_groups: false,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [0],
+      expires_at: expiresAt,
+    });
+    const code = "async function main() { return 'ran' }";
+    expect((await run(key, code)).body.response).toBe("ran");
+    const head = await createPublicClient({ transport: http(inject("rpcUrl")) }).getBlockNumber();
+    await new Promise((resolve) => setTimeout(resolve, (expiresAt + 1) * 1000 - Date.now()));
+    const late = await run(key, code);
+    expect(late.status).toBe(401);
+    expect(errorCode(late.body)).toBe("invalid_api_key");
+    // The point of the test: the chain's time has not moved (anvil mines only on a transaction).
+    expect(await createPublicClient({ transport: http(inject("rpcUrl")) }).getBlockNumber()).toBe(head);
   });
 });
 
