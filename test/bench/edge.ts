@@ -1,16 +1,16 @@
 // `npm run bench:edge`: the enclave benchmark's hello-world and signing runs through the edge
-// under workerd (`wrangler dev`), measured in the same run as the same runs sent straight to the
+// under workerd (the production bundle served by workerd itself, see workerd.ts), measured in the same run as the same runs sent straight to the
 // enclave, so the difference is what the edge adds. It starts its own anvil, enclave and edge. The
 // last line of output is one JSON object: {"bench":"edge","results":[{…, "p50_ms", "enclave_p50_ms"}]}.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, spawnEdge } from "../../bin/stack/edge.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
 import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { closeAgent, measure, post } from "./measure.ts";
+import { closeAgent, measure, measureInTurn, post } from "./measure.ts";
+import { startWorkerd } from "./workerd.ts";
 
 const HELLO = "async function main() { return 'hello' }";
 const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
@@ -20,9 +20,8 @@ async function main(): Promise<void> {
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-bench-edge-"));
   let stopEdge = async () => {};
   try {
-    const edge = await spawnEdge({
-      port: await freePort(),
-      stateDir,
+    const edge = await startWorkerd({
+      dir: stateDir,
       vars: {
         SIGIL_ENV: "test",
         SIGIL_ENCLAVE_URLS: stack.enclaveUrl,
@@ -60,9 +59,20 @@ async function main(): Promise<void> {
     }
     const results = [];
     for (const name of ["hello", "sign"] as const) {
-      for (const [concurrency, runs] of [[1, 1_000], [32, 3_000]] as const) {
-        const viaEnclave = await measure(enclaveUrl, enclaveHeaders, bodies[name].enclave, concurrency, runs);
-        const viaEdge = await measure(edgeUrl, edgeHeaders, bodies[name].edge, concurrency, runs);
+      const edge = { url: edgeUrl, headers: edgeHeaders, body: bodies[name].edge };
+      const enclave = { url: enclaveUrl, headers: enclaveHeaders, body: bodies[name].enclave };
+      // One client: the two paths take turns, so both see the same moments of the machine's load.
+      const ones = 1_000;
+      const [viaEdge1, viaEnclave1] = await measureInTurn([edge, enclave], ones);
+      // 32 clients: one path after the other (taking turns would halve each one's load).
+      const runs = 3_000;
+      const viaEnclave32 = await measure(enclaveUrl, enclaveHeaders, enclave.body, 32, runs);
+      const viaEdge32 = await measure(edgeUrl, edgeHeaders, edge.body, 32, runs);
+      const rows = [
+        { concurrency: 1, runs: ones, viaEdge: viaEdge1!, viaEnclave: viaEnclave1! },
+        { concurrency: 32, runs, viaEdge: viaEdge32, viaEnclave: viaEnclave32 },
+      ];
+      for (const { concurrency, runs, viaEdge, viaEnclave } of rows) {
         results.push({ name, concurrency, runs, ...viaEdge, enclave_p50_ms: viaEnclave.p50_ms, enclave_p99_ms: viaEnclave.p99_ms, enclave_rps: viaEnclave.rps });
         console.log(
           `${name.padEnd(6)} c=${String(concurrency).padEnd(3)} edge p50 ${viaEdge.p50_ms.toFixed(2)} ms (enclave ${viaEnclave.p50_ms.toFixed(2)} ms, +${(viaEdge.p50_ms - viaEnclave.p50_ms).toFixed(2)})  p99 ${viaEdge.p99_ms.toFixed(2)} ms  ${viaEdge.rps} runs/s`,

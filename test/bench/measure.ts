@@ -1,6 +1,6 @@
 // What both benchmarks measure with: POSTs over a keep-alive agent, from `concurrency` clients at
-// once, until `runs` answers; p50/p99 latency and runs per second. Every answer must be a
-// successful run, or the benchmark stops: a fast error is not a result.
+// once, until `runs` answers; p50/p99 latency and runs per second; or one client taking turns
+// between targets. Every answer must be a successful run, or the benchmark stops.
 import { Agent, request } from "node:http";
 
 export type Measured = { p50_ms: number; p99_ms: number; rps: number };
@@ -27,6 +27,39 @@ export function post(url: URL, headers: Record<string, string>, body: string): P
   });
 }
 
+export type Target = { url: URL; headers: Record<string, string>; body: string };
+
+/** A successful run's answer, or the benchmark stops: a fast error is not a result. */
+function check(url: URL, r: { status: number; text: string }): void {
+  if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${url.pathname}: ${r.status} ${r.text}`);
+}
+
+function percentile(sorted: number[], p: number): number {
+  return Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
+}
+
+/**
+ * One client sending to each target in turn, `runs` times each: the targets share every moment of
+ * the machine's load, so the difference of their latencies is what one adds over the other.
+ */
+export async function measureInTurn(targets: Target[], runs: number): Promise<Measured[]> {
+  const latencies = targets.map(() => [] as number[]);
+  for (let i = 0; i < runs; i++) {
+    for (const [k, t] of targets.entries()) {
+      const started = performance.now();
+      const r = await post(t.url, t.headers, t.body);
+      latencies[k]!.push(performance.now() - started);
+      check(t.url, r);
+    }
+  }
+  return latencies.map((l) => {
+    const seconds = l.reduce((a, b) => a + b, 0) / 1000;
+    l.sort((a, b) => a - b);
+    // The rate one client would reach on this path alone: its runs over the time they took.
+    return { p50_ms: percentile(l, 0.5), p99_ms: percentile(l, 0.99), rps: Math.round(runs / seconds) };
+  });
+}
+
 export async function measure(url: URL, headers: Record<string, string>, body: string, concurrency: number, runs: number): Promise<Measured> {
   const latencies: number[] = [];
   let next = 0;
@@ -36,13 +69,12 @@ export async function measure(url: URL, headers: Record<string, string>, body: s
       const t = performance.now();
       const r = await post(url, headers, body);
       latencies.push(performance.now() - t);
-      if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${url.pathname}: ${r.status} ${r.text}`);
+      check(url, r);
     }
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: concurrency }, client));
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0) * 100) / 100;
-  return { p50_ms: pct(0.5), p99_ms: pct(0.99), rps: Math.round(runs / seconds) };
+  return { p50_ms: percentile(latencies, 0.5), p99_ms: percentile(latencies, 0.99), rps: Math.round(runs / seconds) };
 }

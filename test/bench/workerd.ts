@@ -1,0 +1,85 @@
+// The edge under workerd alone, for the edge benchmark. `wrangler dev` (what `npm start` and the
+// end-to-end tests use) puts its own local proxy in front of the Worker, which costs about 5 ms a
+// request on these machines and has no counterpart in production; the benchmark measures the
+// edge itself. So it bundles the Worker exactly as `wrangler deploy` would (`--dry-run`), writes a
+// workerd configuration with the bindings of wrangler.toml (the RateLimiter Durable Object, the
+// variables) and serves it with the workerd binary wrangler itself runs, on 127.0.0.1.
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { unstable_readConfig } from "wrangler";
+import { stopGroup } from "../../bin/stack/anvil.ts";
+import { freePort } from "../../bin/stack/edge.ts";
+import { captureOutput } from "../../bin/stack/output.ts";
+
+const root = join(import.meta.dirname, "../..");
+const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
+/** The path of the workerd binary that wrangler runs (the `workerd` package's default export). */
+const workerdBinary = (createRequire(import.meta.url)("workerd") as { default: string }).default;
+const quiet = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", WRANGLER_LOG: "warn", NO_COLOR: "1" };
+
+function run(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [wranglerBin, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: quiet });
+    const output = captureOutput(child, () => {});
+    child.once("exit", (code) => (code === 0 ? resolve(output()) : reject(new Error(`wrangler ${args[0]} exited ${code}:\n${output().slice(-3000)}`))));
+  });
+}
+
+/** A capnp text literal. */
+const text = (s: string) => JSON.stringify(s);
+
+export async function startWorkerd(options: { dir: string; vars: Record<string, string> }): Promise<{ url: string; stop(): Promise<void> }> {
+  const bundleDir = join(options.dir, "bundle");
+  mkdirSync(bundleDir, { recursive: true });
+  await run(["deploy", "--dry-run", "--outdir", bundleDir]);
+  const port = await freePort();
+  const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") });
+  // wrangler.toml's [vars] first, then the caller's: the same precedence as an env file.
+  const vars = { ...(wrangler.vars as Record<string, string>), ...options.vars };
+  const objects = wrangler.durable_objects.bindings;
+  const bindings = [
+    ...objects.map((o: { name: string; class_name: string }) => `(name = ${text(o.name)}, durableObjectNamespace = ${text(o.class_name)})`),
+    ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
+  ];
+  const config = `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "edge", worker = .edge),
+    # The Worker reaches the local chain and enclave on loopback, which workerd's default
+    # outbound network refuses.
+    (name = "loopback", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "edge")],
+);
+const edge :Workerd.Worker = (
+  modules = [(name = "index.js", esModule = embed "bundle/index.js")],
+  compatibilityDate = ${text(wrangler.compatibility_date ?? "")},
+  bindings = [${bindings.join(", ")}],
+  durableObjectNamespaces = [${objects.map((o: { name: string; class_name: string }) => `(className = ${text(o.class_name)}, uniqueKey = ${text(`${wrangler.name}-${o.class_name}`)}, enableSql = true)`).join(", ")}],
+  durableObjectStorage = (inMemory = void),
+  globalOutbound = "loopback",
+);
+`;
+  const configFile = join(options.dir, "edge.capnp");
+  writeFileSync(configFile, config, { mode: 0o600 });
+  const child = spawn(workerdBinary, ["serve", configFile, "--experimental"], { cwd: options.dir, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const output = captureOutput(child, () => {});
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`workerd exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
+    try {
+      if ((await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) })).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stopGroup(child);
+      throw new Error(`workerd did not answer within 30 s:\n${output().slice(-3000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, stop: () => stopGroup(child) };
+}
