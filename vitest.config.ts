@@ -4,6 +4,39 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { TEST_ENCLAVE_SECRET } from "./test/enclave/constants.ts";
 
+/** A project of edge suites in workerd against their own anvil + enclave (test/workers/globalSetup.ts). */
+function edgeOnStack(name: string, files: { include: string[]; exclude?: string[] }, bindings: Record<string, string>) {
+  return {
+    plugins: [
+      cloudflareTest(({ inject }) => ({
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          bindings: {
+            SIGIL_ENV: "test",
+            SIGIL_RPC_URL: inject("rpcUrl"),
+            SIGIL_CONTRACT_ADDRESS: inject("contract"),
+            SIGIL_ENCLAVE_URLS: inject("enclaveUrl"),
+            SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+            // The suites make many requests from one address; rate limits have their own tests.
+            SIGIL_RATE_LIMIT_PER_KEY: "1000000",
+            SIGIL_RATE_LIMIT_PER_IP: "1000000",
+            SIGIL_RATE_LIMIT_OPEN_PER_IP: "1000000",
+            ...bindings,
+          },
+        },
+      })),
+    ],
+    test: {
+      name,
+      ...files,
+      globalSetup: ["test/workers/globalSetup.ts"],
+      fileParallelism: false,
+      testTimeout: 60_000,
+      hookTimeout: 120_000,
+    },
+  };
+}
+
 export default defineConfig({
   test: {
     reporters: ["default", "json"],
@@ -40,35 +73,10 @@ export default defineConfig({
           include: ["workers/**/*.test.ts"],
         },
       },
-      {
-        // The edge in workerd against a real chain and enclave (test/workers/globalSetup.ts).
-        plugins: [
-          cloudflareTest(({ inject }) => ({
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: {
-              bindings: {
-                SIGIL_ENV: "test",
-                SIGIL_RPC_URL: inject("rpcUrl"),
-                SIGIL_CONTRACT_ADDRESS: inject("contract"),
-                SIGIL_ENCLAVE_URLS: inject("enclaveUrl"),
-                SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
-                // The suites make many requests from one address; rate limits have their own tests.
-                SIGIL_RATE_LIMIT_PER_KEY: "1000000",
-                SIGIL_RATE_LIMIT_PER_IP: "1000000",
-                SIGIL_RATE_LIMIT_OPEN_PER_IP: "1000000",
-              },
-            },
-          })),
-        ],
-        test: {
-          name: "workers-stack",
-          include: ["test/workers/**/*.test.ts"],
-          globalSetup: ["test/workers/globalSetup.ts"],
-          fileParallelism: false,
-          testTimeout: 60_000,
-          hookTimeout: 120_000,
-        },
-      },
+      // The edge in workerd against a real chain and enclave (test/workers/globalSetup.ts); metering
+      // has its own project, with billing on (the default), so the other suites need no credit.
+      edgeOnStack("workers-stack", { include: ["test/workers/**/*.test.ts"], exclude: ["test/workers/billing/**"] }, { SIGIL_BILLING: "off" }),
+      edgeOnStack("workers-billing", { include: ["test/workers/billing/**/*.test.ts"] }, {}),
       {
         test: {
           name: "enclave",

@@ -209,6 +209,20 @@ contract AccountConfigViews is AccountConfigStorage {
         return _layout().accounts[e.master].usageKeys[keyHash].expiration;
     }
 
+    /// @notice What the ledger needs to bill a request made with `keyHash`: the account's master
+    /// hash (its ledger), whether the key is live (as in `resolveKey`), and the key's spend cap in
+    /// cents (0 = none, and always 0 for a master key).
+    function billingOf(uint256 keyHash) external view returns (uint256 master, bool live, uint256 spendLimitCents) {
+        HashEntry storage e = _layout().hashes[keyHash];
+        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) return (0, false, 0);
+        master = e.master;
+        Account storage a = _layout().accounts[master];
+        if (e.kind == HashKind.Master) return (master, a.managed, 0);
+        if (e.kind != HashKind.UsageKey) return (master, false, 0);
+        UsageKey storage k = a.usageKeys[keyHash];
+        return (master, !_expired(k), k.balance);
+    }
+
     function _page(uint256 total, uint256 page, uint256 size) private pure returns (uint256 start, uint256 end) {
         if (size == 0 || size > MAX_PAGE_SIZE) revert InvalidRequest("page size must be 1 to 100");
         // Checking page < total first keeps page * size from overflowing.

@@ -17,6 +17,7 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
+  SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
 });
 
 export type EdgeConfig = {
@@ -31,6 +32,8 @@ export type EdgeConfig = {
   contractAddress: `0x${string}` | undefined;
   /** Requests per minute. */
   rateLimits: { perKey: number; perIp: number; openPerIp: number };
+  /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
+  billing: boolean;
 };
 
 const cache = new WeakMap<object, EdgeConfig>();
@@ -55,6 +58,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     chainName: c.SIGIL_CHAIN_NAME,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
     rateLimits: { perKey: c.SIGIL_RATE_LIMIT_PER_KEY, perIp: c.SIGIL_RATE_LIMIT_PER_IP, openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP },
+    billing: c.SIGIL_BILLING === "on",
   };
   cache.set(env, config);
   return config;

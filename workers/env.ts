@@ -1,9 +1,14 @@
 // The worker's bindings and variables (wrangler.toml is their single description).
+import type { Ledger } from "./billing/ledger.ts";
 import type { RateLimiter } from "./ratelimit/limiter.ts";
 
 export type Env = {
   /** One rate-limit window per bucket (an API key or a client IP). */
   RATE_LIMITER?: DurableObjectNamespace<RateLimiter>;
+  /** One credit ledger per account, named by its master hash (billing.md). */
+  LEDGER?: DurableObjectNamespace<Ledger>;
+  /** `on` (default) or `off`: whether writes and runs are charged. */
+  SIGIL_BILLING?: string;
   /** Requests per minute per API key, per client IP, and per IP on the open writes. */
   SIGIL_RATE_LIMIT_PER_KEY?: string;
   SIGIL_RATE_LIMIT_PER_IP?: string;

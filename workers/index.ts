@@ -2,5 +2,6 @@
 // checks signatures and forwards key derivation, writes and executions to an enclave.
 import { createApp } from "./app.ts";
 
+export { Ledger } from "./billing/ledger.ts";
 export { RateLimiter } from "./ratelimit/limiter.ts";
 export default createApp();

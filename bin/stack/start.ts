@@ -93,6 +93,9 @@ export async function startLocalStack(): Promise<number> {
       stateDir: config.stateDir,
       vars: {
         SIGIL_ENV: "development",
+        // Until the local Stripe emulator and a top-up command come with `npm start`, nothing could
+        // buy the credit a metered request needs.
+        SIGIL_BILLING: "off",
         SIGIL_ENCLAVE_URLS: enclave.url,
         SIGIL_ENCLAVE_SECRET: localSecret(config.stateDir),
         SIGIL_RPC_URL: rpcUrl,

@@ -29,6 +29,8 @@ async function main(): Promise<void> {
         SIGIL_RPC_URL: stack.rpcUrl,
         SIGIL_CONTRACT_ADDRESS: stack.contract,
         // The benchmark is one client: rate limits would only measure themselves.
+        // The benchmark measures the edge without its ledger round trips (billing has its own tests).
+        SIGIL_BILLING: "off",
         SIGIL_RATE_LIMIT_PER_KEY: "100000000",
         SIGIL_RATE_LIMIT_PER_IP: "100000000",
       },

@@ -279,6 +279,21 @@ describe("usageKeyExpiration", () => {
   });
 });
 
+describe("billingOf", () => {
+  it("names a key's account (its ledger), whether the key is live and its spend cap; nothing for what is not a key", async () => {
+    const { master } = await f.managedAccount();
+    const { hash: capped } = await f.usageKey(master, { balance: 250n });
+    const { hash: expired } = await f.usageKey(master, { expiration: (await f.now()) + 1n });
+    await f.advance(5);
+    expect(await f.read("billingOf", [master])).toEqual([master, true, 0n]);
+    expect(await f.read("billingOf", [capped])).toEqual([master, true, 250n]);
+    expect(await f.read("billingOf", [expired])).toEqual([master, false, 0n]);
+    expect(await f.read("billingOf", [apiKeyHash(generateApiKey())])).toEqual([0n, false, 0n]);
+    await f.write(f.payer, "removeUsageApiKey", [master, capped]);
+    expect(await f.read("billingOf", [capped])).toEqual([0n, false, 0n]);
+  });
+});
+
 describe("payer views", () => {
   it("apiPayers() returns the set the owner gave, and setApiPayers replaces it emitting ApiPayersSet", async () => {
     expect(await f.read("apiPayers", [])).toEqual([f.payer, f.otherPayer]);

@@ -22,6 +22,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     chainName: "anvil",
     contractAddress: inject("contract"),
     rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000 },
+    billing: false,
   };
 }
 

@@ -23,6 +23,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     chainName: "anvil",
     contractAddress: undefined,
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10 },
+    billing: false,
   };
 }
 

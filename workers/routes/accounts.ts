@@ -48,7 +48,7 @@ const ownerWrite = <B extends z.ZodType, R extends z.ZodType>(op: OwnerWrite, re
     security: keySecurity,
     middleware: [requireKey] as const,
     request: { body: body(request) },
-    responses: { 200: json(response), 400: errors, 401: errors, 403: errors, 404: errors, 503: errors },
+    responses: { 200: json(response), 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 503: errors },
   });
 
 const addUsageKey = ownerWrite(

@@ -8,6 +8,7 @@ import { executeResponseSchema, sigilActionRequestSchema, type ExecuteResponse }
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { meteredRun } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
@@ -54,12 +55,16 @@ export function executionRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(sigilAction, async (c) => {
     const { apiKey } = callerKey(c);
-    // Billing is off until the billing issue. The ledger plugs in here: hold min(balance, max
-    // seconds) cents for this request id (none → 402 insufficient_credits), send the granted
-    // seconds as `timeout_ms`, then settle max(1, ceil(duration_ms / 1000)) cents from the answer
-    // and report them in charged_cents and X-Sigil-Charged-Cents (billing.md).
-    const run = await forward<ExecuteResponse>(c.get("config"), c.get("ids"), "execute", { ...c.req.valid("json"), api_key: apiKey }, MAX_RUN_MS + RUN_MARGIN_MS);
-    const chargedCents = 0;
+    // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
+    const { result: run, chargedCents } = await meteredRun(c, (timeoutMs) =>
+      forward<ExecuteResponse>(
+        c.get("config"),
+        c.get("ids"),
+        "execute",
+        { ...c.req.valid("json"), api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
+        MAX_RUN_MS + RUN_MARGIN_MS,
+      ),
+    );
     c.header("X-Sigil-Charged-Cents", String(chargedCents));
     return c.json({ ...run, charged_cents: chargedCents }, 200);
   });

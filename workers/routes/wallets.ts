@@ -26,7 +26,7 @@ const createWalletPost = createRoute({
   security: keySecurity,
   middleware: [requireKey] as const,
   request: { body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
-  responses: { 200: json(responseSchemas.create_wallet), 400: errors, 401: errors, 403: errors, 503: errors },
+  responses: { 200: json(responseSchemas.create_wallet), 400: errors, 401: errors, 402: errors, 403: errors, 503: errors },
 });
 
 const createWalletGet = createRoute({
@@ -42,6 +42,7 @@ const createWalletGet = createRoute({
       headers: z.object({ Deprecation: z.string(), Link: z.string() }),
     },
     401: errors,
+    402: errors,
     403: errors,
     503: errors,
   },

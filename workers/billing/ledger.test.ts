@@ -1,0 +1,117 @@
+// The Ledger Durable Object in workerd, called directly: holds, settles, releases and credits to
+// the cent, idempotency, spend caps, expiry, concurrency; every test ends with the ledger's audit
+// (the cached sum equals the sum of its entries).
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Env } from "../env.ts";
+import type { Ledger } from "./ledger.ts";
+
+const namespace = (env as unknown as Env).LEDGER!;
+let used: Array<DurableObjectStub<Ledger>> = [];
+let n = 0;
+
+/** A fresh account's ledger. */
+function ledger(): DurableObjectStub<Ledger> {
+  const stub = namespace.get(namespace.idFromName(`ledger-test-${Date.now()}-${n++}`));
+  used.push(stub);
+  return stub;
+}
+
+afterEach(async () => {
+  for (const l of used) {
+    const audit = await l.audit();
+    expect(audit.consistent, JSON.stringify(audit)).toBe(true);
+    expect(audit.freeCents).toBe(Math.max(0, audit.settledCents - audit.heldCents));
+  }
+  used = [];
+});
+
+describe("the ledger", () => {
+  it("starts empty: nothing can be held (0 → the caller answers 402)", async () => {
+    const l = ledger();
+    expect(await l.balance()).toEqual({ settledCents: 0, heldCents: 0, freeCents: 0 });
+    expect(await l.hold("r1", 1, 60_000)).toEqual({ granted: 0, freeCents: 0, refusedBy: "balance" });
+  });
+
+  it("credits once per payment intent; a second credit of the same intent adds nothing", async () => {
+    const l = ledger();
+    expect(await l.credit("pi_1", 500)).toEqual({ creditedCents: 500, alreadyCredited: false, freeCents: 500 });
+    expect(await l.credit("pi_1", 500)).toEqual({ creditedCents: 0, alreadyCredited: true, freeCents: 500 });
+    expect(await l.credit("pi_2", 250)).toMatchObject({ creditedCents: 250, freeCents: 750 });
+  });
+
+  it("a write: hold 1, settle 1 — the balance drops by exactly one cent; a second settle charges nothing more", async () => {
+    const l = ledger();
+    await l.credit("pi", 10);
+    expect(await l.hold("w1", 1, 60_000)).toEqual({ granted: 1, freeCents: 9 });
+    expect(await l.balance()).toEqual({ settledCents: 10, heldCents: 1, freeCents: 9 });
+    expect(await l.settle("w1", 1)).toEqual({ chargedCents: 1, freeCents: 9 });
+    expect(await l.settle("w1", 1)).toEqual({ chargedCents: 1, freeCents: 9 });
+    expect(await l.balance()).toEqual({ settledCents: 9, heldCents: 0, freeCents: 9 });
+  });
+
+  it("a refused write: hold then release costs nothing", async () => {
+    const l = ledger();
+    await l.credit("pi", 3);
+    await l.hold("w", 1, 60_000);
+    expect(await l.release("w")).toEqual({ settledCents: 3, heldCents: 0, freeCents: 3 });
+  });
+
+  it("a run holds min(balance, max seconds) and is charged what it used, never more than it held", async () => {
+    const l = ledger();
+    await l.credit("pi", 20);
+    expect((await l.hold("run1", 60, 120_000)).granted).toBe(20);
+    // 20 s granted; the run's clock says 20.4 s (stopped a little late): charged the 20 it held.
+    expect(await l.settle("run1", 21)).toEqual({ chargedCents: 20, freeCents: 0 });
+    await l.credit("pi2", 100);
+    expect((await l.hold("run2", 60, 120_000)).granted).toBe(60);
+    expect(await l.settle("run2", 3)).toEqual({ chargedCents: 3, freeCents: 97 });
+  });
+
+  it("hold is idempotent on the request id: asking again returns the same hold, not a second one", async () => {
+    const l = ledger();
+    await l.credit("pi", 10);
+    expect((await l.hold("same", 4, 60_000)).granted).toBe(4);
+    expect((await l.hold("same", 4, 60_000)).granted).toBe(4);
+    expect((await l.balance()).heldCents).toBe(4);
+  });
+
+  it("50 holds at once on credit for 20 never reserve more than 20, and the balance never goes below zero", async () => {
+    const l = ledger();
+    await l.credit("pi", 20);
+    const holds = await Promise.all(Array.from({ length: 50 }, (_, i) => l.hold(`c${i}`, 1, 60_000)));
+    expect(holds.filter((h) => h.granted === 1)).toHaveLength(20);
+    await Promise.all(holds.map((h, i) => (h.granted ? l.settle(`c${i}`, 1) : l.release(`c${i}`))));
+    expect(await l.balance()).toEqual({ settledCents: 0, heldCents: 0, freeCents: 0 });
+  });
+
+  it("a spend cap: a key's charges plus holds may not pass it; the account's other keys are not stopped", async () => {
+    const l = ledger();
+    await l.credit("pi", 100);
+    const capped = { keyHash: "aa", capCents: 3 };
+    expect((await l.hold("k1", 2, 60_000, capped)).granted).toBe(2);
+    expect((await l.hold("k2", 5, 60_000, capped)).granted).toBe(1);
+    expect(await l.hold("k3", 1, 60_000, capped)).toMatchObject({ granted: 0, refusedBy: "spend_limit" });
+    await l.settle("k1", 2, capped);
+    await l.release("k2");
+    expect((await l.hold("k4", 5, 60_000, capped)).granted).toBe(1);
+    expect((await l.hold("other", 5, 60_000, { keyHash: "bb", capCents: 0 })).granted).toBe(5);
+    expect((await l.hold("master", 5, 60_000)).granted).toBe(5);
+  });
+
+  it("an expired hold no longer reserves credit; a late settle still charges once, capped by the hold", async () => {
+    const l = ledger();
+    await l.credit("pi", 10);
+    await l.hold("late", 4, -1);
+    expect(await l.balance()).toEqual({ settledCents: 10, heldCents: 0, freeCents: 10 });
+    expect(await l.settle("late", 9)).toEqual({ chargedCents: 4, freeCents: 6 });
+    expect(await l.settle("late", 9)).toEqual({ chargedCents: 4, freeCents: 6 });
+  });
+
+  it("keeps the account's Stripe customer: the first one stored wins", async () => {
+    const l = ledger();
+    expect(await l.customer()).toBeNull();
+    expect(await l.customer("cus_1")).toBe("cus_1");
+    expect(await l.customer("cus_2")).toBe("cus_1");
+  });
+});

@@ -1,0 +1,170 @@
+// The credit ledger (billing.md, Ledger): one Durable Object per account, named by the account's
+// master hash, which survives conversion to ChainSecured and ownership transfers, so the balance
+// stays with the account. All amounts are integer cents, in the object's SQLite storage:
+//
+//   entries(id, kind, cents, ref UNIQUE, key_hash, created_at)   credit (+, ref = payment intent),
+//                                                                  charge (−, ref = request id),
+//                                                                  adjustment (±)
+//   holds(id, request_id UNIQUE, cents, key_hash, expires_at)     credit reserved for work in flight
+//   account(id = 1, settled_cents, customer_id)                   the sum of entries, cached
+//
+// The free balance is the settled sum minus the live holds. Every operation is one synchronous
+// transaction of the object (no await inside), so concurrent requests cannot both spend the same
+// cent. `hold`, `settle` and `release` are idempotent on the request id, `credit` on the payment
+// intent id. A hold expires (a crashed request cannot lock credit forever); a settle that comes
+// after its hold expired still charges, once.
+import { DurableObject } from "cloudflare:workers";
+
+export type HoldRefusal = "balance" | "spend_limit";
+export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal };
+export type SettleResult = { chargedCents: number; freeCents: number };
+export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
+export type Balance = { settledCents: number; heldCents: number; freeCents: number };
+/** The ledger checked against itself: the cached sum must equal the entries' sum. */
+export type LedgerAudit = Balance & { entriesSumCents: number; consistent: boolean };
+
+/** A spend-capped usage key (cap 0 = none): its charges plus holds may not pass the cap. */
+export type KeyCap = { keyHash: string; capCents: number };
+
+/** Expired holds are kept this long for a late settle to find (and be capped by), then dropped. */
+const KEEP_EXPIRED_HOLDS_MS = 24 * 3600_000;
+
+export class Ledger extends DurableObject {
+  readonly #sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env as never);
+    this.#sql = ctx.storage.sql;
+    this.#sql.exec(`
+      CREATE TABLE IF NOT EXISTS entries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL CHECK (kind IN ('credit', 'charge', 'adjustment')),
+        cents INTEGER NOT NULL,
+        ref TEXT NOT NULL UNIQUE,
+        key_hash TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS entries_key ON entries (key_hash) WHERE key_hash IS NOT NULL;
+      CREATE TABLE IF NOT EXISTS holds (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        request_id TEXT NOT NULL UNIQUE,
+        cents INTEGER NOT NULL CHECK (cents > 0),
+        key_hash TEXT,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS account (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        settled_cents INTEGER NOT NULL,
+        customer_id TEXT
+      );
+      INSERT OR IGNORE INTO account (id, settled_cents) VALUES (1, 0);
+    `);
+  }
+
+  /**
+   * Reserves up to `maxCents` for `requestId`: the smallest of the free balance, the key's
+   * remaining cap and `maxCents`. Nothing left → granted 0, no hold, and what refused.
+   */
+  hold(requestId: string, maxCents: number, holdMs: number, key?: KeyCap): HoldResult {
+    return this.ctx.storage.transactionSync(() => {
+      const now = Date.now();
+      this.#sql.exec("DELETE FROM holds WHERE expires_at < ?", now - KEEP_EXPIRED_HOLDS_MS);
+      const existing = this.#sql.exec<{ cents: number }>("SELECT cents FROM holds WHERE request_id = ?", requestId).toArray()[0];
+      if (existing) return { granted: existing.cents, freeCents: this.#free(now) };
+      const free = this.#free(now);
+      let granted = Math.min(Math.floor(maxCents), free);
+      let refusedBy: HoldRefusal = "balance";
+      if (key && key.capCents > 0) {
+        const left = key.capCents - this.#keySpent(key.keyHash, now);
+        if (left < granted) {
+          granted = left;
+          refusedBy = "spend_limit";
+        }
+      }
+      if (granted <= 0) return { granted: 0, freeCents: free, refusedBy };
+      this.#sql.exec("INSERT INTO holds (request_id, cents, key_hash, expires_at) VALUES (?, ?, ?, ?)", requestId, granted, key?.keyHash ?? null, now + holdMs);
+      return { granted, freeCents: free - granted };
+    });
+  }
+
+  /**
+   * Charges `chargedCents` for `requestId` and frees its hold. The charge never exceeds the hold it
+   * settles (a run is stopped at the seconds it was granted); a second settle charges nothing more.
+   */
+  settle(requestId: string, chargedCents: number, key?: KeyCap): SettleResult {
+    return this.ctx.storage.transactionSync(() => {
+      const now = Date.now();
+      const done = this.#sql.exec<{ cents: number }>("SELECT cents FROM entries WHERE ref = ? AND kind = 'charge'", requestId).toArray()[0];
+      if (done) {
+        this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+        return { chargedCents: -done.cents, freeCents: this.#free(now) };
+      }
+      const hold = this.#sql.exec<{ cents: number; key_hash: string | null }>("SELECT cents, key_hash FROM holds WHERE request_id = ?", requestId).toArray()[0];
+      const cents = Math.max(0, Math.floor(hold ? Math.min(chargedCents, hold.cents) : chargedCents));
+      this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+      if (cents > 0) {
+        this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('charge', ?, ?, ?, ?)", -cents, requestId, hold?.key_hash ?? key?.keyHash ?? null, now);
+        this.#sql.exec("UPDATE account SET settled_cents = settled_cents - ? WHERE id = 1", cents);
+      }
+      return { chargedCents: cents, freeCents: this.#free(now) };
+    });
+  }
+
+  /** Frees `requestId`'s hold without charging (the work was refused before it cost anything). */
+  release(requestId: string): Balance {
+    this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+    return this.balance();
+  }
+
+  /** Adds a payment's `cents` once per payment intent, whichever path reports it first. */
+  credit(paymentIntentId: string, cents: number): CreditResult {
+    return this.ctx.storage.transactionSync(() => {
+      const now = Date.now();
+      const known = this.#sql.exec("SELECT 1 FROM entries WHERE ref = ?", paymentIntentId).toArray()[0];
+      if (known) return { creditedCents: 0, alreadyCredited: true, freeCents: this.#free(now) };
+      const amount = Math.floor(cents);
+      this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('credit', ?, ?, NULL, ?)", amount, paymentIntentId, now);
+      this.#sql.exec("UPDATE account SET settled_cents = settled_cents + ? WHERE id = 1", amount);
+      return { creditedCents: amount, alreadyCredited: false, freeCents: this.#free(now) };
+    });
+  }
+
+  balance(): Balance {
+    const now = Date.now();
+    const settled = this.#settled();
+    const held = this.#held(now);
+    return { settledCents: settled, heldCents: held, freeCents: settled - held };
+  }
+
+  /** The account's Stripe customer: the stored one, else `candidate` becomes it (first one wins). */
+  customer(candidate?: string): string | null {
+    if (candidate) this.#sql.exec("UPDATE account SET customer_id = ? WHERE id = 1 AND customer_id IS NULL", candidate);
+    return this.#sql.exec<{ customer_id: string | null }>("SELECT customer_id FROM account WHERE id = 1").one().customer_id;
+  }
+
+  /** The invariant billing tests end with: the cached sum equals the sum of the entries. */
+  audit(): LedgerAudit {
+    const entriesSum = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM entries").one().s;
+    const b = this.balance();
+    return { ...b, entriesSumCents: entriesSum, consistent: entriesSum === b.settledCents };
+  }
+
+  #settled(): number {
+    return this.#sql.exec<{ settled_cents: number }>("SELECT settled_cents FROM account WHERE id = 1").one().settled_cents;
+  }
+
+  #held(now: number): number {
+    return this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE expires_at > ?", now).one().s;
+  }
+
+  #free(now: number): number {
+    return Math.max(0, this.#settled() - this.#held(now));
+  }
+
+  /** A key's charges plus its live holds. */
+  #keySpent(keyHash: string, now: number): number {
+    const charged = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(-cents), 0) AS s FROM entries WHERE key_hash = ? AND kind = 'charge'", keyHash).one().s;
+    const held = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE key_hash = ? AND expires_at > ?", keyHash, now).one().s;
+    return charged + held;
+  }
+}

@@ -1,0 +1,95 @@
+// Metering (billing.md, Fees): what a managed write and a run cost, held before the work and
+// settled after it, in the caller's account's Ledger. A managed write holds 1 cent, settles 1 once
+// the enclave has sent the transaction and releases the hold when the enclave refused it. A run
+// holds min(free balance, key's remaining cap, the run's maximum seconds) cents, is given that
+// many seconds, and settles max(1, ceil(duration_ms / 1000)) — never more than it held. A run that
+// stopped because its credit ran out ends with the code `insufficient_credits`, its logs kept.
+import type { Context } from "hono";
+import type { ExecuteResponse } from "../../shared/enclaveApi.ts";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeEnv } from "../app.ts";
+import { readView } from "../chain/client.ts";
+import { callEnclave } from "../enclave/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import type { HoldResult, KeyCap, Ledger } from "./ledger.ts";
+
+export type Metered<T> = { result: T; chargedCents: number };
+
+/** A write's hold outlives any enclave call (150 s) with room to settle. */
+const WRITE_HOLD_MS = 5 * 60_000;
+/** Beyond a run's granted seconds: queueing for a sandbox, fetching code by CID, the way back. */
+const RUN_HOLD_MARGIN_MS = 5 * 60_000;
+/** How long an isolate trusts the enclave's run timeout before asking again. */
+const RUN_TIMEOUT_TTL_MS = 60_000;
+
+type Billed = { ledger: DurableObjectStub<Ledger>; requestId: string; key: KeyCap | undefined };
+
+/** The caller's account's ledger and the key's cap, from one live read of the chain. */
+async function billed(c: Context<EdgeEnv>): Promise<Billed> {
+  const namespace = c.env.LEDGER;
+  if (!namespace) throw new Error("billing is on but the LEDGER Durable Object is not bound");
+  const { keyHash } = callerKey(c);
+  const [master, , spendLimitCents] = await readView(c.get("config"), "billingOf", [keyHash], keyHash);
+  if (master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  const hex = (n: bigint) => n.toString(16).padStart(64, "0");
+  return {
+    ledger: namespace.get(namespace.idFromName(hex(master))),
+    requestId: c.get("ids").requestId,
+    key: keyHash === master ? undefined : { keyHash: hex(keyHash), capCents: Number(spendLimitCents) },
+  };
+}
+
+function refused(hold: HoldResult): SigilError {
+  if (hold.refusedBy === "spend_limit") {
+    return new SigilError("insufficient_credits", "this API key has spent its spend limit", { details: { spend_limit: true } });
+  }
+  return new SigilError("insufficient_credits", "the account has no credit left; top up through /billing", { details: { balance_cents: hold.freeCents } });
+}
+
+/** Charges a managed write: 1 cent once `send` has had the transaction sent, nothing if it threw. */
+export async function meteredWrite<T>(c: Context<EdgeEnv>, send: () => Promise<T>): Promise<Metered<T>> {
+  if (!c.get("config").billing) return { result: await send(), chargedCents: 0 };
+  const { ledger, requestId, key } = await billed(c);
+  const hold = await ledger.hold(requestId, 1, WRITE_HOLD_MS, key);
+  if (hold.granted === 0) throw refused(hold);
+  let result: T;
+  try {
+    result = await send();
+  } catch (err) {
+    await ledger.release(requestId);
+    throw err;
+  }
+  const settled = await ledger.settle(requestId, 1, key);
+  return { result, chargedCents: settled.chargedCents };
+}
+
+let runTimeout: { ms: number; until: number } | undefined;
+
+/** The enclaves' default run timeout (get_sigil_action_client_config), asked once a minute. */
+async function runTimeoutMs(c: Context<EdgeEnv>): Promise<number> {
+  if (runTimeout && runTimeout.until > Date.now()) return runTimeout.ms;
+  const config = await callEnclave<{ timeout_ms: number }>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 });
+  runTimeout = { ms: config.timeout_ms, until: Date.now() + RUN_TIMEOUT_TTL_MS };
+  return config.timeout_ms;
+}
+
+/** Charges a run by its started seconds; `run` gets the milliseconds the credit allows (undefined: billing off). */
+export async function meteredRun(c: Context<EdgeEnv>, run: (timeoutMs: number | undefined) => Promise<ExecuteResponse>): Promise<Metered<ExecuteResponse>> {
+  if (!c.get("config").billing) return { result: await run(undefined), chargedCents: 0 };
+  const { ledger, requestId, key } = await billed(c);
+  const maxSeconds = Math.max(1, Math.ceil((await runTimeoutMs(c)) / 1000));
+  const hold = await ledger.hold(requestId, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key);
+  if (hold.granted === 0) throw refused(hold);
+  let answer: ExecuteResponse;
+  try {
+    answer = await run(hold.granted * 1000);
+  } catch (err) {
+    await ledger.release(requestId);
+    throw err;
+  }
+  const settled = await ledger.settle(requestId, Math.max(1, Math.ceil(answer.duration_ms / 1000)), key);
+  if (hold.granted < maxSeconds && answer.error?.code === "timeout") {
+    answer = { ...answer, error: { code: "insufficient_credits", message: `the run used up the credit it could hold (${hold.granted} s) and was stopped` } };
+  }
+  return { result: answer, chargedCents: settled.chargedCents };
+}
