@@ -5,7 +5,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../env.ts";
-import { Leases, type Lease, type LeaseRequest } from "./limiter.ts";
+import { Leases, type LeaseRequest } from "./leases.ts";
+import type { Lease } from "./limiter.ts";
 
 const namespace = (env as unknown as Env).RATE_LIMITER!;
 

@@ -7,7 +7,8 @@
 import type { MiddlewareHandler } from "hono";
 import { SigilError } from "../../../shared/errors.ts";
 import type { EdgeEnv } from "../../app.ts";
-import { Leases, type RateLimiter, type TakeResult } from "../../ratelimit/limiter.ts";
+import { Leases } from "../../ratelimit/leases.ts";
+import type { RateLimiter, TakeResult } from "../../ratelimit/limiter.ts";
 import { presentedKeyHash } from "../auth/index.ts";
 
 const WINDOW_SECONDS = 60;
