@@ -1,5 +1,5 @@
 // One vitest run, one project per suite. Every run also writes a JSON report that .ci/run reads to
-// print its `N passed, N failed` line. Later suites (workers, enclave, end-to-end) join `projects`.
+// print its `N passed, N failed` line.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { TEST_ENCLAVE_SECRET } from "./test/enclave/constants.ts";

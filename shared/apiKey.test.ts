@@ -1,6 +1,6 @@
 // API keys: standard, padded, canonical base64 of 32 random bytes (keys-and-authz.md, API keys).
 import { describe, expect, it } from "vitest";
-import { generateApiKey, isApiKeyFormat } from "./apiKey.ts";
+import { generateApiKey, isApiKeyFormat, keyRefusal } from "./apiKey.ts";
 import { apiKeyHash, toHash32 } from "./hashing.ts";
 
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -133,5 +133,15 @@ describe("isApiKeyFormat", () => {
     expect(isApiKeyFormat(withChar(valid, 20, " "))).toBe(false);
     expect(isApiKeyFormat(withChar(valid, 20, "."))).toBe(false);
     expect(isApiKeyFormat(withChar(valid, 20, "="))).toBe(false);
+  });
+});
+
+describe("keyRefusal", () => {
+  it("lets a live key act and names why any other may not", () => {
+    expect(keyRefusal({ known: true, isMaster: true, live: true })).toBeUndefined();
+    expect(keyRefusal({ known: true, isMaster: false, live: true })).toBeUndefined();
+    expect(keyRefusal({ known: false, isMaster: false, live: false })?.code).toBe("invalid_api_key");
+    expect(keyRefusal({ known: true, isMaster: true, live: false })?.code).toBe("chain_secured_account");
+    expect(keyRefusal({ known: true, isMaster: false, live: false })?.code).toBe("invalid_api_key");
   });
 });

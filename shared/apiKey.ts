@@ -1,5 +1,6 @@
 // API keys: standard base64 (RFC 4648, `=`-padded) of 32 random bytes, 44 characters.
 // Keys are shown once and never stored or logged; only their hashes (hashing.ts) go on chain.
+import { SigilError } from "./errors.ts";
 
 const KEY_BYTES = 32;
 const KEY_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
@@ -21,4 +22,19 @@ export function isApiKeyFormat(value: string): boolean {
   // The last character before `=` carries 2 padding bits that canonical base64 leaves zero.
   const decoded = atob(key);
   return decoded.length === KEY_BYTES && btoa(decoded) === key;
+}
+
+/**
+ * Why a presented key may not write or run, the same on both sides (the edge bills only keys that
+ * may act; the enclave decides): unknown or removed → invalid_api_key; a converted account's old
+ * master key → chain_secured_account; an expired usage key → invalid_api_key. `live` as the
+ * contract's resolveKey says (a master key is live while its account is managed).
+ */
+export function keyRefusal(key: { known: boolean; isMaster: boolean; live: boolean }): SigilError | undefined {
+  if (!key.known) return new SigilError("invalid_api_key", "the API key is not valid");
+  if (key.live) return undefined;
+  if (key.isMaster) {
+    return new SigilError("chain_secured_account", "this account is ChainSecured: its old master key may read, but writes are sent on chain by its admin wallet and it can no longer run scripts");
+  }
+  return new SigilError("invalid_api_key", "the API key has expired");
 }

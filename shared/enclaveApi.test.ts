@@ -1,6 +1,7 @@
 // The enclave's internal API schemas: strict bodies, group ids as numbers or decimal strings within
 // u64, the API key format (a public hash is never a key), and execute's code/ipfs_id rule.
 import { describe, expect, it } from "vitest";
+import { NO_PERMISSIONS } from "../test/harness/permissions.ts";
 import { generateApiKey } from "./apiKey.ts";
 import { apiKeyHash, toHash32 } from "./hashing.ts";
 import { enclaveOperations, groupIdField, requestSchemas, type EnclaveOperation } from "./enclaveApi.ts";
@@ -11,13 +12,7 @@ const ADDRESS = `0x${"ab".repeat(20)}`;
 const perms = {
   name: "n",
   description: "d",
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [],
-  add_pkp_to_groups: [],
-  remove_pkp_from_groups: [],
-  execute_in_groups: [],
+  ...NO_PERMISSIONS,
 };
 const envelope = { typed_data: { domain: {} }, signature: "0x1234" };
 

@@ -2,7 +2,7 @@
 // group, wired to the local chain and enclave through an env file in the state folder, and waits
 // until it answers. Nothing leaves the machine: Cloudflare's request metadata (`cf.json`) is not
 // fetched and wrangler sends no metrics.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -52,20 +52,27 @@ export async function spawnEdge(options: {
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${options.port}`;
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  await waitForEdge("wrangler dev", child, url, output, options.timeoutMs ?? 60_000);
+  return { url, pid, exited, output, stop: () => stopGroup(child) };
+}
+
+/**
+ * Waits until the edge `child` serves `url` (its /core/v1/version answers); if it exits first or
+ * does not answer in time, stops it and throws with the end of its output.
+ */
+export async function waitForEdge(name: string, child: ChildProcess, url: string, output: () => string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
     try {
-      const res = await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok) break;
+      if ((await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) })).ok) return;
     } catch {
       // not listening yet
     }
     if (Date.now() > deadline) {
       await stopGroup(child);
-      throw new Error(`wrangler dev did not answer within ${options.timeoutMs ?? 60_000} ms:\n${output().slice(-3000)}`);
+      throw new Error(`${name} did not answer within ${timeoutMs} ms:\n${output().slice(-3000)}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url, pid, exited, output, stop: () => stopGroup(child) };
 }

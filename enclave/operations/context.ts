@@ -2,6 +2,7 @@
 // functions of (enclave, validated input, request context): they know nothing of HTTP.
 import { CID } from "multiformats/cid";
 import { getAddress, type Address } from "viem";
+import { keyRefusal } from "../../shared/apiKey.ts";
 import { mapContractError } from "../../shared/contractErrors.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
@@ -36,14 +37,10 @@ export type CallerKey = { keyHash: bigint; resolution: KeyResolution };
 export async function callerKey(enclave: Enclave, apiKey: string, options: { owner?: boolean } = {}): Promise<CallerKey> {
   const keyHash = apiKeyHash(apiKey);
   const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
-  if (resolution.master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
-  if (isPastExpiry(resolution)) throw new SigilError("invalid_api_key", "the API key has expired");
-  if (!resolution.live) {
-    if (resolution.isMaster && !resolution.managed) {
-      throw new SigilError("chain_secured_account", "this account is ChainSecured: its old master key may read, but writes are sent on chain by its admin wallet and it can no longer run scripts");
-    }
-    throw new SigilError("invalid_api_key", "the API key has expired");
-  }
+  const known = resolution.master !== 0n;
+  if (known && isPastExpiry(resolution)) throw new SigilError("invalid_api_key", "the API key has expired");
+  const refusal = keyRefusal({ known, isMaster: resolution.isMaster, live: resolution.live });
+  if (refusal) throw refusal;
   if (options.owner && !resolution.isMaster) {
     throw new SigilError("account_key_required", "this operation needs the account's master key, not a usage key");
   }

@@ -10,7 +10,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { stopGroup } from "../../bin/stack/anvil.ts";
-import { freePort } from "../../bin/stack/edge.ts";
+import { freePort, waitForEdge } from "../../bin/stack/edge.ts";
 import { captureOutput } from "../../bin/stack/output.ts";
 
 const root = join(import.meta.dirname, "../..");
@@ -67,19 +67,6 @@ const edge :Workerd.Worker = (
   const child = spawn(workerdBinary, ["serve", configFile, "--experimental"], { cwd: options.dir, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   const output = captureOutput(child, () => {});
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`workerd exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
-    try {
-      if ((await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) })).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stopGroup(child);
-      throw new Error(`workerd did not answer within 30 s:\n${output().slice(-3000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitForEdge("workerd", child, url, output, 30_000);
   return { url, stop: () => stopGroup(child) };
 }

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
+import { NO_PERMISSIONS } from "../harness/permissions.ts";
 
 const root = join(import.meta.dirname, "../..");
 let stack: ChildProcess;
@@ -75,12 +76,7 @@ describe("the typical workflow over HTTP", () => {
       body: {
         name: "runner",
         description: "runs the signing action",
-        can_create_groups: false,
-        can_delete_groups: false,
-        can_create_pkps: false,
-        manage_ipfs_ids_in_groups: [],
-        add_pkp_to_groups: [],
-        remove_pkp_from_groups: [],
+        ...NO_PERMISSIONS,
         execute_in_groups: [0],
       },
     });
@@ -153,7 +149,7 @@ describe("conversion and ownership transfer", () => {
     await ok("POST", "/add_group", { key: account.api_key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] } });
     const usage = await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", {
       key: account.api_key,
-      body: { name: "runner", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: false, manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [0] },
+      body: { name: "runner", description: "", ...NO_PERMISSIONS, execute_in_groups: [0] },
     });
 
     const transport = http(rpcUrl);

@@ -7,6 +7,7 @@ import { createPublicClient, http } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
+import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { callEnclave, ok, run } from "./client.ts";
 import { TEST_ENCLAVE_SECRET } from "./constants.ts";
 
@@ -134,12 +135,7 @@ describe("usage-key expiry", () => {
       api_key: apiKey,
       name: "short-lived",
       description: "",
-      can_create_groups: false,
-      can_delete_groups: false,
-      can_create_pkps: false,
-      manage_ipfs_ids_in_groups: [],
-      add_pkp_to_groups: [],
-      remove_pkp_from_groups: [],
+      ...NO_PERMISSIONS,
       execute_in_groups: [0],
       expires_at: expiresAt,
     });

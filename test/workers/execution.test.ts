@@ -5,6 +5,7 @@ import { SELF } from "cloudflare:test";
 import { getAddress, recoverMessageAddress, type Hex } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
+import { edgeClient, type Reply } from "./stack.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -20,29 +21,19 @@ const SIGN = `async function main({ wallet, message }) {
   return { signature };
 }`;
 
-type Reply<T> = { status: number; body: T; headers: Headers };
-type ErrorBody = { error: { code: string; message: string; request_id: string; details?: unknown } };
 type Run = { response: unknown; logs: string; has_error: boolean; error?: { code: string; message: string }; cid: string; duration_ms: number; charged_cents: number };
 
-async function post<T = Record<string, unknown>>(path: string, key: string | undefined, body: unknown): Promise<Reply<T>> {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (key !== undefined) headers.authorization = `Bearer ${key}`;
-  const res = await SELF.fetch(`${BASE}${path}`, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+const { edge, expectError } = edgeClient(SELF);
+
+/** A POST with the key in `Authorization: Bearer` (the other header form than most suites use). */
+function post<T = Record<string, unknown>>(path: string, key: string | undefined, body: unknown): Promise<Reply<T>> {
+  return edge<T>(path.slice(1), { method: "POST", body, ...(key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } }) });
 }
 
 async function ok<T = Record<string, unknown>>(path: string, key: string | undefined, body: unknown): Promise<T> {
   const r = await post<T>(path, key, body);
   if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body;
-}
-
-function expectError(r: Reply<unknown>, status: number, code: string): ErrorBody["error"] {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  const error = (r.body as ErrorBody).error;
-  expect(error.code).toBe(code);
-  expect(error.request_id).toBe(r.headers.get("x-request-id"));
-  return error;
 }
 
 describe("sigil_action", () => {

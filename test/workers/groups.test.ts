@@ -5,21 +5,18 @@ import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
+import { edgeClient, NO_PERMISSIONS, type Reply } from "./stack.ts";
 
 const BASE = "http://edge/core/v1";
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
-type Reply<T> = { status: number; body: T; headers: Headers };
-type ErrorBody = { error: { code: string; message: string; request_id: string; details?: unknown } };
 type Group = { id: string; group_name: string; group_description: string; pkp_ids_permitted: string[]; cid_hashes_permitted: string[] };
 type Action = { hashed_cid: string; action_ipfs_cid?: string; name: string; description: string };
 
-async function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, key?: string, body?: unknown): Promise<Reply<T>> {
-  const headers: Record<string, string> = {};
-  if (key !== undefined) headers["x-api-key"] = key;
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await SELF.fetch(`${BASE}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+const { edge, expectError } = edgeClient(SELF);
+
+function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, key?: string, body?: unknown): Promise<Reply<T>> {
+  return edge<T>(path.slice(1), { method, ...(key === undefined ? {} : { key }), ...(body === undefined ? {} : { body }) });
 }
 
 /** Calls and insists on 200, showing the error body otherwise. */
@@ -27,14 +24,6 @@ async function ok<T = Record<string, unknown>>(method: "GET" | "POST", path: str
   const r = await call<T>(method, path, key, body);
   if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r;
-}
-
-function expectError(r: Reply<unknown>, status: number, code: string): ErrorBody["error"] {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  const error = (r.body as ErrorBody).error;
-  expect(error.code).toBe(code);
-  expect(error.request_id).toBe(r.headers.get("x-request-id"));
-  return error;
 }
 
 async function newAccount(name: string): Promise<{ api_key: string; wallet_address: string }> {
@@ -221,12 +210,7 @@ describe("a usage key lacking a scope gets 403 permission_denied", () => {
       await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", owner, {
         name: "limited",
         description: "",
-        can_create_groups: false,
-        can_delete_groups: false,
-        can_create_pkps: false,
-        manage_ipfs_ids_in_groups: [],
-        add_pkp_to_groups: [],
-        remove_pkp_from_groups: [],
+        ...NO_PERMISSIONS,
         execute_in_groups: [0],
       })
     ).body.usage_api_key;
@@ -247,7 +231,7 @@ describe("a usage key lacking a scope gets 403 permission_denied", () => {
 
   it.each(cases)("without %s: POST %s", async (scope, path, body) => {
     const error = expectError(await call("POST", path, limited, body()), 403, "permission_denied");
-    expect((error.details as { scope: string }).scope).toBe(scope);
+    expect((error.details as unknown as { scope: string }).scope).toBe(scope);
   });
 
   it("the refused writes changed nothing, and the usage key may still read", async () => {
@@ -262,13 +246,8 @@ describe("a usage key lacking a scope gets 403 permission_denied", () => {
       await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", owner, {
         name: "one group",
         description: "",
-        can_create_groups: false,
-        can_delete_groups: false,
-        can_create_pkps: false,
+        ...NO_PERMISSIONS,
         manage_ipfs_ids_in_groups: [Number(groupId)],
-        add_pkp_to_groups: [],
-        remove_pkp_from_groups: [],
-        execute_in_groups: [],
       })
     ).body.usage_api_key;
     const cid2 = await computeCid("async function main() { return 2 }");

@@ -84,8 +84,6 @@ let execGroup: string;
 let execCid: string;
 let chainId: number;
 
-const withFlag = (field: FlagField, value: boolean): Perms => ({ ...NO_PERMISSIONS, [field]: value });
-const withList = (field: ListField, list: GroupList): Perms => ({ ...NO_PERMISSIONS, [field]: list });
 const allBut = (field: FlagField | ListField): Perms => ({ ...ALL_PERMISSIONS, [field]: field.startsWith("can_") ? false : [] });
 
 const write = (body: unknown) => expect(body).toMatchObject({ success: true, transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });

@@ -9,27 +9,7 @@ import { ok } from "../enclave/client.ts";
 // The typed `inject` keys of the shared stack (test/harness/provide.ts).
 import type {} from "../harness/provide.ts";
 
-/** Usage-key permissions with every flag off and every list empty; spread and override. */
-export const NO_PERMISSIONS = {
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [] as Array<string | number>,
-  add_pkp_to_groups: [] as Array<string | number>,
-  remove_pkp_from_groups: [] as Array<string | number>,
-  execute_in_groups: [] as Array<string | number>,
-};
-
-/** Every permission, in every group (`[0]`). */
-export const ALL_PERMISSIONS = {
-  can_create_groups: true,
-  can_delete_groups: true,
-  can_create_pkps: true,
-  manage_ipfs_ids_in_groups: [0] as Array<string | number>,
-  add_pkp_to_groups: [0] as Array<string | number>,
-  remove_pkp_from_groups: [0] as Array<string | number>,
-  execute_in_groups: [0] as Array<string | number>,
-};
+export { ALL_PERMISSIONS, NO_PERMISSIONS } from "../harness/permissions.ts";
 
 export function chain(): PublicClient {
   return createPublicClient({ transport: http(inject("rpcUrl")) }) as PublicClient;

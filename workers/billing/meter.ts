@@ -5,6 +5,7 @@
 // many seconds, and settles max(1, ceil(duration_ms / 1000)) — never more than it held. A run that
 // stopped because its credit ran out ends with the code `insufficient_credits`, its logs kept.
 import type { Context } from "hono";
+import { keyRefusal } from "../../shared/apiKey.ts";
 import type { ExecuteResponse } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
@@ -29,8 +30,10 @@ async function billed(c: Context<EdgeEnv>): Promise<Billed> {
   const namespace = c.env.LEDGER;
   if (!namespace) throw new Error("billing is on but the LEDGER Durable Object is not bound");
   const { keyHash } = callerKey(c);
-  const [master, , spendLimitCents] = await readView(c.get("config"), "billingOf", [keyHash], keyHash);
-  if (master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  const [master, live, spendLimitCents] = await readView(c.get("config"), "billingOf", [keyHash], keyHash);
+  // A key that may not act gets the enclave's answer for it, not a 402 for its account's credit.
+  const refusal = keyRefusal({ known: master !== 0n, isMaster: keyHash === master, live });
+  if (refusal) throw refusal;
   const hex = (n: bigint) => n.toString(16).padStart(64, "0");
   return {
     ledger: namespace.get(namespace.idFromName(hex(master))),

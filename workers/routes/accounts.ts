@@ -10,19 +10,9 @@ import { validationHook } from "../app.ts";
 import { readView } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
-import { forwardWrite } from "./write.ts";
-
-type OwnerWrite = "add_usage_api_key" | "update_usage_api_key" | "update_usage_api_key_metadata" | "remove_usage_api_key";
-
-/** The public bodies of the owner operations: the enclave's schemas without `api_key` (it comes from the header). */
-const ownerBodies = {
-  add_usage_api_key: requestSchemas.add_usage_api_key.omit({ api_key: true }),
-  update_usage_api_key: requestSchemas.update_usage_api_key.omit({ api_key: true }),
-  update_usage_api_key_metadata: requestSchemas.update_usage_api_key_metadata.omit({ api_key: true }),
-  remove_usage_api_key: requestSchemas.remove_usage_api_key.omit({ api_key: true }),
-};
+import { serveWrites, writeRoute } from "./write.ts";
 
 const newAccount = createRoute({
   method: "post",
@@ -40,36 +30,12 @@ const accountExists = createRoute({
   responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), 400: errors, 401: errors, 503: errors },
 });
 
-const ownerWrite = <B extends z.ZodType, R extends z.ZodType>(op: OwnerWrite, request: B, response: R, summary: string) =>
-  createRoute({
-    method: "post",
-    path: `/${op}`,
-    summary,
-    security: keySecurity,
-    middleware: [requireKey] as const,
-    request: { body: body(request) },
-    responses: { 200: json(response), 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 503: errors },
-  });
-
-const addUsageKey = ownerWrite(
-  "add_usage_api_key",
-  ownerBodies.add_usage_api_key,
-  responseSchemas.add_usage_api_key,
-  "Create a usage key with the given permissions (the key is shown once)",
-);
-const updateUsageKey = ownerWrite(
-  "update_usage_api_key",
-  ownerBodies.update_usage_api_key,
-  responseSchemas.update_usage_api_key,
-  "Replace all permissions of a usage key (named by the key or its 0x hash)",
-);
-const updateUsageKeyMetadata = ownerWrite(
-  "update_usage_api_key_metadata",
-  ownerBodies.update_usage_api_key_metadata,
-  responseSchemas.update_usage_api_key_metadata,
-  "Rename or re-describe a usage key",
-);
-const removeUsageKey = ownerWrite("remove_usage_api_key", ownerBodies.remove_usage_api_key, responseSchemas.remove_usage_api_key, "Remove a usage key; it stops working at once");
+const ownerWrites = [
+  writeRoute("add_usage_api_key", "Create a usage key with the given permissions (the key is shown once)"),
+  writeRoute("update_usage_api_key", "Replace all permissions of a usage key (named by the key or its 0x hash)"),
+  writeRoute("update_usage_api_key_metadata", "Rename or re-describe a usage key"),
+  writeRoute("remove_usage_api_key", "Remove a usage key; it stops working at once"),
+];
 
 const groupIds = z.array(z.string());
 const usageKeyItem = z.object({
@@ -113,10 +79,7 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
     return c.json({ exists, managed: exists && managed }, 200);
   });
 
-  r.openapi(addUsageKey, async (c) => c.json(await forwardWrite(c, "add_usage_api_key", c.req.valid("json")), 200));
-  r.openapi(updateUsageKey, async (c) => c.json(await forwardWrite(c, "update_usage_api_key", c.req.valid("json")), 200));
-  r.openapi(updateUsageKeyMetadata, async (c) => c.json(await forwardWrite(c, "update_usage_api_key_metadata", c.req.valid("json")), 200));
-  r.openapi(removeUsageKey, async (c) => c.json(await forwardWrite(c, "remove_usage_api_key", c.req.valid("json")), 200));
+  serveWrites(r, ownerWrites);
 
   r.openapi(listApiKeys, async (c) => {
     const { keyHash } = callerKey(c);

@@ -2,51 +2,26 @@
 // added as `api_key`: the enclave turns wallet ids into addresses and raw CIDs into hashes, and the
 // contract decides whether the key holds the scope (its refusal comes back as 403
 // permission_denied, 404 group_not_found or wallet_not_found). `list_groups` is a live eth_call.
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, listRoute } from "./openapi.ts";
+import { listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
-import { forwardWrite } from "./write.ts";
-
-const charged = { "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents") };
-const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 429: errors, 503: errors };
-
-type GroupWrite =
-  | "add_group"
-  | "remove_group"
-  | "update_group"
-  | "add_action_to_group"
-  | "remove_action_from_group"
-  | "add_pkp_to_group"
-  | "remove_pkp_from_group";
-
-/** A write's route: the enclave's request schema without `api_key` (the key comes from the header). */
-const groupWrite = <Op extends GroupWrite, B extends z.ZodType>(op: Op, request: B, summary: string) =>
-  createRoute({
-    method: "post",
-    path: `/${op}`,
-    summary,
-    security: keySecurity,
-    middleware: [requireKey] as const,
-    request: { body: body(request) },
-    responses: { 200: { ...json(responseSchemas[op]), headers: z.object(charged) }, ...writeErrors },
-  });
+import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
-  groupWrite("add_group", requestSchemas.add_group.omit({ api_key: true }), "Create a group of wallets (addresses or wallet ids; the zero address = any account wallet) and actions (raw CIDs or 0x hashes; \"0\" = any action). Needs group:create"),
-  groupWrite("remove_group", requestSchemas.remove_group.omit({ api_key: true }), "Delete a group. Needs group:delete"),
-  groupWrite("update_group", requestSchemas.update_group.omit({ api_key: true }), "Replace a group's name, description, wallets and actions. Needs group:manageActions, group:addPkp and group:removePkp on the group"),
-  groupWrite("add_action_to_group", requestSchemas.add_action_to_group.omit({ api_key: true }), "Permit an action (raw CID) in a group; answers its hashed_cid. Needs group:manageActions on the group"),
-  groupWrite("remove_action_from_group", requestSchemas.remove_action_from_group.omit({ api_key: true }), "Remove an action (hashed_cid) from a group. Needs group:manageActions on the group"),
-  groupWrite("add_pkp_to_group", requestSchemas.add_pkp_to_group.omit({ api_key: true }), "Permit a wallet (address or wallet id) in a group. Needs group:addPkp on the group"),
-  groupWrite("remove_pkp_from_group", requestSchemas.remove_pkp_from_group.omit({ api_key: true }), "Remove a wallet from a group. Needs group:removePkp on the group"),
-] as const;
+  writeRoute("add_group", "Create a group of wallets (addresses or wallet ids; the zero address = any account wallet) and actions (raw CIDs or 0x hashes; \"0\" = any action). Needs group:create"),
+  writeRoute("remove_group", "Delete a group. Needs group:delete"),
+  writeRoute("update_group", "Replace a group's name, description, wallets and actions. Needs group:manageActions, group:addPkp and group:removePkp on the group"),
+  writeRoute("add_action_to_group", "Permit an action (raw CID) in a group; answers its hashed_cid. Needs group:manageActions on the group"),
+  writeRoute("remove_action_from_group", "Remove an action (hashed_cid) from a group. Needs group:manageActions on the group"),
+  writeRoute("add_pkp_to_group", "Permit a wallet (address or wallet id) in a group. Needs group:addPkp on the group"),
+  writeRoute("remove_pkp_from_group", "Remove a wallet from a group. Needs group:removePkp on the group"),
+];
 
 const groupItem = z.object({
   id: z.string().describe("the group id, decimal"),
@@ -67,10 +42,7 @@ export function cidHashText(hash: bigint): string {
 export function groupsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
 
-  for (const route of routes) {
-    const op = route.path.slice(1) as GroupWrite;
-    r.openapi(route as (typeof routes)[0], async (c) => c.json(await forwardWrite(c, op, c.req.valid("json")), 200) as never);
-  }
+  serveWrites(r, routes);
 
   r.openapi(listGroups, async (c) => {
     const { keyHash } = callerKey(c);

@@ -1,14 +1,17 @@
 // A managed write on behalf of the caller: the validated body plus the caller's raw key, forwarded
 // to an enclave, which checks permissions itself and submits the transaction, charged 1 cent
 // (billing/meter.ts: held before forwarding, settled once the transaction is sent, released when
-// the enclave refuses it). X-Sigil-Charged-Cents says what it cost.
+// the enclave refuses it). X-Sigil-Charged-Cents says what it cost. The plain writes (groups,
+// actions, usage keys) share one route shape, built here.
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { EnclaveOperation, EnclaveResponse } from "../../shared/enclaveApi.ts";
+import { z } from "zod";
+import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse } from "../../shared/enclaveApi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { meteredWrite } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { toWire } from "./openapi.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, toWire } from "./openapi.ts";
 
 export async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown): Promise<EnclaveResponse<Op>> {
   const { apiKey } = callerKey(c);
@@ -17,4 +20,45 @@ export async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeE
   );
   c.header("X-Sigil-Charged-Cents", String(chargedCents));
   return result;
+}
+
+/** The writes whose public body is the enclave's request without `api_key` (it comes from the header). */
+export type PlainWrite =
+  | "add_usage_api_key"
+  | "update_usage_api_key"
+  | "update_usage_api_key_metadata"
+  | "remove_usage_api_key"
+  | "add_group"
+  | "remove_group"
+  | "update_group"
+  | "add_action_to_group"
+  | "remove_action_from_group"
+  | "add_pkp_to_group"
+  | "remove_pkp_from_group"
+  | "add_action"
+  | "delete_action"
+  | "update_action_metadata";
+
+/** What every managed write may answer besides 200 (402: no credit to hold its cent). */
+export const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 429: errors, 503: errors };
+export const chargedHeader = z.object({ "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents") });
+
+export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
+  return createRoute({
+    method: "post",
+    path: `/${op}`,
+    summary,
+    security: keySecurity,
+    middleware: [requireKey] as const,
+    request: { body: body((requestSchemas[op] as z.ZodObject).omit({ api_key: true })) },
+    responses: { 200: { ...json(responseSchemas[op] as z.ZodType), headers: chargedHeader }, ...writeErrors },
+  });
+}
+
+/** Serves each route of `routes` by forwarding its validated body as the write its path names. */
+export function serveWrites(r: OpenAPIHono<EdgeEnv>, routes: ReadonlyArray<ReturnType<typeof writeRoute>>): void {
+  for (const route of routes) {
+    const op = route.path.slice(1) as PlainWrite;
+    r.openapi(route, async (c) => c.json(await forwardWrite(c, op, (c.req as { valid(target: "json"): unknown }).valid("json")), 200) as never);
+  }
 }

@@ -2,16 +2,8 @@
 // the types a script can make here, cycles and shared references kept.
 (function installClone(G, P, need, kit) {
   "use strict";
-  const { apply, defineProperty, objectKeys, isArray, parse, stringify, String: StringCtor, fromCharCode, charCodeAt } = P;
-  const { strSlice: sliceStr, strReplace: replaceStr, toLowerCase, strIndexOf: indexOfStr, strSplit: splitStr, reTest, isView } = P;
-  const { mapGet, mapSet, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor, Error: ErrorCtor } = P;
-  const iteratorSymbol = P.iterator;
-  const str = (s, fn, args) => apply(fn, s, args);
-  const namedError = (name, message) => {
-    const e = new ErrorCtor(message);
-    defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
-    return e;
-  };
+  const { apply, defineProperty, objectKeys, isArray, isView, mapGet, mapSet, Error: ErrorCtor } = P;
+  const { namedError } = kit;
   // ─── structuredClone ─────────────────────────────────────────────────────────────────────
   /**
    * A copied property is defined, never assigned: assigning "__proto__" would set the copy's

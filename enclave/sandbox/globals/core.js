@@ -127,6 +127,14 @@
         record: h.record,
         ownRegExp: h.ownRegExp,
         request: freeze(parse(requestJson)),
+        /** `s.fn(...args)` through the captured method `fn`, whatever the script did to prototypes. */
+        str: (s, fn, args) => apply(fn, s, args),
+        /** An Error whose `name` is `name` (DOMException-like errors the Web APIs throw). */
+        namedError(name, message) {
+          const e = new P.Error(message);
+          defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
+          return e;
+        },
         setResponse(value) {
           responseSet = true;
           responseValue = value;

@@ -1,16 +1,8 @@
 // crypto.getRandomValues and crypto.randomUUID (sandbox.md, Globals), from the host's CSPRNG.
 (function installCrypto(G, P, need, kit) {
   "use strict";
-  const { apply, defineProperty, objectKeys, isArray, parse, stringify, String: StringCtor, fromCharCode, charCodeAt } = P;
-  const { strSlice: sliceStr, strReplace: replaceStr, toLowerCase, strIndexOf: indexOfStr, strSplit: splitStr, reTest, isView } = P;
-  const { mapGet, mapSet, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor, Error: ErrorCtor } = P;
-  const iteratorSymbol = P.iterator;
-  const str = (s, fn, args) => apply(fn, s, args);
-  const namedError = (name, message) => {
-    const e = new ErrorCtor(message);
-    defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
-    return e;
-  };
+  const { apply, strSlice: sliceStr, isView, Uint8Array: Uint8ArrayCtor } = P;
+  const { str, namedError } = kit;
   // ─── crypto ──────────────────────────────────────────────────────────────────────────────
   function hexToBytesInto(hex, target) {
     for (let i = 0; i < target.length; i++) target[i] = P.parseInt(str(hex, sliceStr, [i * 2, i * 2 + 2]), 16);

@@ -8,7 +8,7 @@
   "use strict";
   const { apply, objectKeys, isArray, stringify, String: StringCtor, charCodeAt, isView } = P;
   const { strSlice: sliceStr, strIndexOf: indexOfStr, mapGet, mapSet } = P;
-  const str = (s, fn, args) => apply(fn, s, args);
+  const { str } = kit;
   const join = (items) => apply(P.arrayJoin, items, [", "]);
   const push = (list, item) => {
     list[list.length] = item;

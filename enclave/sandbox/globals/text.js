@@ -3,16 +3,8 @@
 // primordials `P` captured before the script ran.
 (function installText(G, P, need, kit) {
   "use strict";
-  const { apply, defineProperty, objectKeys, isArray, parse, stringify, String: StringCtor, fromCharCode, charCodeAt } = P;
-  const { strSlice: sliceStr, strReplace: replaceStr, toLowerCase, strIndexOf: indexOfStr, strSplit: splitStr, reTest, isView } = P;
-  const { mapGet, mapSet, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor, Error: ErrorCtor } = P;
-  const iteratorSymbol = P.iterator;
-  const str = (s, fn, args) => apply(fn, s, args);
-  const namedError = (name, message) => {
-    const e = new ErrorCtor(message);
-    defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
-    return e;
-  };
+  const { apply, String: StringCtor, fromCharCode, charCodeAt, strSlice: sliceStr, toLowerCase, isView, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor } = P;
+  const { str, namedError } = kit;
   // ─── UTF-8 ───────────────────────────────────────────────────────────────────────────────
   function utf8Encode(input) {
     const s = StringCtor(input);

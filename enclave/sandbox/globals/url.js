@@ -1,16 +1,9 @@
 // URL and URLSearchParams (sandbox.md, Globals), loaded on first use. URLs are parsed by the host.
 (function installUrl(G, P, need, kit) {
   "use strict";
-  const { apply, defineProperty, objectKeys, isArray, parse, stringify, String: StringCtor, fromCharCode, charCodeAt } = P;
-  const { strSlice: sliceStr, strReplace: replaceStr, toLowerCase, strIndexOf: indexOfStr, strSplit: splitStr, reTest, isView } = P;
-  const { mapGet, mapSet, Uint8Array: Uint8ArrayCtor, ArrayBuffer: ArrayBufferCtor, TypeError: TypeErrorCtor, RangeError: RangeErrorCtor, Error: ErrorCtor } = P;
+  const { apply, objectKeys, String: StringCtor, strSlice: sliceStr, strIndexOf: indexOfStr, strSplit: splitStr, Uint8Array: Uint8ArrayCtor, TypeError: TypeErrorCtor } = P;
   const iteratorSymbol = P.iterator;
-  const str = (s, fn, args) => apply(fn, s, args);
-  const namedError = (name, message) => {
-    const e = new ErrorCtor(message);
-    defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
-    return e;
-  };
+  const { str } = kit;
   // ─── URLSearchParams and URL ─────────────────────────────────────────────────────────────
   // application/x-www-form-urlencoded as the URL standard has it: UTF-8 (a lone surrogate becomes
   // U+FFFD), everything but ASCII alphanumerics and *-._ percent-encoded, space as "+"; decoding

@@ -148,6 +148,25 @@ describe("spend caps", () => {
   });
 });
 
+describe("keys that may not act", () => {
+  it("get the enclave's answer, 401 invalid_api_key, not a 402 for their account's empty ledger", async () => {
+    const key = await newAccount("expiring", 2);
+    const expiresAt = Math.floor(Date.now() / 1000) + 3;
+    const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
+      key,
+      body: { name: "u", description: "", ...NO_PERMISSIONS, can_create_groups: true, execute_in_groups: [0], expires_at: expiresAt },
+    });
+    while (Date.now() / 1000 <= expiresAt + 1) await new Promise((resolve) => setTimeout(resolve, 250));
+    // The chain judges expiry by its latest block: one more (paid) write mines a block past it.
+    await groupFor(key);
+    expect(await free(key)).toBe(0);
+    expectError(await edge("add_group", { key: usage, body: { group_name: "x", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } }), 401, "invalid_api_key");
+    expectError(await edge("sigil_action", { key: usage, body: { code: QUICK } }), 401, "invalid_api_key");
+    const unknown = btoa("u".repeat(32));
+    expectError(await edge("create_wallet", { key: unknown, method: "POST" }), 401, "invalid_api_key");
+  });
+});
+
 describe("concurrency", () => {
   it("50 runs at once on credit for 20 seconds never drive the balance below zero", async () => {
     const key = await newAccount("crowd", 1);

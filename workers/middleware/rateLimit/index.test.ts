@@ -36,6 +36,14 @@ describe("rate limits", () => {
     expect(last?.headers.get("ratelimit-limit")).toBe("20");
   });
 
+  it("a request with a key still counts against its IP: fresh keys from one IP are refused past the IP's limit", async () => {
+    let last: Response | undefined;
+    for (let i = 0; i < 51; i++) last = await get("/core/v1/version", "198.51.100.7", { "x-api-key": btoa(`ip-limit-${String(i).padStart(2, "0")}`.padEnd(32, "k")) });
+    expect(last?.status).toBe(429);
+    expect(last?.headers.get("ratelimit-limit")).toBe("50");
+    expect(Number(last?.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
   it("new_account and the signature endpoints are limited by IP more tightly (5 per minute here)", async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
