@@ -5,7 +5,11 @@ import { defineConfig } from "vitest/config";
 import { TEST_ENCLAVE_SECRET } from "./test/enclave/constants.ts";
 
 /** A project of edge suites in workerd against their own anvil + enclave (test/workers/globalSetup.ts). */
-function edgeOnStack(name: string, files: { include: string[]; exclude?: string[] }, bindings: Record<string, string>) {
+function edgeOnStack(
+  name: string,
+  files: { include: string[]; exclude?: string[] },
+  options: { globalSetup: string; bindings: (inject: Inject) => Record<string, string> },
+) {
   return {
     plugins: [
       cloudflareTest(({ inject }) => ({
@@ -21,7 +25,7 @@ function edgeOnStack(name: string, files: { include: string[]; exclude?: string[
             SIGIL_RATE_LIMIT_PER_KEY: "1000000",
             SIGIL_RATE_LIMIT_PER_IP: "1000000",
             SIGIL_RATE_LIMIT_OPEN_PER_IP: "1000000",
-            ...bindings,
+            ...options.bindings(inject),
           },
         },
       })),
@@ -29,13 +33,15 @@ function edgeOnStack(name: string, files: { include: string[]; exclude?: string[
     test: {
       name,
       ...files,
-      globalSetup: ["test/workers/globalSetup.ts"],
+      globalSetup: [options.globalSetup],
       fileParallelism: false,
       testTimeout: 60_000,
       hookTimeout: 120_000,
     },
   };
 }
+
+type Inject = <K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret">(key: K) => string;
 
 export default defineConfig({
   test: {
@@ -75,8 +81,25 @@ export default defineConfig({
       },
       // The edge in workerd against a real chain and enclave (test/workers/globalSetup.ts); metering
       // has its own project, with billing on (the default), so the other suites need no credit.
-      edgeOnStack("workers-stack", { include: ["test/workers/**/*.test.ts"], exclude: ["test/workers/billing/**"] }, { SIGIL_BILLING: "off" }),
-      edgeOnStack("workers-billing", { include: ["test/workers/billing/**/*.test.ts"] }, {}),
+      edgeOnStack(
+        "workers-stack",
+        { include: ["test/workers/**/*.test.ts"], exclude: ["test/workers/billing/**"] },
+        { globalSetup: "test/workers/globalSetup.ts", bindings: () => ({ SIGIL_BILLING: "off" }) },
+      ),
+      // With a local Stripe too (test/workers/billing/globalSetup.ts).
+      edgeOnStack(
+        "workers-billing",
+        { include: ["test/workers/billing/**/*.test.ts"] },
+        {
+          globalSetup: "test/workers/billing/globalSetup.ts",
+          bindings: (inject) => ({
+            STRIPE_API_BASE: inject("stripeApiBase"),
+            STRIPE_SECRET_KEY: inject("stripeSecretKey"),
+            STRIPE_PUBLISHABLE_KEY: inject("stripePublishableKey"),
+            STRIPE_WEBHOOK_SECRET: inject("stripeWebhookSecret"),
+          }),
+        },
+      ),
       {
         test: {
           name: "enclave",

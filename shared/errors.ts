@@ -34,6 +34,7 @@ export const errorStatus = {
   internal_error: 500,
   chain_unavailable: 503,
   enclave_unavailable: 503,
+  payments_unavailable: 503,
 } as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 409 | 413 | 429 | 500 | 503>;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -67,10 +68,15 @@ export class SigilError extends Error {
   /** Seconds a client should wait before retrying (429 and 503 answers carry it as Retry-After). */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { details?: unknown; retryAfterSeconds?: number; cause?: unknown } = {}) {
+  /**
+   * `status` overrides the code's usual status where api.md answers otherwise: the one case is the
+   * Stripe webhook, whose bad signature is a 400 `invalid_signature` (the payload is refused; no
+   * credential of a caller is at stake).
+   */
+  constructor(code: ErrorCode, message: string, options: { details?: unknown; retryAfterSeconds?: number; cause?: unknown; status?: ErrorStatus } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.status = errorStatus[code];
+    this.status = options.status ?? errorStatus[code];
     this.details = options.details;
     this.retryAfterSeconds = options.retryAfterSeconds;
   }

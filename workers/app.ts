@@ -11,8 +11,9 @@ import { errorResponse } from "./errors.ts";
 import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
-import { attestationRoutes } from "./routes/attestation.ts";
 import { actionsRoutes } from "./routes/actions.ts";
+import { attestationRoutes } from "./routes/attestation.ts";
+import { billingRoutes } from "./routes/billing.ts";
 import { executionRoutes } from "./routes/execution.ts";
 import { groupsRoutes } from "./routes/groups.ts";
 import { publicRoutes } from "./routes/public.ts";
@@ -46,7 +47,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.use(
     cors({
       origin: "*",
-      allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth"],
+      allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth", "Idempotency-Key"],
       exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link"],
     }),
   );
@@ -68,6 +69,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", actionsRoutes());
   app.route("/core/v1", executionRoutes());
   app.route("/core/v1", signaturesRoutes());
+  app.route("/core/v1", billingRoutes());
   app.route("/", attestationRoutes());
 
   app.doc31("/core/v1/openapi.json", {

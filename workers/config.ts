@@ -18,6 +18,10 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
+  STRIPE_SECRET_KEY: z.string().default(""),
+  STRIPE_PUBLISHABLE_KEY: z.string().default(""),
+  STRIPE_WEBHOOK_SECRET: z.string().default(""),
+  STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
 });
 
 export type EdgeConfig = {
@@ -34,6 +38,8 @@ export type EdgeConfig = {
   rateLimits: { perKey: number; perIp: number; openPerIp: number };
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
+  /** Stripe's keys (empty when not configured: the payment endpoints answer 503) and, for the emulator, its URL. */
+  stripe: { secretKey: string; publishableKey: string; webhookSecret: string; apiBase: string | undefined };
 };
 
 const cache = new WeakMap<object, EdgeConfig>();
@@ -47,6 +53,9 @@ export function edgeConfig(env: Env): EdgeConfig {
     throw new Error(`invalid edge configuration: ${result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   }
   const c = result.data;
+  if (c.SIGIL_ENV === "production" && c.STRIPE_API_BASE !== undefined) {
+    throw new Error("invalid edge configuration: STRIPE_API_BASE (the local Stripe emulator) is refused when SIGIL_ENV=production");
+  }
   const config: EdgeConfig = {
     env: c.SIGIL_ENV,
     version: c.SIGIL_VERSION,
@@ -59,6 +68,12 @@ export function edgeConfig(env: Env): EdgeConfig {
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
     rateLimits: { perKey: c.SIGIL_RATE_LIMIT_PER_KEY, perIp: c.SIGIL_RATE_LIMIT_PER_IP, openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP },
     billing: c.SIGIL_BILLING === "on",
+    stripe: {
+      secretKey: c.STRIPE_SECRET_KEY,
+      publishableKey: c.STRIPE_PUBLISHABLE_KEY,
+      webhookSecret: c.STRIPE_WEBHOOK_SECRET,
+      apiBase: c.STRIPE_API_BASE?.replace(/\/+$/, ""),
+    },
   };
   cache.set(env, config);
   return config;

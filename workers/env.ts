@@ -27,4 +27,10 @@ export type Env = {
   SIGIL_CHAIN_NAME?: string;
   SIGIL_CONTRACT_ADDRESS?: string;
   SIGIL_VERSION?: string;
+  /** Stripe (billing.md): secrets in production; the local emulator's keys under `npm start`. */
+  STRIPE_SECRET_KEY?: string;
+  STRIPE_PUBLISHABLE_KEY?: string;
+  STRIPE_WEBHOOK_SECRET?: string;
+  /** Where the Stripe SDK sends its calls when not api.stripe.com: the local emulator's URL. */
+  STRIPE_API_BASE?: string;
 };

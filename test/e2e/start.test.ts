@@ -1,7 +1,7 @@
 // `npm start` as a user runs it: the stack comes up and prints its address, Ctrl-C stops every
 // process it started, a crash of its chain ends it loudly, and bad configuration is refused.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, http, type Address } from "viem";
@@ -15,8 +15,16 @@ type Started = { child: ChildProcess; output: () => string; exit: Promise<number
 const running: ChildProcess[] = [];
 const anvils: Anvil[] = [];
 const strayPids: number[] = [];
+const stateDirs: string[] = [];
 
-function startStack(env: Record<string, string>, stateDir = mkdtempSync(join(tmpdir(), "sigil-state-"))): Started {
+// A state folder of its own per stack, removed after the test.
+function newStateDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "sigil-state-"));
+  stateDirs.push(dir);
+  return dir;
+}
+
+function startStack(env: Record<string, string>, stateDir = newStateDir()): Started {
   // Its own process group, so a test can clean up after a failure without touching the runner.
   const child = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
@@ -79,11 +87,12 @@ afterEach(async () => {
   for (const child of running.splice(0)) if (child.exitCode === null && child.pid) killGroup(child.pid);
   for (const pid of strayPids.splice(0)) killGroup(pid);
   for (const a of anvils.splice(0)) await a.stop();
+  for (const dir of stateDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("npm start", () => {
   it("deploys AccountConfig on its own anvil, starts the enclave with funded payers, and leaves no process behind after Ctrl-C", async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), "sigil-state-"));
+    const stateDir = newStateDir();
     const started = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
     const { address, rpcUrl, anvilPid, enclavePid, enclaveUrl, edgePid, edgeUrl } = await up(started);
     expect(enclavePid).toBeDefined();

@@ -4,7 +4,7 @@
 // signature checked against the wallet's address; then the ChainSecured path, where a wallet
 // administers its own account on chain.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
@@ -26,10 +26,12 @@ const SIGN = `async function main({ wallet, message }) {
   return await Sigil.Actions.signMessage({ pkpId: wallet, message });
 }`;
 
+const stateDir = mkdtempSync(join(tmpdir(), "sigil-e2e-"));
+
 beforeAll(async () => {
   stack = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
-    env: { ...process.env, SIGIL_STATE_DIR: mkdtempSync(join(tmpdir(), "sigil-e2e-")), SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0" },
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0" },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -51,6 +53,7 @@ afterAll(async () => {
     process.kill(-stack.pid, "SIGINT");
     await exited;
   }
+  rmSync(stateDir, { recursive: true, force: true });
 });
 
 async function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: T; headers: Headers }> {

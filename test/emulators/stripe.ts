@@ -3,7 +3,7 @@
 // here with its `host`/`port`/`protocol` options) runs the production code path against it.
 //
 // - Customers: create, retrieve. Payment intents: create, retrieve, confirm, cancel. Events:
-//   retrieve. Form-encoded bodies with Stripe's bracket syntax (`metadata[account]=…`), JSON
+//   list and retrieve. Form-encoded bodies with Stripe's bracket syntax (`metadata[account]=…`), JSON
 //   answers shaped like Stripe's objects, Stripe's error bodies and statuses (400, 401, 402, 404).
 // - Auth as Stripe does it: `Authorization: Bearer <key>` (or Basic with the key as user name).
 //   The secret key opens every endpoint; the publishable key only the confirm endpoint, which
@@ -516,6 +516,17 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     throw apiError(401, "invalid_request_error", `Invalid API Key provided: ${redactKey(key)}`);
   }
 
+  // Newest first, as Stripe lists them; `type` filters, `limit` 1–100 (default 10).
+  function listEvents(params: Params): Answer {
+    allowOnly(params, ["type", "limit"]);
+    const type = optString(params, "type");
+    const limitText = optString(params, "limit");
+    const limit = limitText === undefined ? 10 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidParam("This value must be between 1 and 100.", "limit");
+    const matching = events.filter((e) => type === undefined || e.type === type).reverse();
+    return { status: 200, body: { object: "list", data: matching.slice(0, limit), has_more: matching.length > limit, url: "/v1/events" } };
+  }
+
   function route(method: string, path: string, params: Params, auth: Auth, req: IncomingMessage, request: { id: string; idempotencyKey: string | null }): Answer {
     const parts = path.split("/").slice(1);
     const unrecognized = () => apiError(404, "invalid_request_error", `Unrecognized request URL (${method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`, {}, false);
@@ -539,6 +550,7 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     }
     if (confirm && id) return confirmIntent(id, params, auth, request);
     if (resource === "payment_intents" && parts.length === 4 && id && action === "cancel" && method === "POST") return cancelIntent(id, params);
+    if (resource === "events" && parts.length === 2 && method === "GET") return listEvents(params);
     if (resource === "events" && parts.length === 3 && id && method === "GET") {
       const event = events.find((e) => e.id === id);
       if (!event) throw noSuch("event", id, "id");

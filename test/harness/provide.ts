@@ -1,6 +1,7 @@
 // What the suites that share the test stack (test/harness/stack.ts) receive from their
 // globalSetup through vitest's `inject`: the stack's addresses, typed once for both.
 import type { TestProject } from "vitest/node";
+import type { StripeEmulator } from "../emulators/stripe.ts";
 import type { TestStack } from "./stack.ts";
 
 declare module "vitest" {
@@ -13,6 +14,11 @@ declare module "vitest" {
     gatewayUrl: string;
     fetchTargetUrl: string;
     listenerPollMs: number;
+    /** The local Stripe emulator, where a suite runs one (test/emulators/stripe.ts). */
+    stripeApiBase: string;
+    stripeSecretKey: string;
+    stripePublishableKey: string;
+    stripeWebhookSecret: string;
   }
 }
 
@@ -20,4 +26,11 @@ const keys = ["rpcUrl", "contract", "owner", "enclaveUrl", "enclavePid", "gatewa
 
 export function provideStack(project: TestProject, stack: TestStack): void {
   for (const key of keys) project.provide(key, stack[key] as never);
+}
+
+export function provideStripe(project: TestProject, stripe: StripeEmulator): void {
+  project.provide("stripeApiBase", stripe.url);
+  project.provide("stripeSecretKey", stripe.secretKey);
+  project.provide("stripePublishableKey", stripe.publishableKey);
+  project.provide("stripeWebhookSecret", stripe.webhookSecret);
 }

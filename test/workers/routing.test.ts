@@ -23,6 +23,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     contractAddress: inject("contract"),
     rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000 },
     billing: false,
+    stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }
 

@@ -114,4 +114,12 @@ describe("the ledger", () => {
     expect(await l.customer("cus_1")).toBe("cus_1");
     expect(await l.customer("cus_2")).toBe("cus_1");
   });
+
+  it("keeps new_account's email for the customer; a later one replaces it", async () => {
+    const l = ledger();
+    expect(await l.contactEmail()).toBeNull();
+    expect(await l.contactEmail("a@example.com")).toBe("a@example.com");
+    expect(await l.contactEmail()).toBe("a@example.com");
+    expect(await l.contactEmail("b@example.com")).toBe("b@example.com");
+  });
 });

@@ -6,7 +6,8 @@
 //                                                                  charge (−, ref = request id),
 //                                                                  adjustment (±)
 //   holds(id, request_id UNIQUE, cents, key_hash, expires_at)     credit reserved for work in flight
-//   account(id = 1, settled_cents, customer_id)                   the sum of entries, cached
+//   account(id = 1, settled_cents, customer_id, email)             the sum of entries, cached; the
+//                                                                  Stripe customer and new_account's email
 //
 // The free balance is the settled sum minus the live holds. Every operation is one synchronous
 // transaction of the object (no await inside), so concurrent requests cannot both spend the same
@@ -55,10 +56,14 @@ export class Ledger extends DurableObject {
       CREATE TABLE IF NOT EXISTS account (
         id INTEGER PRIMARY KEY CHECK (id = 1),
         settled_cents INTEGER NOT NULL,
-        customer_id TEXT
+        customer_id TEXT,
+        email TEXT
       );
       INSERT OR IGNORE INTO account (id, settled_cents) VALUES (1, 0);
     `);
+    // Ledgers made before the email column existed get it.
+    const columns = this.#sql.exec<{ name: string }>("PRAGMA table_info(account)").toArray().map((r) => r.name);
+    if (!columns.includes("email")) this.#sql.exec("ALTER TABLE account ADD COLUMN email TEXT");
   }
 
   /**
@@ -140,6 +145,12 @@ export class Ledger extends DurableObject {
   customer(candidate?: string): string | null {
     if (candidate) this.#sql.exec("UPDATE account SET customer_id = ? WHERE id = 1 AND customer_id IS NULL", candidate);
     return this.#sql.exec<{ customer_id: string | null }>("SELECT customer_id FROM account WHERE id = 1").one().customer_id;
+  }
+
+  /** The account's contact email from new_account (kept for its Stripe customer); `email` replaces it. (Not `email`: that name is the Email Workers handler.) */
+  contactEmail(email?: string): string | null {
+    if (email) this.#sql.exec("UPDATE account SET email = ? WHERE id = 1", email);
+    return this.#sql.exec<{ email: string | null }>("SELECT email FROM account WHERE id = 1").one().email;
   }
 
   /** The invariant billing tests end with: the cached sum equals the sum of the entries. */

@@ -12,6 +12,7 @@ import type { EdgeEnv } from "../app.ts";
 import { readView } from "../chain/client.ts";
 import { callEnclave } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { ledgerOf } from "./account.ts";
 import type { HoldResult, KeyCap, Ledger } from "./ledger.ts";
 
 export type Metered<T> = { result: T; chargedCents: number };
@@ -27,8 +28,6 @@ type Billed = { ledger: DurableObjectStub<Ledger>; requestId: string; key: KeyCa
 
 /** The caller's account's ledger and the key's cap, from one live read of the chain. */
 async function billed(c: Context<EdgeEnv>): Promise<Billed> {
-  const namespace = c.env.LEDGER;
-  if (!namespace) throw new Error("billing is on but the LEDGER Durable Object is not bound");
   const { keyHash } = callerKey(c);
   const [master, live, spendLimitCents] = await readView(c.get("config"), "billingOf", [keyHash], keyHash);
   // A key that may not act gets the enclave's answer for it, not a 402 for its account's credit.
@@ -36,7 +35,7 @@ async function billed(c: Context<EdgeEnv>): Promise<Billed> {
   if (refusal) throw refusal;
   const hex = (n: bigint) => n.toString(16).padStart(64, "0");
   return {
-    ledger: namespace.get(namespace.idFromName(hex(master))),
+    ledger: ledgerOf(c, master),
     requestId: c.get("ids").requestId,
     key: keyHash === master ? undefined : { keyHash: hex(keyHash), capCents: Number(spendLimitCents) },
   };

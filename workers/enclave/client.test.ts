@@ -24,6 +24,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     contractAddress: undefined,
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10 },
     billing: false,
+    stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }
 

@@ -4,9 +4,10 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
-import { toHash32 } from "../../shared/hashing.ts";
+import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
+import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -66,7 +67,15 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
   registerKeySecurity(r);
 
   r.openapi(newAccount, async (c) => {
-    const res = await forward<z.infer<typeof responseSchemas.new_account>>(c.get("config"), c.get("ids"), "new_account", c.req.valid("json"));
+    const input = c.req.valid("json");
+    const res = await forward<z.infer<typeof responseSchemas.new_account>>(c.get("config"), c.get("ids"), "new_account", input);
+    // The email is kept only in the account's ledger, for its Stripe customer (billing.md). The
+    // account exists already: a failure here is logged, and the customer is made without it.
+    if (input.email && c.env.LEDGER) {
+      await ledgerOf(c, apiKeyHash(res.api_key))
+        .contactEmail(input.email)
+        .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "could not keep the new account's email", request_id: c.get("ids").requestId, error: String(err) })));
+    }
     return c.json(res, 200);
   });
 

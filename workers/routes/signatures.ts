@@ -1,21 +1,17 @@
 // The signature endpoints of ChainSecured accounts (api.md, Signature endpoints). The edge runs
-// every check of api.md in its order, each with its own code, before anything reaches an enclave:
-// sizes, primaryType, types, domain, chainId, the issuedAt window (shared/eip712.ts), then the
-// signature — ECDSA recovery, else ERC-1271 on the node's chain (shared/walletSignature.ts). The
-// enclave checks it all again: it never takes the edge's word for who signed.
+// every check of api.md in its order, each with its own code, before anything reaches an enclave
+// (middleware/auth/walletSignature.ts). The enclave checks it all again: it never takes the edge's
+// word for who signed.
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Address } from "viem";
 import { z } from "zod";
-import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { addressField, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
-import { isWalletSignature } from "../../shared/walletSignature.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { chainClient, read } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
+import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
 import { forwardWrite } from "./write.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
@@ -82,33 +78,12 @@ const convert = createRoute({
   },
 });
 
-/** api.md's checks in order; throws the first failure's error. */
-async function verifySignature(
-  c: Context<EdgeEnv>,
-  primaryType: SigilPrimaryType,
-  input: { typed_data: unknown; signature: string },
-  expectedAddress?: Address,
-): Promise<void> {
-  const config = c.get("config");
-  const checked = validateTypedData(input.typed_data, {
-    primaryType,
-    chainId: config.chainId,
-    now: Math.floor(Date.now() / 1000),
-    signature: input.signature,
-    ...(expectedAddress === undefined ? {} : { expectedAddress }),
-  });
-  if (!checked.ok) throw checked.error;
-  const { address, digest } = checked.value;
-  const valid = await read(() => isWalletSignature(chainClient(config), { address, digest, signature: input.signature }));
-  if (!valid) throw new SigilError("invalid_signature", "the signature is not the wallet's: neither ECDSA recovery nor its ERC-1271 check accepts it");
-}
-
 export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
 
   r.openapi(createWallet, async (c) => {
     const input = c.req.valid("json");
-    await verifySignature(c, "CreateWallet", input);
+    await verifyWalletSignature(c.get("config"), "CreateWallet", input);
     const res = await forward<EnclaveResponse<"create_wallet_with_signature">>(c.get("config"), c.get("ids"), "create_wallet_with_signature", {
       typed_data: input.typed_data,
       signature: input.signature,
@@ -118,7 +93,7 @@ export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(addUsageKey, async (c) => {
     const input = c.req.valid("json");
-    await verifySignature(c, "AddUsageApiKey", input);
+    await verifyWalletSignature(c.get("config"), "AddUsageApiKey", input);
     const res = await forward<EnclaveResponse<"add_usage_api_key_with_signature">>(c.get("config"), c.get("ids"), "add_usage_api_key_with_signature", {
       typed_data: input.typed_data,
       signature: input.signature,
@@ -128,7 +103,7 @@ export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(convert, async (c) => {
     const input = c.req.valid("json");
-    await verifySignature(c, "ConvertAccount", input, input.new_admin_wallet_address as Address);
+    await verifyWalletSignature(c.get("config"), "ConvertAccount", input, input.new_admin_wallet_address as Address);
     // A managed write like every other: the key is added and the cost reported by forwardWrite.
     const res = await forwardWrite(c, "convert_to_chain_secured_account", {
       new_admin_wallet_address: input.new_admin_wallet_address,

@@ -1,0 +1,384 @@
+// Top-ups (billing.md, Stripe; api.md, Billing) through the edge in workerd, with the real `stripe`
+// SDK talking to the local Stripe emulator, against the real chain and enclave. Payments are
+// confirmed client-side exactly as a browser would against Stripe's REST API; Stripe's webhook
+// is the emulator's own event, signed here with the webhook secret and posted to the edge (the
+// edge in workerd has no address the emulator could reach). Every test ends with the audit of
+// every ledger it touched.
+import { env, SELF } from "cloudflare:test";
+import { createPublicClient, createTestClient, createWalletClient, encodePacked, getAddress, http, keccak256, parseEther, type Abi, type Address, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { foundry } from "viem/chains";
+import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { buildTypedData, signableTypedData, typedDataDigest, type SigilPrimaryType } from "../../../shared/eip712.ts";
+import { accountConfigAbi } from "../../../shared/generated/accountConfigAbi.ts";
+import { apiKeyHash } from "../../../shared/hashing.ts";
+import type { Ledger } from "../../../workers/billing/ledger.ts";
+import type { Env } from "../../../workers/env.ts";
+import erc1271Wallet from "../fixtures/erc1271Wallet.json";
+import { edgeClient, type Reply } from "../stack.ts";
+
+const { edge, ok200, expectError } = edgeClient(SELF);
+const namespace = (env as unknown as Env).LEDGER!;
+const CHAIN_ID = 31337;
+const touched = new Set<DurableObjectStub<Ledger>>();
+
+function ledgerOfMaster(master: bigint): DurableObjectStub<Ledger> {
+  const stub = namespace.get(namespace.idFromName(master.toString(16).padStart(64, "0")));
+  touched.add(stub);
+  return stub;
+}
+const ledgerOf = (key: string) => ledgerOfMaster(apiKeyHash(key));
+
+afterEach(async () => {
+  for (const l of touched) {
+    const audit = await l.audit();
+    expect(audit.consistent, JSON.stringify(audit)).toBe(true);
+    expect(audit.heldCents).toBe(0);
+  }
+  touched.clear();
+});
+
+// --- Stripe, as a client and as Stripe ---------------------------------------------------------
+
+const stripeBase = () => inject("stripeApiBase");
+
+async function stripeApi<T = Record<string, unknown>>(method: "GET" | "POST", path: string, key: string, form?: Record<string, string>): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${stripeBase()}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(form ? { "content-type": "application/x-www-form-urlencoded" } : {}) },
+    ...(form ? { body: new URLSearchParams(form).toString() } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+/** What a browser does with Stripe.js: confirm the intent with a test card, with the publishable key. */
+async function payWith(intent: { payment_intent_id: string; client_secret: string }, card = "pm_card_visa"): Promise<number> {
+  const r = await stripeApi("POST", `/v1/payment_intents/${intent.payment_intent_id}/confirm`, inject("stripePublishableKey"), { payment_method: card, client_secret: intent.client_secret });
+  return r.status;
+}
+
+type Event = { id: string; type: string; data: { object: { id: string } } };
+
+/** The emulator's `type` event for the intent, as Stripe would deliver it. */
+async function eventFor(intentId: string, type = "payment_intent.succeeded"): Promise<Event> {
+  const { body } = await stripeApi<{ data: Event[] }>("GET", `/v1/events?type=${type}&limit=100`, inject("stripeSecretKey"));
+  const event = body.data.find((e) => e.data.object.id === intentId);
+  if (!event) throw new Error(`the emulator has no ${type} event for ${intentId}`);
+  return event;
+}
+
+async function hmacHex(secret: string, text: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text)));
+  return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Stripe's signature scheme: `t=<seconds>,v1=HMAC-SHA256(secret, "<t>.<body>")`. */
+async function stripeSignature(payload: string, options: { secret?: string; at?: number } = {}): Promise<string> {
+  const t = options.at ?? Math.floor(Date.now() / 1000);
+  return `t=${t},v1=${await hmacHex(options.secret ?? inject("stripeWebhookSecret"), `${t}.${payload}`)}`;
+}
+
+async function postWebhook(payload: string, signature: string | undefined): Promise<Reply<{ received?: boolean; credited_cents?: number; error?: { code: string } }>> {
+  const res = await SELF.fetch("http://edge/core/v1/billing/webhook", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(signature === undefined ? {} : { "stripe-signature": signature }) },
+    body: payload,
+  });
+  return { status: res.status, body: (await res.json()) as never, headers: res.headers };
+}
+
+async function deliver(event: Event) {
+  const payload = JSON.stringify(event, null, 2);
+  return postWebhook(payload, await stripeSignature(payload));
+}
+
+// --- accounts ----------------------------------------------------------------------------------
+
+async function newAccount(name = "payer", email?: string): Promise<string> {
+  return (await ok200<{ api_key: string }>("new_account", { body: { account_name: name, ...(email ? { email } : {}) } })).api_key;
+}
+
+type Intent = { payment_intent_id: string; client_secret: string };
+const createIntent = (key: string, amount_cents: number, headers?: Record<string, string>) =>
+  edge<Intent>("billing/create_payment_intent", { key, body: { amount_cents }, ...(headers ? { headers } : {}) });
+const confirm = (key: string, id: string) => edge<{ credited_cents: number; already_credited: boolean; balance_cents: number }>("billing/confirm_payment", { key, body: { payment_intent_id: id } });
+const balanceOf = async (key: string) => (await ok200<{ balance_cents: number; balance_display: string }>("billing/balance", { key })).balance_cents;
+
+async function paidIntent(key: string, cents: number): Promise<Intent> {
+  const r = await createIntent(key, cents);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect(await payWith(r.body)).toBe(200);
+  ledgerOf(key);
+  return r.body;
+}
+
+describe("stripe_config", () => {
+  it("gives the publishable key, and the emulator's URL as api_base", async () => {
+    expect(await ok200("billing/stripe_config")).toEqual({ publishable_key: inject("stripePublishableKey"), api_base: stripeBase() });
+  });
+});
+
+describe("a top-up by card", () => {
+  it("create → pay with pm_card_visa → confirm_payment credits the amount once; the balance reads it back", async () => {
+    const key = await newAccount();
+    expect(await ok200("billing/balance", { key })).toEqual({ balance_cents: 0, balance_display: "$0.00" });
+    const intent = await paidIntent(key, 1234);
+    expect(intent.payment_intent_id).toMatch(/^pi_/);
+    expect(intent.client_secret.startsWith(`${intent.payment_intent_id}_secret_`)).toBe(true);
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 1234, already_credited: false, balance_cents: 1234 });
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 1234 });
+    expect(await ok200("billing/balance", { key })).toEqual({ balance_cents: 1234, balance_display: "$12.34" });
+  });
+
+  it("makes one Stripe customer per account, with the account and new_account's email, used by every intent", async () => {
+    const key = await newAccount("with email", "owner@example.com");
+    const [a, b] = await Promise.all([createIntent(key, 500), createIntent(key, 600)]);
+    const secret = inject("stripeSecretKey");
+    const intents = await Promise.all([a, b].map(async (r) => (await stripeApi<{ customer: string; metadata: Record<string, string>; amount: number; currency: string; automatic_payment_methods: { enabled: boolean } }>("GET", `/v1/payment_intents/${r.body.payment_intent_id}`, secret)).body));
+    const account = apiKeyHash(key).toString(16).padStart(64, "0");
+    for (const intent of intents) {
+      expect(intent).toMatchObject({ currency: "usd", metadata: { account }, automatic_payment_methods: { enabled: true } });
+      expect(intent.customer).toBe(intents[0]?.customer);
+    }
+    const customer = (await stripeApi<{ email: string; metadata: Record<string, string> }>("GET", `/v1/customers/${intents[0]?.customer}`, secret)).body;
+    expect(customer).toMatchObject({ email: "owner@example.com", metadata: { account } });
+    expect(await ledgerOf(key).customer()).toBe(intents[0]?.customer);
+  });
+
+  it("an Idempotency-Key makes a retried create the same intent", async () => {
+    const key = await newAccount();
+    const first = await createIntent(key, 700, { "idempotency-key": "order-17" });
+    const again = await createIntent(key, 700, { "idempotency-key": "order-17" });
+    expect(again.body.payment_intent_id).toBe(first.body.payment_intent_id);
+    expect((await createIntent(key, 700, { "idempotency-key": "order-18" })).body.payment_intent_id).not.toBe(first.body.payment_intent_id);
+  });
+
+  it("below 500 cents is 400 amount_below_minimum; a fraction, a string or an unknown field is 400 invalid_request", async () => {
+    const key = await newAccount();
+    const low = expectError(await createIntent(key, 499), 400, "amount_below_minimum");
+    expect(low.details).toEqual({ minimum_cents: 500 });
+    expectError(await edge("billing/create_payment_intent", { key, body: { amount_cents: 500.5 } }), 400, "invalid_request");
+    expectError(await edge("billing/create_payment_intent", { key, body: { amount_cents: "500" } }), 400, "invalid_request");
+    expectError(await edge("billing/create_payment_intent", { key, body: { amount_cents: 500, currency: "eur" } }), 400, "invalid_request");
+    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 } }), 401, "missing_api_key");
+  });
+
+  it("an unpaid intent is 409 payment_not_succeeded; a declined card credits nothing; an unknown intent is 404", async () => {
+    const key = await newAccount();
+    const { body: intent } = await createIntent(key, 800);
+    const unpaid = expectError(await confirm(key, intent.payment_intent_id), 409, "payment_not_succeeded");
+    expect(unpaid.details).toEqual({ status: "requires_payment_method" });
+    expect(await payWith(intent, "pm_card_chargeDeclined")).toBe(402);
+    expectError(await confirm(key, intent.payment_intent_id), 409, "payment_not_succeeded");
+    // Stripe's failure event reaches the webhook and credits nothing either.
+    const failed = await deliver(await eventFor(intent.payment_intent_id, "payment_intent.payment_failed"));
+    expect(failed.body).toEqual({ received: true, credited_cents: 0 });
+    expect(await balanceOf(key)).toBe(0);
+    expectError(await confirm(key, "pi_doesnotexist000000"), 404, "payment_not_found");
+    expectError(await confirm(key, "not-an-intent"), 400, "invalid_request");
+  });
+
+  it("another account's intent is 409 payment_belongs_to_another_account and credits neither", async () => {
+    const [alice, bob] = await Promise.all([newAccount("alice"), newAccount("bob")]);
+    const intent = await paidIntent(alice, 900);
+    expectError(await confirm(bob, intent.payment_intent_id), 409, "payment_belongs_to_another_account");
+    ledgerOf(bob);
+    expect(await balanceOf(bob)).toBe(0);
+    expect(await balanceOf(alice)).toBe(0);
+  });
+});
+
+describe("Stripe's webhook", () => {
+  it("payment_intent.succeeded credits the intent's account; a replay credits nothing", async () => {
+    const key = await newAccount();
+    const intent = await paidIntent(key, 1500);
+    const event = await eventFor(intent.payment_intent_id);
+    expect((await deliver(event)).body).toEqual({ received: true, credited_cents: 1500 });
+    expect((await deliver(event)).body).toEqual({ received: true, credited_cents: 0 });
+    expect(await balanceOf(key)).toBe(1500);
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 1500 });
+  });
+
+  it("a forged, stale, tampered or unsigned webhook is 400 invalid_signature and credits nothing", async () => {
+    const key = await newAccount();
+    const intent = await paidIntent(key, 1000);
+    const payload = JSON.stringify(await eventFor(intent.payment_intent_id));
+    expectError(await postWebhook(payload, await stripeSignature(payload, { secret: "whsec_not_the_secret" })), 400, "invalid_signature");
+    expectError(await postWebhook(payload, await stripeSignature(payload, { at: Math.floor(Date.now() / 1000) - 600 })), 400, "invalid_signature");
+    const tampered = payload.replace('"amount_received":1000', '"amount_received":100000');
+    expect(tampered).not.toBe(payload);
+    expectError(await postWebhook(tampered, await stripeSignature(payload)), 400, "invalid_signature");
+    expectError(await postWebhook(payload, undefined), 400, "invalid_signature");
+    expectError(await postWebhook(payload, "garbage"), 400, "invalid_signature");
+    expect(await balanceOf(key)).toBe(0);
+  });
+
+  it("an event for a payment that is not a top-up is acknowledged and credits nothing", async () => {
+    const event = { id: "evt_foreign", object: "event", type: "payment_intent.succeeded", data: { object: { id: "pi_foreign", object: "payment_intent", amount_received: 5000, currency: "usd", metadata: {} } } };
+    const payload = JSON.stringify(event);
+    expect((await postWebhook(payload, await stripeSignature(payload))).body).toEqual({ received: true, credited_cents: 0 });
+  });
+});
+
+describe("confirm_payment and the webhook racing for one intent credit it once", () => {
+  it("confirm first, then the webhook", async () => {
+    const key = await newAccount();
+    const intent = await paidIntent(key, 600);
+    expect((await confirm(key, intent.payment_intent_id)).body.credited_cents).toBe(600);
+    expect((await deliver(await eventFor(intent.payment_intent_id))).body.credited_cents).toBe(0);
+    expect(await balanceOf(key)).toBe(600);
+  });
+
+  it("the webhook first, then confirm", async () => {
+    const key = await newAccount();
+    const intent = await paidIntent(key, 700);
+    expect((await deliver(await eventFor(intent.payment_intent_id))).body.credited_cents).toBe(700);
+    expect((await confirm(key, intent.payment_intent_id)).body).toMatchObject({ credited_cents: 0, already_credited: true });
+    expect(await balanceOf(key)).toBe(700);
+  });
+
+  it("both at once, several times over", async () => {
+    const key = await newAccount();
+    const intent = await paidIntent(key, 800);
+    const event = await eventFor(intent.payment_intent_id);
+    const answers = await Promise.all([
+      ...Array.from({ length: 5 }, () => confirm(key, intent.payment_intent_id).then((r) => r.body.credited_cents)),
+      ...Array.from({ length: 5 }, () => deliver(event).then((r) => r.body.credited_cents ?? -1)),
+    ]);
+    expect(answers.reduce((a, b) => a + b, 0)).toBe(800);
+    expect(answers.filter((c) => c > 0)).toEqual([800]);
+    expect(await balanceOf(key)).toBe(800);
+  });
+});
+
+// --- X-Wallet-Auth and wallet-owned accounts -----------------------------------------------------
+
+const transport = () => http((env as unknown as Env).SIGIL_RPC_URL);
+const publicClient = () => createPublicClient({ chain: foundry, transport: transport(), pollingInterval: 50 });
+const now = () => Math.floor(Date.now() / 1000);
+
+/** X-Wallet-Auth for `address`, signed by `signer`: its own typed data, or raw over the digest for a contract wallet. */
+async function walletAuth(signer: PrivateKeyAccount, options: { address?: Address; primaryType?: SigilPrimaryType; issuedAt?: number } = {}): Promise<string> {
+  const address = options.address ?? signer.address;
+  const primaryType = options.primaryType ?? "BillingAuth";
+  const issuedAt = options.issuedAt ?? now();
+  const typed_data = buildTypedData({ primaryType, address, chainId: CHAIN_ID, issuedAt });
+  const signature =
+    options.address === undefined
+      ? await signer.signTypedData(signableTypedData(typed_data))
+      : await signer.sign({ hash: typedDataDigest({ primaryType, chainId: CHAIN_ID, address, issuedAt: BigInt(issuedAt) }) });
+  return base64url(JSON.stringify({ typed_data, signature }));
+}
+
+function base64url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+const asWallet = (header: string) => ({ headers: { "x-wallet-auth": header } });
+
+/** Sends a transaction from `wallet` (given gas first) to AccountConfig. */
+async function sendAs(wallet: PrivateKeyAccount, functionName: string, args: readonly unknown[]): Promise<void> {
+  await createTestClient({ chain: foundry, mode: "anvil", transport: transport() }).setBalance({ address: wallet.address, value: parseEther("1") });
+  const client = createWalletClient({ chain: foundry, transport: transport(), account: wallet });
+  const hash = await client.writeContract({ address: inject("contract"), abi: accountConfigAbi, functionName, args } as never);
+  const receipt = await publicClient().waitForTransactionReceipt({ hash });
+  expect(receipt.status).toBe("success");
+}
+
+/** The master hash of the account a wallet made on chain: its lookup hash. */
+const masterOfWallet = (wallet: Address) => BigInt(keccak256(encodePacked(["address"], [wallet])));
+
+describe("X-Wallet-Auth", () => {
+  const alice = privateKeyToAccount(generatePrivateKey());
+  let aliceMaster: bigint;
+
+  beforeAll(async () => {
+    await sendAs(alice, "newChainSecuredAccount", ["alice's", ""]);
+    aliceMaster = masterOfWallet(alice.address);
+  });
+
+  it("lets an EOA admin read its balance, create an intent and confirm it", async () => {
+    ledgerOfMaster(aliceMaster);
+    expect(await ok200("billing/balance", asWallet(await walletAuth(alice)))).toEqual({ balance_cents: 0, balance_display: "$0.00" });
+    const created = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(await walletAuth(alice)) });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(await payWith(created.body)).toBe(200);
+    const confirmed = await edge("billing/confirm_payment", { body: { payment_intent_id: created.body.payment_intent_id }, ...asWallet(await walletAuth(alice)) });
+    expect(confirmed.body).toEqual({ credited_cents: 500, already_credited: false, balance_cents: 500 });
+  });
+
+  it("refuses a wallet that administers no account (404 account_not_found) and bad headers", async () => {
+    const nobody = privateKeyToAccount(generatePrivateKey());
+    expectError(await edge("billing/balance", asWallet(await walletAuth(nobody))), 404, "account_not_found");
+    expectError(await edge("billing/balance", asWallet("%%%")), 400, "invalid_request");
+    expectError(await edge("billing/balance", asWallet(base64url("{}"))), 400, "invalid_request");
+    expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { primaryType: "CreateWallet" }))), 400, "wrong_primary_type");
+    expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { issuedAt: now() - 3600 }))), 401, "signature_expired");
+    const mallory = privateKeyToAccount(generatePrivateKey());
+    expectError(await edge("billing/balance", asWallet(await walletAuth(mallory, { address: alice.address }))), 401, "invalid_signature");
+    const key = await newAccount();
+    expectError(await edge("billing/balance", { key, ...asWallet(await walletAuth(alice)) }), 400, "conflicting_credentials");
+  });
+
+  it("follows the account through conversion and transfer: the balance stays; a former admin is 403", async () => {
+    // A managed account with credit converts to an EOA (1 cent), which hands it to another wallet.
+    const key = await newAccount("converts");
+    await ledgerOf(key).credit(`pi_direct_${Date.now()}`, 1000);
+    const first = privateKeyToAccount(generatePrivateKey());
+    const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: first.address, chainId: CHAIN_ID, issuedAt: now() });
+    const converted = await edge("convert_to_chain_secured_account", {
+      key,
+      body: { new_admin_wallet_address: first.address, typed_data, signature: await first.signTypedData(signableTypedData(typed_data)) },
+    });
+    expect(converted.status, JSON.stringify(converted.body)).toBe(200);
+    expect(converted.headers.get("x-sigil-charged-cents")).toBe("1");
+    expect(await ok200("billing/balance", asWallet(await walletAuth(first)))).toMatchObject({ balance_cents: 999 });
+    // The old master key may still read the balance, but no longer pay with it.
+    expect(await balanceOf(key)).toBe(999);
+    expectError(await createIntent(key, 500), 403, "chain_secured_account");
+
+    const second = privateKeyToAccount(generatePrivateKey());
+    await sendAs(first, "transferChainSecuredAccountOwnership", [apiKeyHash(key), second.address]);
+    expect(await ok200("billing/balance", asWallet(await walletAuth(second)))).toMatchObject({ balance_cents: 999 });
+    expectError(await edge("billing/balance", asWallet(await walletAuth(first))), 403, "permission_denied");
+  });
+
+  it("works for a contract wallet (ERC-1271) that administers its account", async () => {
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const [deployer] = await createWalletClient({ chain: foundry, transport: transport() }).getAddresses();
+    const hash = await createWalletClient({ chain: foundry, transport: transport() }).deployContract({
+      abi: erc1271Wallet.abi as Abi,
+      bytecode: erc1271Wallet.bytecode as Hex,
+      args: [owner.address, false],
+      account: deployer!,
+    });
+    const contractWallet = getAddress((await publicClient().waitForTransactionReceipt({ hash })).contractAddress!);
+    // The contract cannot send transactions itself: a managed account converts to it, by its signature.
+    const key = await newAccount("to a contract wallet");
+    await ledgerOf(key).credit(`pi_direct_${Date.now()}`, 300);
+    const issuedAt = now();
+    const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: contractWallet, chainId: CHAIN_ID, issuedAt });
+    const signature = await owner.sign({ hash: typedDataDigest({ primaryType: "ConvertAccount", chainId: CHAIN_ID, address: contractWallet, issuedAt: BigInt(issuedAt) }) });
+    expect((await edge("convert_to_chain_secured_account", { key, body: { new_admin_wallet_address: contractWallet, typed_data, signature } })).status).toBe(200);
+    expect(await ok200("billing/balance", asWallet(await walletAuth(owner, { address: contractWallet })))).toEqual({ balance_cents: 299, balance_display: "$2.99" });
+  });
+});
+
+describe("fees of the signature flows", () => {
+  it("create_wallet_with_signature and add_usage_api_key_with_signature cost nothing", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    await sendAs(wallet, "newChainSecuredAccount", ["free flows", ""]);
+    await ledgerOfMaster(masterOfWallet(wallet.address)).credit(`pi_direct_${Date.now()}`, 50);
+    for (const [path, primaryType] of [
+      ["create_wallet_with_signature", "CreateWallet"],
+      ["add_usage_api_key_with_signature", "AddUsageApiKey"],
+    ] as const) {
+      const typed_data = buildTypedData({ primaryType, address: wallet.address, chainId: CHAIN_ID, issuedAt: now() });
+      const r = await edge(path, { body: { typed_data, signature: await wallet.signTypedData(signableTypedData(typed_data)) } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    expect(await ok200("billing/balance", asWallet(await walletAuth(wallet)))).toMatchObject({ balance_cents: 50 });
+  });
+});

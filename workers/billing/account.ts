@@ -1,0 +1,85 @@
+// Whose credit a request touches (billing.md): the account's master hash names its Ledger. The
+// billing endpoints accept either the caller's API key or, for ChainSecured owners without one,
+// `X-Wallet-Auth: base64url(JSON {"typed_data": …, "signature": "0x…"})` signed as `BillingAuth`
+// by the account's current admin wallet.
+import type { Context } from "hono";
+import { encodePacked, keccak256, type Address } from "viem";
+import { keyRefusal } from "../../shared/apiKey.ts";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeEnv } from "../app.ts";
+import { readView } from "../chain/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
+import type { Ledger } from "./ledger.ts";
+
+export const WALLET_AUTH_HEADER = "X-Wallet-Auth";
+/** 4 KiB of typed data and 4 KiB of signature (hex) fit, base64url-encoded, well inside this. */
+const MAX_WALLET_AUTH_CHARS = 24 << 10;
+
+/** The Ledger of the account whose master hash is `master`. */
+export function ledgerOf(c: Context<EdgeEnv>, master: bigint): DurableObjectStub<Ledger> {
+  const namespace = c.env.LEDGER;
+  if (!namespace) throw new Error("billing needs the LEDGER Durable Object, which is not bound");
+  return namespace.get(namespace.idFromName(master.toString(16).padStart(64, "0")));
+}
+
+/** What the billing endpoints need to know of their caller. */
+export type BillingCaller = { master: bigint; via: "api_key" | "wallet"; wallet?: Address };
+
+/**
+ * The account a billing request is for. `pay` (create or confirm a payment) needs a key that may
+ * act for the account; `read` (the balance) also lets a converted account's old master key look.
+ */
+export async function billingCaller(c: Context<EdgeEnv>, use: "read" | "pay"): Promise<BillingCaller> {
+  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
+  if (walletAuth !== undefined) {
+    if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
+      throw new SigilError("conflicting_credentials", "send either an API key or X-Wallet-Auth, not both");
+    }
+    return walletCaller(c, walletAuth);
+  }
+  const { keyHash } = callerKey(c);
+  const [master, live] = await readView(c.get("config"), "billingOf", [keyHash], keyHash);
+  const isMaster = keyHash === master;
+  if (!(use === "read" && isMaster && master !== 0n)) {
+    const refusal = keyRefusal({ known: master !== 0n, isMaster, live });
+    if (refusal) throw refusal;
+  }
+  return { master, via: "api_key" };
+}
+
+function decodeWalletAuth(value: string): { typed_data: unknown; signature: string } {
+  if (value.length > MAX_WALLET_AUTH_CHARS) throw new SigilError("payload_too_large", `${WALLET_AUTH_HEADER} must be at most ${MAX_WALLET_AUTH_CHARS} characters`);
+  const bad = () => new SigilError("invalid_request", `${WALLET_AUTH_HEADER} must be base64url(JSON {"typed_data": {…}, "signature": "0x…"})`);
+  const text = value.trim();
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(text)) throw bad();
+  let parsed: unknown;
+  try {
+    const base64 = text.replace(/=+$/, "").replace(/-/g, "+").replace(/_/g, "/");
+    const binary = atob(base64.padEnd(Math.ceil(base64.length / 4) * 4, "="));
+    parsed = JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (ch) => ch.charCodeAt(0))));
+  } catch {
+    throw bad();
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw bad();
+  const { typed_data, signature, ...rest } = parsed as Record<string, unknown>;
+  if (Object.keys(rest).length > 0 || typed_data === undefined || typeof signature !== "string" || signature === "") throw bad();
+  return { typed_data, signature };
+}
+
+async function walletCaller(c: Context<EdgeEnv>, header: string): Promise<BillingCaller> {
+  const config = c.get("config");
+  const wallet = await verifyWalletSignature(config, "BillingAuth", decodeWalletAuth(header));
+  // A wallet that is or was an account's admin resolves to it through its lookup hash.
+  const lookup = BigInt(keccak256(encodePacked(["address"], [wallet])));
+  const account = await readView(config, "getAccount", [lookup], lookup).catch((err: unknown) => {
+    if (err instanceof SigilError && err.code === "invalid_api_key") {
+      throw new SigilError("account_not_found", "no account is administered by the wallet that signed X-Wallet-Auth");
+    }
+    throw err;
+  });
+  if (account.admin.toLowerCase() !== wallet.toLowerCase()) {
+    throw new SigilError("permission_denied", "the wallet that signed X-Wallet-Auth is no longer this account's admin");
+  }
+  return { master: account.master, via: "wallet", wallet };
+}

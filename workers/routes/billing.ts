@@ -1,0 +1,237 @@
+// The billing endpoints (api.md, Billing; billing.md, Stripe): the publishable key, the balance,
+// payment intents, their confirmation and Stripe's webhook. A payment is credited exactly once
+// whichever of `confirm_payment` and the webhook reports it first: both credit the account's
+// Ledger under the payment intent's id, and the Ledger adds a payment intent once.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import type Stripe from "stripe";
+import { z } from "zod";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeEnv } from "../app.ts";
+import { validationHook } from "../app.ts";
+import { billingCaller, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
+import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity } from "./openapi.ts";
+
+/** billing.md: the smallest top-up, in cents. */
+export const MIN_TOP_UP_CENTS = 500;
+/** Stripe's largest USD amount. */
+const MAX_TOP_UP_CENTS = 99_999_999;
+
+const billingSecurity: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
+
+/** An API key or X-Wallet-Auth must be there (and a key well-formed) before the body is read. */
+const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
+  if (c.req.header(WALLET_AUTH_HEADER) === undefined) callerKey(c);
+  await next();
+});
+
+const accountHex = (master: bigint) => master.toString(16).padStart(64, "0");
+
+export function centsDisplay(cents: number): string {
+  const sign = cents < 0 ? "-" : "";
+  const abs = Math.abs(Math.trunc(cents));
+  return `${sign}$${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, "0")}`;
+}
+
+const balanceSchema = z.object({
+  balance_cents: z.number().int().nonnegative().describe("credit free to spend, in cents (credit in flight for running work is not included)"),
+  balance_display: z.string().describe('the same in dollars, e.g. "$12.34"'),
+});
+
+const intentIdField = z
+  .string()
+  .regex(/^pi_[A-Za-z0-9_]{1,250}$/, "a Stripe payment intent id (pi_…)")
+  .describe("the id create_payment_intent returned");
+
+const stripeConfig = createRoute({
+  method: "get",
+  path: "/billing/stripe_config",
+  summary: "Stripe's publishable key for confirming payments client-side (and api_base when the local Stripe emulator stands in for Stripe)",
+  responses: {
+    200: json(z.object({ publishable_key: z.string(), api_base: z.url().optional().describe("the local Stripe emulator's URL; absent with real Stripe") })),
+    503: errors,
+  },
+});
+
+const balance = createRoute({
+  method: "get",
+  path: "/billing/balance",
+  summary: "The account's credit (API key, or X-Wallet-Auth signed as BillingAuth by the account's admin wallet)",
+  security: billingSecurity,
+  middleware: [requireCredentials] as const,
+  responses: { 200: json(balanceSchema), 400: errors, 401: errors, 403: errors, 404: errors, 413: errors, 429: errors, 503: errors },
+});
+
+const createIntent = createRoute({
+  method: "post",
+  path: "/billing/create_payment_intent",
+  summary: `Start a top-up of amount_cents (at least ${MIN_TOP_UP_CENTS}); confirm it with Stripe using client_secret, then call confirm_payment. An Idempotency-Key header makes a retry return the same intent`,
+  security: billingSecurity,
+  middleware: [requireCredentials] as const,
+  request: {
+    body: body(z.strictObject({ amount_cents: z.number().int().positive().max(MAX_TOP_UP_CENTS).describe(`cents to buy; at least ${MIN_TOP_UP_CENTS}`) })),
+  },
+  responses: {
+    200: json(z.object({ client_secret: z.string(), payment_intent_id: z.string() })),
+    400: errors,
+    401: errors,
+    403: errors,
+    404: errors,
+    413: errors,
+    429: errors,
+    503: errors,
+  },
+});
+
+const confirmPayment = createRoute({
+  method: "post",
+  path: "/billing/confirm_payment",
+  summary: "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
+  security: billingSecurity,
+  middleware: [requireCredentials] as const,
+  request: { body: body(z.strictObject({ payment_intent_id: intentIdField })) },
+  responses: {
+    200: json(
+      z.object({
+        credited_cents: z.number().int().nonnegative().describe("what this call added; 0 when the payment was already credited"),
+        already_credited: z.boolean(),
+        balance_cents: z.number().int().nonnegative(),
+      }),
+    ),
+    400: errors,
+    401: errors,
+    403: errors,
+    404: errors,
+    409: errors,
+    413: errors,
+    429: errors,
+    503: errors,
+  },
+});
+
+const webhook = createRoute({
+  method: "post",
+  path: "/billing/webhook",
+  summary: "Stripe's webhook (payment_intent.succeeded credits the intent's account); signed with the webhook secret, at most 5 minutes old",
+  request: {
+    headers: z.object({ "stripe-signature": z.string().optional().describe("t=<unix seconds>,v1=<HMAC-SHA256 of `t.body`>") }),
+    // Stripe's event object as Stripe sends it: the edge reads the exact bytes the signature covers.
+    body: { required: true, content: { "application/json": { schema: z.unknown().describe("a Stripe event: {id, type, data: {object}, …}") } } },
+  },
+  responses: { 200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })), 400: errors, 413: errors, 503: errors },
+});
+
+/** Credits a succeeded intent to the account named in its metadata; what it added (0 if known). */
+async function creditIntent(c: Context<EdgeEnv>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook") {
+  const credit = await ledgerOf(c, master).credit(intent.id, intent.amount_received);
+  console.log(
+    JSON.stringify({
+      level: "info",
+      msg: credit.alreadyCredited ? "payment already credited" : "payment credited",
+      path,
+      payment_intent: intent.id,
+      account: accountHex(master).slice(0, 12),
+      cents: credit.creditedCents,
+      request_id: c.get("ids").requestId,
+    }),
+  );
+  return credit;
+}
+
+/** The Stripe customer of the account, made on its first top-up. */
+async function customerOf(c: Context<EdgeEnv>, stripe: Stripe, master: bigint): Promise<string> {
+  const ledger = ledgerOf(c, master);
+  const known = await ledger.customer();
+  if (known) return known;
+  const email = await ledger.contactEmail();
+  const account = accountHex(master);
+  // One customer per account even when two first top-ups race: Stripe answers the same key alike.
+  const created = await stripeCall("create customer", () =>
+    stripe.customers.create({ metadata: { account }, ...(email ? { email } : {}) }, { idempotencyKey: `sigil-customer-${account}` }),
+  );
+  return (await ledger.customer(created.id)) ?? created.id;
+}
+
+export function billingRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  r.openAPIRegistry.registerComponent("securitySchemes", "WalletAuth", {
+    type: "apiKey",
+    in: "header",
+    name: WALLET_AUTH_HEADER,
+    description: 'base64url(JSON {"typed_data": …, "signature": "0x…"}), typed data of primaryType BillingAuth signed by the account\'s admin wallet',
+  });
+
+  r.openapi(stripeConfig, (c) => {
+    const { publishableKey, apiBase } = c.get("config").stripe;
+    if (!publishableKey) throw new SigilError("payments_unavailable", "payments are not configured on this deployment", { retryAfterSeconds: 30 });
+    return c.json({ publishable_key: publishableKey, ...(apiBase === undefined ? {} : { api_base: apiBase }) }, 200);
+  });
+
+  r.openapi(balance, async (c) => {
+    const { master } = await billingCaller(c, "read");
+    const { freeCents } = await ledgerOf(c, master).balance();
+    const cents = Math.max(0, freeCents);
+    return c.json({ balance_cents: cents, balance_display: centsDisplay(cents) }, 200);
+  });
+
+  r.openapi(createIntent, async (c) => {
+    const { master } = await billingCaller(c, "pay");
+    const { amount_cents: amount } = c.req.valid("json");
+    if (amount < MIN_TOP_UP_CENTS) {
+      throw new SigilError("amount_below_minimum", `a top-up is at least ${MIN_TOP_UP_CENTS} cents (${centsDisplay(MIN_TOP_UP_CENTS)})`, { details: { minimum_cents: MIN_TOP_UP_CENTS } });
+    }
+    const stripe = stripeClient(c.get("config"));
+    const customer = await customerOf(c, stripe, master);
+    const account = accountHex(master);
+    // A client's Idempotency-Key makes its retry the same intent; else only the SDK's own retries are.
+    const clientKey = c.req.header("idempotency-key")?.trim();
+    if (clientKey !== undefined && !/^[\x21-\x7e]{1,200}$/.test(clientKey)) {
+      throw new SigilError("invalid_request", "Idempotency-Key must be 1 to 200 printable ASCII characters");
+    }
+    const idempotencyKey = clientKey ? `sigil-intent-${account}-${clientKey}` : `sigil-intent-${c.get("ids").requestId}`;
+    const intent = await stripeCall("create payment intent", () =>
+      stripe.paymentIntents.create(
+        { amount, currency: "usd", customer, automatic_payment_methods: { enabled: true }, metadata: { account }, description: "Sigil credits" },
+        { idempotencyKey },
+      ),
+    );
+    if (!intent.client_secret) throw new Error(`Stripe answered payment intent ${intent.id} without a client secret`);
+    return c.json({ client_secret: intent.client_secret, payment_intent_id: intent.id }, 200);
+  });
+
+  r.openapi(confirmPayment, async (c) => {
+    const { master } = await billingCaller(c, "pay");
+    const { payment_intent_id: id } = c.req.valid("json");
+    const intent = await retrieveIntent(stripeClient(c.get("config")), id);
+    // Another account's intent is refused before anything about it (its status) is told.
+    if (intent.metadata?.account !== accountHex(master)) {
+      throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
+    }
+    if (intent.status !== "succeeded" || intent.currency !== "usd") {
+      throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
+    }
+    const credit = await creditIntent(c, master, intent, "confirm_payment");
+    return c.json({ credited_cents: credit.creditedCents, already_credited: credit.alreadyCredited, balance_cents: Math.max(0, credit.freeCents) }, 200);
+  });
+
+  // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
+  r.openAPIRegistry.registerPath(webhook);
+  r.post(webhook.path, async (c) => {
+    const event = await verifiedEvent(c.get("config"), await c.req.text(), c.req.header("stripe-signature"));
+    if (event.type !== "payment_intent.succeeded") return c.json({ received: true as const, credited_cents: 0 }, 200);
+    const intent = event.data.object;
+    const account = intent.metadata?.account;
+    // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
+    if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account) || intent.currency !== "usd") {
+      console.warn(JSON.stringify({ level: "warn", msg: "webhook for a payment that is not a Sigil top-up", event: event.id, payment_intent: intent.id }));
+      return c.json({ received: true as const, credited_cents: 0 }, 200);
+    }
+    const credit = await creditIntent(c, BigInt(`0x${account}`), intent, "webhook");
+    return c.json({ received: true as const, credited_cents: credit.creditedCents }, 200);
+  });
+
+  return r;
+}
