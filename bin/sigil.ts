@@ -1,16 +1,24 @@
-// The `sigil` command. `sigil start` runs the local stack until Ctrl-C (npm start); more
-// subcommands (verifier, account tools) join as the service grows.
+// The `sigil` command (`npm run -s sigil -- <command>`): `start` runs the local stack until Ctrl-C
+// (npm start); `topup` buys credit for an account. More (the verifier) join as the service grows.
+import { topUpCommand, topUpUsage } from "./account/topup.ts";
 import { startLocalStack } from "./stack/start.ts";
 
-const usage = `usage: node bin/sigil.ts <command>
+const usage = `usage: npm run -s sigil -- <command>   (or: node bin/sigil.ts <command>, on Node 24)
 
 commands:
-  start    run the local stack: anvil (unless SIGIL_RPC_URL is set) and AccountConfig, until Ctrl-C`;
+  start    run the local stack (anvil unless SIGIL_RPC_URL is set, AccountConfig, the enclave, the
+           local Stripe unless STRIPE_SECRET_KEY is set, and the API on :8787) until Ctrl-C
+  topup    buy credit for an account with a Stripe test card
 
-const [command] = process.argv.slice(2);
+${topUpUsage}`;
+
+const [command, ...args] = process.argv.slice(2);
 switch (command) {
   case "start":
     process.exitCode = await startLocalStack();
+    break;
+  case "topup":
+    process.exitCode = await topUpCommand(args);
     break;
   case undefined:
   case "help":

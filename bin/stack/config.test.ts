@@ -3,7 +3,17 @@ import { defaultStateDir, readStackConfig } from "./config.ts";
 
 describe("readStackConfig", () => {
   it("defaults to a local anvil on 8545 and the node's unlocked deployer", () => {
-    expect(readStackConfig({})).toEqual({ rpcUrl: undefined, anvilPort: 8545, enclavePort: 8790, edgePort: 8787, stateDir: defaultStateDir, deployerPrivateKey: undefined });
+    expect(readStackConfig({})).toEqual({
+      rpcUrl: undefined,
+      anvilPort: 8545,
+      enclavePort: 8790,
+      edgePort: 8787,
+      stateDir: defaultStateDir,
+      deployerPrivateKey: undefined,
+      billing: true,
+      stripePort: 12111,
+      stripe: undefined,
+    });
     expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
   });
 
@@ -17,14 +27,42 @@ describe("readStackConfig", () => {
         SIGIL_EDGE_PORT: "9787",
         SIGIL_STATE_DIR: "/tmp/sigil-state",
         SIGIL_DEPLOYER_PRIVATE_KEY: key,
+        SIGIL_BILLING: "off",
+        SIGIL_STRIPE_PORT: "0",
+        STRIPE_SECRET_KEY: "sk_test_1",
+        STRIPE_PUBLISHABLE_KEY: "pk_test_1",
+        STRIPE_WEBHOOK_SECRET: "whsec_1",
       }),
-    ).toEqual({ rpcUrl: "http://127.0.0.1:9545", anvilPort: 0, enclavePort: 9790, edgePort: 9787, stateDir: "/tmp/sigil-state", deployerPrivateKey: key });
+    ).toEqual({
+      rpcUrl: "http://127.0.0.1:9545",
+      anvilPort: 0,
+      enclavePort: 9790,
+      edgePort: 9787,
+      stateDir: "/tmp/sigil-state",
+      deployerPrivateKey: key,
+      billing: false,
+      stripePort: 0,
+      stripe: { secretKey: "sk_test_1", publishableKey: "pk_test_1", webhookSecret: "whsec_1" },
+    });
   });
 
   it("names each bad variable", () => {
     expect(() => readStackConfig({ SIGIL_ANVIL_PORT: "70000" })).toThrow(/SIGIL_ANVIL_PORT/);
     expect(() => readStackConfig({ SIGIL_RPC_URL: "not a url" })).toThrow(/SIGIL_RPC_URL/);
     expect(() => readStackConfig({ SIGIL_RPC_URL: "ftp://127.0.0.1" })).toThrow(/SIGIL_RPC_URL/);
+    expect(() => readStackConfig({ SIGIL_BILLING: "maybe" })).toThrow(/SIGIL_BILLING/);
+  });
+
+  it("takes Stripe's three keys together or not at all, without echoing them", () => {
+    let message = "";
+    try {
+      readStackConfig({ STRIPE_SECRET_KEY: "sk_test_secretvalue" });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY and STRIPE_WEBHOOK_SECRET together/);
+    expect(message).not.toContain("secretvalue");
+    expect(() => readStackConfig({ STRIPE_SECRET_KEY: "not-a-key", STRIPE_PUBLISHABLE_KEY: "pk_1", STRIPE_WEBHOOK_SECRET: "whsec_1" })).toThrow(/STRIPE_SECRET_KEY/);
   });
 
   it("never echoes a malformed private key in its error", () => {

@@ -21,6 +21,14 @@ const schema = z.object({
     .string()
     .regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits")
     .optional(),
+  /** `on` (default): writes and runs are charged; `off` for a stack that sells nothing. */
+  SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
+  /** Port for the local Stripe emulator (when no Stripe keys are set); 0 picks a free one. */
+  SIGIL_STRIPE_PORT: z.coerce.number().int().min(0).max(65_535).default(12111),
+  /** Real (test-mode) Stripe instead of the emulator: all three, or none. */
+  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_/, "must be a Stripe secret key (sk_… or rk_…)").optional(),
+  STRIPE_PUBLISHABLE_KEY: z.string().regex(/^pk_/, "must be a Stripe publishable key (pk_…)").optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_/, "must be a Stripe webhook secret (whsec_…)").optional(),
 });
 
 export type StackConfig = {
@@ -30,6 +38,10 @@ export type StackConfig = {
   edgePort: number;
   stateDir: string;
   deployerPrivateKey: string | undefined;
+  billing: boolean;
+  stripePort: number;
+  /** Set when the operator gives Stripe keys; otherwise the stack runs the local emulator. */
+  stripe: { secretKey: string; publishableKey: string; webhookSecret: string } | undefined;
 };
 
 /** Parses the environment; the error names each bad variable and never echoes a secret's value. */
@@ -40,6 +52,10 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     throw new Error(`invalid configuration: ${problems}`);
   }
   const c = result.data;
+  const stripeKeys = [c.STRIPE_SECRET_KEY, c.STRIPE_PUBLISHABLE_KEY, c.STRIPE_WEBHOOK_SECRET];
+  if (stripeKeys.some((k) => k !== undefined) && !stripeKeys.every((k) => k !== undefined)) {
+    throw new Error("invalid configuration: set STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY and STRIPE_WEBHOOK_SECRET together, or none of them (for the local Stripe emulator)");
+  }
   return {
     rpcUrl: c.SIGIL_RPC_URL,
     anvilPort: c.SIGIL_ANVIL_PORT,
@@ -47,5 +63,11 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     edgePort: c.SIGIL_EDGE_PORT,
     stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
+    billing: c.SIGIL_BILLING === "on",
+    stripePort: c.SIGIL_STRIPE_PORT,
+    stripe:
+      c.STRIPE_SECRET_KEY && c.STRIPE_PUBLISHABLE_KEY && c.STRIPE_WEBHOOK_SECRET
+        ? { secretKey: c.STRIPE_SECRET_KEY, publishableKey: c.STRIPE_PUBLISHABLE_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET }
+        : undefined,
   };
 }

@@ -1,11 +1,12 @@
 // `npm start`: brings the local stack up, prints where everything is, and on Ctrl-C (SIGINT) or
 // SIGTERM stops everything it started: the chain, the contract, one enclave (dev root key under
-// .sigil/dev/, its payers registered and funded) and the edge under wrangler dev. Billing's Stripe
-// emulator joins with the billing issue.
+// .sigil/dev/, its payers registered and funded), the local Stripe emulator (unless Stripe keys
+// are given), which delivers its webhooks to the edge, and the edge under wrangler dev, billing on.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address } from "viem";
 import { deployAccountConfig, deployerAccount } from "../../contracts/deploy.ts";
+import { startStripeEmulator, type StripeEmulator } from "../../test/emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { freePort, spawnEdge, type EdgeProcess } from "./edge.ts";
 import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
@@ -19,6 +20,7 @@ export async function startLocalStack(): Promise<number> {
   let anvil: Anvil | undefined;
   let enclave: EnclaveProcess | undefined;
   let edge: EdgeProcess | undefined;
+  let stripe: StripeEmulator | undefined;
   let stopping = false;
   // Signal handlers and pending promises do not keep Node running; this does, until stop().
   const keepAlive = setInterval(() => {}, 1 << 30);
@@ -30,6 +32,10 @@ export async function startLocalStack(): Promise<number> {
     if (edge) {
       log(`stopping the edge (pid ${edge.pid})`);
       await edge.stop();
+    }
+    if (stripe) {
+      log("stopping the Stripe emulator");
+      await stripe.stop();
     }
     if (enclave) {
       log(`stopping the enclave (pid ${enclave.pid})`);
@@ -88,14 +94,23 @@ export async function startLocalStack(): Promise<number> {
     log(`enclave (pid ${enclave.pid}) listening on ${enclave.url}`);
     await registerLocalPayers({ rpcUrl, publicClient, walletClient, owner: account, contract: deployment.proxy, payers: enclave.payers });
     log(`registered and funded ${enclave.payers.length} enclave payers`);
+    const edgeUrl = `http://127.0.0.1:${edgePort}`;
+    let stripeVars: Record<string, string>;
+    if (config.stripe) {
+      log("using Stripe with the given keys (its webhooks need a public URL; confirm_payment credits without them)");
+      stripeVars = { STRIPE_SECRET_KEY: config.stripe.secretKey, STRIPE_PUBLISHABLE_KEY: config.stripe.publishableKey, STRIPE_WEBHOOK_SECRET: config.stripe.webhookSecret };
+    } else {
+      stripe = await startPreferredStripe(config.stripePort, `${edgeUrl}/core/v1/billing/webhook`);
+      log(`Stripe emulator listening on ${stripe.url}`);
+      stripeVars = { STRIPE_API_BASE: stripe.url, STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_PUBLISHABLE_KEY: stripe.publishableKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret };
+    }
     edge = await spawnEdge({
       port: edgePort,
       stateDir: config.stateDir,
       vars: {
         SIGIL_ENV: "development",
-        // Until the local Stripe emulator and a top-up command come with `npm start`, nothing could
-        // buy the credit a metered request needs.
-        SIGIL_BILLING: "off",
+        SIGIL_BILLING: config.billing ? "on" : "off",
+        ...stripeVars,
         SIGIL_ENCLAVE_URLS: enclave.url,
         SIGIL_ENCLAVE_SECRET: localSecret(config.stateDir),
         SIGIL_RPC_URL: rpcUrl,
@@ -111,7 +126,7 @@ export async function startLocalStack(): Promise<number> {
     const stateFile = join(config.stateDir, "local.json");
     writeFileSync(
       stateFile,
-      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber), edgeUrl: edge.url, enclaveUrl: enclave.url, payers: enclave.payers }, null, 2)}\n`,
+      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber), edgeUrl: edge.url, enclaveUrl: enclave.url, payers: enclave.payers, billing: config.billing, stripeApiBase: stripe?.url ?? null }, null, 2)}\n`,
     );
     console.log(
       [
@@ -124,6 +139,8 @@ export async function startLocalStack(): Promise<number> {
         `  implementation   ${deployment.implementation}`,
         `  owner            ${owner}`,
         `  enclave          ${enclave.url}  (internal API; secret in ${join(config.stateDir, "dev/enclave.secret")})`,
+        `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,
+        stripe ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)` : "  stripe           api.stripe.com (the given keys)",
         `  payers           ${enclave.payers.join(", ")}`,
         `  (also written to ${stateFile})`,
         "",
@@ -154,6 +171,26 @@ async function startPreferredAnvil(port: number): Promise<Anvil> {
     if (port === 0 || !/address already in use|in use/i.test(String(err))) throw err;
     log(`port ${port} is in use; letting anvil pick a free port (set SIGIL_ANVIL_PORT to choose one)`);
     return startAnvil({ port: 0 });
+  }
+}
+
+/** The local Stripe on the preferred port, or on a free one if that port is taken. */
+async function startPreferredStripe(port: number, webhookUrl: string): Promise<StripeEmulator> {
+  const start = (p: number) =>
+    startStripeEmulator({
+      port: p,
+      webhookUrls: [webhookUrl],
+      // Its webhook deliveries and failures, not every API call.
+      log: (line) => {
+        if (/webhook|error/.test(line)) console.log(`[stripe] ${line.replace(/^stripe-emulator: /, "")}`);
+      },
+    });
+  try {
+    return await start(port);
+  } catch (err) {
+    if (port === 0 || !/EADDRINUSE|in use/i.test(String(err))) throw err;
+    log(`port ${port} is in use; letting the Stripe emulator pick a free port (set SIGIL_STRIPE_PORT to choose one)`);
+    return start(0);
   }
 }
 

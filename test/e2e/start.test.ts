@@ -30,7 +30,7 @@ function startStack(env: Record<string, string>, stateDir = newStateDir()): Star
     cwd: root,
     // A state folder of its own, so a test never overwrites a developer's .sigil/local.json.
     // A free port for the enclave too, so parallel stacks never collide on the default 8790.
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", ...env },
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0", ...env },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

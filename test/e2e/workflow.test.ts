@@ -1,8 +1,9 @@
 // The specification's typical workflow through the real stack as `npm start` runs it (anvil,
-// AccountConfig, the enclave, the edge under wrangler dev), over HTTP only: a new account, a usage
-// key, a wallet, a group with the action and the wallet, and a script that signs with it — the
-// signature checked against the wallet's address; then the ChainSecured path, where a wallet
-// administers its own account on chain.
+// AccountConfig, the enclave, the local Stripe, the edge under wrangler dev, billing on), over HTTP
+// only: a new account buys credit, then a usage key, a wallet, a group with the action and the
+// wallet, and a script that signs with it — the signature checked against the wallet's address;
+// then the ChainSecured path, where a wallet administers its own account on chain; Stripe's
+// webhook crediting a payment by itself; and the README's quickstart and credits walkthrough.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
+import { topUp } from "../../bin/account/topup.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 
 const root = join(import.meta.dirname, "../..");
@@ -31,7 +33,7 @@ const stateDir = mkdtempSync(join(tmpdir(), "sigil-e2e-"));
 beforeAll(async () => {
   stack = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0" },
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0" },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -74,6 +76,7 @@ async function ok<T = Record<string, unknown>>(method: "GET" | "POST", path: str
 describe("the typical workflow over HTTP", () => {
   it("account → usage key → wallet → group with the action → a run that signs with the wallet", async () => {
     const account = await ok<{ api_key: string; wallet_address: string }>("POST", "/new_account", { body: { account_name: "e2e" } });
+    expect(await topUp({ api, key: account.api_key, amountCents: 500 })).toMatchObject({ balanceCents: 500 });
     const usage = await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", {
       key: account.api_key,
       body: {
@@ -134,6 +137,8 @@ describe("the ChainSecured path", () => {
     const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [pkp.wallet_address]]);
     const groupId = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args.groupId ?? 0n;
     await send("setUsageApiKey", [master, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [groupId]]);
+    // Its runs are billed too: the usage key buys the credit (its admin could, with X-Wallet-Auth).
+    await topUp({ api, key: usage.usage_api_key, amountCents: 500 });
 
     const run = await ok<{ response: Hex; has_error: boolean }>("POST", "/sigil_action", {
       key: usage.usage_api_key,
@@ -147,6 +152,7 @@ describe("the ChainSecured path", () => {
 describe("conversion and ownership transfer", () => {
   it("a managed account converts to ChainSecured through the edge, then its admin hands it on; scripts keep running", async () => {
     const account = await ok<{ api_key: string }>("POST", "/new_account", { body: { account_name: "to convert" } });
+    await topUp({ api, key: account.api_key, amountCents: 500 });
     const wallet = await ok<{ wallet_address: Address }>("POST", "/create_wallet", { key: account.api_key, body: {} });
     const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
     await ok("POST", "/add_group", { key: account.api_key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] } });
@@ -193,19 +199,64 @@ describe("conversion and ownership transfer", () => {
   });
 });
 
+describe("Stripe's webhook, delivered by the local Stripe", () => {
+  it("credits a paid intent by itself, once, before anyone calls confirm_payment", async () => {
+    const { api_key: key } = await ok<{ api_key: string }>("POST", "/new_account", { body: { account_name: "webhook" } });
+    const config = await ok<{ publishable_key: string; api_base: string }>("GET", "/billing/stripe_config");
+    const intent = await ok<{ payment_intent_id: string; client_secret: string }>("POST", "/billing/create_payment_intent", { key, body: { amount_cents: 700 } });
+    const paid = await fetch(`${config.api_base}/v1/payment_intents/${intent.payment_intent_id}/confirm`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${config.publishable_key}`, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ payment_method: "pm_card_visa", client_secret: intent.client_secret }).toString(),
+    });
+    expect(paid.status).toBe(200);
+    const deadline = Date.now() + 30_000;
+    let balance = 0;
+    while (balance === 0 && Date.now() < deadline) {
+      balance = (await ok<{ balance_cents: number }>("GET", "/billing/balance", { key })).balance_cents;
+      if (balance === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(balance).toBe(700);
+    expect(await ok("POST", "/billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id } })).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 700 });
+  });
+});
+
+/** Runs a README block with bash, pointed at this test's stack (it runs on free ports, not on 8787). */
+function runReadme(block: string, suffix = ""): Promise<string> {
+  const script = `${block.replace("http://127.0.0.1:8787/core/v1", api)}\n${suffix}`;
+  return new Promise<string>((resolve, reject) =>
+    execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: root, timeout: 90_000 }, (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${out}\n${errOut}`)) : resolve(out))),
+  );
+}
+
 describe("the README", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+
   it("its quickstart runs as written against the stack and ends with the wallet's signature", async () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
     const block = /```sh\n(A=http:\/\/127\.0\.0\.1:8787\/core\/v1;[\s\S]*?)```/.exec(readme)?.[1];
     expect(block, "the README's public quickstart block").toBeDefined();
-    // The same commands, pointed at this test's stack (it runs on free ports, not on 8787).
-    const script = `${(block as string).replace("http://127.0.0.1:8787/core/v1", api)}\necho; echo "WALLET=$W"\n`;
-    const stdout = await new Promise<string>((resolve, reject) =>
-      execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: root, timeout: 60_000 }, (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out))),
-    );
+    const stdout = await runReadme(block as string, 'echo; echo "WALLET=$W"');
     const wallet = /WALLET=(0x[0-9a-f]{40})/.exec(stdout)?.[1] as Address;
     const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as { response: Hex; has_error: boolean };
     expect(answer.has_error).toBe(false);
     expect(await recoverMessageAddress({ message: "hello", signature: answer.response })).toBe(getAddress(wallet));
+  });
+
+  it("its credits walkthrough runs as written: the balance goes 0 → 2500, a declined card adds nothing, the steps by hand add 500", async () => {
+    const billing = readme.slice(readme.indexOf("## Billing"));
+    const blocks = [...billing.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string).slice(0, 2);
+    expect(blocks[0], "the walkthrough's first block").toMatch(/^A=http:\/\/127\.0\.0\.1:8787\/core\/v1;/);
+    expect(blocks[1], "the steps by hand").toContain("/billing/confirm_payment");
+    const stdout = await runReadme(blocks.join("\n"));
+    const balances = [...stdout.matchAll(/\{"balance_cents":(\d+),"balance_display":"([^"]+)"\}/g)].map((m) => [Number(m[1]), m[2]]);
+    expect(balances).toEqual([
+      [0, "$0.00"],
+      [2500, "$25.00"],
+      [3000, "$30.00"],
+    ]);
+    expect(stdout).toContain("credited");
+    expect(stdout).toContain("balance $25.00 (2500 cents)");
+    expect(stdout).toContain("declined");
+    expect(stdout).toMatch(/"already_credited":(true|false)/);
   });
 });
