@@ -152,6 +152,9 @@ describe("a top-up by card", () => {
     const again = await createIntent(key, 700, { "idempotency-key": "order-17" });
     expect(again.body.payment_intent_id).toBe(first.body.payment_intent_id);
     expect((await createIntent(key, 700, { "idempotency-key": "order-18" })).body.payment_intent_id).not.toBe(first.body.payment_intent_id);
+    // The same key for another amount is the client's mistake, not Stripe's failure.
+    expectError(await createIntent(key, 900, { "idempotency-key": "order-17" }), 400, "invalid_request");
+    expectError(await createIntent(key, 700, { "idempotency-key": "bad key" }), 400, "invalid_request");
   });
 
   it("below 500 cents is 400 amount_below_minimum; a fraction, a string or an unknown field is 400 invalid_request", async () => {
