@@ -32,7 +32,9 @@ export function anvilBinary(): string {
 }
 
 export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, timeoutMs = 20_000 }: AnvilOptions = {}): Promise<Anvil> {
-  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--accounts", String(accounts)];
+  // Anvil otherwise writes old states under ~/.foundry/anvil/tmp (gigabytes over a test run) and
+  // leaves them behind when it is killed; nothing here reads state at old blocks.
+  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--accounts", String(accounts), "--max-persisted-states", "0"];
   const child = spawn(anvilBinary(), args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   const pid = child.pid;
   if (pid === undefined) throw new Error("anvil did not start");
