@@ -18,6 +18,9 @@ import { sha256 } from "@noble/hashes/sha256";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { z } from "zod";
 
+/** A copy on a plain ArrayBuffer, the type WebCrypto's signatures ask for. */
+const bytes = (u: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(u);
+
 const suite = new CipherSuite({ kem: new DhkemX25519HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes128Gcm() });
 const INFO = utf8ToBytes("sigil-channel-v1");
 const RESPONSE_KEY_LABEL = utf8ToBytes("sigil-channel-v1 response");
@@ -76,7 +79,7 @@ export function channelKeyId(publicKey: Uint8Array): string {
 
 /** What the enclave's quote binds: SHA-512("sigil-channel-v1:" ‖ public key), its 64-byte report_data. */
 export async function channelReportData(publicKey: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-512", concatBytes(utf8ToBytes("sigil-channel-v1:"), publicKey)));
+  return new Uint8Array(await crypto.subtle.digest("SHA-512", bytes(concatBytes(utf8ToBytes("sigil-channel-v1:"), publicKey))));
 }
 
 export type ChannelKeyPair = { publicKey: Uint8Array; keyPair: CryptoKeyPair };
@@ -97,7 +100,7 @@ export async function edgeIdentityFromSeed(seedHex: string): Promise<EdgeIdentit
   if (seed.length !== 32) throw new Error("the edge identity key must be 32 bytes of hex");
   // PKCS#8 wrapping of a raw Ed25519 seed (RFC 8410): a fixed 16-byte prefix.
   const pkcs8 = concatBytes(hexToBytes("302e020100300506032b657004220420"), seed);
-  const privateKey = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "Ed25519" }, true, ["sign"]);
+  const privateKey = await crypto.subtle.importKey("pkcs8", bytes(pkcs8), { name: "Ed25519" }, true, ["sign"]);
   const jwk = (await crypto.subtle.exportKey("jwk", privateKey)) as JsonWebKey;
   return { privateKey, publicKey: fromBase64Url(jwk.x as string) };
 }
@@ -128,7 +131,7 @@ export async function sealRequest(args: {
   const plaintext: ChannelRequest = { ...args.request, ts: args.now ?? Date.now(), nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))) };
   const ct = new Uint8Array(await sender.seal(utf8ToBytes(JSON.stringify(plaintext)), utf8ToBytes(keyId)));
   const enc = new Uint8Array(sender.enc);
-  const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, args.identity.privateKey, await signedDigest(enc, ct)));
+  const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, args.identity.privateKey, bytes(await signedDigest(enc, ct))));
   const responseKey = await importResponseKey(new Uint8Array(await sender.export(RESPONSE_KEY_LABEL, 16)), "decrypt");
   return {
     sealed: { v: 1, key_id: keyId, enc: toBase64Url(enc), ct: toBase64Url(ct), edge_key: toBase64Url(args.identity.publicKey), sig: toBase64Url(sig) },
@@ -137,9 +140,9 @@ export async function sealRequest(args: {
       if (!parsed.success) throw new ChannelError("malformed", "the enclave's answer is not a sealed response");
       try {
         const plain = await crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: fromBase64Url(parsed.data.iv), additionalData: utf8ToBytes(keyId) },
+          { name: "AES-GCM", iv: bytes(fromBase64Url(parsed.data.iv)), additionalData: bytes(utf8ToBytes(keyId)) },
           responseKey,
-          fromBase64Url(parsed.data.ct),
+          bytes(fromBase64Url(parsed.data.ct)),
         );
         return new TextDecoder().decode(plain);
       } catch {
@@ -150,7 +153,7 @@ export async function sealRequest(args: {
 }
 
 function importResponseKey(raw: Uint8Array, use: "encrypt" | "decrypt"): Promise<CryptoKey> {
-  return crypto.subtle.importKey("raw", raw, { name: "AES-GCM" }, false, [use]);
+  return crypto.subtle.importKey("raw", bytes(raw), { name: "AES-GCM" }, false, [use]);
 }
 
 // --- the enclave's side -------------------------------------------------------------------------
@@ -178,7 +181,7 @@ export class ChannelRecipient {
     this.#windowMs = args.windowMs ?? CHANNEL_WINDOW_MS;
     this.#now = args.now ?? Date.now;
     this.#allowed = new Map(
-      args.allowedEdgeKeys.map((k) => [toBase64Url(k), crypto.subtle.importKey("raw", k, { name: "Ed25519" }, false, ["verify"])] as const),
+      args.allowedEdgeKeys.map((k) => [toBase64Url(k), crypto.subtle.importKey("raw", bytes(k), { name: "Ed25519" }, false, ["verify"])] as const),
     );
   }
 
@@ -191,7 +194,7 @@ export class ChannelRecipient {
     if (!edgeKey) throw new ChannelError("edge_not_allowed", "the request is signed by an edge key that is not on this enclave's allow-list");
     const enc = fromBase64Url(sealed.enc);
     const ct = fromBase64Url(sealed.ct);
-    const signatureOk = await crypto.subtle.verify({ name: "Ed25519" }, await edgeKey, fromBase64Url(sealed.sig), await signedDigest(enc, ct));
+    const signatureOk = await crypto.subtle.verify({ name: "Ed25519" }, await edgeKey, bytes(fromBase64Url(sealed.sig)), bytes(await signedDigest(enc, ct)));
     if (!signatureOk) throw new ChannelError("bad_signature", "the edge's signature does not cover this request");
     let recipient;
     let plain: ArrayBuffer;
@@ -219,7 +222,7 @@ export class ChannelRecipient {
       edgeKey: sealed.edge_key,
       async sealResponse(body) {
         const iv = crypto.getRandomValues(new Uint8Array(12));
-        const ctOut = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: utf8ToBytes(keyId) }, responseKey, utf8ToBytes(body)));
+        const ctOut = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: bytes(utf8ToBytes(keyId)) }, responseKey, bytes(utf8ToBytes(body))));
         return { v: 1, iv: toBase64Url(iv), ct: toBase64Url(ctOut) };
       },
     };
