@@ -39,7 +39,7 @@ export function entryDigest(entry: EventLogEntry): Uint8Array {
 
 /** Replays every entry from zeroed registers: the RTMR0–3 a quote must carry. */
 export function replayRtmrs(entries: readonly EventLogEntry[]): Rtmrs {
-  const rtmrs = [0, 1, 2, 3].map(() => new Uint8Array(48));
+  const rtmrs: Uint8Array[] = [0, 1, 2, 3].map(() => new Uint8Array(48));
   for (const entry of entries) {
     if (!Number.isInteger(entry.imr) || entry.imr < 0 || entry.imr > 3) {
       throw new AttestationError("invalid_event_log", `event log entry with imr ${entry.imr}: only RTMR0–3 exist`);
@@ -64,7 +64,7 @@ const entrySchema = z.object({
  * than runtime events must log their 48-byte digest (they cannot be recomputed). Throws
  * `invalid_event_log` naming the first bad entry.
  */
-export function parseEventLog(input: string | unknown): EventLogEntry[] {
+export function parseEventLog(input: unknown): EventLogEntry[] {
   let raw: unknown = input;
   if (typeof input === "string") {
     try {
@@ -92,7 +92,7 @@ export function parseEventLog(input: string | unknown): EventLogEntry[] {
 /** The runtime events dstack extends RTMR3 with that say what runs (attestation.md, check 3). */
 export const CLAIM_EVENTS = ["app-id", "compose-hash", "instance-id", "key-provider", "os-image-hash"] as const;
 export type ClaimEvent = (typeof CLAIM_EVENTS)[number];
-/** Claims every dstack boot records; instance-id and os-image-hash may be absent (see rtmr3Claims). */
+/** Claims every dstack boot records; instance-id and os-image-hash may be missing (see rtmr3Claims). */
 export const REQUIRED_CLAIM_EVENTS = ["app-id", "compose-hash", "key-provider"] as const satisfies readonly ClaimEvent[];
 /** The runtime event dstack emits when boot is over and the app's containers start. */
 export const SYSTEM_READY_EVENT = "system-ready";
@@ -103,14 +103,11 @@ export type Rtmr3Claims = {
   appId: string;
   /** 32 bytes: SHA-256 of the raw app-compose text. */
   composeHash: string;
-  /**
-   * The instance id: "" when dstack runs the app with `no_instance_id` (an empty payload) or the
-   * event is absent (older images); 20 bytes otherwise.
-   */
+  /** The instance id (20 bytes in both fixtures); "" when the event is absent or empty. */
   instanceId: string;
   /** The key provider as logged: `{"name": "kms" | "local-sgx" | …, "id": …}` JSON when it parses. */
   keyProvider: { name?: string; id?: string; raw: string };
-  /** 32 bytes; logged by current dstack images only. */
+  /** 32 bytes; logged by the newer guest agent (the lite fixture), not by the older one. */
   osImageHash?: string;
 };
 
@@ -121,12 +118,13 @@ const CLAIM_BYTES: Partial<Record<ClaimEvent, number>> = { "app-id": 20, "compos
  * The claims RTMR3's runtime events make (attestation.md, check 3). Only meaningful after the log
  * replays to the quote's RTMRs. Refuses:
  * - a claim event logged twice (a later copy would let a reader pick either value);
- * - a claim event after `system-ready`: from then on the app itself can emit runtime events, so a
- *   claim there is the app's word, not dstack's (dstack logs every claim before it);
+ * - a claim event after `system-ready`: from then on the app itself emits runtime events (the
+ *   dstack fixture ends with one, LIUM_MINER_HOTKEY), so a claim there is the app's word, not
+ *   dstack's; both fixtures log every claim before it;
  * - a missing app-id, compose-hash or key-provider; and claims of the wrong size.
- * instance-id may be absent or empty: dstack records an empty instance id for apps deployed with
- * `no_instance_id`, and both fixtures record a 20-byte one, so it is optional here and the caller
- * decides whether it needs one.
+ * instance-id may be absent or empty (apps deployed with `no_instance_id` have none; dstack's own
+ * verifier reads a missing one as empty); both fixtures log a 20-byte one. It is optional here and
+ * the caller decides whether it needs one. os-image-hash is logged only by the newer (lite) image.
  */
 export function rtmr3Claims(entries: readonly EventLogEntry[]): Rtmr3Claims {
   const fail = (message: string): never => {
@@ -161,7 +159,7 @@ export function rtmr3Claims(entries: readonly EventLogEntry[]): Rtmr3Claims {
       if (typeof id === "string") keyProvider.id = id;
     }
   } catch {
-    // Not JSON: older images log a bare name; `raw` keeps it.
+    // Not JSON: `raw` keeps the text as logged.
   }
   const osImageHash = found.get("os-image-hash");
   return {

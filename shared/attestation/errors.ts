@@ -1,0 +1,37 @@
+// The errors of the attestation core (attestation.md, The verifier): one class with a reason a
+// caller can branch on, and a sentence that says what was wrong. The pipeline in verify.ts turns
+// them into failed checks; the parsers throw them.
+
+/** What kind of input or check failed. */
+export type AttestationFailure =
+  | "invalid_input"
+  | "invalid_quote"
+  | "quote_rejected"
+  | "invalid_event_log"
+  | "invalid_claims"
+  | "invalid_info"
+  | "invalid_evidence";
+
+export class AttestationError extends Error {
+  override readonly name: string = "AttestationError";
+  readonly reason: AttestationFailure;
+  constructor(reason: AttestationFailure, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = reason;
+  }
+}
+
+/**
+ * dcap-qvl refused a quote. `dcapMessage` is dcap-qvl's own sentence, unchanged ("ISV enclave report
+ * signature is invalid", "TCBInfo expired", "Fmspc mismatch", …), so callers and tests can match it;
+ * `message` adds the inner cause where dcap-qvl wraps one ("Failed to decode quote: …").
+ */
+export class QuoteVerificationError extends AttestationError {
+  override readonly name = "QuoteVerificationError";
+  readonly dcapMessage: string;
+  constructor(dcapMessage: string, options: { cause?: unknown } = {}) {
+    const inner = options.cause instanceof Error ? options.cause.message : undefined;
+    super("quote_rejected", inner === undefined ? dcapMessage : `${dcapMessage}: ${inner}`, options);
+    this.dcapMessage = dcapMessage;
+  }
+}
