@@ -1,5 +1,6 @@
-// The enclave's configuration: required variables, defaults, the production guard on the dev root
-// key provider, the fetch allow/deny lists, and errors that name a variable but never echo a value.
+// The enclave's configuration: required variables, defaults, the production guards on the dev root
+// key provider and the simulated attestation source, the fetch allow/deny lists, and errors that
+// name a variable but never echo a value.
 import { describe, expect, it } from "vitest";
 import { readEnclaveConfig } from "./config.ts";
 
@@ -123,6 +124,36 @@ describe("readEnclaveConfig: root key provider", () => {
   });
 });
 
+describe("readEnclaveConfig: attestation source", () => {
+  it("defaults to the simulated TEE in development and test, measuring the default app-compose", () => {
+    expect(read().attestation).toEqual({ source: "simulated", appComposeFile: undefined });
+    expect(read({ SIGIL_ENV: "test" }).attestation).toEqual({ source: "simulated", appComposeFile: undefined });
+  });
+
+  it("passes SIGIL_APP_COMPOSE_FILE to the simulated TEE", () => {
+    expect(read({ SIGIL_APP_COMPOSE_FILE: "/tmp/compose.json" }).attestation).toEqual({ source: "simulated", appComposeFile: "/tmp/compose.json" });
+  });
+
+  it("defaults to dstack in production, on the socket or the simulator endpoint when given", () => {
+    const prod = { SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack" };
+    expect(read(prod).attestation).toEqual({ source: "dstack", endpoint: undefined });
+    expect(read({ ...prod, DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" }).attestation).toEqual({ source: "dstack", endpoint: "http://127.0.0.1:8090" });
+  });
+
+  it("refuses SIGIL_ATTESTATION=simulated when SIGIL_ENV=production", () => {
+    expect(() => read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack", SIGIL_ATTESTATION: "simulated" })).toThrow(
+      /SIGIL_ATTESTATION=simulated is refused when SIGIL_ENV=production/,
+    );
+  });
+
+  it("takes SIGIL_ATTESTATION=dstack in development (a guest-agent simulator)", () => {
+    expect(read({ SIGIL_ATTESTATION: "dstack", DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" }).attestation).toEqual({
+      source: "dstack",
+      endpoint: "http://127.0.0.1:8090",
+    });
+  });
+});
+
 describe("readEnclaveConfig: fetch allow and deny lists", () => {
   it("is empty by default", () => {
     expect([...read().fetchAllow]).toEqual([]);
@@ -170,6 +201,7 @@ describe("readEnclaveConfig: errors never echo a value", () => {
     ["SIGIL_CONTRACT_ADDRESS", `0x${SENTINEL}`],
     ["SIGIL_ENV", SENTINEL],
     ["SIGIL_ROOT_KEY_PROVIDER", SENTINEL],
+    ["SIGIL_ATTESTATION", SENTINEL],
     ["SIGIL_ENCLAVE_PORT", SENTINEL],
     ["SIGIL_PAYER_MIN_BALANCE_WEI", SENTINEL],
     ["SIGIL_IPFS_GATEWAY", SENTINEL],

@@ -30,6 +30,10 @@ const schema = z
     SIGIL_DEV_ROOT_KEY: hex32.optional(),
     SIGIL_STATE_DIR: z.string().min(1).default(join(import.meta.dirname, "../.sigil")),
     DSTACK_SIMULATOR_ENDPOINT: z.string().min(1).optional(),
+    /** Where quotes come from: dstack's guest agent, or the simulated TEE (development and test only). */
+    SIGIL_ATTESTATION: z.enum(["dstack", "simulated"]).optional(),
+    /** The app-compose the simulated TEE measures; deploy/app-compose.dev.json by default. */
+    SIGIL_APP_COMPOSE_FILE: z.string().min(1).optional(),
     SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
     /** Exact host:port pairs that scripts may fetch although they are not public addresses. */
     SIGIL_FETCH_ALLOW: z.string().default(""),
@@ -91,6 +95,7 @@ export type EnclaveConfig = {
   rootKey:
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
     | { provider: "dstack"; endpoint: string | undefined };
+  attestation: { source: "dstack"; endpoint: string | undefined } | { source: "simulated"; appComposeFile: string | undefined };
   ipfsGateway: string;
   fetchAllow: ReadonlySet<string>;
   fetchDenyPorts: ReadonlySet<number>;
@@ -110,6 +115,10 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
   const c = result.data;
   if (c.SIGIL_ENV === "production" && c.SIGIL_ROOT_KEY_PROVIDER === "dev") {
     throw new Error("invalid enclave configuration: the dev root key provider is refused when SIGIL_ENV=production");
+  }
+  const attestation = c.SIGIL_ATTESTATION ?? (c.SIGIL_ENV === "production" ? "dstack" : "simulated");
+  if (c.SIGIL_ENV === "production" && attestation === "simulated") {
+    throw new Error("invalid enclave configuration: SIGIL_ATTESTATION=simulated is refused when SIGIL_ENV=production");
   }
   const fetchAllow = new Set<string>();
   for (const entry of c.SIGIL_FETCH_ALLOW.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) {
@@ -145,6 +154,10 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
       c.SIGIL_ROOT_KEY_PROVIDER === "dev"
         ? { provider: "dev", fixedKey: c.SIGIL_DEV_ROOT_KEY as `0x${string}` | undefined, stateDir: c.SIGIL_STATE_DIR }
         : { provider: "dstack", endpoint: c.DSTACK_SIMULATOR_ENDPOINT },
+    attestation:
+      attestation === "dstack"
+        ? { source: "dstack", endpoint: c.DSTACK_SIMULATOR_ENDPOINT }
+        : { source: "simulated", appComposeFile: c.SIGIL_APP_COMPOSE_FILE },
     ipfsGateway: c.SIGIL_IPFS_GATEWAY.replace(/\/+$/, ""),
     fetchAllow,
     fetchDenyPorts: denyPorts,

@@ -1,8 +1,10 @@
-// Starts the enclave executor: root key → keyring → chain, payers, permission cache and listener,
-// sandbox pool → HTTP server. `node enclave/main.ts` runs it from the environment (config.ts);
-// `startEnclave` is what the local stack and the tests call.
+// Starts the enclave executor: root key → keyring → attestation source → chain, payers, permission
+// cache and listener, sandbox pool → HTTP server. `node enclave/main.ts` runs it from the
+// environment (config.ts); `startEnclave` is what the local stack and the tests call.
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
+import { openAttestation } from "./attestation/open.ts";
+import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
 import { ChainListener } from "./authz/listener.ts";
 import { connectChain } from "./chain/client.ts";
@@ -21,6 +23,8 @@ export type RunningEnclave = {
   payers: `0x${string}`[];
   enclave: Enclave;
   listener: ChainListener;
+  /** The active attestation source behind its cache: `attestation.getQuote(reportData)` binds any 64 bytes. */
+  attestation: AttestationService;
   close(): Promise<void>;
 };
 
@@ -29,6 +33,9 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   log.info("root key loaded", { provider: config.rootKey.provider, source: root.source });
   const keyring = new Keyring(root.key);
   root.key.fill(0);
+
+  const attestation = await openAttestation(config, log);
+  attestation.service.start();
 
   const chain = await connectChain(config.rpcUrl, config.contractAddress, config.env === "production" ? 1_000 : 100);
   const first = config.instanceIndex * config.payersPerInstance;
@@ -90,7 +97,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     log,
   });
   listener.start();
-  app = createEnclaveApp(enclave, listener);
+  app = createEnclaveApp(enclave, listener, attestation);
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });
@@ -101,7 +108,9 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     payers: payers.addresses,
     enclave,
     listener,
+    attestation: attestation.service,
     async close() {
+      attestation.service.stop();
       await listener.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await sandbox.close();

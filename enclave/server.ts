@@ -1,13 +1,14 @@
 // The enclave's HTTP surface: the internal API the edge forwards to (`POST /internal/v1/<op>`,
-// guarded by a shared secret until the attested channel wraps it), `GET /health`, and the
-// effective script limits. Routes validate with the shared zod schemas and call the operation;
-// operations know nothing of HTTP.
+// guarded by a shared secret until the attested channel wraps it), `GET /health`, the effective
+// script limits, and the public attestation endpoints (attestation/routes.ts). Routes validate with
+// the shared zod schemas and call the operation; operations know nothing of HTTP.
 import { timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
 import { ENCLAVE_SECRET_HEADER, enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
 import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
+import { attestationRoutes, type AttestationRoutesOptions } from "./attestation/routes.ts";
 import type { ChainListener } from "./authz/listener.ts";
 import { convertToChainSecuredAccount, newAccount } from "./operations/accounts.ts";
 import type { Enclave, RequestContext } from "./operations/context.ts";
@@ -59,7 +60,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-
 
 type Env = { Variables: { ctx: RequestContext } };
 
-export function createEnclaveApp(enclave: Enclave, listener: ChainListener): Hono<Env> {
+export function createEnclaveApp(enclave: Enclave, listener: ChainListener, attestation: AttestationRoutesOptions): Hono<Env> {
   const app = new Hono<Env>();
   const secret = Buffer.from(enclave.config.sharedSecret);
 
@@ -147,6 +148,8 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener): Hon
       serving ? 200 : 503,
     );
   });
+
+  app.route("/", attestationRoutes(attestation));
 
   app.notFound((c) => {
     const err = new SigilError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);

@@ -1,0 +1,83 @@
+// The public attestation endpoints (attestation.md, Endpoints; no shared secret, like /health):
+// `GET /attestation[?nonce=<hex>]`, `GET /info`, and in simulated mode
+// `GET /attestation/simulated-collateral` and the dev `/evidences/` stand-in. Every answer of the
+// simulated source says so twice: `"simulated": true` in its JSON and `X-Attestation-Simulated: 1`.
+import { bytesToHex } from "@noble/hashes/utils";
+import { Hono, type Context } from "hono";
+import { SigilError } from "../../shared/errors.ts";
+import type { DevEvidences } from "./evidences.ts";
+import { NONCE_MAX_BYTES, type AttestationService } from "./service.ts";
+import type { SimulatedSource } from "./simulated/simulatedSource.ts";
+
+export const SIMULATED_HEADER = "X-Attestation-Simulated";
+
+export type AttestationRoutesOptions = {
+  service: AttestationService;
+  /** The simulated source, when it is the active one: its mock root and collateral are served. */
+  simulated?: SimulatedSource;
+  /** The dev evidences, when this enclave stands in for dstack-ingress. */
+  evidences?: DevEvidences;
+};
+
+export function attestationRoutes({ service, simulated, evidences }: AttestationRoutesOptions): Hono {
+  const r = new Hono();
+  const marked = simulated !== undefined;
+  if (marked) {
+    // Errors too: whatever this enclave answers here comes from a simulated TEE.
+    for (const path of ["/attestation", "/attestation/*", "/info", "/evidences", "/evidences/*"]) {
+      r.use(path, async (c, next) => {
+        c.header(SIMULATED_HEADER, "1");
+        await next();
+      });
+    }
+  }
+  const json = (c: Context, body: Record<string, unknown>, cacheControl?: string) => {
+    if (cacheControl) c.header("Cache-Control", cacheControl);
+    return c.json(marked ? { ...body, simulated: true } : body);
+  };
+
+  r.get("/attestation", async (c) => {
+    const nonces = c.req.queries("nonce");
+    if (nonces !== undefined) {
+      const nonce = parseNonce(nonces);
+      const { quote, event_log, vm_config } = await service.forNonce(nonce);
+      return json(c, { quote, event_log, vm_config }, "no-store");
+    }
+    const { answer, madeAtMs } = await service.current();
+    const maxAge = Math.max(0, Math.floor((madeAtMs + service.ttlMs - Date.now()) / 1000));
+    const { quote, event_log, vm_config } = answer;
+    return json(c, { quote, event_log, vm_config }, `public, max-age=${maxAge}`);
+  });
+
+  r.get("/info", async (c) => json(c, await service.info()));
+
+  r.get("/attestation/simulated-collateral", async (c) => {
+    if (!simulated) throw new SigilError("not_found", "this enclave's attestation is not simulated: verify its quotes against Intel's root");
+    return json(c, { root_ca_der: bytesToHex(simulated.rootCaDer), root_ca_pem: simulated.rootCaPem, collateral: await simulated.collateral() });
+  });
+
+  if (evidences) {
+    const index = (c: Context) => {
+      const links = [...evidences.files.keys()].map((name) => `<li><a href="${name}">${name}</a></li>`).join("\n");
+      return c.html(`<!DOCTYPE html>\n<html><head><title>Index of /evidences/ (SIMULATED)</title></head><body>\n<h1>Index of /evidences/ (SIMULATED)</h1>\n<ul>\n${links}\n</ul>\n</body></html>\n`);
+    };
+    r.get("/evidences", index);
+    r.get("/evidences/", index);
+    r.get("/evidences/:name", (c) => {
+      const name = c.req.param("name");
+      const file = evidences.files.get(name);
+      if (!file) throw new SigilError("not_found", `no evidence file named ${name}`);
+      return c.body(file.body.slice().buffer, 200, { "Content-Type": file.contentType });
+    });
+  }
+  return r;
+}
+
+function parseNonce(values: string[]): Uint8Array {
+  const refuse = (message: string) => new SigilError("invalid_request", `nonce: ${message}`, { details: [{ path: "nonce", message }] });
+  if (values.length !== 1) throw refuse("give one nonce");
+  const hex = (values[0] as string).replace(/^0x/i, "");
+  if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length % 2 !== 0) throw refuse("must be an even number of hex digits");
+  if (hex.length > NONCE_MAX_BYTES * 2) throw refuse(`must be at most ${NONCE_MAX_BYTES} bytes`);
+  return Uint8Array.from(Buffer.from(hex, "hex"));
+}
