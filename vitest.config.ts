@@ -2,7 +2,7 @@
 // print its `N passed, N failed` line.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { TEST_ENCLAVE_SECRET } from "./test/enclave/constants.ts";
+import { TEST_EDGE_IDENTITY_SEED } from "./test/enclave/constants.ts";
 
 /** A project of edge suites in workerd against their own anvil + enclave (test/workers/globalSetup.ts). */
 function edgeOnStack(
@@ -20,7 +20,9 @@ function edgeOnStack(
             SIGIL_RPC_URL: inject("rpcUrl"),
             SIGIL_CONTRACT_ADDRESS: inject("contract"),
             SIGIL_ENCLAVE_URLS: inject("enclaveUrl"),
-            SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+            // The edge's channel identity, which the test enclave allows; its quotes are simulated.
+            SIGIL_EDGE_IDENTITY_KEY: TEST_EDGE_IDENTITY_SEED,
+            SIGIL_ATTESTATION_ALLOW_SIMULATED: "true",
             // The suites make many requests from one address; rate limits have their own tests.
             SIGIL_RATE_LIMIT_PER_KEY: "1000000",
             SIGIL_RATE_LIMIT_PER_IP: "1000000",

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import {
+
   APP_COMPOSE_SETTINGS,
   DEV_APP_COMPOSE_PATH,
   ReleaseError,
@@ -19,12 +20,15 @@ import {
   type ReleaseInput,
 } from "./release.ts";
 
+/** An edge identity as the release takes it (43 base64url characters). */
+const EDGE_KEY = "q3XYuCGk0eRGZ3FRQC_vLmDV82i5bLNjLW3Cv5pMhWE";
+
 const template = readFileSync(TEMPLATE_PATH, "utf8");
 const ENCLAVE = `sha256:${"a1".repeat(32)}`;
 const INGRESS = `sha256:${"b2".repeat(32)}`;
 const input = (over: Partial<ReleaseInput> = {}): ReleaseInput => ({
   images: { enclave: ENCLAVE, ingress: INGRESS, ...over.images },
-  values: { SIGIL_RPC_URL: "https://mainnet.base.org", SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111", ...over.values },
+  values: { SIGIL_RPC_URL: "https://mainnet.base.org", SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111", SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY, ...over.values },
 });
 const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
@@ -57,6 +61,7 @@ describe("release: the compose", () => {
       SIGIL_ROOT_KEY_PROVIDER: "dstack",
       SIGIL_RPC_URL: "https://mainnet.base.org",
       SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111",
+      SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY,
     });
     expect(compose).not.toMatch(/\{\{|\}\}|^\s*##/m);
   });
@@ -68,7 +73,7 @@ describe("release: the compose", () => {
     const enclave = doc.services.enclave;
     const ingress = doc.services.ingress;
     expect(Object.keys(enclave?.environment ?? {})).toEqual(
-      expect.arrayContaining(["SIGIL_ENCLAVE_SECRET", "SIGIL_INSTANCE_INDEX", "SIGIL_PAYERS_PER_INSTANCE", "SIGIL_ENCLAVE_HOST", "SIGIL_ENCLAVE_PORT"]),
+      expect.arrayContaining(["SIGIL_ALLOWED_EDGE_KEYS", "SIGIL_INSTANCE_INDEX", "SIGIL_PAYERS_PER_INSTANCE", "SIGIL_ENCLAVE_HOST", "SIGIL_ENCLAVE_PORT"]),
     );
     expect(enclave?.volumes).toContain("/var/run/dstack.sock:/var/run/dstack.sock");
     expect(enclave?.ports).toBeUndefined();
@@ -87,7 +92,7 @@ describe("release: the compose", () => {
     ["the dev zero digest", `sha256:${"0".repeat(64)}`],
   ])("refuses a digest that is %s", (_, digest) => {
     const dir = outDir();
-    const result = run(["--image", `enclave=${digest}`, "--image", `ingress=${INGRESS}`, "--set", "SIGIL_RPC_URL=https://mainnet.base.org", "--set", "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111", "--out-dir", dir]);
+    const result = run(["--image", `enclave=${digest}`, "--image", `ingress=${INGRESS}`, "--set", "SIGIL_RPC_URL=https://mainnet.base.org", "--set", "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111", "--set", `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`, "--out-dir", dir]);
     expect(result.status).toBe(2);
     expect(result.err).toMatch(/--image enclave/);
     expect(() => readFileSync(join(dir, "app-compose.json"))).toThrow();
@@ -105,6 +110,7 @@ describe("release: the compose", () => {
     ["credentials in the RPC URL", { SIGIL_RPC_URL: "https://user:key@rpc.example" }, /credentials/],
     ["a malformed address", { SIGIL_CONTRACT_ADDRESS: "0x1234" }, /address/],
     ["the zero address", { SIGIL_CONTRACT_ADDRESS: `0x${"0".repeat(40)}` }, /zero address/],
+    ["an edge key that is not an Ed25519 public key", { SIGIL_ALLOWED_EDGE_KEYS: "abcd" }, /Ed25519/],
     ["a value that would break the YAML", { SIGIL_RPC_URL: 'https://x"\n  evil: 1' }, /quotes/],
     ["a value compose would interpolate", { SIGIL_RPC_URL: "https://x/$HOME" }, /\$/],
     ["a value the template has no place for", { SIGIL_EXTRA: "1" }, /no \{\{SIGIL_EXTRA\}\}/],
@@ -145,7 +151,7 @@ describe("release: the compose", () => {
 describe("release: app-compose.json and the compose hash", () => {
   it("writes the compose and app-compose.json, and prints the SHA-256 of the written bytes", () => {
     const dir = outDir();
-    const result = run(["--image", `enclave=${ENCLAVE}`, "--image", `ingress=${INGRESS}`, "--set", "SIGIL_RPC_URL=https://mainnet.base.org", "--set", "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111", "--out-dir", dir]);
+    const result = run(["--image", `enclave=${ENCLAVE}`, "--image", `ingress=${INGRESS}`, "--set", "SIGIL_RPC_URL=https://mainnet.base.org", "--set", "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111", "--set", `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`, "--out-dir", dir]);
     expect(result.status).toBe(0);
     const bytes = readFileSync(join(dir, "app-compose.json"));
     const hash = sha256(bytes);

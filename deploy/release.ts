@@ -51,7 +51,7 @@ export const APP_COMPOSE_SETTINGS = {
   secure_time: true,
   // The only names the operator's encrypted environment may set, each used as ${NAME} in the
   // compose: per-instance routing and secrets, none of which decides who may use a key.
-  allowed_envs: ["CLOUDFLARE_API_TOKEN", "DOMAIN", "GATEWAY_DOMAIN", "SIGIL_ENCLAVE_SECRET", "SIGIL_INSTANCE_INDEX"],
+  allowed_envs: ["CLOUDFLARE_API_TOKEN", "DOMAIN", "GATEWAY_DOMAIN", "SIGIL_INSTANCE_INDEX"],
 } as const;
 
 /** The `{{NAME}}` values a release is given with `--set`, each with its check and its --dev value. */
@@ -68,6 +68,16 @@ export const RELEASE_VALUES: Record<string, { dev: string; describe: string; pro
       }
       if (url.protocol !== "https:") return "must be an https:// URL";
       if (url.username || url.password) return "must not carry credentials: the compose is public";
+      return undefined;
+    },
+  },
+  SIGIL_ALLOWED_EDGE_KEYS: {
+    // The public key of the seed `npm start` and the tests do not use: a fixed, documented dev value.
+    dev: "0000000000000000000000000000000000000000000",
+    describe: "the edges' Ed25519 public keys (base64url or hex), comma-separated: only they may call the internal API",
+    problem(value) {
+      const keys = value.split(",");
+      if (!keys.every((k) => /^([A-Za-z0-9_-]{43}|[0-9a-fA-F]{64})$/.test(k))) return "must be Ed25519 public keys, 43 base64url characters or 64 hex digits, comma-separated";
       return undefined;
     },
   },

@@ -4,8 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { readEnclaveConfig } from "./config.ts";
 
+const EDGE_KEY_HEX = "ab".repeat(32);
 const REQUIRED = {
-  SIGIL_ENCLAVE_SECRET: "s".repeat(40),
+  SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY_HEX,
   SIGIL_RPC_URL: "http://127.0.0.1:8545",
   SIGIL_CONTRACT_ADDRESS: `0x${"ab".repeat(20)}`,
 } as const;
@@ -24,7 +25,7 @@ function errorOf(fn: () => unknown): Error {
 describe("readEnclaveConfig: required variables", () => {
   it("accepts an environment with only the required variables", () => {
     const c = read();
-    expect(c.sharedSecret).toBe(REQUIRED.SIGIL_ENCLAVE_SECRET);
+    expect(c.allowedEdgeKeys).toEqual([Uint8Array.from(Buffer.from(EDGE_KEY_HEX, "hex"))]);
     expect(c.rpcUrl).toBe(REQUIRED.SIGIL_RPC_URL);
     expect(c.contractAddress).toBe(REQUIRED.SIGIL_CONTRACT_ADDRESS);
   });
@@ -41,9 +42,12 @@ describe("readEnclaveConfig: required variables", () => {
     for (const other of Object.keys(REQUIRED).filter((n) => n !== name)) expect(msg).not.toContain(other);
   });
 
-  it("refuses a shared secret under 32 characters", () => {
-    expect(() => read({ SIGIL_ENCLAVE_SECRET: "x".repeat(31) })).toThrow(/SIGIL_ENCLAVE_SECRET/);
-    expect(read({ SIGIL_ENCLAVE_SECRET: "x".repeat(32) }).sharedSecret).toHaveLength(32);
+  it("reads the allowed edge keys, hex or base64url, comma-separated; refuses none or a malformed one", () => {
+    const b64 = Buffer.from("cd".repeat(32), "hex").toString("base64url");
+    const keys = read({ SIGIL_ALLOWED_EDGE_KEYS: `0x${EDGE_KEY_HEX}, ${b64}` }).allowedEdgeKeys;
+    expect(keys.map((k) => Buffer.from(k).toString("hex"))).toEqual([EDGE_KEY_HEX, "cd".repeat(32)]);
+    expect(() => read({ SIGIL_ALLOWED_EDGE_KEYS: " , " })).toThrow(/SIGIL_ALLOWED_EDGE_KEYS/);
+    expect(() => read({ SIGIL_ALLOWED_EDGE_KEYS: "abcd" })).toThrow(/SIGIL_ALLOWED_EDGE_KEYS/);
   });
 
   it("refuses a non-http(s) RPC URL and a malformed contract address", () => {
@@ -193,7 +197,7 @@ describe("readEnclaveConfig: fetch allow and deny lists", () => {
 describe("readEnclaveConfig: errors never echo a value", () => {
   const SENTINEL = "Zq9SENTINELzq9";
   it.each([
-    ["SIGIL_ENCLAVE_SECRET", `${SENTINEL}-short`],
+    ["SIGIL_ALLOWED_EDGE_KEYS", `${SENTINEL}-short`],
     ["SIGIL_DEV_ROOT_KEY", `0x${SENTINEL}${"a".repeat(50)}`],
     ["SIGIL_DEV_ROOT_KEY", `${SENTINEL}`],
     ["SIGIL_RPC_URL", `ftp://user:${SENTINEL}@rpc.example`],
@@ -212,9 +216,9 @@ describe("readEnclaveConfig: errors never echo a value", () => {
     expect(msg.toLowerCase()).not.toContain(SENTINEL.toLowerCase());
   });
 
-  it("does not echo the (valid) shared secret when another variable is bad", () => {
-    const secret = `${SENTINEL}${"x".repeat(32)}`;
-    const msg = errorOf(() => read({ SIGIL_ENCLAVE_SECRET: secret, SIGIL_RPC_URL: "nope" })).message;
-    expect(msg).not.toContain(SENTINEL);
+  it("does not echo the (valid) dev root key when another variable is bad", () => {
+    const key = `0x${"5e".repeat(32)}`;
+    const msg = errorOf(() => read({ SIGIL_DEV_ROOT_KEY: key, SIGIL_RPC_URL: "nope" })).message;
+    expect(msg).not.toContain("5e5e5e");
   });
 });

@@ -13,8 +13,14 @@ const schema = z
     SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
     SIGIL_ENCLAVE_HOST: z.string().min(1).default("127.0.0.1"),
     SIGIL_ENCLAVE_PORT: int(0, 65_535).default(8790),
-    /** Until the attested channel wraps the internal API, callers prove themselves with this header value. */
-    SIGIL_ENCLAVE_SECRET: z.string().min(32, "must be at least 32 characters"),
+    /**
+     * The edges allowed to call the internal API through the attested channel: their Ed25519
+     * public keys (base64url or hex), comma-separated. Part of the attested compose in production.
+     */
+    SIGIL_ALLOWED_EDGE_KEYS: z
+      .string()
+      .transform((v) => v.split(",").map((k) => k.trim()).filter(Boolean))
+      .pipe(z.array(z.string().regex(/^([A-Za-z0-9_-]{43}|(0x)?[0-9a-fA-F]{64})$/, "must be 32-byte Ed25519 public keys, base64url or hex")).min(1, "must list at least one edge key")),
     SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
     SIGIL_CONTRACT_ADDRESS: address,
     SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
@@ -82,7 +88,8 @@ export type EnclaveConfig = {
   env: "development" | "test" | "production";
   host: string;
   port: number;
-  sharedSecret: string;
+  /** Ed25519 public keys of the edges allowed through the channel. */
+  allowedEdgeKeys: Uint8Array[];
   rpcUrl: string;
   contractAddress: `0x${string}`;
   listenerPollMs: number;
@@ -140,7 +147,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     env: c.SIGIL_ENV,
     host: c.SIGIL_ENCLAVE_HOST,
     port: c.SIGIL_ENCLAVE_PORT,
-    sharedSecret: c.SIGIL_ENCLAVE_SECRET,
+    allowedEdgeKeys: c.SIGIL_ALLOWED_EDGE_KEYS.map(edgeKeyBytes),
     rpcUrl: c.SIGIL_RPC_URL,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}`,
     listenerPollMs: c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000),
@@ -180,4 +187,11 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     },
     logLevel: c.SIGIL_LOG_LEVEL,
   };
+}
+
+/** An Ed25519 public key as configured: 64 hex digits (0x optional) or 43 base64url characters. */
+function edgeKeyBytes(text: string): Uint8Array {
+  const hex = text.replace(/^0x/, "");
+  if (/^[0-9a-fA-F]{64}$/.test(hex)) return Uint8Array.from(Buffer.from(hex, "hex"));
+  return Uint8Array.from(Buffer.from(text, "base64url"));
 }

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from "./log.ts";
 import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
+import { createChannel } from "./channel/channel.ts";
 import { createEnclaveApp } from "./server.ts";
 
 export type RunningEnclave = {
@@ -97,7 +98,13 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     log,
   });
   listener.start();
-  app = createEnclaveApp(enclave, listener, attestation);
+  // This boot's channel key: made now, never stored; its quote is taken on the first GET /channel.
+  const channel = await createChannel({
+    allowedEdgeKeys: config.allowedEdgeKeys,
+    quote: (reportData) => attestation.service.getQuote(reportData),
+    instanceId: (await attestation.service.info()).instance_id,
+  });
+  app = createEnclaveApp(enclave, listener, attestation, channel);
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });

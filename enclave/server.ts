@@ -1,15 +1,16 @@
 // The enclave's HTTP surface: the internal API the edge forwards to (`POST /internal/v1/<op>`,
-// guarded by a shared secret until the attested channel wraps it), `GET /health`, the effective
+// served only to requests that came through the attested channel, channel/channel.ts: the edge
+// seals them to this boot's channel key), `GET /channel`, `GET /health`, the effective
 // script limits, and the public attestation endpoints (attestation/routes.ts). Routes validate with
 // the shared zod schemas and call the operation; operations know nothing of HTTP.
-import { timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
-import { ENCLAVE_SECRET_HEADER, enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
+import { enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
 import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
 import { attestationRoutes, type AttestationRoutesOptions } from "./attestation/routes.ts";
 import type { ChainListener } from "./authz/listener.ts";
+import { cameThroughChannel, channelRoutes, type Channel } from "./channel/channel.ts";
 import { convertToChainSecuredAccount, newAccount } from "./operations/accounts.ts";
 import type { Enclave, RequestContext } from "./operations/context.ts";
 import { execute } from "./operations/execute.ts";
@@ -60,9 +61,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-
 
 type Env = { Variables: { ctx: RequestContext } };
 
-export function createEnclaveApp(enclave: Enclave, listener: ChainListener, attestation: AttestationRoutesOptions): Hono<Env> {
+export function createEnclaveApp(enclave: Enclave, listener: ChainListener, attestation: AttestationRoutesOptions, channel: Channel): Hono<Env> {
   const app = new Hono<Env>();
-  const secret = Buffer.from(enclave.config.sharedSecret);
 
   app.use(async (c, next) => {
     // The edge makes the request id; a direct caller without one gets a fresh one.
@@ -77,12 +77,12 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener, atte
   });
 
   app.use("/internal/*", async (c, next) => {
-    const given = Buffer.from(c.req.header(ENCLAVE_SECRET_HEADER) ?? "");
-    if (given.length !== secret.length || !timingSafeEqual(given, secret)) {
-      throw new SigilError("invalid_api_key", "the internal API needs the enclave's shared secret");
+    if (!cameThroughChannel(c.env)) {
+      throw new SigilError("permission_denied", "the internal API is served only through the attested channel (GET /channel, then POST /channel/v1)");
     }
     await next();
   });
+  channelRoutes(app, channel, enclave.log);
 
   app.use(
     "/internal/*",

@@ -30,9 +30,6 @@ export const enclaveOperations = [
 ] as const;
 export type EnclaveOperation = (typeof enclaveOperations)[number];
 
-/** The header carrying the shared secret until the attested channel wraps the internal API. */
-export const ENCLAVE_SECRET_HEADER = "x-sigil-enclave-secret";
-
 const MAX_TEXT = 1024;
 const MAX_LIST = 100;
 const U64_MAX = (1n << 64n) - 1n;

@@ -8,7 +8,10 @@ const schema = z.object({
   SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
   SIGIL_VERSION: z.string().default("0.1.0"),
   SIGIL_ENCLAVE_URLS: z.string().default(""),
-  SIGIL_ENCLAVE_SECRET: z.string().default(""),
+  SIGIL_EDGE_IDENTITY_KEY: z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, "must be 32 bytes of hex").optional(),
+  SIGIL_ATTESTATION_ALLOW_SIMULATED: z.enum(["true", "false"]).default("false"),
+  SIGIL_ALLOWED_COMPOSE_HASHES: z.string().default(""),
+  SIGIL_PCCS_URL: z.url({ protocol: /^https?$/ }).default("https://pccs.phala.network/sgx/certification/v4/"),
   SIGIL_RPC_URL: z.string().default(""),
   SIGIL_PUBLIC_RPC_URL: z.string().optional(),
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
@@ -28,7 +31,17 @@ export type EdgeConfig = {
   env: "development" | "test" | "production";
   version: string;
   enclaveUrls: string[];
-  enclaveSecret: string;
+  /** The attested channel to the enclaves (attestation.md): the edge's identity and what it accepts. */
+  channel: {
+    /** The edge's Ed25519 seed (a Worker secret, hex); the enclaves list its public key. */
+    identityKey: string | undefined;
+    /** Accept an enclave's simulated quote, checked against the mock root it serves (development and tests only). */
+    allowSimulated: boolean;
+    /** Compose hashes (hex) an enclave's RTMR3 may carry; empty accepts any (not allowed in production). */
+    allowedComposeHashes: string[];
+    /** Where Intel's collateral for a real quote comes from. */
+    pccsUrl: string;
+  };
   rpcUrl: string;
   publicRpcUrl: string;
   chainId: number;
@@ -53,6 +66,12 @@ export function edgeConfig(env: Env): EdgeConfig {
     throw new Error(`invalid edge configuration: ${result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   }
   const c = result.data;
+  if (c.SIGIL_ENV === "production" && c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true") {
+    throw new Error("invalid edge configuration: SIGIL_ATTESTATION_ALLOW_SIMULATED is refused when SIGIL_ENV=production");
+  }
+  if (c.SIGIL_ENV === "production" && c.SIGIL_ALLOWED_COMPOSE_HASHES.trim() === "") {
+    throw new Error("invalid edge configuration: SIGIL_ALLOWED_COMPOSE_HASHES must name the enclave's compose hash(es) when SIGIL_ENV=production");
+  }
   if (c.SIGIL_ENV === "production" && c.STRIPE_API_BASE !== undefined) {
     throw new Error("invalid edge configuration: STRIPE_API_BASE (the local Stripe emulator) is refused when SIGIL_ENV=production");
   }
@@ -60,7 +79,12 @@ export function edgeConfig(env: Env): EdgeConfig {
     env: c.SIGIL_ENV,
     version: c.SIGIL_VERSION,
     enclaveUrls: c.SIGIL_ENCLAVE_URLS.split(",").map((u) => u.trim().replace(/\/+$/, "")).filter(Boolean),
-    enclaveSecret: c.SIGIL_ENCLAVE_SECRET,
+    channel: {
+      identityKey: c.SIGIL_EDGE_IDENTITY_KEY?.replace(/^0x/, "").toLowerCase(),
+      allowSimulated: c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true",
+      allowedComposeHashes: c.SIGIL_ALLOWED_COMPOSE_HASHES.split(",").map((h) => h.trim().replace(/^0x/, "").toLowerCase()).filter(Boolean),
+      pccsUrl: c.SIGIL_PCCS_URL,
+    },
     rpcUrl: c.SIGIL_RPC_URL,
     publicRpcUrl: c.SIGIL_PUBLIC_RPC_URL ?? c.SIGIL_RPC_URL,
     chainId: c.SIGIL_CHAIN_ID,

@@ -17,8 +17,14 @@ export type Env = {
   SIGIL_ENV?: string;
   /** Comma-separated enclave base URLs; the edge routes to a healthy one. */
   SIGIL_ENCLAVE_URLS?: string;
-  /** Shared secret for the enclaves' internal API, until the attested channel replaces it. */
-  SIGIL_ENCLAVE_SECRET?: string;
+  /** The edge's Ed25519 identity seed (hex, a Worker secret): it signs every sealed request. */
+  SIGIL_EDGE_IDENTITY_KEY?: string;
+  /** `true` accepts enclaves' simulated quotes (development and tests; refused in production). */
+  SIGIL_ATTESTATION_ALLOW_SIMULATED?: string;
+  /** Comma-separated compose hashes (hex) the enclaves' RTMR3 may carry. */
+  SIGIL_ALLOWED_COMPOSE_HASHES?: string;
+  /** The PCCS the edge takes Intel's collateral from for real quotes. */
+  SIGIL_PCCS_URL?: string;
   /** JSON-RPC URL the edge reads AccountConfig through. */
   SIGIL_RPC_URL?: string;
   /** A public RPC URL clients may use (get_node_chain_config). */

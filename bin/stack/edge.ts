@@ -32,7 +32,7 @@ export async function spawnEdge(options: {
 }): Promise<EdgeProcess> {
   const dir = join(options.stateDir, "dev");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  // An env file, not --var flags, so the enclave secret never shows in the process list.
+  // An env file, not --var flags, so the edge identity key never shows in the process list.
   const envFile = join(dir, "edge.env");
   writeFileSync(envFile, `${Object.entries(options.vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n")}\n`, { mode: 0o600 });
   const child = spawn(

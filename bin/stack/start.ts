@@ -2,10 +2,13 @@
 // SIGTERM stops everything it started: the chain, the contract, one enclave (dev root key under
 // .sigil/dev/, its payers registered and funded), the local Stripe emulator (unless Stripe keys
 // are given), which delivers its webhooks to the edge, and the edge under wrangler dev, billing on.
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address } from "viem";
 import { deployAccountConfig, deployerAccount } from "../../contracts/deploy.ts";
+import { DEV_APP_COMPOSE_PATH } from "../../deploy/release.ts";
+import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { startStripeEmulator, type StripeEmulator } from "../../test/emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { freePort, spawnEdge, type EdgeProcess } from "./edge.ts";
@@ -80,7 +83,8 @@ export async function startLocalStack(): Promise<number> {
       SIGIL_ENV: "development",
       SIGIL_ENCLAVE_HOST: "127.0.0.1",
       SIGIL_ENCLAVE_PORT: String(config.enclavePort),
-      SIGIL_ENCLAVE_SECRET: localSecret(config.stateDir),
+      // Only the local edge may call the internal API, through the attested channel.
+      SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(edgeIdentitySeed(config.stateDir))).publicKey),
       SIGIL_RPC_URL: rpcUrl,
       SIGIL_CONTRACT_ADDRESS: deployment.proxy,
       SIGIL_STATE_DIR: config.stateDir,
@@ -112,7 +116,11 @@ export async function startLocalStack(): Promise<number> {
         SIGIL_BILLING: config.billing ? "on" : "off",
         ...stripeVars,
         SIGIL_ENCLAVE_URLS: enclave.url,
-        SIGIL_ENCLAVE_SECRET: localSecret(config.stateDir),
+        SIGIL_EDGE_IDENTITY_KEY: edgeIdentitySeed(config.stateDir),
+        // The local enclave's quotes are simulated: the edge checks them against the mock root the
+        // enclave serves, and its compose hash against the one deploy/app-compose.dev.json has.
+        SIGIL_ATTESTATION_ALLOW_SIMULATED: "true",
+        SIGIL_ALLOWED_COMPOSE_HASHES: createHash("sha256").update(readFileSync(DEV_APP_COMPOSE_PATH)).digest("hex"),
         SIGIL_RPC_URL: rpcUrl,
         SIGIL_PUBLIC_RPC_URL: rpcUrl,
         SIGIL_CHAIN_ID: String(deployment.chainId),
@@ -138,7 +146,7 @@ export async function startLocalStack(): Promise<number> {
         `  AccountConfig    ${deployment.proxy}`,
         `  implementation   ${deployment.implementation}`,
         `  owner            ${owner}`,
-        `  enclave          ${enclave.url}  (internal API; secret in ${join(config.stateDir, "dev/enclave.secret")})`,
+        `  enclave          ${enclave.url}  (attestation: ${enclave.url}/attestation; internal API only through the attested channel)`,
         `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,
         stripe ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)` : "  stripe           api.stripe.com (the given keys)",
         `  payers           ${enclave.payers.join(", ")}`,
@@ -217,16 +225,16 @@ async function processExit(what: string, exited: Promise<number | null>): Promis
 }
 
 /**
- * The shared secret between the local edge and enclave, generated once into .sigil/dev/ (git-ignored).
- * It stands in for the attested channel until that lands; it is never printed.
+ * The local edge's channel identity (an Ed25519 seed), generated once into .sigil/dev/ (git-ignored)
+ * and never printed: the enclave allows its public key, the edge signs every sealed request with it.
  */
-function localSecret(stateDir: string): string {
-  const file = join(stateDir, "dev/enclave.secret");
+function edgeIdentitySeed(stateDir: string): string {
+  const file = join(stateDir, "dev/edge-identity.key");
   if (existsSync(file)) return readFileSync(file, "utf8").trim();
   mkdirSync(join(stateDir, "dev"), { recursive: true, mode: 0o700 });
-  const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
+  const seed = newEdgeIdentitySeed();
+  writeFileSync(file, `${seed}\n`, { mode: 0o600 });
+  return seed;
 }
 
 function log(message: string): void {

@@ -12,7 +12,7 @@ import { createRunHost } from "./hostOps.ts";
 import { CodedError, runScript, type RunOutcome } from "./runtime.ts";
 
 const CID = "QmGlobalsTestCid";
-const limits = readEnclaveConfig({ SIGIL_ENCLAVE_SECRET: "x".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
+const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
 let module: QuickJSWASMModule;
 
 beforeAll(async () => {

@@ -1,15 +1,16 @@
 // `npm run bench:edge`: the enclave benchmark's hello-world and signing runs through the edge
-// under workerd (the production bundle served by workerd itself, see workerd.ts), measured in the same run as the same runs sent straight to the
-// enclave, so the difference is what the edge adds. It starts its own anvil, enclave and edge. The
+// under workerd (the production bundle served by workerd itself, see workerd.ts), measured in the
+// same run as the same runs sent straight to the enclave — both through the attested channel, the
+// edge's sealed by the edge — so the difference is what the edge adds. It starts its own anvil, enclave and edge. The
 // last line of output is one JSON object: {"bench":"edge","results":[{…, "p50_ms", "enclave_p50_ms"}]}.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeCid } from "../../shared/cid.ts";
-import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
-import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
+import { testChannel } from "../harness/channel.ts";
+import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { closeAgent, measure, measureInTurn, post } from "./measure.ts";
+import { channelTarget, closeAgent, httpTarget, measure, measureInTurn, post } from "./measure.ts";
 import { startWorkerd } from "./workerd.ts";
 
 const HELLO = "async function main() { return 'hello' }";
@@ -25,7 +26,9 @@ async function main(): Promise<void> {
       vars: {
         SIGIL_ENV: "test",
         SIGIL_ENCLAVE_URLS: stack.enclaveUrl,
-        SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+        // The channel to the enclave, as in production, with the test enclave's simulated quotes.
+        SIGIL_EDGE_IDENTITY_KEY: TEST_EDGE_IDENTITY_SEED,
+        SIGIL_ATTESTATION_ALLOW_SIMULATED: "true",
         SIGIL_RPC_URL: stack.rpcUrl,
         SIGIL_CONTRACT_ADDRESS: stack.contract,
         // The benchmark is one client: rate limits would only measure themselves.
@@ -47,29 +50,29 @@ async function main(): Promise<void> {
     await json("/add_group", apiKey, { group_name: "bench", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [await computeCid(HELLO), await computeCid(SIGN)] });
 
     const edgeUrl = new URL(`${api}/sigil_action`);
-    const enclaveUrl = new URL(`${stack.enclaveUrl}/internal/v1/execute`);
     const edgeHeaders = { "x-api-key": apiKey as string };
-    const enclaveHeaders = { [ENCLAVE_SECRET_HEADER]: TEST_ENCLAVE_SECRET };
-    const bodies = {
-      hello: { edge: JSON.stringify({ code: HELLO, js_params: null }), enclave: JSON.stringify({ api_key: apiKey, code: HELLO, js_params: null }) },
-      sign: { edge: JSON.stringify({ code: SIGN, js_params: { wallet } }), enclave: JSON.stringify({ api_key: apiKey, code: SIGN, js_params: { wallet } }) },
-    };
-    // Warm-up of both paths (JIT, caches, the workers' QuickJS modules, workerd).
-    for (const b of Object.values(bodies)) {
-      await measure(edgeUrl, edgeHeaders, b.edge, 8, 300);
-      await measure(enclaveUrl, enclaveHeaders, b.enclave, 8, 300);
+    const channel = testChannel();
+    const targets = (code: string, params: unknown) => ({
+      edge: httpTarget(edgeUrl, edgeHeaders, JSON.stringify({ code, js_params: params })),
+      // Straight to the enclave, sealed through the channel as the edge seals it.
+      enclave: channelTarget(channel, stack.enclaveUrl, "/internal/v1/execute", JSON.stringify({ api_key: apiKey, code, js_params: params })),
+    });
+    const byName = { hello: targets(HELLO, null), sign: targets(SIGN, { wallet }) };
+    // Warm-up of both paths (JIT, caches, the workers' QuickJS modules, workerd, the channel pins).
+    for (const t of Object.values(byName)) {
+      await measure(t.edge, 8, 300);
+      await measure(t.enclave, 8, 300);
     }
     const results = [];
     for (const name of ["hello", "sign"] as const) {
-      const edge = { url: edgeUrl, headers: edgeHeaders, body: bodies[name].edge };
-      const enclave = { url: enclaveUrl, headers: enclaveHeaders, body: bodies[name].enclave };
+      const { edge, enclave } = byName[name];
       // One client: the two paths take turns, so both see the same moments of the machine's load.
       const ones = 1_000;
       const [viaEdge1, viaEnclave1] = await measureInTurn([edge, enclave], ones);
       // 32 clients: one path after the other (taking turns would halve each one's load).
       const runs = 3_000;
-      const viaEnclave32 = await measure(enclaveUrl, enclaveHeaders, enclave.body, 32, runs);
-      const viaEdge32 = await measure(edgeUrl, edgeHeaders, edge.body, 32, runs);
+      const viaEnclave32 = await measure(enclave, 32, runs);
+      const viaEdge32 = await measure(edge, 32, runs);
       const rows = [
         { concurrency: 1, runs: ones, viaEdge: viaEdge1!, viaEnclave: viaEnclave1! },
         { concurrency: 32, runs, viaEdge: viaEdge32, viaEnclave: viaEnclave32 },

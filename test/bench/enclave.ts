@@ -1,23 +1,22 @@
 // `npm run bench:enclave`: hello-world and signing runs through the enclave's internal API on
-// loopback, at concurrency 1 and 32 — p50/p99 latency and runs per second. It starts its own anvil
+// loopback, each sealed through the attested channel as the edge sends it, at concurrency 1 and 32 — p50/p99 latency and runs per second. It starts its own anvil
 // and enclave (test/harness/stack.ts, as the test suites do). The last line of output is one JSON
 // object with every result.
 import { cpus } from "node:os";
 import { computeCid } from "../../shared/cid.ts";
-import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
-import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
+import { testChannel } from "../harness/channel.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { closeAgent, measure, post } from "./measure.ts";
+import { channelTarget, closeAgent, measure } from "./measure.ts";
 
 const HELLO = "async function main() { return 'hello' }";
 const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
-const headers = { [ENCLAVE_SECRET_HEADER]: TEST_ENCLAVE_SECRET };
 
 async function main(): Promise<void> {
   const stack = await startTestStack();
   try {
+    const channel = testChannel();
     const call = async (op: string, body: unknown) => {
-      const r = await post(new URL(`${stack.enclaveUrl}/internal/v1/${op}`), headers, JSON.stringify(body));
+      const r = await channelTarget(channel, stack.enclaveUrl, `/internal/v1/${op}`, JSON.stringify(body)).send();
       if (r.status !== 200) throw new Error(`${op}: ${r.status} ${r.text}`);
       return JSON.parse(r.text) as Record<string, string>;
     };
@@ -25,17 +24,17 @@ async function main(): Promise<void> {
     const { wallet_address: wallet } = await call("create_wallet", { api_key: apiKey });
     await call("add_group", { api_key: apiKey, group_name: "bench", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [await computeCid(HELLO), await computeCid(SIGN)] });
 
-    const url = new URL(`${stack.enclaveUrl}/internal/v1/execute`);
-    const hello = JSON.stringify({ api_key: apiKey, code: HELLO, js_params: null });
-    const sign = JSON.stringify({ api_key: apiKey, code: SIGN, js_params: { wallet } });
+    const execute = (body: unknown) => channelTarget(channel, stack.enclaveUrl, "/internal/v1/execute", JSON.stringify(body));
+    const hello = execute({ api_key: apiKey, code: HELLO, js_params: null });
+    const sign = execute({ api_key: apiKey, code: SIGN, js_params: { wallet } });
     // Warm-up: JIT, the CID and permission caches, the workers' QuickJS modules.
-    await measure(url, headers, hello, 8, 400);
-    await measure(url, headers, sign, 8, 400);
+    await measure(hello, 8, 400);
+    await measure(sign, 8, 400);
 
     const results = [];
-    for (const [name, body] of [["hello", hello], ["sign", sign]] as const) {
+    for (const [name, target] of [["hello", hello], ["sign", sign]] as const) {
       for (const [concurrency, runs] of [[1, 1_000], [32, 4_000]] as const) {
-        const r = { name, concurrency, runs, ...(await measure(url, headers, body, concurrency, runs)) };
+        const r = { name, concurrency, runs, ...(await measure(target, concurrency, runs)) };
         results.push(r);
         console.log(`${name.padEnd(6)} c=${String(concurrency).padEnd(3)} p50 ${r.p50_ms.toFixed(2)} ms  p99 ${r.p99_ms.toFixed(2)} ms  ${r.rps} runs/s`);
       }

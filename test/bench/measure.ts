@@ -1,7 +1,9 @@
-// What both benchmarks measure with: POSTs over a keep-alive agent, from `concurrency` clients at
-// once, until `runs` answers; p50/p99 latency and runs per second; or one client taking turns
-// between targets. Every answer must be a successful run, or the benchmark stops.
+// What both benchmarks measure with: runs sent to a target (a POST over a keep-alive agent, or a
+// request sealed through the attested channel) from `concurrency` clients at once, until `runs`
+// answers; p50/p99 latency and runs per second; or one client taking turns between targets.
+// Every answer must be a successful run, or the benchmark stops.
 import { Agent, request } from "node:http";
+import type { ChannelClient } from "../../shared/channel/client.ts";
 
 export type Measured = { p50_ms: number; p99_ms: number; rps: number };
 
@@ -27,11 +29,28 @@ export function post(url: URL, headers: Record<string, string>, body: string): P
   });
 }
 
-export type Target = { url: URL; headers: Record<string, string>; body: string };
+/** Something to send one run to: `send` answers its status and body. */
+export type Target = { name: string; send(): Promise<{ status: number; text: string }> };
+
+/** A plain POST (the edge's public API). */
+export function httpTarget(url: URL, headers: Record<string, string>, body: string): Target {
+  return { name: url.pathname, send: () => post(url, headers, body) };
+}
+
+/** A request sealed to the enclave's channel key, as the edge sends it (each with its own seal and nonce). */
+export function channelTarget(client: ChannelClient, base: string, path: string, body: string): Target {
+  return {
+    name: `channel ${path}`,
+    async send() {
+      const answer = await client.call(base, { method: "POST", path, headers: { "content-type": "application/json" }, body });
+      return { status: answer.status, text: answer.body };
+    },
+  };
+}
 
 /** A successful run's answer, or the benchmark stops: a fast error is not a result. */
-function check(url: URL, r: { status: number; text: string }): void {
-  if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${url.pathname}: ${r.status} ${r.text}`);
+function check(target: Target, r: { status: number; text: string }): void {
+  if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${target.name}: ${r.status} ${r.text}`);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -47,9 +66,9 @@ export async function measureInTurn(targets: Target[], runs: number): Promise<Me
   for (let i = 0; i < runs; i++) {
     for (const [k, t] of targets.entries()) {
       const started = performance.now();
-      const r = await post(t.url, t.headers, t.body);
+      const r = await t.send();
       latencies[k]!.push(performance.now() - started);
-      check(t.url, r);
+      check(t, r);
     }
   }
   return latencies.map((l) => {
@@ -60,16 +79,16 @@ export async function measureInTurn(targets: Target[], runs: number): Promise<Me
   });
 }
 
-export async function measure(url: URL, headers: Record<string, string>, body: string, concurrency: number, runs: number): Promise<Measured> {
+export async function measure(target: Target, concurrency: number, runs: number): Promise<Measured> {
   const latencies: number[] = [];
   let next = 0;
   const client = async () => {
     while (next < runs) {
       next++;
       const t = performance.now();
-      const r = await post(url, headers, body);
+      const r = await target.send();
       latencies.push(performance.now() - t);
-      check(url, r);
+      check(target, r);
     }
   };
   const started = performance.now();

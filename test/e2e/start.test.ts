@@ -109,7 +109,7 @@ describe("npm start", () => {
     // The dev root key and the local secret are generated into the state folder, never printed.
     expect(readFileSync(join(stateDir, "dev/root.key"), "utf8")).toMatch(/^0x[0-9a-f]{64}\n$/);
     expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/root.key"), "utf8").trim());
-    expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/enclave.secret"), "utf8").trim());
+    expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/edge-identity.key"), "utf8").trim());
     expect(anvilPid).toBeDefined();
     expect(JSON.parse(readFileSync(join(stateDir, "local.json"), "utf8"))).toMatchObject({ rpcUrl, chainId: 31337, accountConfig: address });
 

@@ -1,24 +1,26 @@
-// Calls the enclave's internal API from tests, as the edge will: JSON over HTTP with the shared secret.
+// Calls the enclave's internal API from tests as the edge does: through the attested channel
+// (test/harness/channel.ts), sealed to the enclave's channel key and signed with the test edge
+// identity the enclave allows.
 import { inject } from "vitest";
-import { ENCLAVE_SECRET_HEADER, type EnclaveOperation } from "../../shared/enclaveApi.ts";
-import { TEST_ENCLAVE_SECRET } from "./constants.ts";
+import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
+import { testChannel } from "../harness/channel.ts";
 
 export type Reply<T = Record<string, unknown>> = { status: number; body: T; headers: Headers };
 
 export async function callEnclave<T = Record<string, unknown>>(op: EnclaveOperation | string, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
-  const res = await fetch(`${inject("enclaveUrl")}/internal/v1/${op}`, {
+  const answer = await testChannel().call(inject("enclaveUrl"), {
     method: "POST",
-    headers: { "content-type": "application/json", [ENCLAVE_SECRET_HEADER]: TEST_ENCLAVE_SECRET, ...headers },
+    path: `/internal/v1/${op}`,
+    headers: { "content-type": "application/json", ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-  const text = await res.text();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(answer.body);
   } catch {
-    parsed = { raw: text };
+    parsed = { raw: answer.body };
   }
-  return { status: res.status, body: parsed as T, headers: res.headers };
+  return { status: answer.status, body: parsed as T, headers: new Headers(answer.headers) };
 }
 
 /** Calls and insists on 200, showing the error body otherwise. */

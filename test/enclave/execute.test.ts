@@ -6,10 +6,8 @@ import { request } from "node:http";
 import { createPublicClient, http } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
-import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { callEnclave, ok, run } from "./client.ts";
-import { TEST_ENCLAVE_SECRET } from "./constants.ts";
 
 let apiKey: string;
 
@@ -64,12 +62,12 @@ describe("requests refused before anything runs", () => {
     expect(params.status).toBe(413);
   });
 
-  it("a body over 6 MiB → 413, and the enclave closes that connection (the unread rest of the body would corrupt the next request on it)", async () => {
-    const url = new URL(`${inject("enclaveUrl")}/internal/v1/execute`);
-    const body = JSON.stringify({ api_key: apiKey, code: "x".repeat(7 << 20) });
+  it("a sealed request over its 9 MiB bound → 413, and the enclave closes that connection (the unread rest of the body would corrupt the next request on it)", async () => {
+    const url = new URL(`${inject("enclaveUrl")}/channel/v1`);
+    const body = JSON.stringify({ v: 1, ct: "x".repeat(10 << 20) });
     const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
       const req = request(
-        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", [ENCLAVE_SECRET_HEADER]: TEST_ENCLAVE_SECRET } },
+        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json" } },
         (res) => {
           res.resume();
           resolve({ status: res.statusCode ?? 0, connection: res.headers.connection });
@@ -102,15 +100,16 @@ describe("requests refused before anything runs", () => {
     expect(errorCode(unknown.body)).toBe("invalid_api_key");
   });
 
-  it("the internal API refuses a caller without the shared secret, and error bodies never echo the key", async () => {
+  it("the internal API refuses anything that did not come through the channel, and error bodies never echo the key", async () => {
     const res = await fetch(`${inject("enclaveUrl")}/internal/v1/execute`, {
       method: "POST",
-      headers: { "content-type": "application/json", [ENCLAVE_SECRET_HEADER]: "wrong" },
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ api_key: apiKey, code: "async function main(){}" }),
     });
-    expect(res.status).toBe(401);
+    expect(res.status).toBe(403);
     const text = await res.text();
     expect(text).not.toContain(apiKey);
+    expect(JSON.parse(text).error.code).toBe("permission_denied");
     const unknownOp = await callEnclave("no_such_op", {});
     expect(unknownOp.status).toBe(404);
   });

@@ -9,7 +9,8 @@ import { startAnvil } from "../../bin/stack/anvil.ts";
 import { spawnEnclave } from "../../bin/stack/enclave.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
-import { TEST_ENCLAVE_SECRET, TEST_ROOT_KEY } from "../enclave/constants.ts";
+import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
+import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "../enclave/constants.ts";
 import { startFetchTarget } from "../emulators/fetchTarget.ts";
 import { startIpfsGateway } from "../emulators/ipfsGateway.ts";
 
@@ -46,7 +47,8 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
       {
         SIGIL_ENV: "test",
         SIGIL_ENCLAVE_PORT: "0",
-        SIGIL_ENCLAVE_SECRET: TEST_ENCLAVE_SECRET,
+        // The tests' stand-in edge and the edge under test sign with this identity.
+        SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED)).publicKey),
         SIGIL_RPC_URL: anvil.rpcUrl,
         SIGIL_CONTRACT_ADDRESS: deployment.proxy,
         SIGIL_DEV_ROOT_KEY: TEST_ROOT_KEY,

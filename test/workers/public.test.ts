@@ -20,17 +20,24 @@ describe("the edge with a live enclave", () => {
 });
 
 describe("the attestation endpoints", () => {
-  it("pass /attestation, /info and /evidences/… through to an enclave unchanged (its answer, its status)", async () => {
-    for (const path of ["/attestation", "/info", "/evidences/sha256sum.txt"]) {
+  it("pass /attestation, /info, the simulated collateral and /evidences/… through from an enclave unchanged: status, type, body, the simulated mark", async () => {
+    for (const path of ["/attestation", "/info", "/attestation/simulated-collateral", "/evidences/", "/evidences/sha256sum.txt", "/evidences/quote.json"]) {
       const res = await SELF.fetch(`http://edge${path}`);
       const direct = await fetch(`${inject("enclaveUrl")}${path}`);
-      expect(res.status, path).toBe(direct.status);
+      expect(res.status, path).toBe(200);
+      expect(direct.status, path).toBe(200);
       expect(res.headers.get("content-type"), path).toBe(direct.headers.get("content-type"));
-      // The edge's request id travels to the enclave, so both name the same request.
-      if (res.status >= 400) {
-        const body = (await res.json()) as { error: { request_id: string } };
-        expect(body.error.request_id).toBe(res.headers.get("x-request-id"));
-      }
+      // The test enclave runs the simulated TEE, and says so through the edge too.
+      expect(res.headers.get("x-attestation-simulated"), path).toBe("1");
+      // /attestation is cached for 60 s, so both see the same quote; the rest never changes.
+      expect(await res.text(), path).toBe(await direct.text());
     }
+  });
+
+  it("an enclave's error passes through with the edge's request id", async () => {
+    const res = await SELF.fetch("http://edge/attestation?nonce=not-hex");
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { request_id: string } };
+    expect(body.error.request_id).toBe(res.headers.get("x-request-id"));
   });
 });

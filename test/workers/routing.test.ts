@@ -6,16 +6,16 @@ import { describe, expect, it } from "vitest";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../../workers/config.ts";
 import { callEnclave } from "../../workers/enclave/client.ts";
-import { TEST_ENCLAVE_SECRET } from "../enclave/constants.ts";
+import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 
 const DEAD = ["http://127.0.0.1:1", "http://127.0.0.1:9"];
 
-function config(enclaveUrls: string[]): EdgeConfig {
+function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> = {}): EdgeConfig {
   return {
     env: "test",
     version: "0.0.0",
     enclaveUrls,
-    enclaveSecret: TEST_ENCLAVE_SECRET,
+    channel: { identityKey: TEST_EDGE_IDENTITY_SEED, allowSimulated: true, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/", ...channel },
     rpcUrl: inject("rpcUrl"),
     publicRpcUrl: inject("rpcUrl"),
     chainId: 31337,
@@ -61,5 +61,33 @@ describe("routing across enclaves", () => {
     expect((err as SigilError).code).toBe("enclave_unavailable");
     expect((err as SigilError).status).toBe(503);
     expect((err as SigilError).retryAfterSeconds).toBeGreaterThan(0);
+  });
+});
+
+describe("the attested channel, from the edge", () => {
+  const unavailable = async (c: EdgeConfig) => {
+    const err = await clientConfig(c).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SigilError);
+    expect((err as SigilError).code).toBe("enclave_unavailable");
+  };
+
+  it("reaches the enclave when its quote verifies against the mock root and its compose hash is allowed", async () => {
+    const info = (await (await fetch(`${inject("enclaveUrl")}/info`)).json()) as { compose_hash: string };
+    expect((await clientConfig(config([inject("enclaveUrl")], { allowedComposeHashes: [info.compose_hash] }))).timeout_ms).toBe(60_000);
+  });
+
+  it("refuses a simulated enclave unless configured for one", async () => {
+    await unavailable(config([inject("enclaveUrl")], { allowSimulated: false }));
+  });
+
+  it("refuses an enclave whose compose hash it does not allow", async () => {
+    await unavailable(config([inject("enclaveUrl")], { allowedComposeHashes: ["00".repeat(32)] }));
+  });
+
+  it("is refused by an enclave that does not list its identity", async () => {
+    await unavailable(config([inject("enclaveUrl")], { identityKey: "77".repeat(32) }));
   });
 });

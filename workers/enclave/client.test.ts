@@ -1,13 +1,14 @@
 // The edge's enclave client (workers/enclave/client.ts), inside workerd with no enclave: an enclave
 // that does not answer is routed around; when none answers, 503 enclave_unavailable with
-// Retry-After. Dead enclaves are loopback ports nobody listens on; the live ones are a stubbed
-// `fetch` (this vitest-plugin has no fetchMock), which stands in for the network the client uses.
+// Retry-After. Routing does not depend on how a request travels, so these tests give the client a
+// plain HTTP transport over a stubbed `fetch` (this vitest-plugin has no fetchMock); the sealed
+// channel has its own tests (shared/channel/, and the stack suites run everything through it).
 import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ENCLAVE_SECRET_HEADER } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
-import { callEnclave, forward } from "./client.ts";
+import { callEnclave as callThroughChannel, type EnclaveCall, type EnclaveTransport } from "./client.ts";
+import type { RequestIds } from "../middleware/requestId/index.ts";
 
 const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };
 
@@ -16,7 +17,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     env: "test",
     version: "0.0.0",
     enclaveUrls,
-    enclaveSecret: "s3cret",
+    channel: { identityKey: undefined, allowSimulated: false, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/" },
     rpcUrl: "",
     publicRpcUrl: "",
     chainId: 31337,
@@ -59,6 +60,19 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
+/** The request as plain HTTP: what the tests' stubbed network sees. */
+const plain: EnclaveTransport = (base, request, timeoutMs) =>
+  fetch(`${base}${request.path}`, {
+    method: request.method,
+    headers: request.headers,
+    ...(request.method === "GET" ? {} : { body: request.body }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+
+const callEnclave = <T>(c: EdgeConfig, i: RequestIds, call: EnclaveCall) => callThroughChannel<T>(c, i, call, plain);
+const forward = <T>(c: EdgeConfig, i: RequestIds, op: string, body: unknown, timeoutMs?: number) =>
+  callEnclave<T>(c, i, { path: `/internal/v1/${op}`, body, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+
 describe("callEnclave without a reachable enclave", () => {
   it("with no enclave configured, throws 503 enclave_unavailable with a Retry-After", async () => {
     const err = await failure(callEnclave(config([]), ids, { path: "/internal/v1/new_account", body: {} }));
@@ -76,6 +90,12 @@ describe("callEnclave without a reachable enclave", () => {
     expect(err.message).not.toMatch(/127\.0\.0\.1|refused|ECONN/i);
   });
 
+  it("without a channel identity, the edge's own client refuses with 503 enclave_unavailable rather than send anything", async () => {
+    const err = await failure(callThroughChannel(config(["http://127.0.0.1:1"]), ids, { path: "/internal/v1/new_account", body: {} }));
+    expect(err.code).toBe("enclave_unavailable");
+    expect(err.message).toMatch(/channel identity/);
+  });
+
   it("through the edge: a request that needs an enclave gets 503, the error body and Retry-After", async () => {
     const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ account_name: "x" }) });
     expect(res.status).toBe(503);
@@ -87,7 +107,7 @@ describe("callEnclave without a reachable enclave", () => {
 });
 
 describe("callEnclave routing (stubbed network)", () => {
-  it("routes around a dead enclave to a live one, sending the secret and both request ids", async () => {
+  it("routes around a dead enclave to a live one, sending the request and both request ids", async () => {
     const dead = host("dead");
     const live = host("live");
     const calls = network({ [live]: () => Response.json({ ok: 1 }) });
@@ -100,7 +120,6 @@ describe("callEnclave routing (stubbed network)", () => {
     expect(sent?.init?.method).toBe("POST");
     expect(JSON.parse(String(sent?.init?.body))).toEqual({ account_name: "x" });
     const headers = new Headers(sent?.init?.headers);
-    expect(headers.get(ENCLAVE_SECRET_HEADER)).toBe("s3cret");
     expect(headers.get("x-request-id")).toBe(ids.requestId);
     expect(headers.get("x-correlation-id")).toBe("trace-1");
   });

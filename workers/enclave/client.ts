@@ -1,11 +1,17 @@
-// Forwards an operation to an enclave's internal API (shared/enclaveApi.ts) and routes around
-// enclaves that do not answer: one that fails to connect (or answers 503) is skipped for a few
-// seconds and the next one is tried; when none answers the client gets 503 enclave_unavailable
-// with Retry-After. An enclave's own error answer (4xx) reaches the client as it is.
-import { ENCLAVE_SECRET_HEADER, type EnclaveOperation } from "../../shared/enclaveApi.ts";
+// Forwards an operation to an enclave's internal API (shared/enclaveApi.ts) through the attested
+// channel (shared/channel/): each request is sealed to the enclave's channel key, which the edge
+// pinned after verifying the quote that binds it (attest.ts), and signed with the edge's identity.
+// Enclaves that do not answer are routed around: one that fails to connect, fails its attestation
+// or answers 503 is skipped for a few seconds and the next one is tried; when none answers the
+// client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer (4xx)
+// reaches the client as it is.
+import { edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
+import { ChannelClient } from "../../shared/channel/client.ts";
+import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
 import { errorStatus, SigilError, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
+import { enclaveVerifier } from "./attest.ts";
 
 const SKIP_FAILED_MS = 5_000;
 /** Per isolate: enclaves that failed recently, until when they are skipped. */
@@ -33,7 +39,9 @@ async function firstAnswer(config: EdgeConfig, request: (base: string) => Promis
     let res: Response;
     try {
       res = await request(base);
-    } catch {
+    } catch (err) {
+      if (err instanceof SigilError) throw err;
+      console.error(JSON.stringify({ level: "error", msg: "enclave skipped", enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) }));
       failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
       continue;
     }
@@ -51,18 +59,41 @@ function forwardedIds(ids: RequestIds): Record<string, string> {
   return { "x-request-id": ids.requestId, ...(ids.correlationId ? { "x-correlation-id": ids.correlationId } : {}) };
 }
 
-export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall): Promise<T> {
+let channelClient: { key: string; client: ChannelClient } | undefined;
+
+/** The isolate's channel client for this configuration (its pins live as long as the isolate). */
+function channel(config: EdgeConfig): ChannelClient {
+  const seed = config.channel.identityKey;
+  if (!seed) throw new SigilError("enclave_unavailable", "this edge has no channel identity (SIGIL_EDGE_IDENTITY_KEY)", { retryAfterSeconds: 30 });
+  const key = JSON.stringify(config.channel);
+  if (channelClient?.key !== key) channelClient = { key, client: new ChannelClient({ identity: edgeIdentityFromSeed(seed), verify: enclaveVerifier(config) }) };
+  return channelClient.client;
+}
+
+/** One request to the enclave at `base`, answered as a Response; throws when it cannot be delivered. */
+export type EnclaveTransport = (base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number) => Promise<Response>;
+
+/** The production transport: sealed to the enclave's verified channel key (shared/channel/). */
+export function channelTransport(config: EdgeConfig): EnclaveTransport {
+  const client = channel(config);
+  return async (base, request, timeoutMs) => {
+    const answer = await client.call(base, request, { timeoutMs });
+    return new Response(answer.body, { status: answer.status, headers: answer.headers });
+  };
+}
+
+export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall, transport?: EnclaveTransport): Promise<T> {
   if (config.enclaveUrls.length === 0) {
     throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
   }
-  const res = await firstAnswer(config, (base) =>
-    fetch(`${base}${call.path}`, {
-      method: call.method ?? "POST",
-      headers: { "content-type": "application/json", [ENCLAVE_SECRET_HEADER]: config.enclaveSecret, ...forwardedIds(ids) },
-      ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
-      signal: AbortSignal.timeout(call.timeoutMs ?? 150_000),
-    }),
-  );
+  const send = transport ?? channelTransport(config);
+  const request = {
+    method: call.method ?? "POST",
+    path: call.path,
+    headers: { "content-type": "application/json", ...forwardedIds(ids) },
+    body: call.body === undefined ? "" : JSON.stringify(call.body),
+  };
+  const res = await firstAnswer(config, (base) => send(base, request, call.timeoutMs ?? 150_000));
   const text = await res.text();
   let body: unknown;
   try {
@@ -92,7 +123,7 @@ export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOpera
 export async function proxyToEnclave(config: EdgeConfig, ids: RequestIds, pathAndQuery: string): Promise<Response> {
   const res = await firstAnswer(config, (base) => fetch(`${base}${pathAndQuery}`, { headers: forwardedIds(ids), signal: AbortSignal.timeout(30_000) }));
   const headers = new Headers();
-  for (const name of ["content-type", "cache-control", "etag", "last-modified"]) {
+  for (const name of ["content-type", "cache-control", "etag", "last-modified", "retry-after", "x-attestation-simulated"]) {
     const v = res.headers.get(name);
     if (v) headers.set(name, v);
   }

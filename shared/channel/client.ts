@@ -1,0 +1,111 @@
+// The caller's end of the channel, as the edge (and test tools) use it: fetch an enclave's channel
+// key with its quote (`GET /channel`), have it verified, pin it, and send requests sealed to it
+// (`POST /channel/v1`). The key is verified again after `repinAfterMs` and whenever the enclave
+// says it does not hold the key a request was sealed to (it restarted with a new one): then the
+// request is sent once more, to the new key. No Node-only APIs.
+import { z } from "zod";
+import { ChannelError, channelReportData, fromBase64Url, sealRequest, type EdgeIdentity } from "./channel.ts";
+
+/** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
+export const channelDocumentSchema = z.object({
+  public_key: z.string().regex(/^[A-Za-z0-9_-]+$/),
+  quote: z.string().regex(/^(0x)?[0-9a-fA-F]+$/),
+  event_log: z.string(),
+  instance_id: z.string().optional(),
+  simulated: z.boolean().optional(),
+});
+export type ChannelDocument = z.infer<typeof channelDocumentSchema>;
+
+/** Decides whether an enclave's channel document may be trusted; throws (with the reason) if not. */
+export type ChannelVerifier = (doc: ChannelDocument, base: string, expectedReportData: Uint8Array) => Promise<void>;
+
+/** The answer the enclave gives inside the seal. */
+export type ChannelAnswer = { status: number; headers: Record<string, string>; body: string };
+const answerSchema = z.object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.string() });
+
+/** The enclave's refusal of a sealed request, outside the seal (`{channel_error: reason}`). */
+const refusalSchema = z.object({ channel_error: z.string() });
+
+export class ChannelUnavailableError extends Error {
+  override readonly name = "ChannelUnavailableError";
+}
+
+type Pin = { publicKey: Uint8Array; until: number };
+
+export class ChannelClient {
+  readonly #identity: Promise<EdgeIdentity>;
+  readonly #verify: ChannelVerifier;
+  readonly #repinAfterMs: number;
+  readonly #fetch: typeof fetch;
+  readonly #pins = new Map<string, Promise<Pin>>();
+
+  constructor(args: { identity: Promise<EdgeIdentity> | EdgeIdentity; verify: ChannelVerifier; repinAfterMs?: number; fetch?: typeof fetch }) {
+    this.#identity = Promise.resolve(args.identity);
+    this.#verify = args.verify;
+    this.#repinAfterMs = args.repinAfterMs ?? 10 * 60_000;
+    this.#fetch = args.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** The pinned key of `base`, fetched and verified when there is none (concurrent callers share one). */
+  async #pin(base: string, fresh = false): Promise<Pin> {
+    const known = this.#pins.get(base);
+    if (known && !fresh) {
+      const pin = await known.catch(() => undefined);
+      if (pin && pin.until > Date.now()) return pin;
+      if (this.#pins.get(base) !== known) return this.#pin(base);
+    }
+    const pending = this.#fetchAndVerify(base);
+    this.#pins.set(base, pending);
+    pending.catch(() => {
+      if (this.#pins.get(base) === pending) this.#pins.delete(base);
+    });
+    return pending;
+  }
+
+  async #fetchAndVerify(base: string): Promise<Pin> {
+    const res = await this.#fetch(`${base}/channel`, { signal: AbortSignal.timeout(30_000) });
+    if (!res.ok) throw new ChannelUnavailableError(`${base}/channel answered ${res.status}`);
+    const doc = channelDocumentSchema.parse(await res.json());
+    const publicKey = fromBase64Url(doc.public_key);
+    await this.#verify(doc, base, await channelReportData(publicKey));
+    return { publicKey, until: Date.now() + this.#repinAfterMs };
+  }
+
+  /** Forgets what is pinned for `base` (the enclave is gone; its next key is verified afresh). */
+  forget(base: string): void {
+    this.#pins.delete(base);
+  }
+
+  /**
+   * Sends one request through the channel to the enclave at `base` and returns its answer. An
+   * enclave that no longer holds the pinned key gets the request once more, sealed to its new key.
+   */
+  async call(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, options: { timeoutMs?: number } = {}): Promise<ChannelAnswer> {
+    for (let attempt = 0; ; attempt++) {
+      const pin = await this.#pin(base, attempt > 0);
+      const call = await sealRequest({ enclavePublicKey: pin.publicKey, identity: await this.#identity, request });
+      const res = await this.#fetch(`${base}/channel/v1`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(call.sealed),
+        signal: AbortSignal.timeout(options.timeoutMs ?? 150_000),
+      });
+      const text = await res.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw new ChannelUnavailableError(`${base}/channel/v1 answered ${res.status} without JSON`);
+      }
+      const refusal = refusalSchema.safeParse(json);
+      if (refusal.success) {
+        if (refusal.data.channel_error === "unknown_channel_key" && attempt === 0) continue;
+        throw new ChannelError(refusal.data.channel_error as never, `the enclave refused the sealed request: ${refusal.data.channel_error}`);
+      }
+      if (!res.ok) throw new ChannelUnavailableError(`${base}/channel/v1 answered ${res.status}`);
+      const answer = answerSchema.safeParse(JSON.parse(await call.openResponse(json)));
+      if (!answer.success) throw new ChannelUnavailableError("the enclave's sealed answer is not an answer");
+      return answer.data;
+    }
+  }
+}

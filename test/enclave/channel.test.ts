@@ -1,0 +1,158 @@
+// The attested channel against real enclave processes (attestation.md, the channel): what the
+// enclave refuses — an edge key not on its allow-list, a replayed request, one outside its ±60 s
+// window, one sealed to a key it does not hold, anything sent to the internal API directly — what
+// the edge refuses (an answer altered in transit), and an enclave that restarts with a new key,
+// which the edge's client follows without an error.
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
+import { freePort } from "../../bin/stack/edge.ts";
+import { parseQuote } from "../../shared/attestation/index.ts";
+import {
+  channelKeyId,
+  channelReportData,
+  edgeIdentityFromSeed,
+  fromBase64Url,
+  generateChannelKeyPair,
+  newEdgeIdentitySeed,
+  sealRequest,
+  toBase64Url,
+  type SealedRequest,
+} from "../../shared/channel/channel.ts";
+import { ChannelClient, channelDocumentSchema } from "../../shared/channel/client.ts";
+import { testChannel } from "../harness/channel.ts";
+import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "./constants.ts";
+
+const CLIENT_CONFIG = { method: "GET", path: "/internal/v1/client_config", headers: {}, body: "" };
+
+async function channelKey(base: string): Promise<Uint8Array> {
+  const doc = channelDocumentSchema.parse(await (await fetch(`${base}/channel`)).json());
+  return fromBase64Url(doc.public_key);
+}
+
+async function send(base: string, sealed: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${base}/channel/v1`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(sealed) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function sealed(base: string, options: { seed?: string; now?: number; publicKey?: Uint8Array } = {}) {
+  return sealRequest({
+    enclavePublicKey: options.publicKey ?? (await channelKey(base)),
+    identity: await edgeIdentityFromSeed(options.seed ?? TEST_EDGE_IDENTITY_SEED),
+    request: CLIENT_CONFIG,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+}
+
+describe("the enclave's end of the channel", () => {
+  const base = () => inject("enclaveUrl");
+
+  it("serves its channel key with a quote that binds it", async () => {
+    const doc = channelDocumentSchema.parse(await (await fetch(`${base()}/channel`)).json());
+    const expected = Buffer.from(await channelReportData(fromBase64Url(doc.public_key))).toString("hex");
+    expect(parseQuote(doc.quote).reportData).toBe(expected);
+    expect(doc.simulated).toBe(true);
+  });
+
+  it("answers an allowed edge's sealed request, sealed for it alone", async () => {
+    const call = await sealed(base());
+    const answer = await send(base(), call.sealed);
+    expect(answer.status).toBe(200);
+    expect(JSON.stringify(answer.body)).not.toContain("timeout_ms");
+    const opened = JSON.parse(await call.openResponse(answer.body)) as { status: number; body: string };
+    expect(opened.status).toBe(200);
+    expect(JSON.parse(opened.body)).toMatchObject({ timeout_ms: 60_000 });
+  });
+
+  it("refuses an edge key that is not on its allow-list", async () => {
+    const answer = await send(base(), (await sealed(base(), { seed: newEdgeIdentitySeed() })).sealed);
+    expect(answer).toEqual({ status: 401, body: { channel_error: "edge_not_allowed" } });
+  });
+
+  it("refuses a replayed request", async () => {
+    const call = await sealed(base());
+    expect((await send(base(), call.sealed)).status).toBe(200);
+    expect(await send(base(), call.sealed)).toEqual({ status: 401, body: { channel_error: "replayed" } });
+  });
+
+  it("refuses a request from outside its ±60 s window", async () => {
+    const old = await sealed(base(), { now: Date.now() - 90_000 });
+    expect(await send(base(), old.sealed)).toEqual({ status: 401, body: { channel_error: "stale" } });
+  });
+
+  it("refuses a request sealed to a key it does not hold with 409 unknown_channel_key", async () => {
+    const stale = await generateChannelKeyPair();
+    const call = await sealed(base(), { publicKey: stale.publicKey });
+    expect(call.sealed.key_id).toBe(channelKeyId(stale.publicKey));
+    expect(await send(base(), call.sealed)).toEqual({ status: 409, body: { channel_error: "unknown_channel_key" } });
+  });
+
+  it("refuses a signature that does not cover the request", async () => {
+    const call = await sealed(base());
+    const ct = fromBase64Url(call.sealed.ct);
+    ct[5] = (ct[5] as number) ^ 0xff;
+    const forged: SealedRequest = { ...call.sealed, ct: toBase64Url(ct) };
+    expect(await send(base(), forged)).toEqual({ status: 401, body: { channel_error: "bad_signature" } });
+  });
+
+  it("serves nothing of the internal API to a direct request", async () => {
+    const res = await fetch(`${base()}/internal/v1/client_config`);
+    expect(res.status).toBe(403);
+  });
+
+  it("an answer altered in transit does not open at the edge", async () => {
+    const call = await sealed(base());
+    const answer = await send(base(), call.sealed);
+    const ct = fromBase64Url(String(answer.body.ct));
+    ct[0] = (ct[0] as number) ^ 1;
+    await expect(call.openResponse({ ...answer.body, ct: toBase64Url(ct) })).rejects.toThrow(/does not open/);
+  });
+});
+
+describe("an enclave that restarts with a new channel key", () => {
+  let enclave: EnclaveProcess | undefined;
+  afterAll(async () => {
+    await enclave?.stop();
+  });
+
+  it("is followed by the edge's client: the request sealed to the old key is sent once more to the new one, with no error", async () => {
+    const port = await freePort();
+    const start = async () =>
+      spawnEnclave({
+        SIGIL_ENV: "test",
+        SIGIL_ENCLAVE_PORT: String(port),
+        SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED)).publicKey),
+        SIGIL_RPC_URL: inject("rpcUrl"),
+        SIGIL_CONTRACT_ADDRESS: inject("contract"),
+        SIGIL_DEV_ROOT_KEY: TEST_ROOT_KEY,
+        SIGIL_INSTANCE_INDEX: "7",
+        SIGIL_SANDBOX_WORKERS: "1",
+        SIGIL_LOG_LEVEL: "warn",
+      });
+    enclave = await start();
+    const base = enclave.url;
+    // A client of its own: it has pinned nothing of this enclave yet.
+    const pins: string[] = [];
+    const client = new ChannelClient({
+      identity: edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED),
+      verify: async (doc) => {
+        pins.push(doc.public_key);
+      },
+    });
+    const before = await client.call(base, CLIENT_CONFIG);
+    expect(before.status).toBe(200);
+    const firstKey = await channelKey(base);
+
+    await enclave.stop();
+    enclave = await start();
+    const secondKey = await channelKey(base);
+    expect(toBase64Url(secondKey)).not.toBe(toBase64Url(firstKey));
+
+    const after = await client.call(base, CLIENT_CONFIG);
+    expect(after.status).toBe(200);
+    expect(JSON.parse(after.body)).toMatchObject({ timeout_ms: 60_000 });
+    // Verified twice: the first key, then the new one after the enclave said it no longer held it.
+    expect(pins).toEqual([toBase64Url(firstKey), toBase64Url(secondKey)]);
+    // The shared stand-in edge, pinned to the suite's enclave, is untouched by all this.
+    expect((await testChannel().call(inject("enclaveUrl"), CLIENT_CONFIG)).status).toBe(200);
+  });
+});

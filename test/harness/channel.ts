@@ -1,0 +1,20 @@
+// The tests' stand-in edge on the attested channel: signs with the test edge identity the test
+// enclaves allow, and checks only that an enclave's served quote binds its channel key (the edge's
+// own suites verify the whole quote). No vitest import, so the benchmarks use it too.
+import { bytesToHex } from "@noble/hashes/utils";
+import { parseQuote } from "../../shared/attestation/index.ts";
+import { edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
+import { ChannelClient, type ChannelVerifier } from "../../shared/channel/client.ts";
+import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
+
+const bindsKey: ChannelVerifier = async (doc, _base, expected) => {
+  if (parseQuote(doc.quote).reportData !== bytesToHex(expected)) throw new Error("the channel quote does not bind the channel key");
+};
+
+let client: ChannelClient | undefined;
+
+/** One stand-in edge per process. */
+export function testChannel(): ChannelClient {
+  client ??= new ChannelClient({ identity: edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED), verify: bindsKey });
+  return client;
+}
