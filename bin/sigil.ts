@@ -1,7 +1,8 @@
 // The `sigil` command (`npm run -s sigil -- <command>`): `start` runs the local stack until Ctrl-C
-// (npm start); `topup` buys credit for an account. More (the verifier) join as the service grows.
+// (npm start); `topup` buys credit for an account; `verify` checks a deployment's attestation.
 import { topUpCommand, topUpUsage } from "./account/topup.ts";
 import { startLocalStack } from "./stack/start.ts";
+import { verifyCommand, verifyUsage } from "./verify/verify.ts";
 
 const usage = `usage: npm run -s sigil -- <command>   (or: node bin/sigil.ts <command>, on Node 24)
 
@@ -9,8 +10,11 @@ commands:
   start    run the local stack (anvil unless SIGIL_RPC_URL is set, AccountConfig, the enclave, the
            local Stripe unless STRIPE_SECRET_KEY is set, and the API on :8787) until Ctrl-C
   topup    buy credit for an account with a Stripe test card
+  verify   check a deployment: its quote, event log, /info, evidences, TLS, governance
 
-${topUpUsage}`;
+${topUpUsage}
+
+${verifyUsage}`;
 
 const [command, ...args] = process.argv.slice(2);
 switch (command) {
@@ -19,6 +23,9 @@ switch (command) {
     break;
   case "topup":
     process.exitCode = await topUpCommand(args);
+    break;
+  case "verify":
+    process.exitCode = await verifyCommand(args);
     break;
   case undefined:
   case "help":

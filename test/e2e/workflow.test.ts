@@ -5,6 +5,8 @@
 // then the ChainSecured path, where a wallet administers its own account on chain; Stripe's
 // webhook crediting a payment by itself; and the README's quickstart and credits walkthrough.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +17,7 @@ import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { topUp } from "../../bin/account/topup.ts";
+import { verifyDeployment, type CheckLine } from "../../bin/verify/verify.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 
 const root = join(import.meta.dirname, "../..");
@@ -258,5 +261,84 @@ describe("the README", () => {
     expect(stdout).toContain("balance $25.00 (2500 cents)");
     expect(stdout).toContain("declined");
     expect(stdout).toMatch(/"already_credited":(true|false)/);
+  });
+});
+
+/** A proxy in front of the edge that alters what `tamper` says (by path) on the way back. */
+async function tamperingProxy(target: string, tamper: (path: string, body: Buffer) => Buffer): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer(async (req, res) => {
+    const upstream = await fetch(`${target}${req.url ?? "/"}`);
+    const body = tamper(new URL(req.url ?? "/", "http://x").pathname, Buffer.from(await upstream.arrayBuffer()));
+    const headers: Record<string, string> = {};
+    for (const name of ["content-type", "x-attestation-simulated"]) {
+      const v = upstream.headers.get(name);
+      if (v) headers[name] = v;
+    }
+    res.writeHead(upstream.status, headers).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+const statusOf = (lines: CheckLine[]) => Object.fromEntries(lines.map((l) => [l.check, l.status]));
+
+describe("sigil verify against the local stack", () => {
+  const base = () => api.replace(/\/core\/v1$/, "");
+
+  it("with --allow-simulated, passes every check that can run locally, each labelled SIMULATED; the CLI exits 0", async () => {
+    const lines = await verifyDeployment(base(), { allowSimulated: true });
+    expect(lines.filter((l) => l.status === "fail"), JSON.stringify(lines, null, 1)).toEqual([]);
+    expect(lines.every((l) => l.simulated)).toBe(true);
+    expect(statusOf(lines)).toMatchObject({
+      quote: "pass",
+      freshness: "pass",
+      event_log: "pass",
+      claims: "pass",
+      "info.compose_hash": "pass",
+      "info.images": "pass",
+      "evidence.quote": "pass",
+      "evidence.report_data": "pass",
+      tls: "skipped",
+      governance: "skipped",
+      os: "skipped",
+    });
+    const cli = await new Promise<{ code: number; out: string }>((resolve) =>
+      execFile(process.execPath, ["bin/sigil.ts", "verify", base(), "--allow-simulated", "--json"], { cwd: root }, (err, out) => resolve({ code: err ? Number(err.code) : 0, out })),
+    );
+    expect(cli.code, cli.out).toBe(0);
+    expect(cli.out.trim().split("\n").map((l) => (JSON.parse(l) as CheckLine).check)).toContain("evidence.report_data");
+  });
+
+  it("without --allow-simulated, the quote check fails and the CLI exits 1", async () => {
+    expect(statusOf(await verifyDeployment(base()))).toEqual({ quote: "fail" });
+    const code = await new Promise<number>((resolve) => execFile(process.execPath, ["bin/sigil.ts", "verify", base()], { cwd: root }, (err) => resolve(err ? Number(err.code) : 0)));
+    expect(code).toBe(1);
+  });
+
+  it("a served app_compose that was changed fails the compose-hash check; a changed evidence file fails its own", async () => {
+    const compose = await tamperingProxy(base(), (path, body) => {
+      if (path !== "/info") return body;
+      const info = JSON.parse(body.toString()) as { tcb_info: { app_compose: string } };
+      info.tcb_info.app_compose = info.tcb_info.app_compose.replace("sigil", "sig1l");
+      return Buffer.from(JSON.stringify(info));
+    });
+    const evidence = await tamperingProxy(base(), (path, body) => (path === "/evidences/acme-account.json" ? Buffer.concat([body, Buffer.from(" ")]) : body));
+    try {
+      const a = statusOf(await verifyDeployment(compose.url, { allowSimulated: true }));
+      expect(a["info.compose_hash"]).toBe("fail");
+      expect(a["evidence.file:acme-account.json"]).toBe("pass");
+      const b = statusOf(await verifyDeployment(evidence.url, { allowSimulated: true }));
+      expect(b["info.compose_hash"]).toBe("pass");
+      expect(b["evidence.file:acme-account.json"]).toBe("fail");
+    } finally {
+      await compose.close();
+      await evidence.close();
+    }
+  });
+
+  it("--expect-compose-hash: the stack's own hash passes, another fails", async () => {
+    const info = (await (await fetch(`${base()}/info`)).json()) as { compose_hash: string };
+    expect(statusOf(await verifyDeployment(base(), { allowSimulated: true, expectComposeHash: info.compose_hash }))["info.expected_compose_hash"]).toBe("pass");
+    expect(statusOf(await verifyDeployment(base(), { allowSimulated: true, expectComposeHash: "11".repeat(32) }))["info.expected_compose_hash"]).toBe("fail");
   });
 });

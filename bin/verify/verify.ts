@@ -1,0 +1,310 @@
+// `sigil verify <base_url>`: checks a Sigil deployment the way attestation.md's verifier does, from
+// what it serves (`/attestation`, `/info`, `/evidences/…`), with the verification core in
+// shared/attestation/. One result per check, in attestation.md's order:
+//   1 quote (dcap-qvl: signature and TCB status; Intel's root, or the served mock root of a
+//     simulated TEE with --allow-simulated), plus `report_data` (freshness: the quote was made
+//     for a random nonce sent now), 2 event_log (replayed to RTMR0–3), 3 claims (RTMR3),
+//   4 info.* (compose hash = SHA-256(app_compose) = the RTMR3 claim, images pinned, and
+//     --expect-compose-hash), 5 evidence.* (sha256sum.txt against its files, the evidence quote
+//     verified and bound to sha256sum.txt), 6 tls (the served certificate is the evidence one),
+//   7 governance (allowedComposeHashes on the app's contract), 8 os (measurements allow-listed).
+// A check that cannot apply is `skipped` and says why; exit 0 only when none failed.
+import { readFileSync } from "node:fs";
+import { connect } from "node:tls";
+import { getCollateral } from "@phala/dcap-qvl";
+import { bytesToHex } from "@noble/hashes/utils";
+import { createPublicClient, http, type Address } from "viem";
+import {
+  checkEvidenceFiles,
+  checkEvidenceReportData,
+  checkInfo,
+  nonceReportData,
+  parseCollateral,
+  parseInfo,
+  parseQuote,
+  parseSha256Sums,
+  quoteCheck,
+  verifyAttestation,
+  type Collateral,
+  type TdxQuote,
+} from "../../shared/attestation/index.ts";
+
+export type Status = "pass" | "fail" | "skipped";
+export type CheckLine = { check: string; status: Status; detail: string; simulated: boolean };
+
+export type VerifyOptions = {
+  /** Unix seconds for dcap-qvl (default: now). */
+  now?: number;
+  /** Intel collateral for the quotes (dcap-qvl's JSON shape); otherwise fetched from `pccsUrl`. */
+  collateral?: Collateral;
+  pccsUrl?: string;
+  /** For check 7. */
+  rpcUrl?: string;
+  expectComposeHash?: string;
+  allowSimulated?: boolean;
+  /** Ask for the cached quote instead of a fresh one over a random nonce (a recorded deployment). */
+  noNonce?: boolean;
+  /** For check 8: allowed `{mrtd, rtmr0, rtmr1, rtmr2}` sets (hex). */
+  osAllow?: Array<{ mrtd: string; rtmr0: string; rtmr1: string; rtmr2: string }>;
+};
+
+const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
+const governanceAbi = [
+  { type: "function", name: "allowedComposeHashes", stateMutability: "view", inputs: [{ name: "", type: "bytes32" }], outputs: [{ name: "", type: "bool" }] },
+] as const;
+
+async function get(url: string): Promise<{ status: number; text: string; bytes: Uint8Array; simulated: boolean }> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  return { status: res.status, text: new TextDecoder().decode(bytes), bytes, simulated: res.headers.get("x-attestation-simulated") === "1" };
+}
+
+async function getJson<T>(url: string): Promise<{ body: T; simulated: boolean }> {
+  const r = await get(url);
+  if (r.status !== 200) throw new Error(`${url} answered ${r.status}`);
+  try {
+    return { body: JSON.parse(r.text) as T, simulated: r.simulated };
+  } catch {
+    throw new Error(`${url} did not answer JSON`);
+  }
+}
+
+function hexToBytes(hex: string): Uint8Array {
+  return Uint8Array.from(Buffer.from(hex.replace(/^0x/, ""), "hex"));
+}
+
+function pemToDer(pem: string): Uint8Array | undefined {
+  const m = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/.exec(pem);
+  return m ? Uint8Array.from(Buffer.from((m[1] as string).replace(/\s+/g, ""), "base64")) : undefined;
+}
+
+/** Runs every check against the deployment at `baseUrl`. Never throws for a failed check. */
+export async function verifyDeployment(baseUrl: string, options: VerifyOptions = {}): Promise<CheckLine[]> {
+  const base = baseUrl.replace(/\/+$/, "");
+  const now = options.now ?? Math.floor(Date.now() / 1000);
+  const lines: CheckLine[] = [];
+  let simulated = false;
+  const add = (check: string, status: Status, detail: string) => lines.push({ check, status, detail, simulated });
+
+  // The quote: fresh over a random nonce, unless told otherwise.
+  const nonce = bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+  let bundle: { quote: string; event_log: string; simulated?: boolean };
+  try {
+    const answer = await getJson<typeof bundle>(options.noNonce ? `${base}/attestation` : `${base}/attestation?nonce=${nonce}`);
+    bundle = answer.body;
+    simulated = answer.simulated || bundle.simulated === true;
+  } catch (err) {
+    add("quote", "fail", `could not read /attestation: ${(err as Error).message}`);
+    return lines;
+  }
+
+  // Whose root, and which collateral.
+  let rootCaDer: Uint8Array | undefined;
+  let collateral: Collateral | undefined = options.collateral;
+  const collateralFor = async (quote: string): Promise<Collateral> => collateral ?? parseCollateral(await getCollateral(options.pccsUrl ?? DEFAULT_PCCS, hexToBytes(quote)));
+  if (simulated) {
+    if (!options.allowSimulated) {
+      add("quote", "fail", "the deployment serves a SIMULATED TEE (its quotes are signed by a mock root, not by Intel): pass --allow-simulated to check it as a development stack");
+      return lines;
+    }
+    try {
+      const served = await getJson<{ root_ca_der: string; collateral: unknown }>(`${base}/attestation/simulated-collateral`);
+      rootCaDer = hexToBytes(served.body.root_ca_der);
+      collateral = parseCollateral(served.body.collateral);
+    } catch (err) {
+      add("quote", "fail", `could not read the simulated root and collateral: ${(err as Error).message}`);
+      return lines;
+    }
+  }
+
+  // Checks 1–3.
+  let result: Awaited<ReturnType<typeof verifyAttestation>>;
+  try {
+    result = verifyAttestation(
+      { quote: bundle.quote, event_log: bundle.event_log },
+      { collateral: await collateralFor(bundle.quote), now, ...(rootCaDer ? { rootCaDer } : {}), ...(options.noNonce ? {} : { expectedReportData: nonceReportData(nonce) }) },
+    );
+  } catch (err) {
+    add("quote", "fail", `no collateral for the quote: ${(err as Error).message}`);
+    return lines;
+  }
+  for (const c of result.checks) add(c.check === "report_data" ? "freshness" : c.check, c.ok ? "pass" : "fail", c.detail);
+  if (options.noNonce) add("freshness", "skipped", "--no-nonce: the cached quote was checked, not one made for this run");
+
+  // Check 4: /info.
+  let info: ReturnType<typeof parseInfo> | undefined;
+  try {
+    info = parseInfo((await getJson<unknown>(`${base}/info`)).body);
+  } catch (err) {
+    add("info", "fail", `could not read /info: ${(err as Error).message}`);
+  }
+  if (info && result.claims) {
+    for (const c of checkInfo(info, result.claims)) add(c.check, c.ok ? "pass" : "fail", c.detail);
+  } else if (info) {
+    add("info", "fail", "RTMR3 makes no claims to compare /info with (see the claims check)");
+  }
+  if (options.expectComposeHash) {
+    const expected = options.expectComposeHash.replace(/^0x/, "").toLowerCase();
+    const got = result.claims?.composeHash;
+    add("info.expected_compose_hash", got === expected ? "pass" : "fail", got === expected ? `compose hash ${got} is the expected one` : `compose hash ${got ?? "(unknown)"}, expected ${expected}`);
+  }
+
+  // Check 5: evidences.
+  let evidencePem: Uint8Array | undefined;
+  try {
+    const sums = await get(`${base}/evidences/sha256sum.txt`);
+    if (sums.status !== 200) throw new Error(`/evidences/sha256sum.txt answered ${sums.status}`);
+    const files: Record<string, Uint8Array> = {};
+    for (const entry of parseSha256Sums(sums.text)) {
+      const f = await get(`${base}/evidences/${encodeURIComponent(entry.name)}`);
+      if (f.status === 200) files[entry.name] = f.bytes;
+      if (/^cert-.*\.pem$/.test(entry.name) && f.status === 200) evidencePem = pemToDer(f.text);
+    }
+    for (const c of checkEvidenceFiles(sums.text, files)) add(c.check, c.ok ? "pass" : "fail", c.detail);
+    const evidenceQuote = (await getJson<{ quote: string }>(`${base}/evidences/quote.json`)).body.quote;
+    let parsed: TdxQuote | undefined;
+    try {
+      parsed = parseQuote(evidenceQuote);
+      const { result: q } = quoteCheck(parsed, { collateral: await collateralFor(evidenceQuote), now, ...(rootCaDer ? { rootCaDer } : {}) });
+      add("evidence.quote", q.ok ? "pass" : "fail", q.detail);
+    } catch (err) {
+      add("evidence.quote", "fail", (err as Error).message);
+    }
+    const bound = checkEvidenceReportData(parsed ?? evidenceQuote, sums.bytes);
+    add(bound.check, bound.ok ? "pass" : "fail", bound.detail);
+  } catch (err) {
+    add("evidence", "fail", `could not read the evidences: ${(err as Error).message}`);
+  }
+
+  // Check 6: TLS.
+  const url = new URL(base);
+  if (url.protocol !== "https:") {
+    add("tls", "skipped", `${url.protocol.replace(":", "")}: not TLS, no certificate to compare`);
+  } else if (!evidencePem) {
+    add("tls", "fail", "the evidences hold no certificate to compare the served one with");
+  } else {
+    try {
+      const served = await new Promise<Buffer>((resolve, reject) => {
+        const socket = connect({ host: url.hostname, port: Number(url.port || 443), servername: url.hostname, rejectUnauthorized: false }, () => {
+          const cert = socket.getPeerCertificate();
+          socket.end();
+          resolve(cert.raw);
+        });
+        socket.once("error", reject);
+        socket.setTimeout(15_000, () => socket.destroy(new Error("TLS handshake timed out")));
+      });
+      const { createHash } = await import("node:crypto");
+      const same = createHash("sha256").update(served).digest("hex") === createHash("sha256").update(evidencePem).digest("hex");
+      add("tls", same ? "pass" : "fail", same ? "the certificate served in the handshake is the evidence certificate" : "the certificate served in the handshake is not the evidence certificate");
+    } catch (err) {
+      add("tls", "fail", `TLS handshake failed: ${(err as Error).message}`);
+    }
+  }
+
+  // Check 7: governance.
+  const composeHash = result.claims?.composeHash;
+  const appId = result.claims?.appId;
+  if (simulated) {
+    add("governance", "skipped", "a simulated TEE has no app contract on chain");
+  } else if (!options.rpcUrl) {
+    add("governance", "skipped", "no --rpc-url: allowedComposeHashes was not asked");
+  } else if (!composeHash || !appId) {
+    add("governance", "fail", "RTMR3 names no app id and compose hash to ask about");
+  } else {
+    try {
+      const client = createPublicClient({ transport: http(options.rpcUrl) });
+      const allowed = await client.readContract({ address: `0x${appId}` as Address, abi: governanceAbi, functionName: "allowedComposeHashes", args: [`0x${composeHash}`] });
+      add("governance", allowed ? "pass" : "fail", allowed ? `0x${appId} allows compose hash ${composeHash}` : `0x${appId} does not allow compose hash ${composeHash}`);
+    } catch (err) {
+      add("governance", "fail", `allowedComposeHashes on 0x${appId} failed: ${(err as Error).message.split("\n")[0]}`);
+    }
+  }
+
+  // Check 8: the OS measurements.
+  const q = result.quote;
+  if (!options.osAllow) {
+    add("os", "skipped", "OS not verified: no --os-allow list of MRTD and RTMR0–2 was given");
+  } else if (!q) {
+    add("os", "fail", "no quote to read the measurements from");
+  } else {
+    const ok = options.osAllow.some((m) => m.mrtd === q.mrTd && m.rtmr0 === q.rtmrs[0] && m.rtmr1 === q.rtmrs[1] && m.rtmr2 === q.rtmrs[2]);
+    add("os", ok ? "pass" : "fail", ok ? "MRTD and RTMR0–2 are on the allow-list" : `MRTD ${q.mrTd.slice(0, 16)}… and RTMR0–2 are not on the allow-list`);
+  }
+  return lines;
+}
+
+export const verifyUsage = `usage: sigil verify <base_url> [--allow-simulated] [--json] [--now <unix seconds>]
+                    [--collateral <file>] [--pccs-url <url>] [--rpc-url <url>]
+                    [--expect-compose-hash <hex>] [--os-allow <file>] [--no-nonce]
+
+  Checks the deployment at <base_url> (an enclave's https://<domain>, or the edge): the quote
+  (fresh, over a random nonce), its event log, RTMR3's claims, /info, the evidences, TLS, the
+  governance contract and the OS measurements. One line per check (--json: one JSON object per
+  line); a check that cannot apply is skipped and says why. Exit 0 when no check fails, 1 when
+  one does, 2 for a usage error. The local stack: npm run -s sigil -- verify http://127.0.0.1:8787 --allow-simulated`;
+
+/** The `sigil verify` command; its exit code. */
+export async function verifyCommand(args: string[]): Promise<number> {
+  const { parseArgs } = await import("node:util");
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        json: { type: "boolean" },
+        "allow-simulated": { type: "boolean" },
+        "no-nonce": { type: "boolean" },
+        now: { type: "string" },
+        collateral: { type: "string" },
+        "pccs-url": { type: "string" },
+        "rpc-url": { type: "string" },
+        "expect-compose-hash": { type: "string" },
+        "os-allow": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    console.error(`sigil verify: ${(err as Error).message}\n\n${verifyUsage}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(verifyUsage);
+    return 0;
+  }
+  const baseUrl = positionals[0];
+  if (positionals.length !== 1 || !baseUrl || !/^https?:\/\//.test(baseUrl)) {
+    console.error(`sigil verify: give one http(s) base URL\n\n${verifyUsage}`);
+    return 2;
+  }
+  const options: VerifyOptions = {};
+  try {
+    if (values.now !== undefined) {
+      if (!/^\d+$/.test(values.now)) throw new Error("--now takes Unix seconds");
+      options.now = Number(values.now);
+    }
+    if (values.collateral) options.collateral = parseCollateral(JSON.parse(readFileSync(values.collateral, "utf8")));
+    if (values["os-allow"]) options.osAllow = JSON.parse(readFileSync(values["os-allow"], "utf8")) as VerifyOptions["osAllow"];
+    if (values["expect-compose-hash"] !== undefined) {
+      if (!/^(0x)?[0-9a-fA-F]{64}$/.test(values["expect-compose-hash"])) throw new Error("--expect-compose-hash takes 64 hex digits");
+      options.expectComposeHash = values["expect-compose-hash"];
+    }
+  } catch (err) {
+    console.error(`sigil verify: ${(err as Error).message}\n\n${verifyUsage}`);
+    return 2;
+  }
+  if (values["pccs-url"]) options.pccsUrl = values["pccs-url"];
+  if (values["rpc-url"]) options.rpcUrl = values["rpc-url"];
+  if (values["allow-simulated"]) options.allowSimulated = true;
+  if (values["no-nonce"]) options.noNonce = true;
+
+  const lines = await verifyDeployment(baseUrl, options);
+  for (const l of lines) {
+    if (values.json) console.log(JSON.stringify(l));
+    else console.log(`${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(28)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`);
+  }
+  const failedCount = lines.filter((l) => l.status === "fail").length;
+  if (!values.json) console.log(failedCount === 0 ? `verified: every required check passed${lines.some((l) => l.simulated) ? " (SIMULATED TEE: nothing here is about real hardware)" : ""}` : `NOT verified: ${failedCount} check(s) failed`);
+  return failedCount === 0 ? 0 : 1;
+}
