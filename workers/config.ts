@@ -10,6 +10,7 @@ const schema = z.object({
   SIGIL_ENCLAVE_URLS: z.string().default(""),
   SIGIL_EDGE_IDENTITY_KEY: z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, "must be 32 bytes of hex").optional(),
   SIGIL_ATTESTATION_ALLOW_SIMULATED: z.enum(["true", "false"]).default("false"),
+  SIGIL_CHECK_GOVERNANCE: z.enum(["true", "false"]).optional(),
   SIGIL_ALLOWED_COMPOSE_HASHES: z.string().default(""),
   SIGIL_PCCS_URL: z.url({ protocol: /^https?$/ }).default("https://pccs.phala.network/sgx/certification/v4/"),
   SIGIL_RPC_URL: z.string().default(""),
@@ -41,6 +42,8 @@ export type EdgeConfig = {
     allowedComposeHashes: string[];
     /** Where Intel's collateral for a real quote comes from. */
     pccsUrl: string;
+    /** Ask the app's governance contract (0x<app id>) whether it allows the compose hash (always in production). */
+    checkGovernance: boolean;
   };
   rpcUrl: string;
   publicRpcUrl: string;
@@ -69,6 +72,9 @@ export function edgeConfig(env: Env): EdgeConfig {
   if (c.SIGIL_ENV === "production" && c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true") {
     throw new Error("invalid edge configuration: SIGIL_ATTESTATION_ALLOW_SIMULATED is refused when SIGIL_ENV=production");
   }
+  if (c.SIGIL_ENV === "production" && c.SIGIL_CHECK_GOVERNANCE === "false") {
+    throw new Error("invalid edge configuration: SIGIL_CHECK_GOVERNANCE=false is refused when SIGIL_ENV=production");
+  }
   if (c.SIGIL_ENV === "production" && c.SIGIL_ALLOWED_COMPOSE_HASHES.trim() === "") {
     throw new Error("invalid edge configuration: SIGIL_ALLOWED_COMPOSE_HASHES must name the enclave's compose hash(es) when SIGIL_ENV=production");
   }
@@ -84,6 +90,7 @@ export function edgeConfig(env: Env): EdgeConfig {
       allowSimulated: c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true",
       allowedComposeHashes: c.SIGIL_ALLOWED_COMPOSE_HASHES.split(",").map((h) => h.trim().replace(/^0x/, "").toLowerCase()).filter(Boolean),
       pccsUrl: c.SIGIL_PCCS_URL,
+      checkGovernance: c.SIGIL_ENV === "production" || c.SIGIL_CHECK_GOVERNANCE === "true",
     },
     rpcUrl: c.SIGIL_RPC_URL,
     publicRpcUrl: c.SIGIL_PUBLIC_RPC_URL ?? c.SIGIL_RPC_URL,

@@ -21,6 +21,8 @@ export type Env = {
   SIGIL_EDGE_IDENTITY_KEY?: string;
   /** `true` accepts enclaves' simulated quotes (development and tests; refused in production). */
   SIGIL_ATTESTATION_ALLOW_SIMULATED?: string;
+  /** `true` asks each enclave's governance contract too (always on in production). */
+  SIGIL_CHECK_GOVERNANCE?: string;
   /** Comma-separated compose hashes (hex) the enclaves' RTMR3 may carry. */
   SIGIL_ALLOWED_COMPOSE_HASHES?: string;
   /** The PCCS the edge takes Intel's collateral from for real quotes. */

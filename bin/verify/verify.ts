@@ -13,11 +13,12 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:tls";
 import { getCollateral } from "@phala/dcap-qvl";
 import { bytesToHex } from "@noble/hashes/utils";
-import { createPublicClient, http, type Address } from "viem";
+import { createPublicClient, http, type PublicClient } from "viem";
 import {
   checkEvidenceFiles,
   checkEvidenceReportData,
   checkInfo,
+  governanceAllows,
   nonceReportData,
   parseCollateral,
   parseInfo,
@@ -49,9 +50,6 @@ export type VerifyOptions = {
 };
 
 const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
-const governanceAbi = [
-  { type: "function", name: "allowedComposeHashes", stateMutability: "view", inputs: [{ name: "", type: "bytes32" }], outputs: [{ name: "", type: "bool" }] },
-] as const;
 
 async function get(url: string): Promise<{ status: number; text: string; bytes: Uint8Array; simulated: boolean }> {
   const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
@@ -213,7 +211,7 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   } else {
     try {
       const client = createPublicClient({ transport: http(options.rpcUrl) });
-      const allowed = await client.readContract({ address: `0x${appId}` as Address, abi: governanceAbi, functionName: "allowedComposeHashes", args: [`0x${composeHash}`] });
+      const allowed = await governanceAllows(client as PublicClient, appId, composeHash);
       add("governance", allowed ? "pass" : "fail", allowed ? `0x${appId} allows compose hash ${composeHash}` : `0x${appId} does not allow compose hash ${composeHash}`);
     } catch (err) {
       add("governance", "fail", `allowedComposeHashes on 0x${appId} failed: ${(err as Error).message.split("\n")[0]}`);

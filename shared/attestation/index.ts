@@ -10,3 +10,4 @@ export * from "./info.ts";
 export * from "./quote.ts";
 export * from "./reportData.ts";
 export * from "./verify.ts";
+export * from "./governance.ts";

@@ -1,6 +1,7 @@
 // The edge's enclave client (workers/enclave/client.ts) against the live test enclave: a dead
 // enclave in the list is routed around, and a list of dead ones is 503 enclave_unavailable with
 // Retry-After. `callEnclave` is called directly, in workerd, as the routes call it.
+import { createTestClient, http } from "viem";
 import { inject } from "vitest";
 import { describe, expect, it } from "vitest";
 import { SigilError } from "../../shared/errors.ts";
@@ -15,7 +16,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     env: "test",
     version: "0.0.0",
     enclaveUrls,
-    channel: { identityKey: TEST_EDGE_IDENTITY_SEED, allowSimulated: true, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/", ...channel },
+    channel: { identityKey: TEST_EDGE_IDENTITY_SEED, allowSimulated: true, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/", checkGovernance: false, ...channel },
     rpcUrl: inject("rpcUrl"),
     publicRpcUrl: inject("rpcUrl"),
     chainId: 31337,
@@ -85,6 +86,22 @@ describe("the attested channel, from the edge", () => {
 
   it("refuses an enclave whose compose hash it does not allow", async () => {
     await unavailable(config([inject("enclaveUrl")], { allowedComposeHashes: ["00".repeat(32)] }));
+  });
+
+  it("with the governance check on, follows the app's contract: no contract or a refusal keeps it out, an allowing one lets it in", async () => {
+    const info = (await (await fetch(`${inject("enclaveUrl")}/info`)).json()) as { app_id: string };
+    const app = `0x${info.app_id.replace(/^0x/, "")}` as `0x${string}`;
+    const test = createTestClient({ mode: "anvil", transport: http(inject("rpcUrl")) });
+    // Each case its own configuration, so no key pinned by another case is reused.
+    const governed = (n: number) => config([inject("enclaveUrl")], { checkGovernance: true, pccsUrl: `http://127.0.0.1:${n}/` });
+    await test.setCode({ address: app, bytecode: "0x" });
+    await unavailable(governed(2));
+    // allowedComposeHashes answering false, then true (the smallest contracts that return 0 or 1).
+    await test.setCode({ address: app, bytecode: "0x60206000f3" });
+    await unavailable(governed(3));
+    await test.setCode({ address: app, bytecode: "0x600160005260206000f3" });
+    expect((await clientConfig(governed(4))).timeout_ms).toBe(60_000);
+    await test.setCode({ address: app, bytecode: "0x" });
   });
 
   it("is refused by an enclave that does not list its identity", async () => {

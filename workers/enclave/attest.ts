@@ -1,11 +1,14 @@
 // What the edge requires of an enclave before it seals anything to its channel key
 // (attestation.md, the channel, step 2): the quote verifies (Intel's root; the enclave's own mock
 // root only when this edge is configured for development), its report_data binds the channel key,
-// the event log replays to the quote's RTMRs, and RTMR3's compose hash is one this edge allows.
+// the event log replays to the quote's RTMRs, RTMR3's compose hash is one this edge allows, and —
+// when SIGIL_CHECK_GOVERNANCE is on (always in production) — the app's governance contract
+// (0x<app id>, on the edge's chain) allows it too.
 // Any failure is thrown with its reason; the client skips that enclave and logs why.
 import { getCollateral } from "@phala/dcap-qvl";
-import { parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
+import { governanceAllows, parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
 import type { ChannelDocument, ChannelVerifier } from "../../shared/channel/client.ts";
+import { chainClient } from "../chain/client.ts";
 import type { EdgeConfig } from "../config.ts";
 
 export class AttestationRefused extends Error {
@@ -53,6 +56,17 @@ export function enclaveVerifier(config: EdgeConfig): ChannelVerifier {
     const allowed = config.channel.allowedComposeHashes;
     if (allowed.length > 0 && (!composeHash || !allowed.includes(composeHash))) {
       throw new AttestationRefused(`the enclave runs compose hash ${composeHash ?? "(none)"}, which this edge does not allow`);
+    }
+    if (config.channel.checkGovernance) {
+      const appId = result.claims?.appId;
+      if (!appId || !composeHash) throw new AttestationRefused("the enclave's RTMR3 names no app id to ask the governance contract");
+      let allowed: boolean;
+      try {
+        allowed = await governanceAllows(chainClient(config), appId, composeHash);
+      } catch (err) {
+        throw new AttestationRefused(`the governance contract 0x${appId} could not be asked: ${(err as Error).message.split("\n")[0]}`);
+      }
+      if (!allowed) throw new AttestationRefused(`the governance contract 0x${appId} does not allow compose hash ${composeHash}`);
     }
     console.log(
       JSON.stringify({ level: "info", msg: "enclave channel key pinned", enclave: base, compose_hash: composeHash, simulated: result.simulated, instance_id: doc.instance_id ?? null }),

@@ -17,7 +17,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     env: "test",
     version: "0.0.0",
     enclaveUrls,
-    channel: { identityKey: undefined, allowSimulated: false, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/" },
+    channel: { identityKey: undefined, allowSimulated: false, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/", checkGovernance: false },
     rpcUrl: "",
     publicRpcUrl: "",
     chainId: 31337,
