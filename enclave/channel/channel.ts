@@ -1,23 +1,15 @@
 // The enclave's end of the attested channel (attestation.md): a channel key made at boot and
 // never stored, its quote (report_data = SHA-512("sigil-channel-v1:" ‖ key)) served at
-// `GET /channel`, and `POST /channel/v1`, which opens a request sealed to that key by an allowed
-// edge and hands it to the internal API as if it had arrived directly — with a mark no direct
-// HTTP request can carry, so the internal API serves nothing that did not come through here. The
-// internal API's answer goes back sealed for that request's sender only.
+// `GET /channel`, and `POST /channel/v1`, which opens a request sealed in a session an allowed edge
+// opened to that key and hands it to the internal API (internalApi.ts, reachable no other way).
+// The internal API's answer goes back sealed for that request alone.
 import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { ChannelError, ChannelRecipient, channelReportData, generateChannelKeyPair, toBase64Url, type ChannelKeyPair } from "../../shared/channel/channel.ts";
 import type { ChannelDocument } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
+import type { InternalAnswer, InternalRequest } from "../internalApi.ts";
 import type { Logger } from "../log.ts";
-
-/** The mark of a request that came through the channel (a property no HTTP request can set). */
-export const VIA_CHANNEL = Symbol("sigil.viaChannel");
-
-/** Whether the request of this Hono environment came through the channel. */
-export function cameThroughChannel(env: unknown): boolean {
-  return typeof env === "object" && env !== null && (env as Record<symbol, unknown>)[VIA_CHANNEL] === true;
-}
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
 export type QuoteSource = (reportData: Uint8Array) => Promise<{ quote: string; event_log: string; simulated?: boolean }>;
@@ -49,8 +41,8 @@ export async function createChannel(args: { allowedEdgeKeys: Uint8Array[]; quote
   return { recipient, document };
 }
 
-/** `GET /channel` and `POST /channel/v1` on the enclave's app. */
-export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel, log: Logger): void {
+/** `GET /channel` and `POST /channel/v1` on the enclave's app; `handle` answers what the channel opened. */
+export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel, handle: (request: InternalRequest) => Promise<InternalAnswer>, log: Logger): void {
   app.get("/channel", async (c) => {
     const doc = await channel.document();
     if (doc.simulated) c.header("X-Attestation-Simulated", "1");
@@ -73,23 +65,12 @@ export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel, 
         if (!(err instanceof ChannelError)) throw err;
         // Refusals are answered outside the seal: there is no trusted sender to seal them for.
         log.warn("sealed request refused", { reason: err.reason });
-        return c.json({ channel_error: err.reason }, err.reason === "unknown_channel_key" ? 409 : 401);
+        // 409 for what the edge mends by itself (a new key, a new session), 401 for the rest.
+        return c.json({ channel_error: err.reason }, err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401);
       }
-      const { request } = opened;
-      const inner = await app.fetch(
-        new Request(`http://enclave${request.path}`, {
-          method: request.method,
-          headers: request.headers,
-          ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body }),
-        }),
-        { [VIA_CHANNEL]: true } as never,
-      );
-      const headers: Record<string, string> = {};
-      for (const name of ["content-type", "retry-after", "x-request-id"]) {
-        const v = inner.headers.get(name);
-        if (v) headers[name] = v;
-      }
-      const sealed = await opened.sealResponse(JSON.stringify({ status: inner.status, headers, body: await inner.text() }));
+      const { method, path, headers, body } = opened.request;
+      const answer = await handle({ method, path, headers, body });
+      const sealed = await opened.sealResponse(JSON.stringify(answer));
       return c.json(sealed);
     },
   );

@@ -1,10 +1,11 @@
-// The channel's sealing and opening (attestation.md, the edge↔enclave channel): a request opens
-// only at the enclave whose key it was sealed to, from an allowed edge, once, within the window;
-// the answer opens only for the request's sender and not after any change.
+// The channel's sessions, sealing and opening (attestation.md, the edge↔enclave channel): a request
+// opens only at the enclave whose key its session was opened to, in a session an allowed edge
+// signed, once, within the window; the answer opens only for that request and not after any change.
 import { describe, expect, it } from "vitest";
 import {
   ChannelError,
   ChannelRecipient,
+  ChannelSession,
   channelKeyId,
   edgeIdentityFromSeed,
   fromBase64Url,
@@ -17,10 +18,15 @@ import {
 
 const REQUEST = { method: "POST", path: "/internal/v1/execute", headers: { "x-request-id": "r-1" }, body: JSON.stringify({ api_key: "k", code: "x" }) };
 
-async function setup(options: { now?: () => number } = {}) {
+async function setup(options: { now?: () => number; maxSessions?: number } = {}) {
   const key = await generateChannelKeyPair();
   const edge = await edgeIdentityFromSeed(newEdgeIdentitySeed());
-  const recipient = new ChannelRecipient({ key, allowedEdgeKeys: [edge.publicKey], ...(options.now ? { now: options.now } : {}) });
+  const recipient = new ChannelRecipient({
+    key,
+    allowedEdgeKeys: [edge.publicKey],
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
+  });
   return { key, edge, recipient };
 }
 
@@ -89,27 +95,89 @@ describe("the channel", () => {
     expect(await refusal(recipient.open(call.sealed))).toBe("unknown_channel_key");
   });
 
-  it("refuses a signature that does not cover the request, and a ciphertext changed and re-signed", async () => {
+  it("refuses a session whose signature does not cover it, and one whose id is not its own", async () => {
+    const { key, edge, recipient } = await setup();
+    const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+    const init = call.sealed.init!;
+    const sig = fromBase64Url(init.sig);
+    sig[0] = (sig[0] as number) ^ 1;
+    expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: toBase64Url(sig) } }))).toBe("bad_signature");
+    const other = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+    expect(await refusal(recipient.open({ ...call.sealed, init: other.sealed.init }))).toBe("malformed");
+    expect(await refusal(recipient.open({ nonsense: true }))).toBe("malformed");
+    // None of those refusals left a session behind: the genuine request still opens.
+    expect((await recipient.open(call.sealed)).request.path).toBe(REQUEST.path);
+  });
+
+  it("refuses a ciphertext changed in transit", async () => {
     const { key, edge, recipient } = await setup();
     const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
     const ct = fromBase64Url(call.sealed.ct);
     ct[0] = (ct[0] as number) ^ 1;
-    expect(await refusal(recipient.open({ ...call.sealed, ct: toBase64Url(ct) }))).toBe("bad_signature");
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array([...fromBase64Url(call.sealed.enc), ...ct])));
-    const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, edge.privateKey, digest));
-    expect(await refusal(recipient.open({ ...call.sealed, ct: toBase64Url(ct), sig: toBase64Url(sig) }))).toBe("undecryptable");
-    expect(await refusal(recipient.open({ nonsense: true }))).toBe("malformed");
+    expect(await refusal(recipient.open({ ...call.sealed, ct: toBase64Url(ct) }))).toBe("undecryptable");
   });
 
-  it("an answer changed in transit, or opened by another request's sender, does not open", async () => {
+  it("carries a session's later requests without its init, each opening once", async () => {
     const { key, edge, recipient } = await setup();
-    const first = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
-    const second = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+    const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
+    const first = await session.seal(REQUEST);
+    expect(first.sealed.init).toBeDefined();
+    const opened = await recipient.open(first.sealed);
+    expect(opened.sid).toBe(session.sid);
+    await first.openResponse(await opened.sealResponse("one"));
+    const second = await session.seal({ ...REQUEST, body: "two" });
+    expect(second.sealed.init).toBeUndefined();
+    expect(second.sealed.sid).toBe(first.sealed.sid);
+    const openedSecond = await recipient.open(second.sealed);
+    expect(openedSecond.request.body).toBe("two");
+    expect(openedSecond.request.nonce).not.toBe(opened.request.nonce);
+    expect(await second.openResponse(await openedSecond.sealResponse("2"))).toBe("2");
+    expect(await refusal(recipient.open(second.sealed))).toBe("replayed");
+    expect(recipient.sessions).toBe(1);
+  });
+
+  it("refuses a request in a session it does not hold, saying so, so the edge opens a new one", async () => {
+    const { key, edge, recipient } = await setup();
+    const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
+    const first = await session.seal(REQUEST);
+    const { sealed } = await session.seal(REQUEST);
+    const { init: _init, ...withoutInit } = sealed;
+    expect(await refusal(recipient.open(withoutInit))).toBe("unknown_session");
+    await recipient.open(first.sealed);
+    expect((await recipient.open(withoutInit)).request.path).toBe(REQUEST.path);
+  });
+
+  it("drops its oldest session when it holds too many, and sessions past their lifetime", async () => {
+    let now = 1_000_000_000_000;
+    const { key, edge, recipient } = await setup({ maxSessions: 2, now: () => now });
+    const sessions = await Promise.all([0, 1, 2].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge, now })));
+    const later = async (s: ChannelSession) => {
+      const { init: _init, ...sealed } = (await s.seal(REQUEST, now)).sealed;
+      return sealed;
+    };
+    for (const s of sessions) await recipient.open((await s.seal(REQUEST, now)).sealed);
+    expect(recipient.sessions).toBe(2);
+    expect(await refusal(recipient.open(await later(sessions[0]!)))).toBe("unknown_session");
+    await recipient.open(await later(sessions[2]!));
+    now += 61 * 60_000;
+    expect(await refusal(recipient.open(await later(sessions[2]!)))).toBe("unknown_session");
+    expect(sessions[2]!.usable(now)).toBe(false);
+  });
+
+  it("an answer changed in transit, or opened as the answer to another request, does not open", async () => {
+    const { key, edge, recipient } = await setup();
+    const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
+    const first = await session.seal(REQUEST);
+    const second = await session.seal(REQUEST);
     const answer = await (await recipient.open(first.sealed)).sealResponse('{"ok":true}');
     const ct = fromBase64Url(answer.ct);
     ct[ct.length - 1] = (ct[ct.length - 1] as number) ^ 1;
     expect(await refusal(first.openResponse({ ...answer, ct: toBase64Url(ct) }))).toBe("undecryptable");
+    // The same session's keys, another request: the answer is bound to the request it answers.
     expect(await refusal(second.openResponse(answer))).toBe("undecryptable");
-    expect(await refusal(first.openResponse({ v: 2 }))).toBe("malformed");
+    const stranger = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+    expect(await refusal(stranger.openResponse(answer))).toBe("undecryptable");
+    expect(await refusal(first.openResponse({ v: 1 }))).toBe("malformed");
+    expect(await first.openResponse(answer)).toBe('{"ok":true}');
   });
 });

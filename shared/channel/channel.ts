@@ -1,15 +1,21 @@
 // The attested edge↔enclave channel (attestation.md, "mutually attested"), the part both sides
-// share: sealing and opening. Workers cannot see a server's TLS certificate, so the channel is one
-// layer up:
+// share: sessions, sealing and opening. Workers cannot see a server's TLS certificate, so the
+// channel is one layer up:
 //
 // - The enclave's channel key is an HPKE key pair (DHKEM X25519, HKDF-SHA256, AES-128-GCM), made
 //   at boot; its quote binds the public key (report_data = SHA-512("sigil-channel-v1:" ‖ key)).
-// - The edge seals each request to the pinned key. The plaintext is the request itself — method,
-//   path, headers (the caller's API key among them), body — with a timestamp and a random nonce.
-//   The edge signs SHA-256(enc ‖ ciphertext) with its Ed25519 identity; the enclave opens only
-//   requests signed by an edge key it lists, within ±60 s, and never the same nonce twice.
-// - The answer is sealed with a key exported from the same HPKE context, so only the sender of
-//   that request can read it, and any change to it in transit fails its authentication.
+// - The edge opens a session to the pinned key: one HPKE context (its `enc` sent once), signed with
+//   the edge's Ed25519 identity over SHA-256(key id ‖ enc). From that context both sides export a
+//   request key and a response key (AES-128-GCM); the enclave keeps them for the session, so a
+//   request costs one AES-GCM operation each way instead of a key agreement, a key schedule and a
+//   signature. The first requests of a session carry its `init` until one answer has come back.
+// - Each request is sealed under the session's request key. The plaintext is the request itself —
+//   method, path, headers (the caller's API key among them), body — with a timestamp and a random
+//   nonce; the enclave opens only requests of a session an allowed edge signed, within ±60 s, and
+//   never the same nonce twice. Only the edge that made the session holds its keys, so a request
+//   that opens came from it.
+// - The answer is sealed under the session's response key, bound to the request's nonce, so it
+//   opens only for that request, and any change to it in transit fails its authentication.
 //
 // No Node-only APIs: WebCrypto (X25519 through @hpke/core, Ed25519, AES-GCM) runs in Node and in
 // workerd alike.
@@ -23,13 +29,29 @@ const bytes = (u: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(u);
 
 const suite = new CipherSuite({ kem: new DhkemX25519HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes128Gcm() });
 const INFO = utf8ToBytes("sigil-channel-v1");
+const REQUEST_KEY_LABEL = utf8ToBytes("sigil-channel-v1 request");
 const RESPONSE_KEY_LABEL = utf8ToBytes("sigil-channel-v1 response");
 
 /** How far a request's timestamp may be from the enclave's clock. */
 export const CHANNEL_WINDOW_MS = 60_000;
+/** How long the enclave keeps a session; the edge starts a new one well before (its pins last 10 minutes). */
+export const SESSION_LIFETIME_MS = 60 * 60_000;
+/** Requests per session before the edge starts a new one (random 96-bit IVs stay far from collisions). */
+export const SESSION_MAX_MESSAGES = 1 << 24;
 
-/** Why the enclave refused a sealed request; `unknown_channel_key` tells the edge to fetch and verify the key again. */
-export type ChannelRefusal = "malformed" | "unknown_channel_key" | "edge_not_allowed" | "bad_signature" | "undecryptable" | "stale" | "replayed";
+/**
+ * Why the enclave refused a sealed request. `unknown_channel_key` tells the edge to fetch and
+ * verify the key again; `unknown_session` to start a new session (the enclave dropped the old one).
+ */
+export type ChannelRefusal =
+  | "malformed"
+  | "unknown_channel_key"
+  | "unknown_session"
+  | "edge_not_allowed"
+  | "bad_signature"
+  | "undecryptable"
+  | "stale"
+  | "replayed";
 
 export class ChannelError extends Error {
   override readonly name = "ChannelError";
@@ -44,9 +66,17 @@ export class ChannelError extends Error {
 export type ChannelRequest = { method: string; path: string; headers: Record<string, string>; body: string; ts: number; nonce: string };
 
 const b64 = z.string().regex(/^[A-Za-z0-9_-]*$/);
-export const sealedRequestSchema = z.strictObject({ v: z.literal(1), key_id: z.string().regex(/^[0-9a-f]{64}$/), enc: b64, ct: b64, edge_key: b64, sig: b64 });
+const sessionInitSchema = z.strictObject({ enc: b64, edge_key: b64, sig: b64 });
+export const sealedRequestSchema = z.strictObject({
+  v: z.literal(2),
+  key_id: z.string().regex(/^[0-9a-f]{64}$/),
+  sid: z.string().regex(/^[0-9a-f]{32}$/),
+  init: sessionInitSchema.optional(),
+  iv: b64,
+  ct: b64,
+});
 export type SealedRequest = z.infer<typeof sealedRequestSchema>;
-export const sealedResponseSchema = z.strictObject({ v: z.literal(1), iv: b64, ct: b64 });
+export const sealedResponseSchema = z.strictObject({ v: z.literal(2), iv: b64, ct: b64 });
 export type SealedResponse = z.infer<typeof sealedResponseSchema>;
 
 const requestSchema = z.strictObject({
@@ -110,60 +140,137 @@ export function newEdgeIdentitySeed(): string {
   return bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
 }
 
-async function signedDigest(enc: Uint8Array, ct: Uint8Array): Promise<Uint8Array> {
-  return sha256(concatBytes(enc, ct));
+// --- what both ends compute -----------------------------------------------------------------------
+
+/** A session's id: the first 16 bytes of SHA-256(enc), hex, so an `init` cannot be filed under another id. */
+function sessionId(enc: Uint8Array): string {
+  return bytesToHex(sha256(enc).subarray(0, 16));
+}
+
+/** What the edge signs to open a session: SHA-256(key id ‖ enc). */
+function sessionDigest(keyId: string, enc: Uint8Array): Uint8Array<ArrayBuffer> {
+  return bytes(sha256(concatBytes(utf8ToBytes(keyId), enc)));
+}
+
+const requestAad = (keyId: string, sid: string) => bytes(utf8ToBytes(`${keyId}:${sid}`));
+const responseAad = (nonce: string) => bytes(utf8ToBytes(`response:${nonce}`));
+
+type SessionKeys = { request: CryptoKey; response: CryptoKey };
+
+async function sessionKeys(context: { export(label: ArrayBuffer | Uint8Array, length: number): Promise<ArrayBuffer> }, use: "edge" | "enclave"): Promise<SessionKeys> {
+  const importKey = async (label: Uint8Array, usage: KeyUsage) =>
+    crypto.subtle.importKey("raw", new Uint8Array(await context.export(label, 16)), { name: "AES-GCM" }, false, [usage]);
+  const [request, response] = await Promise.all([
+    importKey(REQUEST_KEY_LABEL, use === "edge" ? "encrypt" : "decrypt"),
+    importKey(RESPONSE_KEY_LABEL, use === "edge" ? "decrypt" : "encrypt"),
+  ]);
+  return { request, response };
 }
 
 // --- the edge's side ----------------------------------------------------------------------------
 
 export type SealedCall = { sealed: SealedRequest; openResponse(response: unknown): Promise<string> };
 
-/** Seals `request` to the enclave's pinned key and signs it as the edge. */
+/**
+ * The edge's session with one enclave key. Its requests carry the signed `init` until one answer
+ * has opened (the enclave holds the session from then on), and it is spent after
+ * SESSION_MAX_MESSAGES requests or when its time is up; the caller then opens a new one.
+ */
+export class ChannelSession {
+  readonly keyId: string;
+  readonly sid: string;
+  readonly #init: z.infer<typeof sessionInitSchema>;
+  readonly #keys: SessionKeys;
+  readonly #expiresAt: number;
+  #confirmed = false;
+  #messages = 0;
+
+  private constructor(args: { keyId: string; sid: string; init: z.infer<typeof sessionInitSchema>; keys: SessionKeys; expiresAt: number }) {
+    this.keyId = args.keyId;
+    this.sid = args.sid;
+    this.#init = args.init;
+    this.#keys = args.keys;
+    this.#expiresAt = args.expiresAt;
+  }
+
+  /** A new session to the enclave key `enclavePublicKey`, signed as `identity`. */
+  static async open(args: { enclavePublicKey: Uint8Array; identity: EdgeIdentity; lifetimeMs?: number; now?: number }): Promise<ChannelSession> {
+    const recipientPublicKey = await suite.kem.deserializePublicKey(args.enclavePublicKey);
+    const sender = await suite.createSenderContext({ recipientPublicKey, info: INFO });
+    const keyId = channelKeyId(args.enclavePublicKey);
+    const enc = new Uint8Array(sender.enc);
+    const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, args.identity.privateKey, sessionDigest(keyId, enc)));
+    return new ChannelSession({
+      keyId,
+      sid: sessionId(enc),
+      init: { enc: toBase64Url(enc), edge_key: toBase64Url(args.identity.publicKey), sig: toBase64Url(sig) },
+      keys: await sessionKeys(sender, "edge"),
+      // Well inside the enclave's own limit, so the enclave never drops a session still in use.
+      expiresAt: (args.now ?? Date.now()) + Math.min(args.lifetimeMs ?? SESSION_LIFETIME_MS / 2, SESSION_LIFETIME_MS / 2),
+    });
+  }
+
+  /** Whether this session may seal another request (else open a new one). */
+  usable(now = Date.now()): boolean {
+    return this.#messages < SESSION_MAX_MESSAGES && now < this.#expiresAt;
+  }
+
+  /** Seals `request` in this session; `openResponse` opens the enclave's answer to it, and only that. */
+  async seal(request: { method: string; path: string; headers: Record<string, string>; body: string }, now?: number): Promise<SealedCall> {
+    this.#messages++;
+    const plaintext: ChannelRequest = { ...request, ts: now ?? Date.now(), nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))) };
+    const iv = crypto.getRandomValues(new Uint8Array(12));
+    const ct = new Uint8Array(
+      await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: requestAad(this.keyId, this.sid) }, this.#keys.request, bytes(utf8ToBytes(JSON.stringify(plaintext)))),
+    );
+    const sealed: SealedRequest = { v: 2, key_id: this.keyId, sid: this.sid, ...(this.#confirmed ? {} : { init: this.#init }), iv: toBase64Url(iv), ct: toBase64Url(ct) };
+    const responseKey = this.#keys.response;
+    const session = this;
+    return {
+      sealed,
+      async openResponse(response) {
+        const parsed = sealedResponseSchema.safeParse(response);
+        if (!parsed.success) throw new ChannelError("malformed", "the enclave's answer is not a sealed response");
+        let plain: ArrayBuffer;
+        try {
+          plain = await crypto.subtle.decrypt(
+            { name: "AES-GCM", iv: bytes(fromBase64Url(parsed.data.iv)), additionalData: responseAad(plaintext.nonce) },
+            responseKey,
+            bytes(fromBase64Url(parsed.data.ct)),
+          );
+        } catch {
+          throw new ChannelError("undecryptable", "the enclave's answer does not open: it was altered in transit or not sealed for this request");
+        }
+        // The enclave holds the session now: later requests need not carry its init.
+        session.#confirmed = true;
+        return new TextDecoder().decode(plain);
+      },
+    };
+  }
+}
+
+/** One request in a session of its own (a session's first request carries everything the enclave needs). */
 export async function sealRequest(args: {
   enclavePublicKey: Uint8Array;
   identity: EdgeIdentity;
   request: { method: string; path: string; headers: Record<string, string>; body: string };
   now?: number;
 }): Promise<SealedCall> {
-  const recipientPublicKey = await suite.kem.deserializePublicKey(args.enclavePublicKey);
-  const sender = await suite.createSenderContext({ recipientPublicKey, info: INFO });
-  const keyId = channelKeyId(args.enclavePublicKey);
-  const plaintext: ChannelRequest = { ...args.request, ts: args.now ?? Date.now(), nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))) };
-  const ct = new Uint8Array(await sender.seal(utf8ToBytes(JSON.stringify(plaintext)), utf8ToBytes(keyId)));
-  const enc = new Uint8Array(sender.enc);
-  const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, args.identity.privateKey, bytes(await signedDigest(enc, ct))));
-  const responseKey = await importResponseKey(new Uint8Array(await sender.export(RESPONSE_KEY_LABEL, 16)), "decrypt");
-  return {
-    sealed: { v: 1, key_id: keyId, enc: toBase64Url(enc), ct: toBase64Url(ct), edge_key: toBase64Url(args.identity.publicKey), sig: toBase64Url(sig) },
-    async openResponse(response) {
-      const parsed = sealedResponseSchema.safeParse(response);
-      if (!parsed.success) throw new ChannelError("malformed", "the enclave's answer is not a sealed response");
-      try {
-        const plain = await crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: bytes(fromBase64Url(parsed.data.iv)), additionalData: bytes(utf8ToBytes(keyId)) },
-          responseKey,
-          bytes(fromBase64Url(parsed.data.ct)),
-        );
-        return new TextDecoder().decode(plain);
-      } catch {
-        throw new ChannelError("undecryptable", "the enclave's answer does not open: it was altered in transit or not sealed for this request");
-      }
-    },
-  };
-}
-
-function importResponseKey(raw: Uint8Array, use: "encrypt" | "decrypt"): Promise<CryptoKey> {
-  return crypto.subtle.importKey("raw", bytes(raw), { name: "AES-GCM" }, false, [use]);
+  const session = await ChannelSession.open(args);
+  return session.seal(args.request, args.now);
 }
 
 // --- the enclave's side -------------------------------------------------------------------------
 
-export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sealResponse(body: string): Promise<SealedResponse> };
+export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sid: string; sealResponse(body: string): Promise<SealedResponse> };
+
+type HeldSession = { edgeKey: string; keys: SessionKeys; expiresAt: number };
 
 /**
- * The enclave's end: opens requests sealed to its key by an allowed edge, within the time window,
- * each nonce once. The nonce cache holds a nonce for twice the window, longer than any timestamp
- * it could come back with.
+ * The enclave's end: opens requests sealed to its key in sessions an allowed edge signed, within
+ * the time window, each nonce once. Sessions are kept for SESSION_LIFETIME_MS, at most
+ * `maxSessions` of them (the oldest is dropped first; its edge simply opens a new one). The nonce
+ * cache holds a nonce for twice the window, longer than any timestamp it could come back with.
  */
 export class ChannelRecipient {
   readonly publicKey: Uint8Array;
@@ -171,18 +278,27 @@ export class ChannelRecipient {
   readonly #keyPair: CryptoKeyPair;
   readonly #allowed: Map<string, Promise<CryptoKey>>;
   readonly #windowMs: number;
+  readonly #maxSessions: number;
   readonly #now: () => number;
+  /** Nonces seen, in the order they came, with when each may be forgotten. */
   readonly #seen = new Map<string, number>();
+  readonly #sessions = new Map<string, Promise<HeldSession>>();
 
-  constructor(args: { key: ChannelKeyPair; allowedEdgeKeys: Uint8Array[]; windowMs?: number; now?: () => number }) {
+  constructor(args: { key: ChannelKeyPair; allowedEdgeKeys: Uint8Array[]; windowMs?: number; maxSessions?: number; now?: () => number }) {
     this.publicKey = args.key.publicKey;
     this.keyId = channelKeyId(args.key.publicKey);
     this.#keyPair = args.key.keyPair;
     this.#windowMs = args.windowMs ?? CHANNEL_WINDOW_MS;
+    this.#maxSessions = args.maxSessions ?? 4096;
     this.#now = args.now ?? Date.now;
     this.#allowed = new Map(
       args.allowedEdgeKeys.map((k) => [toBase64Url(k), crypto.subtle.importKey("raw", bytes(k), { name: "Ed25519" }, false, ["verify"])] as const),
     );
+  }
+
+  /** Sessions held now (reported in /health). */
+  get sessions(): number {
+    return this.#sessions.size;
   }
 
   async open(input: unknown): Promise<OpenedRequest> {
@@ -190,19 +306,16 @@ export class ChannelRecipient {
     if (!parsed.success) throw new ChannelError("malformed", "not a sealed request");
     const sealed = parsed.data;
     if (sealed.key_id !== this.keyId) throw new ChannelError("unknown_channel_key", "sealed to a channel key this enclave does not hold; fetch /channel again");
-    const edgeKey = this.#allowed.get(sealed.edge_key);
-    if (!edgeKey) throw new ChannelError("edge_not_allowed", "the request is signed by an edge key that is not on this enclave's allow-list");
-    const enc = fromBase64Url(sealed.enc);
-    const ct = fromBase64Url(sealed.ct);
-    const signatureOk = await crypto.subtle.verify({ name: "Ed25519" }, await edgeKey, bytes(fromBase64Url(sealed.sig)), bytes(await signedDigest(enc, ct)));
-    if (!signatureOk) throw new ChannelError("bad_signature", "the edge's signature does not cover this request");
-    let recipient;
+    const session = await this.#session(sealed);
     let plain: ArrayBuffer;
     try {
-      recipient = await suite.createRecipientContext({ recipientKey: this.#keyPair, enc, info: INFO });
-      plain = await recipient.open(ct, utf8ToBytes(this.keyId));
+      plain = await crypto.subtle.decrypt(
+        { name: "AES-GCM", iv: bytes(fromBase64Url(sealed.iv)), additionalData: requestAad(this.keyId, sealed.sid) },
+        session.keys.request,
+        bytes(fromBase64Url(sealed.ct)),
+      );
     } catch {
-      throw new ChannelError("undecryptable", "the request does not open with this enclave's channel key");
+      throw new ChannelError("undecryptable", "the request does not open with this session's key");
     }
     let request: ChannelRequest;
     try {
@@ -215,21 +328,61 @@ export class ChannelRecipient {
     this.#forgetOld(now);
     if (this.#seen.has(request.nonce)) throw new ChannelError("replayed", "this request was already received");
     this.#seen.set(request.nonce, now + 2 * this.#windowMs);
-    const responseKey = await importResponseKey(new Uint8Array(await recipient.export(RESPONSE_KEY_LABEL, 16)), "encrypt");
-    const keyId = this.keyId;
+    const responseKey = session.keys.response;
     return {
       request,
-      edgeKey: sealed.edge_key,
+      edgeKey: session.edgeKey,
+      sid: sealed.sid,
       async sealResponse(body) {
         const iv = crypto.getRandomValues(new Uint8Array(12));
-        const ctOut = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: bytes(utf8ToBytes(keyId)) }, responseKey, bytes(utf8ToBytes(body))));
-        return { v: 1, iv: toBase64Url(iv), ct: toBase64Url(ctOut) };
+        const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: responseAad(request.nonce) }, responseKey, bytes(utf8ToBytes(body))));
+        return { v: 2, iv: toBase64Url(iv), ct: toBase64Url(ct) };
       },
     };
   }
 
+  /** The session a request names: held, or opened from its `init` (concurrent first requests share one opening). */
+  async #session(sealed: SealedRequest): Promise<HeldSession> {
+    const now = this.#now();
+    const held = this.#sessions.get(sealed.sid);
+    if (held) {
+      const session = await held.catch(() => undefined);
+      if (session && session.expiresAt > now) return session;
+      if (this.#sessions.get(sealed.sid) === held) this.#sessions.delete(sealed.sid);
+      if (session) throw new ChannelError("unknown_session", "this session has expired; open a new one");
+    }
+    if (!sealed.init) throw new ChannelError("unknown_session", "this enclave holds no such session; open a new one");
+    const opening = this.#openSession(sealed.sid, sealed.init, now);
+    this.#sessions.set(sealed.sid, opening);
+    opening.catch(() => {
+      if (this.#sessions.get(sealed.sid) === opening) this.#sessions.delete(sealed.sid);
+    });
+    while (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
+    return opening;
+  }
+
+  async #openSession(sid: string, init: z.infer<typeof sessionInitSchema>, now: number): Promise<HeldSession> {
+    const edgeKey = this.#allowed.get(init.edge_key);
+    if (!edgeKey) throw new ChannelError("edge_not_allowed", "the session is signed by an edge key that is not on this enclave's allow-list");
+    const enc = fromBase64Url(init.enc);
+    if (sessionId(enc) !== sid) throw new ChannelError("malformed", "the session id is not the one its init names");
+    const signatureOk = await crypto.subtle.verify({ name: "Ed25519" }, await edgeKey, bytes(fromBase64Url(init.sig)), sessionDigest(this.keyId, enc));
+    if (!signatureOk) throw new ChannelError("bad_signature", "the edge's signature does not cover this session");
+    let keys: SessionKeys;
+    try {
+      const recipient = await suite.createRecipientContext({ recipientKey: this.#keyPair, enc, info: INFO });
+      keys = await sessionKeys(recipient, "enclave");
+    } catch {
+      throw new ChannelError("undecryptable", "the session does not open with this enclave's channel key");
+    }
+    return { edgeKey: init.edge_key, keys, expiresAt: now + SESSION_LIFETIME_MS };
+  }
+
+  /** Drops the nonces whose time has passed: they were stored in time order, so it stops at the first that has not. */
   #forgetOld(now: number): void {
-    if (this.#seen.size < 1024) return;
-    for (const [nonce, until] of this.#seen) if (until < now) this.#seen.delete(nonce);
+    for (const [nonce, until] of this.#seen) {
+      if (until >= now) break;
+      this.#seen.delete(nonce);
+    }
   }
 }

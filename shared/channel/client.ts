@@ -1,10 +1,11 @@
 // The caller's end of the channel, as the edge (and test tools) use it: fetch an enclave's channel
-// key with its quote (`GET /channel`), have it verified, pin it, and send requests sealed to it
-// (`POST /channel/v1`). The key is verified again after `repinAfterMs` and whenever the enclave
-// says it does not hold the key a request was sealed to (it restarted with a new one): then the
-// request is sent once more, to the new key. No Node-only APIs.
+// key with its quote (`GET /channel`), have it verified, pin it, open a session to it and send
+// requests sealed in that session (`POST /channel/v1`). The key is verified again after
+// `repinAfterMs` and whenever the enclave says it does not hold the key a request was sealed to (it
+// restarted with a new one); a session the enclave no longer holds is replaced. Either way the
+// request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
-import { ChannelError, channelReportData, fromBase64Url, sealRequest, type EdgeIdentity } from "./channel.ts";
+import { ChannelError, ChannelSession, channelReportData, fromBase64Url, type EdgeIdentity } from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
 export const channelDocumentSchema = z.object({
@@ -30,7 +31,7 @@ export class ChannelUnavailableError extends Error {
   override readonly name = "ChannelUnavailableError";
 }
 
-type Pin = { publicKey: Uint8Array; until: number };
+type Pin = { publicKey: Uint8Array; until: number; session?: Promise<ChannelSession> };
 
 export class ChannelClient {
   readonly #identity: Promise<EdgeIdentity>;
@@ -46,13 +47,16 @@ export class ChannelClient {
     this.#fetch = args.fetch ?? ((input, init) => fetch(input, init));
   }
 
-  /** The pinned key of `base`, fetched and verified when there is none (concurrent callers share one). */
-  async #pin(base: string, fresh = false): Promise<Pin> {
+  /**
+   * The pinned key of `base`, fetched and verified when there is none, it is too old, or it is the
+   * one the enclave just refused (`refused`); concurrent callers share one fetch.
+   */
+  async #pin(base: string, refused?: Pin): Promise<Pin> {
     const known = this.#pins.get(base);
-    if (known && !fresh) {
+    if (known) {
       const pin = await known.catch(() => undefined);
-      if (pin && pin.until > Date.now()) return pin;
-      if (this.#pins.get(base) !== known) return this.#pin(base);
+      if (pin && pin !== refused && pin.until > Date.now()) return pin;
+      if (this.#pins.get(base) !== known) return this.#pin(base, refused);
     }
     const pending = this.#fetchAndVerify(base);
     this.#pins.set(base, pending);
@@ -71,6 +75,22 @@ export class ChannelClient {
     return { publicKey, until: Date.now() + this.#repinAfterMs };
   }
 
+  /** The pin's session, or a new one when there is none, it is spent, or it is the one the enclave refused (concurrent callers share one). */
+  async #session(pin: Pin, refused?: ChannelSession): Promise<ChannelSession> {
+    const known = pin.session;
+    if (known) {
+      const session = await known.catch(() => undefined);
+      if (session && session !== refused && session.usable()) return session;
+      if (pin.session !== known) return this.#session(pin, refused);
+    }
+    const opening = (async () => ChannelSession.open({ enclavePublicKey: pin.publicKey, identity: await this.#identity }))();
+    pin.session = opening;
+    opening.catch(() => {
+      if (pin.session === opening) delete pin.session;
+    });
+    return opening;
+  }
+
   /** Forgets what is pinned for `base` (the enclave is gone; its next key is verified afresh). */
   forget(base: string): void {
     this.#pins.delete(base);
@@ -78,12 +98,16 @@ export class ChannelClient {
 
   /**
    * Sends one request through the channel to the enclave at `base` and returns its answer. An
-   * enclave that no longer holds the pinned key gets the request once more, sealed to its new key.
+   * enclave that no longer holds the pinned key (or the session) gets the request once more, in a
+   * new session (to its new key).
    */
   async call(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, options: { timeoutMs?: number } = {}): Promise<ChannelAnswer> {
+    let refusedPin: Pin | undefined;
+    let refusedSession: ChannelSession | undefined;
     for (let attempt = 0; ; attempt++) {
-      const pin = await this.#pin(base, attempt > 0);
-      const call = await sealRequest({ enclavePublicKey: pin.publicKey, identity: await this.#identity, request });
+      const pin = await this.#pin(base, refusedPin);
+      const session = await this.#session(pin, refusedSession);
+      const call = await session.seal(request);
       const res = await this.#fetch(`${base}/channel/v1`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -99,7 +123,15 @@ export class ChannelClient {
       }
       const refusal = refusalSchema.safeParse(json);
       if (refusal.success) {
-        if (refusal.data.channel_error === "unknown_channel_key" && attempt === 0) continue;
+        const reason = refusal.data.channel_error;
+        if (attempt === 0 && reason === "unknown_channel_key") {
+          refusedPin = pin;
+          continue;
+        }
+        if (attempt === 0 && reason === "unknown_session") {
+          refusedSession = session;
+          continue;
+        }
         throw new ChannelError(refusal.data.channel_error as never, `the enclave refused the sealed request: ${refusal.data.channel_error}`);
       }
       if (!res.ok) throw new ChannelUnavailableError(`${base}/channel/v1 answered ${res.status}`);

@@ -1,6 +1,7 @@
 // The attested channel against real enclave processes (attestation.md, the channel): what the
-// enclave refuses — an edge key not on its allow-list, a replayed request, one outside its ±60 s
-// window, one sealed to a key it does not hold, anything sent to the internal API directly — what
+// enclave refuses — an edge key not on its allow-list, a forged session, a replayed request, one
+// outside its ±60 s window, one sealed to a key or in a session it does not hold, anything sent to
+// the internal API directly — what
 // the edge refuses (an answer altered in transit), and an enclave that restarts with a new key,
 // which the edge's client follows without an error.
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -86,12 +87,18 @@ describe("the enclave's end of the channel", () => {
     expect(await send(base(), call.sealed)).toEqual({ status: 409, body: { channel_error: "unknown_channel_key" } });
   });
 
-  it("refuses a signature that does not cover the request", async () => {
+  it("refuses a session whose signature does not cover it", async () => {
     const call = await sealed(base());
-    const ct = fromBase64Url(call.sealed.ct);
-    ct[5] = (ct[5] as number) ^ 0xff;
-    const forged: SealedRequest = { ...call.sealed, ct: toBase64Url(ct) };
+    const init = call.sealed.init!;
+    const sig = fromBase64Url(init.sig);
+    sig[5] = (sig[5] as number) ^ 0xff;
+    const forged: SealedRequest = { ...call.sealed, init: { ...init, sig: toBase64Url(sig) } };
     expect(await send(base(), forged)).toEqual({ status: 401, body: { channel_error: "bad_signature" } });
+  });
+
+  it("refuses a request in a session it does not hold with 409 unknown_session", async () => {
+    const { init: _init, ...withoutInit } = (await sealed(base())).sealed;
+    expect(await send(base(), withoutInit)).toEqual({ status: 409, body: { channel_error: "unknown_session" } });
   });
 
   it("serves nothing of the internal API to a direct request", async () => {

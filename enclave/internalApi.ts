@@ -1,0 +1,146 @@
+// The internal API the edge forwards to (shared/enclaveApi.ts): `POST /internal/v1/<op>` with the
+// operation's JSON, and `GET /internal/v1/client_config`. It is reached only through the attested
+// channel (channel/channel.ts), which hands it each opened request: a plain function from request
+// to answer, with no second pass through an HTTP router. It validates with the shared zod schemas
+// and calls the operation; operations know nothing of HTTP.
+import type { z } from "zod";
+import { enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
+import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
+import type { Logger } from "./log.ts";
+import { convertToChainSecuredAccount, newAccount } from "./operations/accounts.ts";
+import type { Enclave, RequestContext } from "./operations/context.ts";
+import { execute } from "./operations/execute.ts";
+import {
+  addAction,
+  addActionToGroup,
+  addGroup,
+  addPkpToGroup,
+  deleteAction,
+  removeActionFromGroup,
+  removeGroup,
+  removePkpFromGroup,
+  updateActionMetadata,
+  updateGroup,
+} from "./operations/groups.ts";
+import { addUsageApiKeyWithSignature, createWalletWithSignature } from "./operations/signatures.ts";
+import { addUsageApiKey, removeUsageApiKey, updateUsageApiKey, updateUsageApiKeyMetadata } from "./operations/usageKeys.ts";
+import { createWallet } from "./operations/wallets.ts";
+
+type Operation<Op extends EnclaveOperation> = (enclave: Enclave, input: z.output<(typeof requestSchemas)[Op]>, ctx: RequestContext) => Promise<unknown>;
+
+const operations: { [Op in EnclaveOperation]: Operation<Op> } = {
+  new_account: newAccount,
+  create_wallet: createWallet,
+  add_usage_api_key: addUsageApiKey,
+  update_usage_api_key: updateUsageApiKey,
+  update_usage_api_key_metadata: updateUsageApiKeyMetadata,
+  remove_usage_api_key: removeUsageApiKey,
+  add_group: addGroup,
+  remove_group: removeGroup,
+  update_group: updateGroup,
+  add_action_to_group: addActionToGroup,
+  remove_action_from_group: removeActionFromGroup,
+  add_pkp_to_group: addPkpToGroup,
+  remove_pkp_from_group: removePkpFromGroup,
+  add_action: addAction,
+  delete_action: deleteAction,
+  update_action_metadata: updateActionMetadata,
+  convert_to_chain_secured_account: convertToChainSecuredAccount,
+  create_wallet_with_signature: createWalletWithSignature,
+  add_usage_api_key_with_signature: addUsageApiKeyWithSignature,
+  execute,
+};
+
+/** Request body cap: 6 MiB (code ≤ 4 MiB plus params and JSON overhead, sandbox.md). */
+export const MAX_BODY_BYTES = 6 << 20;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const OPERATION_PATH = /^\/internal\/v1\/([a-z_]+)$/;
+
+export type InternalRequest = { method: string; path: string; headers: Record<string, string>; body: string };
+export type InternalAnswer = { status: number; headers: Record<string, string>; body: string };
+
+/** The request's ids: the edge makes the request id; one missing or malformed is replaced. */
+export function requestContext(log: Logger, header: (name: string) => string | undefined): RequestContext {
+  const sent = header("x-request-id");
+  const requestId = sent && UUID.test(sent) ? sent : crypto.randomUUID();
+  const correlation = header("x-correlation-id");
+  const correlationId = correlation && correlation.length <= 200 ? correlation : null;
+  return { requestId, correlationId, log: log.child({ requestId, ...(correlationId ? { correlationId } : {}) }) };
+}
+
+/**
+ * What an error becomes for the client: its code, status and message for a SigilError (Retry-After
+ * when it has one), `internal_error` with nothing of the cause for anything else (the cause goes
+ * to the log with the request id).
+ */
+export function errorAnswer(err: unknown, ctx: RequestContext): InternalAnswer {
+  const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": ctx.requestId };
+  if (err instanceof SigilError) {
+    if (err.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.retryAfterSeconds);
+    if (err.status >= 500) ctx.log.error("request failed", { code: err.code, error: err.cause instanceof Error ? err.cause.message : undefined });
+    return { status: err.status, headers, body: JSON.stringify(errorBody(err, ctx.requestId)) };
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  ctx.log.error("unexpected error", { error: e.message, stack: e.stack?.split("\n").slice(0, 6).join(" | ") });
+  return { status: 500, headers, body: JSON.stringify(errorBody(new SigilError("internal_error", "an internal error occurred"), ctx.requestId)) };
+}
+
+export function createInternalApi(enclave: Enclave): (request: InternalRequest) => Promise<InternalAnswer> {
+  const clientConfig = () => {
+    const l = enclave.config.limits;
+    return {
+      timeout_ms: l.timeoutMs,
+      max_timeout_ms: l.maxTimeoutMs,
+      memory_limit_mb: l.memoryLimitBytes >> 20,
+      max_code_bytes: l.maxCodeBytes,
+      max_js_params_bytes: l.maxJsParamsBytes,
+      max_response_bytes: l.maxResponseBytes,
+      max_log_bytes: l.maxLogBytes,
+      max_fetch_count: l.maxFetchCount,
+      max_wallet_operations: l.maxWalletOperations,
+    };
+  };
+
+  return async (request) => {
+    const headers = new Map(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const ctx = requestContext(enclave.log, (name) => headers.get(name));
+    try {
+      const result = await dispatch(enclave, request, ctx, clientConfig);
+      return { status: 200, headers: { "content-type": "application/json", "x-request-id": ctx.requestId }, body: JSON.stringify(result) };
+    } catch (err) {
+      return errorAnswer(err, ctx);
+    }
+  };
+}
+
+async function dispatch(enclave: Enclave, request: InternalRequest, ctx: RequestContext, clientConfig: () => unknown): Promise<unknown> {
+  if (request.method === "GET" && request.path === "/internal/v1/client_config") return clientConfig();
+  const op = OPERATION_PATH.exec(request.path)?.[1];
+  if (request.method !== "POST" || op === undefined || !(enclaveOperations as readonly string[]).includes(op)) {
+    throw new SigilError("not_found", `no internal operation at ${request.method} ${request.path}`);
+  }
+  if (Buffer.byteLength(request.body) > MAX_BODY_BYTES) throw new SigilError("payload_too_large", `the request body must be at most ${MAX_BODY_BYTES} bytes`);
+  const input = parseInput(op as EnclaveOperation, readJson(request.body));
+  const started = performance.now();
+  const result = await (operations[op as EnclaveOperation] as Operation<EnclaveOperation>)(enclave, input as never, ctx);
+  ctx.log.info("operation done", { op, ms: Math.round(performance.now() - started) });
+  return result;
+}
+
+function readJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new SigilError("invalid_json", "the request body is not valid JSON");
+  }
+}
+
+function parseInput(op: EnclaveOperation, body: unknown): unknown {
+  const result = requestSchemas[op].safeParse(body);
+  if (result.success) return result.data;
+  const details: IssueDetail[] = result.error.issues.map((i) => ({
+    path: i.path.map(String).join(".") || "(body)",
+    message: i.code === "unrecognized_keys" ? `unknown field(s): ${i.keys.join(", ")}` : i.message,
+  }));
+  throw new SigilError("invalid_request", "the request body is not valid for this operation", { details });
+}
