@@ -158,7 +158,7 @@ const responseAad = (nonce: string) => bytes(utf8ToBytes(`response:${nonce}`));
 type SessionKeys = { request: CryptoKey; response: CryptoKey };
 
 async function sessionKeys(context: { export(label: ArrayBuffer | Uint8Array, length: number): Promise<ArrayBuffer> }, use: "edge" | "enclave"): Promise<SessionKeys> {
-  const importKey = async (label: Uint8Array, usage: KeyUsage) =>
+  const importKey = async (label: Uint8Array, usage: "encrypt" | "decrypt") =>
     crypto.subtle.importKey("raw", new Uint8Array(await context.export(label, 16)), { name: "AES-GCM" }, false, [usage]);
   const [request, response] = await Promise.all([
     importKey(REQUEST_KEY_LABEL, use === "edge" ? "encrypt" : "decrypt"),
