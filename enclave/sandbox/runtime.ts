@@ -100,9 +100,51 @@ class RunStop extends Error {
   }
 }
 
-/** Bytes of the module's WebAssembly heap, which every runtime of the module allocates from. */
-function heapBytes(module: QuickJSWASMModule): number {
-  return (module as unknown as { module: { HEAPU8: Uint8Array } }).module.HEAPU8.buffer.byteLength;
+/**
+ * The module's WebAssembly heap, which every runtime of the module allocates from, with a budget
+ * for the code running now: while a slice of a run executes (synchronously, so nothing else runs on
+ * this thread), the heap may not grow past the slice's start by more than the run's memory limit.
+ * A refused growth makes QuickJS's malloc fail, so the allocation throws "out of memory" inside the
+ * script at once — before its interrupt poll, which a loop doing megabytes of work per iteration
+ * reaches only every few thousand iterations — and the run ends in memory_limit.
+ */
+type HeapGuard = {
+  bytes(): number;
+  /** Refuse growth past `endBytes` until `unlimit()`; reports whether growth was refused since. */
+  limit(endBytes: number): void;
+  unlimit(): void;
+  refused: boolean;
+};
+
+const guards = new WeakMap<QuickJSWASMModule, HeapGuard>();
+
+function heapGuard(module: QuickJSWASMModule): HeapGuard {
+  const known = guards.get(module);
+  if (known) return known;
+  const memory = module.getWasmMemory();
+  const grow = memory.grow.bind(memory);
+  let end: number | undefined;
+  const guard: HeapGuard = {
+    bytes: () => memory.buffer.byteLength,
+    limit(endBytes) {
+      end = endBytes;
+      guard.refused = false;
+    },
+    unlimit() {
+      end = undefined;
+    },
+    refused: false,
+  };
+  // Emscripten grows the heap through this method; a throw makes its sbrk fail and malloc return NULL.
+  memory.grow = (deltaPages: number) => {
+    if (end !== undefined && memory.buffer.byteLength + deltaPages * 65_536 > end) {
+      guard.refused = true;
+      throw new RangeError("the run's memory budget is spent");
+    }
+    return grow(deltaPages);
+  };
+  guards.set(module, guard);
+  return guard;
 }
 
 export async function runScript(module: QuickJSWASMModule, request: RunRequest, limits: SandboxLimits, host: RunHost): Promise<RunOutcome> {
@@ -110,27 +152,38 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
   const deadline = Date.now() + request.timeoutMs;
   const logs = new LogBuffer(limits.maxLogBytes);
   const runtime: QuickJSRuntime = module.newRuntime();
+  const heap = heapGuard(module);
   let interrupted = false;
   let memoryExceeded = false;
   // QuickJS's own limit only refuses single allocations in this build (it cannot measure its
   // blocks: "malloc_usable_size unavailable"), so the run's memory is also watched here: growth of
-  // the shared heap while this run's code executes is this run's, checked at every interrupt poll,
-  // and the run's live objects are measured at every pause (memoryInUse).
-  let heapAtSliceStart = heapBytes(module);
+  // the shared heap while this run's code executes is this run's and is refused past its limit
+  // (HeapGuard), and the run's live objects are measured at every pause (memoryInUse).
   runtime.setMemoryLimit(limits.memoryLimitBytes);
   runtime.setMaxStackSize(limits.stackLimitBytes);
   runtime.setInterruptHandler(() => {
     if (Date.now() >= deadline) interrupted = true;
-    else if (heapBytes(module) - heapAtSliceStart > limits.memoryLimitBytes) memoryExceeded = true;
+    // A script that caught its "out of memory" and goes on is stopped here.
+    else if (heap.refused) memoryExceeded = true;
     return interrupted || memoryExceeded;
   });
+  /** Runs one synchronous slice of the run's code under the heap budget (see HeapGuard). */
+  const slice = <T>(f: () => T): T => {
+    heap.limit(heap.bytes() + limits.memoryLimitBytes);
+    try {
+      return f();
+    } finally {
+      heap.unlimit();
+      if (heap.refused) memoryExceeded = true;
+    }
+  };
   // Measuring walks the run's heap: done when the shared heap grew or 25 ms passed since the last time.
-  let lastMemoryCheck = { at: Date.now(), heap: heapBytes(module) };
+  let lastMemoryCheck = { at: Date.now(), heap: heap.bytes() };
   const memoryCheckDue = (): boolean => {
     const now = Date.now();
-    const heap = heapBytes(module);
-    if (heap === lastMemoryCheck.heap && now - lastMemoryCheck.at < 25) return false;
-    lastMemoryCheck = { at: now, heap };
+    const bytes = heap.bytes();
+    if (bytes === lastMemoryCheck.heap && now - lastMemoryCheck.at < 25) return false;
+    lastMemoryCheck = { at: now, heap: bytes };
     return true;
   };
   const memoryInUse = (): number => {
@@ -318,8 +371,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
         while (firedTimers.length > 0) {
           const id = firedTimers.shift() as number;
           const idHandle = ctx.newNumber(id);
-          heapAtSliceStart = heapBytes(module);
-          const r = ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle);
+          const r = slice(() => ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle));
           idHandle.dispose();
           if (r.error) {
             // A timer callback that throws is an uncaught error, as in a browser: log it, go on.
@@ -331,8 +383,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
             r.value.dispose();
           }
         }
-        heapAtSliceStart = heapBytes(module);
-        const jobs = runtime.executePendingJobs();
+        const jobs = slice(() => runtime.executePendingJobs());
         if (jobs.error) {
           const e = describe(jobs.error, internal);
           jobs.error.dispose();
@@ -373,8 +424,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
 
     // The user's code: a script defining a global main, or a module exporting it.
     const isModule = /^\s*(export|import)\s/m.test(request.code);
-    heapAtSliceStart = heapBytes(module);
-    const evaluated = ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined);
+    const evaluated = slice(() => ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined));
     if (evaluated.error) {
       const e = describe(evaluated.error, internal);
       evaluated.error.dispose();
@@ -402,8 +452,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
     }
 
     const params = own(ctx.newString(request.paramsJson));
-    heapAtSliceStart = heapBytes(module);
-    const called = ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]);
+    const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
     if (called.error) {
       const e = describe(called.error, internal);
       called.error.dispose();
