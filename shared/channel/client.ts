@@ -27,8 +27,17 @@ const answerSchema = z.object({ status: z.number().int(), headers: z.record(z.st
 /** The enclave's refusal of a sealed request, outside the seal (`{channel_error: reason}`). */
 const refusalSchema = z.object({ channel_error: z.string() });
 
+/** Nothing reached the enclave (its key could not be fetched or verified, or it did not answer a probe): safe to send elsewhere. */
 export class ChannelUnavailableError extends Error {
   override readonly name = "ChannelUnavailableError";
+}
+
+/**
+ * The sealed request was sent but no answer came back that opens: the enclave may have acted on it
+ * (sent a transaction, run a script). Sending it to another enclave could do the work twice.
+ */
+export class ChannelDeliveryError extends Error {
+  override readonly name = "ChannelDeliveryError";
 }
 
 type Pin = { publicKey: Uint8Array; until: number; session?: Promise<ChannelSession> };
@@ -91,6 +100,20 @@ export class ChannelClient {
     return opening;
   }
 
+  /**
+   * Checks that the enclave at `base` answers at all (`HEAD /channel`), before a request that must
+   * not be sent twice goes to an enclave that failed recently; throws ChannelUnavailableError if not.
+   */
+  async probe(base: string): Promise<void> {
+    let res: Response;
+    try {
+      res = await this.#fetch(`${base}/channel`, { method: "HEAD", signal: AbortSignal.timeout(5_000) });
+    } catch (err) {
+      throw new ChannelUnavailableError(`${base} does not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    if (!res.ok) throw new ChannelUnavailableError(`${base}/channel answered ${res.status}`);
+  }
+
   /** Forgets what is pinned for `base` (the enclave is gone; its next key is verified afresh). */
   forget(base: string): void {
     this.#pins.delete(base);
@@ -105,24 +128,39 @@ export class ChannelClient {
     let refusedPin: Pin | undefined;
     let refusedSession: ChannelSession | undefined;
     for (let attempt = 0; ; attempt++) {
-      const pin = await this.#pin(base, refusedPin);
-      const session = await this.#session(pin, refusedSession);
-      const call = await session.seal(request);
-      const res = await this.#fetch(`${base}/channel/v1`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(call.sealed),
-        signal: AbortSignal.timeout(options.timeoutMs ?? 150_000),
-      });
-      const text = await res.text();
+      let call;
+      let pin: Pin;
+      let session: ChannelSession;
+      try {
+        pin = await this.#pin(base, refusedPin);
+        session = await this.#session(pin, refusedSession);
+        call = await session.seal(request);
+      } catch (err) {
+        if (err instanceof ChannelUnavailableError) throw err;
+        throw new ChannelUnavailableError(`${base}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(`${base}/channel/v1`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(call.sealed),
+          signal: AbortSignal.timeout(options.timeoutMs ?? 150_000),
+        });
+        text = await res.text();
+      } catch (err) {
+        throw new ChannelDeliveryError(`no answer from ${base}/channel/v1: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
       let json: unknown;
       try {
         json = JSON.parse(text);
       } catch {
-        throw new ChannelUnavailableError(`${base}/channel/v1 answered ${res.status} without JSON`);
+        throw new ChannelDeliveryError(`${base}/channel/v1 answered ${res.status} without JSON`);
       }
       const refusal = refusalSchema.safeParse(json);
       if (refusal.success) {
+        // Refused before it was opened: nothing was done.
         const reason = refusal.data.channel_error;
         if (attempt === 0 && reason === "unknown_channel_key") {
           refusedPin = pin;
@@ -132,11 +170,19 @@ export class ChannelClient {
           refusedSession = session;
           continue;
         }
-        throw new ChannelError(refusal.data.channel_error as never, `the enclave refused the sealed request: ${refusal.data.channel_error}`);
+        throw new ChannelError(reason as never, `the enclave refused the sealed request: ${reason}`);
       }
-      if (!res.ok) throw new ChannelUnavailableError(`${base}/channel/v1 answered ${res.status}`);
-      const answer = answerSchema.safeParse(JSON.parse(await call.openResponse(json)));
-      if (!answer.success) throw new ChannelUnavailableError("the enclave's sealed answer is not an answer");
+      // A 503 outside the seal is the enclave saying it is not ready: it did not open the request.
+      if (res.status === 503) throw new ChannelUnavailableError(`${base}/channel/v1 answered 503`);
+      if (!res.ok) throw new ChannelDeliveryError(`${base}/channel/v1 answered ${res.status}`);
+      let opened: string;
+      try {
+        opened = await call.openResponse(json);
+      } catch (err) {
+        throw new ChannelDeliveryError(`the answer of ${base} does not open: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+      const answer = answerSchema.safeParse(JSON.parse(opened));
+      if (!answer.success) throw new ChannelDeliveryError("the enclave's sealed answer is not an answer");
       return answer.data;
     }
   }

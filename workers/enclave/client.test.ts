@@ -5,6 +5,7 @@
 // channel has its own tests (shared/channel/, and the stack suites run everything through it).
 import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import { callEnclave as callThroughChannel, type EnclaveCall, type EnclaveTransport } from "./client.ts";
@@ -42,14 +43,20 @@ async function failure(p: Promise<unknown>): Promise<SigilError> {
   return err as SigilError;
 }
 
-/** A stand-in for the network: `answers` maps a base URL to its answer; any other URL fails to connect. */
+/** The stubbed network's "the request went out and no answer came back". */
+class LostAnswer extends Error {}
+
+/**
+ * A stand-in for the network: `answers` maps a base URL to its answer (or throws LostAnswer: the
+ * request was delivered, the answer lost); any other URL fails to connect.
+ */
 function network(answers: Record<string, () => Response>) {
   const calls: Array<{ url: string; init: RequestInit | undefined }> = [];
   const stub = vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = String(input);
     calls.push({ url, init });
     const base = Object.keys(answers).find((b) => url.startsWith(`${b}/`));
-    if (base === undefined) throw new TypeError("connection refused");
+    if (base === undefined) throw new ChannelUnavailableError("connection refused");
     return (answers[base] as () => Response)();
   });
   vi.stubGlobal("fetch", stub);
@@ -60,14 +67,23 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-/** The request as plain HTTP: what the tests' stubbed network sees. */
-const plain: EnclaveTransport = (base, request, timeoutMs) =>
-  fetch(`${base}${request.path}`, {
-    method: request.method,
-    headers: request.headers,
-    ...(request.method === "GET" ? {} : { body: request.body }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
+/**
+ * The request as plain HTTP: what the tests' stubbed network sees. A refused connection is the
+ * stub's ChannelUnavailableError (nothing delivered); anything else it throws, the request may have
+ * been acted on. The probe is a HEAD of the enclave's /channel.
+ */
+const plain: EnclaveTransport = {
+  send: (base, request, timeoutMs) =>
+    fetch(`${base}${request.path}`, {
+      method: request.method,
+      headers: request.headers,
+      ...(request.method === "GET" ? {} : { body: request.body }),
+      signal: AbortSignal.timeout(timeoutMs),
+    }),
+  async probe(base) {
+    await fetch(`${base}/channel`, { method: "HEAD" });
+  },
+};
 
 const callEnclave = <T>(c: EdgeConfig, i: RequestIds, call: EnclaveCall) => callThroughChannel<T>(c, i, call, plain);
 const forward = <T>(c: EdgeConfig, i: RequestIds, op: string, body: unknown, timeoutMs?: number) =>
@@ -82,10 +98,19 @@ describe("callEnclave without a reachable enclave", () => {
   });
 
   it("with enclaves on closed loopback ports, tries them all and throws 503 enclave_unavailable with a Retry-After", async () => {
-    const err = await failure(forward(config(["http://127.0.0.1:1", "http://127.0.0.1:9"]), ids, "new_account", { account_name: "x" }, 5_000));
+    // The edge's own channel client: nothing can be pinned, so nothing was delivered, so each is tried.
+    const urls: string[] = [];
+    const realFetch = fetch;
+    vi.stubGlobal("fetch", (input: RequestInfo | URL, init?: RequestInit) => {
+      urls.push(String(input));
+      return realFetch(input, init);
+    });
+    const withIdentity = { ...config(["http://127.0.0.1:1", "http://127.0.0.1:9"]), channel: { ...config([]).channel, identityKey: "11".repeat(32) } };
+    const err = await failure(callThroughChannel(withIdentity, ids, { path: "/internal/v1/new_account", body: { account_name: "x" }, timeoutMs: 5_000 }));
     expect(err.code).toBe("enclave_unavailable");
     expect(err.status).toBe(503);
     expect(err.retryAfterSeconds).toBe(5);
+    expect(urls.sort()).toEqual(["http://127.0.0.1:1/channel", "http://127.0.0.1:9/channel"]);
     // Nothing internal in what the client will read.
     expect(err.message).not.toMatch(/127\.0\.0\.1|refused|ECONN/i);
   });
@@ -181,5 +206,76 @@ describe("callEnclave routing (stubbed network)", () => {
     await callEnclave(config([live]), ids, { method: "GET", path: "/internal/v1/client_config" });
     expect(calls[0]?.init?.method).toBe("GET");
     expect(calls[0]?.init?.body).toBeUndefined();
+  });
+
+  it("sends a write to no second enclave once the first may have acted on it: 503 enclave_unavailable, the other enclave never asked", async () => {
+    const lost = host("lost");
+    const live = host("live");
+    const calls = network({
+      [lost]: () => {
+        throw new LostAnswer("the connection dropped after the request was sent");
+      },
+      [live]: () => Response.json({ ok: 4 }),
+    });
+    const err = await failure(callEnclave(config([lost, live]), ids, { path: "/internal/v1/add_group", body: {} }));
+    expect(err.code).toBe("enclave_unavailable");
+    expect(err.retryAfterSeconds).toBe(5);
+    expect(calls.map((c) => c.url)).toEqual([`${lost}/internal/v1/add_group`]);
+  });
+
+  it("sends a GET on to the next enclave even when the first may have received it", async () => {
+    const lost = host("lost");
+    const live = host("live");
+    network({
+      [lost]: () => {
+        throw new LostAnswer("no answer");
+      },
+      [live]: () => Response.json({ timeout_ms: 5 }),
+    });
+    expect(await callEnclave(config([lost, live]), ids, { method: "GET", path: "/internal/v1/client_config" })).toEqual({ timeout_ms: 5 });
+  });
+
+  it("passes a 503 that says a transaction was sent to the client, without asking another enclave", async () => {
+    const sent = host("sent");
+    const live = host("live");
+    const tx = `0x${"ab".repeat(32)}`;
+    const calls = network({
+      [sent]: () => Response.json({ error: { code: "chain_unavailable", message: "no receipt yet", details: { transaction_hash: tx } } }, { status: 503, headers: { "retry-after": "3" } }),
+      [live]: () => Response.json({ ok: 5 }),
+    });
+    const err = await failure(callEnclave(config([sent, live]), ids, { path: "/internal/v1/add_group", body: {} }));
+    expect(err.code).toBe("chain_unavailable");
+    expect(err.details).toEqual({ transaction_hash: tx });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("probes an enclave that failed before sending it a write, and skips it while the probe fails", async () => {
+    const flaky = host("flaky");
+    const live = host("live");
+    let up = false;
+    const calls = network({
+      [flaky]: () => {
+        if (!up) throw new ChannelUnavailableError("connection refused");
+        return Response.json({ ok: "flaky" });
+      },
+      [live]: () => Response.json({ ok: "live" }),
+    });
+    // It fails once (nothing delivered): a write that finds it first goes on to the live one.
+    calls.length = 0;
+    await failure(callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} }));
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/internal/v1/add_group`]);
+    expect(await callEnclave(config([live, flaky]), ids, { path: "/internal/v1/add_group", body: {} })).toEqual({ ok: "live" });
+    // Alone in the list and still down: its probe fails, so the write itself is never sent to it.
+    calls.length = 0;
+    await failure(callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} }));
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/channel`]);
+    // Back up: the probe answers, then the write is sent, and it is trusted again (no probe next time).
+    up = true;
+    calls.length = 0;
+    expect(await callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} })).toEqual({ ok: "flaky" });
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/channel`, `${flaky}/internal/v1/add_group`]);
+    calls.length = 0;
+    await callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} });
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/internal/v1/add_group`]);
   });
 });

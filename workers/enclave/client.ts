@@ -1,14 +1,18 @@
 // Forwards an operation to an enclave's internal API (shared/enclaveApi.ts) through the attested
-// channel (shared/channel/): each request is sealed to the enclave's channel key, which the edge
-// pinned after verifying the quote that binds it (attest.ts), and signed with the edge's identity.
-// Enclaves that do not answer are routed around: one that fails to connect, fails its attestation
-// or answers 503 is skipped for a few seconds and the next one is tried; when none answers the
-// client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer (4xx)
+// channel (shared/channel/): each request is sealed in a session to the enclave's channel key, which
+// the edge pinned after verifying the quote that binds it (attest.ts). Enclaves that do not answer
+// are routed around — one that cannot be reached, fails its attestation or answers 503 without
+// having acted is skipped for a few seconds and the next one is tried — but a request that must not
+// run twice (a write, a run) goes to no second enclave once the first may have acted on it (it was
+// delivered and no answer came back, or the answer says a transaction was sent): the client gets
+// 503 and decides. An enclave that failed is probed before it gets such a request again. When none
+// answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
 // reaches the client as it is.
 import { edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
-import { ChannelClient } from "../../shared/channel/client.ts";
+import { ChannelError } from "../../shared/channel/channel.ts";
+import { ChannelClient, ChannelUnavailableError } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
-import { errorStatus, SigilError, type ErrorCode } from "../../shared/errors.ts";
+import { errorStatus, SigilError, sentTransactionOf, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
@@ -16,6 +20,8 @@ import { enclaveVerifier } from "./attest.ts";
 const SKIP_FAILED_MS = 5_000;
 /** Per isolate: enclaves that failed recently, until when they are skipped. */
 const failedUntil = new Map<string, number>();
+/** Per isolate: enclaves that failed and have not answered since; probed before a request that must not run twice. */
+const suspect = new Set<string>();
 let nextStart = 0;
 
 export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number };
@@ -30,29 +36,57 @@ function candidates(urls: string[]): string[] {
   return [...healthy, ...failed];
 }
 
+/** Whether a failure to get an answer proves the enclave did nothing with the request. */
+function notDelivered(err: unknown): boolean {
+  return err instanceof ChannelUnavailableError || err instanceof ChannelError;
+}
+
+/** Whether an enclave's 503 answer means it did not act (nothing sent on chain), so another may be asked. */
+async function declined(res: Response): Promise<boolean> {
+  const body = (await res.clone().json().catch(() => null)) as { error?: { code?: string; details?: unknown } } | null;
+  const err = body?.error;
+  if (!err?.code || !(err.code in errorStatus)) return true;
+  return sentTransactionOf(new SigilError(err.code as ErrorCode, "", { details: err.details })) === undefined;
+}
+
+function skip(base: string, err?: unknown): void {
+  if (err !== undefined) {
+    console.error(JSON.stringify({ level: "error", msg: "enclave skipped", enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) }));
+  }
+  failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
+  suspect.add(base);
+}
+
+const unavailable = () => new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
+
 /**
- * Sends `request` to one enclave after another until one answers with something other than 503;
- * an enclave that cannot be reached or answers 503 is skipped for a few seconds.
+ * Sends `request` to one enclave after another until one answers with something other than a 503
+ * that did nothing. A request that must not run twice (one given a `probe`) is not sent on after
+ * an enclave that may have acted on it, and goes to an enclave that failed recently only after
+ * `probe` has found it answering.
  */
-async function firstAnswer(config: EdgeConfig, request: (base: string) => Promise<Response>): Promise<Response> {
+async function firstAnswer(config: EdgeConfig, request: (base: string) => Promise<Response>, probe?: (base: string) => Promise<void>): Promise<Response> {
+  const once = probe !== undefined;
   for (const base of candidates(config.enclaveUrls)) {
     let res: Response;
     try {
+      if (probe && suspect.has(base)) await probe(base);
       res = await request(base);
     } catch (err) {
       if (err instanceof SigilError) throw err;
-      console.error(JSON.stringify({ level: "error", msg: "enclave skipped", enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) }));
-      failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
+      skip(base, err);
+      if (once && !notDelivered(err)) throw unavailable();
       continue;
     }
-    if (res.status === 503) {
-      failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
+    if (res.status === 503 && (!once || (await declined(res)))) {
+      skip(base);
       continue;
     }
     failedUntil.delete(base);
+    suspect.delete(base);
     return res;
   }
-  throw new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
+  throw unavailable();
 }
 
 function forwardedIds(ids: RequestIds): Record<string, string> {
@@ -70,15 +104,27 @@ function channel(config: EdgeConfig): ChannelClient {
   return channelClient.client;
 }
 
-/** One request to the enclave at `base`, answered as a Response; throws when it cannot be delivered. */
-export type EnclaveTransport = (base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number) => Promise<Response>;
+/** How requests reach an enclave. */
+export type EnclaveTransport = {
+  /**
+   * One request to the enclave at `base`, answered as a Response. Throws ChannelUnavailableError
+   * (or a ChannelError refusal) when the enclave certainly did nothing; anything else it throws
+   * means the request may have been acted on.
+   */
+  send(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number): Promise<Response>;
+  /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
+  probe(base: string): Promise<void>;
+};
 
 /** The production transport: sealed to the enclave's verified channel key (shared/channel/). */
 export function channelTransport(config: EdgeConfig): EnclaveTransport {
   const client = channel(config);
-  return async (base, request, timeoutMs) => {
-    const answer = await client.call(base, request, { timeoutMs });
-    return new Response(answer.body, { status: answer.status, headers: answer.headers });
+  return {
+    async send(base, request, timeoutMs) {
+      const answer = await client.call(base, request, { timeoutMs });
+      return new Response(answer.body, { status: answer.status, headers: answer.headers });
+    },
+    probe: (base) => client.probe(base),
   };
 }
 
@@ -93,7 +139,11 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
     headers: { "content-type": "application/json", ...forwardedIds(ids) },
     body: call.body === undefined ? "" : JSON.stringify(call.body),
   };
-  const res = await firstAnswer(config, (base) => send(base, request, call.timeoutMs ?? 150_000));
+  const res = await firstAnswer(
+    config,
+    (base) => send.send(base, request, call.timeoutMs ?? 150_000),
+    request.method === "GET" ? undefined : (base) => send.probe(base),
+  );
   const text = await res.text();
   let body: unknown;
   try {
