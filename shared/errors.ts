@@ -104,3 +104,26 @@ export function errorBody(error: SigilError, requestId: string): ErrorBody {
     },
   };
 }
+
+/**
+ * A managed write that failed after its transaction was sent (it reverted on chain, or its receipt
+ * never came): the same error, with the transaction's hash in `details.transaction_hash`. The
+ * client learns which transaction it was; the edge's meter learns that the write was sent, which
+ * costs its cent (billing.md, Fees).
+ */
+export function sentTransactionError(err: SigilError, transactionHash: string): SigilError {
+  const details = err.details !== null && typeof err.details === "object" && !Array.isArray(err.details) ? err.details : err.details === undefined ? {} : { reason: err.details };
+  return new SigilError(err.code, err.message, {
+    details: { ...details, transaction_hash: transactionHash },
+    ...(err.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: err.retryAfterSeconds }),
+    ...(err.cause === undefined ? {} : { cause: err.cause }),
+    status: err.status,
+  });
+}
+
+/** The hash of the transaction a failed write had sent (see sentTransactionError), if it had sent one. */
+export function sentTransactionOf(err: unknown): string | undefined {
+  if (!(err instanceof SigilError) || err.details === null || typeof err.details !== "object") return undefined;
+  const hash = (err.details as { transaction_hash?: unknown }).transaction_hash;
+  return typeof hash === "string" && /^0x[0-9a-fA-F]{64}$/.test(hash) ? hash : undefined;
+}

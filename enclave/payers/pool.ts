@@ -16,7 +16,7 @@ import {
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { mapContractError } from "../../shared/contractErrors.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { SigilError, sentTransactionError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { ChainContext } from "../chain/client.ts";
 import type { DerivedKey } from "../keys/derive.ts";
@@ -73,7 +73,8 @@ export class PayerPool {
 
   /**
    * Simulates, sends and waits for one write. Throws a SigilError: the mapped revert (no gas spent),
-   * or 503 `chain_unavailable`, or 500 for anything the caller cannot fix.
+   * or 503 `chain_unavailable`, or 500 for anything the caller cannot fix; once the transaction has
+   * been sent, the error carries its hash (`details.transaction_hash`).
    */
   async write<F extends WriteFunction>(call: WriteCall<F>, context: { keyHash?: bigint; log?: Logger } = {}): Promise<WriteResult> {
     const log = context.log ?? this.#log;
@@ -98,22 +99,31 @@ export class PayerPool {
       gas = (gas * 12n) / 10n + 10_000n;
       const transactionHash = await this.#send(payer, { to: contract, data, gas }, log);
       log.info("write sent", { fn: call.functionName, tx: transactionHash, payer: payer.account.address });
-      const receipt = await this.#chain.client.waitForTransactionReceipt({ hash: transactionHash, confirmations: this.#confirmations, timeout: 120_000 });
-      if (receipt.status !== "success") {
-        // Another write changed the state between simulation and inclusion: simulate again for the reason.
-        try {
-          await client.call({ account: payer.account.address, to: contract, data });
-        } catch (err) {
-          throw this.#mapped(err, context.keyHash, log, "the write reverted on chain");
-        }
-        log.error("write reverted on chain without a reproducible reason", { tx: transactionHash });
-        throw new SigilError("internal_error", "the transaction reverted");
+      try {
+        return await this.#outcome(transactionHash, payer, contract, data, context.keyHash, log);
+      } catch (err) {
+        // Sent, then failed: the error says which transaction, and the edge charges the write.
+        throw sentTransactionError(this.#mapped(err, context.keyHash, log, "waiting for the receipt failed"), transactionHash);
       }
-      const events = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs });
-      return { transactionHash, receipt, events };
     } finally {
       payer.busy--;
     }
+  }
+
+  /** The receipt of a sent write, decoded; a revert is simulated again for its reason. */
+  async #outcome(transactionHash: Hex, payer: Payer, contract: Address, data: Hex, keyHash: bigint | undefined, log: Logger): Promise<WriteResult> {
+    const receipt = await this.#chain.client.waitForTransactionReceipt({ hash: transactionHash, confirmations: this.#confirmations, timeout: 120_000 });
+    if (receipt.status !== "success") {
+      // Another write changed the state between simulation and inclusion: simulate again for the reason.
+      try {
+        await this.#chain.client.call({ account: payer.account.address, to: contract, data });
+      } catch (err) {
+        throw this.#mapped(err, keyHash, log, "the write reverted on chain");
+      }
+      log.error("write reverted on chain without a reproducible reason", { tx: transactionHash });
+      throw new SigilError("internal_error", "the transaction reverted");
+    }
+    return { transactionHash, receipt, events: parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }) };
   }
 
   async balances(): Promise<PayerBalance[]> {

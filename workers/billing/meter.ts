@@ -1,13 +1,15 @@
 // Metering (billing.md, Fees): what a managed write and a run cost, held before the work and
 // settled after it, in the caller's account's Ledger. A managed write holds 1 cent, settles 1 once
-// the enclave has sent the transaction and releases the hold when the enclave refused it. A run
+// the enclave has sent the transaction — also when it then reverted on chain or its receipt did not
+// come (the enclave's error names the transaction) — and releases the hold when the enclave refused
+// it before sending. Every metered answer, error or not, says what it cost (X-Sigil-Charged-Cents). A run
 // holds min(free balance, key's remaining cap, the run's maximum seconds) cents, is given that
 // many seconds, and settles max(1, ceil(duration_ms / 1000)) — never more than it held. A run that
 // stopped because its credit ran out ends with the code `insufficient_credits`, its logs kept.
 import type { Context } from "hono";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import type { ExecuteResponse } from "../../shared/enclaveApi.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { readView } from "../chain/client.ts";
 import { callEnclave } from "../enclave/client.ts";
@@ -48,8 +50,9 @@ function refused(hold: HoldResult): SigilError {
   return new SigilError("insufficient_credits", "the account has no credit left; top up through /billing", { details: { balance_cents: hold.freeCents } });
 }
 
-/** Charges a managed write: 1 cent once `send` has had the transaction sent, nothing if it threw. */
+/** Charges a managed write: 1 cent once `send` has had the transaction sent, nothing if it was refused before. */
 export async function meteredWrite<T>(c: Context<EdgeEnv>, send: () => Promise<T>): Promise<Metered<T>> {
+  c.header("X-Sigil-Charged-Cents", "0");
   if (!c.get("config").billing) return { result: await send(), chargedCents: 0 };
   const { ledger, requestId, key } = await billed(c);
   const hold = await ledger.hold(requestId, 1, WRITE_HOLD_MS, key);
@@ -58,10 +61,17 @@ export async function meteredWrite<T>(c: Context<EdgeEnv>, send: () => Promise<T
   try {
     result = await send();
   } catch (err) {
-    await ledger.release(requestId);
+    if (sentTransactionOf(err) === undefined) {
+      await ledger.release(requestId);
+    } else {
+      // Sent, then reverted on chain or lost: the payer paid gas, and the write costs its cent.
+      const settled = await ledger.settle(requestId, 1, key);
+      c.header("X-Sigil-Charged-Cents", String(settled.chargedCents));
+    }
     throw err;
   }
   const settled = await ledger.settle(requestId, 1, key);
+  c.header("X-Sigil-Charged-Cents", String(settled.chargedCents));
   return { result, chargedCents: settled.chargedCents };
 }
 
