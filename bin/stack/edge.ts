@@ -29,6 +29,8 @@ export async function spawnEdge(options: {
   vars: Record<string, string>;
   timeoutMs?: number;
   echo?: (line: string) => void;
+  /** wrangler's log level: "warn" (the default) hides the worker's own console.log lines, "log" shows them. */
+  logLevel?: "warn" | "log";
 }): Promise<EdgeProcess> {
   const dir = join(options.stateDir, "dev");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -37,7 +39,7 @@ export async function spawnEdge(options: {
   writeFileSync(envFile, `${Object.entries(options.vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n")}\n`, { mode: 0o600 });
   const child = spawn(
     process.execPath,
-    [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(options.port), "--env-file", envFile, "--persist-to", join(options.stateDir, "wrangler"), "--show-interactive-dev-session=false", "--log-level", "warn"],
+    [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(options.port), "--env-file", envFile, "--persist-to", join(options.stateDir, "wrangler"), "--show-interactive-dev-session=false", "--log-level", options.logLevel ?? "warn"],
     {
       cwd: root,
       detached: true,

@@ -23,6 +23,13 @@ export type TestStack = {
   gatewayUrl: string;
   fetchTargetUrl: string;
   listenerPollMs: number;
+  /**
+   * Stops the enclave (SIGKILL: it dies as a crashed CVM would, with no shutdown) and, unless
+   * `start: false`, starts it again on the same port with the same settings. Its channel key is new.
+   */
+  restartEnclave(options?: { start?: boolean }): Promise<void>;
+  /** Starts the enclave again after `restartEnclave({ start: false })`. */
+  startEnclave(): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -43,8 +50,7 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
     const [owner] = await walletClient.getAddresses();
     if (!owner) throw new Error("anvil has no accounts");
     const deployment = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
-    const enclave = await spawnEnclave(
-      {
+    const enclaveEnv = {
         SIGIL_ENV: "test",
         SIGIL_ENCLAVE_PORT: "0",
         // The tests' stand-in edge and the edge under test sign with this identity.
@@ -58,20 +64,40 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
         SIGIL_FETCH_ALLOW: `127.0.0.1:${target.port}`,
         SIGIL_SANDBOX_WORKERS: "2",
         SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
-      },
-      options.echoEnclaveLogs ? { echo: (line) => console.log(`[enclave] ${line}`) } : {},
-    );
-    stops.unshift(() => enclave.stop());
+    };
+    const echo = options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {};
+    let enclave = await spawnEnclave(enclaveEnv, echo);
+    let running = true;
+    stops.unshift(() => (running ? enclave.stop() : Promise.resolve()));
+    const port = new URL(enclave.url).port;
+    const startEnclave = async () => {
+      enclave = await spawnEnclave({ ...enclaveEnv, SIGIL_ENCLAVE_PORT: port }, echo);
+      running = true;
+    };
+    const restartEnclave = async ({ start = true }: { start?: boolean } = {}) => {
+      try {
+        process.kill(-enclave.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      await enclave.exited;
+      running = false;
+      if (start) await startEnclave();
+    };
     await registerLocalPayers({ rpcUrl: anvil.rpcUrl, publicClient, walletClient, owner, contract: deployment.proxy, payers: enclave.payers });
     return {
       rpcUrl: anvil.rpcUrl,
       contract: getAddress(deployment.proxy),
       owner: getAddress(owner),
       enclaveUrl: enclave.url,
-      enclavePid: enclave.pid,
+      get enclavePid() {
+        return enclave.pid;
+      },
       gatewayUrl: gateway.url,
       fetchTargetUrl: target.url,
       listenerPollMs,
+      restartEnclave,
+      startEnclave,
       stop,
     };
   } catch (err) {
