@@ -11,13 +11,15 @@ import { privateKeyToAddress } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
-import { addressOf, derivationPath, Keyring, newDerivation } from "./derive.ts";
+import { addressOf, derivationPath, firstValidScalar, Keyring, newDerivation } from "./derive.ts";
 
 const root = () => hexToBytes(TEST_ROOT_KEY);
 const keyring = () => new Keyring(root());
 
 const FIXED_API_KEY = `${"A".repeat(43)}=`;
 const FIXED_CID = "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG";
+/** A usage key as the enclave makes them: base64 of 32 bytes (here 32 × 0x55). */
+const FIXED_USAGE_KEY = Buffer.alloc(32, 0x55).toString("base64");
 
 // Pinned under TEST_ROOT_KEY.
 const VECTORS = {
@@ -28,6 +30,9 @@ const VECTORS = {
   payer0: "0x282fb2312282E890F8F29406E908F4814C9E920d",
   payer1: "0xe7753c79856B1633B1630e6318E2c55f2421b90E",
   pkpEncryption_1_2: "0x63891907f9cb0f83e6cb0941dfe7cb49842d97037d33adc2f7e0d3f8d5225a7d",
+  fixedUsageKeyHash: 0x2331df065d93dcfb82098d09e344a2cc114e3daa71535ec9f740678096f13824n,
+  /** The usage-key wallet of FIXED_USAGE_KEY under the fixed master key's account. */
+  usageKeyWallet: "0xcA6c175B051e294f309e37c49DB0bF81Df1F41E2",
 } as const;
 
 // ── an independent implementation of the spec's layout, sharing no code with derive.ts ──
@@ -64,6 +69,12 @@ describe("pinned derivation vectors under TEST_ROOT_KEY", () => {
   it("makes the Account Master Wallet the PKP whose derivation is the master hash itself", () => {
     const master = apiKeyHash(FIXED_API_KEY);
     expect(keyring().pkpKey(master, master).address).toBe(VECTORS.accountMasterWallet);
+  });
+
+  it("derives the usage-key wallet of a fixed usage key (the PKP whose derivation is keccak256(utf8(usageKey))) at its pinned address", () => {
+    expect(FIXED_USAGE_KEY).toBe("VVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVU=");
+    expect(apiKeyHash(FIXED_USAGE_KEY)).toBe(VECTORS.fixedUsageKeyHash);
+    expect(keyring().pkpKey(apiKeyHash(FIXED_API_KEY), VECTORS.fixedUsageKeyHash).address).toBe(VECTORS.usageKeyWallet);
   });
 
   it("derives the action identity key of a fixed CID at its pinned address", () => {
@@ -111,9 +122,65 @@ describe("info layout, re-derived from first principles with @noble/hashes", () 
     expect(privateKeyToAddress(specKey(cat(utf8("action"), keccak_256(utf8(FIXED_CID)))))).toBe(VECTORS.action);
   });
 
+  it("usage-key wallet: the PKP layout with derivation = keccak256(utf8(usage key)), the key's text and not its decoded bytes", () => {
+    const derivation = keccak_256(utf8(FIXED_USAGE_KEY));
+    expect(bytesToHex(derivation)).toBe(`0x${VECTORS.fixedUsageKeyHash.toString(16).padStart(64, "0")}`);
+    const m = be(VECTORS.fixedKeyHash, 32);
+    expect(privateKeyToAddress(specKey(cat(utf8("pkp"), m, derivation)))).toBe(VECTORS.usageKeyWallet);
+    const ofDecodedBytes = keccak_256(Uint8Array.from(Buffer.from(FIXED_USAGE_KEY, "base64")));
+    expect(privateKeyToAddress(specKey(cat(utf8("pkp"), m, ofDecodedBytes)))).not.toBe(VECTORS.usageKeyWallet);
+  });
+
   it("Account Master Wallet: the PKP layout with derivation = master", () => {
     const m = be(VECTORS.fixedKeyHash, 32);
     expect(privateKeyToAddress(specKey(cat(utf8("pkp"), m, m)))).toBe(VECTORS.accountMasterWallet);
+  });
+});
+
+describe("firstValidScalar: reducing HKDF output to a secp256k1 scalar", () => {
+  const N = secp256k1.CURVE.n;
+  const INFO = utf8("pkp-info");
+  /** An okm that answers `outputs` in turn and records the info it was asked for. */
+  function scripted(outputs: bigint[]) {
+    const asked: Hex[] = [];
+    const given: Uint8Array[] = [];
+    const okm = (info: Uint8Array) => {
+      asked.push(bytesToHex(info));
+      const next = outputs[given.length];
+      if (next === undefined) throw new Error("asked for more outputs than scripted");
+      const out = be(next, 32);
+      given.push(out);
+      return out;
+    };
+    return { okm, asked, given };
+  }
+
+  it("takes the first output when it is a valid scalar (1 and n − 1 are), asking only for the info itself", () => {
+    for (const valid of [1n, N - 1n]) {
+      const s = scripted([valid]);
+      expect(BigInt(bytesToHex(firstValidScalar(s.okm, INFO)))).toBe(valid);
+      expect(s.asked).toEqual([bytesToHex(INFO)]);
+    }
+  });
+
+  it("on an output of n re-derives with counter byte 1 appended to the info, and zeroes the rejected output", () => {
+    const s = scripted([N, 42n]);
+    expect(BigInt(bytesToHex(firstValidScalar(s.okm, INFO)))).toBe(42n);
+    expect(s.asked).toEqual([bytesToHex(INFO), bytesToHex(cat(INFO, Uint8Array.of(1)))]);
+    expect(s.given[0]).toEqual(new Uint8Array(32));
+  });
+
+  it("skips 0, n and 2^256 − 1 in turn with counters 1, 2, 3 (each appended to the original info, not accumulated)", () => {
+    const s = scripted([0n, N, (1n << 256n) - 1n, 7n]);
+    expect(BigInt(bytesToHex(firstValidScalar(s.okm, INFO)))).toBe(7n);
+    expect(s.asked).toEqual([0, 1, 2, 3].map((c) => bytesToHex(c === 0 ? INFO : cat(INFO, Uint8Array.of(c)))));
+    for (const rejected of s.given.slice(0, 3)) expect(rejected).toEqual(new Uint8Array(32));
+  });
+
+  it("throws after 256 invalid outputs instead of returning one", () => {
+    const s = scripted(Array.from({ length: 256 }, () => N));
+    expect(() => firstValidScalar(s.okm, INFO)).toThrow(/key derivation failed/);
+    expect(s.asked).toHaveLength(256);
   });
 });
 

@@ -45,6 +45,22 @@ function toBigInt(bytes: Uint8Array): bigint {
   return v;
 }
 
+/**
+ * The secp256k1 scalar for `info`: `okm(info)`, or on the rare output of 0 or ≥ n, `okm` of the info
+ * with a counter byte appended (1, 2, …), so every input has exactly one key. Rejected outputs are
+ * zeroed. A function of `okm` so that the re-derivation, which HKDF reaches with probability
+ * ~2^-128, can be tested.
+ */
+export function firstValidScalar(okm: (info: Uint8Array) => Uint8Array, info: Uint8Array): Uint8Array {
+  for (let counter = 0; counter < 256; counter++) {
+    const candidate = okm(counter === 0 ? info : concat(info, Uint8Array.of(counter)));
+    const k = toBigInt(candidate);
+    if (k > 0n && k < N) return candidate;
+    candidate.fill(0);
+  }
+  throw new Error("key derivation failed"); // unreachable with HKDF: 256 consecutive misses has probability ~2^-32768
+}
+
 /** The key material of one wallet: the signing scalar and its address. Zero `privateKey` after use. */
 export type DerivedKey = { privateKey: Uint8Array; address: Address };
 
@@ -82,18 +98,8 @@ export class Keyring {
     return hkdf(sha256, this.#root, SALT, info, 32);
   }
 
-  /**
-   * A secp256k1 scalar for `info`. On the rare output of 0 or ≥ n, re-derives with a counter byte
-   * appended to the info (1, 2, …), so every input has exactly one key.
-   */
   #scalar(info: Uint8Array): Uint8Array {
-    for (let counter = 0; counter < 256; counter++) {
-      const okm = this.#okm(counter === 0 ? info : concat(info, Uint8Array.of(counter)));
-      const k = toBigInt(okm);
-      if (k > 0n && k < N) return okm;
-      okm.fill(0);
-    }
-    throw new Error("key derivation failed"); // unreachable: 256 consecutive misses has probability ~2^-32768
+    return firstValidScalar((i) => this.#okm(i), info);
   }
 
   #keyFor(info: Uint8Array): DerivedKey {
