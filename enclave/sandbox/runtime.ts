@@ -91,6 +91,9 @@ class LogBuffer {
 
 type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: QuickJSHandle };
 
+/** Frames of a failed run's stack that reach the client. */
+const MAX_STACK_FRAMES = 50;
+
 /** Ends the run from host code, with the run error to report. */
 class RunStop extends Error {
   readonly runError: RunError;
@@ -246,10 +249,13 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
     if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
     const message = info.code ? info.message : info.name && info.name !== "Uncaught" ? `${info.name}: ${info.message}` : info.message;
     // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
-    const stack = info.stack
-      ?.split("\n")
-      .filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"))
-      .join("\n");
+    // A runaway recursion has thousands: the innermost and the outermost tell where, with a count of the rest.
+    const frames = info.stack?.split("\n").filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"));
+    const half = MAX_STACK_FRAMES / 2;
+    const stack =
+      frames && frames.length > MAX_STACK_FRAMES
+        ? [...frames.slice(0, half), `    … ${frames.length - MAX_STACK_FRAMES} frames left out …`, ...frames.slice(-half)].join("\n")
+        : frames?.join("\n");
     return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
   };
 

@@ -144,7 +144,12 @@ describe("errors", () => {
     const code = `function down(n) { return down(n + 1) + 1; }\nasync function main() { return down(0); }`;
     const error = failed(await run(apiKey, code), "script_error");
     expect(error.message).toBe("InternalError: stack overflow");
-    expect(error.stack?.split("\n").at(-1)?.trim()).toMatch(/^at main \(action\.js:2:\d+\)$/);
+    const lines = error.stack?.split("\n") ?? [];
+    expect(lines.at(-1)?.trim()).toMatch(/^at main \(action\.js:2:\d+\)$/);
+    // Thousands of frames deep: the 25 innermost and 25 outermost reach the client, with a count of the rest.
+    expect(lines).toHaveLength(51);
+    expect(lines[25]).toMatch(/^ *… \d{3,} frames left out …$/);
+    expect(lines[0]?.trim()).toMatch(/^at down \(action\.js:1:\d+\)$/);
   });
 
   it("logs written before the error are kept", async () => {
