@@ -50,7 +50,8 @@ export async function billingCaller(c: Context<EdgeEnv>, use: "read" | "pay"): P
 
 function decodeWalletAuth(value: string): { typed_data: unknown; signature: string } {
   if (value.length > MAX_WALLET_AUTH_CHARS) throw new SigilError("payload_too_large", `${WALLET_AUTH_HEADER} must be at most ${MAX_WALLET_AUTH_CHARS} characters`);
-  const bad = () => new SigilError("invalid_request", `${WALLET_AUTH_HEADER} must be base64url(JSON {"typed_data": {…}, "signature": "0x…"})`);
+  // api.md (Signature endpoints): a value that is not base64url JSON with both fields is 401.
+  const bad = () => new SigilError("invalid_signature", `${WALLET_AUTH_HEADER} must be base64url(JSON {"typed_data": {…}, "signature": "0x…"})`);
   const text = value.trim();
   if (!/^[A-Za-z0-9_-]+={0,2}$/.test(text)) throw bad();
   let parsed: unknown;

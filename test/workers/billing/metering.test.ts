@@ -1,50 +1,32 @@
 // Metering with billing on (billing.md, Fees), through the edge in workerd against the real chain
 // and enclave, every amount read back from the account's Ledger. Credit is put in the ledger
-// directly here (the Stripe paths have their own tests); every test ends with the ledger's audit.
-import { env, SELF } from "cloudflare:test";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+// directly here (the Stripe paths have their own tests); every test ends with the audit of every
+// ledger there is (ledgers.ts).
+import { env, listDurableObjectIds, runInDurableObject, SELF } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../../shared/cid.ts";
-import { apiKeyHash } from "../../../shared/hashing.ts";
-import type { Ledger } from "../../../workers/billing/ledger.ts";
+import { apiKeyHash, cidHash, toHash32 } from "../../../shared/hashing.ts";
 import type { Env } from "../../../workers/env.ts";
 import { edgeClient, NO_PERMISSIONS, type Reply } from "../stack.ts";
+import { billingLedgers, ledgerRows } from "./ledgers.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
 const namespace = (env as unknown as Env).LEDGER!;
-const touched = new Set<DurableObjectStub<Ledger>>();
+// Every account is made through `newAccount`; after each test every ledger is audited (ledgers.ts).
+const { newAccount: makeAccount, credit, ledgerOf, auditFailures } = billingLedgers({
+  self: SELF,
+  namespace,
+  listIds: () => listDurableObjectIds(namespace),
+  rows: (stub) => runInDurableObject(stub, ledgerRows),
+});
 
-/** The ledger of the account whose master key is `key`. */
-function ledgerOf(key: string): DurableObjectStub<Ledger> {
-  const stub = namespace.get(namespace.idFromName(apiKeyHash(key).toString(16).padStart(64, "0")));
-  touched.add(stub);
-  return stub;
-}
-
-let topUps = 0;
-async function credit(key: string, cents: number): Promise<void> {
-  await ledgerOf(key).credit(`pi_test_${Date.now()}_${topUps++}`, cents);
-}
 const free = async (key: string) => (await ledgerOf(key).balance()).freeCents;
-
-async function newAccount(name: string, cents = 0): Promise<string> {
-  const { api_key: key } = await ok200<{ api_key: string }>("new_account", { body: { account_name: name } });
-  if (cents > 0) await credit(key, cents);
-  return key;
-}
+const newAccount = (name: string, cents = 0) => makeAccount(name, { cents });
 
 function charged(r: Reply<unknown>): number {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return Number(r.headers.get("x-sigil-charged-cents"));
 }
-
-afterEach(async () => {
-  for (const l of touched) {
-    const audit = await l.audit();
-    expect(audit.consistent, JSON.stringify(audit)).toBe(true);
-    expect(audit.heldCents).toBe(0);
-  }
-  touched.clear();
-});
 
 const QUICK = "async function main() { return 'quick' }";
 const SLOW = "async function main() { console.log('started'); await new Promise((r) => setTimeout(r, 1500)); return 'slow' }";
@@ -59,12 +41,38 @@ async function groupFor(key: string): Promise<void> {
   await ok200("add_group", { key, body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids } });
 }
 
+/** What the account has on chain, as its list reads show it (every page size 100). */
+async function onChain(key: string): Promise<Record<"list_wallets" | "list_groups" | "list_api_keys" | "list_actions", { total: string | null; body: unknown[] }>> {
+  const read = async (path: string) => {
+    const r = await edge<unknown[]>(`${path}?page_size=100`, { key });
+    expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);
+    expect(Array.isArray(r.body), path).toBe(true);
+    return { total: r.headers.get("x-total-count"), body: r.body };
+  };
+  return { list_wallets: await read("list_wallets"), list_groups: await read("list_groups"), list_api_keys: await read("list_api_keys"), list_actions: await read("list_actions") };
+}
+
 describe("managed writes", () => {
-  it("new_account is free; with no credit a managed write is 402 insufficient_credits and changes nothing on chain", async () => {
+  it("new_account is free; with no credit every managed write is 402 insufficient_credits and changes nothing on chain", async () => {
     const key = await newAccount("broke");
     expect(await free(key)).toBe(0);
-    expectError(await edge("create_wallet", { key, method: "POST" }), 402, "insufficient_credits");
-    expect((await ok200<{ items?: unknown[] }>("list_wallets", { key })).items ?? []).toHaveLength(0);
+    const before = await onChain(key);
+    // The lists are the account's real state: a new account already has its master wallet (wallet 0).
+    expect(before.list_wallets.body).toHaveLength(1);
+    expect(before.list_wallets.total).toBe("1");
+    for (const [path, call] of [
+      ["POST create_wallet", { method: "POST" }],
+      ["GET create_wallet", { method: "GET" }],
+      ["add_group", { body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } }],
+      ["add_usage_api_key", { body: { name: "u", description: "", ...NO_PERMISSIONS } }],
+      ["add_action", { body: { action_ipfs_cid: cids[0], name: "a", description: "" } }],
+    ] as const) {
+      const r = await edge(path.replace(/^(POST|GET) /, ""), { key, ...call });
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(402);
+      expectError(r, 402, "insufficient_credits");
+    }
+    expect(await onChain(key)).toEqual(before);
+    expect(await free(key)).toBe(0);
   });
 
   it("cost one cent each, to the cent: create_wallet, add_usage_api_key, add_group, add_action", async () => {
@@ -85,11 +93,72 @@ describe("managed writes", () => {
     expect(await free(key)).toBe(3);
   });
 
-  it("reads cost nothing", async () => {
-    const key = await newAccount("reader", 2);
-    await ok200("list_groups", { key });
-    await ok200("list_wallets", { key });
-    expect(await free(key)).toBe(2);
+  it("every other managed write, GET create_wallet included, costs exactly 1 cent, X-Sigil-Charged-Cents: 1, read back from the balance", async () => {
+    const key = await newAccount("every write", 100);
+    let balance = await free(key);
+    /** The write answers 200 with X-Sigil-Charged-Cents: 1, and the ledger has exactly 1 cent less. */
+    async function costsOneCent<T>(path: string, call: { method?: string; body?: unknown }): Promise<T> {
+      const r = await edge<T>(path, { key, ...call });
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);
+      expect(r.headers.get("x-sigil-charged-cents"), path).toBe("1");
+      const after = await free(key);
+      expect(balance - after, `${path}: cents taken from the balance`).toBe(1);
+      balance = after;
+      return r.body;
+    }
+    // What the writes act on (each a 1-cent write too).
+    const wallet = await costsOneCent<{ wallet_id: string; wallet_address: string }>("create_wallet", { method: "POST", body: { name: "w", description: "" } });
+    const { usage_api_key: usage } = await costsOneCent<{ usage_api_key: string }>("add_usage_api_key", { body: { name: "u", description: "", ...NO_PERMISSIONS } });
+    const { group_id: group } = await costsOneCent<{ group_id: string }>("add_group", { body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
+    const { hashed_cid: action } = await costsOneCent<{ hashed_cid: string }>("add_action", { body: { action_ipfs_cid: cids[0], name: "a", description: "" } });
+    expect(balance).toBe(100 - 4);
+
+    const writes: Array<[string, { method?: string; body?: unknown }]> = [
+      ["update_usage_api_key", { body: { usage_api_key: usage, name: "u2", description: "d", ...NO_PERMISSIONS, can_create_groups: true } }],
+      ["update_usage_api_key_metadata", { body: { usage_api_key: usage, name: "u3", description: "d3" } }],
+      ["update_group", { body: { group_id: group, name: "g2", description: "d", pkp_ids_permitted: [], cid_hashes_permitted: [] } }],
+      ["add_action_to_group", { body: { group_id: group, action_ipfs_cid: cids[1] } }],
+      ["remove_action_from_group", { body: { group_id: group, hashed_cid: toHash32(cidHash(cids[1]!)) } }],
+      ["add_pkp_to_group", { body: { group_id: group, pkp_id: wallet.wallet_id } }],
+      ["remove_pkp_from_group", { body: { group_id: group, pkp_id: wallet.wallet_address } }],
+      ["update_action_metadata", { body: { hashed_cid: action, name: "a2", description: "d" } }],
+      ["delete_action", { body: { hashed_cid: action } }],
+      ["create_wallet", { method: "GET" }],
+      ["remove_usage_api_key", { body: { usage_api_key: usage } }],
+      ["remove_group", { body: { group_id: group } }],
+    ];
+    for (const [path, call] of writes) await costsOneCent(path, call);
+    expect(balance).toBe(100 - 4 - writes.length);
+    // The writes were made: the key, the group and the action are gone; GET made a second wallet.
+    const state = await onChain(key);
+    expect(state.list_api_keys.body).toEqual([]);
+    expect(state.list_groups.body).toEqual([]);
+    expect(state.list_actions.body).toEqual([]);
+    expect(state.list_wallets.body).toHaveLength(3);
+  });
+
+  it("reads cost nothing and carry no charge: list_groups, list_actions, list_api_keys, list_wallets, list_wallets_in_group, account_exists, the balance", async () => {
+    const key = await newAccount("reader", 10);
+    const { group_id: group } = await ok200<{ group_id: string }>("add_group", { key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
+    const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS } });
+    expect(await free(key)).toBe(8);
+    for (const [path, caller] of [
+      ["list_groups", key],
+      ["list_actions", key],
+      [`list_actions?group_id=${group}`, key],
+      ["list_api_keys", key],
+      ["list_wallets", key],
+      [`list_wallets_in_group?group_id=${group}`, key],
+      ["account_exists", key],
+      ["account_exists", usage],
+      ["list_groups", usage],
+      ["billing/balance", key],
+    ] as const) {
+      const r = await edge(path, { key: caller });
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);
+      expect([null, "0"], `${path}: X-Sigil-Charged-Cents`).toContain(r.headers.get("x-sigil-charged-cents"));
+      expect(await free(key), `${path}: the balance after it`).toBe(8);
+    }
   });
 });
 
@@ -181,5 +250,28 @@ describe("concurrency", () => {
     const balance = await ledgerOf(key).balance();
     expect(balance.freeCents).toBe(20 - paid);
     expect(balance.settledCents).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("the audit every billing test ends with (ledgers.ts)", () => {
+  it("finds a ledger no helper registered and reports a hold left behind or a balance that is not the sum of its entries", async () => {
+    // An account made around the helper; the edge makes its ledger (to keep new_account's email).
+    const { api_key: key } = await ok200<{ api_key: string }>("new_account", { body: { account_name: "unregistered", email: "audit@example.com" } });
+    const stub = namespace.get(namespace.idFromName(apiKeyHash(key).toString(16).padStart(64, "0")));
+    expect((await listDurableObjectIds(namespace)).map(String)).toContain(stub.id.toString());
+    expect(await auditFailures()).toEqual([]);
+    await stub.credit("pi_audit_probe", 5);
+    expect((await stub.hold("left-behind", 2, 60_000)).granted).toBe(2);
+    const leaked = await auditFailures();
+    expect(leaked).toHaveLength(1);
+    expect(leaked[0]).toContain('"holdRows":1');
+    await stub.release("left-behind");
+    expect(await auditFailures()).toEqual([]);
+    await runInDurableObject(stub, (_ledger, state) => void state.storage.sql.exec("UPDATE account SET settled_cents = settled_cents + 1 WHERE id = 1"));
+    const drifted = await auditFailures();
+    expect(drifted).toHaveLength(1);
+    expect(drifted[0]).toContain('"consistent":false');
+    await runInDurableObject(stub, (_ledger, state) => void state.storage.sql.exec("UPDATE account SET settled_cents = settled_cents - 1 WHERE id = 1"));
+    expect(await auditFailures()).toEqual([]);
   });
 });

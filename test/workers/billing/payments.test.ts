@@ -3,39 +3,32 @@
 // confirmed client-side exactly as a browser would against Stripe's REST API; Stripe's webhook
 // is the emulator's own event, signed here with the webhook secret and posted to the edge (the
 // edge in workerd has no address the emulator could reach). Every test ends with the audit of
-// every ledger it touched.
-import { env, SELF } from "cloudflare:test";
+// every ledger there is (ledgers.ts).
+import { env, listDurableObjectIds, runInDurableObject, SELF } from "cloudflare:test";
 import { createPublicClient, createTestClient, createWalletClient, encodePacked, getAddress, http, keccak256, parseEther, type Abi, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTypedData, signableTypedData, typedDataDigest, type SigilPrimaryType } from "../../../shared/eip712.ts";
 import { accountConfigAbi } from "../../../shared/generated/accountConfigAbi.ts";
+import { generateApiKey } from "../../../shared/apiKey.ts";
 import { apiKeyHash } from "../../../shared/hashing.ts";
-import type { Ledger } from "../../../workers/billing/ledger.ts";
 import type { Env } from "../../../workers/env.ts";
 import erc1271Wallet from "../fixtures/erc1271Wallet.json";
-import { edgeClient, type Reply } from "../stack.ts";
+import { ok as enclaveOk } from "../../enclave/client.ts";
+import { edgeClient, NO_PERMISSIONS, type Reply } from "../stack.ts";
+import { billingLedgers, ledgerRows } from "./ledgers.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
 const namespace = (env as unknown as Env).LEDGER!;
 const CHAIN_ID = 31337;
-const touched = new Set<DurableObjectStub<Ledger>>();
-
-function ledgerOfMaster(master: bigint): DurableObjectStub<Ledger> {
-  const stub = namespace.get(namespace.idFromName(master.toString(16).padStart(64, "0")));
-  touched.add(stub);
-  return stub;
-}
-const ledgerOf = (key: string) => ledgerOfMaster(apiKeyHash(key));
-
-afterEach(async () => {
-  for (const l of touched) {
-    const audit = await l.audit();
-    expect(audit.consistent, JSON.stringify(audit)).toBe(true);
-    expect(audit.heldCents).toBe(0);
-  }
-  touched.clear();
+// Every account is made through `newAccount` (or, made by a wallet on chain, named by
+// `ledgerOfMaster`); after each test every ledger is audited (ledgers.ts).
+const { newAccount, credit, ledgerOf, ledgerOfMaster, snapshot } = billingLedgers({
+  self: SELF,
+  namespace,
+  listIds: () => listDurableObjectIds(namespace),
+  rows: (stub) => runInDurableObject(stub, ledgerRows),
 });
 
 // --- Stripe, as a client and as Stripe ---------------------------------------------------------
@@ -95,10 +88,6 @@ async function deliver(event: Event) {
 
 // --- accounts ----------------------------------------------------------------------------------
 
-async function newAccount(name = "payer", email?: string): Promise<string> {
-  return (await ok200<{ api_key: string }>("new_account", { body: { account_name: name, ...(email ? { email } : {}) } })).api_key;
-}
-
 type Intent = { payment_intent_id: string; client_secret: string };
 const createIntent = (key: string, amount_cents: number, headers?: Record<string, string>) =>
   edge<Intent>("billing/create_payment_intent", { key, body: { amount_cents }, ...(headers ? { headers } : {}) });
@@ -109,7 +98,6 @@ async function paidIntent(key: string, cents: number): Promise<Intent> {
   const r = await createIntent(key, cents);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   expect(await payWith(r.body)).toBe(200);
-  ledgerOf(key);
   return r.body;
 }
 
@@ -132,7 +120,7 @@ describe("a top-up by card", () => {
   });
 
   it("makes one Stripe customer per account, with the account and new_account's email, used by every intent", async () => {
-    const key = await newAccount("with email", "owner@example.com");
+    const key = await newAccount("with email", { email: "owner@example.com" });
     const [a, b] = await Promise.all([createIntent(key, 500), createIntent(key, 600)]);
     const secret = inject("stripeSecretKey");
     const intents = await Promise.all([a, b].map(async (r) => (await stripeApi<{ customer: string; metadata: Record<string, string>; amount: number; currency: string; automatic_payment_methods: { enabled: boolean } }>("GET", `/v1/payment_intents/${r.body.payment_intent_id}`, secret)).body));
@@ -186,9 +174,92 @@ describe("a top-up by card", () => {
     const [alice, bob] = await Promise.all([newAccount("alice"), newAccount("bob")]);
     const intent = await paidIntent(alice, 900);
     expectError(await confirm(bob, intent.payment_intent_id), 409, "payment_belongs_to_another_account");
-    ledgerOf(bob);
     expect(await balanceOf(bob)).toBe(0);
     expect(await balanceOf(alice)).toBe(0);
+  });
+});
+
+// --- who may use the keyed billing endpoints ----------------------------------------------------
+// api.md (Billing; Endpoints: `key` = master or usage): the balance and the top-up endpoints take
+// any live key of the account and need no scope; billing/account.ts (billingCaller) asks the chain
+// only whether the key is the account's and live.
+
+/**
+ * A usage key of `master`'s account made straight through the enclave (setup, not what is tested:
+ * through the edge it would cost a cent the new account does not have).
+ */
+async function usageKeyOf(master: string, extra: { expires_at?: number } = {}): Promise<string> {
+  return (await enclaveOk<{ usage_api_key: string }>("add_usage_api_key", { api_key: master, name: "billing", description: "", ...NO_PERMISSIONS, ...extra })).usage_api_key;
+}
+
+/** The three keyed billing calls, each with a body it accepts. */
+const keyedBillingCalls = (headers: Record<string, string>) => [
+  { path: "billing/balance", call: () => edge("billing/balance", { headers }) },
+  { path: "billing/create_payment_intent", call: () => edge("billing/create_payment_intent", { headers, body: { amount_cents: 500 } }) },
+  { path: "billing/confirm_payment", call: () => edge("billing/confirm_payment", { headers, body: { payment_intent_id: "pi_doesnotexist000000" } }) },
+];
+
+describe("the keyed billing endpoints take any key of the account", () => {
+  it("a usage key with no scopes reads its account's balance (200), the same as the master key", async () => {
+    const master = await newAccount("reads by usage key");
+    const usage = await usageKeyOf(master);
+    await credit(master, 250);
+    expect(await ok200("billing/balance", { key: usage })).toEqual({ balance_cents: 250, balance_display: "$2.50" });
+    expect(await ok200("billing/balance", { key: master })).toEqual({ balance_cents: 250, balance_display: "$2.50" });
+  });
+
+  it("a usage key with no scopes tops its account up: create_payment_intent 200 for the account, confirm_payment 200 credits it", async () => {
+    const master = await newAccount("tops up by usage key");
+    const usage = await usageKeyOf(master);
+    const created = await createIntent(usage, 600);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    // The intent is the account's (the master hash), not the usage key's.
+    const intent = (await stripeApi<{ metadata: Record<string, string> }>("GET", `/v1/payment_intents/${created.body.payment_intent_id}`, inject("stripeSecretKey"))).body;
+    expect(intent.metadata.account).toBe(apiKeyHash(master).toString(16).padStart(64, "0"));
+    expect(await payWith(created.body)).toBe(200);
+    const confirmed = await confirm(usage, created.body.payment_intent_id);
+    expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+    expect(confirmed.body).toEqual({ credited_cents: 600, already_credited: false, balance_cents: 600 });
+    expect(await balanceOf(master)).toBe(600);
+    // The master key confirms the same intent as already credited: one account, one ledger.
+    expect((await confirm(master, created.body.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 600 });
+  });
+
+  it("no key → 401 missing_api_key; a garbage or unknown key → 401 invalid_api_key, on balance, create_payment_intent and confirm_payment", async () => {
+    const refusals: Array<[headers: Record<string, string>, code: string]> = [
+      [{}, "missing_api_key"],
+      [{ "x-api-key": "garbage" }, "invalid_api_key"],
+      [{ authorization: "Bearer garbage" }, "invalid_api_key"],
+      [{ "x-api-key": generateApiKey() }, "invalid_api_key"],
+    ];
+    for (const [headers, code] of refusals) {
+      for (const { path, call } of keyedBillingCalls(headers)) {
+        const r = await call();
+        expect(r.status, `${path} with ${JSON.stringify(headers)}: ${JSON.stringify(r.body)}`).toBe(401);
+        expectError(r, 401, code);
+      }
+    }
+  });
+
+  it("an expired and a removed usage key → 401 invalid_api_key on balance, create_payment_intent and confirm_payment", async () => {
+    const master = await newAccount("dead usage keys");
+    const expiresAt = now() + 4;
+    const expired = await usageKeyOf(master, { expires_at: expiresAt });
+    const removed = await usageKeyOf(master);
+    await enclaveOk("remove_usage_api_key", { api_key: master, usage_api_key: removed });
+    // Still live before it expires: the refusal below is the expiry's.
+    expect((await edge("billing/balance", { key: expired })).status).toBe(200);
+    while (now() <= expiresAt + 1) await new Promise((resolve) => setTimeout(resolve, 250));
+    // The chain's clock moves with its blocks (anvil mines only on transactions, and a read sees the
+    // latest block's timestamp): mine one past the expiry.
+    await createTestClient({ chain: foundry, mode: "anvil", transport: transport() }).mine({ blocks: 1 });
+    for (const key of [expired, removed]) {
+      for (const { path, call } of keyedBillingCalls({ "x-api-key": key })) {
+        const r = await call();
+        expect(r.status, `${path} with the ${key === expired ? "expired" : "removed"} key: ${JSON.stringify(r.body)}`).toBe(401);
+        expectError(r, 401, "invalid_api_key");
+      }
+    }
   });
 });
 
@@ -220,7 +291,10 @@ describe("Stripe's webhook", () => {
   it("an event for a payment that is not a top-up is acknowledged and credits nothing", async () => {
     const event = { id: "evt_foreign", object: "event", type: "payment_intent.succeeded", data: { object: { id: "pi_foreign", object: "payment_intent", amount_received: 5000, currency: "usd", metadata: {} } } };
     const payload = JSON.stringify(event);
+    const before = await snapshot();
     expect((await postWebhook(payload, await stripeSignature(payload))).body).toEqual({ received: true, credited_cents: 0 });
+    // No ledger gained an entry, and none was made.
+    expect(await snapshot()).toEqual(before);
   });
 });
 
@@ -295,15 +369,13 @@ const masterOfWallet = (wallet: Address) => BigInt(keccak256(encodePacked(["addr
 
 describe("X-Wallet-Auth", () => {
   const alice = privateKeyToAccount(generatePrivateKey());
-  let aliceMaster: bigint;
 
   beforeAll(async () => {
     await sendAs(alice, "newChainSecuredAccount", ["alice's", ""]);
-    aliceMaster = masterOfWallet(alice.address);
+    ledgerOfMaster(masterOfWallet(alice.address));
   });
 
   it("lets an EOA admin read its balance, create an intent and confirm it", async () => {
-    ledgerOfMaster(aliceMaster);
     expect(await ok200("billing/balance", asWallet(await walletAuth(alice)))).toEqual({ balance_cents: 0, balance_display: "$0.00" });
     const created = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(await walletAuth(alice)) });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
@@ -312,23 +384,62 @@ describe("X-Wallet-Auth", () => {
     expect(confirmed.body).toEqual({ credited_cents: 500, already_credited: false, balance_cents: 500 });
   });
 
-  it("refuses a wallet that administers no account (404 account_not_found) and bad headers", async () => {
+  it("refuses a wallet that administers no account (404 account_not_found), a wrong primary type, an old signature and an API key sent with it", async () => {
     const nobody = privateKeyToAccount(generatePrivateKey());
     expectError(await edge("billing/balance", asWallet(await walletAuth(nobody))), 404, "account_not_found");
-    expectError(await edge("billing/balance", asWallet("%%%")), 400, "invalid_request");
-    expectError(await edge("billing/balance", asWallet(base64url("{}"))), 400, "invalid_request");
     expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { primaryType: "CreateWallet" }))), 400, "wrong_primary_type");
     expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { issuedAt: now() - 3600 }))), 401, "signature_expired");
-    const mallory = privateKeyToAccount(generatePrivateKey());
-    expectError(await edge("billing/balance", asWallet(await walletAuth(mallory, { address: alice.address }))), 401, "invalid_signature");
     const key = await newAccount();
     expectError(await edge("billing/balance", { key, ...asWallet(await walletAuth(alice)) }), 400, "conflicting_credentials");
+  });
+
+  it("a malformed header (not base64url, not JSON, a field missing) is 401 invalid_signature on every billing endpoint", async () => {
+    const typed_data = buildTypedData({ primaryType: "BillingAuth", address: alice.address, chainId: CHAIN_ID, issuedAt: now() });
+    const signature = await alice.signTypedData(signableTypedData(typed_data));
+    const malformed: Array<[string, string]> = [
+      ["not base64url", "%%%"],
+      ["empty", ""],
+      ["base64url of text that is not JSON", base64url("typed_data and a signature")],
+      ["base64url of truncated JSON", base64url(JSON.stringify({ typed_data, signature }).slice(0, -1))],
+      ["a JSON array", base64url(JSON.stringify([typed_data, signature]))],
+      ["JSON null", base64url("null")],
+      ["JSON {}", base64url("{}")],
+      ["JSON without typed_data", base64url(JSON.stringify({ signature }))],
+      ["JSON without signature", base64url(JSON.stringify({ typed_data }))],
+      ["JSON with an empty signature", base64url(JSON.stringify({ typed_data, signature: "" }))],
+      ["JSON with a signature that is not a string", base64url(JSON.stringify({ typed_data, signature: 7 }))],
+    ];
+    // The well-formed header, for contrast, is accepted.
+    expect(await ok200("billing/balance", asWallet(base64url(JSON.stringify({ typed_data, signature }))))).toMatchObject({ balance_cents: expect.any(Number) });
+    const before = await snapshot();
+    for (const [what, header] of malformed) {
+      const r = await edge("billing/balance", asWallet(header));
+      expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(401);
+      expectError(r, 401, "invalid_signature");
+    }
+    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet("%%%") }), 401, "invalid_signature");
+    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(base64url(JSON.stringify({ typed_data }))) }), 401, "invalid_signature");
+    expectError(await edge("billing/confirm_payment", { body: { payment_intent_id: "pi_doesnotexist000000" }, ...asWallet(base64url("not json")) }), 401, "invalid_signature");
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("a well-formed header whose signature is not the wallet's is 401 invalid_signature", async () => {
+    const mallory = privateKeyToAccount(generatePrivateKey());
+    expectError(await edge("billing/balance", asWallet(await walletAuth(mallory, { address: alice.address }))), 401, "invalid_signature");
+    const typed_data = buildTypedData({ primaryType: "BillingAuth", address: alice.address, chainId: CHAIN_ID, issuedAt: now() });
+    const good = await alice.signTypedData(signableTypedData(typed_data));
+    const flipped = `${good.slice(0, 10)}${good[10] === "0" ? "1" : "0"}${good.slice(11)}`;
+    for (const signature of [flipped, `0x${"11".repeat(65)}`, "0x1234", "not hex"]) {
+      const r = await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(base64url(JSON.stringify({ typed_data, signature }))) });
+      expect(r.status, `${signature}: ${JSON.stringify(r.body)}`).toBe(401);
+      expectError(r, 401, "invalid_signature");
+    }
   });
 
   it("follows the account through conversion and transfer: the balance stays; a former admin is 403", async () => {
     // A managed account with credit converts to an EOA (1 cent), which hands it to another wallet.
     const key = await newAccount("converts");
-    await ledgerOf(key).credit(`pi_direct_${Date.now()}`, 1000);
+    await credit(key, 1000);
     const first = privateKeyToAccount(generatePrivateKey());
     const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: first.address, chainId: CHAIN_ID, issuedAt: now() });
     const converted = await edge("convert_to_chain_secured_account", {
@@ -360,7 +471,7 @@ describe("X-Wallet-Auth", () => {
     const contractWallet = getAddress((await publicClient().waitForTransactionReceipt({ hash })).contractAddress!);
     // The contract cannot send transactions itself: a managed account converts to it, by its signature.
     const key = await newAccount("to a contract wallet");
-    await ledgerOf(key).credit(`pi_direct_${Date.now()}`, 300);
+    await credit(key, 300);
     const issuedAt = now();
     const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: contractWallet, chainId: CHAIN_ID, issuedAt });
     const signature = await owner.sign({ hash: typedDataDigest({ primaryType: "ConvertAccount", chainId: CHAIN_ID, address: contractWallet, issuedAt: BigInt(issuedAt) }) });
