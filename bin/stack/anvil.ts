@@ -85,10 +85,13 @@ export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, tim
   };
 }
 
-/** Signals a detached child's whole process group and waits for the child to exit. */
+/**
+ * Signals a detached child's whole process group and waits for the child to exit. When the child
+ * has already died, what it started may live on in its group (wrangler dev's launcher dies, its CLI
+ * and workerd do not, and keep the stack's pipes open): those are killed.
+ */
 export async function stopGroup(child: ChildProcess, graceMs = 5_000): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  if (child.pid === undefined) return;
   const signal = (sig: NodeJS.Signals) => {
     try {
       process.kill(-child.pid!, sig);
@@ -96,6 +99,11 @@ export async function stopGroup(child: ChildProcess, graceMs = 5_000): Promise<v
       // the group is already gone
     }
   };
+  if (child.exitCode !== null || child.signalCode !== null) {
+    signal("SIGKILL");
+    return;
+  }
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   signal("SIGTERM");
   const timer = setTimeout(() => signal("SIGKILL"), graceMs);
   await exited;

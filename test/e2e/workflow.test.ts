@@ -235,14 +235,23 @@ function runReadme(block: string, suffix = ""): Promise<string> {
 describe("the README", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
 
-  it("its quickstart runs as written against the stack and ends with the wallet's signature", async () => {
+  it("its quickstart runs as written against the stack, ends with the wallet's signature, and costs what the README says: the run, the wallet and the group 1 cent each", async () => {
     const block = /```sh\n(A=http:\/\/127\.0\.0\.1:8787\/core\/v1;[\s\S]*?)```/.exec(readme)?.[1];
     expect(block, "the README's public quickstart block").toBeDefined();
-    const stdout = await runReadme(block as string, 'echo; echo "WALLET=$W"');
+    // The README's commands as written; the suffix only prints what they left in $W and $KEY.
+    const stdout = await runReadme(block as string, 'echo; echo "WALLET=$W"; echo "KEY=$KEY"');
     const wallet = /WALLET=(0x[0-9a-f]{40})/.exec(stdout)?.[1] as Address;
-    const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as { response: Hex; has_error: boolean };
+    const key = /KEY=(\S+)/.exec(stdout)?.[1] ?? "";
+    const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as { response: Hex; has_error: boolean; charged_cents: number };
     expect(answer.has_error).toBe(false);
     expect(await recoverMessageAddress({ message: "hello", signature: answer.response })).toBe(getAddress(wallet));
+    // README: "it cost 1 cent (`charged_cents`), as did the wallet and the group".
+    expect(answer.charged_cents, JSON.stringify(answer)).toBe(1);
+    // The balance before those three steps is what the topup printed; after them, 3 cents less.
+    const before = Number(/balance \$\d+\.\d\d \((\d+) cents\)/.exec(stdout)?.[1]);
+    expect(before, stdout).toBe(500);
+    const after = await ok<{ balance_cents: number }>("GET", "/billing/balance", { key });
+    expect(after.balance_cents, "the wallet, the group and the run cost 1 cent each").toBe(before - 3);
   });
 
   it("its credits walkthrough runs as written: the balance goes 0 → 2500, a declined card adds nothing, the steps by hand add 500", async () => {

@@ -1,9 +1,11 @@
 // "No client mistake produces a 500" (api.md, Conventions): for every operation of the edge's own
 // OpenAPI document, send the mistakes a client can make — bodies that are not JSON, of the wrong
 // type, missing fields, with an unknown field, over the size limit; keys that are garbage, a public
-// hash, two different ones, none — and insist on a documented 4xx with the one error body whose
-// request_id is the X-Request-Id header. The cases come from the document, so a new route is swept
-// as soon as it is served.
+// hash, two different ones, none; an X-Wallet-Auth that is not one — and insist on a documented
+// 4xx with the one error body whose request_id is the X-Request-Id header, and on the exact status
+// and code where api.md fixes them. The cases come from the document, so a new route is swept as
+// soon as it is served. Then what the document does not list: the attestation paths at the base
+// URL (api.md, Attestation; attestation.md), which an enclave answers through the edge.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
@@ -25,7 +27,7 @@ type Schema = {
   $ref?: string;
 };
 type Operation = {
-  security?: unknown[];
+  security?: Array<Record<string, string[]>>;
   parameters?: Array<{ name: string; in: string; required?: boolean }>;
   requestBody?: { content?: Record<string, { schema?: Schema }> };
 };
@@ -94,10 +96,30 @@ type Case = {
   expect?: { status: number; code: string };
   /** A details message that must be among the answer's (invalid_request). */
   detail?: RegExp;
+  /** invalid_request's details must be `{path, message}` entries, one of them at one of these fields. */
+  detailPaths?: string[];
 };
 
 const wellFormedKey = generateApiKey(); // a key nobody holds: it passes the format check, so the body is looked at
 const JSON_HEADERS = { "content-type": "application/json" };
+
+/**
+ * The master key of a real account (billing is off in this project, so it may write): a body of
+ * the wrong type is refused as such even from a caller who may do everything.
+ */
+const validKey = await (async () => {
+  const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ account_name: "sweep" }) });
+  const body = (await res.json()) as { api_key?: string };
+  if (res.status !== 200 || typeof body.api_key !== "string") throw new Error(`new_account answered ${res.status}: ${JSON.stringify(body)}`);
+  return body.api_key;
+})();
+
+/**
+ * A body that is not JSON (api.md, Conventions: "a body that is not JSON → 400"): malformed, absent,
+ * or sent with a content type other than JSON. All three are the one answer, 400 invalid_json (the
+ * edge cannot read a JSON body it was not sent).
+ */
+const NOT_JSON = { status: 400, code: "invalid_json" };
 /**
  * Routes whose body is signed by its sender (Stripe's webhook): an unsigned request is refused
  * before its body is looked at, with api.md's 400 invalid_signature (the one code whose status
@@ -105,6 +127,28 @@ const JSON_HEADERS = { "content-type": "application/json" };
  */
 const SIGNED_BODY_ROUTES = new Set(["/core/v1/billing/webhook"]);
 const UNSIGNED = { status: 400, code: "invalid_signature" };
+
+const base64url = (text: string) => btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+/** The WalletAuth security scheme of the document: billing's alternative to a key (api.md, Billing). */
+const WALLET_AUTH_SCHEME = "WalletAuth";
+/**
+ * X-Wallet-Auth values that are not base64url(JSON {"typed_data", "signature"}): api.md (Signature
+ * endpoints) answers each with 401 invalid_signature.
+ */
+const GARBAGE_WALLET_AUTH: Array<[label: string, value: string]> = [
+  ["not base64url", "garbage!!"],
+  ["base64url of text that is not JSON", base64url("not json at all")],
+  ["base64url JSON without a signature", base64url(JSON.stringify({ typed_data: {} }))],
+];
+/**
+ * A body each X-Wallet-Auth operation accepts, so the header is what is judged (the body is
+ * validated before the handler reads the header).
+ */
+const VALID_BODIES: Record<string, unknown> = {
+  "/core/v1/billing/create_payment_intent": { amount_cents: 500 },
+  "/core/v1/billing/confirm_payment": { payment_intent_id: "pi_sweep0000000000" },
+};
+const takesWalletAuth = (op: Operation) => (op.security ?? []).some((requirement) => WALLET_AUTH_SCHEME in requirement);
 
 function casesFor(path: string, op: Operation): Case[] {
   const keyed = (op.security?.length ?? 0) > 0;
@@ -115,9 +159,9 @@ function casesFor(path: string, op: Operation): Case[] {
     const schema = deref(bodySchema);
     const isObject = schema.type === "object";
     const headers = { ...JSON_HEADERS, ...auth };
-    cases.push({ name: "malformed JSON", headers, body: '{"oops": ', expect: { status: 400, code: "invalid_json" } });
-    cases.push({ name: "JSON without a JSON content type", headers: { ...auth, "content-type": "text/plain" }, body: JSON.stringify(sample(bodySchema)) });
-    cases.push({ name: "no body at all", headers });
+    cases.push({ name: "malformed JSON", headers, body: '{"oops": ', expect: NOT_JSON });
+    cases.push({ name: "JSON sent as text/plain", headers: { ...auth, "content-type": "text/plain" }, body: JSON.stringify(sample(bodySchema)), expect: NOT_JSON });
+    cases.push({ name: "no body at all", headers, expect: NOT_JSON });
     cases.push({ name: "a JSON array", headers, body: "[1, 2]", expect: { status: 400, code: "invalid_request" } });
     cases.push({ name: "a JSON number", headers, body: "42", expect: { status: 400, code: "invalid_request" } });
     cases.push({ name: "JSON null", headers, body: "null", expect: { status: 400, code: "invalid_request" } });
@@ -130,7 +174,16 @@ function casesFor(path: string, op: Operation): Case[] {
         expect: { status: 400, code: "invalid_request" },
         detail: /surely_not_a_field/,
       });
-      cases.push({ name: "a field of the wrong type", headers, body: JSON.stringify(Object.fromEntries(Object.keys(schema.properties ?? {}).map((k) => [k, { nested: [true] }]))) });
+      const fields = Object.keys(schema.properties ?? {});
+      if (fields.length > 0) {
+        cases.push({
+          name: "every field of the wrong type, with a valid key",
+          headers: { ...JSON_HEADERS, ...(keyed ? { "x-api-key": validKey } : {}) },
+          body: JSON.stringify(Object.fromEntries(fields.map((k) => [k, { nested: [true] }]))),
+          expect: { status: 400, code: "invalid_request" },
+          detailPaths: fields,
+        });
+      }
     } else {
       cases.push({ name: "an object instead of the declared type", headers, body: JSON.stringify({ surely_not_a_field: true }), expect: { status: 400, code: "invalid_request" } });
     }
@@ -172,7 +225,18 @@ function casesFor(path: string, op: Operation): Case[] {
     cases.push({ name: "no key", ...withBody({}), expect: { status: 401, code: "missing_api_key" } });
     cases.push({ name: "an empty key", ...withBody({ "x-api-key": "" }), expect: { status: 401, code: "missing_api_key" } });
   }
-  if (SIGNED_BODY_ROUTES.has(path)) return cases.map(({ detail: _, ...c }) => (c.expect?.status === 413 ? c : { ...c, expect: UNSIGNED }));
+  if (takesWalletAuth(op)) {
+    const body = VALID_BODIES[path];
+    for (const [label, value] of GARBAGE_WALLET_AUTH) {
+      cases.push({
+        name: `an X-Wallet-Auth that is ${label}`,
+        headers: { ...(op.requestBody ? JSON_HEADERS : {}), "x-wallet-auth": value },
+        ...(op.requestBody && body !== undefined ? { body: JSON.stringify(body) } : {}),
+        expect: { status: 401, code: "invalid_signature" },
+      });
+    }
+  }
+  if (SIGNED_BODY_ROUTES.has(path)) return cases.map(({ detail: _, detailPaths: __, ...c }) => (c.expect?.status === 413 ? c : { ...c, expect: UNSIGNED }));
   return cases;
 }
 
@@ -189,12 +253,20 @@ describe("the sweep itself", () => {
     expect(operations.some((o) => o.op.requestBody)).toBe(true);
     expect(operations.filter((o) => o.cases.length > 0).length).toBeGreaterThanOrEqual(25);
   });
+
+  it("found billing's X-Wallet-Auth operations, and has a valid body for each that takes one", () => {
+    const walletAuthOps = operations.filter((o) => takesWalletAuth(o.op));
+    expect(walletAuthOps.map((o) => `${o.method} ${o.path}`).sort()).toEqual(
+      expect.arrayContaining(["GET /core/v1/billing/balance", "POST /core/v1/billing/confirm_payment", "POST /core/v1/billing/create_payment_intent"]),
+    );
+    for (const o of walletAuthOps) if (o.op.requestBody) expect(VALID_BODIES[o.path], `a valid body for ${o.method} ${o.path}`).toBeDefined();
+  });
 });
 
 for (const { method, path, cases } of operations.filter((o) => o.cases.length > 0)) {
   describe(`${method} ${path}`, () => {
     for (const c of cases) {
-      it(`${method} ${path}: ${c.name} → a documented 4xx with the error body`, async () => {
+      it(`${method} ${path}: ${c.name} → ${c.expect ? `${c.expect.status} ${c.expect.code}` : "a documented 4xx"} with the error body`, async () => {
         const res = await SELF.fetch(`http://edge${path}${c.query ?? ""}`, {
           method,
           headers: c.headers ?? {},
@@ -227,7 +299,89 @@ for (const { method, path, cases } of operations.filter((o) => o.cases.length > 
             summary,
           ).toBe(true);
         }
+        if (c.detailPaths) {
+          expect(Array.isArray(error?.details) && error.details.length > 0, `details is a non-empty list: ${summary}`).toBe(true);
+          for (const d of error?.details ?? []) expect(d, summary).toEqual({ path: expect.any(String), message: expect.any(String) });
+          expect(
+            error?.details?.some((d) => c.detailPaths?.includes(d.path.split(".")[0] as string)),
+            `a detail names one of ${c.detailPaths.join(", ")}: ${summary}`,
+          ).toBe(true);
+        }
       });
     }
   });
 }
+
+// ─── what the OpenAPI document does not list ──────────────────────────────────────────────────
+// The attestation paths at the base URL (api.md, Attestation): an enclave answers them and the edge
+// passes the answer through, so its errors must still be the one error body, with the edge's
+// request id, and never a 5xx.
+
+type ErrorBody = { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: Array<{ path: string; message: string }> } };
+
+async function expectErrorBody(res: Response, status: number, code: string): Promise<NonNullable<ErrorBody["error"]>> {
+  const text = await res.text();
+  const summary = `${res.status} ${text.slice(0, 500)}`;
+  expect(res.status, summary).toBe(status);
+  expect(res.headers.get("content-type"), summary).toMatch(/^application\/json/);
+  const error = (JSON.parse(text) as ErrorBody).error;
+  expect(error?.code, summary).toBe(code);
+  expect(error?.message, summary).toEqual(expect.stringMatching(/\S/));
+  expect(error?.request_id, summary).toBe(res.headers.get("x-request-id"));
+  return error!;
+}
+
+describe("GET /attestation?nonce=…", () => {
+  const badNonces: Array<[label: string, query: string]> = [
+    ["not hex", "nonce=zz"],
+    ["an odd number of hex digits", "nonce=abc"],
+    ["empty", "nonce="],
+    ["only 0x", "nonce=0x"],
+    ["over 32 bytes", `nonce=${"ab".repeat(33)}`],
+    ["hex with a space inside", "nonce=ab%20cd"],
+    ["given twice", "nonce=aa&nonce=bb"],
+  ];
+  for (const [label, query] of badNonces) {
+    it(`a nonce that is ${label} → 400 invalid_request naming the nonce, with the error body`, async () => {
+      const error = await expectErrorBody(await SELF.fetch(`http://edge/attestation?${query}`), 400, "invalid_request");
+      expect(error.details?.map((d) => d.path)).toEqual(["nonce"]);
+    });
+  }
+
+  it("a nonce of 32 bytes (the largest) → 200 with a fresh quote, so the refusals above are about the nonce", async () => {
+    const res = await SELF.fetch(`http://edge/attestation?nonce=0x${"ab".repeat(32)}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await res.json()).toMatchObject({ quote: expect.stringMatching(/^[0-9a-f]+$/), event_log: expect.any(String) });
+  });
+});
+
+describe("GET /info", () => {
+  it("answers 200 with the app's identity and tcb_info as an object, whatever the query string holds", async () => {
+    for (const query of ["", "?nonce=zz", "?x=%00"]) {
+      const res = await SELF.fetch(`http://edge/info${query}`);
+      expect(res.status, query).toBe(200);
+      const info = (await res.json()) as Record<string, unknown>;
+      expect(info, query).toMatchObject({ app_id: expect.any(String), compose_hash: expect.stringMatching(/^[0-9a-f]{64}$/), instance_id: expect.any(String) });
+      expect(info.tcb_info, query).toMatchObject({ app_compose: expect.any(String) });
+    }
+  });
+});
+
+describe("GET /evidences/…", () => {
+  for (const name of ["no-such-file.json", "quote.json.bak", "..%2F..%2Fetc%2Fpasswd", "sha256sum.txt%00"]) {
+    it(`an evidence file that does not exist (${name}) → 404 not_found with the error body`, async () => {
+      await expectErrorBody(await SELF.fetch(`http://edge/evidences/${name}`), 404, "not_found");
+    });
+  }
+});
+
+describe("the attestation paths with a method they do not serve", () => {
+  for (const path of ["/attestation", "/info", "/evidences/sha256sum.txt"]) {
+    for (const method of ["POST", "PUT", "DELETE"]) {
+      it(`${method} ${path} → 404 not_found with the error body`, async () => {
+        await expectErrorBody(await SELF.fetch(`http://edge${path}`, { method, headers: JSON_HEADERS, body: "{}" }), 404, "not_found");
+      });
+    }
+  }
+});
