@@ -100,7 +100,7 @@ export class PayerPool {
       const transactionHash = await this.#send(payer, { to: contract, data, gas }, log);
       log.info("write sent", { fn: call.functionName, tx: transactionHash, payer: payer.account.address });
       try {
-        return await this.#outcome(transactionHash, payer, contract, data, context.keyHash, log);
+        return await this.#outcome(transactionHash, payer, call, context.keyHash, log);
       } catch (err) {
         // Sent, then failed: the error says which transaction, and the edge charges the write.
         throw sentTransactionError(this.#mapped(err, context.keyHash, log, "waiting for the receipt failed"), transactionHash);
@@ -111,12 +111,14 @@ export class PayerPool {
   }
 
   /** The receipt of a sent write, decoded; a revert is simulated again for its reason. */
-  async #outcome(transactionHash: Hex, payer: Payer, contract: Address, data: Hex, keyHash: bigint | undefined, log: Logger): Promise<WriteResult> {
-    const receipt = await this.#chain.client.waitForTransactionReceipt({ hash: transactionHash, confirmations: this.#confirmations, timeout: 120_000 });
+  async #outcome(transactionHash: Hex, payer: Payer, call: WriteCall, keyHash: bigint | undefined, log: Logger): Promise<WriteResult> {
+    const { client, contract } = this.#chain;
+    const receipt = await client.waitForTransactionReceipt({ hash: transactionHash, confirmations: this.#confirmations, timeout: 120_000 });
     if (receipt.status !== "success") {
-      // Another write changed the state between simulation and inclusion: simulate again for the reason.
+      // Another write changed the state between simulation and inclusion: simulate again, with the
+      // ABI so that the contract's custom error is decoded into its API code.
       try {
-        await this.#chain.client.call({ account: payer.account.address, to: contract, data });
+        await client.simulateContract({ address: contract, abi: accountConfigAbi, functionName: call.functionName, args: call.args, account: payer.account.address } as never);
       } catch (err) {
         throw this.#mapped(err, keyHash, log, "the write reverted on chain");
       }

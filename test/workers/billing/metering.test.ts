@@ -5,6 +5,8 @@
 import { env, listDurableObjectIds, runInDurableObject, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../../shared/cid.ts";
+import { decodeFunctionResult, encodeFunctionData } from "viem";
+import { accountConfigAbi } from "../../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash, toHash32 } from "../../../shared/hashing.ts";
 import type { Env } from "../../../workers/env.ts";
 import { edgeClient, NO_PERMISSIONS, type Reply } from "../stack.ts";
@@ -91,6 +93,64 @@ describe("managed writes", () => {
     const key = await newAccount("refused", 3);
     expectError(await edge("remove_group", { key, body: { group_id: "999" } }), 404, "group_not_found");
     expect(await free(key)).toBe(3);
+  });
+
+  it("a write sent on chain that then reverts costs its cent, and its error names the transaction", async () => {
+    const key = await newAccount("reverted", 10);
+    const { group_id: group } = await ok200<{ group_id: string }>("add_group", { key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
+    expect(await free(key)).toBe(9);
+    const bindings = env as unknown as Env;
+    const contract = bindings.SIGIL_CONTRACT_ADDRESS as `0x${string}`;
+    const rpc = async <T = unknown>(method: string, params: unknown[] = []): Promise<T> => {
+      const res = await fetch(bindings.SIGIL_RPC_URL as string, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      const body = (await res.json()) as { result?: T; error?: unknown };
+      if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+      return body.result as T;
+    };
+    const mined = async (tx: unknown) => {
+      const hash = await rpc<string>("eth_sendTransaction", [tx]);
+      expect((await rpc<{ status: string }>("eth_getTransactionReceipt", [hash])).status).toBe("0x1");
+    };
+    // Another payer, as another enclave instance would be: one of anvil's unlocked accounts, added
+    // to the payer set by the contract's owner (anvil's first account).
+    const [owner, otherPayer] = await rpc<`0x${string}`[]>("eth_accounts");
+    const payers = decodeFunctionResult({ abi: accountConfigAbi, functionName: "apiPayers", data: await rpc<`0x${string}`>("eth_call", [{ to: contract, data: encodeFunctionData({ abi: accountConfigAbi, functionName: "apiPayers" }) }, "latest"]) });
+    if (!payers.some((p) => p.toLowerCase() === otherPayer!.toLowerCase())) {
+      await mined({ from: owner, to: contract, data: encodeFunctionData({ abi: accountConfigAbi, functionName: "setApiPayers", args: [[...payers, otherPayer!]] }) });
+    }
+    // The enclave simulates the removal and sends it; before it is mined the other payer removes the
+    // group, with a higher tip so its transaction comes first in the block, and the enclave's reverts.
+    await rpc("evm_setAutomine", [false]);
+    let removal: Promise<Reply<unknown>> | undefined;
+    let failed: Reply<unknown>;
+    try {
+      removal = edge("remove_group", { key, body: { group_id: group } });
+      for (let i = 0; Number((await rpc<{ pending: string }>("txpool_status")).pending) < 1; i++) {
+        if (i > 200) throw new Error("the enclave sent no transaction");
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      await rpc("eth_sendTransaction", [
+        {
+          from: otherPayer,
+          to: contract,
+          data: encodeFunctionData({ abi: accountConfigAbi, functionName: "removeGroup", args: [apiKeyHash(key), BigInt(group)] }),
+          maxPriorityFeePerGas: "0x3b9aca000",
+          maxFeePerGas: "0x3b9aca0000",
+        },
+      ]);
+      await rpc("evm_mine");
+    } finally {
+      await rpc("evm_setAutomine", [true]);
+      // Whatever happened above, nothing stays pending: the request in flight gets its receipt and settles.
+      await rpc("evm_mine");
+      failed = await removal!;
+    }
+    const error = expectError(failed, 404, "group_not_found");
+    const sent = (error.details as unknown as { transaction_hash?: string }).transaction_hash;
+    expect(sent).toMatch(/^0x[0-9a-f]{64}$/);
+    expect((await rpc<{ status: string }>("eth_getTransactionReceipt", [sent])).status).toBe("0x0");
+    expect(failed.headers.get("x-sigil-charged-cents")).toBe("1");
+    expect(await free(key)).toBe(8);
   });
 
   it("every other managed write, GET create_wallet included, costs exactly 1 cent, X-Sigil-Charged-Cents: 1, read back from the balance", async () => {
