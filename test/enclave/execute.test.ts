@@ -154,8 +154,9 @@ describe("usage-key expiry", () => {
 });
 
 describe("10 000 sequential executions", () => {
-  it("leak no QuickJS handles: every run answers, the process stays up and its memory stays flat", { timeout: 600_000 }, async () => {
+  it("leak no QuickJS handles: every run answers, the process stays up, and its RSS grows by less than 288 MiB from run 1 000 to run 10 000", { timeout: 600_000 }, async () => {
     const pid = inject("enclavePid");
+    // The whole process: the service thread and the sandbox workers (threads of this process).
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
     const heap = async () => ((await (await fetch(`${inject("enclaveUrl")}/health`)).json()) as { memory: { heap_used_mb: number } }).memory.heap_used_mb;
     // Each run exercises the paths that create handles: host calls, promises, timers, logs, errors.
@@ -167,7 +168,8 @@ describe("10 000 sequential executions", () => {
       return { i, h };
     }`;
     const runs = 10_000;
-    const samples: Array<[number, number, number]> = [];
+    const every = 500;
+    const samples = new Map<number, { rss: number; heap: number }>();
     let failures = 0;
     for (let i = 0; i < runs; i++) {
       const r = await run(apiKey, code, i);
@@ -178,18 +180,29 @@ describe("10 000 sequential executions", () => {
       } else if ((r.body.response as { i: number }).i !== i) {
         throw new Error(`run ${i} answered ${JSON.stringify(r.body.response)}`);
       }
-      if (i % 1_000 === 999) samples.push([i + 1, rss(), await heap()]);
+      if ((i + 1) % every === 0) samples.set(i + 1, { rss: rss(), heap: await heap() });
     }
-    console.log(`enclave memory after N runs (RSS / service-thread heap): ${samples.map(([n, mb, h]) => `${n}: ${mb.toFixed(0)}/${h.toFixed(0)} MiB`).join(", ")}`);
+    const at = (n: number) => (samples.get(n) as { rss: number; heap: number }).rss;
+    // Warming up lasts most of the 10 000 runs: the workers' heaps and compiled code grow for about
+    // 4 000, and the service thread's heap grows to about 140 MiB until its first full collection
+    // (5 000-8 000 runs), after which RSS may or may not drop by 100 MiB and grow back. So a window
+    // late in the run says little either way (without a leak, runs 5 000-10 000 added -71 to +41
+    // MiB, and could add more after an early drop), and the check is the whole growth after the first
+    // 1 000 runs — before any full collection — against a fixed bound. Without a leak that was
+    // 102-218 MiB in six runs here (RSS peaked at 552-578 MiB); with a steady leak of 16 KiB per run
+    // put into the service thread, 303-332 MiB (so that is about the smallest leak this catches). A
+    // leaked QuickJS runtime is about 175 KiB per run. The heap is printed, not judged: one sample
+    // of it says little.
+    const warm = 1_000;
+    const bound = 288;
+    const growth = at(runs) - at(warm);
+    console.log(
+      `enclave memory after N runs (RSS / service-thread heap, MiB): ${[...samples].map(([n, m]) => `${n}: ${m.rss.toFixed(0)}/${m.heap.toFixed(0)}`).join(", ")}; ` +
+        `RSS growth over runs ${warm}-${runs}: ${growth.toFixed(1)} MiB (bound ${bound})`,
+    );
     expect(failures).toBe(runs / 5);
     expect(() => process.kill(pid, 0)).not.toThrow();
-    // Flat: a leak of a fixed size per run grows memory by the same amount in every thousand runs.
-    // Here the workers' QuickJS heaps and V8's compiled code grow while they warm up, then level
-    // off: the last 4 000 runs must add less than the first 4 000 did. RSS holds the service
-    // thread's heap too. The heap is printed, not judged: V8 collects its old
-    // space every several thousand runs here (30 → 91 → 39 MiB was seen), so one sample says little.
     // (A leaked QuickJS handle would abort the worker at once.)
-    const at = (n: number) => samples.find(([k]) => k === n)?.[1] ?? 0;
-    expect(at(10_000) - at(6_000)).toBeLessThan(at(5_000) - at(1_000));
+    expect(growth).toBeLessThan(bound);
   });
 });
