@@ -36,13 +36,15 @@ afterAll(async () => {
 const statusOf = (lines: Awaited<ReturnType<typeof verifyDeployment>>) => Object.fromEntries(lines.map((l) => [l.check, l.status]));
 
 describe("sigil verify, on a real dstack quote", () => {
-  it("passes the quote, the event log and the claims at the collateral's time, and says what it could not check", async () => {
+  it("passes the quote, the event log and the claims at the collateral's time, skips what cannot apply, and fails what it could not check", async () => {
     const lines = await verifyDeployment(base, { collateral, now: NOW, noNonce: true });
     const status = statusOf(lines);
-    expect(status).toMatchObject({ quote: "pass", event_log: "pass", claims: "pass", freshness: "skipped", tls: "skipped", governance: "skipped", os: "skipped" });
-    // The stand-in serves no /info and no evidences: those fail rather than pass unseen.
+    expect(status).toMatchObject({ quote: "pass", event_log: "pass", claims: "pass", freshness: "skipped", tls: "skipped", os: "skipped" });
+    // The stand-in serves no /info and no evidences: those fail rather than pass unseen; and a real
+    // deployment's governance is required, so without --rpc-url it fails too (governance.test.ts).
     expect(status.info).toBe("fail");
     expect(status.evidence).toBe("fail");
+    expect(status.governance).toBe("fail");
     expect(lines.some((l) => l.simulated)).toBe(false);
     expect(asked).toContain("/attestation");
   });

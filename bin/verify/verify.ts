@@ -8,12 +8,16 @@
 //     --expect-compose-hash), 5 evidence.* (sha256sum.txt against its files, the evidence quote
 //     verified and bound to sha256sum.txt), 6 tls (the served certificate is the evidence one),
 //   7 governance (allowedComposeHashes on the app's contract), 8 os (measurements allow-listed).
-// A check that cannot apply is `skipped` and says why; exit 0 only when none failed.
+// A check that cannot apply is `skipped` and says why; exit 0 only when none failed. A check a real
+// deployment requires is never skipped for want of an option: without --rpc-url, governance fails.
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { connect } from "node:tls";
 import { getCollateral } from "@phala/dcap-qvl";
 import { bytesToHex } from "@noble/hashes/utils";
 import { createPublicClient, http, type PublicClient } from "viem";
+import { z } from "zod";
 import {
   checkEvidenceFiles,
   checkEvidenceReportData,
@@ -39,15 +43,45 @@ export type VerifyOptions = {
   /** Intel collateral for the quotes (dcap-qvl's JSON shape); otherwise fetched from `pccsUrl`. */
   collateral?: Collateral;
   pccsUrl?: string;
-  /** For check 7. */
+  /** For check 7: an RPC of the chain the app's contract lives on (Base in production). Required unless simulated. */
   rpcUrl?: string;
   expectComposeHash?: string;
   allowSimulated?: boolean;
   /** Ask for the cached quote instead of a fresh one over a random nonce (a recorded deployment). */
   noNonce?: boolean;
-  /** For check 8: allowed `{mrtd, rtmr0, rtmr1, rtmr2}` sets (hex). */
-  osAllow?: Array<{ mrtd: string; rtmr0: string; rtmr1: string; rtmr2: string }>;
+  /** For check 8: allowed `{mrtd, rtmr0, rtmr1, rtmr2}` sets (hex, as `parseOsAllow` gives them). */
+  osAllow?: OsMeasurements[];
 };
+
+export type OsMeasurements = { mrtd: string; rtmr0: string; rtmr1: string; rtmr2: string };
+
+const measurement = z
+  .string()
+  .regex(/^(0x)?[0-9a-fA-F]{96}$/, "must be 48 bytes of hex")
+  .transform((v) => v.replace(/^0x/, "").toLowerCase());
+const osAllowSchema = z
+  .array(z.looseObject({ mrtd: measurement, rtmr0: measurement, rtmr1: measurement, rtmr2: measurement }))
+  .min(1, "lists no measurement set");
+
+/**
+ * Reads an `--os-allow` file: a JSON array of `{mrtd, rtmr0, rtmr1, rtmr2}` (48-byte hex each, 0x
+ * optional; other keys, such as a label, are ignored). Throws a message naming what is wrong.
+ */
+export function parseOsAllow(text: string): OsMeasurements[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new Error("is not JSON");
+  }
+  const parsed = osAllowSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = (issue?.path ?? []).map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
+    throw new Error(`${path ? `${path}: ` : ""}${issue?.message ?? "invalid"} (expected a JSON array of {"mrtd", "rtmr0", "rtmr1", "rtmr2"} objects, 48-byte hex each)`);
+  }
+  return parsed.data.map(({ mrtd, rtmr0, rtmr1, rtmr2 }) => ({ mrtd, rtmr0, rtmr1, rtmr2 }));
+}
 
 const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
 
@@ -75,6 +109,27 @@ function pemToDer(pem: string): Uint8Array | undefined {
   const m = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/.exec(pem);
   return m ? Uint8Array.from(Buffer.from((m[1] as string).replace(/\s+/g, ""), "base64")) : undefined;
 }
+
+/**
+ * The certificate `url`'s server presents in the TLS handshake (DER). Not validated against any CA:
+ * check 6 compares it with the evidence certificate instead.
+ */
+export async function servedCertificate(url: URL): Promise<Uint8Array> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  return new Promise<Uint8Array>((resolve, reject) => {
+    // SNI carries host names only (RFC 6066): none for an IP address.
+    const socket = connect({ host, port: Number(url.port || 443), ...(isIP(host) ? {} : { servername: host }), rejectUnauthorized: false }, () => {
+      const cert = socket.getPeerCertificate();
+      socket.end();
+      if (!cert?.raw) reject(new Error("the server presented no certificate"));
+      else resolve(new Uint8Array(cert.raw));
+    });
+    socket.once("error", reject);
+    socket.setTimeout(15_000, () => socket.destroy(new Error("TLS handshake timed out")));
+  });
+}
+
+const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 /** Runs every check against the deployment at `baseUrl`. Never throws for a failed check. */
 export async function verifyDeployment(baseUrl: string, options: VerifyOptions = {}): Promise<CheckLine[]> {
@@ -182,18 +237,15 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
     add("tls", "fail", "the evidences hold no certificate to compare the served one with");
   } else {
     try {
-      const served = await new Promise<Buffer>((resolve, reject) => {
-        const socket = connect({ host: url.hostname, port: Number(url.port || 443), servername: url.hostname, rejectUnauthorized: false }, () => {
-          const cert = socket.getPeerCertificate();
-          socket.end();
-          resolve(cert.raw);
-        });
-        socket.once("error", reject);
-        socket.setTimeout(15_000, () => socket.destroy(new Error("TLS handshake timed out")));
-      });
-      const { createHash } = await import("node:crypto");
-      const same = createHash("sha256").update(served).digest("hex") === createHash("sha256").update(evidencePem).digest("hex");
-      add("tls", same ? "pass" : "fail", same ? "the certificate served in the handshake is the evidence certificate" : "the certificate served in the handshake is not the evidence certificate");
+      const served = sha256Hex(await servedCertificate(url));
+      const evidence = sha256Hex(evidencePem);
+      add(
+        "tls",
+        served === evidence ? "pass" : "fail",
+        served === evidence
+          ? `the certificate served in the handshake is the evidence certificate (DER SHA-256 ${served})`
+          : `the certificate served in the handshake (DER SHA-256 ${served}) is not the evidence certificate (DER SHA-256 ${evidence})`,
+      );
     } catch (err) {
       add("tls", "fail", `TLS handshake failed: ${(err as Error).message}`);
     }
@@ -205,7 +257,12 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   if (simulated) {
     add("governance", "skipped", "a simulated TEE has no app contract on chain");
   } else if (!options.rpcUrl) {
-    add("governance", "skipped", "no --rpc-url: allowedComposeHashes was not asked");
+    // Required for real hardware: without it nobody asked whether the app's owner allows this code.
+    add(
+      "governance",
+      "fail",
+      `not checked: pass --rpc-url <url>, an RPC of the chain the app's contract${appId ? ` 0x${appId}` : ""} lives on (Base in production), to ask its allowedComposeHashes(${composeHash ? `0x${composeHash}` : "<compose hash>"})`,
+    );
   } else if (!composeHash || !appId) {
     add("governance", "fail", "RTMR3 names no app id and compose hash to ask about");
   } else {
@@ -225,7 +282,8 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   } else if (!q) {
     add("os", "fail", "no quote to read the measurements from");
   } else {
-    const ok = options.osAllow.some((m) => m.mrtd === q.mrTd && m.rtmr0 === q.rtmrs[0] && m.rtmr1 === q.rtmrs[1] && m.rtmr2 === q.rtmrs[2]);
+    const n = (hex: string) => hex.replace(/^0x/, "").toLowerCase();
+    const ok = options.osAllow.some((m) => n(m.mrtd) === n(q.mrTd) && n(m.rtmr0) === n(q.rtmrs[0]) && n(m.rtmr1) === n(q.rtmrs[1]) && n(m.rtmr2) === n(q.rtmrs[2]));
     add("os", ok ? "pass" : "fail", ok ? "MRTD and RTMR0–2 are on the allow-list" : `MRTD ${q.mrTd.slice(0, 16)}… and RTMR0–2 are not on the allow-list`);
   }
   return lines;
@@ -239,7 +297,34 @@ export const verifyUsage = `usage: sigil verify <base_url> [--allow-simulated] [
   (fresh, over a random nonce), its event log, RTMR3's claims, /info, the evidences, TLS, the
   governance contract and the OS measurements. One line per check (--json: one JSON object per
   line); a check that cannot apply is skipped and says why. Exit 0 when no check fails, 1 when
-  one does, 2 for a usage error. The local stack: npm run -s sigil -- verify http://127.0.0.1:8787 --allow-simulated`;
+  one does, 2 for a usage error.
+
+  --rpc-url <url>      required for a real deployment: an RPC of the chain the app's contract
+                       lives on (Base in production); governance fails without it (skipped only
+                       for a simulated TEE)
+  --now <seconds>      the time (Unix seconds) the quote's collateral and TCB are judged at
+                       (default: now)
+  --collateral <file>  Intel collateral (dcap-qvl JSON) instead of fetching it from --pccs-url
+  --os-allow <file>    a JSON array of allowed {"mrtd", "rtmr0", "rtmr1", "rtmr2"} (48-byte hex
+                       each); without it the OS is reported as not verified
+  --no-nonce           check the cached quote instead of a fresh one (freshness is skipped)
+
+  The local stack: npm run -s sigil -- verify http://127.0.0.1:8787 --allow-simulated`;
+
+/** Reads and parses an option's file; any problem is thrown as `<flag> <file>: <what>`. */
+function readOptionFile<T>(flag: string, file: string, parse: (text: string) => T): T {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new Error(`${flag} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  try {
+    return parse(text);
+  } catch (err) {
+    throw new Error(`${flag} ${file}: ${(err as Error).message}`);
+  }
+}
 
 /** The `sigil verify` command; its exit code. */
 export async function verifyCommand(args: string[]): Promise<number> {
@@ -282,8 +367,8 @@ export async function verifyCommand(args: string[]): Promise<number> {
       if (!/^\d+$/.test(values.now)) throw new Error("--now takes Unix seconds");
       options.now = Number(values.now);
     }
-    if (values.collateral) options.collateral = parseCollateral(JSON.parse(readFileSync(values.collateral, "utf8")));
-    if (values["os-allow"]) options.osAllow = JSON.parse(readFileSync(values["os-allow"], "utf8")) as VerifyOptions["osAllow"];
+    if (values.collateral !== undefined) options.collateral = readOptionFile("--collateral", values.collateral, (text) => parseCollateral(JSON.parse(text)));
+    if (values["os-allow"] !== undefined) options.osAllow = readOptionFile("--os-allow", values["os-allow"], parseOsAllow);
     if (values["expect-compose-hash"] !== undefined) {
       if (!/^(0x)?[0-9a-fA-F]{64}$/.test(values["expect-compose-hash"])) throw new Error("--expect-compose-hash takes 64 hex digits");
       options.expectComposeHash = values["expect-compose-hash"];
