@@ -1,7 +1,8 @@
 // Starts the enclave executor: root key → keyring → attestation source → chain, payers, permission
 // cache and listener, sandbox pool → HTTP server. `node enclave/main.ts` runs it from the
 // environment (config.ts); `startEnclave` is what the local stack and the tests call.
-import { serve } from "@hono/node-server";
+import { getRequestListener } from "@hono/node-server";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { openAttestation } from "./attestation/open.ts";
 import type { AttestationService } from "./attestation/service.ts";
@@ -15,7 +16,8 @@ import { createLogger, type Logger } from "./log.ts";
 import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
-import { createChannel } from "./channel/channel.ts";
+import { channelListener, createChannel } from "./channel/channel.ts";
+import { createInternalApi } from "./internalApi.ts";
 import { createEnclaveApp } from "./server.ts";
 
 export type RunningEnclave = {
@@ -52,19 +54,21 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   const cache = new PermissionCache(chainPermissionSource(chain));
 
   // Listen first: the sandbox must know the enclave's own port (scripts may never reach it), and
-  // with port 0 that is known only now. Until the app is ready, requests get 503.
+  // with port 0 that is known only now. Until the app is ready, requests get 503. The channel's
+  // POST /channel/v1, which every request of the edge takes, goes straight to its listener; the
+  // rest to the Hono app.
   let app: ReturnType<typeof createEnclaveApp> | undefined;
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve(
-      {
-        fetch: (request) =>
-          app ? app.fetch(request) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
-        hostname: config.host,
-        port: config.port,
-      },
-      () => resolve(s),
-    );
-    s.once("error", reject);
+  let channelRequest: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const appListener = getRequestListener((request) =>
+    app ? app.fetch(request) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
+  );
+  const server = createServer((req, res) => {
+    if (channelRequest && req.method === "POST" && req.url === "/channel/v1") channelRequest(req, res);
+    else void appListener(req, res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   const effective: EnclaveConfig = { ...config, port, fetchDenyPorts: new Set([...config.fetchDenyPorts, port]) };
@@ -105,6 +109,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     instanceId: (await attestation.service.info()).instance_id,
   });
   app = createEnclaveApp(enclave, listener, attestation, channel);
+  channelRequest = channelListener(channel, createInternalApi(enclave), log);
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });

@@ -1,12 +1,13 @@
-// The enclave's HTTP surface: the attested channel (`GET /channel`, `POST /channel/v1`, the only
-// way to the internal API, internalApi.ts), `GET /health`, and the public attestation endpoints
-// (attestation/routes.ts). A request sent to `/internal/…` directly is refused.
+// The enclave's HTTP surface besides the channel's hot path (`POST /channel/v1`, served by
+// channel/channel.ts straight from the HTTP server, the only way to the internal API): `GET /channel`,
+// `GET /health`, and the public attestation endpoints (attestation/routes.ts). A request sent to
+// `/internal/…` directly is refused.
 import { Hono } from "hono";
 import { errorBody, SigilError } from "../shared/errors.ts";
 import { attestationRoutes, type AttestationRoutesOptions } from "./attestation/routes.ts";
 import type { ChainListener } from "./authz/listener.ts";
 import { channelRoutes, type Channel } from "./channel/channel.ts";
-import { createInternalApi, errorAnswer, requestContext } from "./internalApi.ts";
+import { errorAnswer, requestContext } from "./internalApi.ts";
 import type { Enclave, RequestContext } from "./operations/context.ts";
 
 type Env = { Variables: { ctx: RequestContext } };
@@ -25,7 +26,7 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener, atte
   app.all("/internal/*", () => {
     throw new SigilError("permission_denied", "the internal API is served only through the attested channel (GET /channel, then POST /channel/v1)");
   });
-  channelRoutes(app, channel, createInternalApi(enclave), enclave.log);
+  channelRoutes(app, channel);
 
   app.get("/health", async (c) => {
     const status = listener.status();

@@ -3,11 +3,11 @@
 // `GET /channel`, and `POST /channel/v1`, which opens a request sealed in a session an allowed edge
 // opened to that key and hands it to the internal API (internalApi.ts, reachable no other way).
 // The internal API's answer goes back sealed for that request alone.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { ChannelError, ChannelRecipient, channelReportData, generateChannelKeyPair, toBase64Url, type ChannelKeyPair } from "../../shared/channel/channel.ts";
 import type { ChannelDocument } from "../../shared/channel/client.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { errorBody, SigilError } from "../../shared/errors.ts";
 import type { InternalAnswer, InternalRequest } from "../internalApi.ts";
 import type { Logger } from "../log.ts";
 
@@ -41,37 +41,80 @@ export async function createChannel(args: { allowedEdgeKeys: Uint8Array[]; quote
   return { recipient, document };
 }
 
-/** `GET /channel` and `POST /channel/v1` on the enclave's app; `handle` answers what the channel opened. */
-export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel, handle: (request: InternalRequest) => Promise<InternalAnswer>, log: Logger): void {
+/** `GET /channel` on the enclave's app: the channel key and the quote that binds it. */
+export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel): void {
   app.get("/channel", async (c) => {
     const doc = await channel.document();
     if (doc.simulated) c.header("X-Attestation-Simulated", "1");
     return c.json(doc);
   });
+}
 
-  app.post(
-    "/channel/v1",
-    bodyLimit({
-      maxSize: MAX_SEALED_BYTES,
-      onError: () => {
-        throw new SigilError("payload_too_large", `a sealed request must be at most ${MAX_SEALED_BYTES} bytes`);
-      },
-    }),
-    async (c) => {
-      let opened;
-      try {
-        opened = await channel.recipient.open(await c.req.json().catch(() => null));
-      } catch (err) {
-        if (!(err instanceof ChannelError)) throw err;
-        // Refusals are answered outside the seal: there is no trusted sender to seal them for.
-        log.warn("sealed request refused", { reason: err.reason });
-        // 409 for what the edge mends by itself (a new key, a new session), 401 for the rest.
-        return c.json({ channel_error: err.reason }, err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401);
+/**
+ * `POST /channel/v1`, the path every request of the edge takes, served straight from Node's HTTP
+ * server (no router, no web-stream body): read the sealed request (at most MAX_SEALED_BYTES, refused
+ * on its declared length before reading), open it, hand it to `handle`, seal the answer. Refusals
+ * are answered outside the seal — there is no trusted sender to seal them for — as
+ * `{channel_error}`: 409 for what the edge mends by itself (a new key, a new session), 401 for the rest.
+ */
+export function channelListener(channel: Channel, handle: (request: InternalRequest) => Promise<InternalAnswer>, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+  const send = (res: ServerResponse, status: number, body: unknown, close = false) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...(close ? { connection: "close" } : {}) });
+    res.end(text);
+  };
+  const tooLarge = (res: ServerResponse) => {
+    // The rest of the body is never read: this connection cannot carry another request.
+    const err = new SigilError("payload_too_large", `a sealed request must be at most ${MAX_SEALED_BYTES} bytes`);
+    send(res, 413, errorBody(err, crypto.randomUUID()), true);
+  };
+  return (req, res) => {
+    if (Number(req.headers["content-length"] ?? 0) > MAX_SEALED_BYTES) {
+      tooLarge(res);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    req.on("data", (chunk: Buffer) => {
+      if (refused) return;
+      size += chunk.length;
+      if (size > MAX_SEALED_BYTES) {
+        refused = true;
+        tooLarge(res);
+        return;
       }
-      const { method, path, headers, body } = opened.request;
-      const answer = await handle({ method, path, headers, body });
-      const sealed = await opened.sealResponse(JSON.stringify(answer));
-      return c.json(sealed);
-    },
-  );
+      chunks.push(chunk);
+    });
+    req.on("end", () => {
+      if (refused) return;
+      void answer(Buffer.concat(chunks).toString("utf8")).then(
+        ({ status, body }) => send(res, status, body),
+        (err: unknown) => {
+          log.error("the channel failed to answer", { error: err instanceof Error ? err.message : String(err) });
+          send(res, 500, errorBody(new SigilError("internal_error", "an internal error occurred"), crypto.randomUUID()));
+        },
+      );
+    });
+  };
+
+  async function answer(text: string): Promise<{ status: number; body: unknown }> {
+    let sealed: unknown = null;
+    try {
+      sealed = JSON.parse(text);
+    } catch {
+      // opened as nothing: refused as malformed below
+    }
+    let opened;
+    try {
+      opened = await channel.recipient.open(sealed);
+    } catch (err) {
+      if (!(err instanceof ChannelError)) throw err;
+      log.warn("sealed request refused", { reason: err.reason });
+      return { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401, body: { channel_error: err.reason } };
+    }
+    const { method, path, headers, body } = opened.request;
+    const internal = await handle({ method, path, headers, body });
+    return { status: 200, body: await opened.sealResponse(JSON.stringify(internal)) };
+  }
 }
