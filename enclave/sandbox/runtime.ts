@@ -89,7 +89,7 @@ class LogBuffer {
   }
 }
 
-type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: QuickJSHandle };
+type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: QuickJSHandle; begin: QuickJSHandle; preload: QuickJSHandle };
 
 /** Frames of a failed run's stack that reach the client. */
 const MAX_STACK_FRAMES = 50;
@@ -150,11 +150,115 @@ function heapGuard(module: QuickJSWASMModule): HeapGuard {
   return guard;
 }
 
-export async function runScript(module: QuickJSWASMModule, request: RunRequest, limits: SandboxLimits, host: RunHost): Promise<RunOutcome> {
+/** What the host entry points of a prepared runtime do once a run is bound to it. */
+type RunBinding = {
+  call(op: string, argsJson: string): QuickJSHandle;
+  callAsync(op: string, argsJson: string): QuickJSHandle;
+  log(line: string): void;
+};
+
+/**
+ * A fresh runtime and context with the sandbox's core installed — and, when asked, the chunks of
+ * Sigil.Actions parsed — made ahead of the run that will use it: between runs, off that run's path
+ * (creating them and parsing core.js is most of a short run's set-up). The host entry points the
+ * core captured answer for the run bound to it later. Each is used by exactly one run, which
+ * disposes it.
+ */
+export type PreparedRuntime = {
+  readonly runtime: QuickJSRuntime;
+  readonly ctx: QuickJSContext;
+  readonly internal: Internal;
+  /** Every handle made here, disposed by the run (or by discardPrepared). */
+  readonly owned: QuickJSHandle[];
+  bind(binding: RunBinding): void;
+  /** Parses the chunks behind Sigil.Actions now (the worker does it when it has nothing else to do). */
+  preloadSigil(): void;
+};
+
+export function prepareRuntime(module: QuickJSWASMModule): PreparedRuntime {
+  const runtime = module.newRuntime();
+  const ctx = runtime.newContext();
+  const owned: QuickJSHandle[] = [];
+  const own = <T extends QuickJSHandle>(h: T): T => {
+    owned.push(h);
+    return h;
+  };
+  let binding: RunBinding | undefined;
+  const bound = (): RunBinding => {
+    if (!binding) throw new Error("no run is bound to this runtime");
+    return binding;
+  };
+  try {
+    // Host entry points the core captures; the script never sees them.
+    const hostObject = own(ctx.newObject());
+    ctx.setProp(hostObject, "call", own(ctx.newFunction("call", (op, args) => bound().call(ctx.getString(op), ctx.getString(args)))));
+    ctx.setProp(hostObject, "callAsync", own(ctx.newFunction("callAsync", (op, args) => bound().callAsync(ctx.getString(op), ctx.getString(args)))));
+    ctx.setProp(hostObject, "log", own(ctx.newFunction("log", (_level, line) => bound().log(ctx.getString(line)))));
+    ctx.setProp(
+      hostObject,
+      "load",
+      own(
+        ctx.newFunction("load", (nameHandle) => {
+          const name = ctx.getString(nameHandle);
+          const source = chunkSources.get(name);
+          if (source === undefined) return ctx.newError(`no sandbox chunk named ${name}`);
+          // strip: no debug info for the sandbox's own code (its frames are filtered out anyway); parses faster.
+          return ctx.evalCode(source, `sigil:${name}.js`, { strip: true });
+        }),
+      ),
+    );
+    const core = own(ctx.unwrapResult(ctx.evalCode(coreSource, "sigil:core.js", { strip: true })));
+    const internalObject = own(ctx.unwrapResult(ctx.callFunction(core, ctx.undefined, ctx.global, hostObject)));
+    const internal: Internal = {
+      callMain: own(ctx.getProp(internalObject, "callMain")),
+      fireTimer: own(ctx.getProp(internalObject, "fireTimer")),
+      classify: own(ctx.getProp(internalObject, "classify")),
+      begin: own(ctx.getProp(internalObject, "begin")),
+      preload: own(ctx.getProp(internalObject, "preload")),
+    };
+    return {
+      runtime,
+      ctx,
+      internal,
+      owned,
+      bind(b) {
+        binding = b;
+      },
+      preloadSigil() {
+        const r = ctx.callFunction(internal.preload, ctx.undefined);
+        if (r.error) r.error.dispose();
+        else r.value.dispose();
+      },
+    };
+  } catch (err) {
+    for (let i = owned.length - 1; i >= 0; i--) owned[i]?.dispose();
+    ctx.dispose();
+    runtime.dispose();
+    throw err;
+  }
+}
+
+/** Disposes a prepared runtime that no run will use (the worker is stopping). */
+export function discardPrepared(prepared: PreparedRuntime): void {
+  for (let i = prepared.owned.length - 1; i >= 0; i--) {
+    const h = prepared.owned[i] as QuickJSHandle;
+    if (h.alive) h.dispose();
+  }
+  prepared.ctx.dispose();
+  prepared.runtime.dispose();
+}
+
+export async function runScript(
+  module: QuickJSWASMModule,
+  request: RunRequest,
+  limits: SandboxLimits,
+  host: RunHost,
+  prepared: PreparedRuntime = prepareRuntime(module),
+): Promise<RunOutcome> {
   const started = performance.now();
   const deadline = Date.now() + request.timeoutMs;
   const logs = new LogBuffer(limits.maxLogBytes);
-  const runtime: QuickJSRuntime = module.newRuntime();
+  const { runtime, ctx } = prepared;
   const heap = heapGuard(module);
   let interrupted = false;
   let memoryExceeded = false;
@@ -200,9 +304,7 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
       usage.dispose();
     }
   };
-  const ctx: QuickJSContext = runtime.newContext();
-
-  const owned: QuickJSHandle[] = [];
+  const owned: QuickJSHandle[] = prepared.owned;
   const own = <T extends QuickJSHandle>(h: T): T => {
     owned.push(h);
     return h;
@@ -269,50 +371,6 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
   };
 
   try {
-    // Host entry points the prelude captures; the script never sees them.
-    const hostObject = own(ctx.newObject());
-    const callFn = own(
-      ctx.newFunction("call", (opHandle, argsHandle) => {
-        const op = ctx.getString(opHandle);
-        const args = JSON.parse(ctx.getString(argsHandle)) as unknown;
-        let reply;
-        try {
-          reply = { ok: true as const, value: hostSync(op, args) };
-        } catch (err) {
-          reply = hostFailure(err);
-        }
-        return ctx.newString(result(reply));
-      }),
-    );
-    const callAsyncFn = own(
-      ctx.newFunction("callAsync", (opHandle, argsHandle) => {
-        const op = ctx.getString(opHandle);
-        const args = JSON.parse(ctx.getString(argsHandle)) as unknown;
-        const deferred = ctx.newPromise();
-        deferreds.add(deferred);
-        void host.callAsync(op, args).then(
-          (value) => settle(deferred, { ok: true, value }),
-          (err: unknown) => {
-            try {
-              settle(deferred, hostFailure(err));
-            } catch (stop) {
-              stopWith = stop as RunStop;
-              signal();
-            }
-          },
-        );
-        return deferred.handle;
-      }),
-    );
-    const logFn = own(
-      ctx.newFunction("log", (_levelHandle, lineHandle) => {
-        logs.add(ctx.getString(lineHandle));
-      }),
-    );
-    ctx.setProp(hostObject, "call", callFn);
-    ctx.setProp(hostObject, "callAsync", callAsyncFn);
-    ctx.setProp(hostObject, "log", logFn);
-
     const settle = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
       if (finished || !deferred.alive) return;
       const h = ctx.newString(result(reply));
@@ -350,25 +408,41 @@ export async function runScript(module: QuickJSWASMModule, request: RunRequest, 
       }
     };
 
-    const loadFn = own(
-      ctx.newFunction("load", (nameHandle) => {
-        const name = ctx.getString(nameHandle);
-        const source = chunkSources.get(name);
-        if (source === undefined) return ctx.newError(`no sandbox chunk named ${name}`);
-        // strip: no debug info for the sandbox's own code (its frames are filtered out anyway); parses faster.
-        return ctx.evalCode(source, `sigil:${name}.js`, { strip: true });
-      }),
-    );
-    ctx.setProp(hostObject, "load", loadFn);
+    prepared.bind({
+      call(op, argsJson) {
+        let reply;
+        try {
+          reply = { ok: true as const, value: hostSync(op, JSON.parse(argsJson) as unknown) };
+        } catch (err) {
+          reply = hostFailure(err);
+        }
+        return ctx.newString(result(reply));
+      },
+      callAsync(op, argsJson) {
+        const args = JSON.parse(argsJson) as unknown;
+        const deferred = ctx.newPromise();
+        deferreds.add(deferred);
+        void host.callAsync(op, args).then(
+          (value) => settle(deferred, { ok: true, value }),
+          (err: unknown) => {
+            try {
+              settle(deferred, hostFailure(err));
+            } catch (stop) {
+              stopWith = stop as RunStop;
+              signal();
+            }
+          },
+        );
+        return deferred.handle;
+      },
+      log(line) {
+        logs.add(line);
+      },
+    });
 
-    const core = own(ctx.unwrapResult(ctx.evalCode(coreSource, "sigil:core.js", { strip: true })));
+    const internal = prepared.internal;
     const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
-    const internalObject = own(ctx.unwrapResult(ctx.callFunction(core, ctx.undefined, ctx.global, hostObject, requestJson)));
-    const internal: Internal = {
-      callMain: own(ctx.getProp(internalObject, "callMain")),
-      fireTimer: own(ctx.getProp(internalObject, "fireTimer")),
-      classify: own(ctx.getProp(internalObject, "classify")),
-    };
+    ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
 
     /** Runs jobs, timers and host settlements until `promise` settles; returns its state. */
     const drive = async (promise: QuickJSHandle): Promise<{ value: QuickJSHandle } | { error: RunError }> => {

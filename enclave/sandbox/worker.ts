@@ -6,7 +6,7 @@ import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { newQuickJSWASMModuleFromVariant, type QuickJSSyncVariant } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
 import { createRunHost, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
-import { CodedError, runScript, type RunRequest } from "./runtime.ts";
+import { CodedError, prepareRuntime, runScript, type PreparedRuntime, type RunRequest } from "./runtime.ts";
 import type { FetchPolicy } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
 
@@ -37,7 +37,43 @@ function requestKey(runId: number, request: KeyRequest): Promise<KeyMaterial> {
   });
 }
 
+/**
+ * The runtime the next run will use, prepared while this thread has nothing else to do (after the
+ * message that starts a run has been handled), so a run does not wait for its runtime and core.js.
+ * When no run is in flight at all, the chunks behind Sigil.Actions are parsed into it too: idle
+ * time is free, and a busy worker does not spend it on runs that may never touch Sigil.
+ */
+let next: PreparedRuntime | undefined;
+let nextHasSigil = false;
+let preparing = false;
+let active = 0;
+
+function prepareNext(): void {
+  if (preparing || (next && (nextHasSigil || active > 0))) return;
+  preparing = true;
+  setImmediate(() => {
+    preparing = false;
+    try {
+      if (!next) {
+        next = prepareRuntime(module);
+        nextHasSigil = false;
+      } else if (active === 0 && !nextHasSigil) {
+        next.preloadSigil();
+        nextHasSigil = true;
+      }
+    } catch {
+      // Out of memory, say: the next run prepares its own and reports what happens then.
+      return;
+    }
+    if (active === 0 && !nextHasSigil) prepareNext();
+  });
+}
+
 async function run(runId: number, request: RunRequest): Promise<void> {
+  const prepared = next;
+  next = undefined;
+  active++;
+  prepareNext();
   const host = createRunHost({
     cid: request.cid,
     deadline: Date.now() + request.timeoutMs,
@@ -45,8 +81,14 @@ async function run(runId: number, request: RunRequest): Promise<void> {
     fetchPolicy,
     requestKey: (r) => requestKey(runId, r),
   });
-  const outcome = await runScript(module, request, limits, host);
+  let outcome;
+  try {
+    outcome = await runScript(module, request, limits, host, prepared);
+  } finally {
+    active--;
+  }
   post({ type: "done", runId, outcome });
+  prepareNext();
 }
 
 port.on("message", (message: ToWorker) => {
@@ -67,4 +109,5 @@ port.on("message", (message: ToWorker) => {
   }
 });
 
+prepareNext();
 post({ type: "ready" });

@@ -1,4 +1,5 @@
-// `Sigil` (sandbox.md, Sigil.Actions), built at the script's first use of `Sigil`, deeply frozen.
+// `Sigil.Actions` (sandbox.md), built at the script's first use of `Sigil` (or ahead of it, when the
+// host prepares a runtime while idle), deeply frozen; core.js makes `Sigil` of it and the run's request.
 // Each function copies the fields it takes into a fresh record (so a script's prototype tampering
 // cannot change what is sent) and asks the host, which validates them (a TypeError with a clear
 // message, before any key is touched), authorizes the wallet for this run's key and code, derives
@@ -50,6 +51,5 @@
     sha256: digestOp("sha256"),
   };
   for (const name of objectKeys(Actions)) freeze(Actions[name]);
-  const Sigil = freeze({ Actions: freeze(Actions), request: kit.request });
-  return { Sigil };
+  return { Actions: freeze(Actions) };
 })

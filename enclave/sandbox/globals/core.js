@@ -4,7 +4,7 @@
 // this folder, evaluated by the host the first time a script touches it — blocks eval/Function,
 // and returns the internal functions the host drives the run with. The host's entry points are
 // passed in and never reachable from the script.
-(function installCore(G, host, requestJson) {
+(function installCore(G, host) {
   "use strict";
   const P = Object.freeze({
     apply: Reflect.apply,
@@ -126,7 +126,6 @@
         asyncCall: h.asyncCall,
         record: h.record,
         ownRegExp: h.ownRegExp,
-        request: freeze(parse(requestJson)),
         /** `s.fn(...args)` through the captured method `fn`, whatever the script did to prototypes. */
         str: (s, fn, args) => apply(fn, s, args),
         /** An Error whose `name` is `name` (DOMException-like errors the Web APIs throw). */
@@ -144,11 +143,13 @@
     return kitObject;
   };
 
-  // Sigil: non-writable and non-configurable; built, deeply frozen, at its first use.
+  // Sigil: non-writable and non-configurable; built, deeply frozen, at its first use. `request` is
+  // the run's ({requestId, correlationId, cid}), given by the host when the run begins.
+  let requestJson = "null";
   let sigil;
   defineProperty(G, "Sigil", {
     get() {
-      if (sigil === undefined) sigil = need("actions").Sigil;
+      if (sigil === undefined) sigil = freeze({ Actions: need("actions").Actions, request: freeze(parse(requestJson)) });
       return sigil;
     },
     enumerable: false,
@@ -194,5 +195,13 @@
   }
   const fireTimer = (id) => need("timers").fire(id);
   const classify = (reason) => need("host").classify(reason);
-  return { callMain, fireTimer, classify };
+  // Before the run (the host prepares a runtime ahead): the run's own facts, and the chunks that
+  // build Sigil.Actions parsed ahead of the script's first use of Sigil.
+  const begin = (json) => {
+    requestJson = json;
+  };
+  const preload = () => {
+    need("actions");
+  };
+  return { callMain, fireTimer, classify, begin, preload };
 })
