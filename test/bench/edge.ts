@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeCid } from "../../shared/cid.ts";
-import { testChannel } from "../harness/channel.ts";
+import { newTestChannel } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { channelTarget, closeAgent, httpTarget, measure, measureInTurn, post } from "./measure.ts";
+import { agentFetch, channelTarget, closeAgent, httpTarget, measure, measureInTurn, post } from "./measure.ts";
 import { startWorkerd } from "./workerd.ts";
 
 const HELLO = "async function main() { return 'hello' }";
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
 
     const edgeUrl = new URL(`${api}/sigil_action`);
     const edgeHeaders = { "x-api-key": apiKey as string };
-    const channel = testChannel();
+    const channel = newTestChannel({ fetch: agentFetch });
     const targets = (code: string, params: unknown) => ({
       edge: httpTarget(edgeUrl, edgeHeaders, JSON.stringify({ code, js_params: params })),
       // Straight to the enclave, sealed through the channel as the edge seals it.

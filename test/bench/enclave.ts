@@ -4,9 +4,9 @@
 // object with every result.
 import { cpus } from "node:os";
 import { computeCid } from "../../shared/cid.ts";
-import { testChannel } from "../harness/channel.ts";
+import { newTestChannel } from "../harness/channel.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { channelTarget, closeAgent, measure } from "./measure.ts";
+import { agentFetch, channelTarget, closeAgent, measure } from "./measure.ts";
 
 const HELLO = "async function main() { return 'hello' }";
 const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
@@ -14,7 +14,7 @@ const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage
 async function main(): Promise<void> {
   const stack = await startTestStack();
   try {
-    const channel = testChannel();
+    const channel = newTestChannel({ fetch: agentFetch });
     const call = async (op: string, body: unknown) => {
       const r = await channelTarget(channel, stack.enclaveUrl, `/internal/v1/${op}`, JSON.stringify(body)).send();
       if (r.status !== 200) throw new Error(`${op}: ${r.status} ${r.text}`);
