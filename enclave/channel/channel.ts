@@ -10,6 +10,7 @@ import type { ChannelDocument } from "../../shared/channel/client.ts";
 import { errorBody, SigilError } from "../../shared/errors.ts";
 import type { InternalAnswer, InternalRequest } from "../internalApi.ts";
 import type { Logger } from "../log.ts";
+import { nodeAead } from "./nodeAead.ts";
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
 export type QuoteSource = (reportData: Uint8Array) => Promise<{ quote: string; event_log: string; simulated?: boolean }>;
@@ -22,7 +23,7 @@ export type Channel = { recipient: ChannelRecipient; document(): Promise<Channel
 /** Makes this boot's channel key and the document that proves it (its quote is taken once). */
 export async function createChannel(args: { allowedEdgeKeys: Uint8Array[]; quote: QuoteSource; instanceId?: string; key?: ChannelKeyPair }): Promise<Channel> {
   const key = args.key ?? (await generateChannelKeyPair());
-  const recipient = new ChannelRecipient({ key, allowedEdgeKeys: args.allowedEdgeKeys });
+  const recipient = new ChannelRecipient({ key, allowedEdgeKeys: args.allowedEdgeKeys, aead: nodeAead });
   let doc: Promise<ChannelDocument> | undefined;
   const document = () => {
     doc ??= (async () => {

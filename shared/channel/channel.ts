@@ -152,19 +152,44 @@ function sessionDigest(keyId: string, enc: Uint8Array): Uint8Array<ArrayBuffer> 
   return bytes(sha256(concatBytes(utf8ToBytes(keyId), enc)));
 }
 
-const requestAad = (keyId: string, sid: string) => bytes(utf8ToBytes(`${keyId}:${sid}`));
-const responseAad = (nonce: string) => bytes(utf8ToBytes(`response:${nonce}`));
+const requestAad = (keyId: string, sid: string) => utf8ToBytes(`${keyId}:${sid}`);
+const responseAad = (nonce: string) => utf8ToBytes(`response:${nonce}`);
 
-type SessionKeys = { request: CryptoKey; response: CryptoKey };
+/**
+ * AES-128-GCM as the channel's sessions use it: ciphertext ‖ 16-byte tag, a 12-byte IV, additional
+ * data. WebCrypto by default (Node and workerd alike); a side whose platform has a faster native
+ * cipher may pass its own (the enclave passes Node's: WebCrypto's asynchronous jobs cost it a tenth
+ * of a millisecond each). Keys are what `key` made of the 16 raw bytes; `open` rejects a ciphertext
+ * that does not authenticate.
+ */
+export type Aead = {
+  key(raw: Uint8Array): Promise<unknown>;
+  seal(key: unknown, iv: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  open(key: unknown, iv: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+};
 
-async function sessionKeys(context: { export(label: ArrayBuffer | Uint8Array, length: number): Promise<ArrayBuffer> }, use: "edge" | "enclave"): Promise<SessionKeys> {
-  const importKey = async (label: Uint8Array, usage: "encrypt" | "decrypt") =>
-    crypto.subtle.importKey("raw", new Uint8Array(await context.export(label, 16)), { name: "AES-GCM" }, false, [usage]);
-  const [request, response] = await Promise.all([
-    importKey(REQUEST_KEY_LABEL, use === "edge" ? "encrypt" : "decrypt"),
-    importKey(RESPONSE_KEY_LABEL, use === "edge" ? "decrypt" : "encrypt"),
-  ]);
-  return { request, response };
+export const webCryptoAead: Aead = {
+  key: (raw) => crypto.subtle.importKey("raw", bytes(raw), { name: "AES-GCM" }, false, ["encrypt", "decrypt"]),
+  seal: async (key, iv, plaintext, aad) =>
+    new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) }, key as CryptoKey, bytes(plaintext))),
+  open: async (key, iv, ciphertext, aad) =>
+    new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) }, key as CryptoKey, bytes(ciphertext))),
+};
+
+type SessionKeys = { aead: Aead; request: unknown; response: unknown };
+
+async function sessionKeys(context: { export(label: ArrayBuffer | Uint8Array, length: number): Promise<ArrayBuffer> }, aead: Aead): Promise<SessionKeys> {
+  const [request, response] = await Promise.all(
+    [REQUEST_KEY_LABEL, RESPONSE_KEY_LABEL].map(async (label) => {
+      const raw = new Uint8Array(await context.export(label, 16));
+      try {
+        return await aead.key(raw);
+      } finally {
+        raw.fill(0);
+      }
+    }),
+  );
+  return { aead, request, response };
 }
 
 // --- the edge's side ----------------------------------------------------------------------------
@@ -194,7 +219,7 @@ export class ChannelSession {
   }
 
   /** A new session to the enclave key `enclavePublicKey`, signed as `identity`. */
-  static async open(args: { enclavePublicKey: Uint8Array; identity: EdgeIdentity; lifetimeMs?: number; now?: number }): Promise<ChannelSession> {
+  static async open(args: { enclavePublicKey: Uint8Array; identity: EdgeIdentity; lifetimeMs?: number; now?: number; aead?: Aead }): Promise<ChannelSession> {
     const recipientPublicKey = await suite.kem.deserializePublicKey(args.enclavePublicKey);
     const sender = await suite.createSenderContext({ recipientPublicKey, info: INFO });
     const keyId = channelKeyId(args.enclavePublicKey);
@@ -204,7 +229,7 @@ export class ChannelSession {
       keyId,
       sid: sessionId(enc),
       init: { enc: toBase64Url(enc), edge_key: toBase64Url(args.identity.publicKey), sig: toBase64Url(sig) },
-      keys: await sessionKeys(sender, "edge"),
+      keys: await sessionKeys(sender, args.aead ?? webCryptoAead),
       // Well inside the enclave's own limit, so the enclave never drops a session still in use.
       expiresAt: (args.now ?? Date.now()) + Math.min(args.lifetimeMs ?? SESSION_LIFETIME_MS / 2, SESSION_LIFETIME_MS / 2),
     });
@@ -220,24 +245,18 @@ export class ChannelSession {
     this.#messages++;
     const plaintext: ChannelRequest = { ...request, ts: now ?? Date.now(), nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))) };
     const iv = crypto.getRandomValues(new Uint8Array(12));
-    const ct = new Uint8Array(
-      await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: requestAad(this.keyId, this.sid) }, this.#keys.request, bytes(utf8ToBytes(JSON.stringify(plaintext)))),
-    );
+    const keys = this.#keys;
+    const ct = await keys.aead.seal(keys.request, iv, utf8ToBytes(JSON.stringify(plaintext)), requestAad(this.keyId, this.sid));
     const sealed: SealedRequest = { v: 2, key_id: this.keyId, sid: this.sid, ...(this.#confirmed ? {} : { init: this.#init }), iv: toBase64Url(iv), ct: toBase64Url(ct) };
-    const responseKey = this.#keys.response;
     const session = this;
     return {
       sealed,
       async openResponse(response) {
         const parsed = sealedResponseSchema.safeParse(response);
         if (!parsed.success) throw new ChannelError("malformed", "the enclave's answer is not a sealed response");
-        let plain: ArrayBuffer;
+        let plain: Uint8Array;
         try {
-          plain = await crypto.subtle.decrypt(
-            { name: "AES-GCM", iv: bytes(fromBase64Url(parsed.data.iv)), additionalData: responseAad(plaintext.nonce) },
-            responseKey,
-            bytes(fromBase64Url(parsed.data.ct)),
-          );
+          plain = await keys.aead.open(keys.response, fromBase64Url(parsed.data.iv), fromBase64Url(parsed.data.ct), responseAad(plaintext.nonce));
         } catch {
           throw new ChannelError("undecryptable", "the enclave's answer does not open: it was altered in transit or not sealed for this request");
         }
@@ -284,7 +303,10 @@ export class ChannelRecipient {
   readonly #seen = new Map<string, number>();
   readonly #sessions = new Map<string, Promise<HeldSession>>();
 
-  constructor(args: { key: ChannelKeyPair; allowedEdgeKeys: Uint8Array[]; windowMs?: number; maxSessions?: number; now?: () => number }) {
+  readonly #aead: Aead;
+
+  constructor(args: { key: ChannelKeyPair; allowedEdgeKeys: Uint8Array[]; windowMs?: number; maxSessions?: number; now?: () => number; aead?: Aead }) {
+    this.#aead = args.aead ?? webCryptoAead;
     this.publicKey = args.key.publicKey;
     this.keyId = channelKeyId(args.key.publicKey);
     this.#keyPair = args.key.keyPair;
@@ -307,13 +329,9 @@ export class ChannelRecipient {
     const sealed = parsed.data;
     if (sealed.key_id !== this.keyId) throw new ChannelError("unknown_channel_key", "sealed to a channel key this enclave does not hold; fetch /channel again");
     const session = await this.#session(sealed);
-    let plain: ArrayBuffer;
+    let plain: Uint8Array;
     try {
-      plain = await crypto.subtle.decrypt(
-        { name: "AES-GCM", iv: bytes(fromBase64Url(sealed.iv)), additionalData: requestAad(this.keyId, sealed.sid) },
-        session.keys.request,
-        bytes(fromBase64Url(sealed.ct)),
-      );
+      plain = await session.keys.aead.open(session.keys.request, fromBase64Url(sealed.iv), fromBase64Url(sealed.ct), requestAad(this.keyId, sealed.sid));
     } catch {
       throw new ChannelError("undecryptable", "the request does not open with this session's key");
     }
@@ -328,14 +346,14 @@ export class ChannelRecipient {
     this.#forgetOld(now);
     if (this.#seen.has(request.nonce)) throw new ChannelError("replayed", "this request was already received");
     this.#seen.set(request.nonce, now + 2 * this.#windowMs);
-    const responseKey = session.keys.response;
+    const keys = session.keys;
     return {
       request,
       edgeKey: session.edgeKey,
       sid: sealed.sid,
       async sealResponse(body) {
         const iv = crypto.getRandomValues(new Uint8Array(12));
-        const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: responseAad(request.nonce) }, responseKey, bytes(utf8ToBytes(body))));
+        const ct = await keys.aead.seal(keys.response, iv, utf8ToBytes(body), responseAad(request.nonce));
         return { v: 2, iv: toBase64Url(iv), ct: toBase64Url(ct) };
       },
     };
@@ -371,7 +389,7 @@ export class ChannelRecipient {
     let keys: SessionKeys;
     try {
       const recipient = await suite.createRecipientContext({ recipientKey: this.#keyPair, enc, info: INFO });
-      keys = await sessionKeys(recipient, "enclave");
+      keys = await sessionKeys(recipient, this.#aead);
     } catch {
       throw new ChannelError("undecryptable", "the session does not open with this enclave's channel key");
     }

@@ -5,7 +5,7 @@
 // restarted with a new one); a session the enclave no longer holds is replaced. Either way the
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
-import { ChannelError, ChannelSession, channelReportData, fromBase64Url, type EdgeIdentity } from "./channel.ts";
+import { ChannelError, ChannelSession, channelReportData, fromBase64Url, type Aead, type EdgeIdentity } from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
 export const channelDocumentSchema = z.object({
@@ -48,8 +48,10 @@ export class ChannelClient {
   readonly #repinAfterMs: number;
   readonly #fetch: typeof fetch;
   readonly #pins = new Map<string, Promise<Pin>>();
+  readonly #aead: Aead | undefined;
 
-  constructor(args: { identity: Promise<EdgeIdentity> | EdgeIdentity; verify: ChannelVerifier; repinAfterMs?: number; fetch?: typeof fetch }) {
+  constructor(args: { identity: Promise<EdgeIdentity> | EdgeIdentity; verify: ChannelVerifier; repinAfterMs?: number; fetch?: typeof fetch; aead?: Aead }) {
+    this.#aead = args.aead;
     this.#identity = Promise.resolve(args.identity);
     this.#verify = args.verify;
     this.#repinAfterMs = args.repinAfterMs ?? 10 * 60_000;
@@ -92,7 +94,7 @@ export class ChannelClient {
       if (session && session !== refused && session.usable()) return session;
       if (pin.session !== known) return this.#session(pin, refused);
     }
-    const opening = (async () => ChannelSession.open({ enclavePublicKey: pin.publicKey, identity: await this.#identity }))();
+    const opening = (async () => ChannelSession.open({ enclavePublicKey: pin.publicKey, identity: await this.#identity, ...(this.#aead ? { aead: this.#aead } : {}) }))();
     pin.session = opening;
     opening.catch(() => {
       if (pin.session === opening) delete pin.session;

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeCid } from "../../shared/cid.ts";
+import { nodeAead } from "../../enclave/channel/nodeAead.ts";
 import { newTestChannel } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
 
     const edgeUrl = new URL(`${api}/sigil_action`);
     const edgeHeaders = { "x-api-key": apiKey as string };
-    const channel = newTestChannel({ fetch: agentFetch });
+    const channel = newTestChannel({ fetch: agentFetch, aead: nodeAead });
     const targets = (code: string, params: unknown) => ({
       edge: httpTarget(edgeUrl, edgeHeaders, JSON.stringify({ code, js_params: params })),
       // Straight to the enclave, sealed through the channel as the edge seals it.

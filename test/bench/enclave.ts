@@ -4,6 +4,7 @@
 // object with every result.
 import { cpus } from "node:os";
 import { computeCid } from "../../shared/cid.ts";
+import { nodeAead } from "../../enclave/channel/nodeAead.ts";
 import { newTestChannel } from "../harness/channel.ts";
 import { startTestStack } from "../harness/stack.ts";
 import { agentFetch, channelTarget, closeAgent, measure } from "./measure.ts";
@@ -14,7 +15,7 @@ const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage
 async function main(): Promise<void> {
   const stack = await startTestStack();
   try {
-    const channel = newTestChannel({ fetch: agentFetch });
+    const channel = newTestChannel({ fetch: agentFetch, aead: nodeAead });
     const call = async (op: string, body: unknown) => {
       const r = await channelTarget(channel, stack.enclaveUrl, `/internal/v1/${op}`, JSON.stringify(body)).send();
       if (r.status !== 200) throw new Error(`${op}: ${r.status} ${r.text}`);

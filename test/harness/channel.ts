@@ -3,7 +3,7 @@
 // own suites verify the whole quote). No vitest import, so the benchmarks use it too.
 import { bytesToHex } from "@noble/hashes/utils";
 import { parseQuote } from "../../shared/attestation/index.ts";
-import { edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
+import { edgeIdentityFromSeed, type Aead } from "../../shared/channel/channel.ts";
 import { ChannelClient, type ChannelVerifier } from "../../shared/channel/client.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 
@@ -13,8 +13,8 @@ const bindsKey: ChannelVerifier = async (doc, _base, expected) => {
 
 let client: ChannelClient | undefined;
 
-/** A stand-in edge of its own (the benchmarks give it a lighter `fetch`). */
-export function newTestChannel(options: { fetch?: typeof fetch } = {}): ChannelClient {
+/** A stand-in edge of its own (the benchmarks give it a lighter `fetch` and Node's cipher). */
+export function newTestChannel(options: { fetch?: typeof fetch; aead?: Aead } = {}): ChannelClient {
   return new ChannelClient({ identity: edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED), verify: bindsKey, ...options });
 }
 
