@@ -38,8 +38,8 @@ function requestKey(runId: number, request: KeyRequest): Promise<KeyMaterial> {
 }
 
 /**
- * The runtime the next run will use, prepared while this thread has nothing else to do (after the
- * message that starts a run has been handled), so a run does not wait for its runtime and core.js.
+ * The runtime the next run will use, prepared when a run ends (or, with several in flight, when one
+ * starts), so a run does not wait for its runtime and core.js.
  * When no run is in flight at all, the chunks behind Sigil.Actions are parsed into it too: idle
  * time is free, and a busy worker does not spend it on runs that may never touch Sigil.
  */
@@ -73,7 +73,9 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   const prepared = next;
   next = undefined;
   active++;
-  prepareNext();
+  // Alone, this run would only be slowed by preparing its successor now (its host calls come back
+  // to a busy thread): that waits until it is done. With others in flight the thread is busy anyway.
+  if (active > 1) prepareNext();
   const host = createRunHost({
     cid: request.cid,
     deadline: Date.now() + request.timeoutMs,
