@@ -109,7 +109,13 @@ describe("managed writes", () => {
     };
     const mined = async (tx: unknown) => {
       const hash = await rpc<string>("eth_sendTransaction", [tx]);
-      expect((await rpc<{ status: string }>("eth_getTransactionReceipt", [hash])).status).toBe("0x1");
+      // Anvil's automine mines right after answering, not before: the receipt may take a moment.
+      let receipt: { status: string } | null = null;
+      for (let i = 0; !(receipt = await rpc<{ status: string } | null>("eth_getTransactionReceipt", [hash])); i++) {
+        if (i > 200) throw new Error(`${hash} was not mined`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(receipt.status).toBe("0x1");
     };
     // Another payer, as another enclave instance would be: one of anvil's unlocked accounts, added
     // to the payer set by the contract's owner (anvil's first account).
@@ -125,15 +131,22 @@ describe("managed writes", () => {
     let failed: Reply<unknown>;
     try {
       removal = edge("remove_group", { key, body: { group_id: group } });
-      for (let i = 0; Number((await rpc<{ pending: string }>("txpool_status")).pending) < 1; i++) {
-        if (i > 200) throw new Error("the enclave sent no transaction");
+      // Until the enclave's removal itself waits in the pool (nothing else: another pending
+      // transaction must not be taken for it).
+      const removeData = encodeFunctionData({ abi: accountConfigAbi, functionName: "removeGroup", args: [apiKeyHash(key), BigInt(group)] }).toLowerCase();
+      const sentByEnclave = async () => {
+        const pool = await rpc<{ pending: Record<string, Record<string, { input: string }>> }>("txpool_content");
+        return Object.values(pool.pending).some((byNonce) => Object.values(byNonce).some((tx) => tx.input.toLowerCase() === removeData));
+      };
+      for (let i = 0; !(await sentByEnclave()); i++) {
+        if (i > 200) throw new Error(`the enclave sent no removal: ${JSON.stringify(await Promise.race([removal, new Promise((r) => setTimeout(() => r("(no answer yet)"), 10))]))}`);
         await new Promise((r) => setTimeout(r, 25));
       }
       await rpc("eth_sendTransaction", [
         {
           from: otherPayer,
           to: contract,
-          data: encodeFunctionData({ abi: accountConfigAbi, functionName: "removeGroup", args: [apiKeyHash(key), BigInt(group)] }),
+          data: removeData,
           maxPriorityFeePerGas: "0x3b9aca000",
           maxFeePerGas: "0x3b9aca0000",
         },
