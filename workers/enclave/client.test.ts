@@ -73,13 +73,15 @@ afterEach(() => {
  * been acted on. The probe is a HEAD of the enclave's /channel.
  */
 const plain: EnclaveTransport = {
-  send: (base, request, timeoutMs) =>
-    fetch(`${base}${request.path}`, {
+  async send(base, request, timeoutMs) {
+    const res = await fetch(`${base}${request.path}`, {
       method: request.method,
       headers: request.headers,
       ...(request.method === "GET" ? {} : { body: request.body }),
       signal: AbortSignal.timeout(timeoutMs),
-    }),
+    });
+    return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+  },
   async probe(base) {
     await fetch(`${base}/channel`, { method: "HEAD" });
   },

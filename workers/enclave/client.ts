@@ -10,7 +10,7 @@
 // reaches the client as it is.
 import { edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
 import { ChannelError } from "../../shared/channel/channel.ts";
-import { ChannelClient, ChannelUnavailableError } from "../../shared/channel/client.ts";
+import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
 import { errorStatus, SigilError, sentTransactionOf, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
@@ -23,6 +23,9 @@ const failedUntil = new Map<string, number>();
 /** Per isolate: enclaves that failed and have not answered since; probed before a request that must not run twice. */
 const suspect = new Set<string>();
 let nextStart = 0;
+
+/** What an enclave answered: status, headers and the JSON text of its body. */
+export type EnclaveAnswer = ChannelAnswer;
 
 export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number };
 
@@ -42,9 +45,13 @@ function notDelivered(err: unknown): boolean {
 }
 
 /** Whether an enclave's 503 answer means it did not act (nothing sent on chain), so another may be asked. */
-async function declined(res: Response): Promise<boolean> {
-  const body = (await res.clone().json().catch(() => null)) as { error?: { code?: string; details?: unknown } } | null;
-  const err = body?.error;
+function declined(answer: EnclaveAnswer): boolean {
+  let err: { code?: string; details?: unknown } | undefined;
+  try {
+    err = (JSON.parse(answer.body) as { error?: { code?: string; details?: unknown } } | null)?.error;
+  } catch {
+    // not an error body: nothing says a transaction was sent
+  }
   if (!err?.code || !(err.code in errorStatus)) return true;
   return sentTransactionOf(new SigilError(err.code as ErrorCode, "", { details: err.details })) === undefined;
 }
@@ -65,10 +72,14 @@ const unavailable = () => new SigilError("enclave_unavailable", "no enclave is r
  * an enclave that may have acted on it, and goes to an enclave that failed recently only after
  * `probe` has found it answering.
  */
-async function firstAnswer(config: EdgeConfig, request: (base: string) => Promise<Response>, probe?: (base: string) => Promise<void>): Promise<Response> {
-  const once = probe !== undefined;
+async function firstAnswer<R extends { status: number }>(
+  config: EdgeConfig,
+  request: (base: string) => Promise<R>,
+  once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
+): Promise<R> {
+  const probe = once?.probe;
   for (const base of candidates(config.enclaveUrls)) {
-    let res: Response;
+    let res: R;
     try {
       if (probe && suspect.has(base)) await probe(base);
       res = await request(base);
@@ -78,7 +89,7 @@ async function firstAnswer(config: EdgeConfig, request: (base: string) => Promis
       if (once && !notDelivered(err)) throw unavailable();
       continue;
     }
-    if (res.status === 503 && (!once || (await declined(res)))) {
+    if (res.status === 503 && (!once || once.declined(res))) {
       skip(base);
       continue;
     }
@@ -107,11 +118,11 @@ function channel(config: EdgeConfig): ChannelClient {
 /** How requests reach an enclave. */
 export type EnclaveTransport = {
   /**
-   * One request to the enclave at `base`, answered as a Response. Throws ChannelUnavailableError
-   * (or a ChannelError refusal) when the enclave certainly did nothing; anything else it throws
-   * means the request may have been acted on.
+   * One request to the enclave at `base`, and its answer. Throws ChannelUnavailableError (or a
+   * ChannelError refusal) when the enclave certainly did nothing; anything else it throws means
+   * the request may have been acted on.
    */
-  send(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number): Promise<Response>;
+  send(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number): Promise<EnclaveAnswer>;
   /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
   probe(base: string): Promise<void>;
 };
@@ -120,10 +131,7 @@ export type EnclaveTransport = {
 export function channelTransport(config: EdgeConfig): EnclaveTransport {
   const client = channel(config);
   return {
-    async send(base, request, timeoutMs) {
-      const answer = await client.call(base, request, { timeoutMs });
-      return new Response(answer.body, { status: answer.status, headers: answer.headers });
-    },
+    send: (base, request, timeoutMs) => client.call(base, request, { timeoutMs }),
     probe: (base) => client.probe(base),
   };
 }
@@ -139,22 +147,22 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
     headers: { "content-type": "application/json", ...forwardedIds(ids) },
     body: call.body === undefined ? "" : JSON.stringify(call.body),
   };
-  const res = await firstAnswer(
+  const answer = await firstAnswer(
     config,
     (base) => send.send(base, request, call.timeoutMs ?? 150_000),
-    request.method === "GET" ? undefined : (base) => send.probe(base),
+    request.method === "GET" ? undefined : { probe: (base) => send.probe(base), declined },
   );
-  const text = await res.text();
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(answer.body);
   } catch {
     throw new SigilError("internal_error", "the enclave answered something that is not JSON");
   }
-  if (res.ok) return body as T;
+  if (answer.status >= 200 && answer.status < 300) return body as T;
   const error = (body as { error?: { code?: string; message?: string; details?: unknown } }).error;
   const code = error?.code && error.code in errorStatus ? (error.code as ErrorCode) : "internal_error";
-  const retry = Number(res.headers.get("retry-after") ?? NaN);
+  const retryHeader = Object.entries(answer.headers).find(([name]) => name.toLowerCase() === "retry-after")?.[1];
+  const retry = Number(retryHeader ?? NaN);
   throw new SigilError(code, code === "internal_error" ? "an internal error occurred" : (error?.message ?? "the request failed"), {
     ...(error?.details === undefined ? {} : { details: error.details }),
     ...(Number.isFinite(retry) ? { retryAfterSeconds: retry } : {}),
