@@ -123,7 +123,12 @@ export function sentTransactionError(err: SigilError, transactionHash: string): 
 
 /** The hash of the transaction a failed write had sent (see sentTransactionError), if it had sent one. */
 export function sentTransactionOf(err: unknown): string | undefined {
-  if (!(err instanceof SigilError) || err.details === null || typeof err.details !== "object") return undefined;
-  const hash = (err.details as { transaction_hash?: unknown }).transaction_hash;
+  return err instanceof SigilError ? transactionHashIn(err.details) : undefined;
+}
+
+/** `details.transaction_hash` of an error body (or a SigilError's details), when it is a transaction hash. */
+export function transactionHashIn(details: unknown): string | undefined {
+  if (details === null || typeof details !== "object") return undefined;
+  const hash = (details as { transaction_hash?: unknown }).transaction_hash;
   return typeof hash === "string" && /^0x[0-9a-fA-F]{64}$/.test(hash) ? hash : undefined;
 }

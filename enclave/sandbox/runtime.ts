@@ -168,7 +168,7 @@ export type PreparedRuntime = {
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
   readonly internal: Internal;
-  /** Every handle made here, disposed by the run (or by discardPrepared). */
+  /** Every handle made here, disposed by the run that uses it. */
   readonly owned: QuickJSHandle[];
   bind(binding: RunBinding): void;
   /** Parses the chunks behind Sigil.Actions now (the worker does it when it has nothing else to do). */
@@ -236,16 +236,6 @@ export function prepareRuntime(module: QuickJSWASMModule): PreparedRuntime {
     runtime.dispose();
     throw err;
   }
-}
-
-/** Disposes a prepared runtime that no run will use (the worker is stopping). */
-export function discardPrepared(prepared: PreparedRuntime): void {
-  for (let i = prepared.owned.length - 1; i >= 0; i--) {
-    const h = prepared.owned[i] as QuickJSHandle;
-    if (h.alive) h.dispose();
-  }
-  prepared.ctx.dispose();
-  prepared.runtime.dispose();
 }
 
 export async function runScript(

@@ -8,11 +8,10 @@
 // 503 and decides. An enclave that failed is probed before it gets such a request again. When none
 // answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
 // reaches the client as it is.
-import { edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
-import { ChannelError } from "../../shared/channel/channel.ts";
+import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
-import { errorStatus, SigilError, sentTransactionOf, type ErrorCode } from "../../shared/errors.ts";
+import { errorStatus, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
@@ -44,16 +43,13 @@ function notDelivered(err: unknown): boolean {
   return err instanceof ChannelUnavailableError || err instanceof ChannelError;
 }
 
-/** Whether an enclave's 503 answer means it did not act (nothing sent on chain), so another may be asked. */
+/** Whether an enclave's 503 answer means it did not act: its error names no transaction it sent, so another may be asked. */
 function declined(answer: EnclaveAnswer): boolean {
-  let err: { code?: string; details?: unknown } | undefined;
   try {
-    err = (JSON.parse(answer.body) as { error?: { code?: string; details?: unknown } } | null)?.error;
+    return transactionHashIn((JSON.parse(answer.body) as { error?: { details?: unknown } } | null)?.error?.details) === undefined;
   } catch {
-    // not an error body: nothing says a transaction was sent
+    return true; // not an error body: nothing says a transaction was sent
   }
-  if (!err?.code || !(err.code in errorStatus)) return true;
-  return sentTransactionOf(new SigilError(err.code as ErrorCode, "", { details: err.details })) === undefined;
 }
 
 function skip(base: string, err?: unknown): void {
