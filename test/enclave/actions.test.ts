@@ -7,10 +7,8 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import { sha256 } from "@noble/hashes/sha2";
 import {
   bytesToHex,
-  createPublicClient,
   getAddress,
   hexToBytes,
-  http,
   keccak256,
   parseTransaction,
   recoverAddress,
@@ -20,12 +18,11 @@ import {
   type Hex,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress, publicKeyToAddress, sign } from "viem/accounts";
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
-import { ok, run, type Reply, type RunResult } from "./client.ts";
+import { ok, run, walletDerivation, type Reply, type RunResult } from "./client.ts";
 import { TEST_ROOT_KEY } from "./constants.ts";
 
 /** The CID whose action address is pinned in enclave/keys/derive.test.ts (VECTORS.action). */
@@ -139,12 +136,7 @@ beforeAll(async () => {
   wallet = getAddress((await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "w" })).wallet_address);
   await ok("add_group", { api_key: apiKey, group_name: "actions", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: Object.values(cids) });
   const master = apiKeyHash(apiKey);
-  const derivation = await createPublicClient({ transport: http(inject("rpcUrl")) }).readContract({
-    address: inject("contract"),
-    abi: accountConfigAbi,
-    functionName: "getWalletDerivation",
-    args: [master, wallet],
-  });
+  const derivation = await walletDerivation(master, wallet);
   const derived = keyring.pkpKey(master, derivation);
   expect(derived.address).toBe(wallet);
   walletPrivateKey = bytesToHex(derived.privateKey);

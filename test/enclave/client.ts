@@ -1,8 +1,10 @@
 // Calls the enclave's internal API from tests as the edge does: through the attested channel
 // (test/harness/channel.ts), sealed to the enclave's channel key and signed with the test edge
 // identity the enclave allows.
+import { createPublicClient, http, type Address } from "viem";
 import { inject } from "vitest";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { testChannel } from "../harness/channel.ts";
 
 export type Reply<T = Record<string, unknown>> = { status: number; body: T; headers: Headers };
@@ -41,4 +43,14 @@ export type RunResult = {
 
 export async function run(apiKey: string, code: string, params: unknown = null, extra: Record<string, unknown> = {}): Promise<Reply<RunResult>> {
   return callEnclave<RunResult>("execute", { api_key: apiKey, code, js_params: params, ...extra });
+}
+
+/** The derivation the contract holds for `wallet` of the account with master hash `masterHash` (0 when none). */
+export function walletDerivation(masterHash: bigint, wallet: Address): Promise<bigint> {
+  return createPublicClient({ transport: http(inject("rpcUrl")) }).readContract({
+    address: inject("contract"),
+    abi: accountConfigAbi,
+    functionName: "getWalletDerivation",
+    args: [masterHash, wallet],
+  });
 }

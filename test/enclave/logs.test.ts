@@ -3,16 +3,15 @@
 // the operations that handle keys — new_account, create_wallet, add_usage_api_key, add_group, runs
 // that use every kind of key and one that fails with a private key in its error message, refused
 // requests — and everything it printed is searched for each key and secret involved.
-import { bytesToHex, createPublicClient, getAddress, hexToBytes, http, type Address, type Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { bytesToHex, getAddress, hexToBytes, type Address, type Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
 import { keyRef } from "../../enclave/log.ts";
 import { computeCid } from "../../shared/cid.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
-import type { RunResult } from "./client.ts";
+import { walletDerivation, type RunResult } from "./client.ts";
 import { TEST_ROOT_KEY } from "./constants.ts";
 import { callAt, okAt, startOwnEnclave } from "./ownEnclave.ts";
 
@@ -90,12 +89,7 @@ describe("the enclave's logs, at debug level, after operations with known keys",
 
     masterHash = apiKeyHash(account.api_key);
     usageHash = apiKeyHash(usageKey);
-    const derivation = await createPublicClient({ transport: http(inject("rpcUrl")) }).readContract({
-      address: inject("contract"),
-      abi: accountConfigAbi,
-      functionName: "getWalletDerivation",
-      args: [masterHash, wallet],
-    });
+    const derivation = await walletDerivation(masterHash, wallet);
     const walletKey = keyring.pkpKey(masterHash, derivation);
     // The keys searched for are the ones the enclave used: derived here the same way, checked against what it answered.
     expect(walletKey.address).toBe(wallet);

@@ -9,7 +9,7 @@ import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
-import { callEnclave, ok, run, type RunResult } from "./client.ts";
+import { callEnclave, ok, run, walletDerivation, type RunResult } from "./client.ts";
 import { TEST_ROOT_KEY } from "./constants.ts";
 
 const SIGN = `async function main({ wallet, message }) {
@@ -211,12 +211,7 @@ describe("a managed account signs through its wallet", () => {
 
   it("a derivation copied from another account derives a different key: its registration is refused at use with wallet_key_mismatch", async () => {
     // A ChainSecured attacker registers a made-up address with the victim wallet's derivation.
-    const victimDerivation = await publicClient().readContract({
-      address: inject("contract"),
-      abi: accountConfigAbi,
-      functionName: "getWalletDerivation",
-      args: [apiKeyHash(account.api_key), getAddress(wallet)],
-    });
+    const victimDerivation = await walletDerivation(apiKeyHash(account.api_key), getAddress(wallet));
     expect(victimDerivation).not.toBe(0n);
     const attacker = privateKeyToAccount(generatePrivateKey());
     const test = (await import("viem")).createTestClient({ mode: "anvil", transport: transport() });
