@@ -1,6 +1,8 @@
 // The `sigil` command (`npm run -s sigil -- <command>`): `start` runs the local stack until Ctrl-C
-// (npm start); `topup` buys credit for an account; `verify` checks a deployment's attestation.
+// (npm start); `topup` buys credit for an account; `verify` checks a deployment's attestation;
+// `edge-identity` makes the edge's channel identity for a deployment.
 import { topUpCommand, topUpUsage } from "./account/topup.ts";
+import { edgeIdentityCommand, edgeIdentityUsage } from "./identity/edgeIdentity.ts";
 import { startLocalStack } from "./stack/start.ts";
 import { verifyCommand, verifyUsage } from "./verify/verify.ts";
 
@@ -11,10 +13,13 @@ commands:
            local Stripe unless STRIPE_SECRET_KEY is set, and the API on :8787) until Ctrl-C
   topup    buy credit for an account with a Stripe test card
   verify   check a deployment: its quote, event log, /info, evidences, TLS, governance
+  edge-identity  make the edge's channel identity (a secret seed and the public key enclaves allow)
 
 ${topUpUsage}
 
-${verifyUsage}`;
+${verifyUsage}
+
+${edgeIdentityUsage}`;
 
 const [command, ...args] = process.argv.slice(2);
 switch (command) {
@@ -26,6 +31,9 @@ switch (command) {
     break;
   case "verify":
     process.exitCode = await verifyCommand(args);
+    break;
+  case "edge-identity":
+    process.exitCode = await edgeIdentityCommand(args);
     break;
   case undefined:
   case "help":

@@ -17,7 +17,7 @@ export type Env = {
   SIGIL_ENV?: string;
   /** Comma-separated enclave base URLs; the edge routes to a healthy one. */
   SIGIL_ENCLAVE_URLS?: string;
-  /** The edge's Ed25519 identity seed (hex, a Worker secret): it signs every sealed request. */
+  /** The edge's Ed25519 identity seed (hex, a Worker secret): it signs each channel session it opens. */
   SIGIL_EDGE_IDENTITY_KEY?: string;
   /** `true` accepts enclaves' simulated quotes (development and tests; refused in production). */
   SIGIL_ATTESTATION_ALLOW_SIMULATED?: string;

@@ -226,7 +226,7 @@ async function processExit(what: string, exited: Promise<number | null>): Promis
 
 /**
  * The local edge's channel identity (an Ed25519 seed), generated once into .sigil/dev/ (git-ignored)
- * and never printed: the enclave allows its public key, the edge signs every sealed request with it.
+ * and never printed: the enclave allows its public key, the edge signs each channel session it opens with it.
  */
 function edgeIdentitySeed(stateDir: string): string {
   const file = join(stateDir, "dev/edge-identity.key");
