@@ -1,6 +1,8 @@
 // The channel's sessions, sealing and opening (attestation.md, the edge↔enclave channel): a request
 // opens only at the enclave whose key its session was opened to, in a session an allowed edge
 // signed, once, within the window; the answer opens only for that request and not after any change.
+import { sha256 } from "@noble/hashes/sha2";
+import { concatBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { describe, expect, it } from "vitest";
 import {
   ChannelError,
@@ -102,6 +104,14 @@ describe("the channel", () => {
     const sig = fromBase64Url(init.sig);
     sig[0] = (sig[0] as number) ^ 1;
     expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: toBase64Url(sig) } }))).toBe("bad_signature");
+    // The edge's own valid signatures, but over what does not name this enclave's key: the enc alone,
+    // or another key's id with it (a session meant for another enclave).
+    const enc = fromBase64Url(init.enc);
+    const signed = async (digest: Uint8Array) => toBase64Url(new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, edge.privateKey, new Uint8Array(digest))));
+    const otherKey = await generateChannelKeyPair();
+    for (const digest of [sha256(enc), sha256(concatBytes(utf8ToBytes(channelKeyId(otherKey.publicKey)), enc))]) {
+      expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: await signed(digest) } }))).toBe("bad_signature");
+    }
     const other = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
     expect(await refusal(recipient.open({ ...call.sealed, init: other.sealed.init }))).toBe("malformed");
     expect(await refusal(recipient.open({ nonsense: true }))).toBe("malformed");

@@ -686,6 +686,12 @@ describe("error codes and isolation", () => {
     for (const r of during) expect(expectSuccess(r)).toEqual(clean);
     for (const r of await Promise.all(polluters)) expect(expectSuccess(r)).toBe("polluted");
     for (let i = 0; i < 4; i++) expect(expectSuccess(await run(apiKey, CHECK))).toEqual(clean);
+    // One at a time, alternating, so that whichever worker takes each check has just run a polluter
+    // (its next runtime is prepared between runs: it must never be the polluter's).
+    for (let i = 0; i < 4; i++) {
+      expect(expectSuccess(await run(apiKey, POLLUTE))).toBe("polluted");
+      expect(expectSuccess(await run(apiKey, CHECK))).toEqual(clean);
+    }
   });
 
   it("the enclave is alive and answers hello world after the error-code and isolation cases", expectEnclaveHealthy);
