@@ -47,6 +47,16 @@ const schema = z
     SIGIL_FETCH_DENY_PORTS: z.string().default("8787"),
     SIGIL_SANDBOX_WORKERS: int(1, 256).default(Math.max(1, cpus().length)),
     SIGIL_SANDBOX_RUNS_PER_WORKER: int(1, 10_000).default(256),
+    /** A run's instance whose heap grew by more than this is dropped after the run instead of serving the next. */
+    SIGIL_SANDBOX_RECYCLE_MB: int(1, 4_096).default(16),
+    /** A sandbox worker whose JavaScript heap passes this takes no new runs and is replaced once its runs end. */
+    SIGIL_SANDBOX_WORKER_RECYCLE_MB: int(64, 65_536).default(512),
+    /** How far past its deadline a run's code may go before the pool ends it from outside its thread. */
+    SIGIL_SANDBOX_WATCHDOG_GRACE_MS: int(10, 10_000).default(100),
+    /** Name servers for scripts' fetches ("ip" or "ip:port", comma-separated); the system's when empty. */
+    SIGIL_DNS_SERVERS: z.string().default(""),
+    SIGIL_DNS_TIMEOUT_MS: int(100, 30_000).default(2_000),
+
     SIGIL_TIMEOUT_MS: int(100, 900_000).default(60_000),
     SIGIL_MAX_TIMEOUT_MS: int(100, 900_000).default(900_000),
     SIGIL_MEMORY_LIMIT_MB: int(8, 1_024).default(64),
@@ -66,6 +76,9 @@ const schema = z
     message: "SIGIL_TIMEOUT_MS must not exceed SIGIL_MAX_TIMEOUT_MS",
     path: ["SIGIL_TIMEOUT_MS"],
   });
+
+/** libuv's thread pool size unless UV_THREADPOOL_SIZE says otherwise (libuv's own default is 4). */
+export const THREAD_POOL_SIZE = 16;
 
 /** The limits every run is held to (sandbox.md); `get_sigil_action_client_config` reports them. */
 export type SandboxLimits = {
@@ -108,6 +121,9 @@ export type EnclaveConfig = {
   fetchDenyPorts: ReadonlySet<number>;
   sandboxWorkers: number;
   runsPerWorker: number;
+  sandboxRecycle: { instanceGrowthBytes: number; workerHeapBytes: number };
+  watchdogGraceMs: number;
+  dns: { servers: string[]; timeoutMs: number; tries: number };
   limits: SandboxLimits;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
 };
@@ -143,6 +159,12 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     denyPorts.add(port);
   }
   if (c.SIGIL_ENCLAVE_PORT !== 0) denyPorts.add(c.SIGIL_ENCLAVE_PORT);
+  const dnsServers = c.SIGIL_DNS_SERVERS.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const server of dnsServers) {
+    if (!/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:]+)$/.test(server)) {
+      throw new Error(`invalid enclave configuration: SIGIL_DNS_SERVERS entry "${server}" is not an IP address (with an optional port)`);
+    }
+  }
   return {
     env: c.SIGIL_ENV,
     host: c.SIGIL_ENCLAVE_HOST,
@@ -170,6 +192,9 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     fetchDenyPorts: denyPorts,
     sandboxWorkers: c.SIGIL_SANDBOX_WORKERS,
     runsPerWorker: c.SIGIL_SANDBOX_RUNS_PER_WORKER,
+    sandboxRecycle: { instanceGrowthBytes: c.SIGIL_SANDBOX_RECYCLE_MB * 1024 * 1024, workerHeapBytes: c.SIGIL_SANDBOX_WORKER_RECYCLE_MB * 1024 * 1024 },
+    watchdogGraceMs: c.SIGIL_SANDBOX_WATCHDOG_GRACE_MS,
+    dns: { servers: dnsServers, timeoutMs: c.SIGIL_DNS_TIMEOUT_MS, tries: 2 },
     limits: {
       timeoutMs: c.SIGIL_TIMEOUT_MS,
       maxTimeoutMs: c.SIGIL_MAX_TIMEOUT_MS,

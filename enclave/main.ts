@@ -9,7 +9,7 @@ import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
 import { ChainListener } from "./authz/listener.ts";
 import { connectChain } from "./chain/client.ts";
-import { readEnclaveConfig, type EnclaveConfig } from "./config.ts";
+import { readEnclaveConfig, THREAD_POOL_SIZE, type EnclaveConfig } from "./config.ts";
 import { Keyring } from "./keys/derive.ts";
 import { loadRootKey } from "./keys/rootKey.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -84,6 +84,9 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
       maxResponseBytes: effective.limits.maxFetchBytes,
       maxRedirects: 5,
     },
+    dns: effective.dns,
+    recycle: effective.sandboxRecycle,
+    watchdogGraceMs: effective.watchdogGraceMs,
     log,
   });
   const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, log };
@@ -139,6 +142,10 @@ if (import.meta.main) {
     process.stderr.write(`sigil enclave: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(2);
   }
+  // libuv sizes its thread pool when it is first used: WebCrypto and file work of every run share it
+  // (scripts' DNS does not: guardedFetch resolves on c-ares). The image and the local stack set it in
+  // the environment already; this covers a hand-started enclave.
+  process.env.UV_THREADPOOL_SIZE ??= String(THREAD_POOL_SIZE);
   const log = createLogger(config.logLevel, { service: "enclave" });
   const running = await startEnclave(config, log).catch((err: unknown) => {
     log.error("enclave failed to start", { error: err instanceof Error ? err.message : String(err) });

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Address } from "viem";
+import { THREAD_POOL_SIZE } from "../../enclave/config.ts";
 import { stopGroup } from "./anvil.ts";
 import { captureOutput } from "./output.ts";
 
@@ -22,7 +23,7 @@ export async function spawnEnclave(env: Record<string, string>, options: { timeo
   const child = spawn(process.execPath, [mainScript], {
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE), ...env },
   });
   if (child.pid === undefined) throw new Error("the enclave did not start");
   const pid = child.pid;

@@ -4,26 +4,19 @@
 // sandbox deliberately differs from Node the test says so in its name and asserts the sandbox's
 // documented behaviour instead.
 import { format, inspect } from "node:util";
-import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { newQuickJSWASMModuleFromVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readEnclaveConfig } from "../config.ts";
 import { createRunHost } from "./hostOps.ts";
-import { CodedError, runScript, type RunOutcome } from "./runtime.ts";
+import { createInstance } from "./instance.ts";
+import { CodedError, prepareRuntime, runScript, type RunOutcome } from "./runtime.ts";
 
 const CID = "QmGlobalsTestCid";
 const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
-let module: QuickJSWASMModule;
-
-beforeAll(async () => {
-  module = await newQuickJSWASMModuleFromVariant(variant as unknown as QuickJSSyncVariant);
-});
-
 /** Runs `async function main() { body }` in a fresh sandbox. */
-function run(body: string): Promise<RunOutcome> {
+async function run(body: string): Promise<RunOutcome> {
   const host = createRunHost({
     cid: CID,
-    deadline: Date.now() + 60_000,
+    deadline: () => Date.now() + 60_000,
     limits,
     fetchPolicy: { allowHosts: new Set(), denyPorts: new Set(), timeoutMs: 1000, maxResponseBytes: 1000, maxRedirects: 1 },
     requestKey: async () => {
@@ -31,7 +24,7 @@ function run(body: string): Promise<RunOutcome> {
     },
   });
   const request = { code: `async function main() {\n${body}\n}`, cid: CID, paramsJson: "null", timeoutMs: 30_000, requestId: "globals-test", correlationId: null };
-  return runScript(module, request, limits, host);
+  return runScript(prepareRuntime(await createInstance(limits.memoryLimitBytes)), request, limits, host);
 }
 
 function succeeded(outcome: RunOutcome): RunOutcome & { responseJson: string } {

@@ -8,7 +8,7 @@ import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex, hexToBytes, type Hex, type TransactionSerializable, type TypedDataDefinition } from "viem";
 import { privateKeyToAccount, signMessage, signTypedData } from "viem/accounts";
 import type { SandboxLimits } from "../config.ts";
-import { FetchError, guardedFetch, type FetchPolicy, type GuardedRequest } from "./net/guardedFetch.ts";
+import { FetchError, guardedFetch, type ByteBudget, type FetchPolicy, type GuardedRequest, type Resolver } from "./net/guardedFetch.ts";
 import { CodedError, type RunHost } from "./runtime.ts";
 
 /** What the service thread hands over for one operation. Zeroed after use. */
@@ -18,9 +18,14 @@ export type KeyRequest = { kind: "wallet"; pkpId: string; encryption: boolean } 
 
 export type RunContext = {
   cid: string;
-  deadline: number;
+  /** When the run must end now (it moves on while other runs' long slices hold the thread). */
+  deadline: () => number;
   limits: SandboxLimits;
   fetchPolicy: FetchPolicy;
+  /** How host names are resolved (guardedFetch's c-ares resolver; tests may stub it). */
+  resolve?: Resolver;
+  /** Aborted when the run ends: its fetches in flight stop. */
+  signal?: AbortSignal;
   /** Asks the service thread for a key; rejects with a CodedError (permission_denied, wallet_key_mismatch, …). */
   requestKey(request: KeyRequest): Promise<KeyMaterial>;
 };
@@ -82,10 +87,30 @@ function dataOf(op: string, args: Args): Uint8Array {
 
 const keyHex = (key: Uint8Array): Hex => bytesToHex(key);
 
+/**
+ * The bytes of a run's fetch responses that have arrived and are not yet in its VM. They are held
+ * by the host, outside the run's capped heap, so they get a cap of their own: the run's memory limit.
+ */
+function inFlightBudget(maxBytes: number): ByteBudget {
+  let held = 0;
+  return {
+    take(bytes) {
+      if (held + bytes > maxBytes) return false;
+      held += bytes;
+      return true;
+    },
+    give(bytes) {
+      held = Math.max(0, held - bytes);
+    },
+    maxBytes,
+  };
+}
+
 /** Builds the host of one run: counts wallet operations and fetches against the run's limits. */
 export function createRunHost(run: RunContext): RunHost {
   let walletOps = 0;
   let fetches = 0;
+  const inFlight = inFlightBudget(run.limits.memoryLimitBytes);
 
   const countWalletOp = () => {
     if (++walletOps > run.limits.maxWalletOperations) {
@@ -195,7 +220,7 @@ export function createRunHost(run: RunContext): RunHost {
       if (++fetches > run.limits.maxFetchCount) {
         throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxFetchCount} fetches`);
       }
-      const remaining = run.deadline - Date.now();
+      const remaining = run.deadline() - Date.now();
       const request: GuardedRequest = {
         url: String(args.url),
         method: String(args.method),
@@ -204,8 +229,14 @@ export function createRunHost(run: RunContext): RunHost {
         ...(args.redirect === "manual" || args.redirect === "error" || args.redirect === "follow" ? { redirect: args.redirect } : {}),
       };
       try {
-        const r = await guardedFetch(request, { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) });
-        return { status: r.status, statusText: r.statusText, headers: r.headers, url: r.url, redirected: r.redirected, body: Buffer.from(r.body).toString("base64") };
+        const r = await guardedFetch(request, { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) }, {
+          budget: inFlight,
+          ...(run.resolve ? { resolve: run.resolve } : {}),
+          ...(run.signal ? { signal: run.signal } : {}),
+        });
+        // The runtime copies the body into the VM as this resolves: from then on it counts there.
+        inFlight.give(r.body.byteLength);
+        return { status: r.status, statusText: r.statusText, headers: r.headers, url: r.url, redirected: r.redirected, body: r.body };
       } catch (err) {
         if (err instanceof FetchError) {
           throw new CodedError(err.code === "limit_exceeded" ? "limit_exceeded" : null, err.message, err.code === "limit_exceeded" ? "Error" : "TypeError");

@@ -3,7 +3,8 @@
 // keeps serving, and close() ends the workers. Node's Worker is wrapped (not replaced) only so the
 // test can hold the threads the pool starts and terminate one behind its back.
 import type { Worker as NodeWorker } from "node:worker_threads";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { startFetchTarget, type FetchTarget } from "../../test/emulators/fetchTarget.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { readEnclaveConfig } from "../config.ts";
 import { createLogger } from "../log.ts";
@@ -58,15 +59,17 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 
 let pool: SandboxPool | undefined;
 
-async function startPool(): Promise<SandboxPool> {
+async function startPool(options: { runsPerWorker?: number; allowHosts?: string[] } = {}): Promise<SandboxPool> {
   started.length = 0;
   pool = await SandboxPool.start({
     workers: config.sandboxWorkers,
-    runsPerWorker: config.runsPerWorker,
+    runsPerWorker: options.runsPerWorker ?? config.runsPerWorker,
     limits: config.limits,
-    fetchPolicy: { allowHosts: [], denyPorts: [], timeoutMs: 1_000, maxResponseBytes: 1_000, maxRedirects: 1 },
+    fetchPolicy: { allowHosts: options.allowHosts ?? [], denyPorts: [], timeoutMs: 30_000, maxResponseBytes: config.limits.maxFetchBytes, maxRedirects: 1 },
+    dns: config.dns,
+    recycle: config.sandboxRecycle,
     log: createLogger("silent"),
-    watchdogGraceMs: 2_000,
+    watchdogGraceMs: config.watchdogGraceMs,
   });
   return pool;
 }
@@ -138,5 +141,94 @@ describe("SandboxPool", { timeout: 30_000 }, () => {
     const err = await rejection(p.run(quick("late"), noKeys));
     expect(err).toBeInstanceOf(SigilError);
     expect(err).toMatchObject({ code: "enclave_unavailable" });
+  });
+});
+
+// The limits as the outside review broke them (issue 11, points 1 and 2), held from outside the
+// run: every case on one worker, so a neighbour shares the thread with the offender.
+describe("SandboxPool: a run's limits hold whatever its code calls, and its neighbours do not pay for it", { timeout: 60_000 }, () => {
+  let target: FetchTarget;
+  beforeAll(async () => {
+    target = await startFetchTarget();
+  });
+  afterAll(async () => {
+    await target.close();
+  });
+
+  /** 300 scans of a 16 MiB string: each one call of a built-in, none of them polling the interrupt handler. */
+  const INDEXOF_LOOP = `async function main() {
+    const s = "a".repeat(1 << 24);
+    let n = 0;
+    for (let i = 0; i < 300; i++) n += s.indexOf("b");
+    return n;
+  }`;
+
+  it("an indexOf loop past its 2 s deadline is ended from outside at the deadline: timeout, billed its whole grant, its worker kept, and a neighbour on the same worker succeeds", async () => {
+    const p = await startPool({ runsPerWorker: 8 });
+    const t0 = performance.now();
+    const offender = p.run(request(INDEXOF_LOOP, 2_000), noKeys);
+    // Started while the offender holds the thread: its 1.5 s budget does not count that time.
+    await new Promise((r) => setTimeout(r, 300));
+    const neighbour = p.run(request(`async function main() { await new Promise((r) => setTimeout(r, 200)); return "neighbour" }`, 1_500), noKeys);
+
+    const ended = await offender;
+    const wallMs = performance.now() - t0;
+    expect(ended.error?.code).toBe("timeout");
+    expect(ended.endedByWatchdog).toBe(true);
+    expect(ended.durationMs).toBe(2_000);
+    // Long before the 5 s fallback that used to replace the worker (the 300 scans take far longer).
+    expect(wallMs).toBeLessThan(4_500);
+    expect(answer(await neighbour)).toBe("neighbour");
+    expect(answer(await p.run(quick("after"), noKeys))).toBe("after");
+    expect(p.terminations).toBe(1);
+    expect(p.restarts).toBe(0);
+    expect(started).toHaveLength(1);
+  });
+
+  it("a thrown object whose getters allocate without end or loop in a built-in ends in memory_limit or timeout, never beyond the run's limits, and the worker goes on", async () => {
+    const p = await startPool({ runsPerWorker: 4 });
+    const memoryGetter = await p.run(
+      request(`async function main() {
+        throw { get name() { const a = []; for (;;) a.push("x".repeat(1 << 20) + a.length); }, message: "m" };
+      }`),
+      noKeys,
+    );
+    expect(memoryGetter.error?.code).toBe("memory_limit");
+    const slowGetter = await p.run(
+      request(`async function main() {
+        throw { get message() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return String(n); } };
+      }`, 1_500),
+      noKeys,
+    );
+    expect(slowGetter.error?.code).toBe("timeout");
+    expect(answer(await p.run(quick("after"), noKeys))).toBe("after");
+    expect(p.restarts).toBe(0);
+  });
+
+  it("50 parallel 10 MiB fetches cannot put more than the run's memory limit into it, six such runs leave the worker serving, and no instance outgrows its limit", async () => {
+    const p = await startPool({ runsPerWorker: 8, allowHosts: [`127.0.0.1:${target.port}`] });
+    const greedy = request(`async function main() {
+      const settled = await Promise.allSettled(Array.from({ length: 50 }, () => fetch(${JSON.stringify(`${target.url}/big?bytes=${10 << 20}`)}).then((r) => r.arrayBuffer())));
+      let bytes = 0, refused = 0;
+      for (const s of settled) {
+        if (s.status === "fulfilled") bytes += s.value.byteLength;
+        else if (s.reason.code === "limit_exceeded") refused++;
+      }
+      return { bytes, refused };
+    }`, 30_000);
+    const outcomes = await Promise.all(Array.from({ length: 6 }, () => p.run(greedy, noKeys)));
+    for (const outcome of outcomes) {
+      if (outcome.error) {
+        expect(outcome.error.code).toBe("memory_limit");
+      } else {
+        const { bytes, refused } = answer(outcome) as { bytes: number; refused: number };
+        expect(bytes).toBeLessThanOrEqual(config.limits.memoryLimitBytes);
+        expect(refused).toBeGreaterThan(0);
+      }
+    }
+    // The worker that ran all six is the one that answers now, at once.
+    expect(answer(await p.run(quick("innocent"), noKeys))).toBe("innocent");
+    expect(p.restarts).toBe(0);
+    expect(started).toHaveLength(1);
   });
 });

@@ -1,15 +1,23 @@
 // The pool of sandbox worker threads (sandbox.md, Concurrency and isolation). Each run goes to the
-// worker with the fewest runs in flight; when every worker is at its limit the caller gets 429
-// `executor_busy` instead of an unbounded queue. A run that outlives its deadline by a grace period
-// (its worker is stuck in a way the interrupt handler could not stop) gets the worker terminated
-// and replaced; a worker that dies is replaced too.
+// worker with the fewest runs in flight, preferring workers that are not held by a long slice of
+// some run's code; when every worker is at its limit the caller gets 429 `executor_busy` instead of
+// an unbounded queue.
+//
+// Deadlines are kept from outside the workers' threads: a watchdog on this thread reads every
+// worker's slice board (slices.ts) and, when a slice of a run's code outlives the run's deadline by
+// the grace period, ends that slice alone (terminator.ts) — the worker and its other runs go on, and
+// the run is answered `timeout`, billed its whole grant. Only if that cannot be done (no inspector in
+// this Node, or the termination did not land) is the whole worker replaced, as is a worker that dies.
 import { Worker } from "node:worker_threads";
 import { SigilError } from "../../shared/errors.ts";
 import type { SandboxLimits } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { KeyMaterial, KeyRequest } from "./hostOps.ts";
+import type { DnsSettings } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
 import type { RunOutcome, RunRequest } from "./runtime.ts";
+import { SLICE_BOARD_BYTES, SliceWatch } from "./slices.ts";
+import { Terminator } from "./terminator.ts";
 
 /** Answers a run's key requests (authorization happens there, on the service thread). */
 export type KeyProvider = (request: KeyRequest) => Promise<KeyMaterial>;
@@ -19,29 +27,61 @@ export type SandboxPoolOptions = {
   runsPerWorker: number;
   limits: SandboxLimits;
   fetchPolicy: WorkerInit["fetchPolicy"];
+  dns: DnsSettings;
+  recycle: WorkerInit["recycle"];
   log: Logger;
-  /** Extra time past a run's deadline before its worker is considered stuck. */
+  /** How far past its deadline a slice may go before it is ended from outside (default 100 ms). */
   watchdogGraceMs?: number;
 };
 
-type Pending = { resolve: (o: RunOutcome) => void; reject: (e: Error) => void; keys: KeyProvider; watchdog: NodeJS.Timeout };
-type Slot = { worker: Worker; ready: Promise<void>; runs: Map<number, Pending>; index: number; generation: number };
+/** How often the watchdog reads the slice boards. */
+const WATCH_INTERVAL_MS = 25;
+/** A slice running this long makes its worker the last choice for new runs. */
+const LONG_SLICE_MS = 50;
+/** A termination that has not landed by then means the worker is stuck for good: it is replaced. */
+const TERMINATION_TIMEOUT_MS = 3_000;
+/** A run that has not answered this long after its deadline (and holds no slice) is given up. */
+const BACKSTOP_MIN_MS = 30_000;
+
+type Pending = { resolve: (o: RunOutcome) => void; reject: (e: Error) => void; keys: KeyProvider; request: RunRequest; backstop: NodeJS.Timeout };
+type Slot = {
+  worker: Worker;
+  ready: Promise<void>;
+  runs: Map<number, Pending>;
+  index: number;
+  watch: SliceWatch;
+  /** A termination sent and not yet seen to land: since when, and for which run. */
+  killing: { since: number; runId: number } | undefined;
+  /** Asked to be replaced (its heap grew too large): takes no new runs. */
+  retiring: boolean;
+};
 
 export class SandboxPool {
   readonly #o: SandboxPoolOptions;
   readonly #slots: Slot[] = [];
+  readonly #terminator: Terminator | undefined;
+  readonly #watchdog: NodeJS.Timeout;
   #nextRunId = 1;
   #closed = false;
-  /** Workers replaced after a crash or a stuck run (reported in /health). */
+  /** Workers replaced after a crash or a stuck slice (reported in /health). */
   restarts = 0;
+  /** Workers replaced because their heap passed its threshold. */
+  retirements = 0;
+  /** Slices of runs' code ended from outside at their deadline. */
+  terminations = 0;
 
-  private constructor(options: SandboxPoolOptions) {
+  private constructor(options: SandboxPoolOptions, terminator: Terminator | undefined) {
     this.#o = options;
+    this.#terminator = terminator;
+    this.#watchdog = setInterval(() => this.#watch(), WATCH_INTERVAL_MS);
+    this.#watchdog.unref();
   }
 
   static async start(options: SandboxPoolOptions): Promise<SandboxPool> {
-    const pool = new SandboxPool(options);
-    for (let i = 0; i < options.workers; i++) pool.#slots.push(pool.#spawn(i, 0));
+    const terminator = await Terminator.shared();
+    if (!terminator) options.log.warn("this Node has no inspector: a run stuck in a long built-in can only be ended by replacing its whole sandbox worker");
+    const pool = new SandboxPool(options, terminator);
+    for (let i = 0; i < options.workers; i++) pool.#slots.push(pool.#spawn(i));
     await Promise.all(pool.#slots.map((s) => s.ready));
     return pool;
   }
@@ -57,34 +97,55 @@ export class SandboxPool {
   /** Runs one script; rejects with 429 `executor_busy` when every worker is full. */
   run(request: RunRequest, keys: KeyProvider): Promise<RunOutcome> {
     if (this.#closed) return Promise.reject(new SigilError("enclave_unavailable", "the executor is shutting down", { retryAfterSeconds: 1 }));
-    let slot: Slot | undefined;
-    for (const s of this.#slots) if (s.runs.size < this.#o.runsPerWorker && (!slot || s.runs.size < slot.runs.size)) slot = s;
+    const slot = this.#choose();
     if (!slot) {
       return Promise.reject(new SigilError("executor_busy", "every executor is busy; retry shortly", { retryAfterSeconds: 1 }));
     }
     const runId = this.#nextRunId++;
-    const target = slot;
     return new Promise<RunOutcome>((resolve, reject) => {
-      const watchdog = setTimeout(() => this.#stuck(target, runId), request.timeoutMs + (this.#o.watchdogGraceMs ?? 5_000));
-      target.runs.set(runId, { resolve, reject, keys, watchdog });
-      void target.ready.then(() => this.#post(target, { type: "run", runId, request }));
+      // Only a bug leaves a run unanswered while its worker is responsive: the slice watchdog ends
+      // overdue code, and a run held up by others has its deadline moved on by at most their time.
+      const backstopMs = request.timeoutMs + Math.max(BACKSTOP_MIN_MS, request.timeoutMs);
+      const backstop = setTimeout(() => this.#giveUp(slot, runId), backstopMs);
+      slot.runs.set(runId, { resolve, reject, keys, request, backstop });
+      void slot.ready.then(() => this.#post(slot, { type: "run", runId, request }));
     });
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#watchdog);
     await Promise.all(this.#slots.map((s) => s.worker.terminate()));
   }
 
-  #spawn(index: number, generation: number): Slot {
-    const init: WorkerInit = { limits: this.#o.limits, fetchPolicy: this.#o.fetchPolicy };
+  /** The least busy worker with room, one not held by a long slice if there is such. */
+  #choose(): Slot | undefined {
+    const now = Date.now();
+    let best: Slot | undefined;
+    let bestHeld = true;
+    for (const s of this.#slots) {
+      if (s.retiring || s.runs.size >= this.#o.runsPerWorker) continue;
+      const current = s.watch.current();
+      const held = s.killing !== undefined || (current !== undefined && now - current.startedAt > LONG_SLICE_MS);
+      if (!best || (bestHeld && !held) || (held === bestHeld && s.runs.size < best.runs.size)) {
+        best = s;
+        bestHeld = held;
+      }
+    }
+    return best;
+  }
+
+  #spawn(index: number): Slot {
+    const sliceBoard = new SharedArrayBuffer(SLICE_BOARD_BYTES);
+    const init: WorkerInit = { limits: this.#o.limits, fetchPolicy: this.#o.fetchPolicy, dns: this.#o.dns, sliceBoard, recycle: this.#o.recycle };
     // QuickJS recursion runs on the thread's native stack; 8 MiB leaves room for the 1 MiB script stack limit.
     const worker = new Worker(new URL("./worker.ts", import.meta.url), { workerData: init, resourceLimits: { stackSizeMb: 8 } });
     let markReady: () => void = () => {};
     const ready = new Promise<void>((resolve) => (markReady = resolve));
-    const slot: Slot = { worker, ready, runs: new Map(), index, generation };
+    const slot: Slot = { worker, ready, runs: new Map(), index, watch: new SliceWatch(sliceBoard), killing: undefined, retiring: false };
     worker.on("message", (message: FromWorker) => {
       if (message.type === "ready") markReady();
+      else if (message.type === "retire") this.#retire(slot);
       else this.#onMessage(slot, message);
     });
     worker.on("error", (err) => this.#o.log.error("sandbox worker failed", { worker: index, error: err.message }));
@@ -96,14 +157,15 @@ export class SandboxPool {
     if (this.#slots[slot.index] === slot) slot.worker.postMessage(message, transfer);
   }
 
-  #onMessage(slot: Slot, message: Exclude<FromWorker, { type: "ready" }>): void {
+  #onMessage(slot: Slot, message: Extract<FromWorker, { type: "done" | "key" }>): void {
     const pending = slot.runs.get(message.runId);
     if (message.type === "done") {
       if (!pending) return;
-      clearTimeout(pending.watchdog);
+      clearTimeout(pending.backstop);
       slot.runs.delete(message.runId);
       if (message.outcome.hostFailure) this.#o.log.error("sandbox host failure during a run", { error: message.outcome.hostFailure });
       pending.resolve(message.outcome);
+      if (slot.retiring && slot.runs.size === 0) this.#replace(slot);
       return;
     }
     // A key request: authorized by the run's provider on this thread; the key moves (not copies) to the worker.
@@ -137,15 +199,76 @@ export class SandboxPool {
     );
   }
 
-  #stuck(slot: Slot, runId: number): void {
+  /** Ends every slice that outlived its run's deadline by the grace period. */
+  #watch(): void {
+    const now = Date.now();
+    const grace = this.#o.watchdogGraceMs ?? 100;
+    for (const slot of this.#slots) {
+      if (slot.killing !== undefined) {
+        if (!slot.watch.killing()) slot.killing = undefined;
+        else if (now - slot.killing.since > TERMINATION_TIMEOUT_MS) this.#replaceStuck(slot, "its termination did not land");
+        continue;
+      }
+      if (!this.#terminator || !this.#terminator.attached(slot.worker.threadId)) {
+        const current = slot.watch.current();
+        if (current && now > current.deadline + grace + 5_000) this.#replaceStuck(slot, "it cannot be ended alone");
+        continue;
+      }
+      const claimed = slot.watch.claimOverdue(now, grace);
+      if (!claimed) continue;
+      slot.killing = { since: now, runId: claimed.runId };
+      this.terminations++;
+      this.#o.log.warn("a run's code outlived its deadline; ending it from outside its worker", {
+        worker: slot.index,
+        overdue_ms: now - claimed.deadline,
+        ran_ms: now - claimed.startedAt,
+      });
+      void this.#terminator.terminate(slot.worker.threadId).then((sent) => {
+        if (sent) this.#post(slot, { type: "reap" });
+        else {
+          slot.watch.release();
+          this.#replaceStuck(slot, "its termination could not be sent");
+        }
+      });
+    }
+  }
+
+  /** A run unanswered long after its deadline: its worker is asked to end it, and replaced if it does not. */
+  #giveUp(slot: Slot, runId: number): void {
     if (!slot.runs.has(runId) || this.#slots[slot.index] !== slot) return;
-    this.#o.log.error("a run outlived its deadline; replacing its worker", { worker: slot.index, runs: slot.runs.size });
+    this.#o.log.error("a run did not answer long after its deadline; ending it", { worker: slot.index });
+    this.#post(slot, { type: "abort", runId });
     const pending = slot.runs.get(runId);
-    slot.runs.delete(runId);
-    pending?.resolve({ logs: "", durationMs: 0, error: { code: "timeout", message: "the script ran past its time limit" } });
+    if (!pending) return;
+    pending.backstop = setTimeout(() => {
+      if (slot.runs.has(runId)) this.#replaceStuck(slot, "it did not end a run it was asked to end");
+    }, 5_000);
+  }
+
+  /** Replaces a worker stuck in some run's code; the runs on it end `timeout` (the stuck one billed its grant). */
+  #replaceStuck(slot: Slot, why: string): void {
+    if (this.#slots[slot.index] !== slot) return;
+    this.#o.log.error(`replacing a sandbox worker: ${why}`, { worker: slot.index, runs: slot.runs.size });
+    const stuckRun = slot.killing?.runId ?? slot.watch.current()?.runId;
+    for (const [runId, pending] of slot.runs) {
+      clearTimeout(pending.backstop);
+      if (stuckRun === runId) {
+        pending.resolve({ logs: "", durationMs: pending.request.timeoutMs, endedByWatchdog: true, error: { code: "timeout", message: "the script ran past its time limit and was stopped" } });
+      } else {
+        pending.reject(new SigilError("internal_error", "the executor restarted during the run; try again"));
+      }
+    }
+    slot.runs.clear();
     // Replaced now, not on its exit event: until then new runs would be routed to a dying worker.
     this.#replace(slot);
     void slot.worker.terminate();
+  }
+
+  #retire(slot: Slot): void {
+    if (slot.retiring || this.#slots[slot.index] !== slot) return;
+    this.#o.log.info("a sandbox worker's heap passed its threshold; replacing it once its runs end", { worker: slot.index });
+    slot.retiring = true;
+    if (slot.runs.size === 0) this.#replace(slot);
   }
 
   #onExit(slot: Slot, code: number): void {
@@ -157,13 +280,18 @@ export class SandboxPool {
   /** Fails the runs still on `slot` (its worker is gone or going) and puts a new worker in its place. */
   #replace(slot: Slot): void {
     for (const pending of slot.runs.values()) {
-      clearTimeout(pending.watchdog);
+      clearTimeout(pending.backstop);
       pending.reject(new SigilError("internal_error", "the executor restarted during the run; try again"));
     }
     slot.runs.clear();
+    if (slot.retiring) {
+      void slot.worker.terminate();
+      this.retirements++;
+    } else {
+      this.restarts++;
+    }
     if (this.#closed) return;
-    this.restarts++;
-    this.#slots[slot.index] = this.#spawn(slot.index, slot.generation + 1);
+    this.#slots[slot.index] = this.#spawn(slot.index);
   }
 }
 

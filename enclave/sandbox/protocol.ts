@@ -1,19 +1,36 @@
 // Messages between the service thread (pool.ts) and a sandbox worker (worker.ts).
 import type { SandboxLimits } from "../config.ts";
 import type { KeyRequest } from "./hostOps.ts";
+import type { DnsSettings } from "./net/guardedFetch.ts";
 import type { RunOutcome, RunRequest } from "./runtime.ts";
 
 export type WorkerInit = {
   limits: SandboxLimits;
   fetchPolicy: { allowHosts: string[]; denyPorts: number[]; timeoutMs: number; maxResponseBytes: number; maxRedirects: number };
+  /** How scripts' host names are resolved (c-ares, off the libuv thread pool). */
+  dns: DnsSettings;
+  /** The worker's slice board (slices.ts), which the pool watches. */
+  sliceBoard: SharedArrayBuffer;
+  recycle: {
+    /** An instance whose heap grew by more than this during its runs is dropped, not reused. */
+    instanceGrowthBytes: number;
+    /** A worker whose JavaScript heap passes this retires once its runs end. */
+    workerHeapBytes: number;
+  };
 };
 
 export type ToWorker =
   | { type: "run"; runId: number; request: RunRequest }
+  /** A slice of this worker was terminated: wake up and end its run. */
+  | { type: "reap" }
+  /** Give up on a run that neither answered nor holds the thread. */
+  | { type: "abort"; runId: number }
   | { type: "keyReply"; callId: number; ok: true; privateKey: ArrayBuffer; encryptionKey?: ArrayBuffer }
   | { type: "keyReply"; callId: number; ok: false; code: string; message: string };
 
 export type FromWorker =
   | { type: "ready" }
   | { type: "key"; runId: number; callId: number; request: KeyRequest }
-  | { type: "done"; runId: number; outcome: RunOutcome };
+  | { type: "done"; runId: number; outcome: RunOutcome }
+  /** The worker's heap passed its threshold: route no new runs to it, replace it once it is empty. */
+  | { type: "retire" };

@@ -1,11 +1,17 @@
-// One script run in a fresh QuickJS runtime (sandbox.md). Runs inside a sandbox worker thread.
-// The wrapper owns every handle it creates and disposes all of them before the runtime, whatever
-// way the run ends: a handle left alive makes QuickJS abort the whole thread when its runtime is
-// freed. The host drives the run: it executes pending jobs, fires timers, settles host calls, and
-// stops the run at its deadline (interrupt handler) or when it breaks a limit.
+// One script run in a fresh QuickJS runtime (sandbox.md). Runs inside a sandbox worker thread, on a
+// WebAssembly instance of its own (instance.ts) whose heap is capped at the run's memory limit. The
+// wrapper owns every handle it creates and disposes all of them before the runtime, whatever way the
+// run ends: a handle left alive makes QuickJS abort when its runtime is freed. The host drives the
+// run: it executes pending jobs, fires timers, settles host calls, and stops the run at its deadline
+// (interrupt handler) or when it breaks a limit. Every stretch of the run's code executes as a
+// "slice" announced on the worker's slice board (slices.ts), so the pool can end a slice that
+// outlives the deadline without a poll (a long built-in); such a run is ended from outside (`kill`)
+// and its instance is dropped unread.
 import { readFileSync } from "node:fs";
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
+import type { SandboxInstance } from "./instance.ts";
+import type { SliceBoard } from "./slices.ts";
 
 // The sandbox's own JavaScript (globals/): core.js runs before every script; each other chunk is
 // evaluated only when a script first touches what it defines, which keeps a run's set-up cheap.
@@ -41,9 +47,12 @@ export type RunOutcome = {
   responseJson?: string;
   logs: string;
   error?: RunError;
+  /** The run's own time: wall-clock time minus what other runs' long slices held its thread. */
   durationMs: number;
   /** A host-side failure to log (never shown to the client). */
   hostFailure?: string;
+  /** Set when the run's code was ended from outside its thread at its deadline: billed its whole grant. */
+  endedByWatchdog?: true;
 };
 
 /** The host's side of a run's capabilities, given by the worker. Answers are JSON-ready values. */
@@ -91,8 +100,12 @@ class LogBuffer {
 
 type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: QuickJSHandle; begin: QuickJSHandle; preload: QuickJSHandle };
 
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
 /** Frames of a failed run's stack that reach the client. */
 const MAX_STACK_FRAMES = 50;
+/** Host replies at least this large are checked against the run's free memory before they are copied in. */
+const LARGE_REPLY_BYTES = 64 << 10;
 
 /** Ends the run from host code, with the run error to report. */
 class RunStop extends Error {
@@ -101,53 +114,6 @@ class RunStop extends Error {
     super(runError.message);
     this.runError = runError;
   }
-}
-
-/**
- * The module's WebAssembly heap, which every runtime of the module allocates from, with a budget
- * for the code running now: while a slice of a run executes (synchronously, so nothing else runs on
- * this thread), the heap may not grow past the slice's start by more than the run's memory limit.
- * A refused growth makes QuickJS's malloc fail, so the allocation throws "out of memory" inside the
- * script at once — before its interrupt poll, which a loop doing megabytes of work per iteration
- * reaches only every few thousand iterations — and the run ends in memory_limit.
- */
-type HeapGuard = {
-  bytes(): number;
-  /** Refuse growth past `endBytes` until `unlimit()`; reports whether growth was refused since. */
-  limit(endBytes: number): void;
-  unlimit(): void;
-  refused: boolean;
-};
-
-const guards = new WeakMap<QuickJSWASMModule, HeapGuard>();
-
-function heapGuard(module: QuickJSWASMModule): HeapGuard {
-  const known = guards.get(module);
-  if (known) return known;
-  const memory = module.getWasmMemory();
-  const grow = memory.grow.bind(memory);
-  let end: number | undefined;
-  const guard: HeapGuard = {
-    bytes: () => memory.buffer.byteLength,
-    limit(endBytes) {
-      end = endBytes;
-      guard.refused = false;
-    },
-    unlimit() {
-      end = undefined;
-    },
-    refused: false,
-  };
-  // Emscripten grows the heap through this method; a throw makes its sbrk fail and malloc return NULL.
-  memory.grow = (deltaPages: number) => {
-    if (end !== undefined && memory.buffer.byteLength + deltaPages * 65_536 > end) {
-      guard.refused = true;
-      throw new RangeError("the run's memory budget is spent");
-    }
-    return grow(deltaPages);
-  };
-  guards.set(module, guard);
-  return guard;
 }
 
 /** What the host entry points of a prepared runtime do once a run is bound to it. */
@@ -162,9 +128,10 @@ type RunBinding = {
  * Sigil.Actions parsed — made ahead of the run that will use it: between runs, off that run's path
  * (creating them and parsing core.js is most of a short run's set-up). The host entry points the
  * core captured answer for the run bound to it later. Each is used by exactly one run, which
- * disposes it.
+ * disposes it (or, if that run's code had to be ended from outside, drops it with its instance).
  */
 export type PreparedRuntime = {
+  readonly instance: SandboxInstance;
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
   readonly internal: Internal;
@@ -175,8 +142,8 @@ export type PreparedRuntime = {
   preloadSigil(): void;
 };
 
-export function prepareRuntime(module: QuickJSWASMModule): PreparedRuntime {
-  const runtime = module.newRuntime();
+export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
+  const runtime = instance.module.newRuntime();
   const ctx = runtime.newContext();
   const owned: QuickJSHandle[] = [];
   const own = <T extends QuickJSHandle>(h: T): T => {
@@ -217,6 +184,7 @@ export function prepareRuntime(module: QuickJSWASMModule): PreparedRuntime {
       preload: own(ctx.getProp(internalObject, "preload")),
     };
     return {
+      instance,
       runtime,
       ctx,
       internal,
@@ -238,335 +206,520 @@ export function prepareRuntime(module: QuickJSWASMModule): PreparedRuntime {
   }
 }
 
-export async function runScript(
-  module: QuickJSWASMModule,
-  request: RunRequest,
-  limits: SandboxLimits,
-  host: RunHost,
-  prepared: PreparedRuntime = prepareRuntime(module),
-): Promise<RunOutcome> {
-  const started = performance.now();
-  const deadline = Date.now() + request.timeoutMs;
-  const logs = new LogBuffer(limits.maxLogBytes);
-  const { runtime, ctx } = prepared;
-  const heap = heapGuard(module);
-  let interrupted = false;
-  let memoryExceeded = false;
-  // QuickJS's own limit only refuses single allocations in this build (it cannot measure its
-  // blocks: "malloc_usable_size unavailable"), so the run's memory is also watched here: growth of
-  // the shared heap while this run's code executes is this run's and is refused past its limit
-  // (HeapGuard), and the run's live objects are measured at every pause (memoryInUse).
-  runtime.setMemoryLimit(limits.memoryLimitBytes);
-  runtime.setMaxStackSize(limits.stackLimitBytes);
-  runtime.setInterruptHandler(() => {
-    if (Date.now() >= deadline) interrupted = true;
-    // A script that caught its "out of memory" and goes on is stopped here.
-    else if (heap.refused) memoryExceeded = true;
-    return interrupted || memoryExceeded;
-  });
-  /** Runs one synchronous slice of the run's code under the heap budget (see HeapGuard). */
-  const slice = <T>(f: () => T): T => {
-    heap.limit(heap.bytes() + limits.memoryLimitBytes);
-    try {
-      return f();
-    } finally {
-      heap.unlimit();
-      if (heap.refused) memoryExceeded = true;
-    }
-  };
-  // Measuring walks the run's heap: done when the shared heap grew or 25 ms passed since the last time.
-  let lastMemoryCheck = { at: Date.now(), heap: heap.bytes() };
-  const memoryCheckDue = (): boolean => {
-    const now = Date.now();
-    const bytes = heap.bytes();
-    if (bytes === lastMemoryCheck.heap && now - lastMemoryCheck.at < 25) return false;
-    lastMemoryCheck = { at: now, heap: bytes };
-    return true;
-  };
-  const memoryInUse = (): number => {
-    const usage = runtime.computeMemoryUsage();
-    try {
-      const size = ctx.getProp(usage, "memory_used_size");
-      const n = ctx.getNumber(size);
-      size.dispose();
-      return n;
-    } finally {
-      usage.dispose();
-    }
-  };
-  const owned: QuickJSHandle[] = prepared.owned;
-  const own = <T extends QuickJSHandle>(h: T): T => {
-    owned.push(h);
-    return h;
-  };
-  const deferreds = new Set<QuickJSDeferredPromise>();
-  const timers = new Map<number, NodeJS.Timeout>();
-  const firedTimers: number[] = [];
-  let nextTimerId = 1;
-  let wake: (() => void) | undefined;
-  const signal = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  let finished = false;
-  /** Set when a host call must end the whole run (not just fail in the script). */
-  let stopWith: RunStop | undefined;
+/** How a run ended, before its logs and duration are added. */
+type Ending = { responseJson?: string; error?: RunError; internalError?: unknown };
 
-  const timeoutError = (): RunError => ({ code: "timeout", message: `the script ran past its time limit of ${request.timeoutMs} ms` });
-  const memoryError = (): RunError => ({ code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` });
+/** What ties a run to the worker that runs it. */
+export type RunEnv = {
+  /** The run's id on the worker's slice board. */
+  runId: number;
+  /** Where the run announces each slice of its code, for the pool to watch (none in unit tests). */
+  board?: SliceBoard;
+  /**
+   * Called before the run touches its VM from the event loop: lets the worker end first any run
+   * whose slice the pool terminated (its callbacks must never reach its instance again).
+   */
+  reap?: () => void;
+  /** Aborted when the run ends, whichever way: its fetches in flight stop. */
+  abort?: AbortController;
+  /** Told how long each slice of the run's code took (a long one held up the other runs on the thread). */
+  onSlice?: (ms: number) => void;
+};
 
-  /** Turns a value thrown inside the VM into a run error (the classify function is the prelude's). */
-  const describe = (errorHandle: QuickJSHandle, internal: Internal | undefined): RunError => {
-    if (memoryExceeded) return memoryError();
-    if (interrupted) return timeoutError();
-    let info: { code: string | null; name: string; message: string; stack?: string };
-    if (internal) {
-      const r = ctx.callFunction(internal.classify, ctx.undefined, errorHandle);
-      if (r.error) {
-        r.error.dispose();
-        return interrupted ? timeoutError() : { code: "script_error", message: "the script failed" };
-      }
-      info = JSON.parse(ctx.getString(r.value)) as typeof info;
-      r.value.dispose();
-    } else {
-      const dumped = ctx.dump(errorHandle) as { name?: string; message?: string; stack?: string } | string;
-      info = typeof dumped === "object" && dumped !== null
-        ? { code: null, name: dumped.name ?? "Error", message: dumped.message ?? "", ...(dumped.stack ? { stack: dumped.stack } : {}) }
-        : { code: null, name: "Error", message: String(dumped) };
-    }
-    if (info.name === "InternalError" && info.message === "out of memory") return memoryError();
-    // With no memory left QuickJS cannot even build its error and throws null.
-    if (info.name === "Uncaught" && info.message === "null" && memoryInUse() > limits.memoryLimitBytes * 0.75) return memoryError();
-    if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
-    const message = info.code ? info.message : info.name && info.name !== "Uncaught" ? `${info.name}: ${info.message}` : info.message;
-    // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
-    // A runaway recursion has thousands: the innermost and the outermost tell where, with a count of the rest.
-    const frames = info.stack?.split("\n").filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"));
-    const half = MAX_STACK_FRAMES / 2;
-    const stack =
-      frames && frames.length > MAX_STACK_FRAMES
-        ? [...frames.slice(0, half), `    … ${frames.length - MAX_STACK_FRAMES} frames left out …`, ...frames.slice(-half)].join("\n")
-        : frames?.join("\n");
-    return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
-  };
+/** One script run on a prepared runtime: `start()` runs it; `kill()` ends it from outside. */
+export class ScriptRun {
+  readonly #prepared: PreparedRuntime;
+  readonly #request: RunRequest;
+  readonly #limits: SandboxLimits;
+  readonly #host: RunHost;
+  readonly #env: RunEnv;
+  readonly #started = performance.now();
+  readonly #deadline: number;
+  readonly #logs: LogBuffer;
+  #stolenMs = 0;
+  /** The run is over: nothing may touch its VM any more. */
+  #over = false;
+  /** Its instance may be half-way through something: never disposed, never reused. */
+  #abandoned = false;
+  #resolve: ((outcome: RunOutcome) => void) | undefined;
+  readonly #outcome: Promise<RunOutcome>;
+  /** Wakes the run's drive loop (set while it waits). */
+  #wake: (() => void) | undefined;
+  readonly #timers = new Map<number, NodeJS.Timeout>();
 
-  const result = (hostResult: { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string }) =>
-    JSON.stringify(hostResult, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
-
-  const hostFailure = (err: unknown) => {
-    if (err instanceof RunStop) throw err;
-    if (err instanceof CodedError) return { ok: false as const, code: err.code, message: err.message, name: err.kind };
-    return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
-  };
-
-  try {
-    const settle = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
-      if (finished || !deferred.alive) return;
-      const h = ctx.newString(result(reply));
-      deferred.resolve(h);
-      h.dispose();
-      deferred.dispose();
-      deferreds.delete(deferred);
-      signal();
-    };
-
-    const hostSync = (op: string, args: unknown): unknown => {
-      switch (op) {
-        case "setTimeout": {
-          if (timers.size >= limits.maxTimers) {
-            throw new CodedError("limit_exceeded", `a run may have at most ${limits.maxTimers} pending timers`);
-          }
-          const id = nextTimerId++;
-          const ms = Math.min(Number((args as { ms: number }).ms) || 0, request.timeoutMs);
-          const t = setTimeout(() => {
-            timers.delete(id);
-            firedTimers.push(id);
-            signal();
-          }, ms);
-          timers.set(id, t);
-          return id;
-        }
-        case "clearTimeout": {
-          const id = Number((args as { id: number }).id);
-          clearTimeout(timers.get(id));
-          timers.delete(id);
-          return null;
-        }
-        default:
-          return host.callSync(op, args);
-      }
-    };
-
-    prepared.bind({
-      call(op, argsJson) {
-        let reply;
-        try {
-          reply = { ok: true as const, value: hostSync(op, JSON.parse(argsJson) as unknown) };
-        } catch (err) {
-          reply = hostFailure(err);
-        }
-        return ctx.newString(result(reply));
-      },
-      callAsync(op, argsJson) {
-        const args = JSON.parse(argsJson) as unknown;
-        const deferred = ctx.newPromise();
-        deferreds.add(deferred);
-        void host.callAsync(op, args).then(
-          (value) => settle(deferred, { ok: true, value }),
-          (err: unknown) => {
-            try {
-              settle(deferred, hostFailure(err));
-            } catch (stop) {
-              stopWith = stop as RunStop;
-              signal();
-            }
-          },
-        );
-        return deferred.handle;
-      },
-      log(line) {
-        logs.add(line);
-      },
-    });
-
-    const internal = prepared.internal;
-    const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
-    ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
-
-    /** Runs jobs, timers and host settlements until `promise` settles; returns its state. */
-    const drive = async (promise: QuickJSHandle): Promise<{ value: QuickJSHandle } | { error: RunError }> => {
-      for (;;) {
-        if (stopWith) return { error: stopWith.runError };
-        while (firedTimers.length > 0) {
-          const id = firedTimers.shift() as number;
-          const idHandle = ctx.newNumber(id);
-          const r = slice(() => ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle));
-          idHandle.dispose();
-          if (r.error) {
-            // A timer callback that throws is an uncaught error, as in a browser: log it, go on.
-            const e = describe(r.error, internal);
-            r.error.dispose();
-            if (e.code === "timeout" || e.code === "memory_limit") return { error: e };
-            logs.add(`Uncaught ${e.message}`);
-          } else {
-            r.value.dispose();
-          }
-        }
-        const jobs = slice(() => runtime.executePendingJobs());
-        if (jobs.error) {
-          const e = describe(jobs.error, internal);
-          jobs.error.dispose();
-          return { error: e };
-        }
-        if (memoryExceeded) return { error: memoryError() };
-        if (interrupted) return { error: timeoutError() };
-        if (memoryCheckDue() && memoryInUse() > limits.memoryLimitBytes) {
-          memoryExceeded = true;
-          return { error: memoryError() };
-        }
-        const state = ctx.getPromiseState(promise);
-        if (state.type === "fulfilled") return { value: state.value };
-        if (state.type === "rejected") {
-          const e = describe(state.error, internal);
-          state.error.dispose();
-          return { error: e };
-        }
-        if (firedTimers.length > 0 || runtime.hasPendingJob()) continue;
-        if (deferreds.size === 0 && timers.size === 0) {
-          return { error: { code: "script_error", message: "main(params) never settled: it awaits something that can never happen" } };
-        }
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) return { error: timeoutError() };
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, remaining);
-          wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-        if (Date.now() >= deadline) {
-          interrupted = true;
-          return { error: timeoutError() };
-        }
-      }
-    };
-
-    // The user's code: a script defining a global main, or a module exporting it.
-    const isModule = /^\s*(export|import)\s/m.test(request.code);
-    const evaluated = slice(() => ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined));
-    if (evaluated.error) {
-      const e = describe(evaluated.error, internal);
-      evaluated.error.dispose();
-      return finish({ error: e });
-    }
-    let moduleNamespace: QuickJSHandle | undefined;
-    if (isModule) {
-      // A module evaluates to its namespace, or to a promise for it (top-level await).
-      const ns = own(evaluated.value);
-      const state = ctx.getPromiseState(ns);
-      if (state.type === "fulfilled" && state.notAPromise) {
-        moduleNamespace = ns; // the same handle, already owned
-      } else if (state.type === "rejected") {
-        const e = describe(state.error, internal);
-        state.error.dispose();
-        return finish({ error: e });
-      } else {
-        if (state.type === "fulfilled") state.value.dispose();
-        const settled = await drive(ns);
-        if ("error" in settled) return finish({ error: settled.error });
-        moduleNamespace = own(settled.value);
-      }
-    } else {
-      evaluated.value.dispose();
-    }
-
-    const params = own(ctx.newString(request.paramsJson));
-    const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
-    if (called.error) {
-      const e = describe(called.error, internal);
-      called.error.dispose();
-      return finish({ error: e });
-    }
-    const mainPromise = own(called.value);
-    const settled = await drive(mainPromise);
-    if ("error" in settled) return finish({ error: settled.error });
-    const json = ctx.getString(settled.value);
-    settled.value.dispose();
-    if (Buffer.byteLength(json) > limits.maxResponseBytes) {
-      return finish({ error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` } });
-    }
-    return finish({ responseJson: json });
-  } catch (err) {
-    if (err instanceof RunStop) return finish({ error: err.runError });
-    // Host-side failure while setting up or driving the VM (for example out of memory while
-    // creating a value): the run ends; the worker stays healthy.
-    const message = err instanceof Error ? err.message : String(err);
-    if (memoryExceeded) return finish({ error: memoryError() });
-    if (interrupted) return finish({ error: timeoutError() });
-    if (/out of memory/i.test(message)) return finish({ error: memoryError() });
-    return finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err });
-  } finally {
-    finished = true;
-    for (const t of timers.values()) clearTimeout(t);
-    timers.clear();
-    for (const d of deferreds) if (d.alive) d.dispose();
-    deferreds.clear();
-    for (let i = owned.length - 1; i >= 0; i--) {
-      const h = owned[i] as QuickJSHandle;
-      if (h.alive) h.dispose();
-    }
-    ctx.dispose();
-    runtime.dispose();
+  constructor(prepared: PreparedRuntime, request: RunRequest, limits: SandboxLimits, host: RunHost, env: RunEnv) {
+    this.#prepared = prepared;
+    this.#request = request;
+    this.#limits = limits;
+    this.#host = host;
+    this.#env = env;
+    this.#deadline = Date.now() + request.timeoutMs;
+    this.#logs = new LogBuffer(limits.maxLogBytes);
+    this.#outcome = new Promise((resolve) => (this.#resolve = resolve));
   }
 
-  function finish(outcome: { responseJson?: string; error?: RunError; internalError?: unknown }): RunOutcome {
+  /** When the run must end: its deadline, moved on by the time other runs' long slices held its thread. */
+  deadline(): number {
+    return this.#deadline + this.#stolenMs;
+  }
+
+  /** Another run held this run's thread for `ms` in one long slice: that time is neither the run's nor billed. */
+  addStolen(ms: number): void {
+    if (this.#over) return;
+    this.#stolenMs += ms;
+    this.#signal();
+  }
+
+  /** Whether the run's instance may serve another run (it ended cleanly, its runtime disposed). */
+  get instanceReusable(): boolean {
+    return this.#over && !this.#abandoned;
+  }
+
+  get instance(): SandboxInstance {
+    return this.#prepared.instance;
+  }
+
+  /** How the run ended; settles once, whether the run ends by itself or is killed. */
+  get outcome(): Promise<RunOutcome> {
+    return this.#outcome;
+  }
+
+  /**
+   * Runs the script. Whoever waits for the outcome must hold `outcome` before this is called: a
+   * slice terminated from outside unwinds every frame on the stack, the caller's included.
+   */
+  start(): Promise<RunOutcome> {
+    this.#run().then(
+      (outcome) => this.#end(outcome),
+      (err: unknown) => this.#end(this.#finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err })),
+    );
+    return this.#outcome;
+  }
+
+  /**
+   * Ends the run from outside: its slice was terminated by the pool (or its worker gives up on it).
+   * The VM is not touched again — it may be half-way through an allocation — and the run is answered
+   * `timeout`, its whole grant used.
+   */
+  kill(): void {
+    if (this.#over) return;
+    this.#abandoned = true;
+    this.#end({
+      logs: this.#logs.text(),
+      error: { code: "timeout", message: `the script ran past its time limit of ${this.#request.timeoutMs} ms and was stopped` },
+      durationMs: this.#request.timeoutMs,
+      endedByWatchdog: true,
+    });
+  }
+
+  #end(outcome: RunOutcome): void {
+    if (!this.#resolve) return;
+    this.#over = true;
+    for (const t of this.#timers.values()) clearTimeout(t);
+    this.#timers.clear();
+    this.#env.abort?.abort();
+    const resolve = this.#resolve;
+    this.#resolve = undefined;
+    this.#signal();
+    resolve(outcome);
+  }
+
+  #signal(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+
+  #finish(outcome: Ending): RunOutcome {
     return {
       ...(outcome.responseJson === undefined ? {} : { responseJson: outcome.responseJson }),
       ...(outcome.error === undefined ? {} : { error: outcome.error }),
       ...(outcome.internalError === undefined ? {} : { hostFailure: outcome.internalError instanceof Error ? outcome.internalError.message : String(outcome.internalError) }),
-      logs: logs.text(),
-      durationMs: performance.now() - started,
+      logs: this.#logs.text(),
+      durationMs: Math.max(0, performance.now() - this.#started - this.#stolenMs),
     };
   }
+
+  async #run(): Promise<RunOutcome> {
+    const request = this.#request;
+    const limits = this.#limits;
+    const host = this.#host;
+    const env = this.#env;
+    const logs = this.#logs;
+    const timers = this.#timers;
+    const { runtime, ctx, instance } = this.#prepared;
+    const finish = (o: Ending) => this.#finish(o);
+    const signal = () => this.#signal();
+    let interrupted = false;
+    let memoryExceeded = false;
+    instance.resetRefused();
+    // The instance's heap is capped at the run's limit (instance.ts); QuickJS's own limit refuses
+    // single allocations too, and the run's live objects are measured at every pause (memoryInUse).
+    runtime.setMemoryLimit(limits.memoryLimitBytes);
+    runtime.setMaxStackSize(limits.stackLimitBytes);
+    runtime.setInterruptHandler(() => {
+      if (Date.now() >= this.deadline()) interrupted = true;
+      // A script that caught its "out of memory" and goes on is stopped here.
+      else if (instance.refused) memoryExceeded = true;
+      return interrupted || memoryExceeded;
+    });
+    /** Whether this run is over (ended from outside); then nothing may touch its VM. */
+    const over = (): boolean => {
+      env.reap?.();
+      return this.#over;
+    };
+    /** Runs one synchronous stretch of the run's code, announced on the slice board (slices.ts). */
+    const slice = <T>(f: () => T): T => {
+      const board = env.board;
+      if (!board) return f();
+      const word = board.enter(env.runId, this.deadline());
+      const began = performance.now();
+      try {
+        return f();
+      } finally {
+        // A terminated slice runs no finally: reaching here, the slice ended by itself. If the pool
+        // claimed it meanwhile, its termination is on the way and must land here, not after.
+        if (!board.leave(word)) {
+          board.awaitKill(word);
+          // Only if the termination never came: the run is ended all the same.
+          throw new RunStop({ code: "timeout", message: "the script ran past its time limit" });
+        }
+        if (instance.refused) memoryExceeded = true;
+        env.onSlice?.(performance.now() - began);
+      }
+    };
+    // Measuring walks the run's heap: done when the heap grew or 25 ms passed since the last time.
+    let lastMemoryCheck = { at: Date.now(), heap: instance.heapBytes() };
+    const memoryCheckDue = (): boolean => {
+      const now = Date.now();
+      const bytes = instance.heapBytes();
+      if (bytes === lastMemoryCheck.heap && now - lastMemoryCheck.at < 25) return false;
+      lastMemoryCheck = { at: now, heap: bytes };
+      return true;
+    };
+    const memoryInUse = (): number => {
+      const usage = runtime.computeMemoryUsage();
+      try {
+        const size = ctx.getProp(usage, "memory_used_size");
+        const n = ctx.getNumber(size);
+        size.dispose();
+        return n;
+      } finally {
+        usage.dispose();
+      }
+    };
+    const owned: QuickJSHandle[] = this.#prepared.owned;
+    const own = <T extends QuickJSHandle>(h: T): T => {
+      owned.push(h);
+      return h;
+    };
+    const deferreds = new Set<QuickJSDeferredPromise>();
+    const firedTimers: number[] = [];
+    let nextTimerId = 1;
+    /** Set when a host call must end the whole run (not just fail in the script). */
+    let stopWith = undefined as RunStop | undefined;
+
+    const timeoutError = (): RunError => ({ code: "timeout", message: `the script ran past its time limit of ${request.timeoutMs} ms` });
+    const memoryError = (): RunError => ({ code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` });
+
+    /** Turns a value thrown inside the VM into a run error; the script's getters run in a slice, under its limits. */
+    const describe = (errorHandle: QuickJSHandle, internal: Internal): RunError => {
+      if (memoryExceeded) return memoryError();
+      if (interrupted) return timeoutError();
+      const r = slice(() => ctx.callFunction(internal.classify, ctx.undefined, errorHandle));
+      if (r.error) {
+        r.error.dispose();
+        if (memoryExceeded || instance.refused) return memoryError();
+        return interrupted ? timeoutError() : { code: "script_error", message: "the script failed" };
+      }
+      const info = JSON.parse(ctx.getString(r.value)) as { code: string | null; name: string; message: string; stack?: string; undescribable?: true };
+      r.value.dispose();
+      if (memoryExceeded || instance.refused) return memoryError();
+      if (interrupted) return timeoutError();
+      if (info.name === "InternalError" && info.message === "out of memory") return memoryError();
+      // Its getters threw while the host read it: out of memory, if that is where the run now is.
+      if (info.undescribable && memoryInUse() > limits.memoryLimitBytes * 0.75) return memoryError();
+      // With no memory left QuickJS cannot even build its error and throws null.
+      if (info.name === "Uncaught" && info.message === "null" && (instance.refused || memoryInUse() > limits.memoryLimitBytes * 0.75)) return memoryError();
+      if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
+      const message = info.code ? info.message : info.name && info.name !== "Uncaught" ? `${info.name}: ${info.message}` : info.message;
+      // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
+      // A runaway recursion has thousands: the innermost and the outermost tell where, with a count of the rest.
+      const frames = info.stack?.split("\n").filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"));
+      const half = MAX_STACK_FRAMES / 2;
+      const stack =
+        frames && frames.length > MAX_STACK_FRAMES
+          ? [...frames.slice(0, half), `    … ${frames.length - MAX_STACK_FRAMES} frames left out …`, ...frames.slice(-half)].join("\n")
+          : frames?.join("\n");
+      return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
+    };
+
+    const result = (hostResult: { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string }) =>
+      JSON.stringify(hostResult, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+
+    const hostFailure = (err: unknown) => {
+      if (err instanceof RunStop) throw err;
+      if (err instanceof CodedError) return { ok: false as const, code: err.code, message: err.message, name: err.kind };
+      return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
+    };
+
+    try {
+      /**
+       * Copies a host reply into the VM. It counts against the run's memory like the run's own
+       * objects: a large reply that cannot fit ends the run in memory_limit before it is copied, and
+       * a copy the capped heap refused leaves the instance unusable (the copy's malloc failed).
+       */
+      const settle = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
+        if (!deferred.alive || over()) return;
+        // A fetch's body travels as bytes of its own (host.js joins it back), not inside the JSON.
+        const value = reply.ok && isRecord(reply.value) ? reply.value : undefined;
+        const body = value?.body instanceof Uint8Array ? value.body : undefined;
+        const text = result(body ? { ok: true, value: { ...value, body: null } } : reply);
+        const bytes = text.length + (body?.byteLength ?? 0);
+        if (bytes >= LARGE_REPLY_BYTES && Buffer.byteLength(text) * 2 + (body?.byteLength ?? 0) + memoryInUse() > limits.memoryLimitBytes) {
+          throw new RunStop(memoryError());
+        }
+        const h = body ? ctx.newArray() : ctx.newString(text);
+        if (body) {
+          const json = ctx.newString(text);
+          const buffer = ctx.newArrayBuffer(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer);
+          ctx.setProp(h, 0, json);
+          ctx.setProp(h, 1, buffer);
+          json.dispose();
+          buffer.dispose();
+        }
+        if (instance.refused) {
+          this.#abandoned = true;
+          throw new RunStop(memoryError());
+        }
+        deferred.resolve(h);
+        h.dispose();
+        deferred.dispose();
+        deferreds.delete(deferred);
+        signal();
+      };
+      const settleOrStop = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
+        try {
+          settle(deferred, reply);
+        } catch (stop) {
+          stopWith = stop instanceof RunStop ? stop : new RunStop(memoryError());
+          if (!(stop instanceof RunStop)) this.#abandoned = true;
+          signal();
+        }
+      };
+
+      const hostSync = (op: string, args: unknown): unknown => {
+        switch (op) {
+          case "setTimeout": {
+            if (timers.size >= limits.maxTimers) {
+              throw new CodedError("limit_exceeded", `a run may have at most ${limits.maxTimers} pending timers`);
+            }
+            const id = nextTimerId++;
+            const ms = Math.min(Number((args as { ms: number }).ms) || 0, request.timeoutMs);
+            const t = setTimeout(() => {
+              timers.delete(id);
+              firedTimers.push(id);
+              signal();
+            }, ms);
+            timers.set(id, t);
+            return id;
+          }
+          case "clearTimeout": {
+            const id = Number((args as { id: number }).id);
+            clearTimeout(timers.get(id));
+            timers.delete(id);
+            return null;
+          }
+          default:
+            return host.callSync(op, args);
+        }
+      };
+
+      this.#prepared.bind({
+        call(op, argsJson) {
+          let reply;
+          try {
+            reply = { ok: true as const, value: hostSync(op, JSON.parse(argsJson) as unknown) };
+          } catch (err) {
+            reply = hostFailure(err);
+          }
+          return ctx.newString(result(reply));
+        },
+        callAsync(op, argsJson) {
+          const args = JSON.parse(argsJson) as unknown;
+          const deferred = ctx.newPromise();
+          deferreds.add(deferred);
+          void host.callAsync(op, args).then(
+            (value) => settleOrStop(deferred, { ok: true, value }),
+            (err: unknown) => {
+              let reply;
+              try {
+                reply = hostFailure(err);
+              } catch (stop) {
+                stopWith = stop as RunStop;
+                return signal();
+              }
+              settleOrStop(deferred, reply);
+            },
+          );
+          return deferred.handle;
+        },
+        log(line) {
+          logs.add(line);
+        },
+      });
+
+      const internal = this.#prepared.internal;
+      const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
+      ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
+
+      /** Runs jobs, timers and host settlements until `promise` settles; returns its state. */
+      const drive = async (promise: QuickJSHandle): Promise<{ value: QuickJSHandle } | { error: RunError }> => {
+        for (;;) {
+          if (over()) return { error: timeoutError() };
+          if (stopWith) return { error: stopWith.runError };
+          while (firedTimers.length > 0) {
+            const id = firedTimers.shift() as number;
+            const idHandle = ctx.newNumber(id);
+            const r = slice(() => ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle));
+            idHandle.dispose();
+            if (r.error) {
+              // A timer callback that throws is an uncaught error, as in a browser: log it, go on.
+              const e = describe(r.error, internal);
+              r.error.dispose();
+              if (e.code === "timeout" || e.code === "memory_limit") return { error: e };
+              logs.add(`Uncaught ${e.message}`);
+            } else {
+              r.value.dispose();
+            }
+          }
+          const jobs = slice(() => runtime.executePendingJobs());
+          if (jobs.error) {
+            const e = describe(jobs.error, internal);
+            jobs.error.dispose();
+            return { error: e };
+          }
+          if (memoryExceeded) return { error: memoryError() };
+          if (interrupted) return { error: timeoutError() };
+          if (memoryCheckDue() && memoryInUse() > limits.memoryLimitBytes) {
+            memoryExceeded = true;
+            return { error: memoryError() };
+          }
+          const state = ctx.getPromiseState(promise);
+          if (state.type === "fulfilled") return { value: state.value };
+          if (state.type === "rejected") {
+            const e = describe(state.error, internal);
+            state.error.dispose();
+            return { error: e };
+          }
+          if (firedTimers.length > 0 || runtime.hasPendingJob()) continue;
+          if (deferreds.size === 0 && timers.size === 0) {
+            return { error: { code: "script_error", message: "main(params) never settled: it awaits something that can never happen" } };
+          }
+          const remaining = this.deadline() - Date.now();
+          if (remaining <= 0) return { error: timeoutError() };
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, remaining);
+            this.#wake = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          });
+          if (over()) return { error: timeoutError() };
+          if (Date.now() >= this.deadline()) {
+            interrupted = true;
+            return { error: timeoutError() };
+          }
+        }
+      };
+
+      // The user's code: a script defining a global main, or a module exporting it.
+      const isModule = /^\s*(export|import)\s/m.test(request.code);
+      const evaluated = slice(() => ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined));
+      if (evaluated.error) {
+        const e = describe(evaluated.error, internal);
+        evaluated.error.dispose();
+        return finish({ error: e });
+      }
+      let moduleNamespace: QuickJSHandle | undefined;
+      if (isModule) {
+        // A module evaluates to its namespace, or to a promise for it (top-level await).
+        const ns = own(evaluated.value);
+        const state = ctx.getPromiseState(ns);
+        if (state.type === "fulfilled" && state.notAPromise) {
+          moduleNamespace = ns; // the same handle, already owned
+        } else if (state.type === "rejected") {
+          const e = describe(state.error, internal);
+          state.error.dispose();
+          return finish({ error: e });
+        } else {
+          if (state.type === "fulfilled") state.value.dispose();
+          const settled = await drive(ns);
+          if ("error" in settled) return finish({ error: settled.error });
+          moduleNamespace = own(settled.value);
+        }
+      } else {
+        evaluated.value.dispose();
+      }
+
+      const params = own(ctx.newString(request.paramsJson));
+      const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
+      if (called.error) {
+        const e = describe(called.error, internal);
+        called.error.dispose();
+        return finish({ error: e });
+      }
+      const mainPromise = own(called.value);
+      const settled = await drive(mainPromise);
+      if ("error" in settled) return finish({ error: settled.error });
+      const json = ctx.getString(settled.value);
+      settled.value.dispose();
+      if (Buffer.byteLength(json) > limits.maxResponseBytes) {
+        return finish({ error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` } });
+      }
+      return finish({ responseJson: json });
+    } catch (err) {
+      if (err instanceof RunStop) return finish({ error: err.runError });
+      // Host-side failure while setting up or driving the VM (for example out of memory while
+      // creating a value): the run ends; the worker stays healthy. The instance is not reused.
+      this.#abandoned = true;
+      const message = err instanceof Error ? err.message : String(err);
+      if (memoryExceeded || instance.refused) return finish({ error: memoryError() });
+      if (interrupted) return finish({ error: timeoutError() });
+      if (/out of memory/i.test(message)) return finish({ error: memoryError() });
+      return finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err });
+    } finally {
+      this.#over = true;
+      for (const t of timers.values()) clearTimeout(t);
+      timers.clear();
+      if (!this.#abandoned) {
+        try {
+          for (const d of deferreds) if (d.alive) d.dispose();
+          deferreds.clear();
+          for (let i = owned.length - 1; i >= 0; i--) {
+            const h = owned[i] as QuickJSHandle;
+            if (h.alive) h.dispose();
+          }
+          ctx.dispose();
+          runtime.dispose();
+        } catch {
+          // QuickJS can lose track of an object when an allocation fails half-way (out of memory
+          // inside a built-in), and then refuses to free the runtime: the instance goes, the run's
+          // outcome stands.
+          this.#abandoned = true;
+        }
+      }
+    }
+  }
+}
+
+/** Runs one script on `prepared` (a runtime prepared on its own instance) and resolves to its outcome. */
+export function runScript(
+  prepared: PreparedRuntime,
+  request: RunRequest,
+  limits: SandboxLimits,
+  host: RunHost,
+  env: RunEnv = { runId: 0 },
+): Promise<RunOutcome> {
+  return new ScriptRun(prepared, request, limits, host, env).start();
 }

@@ -1,14 +1,23 @@
-// A sandbox worker thread: one QuickJS module, many runs interleaved while they wait on host I/O.
-// CPU-bound scripts occupy this thread, never the service thread. Keys are requested from the
-// service thread per operation (it authorizes them); fetches are made here under the network guard.
+// A sandbox worker thread: many runs interleaved while they wait on host I/O, each on a QuickJS
+// WebAssembly instance of its own (instance.ts). CPU-bound scripts occupy this thread, never the
+// service thread. Keys are requested from the service thread per operation (it authorizes them);
+// fetches are made here under the network guard.
+//
+// Each stretch of a run's code is announced on the slice board the pool watches (slices.ts). When the
+// pool terminates a slice that outlived its deadline, the termination unwinds this thread to its
+// event loop: the next thing the thread does — any message, any host reply, any timer of a run — is
+// `reap()`, which ends that run (`kill`: answered `timeout`, its instance dropped unread) and tells
+// the other runs how long they were held up. A run held up by another's long slice has its deadline
+// moved on by that time, and that time is not billed to it: no run fails because of another's.
+import { getHeapStatistics } from "node:v8";
 import { parentPort, workerData } from "node:worker_threads";
-import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { newQuickJSWASMModuleFromVariant, type QuickJSSyncVariant } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
 import { createRunHost, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
-import { CodedError, prepareRuntime, runScript, type PreparedRuntime, type RunRequest } from "./runtime.ts";
-import type { FetchPolicy } from "./net/guardedFetch.ts";
+import { createInstance, INSTANCE_BASE_BYTES, type SandboxInstance } from "./instance.ts";
+import { createResolver, type FetchPolicy } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
+import { CodedError, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
+import { SliceBoard } from "./slices.ts";
 
 const port = parentPort;
 if (!port) throw new Error("worker.ts must run in a worker thread");
@@ -21,11 +30,19 @@ const fetchPolicy: FetchPolicy = {
   maxResponseBytes: init.fetchPolicy.maxResponseBytes,
   maxRedirects: init.fetchPolicy.maxRedirects,
 };
+const resolve = createResolver(init.dns);
+const board = new SliceBoard(init.sliceBoard);
 
-// The package is dual-format; under NodeNext its types resolve to the CommonJS namespace.
-const module = await newQuickJSWASMModuleFromVariant(variant as unknown as QuickJSSyncVariant);
+/** A slice at least this long held up the other runs on this thread: they get the time back. */
+const LONG_SLICE_MS = 20;
+/** Clean instances kept for the next runs; more are dropped once idle. */
+const MAX_IDLE_INSTANCES = 8;
+
 const pendingKeys = new Map<number, { resolve: (k: KeyMaterial) => void; reject: (e: Error) => void }>();
 let nextKeyCall = 1;
+const runs = new Map<number, ScriptRun>();
+const idle: SandboxInstance[] = [];
+let retiring = false;
 
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
@@ -37,68 +54,130 @@ function requestKey(runId: number, request: KeyRequest): Promise<KeyMaterial> {
   });
 }
 
+/** Gives every run but `except` the time a long slice held the thread. */
+function holdUp(except: number, ms: number): void {
+  if (ms < LONG_SLICE_MS) return;
+  for (const [id, run] of runs) if (id !== except) run.addStolen(ms);
+}
+
+/** Ends the run whose slice the pool terminated, if one was. Safe to call at any time. */
+function reap(): void {
+  const killed = board.takeKilled();
+  if (!killed) return;
+  holdUp(killed.runId, killed.ranMs);
+  runs.get(killed.runId)?.kill();
+}
+
+async function takeInstance(): Promise<SandboxInstance> {
+  return idle.pop() ?? createInstance(limits.memoryLimitBytes);
+}
+
+/** Keeps a clean instance for later runs unless its heap grew past the recycle threshold. */
+function giveBack(instance: SandboxInstance): void {
+  if (instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes || idle.length >= MAX_IDLE_INSTANCES) return;
+  idle.push(instance);
+}
+
 /**
  * The runtime the next run will use, prepared when a run ends (or, with several in flight, when one
- * starts), so a run does not wait for its runtime and core.js.
+ * starts), so a run does not wait for its instance, runtime and core.js.
  * When no run is in flight at all, the chunks behind Sigil.Actions are parsed into it too: idle
  * time is free, and a busy worker does not spend it on runs that may never touch Sigil.
  */
 let next: PreparedRuntime | undefined;
 let nextHasSigil = false;
 let preparing = false;
-let active = 0;
 
 function prepareNext(): void {
-  if (preparing || (next && (nextHasSigil || active > 0))) return;
+  if (retiring || preparing || (next && (nextHasSigil || runs.size > 0))) return;
   preparing = true;
   setImmediate(() => {
-    preparing = false;
-    try {
-      if (!next) {
-        next = prepareRuntime(module);
-        nextHasSigil = false;
-      } else if (active === 0 && !nextHasSigil) {
-        next.preloadSigil();
-        nextHasSigil = true;
+    void (async () => {
+      try {
+        if (!next) {
+          next = prepareRuntime(await takeInstance());
+          nextHasSigil = false;
+        } else if (runs.size === 0 && !nextHasSigil) {
+          next.preloadSigil();
+          nextHasSigil = true;
+        }
+      } catch {
+        // Out of memory, say: the next run prepares its own and reports what happens then.
+        return;
+      } finally {
+        preparing = false;
       }
-    } catch {
-      // Out of memory, say: the next run prepares its own and reports what happens then.
-      return;
-    }
-    if (active === 0 && !nextHasSigil) prepareNext();
+      if (runs.size === 0 && !nextHasSigil) prepareNext();
+    })();
   });
 }
 
 async function run(runId: number, request: RunRequest): Promise<void> {
-  const prepared = next;
+  let prepared = next;
   next = undefined;
-  active++;
   // Alone, this run would only be slowed by preparing its successor now (its host calls come back
   // to a busy thread): that waits until it is done. With others in flight the thread is busy anyway.
-  if (active > 1) prepareNext();
+  if (runs.size > 0) prepareNext();
+  prepared ??= prepareRuntime(await takeInstance());
+  const abort = new AbortController();
+  let script: ScriptRun | undefined;
   const host = createRunHost({
     cid: request.cid,
-    deadline: Date.now() + request.timeoutMs,
+    deadline: () => script?.deadline() ?? Date.now() + request.timeoutMs,
     limits,
     fetchPolicy,
+    resolve,
+    signal: abort.signal,
     requestKey: (r) => requestKey(runId, r),
   });
-  let outcome;
-  try {
-    outcome = await runScript(module, request, limits, host, prepared);
-  } finally {
-    active--;
+  script = new ScriptRun(prepared, request, limits, host, {
+    runId,
+    board,
+    reap,
+    abort,
+    onSlice: (ms) => holdUp(runId, ms),
+  });
+  runs.set(runId, script);
+  // Registered before the run's code starts: a terminated slice unwinds this function's frame too,
+  // and the answer must still go out when the run is killed.
+  const ended = script;
+  void ended.outcome.then((outcome) => {
+    runs.delete(runId);
+    post({ type: "done", runId, outcome });
+    if (ended.instanceReusable) giveBack(ended.instance);
+    checkHeap();
+    prepareNext();
+  });
+  void ended.start();
+}
+
+/**
+ * A worker whose own JavaScript heap has grown past the threshold (host-side buffers of past runs,
+ * fragmentation) takes no new runs and asks to be replaced once those in flight end.
+ */
+function checkHeap(): void {
+  if (retiring) return;
+  if (getHeapStatistics().used_heap_size > init.recycle.workerHeapBytes) {
+    retiring = true;
+    next = undefined;
+    idle.length = 0;
+    post({ type: "retire" });
   }
-  post({ type: "done", runId, outcome });
-  prepareNext();
 }
 
 port.on("message", (message: ToWorker) => {
+  reap();
   switch (message.type) {
     case "run":
       void run(message.runId, message.request).catch((err: unknown) => {
         post({ type: "done", runId: message.runId, outcome: { logs: "", durationMs: 0, error: { code: "script_error", message: "the script could not be run" }, hostFailure: String(err) } });
       });
+      break;
+    case "reap":
+      break;
+    case "abort":
+      // The pool gave up on a run that neither answered nor held the thread: end it, drop its instance.
+      runs.get(message.runId)?.kill();
       break;
     case "keyReply": {
       const pending = pendingKeys.get(message.callId);

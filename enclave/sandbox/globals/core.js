@@ -143,18 +143,22 @@
     return kitObject;
   };
 
-  // Sigil: non-writable and non-configurable; built, deeply frozen, at its first use. `request` is
-  // the run's ({requestId, correlationId, cid}), given by the host when the run begins.
-  let requestJson = "null";
-  let sigil;
-  defineProperty(G, "Sigil", {
-    get() {
-      if (sigil === undefined) sigil = freeze({ Actions: need("actions").Actions, request: freeze(parse(requestJson)) });
-      return sigil;
-    },
-    enumerable: false,
-    configurable: false,
-  });
+  // Sigil: a data property, non-writable and non-configurable, deeply frozen, defined when the run
+  // begins (its `request` is the run's {requestId, correlationId, cid}). Each function of
+  // Sigil.Actions is a small stub here that forwards to the actions chunk, which is parsed only at the
+  // first call (or ahead of it, when the host prepares a runtime while idle): a run that never signs
+  // does not pay for it. The names must match actions.js (the sandbox's tests compare them).
+  const ACTION_NAMES = [
+    "signMessage", "signTypedData", "signTransaction", "signDigest", "getPublicKey", "getPrivateKey", "encrypt", "decrypt",
+    "getActionWalletAddress", "getActionPublicKey", "signMessageAsAction", "getActionPrivateKey", "setResponse", "keccak256", "sha256",
+  ];
+  const Actions = {};
+  for (let i = 0; i < ACTION_NAMES.length; i++) {
+    const name = ACTION_NAMES[i];
+    // The computed key gives each stub its name (Sigil.Actions.signMessage.name === "signMessage").
+    Actions[name] = freeze({ [name]: (args) => need("actions").Actions[name](args) }[name]);
+  }
+  freeze(Actions);
   lazyGlobal("console", "console");
   for (const name of ["setTimeout", "clearTimeout", "queueMicrotask"]) lazyGlobal(name, "timers");
   for (const name of ["TextEncoder", "TextDecoder", "atob", "btoa"]) lazyGlobal(name, "text");
@@ -181,6 +185,10 @@
   defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
+  function bigintAsDecimal(_key, value) {
+    return typeof value === "bigint" ? P.String(value) : value;
+  }
+
   // What the host drives the run with.
   async function callMain(paramsJson, moduleNamespace) {
     const params = parse(paramsJson);
@@ -190,7 +198,8 @@
     if (typeof main !== "function") throw need("host").codedError("script_error", "the script must define main(params)");
     const value = await apply(main, undefined, [params]);
     const out = value === undefined ? (responseSet ? responseValue : null) : value;
-    const json = P.stringify(out);
+    // A BigInt has no JSON form: the response carries it as its decimal string.
+    const json = P.stringify(out, bigintAsDecimal);
     return json === undefined ? "null" : json;
   }
   const fireTimer = (id) => need("timers").fire(id);
@@ -198,7 +207,8 @@
   // Before the run (the host prepares a runtime ahead): the run's own facts, and the chunks that
   // build Sigil.Actions parsed ahead of the script's first use of Sigil.
   const begin = (json) => {
-    requestJson = json;
+    const Sigil = freeze({ Actions, request: freeze(parse(json)) });
+    defineProperty(G, "Sigil", { __proto__: null, value: Sigil, writable: false, enumerable: false, configurable: false });
   };
   const preload = () => {
     need("actions");

@@ -8,7 +8,6 @@
   const { asyncCall } = kit;
   const text = need("text");
   const btoaFn = text.btoa;
-  const atobFn = text.atob;
   const encoder = new text.TextEncoder();
   const decoder = new text.TextDecoder();
   const encode = text.TextEncoder.prototype.encode;
@@ -86,13 +85,6 @@
     return btoaFn(binary);
   }
 
-  function base64ToBytes(b64) {
-    const binary = atobFn(b64);
-    const bytes = new Uint8ArrayCtor(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = apply(P.charCodeAt, binary, [i]);
-    return bytes;
-  }
-
   class ResponseClass {
     #bytes;
     #used = false;
@@ -103,7 +95,8 @@
       this.url = r.url;
       this.redirected = r.redirected;
       this.headers = new HeadersClass(r.headers);
-      this.#bytes = base64ToBytes(r.body);
+      // The host copied the body into the VM as an ArrayBuffer of its own.
+      this.#bytes = new Uint8ArrayCtor(r.body);
     }
     #take() {
       if (this.#used) throw new TypeErrorCtor("the response body has already been read");

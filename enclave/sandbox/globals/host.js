@@ -43,8 +43,12 @@
     // the real constructor pinned on the promise itself, a script's Promise.prototype tampering
     // never sees (or rewrites) the host's reply.
     defineProperty(pending, "constructor", record({ value: P.Promise }));
-    const r = parse(await pending);
+    const reply = await pending;
+    // A reply with bytes (a fetch's body) comes as [json, ArrayBuffer]: the bytes copied straight
+    // into the VM, not through JSON.
+    const r = typeof reply === "string" ? parse(reply) : parse(reply[0]);
     if (!r.ok) throw codedError(r.code, r.message, r.name);
+    if (typeof reply !== "string") r.value.body = reply[1];
     return r.value;
   }
 
@@ -68,7 +72,7 @@
         message = typeof reason === "symbol" ? apply(P.symbolToString, reason, []) : P.String(reason);
       }
     } catch (e) {
-      message = "the script threw a value that cannot be described";
+      return P.stringify(record({ code: null, name: "Error", message: "the script threw a value that cannot be described", undescribable: true }));
     }
     return P.stringify(record({ code, name, message, stack }));
   }

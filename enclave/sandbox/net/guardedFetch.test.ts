@@ -7,11 +7,28 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { checkDestination, FetchError, guardedFetch } from "./guardedFetch.ts";
 import type { FetchPolicy, GuardedRequest, Resolver } from "./guardedFetch.ts";
 
-// The default resolver goes through this mock, never a real DNS server.
-const dnsLookup = vi.hoisted(() => vi.fn(async (_host: string, _opts: unknown): Promise<Array<{ address: string; family: number }>> => {
-  throw new Error("real DNS must not be used in tests");
-}));
-vi.mock("node:dns/promises", () => ({ lookup: dnsLookup, default: { lookup: dnsLookup } }));
+// The default resolver goes through this mock of c-ares' Resolver, never a real DNS server.
+const dns = vi.hoisted(() => {
+  const refuse = async (_host: string): Promise<string[]> => {
+    throw Object.assign(new Error("real DNS must not be used in tests"), { code: "ENOTFOUND" });
+  };
+  return { resolve4: vi.fn(refuse), resolve6: vi.fn(refuse), options: [] as unknown[] };
+});
+vi.mock("node:dns/promises", () => {
+  class Resolver {
+    constructor(options: unknown) {
+      dns.options.push(options);
+    }
+    setServers() {}
+    resolve4(host: string) {
+      return dns.resolve4(host);
+    }
+    resolve6(host: string) {
+      return dns.resolve6(host);
+    }
+  }
+  return { Resolver, default: { Resolver } };
+});
 
 // Safety net: any connect to something other than 127.0.0.1 / ::1 fails before a packet is sent,
 // and is recorded so a test can assert that none was even attempted.
@@ -306,17 +323,21 @@ describe("checkDestination (the decision, never a connection)", () => {
     await expect(checkDestination("http://10.0.0.5:8443/", allow, noDns)).resolves.toMatchObject({ allowListed: true });
   });
 
-  it("the default resolver is dns.promises.lookup with every answer in resolver order, and is skipped for literals and localhost", async () => {
-    dnsLookup.mockClear();
+  it("the default resolver is c-ares (dns.Resolver, with its own timeout): A and AAAA answers all checked, and it is skipped for literals and localhost", async () => {
+    dns.resolve4.mockClear();
+    dns.resolve6.mockClear();
     await checkDestination("http://localhost:1/", { allowHosts: new Set(["localhost:1"]), denyPorts: new Set() });
     await checkDestination("http://8.8.8.8/", policy);
-    expect(dnsLookup).not.toHaveBeenCalled();
-    dnsLookup.mockResolvedValueOnce([
-      { address: "93.184.215.14", family: 4 },
-      { address: "192.168.0.1", family: 4 },
-    ]);
+    expect(dns.resolve4).not.toHaveBeenCalled();
+    dns.resolve4.mockResolvedValueOnce(["93.184.215.14"]);
+    dns.resolve6.mockResolvedValueOnce(["fd00::1"]);
     await expect(checkDestination("http://mocked.example/", policy)).rejects.toMatchObject({ code: "network_refused" });
-    expect(dnsLookup).toHaveBeenCalledExactlyOnceWith("mocked.example", { all: true, order: "verbatim" });
+    expect(dns.resolve4).toHaveBeenCalledExactlyOnceWith("mocked.example");
+    expect(dns.resolve6).toHaveBeenCalledExactlyOnceWith("mocked.example");
+    expect(dns.options).toContainEqual({ timeout: 2_000, tries: 2 });
+    // A name with an A record and no AAAA record resolves to its A record.
+    dns.resolve4.mockResolvedValueOnce(["93.184.215.14"]);
+    await expect(checkDestination("http://mocked.example/", policy)).resolves.toMatchObject({ address: "93.184.215.14", family: 4 });
   });
 });
 

@@ -1,7 +1,7 @@
 // The host side of a script's `fetch` (sandbox.md, Limits). Every hop is checked after DNS
 // resolution and the socket is opened to the checked IP itself, so nothing resolves the name a
 // second time (no DNS rebinding). Redirects are followed here, one checked hop at a time.
-import { lookup as dnsLookup } from "node:dns/promises";
+import { Resolver as DnsResolver } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
@@ -63,10 +63,48 @@ export type Destination = {
   allowListed: boolean;
 };
 
-export const defaultResolver: Resolver = async (hostname) => {
-  const answers = await dnsLookup(hostname, { all: true, order: "verbatim" });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+/** How scripts' host names are resolved. */
+export type DnsSettings = {
+  /** Name servers ("ip" or "ip:port"); the system's (resolv.conf) when empty. */
+  servers: string[];
+  /** Per query attempt. */
+  timeoutMs: number;
+  tries: number;
 };
+
+export const DEFAULT_DNS: DnsSettings = { servers: [], timeoutMs: 2_000, tries: 2 };
+
+/**
+ * A resolver on c-ares (`dns.Resolver`), which queries on the event loop with its own timeout:
+ * `dns.lookup` would run getaddrinfo on libuv's small thread pool, where a slow name server holds the
+ * threads that WebCrypto, file and zlib work of every run also needs. A and AAAA are asked together;
+ * a name with neither is unresolvable. Names are never looked up in the hosts file (only the
+ * localhost names are handled, before any resolver).
+ */
+export function createResolver(settings: DnsSettings = DEFAULT_DNS): Resolver {
+  const resolver = new DnsResolver({ timeout: settings.timeoutMs, tries: settings.tries });
+  if (settings.servers.length > 0) resolver.setServers(settings.servers);
+  return async (hostname) => {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    const answers: Array<{ address: string; family: 4 | 6 }> = [];
+    if (v4.status === "fulfilled") for (const address of v4.value) answers.push({ address, family: 4 });
+    if (v6.status === "fulfilled") for (const address of v6.value) answers.push({ address, family: 6 });
+    if (answers.length === 0 && v4.status === "rejected") throw v4.reason;
+    return answers;
+  };
+}
+
+let defaultResolverInstance: Resolver | undefined;
+export const defaultResolver: Resolver = (hostname) => {
+  defaultResolverInstance ??= createResolver();
+  return defaultResolverInstance(hostname);
+};
+
+/**
+ * Bytes a run may hold in fetch responses that are not yet in its VM. A successful response's bytes
+ * stay taken; the caller gives them back once the body is where it counts otherwise.
+ */
+export type ByteBudget = { take(bytes: number): boolean; give(bytes: number): void; readonly maxBytes: number };
 
 const isLocalhostName = (host: string): boolean => {
   const h = host.endsWith(".") ? host.slice(0, -1) : host;
@@ -325,17 +363,21 @@ function send(dest: Destination, hop: Hop, signal: AbortSignal): Promise<RawResp
   });
 }
 
-/** Reads the body, destroying the socket as soon as it passes the cap or the signal aborts. */
-function readBody(dest: Destination, raw: RawResponse, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+/** Reads the body, destroying the socket as soon as it passes the cap or the budget, or the signal aborts. */
+function readBody(dest: Destination, raw: RawResponse, maxBytes: number, signal: AbortSignal, budget: ByteBudget | undefined): Promise<Uint8Array> {
   const { res, req } = raw;
   const tooBig = () => new FetchError("limit_exceeded", `fetch to ${dest.hostPort}: the response is larger than ${maxBytes} bytes.`);
+  const overBudget = () =>
+    new FetchError("limit_exceeded", `fetch to ${dest.hostPort}: the run's fetch responses in flight would pass its memory limit of ${budget?.maxBytes} bytes.`);
   return new Promise((resolve, reject) => {
     let settled = false;
+    let taken = 0;
     const fail = (err: unknown) => {
       if (settled) return;
       settled = true;
       signal.removeEventListener("abort", onAbort);
       req.destroy();
+      budget?.give(taken);
       reject(err);
     };
     const onAbort = () => fail(signal.reason);
@@ -346,9 +388,12 @@ function readBody(dest: Destination, raw: RawResponse, maxBytes: number, signal:
     const chunks: Buffer[] = [];
     let total = 0;
     res.on("data", (chunk: Buffer) => {
+      if (settled) return;
       total += chunk.length;
-      if (total > maxBytes) fail(tooBig());
-      else chunks.push(chunk);
+      if (total > maxBytes) return fail(tooBig());
+      if (budget && !budget.take(chunk.length)) return fail(overBudget());
+      taken += chunk.length;
+      chunks.push(chunk);
     });
     res.on("end", () => {
       if (settled) return;
@@ -367,7 +412,7 @@ function readBody(dest: Destination, raw: RawResponse, maxBytes: number, signal:
 export async function guardedFetch(
   request: GuardedRequest,
   policy: FetchPolicy,
-  options: { resolve?: Resolver; signal?: AbortSignal } = {},
+  options: { resolve?: Resolver; signal?: AbortSignal; budget?: ByteBudget } = {},
 ): Promise<GuardedResponse> {
   const resolve = options.resolve ?? defaultResolver;
   const controller = new AbortController();
@@ -388,7 +433,7 @@ export async function guardedFetch(
       const raw = await send(dest, hop, signal);
       const next = mode === "manual" ? undefined : nextHop(hop, raw.status, raw.location);
       if (next === undefined) {
-        const body = await readBody(dest, raw, policy.maxResponseBytes, signal);
+        const body = await readBody(dest, raw, policy.maxResponseBytes, signal, options.budget);
         raw.req.destroy();
         return { status: raw.status, statusText: raw.statusText, headers: raw.headers, url: hop.url.href, redirected: redirects > 0, body };
       }

@@ -1,0 +1,64 @@
+// One QuickJS WebAssembly instance per run in flight (sandbox.md, Limits and isolation). Each
+// instance has its own linear memory, created here with a maximum of the instance's base size plus
+// the run's memory limit, so everything the run puts in the VM — its own objects, every copy the
+// host makes into it (fetch bodies, host replies), whatever its getters allocate when the host reads
+// a thrown error — counts against that one limit, enforced by WebAssembly itself. A run whose code
+// had to be ended from outside (slices.ts) may leave its instance half-way through an allocation:
+// such an instance is dropped, never reused, and no other run shares it. A clean run's instance goes
+// back to its worker's idle list, unless its heap grew past the recycle threshold.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import variant from "@jitl/quickjs-wasmfile-release-sync";
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+
+const PAGE = 65_536;
+/** The linear memory the QuickJS build declares as its minimum (16 MiB): the runtime, its context and the sandbox's core live there. */
+export const INSTANCE_BASE_BYTES = 16 << 20;
+
+let compiled: Promise<WebAssembly.Module> | undefined;
+
+/** The QuickJS build compiled once per thread; instantiating it again costs about 2 ms, compiling it again would cost more. */
+function compiledModule(): Promise<WebAssembly.Module> {
+  compiled ??= WebAssembly.compile(readFileSync(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")));
+  return compiled;
+}
+
+export type SandboxInstance = {
+  readonly module: QuickJSWASMModule;
+  /** The instance's heap size now (it never shrinks). */
+  heapBytes(): number;
+  /** Whether the heap refused to grow past its maximum since the last `resetRefused()`. */
+  readonly refused: boolean;
+  resetRefused(): void;
+};
+
+/** A new instance whose heap may grow to INSTANCE_BASE_BYTES + `memoryLimitBytes` and no further. */
+export async function createInstance(memoryLimitBytes: number): Promise<SandboxInstance> {
+  const basePages = INSTANCE_BASE_BYTES / PAGE;
+  const memory = new WebAssembly.Memory({ initial: basePages, maximum: basePages + Math.ceil(memoryLimitBytes / PAGE) });
+  let refused = false;
+  // Emscripten's sbrk grows the heap through this method and turns a throw into a failed malloc
+  // (QuickJS then throws "out of memory" inside the script): only the refusal is recorded here.
+  const grow = memory.grow.bind(memory);
+  memory.grow = (deltaPages: number) => {
+    try {
+      return grow(deltaPages);
+    } catch (err) {
+      refused = true;
+      throw err;
+    }
+  };
+  const wasmModule = await compiledModule();
+  // The package is dual-format; under NodeNext its types resolve to the CommonJS namespace.
+  const module = await newQuickJSWASMModuleFromVariant(newVariant(variant as unknown as QuickJSSyncVariant, { wasmModule, wasmMemory: memory }));
+  return {
+    module,
+    heapBytes: () => memory.buffer.byteLength,
+    get refused() {
+      return refused;
+    },
+    resetRefused() {
+      refused = false;
+    },
+  };
+}
