@@ -8,6 +8,7 @@
 // the grace period, ends that slice alone (terminator.ts) — the worker and its other runs go on, and
 // the run is answered `timeout`, billed its whole grant. Only if that cannot be done (no inspector in
 // this Node, or the termination did not land) is the whole worker replaced, as is a worker that dies.
+import { randomUUID } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import { SigilError } from "../../shared/errors.ts";
 import type { SandboxLimits } from "../config.ts";
@@ -46,6 +47,7 @@ const BACKSTOP_MIN_MS = 30_000;
 type Pending = { resolve: (o: RunOutcome) => void; reject: (e: Error) => void; keys: KeyProvider; request: RunRequest; backstop: NodeJS.Timeout };
 type Slot = {
   worker: Worker;
+  name: string;
   ready: Promise<void>;
   runs: Map<number, Pending>;
   index: number;
@@ -139,10 +141,12 @@ export class SandboxPool {
     const sliceBoard = new SharedArrayBuffer(SLICE_BOARD_BYTES);
     const init: WorkerInit = { limits: this.#o.limits, fetchPolicy: this.#o.fetchPolicy, dns: this.#o.dns, sliceBoard, recycle: this.#o.recycle };
     // QuickJS recursion runs on the thread's native stack; 8 MiB leaves room for the 1 MiB script stack limit.
-    const worker = new Worker(new URL("./worker.ts", import.meta.url), { workerData: init, resourceLimits: { stackSizeMb: 8 } });
+    // A unique name: the terminator finds the worker's inspector session by it.
+    const name = `sigil-sandbox-${index}-${randomUUID()}`;
+    const worker = new Worker(new URL("./worker.ts", import.meta.url), { name, workerData: init, resourceLimits: { stackSizeMb: 8 } });
     let markReady: () => void = () => {};
     const ready = new Promise<void>((resolve) => (markReady = resolve));
-    const slot: Slot = { worker, ready, runs: new Map(), index, watch: new SliceWatch(sliceBoard), killing: undefined, retiring: false };
+    const slot: Slot = { worker, name, ready, runs: new Map(), index, watch: new SliceWatch(sliceBoard), killing: undefined, retiring: false };
     worker.on("message", (message: FromWorker) => {
       if (message.type === "ready") markReady();
       else if (message.type === "retire") this.#retire(slot);
@@ -164,6 +168,8 @@ export class SandboxPool {
       clearTimeout(pending.backstop);
       slot.runs.delete(message.runId);
       if (message.outcome.hostFailure) this.#o.log.error("sandbox host failure during a run", { error: message.outcome.hostFailure });
+      // Its killed slice was reaped: the worker is no longer held.
+      if (slot.killing?.runId === message.runId) slot.killing = undefined;
       pending.resolve(message.outcome);
       if (slot.retiring && slot.runs.size === 0) this.#replace(slot);
       return;
@@ -209,7 +215,7 @@ export class SandboxPool {
         else if (now - slot.killing.since > TERMINATION_TIMEOUT_MS) this.#replaceStuck(slot, "its termination did not land");
         continue;
       }
-      if (!this.#terminator || !this.#terminator.attached(slot.worker.threadId)) {
+      if (!this.#terminator || !this.#terminator.attached(slot.name)) {
         const current = slot.watch.current();
         if (current && now > current.deadline + grace + 5_000) this.#replaceStuck(slot, "it cannot be ended alone");
         continue;
@@ -223,7 +229,7 @@ export class SandboxPool {
         overdue_ms: now - claimed.deadline,
         ran_ms: now - claimed.startedAt,
       });
-      void this.#terminator.terminate(slot.worker.threadId).then((sent) => {
+      void this.#terminator.terminate(slot.name).then((sent) => {
         if (sent) this.#post(slot, { type: "reap" });
         else {
           slot.watch.release();

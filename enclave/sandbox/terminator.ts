@@ -11,8 +11,8 @@ type Post = (method: string, params?: object) => Promise<unknown>;
 
 export class Terminator {
   readonly #post: Post;
-  /** Inspector session id of each worker thread. */
-  readonly #sessions = new Map<number, string>();
+  /** Inspector session id of each worker, by the worker's (unique) name. */
+  readonly #sessions = new Map<string, string>();
 
   private constructor(session: inspector.Session) {
     this.#post = (method, params) =>
@@ -37,12 +37,15 @@ export class Terminator {
     session.connect();
     const terminator = new Terminator(session);
     session.on("NodeWorker.attachedToWorker", (message) => {
-      const { sessionId, workerInfo } = message.params as { sessionId: string; workerInfo: { workerId: string } };
-      terminator.#sessions.set(Number(workerInfo.workerId), sessionId);
+      const { sessionId, workerInfo } = message.params as { sessionId: string; workerInfo: { title: string } };
+      // The inspector numbers workers in the order they attach, not by thread: a worker is known by
+      // the name it was given, which its title ("[worker <thread>] <name>") ends with.
+      const name = /^\[worker \d+\] (.*)$/.exec(workerInfo.title)?.[1];
+      if (name !== undefined) terminator.#sessions.set(name, sessionId);
     });
     session.on("NodeWorker.detachedFromWorker", (message) => {
       const { sessionId } = message.params as { sessionId: string };
-      for (const [thread, id] of terminator.#sessions) if (id === sessionId) terminator.#sessions.delete(thread);
+      for (const [name, id] of terminator.#sessions) if (id === sessionId) terminator.#sessions.delete(name);
     });
     try {
       await terminator.#post("NodeWorker.enable", { waitForDebuggerOnStart: false });
@@ -53,14 +56,14 @@ export class Terminator {
     return terminator;
   }
 
-  /** Whether the worker thread is attached (workers attach shortly after they start). */
-  attached(threadId: number): boolean {
-    return this.#sessions.has(threadId);
+  /** Whether the worker named `name` is attached (workers attach shortly after they start). */
+  attached(name: string): boolean {
+    return this.#sessions.has(name);
   }
 
-  /** Terminates what the worker thread is executing now; false if it cannot be reached. */
-  async terminate(threadId: number): Promise<boolean> {
-    const sessionId = this.#sessions.get(threadId);
+  /** Terminates what the worker named `name` is executing now; false if it cannot be reached. */
+  async terminate(name: string): Promise<boolean> {
+    const sessionId = this.#sessions.get(name);
     if (sessionId === undefined) return false;
     try {
       await this.#post("NodeWorker.sendMessageToWorker", { sessionId, message: JSON.stringify({ id: 1, method: "Runtime.terminateExecution" }) });

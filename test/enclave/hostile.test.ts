@@ -10,9 +10,12 @@
 // (refused) or to the allow-listed fetch target.
 import { getAddress, recoverMessageAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
+import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
+import { startDnsServer, type DnsServer } from "../emulators/dnsServer.ts";
 import { ok, run, type Reply, type RunResult } from "./client.ts";
+import { callAt, startOwnEnclave } from "./ownEnclave.ts";
 
 const HELLO = `async function main(params) {
   console.log("hello", params.name);
@@ -124,9 +127,9 @@ describe("memory and stack", () => {
   });
 
   // Each iteration allocates megabytes in one C call, so QuickJS's interrupt poll (every few
-  // thousand iterations) comes far too late; the heap guard refuses the growth instead, the
-  // allocation throws "out of memory" inside the script, and the run ends in memory_limit — its
-  // worker kept, and the runs sharing that worker untouched.
+  // thousand iterations) comes far too late; the run's own instance refuses to grow past its limit
+  // instead, the allocation throws "out of memory" inside the script, and the run ends in
+  // memory_limit — its worker kept, and the runs sharing that worker untouched.
   it("an array of 1 MiB strings growing forever ends in memory_limit, without harming the runs that share its worker", async () => {
     const sleeper = `async function main(p) { await new Promise((r) => setTimeout(r, 1500)); return "still here " + p.n; }`;
     const neighbours = [0, 1, 2, 3].map((n) => run(apiKey, sleeper, { n }));
@@ -695,6 +698,115 @@ describe("error codes and isolation", () => {
   });
 
   it("the enclave is alive and answers hello world after the error-code and isolation cases", expectEnclaveHealthy);
+});
+
+// The limits an outside review broke (issue 11, points 1, 2 and 8), attacked from the sides the
+// review used: built-ins that run long without polling the interrupt handler, host replies copied
+// into the VM, getters the host calls, and neighbours on the same worker.
+describe("limits that hold whatever the script calls, and neighbours that do not pay for them", () => {
+  /** 300 scans of a 16 MiB string: each one call of a built-in, long enough to miss every interrupt poll. */
+  const INDEXOF_LOOP = `async function main() {
+    const s = "a".repeat(1 << 24);
+    let n = 0;
+    for (let i = 0; i < 300; i++) n += s.indexOf("b");
+    return n;
+  }`;
+
+  it("300 indexOf scans of a 16 MiB string with timeout_ms 2000 end in timeout at the deadline (billed the whole 2 s), not when the scans end", async () => {
+    const started = Date.now();
+    const r = await run(apiKey, INDEXOF_LOOP, null, { timeout_ms: 2000 });
+    const error = expectRunError(r, "timeout");
+    expect(error.message).toMatch(/time limit of 2000 ms/);
+    expect(r.body.duration_ms).toBe(2000);
+    // The scans alone take far longer; the old fallback came 5 s after the deadline.
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+
+  it("a thrown object whose name getter allocates without end ends in memory_limit; one whose message getter scans in a loop ends in timeout", async () => {
+    const memory = await run(apiKey, `async function main() {
+      throw { get name() { const a = []; for (;;) a.push("x".repeat(1 << 20) + a.length); }, message: "m" };
+    }`, null, { timeout_ms: 20_000 });
+    expectRunError(memory, "memory_limit");
+    const slow = await run(apiKey, `async function main() {
+      throw { get message() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return String(n); } };
+    }`, null, { timeout_ms: 1500 });
+    expectRunError(slow, "timeout");
+  });
+
+  it("50 parallel 10 MiB fetches never put more than the memory limit into a run, and six such runs at once leave the enclave serving", async () => {
+    const greedy = `async function main() {
+      const settled = await Promise.allSettled(Array.from({ length: 50 }, () => fetch(${JSON.stringify(`${targetUrl()}/big?bytes=${10 << 20}`)}).then((r) => r.arrayBuffer())));
+      let bytes = 0, refused = 0;
+      for (const s of settled) {
+        if (s.status === "fulfilled") bytes += s.value.byteLength;
+        else if (s.reason.code === "limit_exceeded") refused++;
+      }
+      return { bytes, refused };
+    }`;
+    const replies = await Promise.all(Array.from({ length: 6 }, () => run(apiKey, greedy, null, { timeout_ms: 60_000 })));
+    for (const r of replies) {
+      expect(r.status).toBe(200);
+      if (r.body.has_error) {
+        expect(r.body.error?.code).toBe("memory_limit");
+      } else {
+        const { bytes, refused } = r.body.response as { bytes: number; refused: number };
+        expect(bytes).toBeLessThanOrEqual(64 << 20);
+        expect(refused).toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it("the enclave is alive and answers hello world after the long built-ins, the getters and the fetches", expectEnclaveHealthy);
+
+  describe("on an enclave with one sandbox worker", () => {
+    let own: EnclaveProcess;
+    let dns: DnsServer;
+    beforeAll(async () => {
+      dns = await startDnsServer({ answers: { "fast.test": "127.0.0.1" }, silent: ["slow.test"] });
+      own = await startOwnEnclave({
+        instanceIndex: 23,
+        env: { SIGIL_DNS_SERVERS: dns.address, SIGIL_DNS_TIMEOUT_MS: "3000", SIGIL_FETCH_ALLOW: `fast.test:${targetPort()}` },
+      });
+    });
+    afterAll(async () => {
+      await own?.stop();
+      await dns?.close();
+    });
+    const runOn = (code: string, params: unknown, extra: Record<string, unknown> = {}) =>
+      callAt<RunResult>(own.url, "execute", { api_key: apiKey, code, js_params: params, ...extra });
+
+    it("runs that share the worker with a long built-in keep their own time limit and succeed; the offender ends in timeout", async () => {
+      const offender = runOn(INDEXOF_LOOP, null, { timeout_ms: 3000 });
+      await sleep(300);
+      // Shorter limits than the offender's: the time it holds the thread is not theirs.
+      const neighbours = [0, 1, 2].map((n) => runOn(`async function main(p) { await new Promise((r) => setTimeout(r, 100)); return "neighbour " + p.n; }`, { n }, { timeout_ms: 1000 }));
+      expect((await Promise.all(neighbours)).map(expectSuccess)).toEqual(["neighbour 0", "neighbour 1", "neighbour 2"]);
+      expectRunError(await offender, "timeout");
+    });
+
+    it("a name server that never answers costs the fetches their DNS timeout, and WebCrypto work of another run goes on meanwhile", async () => {
+      const stuck = runOn(`async function main() {
+        const settled = await Promise.allSettled(Array.from({ length: 16 }, () => fetch("http://slow.test/")));
+        return settled.map((s) => s.status === "rejected" ? s.reason.message : "answered");
+      }`, null);
+      let stuckDone = false;
+      void stuck.then(() => (stuckDone = true));
+      await sleep(300);
+      const crypto = await runOn(`async function main({ wallet }) {
+        const sealed = await Sigil.Actions.encrypt({ pkpId: wallet, plaintext: "kept" });
+        const opened = await Sigil.Actions.decrypt({ pkpId: wallet, ciphertext: sealed });
+        const hello = await (await fetch(${JSON.stringify(`http://fast.test:${targetPort()}/hello`)})).text();
+        return { opened, hello };
+      }`, { wallet });
+      expect(expectSuccess(crypto)).toEqual({ opened: "kept", hello: "hello from the target" });
+      // The 16 lookups were still waiting for their name server when the other run was done.
+      expect(stuckDone).toBe(false);
+      const answers = expectSuccess(await stuck) as string[];
+      expect(answers).toHaveLength(16);
+      for (const a of answers) expect(a).toBe("fetch to slow.test:80 failed: the host name could not be resolved.");
+      expect(dns.questions).toContain("slow.test A");
+    });
+  });
 });
 
 describe("1 000 concurrent runs", () => {

@@ -14,6 +14,7 @@
     getPrototypeOf: Object.getPrototypeOf,
     setPrototypeOf: Object.setPrototypeOf,
     getOwnPropertyDescriptor: Object.getOwnPropertyDescriptor,
+    is: Object.is,
     objectKeys: Object.keys,
     ObjectPrototype: Object.prototype,
     objToString: Object.prototype.toString,
@@ -166,6 +167,48 @@
   lazyGlobal("crypto", "crypto");
   lazyGlobal("structuredClone", "clone");
   for (const name of ["fetch", "Headers", "Response"]) lazyGlobal(name, "fetch");
+
+  // ─── the global object's fixed properties stay fixed ───────────────────────────────────────
+  // QuickJS lets [[DefineOwnProperty]] on the global object change the value of a non-writable,
+  // non-configurable data property (measured: Object.defineProperty(globalThis, "Sigil", {value: 1})
+  // succeeds and replaces it), which the language forbids. For the global properties the sandbox
+  // fixes (Sigil, eval, Function) the three ways to define a property refuse, as the language says.
+  const FIXED = ["Sigil", "eval", "Function"];
+  const changesFixed = (target, key, desc) => {
+    if (target !== G || (key !== "Sigil" && key !== "eval" && key !== "Function")) return false;
+    if (desc === null || typeof desc !== "object") return false; // the real call reports that
+    const current = P.getOwnPropertyDescriptor(G, key);
+    return current !== undefined && "value" in desc && !P.is(desc.value, current.value);
+  };
+  const realDefineProperty = Object.defineProperty;
+  const realDefineProperties = Object.defineProperties;
+  const realReflectDefine = Reflect.defineProperty;
+  const redefined = {
+    defineProperty(o, p, attributes) {
+      const key = typeof p === "symbol" ? p : P.String(p);
+      if (changesFixed(o, key, attributes)) throw new P.TypeError(`Cannot redefine property: ${key}`);
+      return apply(realDefineProperty, Object, [o, key, attributes]);
+    },
+    defineProperties(o, properties) {
+      if (o === G && properties !== null && typeof properties === "object") {
+        for (let i = 0; i < FIXED.length; i++) {
+          const key = FIXED[i];
+          if (P.getOwnPropertyDescriptor(properties, key) !== undefined && changesFixed(o, key, properties[key])) throw new P.TypeError(`Cannot redefine property: ${key}`);
+        }
+      }
+      return apply(realDefineProperties, Object, [o, properties]);
+    },
+  };
+  const reflectRedefined = {
+    defineProperty(o, p, attributes) {
+      const key = typeof p === "symbol" ? p : P.String(p);
+      if (changesFixed(o, key, attributes)) return false;
+      return apply(realReflectDefine, Reflect, [o, key, attributes]);
+    },
+  };
+  defineProperty(Object, "defineProperty", { value: redefined.defineProperty, writable: true, enumerable: false, configurable: true });
+  defineProperty(Object, "defineProperties", { value: redefined.defineProperties, writable: true, enumerable: false, configurable: true });
+  defineProperty(Reflect, "defineProperty", { value: reflectRedefined.defineProperty, writable: true, enumerable: false, configurable: true });
 
   // ─── no code generation from strings ──────────────────────────────────────────────────────
   const refuse = function () {

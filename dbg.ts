@@ -1,0 +1,15 @@
+import { SandboxPool } from "./enclave/sandbox/pool.ts";
+import { readEnclaveConfig } from "./enclave/config.ts";
+import { createLogger } from "./enclave/log.ts";
+const config = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20), SIGIL_SANDBOX_WORKERS: "2" });
+const p = await SandboxPool.start({ workers: 2, runsPerWorker: 8, limits: config.limits, fetchPolicy: { allowHosts: [], denyPorts: [], timeoutMs: 1000, maxResponseBytes: 1000, maxRedirects: 1 }, dns: config.dns, recycle: config.sandboxRecycle, log: createLogger("debug"), watchdogGraceMs: 100 });
+const run = async (code: string, timeoutMs = 5000) => { const t0 = performance.now(); const o = await p.run({ code, cid: "Qm", paramsJson: "null", timeoutMs, requestId: "x", correlationId: null }, async () => { throw new Error("no"); }); console.log(Math.round(performance.now() - t0), JSON.stringify(o).slice(0, 200)); };
+const loop = `const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b");`;
+await run(`async function main() { await new Promise(r => setTimeout(r, 10)); ${loop} }`, 1500);
+await run(`async function main() { return 1 }`);
+await Promise.all([run(`async function main() { ${loop} }`, 1500), run(`async function main() { ${loop} }`, 1500)]);
+await run(`async function main() { return 2 }`);
+await run(`async function main() { await null; ${loop} }`, 1500);
+await run(`async function main() { return 3 }`);
+console.log(p.restarts, p.terminations);
+await p.close();
