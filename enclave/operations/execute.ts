@@ -3,7 +3,7 @@
 import { sha256 } from "@noble/hashes/sha2";
 import { CID } from "multiformats/cid";
 import { getAddress } from "viem";
-import { computeCid } from "../../shared/cid.ts";
+import { canonicalCid, computeCid } from "../../shared/cid.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { cidHash } from "../../shared/hashing.ts";
@@ -103,8 +103,15 @@ async function provideKey(
   request: KeyRequest,
 ): Promise<KeyMaterial> {
   if (request.kind === "action") {
-    const k = enclave.keyring.actionKey(request.cid);
-    return { privateKey: k.privateKey };
+    // The identity of a CID is that of its canonical form: a script asking for its own CID's
+    // CIDv1 (bafy…) gets its own identity, as a grant in that form authorizes its runs.
+    let cid: string;
+    try {
+      cid = canonicalCid(request.cid);
+    } catch (err) {
+      throw new CodedError("script_error", `cid ${JSON.stringify(request.cid)} names no script, so it has no action identity: ${(err as Error).message}`);
+    }
+    return { privateKey: enclave.keyring.actionKey(cid).privateKey };
   }
   const wallet = getAddress(request.pkpId.toLowerCase());
   let grant;
