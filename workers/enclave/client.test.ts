@@ -26,6 +26,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     contractAddress: undefined,
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10 },
     billing: false,
+    maxCodeBytes: 4 << 20,
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }
