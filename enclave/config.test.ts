@@ -70,6 +70,7 @@ describe("readEnclaveConfig: defaults", () => {
     expect(c.listenerMaxRange).toBe(2_000);
     expect(c.listenerReorgDepth).toBe(3);
     expect(c.ipfsGateway).toBe("https://ipfs.io");
+    expect(c.ipfsTimeoutMs).toBe(30_000);
     expect(c.limits.timeoutMs).toBe(60_000);
     expect(c.limits.memoryLimitBytes).toBe(64 << 20);
   });

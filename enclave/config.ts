@@ -41,6 +41,8 @@ const schema = z
     /** The app-compose the simulated TEE measures; deploy/app-compose.dev.json by default. */
     SIGIL_APP_COMPOSE_FILE: z.string().min(1).optional(),
     SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
+    /** How long fetching `ipfs_id` code may take, answer and body; past it the gateway counts as unavailable. */
+    SIGIL_IPFS_TIMEOUT_MS: int(100, 900_000).default(30_000),
     /** Exact host:port pairs that scripts may fetch although they are not public addresses. */
     SIGIL_FETCH_ALLOW: z.string().default(""),
     /** Ports on loopback scripts may never reach (the edge's); the enclave's own port is always added. */
@@ -117,6 +119,8 @@ export type EnclaveConfig = {
     | { provider: "dstack"; endpoint: string | undefined };
   attestation: { source: "dstack"; endpoint: string | undefined } | { source: "simulated"; appComposeFile: string | undefined };
   ipfsGateway: string;
+  /** The whole fetch of `ipfs_id` code, answer and body. */
+  ipfsTimeoutMs: number;
   fetchAllow: ReadonlySet<string>;
   fetchDenyPorts: ReadonlySet<number>;
   sandboxWorkers: number;
@@ -188,6 +192,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
         ? { source: "dstack", endpoint: c.DSTACK_SIMULATOR_ENDPOINT }
         : { source: "simulated", appComposeFile: c.SIGIL_APP_COMPOSE_FILE },
     ipfsGateway: c.SIGIL_IPFS_GATEWAY.replace(/\/+$/, ""),
+    ipfsTimeoutMs: c.SIGIL_IPFS_TIMEOUT_MS,
     fetchAllow,
     fetchDenyPorts: denyPorts,
     sandboxWorkers: c.SIGIL_SANDBOX_WORKERS,

@@ -1,6 +1,12 @@
 // CIDv0 exactly as `ipfs add` computes it with its defaults (fixed vectors from go-ipfs / kubo).
 import { describe, expect, it } from "vitest";
-import { computeCid, isCidV0 } from "./cid.ts";
+import { CID } from "multiformats/cid";
+import { base36 } from "multiformats/bases/base36";
+import { base58btc } from "multiformats/bases/base58";
+import { sha512 } from "multiformats/hashes/sha2";
+import { create as digestOf } from "multiformats/hashes/digest";
+import { canonicalCid, computeCid, isCidV0 } from "./cid.ts";
+import { SigilError } from "./errors.ts";
 
 const HELLO_WORLD_NL = "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o";
 const EMPTY = "QmbFMke1KXqnYyBBWxB74N4c5SBnJMVAiMNRcGu6x1AwQH";
@@ -95,5 +101,47 @@ describe("isCidV0", () => {
 
   it("rejects a 46-character base58 string that does not start with Qm", () => {
     expect(isCidV0(`Qn${MAIN_SCRIPT.slice(2)}`)).toBe(false);
+  });
+});
+
+describe("canonicalCid", () => {
+  const v1 = CID.parse(MAIN_SCRIPT).toV1();
+
+  it("keeps a CIDv0 as it is", () => {
+    for (const cid of VECTORS) expect(canonicalCid(cid)).toBe(cid);
+  });
+
+  it("turns a dag-pb sha2-256 CIDv1 into its CIDv0, in base32 (bafy…), base58btc (z…) and base36 (k…)", () => {
+    expect(v1.toString()).toMatch(/^bafy/);
+    for (const form of [v1.toString(), v1.toString(base58btc), v1.toString(base36)]) expect(canonicalCid(form), form).toBe(MAIN_SCRIPT);
+  });
+
+  function refusal(value: string): SigilError {
+    try {
+      canonicalCid(value);
+    } catch (err) {
+      expect(err).toBeInstanceOf(SigilError);
+      return err as SigilError;
+    }
+    throw new Error(`${value} was accepted`);
+  }
+
+  it("refuses, with 400 invalid_request, a CID that can name no script: raw codec, another hash, a short sha2-256 digest", async () => {
+    const raw = CID.createV1(0x55, v1.multihash).toString();
+    expect(raw).toMatch(/^bafkrei/);
+    const otherHash = CID.createV1(0x70, await sha512.digest(new TextEncoder().encode(MAIN_SCRIPT_SOURCE))).toString();
+    const shortDigest = CID.createV1(0x70, digestOf(0x12, v1.multihash.digest.slice(0, 20))).toString();
+    for (const cid of [raw, otherHash, shortDigest]) {
+      const err = refusal(cid);
+      expect(err.code).toBe("invalid_request");
+      expect(err.status).toBe(400);
+      expect(err.message).toMatch(/cannot name a script/);
+    }
+  });
+
+  it("refuses what is not a CID, or not one in a base it reads", () => {
+    for (const value of ["not-a-cid", "", ` ${MAIN_SCRIPT}`, MAIN_SCRIPT.slice(0, 45), v1.toString().toUpperCase(), "0x1234"]) {
+      expect(refusal(value).message, value).toMatch(/not an IPFS CID/);
+    }
   });
 });

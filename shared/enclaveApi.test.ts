@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { NO_PERMISSIONS } from "../test/harness/permissions.ts";
 import { generateApiKey } from "./apiKey.ts";
 import { apiKeyHash, toHash32 } from "./hashing.ts";
+import { CID } from "multiformats/cid";
 import { enclaveOperations, groupIdField, requestSchemas, type EnclaveOperation } from "./enclaveApi.ts";
 
 const KEY = generateApiKey();
@@ -161,7 +162,7 @@ describe("execute", () => {
   });
 
   it("rejects both code and ipfs_id", () => {
-    const result = parse("execute", { api_key: KEY, code: "return 1", ipfs_id: "Qm" });
+    const result = parse("execute", { api_key: KEY, code: "return 1", ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" });
     expect(result.success).toBe(false);
     expect(result.error?.issues[0]?.message).toMatch(/exactly one of code and ipfs_id/);
   });
@@ -184,5 +185,28 @@ describe("execute", () => {
 
   it("rejects an empty ipfs_id", () => {
     expect(parse("execute", { api_key: KEY, ipfs_id: "" }).success).toBe(false);
+  });
+});
+
+describe("CIDs", () => {
+  const QM = "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG";
+  const BAFY = CID.parse(QM).toV1().toString();
+  const RAW = CID.createV1(0x55, CID.parse(QM).multihash).toString();
+
+  it("turn a script's CIDv1 into its CIDv0 in every field that takes one", () => {
+    expect(requestSchemas.add_action.parse({ api_key: KEY, action_ipfs_cid: BAFY, name: "a", description: "" }).action_ipfs_cid).toBe(QM);
+    expect(requestSchemas.add_action_to_group.parse({ api_key: KEY, group_id: 1, action_ipfs_cid: BAFY }).action_ipfs_cid).toBe(QM);
+    expect(requestSchemas.execute.parse({ api_key: KEY, ipfs_id: BAFY }).ipfs_id).toBe(QM);
+    const group = { api_key: KEY, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [BAFY, QM, "0", 0, HASH] };
+    expect(requestSchemas.add_group.parse(group).cid_hashes_permitted).toEqual([QM, QM, "0", 0, HASH]);
+  });
+
+  it("refuse a CID with no CIDv0 form, with the field's path and a message that says why", () => {
+    const result = parse("update_group", { api_key: KEY, group_id: 1, name: "g", description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0", RAW] });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues.map((i) => i.path.join("."))).toEqual(["cid_hashes_permitted.1"]);
+    expect(result.error?.issues[0]?.message).toMatch(/cannot name a script/);
+    expect(parse("add_action", { api_key: KEY, action_ipfs_cid: RAW, name: "a", description: "" }).success).toBe(false);
+    expect(parse("execute", { api_key: KEY, ipfs_id: RAW }).success).toBe(false);
   });
 });

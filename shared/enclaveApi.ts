@@ -4,6 +4,8 @@
 // enclave hashes the key itself: it never trusts the edge for authorization.
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
+import { canonicalCid } from "./cid.ts";
+import { SigilError } from "./errors.ts";
 
 /** Every internal operation, by the path segment it is served at: `POST /internal/v1/<op>`. */
 export const enclaveOperations = [
@@ -53,8 +55,32 @@ export const hash32Field = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x f
 /** `pkp_id`: a wallet address (any case) or the decimal id of one of the caller's wallets. */
 export const pkpIdField = z.union([addressField, z.string().regex(/^\d{1,20}$/, "must be a wallet address or a decimal wallet id"), z.number().int().nonnegative()]);
 
-/** An entry of `cid_hashes_permitted`: a raw CID, a `0x` hash, or `"0"` (any action). */
-export const cidOrHashField = z.union([z.string().min(1).max(128), z.literal(0)]);
+/** A raw CID as its canonical CIDv0 (shared/cid.ts), or an issue saying why it cannot name a script. */
+function toCanonicalCid(value: string, ctx: z.RefinementCtx): string {
+  try {
+    return canonicalCid(value);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: err instanceof SigilError ? err.message : "not an IPFS CID" });
+    return z.NEVER;
+  }
+}
+
+/**
+ * A raw CID from a client (`action_ipfs_cid`, `ipfs_id`), turned into its canonical CIDv0 here at
+ * the boundary: every grant, run and action identity downstream hashes that one form.
+ */
+export const cidField = z
+  .string()
+  .min(1)
+  .max(128)
+  .describe("an IPFS CID of a script: its CIDv0 (Qm…) or the same CIDv1 (bafy…), kept and hashed as the CIDv0")
+  .transform(toCanonicalCid);
+
+/** An entry of `cid_hashes_permitted`: a raw CID (made canonical), a `0x` hash, or `"0"` (any action). */
+export const cidOrHashField = z
+  .union([z.string().min(1).max(128), z.literal(0)])
+  .describe('a script\'s CID (CIDv0 Qm…, or its CIDv1 bafy…, hashed as the CIDv0), a 0x keccak256 hash, or "0" (any action)')
+  .transform((v, ctx) => (v === 0 || v === "0" || /^0x[0-9a-fA-F]{64}$/.test(v) ? v : toCanonicalCid(v, ctx)));
 
 const name = z.string().max(MAX_TEXT);
 const text = z.string().max(MAX_TEXT);
@@ -89,7 +115,7 @@ const typedDataEnvelope = {
 /** `POST /core/v1/sigil_action`'s body: the code itself or its IPFS CID, and the parameters for main. */
 const sigilActionFields = {
   code: z.string().optional(),
-  ipfs_id: z.string().min(1).max(128).optional(),
+  ipfs_id: cidField.optional(),
   js_params: z.unknown().optional(),
 };
 const oneSource = (r: { code?: string | undefined; ipfs_id?: string | undefined }) => (r.code === undefined) !== (r.ipfs_id === undefined);
@@ -123,11 +149,11 @@ export const requestSchemas = {
     pkp_ids_permitted: z.array(pkpIdField).max(MAX_LIST),
     cid_hashes_permitted: z.array(cidOrHashField).max(MAX_LIST),
   }),
-  add_action_to_group: z.strictObject({ ...withKey, group_id: groupIdField, action_ipfs_cid: z.string().min(1).max(128) }),
+  add_action_to_group: z.strictObject({ ...withKey, group_id: groupIdField, action_ipfs_cid: cidField }),
   remove_action_from_group: z.strictObject({ ...withKey, group_id: groupIdField, hashed_cid: z.union([hash32Field, z.literal("0"), z.literal(0)]) }),
   add_pkp_to_group: z.strictObject({ ...withKey, group_id: groupIdField, pkp_id: pkpIdField }),
   remove_pkp_from_group: z.strictObject({ ...withKey, group_id: groupIdField, pkp_id: pkpIdField }),
-  add_action: z.strictObject({ ...withKey, action_ipfs_cid: z.string().min(1).max(128), name, description: text }),
+  add_action: z.strictObject({ ...withKey, action_ipfs_cid: cidField, name, description: text }),
   delete_action: z.strictObject({ ...withKey, hashed_cid: hash32Field }),
   update_action_metadata: z.strictObject({ ...withKey, hashed_cid: hash32Field, name, description: text }),
   convert_to_chain_secured_account: z.strictObject({ ...withKey, new_admin_wallet_address: addressField, ...typedDataEnvelope }),

@@ -22,8 +22,9 @@ const API_MD_TABLE: Record<number, string[]> = {
   429: ["rate_limited", "executor_busy"],
   500: ["internal_error"],
   // payments_unavailable is not in api.md's table: its table has no code for Stripe being
-  // unreachable or unconfigured, which the billing endpoints need (see the issue note).
-  503: ["chain_unavailable", "enclave_unavailable", "payments_unavailable"],
+  // unreachable or unconfigured, which the billing endpoints need (see the issue note). Nor is
+  // ipfs_unavailable: a run by ipfs_id whose gateway is down is neither the chain nor the enclave.
+  503: ["chain_unavailable", "enclave_unavailable", "payments_unavailable", "ipfs_unavailable"],
 };
 const EXPECTED: [string, number][] = Object.entries(API_MD_TABLE).flatMap(([status, codes]) =>
   codes.map((code): [string, number] => [code, Number(status)]),

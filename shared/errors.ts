@@ -34,6 +34,8 @@ export const errorStatus = {
   internal_error: 500,
   chain_unavailable: 503,
   enclave_unavailable: 503,
+  /** The enclave is up but the IPFS gateway it fetches `ipfs_id` code from is not (unreachable, timed out, 5xx). */
+  ipfs_unavailable: 503,
   payments_unavailable: 503,
 } as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 409 | 413 | 429 | 500 | 503>;
 

@@ -2,6 +2,7 @@
 // every failure, CORS, the OpenAPI document, and the public endpoints that need no enclave.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { computeCid } from "../shared/cid.ts";
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -92,6 +93,20 @@ describe("public endpoints", () => {
     expect(res.status).toBe(200);
     // `ipfs add` of the 11 bytes "hello world" (no newline).
     expect(await res.json()).toBe("Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD");
+  });
+
+  it("get_sigil_action_ipfs_id takes a script of max_code_bytes (4 MiB) as sigil_action does, and answers 413 one byte above it", async () => {
+    const ipfsId = (code: string) => SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(code) });
+    const MAX_CODE_BYTES = 4 << 20;
+    // Multi-byte characters: the limit counts the script's UTF-8 bytes, not its characters.
+    const atLimit = `//${"é".repeat((MAX_CODE_BYTES - 2) / 2)}`;
+    expect(new TextEncoder().encode(atLimit).byteLength).toBe(MAX_CODE_BYTES);
+    const ok = await ipfsId(atLimit);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toBe(await computeCid(atLimit));
+    const over = await ipfsId(`${atLimit}x`);
+    expect(over.status).toBe(413);
+    expect((await errorOf(over)).code).toBe("payload_too_large");
   });
 
   it("get_node_chain_config gives the chain and the EIP-712 domain", async () => {

@@ -2,12 +2,12 @@
 // resource under /core/v1; the OpenAPI document generated from the same zod schemas that validate.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
-import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { SigilError, type IssueDetail } from "../shared/errors.ts";
 import { edgeConfig, type EdgeConfig } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse } from "./errors.ts";
+import { defaultBodyLimit } from "./middleware/bodyLimit/index.ts";
 import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
@@ -32,14 +32,8 @@ export function validationHook(result: { success: boolean; error?: { issues: Arr
   throw new SigilError("invalid_request", "the request is not valid for this endpoint", { details });
 }
 
-/** The body limit of every route that does not set its own (sigil_action takes 6 MiB). */
-export const DEFAULT_BODY_LIMIT = 256 << 10;
-const defaultBodyLimit = bodyLimit({
-  maxSize: DEFAULT_BODY_LIMIT,
-  onError: () => {
-    throw new SigilError("payload_too_large", `the request body must be at most ${DEFAULT_BODY_LIMIT} bytes`);
-  },
-});
+/** The routes that set their own, larger body limit (they take a script). */
+const SCRIPT_ROUTES: ReadonlySet<string> = new Set(["/core/v1/sigil_action", "/core/v1/get_sigil_action_ipfs_id"]);
 
 export function createApp(): OpenAPIHono<EdgeEnv> {
   const app = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
@@ -58,7 +52,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.use("/core/v1/*", rateLimit());
   // Every body is small but a script's (api.md: over the limit → 413): routes that take more set their own.
   app.use("/core/v1/*", async (c, next) => {
-    if (new URL(c.req.url).pathname === "/core/v1/sigil_action") return next();
+    if (SCRIPT_ROUTES.has(new URL(c.req.url).pathname)) return next();
     return defaultBodyLimit(c, next);
   });
 

@@ -22,6 +22,7 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
+  SIGIL_MAX_CODE_BYTES: z.coerce.number().int().min(1).max(64 << 20).default(4 << 20),
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
   STRIPE_WEBHOOK_SECRET: z.string().default(""),
@@ -54,6 +55,8 @@ export type EdgeConfig = {
   rateLimits: { perKey: number; perIp: number; openPerIp: number };
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
+  /** The largest script, in UTF-8 bytes: the enclaves' `SIGIL_MAX_CODE_BYTES`, for what the edge answers itself (get_sigil_action_ipfs_id). */
+  maxCodeBytes: number;
   /** Stripe's keys (empty when not configured: the payment endpoints answer 503) and, for the emulator, its URL. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string; apiBase: string | undefined };
 };
@@ -99,6 +102,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
     rateLimits: { perKey: c.SIGIL_RATE_LIMIT_PER_KEY, perIp: c.SIGIL_RATE_LIMIT_PER_IP, openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP },
     billing: c.SIGIL_BILLING === "on",
+    maxCodeBytes: c.SIGIL_MAX_CODE_BYTES,
     stripe: {
       secretKey: c.STRIPE_SECRET_KEY,
       publishableKey: c.STRIPE_PUBLISHABLE_KEY,

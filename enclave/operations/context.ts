@@ -1,6 +1,5 @@
 // What every enclave operation works with, and the checks they share. Operations are plain
 // functions of (enclave, validated input, request context): they know nothing of HTTP.
-import { CID } from "multiformats/cid";
 import { getAddress, type Address } from "viem";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { mapContractError } from "../../shared/contractErrors.ts";
@@ -65,21 +64,14 @@ export async function readChain<T>(read: () => Promise<T>, keyHash?: bigint): Pr
   }
 }
 
-/** A raw CID from a request, checked to parse as a CID (v0 or v1). */
-export function parseCid(value: string, field: string): string {
-  try {
-    CID.parse(value);
-    return value;
-  } catch {
-    throw new SigilError("invalid_request", `${field} is not a valid IPFS CID`, { details: [{ path: field, message: "not a valid IPFS CID" }] });
-  }
-}
-
-/** An entry of `cid_hashes_permitted`: `0`/`"0"` (any action), a `0x` hash, or a raw CID. */
-export function toCidHash(value: string | number, field: string): bigint {
+/**
+ * An entry of `cid_hashes_permitted` as the contract takes it: `0`/`"0"` (any action), a `0x` hash
+ * as given, or the hash of a raw CID, which the request schema has already made canonical.
+ */
+export function toCidHash(value: string | number): bigint {
   if (value === 0 || value === "0") return 0n;
   if (typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value)) return BigInt(value);
-  return cidHash(parseCid(String(value), field));
+  return cidHash(String(value));
 }
 
 /**

@@ -1,9 +1,8 @@
 // `sigil_action`: authorize the caller's key for this exact code, run it in the sandbox, and
 // authorize every wallet the script asks for as it asks (keys-and-authz.md, Execution authorization).
 import { sha256 } from "@noble/hashes/sha2";
-import { CID } from "multiformats/cid";
 import { getAddress } from "viem";
-import { computeCid } from "../../shared/cid.ts";
+import { canonicalCid, computeCid } from "../../shared/cid.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { cidHash } from "../../shared/hashing.ts";
@@ -26,31 +25,75 @@ async function cidOf(code: string): Promise<string> {
   return cid;
 }
 
-/** Fetches `ipfs_id` through the configured gateway and keeps it only if its bytes hash to that CID. */
-async function codeFromIpfs(enclave: Enclave, ipfsId: string): Promise<string> {
-  let expected: string;
-  try {
-    const parsed = CID.parse(ipfsId);
-    if (parsed.code !== 0x70 || parsed.multihash.code !== 0x12) throw new Error("not dag-pb sha2-256");
-    expected = parsed.toV0().toString();
-  } catch {
-    throw new SigilError("invalid_request", "ipfs_id must be the CID of a file added with `ipfs add` defaults (CIDv0, or its dag-pb CIDv1 form)", {
-      details: [{ path: "ipfs_id", message: "unsupported or malformed CID" }],
-    });
+/** How long a client should wait before asking again when the IPFS gateway failed. */
+const IPFS_RETRY_AFTER_SECONDS = 5;
+
+const ipfsUnavailable = (why: string, cause?: unknown) =>
+  new SigilError("ipfs_unavailable", `the IPFS gateway ${why}; try again shortly`, { retryAfterSeconds: IPFS_RETRY_AFTER_SECONDS, cause });
+
+const codeTooLarge = (maxCodeBytes: number) => new SigilError("payload_too_large", `the code behind ipfs_id is larger than ${maxCodeBytes} bytes`);
+
+/**
+ * The body of a gateway's answer, read chunk by chunk and abandoned (the connection closed) as soon
+ * as it passes `maxBytes`: a gateway that sends an endless or oversized body costs at most the
+ * limit plus one chunk of memory. A body that breaks off or outlasts the fetch's timeout is the
+ * gateway failing, not the client's mistake.
+ */
+async function readAtMost(response: Response, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(response.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw codeTooLarge(maxBytes);
   }
-  const { maxCodeBytes } = enclave.config.limits;
+  if (!response.body) return new Uint8Array();
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch (err) {
+      throw ipfsUnavailable("broke off or timed out while sending the code", err);
+    }
+    if (chunk.done) break;
+    total += chunk.value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw codeTooLarge(maxBytes);
+    }
+    chunks.push(chunk.value);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/**
+ * Fetches the code named by `cid` (canonical, already authorized for the caller) through the
+ * configured gateway and keeps it only if its bytes hash to that CID. A gateway that cannot be
+ * reached, times out or fails (5xx, 408, 429) is 503 `ipfs_unavailable`; one that has no such
+ * content is 404.
+ */
+async function codeFromIpfs(enclave: Enclave, cid: string): Promise<string> {
+  const { ipfsGateway, ipfsTimeoutMs, limits } = enclave.config;
   let response: Response;
   try {
-    response = await fetch(`${enclave.config.ipfsGateway}/ipfs/${expected}`, { signal: AbortSignal.timeout(30_000), redirect: "follow" });
-  } catch {
-    throw new SigilError("not_found", "the IPFS gateway could not be reached for that ipfs_id");
+    response = await fetch(`${ipfsGateway}/ipfs/${cid}`, { signal: AbortSignal.timeout(ipfsTimeoutMs), redirect: "follow" });
+  } catch (err) {
+    throw ipfsUnavailable("could not be reached or did not answer in time", err);
   }
-  if (!response.ok) throw new SigilError("not_found", `the IPFS gateway has no content for ${ipfsId}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (bytes.length > maxCodeBytes) throw new SigilError("payload_too_large", `the code behind ipfs_id is larger than ${maxCodeBytes} bytes`);
-  const actual = await computeCid(bytes);
-  if (actual !== expected) throw new SigilError("invalid_request", "the content the gateway returned does not match ipfs_id");
-  return new TextDecoder().decode(bytes);
+  if (!response.ok) {
+    await response.body?.cancel().catch(() => undefined);
+    if (response.status >= 500 || response.status === 408 || response.status === 429) throw ipfsUnavailable(`answered ${response.status}`);
+    throw new SigilError("not_found", `the IPFS gateway has no content for ${cid}`);
+  }
+  const bytes = await readAtMost(response, limits.maxCodeBytes);
+  if ((await computeCid(bytes)) !== cid) throw new SigilError("invalid_request", "the content the gateway returned does not match ipfs_id");
+  try {
+    // The exact bytes the CID names: no replacement characters, no BOM dropped.
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new SigilError("invalid_request", "the content behind ipfs_id is not UTF-8 text, so it cannot be a script");
+  }
 }
 
 export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"execute">, ctx: RequestContext): Promise<EnclaveResponse<"execute">> {
@@ -64,8 +107,10 @@ export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"exe
   }
   const { keyHash, resolution: key } = await callerKey(enclave, input.api_key);
 
-  const code = input.code ?? (await codeFromIpfs(enclave, input.ipfs_id as string));
-  const cid = await cidOf(code);
+  // The CID is known before any code is: from the code, or from ipfs_id itself (made canonical by
+  // the request schema). A key that may not run it is refused before anything is fetched, so a
+  // caller cannot make the enclave download what it is not allowed to run.
+  const cid = input.code !== undefined ? await cidOf(input.code) : (input.ipfs_id as string);
   const actionHash = cidHash(cid);
   const { value: allowed } = await readChain(() => enclave.cache.canExecute(keyHash, actionHash));
   if (!allowed) {
@@ -73,6 +118,7 @@ export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"exe
       details: { scope: "execute", cid },
     });
   }
+  const code = input.code ?? (await codeFromIpfs(enclave, cid));
 
   const timeoutMs = Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
@@ -103,8 +149,15 @@ async function provideKey(
   request: KeyRequest,
 ): Promise<KeyMaterial> {
   if (request.kind === "action") {
-    const k = enclave.keyring.actionKey(request.cid);
-    return { privateKey: k.privateKey };
+    // The identity of a CID is that of its canonical form: a script asking for its own CID's
+    // CIDv1 (bafy…) gets its own identity, as a grant in that form authorizes its runs.
+    let cid: string;
+    try {
+      cid = canonicalCid(request.cid);
+    } catch (err) {
+      throw new CodedError("script_error", `cid ${JSON.stringify(request.cid)} names no script, so it has no action identity: ${(err as Error).message}`);
+    }
+    return { privateKey: enclave.keyring.actionKey(cid).privateKey };
   }
   const wallet = getAddress(request.pkpId.toLowerCase());
   let grant;

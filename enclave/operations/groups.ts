@@ -1,9 +1,10 @@
-// Groups and actions: which wallets which code may use. Raw CIDs are hashed here; wallet ids are
-// turned into addresses; the contract decides who may change what.
+// Groups and actions: which wallets which code may use. Raw CIDs (made canonical by the request
+// schema) are hashed here; wallet ids are turned into addresses; the contract decides who may
+// change what.
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { callerKey, parseCid, toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
+import { callerKey, toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";
 
 type Write = EnclaveResponse<"remove_group">;
@@ -14,7 +15,7 @@ async function groupMembers(
   input: { pkp_ids_permitted: readonly (string | number)[]; cid_hashes_permitted: readonly (string | number)[] },
 ) {
   const wallets = await Promise.all(input.pkp_ids_permitted.map((id, i) => toWalletAddress(enclave, keyHash, id, `pkp_ids_permitted.${i}`)));
-  const cids = input.cid_hashes_permitted.map((c, i) => toCidHash(c, `cid_hashes_permitted.${i}`));
+  const cids = input.cid_hashes_permitted.map(toCidHash);
   return { wallets, cids };
 }
 
@@ -59,7 +60,7 @@ export async function addActionToGroup(
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_action_to_group">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const hash = cidHash(parseCid(input.action_ipfs_cid, "action_ipfs_cid"));
+  const hash = cidHash(input.action_ipfs_cid);
   const { response } = await submitWrite(enclave, { functionName: "addActionToGroup", args: [keyHash, input.group_id, hash] }, ctx, {
     keyHash,
     master: resolution.master,
@@ -73,7 +74,7 @@ export async function removeActionFromGroup(
   ctx: RequestContext,
 ): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const hash = toCidHash(input.hashed_cid, "hashed_cid");
+  const hash = toCidHash(input.hashed_cid);
   const { response } = await submitWrite(enclave, { functionName: "removeActionFromGroup", args: [keyHash, input.group_id, hash] }, ctx, {
     keyHash,
     master: resolution.master,
@@ -107,7 +108,7 @@ export async function removePkpFromGroup(
 
 export async function addAction(enclave: Enclave, input: ParsedEnclaveRequest<"add_action">, ctx: RequestContext): Promise<EnclaveResponse<"add_action">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const cid = parseCid(input.action_ipfs_cid, "action_ipfs_cid");
+  const cid = input.action_ipfs_cid;
   const hash = cidHash(cid);
   const { response } = await submitWrite(enclave, { functionName: "addAction", args: [keyHash, hash, cid, input.name, input.description] }, ctx, {
     keyHash,

@@ -4,10 +4,14 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { createPublicClient, http } from "viem";
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { CID } from "multiformats/cid";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { computeCid } from "../../shared/cid.ts";
+import { ENDLESS_CAP_BYTES, type GatewayLog } from "../emulators/ipfsGateway.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { callEnclave, ok, run } from "./client.ts";
+import { callAt, startOwnEnclave } from "./ownEnclave.ts";
 
 let apiKey: string;
 
@@ -20,6 +24,16 @@ beforeAll(async () => {
 async function addToGateway(content: string, asCid?: string): Promise<string> {
   const res = await fetch(`${inject("gatewayUrl")}/add${asCid ? `?cid=${asCid}` : ""}`, { method: "POST", body: content });
   return ((await res.json()) as { cid: string }).cid;
+}
+
+/** Makes the test gateway fail for `cid` (test/emulators/ipfsGateway.ts, `/misbehave`). */
+async function misbehave(cid: string, how: "503" | "500" | "429" | "reset" | "hang" | "endless"): Promise<void> {
+  await fetch(`${inject("gatewayUrl")}/misbehave?cid=${cid}&as=${how}`, { method: "POST" });
+}
+
+/** What the test gateway saw of `cid`: one entry per request for it. */
+async function gatewayLog(cid: string): Promise<GatewayLog["requests"]> {
+  return ((await (await fetch(`${inject("gatewayUrl")}/log?cid=${cid}`)).json()) as GatewayLog).requests;
 }
 
 function errorCode(body: unknown): string | undefined {
@@ -50,6 +64,76 @@ describe("code by ipfs_id", () => {
     expect(missing.status).toBe(404);
     const malformed = await callEnclave("execute", { api_key: apiKey, ipfs_id: "not-a-cid" });
     expect(malformed.status).toBe(400);
+  });
+
+  it("refuses (403) a key that may not run the CID before asking the gateway for it, in either CID form", async () => {
+    const stranger = (await ok<{ api_key: string }>("new_account", { account_name: "no groups" })).api_key;
+    const code = `async function main() { return "not for strangers" }`;
+    const cid = await addToGateway(code);
+    for (const ipfsId of [cid, CID.parse(cid).toV1().toString()]) {
+      const r = await callEnclave("execute", { api_key: stranger, ipfs_id: ipfsId });
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(errorCode(r.body)).toBe("permission_denied");
+    }
+    expect(await gatewayLog(cid)).toEqual([]);
+    // The same request from a key that may run it does reach the gateway (the log works).
+    expect((await callEnclave("execute", { api_key: apiKey, ipfs_id: cid })).status).toBe(200);
+    expect(await gatewayLog(cid)).toHaveLength(1);
+  });
+
+  it("a gateway that answers 5xx or 429, or drops the connection, is 503 ipfs_unavailable with Retry-After; its 404 stays 404", async () => {
+    for (const how of ["503", "500", "429", "reset"] as const) {
+      const cid = await computeCid(`async function main() { return "gateway ${how}" }`);
+      await misbehave(cid, how);
+      const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+      expect(r.status, `${how}: ${JSON.stringify(r.body)}`).toBe(503);
+      expect(errorCode(r.body)).toBe("ipfs_unavailable");
+      expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+      expect(await gatewayLog(cid)).toHaveLength(1);
+    }
+    const missing = await callEnclave("execute", { api_key: apiKey, ipfs_id: await computeCid("never added either") });
+    expect(missing.status).toBe(404);
+    expect(errorCode(missing.body)).toBe("not_found");
+  });
+
+  it("stops reading a gateway's endless body as soon as it passes max_code_bytes: 413, and the enclave hangs up long before the gateway has sent all it would", async () => {
+    const cid = await computeCid(`async function main() { return "endless" }`);
+    await misbehave(cid, "endless");
+    const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+    expect(r.status, JSON.stringify(r.body)).toBe(413);
+    expect(errorCode(r.body)).toBe("payload_too_large");
+    // A read of the whole body would have taken all ENDLESS_CAP_BYTES (16 times the limit) and
+    // then waited for an end that never comes.
+    await vi.waitFor(async () => expect((await gatewayLog(cid))[0]?.closed_before_end).toBe(true), { timeout: 10_000, interval: 100 });
+    expect((await gatewayLog(cid))[0]?.bytes_sent).toBeLessThan(ENDLESS_CAP_BYTES);
+  });
+
+  it("refuses code over max_code_bytes that the gateway declares with its Content-Length: 413", async () => {
+    const cid = await addToGateway(`async function main() {}//${"x".repeat(4 << 20)}`);
+    const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+    expect(r.status).toBe(413);
+    expect(errorCode(r.body)).toBe("payload_too_large");
+  });
+});
+
+describe("code by ipfs_id, on an enclave whose IPFS fetches time out after 1 s", () => {
+  let enclave: EnclaveProcess;
+
+  beforeAll(async () => {
+    enclave = await startOwnEnclave({ instanceIndex: 21, env: { SIGIL_IPFS_GATEWAY: inject("gatewayUrl"), SIGIL_IPFS_TIMEOUT_MS: "1000" } });
+  });
+
+  afterAll(async () => {
+    await enclave?.stop();
+  });
+
+  it("a gateway that never answers is 503 ipfs_unavailable with Retry-After, not 404", async () => {
+    const cid = await computeCid(`async function main() { return "gateway hangs" }`);
+    await misbehave(cid, "hang");
+    const r = await callAt(enclave.url, "execute", { api_key: apiKey, ipfs_id: cid });
+    expect(r.status, JSON.stringify(r.body)).toBe(503);
+    expect(errorCode(r.body)).toBe("ipfs_unavailable");
+    expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
   });
 });
 

@@ -2,6 +2,7 @@
 // with an account wallet, by code and by ipfs_id; the edge's own answers for what never reaches
 // the enclave (no key, bad JSON, a body over 6 MiB).
 import { SELF } from "cloudflare:test";
+import { CID } from "multiformats/cid";
 import { getAddress, recoverMessageAddress, type Hex } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
@@ -80,6 +81,36 @@ describe("sigil_action", () => {
     expect(r.body).toMatchObject({ has_error: false, cid: signCid });
     const { signature } = r.body.response as { signature: Hex };
     expect(await recoverMessageAddress({ message: "by cid", signature })).toBe(getAddress(wallet));
+  });
+
+  it("a grant of the script's CIDv1 (bafy…) authorizes its run by code and by ipfs_id in either form; the run reports the canonical Qm CID", async () => {
+    const code = `async function main() { return "granted as bafy" }`;
+    const added = (await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: code })).json()) as { cid: string };
+    const bafy = CID.parse(added.cid).toV1().toString();
+    expectError(await post("/sigil_action", key, { code }), 403, "permission_denied");
+    await ok("/add_group", key, { group_name: "bafy", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [bafy] });
+    for (const body of [{ code }, { ipfs_id: added.cid }, { ipfs_id: bafy }]) {
+      const r = await post<Run>("/sigil_action", key, body);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body).toMatchObject({ response: "granted as bafy", has_error: false, cid: added.cid });
+    }
+  });
+
+  it("ipfs_id whose gateway answers 503 is 503 ipfs_unavailable with Retry-After, and the enclave stays in service", async () => {
+    const cid = await computeCid(`async function main() { return "the gateway is down" }`);
+    await fetch(`${inject("gatewayUrl")}/misbehave?cid=${cid}&as=503`, { method: "POST" });
+    await ok("/add_group", key, { group_name: "gateway down", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
+    const r = await post("/sigil_action", key, { ipfs_id: cid });
+    expectError(r, 503, "ipfs_unavailable");
+    expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+    const after = await post<Run>("/sigil_action", key, { code: SIGN, js_params: { wallet, message: "still here" } });
+    expect(after.status, JSON.stringify(after.body)).toBe(200);
+  });
+
+  it("ipfs_id that is a CID with no CIDv0 form (raw codec) is 400 invalid_request at the edge, naming ipfs_id", async () => {
+    const raw = CID.createV1(0x55, CID.parse(signCid).multihash).toString();
+    const error = expectError(await post("/sigil_action", key, { ipfs_id: raw }), 400, "invalid_request");
+    expect(error.details).toEqual([{ path: "ipfs_id", message: expect.stringMatching(/cannot name a script/) }]);
   });
 
   it("both code and ipfs_id, or neither, is 400 invalid_request; so is an unknown field", async () => {

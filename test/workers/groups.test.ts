@@ -2,6 +2,7 @@
 // workflow of api.md (Groups and actions), what a usage key without each scope gets, and the 404s
 // for a group or wallet the caller does not have.
 import { SELF } from "cloudflare:test";
+import { CID } from "multiformats/cid";
 import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
@@ -289,5 +290,32 @@ describe("what the caller does not have is 404", () => {
 
   it("a wallet id the account does not have is 404 wallet_not_found", async () => {
     expectError(await call("POST", "/add_pkp_to_group", key, { group_id: groupId, pkp_id: "77" }), 404, "wallet_not_found");
+  });
+});
+
+describe("CIDs given as a script's CIDv1 (bafy…)", () => {
+  let key: string;
+  let cid: string;
+  let bafy: string;
+
+  beforeAll(async () => {
+    key = (await newAccount("bafy grants")).api_key;
+    cid = await computeCid("async function main() { return 'v1' }");
+    bafy = CID.parse(cid).toV1().toString();
+  });
+
+  it("add_action and add_group hash the canonical Qm form: list_actions shows the Qm CID and list_groups its hash", async () => {
+    expect((await ok<{ hashed_cid: string }>("POST", "/add_action", key, { action_ipfs_cid: bafy, name: "v1", description: "" })).body.hashed_cid).toBe(hashOf(cid));
+    expect((await ok<Action[]>("GET", "/list_actions", key)).body).toEqual([{ hashed_cid: hashOf(cid), action_ipfs_cid: cid, name: "v1", description: "" }]);
+    const { group_id } = (await ok<{ group_id: string }>("POST", "/add_group", key, { group_name: "v1", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [bafy] })).body;
+    expect((await groupById(key, group_id))?.cid_hashes_permitted).toEqual([hashOf(cid)]);
+  });
+
+  it("a CID with no CIDv0 form (raw codec, bafkrei…) is 400 invalid_request at the edge, with the field's path", async () => {
+    const raw = CID.createV1(0x55, CID.parse(cid).multihash).toString();
+    const group = expectError(await call("POST", "/add_group", key, { group_name: "raw", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0", raw] }), 400, "invalid_request");
+    expect(group.details).toEqual([{ path: "cid_hashes_permitted.1", message: expect.stringMatching(/cannot name a script/) }]);
+    const action = expectError(await call("POST", "/add_action", key, { action_ipfs_cid: raw, name: "raw", description: "" }), 400, "invalid_request");
+    expect(action.details).toEqual([{ path: "action_ipfs_cid", message: expect.stringMatching(/cannot name a script/) }]);
   });
 });

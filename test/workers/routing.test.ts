@@ -24,6 +24,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     contractAddress: inject("contract"),
     rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000 },
     billing: false,
+    maxCodeBytes: 4 << 20,
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }

@@ -37,17 +37,18 @@ type OpenApiDoc = { paths: Record<string, Record<string, Operation>>; components
 const CLIENT_MISTAKE_STATUSES = [400, 401, 403, 404, 409, 413, 429];
 
 /**
- * The body limits of the edge's routes (workers/routes/*.ts: `bodyLimit`): sigil_action 6 MiB
- * (sandbox.md), the signature endpoints 64 KiB. Routes not listed set no limit of their own; the
+ * The body limits of the edge's routes (workers/routes/*.ts: `bodyLimit`): the routes that take a
+ * script 6 MiB (sandbox.md), the signature endpoints 64 KiB. Routes not listed set no limit of their own; the
  * oversized case sends them a body over the largest limit and still wants a 4xx.
  */
 const BODY_LIMITS: Record<string, number> = {
   "/core/v1/sigil_action": 6 << 20,
+  "/core/v1/get_sigil_action_ipfs_id": 6 << 20,
   "/core/v1/create_wallet_with_signature": 64 << 10,
   "/core/v1/add_usage_api_key_with_signature": 64 << 10,
   "/core/v1/convert_to_chain_secured_account": 64 << 10,
 };
-/** Every other route: the edge-wide limit (workers/app.ts DEFAULT_BODY_LIMIT). */
+/** Every other route: the edge-wide limit (workers/middleware/bodyLimit DEFAULT_BODY_LIMIT). */
 const DEFAULT_LIMIT = 256 << 10;
 
 const doc = (await (await SELF.fetch("http://edge/core/v1/openapi.json")).json()) as OpenApiDoc;

@@ -26,6 +26,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     contractAddress: undefined,
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10 },
     billing: false,
+    maxCodeBytes: 4 << 20,
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }
@@ -249,6 +250,26 @@ describe("callEnclave routing (stubbed network)", () => {
     expect(err.code).toBe("chain_unavailable");
     expect(err.details).toEqual({ transaction_hash: tx });
     expect(calls).toHaveLength(1);
+  });
+
+  it("passes a run's 503 ipfs_unavailable (the enclave's IPFS gateway is down) to the client with its Retry-After, and keeps that enclave in rotation", async () => {
+    const gatewayDown = host("gateway-down");
+    const other = host("other");
+    const calls = network({
+      [gatewayDown]: () => Response.json({ error: { code: "ipfs_unavailable", message: "the IPFS gateway answered 503; try again shortly" } }, { status: 503, headers: { "retry-after": "5" } }),
+      [other]: () => Response.json({ ok: 6 }),
+    });
+    const err = await failure(callEnclave(config([gatewayDown]), ids, { path: "/internal/v1/execute", body: {} }));
+    expect(err.code).toBe("ipfs_unavailable");
+    expect(err.status).toBe(503);
+    expect(err.retryAfterSeconds).toBe(5);
+    // Not skipped: with a healthy neighbour, each of two calls (the order rotates) starts where it
+    // would have, so one of them is answered by the enclave whose gateway is down.
+    calls.length = 0;
+    const answers = await Promise.allSettled([0, 1].map(() => callEnclave(config([gatewayDown, other]), ids, { path: "/internal/v1/execute", body: {} })));
+    expect(calls.map((c) => c.url).filter((u) => u.startsWith(gatewayDown))).toHaveLength(1);
+    expect(calls.some((c) => c.url.startsWith(`${gatewayDown}/channel`))).toBe(false);
+    expect(answers.filter((a) => a.status === "rejected")).toHaveLength(1);
   });
 
   it("probes an enclave that failed before sending it a write, and skips it while the probe fails", async () => {

@@ -7,7 +7,7 @@
 // delivered and no answer came back, or the answer says a transaction was sent): the client gets
 // 503 and decides. An enclave that failed is probed before it gets such a request again. When none
 // answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
-// reaches the client as it is.
+// reaches the client as it is, including a 503 that says its IPFS gateway is down.
 import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
@@ -43,10 +43,22 @@ function notDelivered(err: unknown): boolean {
   return err instanceof ChannelUnavailableError || err instanceof ChannelError;
 }
 
-/** Whether an enclave's 503 answer means it did not act: its error names no transaction it sent, so another may be asked. */
+/**
+ * 503 codes with which a working enclave reports that something it fetches from, not itself, is
+ * down: the answer is the client's (with its own code and Retry-After), and the enclave is not
+ * taken out of rotation for it — another enclave, behind the same gateway, would only repeat it.
+ */
+const UPSTREAM_UNAVAILABLE: ReadonlySet<string> = new Set(["ipfs_unavailable"]);
+
+/**
+ * Whether an enclave's 503 answer means it declined the request and another may be asked: its
+ * error names no transaction it sent, and it does not report an upstream of the enclave as down.
+ */
 function declined(answer: EnclaveAnswer): boolean {
   try {
-    return transactionHashIn((JSON.parse(answer.body) as { error?: { details?: unknown } } | null)?.error?.details) === undefined;
+    const error = (JSON.parse(answer.body) as { error?: { code?: unknown; details?: unknown } } | null)?.error;
+    if (typeof error?.code === "string" && UPSTREAM_UNAVAILABLE.has(error.code)) return false;
+    return transactionHashIn(error?.details) === undefined;
   } catch {
     return true; // not an error body: nothing says a transaction was sent
   }

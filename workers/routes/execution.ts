@@ -2,37 +2,27 @@
 // enclave with the caller's key as `api_key`; the enclave authorizes the key for that exact code,
 // runs it and answers the run's outcome, which reaches the client as it is, with what it cost.
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { executeResponseSchema, sigilActionRequestSchema, type ExecuteResponse } from "../../shared/enclaveApi.ts";
-import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { meteredRun } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
+import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
-/** The request body limit of this route (sandbox.md, Limits: code 4 MiB, request body 6 MiB). */
-const MAX_EXECUTE_BODY_BYTES = 6 << 20;
 /** The longest run an enclave may be configured for (sandbox.md, Limits: wall-clock max 900 s). */
 const MAX_RUN_MS = 900_000;
 /** Room for queueing for a sandbox, fetching code by CID and the answer's way back. */
 const RUN_MARGIN_MS = 60_000;
-
-const limitBody = bodyLimit({
-  maxSize: MAX_EXECUTE_BODY_BYTES,
-  onError: () => {
-    throw new SigilError("payload_too_large", `the request body must be at most ${MAX_EXECUTE_BODY_BYTES} bytes`);
-  },
-});
 
 const sigilAction = createRoute({
   method: "post",
   path: "/sigil_action",
   summary: "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
   security: keySecurity,
-  middleware: [requireKey, limitBody] as const,
+  middleware: [requireKey, scriptBodyLimit] as const,
   request: { body: body(sigilActionRequestSchema) },
   responses: {
     200: {

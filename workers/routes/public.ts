@@ -3,14 +3,14 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
-import { errorBodySchema } from "../../shared/errors.ts";
+import { errorBodySchema, SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { readView } from "../chain/client.ts";
 import { callEnclave } from "../enclave/client.ts";
+import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 
 const errors = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
-const MAX_CODE_BYTES = 4 << 20;
 
 const version = createRoute({
   method: "get",
@@ -44,8 +44,9 @@ const chainConfig = createRoute({
 const ipfsId = createRoute({
   method: "post",
   path: "/get_sigil_action_ipfs_id",
-  summary: "The CIDv0 of a script (ipfs add defaults, exact bytes)",
-  request: { body: { required: true, content: { "application/json": { schema: z.string().max(MAX_CODE_BYTES) } } } },
+  summary: "The CIDv0 of a script (ipfs add defaults, exact bytes); scripts up to max_code_bytes (UTF-8), as sigil_action takes them",
+  middleware: [scriptBodyLimit] as const,
+  request: { body: { required: true, content: { "application/json": { schema: z.string().describe("the script's source, at most max_code_bytes (UTF-8)") } } } },
   responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, 400: errors, 413: errors },
 });
 
@@ -124,7 +125,12 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
     );
   });
 
-  r.openapi(ipfsId, async (c) => c.json(await computeCid(c.req.valid("json")), 200));
+  r.openapi(ipfsId, async (c) => {
+    const code = new TextEncoder().encode(c.req.valid("json"));
+    const { maxCodeBytes } = c.get("config");
+    if (code.byteLength > maxCodeBytes) throw new SigilError("payload_too_large", `the script must be at most ${maxCodeBytes} bytes (UTF-8)`);
+    return c.json(await computeCid(code), 200);
+  });
 
   r.openapi(clientConfig, async (c) =>
     c.json(await callEnclave<z.infer<typeof clientConfigSchema>>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 }), 200),
