@@ -21,6 +21,7 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
+  SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
@@ -50,8 +51,11 @@ export type EdgeConfig = {
   chainId: number;
   chainName: string;
   contractAddress: `0x${string}` | undefined;
-  /** Requests per minute. */
-  rateLimits: { perKey: number; perIp: number; openPerIp: number };
+  /**
+   * Requests per minute per key, per IP and per IP on the open writes; and the deployment's hourly
+   * budget of open writes that spend the payers' gas (new_account), whoever sends them.
+   */
+  rateLimits: { perKey: number; perIp: number; openPerIp: number; openWritesPerHour: number };
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /** Stripe's keys (empty when not configured: the payment endpoints answer 503) and, for the emulator, its URL. */
@@ -97,7 +101,12 @@ export function edgeConfig(env: Env): EdgeConfig {
     chainId: c.SIGIL_CHAIN_ID,
     chainName: c.SIGIL_CHAIN_NAME,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
-    rateLimits: { perKey: c.SIGIL_RATE_LIMIT_PER_KEY, perIp: c.SIGIL_RATE_LIMIT_PER_IP, openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP },
+    rateLimits: {
+      perKey: c.SIGIL_RATE_LIMIT_PER_KEY,
+      perIp: c.SIGIL_RATE_LIMIT_PER_IP,
+      openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP,
+      openWritesPerHour: c.SIGIL_OPEN_WRITES_PER_HOUR,
+    },
     billing: c.SIGIL_BILLING === "on",
     stripe: {
       secretKey: c.STRIPE_SECRET_KEY,
