@@ -19,6 +19,11 @@ describe("GET /core/v1/openapi.json", () => {
     expect(operations.length).toBeGreaterThanOrEqual(34);
   });
 
+  it("states sigil_action's js_params as the specification does: a JSON object or null", async () => {
+    const params = (await bodyProperties("/core/v1/sigil_action")).js_params;
+    expect(params?.type).toEqual(["object", "null"]);
+  });
+
   it("states create_payment_intent's minimum: amount_cents an integer of at least 500", async () => {
     const amount = (await bodyProperties("/core/v1/billing/create_payment_intent")).amount_cents;
     expect(amount).toMatchObject({ type: "integer", minimum: 500 });
