@@ -81,6 +81,10 @@ describe("rate limits", () => {
     expect(answers.slice(0, 5).map((r) => r.headers.get("ratelimit-limit"))).toEqual(["5", "5", "5", "5", "5"]);
     expect(answers[5]?.status).toBe(429);
     expect(((await answers[5]!.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+    // The spellings the router does not take never reach new_account: nothing there to bypass.
+    for (const path of ["/core/v1//new_account", "/core/v1/new_account/", "/core/v1/NEW_ACCOUNT", "/core/v1/new_account%2F"]) {
+      expect((await postEmpty(path, "198.51.100.13")).status, path).toBe(404);
+    }
   });
 
   it("the signature endpoints are open writes under any spelling too", async () => {
