@@ -27,6 +27,7 @@ function edgeOnStack(
             SIGIL_RATE_LIMIT_PER_KEY: "1000000",
             SIGIL_RATE_LIMIT_PER_IP: "1000000",
             SIGIL_RATE_LIMIT_OPEN_PER_IP: "1000000",
+            SIGIL_OPEN_WRITES_PER_HOUR: "1000000",
             ...options.bindings(inject),
           },
         },
@@ -73,7 +74,7 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { SIGIL_RATE_LIMIT_PER_KEY: "20", SIGIL_RATE_LIMIT_PER_IP: "50", SIGIL_RATE_LIMIT_OPEN_PER_IP: "5" } },
+            miniflare: { bindings: { SIGIL_RATE_LIMIT_PER_KEY: "20", SIGIL_RATE_LIMIT_PER_IP: "50", SIGIL_RATE_LIMIT_OPEN_PER_IP: "5", SIGIL_OPEN_WRITES_PER_HOUR: "30" } },
           }),
         ],
         test: {

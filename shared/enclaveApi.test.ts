@@ -5,7 +5,7 @@ import { NO_PERMISSIONS } from "../test/harness/permissions.ts";
 import { generateApiKey } from "./apiKey.ts";
 import { apiKeyHash, toHash32 } from "./hashing.ts";
 import { CID } from "multiformats/cid";
-import { enclaveOperations, groupIdField, requestSchemas, type EnclaveOperation } from "./enclaveApi.ts";
+import { enclaveOperations, groupIdField, requestSchemas, sigilActionRequestSchema, type EnclaveOperation } from "./enclaveApi.ts";
 
 const KEY = generateApiKey();
 const HASH = toHash32(apiKeyHash(KEY));
@@ -208,5 +208,24 @@ describe("CIDs", () => {
     expect(result.error?.issues[0]?.message).toMatch(/cannot name a script/);
     expect(parse("add_action", { api_key: KEY, action_ipfs_cid: RAW, name: "a", description: "" }).success).toBe(false);
     expect(parse("execute", { api_key: KEY, ipfs_id: RAW }).success).toBe(false);
+  });
+});
+
+describe("sigil_action's public body", () => {
+  it.each([[[1, 2]], ["text"], [7], [false]])("rejects js_params %j: an object or null only, named in the issue", (js_params) => {
+    const result = sigilActionRequestSchema.safeParse({ code: "x", js_params });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([["js_params", "must be a JSON object or null"]]);
+  });
+
+  it("takes js_params as an object, null, or none at all", () => {
+    expect(sigilActionRequestSchema.parse({ code: "x", js_params: { n: [1] } }).js_params).toEqual({ n: [1] });
+    expect(sigilActionRequestSchema.parse({ code: "x", js_params: null }).js_params).toBeNull();
+    expect(sigilActionRequestSchema.safeParse({ code: "x" }).success).toBe(true);
+  });
+
+  it("keeps js_params exactly as sent, a `__proto__` key included", () => {
+    const js_params = JSON.parse('{"__proto__": {"a": 1}, "b": 2}') as unknown;
+    expect(JSON.stringify(sigilActionRequestSchema.parse({ code: "x", js_params }).js_params)).toBe('{"__proto__":{"a":1},"b":2}');
   });
 });

@@ -112,7 +112,7 @@ const typedDataEnvelope = {
   signature: z.string().min(1).max(8194),
 };
 
-/** `POST /core/v1/sigil_action`'s body: the code itself or its IPFS CID, and the parameters for main. */
+/** The code itself or its IPFS CID, and the parameters for main. */
 const sigilActionFields = {
   code: z.string().optional(),
   ipfs_id: cidField.optional(),
@@ -120,7 +120,24 @@ const sigilActionFields = {
 };
 const oneSource = (r: { code?: string | undefined; ipfs_id?: string | undefined }) => (r.code === undefined) !== (r.ipfs_id === undefined);
 const oneSourceIssue = { message: "exactly one of code and ipfs_id is required", path: ["code"] };
-export const sigilActionRequestSchema = z.strictObject(sigilActionFields).refine(oneSource, oneSourceIssue);
+
+/**
+ * `POST /core/v1/sigil_action`'s body. The specification pins js_params down for clients: an
+ * object or null (absent: main receives null). It is checked, not rebuilt, so the script receives
+ * exactly the object sent (zod's object types drop a `__proto__` key). The enclave's own operation
+ * runs main with whatever JSON value the edge hands it.
+ */
+export const sigilActionRequestSchema = z
+  .strictObject({
+    ...sigilActionFields,
+    js_params: z
+      .unknown()
+      .refine((v) => v === null || (typeof v === "object" && !Array.isArray(v)), { error: "must be a JSON object or null" })
+      .meta({ type: ["object", "null"] })
+      .optional()
+      .describe("the parameters main receives: a JSON object, or null"),
+  })
+  .refine(oneSource, oneSourceIssue);
 
 export const requestSchemas = {
   new_account: z.strictObject({

@@ -25,6 +25,7 @@ export const errorStatus = {
   action_not_found: 404,
   account_not_found: 404,
   payment_not_found: 404,
+  method_not_allowed: 405,
   already_exists: 409,
   payment_not_succeeded: 409,
   payment_belongs_to_another_account: 409,
@@ -37,7 +38,7 @@ export const errorStatus = {
   /** The enclave is up but the IPFS gateway it fetches `ipfs_id` code from is not (unreachable, timed out, 5xx). */
   ipfs_unavailable: 503,
   payments_unavailable: 503,
-} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 409 | 413 | 429 | 500 | 503>;
+} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503>;
 
 export type ErrorCode = keyof typeof errorStatus;
 export type ErrorStatus = (typeof errorStatus)[ErrorCode];

@@ -36,6 +36,49 @@ describe("errors", () => {
     expect((await errorOf(res)).code).toBe("not_found");
   });
 
+  it("a known path with another method is 405 method_not_allowed, with Allow listing the path's methods, in the error body", async () => {
+    const cases: Array<[method: string, path: string, allow: string]> = [
+      ["GET", "/core/v1/new_account", "OPTIONS, POST"],
+      ["PUT", "/core/v1/sigil_action", "OPTIONS, POST"],
+      ["POST", "/core/v1/version", "GET, HEAD, OPTIONS"],
+      ["DELETE", "/core/v1/create_wallet", "GET, HEAD, OPTIONS, POST"],
+      ["PATCH", "/core/v1/billing/balance", "GET, HEAD, OPTIONS"],
+      ["GET", "/core/v1/billing/webhook", "OPTIONS, POST"],
+      ["POST", "/attestation", "GET, HEAD, OPTIONS"],
+      ["POST", "/evidences/sha256sum.txt", "GET, HEAD, OPTIONS"],
+      // However the path is spelled, it is the route's.
+      ["GET", "/core/v1/new%5Faccount", "OPTIONS, POST"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await SELF.fetch(`http://edge${path}`, { method });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get("allow"), `${method} ${path}`).toBe(allow);
+      const error = await errorOf(res);
+      expect(error.code).toBe("method_not_allowed");
+      expect(error.message).toContain(method);
+    }
+    // HEAD is a GET without the body: a GET route answers it, a POST-only one does not.
+    expect((await SELF.fetch("http://edge/core/v1/version", { method: "HEAD" })).status).toBe(200);
+    const head = await SELF.fetch("http://edge/core/v1/new_account", { method: "HEAD" });
+    expect(head.status).toBe(405);
+    expect(head.headers.get("allow")).toBe("OPTIONS, POST");
+  });
+
+  it("an unknown path is 404 not_found whatever the method; a CORS preflight of a POST-only path still answers", async () => {
+    for (const method of ["GET", "POST", "PUT", "DELETE"]) {
+      const res = await SELF.fetch("http://edge/core/v1/new_account_", { method });
+      expect(res.status, method).toBe(404);
+      expect(res.headers.get("allow")).toBeNull();
+      expect((await errorOf(res)).code).toBe("not_found");
+    }
+    const preflight = await SELF.fetch("http://edge/core/v1/new_account", {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+  });
+
   it("a body that is not JSON is 400 invalid_json; a wrong type is 400 invalid_request with details", async () => {
     const bad = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers: { "content-type": "application/json" }, body: "{oops" });
     expect(bad.status).toBe(400);

@@ -8,6 +8,7 @@ import { edgeConfig, type EdgeConfig } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse } from "./errors.ts";
 import { defaultBodyLimit } from "./middleware/bodyLimit/index.ts";
+import { notFound } from "./notFound.ts";
 import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
@@ -73,7 +74,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.get("/core/v1/swagger-ui", swaggerUI({ url: "/core/v1/openapi.json" }));
   app.get("/", (c) => c.redirect("/core/v1/swagger-ui"));
 
-  app.notFound((c) => errorResponse(c, new SigilError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.notFound(notFound(app));
   app.onError((err, c) => errorResponse(c, err));
   return app;
 }

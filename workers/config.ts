@@ -21,6 +21,7 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
+  SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   SIGIL_MAX_CODE_BYTES: z.coerce.number().int().min(1).max(64 << 20).default(4 << 20),
   STRIPE_SECRET_KEY: z.string().default(""),
@@ -51,8 +52,11 @@ export type EdgeConfig = {
   chainId: number;
   chainName: string;
   contractAddress: `0x${string}` | undefined;
-  /** Requests per minute. */
-  rateLimits: { perKey: number; perIp: number; openPerIp: number };
+  /**
+   * Requests per minute per key, per IP and per IP on the open writes; and the deployment's hourly
+   * budget of open writes that spend the payers' gas (new_account), whoever sends them.
+   */
+  rateLimits: { perKey: number; perIp: number; openPerIp: number; openWritesPerHour: number };
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /** The largest script, in UTF-8 bytes: the enclaves' `SIGIL_MAX_CODE_BYTES`, for what the edge answers itself (get_sigil_action_ipfs_id). */
@@ -100,7 +104,12 @@ export function edgeConfig(env: Env): EdgeConfig {
     chainId: c.SIGIL_CHAIN_ID,
     chainName: c.SIGIL_CHAIN_NAME,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
-    rateLimits: { perKey: c.SIGIL_RATE_LIMIT_PER_KEY, perIp: c.SIGIL_RATE_LIMIT_PER_IP, openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP },
+    rateLimits: {
+      perKey: c.SIGIL_RATE_LIMIT_PER_KEY,
+      perIp: c.SIGIL_RATE_LIMIT_PER_IP,
+      openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP,
+      openWritesPerHour: c.SIGIL_OPEN_WRITES_PER_HOUR,
+    },
     billing: c.SIGIL_BILLING === "on",
     maxCodeBytes: c.SIGIL_MAX_CODE_BYTES,
     stripe: {

@@ -3,7 +3,7 @@ import type { Ledger } from "./billing/ledger.ts";
 import type { RateLimiter } from "./ratelimit/limiter.ts";
 
 export type Env = {
-  /** One rate-limit window per bucket (an API key or a client IP). */
+  /** One rate-limit window per bucket (an API key, a client IP, the deployment's gas budget). */
   RATE_LIMITER?: DurableObjectNamespace<RateLimiter>;
   /** One credit ledger per account, named by its master hash (billing.md). */
   LEDGER?: DurableObjectNamespace<Ledger>;
@@ -13,6 +13,8 @@ export type Env = {
   SIGIL_RATE_LIMIT_PER_KEY?: string;
   SIGIL_RATE_LIMIT_PER_IP?: string;
   SIGIL_RATE_LIMIT_OPEN_PER_IP?: string;
+  /** Open writes that spend the payers' gas (new_account) per hour, for the whole deployment. */
+  SIGIL_OPEN_WRITES_PER_HOUR?: string;
   /** `development`, `test` or `production`. */
   SIGIL_ENV?: string;
   /** Comma-separated enclave base URLs; the edge routes to a healthy one. */

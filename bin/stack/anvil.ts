@@ -24,6 +24,11 @@ export type AnvilOptions = {
   accounts?: number;
   /** How long to wait for anvil to listen. */
   timeoutMs?: number;
+  /**
+   * Keep the chain in this file: loaded at start when it exists, written on a clean exit and every
+   * `intervalSeconds` meanwhile (a killed anvil writes nothing on its way out).
+   */
+  state?: { path: string; intervalSeconds: number };
 };
 
 export function anvilBinary(): string {
@@ -31,10 +36,11 @@ export function anvilBinary(): string {
   return join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
 }
 
-export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, timeoutMs = 20_000 }: AnvilOptions = {}): Promise<Anvil> {
+export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, timeoutMs = 20_000, state }: AnvilOptions = {}): Promise<Anvil> {
   // Anvil otherwise writes old states under ~/.foundry/anvil/tmp (gigabytes over a test run) and
   // leaves them behind when it is killed; nothing here reads state at old blocks.
   const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--accounts", String(accounts), "--max-persisted-states", "0"];
+  if (state) args.push("--state", state.path, "--state-interval", String(state.intervalSeconds));
   const child = spawn(anvilBinary(), args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   const pid = child.pid;
   if (pid === undefined) throw new Error("anvil did not start");

@@ -5,13 +5,15 @@ describe("readStackConfig", () => {
   it("defaults to a local anvil on 8545 and the node's unlocked deployer", () => {
     expect(readStackConfig({})).toEqual({
       rpcUrl: undefined,
-      anvilPort: 8545,
-      enclavePort: 8790,
-      edgePort: 8787,
+      ports: {
+        anvil: { variable: "SIGIL_ANVIL_PORT", port: 8545, chosen: false },
+        edge: { variable: "SIGIL_EDGE_PORT", port: 8787, chosen: false },
+        enclave: { variable: "SIGIL_ENCLAVE_PORT", port: 8790, chosen: false },
+        stripe: { variable: "SIGIL_STRIPE_PORT", port: 12111, chosen: false },
+      },
       stateDir: defaultStateDir,
       deployerPrivateKey: undefined,
       billing: true,
-      stripePort: 12111,
       stripe: undefined,
     });
     expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
@@ -35,15 +37,22 @@ describe("readStackConfig", () => {
       }),
     ).toEqual({
       rpcUrl: "http://127.0.0.1:9545",
-      anvilPort: 0,
-      enclavePort: 9790,
-      edgePort: 9787,
+      ports: {
+        anvil: { variable: "SIGIL_ANVIL_PORT", port: 0, chosen: true },
+        edge: { variable: "SIGIL_EDGE_PORT", port: 9787, chosen: true },
+        enclave: { variable: "SIGIL_ENCLAVE_PORT", port: 9790, chosen: true },
+        stripe: { variable: "SIGIL_STRIPE_PORT", port: 0, chosen: true },
+      },
       stateDir: "/tmp/sigil-state",
       deployerPrivateKey: key,
       billing: false,
-      stripePort: 0,
       stripe: { secretKey: "sk_test_1", publishableKey: "pk_test_1", webhookSecret: "whsec_1" },
     });
+  });
+
+  it("marks a port the user set, the default's own value included, as chosen", () => {
+    expect(readStackConfig({ SIGIL_EDGE_PORT: "8787" }).ports.edge).toEqual({ variable: "SIGIL_EDGE_PORT", port: 8787, chosen: true });
+    expect(readStackConfig({ SIGIL_EDGE_PORT: "" }).ports.edge.chosen).toBe(false);
   });
 
   it("names each bad variable", () => {

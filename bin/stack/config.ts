@@ -1,6 +1,7 @@
 // The local stack's configuration: read from the environment once, validated, typed.
 import { join } from "node:path";
 import { z } from "zod";
+import type { PortChoice } from "./ports.ts";
 
 /** The repository's git-ignored `.sigil/`. */
 export const defaultStateDir = join(import.meta.dirname, "../../.sigil");
@@ -33,13 +34,11 @@ const schema = z.object({
 
 export type StackConfig = {
   rpcUrl: string | undefined;
-  anvilPort: number;
-  enclavePort: number;
-  edgePort: number;
+  /** Each port with the variable that sets it, and whether the user set it (ports.ts). */
+  ports: { anvil: PortChoice; edge: PortChoice; enclave: PortChoice; stripe: PortChoice };
   stateDir: string;
   deployerPrivateKey: string | undefined;
   billing: boolean;
-  stripePort: number;
   /** Set when the operator gives Stripe keys; otherwise the stack runs the local emulator. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string } | undefined;
 };
@@ -56,15 +55,17 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
   if (stripeKeys.some((k) => k !== undefined) && !stripeKeys.every((k) => k !== undefined)) {
     throw new Error("invalid configuration: set STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY and STRIPE_WEBHOOK_SECRET together, or none of them (for the local Stripe emulator)");
   }
+  const port = (variable: "SIGIL_ANVIL_PORT" | "SIGIL_EDGE_PORT" | "SIGIL_ENCLAVE_PORT" | "SIGIL_STRIPE_PORT"): PortChoice => ({
+    variable,
+    port: c[variable],
+    chosen: (env[variable] ?? "") !== "",
+  });
   return {
     rpcUrl: c.SIGIL_RPC_URL,
-    anvilPort: c.SIGIL_ANVIL_PORT,
-    enclavePort: c.SIGIL_ENCLAVE_PORT,
-    edgePort: c.SIGIL_EDGE_PORT,
+    ports: { anvil: port("SIGIL_ANVIL_PORT"), edge: port("SIGIL_EDGE_PORT"), enclave: port("SIGIL_ENCLAVE_PORT"), stripe: port("SIGIL_STRIPE_PORT") },
     stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
     billing: c.SIGIL_BILLING === "on",
-    stripePort: c.SIGIL_STRIPE_PORT,
     stripe:
       c.STRIPE_SECRET_KEY && c.STRIPE_PUBLISHABLE_KEY && c.STRIPE_WEBHOOK_SECRET
         ? { secretKey: c.STRIPE_SECRET_KEY, publishableKey: c.STRIPE_PUBLISHABLE_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET }

@@ -2,19 +2,32 @@
 // SIGTERM stops everything it started: the chain, the contract, one enclave (dev root key under
 // .sigil/dev/, its payers registered and funded), the local Stripe emulator (unless Stripe keys
 // are given), which delivers its webhooks to the edge, and the edge under wrangler dev, billing on.
+//
+// What it keeps across restarts, in the state folder, it keeps together: the chain (anvil's state
+// file), the AccountConfig deployed on it (local.json), the credit ledgers (the edge's Durable
+// Objects) and the Stripe emulator's customers. When the chain or the deployment is not the one
+// the ledgers belong to, the ledgers are cleared and the output says so (deployment.ts).
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address } from "viem";
-import { deployAccountConfig, deployerAccount } from "../../contracts/deploy.ts";
+import { deployAccountConfig, deployerAccount, type DeployClients } from "../../contracts/deploy.ts";
 import { DEV_APP_COMPOSE_PATH } from "../../deploy/release.ts";
 import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { startStripeEmulator, type StripeEmulator } from "../../test/emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
+import { readStackConfig } from "./config.ts";
+import { clearLedgers, contractCodeHash, genesisHash, ledgersDir, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
 import { freePort, spawnEdge, type EdgeProcess } from "./edge.ts";
 import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
 import { registerLocalPayers } from "./payers.ts";
-import { readStackConfig } from "./config.ts";
+import { claimPorts } from "./ports.ts";
+
+/**
+ * How often anvil writes the chain to its state file besides its clean exit: a stack killed without
+ * one (SIGKILL) loses at most the chain's last seconds, not its whole history.
+ */
+const CHAIN_SAVE_INTERVAL_SECONDS = 2;
 
 let stoppingRequested = false;
 
@@ -61,11 +74,22 @@ export async function startLocalStack(): Promise<number> {
 
   try {
     const config = readStackConfig();
+    mkdirSync(config.stateDir, { recursive: true });
+    // Every port is claimed before anything starts, so a taken one stops nothing half-started.
+    const ports = await claimPorts(
+      {
+        ...(config.rpcUrl ? {} : { anvil: config.ports.anvil }),
+        enclave: config.ports.enclave,
+        edge: config.ports.edge,
+        ...(config.stripe ? {} : { stripe: config.ports.stripe }),
+      },
+      log,
+    );
     let rpcUrl = config.rpcUrl;
     if (rpcUrl) {
       log(`using the chain at ${rpcUrl} (SIGIL_RPC_URL)`);
     } else {
-      anvil = await startPreferredAnvil(config.anvilPort);
+      anvil = await startKeptAnvil(ports.anvil ?? 0, config.stateDir);
       rpcUrl = anvil.rpcUrl;
       log(`anvil (pid ${anvil.pid}) listening on ${rpcUrl}`);
     }
@@ -75,18 +99,20 @@ export async function startLocalStack(): Promise<number> {
     const walletClient = createWalletClient({ transport });
     const account = await deployerAccount(walletClient, config.deployerPrivateKey);
     const owner: Address = typeof account === "string" ? account : account.address;
-    const deployment = await deployAccountConfig({ publicClient, walletClient, account }, { owner });
+    const stateFile = join(config.stateDir, "local.json");
+    const deployment = await keptOrNewDeployment({ publicClient, walletClient, account }, { owner, stateDir: config.stateDir, stateFile });
+    // Recorded before the edge writes a ledger, so no ledger ever exists for an unrecorded deployment.
+    writeFileSync(stateFile, `${JSON.stringify({ rpcUrl, ...deployment }, null, 2)}\n`);
 
-    mkdirSync(config.stateDir, { recursive: true });
-    const edgePort = config.edgePort === 0 ? await freePort() : config.edgePort;
+    const edgePort = ports.edge || (await freePort());
     enclave = await spawnEnclave({
       SIGIL_ENV: "development",
       SIGIL_ENCLAVE_HOST: "127.0.0.1",
-      SIGIL_ENCLAVE_PORT: String(config.enclavePort),
+      SIGIL_ENCLAVE_PORT: String(ports.enclave),
       // Only the local edge may call the internal API, through the attested channel.
       SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(edgeIdentitySeed(config.stateDir))).publicKey),
       SIGIL_RPC_URL: rpcUrl,
-      SIGIL_CONTRACT_ADDRESS: deployment.proxy,
+      SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
       SIGIL_STATE_DIR: config.stateDir,
       SIGIL_ROOT_KEY_PROVIDER: "dev",
       SIGIL_LOG_LEVEL: "warn",
@@ -96,7 +122,7 @@ export async function startLocalStack(): Promise<number> {
       if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
     } });
     log(`enclave (pid ${enclave.pid}) listening on ${enclave.url}`);
-    await registerLocalPayers({ rpcUrl, publicClient, walletClient, owner: account, contract: deployment.proxy, payers: enclave.payers });
+    await registerLocalPayers({ rpcUrl, publicClient, walletClient, owner: account, contract: deployment.accountConfig, payers: enclave.payers });
     log(`registered and funded ${enclave.payers.length} enclave payers`);
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
     let stripeVars: Record<string, string>;
@@ -104,7 +130,7 @@ export async function startLocalStack(): Promise<number> {
       log("using Stripe with the given keys (its webhooks need a public URL; confirm_payment credits without them)");
       stripeVars = { STRIPE_SECRET_KEY: config.stripe.secretKey, STRIPE_PUBLISHABLE_KEY: config.stripe.publishableKey, STRIPE_WEBHOOK_SECRET: config.stripe.webhookSecret };
     } else {
-      stripe = await startPreferredStripe(config.stripePort, `${edgeUrl}/core/v1/billing/webhook`);
+      stripe = await startLocalStripe(ports.stripe ?? 0, `${edgeUrl}/core/v1/billing/webhook`, join(config.stateDir, "stripe-customers.json"));
       log(`Stripe emulator listening on ${stripe.url}`);
       stripeVars = { STRIPE_API_BASE: stripe.url, STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_PUBLISHABLE_KEY: stripe.publishableKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret };
     }
@@ -125,16 +151,15 @@ export async function startLocalStack(): Promise<number> {
         SIGIL_PUBLIC_RPC_URL: rpcUrl,
         SIGIL_CHAIN_ID: String(deployment.chainId),
         SIGIL_CHAIN_NAME: deployment.chainId === 31337 ? "anvil" : `chain ${deployment.chainId}`,
-        SIGIL_CONTRACT_ADDRESS: deployment.proxy,
+        SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
       },
       echo: (line) => console.log(`[edge] ${line}`),
     });
     log(`edge (pid ${edge.pid}) listening on ${edge.url}`);
 
-    const stateFile = join(config.stateDir, "local.json");
     writeFileSync(
       stateFile,
-      `${JSON.stringify({ rpcUrl, chainId: deployment.chainId, accountConfig: deployment.proxy, owner, deployedAtBlock: Number(deployment.blockNumber), edgeUrl: edge.url, enclaveUrl: enclave.url, payers: enclave.payers, billing: config.billing, stripeApiBase: stripe?.url ?? null }, null, 2)}\n`,
+      `${JSON.stringify({ rpcUrl, ...deployment, edgeUrl: edge.url, enclaveUrl: enclave.url, payers: enclave.payers, billing: config.billing, stripeApiBase: stripe?.url ?? null }, null, 2)}\n`,
     );
     console.log(
       [
@@ -143,13 +168,14 @@ export async function startLocalStack(): Promise<number> {
         `  API              ${edge.url}/core/v1   (Swagger UI: ${edge.url}/core/v1/swagger-ui)`,
         `  chain id         ${deployment.chainId}`,
         `  rpc url          ${rpcUrl}`,
-        `  AccountConfig    ${deployment.proxy}`,
+        `  AccountConfig    ${deployment.accountConfig}`,
         `  implementation   ${deployment.implementation}`,
         `  owner            ${owner}`,
         `  enclave          ${enclave.url}  (attestation: ${enclave.url}/attestation; internal API only through the attested channel)`,
         `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,
         stripe ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)` : "  stripe           api.stripe.com (the given keys)",
         `  payers           ${enclave.payers.join(", ")}`,
+        `  state            ${config.stateDir}  (${anvil ? "the chain, " : ""}the ledgers${stripe ? ", the Stripe customers" : ""} and the dev keys, kept across restarts; remove it to start afresh)`,
         `  (also written to ${stateFile})`,
         "",
         "Press Ctrl-C to stop.",
@@ -171,35 +197,58 @@ export async function startLocalStack(): Promise<number> {
   return code;
 }
 
-/** Starts anvil on the preferred port, or on a free one if that port is taken. */
-async function startPreferredAnvil(port: number): Promise<Anvil> {
+/** Anvil with the chain kept in the state folder: the last run's chain when there is one. */
+async function startKeptAnvil(port: number, stateDir: string): Promise<Anvil> {
+  const dir = join(stateDir, "anvil");
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, "state.json");
+  const kept = existsSync(path);
   try {
-    return await startAnvil({ port });
+    const started = await startAnvil({ port, state: { path, intervalSeconds: CHAIN_SAVE_INTERVAL_SECONDS } });
+    log(kept ? `anvil loaded the chain of the last run from ${path}` : `anvil keeps the chain in ${path}`);
+    return started;
   } catch (err) {
-    if (port === 0 || !/address already in use|in use/i.test(String(err))) throw err;
-    log(`port ${port} is in use; letting anvil pick a free port (set SIGIL_ANVIL_PORT to choose one)`);
-    return startAnvil({ port: 0 });
+    if (!kept) throw err;
+    throw new Error(
+      `anvil could not load the chain kept in ${path}; to start afresh, remove it together with the ledgers that go with it (rm -r ${dir} ${ledgersDir(stateDir)}):\n${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 
-/** The local Stripe on the preferred port, or on a free one if that port is taken. */
-async function startPreferredStripe(port: number, webhookUrl: string): Promise<StripeEmulator> {
-  const start = (p: number) =>
-    startStripeEmulator({
-      port: p,
-      webhookUrls: [webhookUrl],
-      // Its webhook deliveries and failures, not every API call.
-      log: (line) => {
-        if (/webhook|error/.test(line)) console.log(`[stripe] ${line.replace(/^stripe-emulator: /, "")}`);
-      },
-    });
-  try {
-    return await start(port);
-  } catch (err) {
-    if (port === 0 || !/EADDRINUSE|in use/i.test(String(err))) throw err;
-    log(`port ${port} is in use; letting the Stripe emulator pick a free port (set SIGIL_STRIPE_PORT to choose one)`);
-    return start(0);
+/**
+ * The deployment local.json recorded when the chain still holds it (deployment.ts says when);
+ * otherwise a new one, and the ledgers of the old one cleared, since their accounts are not on
+ * this chain.
+ */
+async function keptOrNewDeployment(clients: DeployClients, args: { owner: Address; stateDir: string; stateFile: string }): Promise<DeploymentRecord> {
+  const { publicClient } = clients;
+  const { owner, stateDir, stateFile } = args;
+  const codeHash = contractCodeHash();
+  const recorded = readRecord(stateFile);
+  const why = recorded ? await whyNotKept(publicClient, recorded, owner, codeHash) : "none was recorded";
+  if (recorded && why === undefined) {
+    log(`keeping the AccountConfig of an earlier run at ${recorded.accountConfig} (the chain still has it, with its accounts)`);
+    return recorded;
   }
+  const deployment = recordOf(await deployAccountConfig(clients, { owner }), await genesisHash(publicClient), codeHash);
+  log(`deployed AccountConfig at ${deployment.accountConfig}${recorded ? ` (not the earlier run's ${recorded.accountConfig}: ${why})` : ""}`);
+  if (clearLedgers(stateDir)) {
+    log(`cleared the credit ledgers of the earlier run (${ledgersDir(stateDir)}): their accounts are not on this chain's AccountConfig, so their credit must not reappear on accounts of the same name here`);
+  }
+  return deployment;
+}
+
+/** The local Stripe, its customers kept in `customersFile` beside the ledgers that name them. */
+function startLocalStripe(port: number, webhookUrl: string, customersFile: string): Promise<StripeEmulator> {
+  return startStripeEmulator({
+    port,
+    webhookUrls: [webhookUrl],
+    customersFile,
+    // Its webhook deliveries and failures, not every API call.
+    log: (line) => {
+      if (/webhook|error/.test(line)) console.log(`[stripe] ${line.replace(/^stripe-emulator: /, "")}`);
+    },
+  });
 }
 
 async function anvilExit(anvil: Anvil): Promise<number> {

@@ -4,12 +4,17 @@
 // its chain, its enclave or its edge ends it loudly (status 1), and bad configuration is refused.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, http, type Address } from "viem";
+import { createPublicClient, createTestClient, createWalletClient, http, parseEther, type Address } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
+import { topUp } from "../../bin/account/topup.ts";
 import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
 import { freePort } from "../../bin/stack/edge.ts";
+import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -136,7 +141,66 @@ function killGroup(pid: number): void {
   }
 }
 
+/** Ctrl-C, as a user stops the stack; it must exit cleanly. */
+async function stopStack(started: Started): Promise<void> {
+  started.child.kill("SIGINT");
+  expect(await exitWithin(started)).toBe(0);
+}
+
+async function api<T = Record<string, unknown>>(base: string, method: "GET" | "POST", path: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...(options.key ? { "x-api-key": options.key } : {}), ...(options.body === undefined ? {} : { "content-type": "application/json" }), ...options.headers },
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+async function ok<T = Record<string, unknown>>(base: string, method: "GET" | "POST", path: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
+  const r = await api<T>(base, method, path, options);
+  if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+/** The X-Wallet-Auth header of `wallet` (BillingAuth), for a ChainSecured account's billing. */
+async function walletAuth(wallet: PrivateKeyAccount): Promise<Record<string, string>> {
+  const typed = buildTypedData({ primaryType: "BillingAuth", chainId: 31337, address: wallet.address, issuedAt: Math.floor(Date.now() / 1000) });
+  const signature = await wallet.signTypedData(signableTypedData(typed));
+  return { "x-wallet-auth": Buffer.from(JSON.stringify({ typed_data: typed, signature })).toString("base64url") };
+}
+
+/** `wallet` makes its own ChainSecured account on the chain (its master hash is its lookup hash, the same on any chain). */
+async function newChainSecuredAccount(rpcUrl: string, contract: Address, wallet: PrivateKeyAccount): Promise<void> {
+  const transport = http(rpcUrl);
+  await createTestClient({ mode: "anvil", transport }).setBalance({ address: wallet.address, value: parseEther("1") });
+  const hash = await createWalletClient({ account: wallet, transport }).writeContract({ address: contract, abi: accountConfigAbi, functionName: "newChainSecuredAccount", args: ["mine", ""], chain: null });
+  expect((await createPublicClient({ transport, pollingInterval: 50 }).waitForTransactionReceipt({ hash })).status).toBe("success");
+}
+
+/** Buys `cents` for the account `wallet` administers, with X-Wallet-Auth and the local Stripe's test card. */
+async function topUpAsWallet(base: string, wallet: PrivateKeyAccount, cents: number): Promise<void> {
+  const config = await ok<{ publishable_key: string; api_base: string }>(base, "GET", "/billing/stripe_config");
+  const intent = await ok<{ payment_intent_id: string; client_secret: string }>(base, "POST", "/billing/create_payment_intent", { body: { amount_cents: cents }, headers: await walletAuth(wallet) });
+  const paid = await fetch(`${config.api_base}/v1/payment_intents/${intent.payment_intent_id}/confirm`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${config.publishable_key}`, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ payment_method: "pm_card_visa", client_secret: intent.client_secret }).toString(),
+  });
+  expect(paid.status).toBe(200);
+  await ok(base, "POST", "/billing/confirm_payment", { body: { payment_intent_id: intent.payment_intent_id }, headers: await walletAuth(wallet) });
+}
+
+/** A listener on a free loopback port, standing for another program that holds it. */
+async function occupiedPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  occupied.push(server);
+  return { port: (server.address() as { port: number }).port, server };
+}
+const occupied: Server[] = [];
+
 afterEach(async () => {
+  for (const server of occupied.splice(0)) server.close();
   for (const child of running.splice(0)) if (child.exitCode === null && child.pid) killGroup(child.pid);
   for (const pid of strayPids.splice(0)) killGroup(pid);
   for (const a of anvils.splice(0)) await a.stop();
@@ -238,5 +302,66 @@ describe("npm start", () => {
     expect(await started.exit).toBe(1);
     expect(started.output()).toMatch(/invalid configuration: SIGIL_ANVIL_PORT/);
     expect(started.output()).not.toContain("anvil (pid");
+  });
+
+  it("refuses a port variable that names a port in use, naming that variable and how to choose another, before it starts anything", async () => {
+    for (const variable of ["SIGIL_ANVIL_PORT", "SIGIL_ENCLAVE_PORT", "SIGIL_EDGE_PORT", "SIGIL_STRIPE_PORT"]) {
+      const { port } = await occupiedPort();
+      const started = startStack({ SIGIL_ANVIL_PORT: "0", [variable]: String(port) });
+      expect(await exitWithin(started), variable).toBe(1);
+      const line = started.output().split("\n").find((l) => l.includes(String(port)) && /in use/.test(l));
+      expect(line, `${variable}:\n${started.output()}`).toContain(variable);
+      expect(line, variable).toMatch(new RegExp(`${variable}=0`));
+      expect(started.output(), variable).not.toContain("anvil (pid");
+    }
+  });
+
+  it("keeps the chain with the ledgers across a restart: after Ctrl-C and npm start again, the account, its wallet and its credit are all there, and it can act and buy more", { timeout: 360_000 }, async () => {
+    const stateDir = newStateDir();
+    const first = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
+    const before = await up(first);
+    const base = `${before.edgeUrl}/core/v1`;
+    const account = await ok<{ api_key: string; account_id: string }>(base, "POST", "/new_account", { body: { account_name: "kept" } });
+    await topUp({ api: base, key: account.api_key, amountCents: 500 });
+    const wallet = await ok<{ wallet_address: string }>(base, "POST", "/create_wallet", { key: account.api_key, body: {} });
+    expect((await ok<{ balance_cents: number }>(base, "GET", "/billing/balance", { key: account.api_key })).balance_cents).toBe(499);
+    await stopStack(first);
+
+    const second = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
+    const after = await up(second);
+    const again = `${after.edgeUrl}/core/v1`;
+    expect(after.address).toBe(before.address);
+    expect(await ok(again, "GET", "/account_exists", { key: account.api_key })).toEqual({ exists: true, managed: true });
+    expect((await ok<{ balance_cents: number }>(again, "GET", "/billing/balance", { key: account.api_key })).balance_cents).toBe(499);
+    expect(second.output()).toContain(`keeping the AccountConfig of an earlier run at ${before.address}`);
+    expect((await ok<Array<{ wallet_address: string }>>(again, "GET", "/list_wallets", { key: account.api_key })).map((w) => w.wallet_address)).toContain(wallet.wallet_address);
+    // It still acts (its payers, registered in the first run, still pay) and buys credit (its
+    // Stripe customer, made in the first run, is still known).
+    await ok(again, "POST", "/create_wallet", { key: account.api_key, body: {} });
+    expect((await topUp({ api: again, key: account.api_key, amountCents: 500 })).balanceCents).toBe(998);
+    await stopStack(second);
+  });
+
+  it("on a chain other than its ledgers' (a fresh SIGIL_RPC_URL), clears the ledgers and says so: credit bought on the old chain does not reappear on the new one", { timeout: 360_000 }, async () => {
+    const stateDir = newStateDir();
+    const oldChain = await startAnvil();
+    anvils.push(oldChain);
+    const first = startStack({ SIGIL_RPC_URL: oldChain.rpcUrl }, stateDir);
+    const before = await up(first);
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    await newChainSecuredAccount(oldChain.rpcUrl, before.address, wallet);
+    await topUpAsWallet(`${before.edgeUrl}/core/v1`, wallet, 500);
+    expect((await ok<{ balance_cents: number }>(`${before.edgeUrl}/core/v1`, "GET", "/billing/balance", { headers: await walletAuth(wallet) })).balance_cents).toBe(500);
+    await stopStack(first);
+
+    const newChain = await startAnvil();
+    anvils.push(newChain);
+    const second = startStack({ SIGIL_RPC_URL: newChain.rpcUrl }, stateDir);
+    const after = await up(second);
+    // The same wallet makes its account again on the new chain: the same master hash, no credit.
+    await newChainSecuredAccount(newChain.rpcUrl, after.address, wallet);
+    expect((await ok<{ balance_cents: number }>(`${after.edgeUrl}/core/v1`, "GET", "/billing/balance", { headers: await walletAuth(wallet) })).balance_cents).toBe(0);
+    expect(second.output()).toMatch(/cleared the credit ledgers/);
+    await stopStack(second);
   });
 });

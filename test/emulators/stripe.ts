@@ -20,8 +20,11 @@
 //   answered, signed like Stripe (`Stripe-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")`, a
 //   fresh timestamp per attempt); a connection error or non-2xx is retried with doubling delays.
 //
-// Only node:http and node:crypto; state lives in memory and dies with the server.
+// Only node:http, node:crypto and node:fs; state lives in memory and dies with the server, but for
+// customers when `customersFile` is given: `npm start` keeps them beside the credit ledgers that
+// name them, so an account's next top-up after a restart still finds its customer.
 import { createHmac, randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -77,6 +80,8 @@ export type StripeEmulatorOptions = {
   /** Delivery attempts per event and URL, the first included. Default 8. */
   maxAttempts?: number;
   log?: (line: string) => void;
+  /** A JSON file the customers are read from at start and written to as they are made. */
+  customersFile?: string;
 };
 
 // The version events are rendered at when the request that made the object sent no
@@ -258,7 +263,9 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   const log = options.log ?? (() => {});
   let webhookUrls = [...(options.webhookUrls ?? [])];
 
-  const customers = new Map<string, Record<string, unknown>>();
+  const customers = new Map<string, Record<string, unknown>>(
+    options.customersFile && existsSync(options.customersFile) ? (JSON.parse(readFileSync(options.customersFile, "utf8")) as Array<[string, Record<string, unknown>]>) : [],
+  );
   const intents = new Map<string, Record<string, unknown>>();
   const intentVersions = new Map<string, string>();
   const events: StripeEvent[] = [];
@@ -364,6 +371,7 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       test_clock: null,
     };
     customers.set(customer.id, customer);
+    if (options.customersFile) writeFileSync(options.customersFile, JSON.stringify([...customers]));
     return { status: 200, body: customer };
   }
 

@@ -18,4 +18,23 @@ describe("GET /core/v1/openapi.json", () => {
     const operations = Object.values(doc.paths).flatMap((item) => Object.keys(item).filter((k) => ["get", "post", "put", "patch", "delete"].includes(k)));
     expect(operations.length).toBeGreaterThanOrEqual(34);
   });
+
+  it("states sigil_action's js_params as the specification does: a JSON object or null", async () => {
+    const params = (await bodyProperties("/core/v1/sigil_action")).js_params;
+    expect(params?.type).toEqual(["object", "null"]);
+  });
+
+  it("states create_payment_intent's minimum: amount_cents an integer of at least 500", async () => {
+    const amount = (await bodyProperties("/core/v1/billing/create_payment_intent")).amount_cents;
+    expect(amount).toMatchObject({ type: "integer", minimum: 500 });
+  });
 });
+
+type Schema = { type?: string | string[]; properties?: Record<string, Schema>; [k: string]: unknown };
+
+/** The properties of an operation's JSON request body, as the served document states them. */
+async function bodyProperties(path: string): Promise<Record<string, Schema>> {
+  const res = await createApp().request("/core/v1/openapi.json", {}, { SIGIL_ENV: "test" });
+  const doc = (await res.json()) as { paths: Record<string, { post: { requestBody: { content: { "application/json": { schema: Schema } } } } }> };
+  return doc.paths[path]?.post.requestBody.content["application/json"].schema.properties ?? {};
+}

@@ -119,6 +119,19 @@ describe("sigil_action", () => {
     expectError(await post("/sigil_action", key, { code: SIGN, timeout_ms: 5 }), 400, "invalid_request");
   });
 
+  it("js_params is a JSON object or null (the specification's): an array, a string, a number or a boolean is 400 invalid_request naming js_params; an object, null or none runs", async () => {
+    const code = "async function main(p) { return p }";
+    await ok("/add_group", key, { group_name: "echo", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(code)] });
+    for (const js_params of [[1, 2], "a string", 7, true]) {
+      const error = expectError(await post("/sigil_action", key, { code, js_params }), 400, "invalid_request");
+      expect(error.details, JSON.stringify(js_params)).toEqual([{ path: "js_params", message: "must be a JSON object or null" }]);
+    }
+    for (const [body, response] of [[{ code, js_params: { n: [1, 2] } }, { n: [1, 2] }], [{ code, js_params: null }, null], [{ code }, null]] as const) {
+      const r = await ok<Run>("/sigil_action", key, body);
+      expect(r.response).toEqual(response);
+    }
+  });
+
   it("a body over 6 MiB is 413 payload_too_large with the error body, whether its length is declared or streamed", async () => {
     const body = JSON.stringify({ code: `// ${"x".repeat(6 << 20)}\nasync function main() { return 1 }` });
     const declared = expectError(await post("/sigil_action", key, body), 413, "payload_too_large");

@@ -22,7 +22,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     chainId: 31337,
     chainName: "anvil",
     contractAddress: inject("contract"),
-    rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000 },
+    rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000, openWritesPerHour: 1000 },
     billing: false,
     maxCodeBytes: 4 << 20,
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

@@ -380,8 +380,10 @@ describe("GET /evidences/…", () => {
 describe("the attestation paths with a method they do not serve", () => {
   for (const path of ["/attestation", "/info", "/evidences/sha256sum.txt"]) {
     for (const method of ["POST", "PUT", "DELETE"]) {
-      it(`${method} ${path} → 404 not_found with the error body`, async () => {
-        await expectErrorBody(await SELF.fetch(`http://edge${path}`, { method, headers: JSON_HEADERS, body: "{}" }), 404, "not_found");
+      it(`${method} ${path} → 405 method_not_allowed with Allow and the error body`, async () => {
+        const res = await SELF.fetch(`http://edge${path}`, { method, headers: JSON_HEADERS, body: "{}" });
+        expect(res.headers.get("allow")).toBe("GET, HEAD, OPTIONS");
+        await expectErrorBody(res, 405, "method_not_allowed");
       });
     }
   }

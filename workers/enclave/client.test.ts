@@ -24,7 +24,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     chainId: 31337,
     chainName: "anvil",
     contractAddress: undefined,
-    rateLimits: { perKey: 10, perIp: 10, openPerIp: 10 },
+    rateLimits: { perKey: 10, perIp: 10, openPerIp: 10, openWritesPerHour: 10 },
     billing: false,
     maxCodeBytes: 4 << 20,
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

@@ -11,6 +11,7 @@ import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
@@ -19,6 +20,8 @@ const newAccount = createRoute({
   method: "post",
   path: "/new_account",
   summary: "Create a managed account: its master API key (shown once), the Account Master Wallet and the account id",
+  // Anyone may call it, and the enclave's payers pay for the account's transaction.
+  middleware: [openWriteLimit({ spendsGas: true })] as const,
   request: { body: body(requestSchemas.new_account) },
   responses: { 200: json(responseSchemas.new_account), 400: errors, 429: errors, 503: errors },
 });

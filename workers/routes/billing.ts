@@ -72,7 +72,18 @@ const createIntent = createRoute({
   security: billingSecurity,
   middleware: [requireCredentials] as const,
   request: {
-    body: body(z.strictObject({ amount_cents: z.number().int().positive().max(MAX_TOP_UP_CENTS).describe(`cents to buy; at least ${MIN_TOP_UP_CENTS}`) })),
+    // The minimum is the handler's to check, so every amount under it (0 and negatives too) gets its
+    // own code, amount_below_minimum; the document still states it.
+    body: body(
+      z.strictObject({
+        amount_cents: z
+          .number()
+          .int()
+          .max(MAX_TOP_UP_CENTS)
+          .meta({ minimum: MIN_TOP_UP_CENTS })
+          .describe(`cents to buy; at least ${MIN_TOP_UP_CENTS} (less is 400 amount_below_minimum)`),
+      }),
+    ),
   },
   responses: {
     200: json(z.object({ client_secret: z.string(), payment_intent_id: z.string() })),

@@ -12,6 +12,7 @@ import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { forward } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
+import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { forwardWrite } from "./write.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
@@ -43,11 +44,14 @@ const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, .
 
 const signatureErrors = { 400: errors, 401: errors, 413: errors, 429: errors, 503: errors };
 
+// Open to anyone, but they only derive keys: the signer's wallet sends (and pays for) the transaction.
+const openWrite = openWriteLimit({ spendsGas: false });
+
 const createWallet = createRoute({
   method: "post",
   path: "/create_wallet_with_signature",
   summary: "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
-  middleware: [limitBody] as const,
+  middleware: [openWrite, limitBody] as const,
   request: { body: body(envelopeSchema) },
   responses: { 200: json(responseSchemas.create_wallet_with_signature), ...signatureErrors },
 });
@@ -56,7 +60,7 @@ const addUsageKey = createRoute({
   method: "post",
   path: "/add_usage_api_key_with_signature",
   summary: "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
-  middleware: [limitBody] as const,
+  middleware: [openWrite, limitBody] as const,
   request: { body: body(envelopeSchema) },
   responses: { 200: json(responseSchemas.add_usage_api_key_with_signature), ...signatureErrors },
 });

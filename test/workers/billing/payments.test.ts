@@ -155,6 +155,14 @@ describe("a top-up by card", () => {
     expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 } }), 401, "missing_api_key");
   });
 
+  it("0 and negative amounts are below the minimum too: 400 amount_below_minimum, like 499", async () => {
+    const key = await newAccount();
+    for (const amount of [0, -1, -500]) {
+      const error = expectError(await createIntent(key, amount), 400, "amount_below_minimum");
+      expect(error.details).toEqual({ minimum_cents: 500 });
+    }
+  });
+
   it("an unpaid intent is 409 payment_not_succeeded; a declined card credits nothing; an unknown intent is 404", async () => {
     const key = await newAccount();
     const { body: intent } = await createIntent(key, 800);

@@ -1,12 +1,28 @@
 // Rate limits in workerd with the RateLimiter Durable Object (limits of the `workers` test project:
-// 50 per IP, 20 per key, 5 per IP on the open writes, per minute). Each test uses its own client IP.
-import { SELF } from "cloudflare:test";
+// 50 per IP, 20 per key, 5 per IP on the open writes, per minute; 30 open writes that spend gas per
+// hour for the whole deployment). Each test uses its own client IPs. The tests run in order: the
+// deployment's budget is shared by all of them, and the last one spends it.
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { Env } from "../../env.ts";
+import { GAS_BUDGET_BUCKET } from "./index.ts";
 
 const KEY = btoa("r".repeat(32));
 
 function get(path: string, ip: string, headers: Record<string, string> = {}) {
   return SELF.fetch(`http://edge${path}`, { headers: { "cf-connecting-ip": ip, ...headers } });
+}
+
+function postEmpty(path: string, ip: string) {
+  return SELF.fetch(`http://edge${path}`, { method: "POST", headers: { "cf-connecting-ip": ip, "content-type": "application/json" }, body: "{}" });
+}
+
+const BUDGET = 30;
+
+/** What is left of the deployment's hourly budget, asked of its Durable Object without taking any. */
+async function budgetLeft(): Promise<number> {
+  const namespace = (env as unknown as Env).RATE_LIMITER!;
+  return (await namespace.get(namespace.idFromName(GAS_BUDGET_BUCKET)).lease(BUDGET, 3600, 0)).remaining;
 }
 
 describe("rate limits", () => {
@@ -52,5 +68,63 @@ describe("rate limits", () => {
     }
     expect(statuses[5]).toBe(429);
     expect(statuses.slice(0, 5).every((s) => s !== 429)).toBe(true);
+  });
+
+  // Every spelling the router resolves to new_account (percent-encoding anywhere in the path, dot
+  // segments) counts against the same open-write bucket: the route that matched decides, not the text.
+  it("the percent-encoded path: new%5Faccount and the other spellings of new_account share its 5-per-minute bucket", async () => {
+    const spellings = ["/core/v1/new%5Faccount", "/core/v1/new%5faccount", "/core/v1/%6Eew_account", "/%63ore/v1/new_account", "/core/v1/x/../new_account", "/core/v1/new_account"];
+    const answers: Response[] = [];
+    for (const path of spellings) answers.push(await SELF.fetch(`http://edge${path}`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.10", "content-type": "application/json" }, body: "{}" }));
+    // Each spelling reached the route (its validation answered), and each was counted as an open write.
+    expect(answers.slice(0, 5).map((r) => r.status)).toEqual([400, 400, 400, 400, 400]);
+    expect(answers.slice(0, 5).map((r) => r.headers.get("ratelimit-limit"))).toEqual(["5", "5", "5", "5", "5"]);
+    expect(answers[5]?.status).toBe(429);
+    expect(((await answers[5]!.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+    // The spellings the router does not take never reach new_account: nothing there to bypass.
+    for (const path of ["/core/v1//new_account", "/core/v1/new_account/", "/core/v1/NEW_ACCOUNT", "/core/v1/new_account%2F"]) {
+      expect((await postEmpty(path, "198.51.100.13")).status, path).toBe(404);
+    }
+  });
+
+  it("the signature endpoints are open writes under any spelling too", async () => {
+    const statuses: number[] = [];
+    for (const path of ["/core/v1/create%5Fwallet%5Fwith%5Fsignature", "/core/v1/add_usage_api_key_with%5Fsignature", "/core/v1/create_wallet_with_signature", "/core/v1/add%5Fusage_api_key_with_signature", "/core/v1/create_wallet_with_%73ignature", "/core/v1/add_usage_api_key_with_signature"]) {
+      statuses.push((await SELF.fetch(`http://edge${path}`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.11", "content-type": "application/json" }, body: "{}" })).status);
+    }
+    expect(statuses.slice(0, 5).every((s) => s !== 429 && s !== 404)).toBe(true);
+    expect(statuses[5]).toBe(429);
+  });
+
+  it("an address refused by its own open-write limit spends nothing of the deployment's budget", async () => {
+    const before = await budgetLeft();
+    expect(before).toBeGreaterThanOrEqual(5);
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) statuses.push((await postEmpty("/core/v1/new_account", "198.51.100.12")).status);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+    expect(await budgetLeft()).toBe(before - 5);
+  });
+
+  it("the deployment's hourly budget for new_account: once spent, every address gets 429 rate_limited with Retry-After; the signature endpoints, which spend no gas, still answer", async () => {
+    let refused: Response | undefined;
+    // One request per address: no address's own limit is ever reached.
+    for (let i = 0; i <= BUDGET && !refused; i++) {
+      const res = await postEmpty("/core/v1/new_account", `192.0.2.${i + 1}`);
+      if (res.status === 429) refused = res;
+      else expect(res.status).toBe(400);
+    }
+    expect(refused, "no request was refused").toBeDefined();
+    expect(((await refused!.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+    expect(refused!.headers.get("ratelimit-limit")).toBe(String(BUDGET));
+    expect(refused!.headers.get("ratelimit-remaining")).toBe("0");
+    const retryAfter = Number(refused!.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(3600);
+    // Another fresh address, under another spelling of the path: refused all the same.
+    const next = await postEmpty("/core/v1/new%5Faccount", "192.0.2.200");
+    expect(next.status).toBe(429);
+    expect(next.headers.get("ratelimit-limit")).toBe(String(BUDGET));
+    expect((await postEmpty("/core/v1/create_wallet_with_signature", "192.0.2.201")).status).toBe(400);
+    expect((await get("/core/v1/version", "192.0.2.202")).status).toBe(200);
   });
 });
