@@ -21,6 +21,9 @@ const schema = z
       .string()
       .transform((v) => v.split(",").map((k) => k.trim()).filter(Boolean))
       .pipe(z.array(z.string().regex(/^([A-Za-z0-9_-]{43}|(0x)?[0-9a-fA-F]{64})$/, "must be 32-byte Ed25519 public keys, base64url or hex")).min(1, "must list at least one edge key")),
+    /** Session openings one peer address may attempt on the channel: a burst, then a steady rate per second. */
+    SIGIL_CHANNEL_OPENINGS_BURST: int(1, 100_000).default(64),
+    SIGIL_CHANNEL_OPENINGS_PER_SECOND: z.coerce.number().positive().max(100_000).default(8),
     SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
     SIGIL_CONTRACT_ADDRESS: address,
     SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
@@ -90,6 +93,8 @@ export type EnclaveConfig = {
   port: number;
   /** Ed25519 public keys of the edges allowed through the channel. */
   allowedEdgeKeys: Uint8Array[];
+  /** Channel session openings per peer address (refused ones with an unknown edge key cost none). */
+  channelOpenings: { capacity: number; perSecond: number };
   rpcUrl: string;
   contractAddress: `0x${string}`;
   listenerPollMs: number;
@@ -148,6 +153,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     host: c.SIGIL_ENCLAVE_HOST,
     port: c.SIGIL_ENCLAVE_PORT,
     allowedEdgeKeys: c.SIGIL_ALLOWED_EDGE_KEYS.map(edgeKeyBytes),
+    channelOpenings: { capacity: c.SIGIL_CHANNEL_OPENINGS_BURST, perSecond: c.SIGIL_CHANNEL_OPENINGS_PER_SECOND },
     rpcUrl: c.SIGIL_RPC_URL,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}`,
     listenerPollMs: c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000),

@@ -105,6 +105,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   // This boot's channel key: made now, never stored; its quote is taken on the first GET /channel.
   const channel = await createChannel({
     allowedEdgeKeys: config.allowedEdgeKeys,
+    openings: config.channelOpenings,
     quote: (reportData) => attestation.service.getQuote(reportData),
     instanceId: (await attestation.service.info()).instance_id,
   });
