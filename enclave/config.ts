@@ -3,6 +3,7 @@
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { defaultStalledAfterMs } from "./authz/listener.ts";
 
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
@@ -27,6 +28,8 @@ const schema = z
     SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
     SIGIL_CONTRACT_ADDRESS: address,
     SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
+    /** No successful poll for this long and /health says the listener is stalled (default: 3 polls, at least 30 s). */
+    SIGIL_LISTENER_STALLED_AFTER_MS: int(100, 3_600_000).optional(),
     SIGIL_LISTENER_MAX_RANGE: int(1, 100_000).default(2_000),
     /** Blocks re-read on every poll, so an event in a block replaced by a short reorg is still seen. */
     SIGIL_LISTENER_REORG_DEPTH: int(0, 64).default(3),
@@ -98,6 +101,7 @@ export type EnclaveConfig = {
   rpcUrl: string;
   contractAddress: `0x${string}`;
   listenerPollMs: number;
+  listenerStalledAfterMs: number;
   listenerMaxRange: number;
   listenerReorgDepth: number;
   instanceIndex: number;
@@ -148,6 +152,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     denyPorts.add(port);
   }
   if (c.SIGIL_ENCLAVE_PORT !== 0) denyPorts.add(c.SIGIL_ENCLAVE_PORT);
+  const pollMs = c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000);
   return {
     env: c.SIGIL_ENV,
     host: c.SIGIL_ENCLAVE_HOST,
@@ -156,7 +161,8 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     channelOpenings: { capacity: c.SIGIL_CHANNEL_OPENINGS_BURST, perSecond: c.SIGIL_CHANNEL_OPENINGS_PER_SECOND },
     rpcUrl: c.SIGIL_RPC_URL,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}`,
-    listenerPollMs: c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000),
+    listenerPollMs: pollMs,
+    listenerStalledAfterMs: c.SIGIL_LISTENER_STALLED_AFTER_MS ?? defaultStalledAfterMs(pollMs),
     listenerMaxRange: c.SIGIL_LISTENER_MAX_RANGE,
     listenerReorgDepth: c.SIGIL_LISTENER_REORG_DEPTH,
     instanceIndex: c.SIGIL_INSTANCE_INDEX,

@@ -1,5 +1,6 @@
 // The internal API the edge forwards to (shared/enclaveApi.ts): `POST /internal/v1/<op>` with the
-// operation's JSON, and `GET /internal/v1/client_config`. It is reached only through the attested
+// operation's JSON, `GET /internal/v1/client_config` and `GET /internal/v1/health` (the whole health
+// report, health.ts: what the public /health keeps to itself). It is reached only through the attested
 // channel (channel/channel.ts), which hands it each opened request: a plain function from request
 // to answer, with no second pass through an HTTP router. It validates with the shared zod schemas
 // and calls the operation; operations know nothing of HTTP.
@@ -85,7 +86,10 @@ export function errorAnswer(err: unknown, ctx: RequestContext): InternalAnswer {
   return { status: 500, headers, body: JSON.stringify(errorBody(new SigilError("internal_error", "an internal error occurred"), ctx.requestId)) };
 }
 
-export function createInternalApi(enclave: Enclave): (request: InternalRequest) => Promise<InternalAnswer> {
+/** What the internal API serves besides the operations. */
+export type InternalParts = { health: () => Promise<{ body: unknown }> };
+
+export function createInternalApi(enclave: Enclave, parts: InternalParts): (request: InternalRequest) => Promise<InternalAnswer> {
   const clientConfig = () => {
     const l = enclave.config.limits;
     return {
@@ -105,7 +109,7 @@ export function createInternalApi(enclave: Enclave): (request: InternalRequest) 
     const headers = new Map(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx = requestContext(enclave.log, (name) => headers.get(name));
     try {
-      const result = await dispatch(enclave, request, ctx, clientConfig);
+      const result = await dispatch(enclave, request, ctx, clientConfig, parts);
       return { status: 200, headers: { "content-type": "application/json", "x-request-id": ctx.requestId }, body: JSON.stringify(result) };
     } catch (err) {
       return errorAnswer(err, ctx);
@@ -113,8 +117,9 @@ export function createInternalApi(enclave: Enclave): (request: InternalRequest) 
   };
 }
 
-async function dispatch(enclave: Enclave, request: InternalRequest, ctx: RequestContext, clientConfig: () => unknown): Promise<unknown> {
+async function dispatch(enclave: Enclave, request: InternalRequest, ctx: RequestContext, clientConfig: () => unknown, parts: InternalParts): Promise<unknown> {
   if (request.method === "GET" && request.path === "/internal/v1/client_config") return clientConfig();
+  if (request.method === "GET" && request.path === "/internal/v1/health") return (await parts.health()).body;
   const op = OPERATION_PATH.exec(request.path)?.[1];
   if (request.method !== "POST" || op === undefined || !(enclaveOperations as readonly string[]).includes(op)) {
     throw new SigilError("not_found", `no internal operation at ${request.method} ${request.path}`);

@@ -17,6 +17,7 @@ import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { channelListener, createChannel } from "./channel/channel.ts";
+import { internalHealth } from "./health.ts";
 import { createInternalApi } from "./internalApi.ts";
 import { createEnclaveApp } from "./server.ts";
 
@@ -92,6 +93,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     client: chain.client,
     contract: chain.contract,
     pollMs: config.listenerPollMs,
+    stalledAfterMs: config.listenerStalledAfterMs,
     maxRange: config.listenerMaxRange,
     reorgDepth: config.listenerReorgDepth,
     onEvents: (masters, keyHashes) => {
@@ -103,14 +105,16 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   });
   listener.start();
   // This boot's channel key: made now, never stored; its quote is taken on the first GET /channel.
+  const instanceId = (await attestation.service.info()).instance_id;
   const channel = await createChannel({
     allowedEdgeKeys: config.allowedEdgeKeys,
     openings: config.channelOpenings,
     quote: (reportData) => attestation.service.getQuote(reportData),
-    instanceId: (await attestation.service.info()).instance_id,
+    instanceId,
   });
-  app = createEnclaveApp(enclave, listener, attestation, channel);
-  channelRequest = channelListener(channel, createInternalApi(enclave), log);
+  const health = { enclave, listener, instanceId, channelSessions: () => channel.recipient.sessions };
+  app = createEnclaveApp({ ...health, attestation, channel });
+  channelRequest = channelListener(channel, createInternalApi(enclave, { health: () => internalHealth(health) }), log);
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });

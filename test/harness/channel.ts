@@ -25,6 +25,13 @@ export function testChannel(): ChannelClient {
   return client;
 }
 
+/** The enclave's whole health report (its internal `GET /internal/v1/health`), read through the channel as the edge reads it. */
+export async function internalHealthOf<T = Record<string, unknown>>(base: string): Promise<T> {
+  const answer = await testChannel().call(base, { method: "GET", path: "/internal/v1/health", headers: {}, body: "" });
+  if (answer.status !== 200) throw new Error(`the enclave's internal health answered ${answer.status}: ${answer.body}`);
+  return JSON.parse(answer.body) as T;
+}
+
 /**
  * A junk session opening to the enclave key `enclavePublicKey`: a random `enc` and the session id it
  * implies, claiming the edge key `edgeKey` (base64url) with a signature of random bytes. With a key
