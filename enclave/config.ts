@@ -46,6 +46,10 @@ const schema = z
     SIGIL_ATTESTATION: z.enum(["dstack", "simulated"]).optional(),
     /** The app-compose the simulated TEE measures; deploy/app-compose.dev.json by default. */
     SIGIL_APP_COMPOSE_FILE: z.string().min(1).optional(),
+    /** Fresh quotes (`/attestation?nonce=`) per client: a burst, then per second; and per second for all clients together. */
+    SIGIL_NONCE_QUOTES_BURST: int(1, 10_000).default(10),
+    SIGIL_NONCE_QUOTES_PER_SECOND: z.coerce.number().positive().max(10_000).default(2),
+    SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND: z.coerce.number().positive().max(10_000).default(20),
     SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
     /** Exact host:port pairs that scripts may fetch although they are not public addresses. */
     SIGIL_FETCH_ALLOW: z.string().default(""),
@@ -112,6 +116,8 @@ export type EnclaveConfig = {
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
     | { provider: "dstack"; endpoint: string | undefined };
   attestation: { source: "dstack"; endpoint: string | undefined } | { source: "simulated"; appComposeFile: string | undefined };
+  /** Nonce quotes: each client's budget, and everyone's (the quote device's). */
+  nonceQuotes: { perClient: { capacity: number; perSecond: number }; total: { capacity: number; perSecond: number } };
   ipfsGateway: string;
   fetchAllow: ReadonlySet<string>;
   fetchDenyPorts: ReadonlySet<number>;
@@ -177,6 +183,11 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
       attestation === "dstack"
         ? { source: "dstack", endpoint: c.DSTACK_SIMULATOR_ENDPOINT }
         : { source: "simulated", appComposeFile: c.SIGIL_APP_COMPOSE_FILE },
+    nonceQuotes: {
+      perClient: { capacity: c.SIGIL_NONCE_QUOTES_BURST, perSecond: c.SIGIL_NONCE_QUOTES_PER_SECOND },
+      // Two seconds' worth at once: a few verifiers arriving together are all served.
+      total: { capacity: Math.max(c.SIGIL_NONCE_QUOTES_BURST, Math.ceil(2 * c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND)), perSecond: c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND },
+    },
     ipfsGateway: c.SIGIL_IPFS_GATEWAY.replace(/\/+$/, ""),
     fetchAllow,
     fetchDenyPorts: denyPorts,

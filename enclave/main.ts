@@ -60,8 +60,8 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   // rest to the Hono app.
   let app: ReturnType<typeof createEnclaveApp> | undefined;
   let channelRequest: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  const appListener = getRequestListener((request) =>
-    app ? app.fetch(request) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
+  const appListener = getRequestListener((request, env) =>
+    app ? app.fetch(request, env) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
   );
   const server = createServer((req, res) => {
     if (channelRequest && req.method === "POST" && req.url === "/channel/v1") channelRequest(req, res);
@@ -114,7 +114,16 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   });
   const health = { enclave, listener, instanceId, channelSessions: () => channel.recipient.sessions };
   app = createEnclaveApp({ ...health, attestation, channel });
-  channelRequest = channelListener(channel, createInternalApi(enclave, { health: () => internalHealth(health) }), log);
+  const publicApp = app;
+  channelRequest = channelListener(
+    channel,
+    createInternalApi(enclave, {
+      health: () => internalHealth(health),
+      // The public attestation routes, answering as they would the client the edge names.
+      attestation: async (pathAndQuery, client, headers) => publicApp.fetch(new Request(`http://enclave${pathAndQuery}`, { headers }), { sigilClient: client }),
+    }),
+    log,
+  );
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });

@@ -4,7 +4,8 @@
 // (attestation/routes.ts). Every answer names this instance in `X-Sigil-Instance`, so a client
 // that reached it through a load balancer or the edge knows which VM answered. A request sent to
 // `/internal/…` directly is refused.
-import { Hono } from "hono";
+import type { IncomingMessage } from "node:http";
+import { Hono, type Context } from "hono";
 import { errorBody, SigilError } from "../shared/errors.ts";
 import { attestationRoutes, type AttestationRoutesOptions } from "./attestation/routes.ts";
 import { channelRoutes, type Channel } from "./channel/channel.ts";
@@ -15,6 +16,20 @@ import type { RequestContext } from "./operations/context.ts";
 type Env = { Variables: { ctx: RequestContext } };
 
 export const INSTANCE_HEADER = "X-Sigil-Instance";
+
+/**
+ * What the app is given with each request: the Node request it came on (a direct caller), or, for
+ * the attestation answers the internal API asks of it on the edge's behalf, the client the edge
+ * saw. Only the server sets either; no request can.
+ */
+export type EnclaveBindings = { incoming?: IncomingMessage; sigilClient?: string };
+
+/** Who asks, for the per-client nonce budget: the client the edge vouched for, else the TCP peer. */
+function clientOf(c: Context): string {
+  const env = c.env as EnclaveBindings | undefined;
+  if (env?.sigilClient) return env.sigilClient;
+  return `peer:${env?.incoming?.socket.remoteAddress ?? "unknown"}`;
+}
 
 export function createEnclaveApp(parts: HealthParts & { attestation: AttestationRoutesOptions; channel: Channel }): Hono<Env> {
   const { enclave, attestation, channel } = parts;
@@ -40,7 +55,7 @@ export function createEnclaveApp(parts: HealthParts & { attestation: Attestation
     return c.json(body, serving ? 200 : 503);
   });
 
-  app.route("/", attestationRoutes(attestation));
+  app.route("/", attestationRoutes({ ...attestation, clientOf }));
 
   app.notFound((c) => {
     const err = new SigilError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);
