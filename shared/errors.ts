@@ -25,6 +25,7 @@ export const errorStatus = {
   action_not_found: 404,
   account_not_found: 404,
   payment_not_found: 404,
+  instance_not_found: 404,
   already_exists: 409,
   payment_not_succeeded: 409,
   payment_belongs_to_another_account: 409,
