@@ -70,6 +70,10 @@ describe("pinning one instance (issue 11, point 15)", () => {
     expect(body.error.code).toBe("instance_not_found");
     expect(body.error.request_id).toBe(unknown.headers.get("x-request-id"));
     expect((await edge("/attestation?instance=not-an-instance")).status).toBe(400);
+    // Also on /evidences, the listing's other spelling, which no schema validates.
+    const bare = await edge("/evidences", { "X-Sigil-Instance": "not an instance" });
+    expect(bare.status).toBe(400);
+    expect(((await bare.json()) as { error: { code: string } }).error.code).toBe("invalid_request");
     const both = await edge(`/info?instance=${"cd".repeat(20)}`, { "X-Sigil-Instance": instance });
     expect(both.status).toBe(400);
     expect(((await both.json()) as { error: { code: string } }).error.code).toBe("invalid_request");

@@ -135,7 +135,12 @@ const evidenceFile = createRoute({
 
 /** The instance the request pins, by header or query (400 when they disagree). */
 function pinned(c: Context<EdgeEnv>): string | undefined {
-  const read = (value: string | undefined) => (value === undefined ? undefined : instanceId.parse(value));
+  const read = (value: string | undefined) => {
+    if (value === undefined) return undefined;
+    const parsed = instanceId.safeParse(value);
+    if (!parsed.success) throw new SigilError("invalid_request", "the instance pin is not an instance id", { details: [{ path: "instance", message: parsed.error.issues[0]?.message ?? "invalid" }] });
+    return parsed.data;
+  };
   const fromHeader = read(c.req.header("x-sigil-instance"));
   const fromQuery = read(c.req.query("instance"));
   if (fromHeader && fromQuery && fromHeader !== fromQuery) {
