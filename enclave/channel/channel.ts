@@ -142,11 +142,11 @@ export function channelListener(channel: Channel, handle: (request: InternalRequ
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** Logs refused sealed requests: the first of a reason at once, then one line per interval with the count. */
-function refusalLog(log: Logger): { note(reason: string): void } {
+export function refusalLog(log: Logger, clock: () => number = Date.now): { note(reason: string): void } {
   const pending = new Map<string, { count: number; since: number }>();
   return {
     note(reason) {
-      const now = Date.now();
+      const now = clock();
       const p = pending.get(reason);
       if (!p) {
         log.warn("sealed request refused", { reason });
