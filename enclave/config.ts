@@ -3,6 +3,7 @@
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { defaultStalledAfterMs } from "./authz/listener.ts";
 
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
@@ -21,9 +22,14 @@ const schema = z
       .string()
       .transform((v) => v.split(",").map((k) => k.trim()).filter(Boolean))
       .pipe(z.array(z.string().regex(/^([A-Za-z0-9_-]{43}|(0x)?[0-9a-fA-F]{64})$/, "must be 32-byte Ed25519 public keys, base64url or hex")).min(1, "must list at least one edge key")),
+    /** Session openings one peer address may attempt on the channel: a burst, then a steady rate per second. */
+    SIGIL_CHANNEL_OPENINGS_BURST: int(1, 100_000).default(64),
+    SIGIL_CHANNEL_OPENINGS_PER_SECOND: z.coerce.number().positive().max(100_000).default(8),
     SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
     SIGIL_CONTRACT_ADDRESS: address,
     SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
+    /** No successful poll for this long and /health says the listener is stalled (default: 3 polls, at least 30 s). */
+    SIGIL_LISTENER_STALLED_AFTER_MS: int(100, 3_600_000).optional(),
     SIGIL_LISTENER_MAX_RANGE: int(1, 100_000).default(2_000),
     /** Blocks re-read on every poll, so an event in a block replaced by a short reorg is still seen. */
     SIGIL_LISTENER_REORG_DEPTH: int(0, 64).default(3),
@@ -40,6 +46,10 @@ const schema = z
     SIGIL_ATTESTATION: z.enum(["dstack", "simulated"]).optional(),
     /** The app-compose the simulated TEE measures; deploy/app-compose.dev.json by default. */
     SIGIL_APP_COMPOSE_FILE: z.string().min(1).optional(),
+    /** Fresh quotes (`/attestation?nonce=`) per client: a burst, then per second; and per second for all clients together. */
+    SIGIL_NONCE_QUOTES_BURST: int(1, 10_000).default(10),
+    SIGIL_NONCE_QUOTES_PER_SECOND: z.coerce.number().positive().max(10_000).default(2),
+    SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND: z.coerce.number().positive().max(10_000).default(20),
     SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
     /** How long fetching `ipfs_id` code may take, answer and body; past it the gateway counts as unavailable. */
     SIGIL_IPFS_TIMEOUT_MS: int(100, 900_000).default(30_000),
@@ -105,9 +115,12 @@ export type EnclaveConfig = {
   port: number;
   /** Ed25519 public keys of the edges allowed through the channel. */
   allowedEdgeKeys: Uint8Array[];
+  /** Channel session openings per peer address (refused ones with an unknown edge key cost none). */
+  channelOpenings: { capacity: number; perSecond: number };
   rpcUrl: string;
   contractAddress: `0x${string}`;
   listenerPollMs: number;
+  listenerStalledAfterMs: number;
   listenerMaxRange: number;
   listenerReorgDepth: number;
   instanceIndex: number;
@@ -118,6 +131,8 @@ export type EnclaveConfig = {
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
     | { provider: "dstack"; endpoint: string | undefined };
   attestation: { source: "dstack"; endpoint: string | undefined } | { source: "simulated"; appComposeFile: string | undefined };
+  /** Nonce quotes: each client's budget, and everyone's (the quote device's). */
+  nonceQuotes: { perClient: { capacity: number; perSecond: number }; total: { capacity: number; perSecond: number } };
   ipfsGateway: string;
   /** The whole fetch of `ipfs_id` code, answer and body. */
   ipfsTimeoutMs: number;
@@ -169,14 +184,17 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
       throw new Error(`invalid enclave configuration: SIGIL_DNS_SERVERS entry "${server}" is not an IP address (with an optional port)`);
     }
   }
+  const pollMs = c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000);
   return {
     env: c.SIGIL_ENV,
     host: c.SIGIL_ENCLAVE_HOST,
     port: c.SIGIL_ENCLAVE_PORT,
     allowedEdgeKeys: c.SIGIL_ALLOWED_EDGE_KEYS.map(edgeKeyBytes),
+    channelOpenings: { capacity: c.SIGIL_CHANNEL_OPENINGS_BURST, perSecond: c.SIGIL_CHANNEL_OPENINGS_PER_SECOND },
     rpcUrl: c.SIGIL_RPC_URL,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}`,
-    listenerPollMs: c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000),
+    listenerPollMs: pollMs,
+    listenerStalledAfterMs: c.SIGIL_LISTENER_STALLED_AFTER_MS ?? defaultStalledAfterMs(pollMs),
     listenerMaxRange: c.SIGIL_LISTENER_MAX_RANGE,
     listenerReorgDepth: c.SIGIL_LISTENER_REORG_DEPTH,
     instanceIndex: c.SIGIL_INSTANCE_INDEX,
@@ -191,6 +209,11 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
       attestation === "dstack"
         ? { source: "dstack", endpoint: c.DSTACK_SIMULATOR_ENDPOINT }
         : { source: "simulated", appComposeFile: c.SIGIL_APP_COMPOSE_FILE },
+    nonceQuotes: {
+      perClient: { capacity: c.SIGIL_NONCE_QUOTES_BURST, perSecond: c.SIGIL_NONCE_QUOTES_PER_SECOND },
+      // Two seconds' worth at once: a few verifiers arriving together are all served.
+      total: { capacity: Math.max(c.SIGIL_NONCE_QUOTES_BURST, Math.ceil(2 * c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND)), perSecond: c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND },
+    },
     ipfsGateway: c.SIGIL_IPFS_GATEWAY.replace(/\/+$/, ""),
     ipfsTimeoutMs: c.SIGIL_IPFS_TIMEOUT_MS,
     fetchAllow,

@@ -1,5 +1,8 @@
 // The internal API the edge forwards to (shared/enclaveApi.ts): `POST /internal/v1/<op>` with the
-// operation's JSON, and `GET /internal/v1/client_config`. It is reached only through the attested
+// operation's JSON, `GET /internal/v1/client_config`, `GET /internal/v1/health` (the whole health
+// report, health.ts: what the public /health keeps to itself) and `GET /internal/v1/attestation?…`
+// (the public /attestation as the edge's client would get it: the edge names that client in
+// `x-sigil-client-ip`, and its nonce quotes count against that client's budget, not the edge's). It is reached only through the attested
 // channel (channel/channel.ts), which hands it each opened request: a plain function from request
 // to answer, with no second pass through an HTTP router. It validates with the shared zod schemas
 // and calls the operation; operations know nothing of HTTP.
@@ -85,7 +88,19 @@ export function errorAnswer(err: unknown, ctx: RequestContext): InternalAnswer {
   return { status: 500, headers, body: JSON.stringify(errorBody(new SigilError("internal_error", "an internal error occurred"), ctx.requestId)) };
 }
 
-export function createInternalApi(enclave: Enclave): (request: InternalRequest) => Promise<InternalAnswer> {
+/** What the internal API serves besides the operations. */
+export type InternalParts = {
+  health: () => Promise<{ body: unknown }>;
+  /** The public attestation answer to `pathAndQuery` (under /attestation), for the client named `client`; `headers` carry the request's ids. */
+  attestation: (pathAndQuery: string, client: string, headers: Record<string, string>) => Promise<Response>;
+};
+
+/** The header in which the edge names its client (the address it saw); trusted only inside the channel. */
+export const CLIENT_IP_HEADER = "x-sigil-client-ip";
+/** Headers of an attestation answer that go back to the edge with it. */
+const ATTESTATION_HEADERS = ["content-type", "cache-control", "retry-after", "x-attestation-simulated", "x-sigil-instance"];
+
+export function createInternalApi(enclave: Enclave, parts: InternalParts): (request: InternalRequest) => Promise<InternalAnswer> {
   const clientConfig = () => {
     const l = enclave.config.limits;
     return {
@@ -104,8 +119,18 @@ export function createInternalApi(enclave: Enclave): (request: InternalRequest) 
   return async (request) => {
     const headers = new Map(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx = requestContext(enclave.log, (name) => headers.get(name));
+    if (request.method === "GET" && /^\/internal\/v1\/attestation(\?|$)/.test(request.path)) {
+      const ids = { "x-request-id": ctx.requestId, ...(ctx.correlationId ? { "x-correlation-id": ctx.correlationId } : {}) };
+      const res = await parts.attestation(request.path.slice("/internal/v1".length), `edge:${headers.get(CLIENT_IP_HEADER) ?? "unknown"}`, ids);
+      const answerHeaders: Record<string, string> = { "x-request-id": ctx.requestId };
+      for (const name of ATTESTATION_HEADERS) {
+        const value = res.headers.get(name);
+        if (value !== null) answerHeaders[name] = value;
+      }
+      return { status: res.status, headers: answerHeaders, body: await res.text() };
+    }
     try {
-      const result = await dispatch(enclave, request, ctx, clientConfig);
+      const result = await dispatch(enclave, request, ctx, clientConfig, parts);
       return { status: 200, headers: { "content-type": "application/json", "x-request-id": ctx.requestId }, body: JSON.stringify(result) };
     } catch (err) {
       return errorAnswer(err, ctx);
@@ -113,8 +138,9 @@ export function createInternalApi(enclave: Enclave): (request: InternalRequest) 
   };
 }
 
-async function dispatch(enclave: Enclave, request: InternalRequest, ctx: RequestContext, clientConfig: () => unknown): Promise<unknown> {
+async function dispatch(enclave: Enclave, request: InternalRequest, ctx: RequestContext, clientConfig: () => unknown, parts: InternalParts): Promise<unknown> {
   if (request.method === "GET" && request.path === "/internal/v1/client_config") return clientConfig();
+  if (request.method === "GET" && request.path === "/internal/v1/health") return (await parts.health()).body;
   const op = OPERATION_PATH.exec(request.path)?.[1];
   if (request.method !== "POST" || op === undefined || !(enclaveOperations as readonly string[]).includes(op)) {
     throw new SigilError("not_found", `no internal operation at ${request.method} ${request.path}`);

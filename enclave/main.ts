@@ -17,6 +17,7 @@ import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { channelListener, createChannel } from "./channel/channel.ts";
+import { internalHealth } from "./health.ts";
 import { createInternalApi } from "./internalApi.ts";
 import { createEnclaveApp } from "./server.ts";
 
@@ -59,8 +60,8 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   // rest to the Hono app.
   let app: ReturnType<typeof createEnclaveApp> | undefined;
   let channelRequest: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  const appListener = getRequestListener((request) =>
-    app ? app.fetch(request) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
+  const appListener = getRequestListener((request, env) =>
+    app ? app.fetch(request, env) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
   );
   const server = createServer((req, res) => {
     if (channelRequest && req.method === "POST" && req.url === "/channel/v1") channelRequest(req, res);
@@ -95,6 +96,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     client: chain.client,
     contract: chain.contract,
     pollMs: config.listenerPollMs,
+    stalledAfterMs: config.listenerStalledAfterMs,
     maxRange: config.listenerMaxRange,
     reorgDepth: config.listenerReorgDepth,
     onEvents: (masters, keyHashes) => {
@@ -106,13 +108,25 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   });
   listener.start();
   // This boot's channel key: made now, never stored; its quote is taken on the first GET /channel.
+  const instanceId = (await attestation.service.info()).instance_id;
   const channel = await createChannel({
     allowedEdgeKeys: config.allowedEdgeKeys,
+    openings: config.channelOpenings,
     quote: (reportData) => attestation.service.getQuote(reportData),
-    instanceId: (await attestation.service.info()).instance_id,
+    instanceId,
   });
-  app = createEnclaveApp(enclave, listener, attestation, channel);
-  channelRequest = channelListener(channel, createInternalApi(enclave), log);
+  const health = { enclave, listener, instanceId, channelSessions: () => channel.recipient.sessions };
+  app = createEnclaveApp({ ...health, attestation, channel });
+  const publicApp = app;
+  channelRequest = channelListener(
+    channel,
+    createInternalApi(enclave, {
+      health: () => internalHealth(health),
+      // The public attestation routes, answering as they would the client the edge names.
+      attestation: async (pathAndQuery, client, headers) => publicApp.fetch(new Request(`http://enclave${pathAndQuery}`, { headers }), { sigilClient: client }),
+    }),
+    log,
+  );
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });

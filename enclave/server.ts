@@ -1,24 +1,45 @@
 // The enclave's HTTP surface besides the channel's hot path (`POST /channel/v1`, served by
 // channel/channel.ts straight from the HTTP server, the only way to the internal API): `GET /channel`,
-// `GET /health`, and the public attestation endpoints (attestation/routes.ts). A request sent to
+// `GET /health` (the public report: health.ts), and the public attestation endpoints
+// (attestation/routes.ts). Every answer names this instance in `X-Sigil-Instance`, so a client
+// that reached it through a load balancer or the edge knows which VM answered. A request sent to
 // `/internal/…` directly is refused.
-import { Hono } from "hono";
+import type { IncomingMessage } from "node:http";
+import { Hono, type Context } from "hono";
 import { errorBody, SigilError } from "../shared/errors.ts";
 import { attestationRoutes, type AttestationRoutesOptions } from "./attestation/routes.ts";
-import type { ChainListener } from "./authz/listener.ts";
 import { channelRoutes, type Channel } from "./channel/channel.ts";
+import { publicHealth, type HealthParts } from "./health.ts";
 import { errorAnswer, requestContext } from "./internalApi.ts";
-import type { Enclave, RequestContext } from "./operations/context.ts";
+import type { RequestContext } from "./operations/context.ts";
 
 type Env = { Variables: { ctx: RequestContext } };
 
-export function createEnclaveApp(enclave: Enclave, listener: ChainListener, attestation: AttestationRoutesOptions, channel: Channel): Hono<Env> {
+export const INSTANCE_HEADER = "X-Sigil-Instance";
+
+/**
+ * What the app is given with each request: the Node request it came on (a direct caller), or, for
+ * the attestation answers the internal API asks of it on the edge's behalf, the client the edge
+ * saw. Only the server sets either; no request can.
+ */
+export type EnclaveBindings = { incoming?: IncomingMessage; sigilClient?: string };
+
+/** Who asks, for the per-client nonce budget: the client the edge vouched for, else the TCP peer. */
+function clientOf(c: Context): string {
+  const env = c.env as EnclaveBindings | undefined;
+  if (env?.sigilClient) return env.sigilClient;
+  return `peer:${env?.incoming?.socket.remoteAddress ?? "unknown"}`;
+}
+
+export function createEnclaveApp(parts: HealthParts & { attestation: AttestationRoutesOptions; channel: Channel }): Hono<Env> {
+  const { enclave, attestation, channel } = parts;
   const app = new Hono<Env>();
 
   app.use(async (c, next) => {
     const ctx = requestContext(enclave.log, (name) => c.req.header(name));
     c.set("ctx", ctx);
     c.header("X-Request-Id", ctx.requestId);
+    c.header(INSTANCE_HEADER, parts.instanceId);
     if (ctx.correlationId) c.header("X-Correlation-Id", ctx.correlationId);
     await next();
   });
@@ -28,37 +49,13 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener, atte
   });
   channelRoutes(app, channel);
 
-  app.get("/health", async (c) => {
-    const status = listener.status();
-    let payers: Awaited<ReturnType<typeof enclave.payers.balances>> | null = null;
-    let chainOk = true;
-    try {
-      payers = await enclave.payers.balances();
-    } catch {
-      chainOk = false;
-    }
-    const serving = chainOk;
-    return c.json(
-      {
-        status: serving ? "ok" : "degraded",
-        account_event_listener_lag_seconds: status.lagSeconds === null ? null : Math.round(status.lagSeconds * 10) / 10,
-        listener: {
-          last_block: status.lastBlock?.toString() ?? null,
-          chain_head: status.chainHead?.toString() ?? null,
-          last_error: status.lastError,
-        },
-        chain: { chain_id: enclave.chain.chain.id, contract_address: enclave.chain.contract.toLowerCase(), reachable: chainOk },
-        payers: payers ?? enclave.payers.addresses.map((address) => ({ address, balance_wei: null, low: null })),
-        sandbox: { workers: enclave.config.sandboxWorkers, active_runs: enclave.sandbox.active, capacity: enclave.sandbox.capacity, worker_restarts: enclave.sandbox.restarts },
-        cache: { entries: enclave.cache.size, hits: enclave.cache.hits, misses: enclave.cache.misses },
-        channel: { sessions: channel.recipient.sessions },
-        memory: memoryReport(),
-      },
-      serving ? 200 : 503,
-    );
+  app.get("/health", (c) => {
+    const { serving, body } = publicHealth(parts);
+    if (!serving) c.header("Retry-After", "5");
+    return c.json(body, serving ? 200 : 503);
   });
 
-  app.route("/", attestationRoutes(attestation));
+  app.route("/", attestationRoutes({ ...attestation, clientOf }));
 
   app.notFound((c) => {
     const err = new SigilError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);
@@ -76,11 +73,4 @@ export function createEnclaveApp(enclave: Enclave, listener: ChainListener, atte
   });
 
   return app;
-}
-
-function memoryReport() {
-  const m = process.memoryUsage();
-  const mb = (n: number) => Math.round((n / 1_048_576) * 10) / 10;
-  // rss covers the sandbox workers too (they are threads of this process); heap is this thread's.
-  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), external_mb: mb(m.external) };
 }

@@ -16,7 +16,9 @@ const API_MD_TABLE: Record<number, string[]> = {
   401: ["missing_api_key", "invalid_api_key", "invalid_signature", "signature_expired"],
   402: ["insufficient_credits"],
   403: ["permission_denied", "account_key_required", "chain_secured_account"],
-  404: ["not_found", "group_not_found", "wallet_not_found", "action_not_found", "account_not_found", "payment_not_found"],
+  // instance_not_found is not in api.md's table either: a client that pins the attestation
+  // endpoints to an enclave instance the edge does not serve (issue 11, point 15) needs its own code.
+  404: ["not_found", "group_not_found", "wallet_not_found", "action_not_found", "account_not_found", "payment_not_found", "instance_not_found"],
   // method_not_allowed is not in api.md's table: issue 11 asks for 405 with Allow on a known path
   // with another method, where the table only has 404 for unknown routes.
   405: ["method_not_allowed"],

@@ -26,6 +26,7 @@ export const errorStatus = {
   account_not_found: 404,
   payment_not_found: 404,
   method_not_allowed: 405,
+  instance_not_found: 404,
   already_exists: 409,
   payment_not_succeeded: 409,
   payment_belongs_to_another_account: 409,

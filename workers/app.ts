@@ -42,8 +42,8 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.use(
     cors({
       origin: "*",
-      allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth", "Idempotency-Key"],
-      exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link"],
+      allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth", "Idempotency-Key", "X-Sigil-Instance"],
+      exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link", "X-Sigil-Instance", "X-Attestation-Simulated"],
     }),
   );
   app.use(async (c, next) => {

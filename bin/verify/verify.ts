@@ -10,6 +10,12 @@
 //   7 governance (allowedComposeHashes on the app's contract), 8 os (measurements allow-listed).
 // A check that cannot apply is `skipped` and says why; exit 0 only when none failed. A check a real
 // deployment requires is never skipped for want of an option: without --rpc-url, governance fails.
+//
+// A base URL may front several enclave instances (the edge routes to all of them), and answers
+// from different VMs cannot be checked against each other. So the command first asks which
+// instances serve (the edge's /core/v1/health, or an enclave's own /health), then runs every check
+// once per instance, pinned to it (`X-Sigil-Instance`), and adds an `instance` check: the quote's
+// RTMR3 names that instance and no answer came from another. Exit 0 only if every instance passes.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
@@ -35,7 +41,8 @@ import {
 } from "../../shared/attestation/index.ts";
 
 export type Status = "pass" | "fail" | "skipped";
-export type CheckLine = { check: string; status: Status; detail: string; simulated: boolean };
+/** One check's result; `instance` is the instance it was pinned to (absent when the run was not pinned). */
+export type CheckLine = { check: string; status: Status; detail: string; simulated: boolean; instance?: string };
 
 export type VerifyOptions = {
   /** Unix seconds for dcap-qvl (default: now). */
@@ -51,7 +58,12 @@ export type VerifyOptions = {
   noNonce?: boolean;
   /** For check 8: allowed `{mrtd, rtmr0, rtmr1, rtmr2}` sets (hex, as `parseOsAllow` gives them). */
   osAllow?: OsMeasurements[];
+  /** Pin every request to this enclave instance (`X-Sigil-Instance`) and check that it answered. */
+  instance?: string;
 };
+
+/** The header that names, and pins, the enclave instance of an attestation answer. */
+export const INSTANCE_HEADER = "x-sigil-instance";
 
 export type OsMeasurements = { mrtd: string; rtmr0: string; rtmr1: string; rtmr2: string };
 
@@ -85,13 +97,15 @@ export function parseOsAllow(text: string): OsMeasurements[] {
 
 const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
 
-async function get(url: string): Promise<{ status: number; text: string; bytes: Uint8Array; simulated: boolean }> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+type Answer = { status: number; text: string; bytes: Uint8Array; simulated: boolean; instance: string | null };
+
+async function getFrom(url: string, instance?: string): Promise<Answer> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(30_000), ...(instance ? { headers: { [INSTANCE_HEADER]: instance } } : {}) });
   const bytes = new Uint8Array(await res.arrayBuffer());
-  return { status: res.status, text: new TextDecoder().decode(bytes), bytes, simulated: res.headers.get("x-attestation-simulated") === "1" };
+  return { status: res.status, text: new TextDecoder().decode(bytes), bytes, simulated: res.headers.get("x-attestation-simulated") === "1", instance: res.headers.get(INSTANCE_HEADER) };
 }
 
-async function getJson<T>(url: string): Promise<{ body: T; simulated: boolean }> {
+async function getJson<T>(get: (url: string) => Promise<Answer>, url: string): Promise<{ body: T; simulated: boolean }> {
   const r = await get(url);
   if (r.status !== 200) throw new Error(`${url} answered ${r.status}`);
   try {
@@ -137,13 +151,21 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   const now = options.now ?? Math.floor(Date.now() / 1000);
   const lines: CheckLine[] = [];
   let simulated = false;
-  const add = (check: string, status: Status, detail: string) => lines.push({ check, status, detail, simulated });
+  const pin = options.instance?.toLowerCase();
+  const add = (check: string, status: Status, detail: string) => lines.push({ check, status, detail, simulated, ...(pin ? { instance: pin } : {}) });
+  /** Answers that named an instance other than the pinned one: they came from another VM. */
+  const strays: string[] = [];
+  const get = async (url: string) => {
+    const answer = await getFrom(url, pin);
+    if (pin && answer.instance !== null && answer.instance.toLowerCase() !== pin) strays.push(`${new URL(url).pathname} came from instance ${answer.instance}`);
+    return answer;
+  };
 
   // The quote: fresh over a random nonce, unless told otherwise.
   const nonce = bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
   let bundle: { quote: string; event_log: string; simulated?: boolean };
   try {
-    const answer = await getJson<typeof bundle>(options.noNonce ? `${base}/attestation` : `${base}/attestation?nonce=${nonce}`);
+    const answer = await getJson<typeof bundle>(get, options.noNonce ? `${base}/attestation` : `${base}/attestation?nonce=${nonce}`);
     bundle = answer.body;
     simulated = answer.simulated || bundle.simulated === true;
   } catch (err) {
@@ -161,7 +183,7 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
       return lines;
     }
     try {
-      const served = await getJson<{ root_ca_der: string; collateral: unknown }>(`${base}/attestation/simulated-collateral`);
+      const served = await getJson<{ root_ca_der: string; collateral: unknown }>(get, `${base}/attestation/simulated-collateral`);
       rootCaDer = hexToBytes(served.body.root_ca_der);
       collateral = parseCollateral(served.body.collateral);
     } catch (err) {
@@ -187,7 +209,7 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   // Check 4: /info.
   let info: ReturnType<typeof parseInfo> | undefined;
   try {
-    info = parseInfo((await getJson<unknown>(`${base}/info`)).body);
+    info = parseInfo((await getJson<unknown>(get, `${base}/info`)).body);
   } catch (err) {
     add("info", "fail", `could not read /info: ${(err as Error).message}`);
   }
@@ -214,7 +236,7 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
       if (/^cert-.*\.pem$/.test(entry.name) && f.status === 200) evidencePem = pemToDer(f.text);
     }
     for (const c of checkEvidenceFiles(sums.text, files)) add(c.check, c.ok ? "pass" : "fail", c.detail);
-    const evidenceQuote = (await getJson<{ quote: string }>(`${base}/evidences/quote.json`)).body.quote;
+    const evidenceQuote = (await getJson<{ quote: string }>(get, `${base}/evidences/quote.json`)).body.quote;
     let parsed: TdxQuote | undefined;
     try {
       parsed = parseQuote(evidenceQuote);
@@ -275,6 +297,14 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
     }
   }
 
+  // The instance: every answer came from the pinned VM, and its quote says it is that VM.
+  if (pin) {
+    const claimed = result.claims?.instanceId;
+    if (strays.length > 0) add("instance", "fail", `pinned to instance ${pin}, but ${strays.join("; ")}`);
+    else if (claimed !== pin) add("instance", "fail", `pinned to instance ${pin}, but the quote's RTMR3 claims instance ${claimed || "(none)"}`);
+    else add("instance", "pass", `every answer came from instance ${pin}, which the quote's RTMR3 names`);
+  }
+
   // Check 8: the OS measurements.
   const q = result.quote;
   if (!options.osAllow) {
@@ -289,15 +319,61 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   return lines;
 }
 
+/**
+ * The enclave instances serving at `baseUrl`: those the edge's /core/v1/health lists as answering,
+ * else the one an enclave's own /health names; undefined when neither says (an older deployment,
+ * or a stand-in that serves only the attestation endpoints).
+ */
+export async function servingInstances(baseUrl: string): Promise<string[] | undefined> {
+  const base = baseUrl.replace(/\/+$/, "");
+  const read = async (path: string): Promise<unknown> => {
+    try {
+      const res = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(30_000) });
+      // The edge's /health is its report with 503 too, when it is not serving.
+      if (res.status !== 200 && res.status !== 503) return undefined;
+      return await res.json();
+    } catch {
+      return undefined;
+    }
+  };
+  const edge = (await read("/core/v1/health")) as { enclaves?: Array<{ instance_id?: unknown }> } | undefined;
+  if (Array.isArray(edge?.enclaves)) {
+    const ids = edge.enclaves.map((e) => e.instance_id).filter((id): id is string => typeof id === "string" && id !== "");
+    return [...new Set(ids.map((id) => id.toLowerCase()))];
+  }
+  const own = (await read("/health")) as { instance_id?: unknown } | undefined;
+  return typeof own?.instance_id === "string" && own.instance_id !== "" ? [own.instance_id.toLowerCase()] : undefined;
+}
+
+export type InstanceRun = { instance: string | null; lines: CheckLine[] };
+
+/**
+ * Every check, once per instance serving at `baseUrl` (or only `options.instance`), each run pinned
+ * to its instance; one unpinned run when the deployment does not say which instances serve.
+ */
+export async function verifyEveryInstance(baseUrl: string, options: VerifyOptions = {}): Promise<InstanceRun[]> {
+  const instances = options.instance ? [options.instance.toLowerCase()] : await servingInstances(baseUrl);
+  if (instances === undefined) return [{ instance: null, lines: await verifyDeployment(baseUrl, options) }];
+  if (instances.length === 0) {
+    return [{ instance: null, lines: [{ check: "instances", status: "fail", detail: "the deployment lists no enclave instance that answers (GET /core/v1/health)", simulated: false }] }];
+  }
+  const runs: InstanceRun[] = [];
+  for (const instance of instances) runs.push({ instance, lines: await verifyDeployment(baseUrl, { ...options, instance }) });
+  return runs;
+}
+
 export const verifyUsage = `usage: sigil verify <base_url> [--allow-simulated] [--json] [--now <unix seconds>]
                     [--collateral <file>] [--pccs-url <url>] [--rpc-url <url>]
                     [--expect-compose-hash <hex>] [--os-allow <file>] [--no-nonce]
+                    [--instance <id>]
 
   Checks the deployment at <base_url> (an enclave's https://<domain>, or the edge): the quote
   (fresh, over a random nonce), its event log, RTMR3's claims, /info, the evidences, TLS, the
-  governance contract and the OS measurements. One line per check (--json: one JSON object per
-  line); a check that cannot apply is skipped and says why. Exit 0 when no check fails, 1 when
-  one does, 2 for a usage error.
+  governance contract and the OS measurements — for every enclave instance that serves there, in
+  turn, each pinned to its instance (X-Sigil-Instance) so that every answer comes from one VM. One
+  line per check (--json: one JSON object per line, naming its instance); a check that cannot
+  apply is skipped and says why. Exit 0 when no check fails on any instance, 1 when one does, 2
+  for a usage error.
 
   --rpc-url <url>      required for a real deployment: an RPC of the chain the app's contract
                        lives on (Base in production); governance fails without it (skipped only
@@ -308,6 +384,7 @@ export const verifyUsage = `usage: sigil verify <base_url> [--allow-simulated] [
   --os-allow <file>    a JSON array of allowed {"mrtd", "rtmr0", "rtmr1", "rtmr2"} (48-byte hex
                        each); without it the OS is reported as not verified
   --no-nonce           check the cached quote instead of a fresh one (freshness is skipped)
+  --instance <id>      check only this instance (as GET /core/v1/health lists them)
 
   The local stack: npm run -s sigil -- verify http://127.0.0.1:8787 --allow-simulated`;
 
@@ -344,6 +421,7 @@ export async function verifyCommand(args: string[]): Promise<number> {
         "rpc-url": { type: "string" },
         "expect-compose-hash": { type: "string" },
         "os-allow": { type: "string" },
+        instance: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -373,6 +451,10 @@ export async function verifyCommand(args: string[]): Promise<number> {
       if (!/^(0x)?[0-9a-fA-F]{64}$/.test(values["expect-compose-hash"])) throw new Error("--expect-compose-hash takes 64 hex digits");
       options.expectComposeHash = values["expect-compose-hash"];
     }
+    if (values.instance !== undefined) {
+      if (!/^[0-9a-fA-F]{8,128}$/.test(values.instance)) throw new Error("--instance takes an instance id (hex)");
+      options.instance = values.instance;
+    }
   } catch (err) {
     console.error(`sigil verify: ${(err as Error).message}\n\n${verifyUsage}`);
     return 2;
@@ -382,12 +464,24 @@ export async function verifyCommand(args: string[]): Promise<number> {
   if (values["allow-simulated"]) options.allowSimulated = true;
   if (values["no-nonce"]) options.noNonce = true;
 
-  const lines = await verifyDeployment(baseUrl, options);
-  for (const l of lines) {
-    if (values.json) console.log(JSON.stringify(l));
-    else console.log(`${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(28)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`);
+  const runs = await verifyEveryInstance(baseUrl, options);
+  const lines = runs.flatMap((r) => r.lines);
+  for (const [i, run] of runs.entries()) {
+    if (!values.json && run.instance !== null) console.log(`instance ${run.instance} (${i + 1} of ${runs.length})`);
+    for (const l of run.lines) {
+      if (values.json) console.log(JSON.stringify(l));
+      else console.log(`${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(28)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`);
+    }
   }
   const failedCount = lines.filter((l) => l.status === "fail").length;
-  if (!values.json) console.log(failedCount === 0 ? `verified: every required check passed${lines.some((l) => l.simulated) ? " (SIMULATED TEE: nothing here is about real hardware)" : ""}` : `NOT verified: ${failedCount} check(s) failed`);
+  const failedInstances = runs.filter((r) => r.lines.some((l) => l.status === "fail")).map((r) => r.instance ?? "(unpinned)");
+  const scope = runs.length > 1 || runs[0]?.instance ? ` on ${runs.length} instance(s)` : "";
+  if (!values.json) {
+    console.log(
+      failedCount === 0
+        ? `verified: every required check passed${scope}${lines.some((l) => l.simulated) ? " (SIMULATED TEE: nothing here is about real hardware)" : ""}`
+        : `NOT verified: ${failedCount} check(s) failed${runs.length > 1 ? ` (instance ${failedInstances.join(", ")})` : ""}`,
+    );
+  }
   return failedCount === 0 ? 0 : 1;
 }

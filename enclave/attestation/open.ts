@@ -42,10 +42,11 @@ export type OpenedAttestation = {
   evidences?: DevEvidences;
 };
 
-export async function openAttestation(config: Pick<EnclaveConfig, "env" | "attestation">, log: Logger): Promise<OpenedAttestation> {
+export async function openAttestation(config: Pick<EnclaveConfig, "env" | "attestation"> & Partial<Pick<EnclaveConfig, "nonceQuotes">>, log: Logger): Promise<OpenedAttestation> {
   const a = config.attestation;
+  const nonceQuotes = config.nonceQuotes ? { nonceQuotes: config.nonceQuotes } : {};
   if (a.source === "dstack") {
-    const service = new AttestationService({ source: new DstackSource(a.endpoint), log });
+    const service = new AttestationService({ source: new DstackSource(a.endpoint), log, ...nonceQuotes });
     log.info("attestation source: dstack", { endpoint: a.endpoint ?? "socket" });
     return { service };
   }
@@ -54,7 +55,7 @@ export async function openAttestation(config: Pick<EnclaveConfig, "env" | "attes
   const { SimulatedSource } = await import("./simulated/simulatedSource.ts");
   const { createDevEvidences } = await import("./evidences.ts");
   const simulated = await SimulatedSource.create({ appCompose });
-  const service = new AttestationService({ source: simulated, log });
+  const service = new AttestationService({ source: simulated, log, ...nonceQuotes });
   const evidences = await createDevEvidences(simulated);
   log.warn("SIMULATED TEE: attestation quotes are signed by a mock DCAP PKI, not Intel; they prove nothing about this machine", {
     composeHash: simulated.boot.composeHash,

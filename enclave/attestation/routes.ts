@@ -2,6 +2,9 @@
 // `GET /attestation[?nonce=<hex>]`, `GET /info`, and in simulated mode
 // `GET /attestation/simulated-collateral` and the dev `/evidences/` stand-in. Every answer of the
 // simulated source says so twice: `"simulated": true` in its JSON and `X-Attestation-Simulated: 1`.
+// /attestation names the instance that made the quote (`instance_id`, as /info does), so answers
+// that came through a load balancer can be told apart. Nonce quotes are limited per client:
+// `clientOf` names the caller (the server passes the peer address, or the address the edge saw).
 import { bytesToHex } from "@noble/hashes/utils";
 import { Hono, type Context } from "hono";
 import { SigilError } from "../../shared/errors.ts";
@@ -17,9 +20,11 @@ export type AttestationRoutesOptions = {
   simulated?: SimulatedSource;
   /** The dev evidences, when this enclave stands in for dstack-ingress. */
   evidences?: DevEvidences;
+  /** Who is asking, for the per-client nonce budget; every caller is one client without it. */
+  clientOf?: (c: Context) => string;
 };
 
-export function attestationRoutes({ service, simulated, evidences }: AttestationRoutesOptions): Hono {
+export function attestationRoutes({ service, simulated, evidences, clientOf = () => "anyone" }: AttestationRoutesOptions): Hono {
   const r = new Hono();
   const marked = simulated !== undefined;
   if (marked) {
@@ -40,13 +45,13 @@ export function attestationRoutes({ service, simulated, evidences }: Attestation
     const nonces = c.req.queries("nonce");
     if (nonces !== undefined) {
       const nonce = parseNonce(nonces);
-      const { quote, event_log, vm_config } = await service.forNonce(nonce);
-      return json(c, { quote, event_log, vm_config }, "no-store");
+      const { quote, event_log, vm_config } = await service.forNonce(nonce, clientOf(c));
+      return json(c, { quote, event_log, vm_config, instance_id: (await service.info()).instance_id }, "no-store");
     }
     const { answer, madeAtMs } = await service.current();
     const maxAge = Math.max(0, Math.floor((madeAtMs + service.ttlMs - Date.now()) / 1000));
     const { quote, event_log, vm_config } = answer;
-    return json(c, { quote, event_log, vm_config }, `public, max-age=${maxAge}`);
+    return json(c, { quote, event_log, vm_config, instance_id: (await service.info()).instance_id }, `public, max-age=${maxAge}`);
   });
 
   r.get("/info", async (c) => json(c, await service.info()));

@@ -7,7 +7,7 @@ import { bytesToHex, concatBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { describe, expect, it } from "vitest";
 import { SigilError } from "../../shared/errors.ts";
 import { createLogger } from "../log.ts";
-import { AttestationService, TokenBucket } from "./service.ts";
+import { AttestationService } from "./service.ts";
 import type { AttestationSource, Info, QuoteAnswer } from "./source.ts";
 
 /** A source that records every report data it signs; each quote is "n:<report data hex>". */
@@ -40,10 +40,15 @@ class FakeSource implements AttestationSource {
 const ZERO = "00".repeat(64);
 const log = createLogger("silent");
 
-function setup(options: { burst?: number; perSecond?: number } = {}) {
+function setup(options: { burst?: number; perSecond?: number; total?: { capacity: number; perSecond: number } } = {}) {
   const source = new FakeSource();
   let clock = 1_000_000;
-  const service = new AttestationService({ source, log, now: () => clock, nonceBurst: options.burst ?? 3, noncePerSecond: options.perSecond ?? 1 });
+  const service = new AttestationService({
+    source,
+    log,
+    now: () => clock,
+    nonceQuotes: { perClient: { capacity: options.burst ?? 3, perSecond: options.perSecond ?? 1 }, total: options.total ?? { capacity: 100, perSecond: 100 } },
+  });
   return { source, service, advance: (ms: number) => (clock += ms) };
 }
 
@@ -105,24 +110,45 @@ describe("nonce quotes", () => {
     const { source, service } = setup();
     const nonce = Uint8Array.of(0xde, 0xad, 0xbe, 0xef);
     const expected = bytesToHex(sha512(concatBytes(utf8ToBytes("sigil-nonce:"), nonce)));
-    await service.forNonce(nonce);
-    await service.forNonce(nonce);
+    await service.forNonce(nonce, "a");
+    await service.forNonce(nonce, "a");
     expect(source.asked).toEqual([expected, expected]);
   });
 
   it.each([0, 33])("refuse a nonce of %i bytes with invalid_request", async (length) => {
     const { service } = setup();
-    expect((await codeOf(service.forNonce(new Uint8Array(length)))).code).toBe("invalid_request");
+    expect((await codeOf(service.forNonce(new Uint8Array(length), "a"))).code).toBe("invalid_request");
   });
 
-  it("allow a burst, then answer rate_limited with the seconds until the next token", async () => {
+  it("allow a client a burst, then answer it rate_limited with the seconds until its next token", async () => {
     const { source, service, advance } = setup({ burst: 3, perSecond: 0.5 });
-    for (let i = 0; i < 3; i += 1) await service.forNonce(Uint8Array.of(i));
-    expect(await codeOf(service.forNonce(Uint8Array.of(9)))).toEqual({ code: "rate_limited", retryAfter: 2 });
+    for (let i = 0; i < 3; i += 1) await service.forNonce(Uint8Array.of(i), "a");
+    expect(await codeOf(service.forNonce(Uint8Array.of(9), "a"))).toEqual({ code: "rate_limited", retryAfter: 2 });
     expect(source.asked).toHaveLength(3);
     advance(2_000);
-    await service.forNonce(Uint8Array.of(9));
+    await service.forNonce(Uint8Array.of(9), "a");
     expect(source.asked).toHaveLength(4);
+  });
+
+  it("keep a budget per client: one over its budget is refused while another still gets fresh quotes", async () => {
+    const { source, service } = setup({ burst: 2, perSecond: 0.1 });
+    await service.forNonce(Uint8Array.of(1), "greedy");
+    await service.forNonce(Uint8Array.of(2), "greedy");
+    for (let i = 0; i < 20; i++) expect((await codeOf(service.forNonce(Uint8Array.of(3), "greedy"))).code).toBe("rate_limited");
+    await service.forNonce(Uint8Array.of(4), "verifier");
+    await service.forNonce(Uint8Array.of(5), "verifier");
+    expect(source.asked).toHaveLength(4);
+  });
+
+  it("hold all clients together to the device's budget, and a refused client spends none of it", async () => {
+    const { source, service } = setup({ burst: 2, perSecond: 0.1, total: { capacity: 3, perSecond: 0.1 } });
+    await service.forNonce(Uint8Array.of(1), "a");
+    await service.forNonce(Uint8Array.of(2), "a");
+    // Over its own budget: refused before it can touch everyone's.
+    expect((await codeOf(service.forNonce(Uint8Array.of(3), "a"))).code).toBe("rate_limited");
+    await service.forNonce(Uint8Array.of(4), "b");
+    expect(await codeOf(service.forNonce(Uint8Array.of(5), "c"))).toEqual({ code: "rate_limited", retryAfter: 10 });
+    expect(source.asked).toHaveLength(3);
   });
 });
 
@@ -135,18 +161,5 @@ describe("info", () => {
     await service.info();
     await service.info();
     expect(source.infos).toBe(2);
-  });
-});
-
-describe("TokenBucket", () => {
-  it("gives `capacity` tokens at once and refills at the given rate, never above capacity", () => {
-    let t = 0;
-    const bucket = new TokenBucket(2, 4, () => t);
-    expect([bucket.take(), bucket.take()]).toEqual([0, 0]);
-    expect(bucket.take()).toBe(250);
-    t = 250;
-    expect(bucket.take()).toBe(0);
-    t = 100_000;
-    expect([bucket.take(), bucket.take(), bucket.take()]).toEqual([0, 0, 250]);
   });
 });

@@ -2,8 +2,11 @@
 // quote costs tens of milliseconds on a real TDX device and the device serializes them, so the
 // report-data-zero quote is cached for 60 s and re-made by a timer before it ages out; callers that
 // arrive while one is being made share it. Nonce quotes are fresh by definition, so they are
-// rate-limited instead. Knows nothing of HTTP: errors are SigilErrors the server maps.
+// rate-limited instead: per client, so one caller spending its budget cannot starve the verifiers
+// behind it, and all clients together, so the device is never asked more than it can make. Knows
+// nothing of HTTP: errors are SigilErrors the server maps.
 import { SigilError } from "../../shared/errors.ts";
+import { TokenBucket, TokenBuckets, type BucketRate } from "../../shared/tokenBucket.ts";
 import type { Logger } from "../log.ts";
 import { nonceReportData, REPORT_DATA_BYTES, type AttestationSource, type Info, type QuoteAnswer } from "./source.ts";
 
@@ -16,11 +19,14 @@ export type AttestationServiceOptions = {
   ttlMs?: number;
   /** How often the timer re-makes it: 45 s, so a fresh one is ready before the old one ages out. */
   refreshMs?: number;
-  /** Nonce quotes: a burst of 10, then 2 per second. */
-  nonceBurst?: number;
-  noncePerSecond?: number;
+  /** Nonce quotes per client (a burst of 10, then 2 per second) and for all clients together (40, then 20 per second). */
+  nonceQuotes?: NonceQuoteLimits;
   now?: () => number;
 };
+
+export type NonceQuoteLimits = { perClient: BucketRate; total: BucketRate };
+
+export const DEFAULT_NONCE_QUOTES: NonceQuoteLimits = { perClient: { capacity: 10, perSecond: 2 }, total: { capacity: 40, perSecond: 20 } };
 
 export const NONCE_MAX_BYTES = 32;
 
@@ -30,7 +36,8 @@ export class AttestationService {
   private readonly refreshMs: number;
   private readonly log: Logger;
   private readonly now: () => number;
-  private readonly nonceBucket: TokenBucket;
+  private readonly nonceClients: TokenBuckets;
+  private readonly nonceTotal: TokenBucket;
   private cached: CachedQuote | undefined;
   private making: Promise<CachedQuote> | undefined;
   private infoAnswer: Promise<Info> | undefined;
@@ -42,7 +49,9 @@ export class AttestationService {
     this.ttlMs = options.ttlMs ?? 60_000;
     this.refreshMs = options.refreshMs ?? 45_000;
     this.now = options.now ?? Date.now;
-    this.nonceBucket = new TokenBucket(options.nonceBurst ?? 10, options.noncePerSecond ?? 2, this.now);
+    const limits = options.nonceQuotes ?? DEFAULT_NONCE_QUOTES;
+    this.nonceClients = new TokenBuckets(limits.perClient, { now: this.now });
+    this.nonceTotal = new TokenBucket(limits.total.capacity, limits.total.perSecond, this.now);
   }
 
   get simulated(): boolean {
@@ -72,12 +81,16 @@ export class AttestationService {
     }
   }
 
-  /** A fresh quote over SHA-512("sigil-nonce:" ‖ nonce), within the nonce rate limit. */
-  async forNonce(nonce: Uint8Array): Promise<QuoteAnswer> {
+  /**
+   * A fresh quote over SHA-512("sigil-nonce:" ‖ nonce), within `client`'s nonce budget (a peer
+   * address, or the address the edge saw) and everyone's.
+   */
+  async forNonce(nonce: Uint8Array, client: string): Promise<QuoteAnswer> {
     if (nonce.length === 0 || nonce.length > NONCE_MAX_BYTES) {
       throw new SigilError("invalid_request", `the nonce must be 1 to ${NONCE_MAX_BYTES} bytes`, { details: [{ path: "nonce", message: "wrong length" }] });
     }
-    const wait = this.nonceBucket.take();
+    // The client's own budget first: a client over it spends nothing of everyone's.
+    const wait = this.nonceClients.take(client) || this.nonceTotal.take();
     if (wait > 0) throw new SigilError("rate_limited", "too many nonce quotes; retry later", { retryAfterSeconds: Math.ceil(wait / 1000) });
     try {
       return await this.source.getQuote(nonceReportData(nonce));
@@ -121,32 +134,4 @@ export class AttestationService {
 
 function unavailable(cause: unknown): SigilError {
   return new SigilError("enclave_unavailable", "attestation is unavailable right now", { retryAfterSeconds: 1, cause });
-}
-
-/** A token bucket: `capacity` at once, refilled at `perSecond`; take() answers the wait in ms (0: taken). */
-export class TokenBucket {
-  private readonly capacity: number;
-  private readonly perSecond: number;
-  private readonly now: () => number;
-  private tokens: number;
-  private at: number;
-
-  constructor(capacity: number, perSecond: number, now: () => number = Date.now) {
-    this.capacity = capacity;
-    this.perSecond = perSecond;
-    this.now = now;
-    this.tokens = capacity;
-    this.at = now();
-  }
-
-  take(): number {
-    const t = this.now();
-    this.tokens = Math.min(this.capacity, this.tokens + ((t - this.at) / 1000) * this.perSecond);
-    this.at = t;
-    if (this.tokens >= 1) {
-      this.tokens -= 1;
-      return 0;
-    }
-    return ((1 - this.tokens) / this.perSecond) * 1000;
-  }
 }

@@ -124,7 +124,7 @@ function listener(options: Partial<ListenerOptions> = {}) {
 describe("status", () => {
   it("reports lagSeconds null (and no block) before the first poll", () => {
     const { l } = listener();
-    expect(l.status()).toEqual({ lagSeconds: null, lastBlock: null, chainHead: null, lastError: null });
+    expect(l.status()).toEqual({ lagSeconds: null, lastBlock: null, chainHead: null, lastError: null, stalled: false });
   });
 
   it("after a poll reports a small lag and lastBlock equal to the chain head", async () => {
@@ -149,6 +149,23 @@ describe("status", () => {
     expect(l.status().lagSeconds).toBe(2.5);
     await l.poll();
     expect(l.status().lagSeconds).toBe(0);
+  });
+
+  it("says stalled once no poll has succeeded for longer than stalledAfterMs, from its start when none has, and not after the next success", async () => {
+    let now = 1_000_000;
+    const { l } = listener({ now: () => now, stalledAfterMs: 3_000 });
+    now += 3_000;
+    expect(l.status().stalled).toBe(false);
+    now += 1;
+    // Never polled, well past the threshold: stalled, though the lag is still null.
+    expect(l.status()).toMatchObject({ lagSeconds: null, stalled: true });
+    await l.poll();
+    expect(l.status().stalled).toBe(false);
+    now += 3_001;
+    expect(l.status()).toMatchObject({ lagSeconds: 3.001, stalled: true });
+    await l.poll();
+    expect(l.status().stalled).toBe(false);
+    expect(l.stalledAfterSeconds).toBe(3);
   });
 
   it("follows the chain head as blocks are added", async () => {

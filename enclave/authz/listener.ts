@@ -15,12 +15,20 @@ export type ListenerStatus = {
   lastBlock: bigint | null;
   chainHead: bigint | null;
   lastError: string | null;
+  /**
+   * No successful poll for longer than `stalledAfterMs` (counted from the listener's start when
+   * there has been none): the cache may be serving revoked grants, and nothing here says when it
+   * will stop. The enclave answers for it; it does not repair it.
+   */
+  stalled: boolean;
 };
 
 export type ListenerOptions = {
   client: PublicClient;
   contract: Address;
   pollMs: number;
+  /** How long without a successful poll before the listener counts as stalled: 3 polls, at least 30 s, by default. */
+  stalledAfterMs?: number;
   maxRange: number;
   reorgDepth: number;
   /** Called with the master hashes (topic 1) and key hashes of the events in a range. */
@@ -29,9 +37,16 @@ export type ListenerOptions = {
   now?: () => number;
 };
 
+/** Three missed polls, and never less than 30 s: a slow RPC or a busy machine is not a stall. */
+export function defaultStalledAfterMs(pollMs: number): number {
+  return Math.max(3 * pollMs, 30_000);
+}
+
 export class ChainListener {
   readonly #o: ListenerOptions;
   readonly #now: () => number;
+  readonly #stalledAfterMs: number;
+  #since: number;
   #lastBlock: bigint | null = null;
   #chainHead: bigint | null = null;
   #lastSuccessAt: number | null = null;
@@ -44,11 +59,14 @@ export class ChainListener {
   constructor(options: ListenerOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#stalledAfterMs = options.stalledAfterMs ?? defaultStalledAfterMs(options.pollMs);
+    this.#since = this.#now();
   }
 
   start(): void {
     if (this.#running) return;
     this.#running = true;
+    this.#since = this.#now();
     this.#schedule(0);
   }
 
@@ -59,12 +77,19 @@ export class ChainListener {
   }
 
   status(): ListenerStatus {
+    const now = this.#now();
     return {
-      lagSeconds: this.#lastSuccessAt === null ? null : Math.max(0, (this.#now() - this.#lastSuccessAt) / 1000),
+      lagSeconds: this.#lastSuccessAt === null ? null : Math.max(0, (now - this.#lastSuccessAt) / 1000),
       lastBlock: this.#lastBlock,
       chainHead: this.#chainHead,
       lastError: this.#lastError,
+      stalled: now - (this.#lastSuccessAt ?? this.#since) > this.#stalledAfterMs,
     };
+  }
+
+  /** The lag above which status() says stalled, in seconds. */
+  get stalledAfterSeconds(): number {
+    return this.#stalledAfterMs / 1000;
   }
 
   /** One poll: reads every new block up to the head. Exposed for tests. */

@@ -8,6 +8,7 @@ import type { Hono } from "hono";
 import { ChannelError, ChannelRecipient, channelReportData, generateChannelKeyPair, toBase64Url, type ChannelKeyPair } from "../../shared/channel/channel.ts";
 import type { ChannelDocument } from "../../shared/channel/client.ts";
 import { errorBody, SigilError } from "../../shared/errors.ts";
+import type { BucketRate } from "../../shared/tokenBucket.ts";
 import type { InternalAnswer, InternalRequest } from "../internalApi.ts";
 import type { Logger } from "../log.ts";
 import { nodeAead } from "./nodeAead.ts";
@@ -21,9 +22,16 @@ const MAX_SEALED_BYTES = 9 << 20;
 export type Channel = { recipient: ChannelRecipient; document(): Promise<ChannelDocument> };
 
 /** Makes this boot's channel key and the document that proves it (its quote is taken once). */
-export async function createChannel(args: { allowedEdgeKeys: Uint8Array[]; quote: QuoteSource; instanceId?: string; key?: ChannelKeyPair }): Promise<Channel> {
+export async function createChannel(args: {
+  allowedEdgeKeys: Uint8Array[];
+  quote: QuoteSource;
+  instanceId?: string;
+  key?: ChannelKeyPair;
+  /** Session openings each peer address may attempt (a burst, then per second). */
+  openings?: BucketRate;
+}): Promise<Channel> {
   const key = args.key ?? (await generateChannelKeyPair());
-  const recipient = new ChannelRecipient({ key, allowedEdgeKeys: args.allowedEdgeKeys, aead: nodeAead });
+  const recipient = new ChannelRecipient({ key, allowedEdgeKeys: args.allowedEdgeKeys, aead: nodeAead, ...(args.openings ? { openings: args.openings } : {}) });
   let doc: Promise<ChannelDocument> | undefined;
   const document = () => {
     doc ??= (async () => {
@@ -56,18 +64,27 @@ export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel):
  * server (no router, no web-stream body): read the sealed request (at most MAX_SEALED_BYTES, refused
  * on its declared length before reading), open it, hand it to `handle`, seal the answer. Refusals
  * are answered outside the seal — there is no trusted sender to seal them for — as
- * `{channel_error}`: 409 for what the edge mends by itself (a new key, a new session), 401 for the rest.
+ * `{channel_error}`: 409 for what the edge mends by itself (a new key, a new session), 429 with
+ * Retry-After for a peer over its budget of session openings, 401 for the rest. The peer's address
+ * is the source whose openings are counted. Refusals are logged at most once per reason every few
+ * seconds, with how many there were: a flood of junk must not become a flood of log lines.
  */
 export function channelListener(channel: Channel, handle: (request: InternalRequest) => Promise<InternalAnswer>, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
-  const send = (res: ServerResponse, status: number, body: unknown, close = false) => {
+  const send = (res: ServerResponse, status: number, body: unknown, options: { close?: boolean; retryAfter?: number } = {}) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...(close ? { connection: "close" } : {}) });
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      ...(options.close ? { connection: "close" } : {}),
+      ...(options.retryAfter === undefined ? {} : { "retry-after": String(options.retryAfter) }),
+    });
     res.end(text);
   };
+  const refusals = refusalLog(log);
   const tooLarge = (res: ServerResponse) => {
     // The rest of the body is never read: this connection cannot carry another request.
     const err = new SigilError("payload_too_large", `a sealed request must be at most ${MAX_SEALED_BYTES} bytes`);
-    send(res, 413, errorBody(err, crypto.randomUUID()), true);
+    send(res, 413, errorBody(err, crypto.randomUUID()), { close: true });
   };
   return (req, res) => {
     if (Number(req.headers["content-length"] ?? 0) > MAX_SEALED_BYTES) {
@@ -89,8 +106,8 @@ export function channelListener(channel: Channel, handle: (request: InternalRequ
     });
     req.on("end", () => {
       if (refused) return;
-      void answer(Buffer.concat(chunks).toString("utf8")).then(
-        ({ status, body }) => send(res, status, body),
+      void answer(Buffer.concat(chunks).toString("utf8"), req.socket.remoteAddress ?? "unknown").then(
+        ({ status, body, retryAfter }) => send(res, status, body, retryAfter === undefined ? {} : { retryAfter }),
         (err: unknown) => {
           log.error("the channel failed to answer", { error: err instanceof Error ? err.message : String(err) });
           send(res, 500, errorBody(new SigilError("internal_error", "an internal error occurred"), crypto.randomUUID()));
@@ -99,7 +116,7 @@ export function channelListener(channel: Channel, handle: (request: InternalRequ
     });
   };
 
-  async function answer(text: string): Promise<{ status: number; body: unknown }> {
+  async function answer(text: string, source: string): Promise<{ status: number; body: unknown; retryAfter?: number }> {
     let sealed: unknown = null;
     try {
       sealed = JSON.parse(text);
@@ -108,14 +125,39 @@ export function channelListener(channel: Channel, handle: (request: InternalRequ
     }
     let opened;
     try {
-      opened = await channel.recipient.open(sealed);
+      opened = await channel.recipient.open(sealed, { source });
     } catch (err) {
       if (!(err instanceof ChannelError)) throw err;
-      log.warn("sealed request refused", { reason: err.reason });
-      return { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401, body: { channel_error: err.reason } };
+      refusals.note(err.reason);
+      const body = { channel_error: err.reason };
+      if (err.reason === "too_many_openings") return { status: 429, body, retryAfter: err.retryAfterSeconds ?? 1 };
+      return { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401, body };
     }
     const { method, path, headers, body } = opened.request;
     const internal = await handle({ method, path, headers, body });
     return { status: 200, body: await opened.sealResponse(JSON.stringify(internal)) };
   }
+}
+
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+/** Logs refused sealed requests: the first of a reason at once, then one line per interval with the count. */
+export function refusalLog(log: Logger, clock: () => number = Date.now): { note(reason: string): void } {
+  const pending = new Map<string, { count: number; since: number }>();
+  return {
+    note(reason) {
+      const now = clock();
+      const p = pending.get(reason);
+      if (!p) {
+        log.warn("sealed request refused", { reason });
+        pending.set(reason, { count: 0, since: now });
+        return;
+      }
+      p.count++;
+      if (now - p.since >= REFUSAL_LOG_INTERVAL_MS) {
+        log.warn("sealed requests refused", { reason, count: p.count, seconds: Math.round((now - p.since) / 1000) });
+        pending.set(reason, { count: 0, since: now });
+      }
+    },
+  };
 }

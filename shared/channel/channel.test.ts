@@ -17,10 +17,11 @@ import {
   toBase64Url,
   type ChannelRefusal,
 } from "./channel.ts";
+import { junkOpening } from "../../test/harness/channel.ts";
 
 const REQUEST = { method: "POST", path: "/internal/v1/execute", headers: { "x-request-id": "r-1" }, body: JSON.stringify({ api_key: "k", code: "x" }) };
 
-async function setup(options: { now?: () => number; maxSessions?: number } = {}) {
+async function setup(options: { now?: () => number; maxSessions?: number; openings?: { capacity: number; perSecond: number } } = {}) {
   const key = await generateChannelKeyPair();
   const edge = await edgeIdentityFromSeed(newEdgeIdentitySeed());
   const recipient = new ChannelRecipient({
@@ -28,6 +29,7 @@ async function setup(options: { now?: () => number; maxSessions?: number } = {})
     allowedEdgeKeys: [edge.publicKey],
     ...(options.now ? { now: options.now } : {}),
     ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
+    ...(options.openings ? { openings: options.openings } : {}),
   });
   return { key, edge, recipient };
 }
@@ -157,7 +159,7 @@ describe("the channel", () => {
     expect((await recipient.open(withoutInit)).request.path).toBe(REQUEST.path);
   });
 
-  it("drops its oldest session when it holds too many, and sessions past their lifetime", async () => {
+  it("drops its least recently used session when it holds too many, and sessions past their lifetime", async () => {
     let now = 1_000_000_000_000;
     const { key, edge, recipient } = await setup({ maxSessions: 2, now: () => now });
     const sessions = await Promise.all([0, 1, 2].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge, now })));
@@ -189,5 +191,71 @@ describe("the channel", () => {
     expect(await refusal(stranger.openResponse(answer))).toBe("undecryptable");
     expect(await refusal(first.openResponse({ v: 1 }))).toBe("malformed");
     expect(await first.openResponse(answer)).toBe('{"ok":true}');
+  });
+});
+
+/** A session the enclave holds: its first request (with the init) has been answered. */
+async function liveSession(recipient: ChannelRecipient, key: { publicKey: Uint8Array }, edge: Awaited<ReturnType<typeof edgeIdentityFromSeed>>, source = "edge") {
+  const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
+  const first = await session.seal(REQUEST);
+  await first.openResponse(await (await recipient.open(first.sealed, { source })).sealResponse("ok"));
+  /** A later request of the session: no init, so it opens only while the enclave still holds the session. */
+  const next = async () => {
+    const { sealed } = await session.seal(REQUEST);
+    expect(sealed.init).toBeUndefined();
+    return recipient.open(sealed, { source });
+  };
+  return { session, next };
+}
+
+describe("the session flood (issue 11, point 6)", () => {
+  it("4096+ junk openings at once, all refused as edge_not_allowed, store nothing and leave an edge's live session working without reopening", async () => {
+    const { key, edge, recipient } = await setup();
+    const live = await liveSession(recipient, key, edge);
+    const stranger = toBase64Url((await edgeIdentityFromSeed(newEdgeIdentitySeed())).publicKey);
+    // All in flight together, as a flood over many connections arrives, each a new session id.
+    const refusals = await Promise.all(Array.from({ length: 4200 }, () => refusal(recipient.open(junkOpening(key.publicKey, stranger), { source: "junk" }))));
+    expect(new Set(refusals)).toEqual(new Set(["edge_not_allowed"]));
+    expect(recipient.sessions).toBe(1);
+    expect((await live.next()).request.path).toBe(REQUEST.path);
+  });
+
+  it("bounds the openings each source may attempt: over its budget, too_many_openings with Retry-After; other sources and live sessions are untouched", async () => {
+    let now = Date.now();
+    const { key, edge, recipient } = await setup({ now: () => now, openings: { capacity: 5, perSecond: 1 } });
+    const live = await liveSession(recipient, key, edge, "edge");
+    // Valid-looking openings from one source: the allowed edge's public key, forged signatures.
+    const forged = async () => {
+      const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+      const sig = fromBase64Url(call.sealed.init!.sig);
+      sig[0] = (sig[0] as number) ^ 1;
+      return { ...call.sealed, init: { ...call.sealed.init!, sig: toBase64Url(sig) } };
+    };
+    const flood = await Promise.all(Array.from({ length: 40 }, forged));
+    const errors = await Promise.all(
+      flood.map((sealed) =>
+        recipient.open(sealed, { source: "attacker" }).then(
+          () => undefined,
+          (err: unknown) => err as ChannelError,
+        ),
+      ),
+    );
+    expect(errors.filter((e) => e?.reason === "bad_signature")).toHaveLength(5);
+    const limited = errors.filter((e) => e?.reason === "too_many_openings");
+    expect(limited).toHaveLength(35);
+    expect(limited[0]?.retryAfterSeconds).toBe(1);
+    // An opening with a key that is not allowed costs the source nothing (it is refused first).
+    const stranger = await edgeIdentityFromSeed(newEdgeIdentitySeed());
+    expect(await refusal(recipient.open((await sealRequest({ enclavePublicKey: key.publicKey, identity: stranger, request: REQUEST })).sealed, { source: "attacker" }))).toBe(
+      "edge_not_allowed",
+    );
+    // Another source opens a session; the live one goes on; nothing of the flood was stored.
+    const other = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+    expect((await recipient.open(other.sealed, { source: "another edge" })).request.path).toBe(REQUEST.path);
+    expect((await live.next()).request.path).toBe(REQUEST.path);
+    expect(recipient.sessions).toBe(2);
+    // The source's budget refills with time.
+    now += 1_000;
+    expect(await refusal(recipient.open(await forged(), { source: "attacker" }))).toBe("bad_signature");
   });
 });

@@ -12,7 +12,8 @@
 // - Each request is sealed under the session's request key. The plaintext is the request itself —
 //   method, path, headers (the caller's API key among them), body — with a timestamp and a random
 //   nonce; the enclave opens only requests of a session an allowed edge signed, within ±60 s, and
-//   never the same nonce twice. Only the edge that made the session holds its keys, so a request
+//   never the same nonce twice. It stores a session only after authenticating its opening, so
+//   refused openings cost it nothing and displace no live session. Only the edge that made the session holds its keys, so a request
 //   that opens came from it.
 // - The answer is sealed under the session's response key, bound to the request's nonce, so it
 //   opens only for that request, and any change to it in transit fails its authentication.
@@ -23,6 +24,7 @@ import { Aes128Gcm, CipherSuite, DhkemX25519HkdfSha256, HkdfSha256 } from "@hpke
 import { sha256 } from "@noble/hashes/sha256";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { z } from "zod";
+import { TokenBuckets, type BucketRate } from "../tokenBucket.ts";
 
 /** A copy on a plain ArrayBuffer, the type WebCrypto's signatures ask for. */
 const bytes = (u: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(u);
@@ -51,14 +53,18 @@ export type ChannelRefusal =
   | "bad_signature"
   | "undecryptable"
   | "stale"
-  | "replayed";
+  | "replayed"
+  | "too_many_openings";
 
 export class ChannelError extends Error {
   override readonly name = "ChannelError";
   readonly reason: ChannelRefusal;
-  constructor(reason: ChannelRefusal, message: string) {
+  /** For `too_many_openings`: when the source may open again. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(reason: ChannelRefusal, message: string, options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.reason = reason;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
@@ -285,11 +291,22 @@ export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sid: str
 
 type HeldSession = { edgeKey: string; keys: SessionKeys; expiresAt: number };
 
+/** Session openings a source may attempt: a burst, then a steady rate (per second). */
+export const DEFAULT_OPENINGS: BucketRate = { capacity: 64, perSecond: 8 };
+
 /**
  * The enclave's end: opens requests sealed to its key in sessions an allowed edge signed, within
- * the time window, each nonce once. Sessions are kept for SESSION_LIFETIME_MS, at most
- * `maxSessions` of them (the oldest is dropped first; its edge simply opens a new one). The nonce
- * cache holds a nonce for twice the window, longer than any timestamp it could come back with.
+ * the time window, each nonce once.
+ *
+ * A session is stored only once its opening has been authenticated (an allowed edge key, its
+ * signature over this enclave's key and the session's `enc`, an HPKE context that opens): a refused
+ * opening costs no storage and displaces nothing, so no flood of junk can push out an edge's live
+ * session. Openings that get as far as the signature check (the costly part) are bounded per
+ * source (`openings`, a token bucket per peer address), so a flood of valid-looking ones cannot
+ * take the CPU either; an opening with a key that is not on the allow-list is refused before it
+ * costs a token. Sessions are kept for SESSION_LIFETIME_MS, at most `maxSessions` of them (the
+ * least recently used is dropped first; its edge simply opens a new one). The nonce cache holds a
+ * nonce for twice the window, longer than any timestamp it could come back with.
  */
 export class ChannelRecipient {
   readonly publicKey: Uint8Array;
@@ -301,11 +318,23 @@ export class ChannelRecipient {
   readonly #now: () => number;
   /** Nonces seen, in the order they came, with when each may be forgotten. */
   readonly #seen = new Map<string, number>();
-  readonly #sessions = new Map<string, Promise<HeldSession>>();
+  /** Authenticated sessions, least recently used first. */
+  readonly #sessions = new Map<string, HeldSession>();
+  /** Openings being authenticated, by their whole init: concurrent first requests of one session share one. */
+  readonly #opening = new Map<string, Promise<HeldSession>>();
+  readonly #openings: TokenBuckets;
 
   readonly #aead: Aead;
 
-  constructor(args: { key: ChannelKeyPair; allowedEdgeKeys: Uint8Array[]; windowMs?: number; maxSessions?: number; now?: () => number; aead?: Aead }) {
+  constructor(args: {
+    key: ChannelKeyPair;
+    allowedEdgeKeys: Uint8Array[];
+    windowMs?: number;
+    maxSessions?: number;
+    openings?: BucketRate;
+    now?: () => number;
+    aead?: Aead;
+  }) {
     this.#aead = args.aead ?? webCryptoAead;
     this.publicKey = args.key.publicKey;
     this.keyId = channelKeyId(args.key.publicKey);
@@ -313,22 +342,24 @@ export class ChannelRecipient {
     this.#windowMs = args.windowMs ?? CHANNEL_WINDOW_MS;
     this.#maxSessions = args.maxSessions ?? 4096;
     this.#now = args.now ?? Date.now;
+    this.#openings = new TokenBuckets(args.openings ?? DEFAULT_OPENINGS, { now: this.#now });
     this.#allowed = new Map(
       args.allowedEdgeKeys.map((k) => [toBase64Url(k), crypto.subtle.importKey("raw", bytes(k), { name: "Ed25519" }, false, ["verify"])] as const),
     );
   }
 
-  /** Sessions held now (reported in /health). */
+  /** Sessions held now. */
   get sessions(): number {
     return this.#sessions.size;
   }
 
-  async open(input: unknown): Promise<OpenedRequest> {
+  /** Opens a sealed request; `source` names where it came from (the peer address), whose openings are bounded. */
+  async open(input: unknown, from: { source?: string } = {}): Promise<OpenedRequest> {
     const parsed = sealedRequestSchema.safeParse(input);
     if (!parsed.success) throw new ChannelError("malformed", "not a sealed request");
     const sealed = parsed.data;
     if (sealed.key_id !== this.keyId) throw new ChannelError("unknown_channel_key", "sealed to a channel key this enclave does not hold; fetch /channel again");
-    const session = await this.#session(sealed);
+    const session = await this.#session(sealed, from.source ?? "unknown");
     let plain: Uint8Array;
     try {
       plain = await session.keys.aead.open(session.keys.request, fromBase64Url(sealed.iv), fromBase64Url(sealed.ct), requestAad(this.keyId, sealed.sid));
@@ -359,31 +390,55 @@ export class ChannelRecipient {
     };
   }
 
-  /** The session a request names: held, or opened from its `init` (concurrent first requests share one opening). */
-  async #session(sealed: SealedRequest): Promise<HeldSession> {
+  /** The session a request names: held, or opened from its `init` once that is authenticated. */
+  async #session(sealed: SealedRequest, source: string): Promise<HeldSession> {
     const now = this.#now();
     const held = this.#sessions.get(sealed.sid);
     if (held) {
-      const session = await held.catch(() => undefined);
-      if (session && session.expiresAt > now) return session;
-      if (this.#sessions.get(sealed.sid) === held) this.#sessions.delete(sealed.sid);
-      if (session) throw new ChannelError("unknown_session", "this session has expired; open a new one");
+      if (held.expiresAt <= now) {
+        this.#sessions.delete(sealed.sid);
+        throw new ChannelError("unknown_session", "this session has expired; open a new one");
+      }
+      // Used now: the last to be dropped when room is needed.
+      this.#sessions.delete(sealed.sid);
+      this.#sessions.set(sealed.sid, held);
+      return held;
     }
-    if (!sealed.init) throw new ChannelError("unknown_session", "this enclave holds no such session; open a new one");
-    const opening = this.#openSession(sealed.sid, sealed.init, now);
-    this.#sessions.set(sealed.sid, opening);
-    opening.catch(() => {
-      if (this.#sessions.get(sealed.sid) === opening) this.#sessions.delete(sealed.sid);
-    });
-    while (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
-    return opening;
-  }
-
-  async #openSession(sid: string, init: z.infer<typeof sessionInitSchema>, now: number): Promise<HeldSession> {
+    const init = sealed.init;
+    if (!init) throw new ChannelError("unknown_session", "this enclave holds no such session; open a new one");
+    // The cheap refusals first, before a token or any cryptography is spent on the opening.
     const edgeKey = this.#allowed.get(init.edge_key);
     if (!edgeKey) throw new ChannelError("edge_not_allowed", "the session is signed by an edge key that is not on this enclave's allow-list");
     const enc = fromBase64Url(init.enc);
-    if (sessionId(enc) !== sid) throw new ChannelError("malformed", "the session id is not the one its init names");
+    if (sessionId(enc) !== sealed.sid) throw new ChannelError("malformed", "the session id is not the one its init names");
+    // Keyed by the whole init, so a forged signature over a live opening's enc cannot fail it.
+    const openingKey = `${sealed.sid}:${init.edge_key}:${init.sig}`;
+    let opening = this.#opening.get(openingKey);
+    if (!opening) {
+      const waitMs = this.#openings.take(source);
+      if (waitMs > 0) throw new ChannelError("too_many_openings", "too many session openings from this source; retry later", { retryAfterSeconds: Math.ceil(waitMs / 1000) });
+      const authenticating = this.#authenticate(init, enc, edgeKey, now).then((session) => {
+        this.#store(sealed.sid, session);
+        return session;
+      });
+      const done = () => {
+        if (this.#opening.get(openingKey) === authenticating) this.#opening.delete(openingKey);
+      };
+      authenticating.then(done, done);
+      this.#opening.set(openingKey, authenticating);
+      opening = authenticating;
+    }
+    return opening;
+  }
+
+  /** Keeps an authenticated session, dropping the least recently used ones beyond `maxSessions`. */
+  #store(sid: string, session: HeldSession): void {
+    this.#sessions.delete(sid);
+    this.#sessions.set(sid, session);
+    while (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
+  }
+
+  async #authenticate(init: z.infer<typeof sessionInitSchema>, enc: Uint8Array, edgeKey: Promise<CryptoKey>, now: number): Promise<HeldSession> {
     const signatureOk = await crypto.subtle.verify({ name: "Ed25519" }, await edgeKey, bytes(fromBase64Url(init.sig)), sessionDigest(this.keyId, enc));
     if (!signatureOk) throw new ChannelError("bad_signature", "the edge's signature does not cover this session");
     let keys: SessionKeys;

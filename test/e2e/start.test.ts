@@ -224,10 +224,12 @@ describe("npm start", () => {
     expect(edgeHealth.status).toBe(200);
     expect(((await edgeHealth.json()) as { enclaves: Array<{ status: string }> }).enclaves[0]?.status).toBe("ok");
     expect(started.output()).toContain("SIMULATED TEE");
-    const health = (await (await fetch(`${enclaveUrl}/health`)).json()) as { status: string; payers: Array<{ low: boolean }> };
+    // The enclave's public health names its payers (their balances it keeps to the channel): funded.
+    const health = (await (await fetch(`${enclaveUrl}/health`)).json()) as { status: string; payers: `0x${string}`[] };
     expect(health.status).toBe("ok");
     expect(health.payers.length).toBeGreaterThan(0);
-    expect(health.payers.every((p) => p.low === false)).toBe(true);
+    const chain = createPublicClient({ transport: http(rpcUrl) });
+    for (const payer of health.payers) expect(await chain.getBalance({ address: payer })).toBeGreaterThan(0n);
     // The dev root key and the local secret are generated into the state folder, never printed.
     expect(readFileSync(join(stateDir, "dev/root.key"), "utf8")).toMatch(/^0x[0-9a-f]{64}\n$/);
     expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/root.key"), "utf8").trim());

@@ -4,6 +4,7 @@
 // verifiable with dcap-qvl, and the dev /evidences/ stand-in. No shared secret anywhere: these
 // endpoints are public, like /health.
 import { X509Certificate } from "node:crypto";
+import { get as httpGet } from "node:http";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256, sha512 } from "@noble/hashes/sha2";
@@ -12,6 +13,7 @@ import { QuoteVerifier } from "@phala/dcap-qvl";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { replayRtmrs, type EventLogEntry } from "../../shared/attestation/eventLog.ts";
 import type { DcapCollateral } from "../../enclave/attestation/simulated/pki.ts";
+import { testChannel } from "../harness/channel.ts";
 
 type QuoteBody = { quote: string; event_log: string; vm_config?: string; simulated?: true };
 type Answer<T> = { status: number; headers: Headers; body: T; ms: number };
@@ -61,7 +63,7 @@ describe("GET /attestation", () => {
     const a = await get<QuoteBody>("/attestation");
     expect(a.body.simulated).toBe(true);
     expect(a.headers.get("x-attestation-simulated")).toBe("1");
-    expect(Object.keys(a.body).sort()).toEqual(["event_log", "quote", "simulated", "vm_config"]);
+    expect(Object.keys(a.body).sort()).toEqual(["event_log", "instance_id", "quote", "simulated", "vm_config"]);
     expect(JSON.parse(a.body.vm_config ?? "{}")).toMatchObject({ simulated: true });
   });
 
@@ -226,5 +228,54 @@ describe("nonce rate limit", () => {
     expect(await first.json()).toMatchObject({ error: { code: "rate_limited" } });
     // The cached quote is not rate-limited.
     expect((await fetch(url("/attestation"))).status).toBe(200);
+  });
+});
+
+/** GET `path` of the enclave from the local address `from` (all of 127.0.0.0/8 is loopback): another client, as the enclave sees it. */
+function getFrom(from: string, path: string): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    httpGet(url(path), { localAddress: from }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const retry = res.headers["retry-after"];
+        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retry) ? retry[0] : retry, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
+      });
+    }).once("error", reject);
+  });
+}
+
+const nonceOf = (i: number) => i.toString(16).padStart(2, "0");
+const boundTo = (nonce: string) => bytesToHex(sha512(concatBytes(utf8ToBytes("sigil-nonce:"), hexToBytes(nonce))));
+
+describe("the nonce budget is per client (issue 11, point 9)", () => {
+  it("a client over its budget gets 429 with Retry-After while another client still gets fresh quotes", async () => {
+    const greedy = await Promise.all(Array.from({ length: 24 }, (_, i) => getFrom("127.0.0.4", `/attestation?nonce=${nonceOf(i)}`)));
+    const refused = greedy.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThanOrEqual(24 - 12);
+    expect(Number(refused[0]?.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(refused[0]?.body).toMatchObject({ error: { code: "rate_limited" } });
+    // Another client, right after: its own budget is whole.
+    for (const nonce of ["a1", "a2", "a3"]) {
+      const fresh = await getFrom("127.0.0.5", `/attestation?nonce=${nonce}`);
+      expect(fresh.status).toBe(200);
+      expect(reportData(String(fresh.body.quote))).toBe(boundTo(nonce));
+    }
+  });
+
+  it("through the channel, counts against the client the edge names (x-sigil-client-ip), not against the edge", async () => {
+    const ask = (client: string, nonce: string) =>
+      testChannel().call(inject("enclaveUrl"), { method: "GET", path: `/internal/v1/attestation?nonce=${nonce}`, headers: { "x-sigil-client-ip": client }, body: "" });
+    const greedy = await Promise.all(Array.from({ length: 24 }, (_, i) => ask("198.51.100.7", nonceOf(i))));
+    const refused = greedy.filter((a) => a.status === 429);
+    expect(refused.length).toBeGreaterThanOrEqual(24 - 12);
+    expect(Number(refused[0]?.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    const fresh = await ask("198.51.100.8", "b1");
+    expect(fresh.status).toBe(200);
+    // The same answer the public route gives: its headers and body.
+    expect(fresh.headers).toMatchObject({ "cache-control": "no-store", "x-attestation-simulated": "1", "content-type": expect.stringMatching(/^application\/json/) });
+    const body = JSON.parse(fresh.body) as { quote: string; instance_id: string };
+    expect(reportData(body.quote)).toBe(boundTo("b1"));
+    expect(fresh.headers["x-sigil-instance"]).toBe(body.instance_id);
   });
 });

@@ -4,6 +4,7 @@
 // the internal API directly — what
 // the edge refuses (an answer altered in transit), and an enclave that restarts with a new key,
 // which the edge's client follows without an error.
+import { Agent, request as httpRequest } from "node:http";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { freePort } from "../../bin/stack/edge.ts";
@@ -15,12 +16,13 @@ import {
   fromBase64Url,
   generateChannelKeyPair,
   newEdgeIdentitySeed,
+  ChannelSession,
   sealRequest,
   toBase64Url,
   type SealedRequest,
 } from "../../shared/channel/channel.ts";
 import { ChannelClient, channelDocumentSchema } from "../../shared/channel/client.ts";
-import { testChannel } from "../harness/channel.ts";
+import { junkOpening, testChannel } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "./constants.ts";
 
 const CLIENT_CONFIG = { method: "GET", path: "/internal/v1/client_config", headers: {}, body: "" };
@@ -112,6 +114,59 @@ describe("the enclave's end of the channel", () => {
     const ct = fromBase64Url(String(answer.body.ct));
     ct[0] = (ct[0] as number) ^ 1;
     await expect(call.openResponse({ ...answer.body, ct: toBase64Url(ct) })).rejects.toThrow(/does not open/);
+  });
+});
+
+/** POST /channel/v1 from the local address `from` (the whole of 127.0.0.0/8 is loopback): another peer, as the enclave sees it. */
+function sendFrom(agent: Agent, base: string, sealed: unknown): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
+  const body = JSON.stringify(sealed);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}/channel/v1`, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const retry = res.headers["retry-after"];
+        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retry) ? retry[0] : retry, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
+      });
+    });
+    req.once("error", reject);
+    req.end(body);
+  });
+}
+
+describe("the session flood (issue 11, point 6)", () => {
+  const base = () => inject("enclaveUrl");
+
+  it("4096+ junk openings from another peer are all refused — unknown edge keys at once, forged signatures until that peer's budget of openings is spent, then 429 with Retry-After — and the edge's live session works on without reopening", async () => {
+    const publicKey = await channelKey(base());
+    const edge = await edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED);
+    const live = await ChannelSession.open({ enclavePublicKey: publicKey, identity: edge });
+    const first = await live.seal(CLIENT_CONFIG);
+    await first.openResponse((await send(base(), first.sealed)).body);
+
+    const stranger = toBase64Url((await edgeIdentityFromSeed(newEdgeIdentitySeed())).publicKey);
+    const allowed = toBase64Url(edge.publicKey);
+    const agent = new Agent({ keepAlive: true, maxSockets: 128, localAddress: "127.0.0.2" });
+    try {
+      const answers = await Promise.all(Array.from({ length: 4400 }, (_, i) => sendFrom(agent, base(), junkOpening(publicKey, i % 22 === 0 ? allowed : stranger))));
+      const byReason = new Map<string, number>();
+      for (const a of answers) byReason.set(String(a.body.channel_error), (byReason.get(String(a.body.channel_error)) ?? 0) + 1);
+      expect([...byReason.keys()].sort()).toEqual(["bad_signature", "edge_not_allowed", "too_many_openings"]);
+      expect(byReason.get("edge_not_allowed")).toBe(4200);
+      for (const a of answers) expect(a.status, String(a.body.channel_error)).toBe(a.body.channel_error === "too_many_openings" ? 429 : 401);
+      expect(Number(answers.find((a) => a.status === 429)?.retryAfter)).toBeGreaterThanOrEqual(1);
+    } finally {
+      agent.destroy();
+    }
+
+    // The live session, with no init: it opens only because the enclave still holds it.
+    const later = await live.seal(CLIENT_CONFIG);
+    expect(later.sealed.init).toBeUndefined();
+    const answer = await send(base(), later.sealed);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(JSON.parse(await later.openResponse(answer.body)).body as string)).toMatchObject({ timeout_ms: 60_000 });
+    // This peer's own budget is its own: a new session from here opens.
+    expect((await send(base(), (await sealed(base())).sealed)).status).toBe(200);
   });
 });
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { ENDLESS_CAP_BYTES, type GatewayLog } from "../emulators/ipfsGateway.ts";
+import { internalHealthOf } from "../harness/channel.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { callEnclave, ok, run } from "./client.ts";
 import { callAt, startOwnEnclave } from "./ownEnclave.ts";
@@ -201,11 +202,10 @@ describe("requests refused before anything runs", () => {
     expect(unknownOp.status).toBe(404);
   });
 
-  it("/health reports the listener lag, the chain and funded payers", async () => {
-    const health = (await (await fetch(`${inject("enclaveUrl")}/health`)).json()) as Record<string, unknown> & {
-      payers: Array<{ address: string; balance_wei: string; low: boolean }>;
-      listener: { last_block: string; chain_head: string };
-    };
+  it("its internal health report, through the channel, gives the listener lag, the chain and funded payers", async () => {
+    const health = await internalHealthOf<
+      Record<string, unknown> & { payers: Array<{ address: string; balance_wei: string; low: boolean }>; listener: { last_block: string; chain_head: string } }
+    >(inject("enclaveUrl"));
     expect(health.status).toBe("ok");
     expect(typeof health.account_event_listener_lag_seconds).toBe("number");
     expect(health.payers.length).toBeGreaterThan(0);
@@ -242,7 +242,7 @@ describe("10 000 sequential executions", () => {
     const pid = inject("enclavePid");
     // The whole process: the service thread and the sandbox workers (threads of this process).
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-    const heap = async () => ((await (await fetch(`${inject("enclaveUrl")}/health`)).json()) as { memory: { heap_used_mb: number } }).memory.heap_used_mb;
+    const heap = async () => (await internalHealthOf<{ memory: { heap_used_mb: number } }>(inject("enclaveUrl"))).memory.heap_used_mb;
     // Each run exercises the paths that create handles: host calls, promises, timers, logs, errors.
     const code = `async function main(i) {
       await new Promise((r) => setTimeout(r, 0));

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { readEnclaveConfig } from "../../enclave/config.ts";
-import { testChannel } from "../harness/channel.ts";
+import { internalHealthOf, testChannel } from "../harness/channel.ts";
 import { ok, run, type RunResult } from "./client.ts";
 import { callAt, startOwnEnclave } from "./ownEnclave.ts";
 
@@ -22,7 +22,7 @@ beforeAll(async () => {
 });
 
 async function workerRestarts(base: string): Promise<number> {
-  return ((await (await fetch(`${base}/health`)).json()) as { sandbox: { worker_restarts: number } }).sandbox.worker_restarts;
+  return (await internalHealthOf<{ sandbox: { worker_restarts: number } }>(base)).sandbox.worker_restarts;
 }
 
 describe("the defaults, as configured", () => {

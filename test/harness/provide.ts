@@ -14,6 +14,8 @@ declare module "vitest" {
     gatewayUrl: string;
     fetchTargetUrl: string;
     listenerPollMs: number;
+    /** A second enclave whose chain listener has stalled (test/workers/globalSetup.ts only). */
+    stalledEnclaveUrl: string;
     /** The local Stripe emulator, where a suite runs one (test/emulators/stripe.ts). */
     stripeApiBase: string;
     stripeSecretKey: string;

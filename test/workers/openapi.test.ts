@@ -65,6 +65,19 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key"]>
   ["post", "/billing/webhook", "none"],
 ];
 
+/**
+ * api.md's attestation endpoints, at the base URL rather than under /core/v1 (attestation.md,
+ * Endpoints): none is keyed; each may be pinned to an instance (issue 11, point 15).
+ */
+const ATTESTATION_ROUTES: Array<[method: string, path: string]> = [
+  ["get", "/attestation"],
+  ["get", "/attestation/simulated-collateral"],
+  ["get", "/info"],
+  ["get", "/evidences/"],
+  ["get", "/evidences/{name}"],
+];
+const ATTESTATION_PATHS = new Set(ATTESTATION_ROUTES.map(([, p]) => p));
+
 let doc: Doc;
 
 beforeAll(async () => {
@@ -128,10 +141,10 @@ describe("the OpenAPI document", () => {
     for (const k of Object.keys(doc)) expect(TOP_LEVEL_FIELDS.includes(k) || isExtension(k), `top-level field ${k}`).toBe(true);
   });
 
-  it("has paths that start with / under /core/v1, path items with only 3.1's fields, and at least one operation each", () => {
+  it("has paths under /core/v1 (or api.md's attestation endpoints at the base URL), path items with only 3.1's fields, and at least one operation each", () => {
     expect(Object.keys(doc.paths).length).toBeGreaterThan(0);
     for (const [path, item] of Object.entries(doc.paths)) {
-      expect(path).toMatch(/^\/core\/v1\//);
+      if (!ATTESTATION_PATHS.has(path)) expect(path).toMatch(/^\/core\/v1\//);
       for (const k of Object.keys(item)) expect(PATH_ITEM_FIELDS.includes(k) || isExtension(k), `${path}: field ${k}`).toBe(true);
       expect(Object.keys(item).some((k) => METHODS.includes(k)), `${path} has an operation`).toBe(true);
     }
@@ -175,7 +188,14 @@ describe("the OpenAPI document", () => {
         answers++;
         const r = (typeof response.$ref === "string" ? resolve(response.$ref) : response) as Obj;
         const content = (r.content ?? {}) as Record<string, Obj>;
-        const gap = content["application/json"] === undefined ? "no application/json content" : schemaGap(content["application/json"].schema);
+        // The evidence files are what dstack-ingress makes: HTML, text and PEM as well as JSON, each with its schema.
+        const gap = ATTESTATION_PATHS.has(path) && path.startsWith("/evidences/")
+          ? Object.keys(content).length === 0
+            ? "no content"
+            : Object.entries(content).map(([type, c]) => (type === "application/json" ? schemaGap(c.schema) : c.schema === undefined ? `${type} without a schema` : undefined)).find((g) => g !== undefined)
+          : content["application/json"] === undefined
+            ? "no application/json content"
+            : schemaGap(content["application/json"].schema);
         if (gap) gaps.push(`${method.toUpperCase()} ${path} ${status}: ${gap}`);
       }
     }
@@ -280,8 +300,23 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("documents the attestation endpoints at the base URL, unkeyed, each with the instance pin (X-Sigil-Instance or ?instance=) and the instance named in its answer", () => {
+    for (const [method, path] of ATTESTATION_ROUTES) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const op = doc.paths[path]?.[method];
+      expect(op, where).toBeDefined();
+      expect(((op?.security ?? []) as unknown[]).length, where).toBe(0);
+      const params = (op?.parameters ?? []) as Obj[];
+      expect(params.some((p) => p.in === "header" && String(p.name).toLowerCase() === "x-sigil-instance"), `${where} takes X-Sigil-Instance`).toBe(true);
+      expect(params.some((p) => p.in === "query" && p.name === "instance"), `${where} takes ?instance=`).toBe(true);
+      expect(Object.keys((op?.responses as Record<string, Obj>)["200"]?.headers as Obj), `${where} names its instance`).toContain("X-Sigil-Instance");
+      expect(Object.keys(op?.responses as Obj), `${where}: an instance not served`).toContain("404");
+    }
+    expect(((doc.paths["/attestation"]?.get?.parameters ?? []) as Obj[]).some((p) => p.in === "query" && p.name === "nonce")).toBe(true);
+  });
+
   it("documents nothing api.md does not list (a new route is added to api.md first)", () => {
-    const listed = new Set(API_MD_ROUTES.map(([m, p]) => `${m} /core/v1${p}`));
+    const listed = new Set([...API_MD_ROUTES.map(([m, p]) => `${m} /core/v1${p}`), ...ATTESTATION_ROUTES.map(([m, p]) => `${m} ${p}`)]);
     const extra = operations()
       .map(({ method, path }) => `${method} ${path}`)
       .filter((k) => !listed.has(k));

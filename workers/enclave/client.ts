@@ -15,6 +15,7 @@ import { errorStatus, SigilError, transactionHashIn, type ErrorCode } from "../.
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
+import { enclaveOfInstance, forgetInstance, instanceAt, noteInstance } from "./instances.ts";
 
 const SKIP_FAILED_MS = 5_000;
 /** Per isolate: enclaves that failed recently, until when they are skipped. */
@@ -183,15 +184,111 @@ export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOpera
 }
 
 /**
- * Passes a public GET through to an enclave as it is (status, type, body): the attestation
- * endpoints, whose answers a verifier checks byte for byte.
+ * One request to the enclave at `base` and no other (the edge's /health asks each in turn), through
+ * the channel, answered as it is. `timeoutMs` bounds the whole call, the key's verification
+ * included. 503 enclave_unavailable when no answer comes.
  */
-export async function proxyToEnclave(config: EdgeConfig, ids: RequestIds, pathAndQuery: string): Promise<Response> {
-  const res = await firstAnswer(config, (base) => fetch(`${base}${pathAndQuery}`, { headers: forwardedIds(ids), signal: AbortSignal.timeout(30_000) }));
+export async function askEnclave(config: EdgeConfig, ids: RequestIds, base: string, call: EnclaveCall & { headers?: Record<string, string> }, transport?: EnclaveTransport): Promise<EnclaveAnswer> {
+  const send = transport ?? channelTransport(config);
+  const timeoutMs = call.timeoutMs ?? 150_000;
+  const request = {
+    method: call.method ?? "GET",
+    path: call.path,
+    headers: { "content-type": "application/json", ...forwardedIds(ids), ...call.headers },
+    body: call.body === undefined ? "" : JSON.stringify(call.body),
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ChannelUnavailableError(`${base} did not answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
+  } catch (err) {
+    if (err instanceof SigilError) throw err;
+    skip(base, err);
+    throw unavailable();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The headers of an attestation answer that reach the client. */
+const PASSED_HEADERS = ["content-type", "cache-control", "etag", "last-modified", "retry-after", "x-attestation-simulated", "x-sigil-instance"];
+/** Where the edge names its client to the enclave, inside the channel (enclave/internalApi.ts). */
+const CLIENT_IP_HEADER = "x-sigil-client-ip";
+
+/**
+ * Passes a public attestation GET (`/attestation`, `/info`, `/evidences/…`) through to an enclave
+ * as it is (status, type, body), so a verifier can check its bytes, with `X-Sigil-Instance` naming
+ * the instance that answered. With `instance`, only that instance is asked (404
+ * instance_not_found when no configured enclave is it), so a client can take the quote, /info and
+ * the evidences from one VM. A nonce quote goes through the channel, naming the client (`clientIp`)
+ * so that the enclave counts it against that client's budget rather than the edge's; the rest is a
+ * plain GET (in production /evidences/ is the ingress's, which no channel reaches).
+ */
+export async function proxyToEnclave(
+  config: EdgeConfig,
+  ids: RequestIds,
+  url: URL,
+  options: { instance?: string | undefined; clientIp?: string | undefined } = {},
+  transport?: EnclaveTransport,
+): Promise<Response> {
+  const forwarded = new URL(url);
+  forwarded.searchParams.delete("instance");
+  const pathAndQuery = `${forwarded.pathname}${forwarded.search}`;
+  const viaChannel = forwarded.pathname === "/attestation" && forwarded.searchParams.has("nonce");
+  const ask = async (base: string): Promise<{ status: number; base: string; res: Response }> => {
+    let res: Response;
+    if (viaChannel) {
+      const send = transport ?? channelTransport(config);
+      const answer = await send.send(
+        base,
+        { method: "GET", path: `/internal/v1/attestation${forwarded.search}`, headers: { ...forwardedIds(ids), ...(options.clientIp ? { [CLIENT_IP_HEADER]: options.clientIp } : {}) }, body: "" },
+        30_000,
+      );
+      res = new Response(answer.body, { status: answer.status, headers: answer.headers });
+    } else {
+      res = await fetch(`${base}${pathAndQuery}`, { headers: forwardedIds(ids), signal: AbortSignal.timeout(30_000) });
+    }
+    noteInstance(base, res.headers.get("x-sigil-instance"));
+    return { status: res.status, base, res };
+  };
+
+  let answered: { base: string; res: Response };
+  if (options.instance === undefined) {
+    answered = await firstAnswer(config, ask);
+  } else {
+    answered = await pinnedAnswer(config, options.instance, ask);
+  }
   const headers = new Headers();
-  for (const name of ["content-type", "cache-control", "etag", "last-modified", "retry-after", "x-attestation-simulated"]) {
-    const v = res.headers.get(name);
+  for (const name of PASSED_HEADERS) {
+    const v = answered.res.headers.get(name);
     if (v) headers.set(name, v);
   }
-  return new Response(res.body, { status: res.status, headers });
+  // The ingress's answers (/evidences/ in production) do not say; the edge knows whose ingress it asked.
+  const instance = headers.get("x-sigil-instance") ?? instanceAt(answered.base);
+  if (instance) headers.set("x-sigil-instance", instance);
+  return new Response(answered.res.body, { status: answered.res.status, headers });
+}
+
+/** The answer of instance `instanceId` alone; once more after finding it elsewhere, when the enclave asked says it is now another. */
+async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
+  for (let attempt = 0; ; attempt++) {
+    const base = await enclaveOfInstance(config, instanceId);
+    let answer: R;
+    try {
+      answer = await ask(base);
+    } catch (err) {
+      if (err instanceof SigilError) throw err;
+      skip(base, err);
+      throw unavailable();
+    }
+    const named = answer.res.headers.get("x-sigil-instance");
+    if (named === null || named === instanceId) return answer;
+    // That enclave was replaced by another instance since we last asked: never pass its answer off as the pinned one.
+    forgetInstance(base);
+    noteInstance(base, named);
+    await answer.res.body?.cancel();
+    if (attempt > 0) throw new SigilError("instance_not_found", `instance ${instanceId} is no longer served here`);
+  }
 }

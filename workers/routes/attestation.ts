@@ -1,22 +1,163 @@
 // The attestation endpoints (api.md, Attestation; attestation.md), at the base URL rather than
 // under /core/v1: `/attestation`, `/info`, `/evidences/…` and, from a simulated TEE,
 // `/attestation/simulated-collateral` come from an enclave and pass through unchanged, so a
-// verifier sees exactly what the enclave served.
-import { Hono, type Context } from "hono";
+// verifier sees exactly what the enclave served. Each answer names the instance that made it
+// (`X-Sigil-Instance`); a client pins one instance for all of them with that header or
+// `?instance=`, so the quote, /info and the evidences it checks come from the same VM (issue 11,
+// point 15). Documented in the OpenAPI document with the rest.
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "zod";
+import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
+import { validationHook } from "../app.ts";
 import { proxyToEnclave } from "../enclave/client.ts";
+import { errorResponse } from "./openapi.ts";
 
-export function attestationRoutes(): Hono<EdgeEnv> {
-  const r = new Hono<EdgeEnv>();
-  const pass = (c: Context<EdgeEnv>) => {
-    const url = new URL(c.req.url);
-    return proxyToEnclave(c.get("config"), c.get("ids"), `${url.pathname}${url.search}`);
+const instanceId = z
+  .string()
+  .regex(/^[0-9a-fA-F]{8,128}$/, "must be an instance id (hex), as X-Sigil-Instance and GET /core/v1/health name it")
+  .transform((v) => v.toLowerCase());
+
+/** The two ways to pin an instance; either alone, or both naming the same one. */
+const pin = {
+  query: z.object({ instance: instanceId.optional().describe("Only this enclave instance answers (as X-Sigil-Instance names it)") }),
+  headers: z.object({ "x-sigil-instance": instanceId.optional().describe("Only this enclave instance answers; the same as ?instance=") }),
+};
+
+const answeredBy = z.object({ "X-Sigil-Instance": z.string().describe("The enclave instance that answered") });
+const simulatedMark = { simulated: z.literal(true).optional().describe("Present only on a simulated TEE's answers (also X-Attestation-Simulated: 1)") };
+
+const quoteSchema = z.object({
+  quote: z.string().describe("The TDX quote, hex"),
+  event_log: z.string().describe("The event log, a JSON-encoded array"),
+  vm_config: z.string().optional(),
+  instance_id: z.string().optional().describe("The instance that made the quote"),
+  ...simulatedMark,
+});
+
+const attestation = createRoute({
+  method: "get",
+  path: "/attestation",
+  summary: "A TDX quote of an enclave, with its event log: cached over 64 zero bytes, or fresh over SHA-512(\"sigil-nonce:\" ‖ nonce) (rate-limited per client)",
+  request: {
+    query: pin.query.extend({
+      nonce: z
+        .string()
+        .regex(/^(0x)?([0-9a-fA-F]{2}){1,32}$/, "must be 1 to 32 bytes of hex")
+        .optional()
+        .describe("Hex, at most 32 bytes: the quote's report_data is SHA-512(\"sigil-nonce:\" ‖ these bytes)"),
+    }),
+    headers: pin.headers,
+  },
+  responses: {
+    200: { description: "the quote", headers: answeredBy, content: { "application/json": { schema: quoteSchema } } },
+    400: errorResponse,
+    404: errorResponse,
+    429: errorResponse,
+    503: errorResponse,
+  },
+});
+
+const info = createRoute({
+  method: "get",
+  path: "/info",
+  summary: "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
+  request: { query: pin.query, headers: pin.headers },
+  responses: {
+    200: {
+      description: "the CVM's info",
+      headers: answeredBy,
+      content: {
+        "application/json": {
+          schema: z.object({
+            app_id: z.string(),
+            compose_hash: z.string(),
+            instance_id: z.string(),
+            tcb_info: z.looseObject({ app_compose: z.string() }),
+            ...simulatedMark,
+          }),
+        },
+      },
+    },
+    404: errorResponse,
+    503: errorResponse,
+  },
+});
+
+const collateral = createRoute({
+  method: "get",
+  path: "/attestation/simulated-collateral",
+  summary: "A simulated TEE's mock DCAP root and collateral, to verify its quotes offline (404 on real hardware)",
+  request: { query: pin.query, headers: pin.headers },
+  responses: {
+    200: {
+      description: "the mock root (DER hex and PEM) and collateral",
+      headers: answeredBy,
+      content: { "application/json": { schema: z.object({ root_ca_der: z.string(), root_ca_pem: z.string(), collateral: z.record(z.string(), z.string()), ...simulatedMark }) } },
+    },
+    404: errorResponse,
+    503: errorResponse,
+  },
+});
+
+const evidenceIndex = createRoute({
+  method: "get",
+  path: "/evidences/",
+  summary: "The evidence files (dstack-ingress's in production): a directory listing",
+  request: { query: pin.query, headers: pin.headers },
+  responses: {
+    200: { description: "the listing, HTML", headers: answeredBy, content: { "text/html": { schema: z.string() } } },
+    404: errorResponse,
+    503: errorResponse,
+  },
+});
+
+const evidenceFile = createRoute({
+  method: "get",
+  path: "/evidences/{name}",
+  summary: "One evidence file: sha256sum.txt, quote.json, acme-account.json or cert-<domain>.pem",
+  request: { params: z.object({ name: z.string().min(1) }), query: pin.query, headers: pin.headers },
+  responses: {
+    200: {
+      description: "the file, as it was made",
+      headers: answeredBy,
+      content: {
+        "application/json": { schema: z.looseObject({}).describe("quote.json (quote, event_log, report_data) or acme-account.json") },
+        "text/plain": { schema: z.string().describe("sha256sum.txt") },
+        "application/x-pem-file": { schema: z.string().describe("cert-<domain>.pem") },
+      },
+    },
+    404: errorResponse,
+    503: errorResponse,
+  },
+});
+
+/** The instance the request pins, by header or query (400 when they disagree). */
+function pinned(c: Context<EdgeEnv>): string | undefined {
+  const read = (value: string | undefined) => {
+    if (value === undefined) return undefined;
+    const parsed = instanceId.safeParse(value);
+    if (!parsed.success) throw new SigilError("invalid_request", "the instance pin is not an instance id", { details: [{ path: "instance", message: parsed.error.issues[0]?.message ?? "invalid" }] });
+    return parsed.data;
   };
-  r.get("/attestation", pass);
-  r.get("/attestation/simulated-collateral", pass);
-  r.get("/info", pass);
+  const fromHeader = read(c.req.header("x-sigil-instance"));
+  const fromQuery = read(c.req.query("instance"));
+  if (fromHeader && fromQuery && fromHeader !== fromQuery) {
+    throw new SigilError("invalid_request", "X-Sigil-Instance and ?instance= name different instances", { details: [{ path: "instance", message: "two different instances" }] });
+  }
+  return fromHeader ?? fromQuery;
+}
+
+export function attestationRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const pass = (c: Context<EdgeEnv>) =>
+    proxyToEnclave(c.get("config"), c.get("ids"), new URL(c.req.url), { instance: pinned(c), clientIp: c.req.header("cf-connecting-ip") }) as never;
+  r.openapi(attestation, pass);
+  r.openapi(collateral, pass);
+  r.openapi(info, pass);
+  r.openapi(evidenceIndex, pass);
+  r.openapi(evidenceFile, pass);
   r.get("/evidences", pass);
-  r.get("/evidences/", pass);
-  r.get("/evidences/*", pass);
   return r;
 }

@@ -7,7 +7,8 @@ import { errorBodySchema, SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { readView } from "../chain/client.ts";
-import { callEnclave } from "../enclave/client.ts";
+import { askEnclave, callEnclave } from "../enclave/client.ts";
+import { noteInstance } from "../enclave/instances.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 
 const errors = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
@@ -70,27 +71,39 @@ const clientConfig = createRoute({
 });
 
 const enclaveHealth = z.object({
-  index: z.number(),
-  status: z.string(),
+  index: z.number().describe("the enclave's place in SIGIL_ENCLAVE_URLS"),
+  instance_id: z.string().nullable().describe("the instance it says it is (pin it for the attestation endpoints); null when it did not answer"),
+  status: z.enum(["ok", "stalled", "degraded", "unreachable"]).describe("stalled: its chain listener has not polled for too long; degraded: it cannot reach the chain"),
   account_event_listener_lag_seconds: z.number().nullable(),
   last_block: z.string().nullable(),
+  chain_head: z.string().nullable(),
 });
 const healthSchema = z.object({
-  status: z.string(),
-  account_event_listener_lag_seconds: z.number().nullable(),
+  status: z
+    .enum(["ok", "degraded", "unavailable"])
+    .describe("ok (200): every enclave that answers is healthy (unreachable ones are routed around); degraded (503): one that answers is not, e.g. its listener stalled; unavailable (503): none answers"),
+  account_event_listener_lag_seconds: z.number().nullable().describe("the worst (largest) lag of the enclaves that answer"),
   enclaves: z.array(enclaveHealth),
   chain: z.object({ chain_id: z.number(), contract_address: z.string().nullable() }),
 });
 const health = createRoute({
   method: "get",
   path: "/health",
-  summary: "Whether the service can serve: every enclave's state and the chain listener's lag",
+  summary: "Whether the service can serve: every enclave's state and listener lag, the worst lag at the top",
   responses: {
     200: { description: "serving", content: { "application/json": { schema: healthSchema } } },
     // Not an error body: the same report, with the status that says it cannot serve (api.md).
-    503: { description: "not serving", content: { "application/json": { schema: healthSchema } } },
+    503: { description: "not serving, or an enclave that answers is not healthy (a stalled listener)", content: { "application/json": { schema: healthSchema } } },
   },
 });
+
+/** What the edge reads of an enclave's internal health report (enclave/health.ts). */
+type EnclaveReport = {
+  status?: string;
+  instance_id?: string;
+  account_event_listener_lag_seconds?: number | null;
+  listener?: { last_block?: string | null; chain_head?: string | null; stalled?: boolean };
+};
 
 const apiPayers = createRoute({
   method: "get",
@@ -148,27 +161,42 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(health, async (c) => {
     const config = c.get("config");
+    const ids = c.get("ids");
+    // Each enclave's own report, through the channel: an enclave the edge cannot reach that way is
+    // one it cannot route to either.
     const enclaves = await Promise.all(
-      config.enclaveUrls.map(async (url, index) => {
+      config.enclaveUrls.map(async (base, index): Promise<z.infer<typeof enclaveHealth>> => {
         try {
-          const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(3_000) });
-          const body = (await res.json()) as { status?: string; account_event_listener_lag_seconds?: number | null; listener?: { last_block?: string | null } };
-          return { index, status: res.ok ? (body.status ?? "ok") : "degraded", account_event_listener_lag_seconds: body.account_event_listener_lag_seconds ?? null, last_block: body.listener?.last_block ?? null };
+          const answer = await askEnclave(config, ids, base, { method: "GET", path: "/internal/v1/health", timeoutMs: 5_000 });
+          if (answer.status !== 200) throw new Error(`answered ${answer.status}`);
+          const report = JSON.parse(answer.body) as EnclaveReport;
+          noteInstance(base, report.instance_id);
+          return {
+            index,
+            instance_id: report.instance_id ?? null,
+            status: report.listener?.stalled ? "stalled" : report.status === "ok" ? "ok" : "degraded",
+            account_event_listener_lag_seconds: report.account_event_listener_lag_seconds ?? null,
+            last_block: report.listener?.last_block ?? null,
+            chain_head: report.listener?.chain_head ?? null,
+          };
         } catch {
-          return { index, status: "unreachable", account_event_listener_lag_seconds: null, last_block: null };
+          return { index, instance_id: null, status: "unreachable", account_event_listener_lag_seconds: null, last_block: null, chain_head: null };
         }
       }),
     );
-    const serving = enclaves.filter((e) => e.status === "ok");
-    const lags = serving.map((e) => e.account_event_listener_lag_seconds).filter((l): l is number => l !== null);
+    const answering = enclaves.filter((e) => e.status !== "unreachable");
+    const lags = answering.map((e) => e.account_event_listener_lag_seconds).filter((l): l is number => l !== null);
+    // Unreachable enclaves are routed around; one that answers but is unhealthy still gets requests.
+    const status = answering.length === 0 ? "unavailable" : answering.every((e) => e.status === "ok") ? "ok" : "degraded";
     const body = {
-      status: serving.length > 0 ? "ok" : "unavailable",
-      account_event_listener_lag_seconds: lags.length > 0 ? Math.min(...lags) : null,
+      status,
+      // The worst: the minimum would hide a stalled instance behind a healthy one.
+      account_event_listener_lag_seconds: lags.length > 0 ? Math.max(...lags) : null,
       enclaves,
       chain: { chain_id: config.chainId, contract_address: config.contractAddress?.toLowerCase() ?? null },
     };
-    if (serving.length === 0) c.header("Retry-After", "5");
-    return c.json(body, serving.length > 0 ? 200 : 503) as never;
+    if (status !== "ok") c.header("Retry-After", "5");
+    return c.json(body, status === "ok" ? 200 : 503) as never;
   });
 
   return r;
