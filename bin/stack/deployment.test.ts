@@ -8,7 +8,7 @@ import { createPublicClient, createWalletClient, http, type Address } from "viem
 import { afterEach, describe, expect, it } from "vitest";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
-import { clearLedgers, contractCodeHash, genesisHash, ledgersDir, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
+import { clearLedgers, contractCodeHash, ledgersDir, markChain, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
 
 // anvil's first two dev accounts.
 const DEPLOYER: Address = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
@@ -40,7 +40,7 @@ async function deployOn(a: Anvil): Promise<DeploymentRecord> {
   const transport = http(a.rpcUrl);
   const publicClient = clientOf(a);
   const deployment = await deployAccountConfig({ publicClient, walletClient: createWalletClient({ transport }), account: DEPLOYER }, { owner: DEPLOYER });
-  return recordOf(deployment, await genesisHash(publicClient), contractCodeHash());
+  return recordOf(deployment, await markChain(publicClient), contractCodeHash());
 }
 
 describe("whyNotKept", () => {
@@ -56,7 +56,8 @@ describe("whyNotKept", () => {
     expect(await whyNotKept(clientOf(again), record, DEPLOYER, "0".repeat(64))).toBe("the contract's code has changed since");
     expect(await whyNotKept(clientOf(again), record, OTHER, record.codeHash)).toBe(`it is owned by ${DEPLOYER}, not by this deployer`);
 
-    // A fresh anvil deploys to the very same address: only the genesis block tells the chains apart.
+    // A fresh anvil deploys to the very same address (and, started within the same second, has the
+    // same genesis block): only the mark the stack left in the state tells the chains apart.
     const fresh = await anvil();
     expect((await deployOn(fresh)).accountConfig).toBe(record.accountConfig);
     expect(await whyNotKept(clientOf(fresh), record, DEPLOYER, record.codeHash)).toBe("the chain is a new chain");
@@ -70,7 +71,7 @@ describe("readRecord", () => {
     expect(readRecord(file)).toBeUndefined();
     const record: DeploymentRecord = {
       chainId: 31337,
-      genesisHash: `0x${"11".repeat(32)}`,
+      chainMark: `0x${"11".repeat(32)}`,
       accountConfig: DEPLOYER,
       implementation: OTHER,
       views: OTHER,
@@ -80,7 +81,7 @@ describe("readRecord", () => {
     };
     writeFileSync(file, JSON.stringify({ rpcUrl: "http://127.0.0.1:1", ...record, edgeUrl: "http://127.0.0.1:2" }));
     expect(readRecord(file)).toMatchObject(record);
-    // What runs before this change wrote: no genesis hash, no code hash.
+    // What runs before this change wrote: no chain mark, no code hash.
     writeFileSync(file, JSON.stringify({ rpcUrl: "http://127.0.0.1:1", chainId: 31337, accountConfig: DEPLOYER, owner: DEPLOYER, deployedAtBlock: 3 }));
     expect(readRecord(file)).toBeUndefined();
     writeFileSync(file, "{not json");

@@ -4,9 +4,10 @@
 // or starts both afresh, never one without the other.
 //
 // local.json records the deployment a run served. The next run keeps it when the chain is the same
-// chain (its genesis block), still holds the proxy's code, is still owned by this deployer, and the
-// contract's compiled code is what was deployed; else it deploys anew and clears the ledgers.
-import { createHash } from "node:crypto";
+// chain (it still holds the random mark the stack left on it), still holds the proxy's code, is
+// still owned by this deployer, and the contract's compiled code is what was deployed; else it
+// deploys anew and clears the ledgers.
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { getAddress, type Address, type Hex, type PublicClient } from "viem";
@@ -16,8 +17,12 @@ import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 /** What local.json says about the deployment (besides the URLs of the run). */
 export type DeploymentRecord = {
   chainId: number;
-  /** The chain's genesis block hash: a fresh anvil has a new one, a reloaded one keeps it. */
-  genesisHash: Hex;
+  /**
+   * A random word the stack wrote into the chain's state when it deployed (markChain): a reloaded
+   * anvil still holds it, a fresh one does not. (The genesis block cannot tell them apart: two
+   * anvils started within the same second have the same one.)
+   */
+  chainMark: Hex;
   accountConfig: Address;
   implementation: Address;
   views: Address;
@@ -34,16 +39,25 @@ export function contractCodeHash(): string {
   return hash.digest("hex");
 }
 
-export async function genesisHash(publicClient: PublicClient): Promise<Hex> {
-  const block = await publicClient.getBlock({ blockNumber: 0n });
-  if (!block.hash) throw new Error("the chain has no genesis block hash");
-  return block.hash;
+/** Where the mark lives: storage slot 0 of an address no key controls. */
+const MARK_ADDRESS: Address = "0x5151515151515151515151515151515151515151";
+
+/** The chain's mark (zero on a chain the stack never marked). */
+export async function chainMark(publicClient: PublicClient): Promise<Hex> {
+  return (await publicClient.getStorageAt({ address: MARK_ADDRESS, slot: "0x0" })) ?? "0x";
 }
 
-export function recordOf(deployment: Deployment, genesis: Hex, codeHash: string): DeploymentRecord {
+/** Writes a new random mark into the chain's state (anvil's anvil_setStorageAt) and returns it. */
+export async function markChain(publicClient: PublicClient): Promise<Hex> {
+  const mark = `0x${randomBytes(32).toString("hex")}` as Hex;
+  await publicClient.request({ method: "anvil_setStorageAt" as never, params: [MARK_ADDRESS, "0x0", mark] as never });
+  return mark;
+}
+
+export function recordOf(deployment: Deployment, mark: Hex, codeHash: string): DeploymentRecord {
   return {
     chainId: deployment.chainId,
-    genesisHash: genesis,
+    chainMark: mark,
     accountConfig: deployment.proxy,
     implementation: deployment.implementation,
     views: deployment.views,
@@ -58,7 +72,7 @@ export function readRecord(localJson: string): DeploymentRecord | undefined {
   if (!existsSync(localJson)) return undefined;
   try {
     const r = JSON.parse(readFileSync(localJson, "utf8")) as Partial<DeploymentRecord>;
-    const fields = [r.genesisHash, r.accountConfig, r.implementation, r.views, r.owner, r.codeHash];
+    const fields = [r.chainMark, r.accountConfig, r.implementation, r.views, r.owner, r.codeHash];
     if (typeof r.chainId !== "number" || typeof r.deployedAtBlock !== "number" || fields.some((f) => typeof f !== "string")) return undefined;
     return r as DeploymentRecord;
   } catch {
@@ -72,7 +86,7 @@ export function readRecord(localJson: string): DeploymentRecord | undefined {
  */
 export async function whyNotKept(publicClient: PublicClient, record: DeploymentRecord, owner: Address, codeHash: string): Promise<string | undefined> {
   if ((await publicClient.getChainId()) !== record.chainId) return "the chain is another chain";
-  if ((await genesisHash(publicClient)) !== record.genesisHash) return "the chain is a new chain";
+  if ((await chainMark(publicClient)) !== record.chainMark) return "the chain is a new chain";
   const code = await publicClient.getCode({ address: record.accountConfig });
   if (!code || code === "0x") return "the chain no longer has it";
   if (record.codeHash !== codeHash) return "the contract's code has changed since";

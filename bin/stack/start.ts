@@ -17,7 +17,7 @@ import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../sh
 import { startStripeEmulator, type StripeEmulator } from "../../test/emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { readStackConfig } from "./config.ts";
-import { clearLedgers, contractCodeHash, genesisHash, ledgersDir, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
+import { clearLedgers, contractCodeHash, ledgersDir, markChain, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
 import { freePort, spawnEdge, type EdgeProcess } from "./edge.ts";
 import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
 import { registerLocalPayers } from "./payers.ts";
@@ -230,7 +230,7 @@ async function keptOrNewDeployment(clients: DeployClients, args: { owner: Addres
     log(`keeping the AccountConfig of an earlier run at ${recorded.accountConfig} (the chain still has it, with its accounts)`);
     return recorded;
   }
-  const deployment = recordOf(await deployAccountConfig(clients, { owner }), await genesisHash(publicClient), codeHash);
+  const deployment = recordOf(await deployAccountConfig(clients, { owner }), await markChain(publicClient), codeHash);
   log(`deployed AccountConfig at ${deployment.accountConfig}${recorded ? ` (not the earlier run's ${recorded.accountConfig}: ${why})` : ""}`);
   if (clearLedgers(stateDir)) {
     log(`cleared the credit ledgers of the earlier run (${ledgersDir(stateDir)}): their accounts are not on this chain's AccountConfig, so their credit must not reappear on accounts of the same name here`);
