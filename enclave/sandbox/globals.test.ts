@@ -3,6 +3,7 @@
 // the host, from the same source (`same(body)` runs one function body in both places). Where the
 // sandbox deliberately differs from Node the test says so in its name and asserts the sandbox's
 // documented behaviour instead.
+import { readFileSync } from "node:fs";
 import { format, inspect } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readEnclaveConfig } from "../config.ts";
@@ -577,5 +578,22 @@ describe("fetch's Headers (no network)", () => {
     await same(`const h = new Headers({ "X-One": "1", Accept: "text/plain" }); h.append("x-one", "2"); h.set("X-Two", "b");
       const fromPairs = new Headers([["A", "1"], ["a", "2"]]); const copy = new Headers(h);
       return [h.get("x-one"), h.get("X-TWO"), h.has("accept"), h.get("missing"), fromPairs.get("a"), copy.get("x-two"), Array.from(copy.keys()).sort()];`);
+  });
+});
+
+describe("what main returns", () => {
+  it("a BigInt, alone or inside the value, becomes its decimal string (JSON has no BigInt)", async () => {
+    expect(await evaluate("return 1n << 70n;")).toBe("1180591620717411303424");
+    expect(await evaluate("return { balance: -12345678901234567890n, list: [1n, 2] };")).toEqual({ balance: "-12345678901234567890", list: ["1", 2] });
+    expect(await evaluate("Sigil.Actions.setResponse({ wei: 10n ** 18n }); return undefined;")).toEqual({ wei: "1000000000000000000" });
+  });
+
+  it("Sigil.Actions has exactly the functions of actions.js, each a frozen stub of the same name", async () => {
+    const names = (await evaluate("return Object.keys(Sigil.Actions).map((n) => [n, Sigil.Actions[n].name, Object.isFrozen(Sigil.Actions[n])]);")) as Array<[string, string, boolean]>;
+    // actions.js defines what the stubs of core.js forward to: the two lists must not drift apart.
+    const source = readFileSync(new URL("./globals/actions.js", import.meta.url), "utf8");
+    const defined = [...source.slice(source.indexOf("const Actions = {")).matchAll(/^ {4}(\w+)(?::|\()/gm)].map((m) => m[1]);
+    expect(names.map(([n]) => n).sort()).toEqual([...defined].sort());
+    for (const [n, fnName, frozen] of names) expect([fnName, frozen]).toEqual([n, true]);
   });
 });

@@ -189,11 +189,13 @@ describe("Sigil.request", () => {
 });
 
 describe("Sigil cannot be replaced or changed", () => {
-  it("Sigil, Sigil.Actions, Sigil.request and every Actions function are frozen; the global is non-configurable with no setter", async () => {
+  it("Sigil, Sigil.Actions, Sigil.request and every Actions function are frozen; the global is a data property, non-writable, non-configurable, with no setter", async () => {
     const code = `async function main() {
       const d = Object.getOwnPropertyDescriptor(globalThis, "Sigil");
       const fns = Object.keys(Sigil.Actions);
       return {
+        dataProperty: "value" in d && d.value === Sigil,
+        writable: d.writable,
         configurable: d.configurable,
         setter: typeof d.set,
         frozen: [Object.isFrozen(Sigil), Object.isFrozen(Sigil.Actions), Object.isFrozen(Sigil.request)],
@@ -203,7 +205,7 @@ describe("Sigil cannot be replaced or changed", () => {
     }`;
     // The functions of sandbox.md's Sigil.Actions table, and no others.
     const functions = ["decrypt", "encrypt", "getActionPrivateKey", "getActionPublicKey", "getActionWalletAddress", "getPrivateKey", "getPublicKey", "keccak256", "setResponse", "sha256", "signDigest", "signMessage", "signMessageAsAction", "signTransaction", "signTypedData"];
-    expect(succeeded(await run(apiKey, code))).toEqual({ configurable: false, setter: "undefined", frozen: [true, true, true], functions, allFunctionsFrozen: true });
+    expect(succeeded(await run(apiKey, code))).toEqual({ dataProperty: true, writable: false, configurable: false, setter: "undefined", frozen: [true, true, true], functions, allFunctionsFrozen: true });
   });
 
   it("in strict code, every attempt to replace or change Sigil throws TypeError, and Sigil still works afterwards", async () => {
