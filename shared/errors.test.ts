@@ -17,8 +17,11 @@ const API_MD_TABLE: Record<number, string[]> = {
   402: ["insufficient_credits"],
   403: ["permission_denied", "account_key_required", "chain_secured_account"],
   404: ["not_found", "group_not_found", "wallet_not_found", "action_not_found", "account_not_found", "payment_not_found"],
-  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account"],
+  // request_in_progress, write_outcome_unknown and idempotency_key_reused are not in api.md's
+  // table either: they are the Idempotency-Key answers issue 11 (point 19) added.
+  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account", "request_in_progress", "write_outcome_unknown"],
   413: ["payload_too_large"],
+  422: ["idempotency_key_reused"],
   429: ["rate_limited", "executor_busy"],
   500: ["internal_error"],
   // payments_unavailable is not in api.md's table: its table has no code for Stripe being
