@@ -5,7 +5,7 @@
 // restarted with a new one); a session the enclave no longer holds is replaced. Either way the
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
-import { ChannelError, ChannelSession, channelReportData, fromBase64Url, type Aead, type EdgeIdentity } from "./channel.ts";
+import { ChannelError, ChannelSession, channelReportData, fromBase64Url, toBase64Url, type Aead, type EdgeIdentity } from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
 export const channelDocumentSchema = z.object({
@@ -114,6 +114,20 @@ export class ChannelClient {
       throw new ChannelUnavailableError(`${base} does not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     if (!res.ok) throw new ChannelUnavailableError(`${base}/channel answered ${res.status}`);
+  }
+
+  /**
+   * The channel key pinned for `base` (base64url), fetched and verified when there is none: each
+   * enclave process makes its own, so it names the process a request sealed now reaches. Throws
+   * ChannelUnavailableError when the key cannot be had.
+   */
+  async pinnedKey(base: string): Promise<string> {
+    try {
+      return toBase64Url((await this.#pin(base)).publicKey);
+    } catch (err) {
+      if (err instanceof ChannelUnavailableError) throw err;
+      throw new ChannelUnavailableError(`${base}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
   }
 
   /** Forgets what is pinned for `base` (the enclave is gone; its next key is verified afresh). */

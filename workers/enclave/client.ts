@@ -7,7 +7,10 @@
 // delivered and no answer came back, or the answer says a transaction was sent): the client gets
 // 503 and decides. An enclave that failed is probed before it gets such a request again. When none
 // answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
-// reaches the client as it is.
+// reaches the client as it is. A request sent under an Idempotency-Key (idempotency/) carries
+// the key to the enclave, which answers a repeat from its memory; the edge notes which enclave
+// (and which channel key of it) each attempt goes to before sending it, and a retry may be held
+// to that one enclave.
 import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
@@ -26,7 +29,7 @@ let nextStart = 0;
 /** What an enclave answered: status, headers and the JSON text of its body. */
 export type EnclaveAnswer = ChannelAnswer;
 
-export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number };
+export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number; idempotent?: Idempotent };
 
 /** The enclaves in the order to try them: healthy ones first, rotating, then the recently failed. */
 function candidates(urls: string[]): string[] {
@@ -63,6 +66,31 @@ function skip(base: string, err?: unknown): void {
 const unavailable = () => new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
 
 /**
+ * 503 enclave_unavailable for a request that was delivered to an enclave and got no answer that
+ * opens (it died, or the answer was lost): unlike a plain 503, the enclave may have acted on it.
+ */
+export class EnclaveLostError extends SigilError {
+  readonly enclave: string;
+
+  constructor(enclave: string) {
+    super("enclave_unavailable", "the enclave handling this request was lost before it answered; try again shortly", { retryAfterSeconds: 5 });
+    this.enclave = enclave;
+  }
+}
+
+/** How a request sent under an Idempotency-Key travels (idempotency/index.ts). */
+export type Idempotent = {
+  /** The client's Idempotency-Key, which the enclave keeps the operation's outcome under. */
+  key: string;
+  /** The one enclave the request may go to: an earlier attempt under the key reached it. */
+  only?: string;
+  /** Called before the request is sent to `base`, whose pinned channel key is `instance`. */
+  beforeSend(base: string, instance: string): Promise<void>;
+  /** Set once the enclave has answered from its memory of the key (an earlier attempt's outcome). */
+  replayed?: boolean;
+};
+
+/**
  * Sends `request` to one enclave after another until one answers with something other than a 503
  * that did nothing. A request that must not run twice (one given a `probe`) is not sent on after
  * an enclave that may have acted on it, and goes to an enclave that failed recently only after
@@ -72,9 +100,10 @@ async function firstAnswer<R extends { status: number }>(
   config: EdgeConfig,
   request: (base: string) => Promise<R>,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
+  only?: string,
 ): Promise<R> {
   const probe = once?.probe;
-  for (const base of candidates(config.enclaveUrls)) {
+  for (const base of only === undefined ? candidates(config.enclaveUrls) : [only]) {
     let res: R;
     try {
       if (probe && suspect.has(base)) await probe(base);
@@ -82,7 +111,7 @@ async function firstAnswer<R extends { status: number }>(
     } catch (err) {
       if (err instanceof SigilError) throw err;
       skip(base, err);
-      if (once && !notDelivered(err)) throw unavailable();
+      if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
     }
     if (res.status === 503 && (!once || once.declined(res))) {
@@ -121,6 +150,12 @@ export type EnclaveTransport = {
   send(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number): Promise<EnclaveAnswer>;
   /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
   probe(base: string): Promise<void>;
+  /**
+   * The channel key pinned for `base` (verified first when there is none): a new one means a new
+   * enclave process, which knows nothing of what the last one did. Throws ChannelUnavailableError
+   * when the enclave cannot be reached.
+   */
+  instance(base: string): Promise<string>;
 };
 
 /** The production transport: sealed to the enclave's verified channel key (shared/channel/). */
@@ -129,7 +164,13 @@ export function channelTransport(config: EdgeConfig): EnclaveTransport {
   return {
     send: (base, request, timeoutMs) => client.call(base, request, { timeoutMs }),
     probe: (base) => client.probe(base),
+    instance: (base) => client.pinnedKey(base),
   };
+}
+
+/** The channel key the enclave at `base` has now (see EnclaveTransport.instance). */
+export function enclaveInstance(config: EdgeConfig, base: string, transport?: EnclaveTransport): Promise<string> {
+  return (transport ?? channelTransport(config)).instance(base);
 }
 
 export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall, transport?: EnclaveTransport): Promise<T> {
@@ -137,17 +178,23 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
     throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
   }
   const send = transport ?? channelTransport(config);
+  const idempotent = call.idempotent;
   const request = {
     method: call.method ?? "POST",
     path: call.path,
-    headers: { "content-type": "application/json", ...forwardedIds(ids) },
+    headers: { "content-type": "application/json", ...forwardedIds(ids), ...(idempotent ? { "idempotency-key": idempotent.key } : {}) },
     body: call.body === undefined ? "" : JSON.stringify(call.body),
   };
   const answer = await firstAnswer(
     config,
-    (base) => send.send(base, request, call.timeoutMs ?? 150_000),
+    async (base) => {
+      if (idempotent) await idempotent.beforeSend(base, await send.instance(base));
+      return send.send(base, request, call.timeoutMs ?? 150_000);
+    },
     request.method === "GET" ? undefined : { probe: (base) => send.probe(base), declined },
+    idempotent?.only,
   );
+  if (idempotent && Object.entries(answer.headers).some(([name, value]) => name.toLowerCase() === "idempotent-replayed" && value === "true")) idempotent.replayed = true;
   let body: unknown;
   try {
     body = JSON.parse(answer.body);
@@ -166,8 +213,13 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
 }
 
 /** An internal operation with the caller's validated body. */
-export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOperation, body: unknown, timeoutMs?: number): Promise<T> {
-  return callEnclave<T>(config, ids, { path: `/internal/v1/${op}`, body, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOperation, body: unknown, options: { timeoutMs?: number; idempotent?: Idempotent | undefined } = {}): Promise<T> {
+  return callEnclave<T>(config, ids, {
+    path: `/internal/v1/${op}`,
+    body,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.idempotent === undefined ? {} : { idempotent: options.idempotent }),
+  });
 }
 
 /**
