@@ -73,7 +73,12 @@ afterEach(() => {
  * been acted on. The probe is a HEAD of the enclave's /channel.
  */
 const plain: EnclaveTransport = {
-  async send(base, request, timeoutMs) {
+  async send(base, request, timeoutMs, beforeSeal) {
+    try {
+      await beforeSeal?.(`key of ${base}`);
+    } catch (err) {
+      throw new ChannelUnavailableError(`${base}: ${String(err)}`);
+    }
     const res = await fetch(`${base}${request.path}`, {
       method: request.method,
       headers: request.headers,
@@ -252,16 +257,34 @@ describe("callEnclave routing (stubbed network)", () => {
     });
     const targets: string[] = [];
     const sent = { key: "order-7", beforeSend: async (base: string, instance: string) => void targets.push(`${base} ${instance}`) };
-    for (let i = 0; i < 3; i++) expect(await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: { ...sent, only: b } })).toEqual({ ok: "b" });
+    const onlyB = { base: b, instance: `key of ${b}` };
+    for (let i = 0; i < 3; i++) expect(await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: { ...sent, only: onlyB } })).toEqual({ ok: "b" });
     expect(calls.map((c) => c.url)).toEqual(Array(3).fill(`${b}/internal/v1/add_group`));
     expect(new Headers(calls[0]?.init?.headers).get("idempotency-key")).toBe("order-7");
     expect(targets).toEqual(Array(3).fill(`${b} key of ${b}`));
-    const once = { ...sent, only: b } as Idempotent;
+    const once: Idempotent = { ...sent, only: onlyB };
     await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: once });
     expect(once.replayed).toBe(true);
-    const fresh = { ...sent, only: a } as Idempotent;
+    const fresh: Idempotent = { ...sent, only: { base: a, instance: `key of ${a}` } };
     await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: fresh });
     expect(fresh.replayed).toBeUndefined();
+  });
+
+  it("under an Idempotency-Key bound to one enclave process: sends nothing to that enclave once it holds another channel key (503, not delivered)", async () => {
+    const a = host("a");
+    const calls = network({ [a]: () => Response.json({ ok: "a" }) });
+    let told = 0;
+    const err = await failure(
+      callEnclave(config([a]), ids, {
+        path: "/internal/v1/add_group",
+        body: {},
+        idempotent: { key: "order-8", only: { base: a, instance: "the key it had before it restarted" }, beforeSend: async () => void told++ },
+      }),
+    );
+    expect(err.code).toBe("enclave_unavailable");
+    expect(err).not.toBeInstanceOf(EnclaveLostError);
+    expect(calls).toEqual([]);
+    expect(told).toBe(0);
   });
 
   it("sends a GET on to the next enclave even when the first may have received it", async () => {

@@ -82,9 +82,12 @@ export class EnclaveLostError extends SigilError {
 export type Idempotent = {
   /** The client's Idempotency-Key, which the enclave keeps the operation's outcome under. */
   key: string;
-  /** The one enclave the request may go to: an earlier attempt under the key reached it. */
-  only?: string;
-  /** Called before the request is sent to `base`, whose pinned channel key is `instance`. */
+  /**
+   * The one enclave process the request may go to — the enclave at `base` while it holds the
+   * channel key `instance` — because an earlier attempt under the key reached it.
+   */
+  only?: { base: string; instance: string };
+  /** Awaited before the request is sealed to `base` under its channel key `instance` (each time). */
   beforeSend(base: string, instance: string): Promise<void>;
   /** Set once the enclave has answered from its memory of the key (an earlier attempt's outcome). */
   replayed?: boolean;
@@ -145,15 +148,21 @@ export type EnclaveTransport = {
   /**
    * One request to the enclave at `base`, and its answer. Throws ChannelUnavailableError (or a
    * ChannelError refusal) when the enclave certainly did nothing; anything else it throws means
-   * the request may have been acted on.
+   * the request may have been acted on. `beforeSeal` is awaited with the enclave's channel key
+   * before the request is sealed to it; if it throws, nothing is sent (ChannelUnavailableError).
    */
-  send(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number): Promise<EnclaveAnswer>;
+  send(
+    base: string,
+    request: { method: string; path: string; headers: Record<string, string>; body: string },
+    timeoutMs: number,
+    beforeSeal?: (instance: string) => Promise<void>,
+  ): Promise<EnclaveAnswer>;
   /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
   probe(base: string): Promise<void>;
   /**
-   * The channel key pinned for `base` (verified first when there is none): a new one means a new
-   * enclave process, which knows nothing of what the last one did. Throws ChannelUnavailableError
-   * when the enclave cannot be reached.
+   * The channel key the enclave at `base` holds now, asked afresh: a new one means a new enclave
+   * process, which knows nothing of what the last one did. Throws ChannelUnavailableError when the
+   * enclave cannot be reached.
    */
   instance(base: string): Promise<string>;
 };
@@ -162,9 +171,9 @@ export type EnclaveTransport = {
 export function channelTransport(config: EdgeConfig): EnclaveTransport {
   const client = channel(config);
   return {
-    send: (base, request, timeoutMs) => client.call(base, request, { timeoutMs }),
+    send: (base, request, timeoutMs, beforeSeal) => client.call(base, request, { timeoutMs, ...(beforeSeal ? { beforeSeal } : {}) }),
     probe: (base) => client.probe(base),
-    instance: (base) => client.pinnedKey(base),
+    instance: (base) => client.currentKey(base),
   };
 }
 
@@ -187,12 +196,20 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
   };
   const answer = await firstAnswer(
     config,
-    async (base) => {
-      if (idempotent) await idempotent.beforeSend(base, await send.instance(base));
-      return send.send(base, request, call.timeoutMs ?? 150_000);
-    },
+    (base) =>
+      send.send(
+        base,
+        request,
+        call.timeoutMs ?? 150_000,
+        idempotent &&
+          (async (instance) => {
+            // A retry bound to one process is not sealed to another that took its place.
+            if (idempotent.only && instance !== idempotent.only.instance) throw new ChannelUnavailableError(`${base} is no longer the enclave process an earlier attempt reached`);
+            await idempotent.beforeSend(base, instance);
+          }),
+      ),
     request.method === "GET" ? undefined : { probe: (base) => send.probe(base), declined },
-    idempotent?.only,
+    idempotent?.only?.base,
   );
   if (idempotent && Object.entries(answer.headers).some(([name, value]) => name.toLowerCase() === "idempotent-replayed" && value === "true")) idempotent.replayed = true;
   let body: unknown;

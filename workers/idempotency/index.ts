@@ -263,7 +263,7 @@ export async function routeRetry(c: Context<EdgeEnv>, attempt: Attempt, kind: "w
     if (!(err instanceof ChannelUnavailableError)) throw err;
   }
   if (now !== undefined && now === instance) {
-    attempt.send.only = enclave;
+    attempt.send.only = { base: enclave, instance };
     return;
   }
   if (kind === "run") return;
