@@ -166,8 +166,9 @@ async function attempt(c: Context<EdgeEnv>, key: string, body: unknown, work: Wo
     send: {
       key,
       beforeSend: async (base, instance) => {
+        // An attempt whose lease lapsed while it was slow must not act beside the one that took over.
+        if (!(await store.target(scope, requestId, base, instance))) throw new Error("another attempt has taken this Idempotency-Key over");
         forwarded = true;
-        await store.target(scope, requestId, base, instance);
       },
     },
   };
