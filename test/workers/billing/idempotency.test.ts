@@ -193,3 +193,99 @@ describe("sigil_action with an Idempotency-Key", () => {
     expect(await free(key)).toBe(20 - 1 - 2);
   });
 });
+
+/**
+ * The Idempotency record a first attempt leaves when its edge died after sending it to `enclave`
+ * under the channel key `instance`: made beside the record of a request with the same body
+ * (`model`, the key it was sent with), so it has the fingerprint the edge computes, under `key`.
+ */
+async function deadAttempt(apiKey: string, model: string, key: string, sentTo: { enclave: string | null; instance: string | null }): Promise<void> {
+  const store = idempotency.get(idempotency.idFromName(apiKeyHash(apiKey).toString(16).padStart(64, "0")));
+  await runInDurableObject(store, (_o, state) => {
+    const sql = state.storage.sql;
+    const row = sql.exec<{ scope: string; fingerprint: string }>("SELECT scope, fingerprint FROM records WHERE scope LIKE ?", `%:${model}`).one();
+    const scope = `${row.scope.slice(0, row.scope.indexOf(":"))}:${key}`;
+    sql.exec(
+      "INSERT INTO records (scope, fingerprint, ref, state, owner, lease_until, enclave, instance, created_at) VALUES (?, ?, 'the-dead-attempt', 'in_progress', 'the-dead-attempt', 0, ?, ?, ?)",
+      scope,
+      row.fingerprint,
+      sentTo.enclave,
+      sentTo.instance,
+      Date.now(),
+    );
+  });
+}
+
+/** The enclave and channel key the edge noted for the attempt under `key`. */
+async function sentTo(apiKey: string, key: string): Promise<{ enclave: string; instance: string }> {
+  const store = idempotency.get(idempotency.idFromName(apiKeyHash(apiKey).toString(16).padStart(64, "0")));
+  return runInDurableObject(store, (_o, state) => state.storage.sql.exec<{ enclave: string; instance: string }>("SELECT enclave, instance FROM records WHERE scope LIKE ?", `%:${key}`).one());
+}
+
+describe("a retry of an attempt that gave no answer (its record as the dead edge left it)", () => {
+  it("a run whose enclave process is gone is run again under the first attempt's ref, charged once, and says the first was abandoned", async () => {
+    const key = await newAccount("idem abandoned run", { cents: 20 });
+    await ok200("add_group", { key, body: { ...groupBody("runs"), cid_hashes_permitted: cids } });
+    const run = { code: QUICK, js_params: { n: 4 } };
+    await ok200("sigil_action", { key, body: run, headers: { "idempotency-key": "model-run" } });
+    const { enclave } = await sentTo(key, "model-run");
+    await deadAttempt(key, "model-run", "retried-run", { enclave, instance: "the channel key of a process that died" });
+    const r = await edge<{ response: number; charged_cents: number; first_attempt: unknown }>("sigil_action", { key, body: run, headers: { "idempotency-key": "retried-run" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ response: 8, charged_cents: 1, first_attempt: { request_id: "the-dead-attempt", outcome: "abandoned" } });
+    expect(r.headers.get("original-request")).toBe("the-dead-attempt");
+    expect(r.headers.get("idempotent-replayed")).toBeNull();
+    expect(await free(key)).toBe(20 - 1 - 1 - 1);
+  });
+
+  it("a run whose enclave process is still the same gets that process's answer: resumed, charged once in all", async () => {
+    const key = await newAccount("idem resumed run", { cents: 20 });
+    await ok200("add_group", { key, body: { ...groupBody("runs"), cid_hashes_permitted: cids } });
+    const run = { code: QUICK, js_params: { n: 5 } };
+    const first = await ok200<{ response: number }>("sigil_action", { key, body: run, headers: { "idempotency-key": "resumed-run" } });
+    // As if the edge had died before it could keep that answer.
+    const store = idempotency.get(idempotency.idFromName(apiKeyHash(key).toString(16).padStart(64, "0")));
+    await runInDurableObject(store, (_o, state) => void state.storage.sql.exec("UPDATE records SET state = 'in_progress', owner = 'gone', lease_until = 0 WHERE scope LIKE '%:resumed-run'"));
+    const r = await edge<{ response: number; charged_cents: number; first_attempt: { outcome: string } }>("sigil_action", { key, body: run, headers: { "idempotency-key": "resumed-run" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ response: first.response, charged_cents: 1, first_attempt: { outcome: "resumed" } });
+    expect(r.headers.get("idempotent-replayed")).toBe("true");
+    expect(await free(key)).toBe(20 - 1 - 1);
+  });
+
+  it("a write whose attempt reached the same enclave process, which never got it, is made once under the first attempt's ref", async () => {
+    const key = await newAccount("idem same process", { cents: 10 });
+    await ok200("add_group", { key, body: groupBody("model"), headers: { "idempotency-key": "model-write" } });
+    await deadAttempt(key, "model-write", "retried-write", await sentTo(key, "model-write"));
+    const r = await edge<{ group_id: string }>("add_group", { key, body: groupBody("model"), headers: { "idempotency-key": "retried-write" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.headers.get("original-request")).toBe("the-dead-attempt");
+    expect(await groupsNamed(key, "model")).toBe(2);
+    expect(await free(key)).toBe(8);
+  });
+
+  it("a write whose enclave process is gone is not sent again: 409 write_outcome_unknown for good, nothing made, nothing charged", async () => {
+    const key = await newAccount("idem unknown write", { cents: 10 });
+    await ok200("add_group", { key, body: groupBody("maybe"), headers: { "idempotency-key": "model-write" } });
+    const { enclave } = await sentTo(key, "model-write");
+    await deadAttempt(key, "model-write", "lost-write", { enclave, instance: "the channel key of a process that died" });
+    const unknown = await edge<{ error: { details: { original_request_id: string } } }>("add_group", { key, body: groupBody("maybe"), headers: { "idempotency-key": "lost-write" } });
+    expect(expectError(unknown, 409, "write_outcome_unknown").details).toEqual({ original_request_id: "the-dead-attempt" });
+    const again = await edge("add_group", { key, body: groupBody("maybe"), headers: { "idempotency-key": "lost-write" } });
+    expect(again.status).toBe(409);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await groupsNamed(key, "maybe")).toBe(1);
+    expect(await free(key)).toBe(9);
+  });
+
+  it("a write whose first attempt never reached an enclave (its edge died before sending) is made, once", async () => {
+    const key = await newAccount("idem never sent", { cents: 10 });
+    await ok200("add_group", { key, body: groupBody("late"), headers: { "idempotency-key": "model-write" } });
+    await deadAttempt(key, "model-write", "unsent-write", { enclave: null, instance: null });
+    const r = await edge("add_group", { key, body: groupBody("late"), headers: { "idempotency-key": "unsent-write" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.headers.get("original-request")).toBe("the-dead-attempt");
+    expect(await groupsNamed(key, "late")).toBe(2);
+    expect(await free(key)).toBe(8);
+  });
+});
