@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto";
 import { apiKeyHash } from "../shared/hashing.ts";
 import { errorBody, SigilError, transactionHashIn } from "../shared/errors.ts";
+import { canonicalJson } from "../shared/canonicalJson.ts";
 
 export type RememberedAnswer = { status: number; headers: Record<string, string>; body: string };
 
@@ -28,18 +29,6 @@ export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxEntries: 10_000, maxByte
 const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms"]);
 
 type Entry = { fingerprint: string; answer: Promise<RememberedAnswer>; createdAt: number; answered: boolean; bytes: number };
-
-/** JSON with every object's keys sorted: the same body, however its fields were ordered. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
 
 /** Whether an answer says the operation did nothing, so a retry may do it: kept otherwise. */
 function didNothing(answer: RememberedAnswer): boolean {

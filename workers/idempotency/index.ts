@@ -37,6 +37,7 @@ import { EnclaveLostError, enclaveInstance, type Idempotent } from "../enclave/c
 import { errorResponse } from "../errors.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { FirstOutcome, Idempotency, StoredAnswer } from "./store.ts";
+import { canonicalJson } from "../../shared/canonicalJson.ts";
 
 /** How long an attempt holds its key without renewing: a killed edge frees it within this. */
 const LEASE_MS = 15_000;
@@ -120,18 +121,6 @@ async function fingerprint(c: Context<EdgeEnv>, body: unknown): Promise<string> 
   const text = `${c.req.method} ${new URL(c.req.url).pathname}\n${canonicalJson(body ?? null)}`;
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function canonicalJson(value: unknown): string {
-  if (typeof value === "bigint") return JSON.stringify(value.toString());
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 /** What to do with an attempt's record once it has answered with `err` (thrown). */
