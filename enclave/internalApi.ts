@@ -5,10 +5,13 @@
 // `x-sigil-client-ip`, and its nonce quotes count against that client's budget, not the edge's). It is reached only through the attested
 // channel (channel/channel.ts), which hands it each opened request: a plain function from request
 // to answer, with no second pass through an HTTP router. It validates with the shared zod schemas
-// and calls the operation; operations know nothing of HTTP.
+// and calls the operation; operations know nothing of HTTP. An operation sent with an
+// `idempotency-key` header is done once per key (idempotency.ts): a repeat joins it or gets its
+// answer, marked `idempotent-replayed: true`.
 import type { z } from "zod";
 import { enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
 import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
+import { OperationMemory } from "./idempotency.ts";
 import type { Logger } from "./log.ts";
 import { convertToChainSecuredAccount, newAccount } from "./operations/accounts.ts";
 import type { Enclave, RequestContext } from "./operations/context.ts";
@@ -58,6 +61,8 @@ const operations: { [Op in EnclaveOperation]: Operation<Op> } = {
 export const MAX_BODY_BYTES = 6 << 20;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const OPERATION_PATH = /^\/internal\/v1\/([a-z_]+)$/;
+/** The longest Idempotency-Key the edge lets through (api.md). */
+const MAX_IDEMPOTENCY_KEY = 255;
 
 export type InternalRequest = { method: string; path: string; headers: Record<string, string>; body: string };
 export type InternalAnswer = { status: number; headers: Record<string, string>; body: string };
@@ -116,6 +121,8 @@ export function createInternalApi(enclave: Enclave, parts: InternalParts): (requ
     };
   };
 
+  const memory = new OperationMemory();
+
   return async (request) => {
     const headers = new Map(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const ctx = requestContext(enclave.log, (name) => headers.get(name));
@@ -129,12 +136,21 @@ export function createInternalApi(enclave: Enclave, parts: InternalParts): (requ
       }
       return { status: res.status, headers: answerHeaders, body: await res.text() };
     }
-    try {
-      const result = await dispatch(enclave, request, ctx, clientConfig, parts);
-      return { status: 200, headers: { "content-type": "application/json", "x-request-id": ctx.requestId }, body: JSON.stringify(result) };
-    } catch (err) {
-      return errorAnswer(err, ctx);
-    }
+    const answer = async (): Promise<InternalAnswer> => {
+      try {
+        const result = await dispatch(enclave, request, ctx, clientConfig, parts);
+        return { status: 200, headers: { "content-type": "application/json", "x-request-id": ctx.requestId }, body: JSON.stringify(result) };
+      } catch (err) {
+        return errorAnswer(err, ctx);
+      }
+    };
+    const key = headers.get("idempotency-key");
+    const op = OPERATION_PATH.exec(request.path)?.[1];
+    const remembered = key && key.length <= MAX_IDEMPOTENCY_KEY && request.method === "POST" && op ? OperationMemory.identify(op, key, request.body) : undefined;
+    if (!remembered) return answer();
+    const { answer: first, replayed } = await memory.once(remembered.scope, remembered.fingerprint, ctx.requestId, answer);
+    if (replayed) ctx.log.info("answered from the idempotency memory", { op });
+    return replayed ? { ...first, headers: { ...first.headers, "idempotent-replayed": "true" } } : first;
   };
 }
 

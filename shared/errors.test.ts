@@ -22,8 +22,11 @@ const API_MD_TABLE: Record<number, string[]> = {
   // method_not_allowed is not in api.md's table: issue 11 asks for 405 with Allow on a known path
   // with another method, where the table only has 404 for unknown routes.
   405: ["method_not_allowed"],
-  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account"],
+  // request_in_progress, write_outcome_unknown and idempotency_key_reused are not in api.md's
+  // table either: they are the Idempotency-Key answers issue 11 (point 19) added.
+  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account", "request_in_progress", "write_outcome_unknown"],
   413: ["payload_too_large"],
+  422: ["idempotency_key_reused"],
   429: ["rate_limited", "executor_busy"],
   500: ["internal_error"],
   // payments_unavailable is not in api.md's table: its table has no code for Stripe being

@@ -30,7 +30,10 @@ export const errorStatus = {
   already_exists: 409,
   payment_not_succeeded: 409,
   payment_belongs_to_another_account: 409,
+  request_in_progress: 409,
+  write_outcome_unknown: 409,
   payload_too_large: 413,
+  idempotency_key_reused: 422,
   rate_limited: 429,
   executor_busy: 429,
   internal_error: 500,
@@ -39,7 +42,7 @@ export const errorStatus = {
   /** The enclave is up but the IPFS gateway it fetches `ipfs_id` code from is not (unreachable, timed out, 5xx). */
   ipfs_unavailable: 503,
   payments_unavailable: 503,
-} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503>;
+} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 503>;
 
 export type ErrorCode = keyof typeof errorStatus;
 export type ErrorStatus = (typeof errorStatus)[ErrorCode];

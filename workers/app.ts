@@ -43,7 +43,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
     cors({
       origin: "*",
       allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth", "Idempotency-Key", "X-Sigil-Instance"],
-      exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link", "X-Sigil-Instance", "X-Attestation-Simulated"],
+      exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link", "X-Sigil-Instance", "X-Attestation-Simulated", "Idempotent-Replayed", "Original-Request"],
     }),
   );
   app.use(async (c, next) => {

@@ -1,5 +1,6 @@
 // The worker's bindings and variables (wrangler.toml is their single description).
 import type { Ledger } from "./billing/ledger.ts";
+import type { Idempotency } from "./idempotency/store.ts";
 import type { RateLimiter } from "./ratelimit/limiter.ts";
 
 export type Env = {
@@ -7,6 +8,8 @@ export type Env = {
   RATE_LIMITER?: DurableObjectNamespace<RateLimiter>;
   /** One credit ledger per account, named by its master hash (billing.md). */
   LEDGER?: DurableObjectNamespace<Ledger>;
+  /** One store of Idempotency-Key records per account, named by its master hash (api.md). */
+  IDEMPOTENCY?: DurableObjectNamespace<Idempotency>;
   /** `on` (default) or `off`: whether writes and runs are charged. */
   SIGIL_BILLING?: string;
   /** Requests per minute per API key, per client IP, and per IP on the open writes. */

@@ -3,5 +3,6 @@
 import { createApp } from "./app.ts";
 
 export { Ledger } from "./billing/ledger.ts";
+export { Idempotency } from "./idempotency/store.ts";
 export { RateLimiter } from "./ratelimit/limiter.ts";
 export default createApp();

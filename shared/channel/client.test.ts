@@ -144,4 +144,34 @@ describe("ChannelClient", () => {
     expect((err as ChannelError).reason).toBe("edge_not_allowed");
     expect(seen.posts).toHaveLength(1);
   });
+  it("currentKey asks the enclave afresh, so a restart shows as a new key even while the old one is still pinned", async () => {
+    const { client, seen, restart } = await setup();
+    await client.call(BASE, REQUEST);
+    const before = await client.currentKey(BASE);
+    expect(before).toBe(await client.currentKey(BASE));
+    await restart();
+    expect(await client.currentKey(BASE)).not.toBe(before);
+    expect(seen.channelFetches).toBe(4);
+  });
+
+  it("beforeSeal hears each key a request is sealed to, the new one after a restart too; if it throws, nothing is sent (ChannelUnavailableError)", async () => {
+    const { client, seen, restart } = await setup();
+    const keys: string[] = [];
+    await client.call(BASE, REQUEST, { beforeSeal: async (k) => void keys.push(k) });
+    await restart();
+    await client.call(BASE, REQUEST, { beforeSeal: async (k) => void keys.push(k) });
+    expect(keys).toHaveLength(3);
+    expect(keys[0]).toBe(keys[1]);
+    expect(keys[2]).not.toBe(keys[1]);
+    const posts = seen.posts.length;
+    const err = await thrown(
+      client.call(BASE, REQUEST, {
+        beforeSeal: async () => {
+          throw new Error("not the process the first attempt reached");
+        },
+      }),
+    );
+    expect(err).toBeInstanceOf(ChannelUnavailableError);
+    expect(seen.posts).toHaveLength(posts);
+  });
 });

@@ -5,7 +5,7 @@
 // restarted with a new one); a session the enclave no longer holds is replaced. Either way the
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
-import { ChannelError, ChannelSession, channelReportData, fromBase64Url, type Aead, type EdgeIdentity } from "./channel.ts";
+import { ChannelError, ChannelSession, channelReportData, fromBase64Url, toBase64Url, type Aead, type EdgeIdentity } from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
 export const channelDocumentSchema = z.object({
@@ -116,6 +116,21 @@ export class ChannelClient {
     if (!res.ok) throw new ChannelUnavailableError(`${base}/channel answered ${res.status}`);
   }
 
+  /**
+   * The channel key the enclave at `base` holds now (base64url), fetched and verified afresh, and
+   * pinned: each enclave process makes its own, so it names the process. Throws
+   * ChannelUnavailableError when the key cannot be had.
+   */
+  async currentKey(base: string): Promise<string> {
+    try {
+      const known = await this.#pins.get(base)?.catch(() => undefined);
+      return toBase64Url((await this.#pin(base, known)).publicKey);
+    } catch (err) {
+      if (err instanceof ChannelUnavailableError) throw err;
+      throw new ChannelUnavailableError(`${base}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  }
+
   /** Forgets what is pinned for `base` (the enclave is gone; its next key is verified afresh). */
   forget(base: string): void {
     this.#pins.delete(base);
@@ -124,9 +139,14 @@ export class ChannelClient {
   /**
    * Sends one request through the channel to the enclave at `base` and returns its answer. An
    * enclave that no longer holds the pinned key (or the session) gets the request once more, in a
-   * new session (to its new key).
+   * new session (to its new key). `beforeSeal` is awaited with the key each time the request is
+   * about to be sealed to one; if it throws, nothing is sent (ChannelUnavailableError).
    */
-  async call(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, options: { timeoutMs?: number } = {}): Promise<ChannelAnswer> {
+  async call(
+    base: string,
+    request: { method: string; path: string; headers: Record<string, string>; body: string },
+    options: { timeoutMs?: number; beforeSeal?: (publicKey: string) => Promise<void> } = {},
+  ): Promise<ChannelAnswer> {
     let refusedPin: Pin | undefined;
     let refusedSession: ChannelSession | undefined;
     for (let attempt = 0; ; attempt++) {
@@ -135,6 +155,7 @@ export class ChannelClient {
       let session: ChannelSession;
       try {
         pin = await this.#pin(base, refusedPin);
+        await options.beforeSeal?.(toBase64Url(pin.publicKey));
         session = await this.#session(pin, refusedSession);
         call = await session.seal(request);
       } catch (err) {

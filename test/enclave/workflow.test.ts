@@ -245,3 +245,26 @@ describe("a managed account signs through its wallet", () => {
     expectRunError(await run(minted.usage_api_key, code, { wallet: fake }), "wallet_key_mismatch");
   });
 });
+
+describe("an operation sent with an idempotency-key (enclave/idempotency.ts)", () => {
+  it("is done once: repeats in flight and after get its answer, marked idempotent-replayed; another body is 422; another key acts", async () => {
+    const account = await newAccount("idempotent");
+    const body = { api_key: account.api_key, group_name: "once", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] };
+    const headers = { "idempotency-key": "group-once" };
+    const answers = await Promise.all([callEnclave("add_group", body, headers), callEnclave("add_group", body, headers)]);
+    const later = await callEnclave("add_group", body, headers);
+    for (const a of [...answers, later]) expect(a.status, JSON.stringify(a.body)).toBe(200);
+    expect(answers[1]?.body).toEqual(answers[0]?.body);
+    expect(later.body).toEqual(answers[0]?.body);
+    expect(answers.filter((a) => a.headers.get("idempotent-replayed") === "true")).toHaveLength(1);
+    expect(later.headers.get("idempotent-replayed")).toBe("true");
+    const reused = await callEnclave("add_group", { ...body, group_name: "other" }, headers);
+    expect(reused.status).toBe(422);
+    expect((reused.body as { error: { code: string } }).error.code).toBe("idempotency_key_reused");
+    const other = await callEnclave("add_group", body, { "idempotency-key": "group-twice" });
+    expect(other.body.group_id).not.toBe(answers[0]?.body.group_id);
+    const [items, total] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listGroups", args: [apiKeyHash(account.api_key), 0n, 100n] });
+    expect(total).toBe(2n);
+    expect(items.map((g) => g.name)).toEqual(["once", "once"]);
+  });
+});

@@ -315,6 +315,26 @@ describe("the OpenAPI document", () => {
     expect(((doc.paths["/attestation"]?.get?.parameters ?? []) as Obj[]).some((p) => p.in === "query" && p.name === "nonce")).toBe(true);
   });
 
+  it("documents Idempotency-Key on every managed write and sigil_action: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
+    const idempotent = API_MD_ROUTES.filter(([m, p, auth]) => auth === "key" && (m === "post" || p === "/create_wallet") && !p.startsWith("/billing/") && p !== "/get_sigil_action_ipfs_id");
+    expect(idempotent.length).toBeGreaterThanOrEqual(17);
+    for (const [method, path] of idempotent) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const op = doc.paths[`/core/v1${path}`]?.[method] as Obj;
+      const header = ((op.parameters ?? []) as Obj[]).find((p) => p.in === "header" && String(p.name).toLowerCase() === "idempotency-key");
+      expect(header, `${where} documents Idempotency-Key`).toBeDefined();
+      expect(header?.required ?? false, where).toBe(false);
+      expect(String((header?.schema as Obj | undefined)?.description ?? header?.description), where).toMatch(/24 h/);
+      const responses = op.responses as Record<string, Obj>;
+      expect(Object.keys(responses), where).toEqual(expect.arrayContaining(["409", "422"]));
+      expect(Object.keys((responses["200"]?.headers ?? {}) as Obj), where).toEqual(expect.arrayContaining(["Idempotent-Replayed", "Original-Request", "X-Sigil-Charged-Cents"]));
+    }
+    const run = ((doc.paths["/core/v1/sigil_action"]?.post?.responses as Record<string, Obj>)["200"]?.content as Record<string, Obj>)["application/json"]?.schema as Obj;
+    const firstAttempt = (run.properties as Record<string, Obj>).first_attempt as Obj;
+    expect(Object.keys(firstAttempt.properties as Obj)).toEqual(["request_id", "outcome", "message"]);
+    expect(((firstAttempt.properties as Record<string, Obj>).outcome as Obj).enum).toEqual(["interrupted", "abandoned", "resumed"]);
+  });
+
   it("documents nothing api.md does not list (a new route is added to api.md first)", () => {
     const listed = new Set([...API_MD_ROUTES.map(([m, p]) => `${m} /core/v1${p}`), ...ATTESTATION_ROUTES.map(([m, p]) => `${m} ${p}`)]);
     const extra = operations()

@@ -16,11 +16,37 @@ export const WALLET_AUTH_HEADER = "X-Wallet-Auth";
 /** 4 KiB of typed data and 4 KiB of signature (hex) fit, base64url-encoded, well inside this. */
 const MAX_WALLET_AUTH_CHARS = 24 << 10;
 
+/** The account a key belongs to, as the chain says now, and the key's spend cap (0 = none). */
+export type CallerAccount = { keyHash: bigint; master: bigint; isMaster: boolean; spendLimitCents: number };
+
+/** Per request: the caller's account is read once, however many steps (billing, idempotency) ask. */
+const accountByRequest = new WeakMap<Request, Promise<CallerAccount>>();
+
+/**
+ * The account of the caller's key, from one live read of the chain. A key that may not act gets
+ * the answer the enclave would give it (401, 403), not a 402 for its account's credit.
+ */
+export function callerAccount(c: Context<EdgeEnv>): Promise<CallerAccount> {
+  const known = accountByRequest.get(c.req.raw);
+  if (known) return known;
+  const { keyHash } = callerKey(c);
+  const read = readView(c.get("config"), "billingOf", [keyHash], keyHash).then(([master, live, spendLimitCents]) => {
+    const refusal = keyRefusal({ known: master !== 0n, isMaster: keyHash === master, live });
+    if (refusal) throw refusal;
+    return { keyHash, master, isMaster: keyHash === master, spendLimitCents: Number(spendLimitCents) };
+  });
+  accountByRequest.set(c.req.raw, read);
+  return read;
+}
+
+/** A hash as the 64 hex digits that name an account's Durable Objects. */
+export const hashHex = (hash: bigint) => hash.toString(16).padStart(64, "0");
+
 /** The Ledger of the account whose master hash is `master`. */
 export function ledgerOf(c: Context<EdgeEnv>, master: bigint): DurableObjectStub<Ledger> {
   const namespace = c.env.LEDGER;
   if (!namespace) throw new Error("billing needs the LEDGER Durable Object, which is not bound");
-  return namespace.get(namespace.idFromName(master.toString(16).padStart(64, "0")));
+  return namespace.get(namespace.idFromName(hashHex(master)));
 }
 
 /** What the billing endpoints need to know of their caller. */

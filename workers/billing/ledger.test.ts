@@ -99,13 +99,42 @@ describe("the ledger", () => {
     expect((await l.hold("master", 5, 60_000)).granted).toBe(5);
   });
 
-  it("an expired hold no longer reserves credit; a late settle still charges once, capped by the hold", async () => {
+  it("an expired hold nobody settled becomes a charge of its full amount, once: a late settle, a release or another look charges nothing more", async () => {
     const l = ledger();
     await l.credit("pi", 10);
-    await l.hold("late", 4, -1);
-    expect(await l.balance()).toEqual({ settledCents: 10, heldCents: 0, freeCents: 10 });
-    expect(await l.settle("late", 9)).toEqual({ chargedCents: 4, freeCents: 6 });
-    expect(await l.settle("late", 9)).toEqual({ chargedCents: 4, freeCents: 6 });
+    // A hold of -1 ms has expired as it is made: its request's edge never came back to settle it.
+    await l.hold("gone", 4, -1);
+    expect(await l.balance()).toEqual({ settledCents: 6, heldCents: 0, freeCents: 6 });
+    expect(await l.balance()).toEqual({ settledCents: 6, heldCents: 0, freeCents: 6 });
+    expect(await l.settle("gone", 1)).toEqual({ chargedCents: 4, freeCents: 6 });
+    expect(await l.release("gone")).toEqual({ settledCents: 6, heldCents: 0, freeCents: 6 });
+    expect(await l.settle("gone", 9)).toEqual({ chargedCents: 4, freeCents: 6 });
+    expect((await l.audit()).entriesSumCents).toBe(6);
+  });
+
+  it("an expired hold is charged before anything else is judged: a new hold sees the credit it took, and a key's cap counts it", async () => {
+    const l = ledger();
+    await l.credit("pi", 10);
+    const capped = { keyHash: "cc", capCents: 5 };
+    await l.hold("lost", 4, -1, capped);
+    expect(await l.hold("next", 50, 60_000)).toEqual({ granted: 6, freeCents: 0 });
+    await l.release("next");
+    expect((await l.hold("capped", 50, 60_000, capped)).granted).toBe(1);
+    await l.release("capped");
+  });
+
+  it("a hold for a request id already charged reserves nothing new and answers what it paid (a retry under its first attempt's ref)", async () => {
+    const l = ledger();
+    await l.credit("pi", 5);
+    await l.hold("first", 3, -1);
+    expect(await l.hold("first", 3, 60_000)).toEqual({ granted: 3, freeCents: 2, alreadyCharged: true });
+    expect(await l.balance()).toEqual({ settledCents: 2, heldCents: 0, freeCents: 2 });
+    expect(await l.settle("first", 1)).toEqual({ chargedCents: 3, freeCents: 2 });
+    // A settled one too: nothing new is held when it is asked for again.
+    expect((await l.hold("w", 1, 60_000)).granted).toBe(1);
+    await l.settle("w", 1);
+    expect(await l.hold("w", 1, 60_000)).toEqual({ granted: 1, freeCents: 1, alreadyCharged: true });
+    expect(await l.balance()).toEqual({ settledCents: 1, heldCents: 0, freeCents: 1 });
   });
 
   it("keeps the account's Stripe customer: the first one stored wins", async () => {

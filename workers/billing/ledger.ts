@@ -12,12 +12,18 @@
 // The free balance is the settled sum minus the live holds. Every operation is one synchronous
 // transaction of the object (no await inside), so concurrent requests cannot both spend the same
 // cent. `hold`, `settle` and `release` are idempotent on the request id, `credit` on the payment
-// intent id. A hold expires (a crashed request cannot lock credit forever); a settle that comes
-// after its hold expired still charges, once.
+// intent id. A hold that expires unsettled is charged in full, as the charge of its request id
+// (billing.md): the edge that held it stopped before it could settle (killed, or its invocation
+// cancelled while the work went on), so the work may have been done, and a client must not be
+// able to avoid paying by making that happen. Every operation first turns the holds that have
+// expired into charges, so nothing anyone reads ever shows an expired hold. A settle that comes
+// after that finds the charge and charges nothing more; a hold for a request id already charged
+// reserves nothing new.
 import { DurableObject } from "cloudflare:workers";
 
 export type HoldRefusal = "balance" | "spend_limit";
-export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal };
+/** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
+export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal; alreadyCharged?: true };
 export type SettleResult = { chargedCents: number; freeCents: number };
 export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
 export type Balance = { settledCents: number; heldCents: number; freeCents: number };
@@ -26,9 +32,6 @@ export type LedgerAudit = Balance & { entriesSumCents: number; consistent: boole
 
 /** A spend-capped usage key (cap 0 = none): its charges plus holds may not pass the cap. */
 export type KeyCap = { keyHash: string; capCents: number };
-
-/** Expired holds are kept this long for a late settle to find (and be capped by), then dropped. */
-const KEEP_EXPIRED_HOLDS_MS = 24 * 3600_000;
 
 export class Ledger extends DurableObject {
   readonly #sql: SqlStorage;
@@ -72,10 +75,11 @@ export class Ledger extends DurableObject {
    */
   hold(requestId: string, maxCents: number, holdMs: number, key?: KeyCap): HoldResult {
     return this.ctx.storage.transactionSync(() => {
-      const now = Date.now();
-      this.#sql.exec("DELETE FROM holds WHERE expires_at < ?", now - KEEP_EXPIRED_HOLDS_MS);
+      const now = this.#chargeExpired();
       const existing = this.#sql.exec<{ cents: number }>("SELECT cents FROM holds WHERE request_id = ?", requestId).toArray()[0];
       if (existing) return { granted: existing.cents, freeCents: this.#free(now) };
+      const charged = this.#charged(requestId);
+      if (charged !== undefined) return { granted: charged, freeCents: this.#free(now), alreadyCharged: true };
       const free = this.#free(now);
       let granted = Math.min(Math.floor(maxCents), free);
       let refusedBy: HoldRefusal = "balance";
@@ -94,15 +98,16 @@ export class Ledger extends DurableObject {
 
   /**
    * Charges `chargedCents` for `requestId` and frees its hold. The charge never exceeds the hold it
-   * settles (a run is stopped at the seconds it was granted); a second settle charges nothing more.
+   * settles (a run is stopped at the seconds it was granted); a second settle, or one after the
+   * hold expired and was charged in full, charges nothing more and answers the charge there is.
    */
   settle(requestId: string, chargedCents: number, key?: KeyCap): SettleResult {
     return this.ctx.storage.transactionSync(() => {
-      const now = Date.now();
-      const done = this.#sql.exec<{ cents: number }>("SELECT cents FROM entries WHERE ref = ? AND kind = 'charge'", requestId).toArray()[0];
-      if (done) {
+      const now = this.#chargeExpired();
+      const done = this.#charged(requestId);
+      if (done !== undefined) {
         this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
-        return { chargedCents: -done.cents, freeCents: this.#free(now) };
+        return { chargedCents: done, freeCents: this.#free(now) };
       }
       const hold = this.#sql.exec<{ cents: number; key_hash: string | null }>("SELECT cents, key_hash FROM holds WHERE request_id = ?", requestId).toArray()[0];
       const cents = Math.max(0, Math.floor(hold ? Math.min(chargedCents, hold.cents) : chargedCents));
@@ -115,16 +120,22 @@ export class Ledger extends DurableObject {
     });
   }
 
-  /** Frees `requestId`'s hold without charging (the work was refused before it cost anything). */
+  /**
+   * Frees `requestId`'s hold without charging (the work was refused before it cost anything). A
+   * hold that had expired is a charge already and stays one.
+   */
   release(requestId: string): Balance {
-    this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
-    return this.balance();
+    return this.ctx.storage.transactionSync(() => {
+      const now = this.#chargeExpired();
+      this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+      return this.#balance(now);
+    });
   }
 
   /** Adds a payment's `cents` once per payment intent, whichever path reports it first. */
   credit(paymentIntentId: string, cents: number): CreditResult {
     return this.ctx.storage.transactionSync(() => {
-      const now = Date.now();
+      const now = this.#chargeExpired();
       const known = this.#sql.exec("SELECT 1 FROM entries WHERE ref = ?", paymentIntentId).toArray()[0];
       if (known) return { creditedCents: 0, alreadyCredited: true, freeCents: this.#free(now) };
       const amount = Math.floor(cents);
@@ -135,10 +146,7 @@ export class Ledger extends DurableObject {
   }
 
   balance(): Balance {
-    const now = Date.now();
-    const settled = this.#settled();
-    const held = this.#held(now);
-    return { settledCents: settled, heldCents: held, freeCents: settled - held };
+    return this.ctx.storage.transactionSync(() => this.#balance(this.#chargeExpired()));
   }
 
   /** The account's Stripe customer: the stored one, else `candidate` becomes it (first one wins). */
@@ -155,9 +163,40 @@ export class Ledger extends DurableObject {
 
   /** The invariant billing tests end with: the cached sum equals the sum of the entries. */
   audit(): LedgerAudit {
-    const entriesSum = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM entries").one().s;
-    const b = this.balance();
-    return { ...b, entriesSumCents: entriesSum, consistent: entriesSum === b.settledCents };
+    return this.ctx.storage.transactionSync(() => {
+      const b = this.#balance(this.#chargeExpired());
+      const entriesSum = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM entries").one().s;
+      return { ...b, entriesSumCents: entriesSum, consistent: entriesSum === b.settledCents };
+    });
+  }
+
+  /**
+   * Turns every hold that has expired into the charge of its request id, in full (a request id
+   * charged already keeps its charge), and answers the time it judged by.
+   */
+  #chargeExpired(): number {
+    const now = Date.now();
+    const expired = this.#sql.exec<{ request_id: string; cents: number; key_hash: string | null; expires_at: number }>("SELECT request_id, cents, key_hash, expires_at FROM holds WHERE expires_at <= ?", now).toArray();
+    for (const hold of expired) {
+      if (this.#charged(hold.request_id) === undefined) {
+        this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('charge', ?, ?, ?, ?)", -hold.cents, hold.request_id, hold.key_hash, hold.expires_at);
+        this.#sql.exec("UPDATE account SET settled_cents = settled_cents - ? WHERE id = 1", hold.cents);
+      }
+      this.#sql.exec("DELETE FROM holds WHERE request_id = ?", hold.request_id);
+    }
+    return now;
+  }
+
+  /** What `requestId` was charged, if it was. */
+  #charged(requestId: string): number | undefined {
+    const row = this.#sql.exec<{ cents: number }>("SELECT cents FROM entries WHERE ref = ? AND kind = 'charge'", requestId).toArray()[0];
+    return row === undefined ? undefined : -row.cents;
+  }
+
+  #balance(now: number): Balance {
+    const settled = this.#settled();
+    const held = this.#held(now);
+    return { settledCents: settled, heldCents: held, freeCents: settled - held };
   }
 
   #settled(): number {

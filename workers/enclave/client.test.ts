@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
-import { callEnclave as callThroughChannel, type EnclaveCall, type EnclaveTransport } from "./client.ts";
+import { callEnclave as callThroughChannel, EnclaveLostError, type EnclaveCall, type EnclaveTransport, type Idempotent } from "./client.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 
 const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };
@@ -74,7 +74,12 @@ afterEach(() => {
  * been acted on. The probe is a HEAD of the enclave's /channel.
  */
 const plain: EnclaveTransport = {
-  async send(base, request, timeoutMs) {
+  async send(base, request, timeoutMs, beforeSeal) {
+    try {
+      await beforeSeal?.(`key of ${base}`);
+    } catch (err) {
+      throw new ChannelUnavailableError(`${base}: ${String(err)}`);
+    }
     const res = await fetch(`${base}${request.path}`, {
       method: request.method,
       headers: request.headers,
@@ -85,6 +90,9 @@ const plain: EnclaveTransport = {
   },
   async probe(base) {
     await fetch(`${base}/channel`, { method: "HEAD" });
+  },
+  async instance(base) {
+    return `key of ${base}`;
   },
 };
 
@@ -224,6 +232,60 @@ describe("callEnclave routing (stubbed network)", () => {
     expect(err.code).toBe("enclave_unavailable");
     expect(err.retryAfterSeconds).toBe(5);
     expect(calls.map((c) => c.url)).toEqual([`${lost}/internal/v1/add_group`]);
+  });
+
+  it("says that a delivered write got no answer (EnclaveLostError, naming the enclave), unlike one that reached no enclave", async () => {
+    const lost = host("lost");
+    network({
+      [lost]: () => {
+        throw new LostAnswer("the enclave died mid-request");
+      },
+    });
+    const delivered = await failure(callEnclave(config([lost]), ids, { path: "/internal/v1/execute", body: {} }));
+    expect(delivered).toBeInstanceOf(EnclaveLostError);
+    expect((delivered as EnclaveLostError).enclave).toBe(lost);
+    const nowhere = await failure(callEnclave(config([host("dead")]), ids, { path: "/internal/v1/execute", body: {} }));
+    expect(nowhere).not.toBeInstanceOf(EnclaveLostError);
+    expect(nowhere.code).toBe("enclave_unavailable");
+  });
+
+  it("under an Idempotency-Key: sends the key, tells which enclave and channel key it goes to before sending, goes only where told, and reports an answer from the enclave's memory", async () => {
+    const a = host("a");
+    const b = host("b");
+    const calls = network({
+      [a]: () => Response.json({ ok: "a" }),
+      [b]: () => Response.json({ ok: "b" }, { headers: { "idempotent-replayed": "true" } }),
+    });
+    const targets: string[] = [];
+    const sent = { key: "order-7", beforeSend: async (base: string, instance: string) => void targets.push(`${base} ${instance}`) };
+    const onlyB = { base: b, instance: `key of ${b}` };
+    for (let i = 0; i < 3; i++) expect(await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: { ...sent, only: onlyB } })).toEqual({ ok: "b" });
+    expect(calls.map((c) => c.url)).toEqual(Array(3).fill(`${b}/internal/v1/add_group`));
+    expect(new Headers(calls[0]?.init?.headers).get("idempotency-key")).toBe("order-7");
+    expect(targets).toEqual(Array(3).fill(`${b} key of ${b}`));
+    const once: Idempotent = { ...sent, only: onlyB };
+    await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: once });
+    expect(once.replayed).toBe(true);
+    const fresh: Idempotent = { ...sent, only: { base: a, instance: `key of ${a}` } };
+    await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: fresh });
+    expect(fresh.replayed).toBeUndefined();
+  });
+
+  it("under an Idempotency-Key bound to one enclave process: sends nothing to that enclave once it holds another channel key (503, not delivered)", async () => {
+    const a = host("a");
+    const calls = network({ [a]: () => Response.json({ ok: "a" }) });
+    let told = 0;
+    const err = await failure(
+      callEnclave(config([a]), ids, {
+        path: "/internal/v1/add_group",
+        body: {},
+        idempotent: { key: "order-8", only: { base: a, instance: "the key it had before it restarted" }, beforeSend: async () => void told++ },
+      }),
+    );
+    expect(err.code).toBe("enclave_unavailable");
+    expect(err).not.toBeInstanceOf(EnclaveLostError);
+    expect(calls).toEqual([]);
+    expect(told).toBe(0);
   });
 
   it("sends a GET on to the next enclave even when the first may have received it", async () => {

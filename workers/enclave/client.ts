@@ -7,7 +7,10 @@
 // delivered and no answer came back, or the answer says a transaction was sent): the client gets
 // 503 and decides. An enclave that failed is probed before it gets such a request again. When none
 // answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
-// reaches the client as it is, including a 503 that says its IPFS gateway is down.
+// reaches the client as it is, including a 503 that says its IPFS gateway is down. A request sent
+// under an Idempotency-Key (idempotency/) carries the key to the enclave, which answers a repeat
+// from its memory; the edge notes which enclave (and which channel key of it) each attempt goes to
+// before sending it, and a retry may be held to that one enclave.
 import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
@@ -27,7 +30,7 @@ let nextStart = 0;
 /** What an enclave answered: status, headers and the JSON text of its body. */
 export type EnclaveAnswer = ChannelAnswer;
 
-export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number };
+export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number; idempotent?: Idempotent };
 
 /** The enclaves in the order to try them: healthy ones first, rotating, then the recently failed. */
 function candidates(urls: string[]): string[] {
@@ -76,6 +79,34 @@ function skip(base: string, err?: unknown): void {
 const unavailable = () => new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
 
 /**
+ * 503 enclave_unavailable for a request that was delivered to an enclave and got no answer that
+ * opens (it died, or the answer was lost): unlike a plain 503, the enclave may have acted on it.
+ */
+export class EnclaveLostError extends SigilError {
+  readonly enclave: string;
+
+  constructor(enclave: string) {
+    super("enclave_unavailable", "the enclave handling this request was lost before it answered; try again shortly", { retryAfterSeconds: 5 });
+    this.enclave = enclave;
+  }
+}
+
+/** How a request sent under an Idempotency-Key travels (idempotency/index.ts). */
+export type Idempotent = {
+  /** The client's Idempotency-Key, which the enclave keeps the operation's outcome under. */
+  key: string;
+  /**
+   * The one enclave process the request may go to — the enclave at `base` while it holds the
+   * channel key `instance` — because an earlier attempt under the key reached it.
+   */
+  only?: { base: string; instance: string };
+  /** Awaited before the request is sealed to `base` under its channel key `instance` (each time). */
+  beforeSend(base: string, instance: string): Promise<void>;
+  /** Set once the enclave has answered from its memory of the key (an earlier attempt's outcome). */
+  replayed?: boolean;
+};
+
+/**
  * Sends `request` to one enclave after another until one answers with something other than a 503
  * that did nothing. A request that must not run twice (one given a `probe`) is not sent on after
  * an enclave that may have acted on it, and goes to an enclave that failed recently only after
@@ -85,9 +116,10 @@ async function firstAnswer<R extends { status: number }>(
   config: EdgeConfig,
   request: (base: string) => Promise<R>,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
+  only?: string,
 ): Promise<R> {
   const probe = once?.probe;
-  for (const base of candidates(config.enclaveUrls)) {
+  for (const base of only === undefined ? candidates(config.enclaveUrls) : [only]) {
     let res: R;
     try {
       if (probe && suspect.has(base)) await probe(base);
@@ -95,7 +127,7 @@ async function firstAnswer<R extends { status: number }>(
     } catch (err) {
       if (err instanceof SigilError) throw err;
       skip(base, err);
-      if (once && !notDelivered(err)) throw unavailable();
+      if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
     }
     if (res.status === 503 && (!once || once.declined(res))) {
@@ -129,20 +161,38 @@ export type EnclaveTransport = {
   /**
    * One request to the enclave at `base`, and its answer. Throws ChannelUnavailableError (or a
    * ChannelError refusal) when the enclave certainly did nothing; anything else it throws means
-   * the request may have been acted on.
+   * the request may have been acted on. `beforeSeal` is awaited with the enclave's channel key
+   * before the request is sealed to it; if it throws, nothing is sent (ChannelUnavailableError).
    */
-  send(base: string, request: { method: string; path: string; headers: Record<string, string>; body: string }, timeoutMs: number): Promise<EnclaveAnswer>;
+  send(
+    base: string,
+    request: { method: string; path: string; headers: Record<string, string>; body: string },
+    timeoutMs: number,
+    beforeSeal?: (instance: string) => Promise<void>,
+  ): Promise<EnclaveAnswer>;
   /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
   probe(base: string): Promise<void>;
+  /**
+   * The channel key the enclave at `base` holds now, asked afresh: a new one means a new enclave
+   * process, which knows nothing of what the last one did. Throws ChannelUnavailableError when the
+   * enclave cannot be reached.
+   */
+  instance(base: string): Promise<string>;
 };
 
 /** The production transport: sealed to the enclave's verified channel key (shared/channel/). */
 export function channelTransport(config: EdgeConfig): EnclaveTransport {
   const client = channel(config);
   return {
-    send: (base, request, timeoutMs) => client.call(base, request, { timeoutMs }),
+    send: (base, request, timeoutMs, beforeSeal) => client.call(base, request, { timeoutMs, ...(beforeSeal ? { beforeSeal } : {}) }),
     probe: (base) => client.probe(base),
+    instance: (base) => client.currentKey(base),
   };
+}
+
+/** The channel key the enclave at `base` has now (see EnclaveTransport.instance). */
+export function enclaveInstance(config: EdgeConfig, base: string, transport?: EnclaveTransport): Promise<string> {
+  return (transport ?? channelTransport(config)).instance(base);
 }
 
 export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall, transport?: EnclaveTransport): Promise<T> {
@@ -150,17 +200,31 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
     throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
   }
   const send = transport ?? channelTransport(config);
+  const idempotent = call.idempotent;
   const request = {
     method: call.method ?? "POST",
     path: call.path,
-    headers: { "content-type": "application/json", ...forwardedIds(ids) },
+    headers: { "content-type": "application/json", ...forwardedIds(ids), ...(idempotent ? { "idempotency-key": idempotent.key } : {}) },
     body: call.body === undefined ? "" : JSON.stringify(call.body),
   };
   const answer = await firstAnswer(
     config,
-    (base) => send.send(base, request, call.timeoutMs ?? 150_000),
+    (base) =>
+      send.send(
+        base,
+        request,
+        call.timeoutMs ?? 150_000,
+        idempotent &&
+          (async (instance) => {
+            // A retry bound to one process is not sealed to another that took its place.
+            if (idempotent.only && instance !== idempotent.only.instance) throw new ChannelUnavailableError(`${base} is no longer the enclave process an earlier attempt reached`);
+            await idempotent.beforeSend(base, instance);
+          }),
+      ),
     request.method === "GET" ? undefined : { probe: (base) => send.probe(base), declined },
+    idempotent?.only?.base,
   );
+  if (idempotent && Object.entries(answer.headers).some(([name, value]) => name.toLowerCase() === "idempotent-replayed" && value === "true")) idempotent.replayed = true;
   let body: unknown;
   try {
     body = JSON.parse(answer.body);
@@ -179,8 +243,13 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
 }
 
 /** An internal operation with the caller's validated body. */
-export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOperation, body: unknown, timeoutMs?: number): Promise<T> {
-  return callEnclave<T>(config, ids, { path: `/internal/v1/${op}`, body, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOperation, body: unknown, options: { timeoutMs?: number; idempotent?: Idempotent | undefined } = {}): Promise<T> {
+  return callEnclave<T>(config, ids, {
+    path: `/internal/v1/${op}`,
+    body,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.idempotent === undefined ? {} : { idempotent: options.idempotent }),
+  });
 }
 
 /**

@@ -1,21 +1,22 @@
 // `POST /sigil_action` (api.md, Execution): the caller's code (or its CID) and parameters go to an
 // enclave with the caller's key as `api_key`; the enclave authorizes the key for that exact code,
 // runs it and answers the run's outcome, which reaches the client as it is, with what it cost.
+// Under an Idempotency-Key a run is charged once however often it is sent, and a retry of one whose
+// first attempt gave no answer says what became of it (`first_attempt`; idempotency/).
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { executeResponseSchema, sigilActionRequestSchema, type ExecuteResponse } from "../../shared/enclaveApi.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { meteredRun } from "../billing/meter.ts";
+import { meteredRun, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
 /** The longest run an enclave may be configured for (sandbox.md, Limits: wall-clock max 900 s). */
 const MAX_RUN_MS = 900_000;
-/** Room for queueing for a sandbox, fetching code by CID and the answer's way back. */
-const RUN_MARGIN_MS = 60_000;
 
 const sigilAction = createRoute({
   method: "post",
@@ -23,18 +24,26 @@ const sigilAction = createRoute({
   summary: "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
   security: keySecurity,
   middleware: [requireKey, scriptBodyLimit] as const,
-  request: { body: body(sigilActionRequestSchema) },
+  request: { headers: idempotencyHeaders, body: body(sigilActionRequestSchema) },
   responses: {
     200: {
-      ...json(executeResponseSchema.extend({ charged_cents: z.number().int().nonnegative().describe("credits the run cost, in cents (0 while billing is off)") }), "the run's outcome (a script failure is has_error: true with error)"),
-      headers: z.object({ "X-Sigil-Charged-Cents": z.string() }),
+      ...json(
+        executeResponseSchema.extend({
+          charged_cents: z.number().int().nonnegative().describe("credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once"),
+          first_attempt: firstAttemptSchema.optional(),
+        }),
+        "the run's outcome (a script failure is has_error: true with error)",
+      ),
+      headers: z.object({ "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
     },
     400: errors,
     401: errors,
     402: errors,
     403: errors,
     404: errors,
+    409: errors,
     413: errors,
+    422: errors,
     429: errors,
     503: errors,
   },
@@ -43,20 +52,24 @@ const sigilAction = createRoute({
 export function executionRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
 
-  r.openapi(sigilAction, async (c) => {
-    const { apiKey } = callerKey(c);
-    // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
-    const { result: run, chargedCents } = await meteredRun(c, (timeoutMs) =>
-      forward<ExecuteResponse>(
-        c.get("config"),
-        c.get("ids"),
-        "execute",
-        { ...c.req.valid("json"), api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
-        MAX_RUN_MS + RUN_MARGIN_MS,
-      ),
-    );
-    c.header("X-Sigil-Charged-Cents", String(chargedCents));
-    return c.json({ ...run, charged_cents: chargedCents }, 200);
+  r.openapi(sigilAction, (c) => {
+    const input = c.req.valid("json");
+    return serveOnce(c, input, async (attempt) => {
+      if (attempt) await routeRetry(c, attempt, "run");
+      const { apiKey } = callerKey(c);
+      // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
+      const { result: run, chargedCents } = await meteredRun(c, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
+        forward<ExecuteResponse>(
+          c.get("config"),
+          c.get("ids"),
+          "execute",
+          { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
+          { timeoutMs: (timeoutMs ?? MAX_RUN_MS) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
+        ),
+      );
+      c.header("X-Sigil-Charged-Cents", String(chargedCents));
+      return c.json({ ...run, charged_cents: chargedCents, ...firstAttemptOf(attempt) }, 200);
+    }) as never;
   });
 
   return r;

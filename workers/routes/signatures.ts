@@ -12,8 +12,9 @@ import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { forward } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
+import { idempotencyHeaders } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
-import { forwardWrite } from "./write.ts";
+import { chargedHeader, serveWrite } from "./write.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
 /**
@@ -71,14 +72,15 @@ const convert = createRoute({
   summary: "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
   security: keySecurity,
   middleware: [requireKey, limitBody] as const,
-  request: { body: body(convertSchema) },
+  request: { headers: idempotencyHeaders, body: body(convertSchema) },
   responses: {
-    200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: z.object({ "X-Sigil-Charged-Cents": z.string() }) },
+    200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: chargedHeader },
     ...signatureErrors,
     402: errors,
     403: errors,
     404: errors,
     409: errors,
+    422: errors,
   },
 });
 
@@ -107,14 +109,13 @@ export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(convert, async (c) => {
     const input = c.req.valid("json");
-    await verifyWalletSignature(c.get("config"), "ConvertAccount", input, input.new_admin_wallet_address as Address);
-    // A managed write like every other: the key is added and the cost reported by forwardWrite.
-    const res = await forwardWrite(c, "convert_to_chain_secured_account", {
-      new_admin_wallet_address: input.new_admin_wallet_address,
-      typed_data: input.typed_data,
-      signature: input.signature,
-    });
-    return c.json(res, 200);
+    // A managed write like every other: the key is added and the cost reported by serveWrite.
+    return serveWrite(
+      c,
+      "convert_to_chain_secured_account",
+      { new_admin_wallet_address: input.new_admin_wallet_address, typed_data: input.typed_data, signature: input.signature },
+      { check: () => verifyWalletSignature(c.get("config"), "ConvertAccount", input, input.new_admin_wallet_address as Address).then(() => undefined) },
+    ) as never;
   });
 
   return r;

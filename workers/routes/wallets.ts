@@ -10,7 +10,8 @@ import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
-import { forwardWrite } from "./write.ts";
+import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
+import { chargedHeader, serveWrite } from "./write.ts";
 
 /** `listWalletsInGroup`'s id for the group's `address(0)` entry: any wallet of the account. */
 const ANY_WALLET_ID = (1n << 256n) - 1n;
@@ -25,8 +26,8 @@ const createWalletPost = createRoute({
   summary: "Create a wallet (PKP) for the caller's account",
   security: keySecurity,
   middleware: [requireKey] as const,
-  request: { body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
-  responses: { 200: json(responseSchemas.create_wallet), 400: errors, 401: errors, 402: errors, 403: errors, 503: errors },
+  request: { headers: idempotencyHeaders, body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
+  responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, 400: errors, 401: errors, 402: errors, 403: errors, 409: errors, 422: errors, 503: errors },
 });
 
 const createWalletGet = createRoute({
@@ -36,14 +37,18 @@ const createWalletGet = createRoute({
   deprecated: true,
   security: keySecurity,
   middleware: [requireKey] as const,
+  request: { headers: idempotencyHeaders },
   responses: {
     200: {
       ...json(responseSchemas.create_wallet),
-      headers: z.object({ Deprecation: z.string(), Link: z.string() }),
+      headers: z.object({ Deprecation: z.string(), Link: z.string(), "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
     },
+    400: errors,
     401: errors,
     402: errors,
     403: errors,
+    409: errors,
+    422: errors,
     503: errors,
   },
 });
@@ -82,14 +87,18 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
   registerKeySecurity(r);
 
-  r.openapi(createWalletPost, async (c) => c.json(await forwardWrite(c, "create_wallet", c.req.valid("json")), 200));
+  r.openapi(createWalletPost, (c) => serveWrite(c, "create_wallet", c.req.valid("json")) as never);
 
-  r.openapi(createWalletGet, async (c) => {
-    const res = await forwardWrite(c, "create_wallet", {});
-    c.header("Deprecation", "true");
-    c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
-    return c.json(res, 200);
-  });
+  r.openapi(
+    createWalletGet,
+    (c) =>
+      serveWrite(c, "create_wallet", {}, {
+        decorate: () => {
+          c.header("Deprecation", "true");
+          c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
+        },
+      }) as never,
+  );
 
   r.openapi(listWallets, async (c) => {
     const { keyHash } = callerKey(c);

@@ -1,8 +1,9 @@
 // A managed write on behalf of the caller: the validated body plus the caller's raw key, forwarded
 // to an enclave, which checks permissions itself and submits the transaction, charged 1 cent
 // (billing/meter.ts: held before forwarding, settled once the transaction is sent, released when
-// the enclave refuses it). X-Sigil-Charged-Cents says what it cost. The plain writes (groups,
-// actions, usage keys) share one route shape, built here.
+// the enclave refuses it). X-Sigil-Charged-Cents says what it cost. Under an Idempotency-Key a
+// write is made once however often it is sent (idempotency/). The plain writes (groups, actions,
+// usage keys) share one route shape, built here.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
@@ -10,16 +11,38 @@ import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveRes
 import type { EdgeEnv } from "../app.ts";
 import { meteredWrite } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
+import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, toWire } from "./openapi.ts";
 
-export async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown): Promise<EnclaveResponse<Op>> {
+async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown, attempt: Attempt | undefined): Promise<EnclaveResponse<Op>> {
+  if (attempt) await routeRetry(c, attempt, "write");
   const { apiKey } = callerKey(c);
-  const { result, chargedCents } = await meteredWrite(c, () =>
-    forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey }),
+  const { result, chargedCents } = await meteredWrite(c, attempt?.ref ?? c.get("ids").requestId, () =>
+    forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey }, { idempotent: attempt?.send }),
   );
   c.header("X-Sigil-Charged-Cents", String(chargedCents));
   return result;
+}
+
+/**
+ * Answers a managed write: `input` (the validated body) forwarded as `op`, made once per
+ * Idempotency-Key. `check` runs before it is forwarded (not before a replay: a check that expires,
+ * such as a signature's time window, must not turn a replay into an error); `decorate` adds what
+ * the route's answer carries besides the result.
+ */
+export function serveWrite<Op extends EnclaveOperation>(
+  c: Context<EdgeEnv>,
+  op: Op,
+  input: unknown,
+  options: { check?: () => Promise<void>; decorate?: () => void } = {},
+): Promise<Response> {
+  return serveOnce(c, input, async (attempt) => {
+    await options.check?.();
+    const result = await forwardWrite(c, op, input, attempt);
+    options.decorate?.();
+    return c.json(result, 200);
+  });
 }
 
 /** The writes whose public body is the enclave's request without `api_key` (it comes from the header). */
@@ -39,9 +62,12 @@ export type PlainWrite =
   | "delete_action"
   | "update_action_metadata";
 
-/** What every managed write may answer besides 200 (402: no credit to hold its cent). */
-export const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 429: errors, 503: errors };
-export const chargedHeader = z.object({ "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents") });
+/**
+ * What every managed write may answer besides 200 (402: no credit to hold its cent; 409 and 422
+ * also for an Idempotency-Key in flight or reused).
+ */
+export const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 422: errors, 429: errors, 503: errors };
+export const chargedHeader = z.object({ "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents"), ...idempotentAnswerHeaders });
 
 export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
   return createRoute({
@@ -50,7 +76,7 @@ export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
     summary,
     security: keySecurity,
     middleware: [requireKey] as const,
-    request: { body: body((requestSchemas[op] as z.ZodObject).omit({ api_key: true })) },
+    request: { headers: idempotencyHeaders, body: body((requestSchemas[op] as z.ZodObject).omit({ api_key: true })) },
     responses: { 200: { ...json(responseSchemas[op] as z.ZodType), headers: chargedHeader }, ...writeErrors },
   });
 }
@@ -59,6 +85,6 @@ export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
 export function serveWrites(r: OpenAPIHono<EdgeEnv>, routes: ReadonlyArray<ReturnType<typeof writeRoute>>): void {
   for (const route of routes) {
     const op = route.path.slice(1) as PlainWrite;
-    r.openapi(route, async (c) => c.json(await forwardWrite(c, op, (c.req as { valid(target: "json"): unknown }).valid("json")), 200) as never);
+    r.openapi(route, (c) => serveWrite(c, op, (c.req as { valid(target: "json"): unknown }).valid("json")) as never);
   }
 }

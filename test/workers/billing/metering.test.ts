@@ -265,6 +265,37 @@ describe("sigil_action", () => {
     expectError(await edge("sigil_action", { key, body: { code: QUICK } }), 402, "insufficient_credits");
   });
 
+  it("a client that aborts mid-run does not avoid the charge: the run goes on and is settled at its seconds, its hold freed", async () => {
+    const key = await newAccount("leaves early", 100);
+    await groupFor(key);
+    const abort = new AbortController();
+    const sent = SELF.fetch("http://edge/core/v1/sigil_action", {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ code: SLOW }),
+      signal: abort.signal,
+    }).then(
+      () => "answered",
+      () => "aborted",
+    );
+    // The run's hold is there: the request is past billing and on its way to the enclave.
+    for (let i = 0; (await ledgerOf(key).balance()).heldCents === 0; i++) {
+      if (i > 400) throw new Error("the run never held its credit");
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    abort.abort();
+    expect(await sent).toBe("aborted");
+    // Settled once the enclave has answered (the run takes 1.5 s); the bound is far beyond that,
+    // far short of the hold's expiry (minutes), which would charge the whole hold instead.
+    let balance = await ledgerOf(key).balance();
+    for (let i = 0; balance.heldCents > 0 && i < 600; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      balance = await ledgerOf(key).balance();
+    }
+    // 1 cent for the group, 2 for the 1.5 s run.
+    expect(balance).toEqual({ settledCents: 100 - 1 - 2, heldCents: 0, freeCents: 100 - 1 - 2 });
+  });
+
   it("code the key may not run is 403 and costs nothing", async () => {
     const key = await newAccount("denied", 2);
     expectError(await edge("sigil_action", { key, body: { code: QUICK } }), 403, "permission_denied");

@@ -1,0 +1,281 @@
+// Idempotency keys (api.md; Stripe's semantics) for every managed write and `sigil_action`. A
+// request may carry `Idempotency-Key: <1–255 visible ASCII characters>`; the account's Idempotency
+// object (store.ts) keeps, per caller key and idempotency key, what the first request asked and
+// what it was answered:
+//
+// - the same key with the same method, path and body within 24 h replays the first answer (status,
+//   body, X-Sigil-Charged-Cents), with `Idempotent-Replayed: true` and `Original-Request: <its
+//   request id>`: nothing is sent to an enclave, nothing charged;
+// - the same key with another body → 422 idempotency_key_reused;
+// - the same key while an attempt is in flight → 409 request_in_progress, with Retry-After.
+//
+// Kept: every answer of a request that reached an enclave and was answered (2xx, 4xx, 500), and
+// any error that names a transaction it sent. Not kept, so the key can be used again: what was
+// refused before anything was done (401, 402, 403 of the edge, 429, 503 with nothing sent). An
+// attempt that reached an enclave and got no answer (the enclave was lost, or this edge was
+// killed) is retried under the same billing ref — the first attempt's request id — so the Ledger
+// charges the key once; a retry goes back to the enclave the attempt reached while it is the same
+// process (the same channel key), which joins the operation or answers with its outcome
+// (enclave/idempotency.ts). If that process is gone, a run is run again and says what became of the
+// first attempt (`first_attempt`); a write is not sent again — whether the lost enclave sent it is
+// unknown — and answers 409 write_outcome_unknown, for good.
+//
+// A kept answer is sealed (AES-GCM) under a key derived from the caller's raw API key, which only
+// a request carrying that key can open: an answer may hold a secret (add_usage_api_key's new key,
+// what a script returned), and API keys are never stored readable.
+//
+// Whether or not a key is sent, the whole attempt — the enclave's answer, the settlement, the kept
+// answer — runs to its end after the client has gone (waitUntil): disconnecting avoids no charge.
+import type { Context } from "hono";
+import { z } from "zod";
+import { ChannelUnavailableError } from "../../shared/channel/client.ts";
+import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
+import type { EdgeEnv } from "../app.ts";
+import { callerAccount, hashHex } from "../billing/account.ts";
+import { releaseHold } from "../billing/meter.ts";
+import { EnclaveLostError, enclaveInstance, type Idempotent } from "../enclave/client.ts";
+import { errorResponse } from "../errors.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import type { FirstOutcome, Idempotency, StoredAnswer } from "./store.ts";
+import { canonicalJson } from "../../shared/canonicalJson.ts";
+
+/** How long an attempt holds its key without renewing: a killed edge frees it within this. */
+const LEASE_MS = 15_000;
+const RENEW_EVERY_MS = 5_000;
+/** The headers of an answer that are part of it, kept and replayed with its body. */
+const KEPT_HEADERS = ["content-type", "x-sigil-charged-cents", "deprecation", "link"];
+
+/** The request header, as the routes declare it (lowercase: Hono's header validation reads it so). */
+export const idempotencyHeaders = z.object({
+  "idempotency-key": z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, "must be 1 to 255 visible ASCII characters (no spaces)")
+    .optional()
+    .describe(
+      "Makes the request safe to retry: the same key with the same body within 24 h answers the first answer again (Idempotent-Replayed: true) without acting or charging again; with another body 422 idempotency_key_reused; while the first is in flight 409 request_in_progress (Retry-After)",
+    ),
+});
+
+/** What the answer of a retry says of the first attempt, which gave no answer (sigil_action). */
+export const firstAttemptSchema = z
+  .object({
+    request_id: z.string().describe("the first attempt's X-Request-Id; every attempt under the key is charged under it, once"),
+    outcome: z
+      .enum(["interrupted", "abandoned", "resumed"])
+      .describe(
+        "interrupted: the enclave running it was lost before it answered; it was not charged, and this is a new run. abandoned: the edge serving it stopped before it answered and the enclave it reached is gone (or it reached none); this is a new run. resumed: the edge serving it stopped before it answered; this is that attempt's own run, which the enclave finished",
+      ),
+    message: z.string(),
+  })
+  .describe("present when this answer comes from a retry (same Idempotency-Key) of a request whose first attempt gave no answer");
+export type FirstAttempt = z.infer<typeof firstAttemptSchema>;
+
+/** The headers an answer under an Idempotency-Key may carry, for the OpenAPI document. */
+export const idempotentAnswerHeaders = {
+  "Idempotent-Replayed": z.string().optional().describe("`true` when this is the answer an earlier request with the same Idempotency-Key got (nothing was done or charged again)"),
+  "Original-Request": z.string().optional().describe("the request id of the first request with this Idempotency-Key, on replays and retries"),
+};
+
+/** One attempt of a request sent under an Idempotency-Key. */
+export type Attempt = {
+  /** The billing ref: the first attempt's request id. */
+  ref: string;
+  /** Set when an earlier attempt under the key gave no answer. */
+  retry?: { outcome: FirstOutcome; enclave: string | null; instance: string | null };
+  /** How the request travels to the enclave (the key, and where a retry may go). */
+  send: Idempotent;
+};
+
+type Work = (attempt: Attempt | undefined) => Promise<Response>;
+
+/**
+ * Answers a managed write or a run: `work` under the request's Idempotency-Key when it has one.
+ * The whole of it outlives the client.
+ */
+export function serveOnce(c: Context<EdgeEnv>, body: unknown, work: Work): Promise<Response> {
+  const key = c.req.header("idempotency-key");
+  const done = key === undefined ? work(undefined) : attempt(c, key, body, work);
+  outliveClient(c, done);
+  return done;
+}
+
+/** Keeps the invocation alive until `work` ends, so a client that goes away does not cut it off. */
+function outliveClient(c: Context<EdgeEnv>, work: Promise<unknown>): void {
+  let ctx: { waitUntil(promise: Promise<unknown>): void };
+  try {
+    ctx = c.executionCtx;
+  } catch {
+    return; // no execution context: called outside a Worker invocation
+  }
+  ctx.waitUntil(work.catch(() => undefined));
+}
+
+function idempotencyOf(c: Context<EdgeEnv>, master: bigint): DurableObjectStub<Idempotency> {
+  const namespace = c.env.IDEMPOTENCY;
+  if (!namespace) throw new Error("Idempotency-Key needs the IDEMPOTENCY Durable Object, which is not bound");
+  return namespace.get(namespace.idFromName(hashHex(master)));
+}
+
+/** SHA-256 of what a request asks: its method, path and body (keys sorted). */
+async function fingerprint(c: Context<EdgeEnv>, body: unknown): Promise<string> {
+  const text = `${c.req.method} ${new URL(c.req.url).pathname}\n${canonicalJson(body ?? null)}`;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** What to do with an attempt's record once it has answered with `err` (thrown). */
+function fateOf(err: unknown, forwarded: boolean): "keep" | "interrupted" | "unused" {
+  if (err instanceof EnclaveLostError) return "interrupted";
+  // Not a refusal: the edge failed after sending; the enclave's memory has the truth for a retry.
+  if (!(err instanceof SigilError)) return forwarded ? "interrupted" : "unused";
+  if (sentTransactionOf(err) !== undefined || err.code === "write_outcome_unknown") return "keep";
+  if (!forwarded || err.status === 429 || err.status === 503) return "unused";
+  return "keep";
+}
+
+async function attempt(c: Context<EdgeEnv>, key: string, body: unknown, work: Work): Promise<Response> {
+  const account = await callerAccount(c);
+  const store = idempotencyOf(c, account.master);
+  const scope = `${hashHex(account.keyHash)}:${key}`;
+  const { requestId } = c.get("ids");
+  const begun = await store.begin(scope, await fingerprint(c, body), requestId, LEASE_MS);
+  if (begun.kind === "reused") {
+    throw new SigilError("idempotency_key_reused", "this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request");
+  }
+  if (begun.kind === "in_progress") {
+    throw new SigilError("request_in_progress", "a request with this Idempotency-Key is still in progress; retry when it has answered", { retryAfterSeconds: begun.retryAfterSeconds });
+  }
+  const seal = await answerKey(callerKey(c).apiKey, scope);
+  if (begun.kind === "replay") return replay(await open(seal, begun.answer), begun.ref);
+
+  let forwarded = false;
+  const current: Attempt = {
+    ref: begun.ref,
+    ...(begun.kind === "retry" ? { retry: { outcome: begun.firstOutcome, enclave: begun.enclave, instance: begun.instance } } : {}),
+    send: {
+      key,
+      beforeSend: async (base, instance) => {
+        // An attempt whose lease lapsed while it was slow must not act beside the one that took over.
+        if (!(await store.target(scope, requestId, base, instance))) throw new Error("another attempt has taken this Idempotency-Key over");
+        forwarded = true;
+      },
+    },
+  };
+  const heartbeat = setInterval(() => void store.renew(scope, requestId, LEASE_MS).catch(() => undefined), RENEW_EVERY_MS);
+  let res: Response;
+  let fate: ReturnType<typeof fateOf>;
+  try {
+    res = await work(current);
+    fate = "keep";
+  } catch (err) {
+    res = errorResponse(c, err);
+    fate = fateOf(err, forwarded);
+  } finally {
+    clearInterval(heartbeat);
+  }
+  try {
+    if (fate === "keep") await store.finish(scope, await sealed(seal, await kept(res)));
+    else if (fate === "interrupted") await store.interrupted(scope, requestId);
+    else await store.unused(scope, requestId);
+  } catch (err) {
+    // The answer stands; a retry finds the lease lapsed and the enclave's memory of the operation.
+    console.error(JSON.stringify({ level: "error", msg: "idempotency record not updated", requestId, error: err instanceof Error ? err.message : String(err) }));
+  }
+  if (current.retry || current.send.replayed) res.headers.set("Original-Request", begun.ref);
+  if (current.send.replayed) res.headers.set("Idempotent-Replayed", "true");
+  return res;
+}
+
+async function kept(res: Response): Promise<StoredAnswer> {
+  const headers: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const value = res.headers.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return { status: res.status, headers, body: await res.clone().text() };
+}
+
+/** The AES-GCM key a kept answer is sealed with: HKDF-SHA256 of the caller's raw API key, bound to the record. */
+async function answerKey(apiKey: string, scope: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(apiKey), "HKDF", false, ["deriveKey"]);
+  return crypto.subtle.deriveKey(
+    { name: "HKDF", hash: "SHA-256", salt: new TextEncoder().encode("sigil-idempotency-answer-v1"), info: new TextEncoder().encode(scope) },
+    material,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
+}
+
+async function sealed(key: CryptoKey, answer: StoredAnswer): Promise<StoredAnswer> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(answer.body)));
+  const out = new Uint8Array(iv.length + cipher.length);
+  out.set(iv);
+  out.set(cipher, iv.length);
+  return { ...answer, body: toBase64(out) };
+}
+
+async function open(key: CryptoKey, answer: StoredAnswer): Promise<StoredAnswer> {
+  const bytes = fromBase64(answer.body);
+  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.subarray(0, 12) }, key, bytes.subarray(12));
+  return { ...answer, body: new TextDecoder().decode(plain) };
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+function fromBase64(text: string): Uint8Array {
+  return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0));
+}
+
+function replay(answer: StoredAnswer, ref: string): Response {
+  return new Response(answer.body, { status: answer.status, headers: { ...answer.headers, "Idempotent-Replayed": "true", "Original-Request": ref } });
+}
+
+/**
+ * Where a retry may be sent. An earlier attempt that reached an enclave makes the retry go back to
+ * that enclave while it is the same process (its channel key unchanged), which knows what became of
+ * the operation. If the process is gone, a run is run afresh anywhere; a write is not sent again
+ * (the lost process may have sent it): 409 write_outcome_unknown, and its hold is released (the
+ * service cannot show the write was made, so it does not charge for it).
+ */
+export async function routeRetry(c: Context<EdgeEnv>, attempt: Attempt, kind: "write" | "run"): Promise<void> {
+  const { enclave, instance } = attempt.retry ?? {};
+  if (!enclave) return;
+  let now: string | undefined;
+  try {
+    now = await enclaveInstance(c.get("config"), enclave);
+  } catch (err) {
+    if (!(err instanceof ChannelUnavailableError)) throw err;
+  }
+  if (now !== undefined && now === instance) {
+    attempt.send.only = { base: enclave, instance };
+    return;
+  }
+  if (kind === "run") return;
+  if (now === undefined) {
+    throw new SigilError("enclave_unavailable", "the enclave an earlier attempt with this Idempotency-Key reached cannot be reached; try again shortly", { retryAfterSeconds: 5 });
+  }
+  await releaseHold(c, attempt.ref);
+  throw new SigilError(
+    "write_outcome_unknown",
+    "an earlier attempt with this Idempotency-Key reached an enclave that was lost before it answered, so whether it made this write is unknown; check the account's state and, if the write is still wanted, send it with a new Idempotency-Key",
+    { details: { original_request_id: attempt.ref } },
+  );
+}
+
+/** What a retry's run answer says of the first attempt (absent on a first attempt). */
+export function firstAttemptOf(attempt: Attempt | undefined): { first_attempt?: FirstAttempt } {
+  if (!attempt?.retry) return {};
+  const outcome = attempt.send.replayed ? "resumed" : attempt.retry.outcome;
+  const messages = {
+    interrupted: "the enclave running the first attempt was lost before it answered; that attempt was not charged, and this is a new run",
+    abandoned: "the edge serving the first attempt stopped before it answered, and the run it may have started is lost; this is a new run, charged once for this key",
+    resumed: "the edge serving the first attempt stopped before it answered; this is that attempt's own run, which the enclave finished",
+  } as const;
+  return { first_attempt: { request_id: attempt.ref, outcome, message: messages[outcome] } };
+}
