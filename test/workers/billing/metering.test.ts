@@ -33,10 +33,12 @@ function charged(r: Reply<unknown>): number {
 const QUICK = "async function main() { return 'quick' }";
 const SLOW = "async function main() { console.log('started'); await new Promise((r) => setTimeout(r, 1500)); return 'slow' }";
 const ENDLESS = "async function main() { console.log('working'); await new Promise((r) => setTimeout(r, 60000)); return 'never' }";
+/** 300 scans of a 16 MiB string: one long built-in call after another, none polling the interrupt handler. */
+const SCANS = 'async function main() { console.log("scanning"); const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
 let cids: string[];
 
 beforeAll(async () => {
-  cids = await Promise.all([QUICK, SLOW, ENDLESS].map((c) => computeCid(c)));
+  cids = await Promise.all([QUICK, SLOW, ENDLESS, SCANS].map((c) => computeCid(c)));
 });
 
 async function groupFor(key: string): Promise<void> {
@@ -263,6 +265,16 @@ describe("sigil_action", () => {
     expect(r.body.duration_ms).toBeLessThan(3_000);
     expect(await free(key)).toBe(0);
     expectError(await edge("sigil_action", { key, body: { code: QUICK } }), 402, "insufficient_credits");
+  });
+
+  it("a run of long built-ins past its granted seconds is ended from outside at the grant and billed exactly the grant, not 1 s and not the scans' 25 s", async () => {
+    const key = await newAccount("scans past its credit", 1 + 3);
+    await groupFor(key);
+    const r = await edge<{ has_error: boolean; error: { code: string }; logs: string; charged_cents: number; duration_ms: number }>("sigil_action", { key, body: { code: SCANS } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "scanning\n", charged_cents: 3, duration_ms: 3000 });
+    expect(charged(r)).toBe(3);
+    expect(await free(key)).toBe(0);
   });
 
   it("a client that aborts mid-run does not avoid the charge: the run goes on and is settled at its seconds, its hold freed", async () => {
