@@ -4,6 +4,7 @@ pragma solidity 0.8.37;
 import {Initializable} from "@openzeppelin/contracts-upgradeable/proxy/utils/Initializable.sol";
 import {Ownable2StepUpgradeable} from "@openzeppelin/contracts-upgradeable/access/Ownable2StepUpgradeable.sol";
 import {UUPSUpgradeable} from "@openzeppelin/contracts/proxy/utils/UUPSUpgradeable.sol";
+import {MulticallUpgradeable} from "@openzeppelin/contracts-upgradeable/utils/MulticallUpgradeable.sol";
 import {EnumerableSet} from "@openzeppelin/contracts/utils/structs/EnumerableSet.sol";
 import {AccountConfigStorage} from "./AccountConfigStorage.sol";
 
@@ -13,12 +14,22 @@ import {AccountConfigStorage} from "./AccountConfigStorage.sol";
 ///   2. the sender is an authorized payer, the account is managed, and `keyHash` is the account's
 ///      master hash or a live usage key of the account holding the scope the function needs.
 /// Owner-only functions (usage keys, conversion) accept case 1, or case 2 with the master hash.
+/// Payers name the account by an API-key hash (the key namespace); an admin wallet by any hash
+/// that resolves to its account, a wallet lookup hash first (AccountConfigStorage, Layout).
+/// `multicall` batches writes into one transaction with the same sender, e.g. `registerActions`
+/// before the group write that lists the newly registered CIDs.
 /// Every write emits an event whose first indexed topic is the account's master hash, so one
 /// log filter on this contract tells a listener which accounts changed.
 /// @dev Deployed behind an ERC-1967 proxy (UUPS). The paged read views live in
 /// `AccountConfigViews`, which this contract's fallback delegatecalls, so that each contract stays
 /// under the 24 KiB code-size limit; callers see one ABI at the proxy address.
-contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeable, AccountConfigStorage {
+contract AccountConfig is
+    Initializable,
+    UUPSUpgradeable,
+    Ownable2StepUpgradeable,
+    MulticallUpgradeable,
+    AccountConfigStorage
+{
     using EnumerableSet for EnumerableSet.UintSet;
     using EnumerableSet for EnumerableSet.AddressSet;
 
@@ -75,7 +86,7 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
     function _authorizeUpgrade(address) internal override onlyOwner {}
 
     function version() external pure virtual returns (string memory) {
-        return "1";
+        return "2";
     }
 
     /// Forwards every other call (the read views) to AccountConfigViews in this storage context.
@@ -140,26 +151,26 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         _checkText(name, description);
         if (l.hashes[apiKeyHash].kind != HashKind.None) revert AccountAlreadyExists(apiKeyHash);
         if (l.wallets[amwAddress].master != 0) revert WalletAlreadyRegistered(amwAddress);
-        uint256 amwHash = _lookupHash(amwAddress);
-        if (l.everAdmin[amwAddress] || l.hashes[amwHash].kind != HashKind.None) {
-            revert AccountAlreadyExists(amwHash);
-        }
+        _recordAdmin(l, amwAddress, apiKeyHash);
 
+        l.hashes[apiKeyHash] = HashEntry(apiKeyHash, HashKind.Master);
         Account storage a = _createAccount(l, apiKeyHash, amwAddress, true, name, description);
-        l.hashes[amwHash] = HashEntry(apiKeyHash, HashKind.Alias);
         _registerWallet(l, a, apiKeyHash, amwAddress, amwDerivation, "", "");
     }
 
     /// @notice Creates an unmanaged (ChainSecured) account administered by the sender. Its master
-    /// hash is the sender's wallet lookup hash.
-    function newChainSecuredAccount(string calldata name, string calldata description) external {
+    /// hash is the sender's wallet lookup hash, and `amwAddress` becomes wallet 0, the Account
+    /// Master Wallet: the PKP whose derivation is the master hash. The contract cannot derive it;
+    /// the enclave answers it (`create_wallet_with_signature`) and refuses to use a wallet whose
+    /// derived address differs from the registered one.
+    function newChainSecuredAccount(string calldata name, string calldata description, address amwAddress) external {
         Layout storage l = _layout();
-        uint256 master = _lookupHash(msg.sender);
-        if (l.everAdmin[msg.sender] || l.hashes[master].kind != HashKind.None) {
-            revert AccountAlreadyExists(master);
-        }
+        uint256 master = _recordAdmin(l, msg.sender, 0);
+        if (amwAddress == address(0)) revert InvalidRequest("wallet is the zero address");
+        if (l.wallets[amwAddress].master != 0) revert WalletAlreadyRegistered(amwAddress);
         _checkText(name, description);
-        _createAccount(l, master, msg.sender, false, name, description);
+        Account storage a = _createAccount(l, master, msg.sender, false, name, description);
+        _registerWallet(l, a, master, amwAddress, master, "", "");
     }
 
     /// @notice Converts a managed account to ChainSecured with `newAdmin` as its admin wallet.
@@ -170,18 +181,14 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
             revert NoAccountAccess(apiKeyHash, msg.sender);
         }
         if (newAdmin == address(0)) revert InvalidRequest("new admin is the zero address");
-        HashEntry storage e = l.hashes[apiKeyHash];
-        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(apiKeyHash);
-        if (e.kind != HashKind.Master) revert NotOwner();
+        if (_accountOf(apiKeyHash) == 0) revert AccountDoesNotExist(apiKeyHash);
+        if (l.hashes[apiKeyHash].kind != HashKind.Master) revert NotOwner();
         Account storage a = l.accounts[apiKeyHash];
         if (!a.managed) revert InvalidRequest("account is not managed");
-        uint256 alias_ = _lookupHash(newAdmin);
-        if (l.everAdmin[newAdmin] || l.hashes[alias_].kind != HashKind.None) revert AccountAlreadyExists(alias_);
+        _recordAdmin(l, newAdmin, apiKeyHash);
 
         a.managed = false;
         a.admin = newAdmin;
-        l.everAdmin[newAdmin] = true;
-        l.hashes[alias_] = HashEntry(apiKeyHash, HashKind.Alias);
         emit AccountConvertedToChainSecured(apiKeyHash, newAdmin);
     }
 
@@ -191,20 +198,16 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
     function transferChainSecuredAccountOwnership(uint256 apiKeyHash, address newAdmin) external {
         Layout storage l = _layout();
         if (newAdmin == address(0)) revert InvalidRequest("new admin is the zero address");
-        HashEntry storage e = l.hashes[apiKeyHash];
-        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(apiKeyHash);
-        uint256 master = e.master;
+        uint256 master = _accountOf(apiKeyHash);
+        if (master == 0) revert AccountDoesNotExist(apiKeyHash);
         Account storage a = l.accounts[master];
         if (a.managed) revert InvalidRequest("account is managed");
         address previous = a.admin;
         if (msg.sender != previous) revert NoAccountAccess(apiKeyHash, msg.sender);
         if (newAdmin == previous) revert InvalidRequest("new admin is the current admin");
-        uint256 alias_ = _lookupHash(newAdmin);
-        if (l.everAdmin[newAdmin] || l.hashes[alias_].kind != HashKind.None) revert AccountAlreadyExists(alias_);
+        _recordAdmin(l, newAdmin, master);
 
         a.admin = newAdmin;
-        l.everAdmin[newAdmin] = true;
-        l.hashes[alias_] = HashEntry(master, HashKind.Alias);
         emit ChainSecuredAccountOwnershipTransferred(master, previous, newAdmin);
     }
 
@@ -308,14 +311,20 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         uint256[] calldata cidHashes,
         address[] calldata wallets
     ) external returns (uint256 groupId) {
-        (uint256 master, Account storage a) = _authorize(keyHash, GROUP_CREATE, 0);
+        // Filling a group is adding actions and wallets to it: a usage key needs those scopes too,
+        // and for a group that does not exist yet only a list's wildcard 0 covers it. Otherwise
+        // group:create alone would let a key pair its own code with any wallet of the account.
+        uint256 scopes = GROUP_CREATE;
+        if (cidHashes.length != 0) scopes |= MANAGE_ACTIONS;
+        if (wallets.length != 0) scopes |= ADD_PKP;
+        (uint256 master, Account storage a) = _authorize(keyHash, scopes, 0);
         _checkText(name, description);
         groupId = a.nextGroupId++;
         a.groupIds.add(groupId);
         Group storage g = a.groups[groupId];
         g.name = name;
         g.description = description;
-        _fillGroup(master, g, cidHashes, wallets);
+        _fillGroup(master, a, g, cidHashes, wallets);
         emit GroupAdded(master, groupId);
     }
 
@@ -335,7 +344,7 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         g.description = description;
         _clear(g.cids);
         _clear(g.wallets);
-        _fillGroup(master, g, cidHashes, wallets);
+        _fillGroup(master, a, g, cidHashes, wallets);
         emit GroupUpdated(master, groupId);
     }
 
@@ -350,10 +359,12 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         emit GroupRemoved(master, groupId);
     }
 
-    /// @notice Adds an action (or 0, any action) to a group. Adding one already there is a no-op.
+    /// @notice Adds a registered action (or 0, any action) to a group. Adding one already there is
+    /// a no-op. `registerActions` in the same `multicall` registers a CID first.
     function addActionToGroup(uint256 keyHash, uint256 groupId, uint256 cidHash) external {
         (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS, groupId);
         Group storage g = _group(a, groupId);
+        _checkRegistered(a, cidHash);
         g.cids.add(cidHash);
         if (g.cids.length() > MAX_GROUP_CIDS) revert LimitExceeded("cids", MAX_GROUP_CIDS);
         emit ActionAddedToGroup(master, groupId, cidHash);
@@ -395,9 +406,7 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         string calldata description
     ) external {
         (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS_SOME, 0);
-        if (bytes(cid).length == 0) revert InvalidRequest("cid is empty");
-        if (bytes(cid).length > MAX_CID_BYTES) revert LimitExceeded("cid", MAX_CID_BYTES);
-        if (uint256(keccak256(bytes(cid))) != cidHash) revert InvalidRequest("cid hash does not match cid");
+        if (_checkCid(cid) != cidHash) revert InvalidRequest("cid hash does not match cid");
         _checkText(name, description);
         a.actionHashes.add(cidHash);
         Action storage act = a.actions[cidHash];
@@ -405,6 +414,24 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         act.name = name;
         act.description = description;
         emit ActionAdded(master, cidHash);
+    }
+
+    /// @notice Registers each CID that the account has not registered yet, with no name or
+    /// description; registered ones keep theirs. For CIDs about to go into group `groupId` (0: a
+    /// group about to be created), so it needs what putting them there needs: group:manageActions
+    /// for that group (for 0, the wildcard), and refuses as that write would. One transaction:
+    /// `multicall([registerActions(k, g, cids), addActionToGroup(k, g, hash)])`.
+    function registerActions(uint256 keyHash, uint256 groupId, string[] calldata cids) external {
+        (uint256 master, Account storage a) = _authorize(keyHash, MANAGE_ACTIONS, groupId);
+        if (groupId != 0) _group(a, groupId);
+        if (cids.length > MAX_GROUP_CIDS) revert LimitExceeded("cids", MAX_GROUP_CIDS);
+        for (uint256 i; i < cids.length; ++i) {
+            uint256 cidHash = _checkCid(cids[i]);
+            if (a.actionHashes.add(cidHash)) {
+                a.actions[cidHash].cid = cids[i];
+                emit ActionAdded(master, cidHash);
+            }
+        }
     }
 
     function updateActionMetadata(
@@ -441,18 +468,18 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
 
     // ─── execution authorization and key resolution ────────────────────────────────────────
 
-    /// @notice What a hash is. `live` is true only for the master hash of a managed account and
-    /// for a usage key that has not expired; aliases and removed keys are never live.
+    /// @notice What an API-key hash is, in the key namespace only: a wallet's lookup hash is not a
+    /// key (`accountOfWallet` reads those). `live` is true only for the master hash of a managed
+    /// account and for a usage key that has not expired; removed keys resolve to nothing.
     function resolveKey(uint256 hash) external view returns (uint256 master, bool isMaster, bool managed, bool live) {
         Layout storage l = _layout();
         HashEntry storage e = l.hashes[hash];
-        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) return (0, false, false, false);
+        if (e.kind != HashKind.Master && e.kind != HashKind.UsageKey) return (0, false, false, false);
         master = e.master;
         Account storage a = l.accounts[master];
         managed = a.managed;
         isMaster = e.kind == HashKind.Master;
-        if (isMaster) live = managed;
-        else if (e.kind == HashKind.UsageKey) live = !_expired(a.usageKeys[hash]);
+        live = isMaster ? managed : !_expired(a.usageKeys[hash]);
     }
 
     /// @notice Decides a run and every wallet it may touch. `keyHash` must be live: the master of
@@ -513,17 +540,19 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
     {
         Layout storage l = _layout();
         HashEntry storage e = l.hashes[keyHash];
-        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(keyHash);
-        master = e.master;
-        a = l.accounts[master];
-        if (!a.managed) {
-            if (msg.sender != a.admin) revert NoAccountAccess(keyHash, msg.sender);
+        bool isKey = e.kind == HashKind.Master || e.kind == HashKind.UsageKey;
+        if (!(isKey && l.accounts[e.master].managed && l.payers.contains(msg.sender))) {
+            // An admin wallet writing for its unmanaged account, named by any hash that resolves to it.
+            master = _accountOf(keyHash);
+            if (master == 0) revert AccountDoesNotExist(keyHash);
+            a = l.accounts[master];
+            if (a.managed || msg.sender != a.admin) revert NoAccountAccess(keyHash, msg.sender);
             return (master, a);
         }
-        // Managed: only payers write, on behalf of the master key or a scoped usage key.
-        if (!l.payers.contains(msg.sender)) revert NoAccountAccess(keyHash, msg.sender);
+        // A payer on behalf of a managed account's master key or a scoped usage key: API keys only.
+        master = e.master;
+        a = l.accounts[master];
         if (e.kind == HashKind.Master) return (master, a);
-        if (e.kind != HashKind.UsageKey) revert NoAccountAccess(keyHash, msg.sender);
         UsageKey storage k = a.usageKeys[keyHash];
         if (_expired(k)) revert KeyExpired(keyHash);
         if (scopes & OWNER != 0) revert NotOwner();
@@ -559,9 +588,19 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         a.nextGroupId = 1;
         a.name = name;
         a.description = description;
-        l.hashes[master] = HashEntry(master, HashKind.Master);
-        l.everAdmin[admin] = true;
         emit AccountCreated(master, admin, managed);
+    }
+
+    /// Records `wallet` as becoming an admin of `master` (0: of the account it creates, whose master
+    /// is its own lookup hash): its alias, and `everAdmin`, the guard that outlives any alias. Only
+    /// the alias namespace is checked, so no usage key can keep a wallet from an account.
+    function _recordAdmin(Layout storage l, address wallet, uint256 master) private returns (uint256) {
+        uint256 alias_ = uint256(keccak256(abi.encodePacked(wallet)));
+        if (l.everAdmin[wallet] || _aliasOf(alias_) != 0) revert AccountAlreadyExists(alias_);
+        if (master == 0) master = alias_;
+        l.aliases[alias_] = master;
+        l.everAdmin[wallet] = true;
+        return master;
     }
 
     function _registerWallet(
@@ -579,18 +618,35 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
         emit WalletRegistered(master, wallet, walletId);
     }
 
-    function _fillGroup(uint256 master, Group storage g, uint256[] calldata cidHashes, address[] calldata wallets)
-        private
-    {
+    function _fillGroup(
+        uint256 master,
+        Account storage a,
+        Group storage g,
+        uint256[] calldata cidHashes,
+        address[] calldata wallets
+    ) private {
         if (cidHashes.length > MAX_GROUP_CIDS) revert LimitExceeded("cids", MAX_GROUP_CIDS);
         if (wallets.length > MAX_GROUP_WALLETS) revert LimitExceeded("wallets", MAX_GROUP_WALLETS);
         for (uint256 i; i < cidHashes.length; ++i) {
+            _checkRegistered(a, cidHashes[i]);
             g.cids.add(cidHashes[i]);
         }
         for (uint256 i; i < wallets.length; ++i) {
             _checkWalletOf(master, wallets[i]);
             g.wallets.add(wallets[i]);
         }
+    }
+
+    /// A group lists only actions the account registered (so every listed hash has its CID), or 0.
+    function _checkRegistered(Account storage a, uint256 cidHash) private view {
+        if (cidHash != 0 && !a.actionHashes.contains(cidHash)) revert ActionDoesNotExist(cidHash);
+    }
+
+    /// The hash of a CID the contract will keep.
+    function _checkCid(string calldata cid) private pure returns (uint256) {
+        if (bytes(cid).length == 0) revert InvalidRequest("cid is empty");
+        if (bytes(cid).length > MAX_CID_BYTES) revert LimitExceeded("cid", MAX_CID_BYTES);
+        return uint256(keccak256(bytes(cid)));
     }
 
     function _checkWalletOf(uint256 master, address wallet) private view {
@@ -629,10 +685,6 @@ contract AccountConfig is Initializable, UUPSUpgradeable, Ownable2StepUpgradeabl
             if (ids[i] == 0 || a.groupIds.contains(ids[i])) return true;
         }
         return false;
-    }
-
-    function _lookupHash(address wallet) private pure returns (uint256) {
-        return uint256(keccak256(abi.encodePacked(wallet)));
     }
 
     function _clear(EnumerableSet.UintSet storage set) private {

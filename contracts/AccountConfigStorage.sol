@@ -37,8 +37,10 @@ abstract contract AccountConfigStorage {
 
     // ─── state ─────────────────────────────────────────────────────────────────────────────
 
-    /// What a hash in the shared key/alias space is. `RemovedUsageKey` no longer resolves but
-    /// keeps its account, so a hash that once belonged to an account never moves to another.
+    /// What a hash in the key namespace (`Layout.hashes`) is. `RemovedUsageKey` no longer resolves
+    /// but keeps its account, so a key hash that once belonged to an account never moves to another.
+    /// `Alias` is written by version 1 only, which kept wallet aliases in the same mapping; version 2
+    /// keeps them in `Layout.aliases` and reads these old entries as aliases, never as keys.
     enum HashKind {
         None,
         Master,
@@ -102,6 +104,11 @@ abstract contract AccountConfigStorage {
         mapping(uint256 => Action) actions;
     }
 
+    /// Two namespaces that cannot collide: `hashes` holds API-key hashes (managed accounts' masters,
+    /// usage keys), whose values callers choose; `aliases` holds wallet lookup hashes
+    /// `keccak256(abi.encodePacked(wallet))` (admins, AMWs of managed accounts, and the master of a
+    /// wallet-created account), written only for a wallet that is becoming an admin or an AMW. A
+    /// usage key registered as some wallet's lookup hash therefore names nothing in `aliases`.
     /// @custom:storage-location erc7201:sigil.storage.AccountConfig
     struct Layout {
         mapping(uint256 => HashEntry) hashes;
@@ -110,6 +117,8 @@ abstract contract AccountConfigStorage {
         mapping(address => bool) everAdmin;
         EnumerableSet.AddressSet payers;
         address adminPayer;
+        // ─── version 2 (append only) ───
+        mapping(uint256 => uint256) aliases; // wallet lookup hash → master; 0 = none
     }
 
     // keccak256(abi.encode(uint256(keccak256("sigil.storage.AccountConfig")) - 1)) & ~bytes32(uint256(0xff))
@@ -124,15 +133,38 @@ abstract contract AccountConfigStorage {
 
     // ─── helpers used by both sides ────────────────────────────────────────────────────────
 
+    /// The account a wallet lookup hash names in the alias namespace, or 0. Version 1 kept aliases
+    /// and wallet-created masters in `hashes` (as `Alias` and `Master`); those entries still count.
+    /// Reading a managed account's master as an alias of itself is harmless: no wallet's lookup
+    /// hash is a random key's hash.
+    function _aliasOf(uint256 hash) internal view returns (uint256 master) {
+        Layout storage l = _layout();
+        master = l.aliases[hash];
+        if (master == 0) {
+            HashEntry storage e = l.hashes[hash];
+            if (e.kind == HashKind.Alias || e.kind == HashKind.Master) master = e.master;
+        }
+    }
+
+    /// The account any hash names for its admin and for readers: a wallet lookup hash first (so a
+    /// usage key squatting on a wallet's lookup hash never shadows that wallet's account), else a
+    /// master or usage key. 0 when nothing resolves (unknown, removed).
+    function _accountOf(uint256 hash) internal view returns (uint256 master) {
+        master = _aliasOf(hash);
+        if (master == 0) {
+            HashEntry storage e = _layout().hashes[hash];
+            if (e.kind == HashKind.UsageKey) master = e.master;
+        }
+    }
+
     /// The account a hash resolves to for reading: master, live or expired usage key, or alias.
     /// An expired usage key reverts `KeyExpired`; an unknown or removed hash `AccountDoesNotExist`.
     function _readable(uint256 hash) internal view returns (uint256 master, Account storage a) {
-        Layout storage l = _layout();
-        HashEntry storage e = l.hashes[hash];
-        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) revert AccountDoesNotExist(hash);
-        master = e.master;
-        a = l.accounts[master];
-        if (e.kind == HashKind.UsageKey && _expired(a.usageKeys[hash])) revert KeyExpired(hash);
+        master = _accountOf(hash);
+        if (master == 0) revert AccountDoesNotExist(hash);
+        a = _layout().accounts[master];
+        // Only the account that holds `hash` as a usage key has a record under it.
+        if (_expired(a.usageKeys[hash])) revert KeyExpired(hash);
     }
 
     function _group(Account storage a, uint256 groupId) internal view returns (Group storage) {

@@ -8,8 +8,10 @@ import {AccountConfigStorage} from "./AccountConfigStorage.sol";
 /// @notice Never called at its own address: AccountConfig's fallback delegatecalls it, so these
 /// functions read the proxy's storage and appear in AccountConfig's ABI. They live apart from the
 /// writes only to keep each contract under the 24 KiB code-size limit. Nothing here writes state.
-/// @dev Every view takes any hash that resolves to the account (master, usage key, alias): the
-/// edge passes the caller's key hash and gets the list in one call. An expired usage key reverts
+/// @dev Every paged view takes any hash that resolves to the account (master, usage key, alias;
+/// a wallet lookup hash first): the edge passes the caller's key hash and gets the list in one
+/// call. `billingOf` and `usageKeyExpiration` read API-key hashes only, `accountOfWallet` wallets
+/// only, so neither can be pointed at the other kind. An expired usage key reverts
 /// `KeyExpired`; an unknown or removed one `AccountDoesNotExist`. Pages are 0-based, sizes 1..100,
 /// and each list returns the total count beside the page. Lists are in insertion order until an
 /// item is removed: sets remove by moving their last item into the gap, so clients must not read
@@ -209,18 +211,27 @@ contract AccountConfigViews is AccountConfigStorage {
         return _layout().accounts[e.master].usageKeys[keyHash].expiration;
     }
 
-    /// @notice What the ledger needs to bill a request made with `keyHash`: the account's master
-    /// hash (its ledger), whether the key is live (as in `resolveKey`), and the key's spend cap in
-    /// cents (0 = none, and always 0 for a master key).
+    /// @notice What the ledger needs to bill a request made with the API key `keyHash` (key
+    /// namespace only): the account's master hash (its ledger), whether the key is live (as in
+    /// `resolveKey`), and the key's spend cap in cents (0 = none, and always 0 for a master key).
     function billingOf(uint256 keyHash) external view returns (uint256 master, bool live, uint256 spendLimitCents) {
         HashEntry storage e = _layout().hashes[keyHash];
-        if (e.kind == HashKind.None || e.kind == HashKind.RemovedUsageKey) return (0, false, 0);
+        if (e.kind != HashKind.Master && e.kind != HashKind.UsageKey) return (0, false, 0);
         master = e.master;
         Account storage a = _layout().accounts[master];
         if (e.kind == HashKind.Master) return (master, a.managed, 0);
-        if (e.kind != HashKind.UsageKey) return (master, false, 0);
         UsageKey storage k = a.usageKeys[keyHash];
         return (master, !_expired(k), k.balance);
+    }
+
+    /// @notice The account whose admin `wallet` is or was (its lookup hash, in the alias namespace
+    /// only), with that account's current admin and mode; master 0 when there is none. What the
+    /// signature flows and `X-Wallet-Auth` resolve: a usage key registered as the wallet's lookup
+    /// hash is never mistaken for it.
+    function accountOfWallet(address wallet) external view returns (uint256 master, address admin, bool managed) {
+        master = _aliasOf(uint256(keccak256(abi.encodePacked(wallet))));
+        Account storage a = _layout().accounts[master];
+        return (master, a.admin, a.managed);
     }
 
     function _page(uint256 total, uint256 page, uint256 size) private pure returns (uint256 start, uint256 end) {

@@ -15,6 +15,8 @@ describe("AccountConfig ABI", () => {
       "removePkpFromGroup", "addAction", "updateActionMetadata", "removeAction", "setApiPayers", "setAdminApiPayer",
       "resolveKey", "getAccount", "listUsageApiKeys", "listGroups", "listWallets", "listWalletsInGroup", "listActions",
       "listActionsInGroup", "getGroup", "authorizeExecution", "getWalletDerivation", "apiPayers", "adminApiPayer", "owner",
+      // issue 11: the alias namespace's view, registering raw CIDs, and batching writes
+      "accountOfWallet", "registerActions", "multicall", "billingOf", "usageKeyExpiration",
     ]) {
       expect(functions, fn).toContain(fn);
     }
@@ -35,6 +37,11 @@ describe("AccountConfig ABI", () => {
     }
     expect(names("event")).toContain("ApiPayersSet");
     expect(names("event")).toContain("AdminApiPayerSet");
+  });
+
+  it("creates a wallet-owned account with its Account Master Wallet: newChainSecuredAccount(name, description, amwAddress)", () => {
+    const forms = accountConfigAbi.filter((x) => x.type === "function" && x.name === "newChainSecuredAccount");
+    expect(forms.map((f) => ("inputs" in f ? f.inputs.map((i) => i.type) : []))).toEqual([["string", "string", "address"]]);
   });
 
   it("has every custom error of contract.md", () => {

@@ -12,7 +12,7 @@ describe("compile", () => {
         "contracts/AccountConfigViews.sol",
         "contracts/AccountConfigStorage.sol",
         "contracts/AccountConfigProxy.sol",
-        "test/contract/fixtures/AccountConfigV2.sol",
+        "test/contract/fixtures/AccountConfigNext.sol",
       ]),
     );
   });

@@ -20,7 +20,7 @@ const require = createRequire(import.meta.url);
 /** Source folders compiled together; test fixtures are upgrade targets and mocks for the tests. */
 const sourceDirs = ["contracts", "test/contract/fixtures"];
 
-const settings = {
+export const settings = {
   evmVersion: "cancun",
   viaIR: true,
   optimizer: { enabled: true, runs: 200 },
@@ -49,8 +49,8 @@ export function ownSources(): Record<string, { content: string }> {
   return sources;
 }
 
-/** Resolves `@openzeppelin/...` imports from node_modules; solc resolves relative ones itself. */
-function findImport(path: string): { contents: string } | { error: string } {
+/** Resolves `@openzeppelin/...` imports from node_modules, and other paths from the repository root. */
+export function findImport(path: string): { contents: string } | { error: string } {
   try {
     const pkg = path.split("/").slice(0, path.startsWith("@") ? 2 : 1).join("/");
     const pkgRoot = dirname(require.resolve(`${pkg}/package.json`));

@@ -3,6 +3,12 @@
 // against any RPC URL:
 //
 //   node contracts/deploy.ts --rpc-url http://127.0.0.1:8545 [--owner 0x…]
+//   node contracts/deploy.ts --rpc-url URL --upgrade 0x<proxy>
+//
+// With --upgrade it deploys a new implementation (views + core) and moves the existing proxy to it,
+// keeping its state: sent when the sender owns the proxy, else printed as the call the owner (a
+// multisig in production) must send. The storage layout is checked against the deployed version
+// by test/contract/storageLayout.test.ts.
 //
 // The sender is SIGIL_DEPLOYER_PRIVATE_KEY when set, else the node's first unlocked account
 // (anvil's dev accounts), so no key is needed for a local chain and none is kept in the repo.
@@ -87,6 +93,31 @@ export async function deployAccountConfig(clients: DeployClients, { owner }: { o
   return { proxy: proxy.address, implementation, views, owner, chainId, blockNumber: proxy.blockNumber };
 }
 
+export type Upgrade = {
+  implementation: Address;
+  views: Address;
+  previousVersion: string;
+  /** Sent when the sender owns the proxy. */
+  transactionHash?: Hex;
+  /** Otherwise the owner's call, for the owner to send. */
+  ownerCall?: { from: Address; to: Address; data: Hex };
+};
+
+/** Deploys a new implementation and moves `proxy` to it (upgradeToAndCall, no initializer call). */
+export async function upgradeAccountConfig(clients: DeployClients, proxy: Address): Promise<Upgrade> {
+  const { publicClient, walletClient, account } = clients;
+  const read = <T>(functionName: "owner" | "version") => publicClient.readContract({ address: proxy, abi: accountConfigAbi, functionName }) as Promise<T>;
+  const [owner, previousVersion] = await Promise.all([read<Address>("owner"), read<string>("version")]);
+  const { implementation, views } = await deployImplementation(clients);
+  const data = encodeFunctionData({ abi: accountConfigAbi, functionName: "upgradeToAndCall", args: [implementation, "0x"] });
+  const sender = typeof account === "string" ? account : account.address;
+  if (getAddress(sender) !== getAddress(owner)) return { implementation, views, previousVersion, ownerCall: { from: owner, to: proxy, data } };
+  const hash = await walletClient.sendTransaction({ account, to: proxy, data, chain: walletClient.chain ?? null });
+  const receipt = await publicClient.waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new Error(`upgradeToAndCall failed in transaction ${hash}`);
+  return { implementation, views, previousVersion, transactionHash: hash };
+}
+
 /** The deploying account: a private key from the environment, else the node's first unlocked account. */
 export async function deployerAccount(walletClient: WalletClient, privateKey?: string): Promise<Account | Address> {
   if (privateKey) {
@@ -105,11 +136,26 @@ function argValue(name: string): string | undefined {
 
 async function main(): Promise<void> {
   const rpcUrl = argValue("--rpc-url") ?? process.env.SIGIL_RPC_URL;
-  if (!rpcUrl) throw new Error("usage: node contracts/deploy.ts --rpc-url URL [--owner ADDRESS]");
+  if (!rpcUrl) throw new Error("usage: node contracts/deploy.ts --rpc-url URL [--owner ADDRESS | --upgrade PROXY]");
   const transport = http(rpcUrl);
   const publicClient = createPublicClient({ transport });
   const walletClient = createWalletClient({ transport });
   const account = await deployerAccount(walletClient, process.env.SIGIL_DEPLOYER_PRIVATE_KEY);
+  const upgrade = argValue("--upgrade");
+  if (upgrade !== undefined) {
+    if (!isAddress(upgrade)) throw new Error(`--upgrade is not an address: ${upgrade}`);
+    const u = await upgradeAccountConfig({ publicClient, walletClient, account }, getAddress(upgrade));
+    console.log(`implementation  ${u.implementation}`);
+    console.log(`views           ${u.views}`);
+    if (u.ownerCall) {
+      console.log(`not sent: the proxy's owner ${u.ownerCall.from} must send to ${u.ownerCall.to} the data`);
+      console.log(u.ownerCall.data);
+    } else {
+      const version = await publicClient.readContract({ address: getAddress(upgrade), abi: accountConfigAbi, functionName: "version" });
+      console.log(`upgraded        ${upgrade} from version ${u.previousVersion} to ${version} in ${u.transactionHash}`);
+    }
+    return;
+  }
   const ownerArg = argValue("--owner");
   if (ownerArg !== undefined && !isAddress(ownerArg)) throw new Error(`--owner is not an address: ${ownerArg}`);
   const owner = (ownerArg as Address | undefined) ?? (typeof account === "string" ? account : account.address);

@@ -7,6 +7,7 @@ import {
   createPublicClient,
   createTestClient,
   createWalletClient,
+  encodeFunctionData,
   getAddress,
   http,
   keccak256,
@@ -205,6 +206,40 @@ describe("mapContractError: custom errors from real reverts", () => {
     const e = mapped(err, { keyHash: master });
     expect(e.code).toBe("action_not_found");
     expect(e.status).toBe(404);
+  });
+
+  it("ActionDoesNotExist from a group write naming an unregistered action → action_not_found (404)", async () => {
+    for (const [fn, args] of [
+      ["addActionToGroup", [master, groupId, cidHash("QmNeverRegistered")]],
+      ["addGroup", [master, "g", "", [cidHash("QmNeverRegistered")], []]],
+    ] as const) {
+      const err = await simulateError(fn, args);
+      expect(findRevert(err)).toEqual({ name: "ActionDoesNotExist", args: [cidHash("QmNeverRegistered")] });
+      const e = mapped(err, { keyHash: master });
+      expect(e.code).toBe("action_not_found");
+      expect(e.status).toBe(404);
+    }
+  });
+
+  it("NotAllowed for a new group's content (group:create alone) → permission_denied (403) naming the missing scope", async () => {
+    const createOnly = randomHash();
+    await send("setUsageApiKey", [master, createOnly, 0n, 0n, "k", "", true, false, false, [], [], [], [0n]]);
+    const err = await simulateError("addGroup", [createOnly, "g", "", [0n], [amw]]);
+    expect(findRevert(err)).toEqual({ name: "NotAllowed", args: ["group:manageActions", 0n] });
+    const e = mapped(err, { keyHash: createOnly });
+    expect(e.code).toBe("permission_denied");
+    expect(e.status).toBe(403);
+    expect(e.message).toContain("group:manageActions");
+  });
+
+  it("a multicall's inner revert maps as the inner call's own (group_not_found, 404)", async () => {
+    const data = [
+      encodeFunctionData({ abi: accountConfigAbi, functionName: "registerActions", args: [master, 0n, ["QmInBatch"]] }),
+      encodeFunctionData({ abi: accountConfigAbi, functionName: "addActionToGroup", args: [master, 999n, cidHash("QmInBatch")] }),
+    ];
+    const err = await simulateError("multicall", [data]);
+    expect(findRevert(err)?.name).toBe("GroupDoesNotExist");
+    expect(mapped(err, { keyHash: master }).code).toBe("group_not_found");
   });
 
   it("WalletNotRegistered → wallet_not_found (404), naming the wallet in lowercase", async () => {

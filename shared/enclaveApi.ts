@@ -227,7 +227,14 @@ export const responseSchemas = {
   delete_action: writeOnly,
   update_action_metadata: writeOnly,
   convert_to_chain_secured_account: writeOnly,
-  create_wallet_with_signature: z.object({ wallet_address: z.string(), derivation_path: z.string() }),
+  create_wallet_with_signature: z.object({
+    wallet_address: z.string(),
+    derivation_path: z.string(),
+    master_wallet_address: z
+      .string()
+      .describe("the signer's account's master wallet (the PKP whose derivation is the master hash): wallet 0, which newChainSecuredAccount(name, description, amw) registers"),
+    account_id: z.string().describe("the master hash of the signer's account, or of the account newChainSecuredAccount will create for it"),
+  }),
   add_usage_api_key_with_signature: z.object({
     usage_api_key: z.string(),
     wallet_address: z.string(),

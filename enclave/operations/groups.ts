@@ -1,13 +1,36 @@
 // Groups and actions: which wallets which code may use. Raw CIDs (made canonical by the request
 // schema) are hashed here; wallet ids are turned into addresses; the contract decides who may
 // change what.
+import { encodeFunctionData } from "viem";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
+import type { WriteCall, WriteFunction } from "../payers/pool.ts";
 import { callerKey, toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";
 
 type Write = EnclaveResponse<"remove_group">;
+
+/**
+ * `call`, a write to group `groupId` (0: the group it creates), preceded in the same transaction by
+ * registering the raw CIDs it lists: a group lists only actions its account registered, and a
+ * client that names an action by its raw CID need not have registered it. `registerActions` leaves
+ * registered ones (and their names) as they are, and needs, and refuses, as the group write does.
+ */
+function registeringCids<F extends WriteFunction>(keyHash: bigint, groupId: bigint, cids: readonly string[], call: WriteCall<F>): WriteCall {
+  if (cids.length === 0) return call as WriteCall;
+  const register = encodeFunctionData({ abi: accountConfigAbi, functionName: "registerActions", args: [keyHash, groupId, [...new Set(cids)]] });
+  const write = encodeFunctionData({ abi: accountConfigAbi, ...call } as never);
+  return { functionName: "multicall", args: [[register, write]] };
+}
+
+/** An entry of `cid_hashes_permitted`: `0` (any action) or a `0x` hash as it is, a raw CID (canonical already) hashed and kept for registering. */
+function cidEntry(value: string | number): { hash: bigint; cid?: string } {
+  if (value === 0 || value === "0" || (typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value))) return { hash: toCidHash(value) };
+  const cid = String(value);
+  return { hash: cidHash(cid), cid };
+}
 
 async function groupMembers(
   enclave: Enclave,
@@ -15,16 +38,18 @@ async function groupMembers(
   input: { pkp_ids_permitted: readonly (string | number)[]; cid_hashes_permitted: readonly (string | number)[] },
 ) {
   const wallets = await Promise.all(input.pkp_ids_permitted.map((id, i) => toWalletAddress(enclave, keyHash, id, `pkp_ids_permitted.${i}`)));
-  const cids = input.cid_hashes_permitted.map(toCidHash);
-  return { wallets, cids };
+  const entries = input.cid_hashes_permitted.map((c) => cidEntry(c));
+  const cids = entries.map((e) => e.hash);
+  const raw = entries.flatMap((e) => (e.cid === undefined ? [] : [e.cid]));
+  return { wallets, cids, raw };
 }
 
 export async function addGroup(enclave: Enclave, input: ParsedEnclaveRequest<"add_group">, ctx: RequestContext): Promise<EnclaveResponse<"add_group">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { wallets, cids } = await groupMembers(enclave, keyHash, input);
+  const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
   const { response, events } = await submitWrite(
     enclave,
-    { functionName: "addGroup", args: [keyHash, input.group_name, input.group_description, cids, wallets] },
+    registeringCids(keyHash, 0n, raw, { functionName: "addGroup", args: [keyHash, input.group_name, input.group_description, cids, wallets] }),
     ctx,
     { keyHash, master: resolution.master },
   );
@@ -35,10 +60,10 @@ export async function addGroup(enclave: Enclave, input: ParsedEnclaveRequest<"ad
 
 export async function updateGroup(enclave: Enclave, input: ParsedEnclaveRequest<"update_group">, ctx: RequestContext): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { wallets, cids } = await groupMembers(enclave, keyHash, input);
+  const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
   const { response } = await submitWrite(
     enclave,
-    { functionName: "updateGroup", args: [keyHash, input.group_id, input.name, input.description, cids, wallets] },
+    registeringCids(keyHash, input.group_id, raw, { functionName: "updateGroup", args: [keyHash, input.group_id, input.name, input.description, cids, wallets] }),
     ctx,
     { keyHash, master: resolution.master },
   );
@@ -60,11 +85,14 @@ export async function addActionToGroup(
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_action_to_group">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const hash = cidHash(input.action_ipfs_cid);
-  const { response } = await submitWrite(enclave, { functionName: "addActionToGroup", args: [keyHash, input.group_id, hash] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const cid = input.action_ipfs_cid;
+  const hash = cidHash(cid);
+  const { response } = await submitWrite(
+    enclave,
+    registeringCids(keyHash, input.group_id, [cid], { functionName: "addActionToGroup", args: [keyHash, input.group_id, hash] }),
+    ctx,
+    { keyHash, master: resolution.master },
+  );
   return { ...response, hashed_cid: toHash32(hash) };
 }
 

@@ -4,6 +4,7 @@ import type { Address } from "viem";
 import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { isWalletSignature } from "../../shared/walletSignature.ts";
@@ -32,17 +33,26 @@ export async function verifySignedRequest(
 }
 
 /**
- * The master hash of the account a wallet administers: the account its lookup hash already
- * resolves to (a converted or transferred account), or the ChainSecured account it creates or
- * will create with `newChainSecuredAccount` (whose master is that lookup hash).
+ * The master hash of the account a wallet administers: the account its lookup hash names among
+ * the contract's aliases (it administers or administered one), or the ChainSecured account it
+ * creates or will create with `newChainSecuredAccount` (whose master is that lookup hash). Only
+ * aliases are asked (`accountOfWallet`): a usage key that some account registered under the
+ * wallet's lookup hash must not pull the wallet's flows into that account. A live read, as the
+ * permission cache serves the execute path only.
  */
 async function accountOfWallet(enclave: Enclave, wallet: Address): Promise<bigint> {
-  const lookup = walletLookupHash(wallet);
-  const { value } = await readChain(() => enclave.cache.resolve(lookup));
-  return value.master === 0n ? lookup : value.master;
+  const { client, contract } = enclave.chain;
+  const [master] = await readChain(() =>
+    client.readContract({ address: contract, abi: accountConfigAbi, functionName: "accountOfWallet", args: [wallet] }),
+  );
+  return master === 0n ? walletLookupHash(wallet) : master;
 }
 
-/** A new PKP for the signer's account; the signer registers it on chain with its own transaction. */
+/**
+ * A new PKP for the signer's account; the signer registers it on chain with its own transaction.
+ * Also the account's master wallet (the PKP whose derivation is the master hash), which a wallet
+ * without an account names as wallet 0 in `newChainSecuredAccount(name, description, amw)`.
+ */
 export async function createWalletWithSignature(
   enclave: Enclave,
   input: ParsedEnclaveRequest<"create_wallet_with_signature">,
@@ -53,7 +63,14 @@ export async function createWalletWithSignature(
   const derivation = newDerivation();
   const key = enclave.keyring.pkpKey(master, derivation);
   key.privateKey.fill(0);
-  return { wallet_address: key.address.toLowerCase(), derivation_path: derivationPath(derivation) };
+  const amw = enclave.keyring.accountMasterWallet(master);
+  amw.privateKey.fill(0);
+  return {
+    wallet_address: key.address.toLowerCase(),
+    derivation_path: derivationPath(derivation),
+    master_wallet_address: amw.address.toLowerCase(),
+    account_id: toHash32(master),
+  };
 }
 
 /**

@@ -3,7 +3,7 @@
 // call would succeed, the call itself (parameterised by the hash it is sent with), how to see that
 // it took effect, and which usage-key permissions grant or lack the scope it needs. The matrix
 // below turns every row into separately named tests; the payer and stale-group-id cases follow.
-import { parseEventLogs, type Address, type TransactionReceipt } from "viem";
+import { encodeFunctionData, parseEventLogs, type Address, type TransactionReceipt } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
@@ -12,6 +12,7 @@ import {
   abi,
   deployFixture,
   randomAddress,
+  randomCid,
   usageKeyArgs,
   ZERO,
   type Fixture,
@@ -68,7 +69,6 @@ const ALL: Perms = {
 const allBut = (p: Perms): Perms => ({ ...ALL, ...p });
 
 const randomHash = () => apiKeyHash(generateApiKey());
-const randomCid = () => `bafkrei${generatePrivateKey().slice(2, 50)}`;
 
 /** The account a test writes for, and the sender + hash that may set it up. */
 type Acct = { master: bigint; by: Address };
@@ -184,7 +184,7 @@ const CASES: Case[] = [
     event: "GroupUpdated",
     async prepare(a) {
       const { g, h } = await twoGroups(a);
-      const x = cidHash(randomCid());
+      const [x] = (await f.actions(a.master, 1, a.by)) as [bigint];
       return {
         g,
         h,
@@ -238,7 +238,7 @@ const CASES: Case[] = [
     event: "ActionAddedToGroup",
     async prepare(a) {
       const { g, h } = await twoGroups(a);
-      const x = cidHash(randomCid());
+      const [x] = (await f.actions(a.master, 1, a.by)) as [bigint];
       return {
         g,
         h,
@@ -259,7 +259,7 @@ const CASES: Case[] = [
     fn: "removeActionFromGroup",
     event: "ActionRemovedFromGroup",
     async prepare(a) {
-      const x = cidHash(randomCid());
+      const [x] = (await f.actions(a.master, 1, a.by)) as [bigint];
       const { g, h } = await twoGroups(a, [x]);
       return {
         g,
@@ -341,6 +341,29 @@ const CASES: Case[] = [
     exact: { label: "group:manageActions for one group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
     wildcard: { manageIpfsIdsInGroups: [0n] },
     missing: () => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", 0n) }],
+  },
+  {
+    fn: "registerActions",
+    event: "ActionAdded",
+    async prepare(a) {
+      const { g, h } = await twoGroups(a);
+      const cid = randomCid();
+      return {
+        g,
+        h,
+        call: (k) => call("registerActions", [k, g, [cid]]),
+        async verify() {
+          expect(await actionsOf(a.master)).toEqual([{ cidHash: cidHash(cid), cid, name: "", description: "" }]);
+        },
+      };
+    },
+    // The CIDs are for group g: it needs what adding them to g needs.
+    exact: { label: "group:manageActions for that group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
+    wildcard: { manageIpfsIdsInGroups: [0n] },
+    missing: ({ g }) => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", g) }],
+    otherGroup: ({ g, h }) => [
+      { label: "with group:manageActions for another group only", perms: allBut({ manageIpfsIdsInGroups: [h] }), error: notAllowed("group:manageActions", g) },
+    ],
   },
   {
     fn: "updateActionMetadata",
@@ -698,6 +721,110 @@ describe("a usage key naming a removed group", () => {
 
   it("updateActionMetadata (manageActions in some group) → NotAllowed(group:manageActions, 0)", async () => {
     expect(await f.revert(f.payer, "updateActionMetadata", [key, x, "renamed", ""])).toEqual(notAllowed("group:manageActions", 0n));
+  });
+});
+
+// ─── o. what a new group may hold (issue 11, point 7) ─────────────────────────────────────
+// Filling a group is adding actions and wallets to it. A usage key that may only create groups
+// used to create {cids: [0], wallets: [0]} and, with execute_in_groups [0], run any code with every
+// wallet of the account, its master wallet included. Now a new group's actions need
+// group:manageActions and its wallets group:addPkp, and since the group does not exist yet, only
+// a list's wildcard 0 covers it. The owner (master key, ChainSecured admin) is not limited.
+
+describe("addGroup with content, by a usage key", () => {
+  let master: bigint;
+  let amw: Address;
+  let existing: bigint;
+  let action: bigint;
+
+  beforeAll(async () => {
+    ({ master, amw } = await f.managedAccount());
+    existing = await f.group(master);
+    [action] = (await f.actions(master)) as [bigint];
+  });
+
+  const createOnly: Perms = { canCreateGroups: true, executeInGroups: [0n] };
+  // Functions, because `existing`, `action` and `amw` exist only once beforeAll has run.
+  const refusals: { label: string; perms: () => Perms; cids: () => bigint[]; wallets: () => Address[]; scope: string }[] = [
+    { label: "create-only: the wildcard action and the wildcard wallet", perms: () => createOnly, cids: () => [0n], wallets: () => [ZERO], scope: "group:manageActions" },
+    { label: "create-only: the wildcard action", perms: () => createOnly, cids: () => [0n], wallets: () => [], scope: "group:manageActions" },
+    { label: "create-only: a registered action", perms: () => createOnly, cids: () => [action], wallets: () => [], scope: "group:manageActions" },
+    { label: "create-only: the wildcard wallet", perms: () => createOnly, cids: () => [], wallets: () => [ZERO], scope: "group:addPkp" },
+    { label: "create-only: the master wallet by address", perms: () => createOnly, cids: () => [], wallets: () => [amw], scope: "group:addPkp" },
+    {
+      label: "group:manageActions and group:addPkp for an existing group only",
+      perms: () => ({ ...createOnly, manageIpfsIdsInGroups: [existing], addPkpToGroups: [existing] }),
+      cids: () => [0n],
+      wallets: () => [amw],
+      scope: "group:manageActions",
+    },
+    {
+      label: "group:manageActions [0] but no group:addPkp: an action and the master wallet",
+      perms: () => ({ ...createOnly, manageIpfsIdsInGroups: [0n] }),
+      cids: () => [action],
+      wallets: () => [amw],
+      scope: "group:addPkp",
+    },
+  ];
+  for (const r of refusals) {
+    it(`${r.label} → NotAllowed(${r.scope}, 0)`, async () => {
+      const usage = await f.usageKey(master, r.perms());
+      expect(await f.revert(f.payer, "addGroup", [usage.hash, "mine", "", r.cids(), r.wallets()])).toEqual(notAllowed(r.scope, 0n));
+    });
+  }
+
+  it("create-only with execute [0] never gets to run its code with the master wallet", async () => {
+    const usage = await f.usageKey(master, createOnly);
+    const code = cidHash(randomCid());
+    // It may create an empty group, and nothing it can put there lets it use a wallet.
+    await f.write(f.payer, "addGroup", [usage.hash, "empty", "", [], []]);
+    for (const [cids, wallets] of [[[0n], [ZERO]], [[0n], [amw]], [[action], [amw]]] as [bigint[], Address[]][]) {
+      expect((await f.revert(f.payer, "addGroup", [usage.hash, "g", "", cids, wallets])).errorName).toBe("NotAllowed");
+    }
+    const [canExecute, walletAllowed] = await f.read("authorizeExecution", [usage.hash, code, [amw]]);
+    expect(canExecute).toBe(false);
+    expect(walletAllowed).toEqual([false]);
+  });
+
+  it("group:create with group:manageActions [0] and group:addPkp [0] may create {cids: [0], wallets: [0]}", async () => {
+    const usage = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [0n], addPkpToGroups: [0n] });
+    const id = await f.group(usage.hash, [0n, action], [ZERO, amw]);
+    expect(await f.read("getGroup", [master, id])).toMatchObject({ cidHashes: [0n, action], wallets: [ZERO, amw] });
+  });
+
+  it("group:create with group:manageActions [0] alone may create a group of actions without wallets", async () => {
+    const usage = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [0n] });
+    const id = await f.group(usage.hash, [action]);
+    expect(await f.read("getGroup", [master, id])).toMatchObject({ cidHashes: [action], wallets: [] });
+  });
+
+  it("the owner is not limited: master key, and a ChainSecured admin", async () => {
+    const id = await f.group(master, [0n], [ZERO, amw]);
+    expect(await f.read("getGroup", [master, id])).toMatchObject({ cidHashes: [0n], wallets: [ZERO, amw] });
+    const admin = await f.impersonate();
+    const sovereign = await f.chainSecuredAccount(admin);
+    const sid = await f.group(sovereign.master, [0n], [ZERO, sovereign.amw], admin);
+    expect(await f.read("getGroup", [sovereign.master, sid])).toMatchObject({ cidHashes: [0n], wallets: [ZERO, sovereign.amw] });
+  });
+
+  it("registerActions for a group about to be created (group id 0) needs group:manageActions [0], like the group's actions", async () => {
+    const cid = randomCid();
+    const g = await f.group(master);
+    const byId = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [g] });
+    expect(await f.revert(f.payer, "registerActions", [byId.hash, 0n, [cid]])).toEqual(notAllowed("group:manageActions", 0n));
+    const wildcard = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [0n] });
+    await f.write(f.payer, "multicall", [[
+      encodeFunctionData({ abi, functionName: "registerActions", args: [wildcard.hash, 0n, [cid]] }),
+      encodeFunctionData({ abi, functionName: "addGroup", args: [wildcard.hash, "g", "", [cidHash(cid)], []] }),
+    ]]);
+  });
+
+  it("an existing group's own scopes still cover its wildcards (addActionToGroup 0, addPkpToGroup address(0))", async () => {
+    const g = await f.group(master);
+    const usage = await f.usageKey(master, { manageIpfsIdsInGroups: [g], addPkpToGroups: [g] });
+    await f.write(f.payer, "addActionToGroup", [usage.hash, g, 0n]);
+    await f.write(f.payer, "addPkpToGroup", [usage.hash, g, ZERO]);
+    expect(await f.read("getGroup", [master, g])).toMatchObject({ cidHashes: [0n], wallets: [ZERO] });
   });
 });
 

@@ -1,9 +1,10 @@
-// Accounts: creation in both modes, conversion, the ownership-transfer table, aliases, resolveKey.
+// Accounts: creation in both modes, conversion, the ownership-transfer table, aliases, resolveKey,
+// and the two namespaces (API-key hashes, wallet lookup hashes) that a usage key cannot cross.
 import { parseEventLogs, toHex, type Address } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, walletLookupHash } from "../../shared/hashing.ts";
-import { abi, deployFixture, hashEntrySlot, randomAddress, ZERO, type Fixture } from "./fixture.ts";
+import { abi, aliasSlot, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
 let f: Fixture;
 beforeAll(async () => {
@@ -20,7 +21,9 @@ describe("newAccount", () => {
     expect(wallets[0]).toMatchObject({ id: 0n, wallet: amw });
     expect(await f.read("getWalletDerivation", [master, amw])).toBe(master);
     expect(await f.read("resolveKey", [master])).toEqual([master, true, true, true]);
-    expect(await f.read("resolveKey", [walletLookupHash(amw)])).toEqual([master, false, true, false]);
+    // The AMW is the admin: its lookup hash is an alias, which is not an API key.
+    expect(await f.read("accountOfWallet", [amw])).toEqual([master, amw, true]);
+    expect(await f.read("resolveKey", [walletLookupHash(amw)])).toEqual([0n, false, false, false]);
 
     const events = parseEventLogs({ abi, logs: receipt.logs });
     expect(events.map((e) => e.eventName)).toEqual(["AccountCreated", "WalletRegistered"]);
@@ -66,20 +69,39 @@ describe("newAccount", () => {
 });
 
 describe("newChainSecuredAccount", () => {
-  it("creates an unmanaged account whose master hash is the sender's wallet lookup hash", async () => {
-    const { master, receipt } = await f.chainSecuredAccount(f.bob, "Bob's");
+  it("creates an unmanaged account whose master hash is the sender's wallet lookup hash and whose wallet 0 is the named AMW", async () => {
+    const { master, amw, receipt } = await f.chainSecuredAccount(f.bob, "Bob's");
     expect(master).toBe(walletLookupHash(f.bob));
-    expect(await f.read("getAccount", [master])).toMatchObject({ master, admin: f.bob, managed: false, name: "Bob's", walletCount: 0n });
-    // The master of an unmanaged account is not a key: it resolves but is not live.
-    expect(await f.read("resolveKey", [master])).toEqual([master, true, false, false]);
-    const [created] = parseEventLogs({ abi, logs: receipt.logs, eventName: "AccountCreated" });
-    expect(created!.args).toEqual({ master, admin: f.bob, managed: false });
+    expect(await f.read("getAccount", [master])).toMatchObject({ master, admin: f.bob, managed: false, name: "Bob's", walletCount: 1n });
+    // Wallet 0 is the Account Master Wallet: the PKP whose derivation is the master hash.
+    expect(await f.read("listWallets", [master, 0n, 10n])).toEqual([[{ id: 0n, wallet: amw, name: "", description: "" }], 1n]);
+    expect(await f.read("getWalletDerivation", [master, amw])).toBe(master);
+    // The master of a wallet-created account is the wallet's alias, never an API key.
+    expect(await f.read("accountOfWallet", [f.bob])).toEqual([master, f.bob, false]);
+    expect(await f.read("resolveKey", [master])).toEqual([0n, false, false, false]);
+    expect(parseEventLogs({ abi, logs: receipt.logs }).map((e) => [e.eventName, e.args])).toEqual([
+      ["AccountCreated", { master, admin: f.bob, managed: false }],
+      ["WalletRegistered", { master, wallet: amw, walletId: 0n }],
+    ]);
+  });
+
+  it("refuses a zero AMW address and a wallet already registered to any account", async () => {
+    const { amw: taken } = await f.managedAccount();
+    const admin = await f.impersonate();
+    expect(await f.revert(admin, "newChainSecuredAccount", ["n", "", ZERO])).toEqual({
+      errorName: "InvalidRequest",
+      args: ["wallet is the zero address"],
+    });
+    expect(await f.revert(admin, "newChainSecuredAccount", ["n", "", taken])).toEqual({
+      errorName: "WalletAlreadyRegistered",
+      args: [taken],
+    });
   });
 
   it("refuses a second account from the same wallet", async () => {
     const admin = await f.impersonate();
     await f.chainSecuredAccount(admin);
-    expect(await f.revert(admin, "newChainSecuredAccount", ["again", ""])).toEqual({
+    expect(await f.revert(admin, "newChainSecuredAccount", ["again", "", randomAddress()])).toEqual({
       errorName: "AccountAlreadyExists",
       args: [walletLookupHash(admin)],
     });
@@ -90,7 +112,7 @@ describe("newChainSecuredAccount", () => {
     const second = await f.impersonate();
     const { master } = await f.chainSecuredAccount(first);
     await f.write(first, "transferChainSecuredAccountOwnership", [master, second]);
-    expect(await f.revert(first, "newChainSecuredAccount", ["n", ""])).toEqual({
+    expect(await f.revert(first, "newChainSecuredAccount", ["n", "", randomAddress()])).toEqual({
       errorName: "AccountAlreadyExists",
       args: [walletLookupHash(first)],
     });
@@ -99,7 +121,7 @@ describe("newChainSecuredAccount", () => {
   it("refuses the Account Master Wallet of a managed account", async () => {
     const { amw } = await f.managedAccount();
     await f.impersonate(amw);
-    expect(await f.revert(amw, "newChainSecuredAccount", ["n", ""])).toEqual({
+    expect(await f.revert(amw, "newChainSecuredAccount", ["n", "", randomAddress()])).toEqual({
       errorName: "AccountAlreadyExists",
       args: [walletLookupHash(amw)],
     });
@@ -110,7 +132,8 @@ describe("convertToChainSecuredAccount", () => {
   it("makes the account unmanaged under the new admin, keeping its master hash, keys, wallets and groups", async () => {
     const { master, amw } = await f.managedAccount();
     const usage = await f.usageKey(master, { executeInGroups: [0n] });
-    const groupId = await f.group(master, [1n], [amw]);
+    const [action] = await f.actions(master);
+    const groupId = await f.group(master, [action!], [amw]);
     const newAdmin = await f.impersonate();
 
     const receipt = await f.write(f.payer, "convertToChainSecuredAccount", [master, newAdmin]);
@@ -121,7 +144,7 @@ describe("convertToChainSecuredAccount", () => {
     // The old master key still resolves (reads) but is no longer live; the usage key still is.
     expect(await f.read("resolveKey", [master])).toEqual([master, true, false, false]);
     expect(await f.read("resolveKey", [usage.hash])).toEqual([master, false, false, true]);
-    expect(await f.read("resolveKey", [walletLookupHash(newAdmin)])).toEqual([master, false, false, false]);
+    expect(await f.read("accountOfWallet", [newAdmin])).toEqual([master, newAdmin, false]);
     expect((await f.read("getGroup", [master, groupId])).wallets).toEqual([amw]);
     // The new admin writes directly, with any hash that resolves to the account.
     await f.write(newAdmin, "addGroup", [walletLookupHash(newAdmin), "after", "", [], []]);
@@ -198,8 +221,8 @@ describe("transferChainSecuredAccountOwnership", () => {
     expect(event!.topics[1]).toBe(`0x${master.toString(16).padStart(64, "0")}`);
     expect((await f.read("getAccount", [master])).admin).toBe(next);
     // Both wallets' lookup hashes resolve to the account; only the new admin may write.
-    expect((await f.read("resolveKey", [walletLookupHash(next)]))[0]).toBe(master);
-    expect((await f.read("resolveKey", [walletLookupHash(admin)]))[0]).toBe(master);
+    expect(await f.read("accountOfWallet", [next])).toEqual([master, next, false]);
+    expect(await f.read("accountOfWallet", [admin])).toEqual([master, next, false]);
     expect(await f.revert(admin, "addGroup", [master, "g", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [master, admin] });
     await f.write(next, "addGroup", [master, "g", "", [], []]);
   });
@@ -292,8 +315,9 @@ describe("transferChainSecuredAccountOwnership", () => {
 });
 
 describe("aliases and resolveKey", () => {
-  it("resolves nothing for an unknown hash", async () => {
+  it("resolves nothing for an unknown hash or a wallet that administers nothing", async () => {
     expect(await f.read("resolveKey", [apiKeyHash(generateApiKey())])).toEqual([0n, false, false, false]);
+    expect(await f.read("accountOfWallet", [randomAddress()])).toEqual([0n, ZERO, false]);
   });
 
   it("keeps every admin's alias after conversion and transfers, each resolving to the one master", async () => {
@@ -303,7 +327,7 @@ describe("aliases and resolveKey", () => {
     await f.write(f.payer, "convertToChainSecuredAccount", [master, a1]);
     await f.write(a1, "transferChainSecuredAccountOwnership", [master, a2]);
     for (const w of [amw, a1, a2]) {
-      expect(await f.read("resolveKey", [walletLookupHash(w)])).toEqual([master, false, false, false]);
+      expect(await f.read("accountOfWallet", [w])).toEqual([master, a2, false]);
     }
     expect((await f.read("getAccount", [walletLookupHash(a1)])).master).toBe(master);
   });
@@ -321,16 +345,16 @@ describe("aliases and resolveKey", () => {
 // from storage so that the guard has to stand on its own.
 describe("everAdmin, on its own", () => {
   async function forgetAlias(wallet: Address): Promise<void> {
-    const kindSlot = toHex(hashEntrySlot(walletLookupHash(wallet)) + 1n, { size: 32 });
-    await f.testClient.setStorageAt({ address: f.address, index: kindSlot, value: toHex(0n, { size: 32 }) });
-    expect(await f.read("resolveKey", [walletLookupHash(wallet)])).toEqual([0n, false, false, false]);
+    const slot = toHex(aliasSlot(walletLookupHash(wallet)), { size: 32 });
+    await f.testClient.setStorageAt({ address: f.address, index: slot, value: toHex(0n, { size: 32 }) });
+    expect((await f.read("accountOfWallet", [wallet]))[0]).toBe(0n);
   }
 
   it("keeps a former admin from creating a ChainSecured account", async () => {
     const { amw } = await f.managedAccount();
     await f.impersonate(amw);
     await forgetAlias(amw);
-    expect(await f.revert(amw, "newChainSecuredAccount", ["n", ""])).toEqual({
+    expect(await f.revert(amw, "newChainSecuredAccount", ["n", "", randomAddress()])).toEqual({
       errorName: "AccountAlreadyExists",
       args: [walletLookupHash(amw)],
     });
@@ -355,5 +379,75 @@ describe("everAdmin, on its own", () => {
       errorName: "AccountAlreadyExists",
       args: [walletLookupHash(other.amw)],
     });
+  });
+});
+
+// Issue 11, point 3. Usage-key hashes are whatever the account's owner supplies, so an account can
+// register `keccak256(abi.encodePacked(victim))` — the victim wallet's lookup hash — as a usage key.
+// Version 1 kept keys and aliases in one mapping: the victim could then never create an account
+// (AccountAlreadyExists) and every wallet lookup of the victim found the squatter's account. Keys
+// and aliases now live apart; wallets are looked up only among aliases.
+describe("a usage key registered as a wallet's lookup hash (squatting)", () => {
+  async function squat(victim: Address, by: "admin" | "payer" = "admin") {
+    const squatted = walletLookupHash(victim);
+    if (by === "payer") {
+      const { master } = await f.managedAccount();
+      await f.setUsageKey(master, squatted, { executeInGroups: [0n] });
+      return { attacker: f.payer, master, squatted };
+    }
+    const attacker = await f.impersonate();
+    const { master } = await f.chainSecuredAccount(attacker);
+    await f.setUsageKey(master, squatted, { executeInGroups: [0n] }, attacker);
+    return { attacker, master, squatted };
+  }
+
+  for (const by of ["admin", "payer"] as const) {
+    it(`does not keep the wallet from creating its account, whose master is that hash (squatter's ${by})`, async () => {
+      const victim = await f.impersonate();
+      const { master: attackerMaster, squatted } = await squat(victim, by);
+      // The squatter's key is a key, in the key namespace; no wallet is looked up there.
+      expect((await f.read("resolveKey", [squatted]))[0]).toBe(attackerMaster);
+      expect(await f.read("accountOfWallet", [victim])).toEqual([0n, ZERO, false]);
+
+      const { master } = await f.chainSecuredAccount(victim);
+      expect(master).toBe(squatted);
+      expect(await f.read("accountOfWallet", [victim])).toEqual([master, victim, false]);
+      expect((await f.read("getAccount", [master])).admin).toBe(victim);
+      // The victim writes with its master hash as every ChainSecured admin does.
+      await f.write(victim, "addGroup", [master, "mine", "", [], []]);
+      expect((await f.read("getAccount", [master])).groupCount).toBe(1n);
+    });
+  }
+
+  it("gives the squatter no write access to the wallet's account through that hash", async () => {
+    const victim = await f.impersonate();
+    const { attacker, squatted } = await squat(victim);
+    await f.chainSecuredAccount(victim);
+    expect(await f.revert(attacker, "addGroup", [squatted, "x", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [squatted, attacker] });
+    expect(await f.revert(attacker, "transferChainSecuredAccountOwnership", [squatted, randomAddress()])).toEqual({
+      errorName: "NoAccountAccess",
+      args: [squatted, attacker],
+    });
+  });
+
+  it("does not keep the wallet from becoming a converted account's admin, a transferred account's admin or an AMW", async () => {
+    const convertedTo = await f.impersonate();
+    await squat(convertedTo);
+    const managed = await f.managedAccount();
+    await f.write(f.payer, "convertToChainSecuredAccount", [managed.master, convertedTo]);
+    expect(await f.read("accountOfWallet", [convertedTo])).toEqual([managed.master, convertedTo, false]);
+
+    const transferredTo = await f.impersonate();
+    await squat(transferredTo);
+    const owner = await f.impersonate();
+    const sovereign = await f.chainSecuredAccount(owner);
+    await f.write(owner, "transferChainSecuredAccountOwnership", [sovereign.master, transferredTo]);
+    expect(await f.read("accountOfWallet", [transferredTo])).toEqual([sovereign.master, transferredTo, false]);
+
+    const amw = randomAddress();
+    await squat(amw, "payer");
+    const key = apiKeyHash(generateApiKey());
+    await f.write(f.payer, "newAccount", [key, "n", "", amw, key]);
+    expect(await f.read("accountOfWallet", [amw])).toEqual([key, amw, true]);
   });
 });

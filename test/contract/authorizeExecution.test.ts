@@ -14,14 +14,18 @@ import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
-const C1 = cidHash("QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o");
-const C2 = cidHash("Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD");
-const C3 = cidHash("QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6"); // listed by no group by name
+const CIDS = ["QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o", "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD", "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6"];
+const [C1, C2, C3] = CIDS.map(cidHash) as [bigint, bigint, bigint]; // C3 is listed by no group by name
 
 let f: Fixture;
 const keys: Record<string, bigint> = {};
 const wallets: Record<string, Address> = {};
 const derivations = new Map<Address, bigint>();
+
+/** Registers the three actions with the account, which groups may then list. */
+async function registerActions(keyHash: bigint, sender: Address = f.payer): Promise<void> {
+  await f.write(sender, "registerActions", [keyHash, 0n, CIDS]);
+}
 
 async function registerWallet(name: string, keyHash: bigint, sender: Address): Promise<Address> {
   const address = randomAddress();
@@ -41,6 +45,7 @@ beforeAll(async () => {
   const w1 = await registerWallet("w1", a.master, f.payer);
   const w2 = await registerWallet("w2", a.master, f.payer);
   await registerWallet("w3", a.master, f.payer);
+  await registerActions(a.master);
   const g1 = await f.group(a.master, [C1], [w1]);
   const g2 = await f.group(a.master, [C2], [ZERO]);
   const g3 = await f.group(a.master, [0n], [w2]);
@@ -67,6 +72,7 @@ beforeAll(async () => {
   const b = await f.managedAccount("B");
   keys.mB = b.master;
   const wb = await registerWallet("wb", b.master, f.payer);
+  await registerActions(b.master);
   await f.group(b.master, [C1], [ZERO, wb]);
   keys.kB = (await f.usageKey(b.master, { executeInGroups: [0n] })).hash;
 
@@ -81,6 +87,7 @@ beforeAll(async () => {
   const s = await f.chainSecuredAccount(sAdmin);
   keys.mS = s.master;
   const ws = await registerWallet("ws", s.master, sAdmin);
+  await registerActions(s.master, sAdmin);
   await f.group(s.master, [C1], [ws], sAdmin);
   keys.kS = (await f.usageKey(s.master, { executeInGroups: [0n] }, sAdmin)).hash;
 
@@ -141,6 +148,7 @@ describe("authorizeExecution follows changes", () => {
     const a = await f.managedAccount();
     const w = randomAddress();
     await f.write(f.payer, "registerWalletDerivation", [a.master, w, 7n, "", ""]);
+    await registerActions(a.master);
     const g = await f.group(a.master, [C1], [w]);
     const key = (await f.usageKey(a.master, { executeInGroups: [g] })).hash;
     expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([true, [true], [7n]]);

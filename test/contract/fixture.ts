@@ -26,7 +26,7 @@ import { inject } from "vitest";
 import { deployAccountConfig, type Deployment } from "../../contracts/deploy.ts";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
-import { apiKeyHash, walletLookupHash } from "../../shared/hashing.ts";
+import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
 
 export const abi = accountConfigAbi;
 type Abi = typeof accountConfigAbi;
@@ -55,6 +55,11 @@ export type Perms = {
 
 export function randomAddress(): Address {
   return privateKeyToAddress(generatePrivateKey());
+}
+
+/** A fresh CID-shaped string (the contract takes any non-empty CID of at most 128 bytes). */
+export function randomCid(): string {
+  return `bafkrei${generatePrivateKey().slice(2, 54)}`;
 }
 
 export async function deployFixture() {
@@ -130,10 +135,14 @@ export async function deployFixture() {
     return { key, master, amw, receipt };
   }
 
-  /** A ChainSecured account created on chain by `admin`; its master hash is the admin's lookup hash. */
+  /**
+   * A ChainSecured account created on chain by `admin`; its master hash is the admin's lookup hash
+   * and `amw` (a stand-in for the enclave's derived address) its wallet 0.
+   */
   async function chainSecuredAccount(admin: Address, name = "sovereign") {
-    const receipt = await write(admin, "newChainSecuredAccount", [name, ""]);
-    return { master: walletLookupHash(admin), admin, receipt };
+    const amw = randomAddress();
+    const receipt = await write(admin, "newChainSecuredAccount", [name, "", amw]);
+    return { master: walletLookupHash(admin), admin, amw, receipt };
   }
 
   /** Creates (or replaces) a usage key of `master` through the payer; returns its key and hash. */
@@ -153,6 +162,13 @@ export async function deployFixture() {
     const w = randomAddress();
     const receipt = await write(sender, "registerWalletDerivation", [keyHash, w, BigInt(generatePrivateKey()), name, ""]);
     return { address: w, receipt };
+  }
+
+  /** Registers `n` fresh CIDs with the account (groups list only registered actions); their hashes. */
+  async function actions(keyHash: bigint, n = 1, sender: Address = payer): Promise<bigint[]> {
+    const cids = Array.from({ length: n }, () => randomCid());
+    await write(sender, "registerActions", [keyHash, 0n, cids]);
+    return cids.map(cidHash);
   }
 
   /** Adds a group and returns its id, decoded from the GroupAdded event. */
@@ -199,6 +215,7 @@ export async function deployFixture() {
     usageKey,
     setUsageKey,
     wallet,
+    actions,
     group,
     now,
     advance,
@@ -234,6 +251,11 @@ export function layoutSlot(): bigint {
 /** Storage slot of `Layout.hashes[hash]` (the first member): `master` here, `kind` at the next slot. */
 export function hashEntrySlot(hash: bigint): bigint {
   return hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }, { type: "uint256" }], [hash, layoutSlot()])));
+}
+
+/** Storage slot of `Layout.aliases[hash]`, member 7 (after payers' two slots and adminPayer). */
+export function aliasSlot(hash: bigint): bigint {
+  return hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }, { type: "uint256" }], [hash, layoutSlot() + 7n])));
 }
 
 export function decodeRevert(err: unknown): Revert {

@@ -28,6 +28,7 @@ async function measure(f: Fixture): Promise<Row[]> {
   const cid1 = "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o";
   const cid2 = "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD";
   const cid3 = "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6";
+  const cid4 = "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG";
   const [w1, w2, w3, w4] = ["gas-w1", "gas-w2", "gas-w3", "gas-w4"].map(fixedAddress) as [Address, Address, Address, Address];
 
   record("newAccount", "managed account with its Account Master Wallet", await f.write(f.payer, "newAccount", [master, "Gas Co", "measured", amw, master]));
@@ -35,6 +36,9 @@ async function measure(f: Fixture): Promise<Row[]> {
     const receipt = await f.write(f.payer, "registerWalletDerivation", [master, w, BigInt(keccak256(stringToHex(`d${i}`))), "wallet", ""]);
     if (i === 0) record("registerWalletDerivation", "new wallet with a name", receipt);
   }
+  // Groups list registered actions only.
+  record("addAction", "register a CIDv0 with metadata", await f.write(f.payer, "addAction", [master, cidHash(cid1), cid1, "hello", "says hello"]));
+  record("registerActions", "2 new CIDv0s", await f.write(f.payer, "registerActions", [master, 0n, [cid2, cid3]]));
   record("addGroup", "empty group", await f.write(f.payer, "addGroup", [master, "empty", "", [], []]));
   const withItems = await f.write(f.payer, "addGroup", [master, "signers", "two actions, two wallets", [cidHash(cid1), cidHash(cid2)], [w1, w2]]);
   record("addGroup", "2 actions, 2 wallets", withItems);
@@ -45,9 +49,16 @@ async function measure(f: Fixture): Promise<Row[]> {
     await f.write(f.payer, "updateGroup", [master, groupId, "signers", "replaced", [cidHash(cid2), cidHash(cid3)], [w2, w3]]),
   );
   record("addActionToGroup", "third action", await f.write(f.payer, "addActionToGroup", [master, groupId, cidHash(cid1)]));
+  record(
+    "multicall",
+    "registerActions + addActionToGroup: a new CID into a group (the edge's add_action_to_group)",
+    await f.write(f.payer, "multicall", [[
+      encodeFunctionData({ abi, functionName: "registerActions", args: [master, groupId, [cid4]] }),
+      encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, groupId, cidHash(cid4)] }),
+    ]]),
+  );
   record("addPkpToGroup", "third wallet", await f.write(f.payer, "addPkpToGroup", [master, groupId, w4]));
   record("removePkpFromGroup", "one wallet", await f.write(f.payer, "removePkpFromGroup", [master, groupId, w4]));
-  record("addAction", "register a CIDv0 with metadata", await f.write(f.payer, "addAction", [master, cidHash(cid1), cid1, "hello", "says hello"]));
 
   const usage = apiKeyHash("gas-fixture-usage-key");
   record(
@@ -80,7 +91,12 @@ async function measure(f: Fixture): Promise<Row[]> {
   const next = await f.impersonate(fixedAddress("gas-next-admin"));
   record("transferChainSecuredAccountOwnership", "to a fresh wallet", await f.write(admin, "transferChainSecuredAccountOwnership", [master, next]));
   const sovereign = await f.impersonate(fixedAddress("gas-sovereign"));
-  record("newChainSecuredAccount", "wallet-owned account", await f.write(sovereign, "newChainSecuredAccount", ["Sovereign", ""]));
+  record(
+    "newChainSecuredAccount",
+    "wallet-owned account with its Account Master Wallet",
+    await f.write(sovereign, "newChainSecuredAccount", ["Sovereign", "", fixedAddress("gas-sovereign-amw")]),
+  );
+  await f.write(sovereign, "registerActions", [walletLookupHash(sovereign), 0n, [cid1]]);
   record("addGroup", "by a ChainSecured admin, 1 action", await f.write(sovereign, "addGroup", [walletLookupHash(sovereign), "mine", "", [cidHash(cid1)], []]));
   return rows;
 }
@@ -123,7 +139,7 @@ describe("gas", () => {
     for (const fn of [
       "newAccount", "newChainSecuredAccount", "convertToChainSecuredAccount", "transferChainSecuredAccountOwnership",
       "setUsageApiKey", "removeUsageApiKey", "registerWalletDerivation", "addGroup", "updateGroup", "removeGroup",
-      "addActionToGroup", "addPkpToGroup", "addAction", "removeAction",
+      "addActionToGroup", "addPkpToGroup", "addAction", "registerActions", "multicall", "removeAction",
     ]) {
       expect(measured, fn).toContain(fn);
     }

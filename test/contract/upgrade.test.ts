@@ -89,7 +89,7 @@ describe("views fallback", () => {
 
 describe("upgrades", () => {
   it("are refused to anyone but the owner, payers included", async () => {
-    const { implementation } = await deployImplementation(clients(), { implementationName: "AccountConfigV2" });
+    const { implementation } = await deployImplementation(clients(), { implementationName: "AccountConfigNext" });
     for (const sender of [f.stranger, f.payer]) {
       expect(await f.revert(sender, "upgradeToAndCall", [implementation, "0x"])).toEqual({
         errorName: "OwnableUnauthorizedAccount",
@@ -110,7 +110,8 @@ describe("upgrades", () => {
   it("by the owner run the new code and keep every account, key, wallet, group and action", async () => {
     const a = await f.managedAccount("before upgrade");
     const wallet = await f.wallet(a.master);
-    const groupId = await f.group(a.master, [123n], [wallet.address]);
+    const [action] = (await f.actions(a.master)) as [bigint];
+    const groupId = await f.group(a.master, [action], [wallet.address]);
     const usage = await f.usageKey(a.master, { executeInGroups: [groupId], canCreateGroups: true });
     const sovereign = await f.impersonate();
     const s = await f.chainSecuredAccount(sovereign);
@@ -121,17 +122,17 @@ describe("upgrades", () => {
       keys: await f.read("listUsageApiKeys", [a.master, 0n, 100n]),
       resolveUsage: await f.read("resolveKey", [usage.hash]),
       sovereign: await f.read("getAccount", [s.master]),
-      authorized: await f.read("authorizeExecution", [usage.hash, 123n, [wallet.address]]),
+      authorized: await f.read("authorizeExecution", [usage.hash, action, [wallet.address]]),
       payers: await f.read("apiPayers", []),
     });
     const before = await snapshot();
-    expect(await f.read("version", [])).toBe("1");
+    expect(await f.read("version", [])).toBe("2");
 
-    const next = await deployImplementation(clients(), { implementationName: "AccountConfigV2" });
+    const next = await deployImplementation(clients(), { implementationName: "AccountConfigNext" });
     const receipt = await f.write(f.owner, "upgradeToAndCall", [next.implementation, "0x"]);
     expect(parseEventLogs({ abi, logs: receipt.logs, eventName: "Upgraded" })[0]!.args.implementation).toBe(getAddress(next.implementation));
     expect(await implementationOf(f.address)).toBe(getAddress(next.implementation));
-    expect(await f.read("version", [])).toBe("2");
+    expect(await f.read("version", [])).toBe("next");
     expect(await snapshot()).toEqual(before);
 
     // Writes keep working on the old state: the usage key still creates groups.

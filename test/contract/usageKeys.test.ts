@@ -118,29 +118,33 @@ describe("setUsageApiKey", () => {
     });
   });
 
-  it("rejects a hash already in use: its own master, another account's master, another account's usage key, or an alias", async () => {
-    const { master, amw } = await f.managedAccount();
+  it("rejects a hash already in use as an API key: its own master, another account's master, another account's usage key", async () => {
+    const { master } = await f.managedAccount();
     const other = await f.managedAccount();
     const otherUsage = await f.usageKey(other.master);
-    const sovereignAdmin = await f.impersonate();
-    const sovereign = await f.chainSecuredAccount(sovereignAdmin);
-    const taken = [
-      master, // its own master
-      other.master, // another account's master
-      sovereign.master, // a ChainSecured account's master (= its admin's lookup hash)
-      otherUsage.hash, // another account's usage key
-      walletLookupHash(amw), // its own AMW's alias
-      walletLookupHash(other.amw), // another account's alias
-    ];
-    for (const hash of taken) {
+    for (const hash of [master, other.master, otherUsage.hash]) {
       expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, hash))).toEqual({
         errorName: "InvalidRequest",
         args: ["usage key hash is already in use"],
       });
     }
-    // Nothing changed for the owners of those hashes.
+    // Nothing changed for the owner of that key.
     expect(await f.read("resolveKey", [otherUsage.hash])).toEqual([other.master, false, true, true]);
-    expect(await f.read("resolveKey", [walletLookupHash(amw)])).toEqual([master, false, true, false]);
+  });
+
+  // Wallet lookup hashes live in their own namespace: a usage key may carry one as its hash (the
+  // contract cannot tell a hash's origin), but it never takes the wallet's place.
+  it("takes a wallet's lookup hash, which still names the wallet's account everywhere a wallet is looked up", async () => {
+    const { master, amw } = await f.managedAccount();
+    const other = await f.managedAccount();
+    const sovereign = await f.chainSecuredAccount(await f.impersonate());
+    for (const [wallet, owner] of [[amw, master], [other.amw, other.master], [sovereign.admin, sovereign.master]] as const) {
+      const hash = walletLookupHash(wallet);
+      await f.setUsageKey(master, hash, { executeInGroups: [0n] });
+      expect(await f.read("resolveKey", [hash])).toEqual([master, false, true, true]);
+      expect((await f.read("accountOfWallet", [wallet]))[0]).toBe(owner);
+      expect((await f.read("getAccount", [hash])).master).toBe(owner);
+    }
   });
 
   it("requires every group id in the four lists to exist in the account (or be 0), else GroupDoesNotExist(id)", async () => {

@@ -119,8 +119,9 @@ describe("pagination", () => {
 
     const admin = await f.impersonate();
     const sovereign = await f.chainSecuredAccount(admin);
-    expect(await f.read("listWallets", [sovereign.master, 0n, 10n])).toEqual([[], 0n]);
-    expect(await f.read("getAccount", [sovereign.master])).toMatchObject({ walletCount: 0n, groupCount: 0n, usageKeyCount: 0n, actionCount: 0n });
+    // Every account starts with wallet 0, a wallet-created one too.
+    expect(await f.read("listWallets", [sovereign.master, 0n, 10n])).toEqual([[{ id: 0n, wallet: sovereign.amw, name: "", description: "" }], 1n]);
+    expect(await f.read("getAccount", [sovereign.master])).toMatchObject({ walletCount: 1n, groupCount: 0n, usageKeyCount: 0n, actionCount: 0n });
 
     // An empty group pages like an empty list.
     const id = await f.group(empty);
@@ -129,7 +130,7 @@ describe("pagination", () => {
   });
 
   it("pages listWalletsInGroup and listActionsInGroup too", async () => {
-    const cids = Array.from({ length: 5 }, (_, i) => cidHash(`bafkpage${i}`));
+    const cids = await f.actions(master, 5);
     const id = await f.group(master, cids, wallets.slice(0, 5));
     const w = await f.read("listWalletsInGroup", [master, id, 1n, 2n]);
     expect([w[0].map((x) => x.wallet), w[1]]).toEqual([wallets.slice(2, 4), 5n]);
@@ -291,6 +292,33 @@ describe("billingOf", () => {
     expect(await f.read("billingOf", [apiKeyHash(generateApiKey())])).toEqual([0n, false, 0n]);
     await f.write(f.payer, "removeUsageApiKey", [master, capped]);
     expect(await f.read("billingOf", [capped])).toEqual([0n, false, 0n]);
+  });
+
+  it("reads API-key hashes only: a wallet's lookup hash names no ledger, even where a usage key squats on it", async () => {
+    const { master, amw } = await f.managedAccount();
+    const admin = await f.impersonate();
+    const sovereign = await f.chainSecuredAccount(admin);
+    for (const hash of [walletLookupHash(amw), sovereign.master]) {
+      expect(await f.read("billingOf", [hash])).toEqual([0n, false, 0n]);
+    }
+    // A usage key registered as a wallet's lookup hash bills its own account, as the key it is.
+    const victim = randomAddress();
+    await f.setUsageKey(master, walletLookupHash(victim), { balance: 7n });
+    expect(await f.read("billingOf", [walletLookupHash(victim)])).toEqual([master, true, 7n]);
+  });
+});
+
+describe("accountOfWallet", () => {
+  it("names the account a wallet administers or did, with the current admin and mode, looking among aliases only", async () => {
+    const { master, amw } = await f.managedAccount();
+    expect(await f.read("accountOfWallet", [amw])).toEqual([master, amw, true]);
+    const admin = await f.impersonate();
+    await f.write(f.payer, "convertToChainSecuredAccount", [master, admin]);
+    expect(await f.read("accountOfWallet", [amw])).toEqual([master, admin, false]);
+    expect(await f.read("accountOfWallet", [admin])).toEqual([master, admin, false]);
+    // A wallet the account merely holds administers nothing.
+    const w = await f.wallet(master, admin);
+    expect(await f.read("accountOfWallet", [w.address])).toEqual([0n, ZERO, false]);
   });
 });
 

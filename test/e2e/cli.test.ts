@@ -2,12 +2,14 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { createPublicClient, getAddress, http, type Address } from "viem";
+import { createPublicClient, decodeFunctionData, getAddress, http, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 
 const root = join(import.meta.dirname, "../..");
+const IMPLEMENTATION_SLOT: Hex = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
+const implementationOf = (word: Hex | undefined): Address => getAddress(`0x${word!.slice(-40)}`);
 const exec = promisify(execFile);
 
 /** Runs a script with the project's Node; resolves with its exit code and output, never rejects. */
@@ -38,7 +40,43 @@ describe("node contracts/deploy.ts", () => {
     const proxy = getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(out)![1]!);
     const client = createPublicClient({ transport: http(chain.rpcUrl) });
     expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "owner" })).toBe(getAddress(owner));
-    expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "version" })).toBe("1");
+    expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "version" })).toBe("2");
+  });
+
+  it("--upgrade moves a proxy its sender owns to a new implementation, keeping its state", async () => {
+    const client = createPublicClient({ transport: http(chain.rpcUrl) });
+    const deployed = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl]);
+    const proxy = getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(deployed.out)![1]!);
+    const before = implementationOf(await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT }));
+    const owner = await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "owner" });
+
+    const { code, out } = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl, "--upgrade", proxy]);
+    expect(code, out).toBe(0);
+    const implementation = getAddress(/implementation\s+(0x[0-9a-fA-F]{40})/.exec(out)![1]!);
+    expect(out).toMatch(/upgraded .* from version 2 to 2 in 0x[0-9a-f]{64}/);
+    expect(implementation).not.toBe(before);
+    expect(implementationOf(await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT }))).toBe(implementation);
+    expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "owner" })).toBe(owner);
+  });
+
+  it("--upgrade of a proxy someone else owns sends nothing and prints the owner's call", async () => {
+    const client = createPublicClient({ transport: http(chain.rpcUrl) });
+    const owner: Address = "0x00000000000000000000000000000000000000A2";
+    const deployed = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl, "--owner", owner]);
+    const proxy = getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(deployed.out)![1]!);
+    const before = await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT });
+
+    const { code, out } = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl, "--upgrade", proxy]);
+    expect(code, out).toBe(0);
+    const implementation = getAddress(/implementation\s+(0x[0-9a-fA-F]{40})/.exec(out)![1]!);
+    expect(out).toContain(`not sent: the proxy's owner ${getAddress(owner)} must send to ${proxy} the data`);
+    const data = /\n(0x[0-9a-f]+)\n/.exec(out)![1] as `0x${string}`;
+    expect(decodeFunctionData({ abi: accountConfigAbi, data })).toEqual({ functionName: "upgradeToAndCall", args: [implementation, "0x"] });
+    expect(await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT })).toBe(before);
+
+    const bad = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl, "--upgrade", "0x123"]);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain("--upgrade is not an address: 0x123");
   });
 
   it("deploys from SIGIL_DEPLOYER_PRIVATE_KEY when it is set", async () => {

@@ -172,8 +172,10 @@ async function walletAuth(wallet: PrivateKeyAccount): Promise<Record<string, str
 /** `wallet` makes its own ChainSecured account on the chain (its master hash is its lookup hash, the same on any chain). */
 async function newChainSecuredAccount(rpcUrl: string, contract: Address, wallet: PrivateKeyAccount): Promise<void> {
   const transport = http(rpcUrl);
+  // Its wallet 0, which this test never signs with: any address not registered elsewhere.
+  const amwAddress = privateKeyToAccount(generatePrivateKey()).address;
   await createTestClient({ mode: "anvil", transport }).setBalance({ address: wallet.address, value: parseEther("1") });
-  const hash = await createWalletClient({ account: wallet, transport }).writeContract({ address: contract, abi: accountConfigAbi, functionName: "newChainSecuredAccount", args: ["mine", ""], chain: null });
+  const hash = await createWalletClient({ account: wallet, transport }).writeContract({ address: contract, abi: accountConfigAbi, functionName: "newChainSecuredAccount", args: ["mine", "", amwAddress], chain: null });
   expect((await createPublicClient({ transport, pollingInterval: 50 }).waitForTransactionReceipt({ hash })).status).toBe("success");
 }
 

@@ -112,7 +112,7 @@ describe("the typical workflow over HTTP", () => {
 });
 
 describe("the ChainSecured path", () => {
-  it("a wallet creates its account on chain, gets a PKP and a usage key by signature, registers both, and runs a script", async () => {
+  it("a wallet learns its master wallet and a PKP by signature, creates its account on chain with wallet 0, gets a usage key, registers them, and runs a script", async () => {
     const admin = privateKeyToAccount(generatePrivateKey());
     const transport = http(rpcUrl);
     const publicClient = createPublicClient({ transport, pollingInterval: 50 });
@@ -131,12 +131,15 @@ describe("the ChainSecured path", () => {
     };
     const master = walletLookupHash(admin.address);
 
-    await send("newChainSecuredAccount", ["e2e chain secured", ""]);
-    const pkp = await ok<{ wallet_address: Address; derivation_path: Hex }>("POST", "/create_wallet_with_signature", { body: await signed("CreateWallet") });
+    const pkp = await ok<{ wallet_address: Address; derivation_path: Hex; master_wallet_address: Address }>("POST", "/create_wallet_with_signature", {
+      body: await signed("CreateWallet"),
+    });
+    await send("newChainSecuredAccount", ["e2e chain secured", "", pkp.master_wallet_address]);
     await send("registerWalletDerivation", [master, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]);
     const usage = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("POST", "/add_usage_api_key_with_signature", { body: await signed("AddUsageApiKey") });
     const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
-    // The admin's own transaction: a group listing the action (by its CID hash) and the PKP.
+    // The admin's own transactions: the action registered, then a group listing it (by its CID hash) and the PKP.
+    await send("registerActions", [master, 0n, [cid]]);
     const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [pkp.wallet_address]]);
     const groupId = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args.groupId ?? 0n;
     await send("setUsageApiKey", [master, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [groupId]]);

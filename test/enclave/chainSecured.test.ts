@@ -1,16 +1,20 @@
 // The ChainSecured path through the enclave, and the permission cache meeting the chain listener:
-// a wallet-administered account gets a PKP and a usage key from the signature flows, registers
-// both with its own transactions, runs a script with them — and when the admin revokes the
-// permission by a direct transaction, the enclave stops honouring it within the listener's poll
-// interval (plus one second), without a restart.
+// a wallet learns its account's master wallet from the signature flow, creates its account with
+// it as wallet 0, gets a PKP and a usage key from the signature flows, registers both with its own
+// transactions, runs a script with them — and when the admin revokes the permission by a direct
+// transaction, the enclave stops honouring it within the listener's poll interval (plus one
+// second), without a restart. A usage key another account registers under a wallet's lookup hash
+// never pulls that wallet's signature flows into the other account.
 import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
-import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
-import { callEnclave, ok, run } from "./client.ts";
+import { apiKeyHash, cidHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
+import { Keyring } from "../../enclave/keys/derive.ts";
+import { callEnclave, ok, run, walletDerivation } from "./client.ts";
+import { TEST_ROOT_KEY } from "./constants.ts";
 
 const SIGN = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "chain secured" }); }`;
 
@@ -33,20 +37,25 @@ async function adminWallet() {
   return { admin, send, signed, master: walletLookupHash(admin.address) };
 }
 
+type MintedWallet = { wallet_address: Address; derivation_path: Hex; master_wallet_address: Address; account_id: Hex };
+
 describe("a ChainSecured account", () => {
   let a: Awaited<ReturnType<typeof adminWallet>>;
-  let pkp: { wallet_address: Address; derivation_path: Hex };
+  let pkp: MintedWallet;
   let usage: { usage_api_key: string; wallet_address: Address; derivation_path: Hex; usage_api_key_hash: Hex };
   let groupId: bigint;
 
   beforeAll(async () => {
     a = await adminWallet();
-    await a.send("newChainSecuredAccount", ["chain secured", ""]);
+    // The first CreateWallet also names the account's master wallet, which creation registers as wallet 0.
     pkp = await ok("create_wallet_with_signature", await a.signed("CreateWallet"));
+    await a.send("newChainSecuredAccount", ["chain secured", "", pkp.master_wallet_address]);
     await a.send("registerWalletDerivation", [a.master, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]);
     usage = await ok("add_usage_api_key_with_signature", await a.signed("AddUsageApiKey"));
     await a.send("registerWalletDerivation", [a.master, usage.wallet_address, BigInt(usage.derivation_path), "usage key wallet", ""]);
-    const receipt = await a.send("addGroup", [a.master, "g", "", [cidHash(await computeCid(SIGN))], [pkp.wallet_address, usage.wallet_address]]);
+    const cid = await computeCid(SIGN);
+    await a.send("registerActions", [a.master, 0n, [cid]]);
+    const receipt = await a.send("addGroup", [a.master, "g", "", [cidHash(cid)], [pkp.wallet_address, usage.wallet_address, pkp.master_wallet_address]]);
     const added = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0];
     groupId = added?.args.groupId ?? 0n;
     await a.send("setUsageApiKey", [a.master, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [groupId]]);
@@ -59,8 +68,17 @@ describe("a ChainSecured account", () => {
     expect(groupId).toBeGreaterThan(0n);
   });
 
-  it("runs a script with the usage key that signs with the PKP and with the usage key's own wallet", async () => {
-    for (const wallet of [pkp.wallet_address, usage.wallet_address]) {
+  it("names the signer's account and its master wallet: the PKP whose derivation is the master hash, registered as wallet 0", async () => {
+    expect(pkp.account_id).toBe(toHash32(a.master));
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    expect(getAddress(pkp.master_wallet_address)).toBe(keyring.accountMasterWallet(a.master).address);
+    const [wallets] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listWallets", args: [a.master, 0n, 1n] });
+    expect(wallets[0]).toMatchObject({ id: 0n, wallet: getAddress(pkp.master_wallet_address) });
+    expect(await walletDerivation(a.master, getAddress(pkp.master_wallet_address))).toBe(a.master);
+  });
+
+  it("runs a script with the usage key that signs with the PKP, the usage key's own wallet and wallet 0", async () => {
+    for (const wallet of [pkp.wallet_address, usage.wallet_address, pkp.master_wallet_address]) {
       const r = await run(usage.usage_api_key, SIGN, { wallet });
       expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
       expect(await recoverMessageAddress({ message: "chain secured", signature: r.body.response as Hex })).toBe(getAddress(wallet));
@@ -113,6 +131,32 @@ describe("a ChainSecured account", () => {
     }
     expect(status).toBe(401);
     expect(Date.now() - removedAt).toBeLessThanOrEqual(inject("listenerPollMs") + 1_000 + 500);
+  });
+});
+
+// Issue 11, point 3: an account may register any hash as a usage key, the victim wallet's lookup
+// hash included. The enclave looks a signer up among the contract's aliases only, so the victim's
+// signature flows stay its own, and its account can be created after the squat.
+describe("a usage key registered under a wallet's lookup hash (squatting)", () => {
+  it("does not pull the wallet's signature flows into the squatter's account", async () => {
+    const attacker = await adminWallet();
+    const minted = await ok<MintedWallet>("create_wallet_with_signature", await attacker.signed("CreateWallet"));
+    await attacker.send("newChainSecuredAccount", ["attacker", "", minted.master_wallet_address]);
+    const victim = await adminWallet();
+    await attacker.send("setUsageApiKey", [attacker.master, victim.master, 0n, 0n, "squat", "", false, false, false, [], [], [], [0n]]);
+
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    const wallet = await ok<MintedWallet>("create_wallet_with_signature", await victim.signed("CreateWallet"));
+    expect(wallet.account_id).toBe(toHash32(victim.master));
+    expect(getAddress(wallet.master_wallet_address)).toBe(keyring.accountMasterWallet(victim.master).address);
+    expect(getAddress(wallet.wallet_address)).toBe(keyring.pkpKey(victim.master, BigInt(wallet.derivation_path)).address);
+    const key = await ok<{ wallet_address: Address; derivation_path: Hex }>("add_usage_api_key_with_signature", await victim.signed("AddUsageApiKey"));
+    expect(getAddress(key.wallet_address)).toBe(keyring.pkpKey(victim.master, BigInt(key.derivation_path)).address);
+
+    // And the victim's account exists after the squat, with what the flows gave it.
+    await victim.send("newChainSecuredAccount", ["victim", "", wallet.master_wallet_address]);
+    await victim.send("registerWalletDerivation", [victim.master, wallet.wallet_address, BigInt(wallet.derivation_path), "pkp", ""]);
+    expect(await walletDerivation(victim.master, getAddress(wallet.wallet_address))).toBe(BigInt(wallet.derivation_path));
   });
 });
 

@@ -224,11 +224,11 @@ describe("a managed account signs through its wallet", () => {
       return receipt;
     };
     const master = walletLookupHash(attacker.address);
-    await send("newChainSecuredAccount", ["attacker", ""]);
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    await send("newChainSecuredAccount", ["attacker", "", keyring.accountMasterWallet(master).address]);
     const fake = privateKeyToAccount(generatePrivateKey()).address;
     await send("registerWalletDerivation", [master, fake, victimDerivation, "copied", ""]);
     // The key the enclave would derive for the attacker is bound to the attacker's account.
-    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
     expect(keyring.pkpKey(master, victimDerivation).address).not.toBe(getAddress(wallet));
 
     // The attacker needs a usage key to run anything: one from the signature flow, registered by its own transaction.
@@ -239,6 +239,7 @@ describe("a managed account signs through its wallet", () => {
     const minted = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("add_usage_api_key_with_signature", { typed_data: typed, signature });
     const code = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "x" }); }`;
     const cid = await computeCid(code);
+    await send("registerActions", [master, 0n, [cid]]);
     const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [fake]]);
     expect(parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).some((e) => e.eventName === "GroupAdded")).toBe(true);
     await send("setUsageApiKey", [master, BigInt(minted.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [0n]]);

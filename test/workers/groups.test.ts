@@ -1,6 +1,8 @@
 // Groups and actions through the edge in workerd, against the real chain and enclave: the typical
-// workflow of api.md (Groups and actions), what a usage key without each scope gets, and the 404s
-// for a group or wallet the caller does not have.
+// workflow of api.md (Groups and actions), what a usage key without each scope gets, what a key
+// that may only create groups may put in one, and the 404s for a group, wallet or action the
+// caller does not have. A group lists only registered actions: a raw CID given to add_group,
+// update_group or add_action_to_group is registered (without a name) in the same transaction.
 import { SELF } from "cloudflare:test";
 import { CID } from "multiformats/cid";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -86,7 +88,8 @@ describe("the groups and actions workflow", () => {
 
   it("list_groups pages: page_number and page_size, the total in X-Total-Count; the wildcards read as the zero address and \"0\"", async () => {
     const any = await ok<{ group_id: string }>("POST", "/add_group", key, { group_name: "any", group_description: "", pkp_ids_permitted: [ZERO_ADDRESS], cid_hashes_permitted: ["0"] });
-    const third = await ok<{ group_id: string }>("POST", "/add_group", key, { group_name: "third", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [hashOf(cidB)] });
+    // A 0x hash of an action the account registered (the first group registered cidA).
+    const third = await ok<{ group_id: string }>("POST", "/add_group", key, { group_name: "third", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [hashOf(cidA)] });
     const first = await listGroups(key, "?page_number=0&page_size=2");
     const next = await listGroups(key, "?page_number=1&page_size=2");
     const beyond = await listGroups(key, "?page_number=5&page_size=2");
@@ -96,7 +99,7 @@ describe("the groups and actions workflow", () => {
     expect(next.body.map((g) => g.id)).toEqual([third.body.group_id]);
     expect(beyond.body).toEqual([]);
     expect(first.body[1]).toMatchObject({ group_name: "any", pkp_ids_permitted: [ZERO_ADDRESS], cid_hashes_permitted: ["0"] });
-    expect(next.body[0]?.cid_hashes_permitted).toEqual([hashOf(cidB)]);
+    expect(next.body[0]?.cid_hashes_permitted).toEqual([hashOf(cidA)]);
     // Defaults: page 0 of 10.
     expect((await listGroups(key)).body).toHaveLength(3);
   });
@@ -138,13 +141,17 @@ describe("the groups and actions workflow", () => {
     });
   });
 
-  it("add_action registers a CID with metadata; list_actions shows it, of the account and of a group", async () => {
+  it("add_action gives a CID its metadata; list_actions shows it, of the account and of a group", async () => {
     const added = await ok<{ hashed_cid: string; transaction_hash: string }>("POST", "/add_action", key, { action_ipfs_cid: cidB, name: "b", description: "returns b" });
     expect(added.body.hashed_cid).toBe(hashOf(cidB));
     expect(added.headers.get("x-sigil-charged-cents")).toBe("0");
     const all = await ok<Action[]>("GET", "/list_actions", key);
-    expect(all.headers.get("x-total-count")).toBe("1");
-    expect(all.body).toEqual([{ hashed_cid: hashOf(cidB), action_ipfs_cid: cidB, name: "b", description: "returns b" }]);
+    // cidA and cidB were registered, without names, by the group writes that named them raw.
+    expect(all.headers.get("x-total-count")).toBe("2");
+    expect(all.body).toEqual([
+      { hashed_cid: hashOf(cidA), action_ipfs_cid: cidA, name: "", description: "" },
+      { hashed_cid: hashOf(cidB), action_ipfs_cid: cidB, name: "b", description: "returns b" },
+    ]);
     // The group lists cidB (registered: with its CID and metadata) and the any-action entry.
     const inGroup = await ok<Action[]>("GET", `/list_actions?group_id=${groupId}`, key);
     expect(inGroup.headers.get("x-total-count")).toBe("2");
@@ -154,20 +161,30 @@ describe("the groups and actions workflow", () => {
     ]);
   });
 
-  it("an action in a group but never registered is listed without action_ipfs_cid", async () => {
+  it("add_action_to_group registers a raw CID the account did not have, with its CID and no name, and keeps a registered one's name", async () => {
     const cidC = await computeCid("async function main() { return 'c' }");
     await ok("POST", "/add_action_to_group", key, { group_id: groupId, action_ipfs_cid: cidC });
+    await ok("POST", "/add_action_to_group", key, { group_id: groupId, action_ipfs_cid: cidB });
     const inGroup = await ok<Action[]>("GET", `/list_actions?group_id=${groupId}&page_size=100`, key);
-    expect(inGroup.body).toContainEqual({ hashed_cid: hashOf(cidC), name: "", description: "" });
+    expect(inGroup.body).toContainEqual({ hashed_cid: hashOf(cidC), action_ipfs_cid: cidC, name: "", description: "" });
+    expect(inGroup.body).toContainEqual({ hashed_cid: hashOf(cidB), action_ipfs_cid: cidB, name: "b", description: "returns b" });
+  });
+
+  it("a 0x hash of an action the account never registered is 404 action_not_found, in add_group and update_group", async () => {
+    const unregistered = hashOf(await computeCid("async function main() { return 'never registered' }"));
+    const body = { pkp_ids_permitted: [], cid_hashes_permitted: [unregistered] };
+    expectError(await call("POST", "/add_group", key, { group_name: "x", group_description: "", ...body }), 404, "action_not_found");
+    expectError(await call("POST", "/update_group", key, { group_id: groupId, name: "x", description: "", ...body }), 404, "action_not_found");
+    expect((await groupById(key, groupId))?.cid_hashes_permitted).not.toContain(unregistered);
   });
 
   it("update_action_metadata renames an action; delete_action removes it from the account and from every group", async () => {
     await ok("POST", "/update_action_metadata", key, { hashed_cid: hashOf(cidB), name: "bee", description: "still b" });
-    expect((await ok<Action[]>("GET", "/list_actions", key)).body).toEqual([{ hashed_cid: hashOf(cidB), action_ipfs_cid: cidB, name: "bee", description: "still b" }]);
+    expect((await ok<Action[]>("GET", "/list_actions", key)).body).toContainEqual({ hashed_cid: hashOf(cidB), action_ipfs_cid: cidB, name: "bee", description: "still b" });
     await ok("POST", "/delete_action", key, { hashed_cid: hashOf(cidB) });
     const all = await ok<Action[]>("GET", "/list_actions", key);
-    expect(all.body).toEqual([]);
-    expect(all.headers.get("x-total-count")).toBe("0");
+    expect(all.body.map((a) => a.hashed_cid)).not.toContain(hashOf(cidB));
+    expect(all.headers.get("x-total-count")).toBe("2"); // cidA and cidC
     expect((await groupById(key, groupId))?.cid_hashes_permitted).not.toContain(hashOf(cidB));
   });
 
@@ -255,6 +272,41 @@ describe("a usage key lacking a scope gets 403 permission_denied", () => {
     await ok("POST", "/add_action_to_group", scoped, { group_id: groupId, action_ipfs_cid: cid2 });
     const error = expectError(await call("POST", "/add_action_to_group", scoped, { group_id: other, action_ipfs_cid: cid2 }), 403, "permission_denied");
     expect(error.details).toEqual({ scope: "group:manageActions", group_id: other });
+  });
+});
+
+// Issue 11, point 7: a key that may only create groups, and run in every group, used to create
+// {any action, any wallet} and then run its own code with the account's master wallet.
+describe("what a usage key may put in a group it creates", () => {
+  let owner: { api_key: string; wallet_address: string };
+  let cid: string;
+
+  beforeAll(async () => {
+    owner = await newAccount("group contents");
+    cid = await computeCid("async function main() { return 'mine' }");
+  });
+
+  const key = async (perms: Record<string, unknown>) =>
+    (await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", owner.api_key, { name: "k", description: "", ...NO_PERMISSIONS, ...perms })).body.usage_api_key;
+
+  it("with group:create alone: an empty group, but no action (403 group:manageActions) and no wallet (403 group:addPkp), wildcards or not", async () => {
+    const createOnly = await key({ can_create_groups: true, execute_in_groups: [0] });
+    expect((await ok<{ group_id: string }>("POST", "/add_group", createOnly, { group_name: "empty", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] })).body.group_id).toMatch(/^\d+$/);
+    for (const [cids, wallets, scope] of [
+      [["0"], [ZERO_ADDRESS], "group:manageActions"],
+      [[cid], [], "group:manageActions"],
+      [[], [ZERO_ADDRESS], "group:addPkp"],
+      [[], ["0"], "group:addPkp"], // wallet id 0: the account's master wallet
+    ] as const) {
+      const error = expectError(await call("POST", "/add_group", createOnly, { group_name: "x", group_description: "", pkp_ids_permitted: wallets, cid_hashes_permitted: cids }), 403, "permission_denied");
+      expect(error.details).toEqual({ scope, group_id: "0" });
+    }
+  });
+
+  it("with group:create, group:manageActions [0] and group:addPkp [0]: any content, raw CIDs registered", async () => {
+    const filler = await key({ can_create_groups: true, manage_ipfs_ids_in_groups: [0], add_pkp_to_groups: [0] });
+    const r = await ok<{ group_id: string }>("POST", "/add_group", filler, { group_name: "full", group_description: "", pkp_ids_permitted: ["0", ZERO_ADDRESS], cid_hashes_permitted: [cid, "0"] });
+    expect(await groupById(owner.api_key, r.body.group_id)).toMatchObject({ pkp_ids_permitted: [owner.wallet_address.toLowerCase(), ZERO_ADDRESS], cid_hashes_permitted: [hashOf(cid), "0"] });
   });
 });
 

@@ -8,7 +8,7 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { foundry } from "viem/chains";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildTypedData, signableTypedData, typedDataDigest, type SigilPrimaryType, type SigilTypedData } from "../../shared/eip712.ts";
-import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
+import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
 import type { Env } from "../../workers/env.ts";
 import erc1271Wallet from "./fixtures/erc1271Wallet.json";
 
@@ -254,10 +254,17 @@ describe("a contract wallet (ERC-1271)", () => {
   }
 
   it("create_wallet_with_signature accepts the owner's signature for the contract wallet", async () => {
-    const r = await post<{ wallet_address: string; derivation_path: string }>("/create_wallet_with_signature", await signedFor(wallet, owner));
+    const r = await post<{ wallet_address: string; derivation_path: string; master_wallet_address: string; account_id: string }>(
+      "/create_wallet_with_signature",
+      await signedFor(wallet, owner),
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(r.body.derivation_path).toMatch(/^0x[0-9a-f]{64}$/);
+    // The wallet has no account yet: the one newChainSecuredAccount(name, description, master_wallet_address) will make.
+    expect(r.body.account_id).toBe(toHash32(walletLookupHash(wallet)));
+    expect(r.body.master_wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect(r.body.master_wallet_address).not.toBe(r.body.wallet_address);
   });
 
   it("add_usage_api_key_with_signature accepts it too", async () => {

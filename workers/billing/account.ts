@@ -3,7 +3,7 @@
 // `X-Wallet-Auth: base64url(JSON {"typed_data": …, "signature": "0x…"})` signed as `BillingAuth`
 // by the account's current admin wallet.
 import type { Context } from "hono";
-import { encodePacked, keccak256, type Address } from "viem";
+import type { Address } from "viem";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
@@ -97,16 +97,12 @@ function decodeWalletAuth(value: string): { typed_data: unknown; signature: stri
 async function walletCaller(c: Context<EdgeEnv>, header: string): Promise<BillingCaller> {
   const config = c.get("config");
   const wallet = await verifyWalletSignature(config, "BillingAuth", decodeWalletAuth(header));
-  // A wallet that is or was an account's admin resolves to it through its lookup hash.
-  const lookup = BigInt(keccak256(encodePacked(["address"], [wallet])));
-  const account = await readView(config, "getAccount", [lookup], lookup).catch((err: unknown) => {
-    if (err instanceof SigilError && err.code === "invalid_api_key") {
-      throw new SigilError("account_not_found", "no account is administered by the wallet that signed X-Wallet-Auth");
-    }
-    throw err;
-  });
-  if (account.admin.toLowerCase() !== wallet.toLowerCase()) {
+  // A wallet that is or was an account's admin names it among the contract's aliases; a usage key
+  // registered under the wallet's lookup hash is a key, not the wallet, and is never read here.
+  const [master, admin] = await readView(config, "accountOfWallet", [wallet]);
+  if (master === 0n) throw new SigilError("account_not_found", "no account is administered by the wallet that signed X-Wallet-Auth");
+  if (admin.toLowerCase() !== wallet.toLowerCase()) {
     throw new SigilError("permission_denied", "the wallet that signed X-Wallet-Auth is no longer this account's admin");
   }
-  return { master: account.master, via: "wallet", wallet };
+  return { master, via: "wallet", wallet };
 }

@@ -204,11 +204,12 @@ describe("managed writes", () => {
     ];
     for (const [path, call] of writes) await costsOneCent(path, call);
     expect(balance).toBe(100 - 4 - writes.length);
-    // The writes were made: the key, the group and the action are gone; GET made a second wallet.
+    // The writes were made: the key, the group and the action are gone; GET made a second wallet;
+    // add_action_to_group registered the raw CID it was given, in its one transaction.
     const state = await onChain(key);
     expect(state.list_api_keys.body).toEqual([]);
     expect(state.list_groups.body).toEqual([]);
-    expect(state.list_actions.body).toEqual([]);
+    expect(state.list_actions.body).toEqual([{ hashed_cid: toHash32(cidHash(cids[1]!)), action_ipfs_cid: cids[1], name: "", description: "" }]);
     expect(state.list_wallets.body).toHaveLength(3);
   });
 

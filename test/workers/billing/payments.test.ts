@@ -375,11 +375,18 @@ async function sendAs(wallet: PrivateKeyAccount, functionName: string, args: rea
 /** The master hash of the account a wallet made on chain: its lookup hash. */
 const masterOfWallet = (wallet: Address) => BigInt(keccak256(encodePacked(["address"], [wallet])));
 
+/**
+ * Creates `wallet`'s ChainSecured account. Wallet 0 stands in for the master wallet the enclave
+ * derives (create_wallet_with_signature answers it); billing never uses it.
+ */
+const newChainSecuredAccount = (wallet: PrivateKeyAccount, name: string) =>
+  sendAs(wallet, "newChainSecuredAccount", [name, "", privateKeyToAccount(generatePrivateKey()).address]);
+
 describe("X-Wallet-Auth", () => {
   const alice = privateKeyToAccount(generatePrivateKey());
 
   beforeAll(async () => {
-    await sendAs(alice, "newChainSecuredAccount", ["alice's", ""]);
+    await newChainSecuredAccount(alice, "alice's");
     ledgerOfMaster(masterOfWallet(alice.address));
   });
 
@@ -399,6 +406,20 @@ describe("X-Wallet-Auth", () => {
     expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { issuedAt: now() - 3600 }))), 401, "signature_expired");
     const key = await newAccount();
     expectError(await edge("billing/balance", { key, ...asWallet(await walletAuth(alice)) }), 400, "conflicting_credentials");
+  });
+
+  // Issue 11, point 3: an account may register any hash as a usage key, a wallet's lookup hash too.
+  it("a usage key registered under a wallet's lookup hash never takes that wallet's place: 404 before its account exists, its own ledger after", async () => {
+    const attacker = privateKeyToAccount(generatePrivateKey());
+    const victim = privateKeyToAccount(generatePrivateKey());
+    await newChainSecuredAccount(attacker, "attacker");
+    await ledgerOfMaster(masterOfWallet(attacker.address)).credit(`pi_direct_attacker_${Date.now()}`, 70);
+    await sendAs(attacker, "setUsageApiKey", [masterOfWallet(attacker.address), masterOfWallet(victim.address), 0n, 0n, "squat", "", false, false, false, [], [], [], [0n]]);
+    expectError(await edge("billing/balance", asWallet(await walletAuth(victim))), 404, "account_not_found");
+    await newChainSecuredAccount(victim, "victim");
+    await ledgerOfMaster(masterOfWallet(victim.address)).credit(`pi_direct_victim_${Date.now()}`, 30);
+    expect(await ok200("billing/balance", asWallet(await walletAuth(victim)))).toEqual({ balance_cents: 30, balance_display: "$0.30" });
+    expect(await ok200("billing/balance", asWallet(await walletAuth(attacker)))).toEqual({ balance_cents: 70, balance_display: "$0.70" });
   });
 
   it("a malformed header (not base64url, not JSON, a field missing) is 401 invalid_signature on every billing endpoint", async () => {
@@ -491,7 +512,7 @@ describe("X-Wallet-Auth", () => {
 describe("fees of the signature flows", () => {
   it("create_wallet_with_signature and add_usage_api_key_with_signature cost nothing", async () => {
     const wallet = privateKeyToAccount(generatePrivateKey());
-    await sendAs(wallet, "newChainSecuredAccount", ["free flows", ""]);
+    await newChainSecuredAccount(wallet, "free flows");
     await ledgerOfMaster(masterOfWallet(wallet.address)).credit(`pi_direct_${Date.now()}`, 50);
     for (const [path, primaryType] of [
       ["create_wallet_with_signature", "CreateWallet"],
