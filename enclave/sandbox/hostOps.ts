@@ -24,8 +24,8 @@ export type RunContext = {
   fetchPolicy: FetchPolicy;
   /** How host names are resolved (guardedFetch's c-ares resolver; tests may stub it). */
   resolve?: Resolver;
-  /** Aborted when the run ends: its fetches in flight stop. */
-  signal?: AbortSignal;
+  /** The signal that stops the run's fetches in flight when it ends (made at its first fetch). */
+  signal?: () => AbortSignal;
   /** Asks the service thread for a key; rejects with a CodedError (permission_denied, wallet_key_mismatch, …). */
   requestKey(request: KeyRequest): Promise<KeyMaterial>;
 };
@@ -232,7 +232,7 @@ export function createRunHost(run: RunContext): RunHost {
         const r = await guardedFetch(request, { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) }, {
           budget: inFlight,
           ...(run.resolve ? { resolve: run.resolve } : {}),
-          ...(run.signal ? { signal: run.signal } : {}),
+          ...(run.signal ? { signal: run.signal() } : {}),
         });
         // The runtime copies the body into the VM as this resolves: from then on it counts there.
         inFlight.give(r.body.byteLength);

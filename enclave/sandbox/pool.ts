@@ -56,6 +56,8 @@ type Slot = {
   killing: { since: number; runId: number } | undefined;
   /** Asked to be replaced (its heap grew too large): takes no new runs. */
   retiring: boolean;
+  /** When it was last given a run (performance.now()). */
+  lastRunAt: number;
 };
 
 export class SandboxPool {
@@ -120,7 +122,10 @@ export class SandboxPool {
     await Promise.all(this.#slots.map((s) => s.worker.terminate()));
   }
 
-  /** The least busy worker with room, one not held by a long slice if there is such. */
+  /**
+   * The least busy worker with room, one not held by a long slice if there is such; among equals, the
+   * one given a run longest ago, whose next runtime has had the most time to be prepared.
+   */
   #choose(): Slot | undefined {
     const now = Date.now();
     let best: Slot | undefined;
@@ -129,11 +134,16 @@ export class SandboxPool {
       if (s.retiring || s.runs.size >= this.#o.runsPerWorker) continue;
       const current = s.watch.current();
       const held = s.killing !== undefined || (current !== undefined && now - current.startedAt > LONG_SLICE_MS);
-      if (!best || (bestHeld && !held) || (held === bestHeld && s.runs.size < best.runs.size)) {
+      const better =
+        !best ||
+        (bestHeld && !held) ||
+        (held === bestHeld && (s.runs.size < best.runs.size || (s.runs.size === best.runs.size && s.lastRunAt < best.lastRunAt)));
+      if (better) {
         best = s;
         bestHeld = held;
       }
     }
+    if (best) best.lastRunAt = performance.now();
     return best;
   }
 
@@ -146,7 +156,7 @@ export class SandboxPool {
     const worker = new Worker(new URL("./worker.ts", import.meta.url), { name, workerData: init, resourceLimits: { stackSizeMb: 8 } });
     let markReady: () => void = () => {};
     const ready = new Promise<void>((resolve) => (markReady = resolve));
-    const slot: Slot = { worker, name, ready, runs: new Map(), index, watch: new SliceWatch(sliceBoard), killing: undefined, retiring: false };
+    const slot: Slot = { worker, name, ready, runs: new Map(), index, watch: new SliceWatch(sliceBoard), killing: undefined, retiring: false, lastRunAt: 0 };
     worker.on("message", (message: FromWorker) => {
       if (message.type === "ready") markReady();
       else if (message.type === "retire") this.#retire(slot);

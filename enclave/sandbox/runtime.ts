@@ -15,7 +15,7 @@ import type { SliceBoard } from "./slices.ts";
 
 // The sandbox's own JavaScript (globals/): core.js runs before every script; each other chunk is
 // evaluated only when a script first touches what it defines, which keeps a run's set-up cheap.
-const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch"] as const;
+const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch", "fixed"] as const;
 /**
  * QuickJS parses about 10 KB per millisecond here, and core.js is parsed on every run: comment lines
  * and indentation are dropped before evaluation (line breaks stay, so nothing else changes).
@@ -220,8 +220,8 @@ export type RunEnv = {
    * whose slice the pool terminated (its callbacks must never reach its instance again).
    */
   reap?: () => void;
-  /** Aborted when the run ends, whichever way: its fetches in flight stop. */
-  abort?: AbortController;
+  /** Called once when the run ends, whichever way (its fetches in flight stop). */
+  onEnd?: () => void;
   /** Told how long each slice of the run's code took (a long one held up the other runs on the thread). */
   onSlice?: (ms: number) => void;
 };
@@ -317,7 +317,7 @@ export class ScriptRun {
     this.#over = true;
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
-    this.#env.abort?.abort();
+    this.#env.onEnd?.();
     const resolve = this.#resolve;
     this.#resolve = undefined;
     this.#signal();

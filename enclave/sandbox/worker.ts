@@ -33,25 +33,42 @@ const fetchPolicy: FetchPolicy = {
 const resolve = createResolver(init.dns);
 const board = new SliceBoard(init.sliceBoard);
 
+/** Why a run's fetches in flight stop once it has ended. */
+const RUN_ENDED = new Error("the run has ended");
+
 /** A slice at least this long held up the other runs on this thread: they get the time back. */
 const LONG_SLICE_MS = 20;
-/** Clean instances kept for the next runs; more are dropped once idle. */
-const MAX_IDLE_INSTANCES = 8;
+/**
+ * Clean instances kept for the next runs, at most: a worker with many runs in flight needs as many
+ * instances, and making one costs about 2 ms, so they are kept while that many runs come — and
+ * trimmed every half minute to the most that were in flight meanwhile.
+ */
+const MAX_IDLE_INSTANCES = 64;
+const TRIM_INTERVAL_MS = 30_000;
 
 const pendingKeys = new Map<number, { resolve: (k: KeyMaterial) => void; reject: (e: Error) => void }>();
 let nextKeyCall = 1;
 const runs = new Map<number, ScriptRun>();
 const idle: SandboxInstance[] = [];
 let retiring = false;
+/** The most runs in flight since the last trim. */
+let peakRuns = 0;
+setInterval(() => {
+  const keep = peakRuns + 1;
+  // The oldest go: the most recently used are the warmest.
+  if (idle.length > keep) idle.splice(0, idle.length - keep);
+  peakRuns = runs.size;
+}, TRIM_INTERVAL_MS).unref();
 
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
 function requestKey(runId: number, request: KeyRequest): Promise<KeyMaterial> {
   const callId = nextKeyCall++;
-  return new Promise((resolve, reject) => {
+  const answer = new Promise<KeyMaterial>((resolve, reject) => {
     pendingKeys.set(callId, { resolve, reject });
     post({ type: "key", runId, callId, request });
   });
+  return answer;
 }
 
 /** Gives every run but `except` the time a long slice held the thread. */
@@ -119,7 +136,8 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   // to a busy thread): that waits until it is done. With others in flight the thread is busy anyway.
   if (runs.size > 0) prepareNext();
   prepared ??= prepareRuntime(await takeInstance());
-  const abort = new AbortController();
+  // Made at the run's first fetch: most runs never fetch, and abort() costs an event per run.
+  let abort: AbortController | undefined;
   let script: ScriptRun | undefined;
   const host = createRunHost({
     cid: request.cid,
@@ -127,17 +145,18 @@ async function run(runId: number, request: RunRequest): Promise<void> {
     limits,
     fetchPolicy,
     resolve,
-    signal: abort.signal,
+    signal: () => (abort ??= new AbortController()).signal,
     requestKey: (r) => requestKey(runId, r),
   });
   script = new ScriptRun(prepared, request, limits, host, {
     runId,
     board,
     reap,
-    abort,
+    onEnd: () => abort?.abort(RUN_ENDED),
     onSlice: (ms) => holdUp(runId, ms),
   });
   runs.set(runId, script);
+  peakRuns = Math.max(peakRuns, runs.size);
   // Registered before the run's code starts: a terminated slice unwinds this function's frame too,
   // and the answer must still go out when the run is killed.
   const ended = script;

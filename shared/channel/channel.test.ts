@@ -259,3 +259,14 @@ describe("the session flood (issue 11, point 6)", () => {
     expect(await refusal(recipient.open(await forged(), { source: "attacker" }))).toBe("bad_signature");
   });
 });
+
+describe("base64url", () => {
+  it("encodes every length as Node's base64url does (no padding), and decodes it back", () => {
+    for (let n = 0; n < 100; n++) {
+      const bytes = crypto.getRandomValues(new Uint8Array(n));
+      const text = toBase64Url(bytes);
+      expect(text).toBe(Buffer.from(bytes).toString("base64url"));
+      expect(fromBase64Url(text)).toEqual(bytes);
+    }
+  });
+});

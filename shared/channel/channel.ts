@@ -94,10 +94,32 @@ const requestSchema = z.strictObject({
   nonce: z.string().regex(/^[0-9a-f]{32}$/),
 });
 
+const BASE64URL_CODES = Uint8Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", (c) => c.charCodeAt(0));
+const latin1 = new TextDecoder("latin1");
+
+/**
+ * Base64url without padding, by table: every request and answer of the channel is encoded here, and
+ * btoa plus three regular-expression replacements cost about ten times as much.
+ */
 export function toBase64Url(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const n = bytes.length;
+  const out = new Uint8Array(Math.ceil((n * 4) / 3));
+  let o = 0;
+  let i = 0;
+  for (; i + 2 < n; i += 3) {
+    const v = ((bytes[i] as number) << 16) | ((bytes[i + 1] as number) << 8) | (bytes[i + 2] as number);
+    out[o++] = BASE64URL_CODES[v >> 18] as number;
+    out[o++] = BASE64URL_CODES[(v >> 12) & 63] as number;
+    out[o++] = BASE64URL_CODES[(v >> 6) & 63] as number;
+    out[o++] = BASE64URL_CODES[v & 63] as number;
+  }
+  if (i < n) {
+    const v = ((bytes[i] as number) << 16) | (i + 1 < n ? (bytes[i + 1] as number) << 8 : 0);
+    out[o++] = BASE64URL_CODES[v >> 18] as number;
+    out[o++] = BASE64URL_CODES[(v >> 12) & 63] as number;
+    if (i + 1 < n) out[o++] = BASE64URL_CODES[(v >> 6) & 63] as number;
+  }
+  return latin1.decode(out.subarray(0, o));
 }
 
 export function fromBase64Url(text: string): Uint8Array {

@@ -15,6 +15,8 @@
     setPrototypeOf: Object.setPrototypeOf,
     getOwnPropertyDescriptor: Object.getOwnPropertyDescriptor,
     is: Object.is,
+    defineProperties: Object.defineProperties,
+    reflectDefineProperty: Reflect.defineProperty,
     objectKeys: Object.keys,
     ObjectPrototype: Object.prototype,
     objToString: Object.prototype.toString,
@@ -90,19 +92,19 @@
     let exports = apply(mapGet, chunks, [name]);
     if (exports === undefined) {
       const install = apply(hostLoad, undefined, [name]);
-      exports = install(G, P, need, name === "host" || name === "console" ? hostKit : kit());
+      exports = install(G, P, need, name === "host" || name === "console" || name === "fixed" ? hostKit : kit());
       apply(mapSet, chunks, [name, exports]);
     }
     return exports;
   }
 
-  /** A global that is built the first time it is read, then becomes a plain property. */
-  function lazyGlobal(name, chunk) {
+  /** A global (or a built-in's method, on `holder`) that is built the first time it is read, then becomes a plain property. */
+  function lazyGlobal(name, chunk, holder = G, key = name) {
     // A descriptor without a prototype: the script may have put `get` or `set` on Object.prototype.
-    const settle = (value) => defineProperty(G, name, { __proto__: null, value, writable: true, enumerable: false, configurable: true });
-    defineProperty(G, name, {
+    const settle = (value) => defineProperty(holder, name, { __proto__: null, value, writable: true, enumerable: false, configurable: true });
+    defineProperty(holder, name, {
       get() {
-        const value = need(chunk)[name];
+        const value = need(chunk)[key];
         settle(value);
         return value;
       },
@@ -149,10 +151,7 @@
   // Sigil.Actions is a small stub here that forwards to the actions chunk, which is parsed only at the
   // first call (or ahead of it, when the host prepares a runtime while idle): a run that never signs
   // does not pay for it. The names must match actions.js (the sandbox's tests compare them).
-  const ACTION_NAMES = [
-    "signMessage", "signTypedData", "signTransaction", "signDigest", "getPublicKey", "getPrivateKey", "encrypt", "decrypt",
-    "getActionWalletAddress", "getActionPublicKey", "signMessageAsAction", "getActionPrivateKey", "setResponse", "keccak256", "sha256",
-  ];
+  const ACTION_NAMES = apply(P.strSplit, "signMessage signTypedData signTransaction signDigest getPublicKey getPrivateKey encrypt decrypt getActionWalletAddress getActionPublicKey signMessageAsAction getActionPrivateKey setResponse keccak256 sha256", [" "]);
   const Actions = {};
   for (let i = 0; i < ACTION_NAMES.length; i++) {
     const name = ACTION_NAMES[i];
@@ -168,47 +167,11 @@
   lazyGlobal("structuredClone", "clone");
   for (const name of ["fetch", "Headers", "Response"]) lazyGlobal(name, "fetch");
 
-  // ─── the global object's fixed properties stay fixed ───────────────────────────────────────
-  // QuickJS lets [[DefineOwnProperty]] on the global object change the value of a non-writable,
-  // non-configurable data property (measured: Object.defineProperty(globalThis, "Sigil", {value: 1})
-  // succeeds and replaces it), which the language forbids. For the global properties the sandbox
-  // fixes (Sigil, eval, Function) the three ways to define a property refuse, as the language says.
-  const FIXED = ["Sigil", "eval", "Function"];
-  const changesFixed = (target, key, desc) => {
-    if (target !== G || (key !== "Sigil" && key !== "eval" && key !== "Function")) return false;
-    if (desc === null || typeof desc !== "object") return false; // the real call reports that
-    const current = P.getOwnPropertyDescriptor(G, key);
-    return current !== undefined && "value" in desc && !P.is(desc.value, current.value);
-  };
-  const realDefineProperty = Object.defineProperty;
-  const realDefineProperties = Object.defineProperties;
-  const realReflectDefine = Reflect.defineProperty;
-  const redefined = {
-    defineProperty(o, p, attributes) {
-      const key = typeof p === "symbol" ? p : P.String(p);
-      if (changesFixed(o, key, attributes)) throw new P.TypeError(`Cannot redefine property: ${key}`);
-      return apply(realDefineProperty, Object, [o, key, attributes]);
-    },
-    defineProperties(o, properties) {
-      if (o === G && properties !== null && typeof properties === "object") {
-        for (let i = 0; i < FIXED.length; i++) {
-          const key = FIXED[i];
-          if (P.getOwnPropertyDescriptor(properties, key) !== undefined && changesFixed(o, key, properties[key])) throw new P.TypeError(`Cannot redefine property: ${key}`);
-        }
-      }
-      return apply(realDefineProperties, Object, [o, properties]);
-    },
-  };
-  const reflectRedefined = {
-    defineProperty(o, p, attributes) {
-      const key = typeof p === "symbol" ? p : P.String(p);
-      if (changesFixed(o, key, attributes)) return false;
-      return apply(realReflectDefine, Reflect, [o, key, attributes]);
-    },
-  };
-  defineProperty(Object, "defineProperty", { value: redefined.defineProperty, writable: true, enumerable: false, configurable: true });
-  defineProperty(Object, "defineProperties", { value: redefined.defineProperties, writable: true, enumerable: false, configurable: true });
-  defineProperty(Reflect, "defineProperty", { value: reflectRedefined.defineProperty, writable: true, enumerable: false, configurable: true });
+  // The global properties the sandbox fixes (Sigil, eval, Function) stay fixed against the three
+  // ways to define a property, which QuickJS would let change them (fixed.js): loaded at first use.
+  lazyGlobal("defineProperty", "fixed", Object, "objectDefineProperty");
+  lazyGlobal("defineProperties", "fixed", Object);
+  lazyGlobal("defineProperty", "fixed", Reflect, "reflectDefineProperty");
 
   // ─── no code generation from strings ──────────────────────────────────────────────────────
   const refuse = function () {
@@ -241,8 +204,15 @@
     if (typeof main !== "function") throw need("host").codedError("script_error", "the script must define main(params)");
     const value = await apply(main, undefined, [params]);
     const out = value === undefined ? (responseSet ? responseValue : null) : value;
-    // A BigInt has no JSON form: the response carries it as its decimal string.
-    const json = P.stringify(out, bigintAsDecimal);
+    let json;
+    try {
+      json = P.stringify(out);
+    } catch (e) {
+      // A BigInt has no JSON form: the response carries it as its decimal string. (Only then is a
+      // replacer worth its cost: it is called for every value of the response.)
+      if (!(e instanceof P.TypeError)) throw e;
+      json = P.stringify(out, bigintAsDecimal);
+    }
     return json === undefined ? "null" : json;
   }
   const fireTimer = (id) => need("timers").fire(id);
