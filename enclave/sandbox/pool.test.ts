@@ -59,7 +59,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 
 let pool: SandboxPool | undefined;
 
-async function startPool(options: { runsPerWorker?: number; allowHosts?: string[] } = {}): Promise<SandboxPool> {
+async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number } = {}): Promise<SandboxPool> {
   started.length = 0;
   pool = await SandboxPool.start({
     workers: config.sandboxWorkers,
@@ -67,7 +67,7 @@ async function startPool(options: { runsPerWorker?: number; allowHosts?: string[
     limits: config.limits,
     fetchPolicy: { allowHosts: options.allowHosts ?? [], denyPorts: [], timeoutMs: 30_000, maxResponseBytes: config.limits.maxFetchBytes, maxRedirects: 1 },
     dns: config.dns,
-    recycle: config.sandboxRecycle,
+    recycle: { ...config.sandboxRecycle, ...(options.workerHeapBytes === undefined ? {} : { workerHeapBytes: options.workerHeapBytes }) },
     log: createLogger("silent"),
     watchdogGraceMs: config.watchdogGraceMs,
   });
@@ -230,5 +230,29 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
     expect(answer(await p.run(quick("innocent"), noKeys))).toBe("innocent");
     expect(p.restarts).toBe(0);
     expect(started).toHaveLength(1);
+  });
+});
+
+describe("SandboxPool: workers whose heap grew are recycled between runs", { timeout: 60_000 }, () => {
+  it("a worker past its heap threshold finishes the runs it holds, takes no new ones, and is replaced; no run fails", async () => {
+    // A threshold every worker passes: each retires after its first run.
+    const p = await startPool({ runsPerWorker: 4, workerHeapBytes: 1 });
+    const first = [p.run(waits(300, "a"), noKeys), p.run(waits(300, "b"), noKeys)];
+    expect((await Promise.all(first)).map(answer)).toEqual(["a", "b"]);
+    for (let i = 0; i < 3; i++) expect(answer(await p.run(quick(`after ${i}`), noKeys))).toBe(`after ${i}`);
+    expect(p.retirements).toBeGreaterThanOrEqual(3);
+    // Retired, not crashed: the restarts count stays for workers that failed.
+    expect(p.restarts).toBe(0);
+    expect(started.length).toBe(p.retirements + 1);
+  });
+
+  it("a run that grew its heap leaves the next run on the same worker its whole memory limit", async () => {
+    const p = await startPool({ runsPerWorker: 1 });
+    const grows = request(`async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); return keep.length }`);
+    for (let i = 0; i < 5; i++) expect(answer(await p.run(grows, noKeys))).toBe(40);
+    // 56 MiB of strings: fits a 64 MiB limit only if nothing of the runs before is left in its way.
+    const big = request(`async function main() { const keep = []; for (let i = 0; i < 56; i++) keep.push("y".repeat(1 << 20) + i); return keep.length }`);
+    expect(answer(await p.run(big, noKeys))).toBe(56);
+    expect(p.restarts).toBe(0);
   });
 });

@@ -162,9 +162,10 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   const ended = script;
   void ended.outcome.then((outcome) => {
     runs.delete(runId);
-    post({ type: "done", runId, outcome });
     if (ended.instanceReusable) giveBack(ended.instance);
+    // Before the answer: a worker that retires is given no run after this one.
     checkHeap();
+    post({ type: "done", runId, outcome });
     prepareNext();
   });
   void ended.start();
