@@ -284,8 +284,9 @@ describe("billingOf", () => {
   it("names a key's account (its ledger), whether the key is live and its spend cap; nothing for what is not a key", async () => {
     const { master } = await f.managedAccount();
     const { hash: capped } = await f.usageKey(master, { balance: 250n });
-    const { hash: expired } = await f.usageKey(master, { expiration: (await f.now()) + 1n });
-    await f.advance(5);
+    // Ahead of the next block's time by more than a wall-clock second (the chain may be that far behind), then past it.
+    const { hash: expired } = await f.usageKey(master, { expiration: (await f.now()) + 30n });
+    await f.advance(60);
     expect(await f.read("billingOf", [master])).toEqual([master, true, 0n]);
     expect(await f.read("billingOf", [capped])).toEqual([master, true, 250n]);
     expect(await f.read("billingOf", [expired])).toEqual([master, false, 0n]);
