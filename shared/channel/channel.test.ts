@@ -258,6 +258,21 @@ describe("the session flood (issue 11, point 6)", () => {
     now += 1_000;
     expect(await refusal(recipient.open(await forged(), { source: "attacker" }))).toBe("bad_signature");
   });
+
+  it("never refuses an allowed edge's own opening for the junk others sent from the same address (behind dstack-ingress every peer is the ingress)", async () => {
+    const { key, edge, recipient } = await setup({ openings: { capacity: 2, perSecond: 0.001 } });
+    const forged = async () => {
+      const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+      const sig = fromBase64Url(call.sealed.init!.sig);
+      sig[0] = (sig[0] as number) ^ 1;
+      return { ...call.sealed, init: { ...call.sealed.init!, sig: toBase64Url(sig) } };
+    };
+    for (let i = 0; i < 10; i++) await refusal(recipient.open(await forged(), { source: "ingress" }));
+    expect(await refusal(recipient.open(await forged(), { source: "ingress" }))).toBe("too_many_openings");
+    const real = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
+    expect((await recipient.open(real.sealed, { source: "ingress" })).request.path).toBe(REQUEST.path);
+    expect(recipient.sessions).toBe(1);
+  });
 });
 
 describe("base64url", () => {

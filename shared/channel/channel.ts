@@ -428,7 +428,7 @@ export class ChannelRecipient {
     }
     const init = sealed.init;
     if (!init) throw new ChannelError("unknown_session", "this enclave holds no such session; open a new one");
-    // The cheap refusals first, before a token or any cryptography is spent on the opening.
+    // The cheap refusals first, before any cryptography is spent on the opening.
     const edgeKey = this.#allowed.get(init.edge_key);
     if (!edgeKey) throw new ChannelError("edge_not_allowed", "the session is signed by an edge key that is not on this enclave's allow-list");
     const enc = fromBase64Url(init.enc);
@@ -437,12 +437,20 @@ export class ChannelRecipient {
     const openingKey = `${sealed.sid}:${init.edge_key}:${init.sig}`;
     let opening = this.#opening.get(openingKey);
     if (!opening) {
-      const waitMs = this.#openings.take(source);
-      if (waitMs > 0) throw new ChannelError("too_many_openings", "too many session openings from this source; retry later", { retryAfterSeconds: Math.ceil(waitMs / 1000) });
-      const authenticating = this.#authenticate(init, enc, edgeKey, now).then((session) => {
-        this.#store(sealed.sid, session);
-        return session;
-      });
+      // Authenticated before anything is stored (and its signature before any HPKE work). Only a
+      // refused opening counts against its source: behind dstack-ingress every peer is the ingress,
+      // and an edge's own openings must never be refused for what others sent from there.
+      const authenticating = this.#authenticate(init, enc, edgeKey, now).then(
+        (session) => {
+          this.#store(sealed.sid, session);
+          return session;
+        },
+        (err: unknown) => {
+          const waitMs = this.#openings.take(source);
+          if (waitMs > 0) throw new ChannelError("too_many_openings", "too many refused session openings from this source; retry later", { retryAfterSeconds: Math.ceil(waitMs / 1000) });
+          throw err;
+        },
+      );
       const done = () => {
         if (this.#opening.get(openingKey) === authenticating) this.#opening.delete(openingKey);
       };
