@@ -256,3 +256,65 @@ describe("SandboxPool: workers whose heap grew are recycled between runs", { tim
     expect(p.restarts).toBe(0);
   });
 });
+
+// What a terminated slice must leave alone (review of issue 11): the host copies a fetch's reply
+// into the VM outside any slice, so no script code may run there; and a slice is ended only in a
+// turn of its own, so the other runs' queued continuations survive it.
+describe("SandboxPool: nothing of a script runs outside its watched slices, and a terminated slice takes nothing else down", { timeout: 120_000 }, () => {
+  let target: FetchTarget;
+  beforeAll(async () => {
+    target = await startFetchTarget();
+  });
+  afterAll(async () => {
+    await target.close();
+  });
+
+  it("a `then` getter the script puts on Array.prototype is not run by the host when it hands a fetch's reply over", async () => {
+    const p = await startPool({ runsPerWorker: 4, allowHosts: [`127.0.0.1:${target.port}`] });
+    // The trap is set once the request is with the host: only the host's handing over of the reply
+    // could reach it (the script resolves no array). Run there, outside any slice, its scans would
+    // hold the worker past every deadline; the watchdog would not see them.
+    const trap = request(
+      `async function main() {
+        let trapped = 0;
+        const pending = fetch(${JSON.stringify(`${target.url}/hello`)});
+        Object.defineProperty(Array.prototype, "then", {
+          get() { trapped++; const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return undefined; },
+          configurable: true,
+        });
+        const r = await pending;
+        delete Array.prototype.then;
+        return { text: await r.text(), trapped };
+      }`,
+      3_000,
+    );
+    expect(answer(await p.run(trap, noKeys))).toEqual({ text: "hello from the target", trapped: 0 });
+    expect(p.restarts).toBe(0);
+  });
+
+  it("an offender ended right after a long slice leaves every neighbour waiting on its worker answered", async () => {
+    const p = await startPool({ runsPerWorker: 64 });
+    // A timer callback of 30 ms (a long slice: the waiting neighbours are woken to be told so), then
+    // in the same turn a job of scans that outlives the deadline and is ended from outside.
+    const offender = request(
+      `async function main() {
+        setTimeout(() => {
+          let x = 0; const t = Date.now(); while (Date.now() - t < 30) x++;
+          Promise.resolve().then(() => { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); });
+        }, 5);
+        await new Promise(() => {});
+      }`,
+      700,
+    );
+    const neighbour = (n: number) => request(`async function main() { await new Promise((r) => setTimeout(r, 1500)); return ${n} }`);
+    for (let round = 0; round < 2; round++) {
+      const neighbours = Array.from({ length: 8 }, (_, n) => p.run(neighbour(n), noKeys));
+      await new Promise((r) => setTimeout(r, 50));
+      const ended = await p.run(offender, noKeys);
+      expect(ended.error?.code).toBe("timeout");
+      expect((await Promise.all(neighbours)).map(answer)).toEqual(Array.from({ length: 8 }, (_, n) => n));
+    }
+    expect(p.terminations).toBeGreaterThanOrEqual(2);
+    expect(p.restarts).toBe(0);
+  });
+});

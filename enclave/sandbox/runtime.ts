@@ -8,6 +8,7 @@
 // outlives the deadline without a poll (a long built-in); such a run is ended from outside (`kill`)
 // and its instance is dropped unread.
 import { readFileSync } from "node:fs";
+import { MessageChannel } from "node:worker_threads";
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
 import type { SandboxInstance } from "./instance.ts";
@@ -209,6 +210,25 @@ export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
 /** How a run ended, before its logs and duration are added. */
 type Ending = { responseJson?: string; error?: RunError; internalError?: unknown };
 
+/**
+ * Runs `f` in a turn of its own: a message event of a port of this thread. Every slice of a run's
+ * code runs in such a turn, because that is where V8's TerminateExecution (slices.ts) leaves the
+ * thread sound. Measured on Node 24: terminated inside a setImmediate or setTimeout callback, the
+ * thread's async-hooks stack is left corrupted and the whole process aborts; terminated inside a
+ * microtask checkpoint, every other microtask queued in it — other runs' continuations — is dropped;
+ * terminated inside a message event, the thread goes on and what was queued before survives.
+ */
+const turns = new MessageChannel();
+const turnQueue: Array<() => void> = [];
+turns.port1.on("message", () => turnQueue.shift()?.());
+// Turns keep nothing alive: a run waiting on a turn is held by the worker's own port.
+turns.port1.unref();
+
+function nextTurn(f: () => void): void {
+  turnQueue.push(f);
+  turns.port2.postMessage(0);
+}
+
 /** What ties a run to the worker that runs it. */
 export type RunEnv = {
   /** The run's id on the worker's slice board. */
@@ -289,10 +309,7 @@ export class ScriptRun {
    * slice terminated from outside unwinds every frame on the stack, the caller's included.
    */
   start(): Promise<RunOutcome> {
-    this.#run().then(
-      (outcome) => this.#end(outcome),
-      (err: unknown) => this.#end(this.#finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err })),
-    );
+    nextTurn(() => this.#run());
     return this.#outcome;
   }
 
@@ -340,7 +357,8 @@ export class ScriptRun {
     };
   }
 
-  async #run(): Promise<RunOutcome> {
+  /** The run, as steps that each run from a macrotask; it ends through `done` (or `kill`). */
+  #run(): void {
     const request = this.#request;
     const limits = this.#limits;
     const host = this.#host;
@@ -463,7 +481,8 @@ export class ScriptRun {
       return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
     };
 
-    try {
+    /** The host's entry points, bound to this run (the first step calls it). */
+    const setup = () => {
       /**
        * Copies a host reply into the VM. It counts against the run's memory like the run's own
        * objects: a large reply that cannot fit ends the run in memory_limit before it is copied, and
@@ -479,12 +498,16 @@ export class ScriptRun {
         if (bytes >= LARGE_REPLY_BYTES && Buffer.byteLength(text) * 2 + (body?.byteLength ?? 0) + memoryInUse() > limits.memoryLimitBytes) {
           throw new RunStop(memoryError());
         }
-        const h = body ? ctx.newArray() : ctx.newString(text);
+        // No script code may run here (this is no slice): a string reply is a primitive, and a reply
+        // with bytes is an object without a prototype whose properties are defined, not assigned —
+        // no setter the script put on Array or Object.prototype runs, and resolving the promise with
+        // it finds no `then` to call.
+        const h = body ? ctx.newObject(ctx.null) : ctx.newString(text);
         if (body) {
           const json = ctx.newString(text);
           const buffer = ctx.newArrayBuffer(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer);
-          ctx.setProp(h, 0, json);
-          ctx.setProp(h, 1, buffer);
+          ctx.defineProp(h, "json", { value: json, enumerable: true });
+          ctx.defineProp(h, "body", { value: buffer, enumerable: true });
           json.dispose();
           buffer.dispose();
         }
@@ -572,9 +595,64 @@ export class ScriptRun {
       const internal = this.#prepared.internal;
       const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
       ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
+    };
+    /** Ends the run once: its outcome, its timers, and (unless abandoned) its VM disposed. */
+    const done = (ending: Ending): void => {
+      if (this.#over) return;
+      const outcome = finish(ending);
+      this.#over = true;
+      for (const t of timers.values()) clearTimeout(t);
+      timers.clear();
+      if (!this.#abandoned) {
+        try {
+          for (const d of deferreds) if (d.alive) d.dispose();
+          deferreds.clear();
+          for (let i = owned.length - 1; i >= 0; i--) {
+            const h = owned[i] as QuickJSHandle;
+            if (h.alive) h.dispose();
+          }
+          ctx.dispose();
+          runtime.dispose();
+        } catch {
+          // QuickJS can lose track of an object when an allocation fails half-way (out of memory
+          // inside a built-in), and then refuses to free the runtime: the instance goes, the run's
+          // outcome stands.
+          this.#abandoned = true;
+        }
+      }
+      this.#end(outcome);
+    };
+    /** What a throw on the host's side of a step means for the run. */
+    const failed = (err: unknown): Ending => {
+      if (err instanceof RunStop) return { error: err.runError };
+      // Host-side failure while setting up or driving the VM (for example out of memory while
+      // creating a value): the run ends; the worker stays healthy. The instance is not reused.
+      this.#abandoned = true;
+      const message = err instanceof Error ? err.message : String(err);
+      if (memoryExceeded || instance.refused) return { error: memoryError() };
+      if (interrupted) return { error: timeoutError() };
+      if (/out of memory/i.test(message)) return { error: memoryError() };
+      return { error: { code: "script_error", message: "the script could not be run" }, internalError: err };
+    };
+    /** Runs one step of the run (from a macrotask); a throw ends the run. */
+    const step = (f: () => void) => {
+      if (this.#over) return;
+      try {
+        f();
+      } catch (err) {
+        done(failed(err));
+      }
+    };
 
-      /** Runs jobs, timers and host settlements until `promise` settles; returns its state. */
-      const drive = async (promise: QuickJSHandle): Promise<{ value: QuickJSHandle } | { error: RunError }> => {
+    const internal = this.#prepared.internal;
+    type Settled = { value: QuickJSHandle } | { error: RunError };
+    /**
+     * Runs jobs, timers and host settlements until `promise` settles, then calls `then` with its state.
+     * Between host replies it waits for the next one, a timer or the deadline; each wake-up is a turn
+     * (nextTurn) in which the slices run.
+     */
+    const drive = (promise: QuickJSHandle, then: (settled: Settled) => void): void => {
+      const turn = (): Settled | undefined => {
         for (;;) {
           if (over()) return { error: timeoutError() };
           if (stopWith) return { error: stopWith.runError };
@@ -616,21 +694,56 @@ export class ScriptRun {
           if (deferreds.size === 0 && timers.size === 0) {
             return { error: { code: "script_error", message: "main(params) never settled: it awaits something that can never happen" } };
           }
-          const remaining = this.deadline() - Date.now();
-          if (remaining <= 0) return { error: timeoutError() };
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, remaining);
-            this.#wake = () => {
-              clearTimeout(t);
-              resolve();
-            };
-          });
-          if (over()) return { error: timeoutError() };
-          if (Date.now() >= this.deadline()) {
-            interrupted = true;
-            return { error: timeoutError() };
-          }
+          return undefined;
         }
+      };
+      const go = () =>
+        step(() => {
+          this.#wake = undefined;
+          if (!over() && Date.now() >= this.deadline()) {
+            interrupted = true;
+            return then({ error: timeoutError() });
+          }
+          const settled = turn();
+          if (settled) return then(settled);
+          const remaining = this.deadline() - Date.now();
+          if (remaining <= 0) {
+            interrupted = true;
+            return then({ error: timeoutError() });
+          }
+          const t = setTimeout(() => nextTurn(go), remaining);
+          this.#wake = () => {
+            clearTimeout(t);
+            nextTurn(go);
+          };
+        });
+      go();
+    };
+
+    step(() => {
+      setup();
+      const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
+      ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
+
+      /** `main` has been called: its promise settles into the run's response. */
+      const answer = (settled: Settled) => {
+        if ("error" in settled) return done({ error: settled.error });
+        const json = ctx.getString(settled.value);
+        settled.value.dispose();
+        if (Buffer.byteLength(json) > limits.maxResponseBytes) {
+          return done({ error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` } });
+        }
+        done({ responseJson: json });
+      };
+      const callMain = (moduleNamespace: QuickJSHandle | undefined) => {
+        const params = own(ctx.newString(request.paramsJson));
+        const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
+        if (called.error) {
+          const e = describe(called.error, internal);
+          called.error.dispose();
+          return done({ error: e });
+        }
+        drive(own(called.value), answer);
       };
 
       // The user's code: a script defining a global main, or a module exporting it.
@@ -639,77 +752,24 @@ export class ScriptRun {
       if (evaluated.error) {
         const e = describe(evaluated.error, internal);
         evaluated.error.dispose();
-        return finish({ error: e });
+        return done({ error: e });
       }
-      let moduleNamespace: QuickJSHandle | undefined;
-      if (isModule) {
-        // A module evaluates to its namespace, or to a promise for it (top-level await).
-        const ns = own(evaluated.value);
-        const state = ctx.getPromiseState(ns);
-        if (state.type === "fulfilled" && state.notAPromise) {
-          moduleNamespace = ns; // the same handle, already owned
-        } else if (state.type === "rejected") {
-          const e = describe(state.error, internal);
-          state.error.dispose();
-          return finish({ error: e });
-        } else {
-          if (state.type === "fulfilled") state.value.dispose();
-          const settled = await drive(ns);
-          if ("error" in settled) return finish({ error: settled.error });
-          moduleNamespace = own(settled.value);
-        }
-      } else {
+      if (!isModule) {
         evaluated.value.dispose();
+        return callMain(undefined);
       }
-
-      const params = own(ctx.newString(request.paramsJson));
-      const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
-      if (called.error) {
-        const e = describe(called.error, internal);
-        called.error.dispose();
-        return finish({ error: e });
+      // A module evaluates to its namespace, or to a promise for it (top-level await).
+      const ns = own(evaluated.value);
+      const state = ctx.getPromiseState(ns);
+      if (state.type === "fulfilled" && state.notAPromise) return callMain(ns); // the same handle, already owned
+      if (state.type === "rejected") {
+        const e = describe(state.error, internal);
+        state.error.dispose();
+        return done({ error: e });
       }
-      const mainPromise = own(called.value);
-      const settled = await drive(mainPromise);
-      if ("error" in settled) return finish({ error: settled.error });
-      const json = ctx.getString(settled.value);
-      settled.value.dispose();
-      if (Buffer.byteLength(json) > limits.maxResponseBytes) {
-        return finish({ error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` } });
-      }
-      return finish({ responseJson: json });
-    } catch (err) {
-      if (err instanceof RunStop) return finish({ error: err.runError });
-      // Host-side failure while setting up or driving the VM (for example out of memory while
-      // creating a value): the run ends; the worker stays healthy. The instance is not reused.
-      this.#abandoned = true;
-      const message = err instanceof Error ? err.message : String(err);
-      if (memoryExceeded || instance.refused) return finish({ error: memoryError() });
-      if (interrupted) return finish({ error: timeoutError() });
-      if (/out of memory/i.test(message)) return finish({ error: memoryError() });
-      return finish({ error: { code: "script_error", message: "the script could not be run" }, internalError: err });
-    } finally {
-      this.#over = true;
-      for (const t of timers.values()) clearTimeout(t);
-      timers.clear();
-      if (!this.#abandoned) {
-        try {
-          for (const d of deferreds) if (d.alive) d.dispose();
-          deferreds.clear();
-          for (let i = owned.length - 1; i >= 0; i--) {
-            const h = owned[i] as QuickJSHandle;
-            if (h.alive) h.dispose();
-          }
-          ctx.dispose();
-          runtime.dispose();
-        } catch {
-          // QuickJS can lose track of an object when an allocation fails half-way (out of memory
-          // inside a built-in), and then refuses to free the runtime: the instance goes, the run's
-          // outcome stands.
-          this.#abandoned = true;
-        }
-      }
-    }
+      if (state.type === "fulfilled") state.value.dispose();
+      drive(ns, (settled) => ("error" in settled ? done({ error: settled.error }) : callMain(own(settled.value))));
+    });
   }
 }
 

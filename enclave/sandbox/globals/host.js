@@ -44,11 +44,11 @@
     // never sees (or rewrites) the host's reply.
     defineProperty(pending, "constructor", record({ value: P.Promise }));
     const reply = await pending;
-    // A reply with bytes (a fetch's body) comes as [json, ArrayBuffer]: the bytes copied straight
-    // into the VM, not through JSON.
-    const r = typeof reply === "string" ? parse(reply) : parse(reply[0]);
+    // A reply with bytes (a fetch's body) comes as {json, body} (no prototype): the bytes copied
+    // straight into the VM as an ArrayBuffer, not through JSON.
+    const r = typeof reply === "string" ? parse(reply) : parse(reply.json);
     if (!r.ok) throw codedError(r.code, r.message, r.name);
-    if (typeof reply !== "string") r.value.body = reply[1];
+    if (typeof reply !== "string") r.value.body = reply.body;
     return r.value;
   }
 
