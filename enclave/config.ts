@@ -1,6 +1,6 @@
 // The enclave's one configuration object: read from the environment once at start, validated, typed.
 // Nothing else in enclave/ reads process.env.
-import { cpus } from "node:os";
+import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { defaultStalledAfterMs } from "./authz/listener.ts";
@@ -63,6 +63,11 @@ const schema = z
     SIGIL_SANDBOX_RECYCLE_MB: int(1, 4_096).default(16),
     /** A sandbox worker whose JavaScript heap passes this takes no new runs and is replaced once its runs end. */
     SIGIL_SANDBOX_WORKER_RECYCLE_MB: int(64, 65_536).default(512),
+    /**
+     * The heaps of all runs' QuickJS instances together past which new runs are refused (429
+     * executor_busy) until runs end; half the machine's memory by default.
+     */
+    SIGIL_SANDBOX_MEMORY_MB: int(64, 4_194_304).default(Math.max(64, Math.floor(totalmem() / 2 / 1024 / 1024))),
     /** How far past its deadline a run's code may go before the pool ends it from outside its thread. */
     SIGIL_SANDBOX_WATCHDOG_GRACE_MS: int(10, 10_000).default(100),
     /** Name servers for scripts' fetches ("ip" or "ip:port", comma-separated); the system's when empty. */
@@ -142,6 +147,7 @@ export type EnclaveConfig = {
   runsPerWorker: number;
   sandboxRecycle: { instanceGrowthBytes: number; workerHeapBytes: number };
   watchdogGraceMs: number;
+  sandboxMemoryBytes: number;
   dns: { servers: string[]; timeoutMs: number; tries: number };
   limits: SandboxLimits;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -222,6 +228,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     runsPerWorker: c.SIGIL_SANDBOX_RUNS_PER_WORKER,
     sandboxRecycle: { instanceGrowthBytes: c.SIGIL_SANDBOX_RECYCLE_MB * 1024 * 1024, workerHeapBytes: c.SIGIL_SANDBOX_WORKER_RECYCLE_MB * 1024 * 1024 },
     watchdogGraceMs: c.SIGIL_SANDBOX_WATCHDOG_GRACE_MS,
+    sandboxMemoryBytes: c.SIGIL_SANDBOX_MEMORY_MB * 1024 * 1024,
     dns: { servers: dnsServers, timeoutMs: c.SIGIL_DNS_TIMEOUT_MS, tries: 2 },
     limits: {
       timeoutMs: c.SIGIL_TIMEOUT_MS,

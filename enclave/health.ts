@@ -40,6 +40,9 @@ export type InternalHealth = Omit<PublicHealth, "listener" | "chain" | "payers">
     worker_retirements: number;
     /** Slices of runs' code ended from outside at their deadline (the workers kept). */
     slice_terminations: number;
+    /** The heaps of all runs' QuickJS instances, and the budget past which new runs are refused. */
+    heap_mb: number;
+    memory_budget_mb: number;
   };
   cache: { entries: number; hits: number; misses: number };
   channel: { sessions: number };
@@ -100,6 +103,8 @@ export async function internalHealth(parts: HealthParts): Promise<{ serving: boo
         worker_restarts: enclave.sandbox.restarts,
         worker_retirements: enclave.sandbox.retirements,
         slice_terminations: enclave.sandbox.terminations,
+        heap_mb: Math.round(enclave.sandbox.heapBytes / (1 << 20)),
+        memory_budget_mb: Math.round(enclave.config.sandboxMemoryBytes / (1 << 20)),
       },
       cache: { entries: enclave.cache.size, hits: enclave.cache.hits, misses: enclave.cache.misses },
       channel: { sessions: parts.channelSessions() },

@@ -88,6 +88,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     dns: effective.dns,
     recycle: effective.sandboxRecycle,
     watchdogGraceMs: effective.watchdogGraceMs,
+    memoryBudgetBytes: effective.sandboxMemoryBytes,
     log,
   });
   const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, log };

@@ -32,8 +32,11 @@ export type SandboxInstance = {
   resetRefused(): void;
 };
 
-/** A new instance whose heap may grow to INSTANCE_BASE_BYTES + `memoryLimitBytes` and no further. */
-export async function createInstance(memoryLimitBytes: number): Promise<SandboxInstance> {
+/**
+ * A new instance whose heap may grow to INSTANCE_BASE_BYTES + `memoryLimitBytes` and no further;
+ * `onGrow` is told of every growth (the worker adds them up).
+ */
+export async function createInstance(memoryLimitBytes: number, onGrow?: (bytes: number) => void): Promise<SandboxInstance> {
   const basePages = INSTANCE_BASE_BYTES / PAGE;
   const memory = new WebAssembly.Memory({ initial: basePages, maximum: basePages + Math.ceil(memoryLimitBytes / PAGE) });
   let refused = false;
@@ -42,7 +45,9 @@ export async function createInstance(memoryLimitBytes: number): Promise<SandboxI
   const grow = memory.grow.bind(memory);
   memory.grow = (deltaPages: number) => {
     try {
-      return grow(deltaPages);
+      const before = grow(deltaPages);
+      onGrow?.(deltaPages * PAGE);
+      return before;
     } catch (err) {
       refused = true;
       throw err;

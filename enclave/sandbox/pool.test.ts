@@ -59,7 +59,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 
 let pool: SandboxPool | undefined;
 
-async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number } = {}): Promise<SandboxPool> {
+async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number; memoryBudgetBytes?: number } = {}): Promise<SandboxPool> {
   started.length = 0;
   pool = await SandboxPool.start({
     workers: config.sandboxWorkers,
@@ -70,6 +70,7 @@ async function startPool(options: { runsPerWorker?: number; allowHosts?: string[
     recycle: { ...config.sandboxRecycle, ...(options.workerHeapBytes === undefined ? {} : { workerHeapBytes: options.workerHeapBytes }) },
     log: createLogger("silent"),
     watchdogGraceMs: config.watchdogGraceMs,
+    ...(options.memoryBudgetBytes === undefined ? {} : { memoryBudgetBytes: options.memoryBudgetBytes }),
   });
   return pool;
 }
@@ -234,6 +235,27 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
 });
 
 describe("SandboxPool: workers whose heap grew are recycled between runs", { timeout: 60_000 }, () => {
+  it("refuses new runs with 429 executor_busy while the runs in flight hold the sandbox's memory budget, and takes them again once they end", async () => {
+    // One worker: its prepared instance (16 MiB) and, once the hoarder has grown, 40 MiB more.
+    const p = await startPool({ runsPerWorker: 8, memoryBudgetBytes: 48 << 20 });
+    expect(answer(await p.run(quick("before"), noKeys))).toBe("before");
+    const hoarder = p.run(
+      request(`async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); await new Promise((r) => setTimeout(r, 1500)); return keep.length }`),
+      noKeys,
+    );
+    for (let i = 0; p.heapBytes <= 48 << 20; i++) {
+      if (i > 200) throw new Error(`the hoarder's heap never showed: ${p.heapBytes} bytes`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const refused = await rejection(p.run(quick("while full"), noKeys));
+    expect(refused).toBeInstanceOf(SigilError);
+    expect(refused).toMatchObject({ code: "executor_busy", status: 429 });
+    expect(answer(await hoarder)).toBe(40);
+    // Its grown instance is dropped, not kept: the budget is free again.
+    expect(p.heapBytes).toBeLessThanOrEqual(48 << 20);
+    expect(answer(await p.run(quick("after"), noKeys))).toBe("after");
+  });
+
   it("a worker past its heap threshold finishes the runs it holds, takes no new ones, and is replaced; no run fails", async () => {
     // A threshold every worker passes: each retires after its first run.
     const p = await startPool({ runsPerWorker: 4, workerHeapBytes: 1 });

@@ -33,6 +33,12 @@ export type SandboxPoolOptions = {
   log: Logger;
   /** How far past its deadline a slice may go before it is ended from outside (default 100 ms). */
   watchdogGraceMs?: number;
+  /**
+   * The heaps of all the workers' QuickJS instances together past which new runs are refused (429
+   * executor_busy) until runs end: each run may grow to its own limit, and many at once must not
+   * take the machine's memory. Unbounded when absent.
+   */
+  memoryBudgetBytes?: number;
 };
 
 /** How often the watchdog reads the slice boards. */
@@ -98,9 +104,18 @@ export class SandboxPool {
     return this.#slots.reduce((n, s) => n + s.runs.size, 0);
   }
 
-  /** Runs one script; rejects with 429 `executor_busy` when every worker is full. */
+  /** The bytes of all the workers' QuickJS instances, as the workers last published them. */
+  get heapBytes(): number {
+    return this.#slots.reduce((n, s) => n + s.watch.heapBytes(), 0);
+  }
+
+  /** Runs one script; rejects with 429 `executor_busy` when every worker is full, or the sandbox's memory is spent. */
   run(request: RunRequest, keys: KeyProvider): Promise<RunOutcome> {
     if (this.#closed) return Promise.reject(new SigilError("enclave_unavailable", "the executor is shutting down", { retryAfterSeconds: 1 }));
+    const budget = this.#o.memoryBudgetBytes;
+    if (budget !== undefined && this.heapBytes > budget) {
+      return Promise.reject(new SigilError("executor_busy", "the executors' memory is taken by the runs in flight; retry shortly", { retryAfterSeconds: 1 }));
+    }
     const slot = this.#choose();
     if (!slot) {
       return Promise.reject(new SigilError("executor_busy", "every executor is busy; retry shortly", { retryAfterSeconds: 1 }));

@@ -103,6 +103,9 @@ type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: Q
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
+/** The most a run's deadline moves on for the time other runs held its thread. */
+const MAX_STOLEN_MS = 30_000;
+
 /** Frames of a failed run's stack that reach the client. */
 const MAX_STACK_FRAMES = 50;
 /** Host replies at least this large are checked against the run's free memory before they are copied in. */
@@ -283,10 +286,14 @@ export class ScriptRun {
     return this.#deadline + this.#stolenMs;
   }
 
-  /** Another run held this run's thread for `ms` in one long slice: that time is neither the run's nor billed. */
+  /**
+   * Another run held this run's thread for `ms` in one long slice: that time is neither the run's nor
+   * billed. At most its own limit or 30 s in all (whichever is less): the edge waits for a run its
+   * granted time and a minute, the pool gives up on one past its deadline and half a minute.
+   */
   addStolen(ms: number): void {
     if (this.#over) return;
-    this.#stolenMs += ms;
+    this.#stolenMs = Math.min(this.#stolenMs + ms, Math.min(this.#request.timeoutMs, MAX_STOLEN_MS));
     this.#signal();
   }
 

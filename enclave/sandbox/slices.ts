@@ -17,13 +17,13 @@ const RUNNING = 1;
 const KILLING = 2;
 const SEQ_MASK = 0x1fff_ffff;
 
-/** Int32 words: [seq<<2|state, runId]; Float64: [deadline (epoch ms), started (epoch ms)]. */
+/** Int32 words: [seq<<2|state, runId]; Float64: [deadline (epoch ms), started (epoch ms), the worker's sandbox heap (bytes)]. */
 export const SLICE_BOARD_BYTES = 32;
 
 type Views = { words: Int32Array; times: Float64Array };
 
 function views(buffer: SharedArrayBuffer): Views {
-  return { words: new Int32Array(buffer, 0, 2), times: new Float64Array(buffer, 8, 2) };
+  return { words: new Int32Array(buffer, 0, 2), times: new Float64Array(buffer, 8, 3) };
 }
 
 export type SliceInfo = { runId: number; deadline: number; startedAt: number };
@@ -65,6 +65,11 @@ export class SliceBoard {
     return Atomics.wait(this.#v.words, 0, seq | KILLING, timeoutMs) === "timed-out";
   }
 
+  /** Publishes the bytes of the worker's QuickJS instances (their heaps), which the pool admits runs by. */
+  setHeapBytes(bytes: number): void {
+    this.#v.times[2] = bytes;
+  }
+
   /** The slice the pool ended, if one was: its run, and how long it had run. Clears the claim. */
   takeKilled(now = Date.now()): { runId: number; ranMs: number } | undefined {
     const { words, times } = this.#v;
@@ -94,6 +99,11 @@ export class SliceWatch {
       if (Atomics.load(words, 0) === word) return info;
     }
     return undefined;
+  }
+
+  /** The bytes of the worker's QuickJS instances, as it last published them. */
+  heapBytes(): number {
+    return this.#v.times[2] as number;
   }
 
   /** Whether a termination was claimed and has not been taken by the worker yet. */

@@ -56,7 +56,7 @@ let peakRuns = 0;
 setInterval(() => {
   const keep = peakRuns + 1;
   // The oldest go: the most recently used are the warmest.
-  if (idle.length > keep) idle.splice(0, idle.length - keep);
+  if (idle.length > keep) for (const gone of idle.splice(0, idle.length - keep)) drop(gone);
   peakRuns = runs.size;
 }, TRIM_INTERVAL_MS).unref();
 
@@ -85,13 +85,29 @@ function reap(): void {
   runs.get(killed.runId)?.kill();
 }
 
+/** The bytes of this worker's instances (in use and idle), published for the pool's admission. */
+let heapBytes = 0;
+function countHeap(delta: number): void {
+  heapBytes = Math.max(0, heapBytes + delta);
+  board.setHeapBytes(heapBytes);
+}
+
 async function takeInstance(): Promise<SandboxInstance> {
-  return idle.pop() ?? createInstance(limits.memoryLimitBytes);
+  const kept = idle.pop();
+  if (kept) return kept;
+  const made = await createInstance(limits.memoryLimitBytes, countHeap);
+  countHeap(made.heapBytes());
+  return made;
+}
+
+/** An instance that serves no run any more (its memory goes with it). */
+function drop(instance: SandboxInstance): void {
+  countHeap(-instance.heapBytes());
 }
 
 /** Keeps a clean instance for later runs unless its heap grew past the recycle threshold. */
 function giveBack(instance: SandboxInstance): void {
-  if (instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes || idle.length >= MAX_IDLE_INSTANCES) return;
+  if (instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes || idle.length >= MAX_IDLE_INSTANCES) return drop(instance);
   idle.push(instance);
 }
 
@@ -163,6 +179,7 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   void ended.outcome.then((outcome) => {
     runs.delete(runId);
     if (ended.instanceReusable) giveBack(ended.instance);
+    else drop(ended.instance);
     // Before the answer: a worker that retires is given no run after this one.
     checkHeap();
     post({ type: "done", runId, outcome });
@@ -179,8 +196,9 @@ function checkHeap(): void {
   if (retiring) return;
   if (getHeapStatistics().used_heap_size > init.recycle.workerHeapBytes) {
     retiring = true;
+    if (next) drop(next.instance);
     next = undefined;
-    idle.length = 0;
+    for (const gone of idle.splice(0)) drop(gone);
     post({ type: "retire" });
   }
 }
