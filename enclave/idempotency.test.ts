@@ -81,8 +81,17 @@ describe("OperationMemory", () => {
     expect(OperationMemory.identify("remove_group", "idem", body(a))!.fingerprint).not.toBe(first.fingerprint);
     const run = OperationMemory.identify("execute", "idem", body(a, { code: "x", timeout_ms: 3000 }))!;
     expect(OperationMemory.identify("execute", "idem", body(a, { code: "x", timeout_ms: 9000 }))).toEqual(run);
-    expect(OperationMemory.identify("new_account", "idem", JSON.stringify({ account_name: "n" }))).toBeUndefined();
+    expect(OperationMemory.identify("create_wallet_with_signature", "idem", JSON.stringify({ typed_data: {}, signature: "0x" }))).toBeUndefined();
     expect(OperationMemory.identify("add_group", "idem", "not json")).toBeUndefined();
+  });
+
+  it("remembers new_account, which has no caller key, under the idempotency key alone (the edge makes it per client), apart from every caller key's scope", () => {
+    const body = (name: string) => JSON.stringify({ account_name: name });
+    const first = OperationMemory.identify("new_account", "client-a", body("n"));
+    expect(first).toEqual({ scope: "open:client-a", fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(OperationMemory.identify("new_account", "client-b", body("n"))!.scope).not.toBe(first!.scope);
+    expect(OperationMemory.identify("new_account", "client-a", body("m"))!.fingerprint).not.toBe(first!.fingerprint);
+    expect(OperationMemory.identify("add_group", "client-a", JSON.stringify({ api_key: generateApiKey(), group_name: "g" }))!.scope).not.toBe(first!.scope);
   });
 
   it("forgets an answered operation a day after it began", async () => {

@@ -8,7 +8,12 @@
 // An operation is remembered under the caller's key hash — hashed here from the raw key it
 // carries, never taken from the edge — and the client's key, with a fingerprint of what it asks
 // (operation and body, without the key itself and without the run's time budget, which the edge
-// sets per attempt); the same key asking for something else is refused. Answers that say the
+// sets per attempt); the same key asking for something else is refused. new_account has no caller
+// key: it is remembered under the Idempotency-Key alone, which the edge makes the hash of its
+// client's address and key (workers/idempotency/, newAccountHolder) so that clients stay apart.
+// Taking the edge's word for that gives it nothing: new_account's answer, the new key, passes
+// through the edge in the clear to its client anyway, and whoever does not know the client's key
+// cannot name its scope. Answers that say the
 // operation did nothing (429, or 503 that names no sent transaction) are forgotten at once, so a
 // retry may act. The memory is in this process only: an enclave that restarts knows nothing of what
 // the last one did (the edge then finds a new channel key and does not send a write back here).
@@ -27,6 +32,13 @@ export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxEntries: 10_000, maxByte
 
 /** The request fields that are not part of what an operation asks: the caller's key and the run's time budget. */
 const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms"]);
+
+/**
+ * The operations taken without a caller key that are remembered all the same: new_account, which
+ * sends a transaction and answers a key that exists nowhere else. (The signature endpoints derive
+ * afresh and send nothing, so doing one again is harmless; the edge asks again.)
+ */
+const KEYLESS_REMEMBERED: ReadonlySet<string> = new Set(["new_account"]);
 
 type Entry = { fingerprint: string; answer: Promise<RememberedAnswer>; createdAt: number; answered: boolean; bytes: number };
 
@@ -54,8 +66,9 @@ export class OperationMemory {
 
   /**
    * Where `op`'s request body (JSON text) is remembered under `idempotencyKey`: its scope (the
-   * caller's key hash and the idempotency key) and fingerprint; undefined when the body names no
-   * key (an operation that takes none is answered as it is).
+   * caller's key hash and the idempotency key; for new_account, `open:` and the idempotency key)
+   * and fingerprint; undefined when the body names no key and the operation is not new_account
+   * (it is answered as it is).
    */
   static identify(op: string, idempotencyKey: string, body: string): { scope: string; fingerprint: string } | undefined {
     let parsed: unknown;
@@ -66,10 +79,12 @@ export class OperationMemory {
     }
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
     const { api_key: apiKey } = parsed as { api_key?: unknown };
-    if (typeof apiKey !== "string") return undefined;
+    if (typeof apiKey !== "string" && !KEYLESS_REMEMBERED.has(op)) return undefined;
     const asked = Object.fromEntries(Object.entries(parsed).filter(([k]) => !NOT_FINGERPRINTED.has(k)));
     const fingerprint = createHash("sha256").update(`${op}\n${canonicalJson(asked)}`).digest("hex");
-    return { scope: `${apiKeyHash(apiKey).toString(16)}:${idempotencyKey}`, fingerprint };
+    // A key hash is hex digits only, so no caller's scope is ever `open:…`.
+    const owner = typeof apiKey === "string" ? apiKeyHash(apiKey).toString(16) : "open";
+    return { scope: `${owner}:${idempotencyKey}`, fingerprint };
   }
 
   /**

@@ -315,19 +315,28 @@ describe("the OpenAPI document", () => {
     expect(((doc.paths["/attestation"]?.get?.parameters ?? []) as Obj[]).some((p) => p.in === "query" && p.name === "nonce")).toBe(true);
   });
 
-  it("documents Idempotency-Key on every managed write and sigil_action: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
-    const idempotent = API_MD_ROUTES.filter(([m, p, auth]) => auth === "key" && (m === "post" || p === "/create_wallet") && !p.startsWith("/billing/") && p !== "/get_sigil_action_ipfs_id");
-    expect(idempotent.length).toBeGreaterThanOrEqual(17);
-    for (const [method, path] of idempotent) {
+  it("documents Idempotency-Key on every write and sigil_action — every POST but get_sigil_action_ipfs_id (which writes nothing) and Stripe's webhook, and GET create_wallet: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
+    const idempotent = API_MD_ROUTES.filter(([m, p]) => (m === "post" || p === "/create_wallet") && p !== "/get_sigil_action_ipfs_id" && p !== "/billing/webhook");
+    expect(idempotent.map(([m, p]) => `${m} ${p}`)).toEqual(
+      expect.arrayContaining(["post /new_account", "post /create_wallet_with_signature", "post /add_usage_api_key_with_signature", "post /billing/create_payment_intent", "post /billing/confirm_payment"]),
+    );
+    expect(idempotent.length).toBeGreaterThanOrEqual(22);
+    // The writes that take no API key, and the billing writes (X-Wallet-Auth), say the key must be unguessable.
+    const keyless = new Set(["/new_account", "/create_wallet_with_signature", "/add_usage_api_key_with_signature", "/billing/create_payment_intent", "/billing/confirm_payment"]);
+    for (const [method, path, auth] of idempotent) {
       const where = `${method.toUpperCase()} ${path}`;
       const op = doc.paths[`/core/v1${path}`]?.[method] as Obj;
       const header = ((op.parameters ?? []) as Obj[]).find((p) => p.in === "header" && String(p.name).toLowerCase() === "idempotency-key");
       expect(header, `${where} documents Idempotency-Key`).toBeDefined();
       expect(header?.required ?? false, where).toBe(false);
-      expect(String((header?.schema as Obj | undefined)?.description ?? header?.description), where).toMatch(/24 h/);
+      const description = String((header?.schema as Obj | undefined)?.description ?? header?.description);
+      expect(description, where).toMatch(/24 h/);
+      if (keyless.has(path)) expect(description, where).toMatch(/unguessable/);
       const responses = op.responses as Record<string, Obj>;
       expect(Object.keys(responses), where).toEqual(expect.arrayContaining(["409", "422"]));
-      expect(Object.keys((responses["200"]?.headers ?? {}) as Obj), where).toEqual(expect.arrayContaining(["Idempotent-Replayed", "Original-Request", "X-Sigil-Charged-Cents"]));
+      // Only the metered writes (keyed, not billing) say what they cost.
+      const metered = auth === "key" && !path.startsWith("/billing/");
+      expect(Object.keys((responses["200"]?.headers ?? {}) as Obj), where).toEqual(expect.arrayContaining(["Idempotent-Replayed", "Original-Request", ...(metered ? ["X-Sigil-Charged-Cents"] : [])]));
     }
     const run = ((doc.paths["/core/v1/sigil_action"]?.post?.responses as Record<string, Obj>)["200"]?.content as Record<string, Obj>)["application/json"]?.schema as Obj;
     const firstAttempt = (run.properties as Record<string, Obj>).first_attempt as Obj;

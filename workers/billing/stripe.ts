@@ -46,9 +46,10 @@ export async function stripeCall<T>(what: string, run: () => Promise<T>): Promis
   } catch (err) {
     if (err instanceof SigilError) throw err;
     const e = err as { type?: string; statusCode?: number; code?: string; requestId?: string; message?: string };
-    // The client's Idempotency-Key reused for another request is the client's mistake.
+    // The client's Idempotency-Key reused for another request is the client's mistake; the edge's
+    // own record says so first, this only once the record is gone (evicted) and Stripe's is not.
     if (e.type === "StripeIdempotencyError") {
-      throw new SigilError("invalid_request", "this Idempotency-Key was already used for a different request; use a new key for a new top-up");
+      throw new SigilError("idempotency_key_reused", "this Idempotency-Key was already used for a different request; use a new key for a new top-up");
     }
     console.error(
       JSON.stringify({ level: "error", msg: "stripe call failed", what, type: e.type, status: e.statusCode, code: e.code, stripe_request_id: e.requestId, error: e.message?.split("\n")[0] }),

@@ -24,6 +24,13 @@
 // a request carrying that key can open: an answer may hold a secret (add_usage_api_key's new key,
 // what a script returned), and API keys are never stored readable.
 //
+// The writes that take no API key (new_account, the signature endpoints; the billing endpoints under
+// X-Wallet-Auth) keep their records the same way, under a holder of their own (`KeyHolder`): the
+// signer's wallet, or for new_account the client's address; their answers (a new API key, a usage
+// key) are sealed under a key derived from the Idempotency-Key and the body, which only the client
+// that sent them presents (the record holds a hash of the Idempotency-Key, never the key), so such
+// a key must be unguessable: a random UUID.
+//
 // Whether or not a key is sent, the whole attempt — the enclave's answer, the settlement, the kept
 // answer — runs to its end after the client has gone (waitUntil): disconnecting avoids no charge.
 import type { Context } from "hono";
@@ -36,6 +43,7 @@ import { releaseHold } from "../billing/meter.ts";
 import { EnclaveLostError, enclaveInstance, type Idempotent } from "../enclave/client.ts";
 import { errorResponse } from "../errors.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { takeDeferredLimits } from "../middleware/rateLimit/index.ts";
 import type { FirstOutcome, Idempotency, StoredAnswer } from "./store.ts";
 import { canonicalJson } from "../../shared/canonicalJson.ts";
 
@@ -54,6 +62,16 @@ export const idempotencyHeaders = z.object({
     .describe(
       "Makes the request safe to retry: the same key with the same body within 24 h answers the first answer again (Idempotent-Replayed: true) without acting or charging again; with another body 422 idempotency_key_reused; while the first is in flight 409 request_in_progress (Retry-After)",
     ),
+});
+
+/**
+ * The header of the writes that take no API key: as `idempotencyHeaders`, and the key also seals the
+ * kept answer, which may hold a secret, so it must be unguessable.
+ */
+export const openIdempotencyHeaders = z.object({
+  "idempotency-key": idempotencyHeaders.shape["idempotency-key"].describe(
+    "Makes the request safe to retry: the same key with the same body within 24 h answers the first answer again (Idempotent-Replayed: true) without acting again; with another body 422 idempotency_key_reused; while the first is in flight 409 request_in_progress (Retry-After). This endpoint takes no API key: the key and the body are what a replay is given the kept answer for (and what it is sealed under), so use an unguessable key, a random UUID, and keep it to yourself",
+  ),
 });
 
 /** What the answer of a retry says of the first attempt, which gave no answer (sigil_action). */
@@ -80,6 +98,11 @@ export const idempotentAnswerHeaders = {
 export type Attempt = {
   /** The billing ref: the first attempt's request id. */
   ref: string;
+  /**
+   * The record's stable name (SHA-256 of its object and scope, hex): the same for every attempt under
+   * the key, even after an attempt that did nothing freed it; for keys handed on (Stripe's).
+   */
+  record: string;
   /** Set when an earlier attempt under the key gave no answer. */
   retry?: { outcome: FirstOutcome; enclave: string | null; instance: string | null };
   /** How the request travels to the enclave (the key, and where a retry may go). */
@@ -89,14 +112,90 @@ export type Attempt = {
 type Work = (attempt: Attempt | undefined) => Promise<Response>;
 
 /**
- * Answers a managed write or a run: `work` under the request's Idempotency-Key when it has one.
- * The whole of it outlives the client.
+ * Whose record a request's Idempotency-Key names, and what seals the answer kept in it.
  */
-export function serveOnce(c: Context<EdgeEnv>, body: unknown, work: Work): Promise<Response> {
+export type KeyHolder = {
+  /** The name of the Idempotency object the record is kept in (the account's master hash, hex, for a caller with a key). */
+  object: string;
+  /** The record's scope in that object: whose it is and the key (or the key's hash). */
+  scope: string;
+  /** What the answer's sealing key is derived from: something only a request that may read the answer carries. */
+  secret: string;
+  /** The Idempotency-Key the enclave keeps the operation under, when not the client's own (newAccountHolder). */
+  enclaveKey?: string;
+};
+
+/** The holder of a request's key: undefined to serve it without a record (it names no holder). */
+export type HolderOf = (c: Context<EdgeEnv>, key: string, body: unknown) => Promise<KeyHolder | undefined>;
+
+/**
+ * Answers a managed write or a run: `work` under the request's Idempotency-Key when it has one,
+ * kept by `holderOf` (by default the caller's API key in its account's object). The whole of it
+ * outlives the client. Budgets a route left for later (`openWriteLimit`) are taken only when the
+ * request is not a replay.
+ */
+export function serveOnce(c: Context<EdgeEnv>, body: unknown, work: Work, holderOf: HolderOf = apiKeyHolder): Promise<Response> {
   const key = c.req.header("idempotency-key");
-  const done = key === undefined ? work(undefined) : attempt(c, key, body, work);
+  const run: Work = async (a) => {
+    await takeDeferredLimits(c);
+    return work(a);
+  };
+  const done = key === undefined ? run(undefined) : holderOf(c, key, body).then((holder) => (holder ? attempt(c, key, holder, body, run) : run(undefined)));
   outliveClient(c, done);
   return done;
+}
+
+/** SHA-256 of `text`, hex. */
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The holder of a caller with an API key: its account's object, the key's own scope (two keys of
+ * one account never see each other's answers), sealed under the raw key.
+ */
+export function keyHolder(master: bigint, keyHash: bigint, apiKey: string, key: string): KeyHolder {
+  return { object: hashHex(master), scope: `${hashHex(keyHash)}:${key}`, secret: apiKey };
+}
+
+/** The default holder: the caller's API key, in the object of the account the chain says it is of. */
+export async function apiKeyHolder(c: Context<EdgeEnv>, key: string): Promise<KeyHolder> {
+  const account = await callerAccount(c);
+  return keyHolder(account.master, account.keyHash, callerKey(c).apiKey, key);
+}
+
+/**
+ * What a keyless record is sealed under: the Idempotency-Key and the body, which the client that
+ * sent them presents again on a retry and which the store does not hold (it holds their hashes).
+ */
+const keylessSecret = (key: string, body: unknown) => `${key}\n${canonicalJson(body ?? null)}`;
+
+/**
+ * The holder of a wallet's request without an API key (the signature endpoints; billing under
+ * X-Wallet-Auth): the object named `master` (its account's, or for the signature endpoints the
+ * wallet's lookup hash, the master of the account it creates), scoped to the wallet, sealed under
+ * the key and the body.
+ */
+export async function walletHolder(master: bigint, wallet: string, key: string, body: unknown): Promise<KeyHolder> {
+  return { object: hashHex(master), scope: `wallet:${wallet.toLowerCase()}:${await sha256Hex(key)}`, secret: keylessSecret(key, body) };
+}
+
+/**
+ * The holder of a new_account request, which has no caller at all: an object per client address
+ * (the one the edge sees, CF-Connecting-IP, which Cloudflare sets and a client cannot), so two
+ * clients that happen to send the same key are kept apart and a flood from one address evicts only
+ * its own records. To the enclave the key goes as the hash of the address and the key, so its
+ * memory (which has no caller key to scope by) keeps clients apart too.
+ */
+export async function newAccountHolder(c: Context<EdgeEnv>, key: string, body: unknown): Promise<KeyHolder> {
+  const client = c.req.header("cf-connecting-ip") ?? "unknown";
+  return {
+    object: `new_account:${await sha256Hex(client)}`,
+    scope: `client:${await sha256Hex(key)}`,
+    secret: keylessSecret(key, body),
+    enclaveKey: await sha256Hex(`new_account\n${client}\n${key}`),
+  };
 }
 
 /** Keeps the invocation alive until `work` ends, so a client that goes away does not cut it off. */
@@ -110,17 +209,15 @@ function outliveClient(c: Context<EdgeEnv>, work: Promise<unknown>): void {
   ctx.waitUntil(work.catch(() => undefined));
 }
 
-function idempotencyOf(c: Context<EdgeEnv>, master: bigint): DurableObjectStub<Idempotency> {
+function idempotencyOf(c: Context<EdgeEnv>, object: string): DurableObjectStub<Idempotency> {
   const namespace = c.env.IDEMPOTENCY;
   if (!namespace) throw new Error("Idempotency-Key needs the IDEMPOTENCY Durable Object, which is not bound");
-  return namespace.get(namespace.idFromName(hashHex(master)));
+  return namespace.get(namespace.idFromName(object));
 }
 
 /** SHA-256 of what a request asks: its method, path and body (keys sorted). */
-async function fingerprint(c: Context<EdgeEnv>, body: unknown): Promise<string> {
-  const text = `${c.req.method} ${new URL(c.req.url).pathname}\n${canonicalJson(body ?? null)}`;
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+function fingerprint(c: Context<EdgeEnv>, body: unknown): Promise<string> {
+  return sha256Hex(`${c.req.method} ${new URL(c.req.url).pathname}\n${canonicalJson(body ?? null)}`);
 }
 
 /** What to do with an attempt's record once it has answered with `err` (thrown). */
@@ -133,10 +230,9 @@ function fateOf(err: unknown, forwarded: boolean): "keep" | "interrupted" | "unu
   return "keep";
 }
 
-async function attempt(c: Context<EdgeEnv>, key: string, body: unknown, work: Work): Promise<Response> {
-  const account = await callerAccount(c);
-  const store = idempotencyOf(c, account.master);
-  const scope = `${hashHex(account.keyHash)}:${key}`;
+async function attempt(c: Context<EdgeEnv>, key: string, holder: KeyHolder, body: unknown, work: Work): Promise<Response> {
+  const store = idempotencyOf(c, holder.object);
+  const { scope } = holder;
   const { requestId } = c.get("ids");
   const begun = await store.begin(scope, await fingerprint(c, body), requestId, LEASE_MS);
   if (begun.kind === "reused") {
@@ -145,15 +241,16 @@ async function attempt(c: Context<EdgeEnv>, key: string, body: unknown, work: Wo
   if (begun.kind === "in_progress") {
     throw new SigilError("request_in_progress", "a request with this Idempotency-Key is still in progress; retry when it has answered", { retryAfterSeconds: begun.retryAfterSeconds });
   }
-  const seal = await answerKey(callerKey(c).apiKey, scope);
+  const seal = await answerKey(holder.secret, scope);
   if (begun.kind === "replay") return replay(await open(seal, begun.answer), begun.ref);
 
   let forwarded = false;
   const current: Attempt = {
     ref: begun.ref,
+    record: await sha256Hex(`${holder.object}\n${scope}`),
     ...(begun.kind === "retry" ? { retry: { outcome: begun.firstOutcome, enclave: begun.enclave, instance: begun.instance } } : {}),
     send: {
-      key,
+      key: holder.enclaveKey ?? key,
       beforeSend: async (base, instance) => {
         // An attempt whose lease lapsed while it was slow must not act beside the one that took over.
         if (!(await store.target(scope, requestId, base, instance))) throw new Error("another attempt has taken this Idempotency-Key over");
@@ -195,9 +292,12 @@ async function kept(res: Response): Promise<StoredAnswer> {
   return { status: res.status, headers, body: await res.clone().text() };
 }
 
-/** The AES-GCM key a kept answer is sealed with: HKDF-SHA256 of the caller's raw API key, bound to the record. */
-async function answerKey(apiKey: string, scope: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(apiKey), "HKDF", false, ["deriveKey"]);
+/**
+ * The AES-GCM key a kept answer is sealed with: HKDF-SHA256 of the holder's secret (the caller's raw
+ * API key; for a keyless record the Idempotency-Key and the body), bound to the record.
+ */
+async function answerKey(secret: string, scope: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), "HKDF", false, ["deriveKey"]);
   return crypto.subtle.deriveKey(
     { name: "HKDF", hash: "SHA-256", salt: new TextEncoder().encode("sigil-idempotency-answer-v1"), info: new TextEncoder().encode(scope) },
     material,

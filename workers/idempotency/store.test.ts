@@ -1,7 +1,8 @@
 // The Idempotency Durable Object in workerd, called directly: the first attempt, replays, another
 // body, an attempt in flight, a retry after an attempt that gave no answer or whose edge stopped
-// renewing its lease, answers larger than a row, expiry after 24 h and the per-account bound.
-import { env, runInDurableObject } from "cloudflare:test";
+// renewing its lease, answers larger than a row, expiry after 24 h (on a request and by the
+// object's alarm) and the per-account bound.
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../env.ts";
 import { MAX_RECORDS, RECORD_TTL_MS, type Idempotency, type StoredAnswer } from "./store.ts";
@@ -92,6 +93,36 @@ describe("the Idempotency store", () => {
     await s.finish("k:h", answer("old"));
     await runInDurableObject(s, (_o, state) => void state.storage.sql.exec("UPDATE records SET created_at = created_at - ? WHERE scope = 'k:h'", RECORD_TTL_MS));
     expect(await s.begin("k:h", "fp", "req-2", 15_000)).toEqual({ kind: "first", ref: "req-2" });
+  });
+
+  it("expires records by an alarm, without waiting for a request: set at a first record, it drops what expired, rearms for the next, and deletes an emptied object's storage, which is made again when used", async () => {
+    const s = store();
+    await s.begin("k:i", "fp", "req-1", 15_000);
+    await s.finish("k:i", answer("old"));
+    await s.begin("k:j", "fp", "req-2", 15_000);
+    const alarm = () => runInDurableObject(s, (_o, state) => state.storage.getAlarm());
+    const armed = await alarm();
+    expect(armed).toBeGreaterThan(Date.now() + RECORD_TTL_MS - 60_000);
+    expect(armed).toBeLessThanOrEqual(Date.now() + RECORD_TTL_MS);
+    // k:i is a day old now; k:j an hour younger than a day.
+    const young = Date.now() - RECORD_TTL_MS + 3_600_000;
+    await runInDurableObject(s, (_o, state) => {
+      state.storage.sql.exec("UPDATE records SET created_at = ? WHERE scope = 'k:i'", Date.now() - RECORD_TTL_MS);
+      state.storage.sql.exec("UPDATE records SET created_at = ? WHERE scope = 'k:j'", young);
+    });
+    expect(await runDurableObjectAlarm(s)).toBe(true);
+    const scopes = () => runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ scope: string }>("SELECT scope FROM records").toArray().map((r) => r.scope));
+    expect(await scopes()).toEqual(["k:j"]);
+    expect(await runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM answer_chunks WHERE scope = 'k:i'").one().n)).toBe(0);
+    expect(await alarm()).toBe(young + RECORD_TTL_MS);
+    // Once k:j has expired too, nothing is left: the object's storage goes, alarm and all.
+    await runInDurableObject(s, (_o, state) => void state.storage.sql.exec("UPDATE records SET created_at = ? WHERE scope = 'k:j'", Date.now() - RECORD_TTL_MS));
+    expect(await runDurableObjectAlarm(s)).toBe(true);
+    expect(await alarm()).toBeNull();
+    expect(await runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE name IN ('records', 'answer_chunks')").one().n)).toBe(0);
+    // The object still serves: its tables are made again, and a new record arms a new alarm.
+    expect(await s.begin("k:j", "fp", "req-3", 15_000)).toEqual({ kind: "first", ref: "req-3" });
+    expect(await alarm()).not.toBeNull();
   });
 
   it("keeps at most MAX_RECORDS per account, evicting answered ones oldest first, never one whose lease is live", async () => {

@@ -19,7 +19,11 @@
 //
 // Records expire 24 h after the first attempt; an account keeps at most MAX_RECORDS of them and
 // MAX_STORED_BYTES of answers, the oldest evicted first (never one whose lease is live). Every
-// method is one synchronous transaction.
+// method is one synchronous transaction. The requests without an account keep their records in
+// objects of their own (new_account's, one per client address: idempotency/index.ts), most of
+// which are never visited again; so records do not wait for a later request to expire them: an
+// alarm, set for the oldest record's expiry, drops what has expired, and an object left with none
+// deletes its storage.
 import { DurableObject } from "cloudflare:workers";
 
 export const RECORD_TTL_MS = 24 * 3600_000;
@@ -60,9 +64,18 @@ type Row = {
 export class Idempotency extends DurableObject {
   readonly #sql: SqlStorage;
 
+  /** Whether the tables exist (an object whose storage its alarm deleted makes them again when used). */
+  #schemaMade = false;
+
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
     this.#sql = ctx.storage.sql;
+    this.#schema();
+  }
+
+  #schema(): void {
+    if (this.#schemaMade) return;
+    this.#schemaMade = true;
     this.#sql.exec(`
       CREATE TABLE IF NOT EXISTS records (
         scope TEXT PRIMARY KEY,
@@ -94,8 +107,9 @@ export class Idempotency extends DurableObject {
    * holds its lease), a retry that takes over from an attempt that gave no answer, a replay of the
    * kept answer, or a refusal (another body; an attempt still in flight).
    */
-  begin(scope: string, fingerprint: string, requestId: string, leaseMs: number): Begun {
-    return this.ctx.storage.transactionSync(() => {
+  async begin(scope: string, fingerprint: string, requestId: string, leaseMs: number): Promise<Begun> {
+    this.#schema();
+    const begun = this.ctx.storage.transactionSync((): Begun => {
       const now = Date.now();
       this.#expire(now);
       const row = this.#row(scope);
@@ -122,16 +136,34 @@ export class Idempotency extends DurableObject {
       this.#sql.exec("UPDATE records SET state = 'in_progress', owner = ?, lease_until = ?, first_outcome = ? WHERE scope = ?", requestId, now + leaseMs, firstOutcome, scope);
       return { kind: "retry", ref: row.ref, enclave: row.enclave, instance: row.instance, firstOutcome };
     });
+    // A new record expires at the latest when an alarm already set fires (it is for an older one).
+    if (begun.kind === "first" && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + RECORD_TTL_MS);
+    return begun;
+  }
+
+  /** Drops the expired records; sets the alarm for the next expiry, or deletes the storage of an object left empty. */
+  override async alarm(): Promise<void> {
+    this.#schema();
+    this.#expire(Date.now());
+    const { oldest } = this.#sql.exec<{ oldest: number | null }>("SELECT MIN(created_at) AS oldest FROM records").one();
+    if (oldest !== null) {
+      await this.ctx.storage.setAlarm(oldest + RECORD_TTL_MS);
+      return;
+    }
+    await this.ctx.storage.deleteAll();
+    this.#schemaMade = false;
   }
 
   /** Extends the lease of `owner`'s attempt; false when another attempt took over or it ended. */
   renew(scope: string, owner: string, leaseMs: number): boolean {
+    this.#schema();
     const now = Date.now();
     return this.#sql.exec("UPDATE records SET lease_until = ? WHERE scope = ? AND owner = ? AND state = 'in_progress'", now + leaseMs, scope, owner).rowsWritten > 0;
   }
 
   /** Notes, before it is sent, which enclave (and which channel key of it) `owner`'s attempt goes to. */
   target(scope: string, owner: string, enclave: string, instance: string): boolean {
+    this.#schema();
     return this.#sql.exec("UPDATE records SET enclave = ?, instance = ? WHERE scope = ? AND owner = ? AND state = 'in_progress'", enclave, instance, scope, owner).rowsWritten > 0;
   }
 
@@ -140,6 +172,7 @@ export class Idempotency extends DurableObject {
    * an answer after all still knows what happened); the first answer kept stays.
    */
   finish(scope: string, answer: StoredAnswer): void {
+    this.#schema();
     this.ctx.storage.transactionSync(() => {
       const row = this.#row(scope);
       if (!row || row.state === "done") return;
@@ -163,6 +196,7 @@ export class Idempotency extends DurableObject {
    * for a retry, which learns that the first attempt was interrupted.
    */
   interrupted(scope: string, owner: string): void {
+    this.#schema();
     this.#sql.exec(
       "UPDATE records SET state = 'open', owner = NULL, lease_until = 0, first_outcome = COALESCE(first_outcome, 'interrupted') WHERE scope = ? AND owner = ? AND state = 'in_progress'",
       scope,
@@ -176,6 +210,7 @@ export class Idempotency extends DurableObject {
    * unused; after an attempt that gave no answer the record stays open, with its ref, for the next.
    */
   unused(scope: string, owner: string): void {
+    this.#schema();
     this.ctx.storage.transactionSync(() => {
       const row = this.#row(scope);
       if (!row || row.owner !== owner || row.state !== "in_progress") return;

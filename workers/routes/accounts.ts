@@ -1,6 +1,7 @@
 // Accounts and keys (api.md, Accounts and keys). Writes are forwarded to an enclave with the
 // caller's key added as `api_key` (the enclave authorizes them itself: a usage key on an owner
-// operation gets 403 account_key_required from it); reads are live eth_calls from here.
+// operation gets 403 account_key_required from it); reads are live eth_calls from here. Every
+// write takes an Idempotency-Key, new_account too (kept per client address: idempotency/).
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
@@ -10,6 +11,7 @@ import { validationHook } from "../app.ts";
 import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
+import { idempotentAnswerHeaders, newAccountHolder, openIdempotencyHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, listRoute } from "./openapi.ts";
@@ -19,11 +21,11 @@ import { serveWrites, writeRoute } from "./write.ts";
 const newAccount = createRoute({
   method: "post",
   path: "/new_account",
-  summary: "Create a managed account: its master API key (shown once), the Account Master Wallet and the account id",
+  summary: "Create a managed account: its master API key (shown once, or again to a retry with the same Idempotency-Key), the Account Master Wallet and the account id",
   // Anyone may call it, and the enclave's payers pay for the account's transaction.
   middleware: [openWriteLimit({ spendsGas: true })] as const,
-  request: { body: body(requestSchemas.new_account) },
-  responses: { 200: json(responseSchemas.new_account), 400: errors, 429: errors, 503: errors },
+  request: { headers: openIdempotencyHeaders, body: body(requestSchemas.new_account) },
+  responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, 400: errors, 409: errors, 422: errors, 429: errors, 503: errors },
 });
 
 const accountExists = createRoute({
@@ -69,17 +71,30 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
   registerKeySecurity(r);
 
-  r.openapi(newAccount, async (c) => {
+  r.openapi(newAccount, (c) => {
     const input = c.req.valid("json");
-    const res = await forward<z.infer<typeof responseSchemas.new_account>>(c.get("config"), c.get("ids"), "new_account", input);
-    // The email is kept only in the account's ledger, for its Stripe customer (billing.md). The
-    // account exists already: a failure here is logged, and the customer is made without it.
-    if (input.email && c.env.LEDGER) {
-      await ledgerOf(c, apiKeyHash(res.api_key))
-        .contactEmail(input.email)
-        .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "could not keep the new account's email", request_id: c.get("ids").requestId, error: String(err) })));
-    }
-    return c.json(res, 200);
+    // Under an Idempotency-Key the account is made once per client address and key (newAccountHolder).
+    return serveOnce(
+      c,
+      input,
+      async (attempt) => {
+        // A retry goes back to the enclave process the first attempt reached, whose memory answers
+        // the account it made. If that process is gone, so is the key of any account it made (keys
+        // live only in the answer): nobody can use that account, so a new one is made, as the
+        // client would with a new key, rather than answering write_outcome_unknown for good.
+        if (attempt) await routeRetry(c, attempt, "run");
+        const res = await forward<z.infer<typeof responseSchemas.new_account>>(c.get("config"), c.get("ids"), "new_account", input, { idempotent: attempt?.send });
+        // The email is kept only in the account's ledger, for its Stripe customer (billing.md). The
+        // account exists already: a failure here is logged, and the customer is made without it.
+        if (input.email && c.env.LEDGER) {
+          await ledgerOf(c, apiKeyHash(res.api_key))
+            .contactEmail(input.email)
+            .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "could not keep the new account's email", request_id: c.get("ids").requestId, error: String(err) })));
+        }
+        return c.json(res, 200);
+      },
+      newAccountHolder,
+    ) as never;
   });
 
   r.openapi(accountExists, async (c) => {

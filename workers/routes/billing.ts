@@ -1,7 +1,8 @@
 // The billing endpoints (api.md, Billing; billing.md, Stripe): the publishable key, the balance,
 // payment intents, their confirmation and Stripe's webhook. A payment is credited exactly once
 // whichever of `confirm_payment` and the webhook reports it first: both credit the account's
-// Ledger under the payment intent's id, and the Ledger adds a payment intent once.
+// Ledger under the payment intent's id, and the Ledger adds a payment intent once. Both writes take
+// an Idempotency-Key (idempotency/), kept under the caller's key or X-Wallet-Auth's wallet.
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -10,8 +11,9 @@ import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
-import { billingCaller, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
+import { billingCaller, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from "../billing/account.ts";
 import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
+import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity } from "./openapi.ts";
 
@@ -29,6 +31,32 @@ const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
 });
 
 const accountHex = (master: bigint) => master.toString(16).padStart(64, "0");
+
+/**
+ * The Idempotency-Key of the billing writes: kept like a managed write's, under the caller's API key,
+ * or under X-Wallet-Auth under the signing wallet (then, as on the other writes without a key, the
+ * key also seals the kept answer — it holds the intent's client_secret — so it must be unguessable).
+ */
+const billingIdempotencyHeaders = z.object({
+  "idempotency-key": idempotencyHeaders.shape["idempotency-key"].describe(
+    "Makes the request safe to retry: the same key with the same body within 24 h answers the first answer again (Idempotent-Replayed: true) without acting again; with another body 422 idempotency_key_reused; while the first is in flight 409 request_in_progress (Retry-After). Under X-Wallet-Auth the key also seals the kept answer: use an unguessable one, a random UUID",
+  ),
+});
+const replayHeaders = z.object(idempotentAnswerHeaders);
+const billingWriteErrors = { 400: errors, 401: errors, 403: errors, 404: errors, 409: errors, 413: errors, 422: errors, 429: errors, 503: errors };
+
+/**
+ * The holder of a billing write's Idempotency-Key (idempotency/): the account's object, and in it the
+ * caller's API key or the wallet that signed X-Wallet-Auth (authenticated before any replay, like
+ * a key: a retry signs X-Wallet-Auth afresh, which is not part of what the key fingerprints).
+ */
+function billingHolder(caller: BillingCaller): HolderOf {
+  return async (c, key, body) => {
+    if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
+    const { apiKey, keyHash } = callerKey(c);
+    return keyHolder(caller.master, keyHash, apiKey, key);
+  };
+}
 
 export function centsDisplay(cents: number): string {
   const sign = cents < 0 ? "-" : "";
@@ -72,6 +100,7 @@ const createIntent = createRoute({
   security: billingSecurity,
   middleware: [requireCredentials] as const,
   request: {
+    headers: billingIdempotencyHeaders,
     // The minimum is the handler's to check, so every amount under it (0 and negatives too) gets its
     // own code, amount_below_minimum; the document still states it.
     body: body(
@@ -86,14 +115,8 @@ const createIntent = createRoute({
     ),
   },
   responses: {
-    200: json(z.object({ client_secret: z.string(), payment_intent_id: z.string() })),
-    400: errors,
-    401: errors,
-    403: errors,
-    404: errors,
-    413: errors,
-    429: errors,
-    503: errors,
+    200: { ...json(z.object({ client_secret: z.string(), payment_intent_id: z.string() })), headers: replayHeaders },
+    ...billingWriteErrors,
   },
 });
 
@@ -103,23 +126,19 @@ const confirmPayment = createRoute({
   summary: "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
   security: billingSecurity,
   middleware: [requireCredentials] as const,
-  request: { body: body(z.strictObject({ payment_intent_id: intentIdField })) },
+  request: { headers: billingIdempotencyHeaders, body: body(z.strictObject({ payment_intent_id: intentIdField })) },
   responses: {
-    200: json(
-      z.object({
-        credited_cents: z.number().int().nonnegative().describe("what this call added; 0 when the payment was already credited"),
-        already_credited: z.boolean(),
-        balance_cents: z.number().int().nonnegative(),
-      }),
-    ),
-    400: errors,
-    401: errors,
-    403: errors,
-    404: errors,
-    409: errors,
-    413: errors,
-    429: errors,
-    503: errors,
+    200: {
+      ...json(
+        z.object({
+          credited_cents: z.number().int().nonnegative().describe("what this call added; 0 when the payment was already credited (a replay under an Idempotency-Key answers what the first call added)"),
+          already_credited: z.boolean(),
+          balance_cents: z.number().int().nonnegative().describe("the credit after this call (on a replay, after the first call)"),
+        }),
+      ),
+      headers: replayHeaders,
+    },
+    ...billingWriteErrors,
   },
 });
 
@@ -200,44 +219,62 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
     return c.json({ balance_cents: cents, balance_display: centsDisplay(cents) }, 200);
   });
 
+  // Under an Idempotency-Key a retry answers the same intent (idempotency/). Refusals (below the
+  // minimum, Stripe unreachable) keep nothing: the key stays free for the corrected request.
   r.openapi(createIntent, async (c) => {
-    const { master } = await billingCaller(c, "pay");
-    const { amount_cents: amount } = c.req.valid("json");
-    if (amount < MIN_TOP_UP_CENTS) {
-      throw new SigilError("amount_below_minimum", `a top-up is at least ${MIN_TOP_UP_CENTS} cents (${centsDisplay(MIN_TOP_UP_CENTS)})`, { details: { minimum_cents: MIN_TOP_UP_CENTS } });
-    }
-    const stripe = stripeClient(c.get("config"));
-    const customer = await customerOf(c, stripe, master);
-    const account = accountHex(master);
-    // A client's Idempotency-Key makes its retry the same intent; else only the SDK's own retries are.
-    const clientKey = c.req.header("idempotency-key")?.trim();
-    if (clientKey !== undefined && !/^[\x21-\x7e]{1,200}$/.test(clientKey)) {
-      throw new SigilError("invalid_request", "Idempotency-Key must be 1 to 200 printable ASCII characters");
-    }
-    const idempotencyKey = clientKey ? `sigil-intent-${account}-${clientKey}` : `sigil-intent-${c.get("ids").requestId}`;
-    const intent = await stripeCall("create payment intent", () =>
-      stripe.paymentIntents.create(
-        { amount, currency: "usd", customer, automatic_payment_methods: { enabled: true }, metadata: { account }, description: "Sigil credits" },
-        { idempotencyKey },
-      ),
-    );
-    if (!intent.client_secret) throw new Error(`Stripe answered payment intent ${intent.id} without a client secret`);
-    return c.json({ client_secret: intent.client_secret, payment_intent_id: intent.id }, 200);
+    const caller = await billingCaller(c, "pay");
+    const input = c.req.valid("json");
+    return serveOnce(
+      c,
+      input,
+      async (attempt) => {
+        const { amount_cents: amount } = input;
+        if (amount < MIN_TOP_UP_CENTS) {
+          throw new SigilError("amount_below_minimum", `a top-up is at least ${MIN_TOP_UP_CENTS} cents (${centsDisplay(MIN_TOP_UP_CENTS)})`, { details: { minimum_cents: MIN_TOP_UP_CENTS } });
+        }
+        const stripe = stripeClient(c.get("config"));
+        const customer = await customerOf(c, stripe, caller.master);
+        const account = accountHex(caller.master);
+        // Stripe's own key for the intent: under an Idempotency-Key the record's, so an attempt that
+        // made the intent but kept no answer (Stripe's reply lost, the edge killed) is answered the
+        // same intent when retried; else the request's, for the SDK's own retries.
+        const idempotencyKey = `sigil-intent-${attempt?.record ?? c.get("ids").requestId}`;
+        const intent = await stripeCall("create payment intent", () =>
+          stripe.paymentIntents.create(
+            { amount, currency: "usd", customer, automatic_payment_methods: { enabled: true }, metadata: { account }, description: "Sigil credits" },
+            { idempotencyKey },
+          ),
+        );
+        if (!intent.client_secret) throw new Error(`Stripe answered payment intent ${intent.id} without a client secret`);
+        return c.json({ client_secret: intent.client_secret, payment_intent_id: intent.id }, 200);
+      },
+      billingHolder(caller),
+    ) as never;
   });
 
+  // Idempotent by nature (the Ledger credits an intent once: a second call answers 0 and
+  // already_credited); under an Idempotency-Key a retry is answered the first call's answer, like
+  // every other write's, and a key reused for another intent is 422.
   r.openapi(confirmPayment, async (c) => {
-    const { master } = await billingCaller(c, "pay");
-    const { payment_intent_id: id } = c.req.valid("json");
-    const intent = await retrieveIntent(stripeClient(c.get("config")), id);
-    // Another account's intent is refused before anything about it (its status) is told.
-    if (intent.metadata?.account !== accountHex(master)) {
-      throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
-    }
-    if (intent.status !== "succeeded" || intent.currency !== "usd") {
-      throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
-    }
-    const credit = await creditIntent(c, master, intent, "confirm_payment");
-    return c.json({ credited_cents: credit.creditedCents, already_credited: credit.alreadyCredited, balance_cents: Math.max(0, credit.freeCents) }, 200);
+    const caller = await billingCaller(c, "pay");
+    const input = c.req.valid("json");
+    return serveOnce(
+      c,
+      input,
+      async () => {
+        const intent = await retrieveIntent(stripeClient(c.get("config")), input.payment_intent_id);
+        // Another account's intent is refused before anything about it (its status) is told.
+        if (intent.metadata?.account !== accountHex(caller.master)) {
+          throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
+        }
+        if (intent.status !== "succeeded" || intent.currency !== "usd") {
+          throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
+        }
+        const credit = await creditIntent(c, caller.master, intent, "confirm_payment");
+        return c.json({ credited_cents: credit.creditedCents, already_credited: credit.alreadyCredited, balance_cents: Math.max(0, credit.freeCents) }, 200);
+      },
+      billingHolder(caller),
+    ) as never;
   });
 
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.

@@ -1,18 +1,20 @@
 // The signature endpoints of ChainSecured accounts (api.md, Signature endpoints). The edge runs
 // every check of api.md in its order, each with its own code, before anything reaches an enclave
 // (middleware/auth/walletSignature.ts). The enclave checks it all again: it never takes the edge's
-// word for who signed.
+// word for who signed. Each takes an Idempotency-Key, kept under the signer's wallet (signerHolder).
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
-import type { Address } from "viem";
+import type { Context } from "hono";
+import { isAddress, type Address } from "viem";
 import { z } from "zod";
 import { addressField, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
+import { walletLookupHash } from "../../shared/hashing.ts";
 import type { EdgeEnv } from "../app.ts";
 import { validationHook } from "../app.ts";
 import { forward } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
-import { idempotencyHeaders } from "../idempotency/index.ts";
+import { idempotencyHeaders, idempotentAnswerHeaders, openIdempotencyHeaders, serveOnce, walletHolder, type KeyHolder } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
@@ -48,13 +50,15 @@ const signatureErrors = { 400: errors, 401: errors, 413: errors, 429: errors, 50
 // Open to anyone, but they only derive keys: the signer's wallet sends (and pays for) the transaction.
 const openWrite = openWriteLimit({ spendsGas: false });
 
+const replayHeaders = z.object(idempotentAnswerHeaders);
+
 const createWallet = createRoute({
   method: "post",
   path: "/create_wallet_with_signature",
   summary: "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
   middleware: [openWrite, limitBody] as const,
-  request: { body: body(envelopeSchema) },
-  responses: { 200: json(responseSchemas.create_wallet_with_signature), ...signatureErrors },
+  request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
+  responses: { 200: { ...json(responseSchemas.create_wallet_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
 });
 
 const addUsageKey = createRoute({
@@ -62,9 +66,48 @@ const addUsageKey = createRoute({
   path: "/add_usage_api_key_with_signature",
   summary: "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
   middleware: [openWrite, limitBody] as const,
-  request: { body: body(envelopeSchema) },
-  responses: { 200: json(responseSchemas.add_usage_api_key_with_signature), ...signatureErrors },
+  request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
+  responses: { 200: { ...json(responseSchemas.add_usage_api_key_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
 });
+
+/**
+ * The holder of a signature endpoint's Idempotency-Key: the wallet its typed data names, in the
+ * object of the account that wallet's lookup hash names (the Idempotency object is per account).
+ * The name is taken before the signature is checked, so that a replay needs no fresh signature (its
+ * issuedAt window may have passed): that is safe because an answer is kept only once the signature
+ * of that exact body was verified, the body (signature included) is in the fingerprint, and the
+ * answer is sealed under the key and the body; a forged claim only opens a record that its failed
+ * check frees at once. Typed data naming no address is served without a record (its check fails).
+ */
+async function signerHolder(_c: Context<EdgeEnv>, key: string, input: unknown): Promise<KeyHolder | undefined> {
+  const address = ((input as { typed_data?: { message?: { address?: unknown } } }).typed_data?.message?.address);
+  if (typeof address !== "string" || !isAddress(address, { strict: false })) return undefined;
+  return walletHolder(walletLookupHash(address), address, key, input);
+}
+
+/**
+ * Serves a derivation the signer asked for, once per Idempotency-Key. It is derived afresh (random)
+ * each time the enclave is asked and sends nothing on chain, so a retry of an attempt that gave no
+ * answer may simply ask again (no enclave memory, no routing back): only the answer the client was
+ * given must stay the same. The signature is checked inside, so a replay needs no fresh one.
+ */
+function serveDerivation<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(
+  c: Context<EdgeEnv>,
+  op: Op,
+  primaryType: "CreateWallet" | "AddUsageApiKey",
+  input: z.infer<typeof envelopeSchema>,
+): Promise<Response> {
+  return serveOnce(
+    c,
+    input,
+    async () => {
+      await verifyWalletSignature(c.get("config"), primaryType, input);
+      const res = await forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { typed_data: input.typed_data, signature: input.signature });
+      return c.json(res as object, 200);
+    },
+    signerHolder,
+  );
+}
 
 const convert = createRoute({
   method: "post",
@@ -87,25 +130,9 @@ const convert = createRoute({
 export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
   const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
 
-  r.openapi(createWallet, async (c) => {
-    const input = c.req.valid("json");
-    await verifyWalletSignature(c.get("config"), "CreateWallet", input);
-    const res = await forward<EnclaveResponse<"create_wallet_with_signature">>(c.get("config"), c.get("ids"), "create_wallet_with_signature", {
-      typed_data: input.typed_data,
-      signature: input.signature,
-    });
-    return c.json(res, 200);
-  });
+  r.openapi(createWallet, (c) => serveDerivation(c, "create_wallet_with_signature", "CreateWallet", c.req.valid("json")) as never);
 
-  r.openapi(addUsageKey, async (c) => {
-    const input = c.req.valid("json");
-    await verifyWalletSignature(c.get("config"), "AddUsageApiKey", input);
-    const res = await forward<EnclaveResponse<"add_usage_api_key_with_signature">>(c.get("config"), c.get("ids"), "add_usage_api_key_with_signature", {
-      typed_data: input.typed_data,
-      signature: input.signature,
-    });
-    return c.json(res, 200);
-  });
+  r.openapi(addUsageKey, (c) => serveDerivation(c, "add_usage_api_key_with_signature", "AddUsageApiKey", c.req.valid("json")) as never);
 
   r.openapi(convert, async (c) => {
     const input = c.req.valid("json");

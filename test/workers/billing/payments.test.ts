@@ -134,15 +134,43 @@ describe("a top-up by card", () => {
     expect(await ledgerOf(key).customer()).toBe(intents[0]?.customer);
   });
 
-  it("an Idempotency-Key makes a retried create the same intent", async () => {
+  it("an Idempotency-Key makes a retried create the same intent, replayed (Idempotent-Replayed, the first request's id); another amount is 422; a malformed key 400", async () => {
     const key = await newAccount();
     const first = await createIntent(key, 700, { "idempotency-key": "order-17" });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
     const again = await createIntent(key, 700, { "idempotency-key": "order-17" });
-    expect(again.body.payment_intent_id).toBe(first.body.payment_intent_id);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("original-request")).toBe(first.headers.get("x-request-id"));
     expect((await createIntent(key, 700, { "idempotency-key": "order-18" })).body.payment_intent_id).not.toBe(first.body.payment_intent_id);
     // The same key for another amount is the client's mistake, not Stripe's failure.
-    expectError(await createIntent(key, 900, { "idempotency-key": "order-17" }), 400, "invalid_request");
+    expectError(await createIntent(key, 900, { "idempotency-key": "order-17" }), 422, "idempotency_key_reused");
     expectError(await createIntent(key, 700, { "idempotency-key": "bad key" }), 400, "invalid_request");
+    // A refusal keeps nothing: the key is free for the corrected request.
+    expectError(await createIntent(key, 499, { "idempotency-key": "order-19" }), 400, "amount_below_minimum");
+    expect((await createIntent(key, 500, { "idempotency-key": "order-19" })).status).toBe(200);
+    // The kept answer holds the client secret: it is sealed under the caller's key.
+    const store = (env as unknown as Env).IDEMPOTENCY!;
+    const records = store.get(store.idFromName(apiKeyHash(key).toString(16).padStart(64, "0")));
+    const stored = await runInDurableObject(records, (_o, state) => JSON.stringify(state.storage.sql.exec("SELECT * FROM answer_chunks").toArray()));
+    expect(stored).not.toContain(first.body.client_secret);
+    // With the edge's record gone (evicted) Stripe still knows the key: another amount is 422 all the same.
+    await runInDurableObject(records, (_o, state) => void state.storage.sql.exec("DELETE FROM records WHERE scope LIKE '%:order-17'"));
+    expectError(await createIntent(key, 900, { "idempotency-key": "order-17" }), 422, "idempotency_key_reused");
+  });
+
+  it("confirm_payment under an Idempotency-Key replays its first answer (what that call credited); without one a second call says already_credited", async () => {
+    const key = await newAccount();
+    const intent = await paidIntent(key, 800);
+    const once = await edge("billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id }, headers: { "idempotency-key": "confirm-1" } });
+    expect(once.body).toEqual({ credited_cents: 800, already_credited: false, balance_cents: 800 });
+    const again = await edge("billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id }, headers: { "idempotency-key": "confirm-1" } });
+    expect(again.body).toEqual(once.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expectError(await edge("billing/confirm_payment", { key, body: { payment_intent_id: "pi_another" }, headers: { "idempotency-key": "confirm-1" } }), 422, "idempotency_key_reused");
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 800 });
+    expect(await balanceOf(key)).toBe(800);
   });
 
   it("below 500 cents is 400 amount_below_minimum; a fraction, a string or an unknown field is 400 invalid_request", async () => {
@@ -397,6 +425,26 @@ describe("X-Wallet-Auth", () => {
     expect(await payWith(created.body)).toBe(200);
     const confirmed = await edge("billing/confirm_payment", { body: { payment_intent_id: created.body.payment_intent_id }, ...asWallet(await walletAuth(alice)) });
     expect(confirmed.body).toEqual({ credited_cents: 500, already_credited: false, balance_cents: 500 });
+  });
+
+  it("keeps an Idempotency-Key under the signing wallet: a retry with a fresh X-Wallet-Auth replays the same intent; the answer is not kept readable", async () => {
+    const k = crypto.randomUUID();
+    const headers = async () => ({ "x-wallet-auth": await walletAuth(alice), "idempotency-key": k });
+    const first = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 600 }, headers: await headers() });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const again = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 600 }, headers: await headers() });
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 700 }, headers: await headers() }), 422, "idempotency_key_reused");
+    // A replay authenticates like any request: a stale X-Wallet-Auth is refused before it.
+    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 600 }, headers: { ...(await headers()), "x-wallet-auth": await walletAuth(alice, { issuedAt: now() - 3600 }) } }), 401, "signature_expired");
+    const store = (env as unknown as Env).IDEMPOTENCY!;
+    const stored = await runInDurableObject(store.get(store.idFromName(masterOfWallet(alice.address).toString(16).padStart(64, "0"))), (_o, state) =>
+      JSON.stringify([state.storage.sql.exec("SELECT * FROM records").toArray(), state.storage.sql.exec("SELECT * FROM answer_chunks").toArray()]),
+    );
+    expect(stored).toContain(`wallet:${alice.address.toLowerCase()}:`);
+    expect(stored).not.toContain(k);
+    expect(stored).not.toContain(first.body.client_secret);
   });
 
   it("refuses a wallet that administers no account (404 account_not_found), a wrong primary type, an old signature and an API key sent with it", async () => {

@@ -76,11 +76,28 @@ export function rateLimit(): MiddlewareHandler<EdgeEnv> {
   };
 }
 
+/** Per request: a budget its route's middleware left to be taken once the request is known to act. */
+const deferredByRequest = new WeakMap<Request, () => Promise<void>>();
+
+/**
+ * Takes the budget the route's middleware deferred for this request, if any (once). Called by
+ * serveOnce (idempotency/) when a request under an Idempotency-Key turns out not to be a replay.
+ */
+export async function takeDeferredLimits(c: Context<EdgeEnv>): Promise<void> {
+  const deferred = deferredByRequest.get(c.req.raw);
+  if (!deferred) return;
+  deferredByRequest.delete(c.req.raw);
+  await deferred();
+}
+
 /**
  * The class of a route anyone may call without a key (new_account, the signature endpoints): its
  * client IP's tighter per-minute bucket and, when the call spends the payers' gas, the deployment's
  * hourly budget. The budget is taken only once the IP's bucket has let the request through, so a
- * client refused by its own limit never spends what every client shares.
+ * client refused by its own limit never spends what every client shares. A request with an
+ * Idempotency-Key may be a replay, which sends no transaction: its budget is left to serveOnce,
+ * which takes it only when the request acts (a route that spends gas serves through serveOnce).
+ * The IP's bucket is taken either way: it guards the edge itself, which a replay also works.
  */
 export function openWriteLimit(options: { spendsGas: boolean }): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -89,7 +106,10 @@ export function openWriteLimit(options: { spendsGas: boolean }): MiddlewareHandl
     const limits = c.get("config").rateLimits;
     await take(c, namespace, [{ name: `open-ip:${clientIp(c)}`, limit: limits.openPerIp, windowSeconds: MINUTE }], TOO_MANY);
     if (options.spendsGas) {
-      await take(c, namespace, [{ name: GAS_BUDGET_BUCKET, limit: limits.openWritesPerHour, windowSeconds: HOUR }], "this service's hourly allowance for this operation is spent; retry after the reset");
+      const budget = () =>
+        take(c, namespace, [{ name: GAS_BUDGET_BUCKET, limit: limits.openWritesPerHour, windowSeconds: HOUR }], "this service's hourly allowance for this operation is spent; retry after the reset");
+      if (c.req.header("idempotency-key") === undefined) await budget();
+      else deferredByRequest.set(c.req.raw, budget);
     }
     await next();
   };
