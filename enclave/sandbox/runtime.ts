@@ -315,8 +315,11 @@ export class ScriptRun {
    * Runs the script. Whoever waits for the outcome must hold `outcome` before this is called: a
    * slice terminated from outside unwinds every frame on the stack, the caller's included.
    */
-  start(): Promise<RunOutcome> {
-    nextTurn(() => this.#run());
+  start(inTurn = false): Promise<RunOutcome> {
+    // `inTurn`: the caller is running in a turn of its own (a message event, not a microtask), where
+    // the first slice may run at once; else the run starts in one (nextTurn).
+    if (inTurn) this.#run();
+    else nextTurn(() => this.#run());
     return this.#outcome;
   }
 

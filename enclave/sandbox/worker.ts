@@ -151,6 +151,9 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   // Alone, this run would only be slowed by preparing its successor now (its host calls come back
   // to a busy thread): that waits until it is done. With others in flight the thread is busy anyway.
   if (runs.size > 0) prepareNext();
+  // With a runtime ready this is still the message event that brought the run: a turn of its own,
+  // where its first slice may run at once (runtime.ts, nextTurn). Otherwise it starts in one.
+  const inTurn = prepared !== undefined;
   prepared ??= prepareRuntime(await takeInstance());
   // Made at the run's first fetch: most runs never fetch, and abort() costs an event per run.
   let abort: AbortController | undefined;
@@ -185,7 +188,7 @@ async function run(runId: number, request: RunRequest): Promise<void> {
     post({ type: "done", runId, outcome });
     prepareNext();
   });
-  void ended.start();
+  void ended.start(inTurn);
 }
 
 /**
