@@ -98,19 +98,17 @@
     return exports;
   }
 
+  /** Makes `name` of `holder` the plain property it stands for. */
+  function settle(holder, name, value) {
+    // A descriptor without a prototype: the script may have put `get` or `set` on Object.prototype.
+    defineProperty(holder, name, { __proto__: null, value, writable: true, enumerable: false, configurable: true });
+    return value;
+  }
   /** A global (or a built-in's method, on `holder`) that is built the first time it is read, then becomes a plain property. */
   function lazyGlobal(name, chunk, holder = G, key = name) {
-    // A descriptor without a prototype: the script may have put `get` or `set` on Object.prototype.
-    const settle = (value) => defineProperty(holder, name, { __proto__: null, value, writable: true, enumerable: false, configurable: true });
     defineProperty(holder, name, {
-      get() {
-        const value = need(chunk)[key];
-        settle(value);
-        return value;
-      },
-      set(value) {
-        settle(value);
-      },
+      get: () => settle(holder, name, need(chunk)[key]),
+      set: (value) => settle(holder, name, value),
       enumerable: false,
       configurable: true,
     });
@@ -159,13 +157,9 @@
     Actions[name] = freeze({ [name]: (args) => need("actions").Actions[name](args) }[name]);
   }
   freeze(Actions);
-  lazyGlobal("console", "console");
-  for (const name of ["setTimeout", "clearTimeout", "queueMicrotask"]) lazyGlobal(name, "timers");
-  for (const name of ["TextEncoder", "TextDecoder", "atob", "btoa"]) lazyGlobal(name, "text");
-  for (const name of ["URL", "URLSearchParams"]) lazyGlobal(name, "url");
-  lazyGlobal("crypto", "crypto");
-  lazyGlobal("structuredClone", "clone");
-  for (const name of ["fetch", "Headers", "Response"]) lazyGlobal(name, "fetch");
+  // Each lazy global followed by its chunk, as one string: a literal is the cheapest thing to parse.
+  const LAZY = apply(P.strSplit, "console console setTimeout timers clearTimeout timers queueMicrotask timers TextEncoder text TextDecoder text atob text btoa text URL url URLSearchParams url crypto crypto structuredClone clone fetch fetch Headers fetch Response fetch", [" "]);
+  for (let i = 0; i < LAZY.length; i += 2) lazyGlobal(LAZY[i], LAZY[i + 1]);
 
   // The global properties the sandbox fixes (Sigil, eval, Function) stay fixed against the three
   // ways to define a property, which QuickJS would let change them (fixed.js): loaded at first use.
@@ -191,10 +185,6 @@
   defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
-  function bigintAsDecimal(_key, value) {
-    return typeof value === "bigint" ? P.String(value) : value;
-  }
-
   // What the host drives the run with.
   async function callMain(paramsJson, moduleNamespace) {
     const params = parse(paramsJson);
@@ -208,10 +198,10 @@
     try {
       json = P.stringify(out);
     } catch (e) {
-      // A BigInt has no JSON form: the response carries it as its decimal string. (Only then is a
-      // replacer worth its cost: it is called for every value of the response.)
+      // A BigInt has no JSON form: host.js gives it its decimal string (only then: a replacer is
+      // called for every value of the response).
       if (!(e instanceof P.TypeError)) throw e;
-      json = P.stringify(out, bigintAsDecimal);
+      json = need("host").stringifyWithBigInts(out);
     }
     return json === undefined ? "null" : json;
   }

@@ -77,5 +77,8 @@
     return P.stringify(record({ code, name, message, stack }));
   }
 
-  return { record, ownRegExp, codedError, syncCall, asyncCall, classify };
+  /** A response as JSON, with every BigInt as its decimal string (JSON has no BigInt). */
+  const stringifyWithBigInts = (value) => P.stringify(value, (_key, v) => (typeof v === "bigint" ? P.String(v) : v));
+
+  return { record, ownRegExp, codedError, syncCall, asyncCall, classify, stringifyWithBigInts };
 })
