@@ -223,11 +223,16 @@ type Ending = { responseJson?: string; error?: RunError; internalError?: unknown
  */
 const turns = new MessageChannel();
 const turnQueue: Array<() => void> = [];
-turns.port1.on("message", () => turnQueue.shift()?.());
-// Turns keep nothing alive: a run waiting on a turn is held by the worker's own port.
+turns.port1.on("message", () => {
+  const f = turnQueue.shift();
+  // The port keeps the thread alive only while turns are due.
+  if (turnQueue.length === 0) turns.port1.unref();
+  f?.();
+});
 turns.port1.unref();
 
 function nextTurn(f: () => void): void {
+  if (turnQueue.length === 0) turns.port1.ref();
   turnQueue.push(f);
   turns.port2.postMessage(0);
 }

@@ -115,34 +115,8 @@
   }
 
   const hostKit = freeze({ host });
-  let responseSet = false;
-  let responseValue = null;
-  let kitObject;
-  /** What the other chunks get besides the primordials: the host calls and the run's own state. */
-  const kit = () => {
-    if (kitObject === undefined) {
-      const h = need("host");
-      kitObject = freeze({
-        syncCall: h.syncCall,
-        asyncCall: h.asyncCall,
-        record: h.record,
-        ownRegExp: h.ownRegExp,
-        /** `s.fn(...args)` through the captured method `fn`, whatever the script did to prototypes. */
-        str: (s, fn, args) => apply(fn, s, args),
-        /** An Error whose `name` is `name` (DOMException-like errors the Web APIs throw). */
-        namedError(name, message) {
-          const e = new P.Error(message);
-          defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
-          return e;
-        },
-        setResponse(value) {
-          responseSet = true;
-          responseValue = value;
-        },
-      });
-    }
-    return kitObject;
-  };
+  /** What the other chunks get besides the primordials: the host calls and the run's own state (host.js makes it). */
+  const kit = () => need("host").kit;
 
   // Sigil: a data property, non-writable and non-configurable, deeply frozen, defined when the run
   // begins (its `request` is the run's {requestId, correlationId, cid}). Each function of
@@ -193,7 +167,8 @@
     else main = G.main;
     if (typeof main !== "function") throw need("host").codedError("script_error", "the script must define main(params)");
     const value = await apply(main, undefined, [params]);
-    const out = value === undefined ? (responseSet ? responseValue : null) : value;
+    // A response given to Sigil.Actions.setResponse lives in host.js, loaded by any Sigil call.
+    const out = value !== undefined ? value : apply(mapGet, chunks, ["host"]) === undefined ? null : need("host").response();
     let json;
     try {
       json = P.stringify(out);

@@ -77,8 +77,32 @@
     return P.stringify(record({ code, name, message, stack }));
   }
 
+  // The response given to Sigil.Actions.setResponse (main's returned value, when not undefined, wins).
+  let responseSet = false;
+  let responseValue = null;
+
+  /** What the other chunks get besides the primordials (core.js hands it out as `kit`). */
+  const chunkKit = P.freeze({
+    syncCall,
+    asyncCall,
+    record,
+    ownRegExp,
+    /** `s.fn(...args)` through the captured method `fn`, whatever the script did to prototypes. */
+    str: (s, fn, args) => apply(fn, s, args),
+    /** An Error whose `name` is `name` (DOMException-like errors the Web APIs throw). */
+    namedError(name, message) {
+      const e = new P.Error(message);
+      defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
+      return e;
+    },
+    setResponse(value) {
+      responseSet = true;
+      responseValue = value;
+    },
+  });
+
   /** A response as JSON, with every BigInt as its decimal string (JSON has no BigInt). */
   const stringifyWithBigInts = (value) => P.stringify(value, (_key, v) => (typeof v === "bigint" ? P.String(v) : v));
 
-  return { record, ownRegExp, codedError, syncCall, asyncCall, classify, stringifyWithBigInts };
+  return { record, ownRegExp, codedError, syncCall, asyncCall, classify, stringifyWithBigInts, kit: chunkKit, response: () => (responseSet ? responseValue : null) };
 })
