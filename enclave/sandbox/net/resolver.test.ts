@@ -21,6 +21,23 @@ afterAll(async () => {
   await dns.close();
 });
 
+/**
+ * Opens `fifo` for writing, which lets its reader go. A pool thread may not have reached its open
+ * yet (the queue is still ahead of it, and getaddrinfo behind it): until it has, a non-blocking open
+ * for writing fails with ENXIO, so it is tried again.
+ */
+async function release(fifo: string): Promise<void> {
+  for (;;) {
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENXIO") throw err;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
+
 describe("createResolver (c-ares)", () => {
   it("asks the configured server for A and AAAA and answers with the A record", async () => {
     const resolve = createResolver({ servers: [dns.address], timeoutMs: 1_000, tries: 1 });
@@ -52,7 +69,7 @@ describe("createResolver (c-ares)", () => {
       await expect(resolve("fast.test")).resolves.toEqual([{ address: "127.0.0.5", family: 4 }]);
       // getaddrinfo has had all that time and is still queued behind the held threads.
       expect(lookedUp).toBe(false);
-      for (const fifo of fifos) closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      for (const fifo of fifos) await release(fifo);
       await viaThreadPool;
       expect(lookedUp).toBe(true);
     } finally {
