@@ -151,8 +151,12 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   // Alone, this run would only be slowed by preparing its successor now (its host calls come back
   // to a busy thread): that waits until it is done. With others in flight the thread is busy anyway.
   if (runs.size > 0) prepareNext();
-  // With a runtime ready this is still the message event that brought the run: a turn of its own,
-  // where its first slice may run at once (runtime.ts, nextTurn). Otherwise it starts in one.
+  // Without awaiting, this is still the message event that brought the run: a turn of its own,
+  // where its first slice may run at once (runtime.ts, nextTurn) — and a short run ends before the
+  // next message is read, leaving its instance to the next run (a few instances stay warm, instead
+  // of one per message in the queue). Only a new instance is awaited; that run starts in a turn.
+  const kept = prepared ? undefined : idle.pop();
+  if (kept) prepared = prepareRuntime(kept);
   const inTurn = prepared !== undefined;
   prepared ??= prepareRuntime(await takeInstance());
   // Made at the run's first fetch: most runs never fetch, and abort() costs an event per run.
