@@ -1,16 +1,14 @@
 // The edge's Hono app (api.md): request ids, CORS and the error body for everything; one router per
 // resource under /core/v1; the OpenAPI document generated from the same zod schemas that validate.
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
 import { cors } from "hono/cors";
-import { SigilError, type IssueDetail } from "../shared/errors.ts";
-import { edgeConfig, type EdgeConfig } from "./config.ts";
-import type { Env } from "./env.ts";
+import { edgeConfig } from "./config.ts";
 import { errorResponse } from "./errors.ts";
 import { defaultBodyLimit } from "./middleware/bodyLimit/index.ts";
 import { notFound } from "./notFound.ts";
 import { rateLimit } from "./middleware/rateLimit/index.ts";
-import { requestId, type RequestIds } from "./middleware/requestId/index.ts";
+import { requestId } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { attestationRoutes } from "./routes/attestation.ts";
@@ -20,24 +18,13 @@ import { groupsRoutes } from "./routes/groups.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { signaturesRoutes } from "./routes/signatures.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
-
-export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig } };
-
-/** Validation failures become 400 invalid_request with one `{path, message}` per problem. */
-export function validationHook(result: { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> } }): void {
-  if (result.success || !result.error) return;
-  const details: IssueDetail[] = result.error.issues.map((i) => ({
-    path: i.path.map(String).join(".") || "(body)",
-    message: i.code === "unrecognized_keys" ? `unknown field(s): ${(i.keys ?? []).join(", ")}` : i.message,
-  }));
-  throw new SigilError("invalid_request", "the request is not valid for this endpoint", { details });
-}
+import { newRouter, type EdgeEnv } from "./router.ts";
 
 /** The routes that set their own, larger body limit (they take a script). */
 const SCRIPT_ROUTES: ReadonlySet<string> = new Set(["/core/v1/sigil_action", "/core/v1/get_sigil_action_ipfs_id"]);
 
 export function createApp(): OpenAPIHono<EdgeEnv> {
-  const app = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const app = newRouter();
   app.use(requestId());
   app.use(
     cors({

@@ -3,7 +3,7 @@
 import type { Hono, NotFoundHandler } from "hono";
 import { TrieRouter } from "hono/router/trie-router";
 import { SigilError } from "../shared/errors.ts";
-import type { EdgeEnv } from "./app.ts";
+import type { EdgeEnv } from "./router.ts";
 import { errorResponse } from "./errors.ts";
 
 /**

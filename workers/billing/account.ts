@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import type { Address } from "viem";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
+import type { EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";

@@ -19,7 +19,7 @@
 import type { Context } from "hono";
 import type { ExecuteResponse } from "../../shared/enclaveApi.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
+import type { EdgeEnv } from "../router.ts";
 import { callEnclave } from "../enclave/client.ts";
 import { callerAccount, hashHex, ledgerOf } from "./account.ts";
 import type { HoldResult, KeyCap, Ledger } from "./ledger.ts";

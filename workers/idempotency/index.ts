@@ -37,7 +37,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
+import type { EdgeEnv } from "../router.ts";
 import { callerAccount, hashHex } from "../billing/account.ts";
 import { releaseHold } from "../billing/meter.ts";
 import { EnclaveLostError, enclaveInstance, type Idempotent } from "../enclave/client.ts";

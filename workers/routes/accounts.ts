@@ -2,12 +2,11 @@
 // caller's key added as `api_key` (the enclave authorizes them itself: a usage key on an owner
 // operation gets 403 account_key_required from it); reads are live eth_calls from here. Every
 // write takes an Idempotency-Key, new_account too (kept per client address: idempotency/).
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { forward } from "../enclave/client.ts";
@@ -68,7 +67,7 @@ const listApiKeys = listRoute({
 
 
 export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
   registerKeySecurity(r);
 
   r.openapi(newAccount, (c) => {

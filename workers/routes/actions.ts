@@ -1,10 +1,9 @@
 // Actions (api.md, Groups and actions): the account's registry of CIDs with a name and a
 // description. Writes go to an enclave with the caller's key as `api_key` (the contract checks
 // group:manageActions); `list_actions` is a live eth_call, of the whole account or of one group.
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
@@ -35,7 +34,7 @@ const listActions = listRoute({
 
 
 export function actionsRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
 
   serveWrites(r, routes);
 

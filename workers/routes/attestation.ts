@@ -5,12 +5,11 @@
 // (`X-Sigil-Instance`); a client pins one instance for all of them with that header or
 // `?instance=`, so the quote, /info and the evidences it checks come from the same VM (issue 11,
 // point 15). Documented in the OpenAPI document with the rest.
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { proxyToEnclave } from "../enclave/client.ts";
 import { errorResponse } from "./openapi.ts";
 
@@ -150,7 +149,7 @@ function pinned(c: Context<EdgeEnv>): string | undefined {
 }
 
 export function attestationRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
   const pass = (c: Context<EdgeEnv>) =>
     proxyToEnclave(c.get("config"), c.get("ids"), new URL(c.req.url), { instance: pinned(c), clientIp: c.req.header("cf-connecting-ip") }) as never;
   r.openapi(attestation, pass);

@@ -3,14 +3,13 @@
 // whichever of `confirm_payment` and the webhook reports it first: both credit the account's
 // Ledger under the payment intent's id, and the Ledger adds a payment intent once. Both writes take
 // an Idempotency-Key (idempotency/), kept under the caller's key or X-Wallet-Auth's wallet.
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type Stripe from "stripe";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { billingCaller, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from "../billing/account.ts";
 import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
@@ -198,7 +197,7 @@ async function customerOf(c: Context<EdgeEnv>, stripe: Stripe, master: bigint): 
 }
 
 export function billingRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
   r.openAPIRegistry.registerComponent("securitySchemes", "WalletAuth", {
     type: "apiKey",
     in: "header",

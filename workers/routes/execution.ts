@@ -3,11 +3,10 @@
 // runs it and answers the run's outcome, which reaches the client as it is, with what it cost.
 // Under an Idempotency-Key a run is charged once however often it is sent, and a retry of one whose
 // first attempt gave no answer says what became of it (`first_attempt`; idempotency/).
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { executeResponseSchema, sigilActionRequestSchema, type ExecuteResponse } from "../../shared/enclaveApi.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { meteredRun, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -50,7 +49,7 @@ const sigilAction = createRoute({
 });
 
 export function executionRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
 
   r.openapi(sigilAction, (c) => {
     const input = c.req.valid("json");

@@ -2,11 +2,10 @@
 // added as `api_key`: the enclave turns wallet ids into addresses and raw CIDs into hashes, and the
 // contract decides whether the key holds the scope (its refusal comes back as 403
 // permission_denied, 404 group_not_found or wallet_not_found). `list_groups` is a live eth_call.
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { toHash32 } from "../../shared/hashing.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
@@ -40,7 +39,7 @@ export function cidHashText(hash: bigint): string {
 }
 
 export function groupsRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
 
   serveWrites(r, routes);
 

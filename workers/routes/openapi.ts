@@ -4,7 +4,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { errorBodySchema } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
+import type { EdgeEnv } from "../router.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 
 export const errorResponse = { description: "error", content: { "application/json": { schema: errorBodySchema } } };

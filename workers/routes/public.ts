@@ -1,11 +1,10 @@
 // Public information (api.md, Public information and Execution): no API key.
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
 import { errorBodySchema, SigilError } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { askEnclave, callEnclave } from "../enclave/client.ts";
 import { noteInstance } from "../enclave/instances.ts";
@@ -120,7 +119,7 @@ const adminApiPayer = createRoute({
 });
 
 export function publicRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
 
   r.openapi(version, (c) => c.json({ name: "sigil", version: c.get("config").version }, 200));
 

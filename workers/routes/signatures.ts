@@ -2,7 +2,7 @@
 // every check of api.md in its order, each with its own code, before anything reaches an enclave
 // (middleware/auth/walletSignature.ts). The enclave checks it all again: it never takes the edge's
 // word for who signed. Each takes an Idempotency-Key, kept under the signer's wallet (signerHolder).
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import type { Context } from "hono";
 import { isAddress, type Address } from "viem";
@@ -10,8 +10,7 @@ import { z } from "zod";
 import { addressField, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { walletLookupHash } from "../../shared/hashing.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { forward } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, openIdempotencyHeaders, serveOnce, walletHolder, type KeyHolder } from "../idempotency/index.ts";
@@ -128,7 +127,7 @@ const convert = createRoute({
 });
 
 export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
 
   r.openapi(createWallet, (c) => serveDerivation(c, "create_wallet_with_signature", "CreateWallet", c.req.valid("json")) as never);
 

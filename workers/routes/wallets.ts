@@ -1,11 +1,10 @@
 // Wallets (api.md, Wallets). Creation is forwarded to an enclave, which derives the wallet and
 // authorizes the caller (the master key, or a usage key with can_create_pkps); lists are live
 // eth_calls from here.
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
-import type { EdgeEnv } from "../app.ts";
-import { validationHook } from "../app.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
@@ -84,7 +83,7 @@ function walletItemOf(w: WalletView): z.infer<typeof walletItem> {
 }
 
 export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
-  const r = new OpenAPIHono<EdgeEnv>({ defaultHook: (result) => validationHook(result as never) });
+  const r = newRouter();
   registerKeySecurity(r);
 
   r.openapi(createWalletPost, (c) => serveWrite(c, "create_wallet", c.req.valid("json")) as never);

@@ -8,7 +8,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse } from "../../shared/enclaveApi.ts";
-import type { EdgeEnv } from "../app.ts";
+import type { EdgeEnv } from "../router.ts";
 import { meteredWrite } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";

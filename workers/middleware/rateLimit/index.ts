@@ -10,7 +10,7 @@
 // → 429 rate_limited with Retry-After.
 import type { Context, MiddlewareHandler } from "hono";
 import { SigilError } from "../../../shared/errors.ts";
-import type { EdgeEnv } from "../../app.ts";
+import type { EdgeEnv } from "../../router.ts";
 import { Leases } from "../../ratelimit/leases.ts";
 import type { RateLimiter, TakeResult } from "../../ratelimit/limiter.ts";
 import { presentedKeyHash } from "../auth/index.ts";
