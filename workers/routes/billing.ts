@@ -14,6 +14,7 @@ import { billingCaller, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from 
 import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity } from "./openapi.ts";
 
 /** billing.md: the smallest top-up, in cents. */
@@ -97,7 +98,7 @@ const createIntent = createRoute({
   path: "/billing/create_payment_intent",
   summary: `Start a top-up of amount_cents (at least ${MIN_TOP_UP_CENTS}); confirm it with Stripe using client_secret, then call confirm_payment. An Idempotency-Key header makes a retry return the same intent`,
   security: billingSecurity,
-  middleware: [requireCredentials] as const,
+  middleware: [defaultBodyLimit, requireCredentials] as const,
   request: {
     headers: billingIdempotencyHeaders,
     // The minimum is the handler's to check, so every amount under it (0 and negatives too) gets its
@@ -124,7 +125,7 @@ const confirmPayment = createRoute({
   path: "/billing/confirm_payment",
   summary: "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
   security: billingSecurity,
-  middleware: [requireCredentials] as const,
+  middleware: [defaultBodyLimit, requireCredentials] as const,
   request: { headers: billingIdempotencyHeaders, body: body(z.strictObject({ payment_intent_id: intentIdField })) },
   responses: {
     200: {
@@ -278,7 +279,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
 
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
   r.openAPIRegistry.registerPath(webhook);
-  r.post(webhook.path, async (c) => {
+  r.post(webhook.path, defaultBodyLimit, async (c) => {
     const event = await verifiedEvent(c.get("config"), await c.req.text(), c.req.header("stripe-signature"));
     if (event.type !== "payment_intent.succeeded") return c.json({ received: true as const, credited_cents: 0 }, 200);
     const intent = event.data.object;

@@ -55,7 +55,7 @@ const createWallet = createRoute({
   method: "post",
   path: "/create_wallet_with_signature",
   summary: "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
-  middleware: [openWrite, limitBody] as const,
+  middleware: [limitBody, openWrite] as const,
   request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
   responses: { 200: { ...json(responseSchemas.create_wallet_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
 });
@@ -64,7 +64,7 @@ const addUsageKey = createRoute({
   method: "post",
   path: "/add_usage_api_key_with_signature",
   summary: "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
-  middleware: [openWrite, limitBody] as const,
+  middleware: [limitBody, openWrite] as const,
   request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
   responses: { 200: { ...json(responseSchemas.add_usage_api_key_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
 });
@@ -113,7 +113,7 @@ const convert = createRoute({
   path: "/convert_to_chain_secured_account",
   summary: "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
   security: keySecurity,
-  middleware: [requireKey, limitBody] as const,
+  middleware: [limitBody, requireKey] as const,
   request: { headers: idempotencyHeaders, body: body(convertSchema) },
   responses: {
     200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: chargedHeader },

@@ -13,6 +13,7 @@ import { meteredWrite } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, toWire } from "./openapi.ts";
 
 async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown, attempt: Attempt | undefined): Promise<EnclaveResponse<Op>> {
@@ -75,7 +76,7 @@ export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
     path: `/${op}`,
     summary,
     security: keySecurity,
-    middleware: [requireKey] as const,
+    middleware: [defaultBodyLimit, requireKey] as const,
     request: { headers: idempotencyHeaders, body: body((requestSchemas[op] as z.ZodObject).omit({ api_key: true })) },
     responses: { 200: { ...json(responseSchemas[op] as z.ZodType), headers: chargedHeader }, ...writeErrors },
   });

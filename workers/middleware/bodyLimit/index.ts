@@ -1,5 +1,5 @@
-// Request body limits (api.md: over the size limit → 413 payload_too_large). Every route gets the
-// small default; the routes that take a script opt into the larger one.
+// Request body limits (api.md: over the size limit → 413 payload_too_large). Each route that takes a
+// body declares one in its middleware: the small default, or the larger one for a script.
 import { bodyLimit } from "hono/body-limit";
 import { SigilError } from "../../../shared/errors.ts";
 
