@@ -14,7 +14,7 @@ import { createPublicClient, createWalletClient, http, type Address } from "viem
 import { deployAccountConfig, deployerAccount, type DeployClients } from "../../contracts/deploy.ts";
 import { DEV_APP_COMPOSE_PATH } from "../../deploy/release.ts";
 import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../shared/channel/channel.ts";
-import { startStripeEmulator, type StripeEmulator } from "../../test/emulators/stripe.ts";
+import { startStripeEmulator, type StripeEmulator } from "../../emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { readStackConfig } from "./config.ts";
 import { clearLedgers, contractCodeHash, ledgersDir, markChain, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";

@@ -1,5 +1,5 @@
 // DstackSource over @phala/dstack-sdk, against the guest-agent stand-in
-// (test/emulators/dstackGuestAgent.ts) answering in the real agent's format: quotes pass through
+// (emulators/dstackGuestAgent.ts) answering in the real agent's format: quotes pass through
 // unchanged, Info's `tcb_info` becomes an object with `app_compose` the raw string, keys come from
 // GetKey, and a malformed answer from the agent is refused rather than passed on.
 import { createServer } from "node:http";
@@ -10,7 +10,7 @@ import { bytesToHex, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { QuoteVerifier } from "@phala/dcap-qvl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { replayRtmrs, type EventLogEntry } from "../../shared/attestation/eventLog.ts";
-import { STAND_IN_APP_COMPOSE, startGuestAgent, type GuestAgent } from "../../test/emulators/dstackGuestAgent.ts";
+import { STAND_IN_APP_COMPOSE, startGuestAgent, type GuestAgent } from "../../emulators/dstackGuestAgent.ts";
 import { DstackSource } from "./dstackSource.ts";
 
 const SECRET = new Uint8Array(32).fill(3);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { bytesToHex, hexToBytes } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
 import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
-import { startGuestAgent, type GuestAgent } from "../../test/emulators/dstackGuestAgent.ts";
+import { startGuestAgent, type GuestAgent } from "../../emulators/dstackGuestAgent.ts";
 import { loadRootKey, ROOT_KEY_PATH } from "./rootKey.ts";
 
 const cleanups: Array<() => unknown> = [];

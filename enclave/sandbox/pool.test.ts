@@ -4,7 +4,7 @@
 // test can hold the threads the pool starts and terminate one behind its back.
 import type { Worker as NodeWorker } from "node:worker_threads";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startFetchTarget, type FetchTarget } from "../../test/emulators/fetchTarget.ts";
+import { startFetchTarget, type FetchTarget } from "../../emulators/fetchTarget.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { readEnclaveConfig } from "../config.ts";
 import { createLogger } from "../log.ts";

@@ -18,7 +18,7 @@ import { topUp } from "../../bin/account/topup.ts";
 import { freePort, spawnEdge, type EdgeProcess } from "../../bin/stack/edge.ts";
 import { DEV_APP_COMPOSE_PATH } from "../../deploy/release.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
-import { startStripeEmulator, type StripeEmulator } from "../emulators/stripe.ts";
+import { startStripeEmulator, type StripeEmulator } from "../../emulators/stripe.ts";
 import { startTestStack, type TestStack } from "../harness/stack.ts";
 
 let stack: TestStack;

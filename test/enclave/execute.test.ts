@@ -8,7 +8,7 @@ import { CID } from "multiformats/cid";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { computeCid } from "../../shared/cid.ts";
-import { ENDLESS_CAP_BYTES, type GatewayLog } from "../emulators/ipfsGateway.ts";
+import { ENDLESS_CAP_BYTES, type GatewayLog } from "../../emulators/ipfsGateway.ts";
 import { internalHealthOf } from "../harness/channel.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { callEnclave, ok, run } from "./client.ts";
@@ -27,7 +27,7 @@ async function addToGateway(content: string, asCid?: string): Promise<string> {
   return ((await res.json()) as { cid: string }).cid;
 }
 
-/** Makes the test gateway fail for `cid` (test/emulators/ipfsGateway.ts, `/misbehave`). */
+/** Makes the test gateway fail for `cid` (emulators/ipfsGateway.ts, `/misbehave`). */
 async function misbehave(cid: string, how: "503" | "500" | "429" | "reset" | "hang" | "endless"): Promise<void> {
   await fetch(`${inject("gatewayUrl")}/misbehave?cid=${cid}&as=${how}`, { method: "POST" });
 }

@@ -13,7 +13,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
-import { startDnsServer, type DnsServer } from "../emulators/dnsServer.ts";
+import { startDnsServer, type DnsServer } from "../../emulators/dnsServer.ts";
 import { internalHealthOf } from "../harness/channel.ts";
 import { ok, run, type Reply, type RunResult } from "./client.ts";
 import { callAt, startOwnEnclave } from "./ownEnclave.ts";

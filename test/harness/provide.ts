@@ -1,7 +1,7 @@
 // What the suites that share the test stack (test/harness/stack.ts) receive from their
 // globalSetup through vitest's `inject`: the stack's addresses, typed once for both.
 import type { TestProject } from "vitest/node";
-import type { StripeEmulator } from "../emulators/stripe.ts";
+import type { StripeEmulator } from "../../emulators/stripe.ts";
 import type { TestStack } from "./stack.ts";
 
 declare module "vitest" {
@@ -16,7 +16,7 @@ declare module "vitest" {
     listenerPollMs: number;
     /** A second enclave whose chain listener has stalled (test/workers/globalSetup.ts only). */
     stalledEnclaveUrl: string;
-    /** The local Stripe emulator, where a suite runs one (test/emulators/stripe.ts). */
+    /** The local Stripe emulator, where a suite runs one (emulators/stripe.ts). */
     stripeApiBase: string;
     stripeSecretKey: string;
     stripePublishableKey: string;

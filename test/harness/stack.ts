@@ -11,8 +11,8 @@ import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "../enclave/constants.ts";
-import { startFetchTarget } from "../emulators/fetchTarget.ts";
-import { startIpfsGateway } from "../emulators/ipfsGateway.ts";
+import { startFetchTarget } from "../../emulators/fetchTarget.ts";
+import { startIpfsGateway } from "../../emulators/ipfsGateway.ts";
 
 export type TestStack = {
   rpcUrl: string;

@@ -1,5 +1,5 @@
 // Scripts' DNS (issue 11, point 8): the resolver is c-ares with its own timeout, against a name
-// server on 127.0.0.1 (test/emulators/dnsServer.ts). It answers while libuv's thread pool is held —
+// server on 127.0.0.1 (emulators/dnsServer.ts). It answers while libuv's thread pool is held —
 // where `dns.lookup` (getaddrinfo, what scripts' fetches used before) waits, and with it WebCrypto
 // and file work of every run — and a name server that never answers costs a fetch its timeout, not a
 // thread.
@@ -10,7 +10,7 @@ import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDnsServer, type DnsServer } from "../../../test/emulators/dnsServer.ts";
+import { startDnsServer, type DnsServer } from "../../../emulators/dnsServer.ts";
 import { createResolver } from "./guardedFetch.ts";
 
 let dns: DnsServer;

@@ -1,9 +1,9 @@
 // The stack behind the billing suites: the edge's usual chain and enclave (test/harness/stack.ts)
-// and a local Stripe (test/emulators/stripe.ts). The edge in workerd has no address the emulator
+// and a local Stripe (emulators/stripe.ts). The edge in workerd has no address the emulator
 // could post webhooks to, so it delivers none here; the suites fetch its signed-for events and
 // post them to the edge themselves (the end-to-end suite has real deliveries).
 import type { TestProject } from "vitest/node";
-import { startStripeEmulator } from "../../emulators/stripe.ts";
+import { startStripeEmulator } from "../../../emulators/stripe.ts";
 import { provideStack, provideStripe } from "../../harness/provide.ts";
 import { startTestStack } from "../../harness/stack.ts";
 
