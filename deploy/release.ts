@@ -21,6 +21,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { getComposeHash, type AppCompose } from "@phala/dstack-sdk/get-compose-hash";
 
 const deployDir = dirname(fileURLToPath(import.meta.url));
 export const TEMPLATE_PATH = join(deployDir, "docker-compose.template.yml");
@@ -214,12 +215,22 @@ export function checkCompose(compose: string, allowedEnvs: readonly string[]): v
   if (unused.length > 0) throw new ReleaseError(`allowed_envs lists ${unused.join(", ")}, which the compose never uses`);
 }
 
-/** app-compose.json's exact text: the settings and the compose, in dstack's canonical JSON. */
+/**
+ * app-compose.json's exact text: the settings and the compose, in dstack's canonical JSON. dstack's
+ * own getComposeHash hashes the object; the text written must hash the same, or the file would name
+ * another release than the hash printed: a disagreement is an error, never a file.
+ */
 export function appComposeText(compose: string): string {
-  return canonicalJson({ ...APP_COMPOSE_SETTINGS, allowed_envs: [...APP_COMPOSE_SETTINGS.allowed_envs], docker_compose_file: compose });
+  const appCompose: AppCompose = { ...APP_COMPOSE_SETTINGS, allowed_envs: [...APP_COMPOSE_SETTINGS.allowed_envs], docker_compose_file: compose };
+  const text = canonicalJson(appCompose);
+  if (composeHash(text) !== getComposeHash(appCompose)) throw new ReleaseError("app-compose.json's text does not hash as dstack's getComposeHash hashes its settings");
+  return text;
 }
 
-/** Keys sorted at every level, no whitespace: what getComposeHash serializes before hashing. */
+/**
+ * Keys sorted at every level, no whitespace: what getComposeHash serializes before hashing. Written
+ * here because the SDK gives only the hash, and the file dstack measures must be this exact text.
+ */
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   if (value !== null && typeof value === "object") {
