@@ -1,6 +1,11 @@
 // Whether `signature` over `digest` is the wallet `address`'s (api.md, signature endpoints): ECDSA
 // recovery first, then ERC-1271 `isValidSignature` through eth_call on the node's chain, so both
 // EOAs and contract wallets can administer accounts. Runs in Workers and in Node.
+//
+// Not viem's verifyHash, on purpose: it answers `false` for every failed eth_call, an unreachable
+// node included (its ERC-6492 path turns each CallExecutionError, which `call` wraps all errors in,
+// into "not verified"), so a chain outage would refuse a contract wallet's valid signature as 401
+// invalid_signature instead of 503 chain_unavailable. Here only the wallet's own answer is a "no".
 import { isHex, recoverAddress, type Address, type Hex, type PublicClient } from "viem";
 
 const ERC1271_MAGIC = "0x1626ba7e";
