@@ -1,9 +1,10 @@
-// A TDX quote's header and TD report, read by offset (attestation.md, Facts): the 48-byte header,
-// then for version 4 the TD report at byte 48 (MRTD at 184, RTMR0–3 at 376/424/472/520,
-// report_data at 568–632); version 5 puts a 6-byte body descriptor (type u16, size u32) before the
-// report, so every report field sits 6 bytes later. The same layout as dcap-qvl's parser
-// (quote.test.ts checks both against each other). Parsing proves nothing: only dcap.ts's signature
-// check makes these values trustworthy.
+// A TDX quote's header and TD report (attestation.md, Facts): the 48-byte header, then for version
+// 4 the TD report at byte 48, for version 5 after a 6-byte body descriptor (type u16, size u32).
+// dcap-qvl parses it (the same parser dcap.ts verifies with, so the fields read here are the ones
+// its signature check covers); what is written here is the checks before it, each with its own
+// message: a quote that is not TDX, a v5 body that is not a TD report, a short or truncated quote.
+// Parsing proves nothing: only dcap.ts's signature check makes these values trustworthy.
+import * as dcap from "@phala/dcap-qvl";
 import { toBytes, toHex } from "./bytes.ts";
 import { AttestationError } from "./errors.ts";
 import type { Rtmrs } from "./eventLog.ts";
@@ -17,25 +18,6 @@ export const TEE_TYPE_TDX = 0x81;
 /** v5 body types: 2 = TD report 1.0 (TDX 1.0), 3 = TD report 1.5 (TDX 1.5). SGX (1) is not a TDX quote. */
 export const BODY_TD_REPORT10 = 2;
 export const BODY_TD_REPORT15 = 3;
-
-/** Field offsets inside the TD report (1.0; 1.5 appends TEE_TCB_SVN2 and MRSERVICETD). */
-const TD = {
-  teeTcbSvn: [0, 16],
-  mrSeam: [16, 48],
-  mrSignerSeam: [64, 48],
-  seamAttributes: [112, 8],
-  tdAttributes: [120, 8],
-  xfam: [128, 8],
-  mrTd: [136, 48],
-  mrConfigId: [184, 48],
-  mrOwner: [232, 48],
-  mrOwnerConfig: [280, 48],
-  rtmr0: [328, 48],
-  rtmr1: [376, 48],
-  rtmr2: [424, 48],
-  rtmr3: [472, 48],
-  reportData: [520, 64],
-} as const;
 
 /** A parsed quote. Hex fields are lowercase without 0x. */
 export type TdxQuote = {
@@ -103,23 +85,29 @@ export function parseQuote(input: string | Uint8Array): TdxQuote {
   const remaining = bytes.length - signedLength - 4;
   if (authDataSize > remaining) fail(`quote is truncated: its signature data declares ${authDataSize} bytes, ${remaining} follow`);
 
-  const field = ([offset, length]: readonly [number, number]): string => toHex(bytes.subarray(reportOffset + offset, reportOffset + offset + length));
+  let td: dcap.TDReport10 | null;
+  try {
+    td = dcap.Quote.parse(bytes).report.asTd10();
+  } catch (err) {
+    return fail(`quote could not be read: ${(err as Error).message}`);
+  }
+  if (!td) return fail("quote carries no TD report");
   return {
     version: version as 4 | 5,
     attestationKeyType,
     teeType,
     ...(bodyType === undefined ? {} : { bodyType }),
     reportOffset,
-    teeTcbSvn: field(TD.teeTcbSvn),
-    mrSeam: field(TD.mrSeam),
-    tdAttributes: field(TD.tdAttributes),
-    xfam: field(TD.xfam),
-    mrTd: field(TD.mrTd),
-    mrConfigId: field(TD.mrConfigId),
-    mrOwner: field(TD.mrOwner),
-    mrOwnerConfig: field(TD.mrOwnerConfig),
-    rtmrs: [field(TD.rtmr0), field(TD.rtmr1), field(TD.rtmr2), field(TD.rtmr3)],
-    reportData: field(TD.reportData),
+    teeTcbSvn: toHex(td.teeTcbSvn),
+    mrSeam: toHex(td.mrSeam),
+    tdAttributes: toHex(td.tdAttributes),
+    xfam: toHex(td.xfam),
+    mrTd: toHex(td.mrTd),
+    mrConfigId: toHex(td.mrConfigId),
+    mrOwner: toHex(td.mrOwner),
+    mrOwnerConfig: toHex(td.mrOwnerConfig),
+    rtmrs: [toHex(td.rtMr0), toHex(td.rtMr1), toHex(td.rtMr2), toHex(td.rtMr3)],
+    reportData: toHex(td.reportData),
     signedLength,
     bytes,
   };
