@@ -149,7 +149,9 @@ contract AccountConfig is
         if (amwAddress == address(0)) revert InvalidRequest("wallet is the zero address");
         if (amwDerivation == 0) revert InvalidRequest("derivation is zero");
         _checkText(name, description);
-        if (l.hashes[apiKeyHash].kind != HashKind.None) revert AccountAlreadyExists(apiKeyHash);
+        // A key hash in use, or the master of an account a wallet created (those live only in the
+        // alias namespace): either would hand newAccount an existing account to overwrite.
+        if (l.hashes[apiKeyHash].kind != HashKind.None || l.accounts[apiKeyHash].nextGroupId != 0) revert AccountAlreadyExists(apiKeyHash);
         if (l.wallets[amwAddress].master != 0) revert WalletAlreadyRegistered(amwAddress);
         _recordAdmin(l, amwAddress, apiKeyHash);
 

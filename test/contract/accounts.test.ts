@@ -54,6 +54,13 @@ describe("newAccount", () => {
     });
     // alice was never a wallet, but once she administers an account she cannot be an AMW.
     await f.chainSecuredAccount(f.alice);
+    // Nor can a managed account be made under her account's master hash (her wallet lookup hash):
+    // that account exists only in the alias namespace, and newAccount would overwrite it.
+    const aliceMaster = walletLookupHash(f.alice);
+    expect(await f.revert(f.payer, "newAccount", [aliceMaster, "n", "", randomAddress(), aliceMaster])).toEqual({
+      errorName: "AccountAlreadyExists",
+      args: [aliceMaster],
+    });
     expect(await f.revert(f.payer, "newAccount", [fresh, "n", "", f.alice, fresh])).toEqual({
       errorName: "AccountAlreadyExists",
       args: [walletLookupHash(f.alice)],
