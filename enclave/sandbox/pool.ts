@@ -276,7 +276,10 @@ export class SandboxPool {
     }, 5_000);
   }
 
-  /** Replaces a worker stuck in some run's code; the runs on it end `timeout` (the stuck one billed its grant). */
+  /**
+   * Replaces a worker stuck in some run's code: the stuck run ends `timeout` (billed its grant), the
+   * other runs on that worker fail with internal_error (they may be tried again).
+   */
   #replaceStuck(slot: Slot, why: string): void {
     if (this.#slots[slot.index] !== slot) return;
     this.#o.log.error(`replacing a sandbox worker: ${why}`, { worker: slot.index, runs: slot.runs.size });

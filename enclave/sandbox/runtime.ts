@@ -520,7 +520,10 @@ export class ScriptRun {
         const h = body ? ctx.newObject(ctx.null) : ctx.newString(text);
         if (body) {
           const json = ctx.newString(text);
-          const buffer = ctx.newArrayBuffer(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer);
+          // guardedFetch's body owns its whole buffer: copied once, into the VM. A view of part of
+          // a buffer (none is made today) would carry its neighbours' bytes, so it is cut first.
+          const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+          const buffer = ctx.newArrayBuffer((whole ? body.buffer : body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)) as ArrayBuffer);
           ctx.defineProp(h, "json", { value: json, enumerable: true });
           ctx.defineProp(h, "body", { value: buffer, enumerable: true });
           json.dispose();
@@ -589,16 +592,8 @@ export class ScriptRun {
           deferreds.add(deferred);
           void host.callAsync(op, args).then(
             (value) => settleOrStop(deferred, { ok: true, value }),
-            (err: unknown) => {
-              let reply;
-              try {
-                reply = hostFailure(err);
-              } catch (stop) {
-                stopWith = stop as RunStop;
-                return signal();
-              }
-              settleOrStop(deferred, reply);
-            },
+            // hostOps never throws a RunStop (it is this module's): a failure is the script's to catch.
+            (err: unknown) => settleOrStop(deferred, hostFailure(err)),
           );
           return deferred.handle;
         },
@@ -607,9 +602,6 @@ export class ScriptRun {
         },
       });
 
-      const internal = this.#prepared.internal;
-      const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
-      ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
     };
     /** Ends the run once: its outcome, its timers, and (unless abandoned) its VM disposed. */
     const done = (ending: Ending): void => {

@@ -41,7 +41,7 @@ const LONG_SLICE_MS = 20;
 /**
  * Clean instances kept for the next runs, at most: a worker with many runs in flight needs as many
  * instances, and making one costs about 2 ms, so they are kept while that many runs come — and
- * trimmed every half minute to the most that were in flight meanwhile.
+ * trimmed every half minute to one more than the most that were in flight meanwhile.
  */
 const MAX_IDLE_INSTANCES = 64;
 const TRIM_INTERVAL_MS = 30_000;

@@ -352,16 +352,17 @@ describe("tampering with built-ins and with Sigil", () => {
     expect(await recoverMessageAddress({ message: "still mine", signature: out.signature })).toBe(getAddress(wallet));
   });
 
-  it("Object.defineProperty and Reflect.defineProperty on globalThis cannot replace Sigil", async () => {
+  it("Object.defineProperty, Object.defineProperties and Reflect.defineProperty on globalThis cannot replace Sigil", async () => {
     const code = `async function main() {
       const original = globalThis.Sigil;
       const out = {};
       try { Object.defineProperty(globalThis, "Sigil", { value: 1 }); out.defineProperty = "no error"; } catch (e) { out.defineProperty = e.name; }
+      try { Object.defineProperties(globalThis, { Sigil: { value: 3 } }); out.defineProperties = "no error"; } catch (e) { out.defineProperties = e.name; }
       try { out.reflect = Reflect.defineProperty(globalThis, "Sigil", { value: 2 }); } catch (e) { out.reflect = e.name; }
       out.same = globalThis.Sigil === original;
       return out;
     }`;
-    expect(expectSuccess(await run(apiKey, code))).toEqual({ defineProperty: "TypeError", reflect: false, same: true });
+    expect(expectSuccess(await run(apiKey, code))).toEqual({ defineProperty: "TypeError", defineProperties: "TypeError", reflect: false, same: true });
   });
 
   it("tampering with Object.prototype (toJSON, descriptor keys) does not change a host error's code", async () => {
