@@ -33,7 +33,9 @@
 //
 // Whether or not a key is sent, the whole attempt — the enclave's answer, the settlement, the kept
 // answer — runs to its end after the client has gone (waitUntil): disconnecting avoids no charge.
+import { bytesToHex } from "@noble/hashes/utils";
 import type { Context } from "hono";
+import { routePath } from "hono/route";
 import { z } from "zod";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
@@ -145,10 +147,9 @@ export function serveOnce(c: Context<EdgeEnv>, body: unknown, work: Work, holder
   return done;
 }
 
-/** SHA-256 of `text`, hex. */
+/** SHA-256 of `text`, hex (WebCrypto's digest: native, where a body may be a 4 MiB script). */
 async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))));
 }
 
 /**
@@ -215,9 +216,12 @@ function idempotencyOf(c: Context<EdgeEnv>, object: string): DurableObjectStub<I
   return namespace.get(namespace.idFromName(object));
 }
 
-/** SHA-256 of what a request asks: its method, path and body (keys sorted). */
+/**
+ * SHA-256 of what a request asks: its method, the route it reached (not the path as spelled:
+ * `new%5Faccount` is new_account) and its body (keys sorted).
+ */
 function fingerprint(c: Context<EdgeEnv>, body: unknown): Promise<string> {
-  return sha256Hex(`${c.req.method} ${new URL(c.req.url).pathname}\n${canonicalJson(body ?? null)}`);
+  return sha256Hex(`${c.req.method} ${routePath(c, -1)}\n${canonicalJson(body ?? null)}`);
 }
 
 /** What to do with an attempt's record once it has answered with `err` (thrown). */
@@ -341,7 +345,8 @@ function replay(answer: StoredAnswer, ref: string): Response {
  * that enclave while it is the same process (its channel key unchanged), which knows what became of
  * the operation. If the process is gone, a run is run afresh anywhere; a write is not sent again
  * (the lost process may have sent it): 409 write_outcome_unknown, and its hold is released (the
- * service cannot show the write was made, so it does not charge for it).
+ * service cannot show the write was made, so it does not charge for it) — unless the hold has
+ * expired meanwhile (5 minutes, meter.ts): an expired hold is a charge already (ledger.ts).
  */
 export async function routeRetry(c: Context<EdgeEnv>, attempt: Attempt, kind: "write" | "run"): Promise<void> {
   const { enclave, instance } = attempt.retry ?? {};

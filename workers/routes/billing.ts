@@ -10,7 +10,7 @@ import type Stripe from "stripe";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { billingCaller, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from "../billing/account.ts";
+import { billingCaller, hashHex, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from "../billing/account.ts";
 import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -29,8 +29,6 @@ const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
   if (c.req.header(WALLET_AUTH_HEADER) === undefined) callerKey(c);
   await next();
 });
-
-const accountHex = (master: bigint) => master.toString(16).padStart(64, "0");
 
 /**
  * The Idempotency-Key of the billing writes: kept like a managed write's, under the caller's API key,
@@ -175,7 +173,7 @@ async function creditIntent(c: Context<EdgeEnv>, master: bigint, intent: Stripe.
       msg: credit.alreadyCredited ? "payment already credited" : "payment credited",
       path,
       payment_intent: intent.id,
-      account: accountHex(master).slice(0, 12),
+      account: hashHex(master).slice(0, 12),
       cents: credit.creditedCents,
       request_id: c.get("ids").requestId,
     }),
@@ -189,7 +187,7 @@ async function customerOf(c: Context<EdgeEnv>, stripe: Stripe, master: bigint): 
   const known = await ledger.customer();
   if (known) return known;
   const email = await ledger.contactEmail();
-  const account = accountHex(master);
+  const account = hashHex(master);
   // One customer per account even when two first top-ups race: Stripe answers the same key alike.
   const created = await stripeCall("create customer", () =>
     stripe.customers.create({ metadata: { account }, ...(email ? { email } : {}) }, { idempotencyKey: `sigil-customer-${account}` }),
@@ -234,7 +232,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
         }
         const stripe = stripeClient(c.get("config"));
         const customer = await customerOf(c, stripe, caller.master);
-        const account = accountHex(caller.master);
+        const account = hashHex(caller.master);
         // Stripe's own key for the intent: under an Idempotency-Key the record's, so an attempt that
         // made the intent but kept no answer (Stripe's reply lost, the edge killed) is answered the
         // same intent when retried; else the request's, for the SDK's own retries.
@@ -264,7 +262,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
       async () => {
         const intent = await retrieveIntent(stripeClient(c.get("config")), input.payment_intent_id);
         // Another account's intent is refused before anything about it (its status) is told.
-        if (intent.metadata?.account !== accountHex(caller.master)) {
+        if (intent.metadata?.account !== hashHex(caller.master)) {
           throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
         }
         if (intent.status !== "succeeded" || intent.currency !== "usd") {

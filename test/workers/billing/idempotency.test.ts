@@ -65,6 +65,18 @@ describe("a managed write with an Idempotency-Key", () => {
     expect(await groupsNamed(key, "once")).toBe(2);
   });
 
+  it("sent again under another spelling of its path (add%5Fgroup) is the same request: replayed, not 422", async () => {
+    const key = await newAccount("idem spelling", { cents: 10 });
+    const k = idem();
+    const first = await ok200<{ group_id: string }>("add_group", { key, body: groupBody("spelled"), headers: { "idempotency-key": k } });
+    const again = await edge<{ group_id: string }>("add%5Fgroup", { key, body: groupBody("spelled"), headers: { "idempotency-key": k } });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body).toEqual(first);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await groupsNamed(key, "spelled")).toBe(1);
+    expect(await free(key)).toBe(9);
+  });
+
   it("sent again with another body is 422 idempotency_key_reused, acts on nothing and charges nothing", async () => {
     const key = await newAccount("idem reused", { cents: 10 });
     const k = idem();
@@ -264,11 +276,14 @@ describe("a retry of an attempt that gave no answer (its record as the dead edge
     expect(await free(key)).toBe(8);
   });
 
-  it("a write whose enclave process is gone is not sent again: 409 write_outcome_unknown for good, nothing made, nothing charged", async () => {
+  it("a write whose enclave process is gone is not sent again: 409 write_outcome_unknown for good, nothing made, its hold released", async () => {
     const key = await newAccount("idem unknown write", { cents: 10 });
     await ok200("add_group", { key, body: groupBody("maybe"), headers: { "idempotency-key": "model-write" } });
     const { enclave } = await sentTo(key, "model-write");
     await deadAttempt(key, "model-write", "lost-write", { enclave, instance: "the channel key of a process that died" });
+    // The dead attempt had held its cent, as a write does before it is sent.
+    await ledgerOf(key).hold("the-dead-attempt", 1, 5 * 60_000);
+    expect(await free(key)).toBe(8);
     const unknown = await edge<{ error: { details: { original_request_id: string } } }>("add_group", { key, body: groupBody("maybe"), headers: { "idempotency-key": "lost-write" } });
     expect(expectError(unknown, 409, "write_outcome_unknown").details).toEqual({ original_request_id: "the-dead-attempt" });
     const again = await edge("add_group", { key, body: groupBody("maybe"), headers: { "idempotency-key": "lost-write" } });
