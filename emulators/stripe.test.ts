@@ -99,6 +99,27 @@ describe("stripe emulator", () => {
     expect(emulator.url).toBe(`http://127.0.0.1:${emulator.port}`);
   });
 
+  test("HTTP as Stripe answers it: a browser's preflight, an unknown URL (after the key), a body over 1 MiB", async () => {
+    const preflight = await fetch(`${emulator.url}/v1/payment_intents/pi_x/confirm`, {
+      method: "OPTIONS",
+      headers: { origin: "http://page.test", "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("POST");
+    expect(preflight.headers.get("access-control-max-age")).toBe("300");
+    const auth = { authorization: `Bearer ${emulator.secretKey}`, origin: "http://page.test" };
+    const unknown = await fetch(`${emulator.url}/v1/nothing_here`, { headers: auth });
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get("access-control-allow-origin")).toBe("*");
+    expect(unknown.headers.get("access-control-expose-headers")).toContain("Request-Id");
+    expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(/^Unrecognized request URL \(GET: \/v1\/nothing_here\)/);
+    expect((await fetch(`${emulator.url}/v1/nothing_here`)).status).toBe(401);
+    const big = await fetch(`${emulator.url}/v1/customers`, { method: "POST", headers: { ...auth, "content-type": "application/x-www-form-urlencoded" }, body: `description=${"x".repeat(1 << 20)}` });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { type: string } }).error.type).toBe("invalid_request_error");
+  });
+
   test("customers: create and retrieve", async () => {
     const created = await stripe.customers.create({ email: "a@example.com", metadata: { account: "acct-hash-2" } });
     expect(created.id).toMatch(/^cus_/);

@@ -31,6 +31,7 @@ import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import Stripe from "stripe";
 
@@ -258,6 +259,13 @@ function redactKey(key: string): string {
   const prefix = /^(sk|pk|rk)_(test|live)_/.exec(key)?.[0] ?? "";
   const tail = key.length > prefix.length + 4 ? key.slice(-4) : "";
   return prefix + "*".repeat(Math.max(0, key.length - prefix.length - tail.length)) + tail;
+}
+
+/** Reads `body` to its end, keeping nothing; a body already being read elsewhere is left alone. */
+async function drain(body: ReadableStream<Uint8Array> | null): Promise<void> {
+  if (!body || body.locked) return;
+  const reader = body.getReader();
+  while (!(await reader.read()).done);
 }
 
 export async function startStripeEmulator(options: StripeEmulatorOptions = {}): Promise<StripeEmulator> {
@@ -602,8 +610,6 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     return c.body(JSON.stringify(answer.body, null, 2), answer.status as ContentfulStatusCode, {
       "content-type": "application/json",
       "cache-control": "no-cache, no-store",
-      "access-control-allow-origin": "*",
-      "access-control-expose-headers": "Request-Id, Idempotency-Key, Idempotent-Replayed, Original-Request, Stripe-Version",
       ...answer.headers,
     });
   }
@@ -614,21 +620,32 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     async (c: Context): Promise<Response> => {
       const raw = c.req.method === "GET" || c.req.method === "DELETE" ? new URL(c.req.url).search.slice(1) : await c.req.text();
       const answer = handle(c, raw, (call) => endpoint(call, c), publishable);
-      log(`stripe-emulator: ${c.req.method} ${new URL(c.req.url).pathname} ${answer.status}`);
+      log(`stripe-emulator: ${c.req.method} ${c.req.path} ${answer.status}`);
       return send(c, answer);
     };
 
   const app = new Hono();
   // Browsers confirm from another origin, as against api.stripe.com (which allows any origin).
-  app.options("*", (c) =>
-    c.body(null, 204, {
-      "access-control-allow-origin": "*",
-      "access-control-allow-methods": "GET, HEAD, PUT, PATCH, POST, DELETE",
-      "access-control-allow-headers": "Authorization, Content-Type, Idempotency-Key, Stripe-Version, Stripe-Account",
-      "access-control-max-age": "300",
+  app.use(
+    cors({
+      origin: "*",
+      allowMethods: ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"],
+      allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Stripe-Version", "Stripe-Account"],
+      exposeHeaders: ["Request-Id", "Idempotency-Key", "Idempotent-Replayed", "Original-Request", "Stripe-Version"],
+      maxAge: 300,
     }),
   );
-  app.use(bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => send(c, { status: 413, body: { error: { type: "invalid_request_error", message: "Request body too large." } } }) }));
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: async (c) => {
+        // Read to its end first: answering a body still on its way would leave the client's
+        // kept-alive connection unusable for its next request (the SDK shares it).
+        await drain(c.req.raw.body);
+        return send(c, { status: 413, body: { error: { type: "invalid_request_error", message: "Request body too large." } } });
+      },
+    }),
+  );
   app.post("/v1/customers", serve(({ params }) => createCustomer(params)));
   app.get(
     "/v1/customers/:id",
