@@ -22,7 +22,7 @@ const schema = z
       .string()
       .transform((v) => v.split(",").map((k) => k.trim()).filter(Boolean))
       .pipe(z.array(z.string().regex(/^([A-Za-z0-9_-]{43}|(0x)?[0-9a-fA-F]{64})$/, "must be 32-byte Ed25519 public keys, base64url or hex")).min(1, "must list at least one edge key")),
-    /** Session openings one peer address may attempt on the channel: a burst, then a steady rate per second. */
+    /** Refused session openings one peer address may send before they are answered 429: a burst, then a steady rate per second. */
     SIGIL_CHANNEL_OPENINGS_BURST: int(1, 100_000).default(64),
     SIGIL_CHANNEL_OPENINGS_PER_SECOND: z.coerce.number().positive().max(100_000).default(8),
     SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),

@@ -1,7 +1,8 @@
-// The ports the local stack listens on, claimed before anything starts. A port the user chose (its
-// variable set) that is taken stops the stack with a message naming that variable and how to choose
-// another; a default port that is taken gives way to a free one, and the log names the variable
-// that would choose it.
+// The ports the local stack listens on, checked before anything starts (each is probed, then let
+// go: one that another program takes in between still fails its server at start). A port the user
+// chose (its variable set) that is taken stops the stack with a message naming that variable and
+// how to choose another; a default port that is taken gives way to a free one, and the log names
+// the variable that would choose it.
 import { createServer } from "node:net";
 
 /** A port as configured: the variable that sets it, its value, and whether the user set it. */

@@ -75,7 +75,7 @@ export async function startLocalStack(): Promise<number> {
   try {
     const config = readStackConfig();
     mkdirSync(config.stateDir, { recursive: true });
-    // Every port is claimed before anything starts, so a taken one stops nothing half-started.
+    // Every port is checked before anything starts, so a taken one stops nothing half-started.
     const ports = await claimPorts(
       {
         ...(config.rpcUrl ? {} : { anvil: config.ports.anvil }),

@@ -27,7 +27,7 @@ export async function createChannel(args: {
   quote: QuoteSource;
   instanceId?: string;
   key?: ChannelKeyPair;
-  /** Session openings each peer address may attempt (a burst, then per second). */
+  /** Refused session openings each peer address may send before they are answered 429 (a burst, then per second). */
   openings?: BucketRate;
 }): Promise<Channel> {
   const key = args.key ?? (await generateChannelKeyPair());

@@ -313,7 +313,7 @@ export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sid: str
 
 type HeldSession = { edgeKey: string; keys: SessionKeys; expiresAt: number };
 
-/** Session openings a source may attempt: a burst, then a steady rate (per second). */
+/** Refused session openings a source may send before its refusals become 429: a burst, then a steady rate (per second). */
 export const DEFAULT_OPENINGS: BucketRate = { capacity: 64, perSecond: 8 };
 
 /**
@@ -323,10 +323,12 @@ export const DEFAULT_OPENINGS: BucketRate = { capacity: 64, perSecond: 8 };
  * A session is stored only once its opening has been authenticated (an allowed edge key, its
  * signature over this enclave's key and the session's `enc`, an HPKE context that opens): a refused
  * opening costs no storage and displaces nothing, so no flood of junk can push out an edge's live
- * session. Openings that get as far as the signature check (the costly part) are bounded per
- * source (`openings`, a token bucket per peer address), so a flood of valid-looking ones cannot
- * take the CPU either; an opening with a key that is not on the allow-list is refused before it
- * costs a token. Sessions are kept for SESSION_LIFETIME_MS, at most `maxSessions` of them (the
+ * session. An opening with a key that is not on the allow-list is refused before any signature or
+ * HPKE work; one that fails later still costs its checks (an Ed25519 verify, the HPKE setup): the
+ * source cannot be judged before them, since behind dstack-ingress every edge shares one address.
+ * Refused openings are counted per source (`openings`, a token bucket per peer address): past that
+ * budget a refusal is 429 too_many_openings with Retry-After instead of 401, a signal to back off;
+ * it saves no CPU, and an authenticated opening is never refused. Sessions are kept for SESSION_LIFETIME_MS, at most `maxSessions` of them (the
  * least recently used is dropped first; its edge simply opens a new one). The nonce cache holds a
  * nonce for twice the window, longer than any timestamp it could come back with.
  */

@@ -1,5 +1,6 @@
-// Usage keys: setUsageApiKey (create and full replace), expiration, the hash space they share with
-// masters and aliases, metadata updates, removal, and resolveKey for usage keys. Sent by the payer
+// Usage keys: setUsageApiKey (create and full replace), expiration, the key hash space they share
+// with masters (wallet aliases have a namespace of their own), metadata updates, removal, and
+// resolveKey for usage keys. Sent by the payer
 // with a managed account's master hash unless a test says otherwise (the access matrix is in
 // access.test.ts).
 import { parseEventLogs, type TransactionReceipt } from "viem";
