@@ -146,7 +146,12 @@ export function createInternalApi(enclave: Enclave, parts: InternalParts): (requ
     };
     const key = headers.get("idempotency-key");
     const op = OPERATION_PATH.exec(request.path)?.[1];
-    const remembered = key && key.length <= MAX_IDEMPOTENCY_KEY && request.method === "POST" && op ? OperationMemory.identify(op, key, request.body) : undefined;
+    // Only an operation that will be done is remembered: an unknown one or an oversized body is
+    // refused by dispatch before anything is parsed, and that refusal is nothing to replay.
+    const remembered =
+      key && key.length <= MAX_IDEMPOTENCY_KEY && request.method === "POST" && op !== undefined && (enclaveOperations as readonly string[]).includes(op) && Buffer.byteLength(request.body) <= MAX_BODY_BYTES
+        ? OperationMemory.identify(op, key, request.body)
+        : undefined;
     if (!remembered) return answer();
     const { answer: first, replayed } = await memory.once(remembered.scope, remembered.fingerprint, ctx.requestId, answer);
     if (replayed) ctx.log.info("answered from the idempotency memory", { op });

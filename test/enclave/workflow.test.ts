@@ -268,4 +268,14 @@ describe("an operation sent with an idempotency-key (enclave/idempotency.ts)", (
     expect(total).toBe(2n);
     expect(items.map((g) => g.name)).toEqual(["once", "once"]);
   });
+
+  it("remembers nothing for an operation that does not exist: each asks anew and gets its own 404", async () => {
+    const account = await newAccount("idempotent unknown");
+    const headers = { "idempotency-key": "nothing-here" };
+    for (let i = 0; i < 2; i++) {
+      const r = await callEnclave("no_such_operation", { api_key: account.api_key }, headers);
+      expect(r.status).toBe(404);
+      expect(r.headers.get("idempotent-replayed")).toBeNull();
+    }
+  });
 });
