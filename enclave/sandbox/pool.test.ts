@@ -314,6 +314,21 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
     expect(p.restarts).toBe(0);
   });
 
+  it("a run held up by a neighbour's long slice gets that time back: it succeeds past its wall-clock deadline, and its duration leaves the held time out", async () => {
+    const p = await startPool({ runsPerWorker: 8 });
+    // Started first, with 700 ms: its 600 ms timer comes due while the loop below holds the thread.
+    const held = p.run(request(`async function main() { await new Promise((r) => setTimeout(r, 600)); return "held" }`, 700), noKeys);
+    await new Promise((r) => setTimeout(r, 50));
+    // One 900 ms slice of its own (it ends by itself, well inside its own limit).
+    const loop = p.run(request(`async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`, 5_000), noKeys);
+    const [heldOutcome, loopOutcome] = await Promise.all([held, loop]);
+    expect(answer(loopOutcome)).toBe("looped");
+    // Its answer came ~950 ms after it started, past its 700 ms: the held time did not count.
+    expect(answer(heldOutcome)).toBe("held");
+    expect(heldOutcome.durationMs).toBeLessThan(700);
+    expect(p.restarts).toBe(0);
+  });
+
   it("an offender ended right after a long slice leaves every neighbour waiting on its worker answered", async () => {
     const p = await startPool({ runsPerWorker: 64 });
     // A timer callback of 30 ms (a long slice: the waiting neighbours are woken to be told so), then
