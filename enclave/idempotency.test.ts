@@ -79,8 +79,8 @@ describe("OperationMemory", () => {
     expect(OperationMemory.identify("add_group", "idem", JSON.stringify({ group_name: "g", api_key: a }))).toEqual(first);
     expect(OperationMemory.identify("add_group", "idem", body(a, { group_name: "h" }))!.fingerprint).not.toBe(first.fingerprint);
     expect(OperationMemory.identify("remove_group", "idem", body(a))!.fingerprint).not.toBe(first.fingerprint);
-    const run = OperationMemory.identify("execute", "idem", body(a, { code: "x", timeout_ms: 3000 }))!;
-    expect(OperationMemory.identify("execute", "idem", body(a, { code: "x", timeout_ms: 9000 }))).toEqual(run);
+    const run = OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 3000 }))!;
+    expect(OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 9000 }))).toEqual(run);
     expect(OperationMemory.identify("create_wallet_with_signature", "idem", JSON.stringify({ typed_data: {}, signature: "0x" }))).toBeUndefined();
     expect(OperationMemory.identify("add_group", "idem", "not json")).toBeUndefined();
   });

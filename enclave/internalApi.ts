@@ -13,22 +13,20 @@ import { enclaveOperations, requestSchemas, type EnclaveOperation } from "../sha
 import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
 import { OperationMemory } from "./idempotency.ts";
 import type { Logger } from "./log.ts";
-import { convertToChainSecuredAccount, newAccount } from "./operations/accounts.ts";
+import { addAction, deleteAction, updateActionMetadata } from "./operations/actions.ts";
+import { newAccount } from "./operations/accounts.ts";
 import type { Enclave, RequestContext } from "./operations/context.ts";
-import { execute } from "./operations/execute.ts";
+import { sigilAction } from "./operations/sigilAction.ts";
 import {
-  addAction,
   addActionToGroup,
   addGroup,
   addPkpToGroup,
-  deleteAction,
   removeActionFromGroup,
   removeGroup,
   removePkpFromGroup,
-  updateActionMetadata,
   updateGroup,
 } from "./operations/groups.ts";
-import { addUsageApiKeyWithSignature, createWalletWithSignature } from "./operations/signatures.ts";
+import { addUsageApiKeyWithSignature, convertToChainSecuredAccount, createWalletWithSignature } from "./operations/signatures.ts";
 import { addUsageApiKey, removeUsageApiKey, updateUsageApiKey, updateUsageApiKeyMetadata } from "./operations/usageKeys.ts";
 import { createWallet } from "./operations/wallets.ts";
 
@@ -54,7 +52,7 @@ const operations: { [Op in EnclaveOperation]: Operation<Op> } = {
   convert_to_chain_secured_account: convertToChainSecuredAccount,
   create_wallet_with_signature: createWalletWithSignature,
   add_usage_api_key_with_signature: addUsageApiKeyWithSignature,
-  execute,
+  sigil_action: sigilAction,
 };
 
 /** Request body cap: 6 MiB (code ≤ 4 MiB plus params and JSON overhead, sandbox.md). */

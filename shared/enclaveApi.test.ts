@@ -38,7 +38,7 @@ const VALID: Record<EnclaveOperation, Record<string, unknown>> = {
   convert_to_chain_secured_account: { api_key: KEY, new_admin_wallet_address: ADDRESS, ...envelope },
   create_wallet_with_signature: envelope,
   add_usage_api_key_with_signature: envelope,
-  execute: { api_key: KEY, code: "return 1" },
+  sigil_action: { api_key: KEY, code: "return 1" },
 };
 
 const parse = (op: EnclaveOperation, body: unknown) => requestSchemas[op].safeParse(body);
@@ -152,39 +152,39 @@ describe("api_key", () => {
   });
 });
 
-describe("execute", () => {
+describe("sigil_action", () => {
   it("accepts code alone", () => {
-    expect(parse("execute", { api_key: KEY, code: "return 1" }).success).toBe(true);
+    expect(parse("sigil_action", { api_key: KEY, code: "return 1" }).success).toBe(true);
   });
 
   it("accepts ipfs_id alone", () => {
-    expect(parse("execute", { api_key: KEY, ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }).success).toBe(true);
+    expect(parse("sigil_action", { api_key: KEY, ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }).success).toBe(true);
   });
 
   it("rejects both code and ipfs_id", () => {
-    const result = parse("execute", { api_key: KEY, code: "return 1", ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" });
+    const result = parse("sigil_action", { api_key: KEY, code: "return 1", ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" });
     expect(result.success).toBe(false);
     expect(result.error?.issues[0]?.message).toMatch(/exactly one of code and ipfs_id/);
   });
 
   it("rejects neither code nor ipfs_id", () => {
-    const result = parse("execute", { api_key: KEY, js_params: { a: 1 } });
+    const result = parse("sigil_action", { api_key: KEY, js_params: { a: 1 } });
     expect(result.success).toBe(false);
     expect(result.error?.issues[0]?.message).toMatch(/exactly one of code and ipfs_id/);
   });
 
   it("passes js_params through and accepts a positive integer timeout", () => {
-    const result = requestSchemas.execute.parse({ api_key: KEY, code: "x", js_params: { n: [1, 2] }, timeout_ms: 5_000 });
+    const result = requestSchemas.sigil_action.parse({ api_key: KEY, code: "x", js_params: { n: [1, 2] }, timeout_ms: 5_000 });
     expect(result.js_params).toEqual({ n: [1, 2] });
     expect(result.timeout_ms).toBe(5_000);
   });
 
   it.each([0, -1, 1.5, "1000"])("rejects timeout_ms %j", (timeout) => {
-    expect(parse("execute", { api_key: KEY, code: "x", timeout_ms: timeout }).success).toBe(false);
+    expect(parse("sigil_action", { api_key: KEY, code: "x", timeout_ms: timeout }).success).toBe(false);
   });
 
   it("rejects an empty ipfs_id", () => {
-    expect(parse("execute", { api_key: KEY, ipfs_id: "" }).success).toBe(false);
+    expect(parse("sigil_action", { api_key: KEY, ipfs_id: "" }).success).toBe(false);
   });
 });
 
@@ -196,7 +196,7 @@ describe("CIDs", () => {
   it("turn a script's CIDv1 into its CIDv0 in every field that takes one", () => {
     expect(requestSchemas.add_action.parse({ api_key: KEY, action_ipfs_cid: BAFY, name: "a", description: "" }).action_ipfs_cid).toBe(QM);
     expect(requestSchemas.add_action_to_group.parse({ api_key: KEY, group_id: 1, action_ipfs_cid: BAFY }).action_ipfs_cid).toBe(QM);
-    expect(requestSchemas.execute.parse({ api_key: KEY, ipfs_id: BAFY }).ipfs_id).toBe(QM);
+    expect(requestSchemas.sigil_action.parse({ api_key: KEY, ipfs_id: BAFY }).ipfs_id).toBe(QM);
     const group = { api_key: KEY, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [BAFY, QM, "0", 0, HASH] };
     expect(requestSchemas.add_group.parse(group).cid_hashes_permitted).toEqual([QM, QM, "0", 0, HASH]);
   });
@@ -207,7 +207,7 @@ describe("CIDs", () => {
     expect(result.error?.issues.map((i) => i.path.join("."))).toEqual(["cid_hashes_permitted.1"]);
     expect(result.error?.issues[0]?.message).toMatch(/cannot name a script/);
     expect(parse("add_action", { api_key: KEY, action_ipfs_cid: RAW, name: "a", description: "" }).success).toBe(false);
-    expect(parse("execute", { api_key: KEY, ipfs_id: RAW }).success).toBe(false);
+    expect(parse("sigil_action", { api_key: KEY, ipfs_id: RAW }).success).toBe(false);
   });
 });
 

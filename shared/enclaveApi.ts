@@ -28,7 +28,7 @@ export const enclaveOperations = [
   "convert_to_chain_secured_account",
   "create_wallet_with_signature",
   "add_usage_api_key_with_signature",
-  "execute",
+  "sigil_action",
 ] as const;
 export type EnclaveOperation = (typeof enclaveOperations)[number];
 
@@ -176,7 +176,7 @@ export const requestSchemas = {
   convert_to_chain_secured_account: z.strictObject({ ...withKey, new_admin_wallet_address: addressField, ...typedDataEnvelope }),
   create_wallet_with_signature: z.strictObject(typedDataEnvelope),
   add_usage_api_key_with_signature: z.strictObject(typedDataEnvelope),
-  execute: z
+  sigil_action: z
     .strictObject({
       ...withKey,
       ...sigilActionFields,
@@ -199,7 +199,7 @@ export const runErrorSchema = z.object({
   stack: z.string().optional(),
 });
 
-export const executeResponseSchema = z.object({
+export const sigilActionResponseSchema = z.object({
   response: z.unknown(),
   logs: z.string(),
   has_error: z.boolean(),
@@ -207,7 +207,7 @@ export const executeResponseSchema = z.object({
   cid: z.string(),
   duration_ms: z.number().nonnegative(),
 });
-export type ExecuteResponse = z.infer<typeof executeResponseSchema>;
+export type SigilActionResponse = z.infer<typeof sigilActionResponseSchema>;
 
 export const responseSchemas = {
   new_account: z.object({ ...write, api_key: z.string(), wallet_address: z.string(), account_id: z.string() }),
@@ -241,7 +241,7 @@ export const responseSchemas = {
     derivation_path: z.string(),
     usage_api_key_hash: z.string(),
   }),
-  execute: executeResponseSchema,
+  sigil_action: sigilActionResponseSchema,
 } as const satisfies Record<EnclaveOperation, z.ZodType>;
 
 export type EnclaveResponse<Op extends EnclaveOperation> = z.infer<(typeof responseSchemas)[Op]>;

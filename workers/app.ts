@@ -12,10 +12,11 @@ import { accountsRoutes } from "./routes/accounts.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { attestationRoutes } from "./routes/attestation.ts";
 import { billingRoutes } from "./routes/billing.ts";
-import { executionRoutes } from "./routes/execution.ts";
+import { sigilActionRoutes } from "./routes/sigilAction.ts";
 import { groupsRoutes } from "./routes/groups.ts";
 import { publicRoutes } from "./routes/public.ts";
 import { signaturesRoutes } from "./routes/signatures.ts";
+import { usageKeysRoutes } from "./routes/usageKeys.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
 
@@ -40,10 +41,11 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
 
   app.route("/core/v1", publicRoutes());
   app.route("/core/v1", accountsRoutes());
+  app.route("/core/v1", usageKeysRoutes());
   app.route("/core/v1", walletsRoutes());
   app.route("/core/v1", groupsRoutes());
   app.route("/core/v1", actionsRoutes());
-  app.route("/core/v1", executionRoutes());
+  app.route("/core/v1", sigilActionRoutes());
   app.route("/core/v1", signaturesRoutes());
   app.route("/core/v1", billingRoutes());
   app.route("/", attestationRoutes());

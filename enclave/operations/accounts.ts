@@ -1,9 +1,8 @@
-// Account creation and conversion to ChainSecured.
+// Account creation: a managed account and its master key.
 import { generateApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
-import { callerKey, type Enclave, type RequestContext } from "./context.ts";
-import { verifySignedRequest } from "./signatures.ts";
+import { type Enclave, type RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";
 
 /**
@@ -27,19 +26,4 @@ export async function newAccount(
   );
   ctx.log.info("account created", { account: toHash32(master).slice(0, 8) });
   return { ...response, api_key: apiKey, wallet_address: amw.address.toLowerCase(), account_id: toHash32(master) };
-}
-
-/** Hands a managed account to the wallet that signed the ConvertAccount typed data. */
-export async function convertToChainSecuredAccount(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"convert_to_chain_secured_account">,
-  ctx: RequestContext,
-): Promise<EnclaveResponse<"convert_to_chain_secured_account">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
-  const newAdmin = await verifySignedRequest(enclave, "ConvertAccount", input, input.new_admin_wallet_address);
-  const { response } = await submitWrite(enclave, { functionName: "convertToChainSecuredAccount", args: [keyHash, newAdmin] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
-  return response;
 }

@@ -1,4 +1,4 @@
-// Groups and actions: which wallets which code may use. Raw CIDs (made canonical by the request
+// Groups: which wallets which code may use. Raw CIDs (made canonical by the request
 // schema) are hashed here; wallet ids are turned into addresses; the contract decides who may
 // change what.
 import { encodeFunctionData } from "viem";
@@ -131,40 +131,5 @@ export async function removePkpFromGroup(
     keyHash,
     master: resolution.master,
   });
-  return response;
-}
-
-export async function addAction(enclave: Enclave, input: ParsedEnclaveRequest<"add_action">, ctx: RequestContext): Promise<EnclaveResponse<"add_action">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const cid = input.action_ipfs_cid;
-  const hash = cidHash(cid);
-  const { response } = await submitWrite(enclave, { functionName: "addAction", args: [keyHash, hash, cid, input.name, input.description] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
-  return { ...response, hashed_cid: toHash32(hash) };
-}
-
-export async function deleteAction(enclave: Enclave, input: ParsedEnclaveRequest<"delete_action">, ctx: RequestContext): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(enclave, { functionName: "removeAction", args: [keyHash, BigInt(input.hashed_cid)] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
-  return response;
-}
-
-export async function updateActionMetadata(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"update_action_metadata">,
-  ctx: RequestContext,
-): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "updateActionMetadata", args: [keyHash, BigInt(input.hashed_cid), input.name, input.description] },
-    ctx,
-    { keyHash, master: resolution.master },
-  );
   return response;
 }

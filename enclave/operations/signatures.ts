@@ -1,5 +1,7 @@
-// The ChainSecured flows. The edge checks the typed data and the signature before forwarding; the
-// enclave checks them again itself, because it never takes the edge's word for who is asking.
+// The ChainSecured flows: wallets and usage keys made on a wallet's signature, and a managed
+// account handed to the wallet that signed ConvertAccount. The edge checks the typed data and the
+// signature before forwarding; the enclave checks them again itself, because it never takes the
+// edge's word for who is asking.
 import type { Address } from "viem";
 import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
@@ -9,7 +11,8 @@ import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts"
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { isWalletSignature } from "../../shared/walletSignature.ts";
 import { derivationPath, newDerivation } from "../keys/derive.ts";
-import { readChain, type Enclave, type RequestContext } from "./context.ts";
+import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
+import { submitWrite } from "./write.ts";
 
 /** Validates the envelope and the signature; returns the signing wallet. */
 export async function verifySignedRequest(
@@ -94,4 +97,19 @@ export async function addUsageApiKeyWithSignature(
     derivation_path: derivationPath(usageHash),
     usage_api_key_hash: toHash32(usageHash),
   };
+}
+
+/** Hands a managed account to the wallet that signed the ConvertAccount typed data. */
+export async function convertToChainSecuredAccount(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"convert_to_chain_secured_account">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"convert_to_chain_secured_account">> {
+  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
+  const newAdmin = await verifySignedRequest(enclave, "ConvertAccount", input, input.new_admin_wallet_address);
+  const { response } = await submitWrite(enclave, { functionName: "convertToChainSecuredAccount", args: [keyHash, newAdmin] }, ctx, {
+    keyHash,
+    master: resolution.master,
+  });
+  return response;
 }

@@ -59,10 +59,10 @@ async function main(): Promise<void> {
       for (let i = 0; i < 10; i++) {
         let done = false;
         const traffic = Array.from({ length: neighbours }, async () => {
-          while (!done) await call("execute", { api_key: apiKey, code: HELLO, js_params: null });
+          while (!done) await call("sigil_action", { api_key: apiKey, code: HELLO, js_params: null });
         });
         const started = performance.now();
-        const answer = await call("execute", { api_key: apiKey, code: INDEXOF_LOOP, js_params: null, timeout_ms: 1000 });
+        const answer = await call("sigil_action", { api_key: apiKey, code: INDEXOF_LOOP, js_params: null, timeout_ms: 1000 });
         late.push(performance.now() - started - 1000);
         done = true;
         await Promise.all(traffic);

@@ -81,7 +81,7 @@ describe("ipfs_id given as a CIDv1", () => {
     const code = script("by bafy");
     const cid = ((await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: code })).json()) as { cid: string }).cid;
     await ok("add_group", { api_key: apiKey, group_name: "ipfs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
-    const r = await callEnclave<Awaited<ReturnType<typeof run>>["body"]>("execute", { api_key: apiKey, ipfs_id: v1(cid) });
+    const r = await callEnclave<Awaited<ReturnType<typeof run>>["body"]>("sigil_action", { api_key: apiKey, ipfs_id: v1(cid) });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ response: "by bafy", cid, has_error: false });
   });
@@ -143,7 +143,7 @@ describe("CIDs that can name no script", () => {
         ["update_group", { group_id, name: "x", description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0", bad] }, "cid_hashes_permitted.1"],
         ["add_action_to_group", { group_id, action_ipfs_cid: bad }, "action_ipfs_cid"],
         ["add_action", { action_ipfs_cid: bad, name: "x", description: "" }, "action_ipfs_cid"],
-        ["execute", { ipfs_id: bad }, "ipfs_id"],
+        ["sigil_action", { ipfs_id: bad }, "ipfs_id"],
       ];
       for (const [op, body, path] of attempts) {
         const r = await callEnclave<{ error: { code: string; details: Array<{ path: string; message: string }> } }>(op, { api_key: apiKey, ...body });

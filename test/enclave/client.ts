@@ -42,7 +42,7 @@ export type RunResult = {
 };
 
 export async function run(apiKey: string, code: string, params: unknown = null, extra: Record<string, unknown> = {}): Promise<Reply<RunResult>> {
-  return callEnclave<RunResult>("execute", { api_key: apiKey, code, js_params: params, ...extra });
+  return callEnclave<RunResult>("sigil_action", { api_key: apiKey, code, js_params: params, ...extra });
 }
 
 /** The derivation the contract holds for `wallet` of the account with master hash `masterHash` (0 when none). */

@@ -775,7 +775,7 @@ describe("limits that hold whatever the script calls, and neighbours that do not
       await dns?.close();
     });
     const runOn = (code: string, params: unknown, extra: Record<string, unknown> = {}) =>
-      callAt<RunResult>(own.url, "execute", { api_key: apiKey, code, js_params: params, ...extra });
+      callAt<RunResult>(own.url, "sigil_action", { api_key: apiKey, code, js_params: params, ...extra });
 
     it("runs that share the worker with a long built-in keep their own time limit and succeed; the offender ends in timeout", async () => {
       const offender = runOn(INDEXOF_LOOP, null, { timeout_ms: 3000 });

@@ -81,7 +81,7 @@ describe("on an enclave with a 2 s maximum time limit and a 500 ms per-fetch tim
     await enclave?.stop();
   });
 
-  const execute = (code: string, extra: Record<string, unknown> = {}) => callAt<RunResult>(enclave.url, "execute", { api_key: apiKey, code, ...extra });
+  const execute = (code: string, extra: Record<string, unknown> = {}) => callAt<RunResult>(enclave.url, "sigil_action", { api_key: apiKey, code, ...extra });
 
   it("a timeout_ms of 900 s asked for a looping script is capped to the 2 s maximum", async () => {
     const started = Date.now();

@@ -77,15 +77,15 @@ describe("the enclave's logs, at debug level, after operations with known keys",
     const [useCid, failCid] = [await computeCid(USE_EVERY_KEY), await computeCid(FAIL_WITH_KEY)];
     await okAt(base, "add_group", { api_key: account.api_key, group_name: "g", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [useCid, failCid] });
 
-    const used = await callAt<RunResult>(base, "execute", { api_key: account.api_key, code: USE_EVERY_KEY, js_params: { wallet } });
+    const used = await callAt<RunResult>(base, "sigil_action", { api_key: account.api_key, code: USE_EVERY_KEY, js_params: { wallet } });
     expect(used.body.has_error, JSON.stringify(used.body)).toBe(false);
     const out = used.body.response as { privateKey: Hex; actionPrivateKey: Hex };
-    const failedRun = await callAt<RunResult>(base, "execute", { api_key: usageKey, code: FAIL_WITH_KEY, js_params: { wallet } });
+    const failedRun = await callAt<RunResult>(base, "sigil_action", { api_key: usageKey, code: FAIL_WITH_KEY, js_params: { wallet } });
     expect(failedRun.body.error).toMatchObject({ code: "script_error", message: `Error: leaking ${out.privateKey}` });
     // Refused before running: code in no group (403), and a well-formed key nobody holds (401).
-    expect((await callAt(base, "execute", { api_key: account.api_key, code: "async function main() {}" })).status).toBe(403);
+    expect((await callAt(base, "sigil_action", { api_key: account.api_key, code: "async function main() {}" })).status).toBe(403);
     const strangerKey = Buffer.alloc(32, 0x5a).toString("base64");
-    expect((await callAt(base, "execute", { api_key: strangerKey, code: "async function main() {}" })).status).toBe(401);
+    expect((await callAt(base, "sigil_action", { api_key: strangerKey, code: "async function main() {}" })).status).toBe(401);
 
     masterHash = apiKeyHash(account.api_key);
     usageHash = apiKeyHash(usageKey);

@@ -41,7 +41,7 @@ describe("main", () => {
   it("main receives js_params, and null when none were sent", async () => {
     const code = `async function main(params) { return { params }; }`;
     expect(succeeded(await run(apiKey, code, { a: [1, "b"] }))).toEqual({ params: { a: [1, "b"] } });
-    expect(succeeded(await callEnclave<RunResult>("execute", { api_key: apiKey, code }))).toEqual({ params: null });
+    expect(succeeded(await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }))).toEqual({ params: null });
   });
 
   it("main returning undefined (or nothing) gives response null", async () => {
@@ -164,13 +164,13 @@ describe("Sigil.request", () => {
 
   it("requestId is the x-request-id the edge sent, correlationId the x-correlation-id, cid the running code's", async () => {
     const requestId = crypto.randomUUID();
-    const r = await callEnclave<RunResult>("execute", { api_key: apiKey, code }, { "x-request-id": requestId, "x-correlation-id": "order-1234" });
+    const r = await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }, { "x-request-id": requestId, "x-correlation-id": "order-1234" });
     expect(succeeded(r)).toEqual({ requestId, correlationId: "order-1234", cid: await computeCid(code) });
     expect(r.headers.get("x-request-id")).toBe(requestId);
   });
 
   it("correlationId is null when none was sent, and requestId is the id the enclave made and answered with", async () => {
-    const r = await callEnclave<RunResult>("execute", { api_key: apiKey, code });
+    const r = await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code });
     const request = succeeded(r) as { requestId: string; correlationId: unknown };
     expect(request.correlationId).toBeNull();
     expect(request.requestId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
@@ -180,8 +180,8 @@ describe("Sigil.request", () => {
   it("each run sees its own request id", async () => {
     const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
     const [ra, rb] = await Promise.all([
-      callEnclave<RunResult>("execute", { api_key: apiKey, code }, { "x-request-id": a }),
-      callEnclave<RunResult>("execute", { api_key: apiKey, code }, { "x-request-id": b }),
+      callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }, { "x-request-id": a }),
+      callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }, { "x-request-id": b }),
     ]);
     expect((succeeded(ra) as { requestId: string }).requestId).toBe(a);
     expect((succeeded(rb) as { requestId: string }).requestId).toBe(b);

@@ -17,7 +17,7 @@
 // its whole hold: a write's outlives its enclave call, a run's its granted seconds and the way there
 // and back.
 import type { Context } from "hono";
-import type { ExecuteResponse } from "../../shared/enclaveApi.ts";
+import type { SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
 import { callEnclave } from "../enclave/client.ts";
@@ -102,13 +102,13 @@ async function runTimeoutMs(c: Context<EdgeEnv>): Promise<number> {
  * Charges a run under `ref` by its started seconds; `run` gets the milliseconds the credit allows
  * (undefined: billing off).
  */
-export async function meteredRun(c: Context<EdgeEnv>, ref: string, run: (timeoutMs: number | undefined) => Promise<ExecuteResponse>): Promise<Metered<ExecuteResponse>> {
+export async function meteredRun(c: Context<EdgeEnv>, ref: string, run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>): Promise<Metered<SigilActionResponse>> {
   if (!c.get("config").billing) return { result: await run(undefined), chargedCents: 0 };
   const { ledger, key } = await billed(c);
   const maxSeconds = Math.max(1, Math.ceil((await runTimeoutMs(c)) / 1000));
   const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key);
   if (hold.granted === 0) throw refused(hold);
-  let answer: ExecuteResponse;
+  let answer: SigilActionResponse;
   try {
     answer = await run(hold.granted * 1000);
   } catch (err) {

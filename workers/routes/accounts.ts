@@ -1,11 +1,10 @@
-// Accounts and keys (api.md, Accounts and keys). Writes are forwarded to an enclave with the
-// caller's key added as `api_key` (the enclave authorizes them itself: a usage key on an owner
-// operation gets 403 account_key_required from it); reads are live eth_calls from here. Every
-// write takes an Idempotency-Key, new_account too (kept per client address: idempotency/).
+// Accounts (api.md, Accounts and keys): new_account, forwarded to an enclave, which makes the master
+// key and registers the account; account_exists, a live eth_call. new_account takes an
+// Idempotency-Key too (kept per client address: idempotency/). Usage keys are in usageKeys.ts.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
-import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
+import { apiKeyHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
@@ -14,9 +13,7 @@ import { idempotentAnswerHeaders, newAccountHolder, openIdempotencyHeaders, rout
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, listRoute } from "./openapi.ts";
-import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
-import { serveWrites, writeRoute } from "./write.ts";
+import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity } from "./openapi.ts";
 
 const newAccount = createRoute({
   method: "post",
@@ -34,36 +31,6 @@ const accountExists = createRoute({
   summary: "Whether the key in the header is the master or a usage key of an existing account, and whether that account is managed",
   security: keySecurity,
   responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), 400: errors, 401: errors, 503: errors },
-});
-
-const ownerWrites = [
-  writeRoute("add_usage_api_key", "Create a usage key with the given permissions (the key is shown once)"),
-  writeRoute("update_usage_api_key", "Replace all permissions of a usage key (named by the key or its 0x hash)"),
-  writeRoute("update_usage_api_key_metadata", "Rename or re-describe a usage key"),
-  writeRoute("remove_usage_api_key", "Remove a usage key; it stops working at once"),
-];
-
-const groupIds = z.array(z.string());
-const usageKeyItem = z.object({
-  id: z.string().describe("the key's hash, 0x + 64 hex"),
-  name: z.string(),
-  description: z.string(),
-  expires_at: z.number().describe("unix seconds; 0 = never"),
-  spend_limit_cents: z.number().describe("0 = no cap"),
-  can_create_groups: z.boolean(),
-  can_delete_groups: z.boolean(),
-  can_create_pkps: z.boolean(),
-  manage_ipfs_ids_in_groups: groupIds,
-  add_pkp_to_groups: groupIds,
-  remove_pkp_from_groups: groupIds,
-  execute_in_groups: groupIds,
-});
-
-const listApiKeys = listRoute({
-  path: "/list_api_keys",
-  summary: "The account's usage keys (metadata and permissions, never key values)",
-  query: pageQuerySchema,
-  item: usageKeyItem,
 });
 
 
@@ -104,32 +71,6 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
     // key (and its usage keys) `managed` is false.
     const exists = master !== 0n;
     return c.json({ exists, managed: exists && managed }, 200);
-  });
-
-  serveWrites(r, ownerWrites);
-
-  r.openapi(listApiKeys, async (c) => {
-    const { keyHash } = callerKey(c);
-    const [items, total] = await readView(c.get("config"), "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
-    const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
-    setTotalCount(c, total);
-    return c.json(
-      items.map((k) => ({
-        id: toHash32(k.keyHash),
-        name: k.name,
-        description: k.description,
-        expires_at: Number(k.expiration),
-        spend_limit_cents: Number(k.balance),
-        can_create_groups: k.canCreateGroups,
-        can_delete_groups: k.canDeleteGroups,
-        can_create_pkps: k.canCreatePkps,
-        manage_ipfs_ids_in_groups: ids(k.manageIpfsIdsInGroups),
-        add_pkp_to_groups: ids(k.addPkpToGroups),
-        remove_pkp_from_groups: ids(k.removePkpFromGroups),
-        execute_in_groups: ids(k.executeInGroups),
-      })),
-      200,
-    );
   });
 
   return r;

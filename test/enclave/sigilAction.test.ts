@@ -46,7 +46,7 @@ describe("code by ipfs_id", () => {
     const code = `async function main(p) { return { from: "ipfs", p } }`;
     const cid = await addToGateway(code);
     expect(cid).toBe(await computeCid(code));
-    const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid, js_params: 7 });
+    const r = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: cid, js_params: 7 });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ response: { from: "ipfs", p: 7 }, cid, has_error: false });
   });
@@ -55,15 +55,15 @@ describe("code by ipfs_id", () => {
     const genuine = `async function main() { return "genuine" }`;
     const cid = await computeCid(genuine);
     await addToGateway(`async function main() { return "tampered" }`, cid);
-    const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+    const r = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: cid });
     expect(r.status).toBe(400);
     expect(errorCode(r.body)).toBe("invalid_request");
   });
 
   it("answers 404 when the gateway has no such content, and 400 for a malformed CID", async () => {
-    const missing = await callEnclave("execute", { api_key: apiKey, ipfs_id: await computeCid("never added") });
+    const missing = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: await computeCid("never added") });
     expect(missing.status).toBe(404);
-    const malformed = await callEnclave("execute", { api_key: apiKey, ipfs_id: "not-a-cid" });
+    const malformed = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: "not-a-cid" });
     expect(malformed.status).toBe(400);
   });
 
@@ -72,13 +72,13 @@ describe("code by ipfs_id", () => {
     const code = `async function main() { return "not for strangers" }`;
     const cid = await addToGateway(code);
     for (const ipfsId of [cid, CID.parse(cid).toV1().toString()]) {
-      const r = await callEnclave("execute", { api_key: stranger, ipfs_id: ipfsId });
+      const r = await callEnclave("sigil_action", { api_key: stranger, ipfs_id: ipfsId });
       expect(r.status, JSON.stringify(r.body)).toBe(403);
       expect(errorCode(r.body)).toBe("permission_denied");
     }
     expect(await gatewayLog(cid)).toEqual([]);
     // The same request from a key that may run it does reach the gateway (the log works).
-    expect((await callEnclave("execute", { api_key: apiKey, ipfs_id: cid })).status).toBe(200);
+    expect((await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: cid })).status).toBe(200);
     expect(await gatewayLog(cid)).toHaveLength(1);
   });
 
@@ -86,13 +86,13 @@ describe("code by ipfs_id", () => {
     for (const how of ["503", "500", "429", "reset"] as const) {
       const cid = await computeCid(`async function main() { return "gateway ${how}" }`);
       await misbehave(cid, how);
-      const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+      const r = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: cid });
       expect(r.status, `${how}: ${JSON.stringify(r.body)}`).toBe(503);
       expect(errorCode(r.body)).toBe("ipfs_unavailable");
       expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
       expect(await gatewayLog(cid)).toHaveLength(1);
     }
-    const missing = await callEnclave("execute", { api_key: apiKey, ipfs_id: await computeCid("never added either") });
+    const missing = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: await computeCid("never added either") });
     expect(missing.status).toBe(404);
     expect(errorCode(missing.body)).toBe("not_found");
   });
@@ -100,7 +100,7 @@ describe("code by ipfs_id", () => {
   it("stops reading a gateway's endless body as soon as it passes max_code_bytes: 413, and the enclave hangs up long before the gateway has sent all it would", async () => {
     const cid = await computeCid(`async function main() { return "endless" }`);
     await misbehave(cid, "endless");
-    const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+    const r = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: cid });
     expect(r.status, JSON.stringify(r.body)).toBe(413);
     expect(errorCode(r.body)).toBe("payload_too_large");
     // A read of the whole body would have taken all ENDLESS_CAP_BYTES (16 times the limit) and
@@ -111,7 +111,7 @@ describe("code by ipfs_id", () => {
 
   it("refuses code over max_code_bytes that the gateway declares with its Content-Length: 413", async () => {
     const cid = await addToGateway(`async function main() {}//${"x".repeat(4 << 20)}`);
-    const r = await callEnclave("execute", { api_key: apiKey, ipfs_id: cid });
+    const r = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: cid });
     expect(r.status).toBe(413);
     expect(errorCode(r.body)).toBe("payload_too_large");
   });
@@ -131,7 +131,7 @@ describe("code by ipfs_id, on an enclave whose IPFS fetches time out after 1 s",
   it("a gateway that never answers is 503 ipfs_unavailable with Retry-After, not 404", async () => {
     const cid = await computeCid(`async function main() { return "gateway hangs" }`);
     await misbehave(cid, "hang");
-    const r = await callAt(enclave.url, "execute", { api_key: apiKey, ipfs_id: cid });
+    const r = await callAt(enclave.url, "sigil_action", { api_key: apiKey, ipfs_id: cid });
     expect(r.status, JSON.stringify(r.body)).toBe(503);
     expect(errorCode(r.body)).toBe("ipfs_unavailable");
     expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
@@ -140,10 +140,10 @@ describe("code by ipfs_id, on an enclave whose IPFS fetches time out after 1 s",
 
 describe("requests refused before anything runs", () => {
   it("code over 4 MiB → 413, js_params over 1 MiB → 413", async () => {
-    const big = await callEnclave("execute", { api_key: apiKey, code: `async function main(){}//${"x".repeat(4 << 20)}` });
+    const big = await callEnclave("sigil_action", { api_key: apiKey, code: `async function main(){}//${"x".repeat(4 << 20)}` });
     expect(big.status).toBe(413);
     expect(errorCode(big.body)).toBe("payload_too_large");
-    const params = await callEnclave("execute", { api_key: apiKey, code: "async function main(){}", js_params: "x".repeat((1 << 20) + 10) });
+    const params = await callEnclave("sigil_action", { api_key: apiKey, code: "async function main(){}", js_params: "x".repeat((1 << 20) + 10) });
     expect(params.status).toBe(413);
   });
 
@@ -170,20 +170,20 @@ describe("requests refused before anything runs", () => {
   });
 
   it("malformed JSON → 400 invalid_json; unknown or missing fields → 400 invalid_request with details", async () => {
-    expect(errorCode((await callEnclave("execute", "{not json")).body)).toBe("invalid_json");
-    const unknown = await callEnclave("execute", { api_key: apiKey, code: "async function main(){}", colour: "blue" });
+    expect(errorCode((await callEnclave("sigil_action", "{not json")).body)).toBe("invalid_json");
+    const unknown = await callEnclave("sigil_action", { api_key: apiKey, code: "async function main(){}", colour: "blue" });
     expect(unknown.status).toBe(400);
     expect(JSON.stringify(unknown.body)).toContain("colour");
-    const both = await callEnclave("execute", { api_key: apiKey, code: "x", ipfs_id: "y" });
+    const both = await callEnclave("sigil_action", { api_key: apiKey, code: "x", ipfs_id: "y" });
     expect(both.status).toBe(400);
-    const neither = await callEnclave("execute", { api_key: apiKey });
+    const neither = await callEnclave("sigil_action", { api_key: apiKey });
     expect(neither.status).toBe(400);
   });
 
   it("a malformed key → 400 (never hashed), an unknown well-formed key → 401", async () => {
-    const malformed = await callEnclave("execute", { api_key: "0x1234", code: "async function main(){}" });
+    const malformed = await callEnclave("sigil_action", { api_key: "0x1234", code: "async function main(){}" });
     expect(malformed.status).toBe(400);
-    const unknown = await callEnclave("execute", { api_key: btoa("k".repeat(32)), code: "async function main(){}" });
+    const unknown = await callEnclave("sigil_action", { api_key: btoa("k".repeat(32)), code: "async function main(){}" });
     expect(unknown.status).toBe(401);
     expect(errorCode(unknown.body)).toBe("invalid_api_key");
   });

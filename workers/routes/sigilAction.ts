@@ -5,7 +5,7 @@
 // first attempt gave no answer says what became of it (`first_attempt`; idempotency/).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { executeResponseSchema, sigilActionRequestSchema, type ExecuteResponse } from "../../shared/enclaveApi.ts";
+import { sigilActionResponseSchema, sigilActionRequestSchema, type SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { meteredRun, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
@@ -27,7 +27,7 @@ const sigilAction = createRoute({
   responses: {
     200: {
       ...json(
-        executeResponseSchema.extend({
+        sigilActionResponseSchema.extend({
           charged_cents: z.number().int().nonnegative().describe("credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once"),
           first_attempt: firstAttemptSchema.optional(),
         }),
@@ -48,7 +48,7 @@ const sigilAction = createRoute({
   },
 });
 
-export function executionRoutes(): OpenAPIHono<EdgeEnv> {
+export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
 
   r.openapi(sigilAction, (c) => {
@@ -58,10 +58,10 @@ export function executionRoutes(): OpenAPIHono<EdgeEnv> {
       const { apiKey } = callerKey(c);
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
       const { result: run, chargedCents } = await meteredRun(c, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
-        forward<ExecuteResponse>(
+        forward<SigilActionResponse>(
           c.get("config"),
           c.get("ids"),
-          "execute",
+          "sigil_action",
           { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
           { timeoutMs: (timeoutMs ?? MAX_RUN_MS) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
         ),

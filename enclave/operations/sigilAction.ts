@@ -96,7 +96,7 @@ async function codeFromIpfs(enclave: Enclave, cid: string): Promise<string> {
   }
 }
 
-export async function execute(enclave: Enclave, input: ParsedEnclaveRequest<"execute">, ctx: RequestContext): Promise<EnclaveResponse<"execute">> {
+export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<"sigil_action">, ctx: RequestContext): Promise<EnclaveResponse<"sigil_action">> {
   const { limits } = enclave.config;
   if (input.code !== undefined && Buffer.byteLength(input.code) > limits.maxCodeBytes) {
     throw new SigilError("payload_too_large", `code must be at most ${limits.maxCodeBytes} bytes`);

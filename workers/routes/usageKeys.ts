@@ -1,0 +1,75 @@
+// Usage keys (api.md, Accounts and keys): scoped keys an account's master key makes, changes and
+// removes. Writes are forwarded to an enclave with the caller's key added as `api_key` (the enclave
+// authorizes them itself: a usage key gets 403 account_key_required from it); list_api_keys is a
+// live eth_call from here. Every write takes an Idempotency-Key.
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
+import { toHash32 } from "../../shared/hashing.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
+import { readView } from "../chain/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { listRoute } from "./openapi.ts";
+import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { serveWrites, writeRoute } from "./write.ts";
+
+const routes = [
+  writeRoute("add_usage_api_key", "Create a usage key with the given permissions (the key is shown once)"),
+  writeRoute("update_usage_api_key", "Replace all permissions of a usage key (named by the key or its 0x hash)"),
+  writeRoute("update_usage_api_key_metadata", "Rename or re-describe a usage key"),
+  writeRoute("remove_usage_api_key", "Remove a usage key; it stops working at once"),
+];
+
+const groupIds = z.array(z.string());
+const usageKeyItem = z.object({
+  id: z.string().describe("the key's hash, 0x + 64 hex"),
+  name: z.string(),
+  description: z.string(),
+  expires_at: z.number().describe("unix seconds; 0 = never"),
+  spend_limit_cents: z.number().describe("0 = no cap"),
+  can_create_groups: z.boolean(),
+  can_delete_groups: z.boolean(),
+  can_create_pkps: z.boolean(),
+  manage_ipfs_ids_in_groups: groupIds,
+  add_pkp_to_groups: groupIds,
+  remove_pkp_from_groups: groupIds,
+  execute_in_groups: groupIds,
+});
+
+const listApiKeys = listRoute({
+  path: "/list_api_keys",
+  summary: "The account's usage keys (metadata and permissions, never key values)",
+  query: pageQuerySchema,
+  item: usageKeyItem,
+});
+
+export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = newRouter();
+
+  serveWrites(r, routes);
+
+  r.openapi(listApiKeys, async (c) => {
+    const { keyHash } = callerKey(c);
+    const [items, total] = await readView(c.get("config"), "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
+    const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
+    setTotalCount(c, total);
+    return c.json(
+      items.map((k) => ({
+        id: toHash32(k.keyHash),
+        name: k.name,
+        description: k.description,
+        expires_at: Number(k.expiration),
+        spend_limit_cents: Number(k.balance),
+        can_create_groups: k.canCreateGroups,
+        can_delete_groups: k.canDeleteGroups,
+        can_create_pkps: k.canCreatePkps,
+        manage_ipfs_ids_in_groups: ids(k.manageIpfsIdsInGroups),
+        add_pkp_to_groups: ids(k.addPkpToGroups),
+        remove_pkp_from_groups: ids(k.removePkpFromGroups),
+        execute_in_groups: ids(k.executeInGroups),
+      })),
+      200,
+    );
+  });
+
+  return r;
+}
