@@ -5,12 +5,14 @@ import { describe, expect, it } from "vitest";
 import { generateApiKey } from "../shared/apiKey.ts";
 import { OperationMemory, type RememberedAnswer } from "./idempotency.ts";
 
-const ok = (body: string): RememberedAnswer => ({ status: 200, headers: { "content-type": "application/json" }, body });
+const ok = (output: unknown): RememberedAnswer => ({ ok: true, output });
 const error = (status: number, details?: unknown): RememberedAnswer => ({
+  ok: false,
   status,
-  headers: {},
-  body: JSON.stringify({ error: { code: "x", message: "m", request_id: "r", ...(details === undefined ? {} : { details }) } }),
+  error: { code: "x", message: "m", request_id: "r", ...(details === undefined ? {} : { details }) },
 });
+/** What an answer carries: the output, or the error. */
+const bodyOf = (answer: RememberedAnswer): unknown => (answer.ok ? answer.output : { error: answer.error });
 
 /** A pending operation the test ends when it likes, counting how often it was started. */
 function operation() {
@@ -47,8 +49,7 @@ describe("OperationMemory", () => {
     await memory.once("k:a", "fp", "r1", async () => ok("{}"));
     const other = operation();
     const { answer } = await memory.once("k:a", "another", "r2", other.perform);
-    expect(answer.status).toBe(422);
-    expect(JSON.parse(answer.body).error).toMatchObject({ code: "idempotency_key_reused", request_id: "r2" });
+    expect(answer).toMatchObject({ ok: false, status: 422, error: { code: "idempotency_key_reused", request_id: "r2" } });
     expect(other.started).toBe(0);
   });
 
@@ -73,25 +74,25 @@ describe("OperationMemory", () => {
 
   it("scopes by the caller's key hash, taken from the body's api_key: two keys with one idempotency key are two operations; the key and the run's budget are not fingerprinted", () => {
     const [a, b] = [generateApiKey(), generateApiKey()];
-    const body = (key: string, extra: object = {}) => JSON.stringify({ api_key: key, group_name: "g", ...extra });
+    const body = (key: string, extra: object = {}) => ({ api_key: key, group_name: "g", ...extra });
     const first = OperationMemory.identify("add_group", "idem", body(a))!;
     expect(first.scope).not.toBe(OperationMemory.identify("add_group", "idem", body(b))!.scope);
-    expect(OperationMemory.identify("add_group", "idem", JSON.stringify({ group_name: "g", api_key: a }))).toEqual(first);
+    expect(OperationMemory.identify("add_group", "idem", { group_name: "g", api_key: a })).toEqual(first);
     expect(OperationMemory.identify("add_group", "idem", body(a, { group_name: "h" }))!.fingerprint).not.toBe(first.fingerprint);
     expect(OperationMemory.identify("remove_group", "idem", body(a))!.fingerprint).not.toBe(first.fingerprint);
     const run = OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 3000 }))!;
     expect(OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 9000 }))).toEqual(run);
-    expect(OperationMemory.identify("create_wallet_with_signature", "idem", JSON.stringify({ typed_data: {}, signature: "0x" }))).toBeUndefined();
-    expect(OperationMemory.identify("add_group", "idem", "not json")).toBeUndefined();
+    expect(OperationMemory.identify("create_wallet_with_signature", "idem", { typed_data: {}, signature: "0x" })).toBeUndefined();
+    expect(OperationMemory.identify("add_group", "idem", "not an object")).toBeUndefined();
   });
 
   it("remembers new_account, which has no caller key, under the idempotency key alone (the edge makes it per client), apart from every caller key's scope", () => {
-    const body = (name: string) => JSON.stringify({ account_name: name });
+    const body = (name: string) => ({ account_name: name });
     const first = OperationMemory.identify("new_account", "client-a", body("n"));
     expect(first).toEqual({ scope: "open:client-a", fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(OperationMemory.identify("new_account", "client-b", body("n"))!.scope).not.toBe(first!.scope);
     expect(OperationMemory.identify("new_account", "client-a", body("m"))!.fingerprint).not.toBe(first!.fingerprint);
-    expect(OperationMemory.identify("add_group", "client-a", JSON.stringify({ api_key: generateApiKey(), group_name: "g" }))!.scope).not.toBe(first!.scope);
+    expect(OperationMemory.identify("add_group", "client-a", { api_key: generateApiKey(), group_name: "g" })!.scope).not.toBe(first!.scope);
   });
 
   it("forgets an answered operation a day after it began", async () => {
@@ -99,9 +100,9 @@ describe("OperationMemory", () => {
     const memory = new OperationMemory({ maxEntries: 100, maxBytes: 1 << 20, ttlMs: 24 * 3600_000 }, () => now);
     await memory.once("k:a", "fp", "r1", async () => ok("first"));
     now += 24 * 3600_000 - 1;
-    expect((await memory.once("k:a", "fp", "r2", async () => ok("second"))).answer.body).toBe("first");
+    expect((await memory.once("k:a", "fp", "r2", async () => ok("second"))).answer).toEqual(ok("first"));
     now += 2;
-    expect((await memory.once("k:a", "fp", "r3", async () => ok("second"))).answer.body).toBe("second");
+    expect((await memory.once("k:a", "fp", "r3", async () => ok("second"))).answer).toEqual(ok("second"));
   });
 
   it("is bounded by count and by answer bytes, evicting answered entries oldest first, never one in flight", async () => {
@@ -118,7 +119,7 @@ describe("OperationMemory", () => {
     // The one in flight is still there to join.
     const joined = memory.once("k:flight", "fp", "r", async () => ok("a second run"));
     inFlight.finish(ok("done"));
-    expect((await pending).answer.body).toBe("done");
+    expect(bodyOf((await pending).answer)).toBe("done");
     expect(await joined).toEqual({ answer: ok("done"), replayed: true });
     expect(inFlight.started).toBe(1);
   });

@@ -21,10 +21,11 @@
 // day after the operation began.
 import { createHash } from "node:crypto";
 import { apiKeyHash } from "../shared/hashing.ts";
+import type { OperationAnswer } from "../shared/channel/channel.ts";
 import { errorBody, SigilError, transactionHashIn } from "../shared/errors.ts";
 import { canonicalJson } from "../shared/canonicalJson.ts";
 
-export type RememberedAnswer = { status: number; headers: Record<string, string>; body: string };
+export type RememberedAnswer = OperationAnswer;
 
 export type MemoryLimits = { maxEntries: number; maxBytes: number; ttlMs: number };
 
@@ -44,13 +45,9 @@ type Entry = { fingerprint: string; answer: Promise<RememberedAnswer>; createdAt
 
 /** Whether an answer says the operation did nothing, so a retry may do it: kept otherwise. */
 function didNothing(answer: RememberedAnswer): boolean {
+  if (answer.ok) return false;
   if (answer.status === 429) return true;
-  if (answer.status !== 503) return false;
-  try {
-    return transactionHashIn((JSON.parse(answer.body) as { error?: { details?: unknown } }).error?.details) === undefined;
-  } catch {
-    return true;
-  }
+  return answer.status === 503 && transactionHashIn(answer.error.details) === undefined;
 }
 
 export class OperationMemory {
@@ -65,18 +62,12 @@ export class OperationMemory {
   }
 
   /**
-   * Where `op`'s request body (JSON text) is remembered under `idempotencyKey`: its scope (the
+   * Where `op`'s input (a JSON value) is remembered under `idempotencyKey`: its scope (the
    * caller's key hash and the idempotency key; for new_account, `open:` and the idempotency key)
    * and fingerprint; undefined when the body names no key and the operation is not new_account
    * (it is answered as it is).
    */
-  static identify(op: string, idempotencyKey: string, body: string): { scope: string; fingerprint: string } | undefined {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      return undefined;
-    }
+  static identify(op: string, idempotencyKey: string, parsed: unknown): { scope: string; fingerprint: string } | undefined {
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
     const { api_key: apiKey } = parsed as { api_key?: unknown };
     if (typeof apiKey !== "string" && !KEYLESS_REMEMBERED.has(op)) return undefined;
@@ -97,7 +88,7 @@ export class OperationMemory {
     if (known) {
       if (known.fingerprint !== fingerprint) {
         const err = new SigilError("idempotency_key_reused", "this Idempotency-Key was used with another request; use a new key for a new request");
-        return { answer: { status: err.status, headers: { "content-type": "application/json", "x-request-id": requestId }, body: JSON.stringify(errorBody(err, requestId)) }, replayed: false };
+        return { answer: { ok: false, status: err.status, error: errorBody(err, requestId).error }, replayed: false };
       }
       return { answer: await known.answer, replayed: true };
     }
@@ -114,7 +105,7 @@ export class OperationMemory {
       this.#entries.delete(scope);
     } else {
       entry.answered = true;
-      entry.bytes = Buffer.byteLength(answer.body);
+      entry.bytes = Buffer.byteLength(JSON.stringify(answer));
       this.#bytes += entry.bytes;
       this.#evict();
     }

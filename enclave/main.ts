@@ -18,7 +18,7 @@ import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { channelListener, createChannel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
-import { createInternalApi } from "./internalApi.ts";
+import { createDispatcher } from "./operations/index.ts";
 import { createEnclaveApp } from "./server.ts";
 
 export type RunningEnclave = {
@@ -121,10 +121,10 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   const publicApp = app;
   channelRequest = channelListener(
     channel,
-    createInternalApi(enclave, {
-      health: () => internalHealth(health),
+    createDispatcher(enclave, {
+      health: async () => (await internalHealth(health)).body,
       // The public attestation routes, answering as they would the client the edge names.
-      attestation: async (pathAndQuery, client, headers) => publicApp.fetch(new Request(`http://enclave${pathAndQuery}`, { headers }), { sigilClient: client }),
+      attestation: async (query, client, headers) => publicApp.fetch(new Request(`http://enclave/attestation${query}`, { headers }), { sigilClient: client }),
     }),
     log,
   );

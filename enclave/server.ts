@@ -10,8 +10,8 @@ import { errorBody, SigilError } from "../shared/errors.ts";
 import { attestationRoutes, type AttestationRoutesOptions } from "./attestation/routes.ts";
 import { channelRoutes, type Channel } from "./channel/channel.ts";
 import { publicHealth, type HealthParts } from "./health.ts";
-import { errorAnswer, requestContext } from "./internalApi.ts";
-import type { RequestContext } from "./operations/context.ts";
+import { requestContext, type RequestContext } from "./operations/context.ts";
+import { errorAnswer } from "./operations/index.ts";
 
 type Env = { Variables: { ctx: RequestContext } };
 
@@ -36,7 +36,7 @@ export function createEnclaveApp(parts: HealthParts & { attestation: Attestation
   const app = new Hono<Env>();
 
   app.use(async (c, next) => {
-    const ctx = requestContext(enclave.log, (name) => c.req.header(name));
+    const ctx = requestContext(enclave.log, c.req.header("x-request-id"), c.req.header("x-correlation-id"));
     c.set("ctx", ctx);
     c.header("X-Request-Id", ctx.requestId);
     c.header(INSTANCE_HEADER, parts.instanceId);
@@ -63,13 +63,12 @@ export function createEnclaveApp(parts: HealthParts & { attestation: Attestation
   });
 
   app.onError((err, c) => {
-    const ctx = c.get("ctx") ?? requestContext(enclave.log, () => undefined);
+    const ctx = c.get("ctx") ?? requestContext(enclave.log, undefined, undefined);
     // The rest of an oversized body was never read: this connection cannot carry another request.
     if (err instanceof SigilError && err.code === "payload_too_large") c.header("Connection", "close");
     const answer = errorAnswer(err, ctx);
-    if (answer.headers["retry-after"]) c.header("Retry-After", answer.headers["retry-after"]);
-    c.header("Content-Type", "application/json");
-    return c.body(answer.body, answer.status as 400);
+    if (answer.retry_after !== undefined) c.header("Retry-After", String(answer.retry_after));
+    return c.json({ error: answer.error }, answer.status as 400);
   });
 
   return app;

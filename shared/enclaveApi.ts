@@ -1,13 +1,17 @@
-// The enclave's internal API: one zod schema per operation for the request body the edge forwards
-// and for the answer. Field names are the public API's (api.md), so the edge validates a client's
-// body with the same schema, adds the caller's raw API key as `api_key`, and forwards it. The
-// enclave hashes the key itself: it never trusts the edge for authorization.
+// The operation table: everything the edge asks of an enclave, by name, with its input and output
+// schemas, its body limit, whether it acts (a write or a run: never sent to a second enclave once
+// delivered) or only reads, and the error codes it may answer. The edge validates a client's body
+// with the operation's input schema, adds the caller's raw API key as `api_key`, and calls
+// `enclave.call(op, input, …)` (workers/enclave/client.ts); the channel seals `{op, ids, input}`
+// (shared/channel/); the enclave parses the input with the same schema and dispatches to the
+// operation of the same name (enclave/operations/index.ts). Field names are the public API's
+// (api.md). The enclave hashes the key itself: it never trusts the edge for authorization.
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
-import { SigilError } from "./errors.ts";
+import { SigilError, type ErrorCode } from "./errors.ts";
 
-/** Every internal operation, by the path segment it is served at: `POST /internal/v1/<op>`. */
+/** Every operation a client's request becomes, by its name (the public endpoint's). */
 export const enclaveOperations = [
   "new_account",
   "create_wallet",
@@ -245,3 +249,105 @@ export const responseSchemas = {
 } as const satisfies Record<EnclaveOperation, z.ZodType>;
 
 export type EnclaveResponse<Op extends EnclaveOperation> = z.infer<(typeof responseSchemas)[Op]>;
+
+/** The body limit of every route and operation that does not take a script. */
+export const DEFAULT_BODY_LIMIT = 256 << 10;
+/**
+ * The body limit of what takes a script (sandbox.md, Limits: code 4 MiB, request body 6 MiB):
+ * sigil_action, and get_sigil_action_ipfs_id, which takes the same scripts.
+ */
+export const SCRIPT_BODY_LIMIT = 6 << 20;
+
+/** A write sends a transaction; a run executes a script; a read changes nothing. */
+export type OperationKind = "write" | "run" | "read";
+
+export type OperationSpec = {
+  input: z.ZodType;
+  output: z.ZodType;
+  kind: OperationKind;
+  /** The largest body a client may send for it, in bytes (the edge's route and the enclave both hold to it). */
+  bodyLimit: number;
+  /** The error codes it may answer. */
+  errors: readonly ErrorCode[];
+};
+
+/** What any operation may answer: its input refused, a reused Idempotency-Key, an enclave that cannot serve it. */
+const ANY: readonly ErrorCode[] = ["invalid_request", "payload_too_large", "idempotency_key_reused", "internal_error", "enclave_unavailable"];
+/** An operation by an API key: the key unknown, removed or expired, or without the scope. */
+const KEYED: readonly ErrorCode[] = [...ANY, "invalid_api_key", "permission_denied", "chain_unavailable"];
+/** A managed write: what the contract refuses (contractErrors.ts), and a chain that does not take it. */
+const WRITE: readonly ErrorCode[] = [...KEYED, "account_key_required", "chain_secured_account", "group_not_found", "wallet_not_found", "action_not_found", "already_exists", "not_found"];
+/** A write on a wallet's typed-data signature. */
+const SIGNED: readonly ErrorCode[] = [...WRITE, "invalid_typed_data", "wrong_primary_type", "wrong_chain_id", "invalid_signature", "signature_expired"];
+
+const writeOp = <Op extends EnclaveOperation>(op: Op, errors: readonly ErrorCode[] = WRITE) => ({
+  input: requestSchemas[op],
+  output: responseSchemas[op],
+  kind: "write" as OperationKind,
+  bodyLimit: DEFAULT_BODY_LIMIT,
+  errors,
+});
+
+/** The enclave's whole health report (health.ts), which the edge's /health reads. */
+export const healthOutputSchema = z.record(z.string(), z.unknown());
+
+/**
+ * The public `/attestation` as the edge's client would get it (a fresh quote over its nonce): the
+ * edge names that client, so its nonce quotes count against that client's budget, not the edge's.
+ * The answer is passed through as it is (status, headers, body), so a verifier can check its bytes.
+ */
+export const attestationInputSchema = z.strictObject({
+  /** The query string of the client's request, `?nonce=…` and the rest. */
+  query: z.string().max(4096),
+  /** Who the edge says asked (the address it saw). */
+  client: z.string().min(1).max(256),
+});
+export const attestationOutputSchema = z.object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.string() });
+
+/** The operation table. */
+export const operations = {
+  new_account: writeOp("new_account", [...ANY, "chain_unavailable", "already_exists", "rate_limited"]),
+  create_wallet: writeOp("create_wallet"),
+  add_usage_api_key: writeOp("add_usage_api_key"),
+  update_usage_api_key: writeOp("update_usage_api_key"),
+  update_usage_api_key_metadata: writeOp("update_usage_api_key_metadata"),
+  remove_usage_api_key: writeOp("remove_usage_api_key"),
+  add_group: writeOp("add_group"),
+  remove_group: writeOp("remove_group"),
+  update_group: writeOp("update_group"),
+  add_action_to_group: writeOp("add_action_to_group"),
+  remove_action_from_group: writeOp("remove_action_from_group"),
+  add_pkp_to_group: writeOp("add_pkp_to_group"),
+  remove_pkp_from_group: writeOp("remove_pkp_from_group"),
+  add_action: writeOp("add_action"),
+  delete_action: writeOp("delete_action"),
+  update_action_metadata: writeOp("update_action_metadata"),
+  convert_to_chain_secured_account: writeOp("convert_to_chain_secured_account", SIGNED),
+  // The two derivations answer what the signature derives and send no transaction: they only read.
+  create_wallet_with_signature: { ...writeOp("create_wallet_with_signature", SIGNED), kind: "read" as OperationKind },
+  add_usage_api_key_with_signature: { ...writeOp("add_usage_api_key_with_signature", SIGNED), kind: "read" as OperationKind },
+  sigil_action: {
+    input: requestSchemas.sigil_action,
+    output: responseSchemas.sigil_action,
+    kind: "run" as OperationKind,
+    bodyLimit: SCRIPT_BODY_LIMIT,
+    errors: [...KEYED, "not_found", "executor_busy", "ipfs_unavailable", "wallet_not_found"],
+  },
+  health: { input: z.strictObject({}), output: healthOutputSchema, kind: "read" as OperationKind, bodyLimit: DEFAULT_BODY_LIMIT, errors: ANY },
+  attestation: { input: attestationInputSchema, output: attestationOutputSchema, kind: "read" as OperationKind, bodyLimit: DEFAULT_BODY_LIMIT, errors: [...ANY, "rate_limited"] },
+} as const satisfies Record<string, OperationSpec>;
+
+export type OperationName = keyof typeof operations;
+export type OperationInput<Op extends OperationName> = z.input<(typeof operations)[Op]["input"]>;
+export type ParsedInput<Op extends OperationName> = z.output<(typeof operations)[Op]["input"]>;
+export type OperationOutput<Op extends OperationName> = z.infer<(typeof operations)[Op]["output"]>;
+
+/** Whether `name` is an operation of the table. */
+export function isOperation(name: string): name is OperationName {
+  return Object.hasOwn(operations, name);
+}
+
+/** Whether an operation acts (a write or a run): once delivered, it is never sent to a second enclave. */
+export function acts(op: OperationName): boolean {
+  return operations[op].kind !== "read";
+}

@@ -19,8 +19,8 @@ describe("sigil edge-identity", () => {
     expect(publicKey).toBeDefined();
     const key = await generateChannelKeyPair();
     const enclave = new ChannelRecipient({ key, allowedEdgeKeys: [fromBase64Url(publicKey!)] });
-    const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: await edgeIdentityFromSeed(seed!), request: { method: "GET", path: "/x", headers: {}, body: "" } });
-    expect((await enclave.open(call.sealed)).request.path).toBe("/x");
+    const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: await edgeIdentityFromSeed(seed!), request: { op: "health", ids: { request_id: "r-1" }, input: {} } });
+    expect((await enclave.open(call.sealed)).request.op).toBe("health");
   });
 
   it("makes a new seed each time", async () => {

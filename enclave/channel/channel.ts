@@ -1,22 +1,22 @@
 // The enclave's end of the attested channel (attestation.md): a channel key made at boot and
 // never stored, its quote (report_data = SHA-512("sigil-channel-v1:" ‖ key)) served at
-// `GET /channel`, and `POST /channel/v1`, which opens a request sealed in a session an allowed edge
-// opened to that key and hands it to the internal API (internalApi.ts, reachable no other way).
-// The internal API's answer goes back sealed for that request alone.
+// `GET /channel`, and `POST /channel/v1`, which opens an operation sealed in a session an allowed
+// edge opened to that key and hands it to the dispatcher (operations/index.ts, reachable no other
+// way). The answer goes back sealed for that request alone.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Hono } from "hono";
 import { ChannelError, ChannelRecipient, channelReportData, generateChannelKeyPair, toBase64Url, type ChannelKeyPair } from "../../shared/channel/channel.ts";
 import type { ChannelDocument } from "../../shared/channel/client.ts";
 import { errorBody, SigilError } from "../../shared/errors.ts";
 import type { BucketRate } from "../../shared/tokenBucket.ts";
-import type { InternalAnswer, InternalRequest } from "../internalApi.ts";
+import type { OperationAnswer, OperationRequest } from "../../shared/channel/channel.ts";
 import type { Logger } from "../log.ts";
 import { nodeAead } from "./nodeAead.ts";
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
 export type QuoteSource = (reportData: Uint8Array) => Promise<{ quote: string; event_log: string; simulated?: boolean }>;
 
-/** Sealed requests carry at most the internal API's 6 MiB body, base64url-encoded, plus the envelope. */
+/** Sealed requests carry at most an operation's 6 MiB body (sigil_action's), base64url-encoded, plus the envelope. */
 const MAX_SEALED_BYTES = 9 << 20;
 
 export type Channel = { recipient: ChannelRecipient; document(): Promise<ChannelDocument> };
@@ -62,14 +62,14 @@ export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel):
 /**
  * `POST /channel/v1`, the path every request of the edge takes, served straight from Node's HTTP
  * server (no router, no web-stream body): read the sealed request (at most MAX_SEALED_BYTES, refused
- * on its declared length before reading), open it, hand it to `handle`, seal the answer. Refusals
+ * on its declared length before reading), open it, hand the operation to `handle`, seal the answer. Refusals
  * are answered outside the seal — there is no trusted sender to seal them for — as
  * `{channel_error}`: 409 for what the edge mends by itself (a new key, a new session), 429 with
  * Retry-After for a peer over its budget of session openings, 401 for the rest. The peer's address
  * is the source whose openings are counted. Refusals are logged at most once per reason every few
  * seconds, with how many there were: a flood of junk must not become a flood of log lines.
  */
-export function channelListener(channel: Channel, handle: (request: InternalRequest) => Promise<InternalAnswer>, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+export function channelListener(channel: Channel, handle: (request: OperationRequest, bytes: number) => Promise<OperationAnswer>, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   const send = (res: ServerResponse, status: number, body: unknown, options: { close?: boolean; retryAfter?: number } = {}) => {
     const text = JSON.stringify(body);
     res.writeHead(status, {
@@ -133,9 +133,9 @@ export function channelListener(channel: Channel, handle: (request: InternalRequ
       if (err.reason === "too_many_openings") return { status: 429, body, retryAfter: err.retryAfterSeconds ?? 1 };
       return { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401, body };
     }
-    const { method, path, headers, body } = opened.request;
-    const internal = await handle({ method, path, headers, body });
-    return { status: 200, body: await opened.sealResponse(JSON.stringify(internal)) };
+    const { op, ids, input, idempotency_key } = opened.request;
+    const answer = await handle({ op, ids, input, ...(idempotency_key === undefined ? {} : { idempotency_key }) }, opened.bytes);
+    return { status: 200, body: await opened.sealResponse(JSON.stringify(answer)) };
   }
 }
 

@@ -36,9 +36,9 @@ describe("nodeAead", () => {
     const recipient = new ChannelRecipient({ key, allowedEdgeKeys: [edge.publicKey], aead: nodeAead });
     const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
     for (const body of ["first", "second"]) {
-      const call = await session.seal({ method: "POST", path: "/internal/v1/execute", headers: {}, body });
+      const call = await session.seal({ op: "sigil_action", ids: { request_id: "r-1" }, input: { code: body } });
       const opened = await recipient.open(JSON.parse(JSON.stringify(call.sealed)));
-      expect(opened.request.body).toBe(body);
+      expect(opened.request.input).toEqual({ code: body });
       expect(await call.openResponse(JSON.parse(JSON.stringify(await opened.sealResponse(`answer to ${body}`))))).toBe(`answer to ${body}`);
     }
   });

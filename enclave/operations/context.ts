@@ -26,6 +26,15 @@ export type Enclave = {
 
 export type RequestContext = { requestId: string; correlationId: string | null; log: Logger };
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** The request's ids: the edge makes the request id; one missing or malformed is replaced. */
+export function requestContext(log: Logger, sentRequestId: string | undefined, sentCorrelationId: string | undefined): RequestContext {
+  const requestId = sentRequestId && UUID.test(sentRequestId) ? sentRequestId : crypto.randomUUID();
+  const correlationId = sentCorrelationId && sentCorrelationId.length <= 200 ? sentCorrelationId : null;
+  return { requestId, correlationId, log: log.child({ requestId, ...(correlationId ? { correlationId } : {}) }) };
+}
+
 export type CallerKey = { keyHash: bigint; resolution: KeyResolution };
 
 /**

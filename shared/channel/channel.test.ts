@@ -19,7 +19,7 @@ import {
 } from "./channel.ts";
 import { junkOpening } from "../../test/harness/channel.ts";
 
-const REQUEST = { method: "POST", path: "/internal/v1/execute", headers: { "x-request-id": "r-1" }, body: JSON.stringify({ api_key: "k", code: "x" }) };
+const REQUEST = { op: "sigil_action", ids: { request_id: "r-1", correlation_id: "order-1" }, input: { api_key: "k", code: "x" }, idempotency_key: "idem-1" };
 
 async function setup(options: { now?: () => number; maxSessions?: number; openings?: { capacity: number; perSecond: number } } = {}) {
   const key = await generateChannelKeyPair();
@@ -45,12 +45,14 @@ async function refusal(promise: Promise<unknown>): Promise<ChannelRefusal> {
 }
 
 describe("the channel", () => {
-  it("carries a request to the enclave and its answer back", async () => {
+  it("carries an operation ({op, ids, input}, no HTTP envelope) to the enclave and its answer back", async () => {
     const { key, edge, recipient } = await setup();
     const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
     expect(JSON.stringify(call.sealed)).not.toContain("api_key");
     const opened = await recipient.open(JSON.parse(JSON.stringify(call.sealed)));
     expect(opened.request).toMatchObject(REQUEST);
+    expect(Object.keys(opened.request).sort()).toEqual(["idempotency_key", "ids", "input", "nonce", "op", "ts"]);
+    expect(opened.bytes).toBeGreaterThan(JSON.stringify(REQUEST).length);
     expect(opened.request.nonce).toMatch(/^[0-9a-f]{32}$/);
     expect(opened.edgeKey).toBe(toBase64Url(edge.publicKey));
     const answer = await opened.sealResponse('{"status":200}');
@@ -118,7 +120,7 @@ describe("the channel", () => {
     expect(await refusal(recipient.open({ ...call.sealed, init: other.sealed.init }))).toBe("malformed");
     expect(await refusal(recipient.open({ nonsense: true }))).toBe("malformed");
     // None of those refusals left a session behind: the genuine request still opens.
-    expect((await recipient.open(call.sealed)).request.path).toBe(REQUEST.path);
+    expect((await recipient.open(call.sealed)).request.op).toBe(REQUEST.op);
   });
 
   it("refuses a ciphertext changed in transit", async () => {
@@ -137,11 +139,11 @@ describe("the channel", () => {
     const opened = await recipient.open(first.sealed);
     expect(opened.sid).toBe(session.sid);
     await first.openResponse(await opened.sealResponse("one"));
-    const second = await session.seal({ ...REQUEST, body: "two" });
+    const second = await session.seal({ ...REQUEST, input: "two" });
     expect(second.sealed.init).toBeUndefined();
     expect(second.sealed.sid).toBe(first.sealed.sid);
     const openedSecond = await recipient.open(second.sealed);
-    expect(openedSecond.request.body).toBe("two");
+    expect(openedSecond.request.input).toBe("two");
     expect(openedSecond.request.nonce).not.toBe(opened.request.nonce);
     expect(await second.openResponse(await openedSecond.sealResponse("2"))).toBe("2");
     expect(await refusal(recipient.open(second.sealed))).toBe("replayed");
@@ -156,7 +158,7 @@ describe("the channel", () => {
     const { init: _init, ...withoutInit } = sealed;
     expect(await refusal(recipient.open(withoutInit))).toBe("unknown_session");
     await recipient.open(first.sealed);
-    expect((await recipient.open(withoutInit)).request.path).toBe(REQUEST.path);
+    expect((await recipient.open(withoutInit)).request.op).toBe(REQUEST.op);
   });
 
   it("drops its least recently used session when it holds too many, and sessions past their lifetime", async () => {
@@ -217,7 +219,7 @@ describe("the session flood (issue 11, point 6)", () => {
     const refusals = await Promise.all(Array.from({ length: 4200 }, () => refusal(recipient.open(junkOpening(key.publicKey, stranger), { source: "junk" }))));
     expect(new Set(refusals)).toEqual(new Set(["edge_not_allowed"]));
     expect(recipient.sessions).toBe(1);
-    expect((await live.next()).request.path).toBe(REQUEST.path);
+    expect((await live.next()).request.op).toBe(REQUEST.op);
   });
 
   it("bounds the openings each source may attempt: over its budget, too_many_openings with Retry-After; other sources and live sessions are untouched", async () => {
@@ -251,8 +253,8 @@ describe("the session flood (issue 11, point 6)", () => {
     );
     // Another source opens a session; the live one goes on; nothing of the flood was stored.
     const other = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
-    expect((await recipient.open(other.sealed, { source: "another edge" })).request.path).toBe(REQUEST.path);
-    expect((await live.next()).request.path).toBe(REQUEST.path);
+    expect((await recipient.open(other.sealed, { source: "another edge" })).request.op).toBe(REQUEST.op);
+    expect((await live.next()).request.op).toBe(REQUEST.op);
     expect(recipient.sessions).toBe(2);
     // The source's budget refills with time.
     now += 1_000;
@@ -270,7 +272,7 @@ describe("the session flood (issue 11, point 6)", () => {
     for (let i = 0; i < 10; i++) await refusal(recipient.open(await forged(), { source: "ingress" }));
     expect(await refusal(recipient.open(await forged(), { source: "ingress" }))).toBe("too_many_openings");
     const real = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
-    expect((await recipient.open(real.sealed, { source: "ingress" })).request.path).toBe(REQUEST.path);
+    expect((await recipient.open(real.sealed, { source: "ingress" })).request.op).toBe(REQUEST.op);
     expect(recipient.sessions).toBe(1);
   });
 });

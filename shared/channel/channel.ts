@@ -9,9 +9,9 @@
 //   request key and a response key (AES-128-GCM); the enclave keeps them for the session, so a
 //   request costs one AES-GCM operation each way instead of a key agreement, a key schedule and a
 //   signature. The first requests of a session carry its `init` until one answer has come back.
-// - Each request is sealed under the session's request key. The plaintext is the request itself —
-//   method, path, headers (the caller's API key among them), body — with a timestamp and a random
-//   nonce; the enclave opens only requests of a session an allowed edge signed, within ±60 s, and
+// - Each request is sealed under the session's request key. The plaintext is the operation itself —
+//   its name in the operation table (shared/enclaveApi.ts), the request's ids and its input (the
+//   caller's API key among them) — with a timestamp and a random nonce; the enclave opens only requests of a session an allowed edge signed, within ±60 s, and
 //   never the same nonce twice. It stores a session only after authenticating its opening, so
 //   refused openings cost it nothing and displace no live session. Only the edge that made the session holds its keys, so a request
 //   that opens came from it.
@@ -68,8 +68,37 @@ export class ChannelError extends Error {
   }
 }
 
-/** What travels inside the seal. */
-export type ChannelRequest = { method: string; path: string; headers: Record<string, string>; body: string; ts: number; nonce: string };
+/** The ids a request carries from the edge to the enclave's log lines and error bodies. */
+export type RequestIds = { request_id: string; correlation_id?: string };
+
+/**
+ * What the edge asks: an operation of the table (shared/enclaveApi.ts) by its name, with its input
+ * as a JSON value, the request's ids, and the client's Idempotency-Key when it sent one.
+ */
+export type OperationRequest = { op: string; ids: RequestIds; input: unknown; idempotency_key?: string };
+
+/** What travels inside the seal: the operation, a timestamp and a nonce. */
+export type ChannelRequest = OperationRequest & { ts: number; nonce: string };
+
+/**
+ * The enclave's answer, inside the seal: the operation's output, or its error as the client gets it
+ * (status, the error body's `error`, and Retry-After in seconds). `replayed` marks an answer given
+ * from the enclave's memory of an Idempotency-Key.
+ */
+export type OperationAnswer =
+  | { ok: true; output: unknown; replayed?: true }
+  | { ok: false; status: number; error: { code: string; message: string; request_id: string; details?: unknown }; retry_after?: number; replayed?: true };
+
+export const operationAnswerSchema = z.union([
+  z.strictObject({ ok: z.literal(true), output: z.unknown(), replayed: z.literal(true).optional() }),
+  z.strictObject({
+    ok: z.literal(false),
+    status: z.number().int().min(400).max(599),
+    error: z.object({ code: z.string(), message: z.string(), request_id: z.string(), details: z.unknown().optional() }),
+    retry_after: z.number().int().nonnegative().optional(),
+    replayed: z.literal(true).optional(),
+  }),
+]);
 
 const b64 = z.string().regex(/^[A-Za-z0-9_-]*$/);
 const sessionInitSchema = z.strictObject({ enc: b64, edge_key: b64, sig: b64 });
@@ -86,10 +115,10 @@ export const sealedResponseSchema = z.strictObject({ v: z.literal(2), iv: b64, c
 export type SealedResponse = z.infer<typeof sealedResponseSchema>;
 
 const requestSchema = z.strictObject({
-  method: z.string().min(1).max(16),
-  path: z.string().startsWith("/").max(2048),
-  headers: z.record(z.string(), z.string()),
-  body: z.string(),
+  op: z.string().regex(/^[a-z_]{1,64}$/),
+  ids: z.strictObject({ request_id: z.string().max(200), correlation_id: z.string().max(200).optional() }),
+  input: z.unknown(),
+  idempotency_key: z.string().max(1024).optional(),
   ts: z.number().int(),
   nonce: z.string().regex(/^[0-9a-f]{32}$/),
 });
@@ -269,7 +298,7 @@ export class ChannelSession {
   }
 
   /** Seals `request` in this session; `openResponse` opens the enclave's answer to it, and only that. */
-  async seal(request: { method: string; path: string; headers: Record<string, string>; body: string }, now?: number): Promise<SealedCall> {
+  async seal(request: OperationRequest, now?: number): Promise<SealedCall> {
     this.#messages++;
     const plaintext: ChannelRequest = { ...request, ts: now ?? Date.now(), nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))) };
     const iv = crypto.getRandomValues(new Uint8Array(12));
@@ -300,7 +329,7 @@ export class ChannelSession {
 export async function sealRequest(args: {
   enclavePublicKey: Uint8Array;
   identity: EdgeIdentity;
-  request: { method: string; path: string; headers: Record<string, string>; body: string };
+  request: OperationRequest;
   now?: number;
 }): Promise<SealedCall> {
   const session = await ChannelSession.open(args);
@@ -309,7 +338,8 @@ export async function sealRequest(args: {
 
 // --- the enclave's side -------------------------------------------------------------------------
 
-export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sid: string; sealResponse(body: string): Promise<SealedResponse> };
+/** An opened request: the operation, who sent it, its size in bytes (for the operation's body limit), and how to seal its answer (JSON text). */
+export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sid: string; bytes: number; sealResponse(body: string): Promise<SealedResponse> };
 
 type HeldSession = { edgeKey: string; keys: SessionKeys; expiresAt: number };
 
@@ -406,6 +436,7 @@ export class ChannelRecipient {
       request,
       edgeKey: session.edgeKey,
       sid: sealed.sid,
+      bytes: plain.length,
       async sealResponse(body) {
         const iv = crypto.getRandomValues(new Uint8Array(12));
         const ct = await keys.aead.seal(keys.response, iv, utf8ToBytes(body), responseAad(request.nonce));

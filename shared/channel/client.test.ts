@@ -8,7 +8,7 @@ import { ChannelError, ChannelRecipient, edgeIdentityFromSeed, generateChannelKe
 import { ChannelClient, ChannelDeliveryError, ChannelUnavailableError } from "./client.ts";
 
 const BASE = "http://enclave.test";
-const REQUEST = { method: "POST", path: "/internal/v1/add_group", headers: {}, body: "{}" };
+const REQUEST = { op: "add_group", ids: { request_id: "r-1" }, input: {} };
 
 /** A client and the enclave end it talks to through `fetch`; `post` may replace how POST /channel/v1 is answered. */
 async function setup(options: { post?: (sealed: unknown, enclave: (sealed: unknown) => Promise<Response>) => Promise<Response>; verify?: () => Promise<void> } = {}) {
@@ -19,7 +19,7 @@ async function setup(options: { post?: (sealed: unknown, enclave: (sealed: unkno
   const enclave = async (sealed: unknown): Promise<Response> => {
     try {
       const opened = await recipient.open(sealed);
-      return Response.json(await opened.sealResponse(JSON.stringify({ status: 200, headers: {}, body: `{"path":"${opened.request.path}"}` })));
+      return Response.json(await opened.sealResponse(JSON.stringify({ ok: true, output: { op: opened.request.op } })));
     } catch (err) {
       if (!(err instanceof ChannelError)) throw err;
       return Response.json({ channel_error: err.reason }, { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401 });
@@ -66,7 +66,7 @@ async function thrown(promise: Promise<unknown>): Promise<unknown> {
 describe("ChannelClient", () => {
   it("sends a request and opens its answer; later requests reuse the pin and the session, without its init", async () => {
     const { client, seen } = await setup();
-    expect(await client.call(BASE, REQUEST)).toEqual({ status: 200, headers: {}, body: '{"path":"/internal/v1/add_group"}' });
+    expect(await client.call(BASE, REQUEST)).toEqual({ ok: true, output: { op: "add_group" } });
     await client.call(BASE, REQUEST);
     expect(seen.channelFetches).toBe(1);
     expect(seen.posts.map((p) => p.init !== undefined)).toEqual([true, false]);
@@ -120,7 +120,7 @@ describe("ChannelClient", () => {
     const { client, seen, restart } = await setup();
     await client.call(BASE, REQUEST);
     await restart();
-    expect((await client.call(BASE, REQUEST)).status).toBe(200);
+    expect((await client.call(BASE, REQUEST)).ok).toBe(true);
     expect(seen.channelFetches).toBe(2);
     expect(seen.posts).toHaveLength(3);
     expect(seen.posts[2]!.key_id).not.toBe(seen.posts[1]!.key_id);
@@ -132,7 +132,7 @@ describe("ChannelClient", () => {
     await client.call(BASE, REQUEST);
     await client.call(BASE, REQUEST);
     forgetSessions();
-    expect((await client.call(BASE, REQUEST)).status).toBe(200);
+    expect((await client.call(BASE, REQUEST)).ok).toBe(true);
     expect(seen.channelFetches).toBe(1);
     expect(seen.posts.map((p) => p.init !== undefined)).toEqual([true, false, false, true]);
   });

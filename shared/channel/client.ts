@@ -1,11 +1,11 @@
 // The caller's end of the channel, as the edge (and test tools) use it: fetch an enclave's channel
 // key with its quote (`GET /channel`), have it verified, pin it, open a session to it and send
-// requests sealed in that session (`POST /channel/v1`). The key is verified again after
+// operations sealed in that session (`POST /channel/v1`) and read their answers. The key is verified again after
 // `repinAfterMs` and whenever the enclave says it does not hold the key a request was sealed to (it
 // restarted with a new one); a session the enclave no longer holds is replaced. Either way the
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
-import { ChannelError, ChannelSession, channelReportData, fromBase64Url, toBase64Url, type Aead, type EdgeIdentity } from "./channel.ts";
+import { ChannelError, ChannelSession, channelReportData, fromBase64Url, operationAnswerSchema, toBase64Url, type Aead, type EdgeIdentity, type OperationAnswer, type OperationRequest } from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
 export const channelDocumentSchema = z.object({
@@ -21,8 +21,7 @@ export type ChannelDocument = z.infer<typeof channelDocumentSchema>;
 export type ChannelVerifier = (doc: ChannelDocument, base: string, expectedReportData: Uint8Array) => Promise<void>;
 
 /** The answer the enclave gives inside the seal. */
-export type ChannelAnswer = { status: number; headers: Record<string, string>; body: string };
-const answerSchema = z.object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.string() });
+export type ChannelAnswer = OperationAnswer;
 
 /** The enclave's refusal of a sealed request, outside the seal (`{channel_error: reason}`). */
 const refusalSchema = z.object({ channel_error: z.string() });
@@ -137,14 +136,14 @@ export class ChannelClient {
   }
 
   /**
-   * Sends one request through the channel to the enclave at `base` and returns its answer. An
+   * Sends one operation through the channel to the enclave at `base` and returns its answer. An
    * enclave that no longer holds the pinned key (or the session) gets the request once more, in a
    * new session (to its new key). `beforeSeal` is awaited with the key each time the request is
    * about to be sealed to one; if it throws, nothing is sent (ChannelUnavailableError).
    */
   async call(
     base: string,
-    request: { method: string; path: string; headers: Record<string, string>; body: string },
+    request: OperationRequest,
     options: { timeoutMs?: number; beforeSeal?: (publicKey: string) => Promise<void> } = {},
   ): Promise<ChannelAnswer> {
     let refusedPin: Pin | undefined;
@@ -204,9 +203,9 @@ export class ChannelClient {
       } catch (err) {
         throw new ChannelDeliveryError(`the answer of ${base} does not open: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       }
-      const answer = answerSchema.safeParse(JSON.parse(opened));
+      const answer = operationAnswerSchema.safeParse(JSON.parse(opened));
       if (!answer.success) throw new ChannelDeliveryError("the enclave's sealed answer is not an answer");
-      return answer.data;
+      return answer.data as ChannelAnswer;
     }
   }
 }

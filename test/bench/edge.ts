@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     const targets = (code: string, params: unknown) => ({
       edge: httpTarget(edgeUrl, edgeHeaders, JSON.stringify({ code, js_params: params })),
       // Straight to the enclave, sealed through the channel as the edge seals it.
-      enclave: channelTarget(channel, stack.enclaveUrl, "/internal/v1/execute", JSON.stringify({ api_key: apiKey, code, js_params: params })),
+      enclave: channelTarget(channel, stack.enclaveUrl, "sigil_action", { api_key: apiKey, code, js_params: params }),
     });
     const byName = { hello: targets(HELLO, null), sign: targets(SIGN, { wallet }) };
     // Warm-up of both paths (JIT, caches, the workers' QuickJS modules, workerd, the channel pins).

@@ -21,9 +21,9 @@ async function main(): Promise<void> {
   try {
     const channel = newTestChannel({ fetch: agentFetch, aead: nodeAead });
     const call = async (op: string, body: unknown) => {
-      const r = await channelTarget(channel, stack.enclaveUrl, `/internal/v1/${op}`, JSON.stringify(body)).send();
-      if (r.status !== 200) throw new Error(`${op}: ${r.status} ${r.text}`);
-      return JSON.parse(r.text) as Record<string, string>;
+      const r = await channelTarget(channel, stack.enclaveUrl, op, body).send();
+      if (r.status !== 200) throw new Error(`${op}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body as Record<string, string>;
     };
     const { api_key: apiKey } = await call("new_account", { account_name: "bench" });
     const { wallet_address: wallet } = await call("create_wallet", { api_key: apiKey });
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
       cid_hashes_permitted: [await computeCid(HELLO), await computeCid(SIGN), await computeCid(INDEXOF_LOOP)],
     });
 
-    const execute = (body: unknown) => channelTarget(channel, stack.enclaveUrl, "/internal/v1/execute", JSON.stringify(body));
+    const execute = (body: unknown) => channelTarget(channel, stack.enclaveUrl, "sigil_action", body);
     const hello = execute({ api_key: apiKey, code: HELLO, js_params: null });
     const sign = execute({ api_key: apiKey, code: SIGN, js_params: { wallet } });
     // Warm-up: JIT, the CID and permission caches, the workers' QuickJS modules.

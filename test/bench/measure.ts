@@ -52,28 +52,34 @@ export const agentFetch: typeof fetch = (input, init) =>
     req.end(body);
   });
 
-/** Something to send one run to: `send` answers its status and body. */
-export type Target = { name: string; send(): Promise<{ status: number; text: string }> };
+/** Something to send one run to: `send` answers its status and body (parsed). */
+export type Target = { name: string; send(): Promise<{ status: number; body: unknown }> };
 
 /** A plain POST (the edge's public API). */
 export function httpTarget(url: URL, headers: Record<string, string>, body: string): Target {
-  return { name: url.pathname, send: () => post(url, headers, body) };
+  return {
+    name: url.pathname,
+    async send() {
+      const r = await post(url, headers, body);
+      return { status: r.status, body: JSON.parse(r.text) as unknown };
+    },
+  };
 }
 
-/** A request sealed to the enclave's channel key, as the edge sends it (each with its own seal and nonce). */
-export function channelTarget(client: ChannelClient, base: string, path: string, body: string): Target {
+/** An operation sealed to the enclave's channel key, as the edge sends it (each with its own seal, nonce and request id). */
+export function channelTarget(client: ChannelClient, base: string, op: string, input: unknown): Target {
   return {
-    name: `channel ${path}`,
+    name: `channel ${op}`,
     async send() {
-      const answer = await client.call(base, { method: "POST", path, headers: { "content-type": "application/json" }, body });
-      return { status: answer.status, text: answer.body };
+      const answer = await client.call(base, { op, ids: { request_id: crypto.randomUUID() }, input });
+      return answer.ok ? { status: 200, body: answer.output } : { status: answer.status, body: { error: answer.error } };
     },
   };
 }
 
 /** A successful run's answer, or the benchmark stops: a fast error is not a result. */
-function check(target: Target, r: { status: number; text: string }): void {
-  if (r.status !== 200 || (JSON.parse(r.text) as { has_error: boolean }).has_error) throw new Error(`${target.name}: ${r.status} ${r.text}`);
+function check(target: Target, r: { status: number; body: unknown }): void {
+  if (r.status !== 200 || (r.body as { has_error: boolean }).has_error) throw new Error(`${target.name}: ${r.status} ${JSON.stringify(r.body)}`);
 }
 
 function percentile(sorted: number[], p: number): number {

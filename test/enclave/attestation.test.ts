@@ -13,7 +13,7 @@ import { QuoteVerifier } from "@phala/dcap-qvl";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { replayRtmrs, type EventLogEntry } from "../../shared/attestation/eventLog.ts";
 import type { DcapCollateral } from "../../enclave/attestation/simulated/pki.ts";
-import { testChannel } from "../harness/channel.ts";
+import { callOperation } from "../harness/channel.ts";
 
 type QuoteBody = { quote: string; event_log: string; vm_config?: string; simulated?: true };
 type Answer<T> = { status: number; headers: Headers; body: T; ms: number };
@@ -263,9 +263,12 @@ describe("the nonce budget is per client (issue 11, point 9)", () => {
     }
   });
 
-  it("through the channel, counts against the client the edge names (x-sigil-client-ip), not against the edge", async () => {
-    const ask = (client: string, nonce: string) =>
-      testChannel().call(inject("enclaveUrl"), { method: "GET", path: `/internal/v1/attestation?nonce=${nonce}`, headers: { "x-sigil-client-ip": client }, body: "" });
+  it("through the channel, counts against the client the edge names (the attestation operation's `client`), not against the edge", async () => {
+    const ask = async (client: string, nonce: string) => {
+      const reply = await callOperation<{ status: number; headers: Record<string, string>; body: string }>(inject("enclaveUrl"), "attestation", { query: `?nonce=${nonce}`, client });
+      if (reply.status !== 200) throw new Error(`the attestation operation answered ${reply.status}`);
+      return reply.body;
+    };
     const greedy = await Promise.all(Array.from({ length: 24 }, (_, i) => ask("198.51.100.7", nonceOf(i))));
     const refused = greedy.filter((a) => a.status === 429);
     expect(refused.length).toBeGreaterThanOrEqual(24 - 12);

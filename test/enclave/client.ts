@@ -1,28 +1,16 @@
-// Calls the enclave's internal API from tests as the edge does: through the attested channel
+// Calls the enclave's operations from tests as the edge does: through the attested channel
 // (test/harness/channel.ts), sealed to the enclave's channel key and signed with the test edge
 // identity the enclave allows.
 import { createPublicClient, http, type Address } from "viem";
 import { inject } from "vitest";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
-import { testChannel } from "../harness/channel.ts";
+import { callOperation, type Reply } from "../harness/channel.ts";
 
-export type Reply<T = Record<string, unknown>> = { status: number; body: T; headers: Headers };
+export type { Reply } from "../harness/channel.ts";
 
-export async function callEnclave<T = Record<string, unknown>>(op: EnclaveOperation | string, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
-  const answer = await testChannel().call(inject("enclaveUrl"), {
-    method: "POST",
-    path: `/internal/v1/${op}`,
-    headers: { "content-type": "application/json", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(answer.body);
-  } catch {
-    parsed = { raw: answer.body };
-  }
-  return { status: answer.status, body: parsed as T, headers: new Headers(answer.headers) };
+export function callEnclave<T = Record<string, unknown>>(op: EnclaveOperation | string, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
+  return callOperation<T>(inject("enclaveUrl"), op, body, headers);
 }
 
 /** Calls and insists on 200, showing the error body otherwise. */

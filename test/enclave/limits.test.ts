@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { readEnclaveConfig } from "../../enclave/config.ts";
-import { internalHealthOf, testChannel } from "../harness/channel.ts";
+import { internalHealthOf } from "../harness/channel.ts";
 import { ok, run, type RunResult } from "./client.ts";
 import { callAt, startOwnEnclave } from "./ownEnclave.ts";
 
@@ -39,12 +39,6 @@ describe("the defaults, as configured", () => {
   it("the per-fetch timeout is 30 s unless SIGIL_FETCH_TIMEOUT_MS sets it (the sandbox applying the configured value is observed below)", () => {
     expect(defaults.fetchTimeoutMs).toBe(30_000);
     expect(readEnclaveConfig({ ...REQUIRED, SIGIL_FETCH_TIMEOUT_MS: "500" }).limits.fetchTimeoutMs).toBe(500);
-  });
-
-  it("the shared enclave reports the default time limits to clients", async () => {
-    const config = await testChannel().call(inject("enclaveUrl"), { method: "GET", path: "/internal/v1/client_config", headers: {}, body: "" });
-    expect(config.status).toBe(200);
-    expect(JSON.parse(config.body)).toMatchObject({ timeout_ms: 60_000, max_timeout_ms: 900_000 });
   });
 });
 

@@ -7,8 +7,7 @@ import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
-import { testChannel } from "../harness/channel.ts";
-import type { Reply } from "./client.ts";
+import { callOperation, type Reply } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "./constants.ts";
 
 /**
@@ -48,14 +47,8 @@ export async function startOwnEnclave(options: { instanceIndex: number; env?: Re
 }
 
 /** `callEnclave` of client.ts, against the given enclave. */
-export async function callAt<T = Record<string, unknown>>(base: string, op: EnclaveOperation, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
-  const answer = await testChannel().call(base, {
-    method: "POST",
-    path: `/internal/v1/${op}`,
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: answer.status, body: JSON.parse(answer.body) as T, headers: new Headers(answer.headers) };
+export function callAt<T = Record<string, unknown>>(base: string, op: EnclaveOperation, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
+  return callOperation<T>(base, op, body, headers);
 }
 
 /** Calls and insists on 200, showing the error body otherwise. */

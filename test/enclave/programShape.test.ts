@@ -166,15 +166,13 @@ describe("Sigil.request", () => {
     const requestId = crypto.randomUUID();
     const r = await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }, { "x-request-id": requestId, "x-correlation-id": "order-1234" });
     expect(succeeded(r)).toEqual({ requestId, correlationId: "order-1234", cid: await computeCid(code) });
-    expect(r.headers.get("x-request-id")).toBe(requestId);
   });
 
-  it("correlationId is null when none was sent, and requestId is the id the enclave made and answered with", async () => {
-    const r = await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code });
+  it("correlationId is null when none was sent, and a malformed request id is replaced by one the enclave makes", async () => {
+    const r = await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }, { "x-request-id": "not-a-uuid" });
     const request = succeeded(r) as { requestId: string; correlationId: unknown };
     expect(request.correlationId).toBeNull();
     expect(request.requestId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    expect(r.headers.get("x-request-id")).toBe(request.requestId);
   });
 
   it("each run sees its own request id", async () => {

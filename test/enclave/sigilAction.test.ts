@@ -169,8 +169,8 @@ describe("requests refused before anything runs", () => {
     expect(errorCode(JSON.parse(body))).toBe("payload_too_large");
   });
 
-  it("malformed JSON → 400 invalid_json; unknown or missing fields → 400 invalid_request with details", async () => {
-    expect(errorCode((await callEnclave("sigil_action", "{not json")).body)).toBe("invalid_json");
+  it("an input that is not an object → 400 invalid_request; unknown or missing fields → 400 invalid_request with details", async () => {
+    expect(errorCode((await callEnclave("sigil_action", "{not json")).body)).toBe("invalid_request");
     const unknown = await callEnclave("sigil_action", { api_key: apiKey, code: "async function main(){}", colour: "blue" });
     expect(unknown.status).toBe(400);
     expect(JSON.stringify(unknown.body)).toContain("colour");

@@ -4,7 +4,7 @@
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex } from "@noble/hashes/utils";
 import { parseQuote } from "../../shared/attestation/index.ts";
-import { channelKeyId, edgeIdentityFromSeed, toBase64Url, type Aead, type SealedRequest } from "../../shared/channel/channel.ts";
+import { channelKeyId, edgeIdentityFromSeed, toBase64Url, type Aead, type OperationAnswer, type OperationRequest, type SealedRequest } from "../../shared/channel/channel.ts";
 import { ChannelClient, type ChannelVerifier } from "../../shared/channel/client.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 
@@ -25,11 +25,39 @@ export function testChannel(): ChannelClient {
   return client;
 }
 
-/** The enclave's whole health report (its internal `GET /internal/v1/health`), read through the channel as the edge reads it. */
+/** An operation's answer as an HTTP client of the edge would see it: status, body, and the headers the edge makes of it. */
+export type Reply<T = Record<string, unknown>> = { status: number; body: T; headers: Headers };
+
+export function replyOf<T>(answer: OperationAnswer): Reply<T> {
+  const headers = new Headers();
+  if (answer.replayed) headers.set("idempotent-replayed", "true");
+  if (answer.ok) return { status: 200, body: answer.output as T, headers };
+  if (answer.retry_after !== undefined) headers.set("retry-after", String(answer.retry_after));
+  return { status: answer.status, body: { error: answer.error } as T, headers };
+}
+
+/**
+ * The operation `op` with `input`, through the channel to the enclave at `base`, as the edge sends
+ * it: `x-request-id`, `x-correlation-id` and `idempotency-key` of `headers` become the request's ids
+ * and key (a request id is made when none is given, as the edge does).
+ */
+export async function callOperation<T = Record<string, unknown>>(base: string, op: string, input: unknown, headers: Record<string, string> = {}, client: ChannelClient = testChannel()): Promise<Reply<T>> {
+  const correlation = headers["x-correlation-id"];
+  const key = headers["idempotency-key"];
+  const request: OperationRequest = {
+    op,
+    ids: { request_id: headers["x-request-id"] ?? crypto.randomUUID(), ...(correlation === undefined ? {} : { correlation_id: correlation }) },
+    input,
+    ...(key === undefined ? {} : { idempotency_key: key }),
+  };
+  return replyOf<T>(await client.call(base, request));
+}
+
+/** The enclave's whole health report (its `health` operation), read through the channel as the edge reads it. */
 export async function internalHealthOf<T = Record<string, unknown>>(base: string): Promise<T> {
-  const answer = await testChannel().call(base, { method: "GET", path: "/internal/v1/health", headers: {}, body: "" });
-  if (answer.status !== 200) throw new Error(`the enclave's internal health answered ${answer.status}: ${answer.body}`);
-  return JSON.parse(answer.body) as T;
+  const reply = await callOperation<T>(base, "health", {});
+  if (reply.status !== 200) throw new Error(`the enclave's internal health answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+  return reply.body;
 }
 
 /**

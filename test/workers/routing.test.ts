@@ -1,12 +1,12 @@
 // The edge's enclave client (workers/enclave/client.ts) against the live test enclave: a dead
 // enclave in the list is routed around, and a list of dead ones is 503 enclave_unavailable with
-// Retry-After. `callEnclave` is called directly, in workerd, as the routes call it.
+// Retry-After. `enclave.call` is called directly, in workerd, as the routes call it.
 import { createTestClient, http } from "viem";
 import { inject } from "vitest";
 import { describe, expect, it } from "vitest";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../../workers/config.ts";
-import { callEnclave } from "../../workers/enclave/client.ts";
+import { enclave } from "../../workers/enclave/client.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 
 const DEAD = ["http://127.0.0.1:1", "http://127.0.0.1:9"];
@@ -30,22 +30,19 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
 }
 
 const ids = () => ({ requestId: crypto.randomUUID(), correlationId: null });
-const clientConfig = (c: EdgeConfig) => callEnclave<{ timeout_ms: number }>(c, ids(), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 });
+const health = (c: EdgeConfig) => enclave.call("health", {}, { config: c, ids: ids(), timeoutMs: 10_000 });
 
 describe("routing across enclaves", () => {
   it("succeeds through the live enclave when the other one is dead, whichever is tried first", async () => {
     const live = inject("enclaveUrl");
     // The list rotates from call to call, so some of these calls try the dead enclave first.
     for (const urls of [[DEAD[0] as string, live], [live, DEAD[0] as string], [...DEAD, live]]) {
-      for (let i = 0; i < 3; i++) expect((await clientConfig(config(urls))).timeout_ms).toBe(60_000);
+      for (let i = 0; i < 3; i++) expect(await health(config(urls))).toMatchObject({ sandbox: expect.any(Object) });
     }
   });
 
   it("reaches the live enclave's authorization: its own 4xx comes back as it is, not as unavailable", async () => {
-    const err = await callEnclave(config([DEAD[0] as string, inject("enclaveUrl")]), ids(), {
-      path: "/internal/v1/add_usage_api_key",
-      body: { api_key: "garbage" },
-    }).then(
+    const err = await enclave.call("add_usage_api_key", { api_key: "garbage" } as never, { config: config([DEAD[0] as string, inject("enclaveUrl")]), ids: ids() }).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -55,7 +52,7 @@ describe("routing across enclaves", () => {
   });
 
   it("with only dead enclaves, throws SigilError enclave_unavailable (503) with retryAfterSeconds", async () => {
-    const err = await clientConfig(config(DEAD)).then(
+    const err = await health(config(DEAD)).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -68,7 +65,7 @@ describe("routing across enclaves", () => {
 
 describe("the attested channel, from the edge", () => {
   const unavailable = async (c: EdgeConfig) => {
-    const err = await clientConfig(c).then(
+    const err = await health(c).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -78,7 +75,7 @@ describe("the attested channel, from the edge", () => {
 
   it("reaches the enclave when its quote verifies against the mock root and its compose hash is allowed", async () => {
     const info = (await (await fetch(`${inject("enclaveUrl")}/info`)).json()) as { compose_hash: string };
-    expect((await clientConfig(config([inject("enclaveUrl")], { allowedComposeHashes: [info.compose_hash] }))).timeout_ms).toBe(60_000);
+    expect(await health(config([inject("enclaveUrl")], { allowedComposeHashes: [info.compose_hash] }))).toMatchObject({ sandbox: expect.any(Object) });
   });
 
   it("refuses a simulated enclave unless configured for one", async () => {
@@ -101,7 +98,7 @@ describe("the attested channel, from the edge", () => {
     await test.setCode({ address: app, bytecode: "0x60206000f3" });
     await unavailable(governed(3));
     await test.setCode({ address: app, bytecode: "0x600160005260206000f3" });
-    expect((await clientConfig(governed(4))).timeout_ms).toBe(60_000);
+    expect(await health(governed(4))).toMatchObject({ sandbox: expect.any(Object) });
     await test.setCode({ address: app, bytecode: "0x" });
   });
 

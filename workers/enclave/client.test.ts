@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
-import { callEnclave as callThroughChannel, EnclaveLostError, type EnclaveCall, type EnclaveTransport, type Idempotent } from "./client.ts";
-import type { RequestIds } from "../middleware/requestId/index.ts";
+import type { OperationName } from "../../shared/enclaveApi.ts";
+import { enclave, EnclaveLostError, type CallContext, type EnclaveTransport, type Idempotent } from "./client.ts";
 
 const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };
 
@@ -69,9 +69,11 @@ afterEach(() => {
 });
 
 /**
- * The request as plain HTTP: what the tests' stubbed network sees. A refused connection is the
- * stub's ChannelUnavailableError (nothing delivered); anything else it throws, the request may have
- * been acted on. The probe is a HEAD of the enclave's /channel.
+ * The operation as plain HTTP: what the tests' stubbed network sees (`POST <base>/operation/<op>`,
+ * the input as the body, the ids and Idempotency-Key as headers), its answer read back as the
+ * enclave's (a 2xx body is the output; otherwise the error body, status and Retry-After). A refused
+ * connection is the stub's ChannelUnavailableError (nothing delivered); anything else it throws,
+ * the request may have been acted on. The probe is a HEAD of the enclave's /channel.
  */
 const plain: EnclaveTransport = {
   async send(base, request, timeoutMs, beforeSeal) {
@@ -80,13 +82,15 @@ const plain: EnclaveTransport = {
     } catch (err) {
       throw new ChannelUnavailableError(`${base}: ${String(err)}`);
     }
-    const res = await fetch(`${base}${request.path}`, {
-      method: request.method,
-      headers: request.headers,
-      ...(request.method === "GET" ? {} : { body: request.body }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+    const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": request.ids.request_id };
+    if (request.ids.correlation_id) headers["x-correlation-id"] = request.ids.correlation_id;
+    if (request.idempotency_key) headers["idempotency-key"] = request.idempotency_key;
+    const res = await fetch(`${base}/operation/${request.op}`, { method: "POST", headers, body: JSON.stringify(request.input), signal: AbortSignal.timeout(timeoutMs) });
+    const body = (await res.json()) as { error?: { code: string; message: string; details?: unknown } };
+    const replayed = res.headers.get("idempotent-replayed") === "true" ? { replayed: true as const } : {};
+    if (res.ok) return { ok: true, output: body, ...replayed };
+    const retry = res.headers.get("retry-after");
+    return { ok: false, status: res.status, error: { request_id: request.ids.request_id, ...(body.error as { code: string; message: string }) }, ...(retry === null ? {} : { retry_after: Number(retry) }), ...replayed };
   },
   async probe(base) {
     await fetch(`${base}/channel`, { method: "HEAD" });
@@ -96,13 +100,13 @@ const plain: EnclaveTransport = {
   },
 };
 
-const callEnclave = <T>(c: EdgeConfig, i: RequestIds, call: EnclaveCall) => callThroughChannel<T>(c, i, call, plain);
-const forward = <T>(c: EdgeConfig, i: RequestIds, op: string, body: unknown, timeoutMs?: number) =>
-  callEnclave<T>(c, i, { path: `/internal/v1/${op}`, body, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+/** `enclave.call` over the plain transport, as the request with ids `ids`. */
+const call = (c: EdgeConfig, op: OperationName, input: unknown, extra: Omit<CallContext, "config" | "ids"> = {}): Promise<unknown> =>
+  enclave.call(op, input as never, { config: c, ids, transport: plain, ...extra });
 
-describe("callEnclave without a reachable enclave", () => {
+describe("enclave.call without a reachable enclave", () => {
   it("with no enclave configured, throws 503 enclave_unavailable with a Retry-After", async () => {
-    const err = await failure(callEnclave(config([]), ids, { path: "/internal/v1/new_account", body: {} }));
+    const err = await failure(call(config([]), "new_account", {}));
     expect(err.code).toBe("enclave_unavailable");
     expect(err.status).toBe(503);
     expect(err.retryAfterSeconds).toBeGreaterThan(0);
@@ -117,7 +121,7 @@ describe("callEnclave without a reachable enclave", () => {
       return realFetch(input, init);
     });
     const withIdentity = { ...config(["http://127.0.0.1:1", "http://127.0.0.1:9"]), channel: { ...config([]).channel, identityKey: "11".repeat(32) } };
-    const err = await failure(callThroughChannel(withIdentity, ids, { path: "/internal/v1/new_account", body: { account_name: "x" }, timeoutMs: 5_000 }));
+    const err = await failure(enclave.call("new_account", { account_name: "x" }, { config: withIdentity, ids, timeoutMs: 5_000 }));
     expect(err.code).toBe("enclave_unavailable");
     expect(err.status).toBe(503);
     expect(err.retryAfterSeconds).toBe(5);
@@ -127,7 +131,7 @@ describe("callEnclave without a reachable enclave", () => {
   });
 
   it("without a channel identity, the edge's own client refuses with 503 enclave_unavailable rather than send anything", async () => {
-    const err = await failure(callThroughChannel(config(["http://127.0.0.1:1"]), ids, { path: "/internal/v1/new_account", body: {} }));
+    const err = await failure(enclave.call("new_account", { account_name: "x" }, { config: config(["http://127.0.0.1:1"]), ids }));
     expect(err.code).toBe("enclave_unavailable");
     expect(err.message).toMatch(/channel identity/);
   });
@@ -142,17 +146,17 @@ describe("callEnclave without a reachable enclave", () => {
   });
 });
 
-describe("callEnclave routing (stubbed network)", () => {
+describe("enclave.call routing (stubbed network)", () => {
   it("routes around a dead enclave to a live one, sending the request and both request ids", async () => {
     const dead = host("dead");
     const live = host("live");
     const calls = network({ [live]: () => Response.json({ ok: 1 }) });
     // The list rotates from call to call: of two calls, one starts at the dead enclave.
-    expect(await forward(config([dead, live]), ids, "new_account", { account_name: "x" })).toEqual({ ok: 1 });
-    expect(await forward(config([dead, live]), ids, "new_account", { account_name: "x" })).toEqual({ ok: 1 });
+    expect(await call(config([dead, live]), "new_account", { account_name: "x" })).toEqual({ ok: 1 });
+    expect(await call(config([dead, live]), "new_account", { account_name: "x" })).toEqual({ ok: 1 });
     expect(calls.some((c) => c.url.startsWith(dead))).toBe(true);
     const sent = calls.find((c) => c.url.startsWith(live));
-    expect(sent?.url).toBe(`${live}/internal/v1/new_account`);
+    expect(sent?.url).toBe(`${live}/operation/new_account`);
     expect(sent?.init?.method).toBe("POST");
     expect(JSON.parse(String(sent?.init?.body))).toEqual({ account_name: "x" });
     const headers = new Headers(sent?.init?.headers);
@@ -164,8 +168,8 @@ describe("callEnclave routing (stubbed network)", () => {
     const busy = host("busy");
     const live = host("live");
     network({ [busy]: () => Response.json({ error: { code: "enclave_unavailable", message: "starting" } }, { status: 503 }), [live]: () => Response.json({ ok: 2 }) });
-    expect(await callEnclave(config([busy, live]), ids, { path: "/internal/v1/x", body: {} })).toEqual({ ok: 2 });
-    expect(await callEnclave(config([live, busy]), ids, { path: "/internal/v1/x", body: {} })).toEqual({ ok: 2 });
+    expect(await call(config([busy, live]), "add_group", {})).toEqual({ ok: 2 });
+    expect(await call(config([live, busy]), "add_group", {})).toEqual({ ok: 2 });
   });
 
   it("skips a recently failed enclave: the healthy one is asked first on the next calls, whatever the rotation", async () => {
@@ -173,9 +177,9 @@ describe("callEnclave routing (stubbed network)", () => {
     const live = host("live");
     const calls = network({ [live]: () => Response.json({ ok: 3 }) });
     // Fails alone first (the order of a two-enclave list rotates from call to call).
-    await failure(callEnclave(config([dead]), ids, { path: "/internal/v1/x", body: {} }));
+    await failure(call(config([dead]), "add_group", {}));
     calls.length = 0;
-    for (let i = 0; i < 4; i++) await callEnclave(config([dead, live]), ids, { path: "/internal/v1/x", body: {} });
+    for (let i = 0; i < 4; i++) await call(config([dead, live]), "add_group", {});
     expect(calls.every((c) => c.url.startsWith(live))).toBe(true);
     expect(calls).toHaveLength(4);
   });
@@ -187,7 +191,7 @@ describe("callEnclave routing (stubbed network)", () => {
       [a]: () => Response.json({ error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } }, { status: 429, headers: { "retry-after": "7" } }),
       [b]: () => Response.json({ error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } }, { status: 429, headers: { "retry-after": "7" } }),
     });
-    const err = await failure(callEnclave(config([a, b]), ids, { path: "/internal/v1/execute", body: {} }));
+    const err = await failure(call(config([a, b]), "sigil_action", {}));
     expect(err.code).toBe("executor_busy");
     expect(err.status).toBe(429);
     expect(err.message).toBe("all sandboxes are busy");
@@ -199,24 +203,9 @@ describe("callEnclave routing (stubbed network)", () => {
   it("hides what the client must not see: an unknown code or a 500 becomes internal_error with a generic message", async () => {
     const odd = host("odd");
     network({ [odd]: () => Response.json({ error: { code: "revert_0xdeadbeef", message: "execution reverted: secret detail" } }, { status: 500 }) });
-    const err = await failure(callEnclave(config([odd]), ids, { path: "/internal/v1/x", body: {} }));
+    const err = await failure(call(config([odd]), "add_group", {}));
     expect(err.code).toBe("internal_error");
     expect(err.message).not.toMatch(/revert|secret/);
-  });
-
-  it("an answer that is not JSON is internal_error, not a crash", async () => {
-    const html = host("html");
-    network({ [html]: () => new Response("<html>bad gateway</html>", { status: 502 }) });
-    const err = await failure(callEnclave(config([html]), ids, { path: "/internal/v1/x", body: {} }));
-    expect(err.code).toBe("internal_error");
-  });
-
-  it("sends a GET without a body when asked", async () => {
-    const live = host("live");
-    const calls = network({ [live]: () => Response.json({ timeout_ms: 1 }) });
-    await callEnclave(config([live]), ids, { method: "GET", path: "/internal/v1/client_config" });
-    expect(calls[0]?.init?.method).toBe("GET");
-    expect(calls[0]?.init?.body).toBeUndefined();
   });
 
   it("sends a write to no second enclave once the first may have acted on it: 503 enclave_unavailable, the other enclave never asked", async () => {
@@ -228,10 +217,10 @@ describe("callEnclave routing (stubbed network)", () => {
       },
       [live]: () => Response.json({ ok: 4 }),
     });
-    const err = await failure(callEnclave(config([lost, live]), ids, { path: "/internal/v1/add_group", body: {} }));
+    const err = await failure(call(config([lost, live]), "add_group", {}));
     expect(err.code).toBe("enclave_unavailable");
     expect(err.retryAfterSeconds).toBe(5);
-    expect(calls.map((c) => c.url)).toEqual([`${lost}/internal/v1/add_group`]);
+    expect(calls.map((c) => c.url)).toEqual([`${lost}/operation/add_group`]);
   });
 
   it("says that a delivered write got no answer (EnclaveLostError, naming the enclave), unlike one that reached no enclave", async () => {
@@ -241,10 +230,10 @@ describe("callEnclave routing (stubbed network)", () => {
         throw new LostAnswer("the enclave died mid-request");
       },
     });
-    const delivered = await failure(callEnclave(config([lost]), ids, { path: "/internal/v1/execute", body: {} }));
+    const delivered = await failure(call(config([lost]), "sigil_action", {}));
     expect(delivered).toBeInstanceOf(EnclaveLostError);
     expect((delivered as EnclaveLostError).enclave).toBe(lost);
-    const nowhere = await failure(callEnclave(config([host("dead")]), ids, { path: "/internal/v1/execute", body: {} }));
+    const nowhere = await failure(call(config([host("dead")]), "sigil_action", {}));
     expect(nowhere).not.toBeInstanceOf(EnclaveLostError);
     expect(nowhere.code).toBe("enclave_unavailable");
   });
@@ -259,15 +248,15 @@ describe("callEnclave routing (stubbed network)", () => {
     const targets: string[] = [];
     const sent = { key: "order-7", beforeSend: async (base: string, instance: string) => void targets.push(`${base} ${instance}`) };
     const onlyB = { base: b, instance: `key of ${b}` };
-    for (let i = 0; i < 3; i++) expect(await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: { ...sent, only: onlyB } })).toEqual({ ok: "b" });
-    expect(calls.map((c) => c.url)).toEqual(Array(3).fill(`${b}/internal/v1/add_group`));
+    for (let i = 0; i < 3; i++) expect(await call(config([a, b]), "add_group", {}, { idempotent: { ...sent, only: onlyB } })).toEqual({ ok: "b" });
+    expect(calls.map((c) => c.url)).toEqual(Array(3).fill(`${b}/operation/add_group`));
     expect(new Headers(calls[0]?.init?.headers).get("idempotency-key")).toBe("order-7");
     expect(targets).toEqual(Array(3).fill(`${b} key of ${b}`));
     const once: Idempotent = { ...sent, only: onlyB };
-    await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: once });
+    await call(config([a, b]), "add_group", {}, { idempotent: once });
     expect(once.replayed).toBe(true);
     const fresh: Idempotent = { ...sent, only: { base: a, instance: `key of ${a}` } };
-    await callEnclave(config([a, b]), ids, { path: "/internal/v1/add_group", body: {}, idempotent: fresh });
+    await call(config([a, b]), "add_group", {}, { idempotent: fresh });
     expect(fresh.replayed).toBeUndefined();
   });
 
@@ -276,9 +265,7 @@ describe("callEnclave routing (stubbed network)", () => {
     const calls = network({ [a]: () => Response.json({ ok: "a" }) });
     let told = 0;
     const err = await failure(
-      callEnclave(config([a]), ids, {
-        path: "/internal/v1/add_group",
-        body: {},
+      call(config([a]), "add_group", {}, {
         idempotent: { key: "order-8", only: { base: a, instance: "the key it had before it restarted" }, beforeSend: async () => void told++ },
       }),
     );
@@ -288,7 +275,7 @@ describe("callEnclave routing (stubbed network)", () => {
     expect(told).toBe(0);
   });
 
-  it("sends a GET on to the next enclave even when the first may have received it", async () => {
+  it("sends a read on to the next enclave even when the first may have received it", async () => {
     const lost = host("lost");
     const live = host("live");
     network({
@@ -297,7 +284,7 @@ describe("callEnclave routing (stubbed network)", () => {
       },
       [live]: () => Response.json({ timeout_ms: 5 }),
     });
-    expect(await callEnclave(config([lost, live]), ids, { method: "GET", path: "/internal/v1/client_config" })).toEqual({ timeout_ms: 5 });
+    expect(await call(config([lost, live]), "health", {})).toEqual({ timeout_ms: 5 });
   });
 
   it("passes a 503 that says a transaction was sent to the client, without asking another enclave", async () => {
@@ -308,7 +295,7 @@ describe("callEnclave routing (stubbed network)", () => {
       [sent]: () => Response.json({ error: { code: "chain_unavailable", message: "no receipt yet", details: { transaction_hash: tx } } }, { status: 503, headers: { "retry-after": "3" } }),
       [live]: () => Response.json({ ok: 5 }),
     });
-    const err = await failure(callEnclave(config([sent, live]), ids, { path: "/internal/v1/add_group", body: {} }));
+    const err = await failure(call(config([sent, live]), "add_group", {}));
     expect(err.code).toBe("chain_unavailable");
     expect(err.details).toEqual({ transaction_hash: tx });
     expect(calls).toHaveLength(1);
@@ -321,14 +308,14 @@ describe("callEnclave routing (stubbed network)", () => {
       [gatewayDown]: () => Response.json({ error: { code: "ipfs_unavailable", message: "the IPFS gateway answered 503; try again shortly" } }, { status: 503, headers: { "retry-after": "5" } }),
       [other]: () => Response.json({ ok: 6 }),
     });
-    const err = await failure(callEnclave(config([gatewayDown]), ids, { path: "/internal/v1/execute", body: {} }));
+    const err = await failure(call(config([gatewayDown]), "sigil_action", {}));
     expect(err.code).toBe("ipfs_unavailable");
     expect(err.status).toBe(503);
     expect(err.retryAfterSeconds).toBe(5);
     // Not skipped: with a healthy neighbour, each of two calls (the order rotates) starts where it
     // would have, so one of them is answered by the enclave whose gateway is down.
     calls.length = 0;
-    const answers = await Promise.allSettled([0, 1].map(() => callEnclave(config([gatewayDown, other]), ids, { path: "/internal/v1/execute", body: {} })));
+    const answers = await Promise.allSettled([0, 1].map(() => call(config([gatewayDown, other]), "sigil_action", {})));
     expect(calls.map((c) => c.url).filter((u) => u.startsWith(gatewayDown))).toHaveLength(1);
     expect(calls.some((c) => c.url.startsWith(`${gatewayDown}/channel`))).toBe(false);
     expect(answers.filter((a) => a.status === "rejected")).toHaveLength(1);
@@ -347,20 +334,20 @@ describe("callEnclave routing (stubbed network)", () => {
     });
     // It fails once (nothing delivered): a write that finds it first goes on to the live one.
     calls.length = 0;
-    await failure(callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} }));
-    expect(calls.map((c) => c.url)).toEqual([`${flaky}/internal/v1/add_group`]);
-    expect(await callEnclave(config([live, flaky]), ids, { path: "/internal/v1/add_group", body: {} })).toEqual({ ok: "live" });
+    await failure(call(config([flaky]), "add_group", {}));
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/operation/add_group`]);
+    expect(await call(config([live, flaky]), "add_group", {})).toEqual({ ok: "live" });
     // Alone in the list and still down: its probe fails, so the write itself is never sent to it.
     calls.length = 0;
-    await failure(callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} }));
+    await failure(call(config([flaky]), "add_group", {}));
     expect(calls.map((c) => c.url)).toEqual([`${flaky}/channel`]);
     // Back up: the probe answers, then the write is sent, and it is trusted again (no probe next time).
     up = true;
     calls.length = 0;
-    expect(await callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} })).toEqual({ ok: "flaky" });
-    expect(calls.map((c) => c.url)).toEqual([`${flaky}/channel`, `${flaky}/internal/v1/add_group`]);
+    expect(await call(config([flaky]), "add_group", {})).toEqual({ ok: "flaky" });
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/channel`, `${flaky}/operation/add_group`]);
     calls.length = 0;
-    await callEnclave(config([flaky]), ids, { path: "/internal/v1/add_group", body: {} });
-    expect(calls.map((c) => c.url)).toEqual([`${flaky}/internal/v1/add_group`]);
+    await call(config([flaky]), "add_group", {});
+    expect(calls.map((c) => c.url)).toEqual([`${flaky}/operation/add_group`]);
   });
 });

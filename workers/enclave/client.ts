@@ -1,9 +1,9 @@
-// Forwards an operation to an enclave's internal API (shared/enclaveApi.ts) through the attested
-// channel (shared/channel/): each request is sealed in a session to the enclave's channel key, which
+// Calls an operation of the table (shared/enclaveApi.ts) on an enclave: `enclave.call(op, input,
+// ctx)` seals `{op, ids, input}` in a session to the enclave's channel key (shared/channel/), which
 // the edge pinned after verifying the quote that binds it (attest.ts). Enclaves that do not answer
 // are routed around — one that cannot be reached, fails its attestation or answers 503 without
-// having acted is skipped for a few seconds and the next one is tried — but a request that must not
-// run twice (a write, a run) goes to no second enclave once the first may have acted on it (it was
+// having acted is skipped for a few seconds and the next one is tried — but an operation that acts
+// (a write, a run) goes to no second enclave once the first may have acted on it (it was
 // delivered and no answer came back, or the answer says a transaction was sent): the client gets
 // 503 and decides. An enclave that failed is probed before it gets such a request again. When none
 // answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
@@ -11,9 +11,9 @@
 // under an Idempotency-Key (idempotency/) carries the key to the enclave, which answers a repeat
 // from its memory; the edge notes which enclave (and which channel key of it) each attempt goes to
 // before sending it, and a retry may be held to that one enclave.
-import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
+import { ChannelError, edgeIdentityFromSeed, type OperationRequest } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
-import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
+import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/enclaveApi.ts";
 import { errorStatus, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
@@ -27,10 +27,11 @@ const failedUntil = new Map<string, number>();
 const suspect = new Set<string>();
 let nextStart = 0;
 
-/** What an enclave answered: status, headers and the JSON text of its body. */
+/** What an enclave answered: the operation's output, or its error. */
 export type EnclaveAnswer = ChannelAnswer;
 
-export type EnclaveCall = { method?: "GET" | "POST"; path: string; body?: unknown; timeoutMs?: number; idempotent?: Idempotent };
+/** The HTTP status an answer stands for. */
+const statusOf = (answer: EnclaveAnswer): number => (answer.ok ? 200 : answer.status);
 
 /** The enclaves in the order to try them: healthy ones first, rotating, then the recently failed. */
 function candidates(urls: string[]): string[] {
@@ -59,13 +60,9 @@ const UPSTREAM_UNAVAILABLE: ReadonlySet<string> = new Set(["ipfs_unavailable"]);
  * error names no transaction it sent, and it does not report an upstream of the enclave as down.
  */
 function declined(answer: EnclaveAnswer): boolean {
-  try {
-    const error = (JSON.parse(answer.body) as { error?: { code?: unknown; details?: unknown } } | null)?.error;
-    if (typeof error?.code === "string" && UPSTREAM_UNAVAILABLE.has(error.code)) return false;
-    return transactionHashIn(error?.details) === undefined;
-  } catch {
-    return true; // not an error body: nothing says a transaction was sent
-  }
+  if (answer.ok) return false;
+  if (UPSTREAM_UNAVAILABLE.has(answer.error.code)) return false;
+  return transactionHashIn(answer.error.details) === undefined;
 }
 
 function skip(base: string, err?: unknown): void {
@@ -108,13 +105,14 @@ export type Idempotent = {
 
 /**
  * Sends `request` to one enclave after another until one answers with something other than a 503
- * that did nothing. A request that must not run twice (one given a `probe`) is not sent on after
- * an enclave that may have acted on it, and goes to an enclave that failed recently only after
- * `probe` has found it answering.
+ * that did nothing (`status` reads an answer's status). A request that must not run twice (one
+ * given a `probe`) is not sent on after an enclave that may have acted on it, and goes to an
+ * enclave that failed recently only after `probe` has found it answering.
  */
-async function firstAnswer<R extends { status: number }>(
+async function firstAnswer<R>(
   config: EdgeConfig,
   request: (base: string) => Promise<R>,
+  status: (answer: R) => number,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
   only?: string,
 ): Promise<R> {
@@ -130,7 +128,7 @@ async function firstAnswer<R extends { status: number }>(
       if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
     }
-    if (res.status === 503 && (!once || once.declined(res))) {
+    if (status(res) === 503 && (!once || once.declined(res))) {
       skip(base);
       continue;
     }
@@ -143,6 +141,10 @@ async function firstAnswer<R extends { status: number }>(
 
 function forwardedIds(ids: RequestIds): Record<string, string> {
   return { "x-request-id": ids.requestId, ...(ids.correlationId ? { "x-correlation-id": ids.correlationId } : {}) };
+}
+
+function channelIds(ids: RequestIds): OperationRequest["ids"] {
+  return { request_id: ids.requestId, ...(ids.correlationId ? { correlation_id: ids.correlationId } : {}) };
 }
 
 let channelClient: { key: string; client: ChannelClient } | undefined;
@@ -164,12 +166,7 @@ export type EnclaveTransport = {
    * the request may have been acted on. `beforeSeal` is awaited with the enclave's channel key
    * before the request is sealed to it; if it throws, nothing is sent (ChannelUnavailableError).
    */
-  send(
-    base: string,
-    request: { method: string; path: string; headers: Record<string, string>; body: string },
-    timeoutMs: number,
-    beforeSeal?: (instance: string) => Promise<void>,
-  ): Promise<EnclaveAnswer>;
+  send(base: string, request: OperationRequest, timeoutMs: number, beforeSeal?: (instance: string) => Promise<void>): Promise<EnclaveAnswer>;
   /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
   probe(base: string): Promise<void>;
   /**
@@ -195,25 +192,38 @@ export function enclaveInstance(config: EdgeConfig, base: string, transport?: En
   return (transport ?? channelTransport(config)).instance(base);
 }
 
-export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: EnclaveCall, transport?: EnclaveTransport): Promise<T> {
+/** What a call needs besides the operation and its input. */
+export type CallContext = {
+  config: EdgeConfig;
+  ids: RequestIds;
+  /** How long to wait for the answer once sent (default 150 s). */
+  timeoutMs?: number | undefined;
+  /** The client's Idempotency-Key, and where an earlier attempt under it went. */
+  idempotent?: Idempotent | undefined;
+  /** How requests reach an enclave (tests give their own). */
+  transport?: EnclaveTransport;
+};
+
+/**
+ * Calls `op` with `input` (the validated body, with the caller's key as `api_key` where the
+ * operation takes one) on an enclave and returns its output; an enclave's error answer is thrown as
+ * the SigilError it names, with its details and Retry-After.
+ */
+async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>, ctx: CallContext): Promise<OperationOutput<Op>> {
+  const { config } = ctx;
   if (config.enclaveUrls.length === 0) {
     throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
   }
-  const send = transport ?? channelTransport(config);
-  const idempotent = call.idempotent;
-  const request = {
-    method: call.method ?? "POST",
-    path: call.path,
-    headers: { "content-type": "application/json", ...forwardedIds(ids), ...(idempotent ? { "idempotency-key": idempotent.key } : {}) },
-    body: call.body === undefined ? "" : JSON.stringify(call.body),
-  };
+  const send = ctx.transport ?? channelTransport(config);
+  const idempotent = ctx.idempotent;
+  const request: OperationRequest = { op, ids: channelIds(ctx.ids), input, ...(idempotent ? { idempotency_key: idempotent.key } : {}) };
   const answer = await firstAnswer(
     config,
     (base) =>
       send.send(
         base,
         request,
-        call.timeoutMs ?? 150_000,
+        ctx.timeoutMs ?? 150_000,
         idempotent &&
           (async (instance) => {
             // A retry bound to one process is not sealed to another that took its place.
@@ -221,51 +231,38 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
             await idempotent.beforeSend(base, instance);
           }),
       ),
-    request.method === "GET" ? undefined : { probe: (base) => send.probe(base), declined },
+    statusOf,
+    acts(op) ? { probe: (base) => send.probe(base), declined } : undefined,
     idempotent?.only?.base,
   );
-  if (idempotent && Object.entries(answer.headers).some(([name, value]) => name.toLowerCase() === "idempotent-replayed" && value === "true")) idempotent.replayed = true;
-  let body: unknown;
-  try {
-    body = JSON.parse(answer.body);
-  } catch {
-    throw new SigilError("internal_error", "the enclave answered something that is not JSON");
-  }
-  if (answer.status >= 200 && answer.status < 300) return body as T;
-  const error = (body as { error?: { code?: string; message?: string; details?: unknown } }).error;
-  const code = error?.code && error.code in errorStatus ? (error.code as ErrorCode) : "internal_error";
-  const retryHeader = Object.entries(answer.headers).find(([name]) => name.toLowerCase() === "retry-after")?.[1];
-  const retry = Number(retryHeader ?? NaN);
-  throw new SigilError(code, code === "internal_error" ? "an internal error occurred" : (error?.message ?? "the request failed"), {
-    ...(error?.details === undefined ? {} : { details: error.details }),
-    ...(Number.isFinite(retry) ? { retryAfterSeconds: retry } : {}),
+  if (idempotent && answer.replayed) idempotent.replayed = true;
+  if (answer.ok) return answer.output as OperationOutput<Op>;
+  const error = answer.error;
+  const code = error.code in errorStatus ? (error.code as ErrorCode) : "internal_error";
+  throw new SigilError(code, code === "internal_error" ? "an internal error occurred" : error.message, {
+    ...(error.details === undefined ? {} : { details: error.details }),
+    ...(answer.retry_after === undefined ? {} : { retryAfterSeconds: answer.retry_after }),
   });
 }
 
-/** An internal operation with the caller's validated body. */
-export function forward<T>(config: EdgeConfig, ids: RequestIds, op: EnclaveOperation, body: unknown, options: { timeoutMs?: number; idempotent?: Idempotent | undefined } = {}): Promise<T> {
-  return callEnclave<T>(config, ids, {
-    path: `/internal/v1/${op}`,
-    body,
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    ...(options.idempotent === undefined ? {} : { idempotent: options.idempotent }),
-  });
-}
+/** The enclaves, as the edge's routes reach them. */
+export const enclave = { call };
 
 /**
  * One request to the enclave at `base` and no other (the edge's /health asks each in turn), through
  * the channel, answered as it is. `timeoutMs` bounds the whole call, the key's verification
  * included. 503 enclave_unavailable when no answer comes.
  */
-export async function askEnclave(config: EdgeConfig, ids: RequestIds, base: string, call: EnclaveCall & { headers?: Record<string, string> }, transport?: EnclaveTransport): Promise<EnclaveAnswer> {
+export async function askEnclave<Op extends OperationName>(
+  config: EdgeConfig,
+  ids: RequestIds,
+  base: string,
+  call: { op: Op; input: OperationInput<Op>; timeoutMs?: number },
+  transport?: EnclaveTransport,
+): Promise<EnclaveAnswer> {
   const send = transport ?? channelTransport(config);
   const timeoutMs = call.timeoutMs ?? 150_000;
-  const request = {
-    method: call.method ?? "GET",
-    path: call.path,
-    headers: { "content-type": "application/json", ...forwardedIds(ids), ...call.headers },
-    body: call.body === undefined ? "" : JSON.stringify(call.body),
-  };
+  const request: OperationRequest = { op: call.op, ids: channelIds(ids), input: call.input };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new ChannelUnavailableError(`${base} did not answer within ${timeoutMs} ms`)), timeoutMs);
@@ -283,8 +280,6 @@ export async function askEnclave(config: EdgeConfig, ids: RequestIds, base: stri
 
 /** The headers of an attestation answer that reach the client. */
 const PASSED_HEADERS = ["content-type", "cache-control", "etag", "last-modified", "retry-after", "x-attestation-simulated", "x-sigil-instance"];
-/** Where the edge names its client to the enclave, inside the channel (enclave/internalApi.ts). */
-const CLIENT_IP_HEADER = "x-sigil-client-ip";
 
 /**
  * Passes a public attestation GET (`/attestation`, `/info`, `/evidences/…`) through to an enclave
@@ -310,12 +305,11 @@ export async function proxyToEnclave(
     let res: Response;
     if (viaChannel) {
       const send = transport ?? channelTransport(config);
-      const answer = await send.send(
-        base,
-        { method: "GET", path: `/internal/v1/attestation${forwarded.search}`, headers: { ...forwardedIds(ids), ...(options.clientIp ? { [CLIENT_IP_HEADER]: options.clientIp } : {}) }, body: "" },
-        30_000,
-      );
-      res = new Response(answer.body, { status: answer.status, headers: answer.headers });
+      const input: OperationInput<"attestation"> = { query: forwarded.search, client: options.clientIp ?? "unknown" };
+      const answer = await send.send(base, { op: "attestation", ids: channelIds(ids), input }, 30_000);
+      if (!answer.ok) throw new SigilError(answer.error.code in errorStatus ? (answer.error.code as ErrorCode) : "internal_error", answer.error.message, answer.retry_after === undefined ? {} : { retryAfterSeconds: answer.retry_after });
+      const passed = answer.output as OperationOutput<"attestation">;
+      res = new Response(passed.body, { status: passed.status, headers: passed.headers });
     } else {
       res = await fetch(`${base}${pathAndQuery}`, { headers: forwardedIds(ids), signal: AbortSignal.timeout(30_000) });
     }
@@ -325,7 +319,7 @@ export async function proxyToEnclave(
 
   let answered: { base: string; res: Response };
   if (options.instance === undefined) {
-    answered = await firstAnswer(config, ask);
+    answered = await firstAnswer(config, ask, (a) => a.status);
   } else {
     answered = await pinnedAnswer(config, options.instance, ask);
   }

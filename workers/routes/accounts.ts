@@ -8,7 +8,7 @@ import { apiKeyHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
-import { forward } from "../enclave/client.ts";
+import { enclave } from "../enclave/client.ts";
 import { idempotentAnswerHeaders, newAccountHolder, openIdempotencyHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -50,7 +50,7 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
         // live only in the answer): nobody can use that account, so a new one is made, as the
         // client would with a new key, rather than answering write_outcome_unknown for good.
         if (attempt) await routeRetry(c, attempt, "run");
-        const res = await forward<z.infer<typeof responseSchemas.new_account>>(c.get("config"), c.get("ids"), "new_account", input, { idempotent: attempt?.send });
+        const res = await enclave.call("new_account", input, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send });
         // The email is kept only in the account's ledger, for its Stripe customer (billing.md). The
         // account exists already: a failure here is logged, and the customer is made without it.
         if (input.email && c.env.LEDGER) {

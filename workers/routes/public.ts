@@ -166,9 +166,9 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
     const enclaves = await Promise.all(
       config.enclaveUrls.map(async (base, index): Promise<z.infer<typeof enclaveHealth>> => {
         try {
-          const answer = await askEnclave(config, ids, base, { method: "GET", path: "/internal/v1/health", timeoutMs: 5_000 });
-          if (answer.status !== 200) throw new Error(`answered ${answer.status}`);
-          const report = JSON.parse(answer.body) as EnclaveReport;
+          const answer = await askEnclave(config, ids, base, { op: "health", input: {}, timeoutMs: 5_000 });
+          if (!answer.ok) throw new Error(`answered ${answer.status}`);
+          const report = answer.output as EnclaveReport;
           noteInstance(base, report.instance_id);
           return {
             index,

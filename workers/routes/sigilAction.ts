@@ -8,7 +8,7 @@ import { z } from "zod";
 import { sigilActionResponseSchema, sigilActionRequestSchema, type SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { meteredRun, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
-import { forward } from "../enclave/client.ts";
+import { enclave } from "../enclave/client.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -58,13 +58,12 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       const { apiKey } = callerKey(c);
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
       const { result: run, chargedCents } = await meteredRun(c, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
-        forward<SigilActionResponse>(
-          c.get("config"),
-          c.get("ids"),
-          "sigil_action",
-          { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
-          { timeoutMs: (timeoutMs ?? MAX_RUN_MS) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
-        ),
+        enclave.call("sigil_action", { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
+          config: c.get("config"),
+          ids: c.get("ids"),
+          timeoutMs: (timeoutMs ?? MAX_RUN_MS) + RUN_FORWARD_MARGIN_MS,
+          idempotent: attempt?.send,
+        }),
       );
       c.header("X-Sigil-Charged-Cents", String(chargedCents));
       return c.json({ ...run, charged_cents: chargedCents, ...firstAttemptOf(attempt) }, 200);

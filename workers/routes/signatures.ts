@@ -7,11 +7,11 @@ import { bodyLimit } from "hono/body-limit";
 import type { Context } from "hono";
 import { isAddress, type Address } from "viem";
 import { z } from "zod";
-import { addressField, responseSchemas, type EnclaveResponse } from "../../shared/enclaveApi.ts";
+import { addressField, responseSchemas, type EnclaveResponse, type OperationInput } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { walletLookupHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { forward } from "../enclave/client.ts";
+import { enclave } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, openIdempotencyHeaders, serveOnce, walletHolder, type KeyHolder } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
@@ -101,7 +101,7 @@ function serveDerivation<Op extends "create_wallet_with_signature" | "add_usage_
     input,
     async () => {
       await verifyWalletSignature(c.get("config"), primaryType, input);
-      const res = await forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { typed_data: input.typed_data, signature: input.signature });
+      const res = await enclave.call(op, { typed_data: input.typed_data, signature: input.signature } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids") });
       return c.json(res as object, 200);
     },
     signerHolder,

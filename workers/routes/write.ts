@@ -7,10 +7,10 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
-import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse } from "../../shared/enclaveApi.ts";
+import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse, type OperationInput } from "../../shared/enclaveApi.ts";
 import type { EdgeEnv } from "../router.ts";
 import { meteredWrite } from "../billing/meter.ts";
-import { forward } from "../enclave/client.ts";
+import { enclave } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -20,7 +20,7 @@ async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op
   if (attempt) await routeRetry(c, attempt, "write");
   const { apiKey } = callerKey(c);
   const { result, chargedCents } = await meteredWrite(c, attempt?.ref ?? c.get("ids").requestId, () =>
-    forward<EnclaveResponse<Op>>(c.get("config"), c.get("ids"), op, { ...(toWire(input) as object), api_key: apiKey }, { idempotent: attempt?.send }),
+    enclave.call(op, { ...(toWire(input) as object), api_key: apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
   );
   c.header("X-Sigil-Charged-Cents", String(chargedCents));
   return result;
