@@ -20,7 +20,6 @@ import type { Context } from "hono";
 import type { SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
-import { callEnclave } from "../enclave/client.ts";
 import { callerAccount, hashHex, ledgerOf } from "./account.ts";
 import type { HoldResult, KeyCap, Ledger } from "./ledger.ts";
 
@@ -32,8 +31,6 @@ const WRITE_HOLD_MS = 5 * 60_000;
 const RUN_HOLD_MARGIN_MS = 5 * 60_000;
 /** How long the edge waits for a run's answer beyond its granted seconds (less than RUN_HOLD_MARGIN_MS). */
 export const RUN_FORWARD_MARGIN_MS = 60_000;
-/** How long an isolate trusts the enclave's run timeout before asking again. */
-const RUN_TIMEOUT_TTL_MS = 60_000;
 
 type Billed = { ledger: DurableObjectStub<Ledger>; key: KeyCap | undefined };
 
@@ -88,16 +85,6 @@ export async function releaseHold(c: Context<EdgeEnv>, ref: string): Promise<voi
   await ledger.release(ref);
 }
 
-let runTimeout: { ms: number; until: number } | undefined;
-
-/** The enclaves' default run timeout (get_sigil_action_client_config), asked once a minute. */
-async function runTimeoutMs(c: Context<EdgeEnv>): Promise<number> {
-  if (runTimeout && runTimeout.until > Date.now()) return runTimeout.ms;
-  const config = await callEnclave<{ timeout_ms: number }>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 });
-  runTimeout = { ms: config.timeout_ms, until: Date.now() + RUN_TIMEOUT_TTL_MS };
-  return config.timeout_ms;
-}
-
 /**
  * Charges a run under `ref` by its started seconds; `run` gets the milliseconds the credit allows
  * (undefined: billing off).
@@ -105,7 +92,7 @@ async function runTimeoutMs(c: Context<EdgeEnv>): Promise<number> {
 export async function meteredRun(c: Context<EdgeEnv>, ref: string, run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>): Promise<Metered<SigilActionResponse>> {
   if (!c.get("config").billing) return { result: await run(undefined), chargedCents: 0 };
   const { ledger, key } = await billed(c);
-  const maxSeconds = Math.max(1, Math.ceil((await runTimeoutMs(c)) / 1000));
+  const maxSeconds = Math.max(1, Math.ceil(c.get("config").limits.timeoutMs / 1000));
   const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key);
   if (hold.granted === 0) throw refused(hold);
   let answer: SigilActionResponse;

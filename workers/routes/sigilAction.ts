@@ -14,9 +14,6 @@ import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswe
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
 
-/** The longest run an enclave may be configured for (sandbox.md, Limits: wall-clock max 900 s). */
-const MAX_RUN_MS = 900_000;
-
 const sigilAction = createRoute({
   method: "post",
   path: "/sigil_action",
@@ -63,7 +60,7 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
           c.get("ids"),
           "sigil_action",
           { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
-          { timeoutMs: (timeoutMs ?? MAX_RUN_MS) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
+          { timeoutMs: (timeoutMs ?? c.get("config").limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
         ),
       );
       c.header("X-Sigil-Charged-Cents", String(chargedCents));
