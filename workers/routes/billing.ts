@@ -10,7 +10,7 @@ import type Stripe from "stripe";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { billingCaller, hashHex, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from "../billing/account.ts";
+import { billingCaller, hashHex, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller, type BillingCredentials } from "../billing/account.ts";
 import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -29,6 +29,16 @@ const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
   if (c.req.header(WALLET_AUTH_HEADER) === undefined) callerKey(c);
   await next();
 });
+
+/** Who the request says it is: X-Wallet-Auth, or else the API key; both at once are refused. */
+function billingCredentials(c: Context<EdgeEnv>): BillingCredentials {
+  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
+  if (walletAuth === undefined) return { key: callerKey(c) };
+  if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
+    throw new SigilError("conflicting_credentials", "send either an API key or X-Wallet-Auth, not both");
+  }
+  return { walletAuth };
+}
 
 /**
  * The Idempotency-Key of the billing writes: kept like a managed write's, under the caller's API key,
@@ -166,7 +176,7 @@ const webhook = createRoute({
 
 /** Credits a succeeded intent to the account named in its metadata; what it added (0 if known). */
 async function creditIntent(c: Context<EdgeEnv>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook") {
-  const credit = await ledgerOf(c, master).credit(intent.id, intent.amount_received);
+  const credit = await ledgerOf(c.env.LEDGER, master).credit(intent.id, intent.amount_received);
   console.log(
     JSON.stringify({
       level: "info",
@@ -183,7 +193,7 @@ async function creditIntent(c: Context<EdgeEnv>, master: bigint, intent: Stripe.
 
 /** The Stripe customer of the account, made on its first top-up. */
 async function customerOf(c: Context<EdgeEnv>, stripe: Stripe, master: bigint): Promise<string> {
-  const ledger = ledgerOf(c, master);
+  const ledger = ledgerOf(c.env.LEDGER, master);
   const known = await ledger.customer();
   if (known) return known;
   const email = await ledger.contactEmail();
@@ -211,8 +221,8 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   });
 
   r.openapi(balance, async (c) => {
-    const { master } = await billingCaller(c, "read");
-    const { freeCents } = await ledgerOf(c, master).balance();
+    const { master } = await billingCaller(c.get("config"), billingCredentials(c), "read");
+    const { freeCents } = await ledgerOf(c.env.LEDGER, master).balance();
     const cents = Math.max(0, freeCents);
     return c.json({ balance_cents: cents, balance_display: centsDisplay(cents) }, 200);
   });
@@ -220,7 +230,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   // Under an Idempotency-Key a retry answers the same intent (idempotency/). Refusals (below the
   // minimum, Stripe unreachable) keep nothing: the key stays free for the corrected request.
   r.openapi(createIntent, async (c) => {
-    const caller = await billingCaller(c, "pay");
+    const caller = await billingCaller(c.get("config"), billingCredentials(c), "pay");
     const input = c.req.valid("json");
     return serveOnce(
       c,
@@ -254,7 +264,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   // already_credited); under an Idempotency-Key a retry is answered the first call's answer, like
   // every other write's, and a key reused for another intent is 422.
   r.openapi(confirmPayment, async (c) => {
-    const caller = await billingCaller(c, "pay");
+    const caller = await billingCaller(c.get("config"), billingCredentials(c), "pay");
     const input = c.req.valid("json");
     return serveOnce(
       c,

@@ -7,7 +7,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { sigilActionResponseSchema, sigilActionRequestSchema, type SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { meteredRun, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
+import { meteredRun, payerOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { forward } from "../enclave/client.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
@@ -52,15 +52,17 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
     const input = c.req.valid("json");
     return serveOnce(c, input, async (attempt) => {
       if (attempt) await routeRetry(c, attempt, "run");
-      const { apiKey } = callerKey(c);
+      const key = callerKey(c);
+      const config = c.get("config");
+      const payer = await payerOf(config, c.env.LEDGER, key);
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
-      const { result: run, chargedCents } = await meteredRun(c, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
+      const { result: run, chargedCents } = await meteredRun(payer, config.limits.timeoutMs, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
         forward<SigilActionResponse>(
-          c.get("config"),
+          config,
           c.get("ids"),
           "sigil_action",
-          { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
-          { timeoutMs: (timeoutMs ?? c.get("config").limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
+          { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) },
+          { timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS, idempotent: attempt?.send },
         ),
       );
       c.header("X-Sigil-Charged-Cents", String(chargedCents));
