@@ -3,6 +3,7 @@
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
 import { defaultStalledAfterMs } from "./authz/listener.ts";
 
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
@@ -73,46 +74,15 @@ const schema = z
     /** Name servers for scripts' fetches ("ip" or "ip:port", comma-separated); the system's when empty. */
     SIGIL_DNS_SERVERS: z.string().default(""),
     SIGIL_DNS_TIMEOUT_MS: int(100, 30_000).default(2_000),
-
-    SIGIL_TIMEOUT_MS: int(100, 900_000).default(60_000),
-    SIGIL_MAX_TIMEOUT_MS: int(100, 900_000).default(900_000),
-    SIGIL_MEMORY_LIMIT_MB: int(8, 1_024).default(64),
-    SIGIL_STACK_LIMIT_KB: int(64, 2_048).default(1_024),
-    SIGIL_MAX_CODE_BYTES: int(1, 64 << 20).default(4 << 20),
-    SIGIL_MAX_JS_PARAMS_BYTES: int(1, 64 << 20).default(1 << 20),
-    SIGIL_MAX_RESPONSE_BYTES: int(1, 64 << 20).default(1 << 20),
-    SIGIL_MAX_LOG_BYTES: int(1, 64 << 20).default(256 << 10),
-    SIGIL_MAX_FETCH_COUNT: int(0, 10_000).default(50),
-    SIGIL_FETCH_TIMEOUT_MS: int(100, 900_000).default(30_000),
-    SIGIL_MAX_FETCH_BYTES: int(1, 256 << 20).default(10 << 20),
-    SIGIL_MAX_WALLET_OPERATIONS: int(0, 100_000).default(200),
-    SIGIL_MAX_TIMERS: int(1, 100_000).default(1_000),
+    // The run limits (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are the edge's too: shared/limits.ts reads them.
     SIGIL_LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
-  })
-  .refine((c) => c.SIGIL_TIMEOUT_MS <= c.SIGIL_MAX_TIMEOUT_MS, {
-    message: "SIGIL_TIMEOUT_MS must not exceed SIGIL_MAX_TIMEOUT_MS",
-    path: ["SIGIL_TIMEOUT_MS"],
   });
 
 /** libuv's thread pool size unless UV_THREADPOOL_SIZE says otherwise (libuv's own default is 4). */
 export const THREAD_POOL_SIZE = 16;
 
-/** The limits every run is held to (sandbox.md); `get_sigil_action_client_config` reports them. */
-export type SandboxLimits = {
-  timeoutMs: number;
-  maxTimeoutMs: number;
-  memoryLimitBytes: number;
-  stackLimitBytes: number;
-  maxCodeBytes: number;
-  maxJsParamsBytes: number;
-  maxResponseBytes: number;
-  maxLogBytes: number;
-  maxFetchCount: number;
-  fetchTimeoutMs: number;
-  maxFetchBytes: number;
-  maxWalletOperations: number;
-  maxTimers: number;
-};
+/** The limits every run is held to (sandbox.md): the run limits both sides read (shared/limits.ts). */
+export type SandboxLimits = RunLimits;
 
 export type EnclaveConfig = {
   env: "development" | "test" | "production";
@@ -156,8 +126,10 @@ export type EnclaveConfig = {
 /** Parses the environment; the error names each bad variable and never echoes a value. */
 export function readEnclaveConfig(env: Record<string, string | undefined> = process.env): EnclaveConfig {
   const result = schema.safeParse(env);
-  if (!result.success) {
-    const problems = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+  const limits = runLimitsSchema.safeParse(env);
+  if (!result.success || !limits.success) {
+    const issues = [...(result.error?.issues ?? []), ...(limits.error?.issues ?? [])];
+    const problems = issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
     throw new Error(`invalid enclave configuration: ${problems}`);
   }
   const c = result.data;
@@ -230,21 +202,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     watchdogGraceMs: c.SIGIL_SANDBOX_WATCHDOG_GRACE_MS,
     sandboxMemoryBytes: c.SIGIL_SANDBOX_MEMORY_MB * 1024 * 1024,
     dns: { servers: dnsServers, timeoutMs: c.SIGIL_DNS_TIMEOUT_MS, tries: 2 },
-    limits: {
-      timeoutMs: c.SIGIL_TIMEOUT_MS,
-      maxTimeoutMs: c.SIGIL_MAX_TIMEOUT_MS,
-      memoryLimitBytes: c.SIGIL_MEMORY_LIMIT_MB << 20,
-      stackLimitBytes: c.SIGIL_STACK_LIMIT_KB << 10,
-      maxCodeBytes: c.SIGIL_MAX_CODE_BYTES,
-      maxJsParamsBytes: c.SIGIL_MAX_JS_PARAMS_BYTES,
-      maxResponseBytes: c.SIGIL_MAX_RESPONSE_BYTES,
-      maxLogBytes: c.SIGIL_MAX_LOG_BYTES,
-      maxFetchCount: c.SIGIL_MAX_FETCH_COUNT,
-      fetchTimeoutMs: c.SIGIL_FETCH_TIMEOUT_MS,
-      maxFetchBytes: c.SIGIL_MAX_FETCH_BYTES,
-      maxWalletOperations: c.SIGIL_MAX_WALLET_OPERATIONS,
-      maxTimers: c.SIGIL_MAX_TIMERS,
-    },
+    limits: limits.data,
     logLevel: c.SIGIL_LOG_LEVEL,
   };
 }

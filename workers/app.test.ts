@@ -99,10 +99,26 @@ describe("errors", () => {
   });
 
   it("with no enclave reachable, an endpoint that needs one answers 503 enclave_unavailable with Retry-After", async () => {
-    const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
+    const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ account_name: "x" }) });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
     expect((await errorOf(res)).code).toBe("enclave_unavailable");
+  });
+
+  it("get_sigil_action_client_config needs no enclave: the edge reports the run limits it is configured with", async () => {
+    const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      timeout_ms: 60_000,
+      max_timeout_ms: 900_000,
+      memory_limit_mb: 64,
+      max_code_bytes: 4 << 20,
+      max_js_params_bytes: 1 << 20,
+      max_response_bytes: 1 << 20,
+      max_log_bytes: 256 << 10,
+      max_fetch_count: 50,
+      max_wallet_operations: 200,
+    });
   });
 });
 

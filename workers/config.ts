@@ -1,9 +1,11 @@
 // The edge's one configuration object, read from the worker's bindings and validated once per
 // isolate (wrangler.toml and secrets describe them). Nothing else reads `env.X` directly.
 import { z } from "zod";
+import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
 import type { Env } from "./env.ts";
 
-// Bindings that are not variables (Durable Objects) are left out of the check.
+// Bindings that are not variables (Durable Objects) are left out of the check. The run limits
+// (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
 const schema = z.object({
   SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
   SIGIL_VERSION: z.string().default("0.1.0"),
@@ -23,7 +25,6 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
   SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
-  SIGIL_MAX_CODE_BYTES: z.coerce.number().int().min(1).max(64 << 20).default(4 << 20),
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
   STRIPE_WEBHOOK_SECRET: z.string().default(""),
@@ -59,8 +60,12 @@ export type EdgeConfig = {
   rateLimits: { perKey: number; perIp: number; openPerIp: number; openWritesPerHour: number };
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
-  /** The largest script, in UTF-8 bytes: the enclaves' `SIGIL_MAX_CODE_BYTES`, for what the edge answers itself (get_sigil_action_ipfs_id). */
-  maxCodeBytes: number;
+  /**
+   * The limits of a run, the same variables the enclaves read (shared/limits.ts): the edge sizes a
+   * run's hold by them, refuses scripts over them (get_sigil_action_ipfs_id) and reports them
+   * (get_sigil_action_client_config).
+   */
+  limits: RunLimits;
   /** Stripe's keys (empty when not configured: the payment endpoints answer 503) and, for the emulator, its URL. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string; apiBase: string | undefined };
 };
@@ -72,8 +77,10 @@ export function edgeConfig(env: Env): EdgeConfig {
   const known = cache.get(env);
   if (known) return known;
   const result = schema.safeParse(env);
-  if (!result.success) {
-    throw new Error(`invalid edge configuration: ${result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  const limits = runLimitsSchema.safeParse(env);
+  if (!result.success || !limits.success) {
+    const issues = [...(result.error?.issues ?? []), ...(limits.error?.issues ?? [])];
+    throw new Error(`invalid edge configuration: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   }
   const c = result.data;
   if (c.SIGIL_ENV === "production" && c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true") {
@@ -111,7 +118,7 @@ export function edgeConfig(env: Env): EdgeConfig {
       openWritesPerHour: c.SIGIL_OPEN_WRITES_PER_HOUR,
     },
     billing: c.SIGIL_BILLING === "on",
-    maxCodeBytes: c.SIGIL_MAX_CODE_BYTES,
+    limits: limits.data,
     stripe: {
       secretKey: c.STRIPE_SECRET_KEY,
       publishableKey: c.STRIPE_PUBLISHABLE_KEY,

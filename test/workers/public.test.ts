@@ -57,7 +57,7 @@ describe("the edge with a live enclave", () => {
     expect(body.account_event_listener_lag_seconds).toBe(body.enclaves[0]?.account_event_listener_lag_seconds);
   });
 
-  it("get_sigil_action_client_config reports the enclave's limits", async () => {
+  it("get_sigil_action_client_config reports the run limits the edge shares with the enclave", async () => {
     const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ timeout_ms: 60_000, memory_limit_mb: 64, max_code_bytes: 4 << 20, max_fetch_count: 50, max_wallet_operations: 200 });

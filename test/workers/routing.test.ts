@@ -5,6 +5,7 @@ import { createTestClient, http } from "viem";
 import { inject } from "vitest";
 import { describe, expect, it } from "vitest";
 import { SigilError } from "../../shared/errors.ts";
+import { runLimitsSchema } from "../../shared/limits.ts";
 import type { EdgeConfig } from "../../workers/config.ts";
 import { enclave } from "../../workers/enclave/client.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
@@ -24,7 +25,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     contractAddress: inject("contract"),
     rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000, openWritesPerHour: 1000 },
     billing: false,
-    maxCodeBytes: 4 << 20,
+    limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }

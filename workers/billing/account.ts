@@ -2,13 +2,11 @@
 // billing endpoints accept either the caller's API key or, for ChainSecured owners without one,
 // `X-Wallet-Auth: base64url(JSON {"typed_data": …, "signature": "0x…"})` signed as `BillingAuth`
 // by the account's current admin wallet.
-import type { Context } from "hono";
 import type { Address } from "viem";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
-import { callerKey } from "../middleware/auth/index.ts";
+import type { EdgeConfig } from "../config.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
 import type { Ledger } from "./ledger.ts";
 
@@ -19,53 +17,58 @@ const MAX_WALLET_AUTH_CHARS = 24 << 10;
 /** The account a key belongs to, as the chain says now, and the key's spend cap (0 = none). */
 export type CallerAccount = { keyHash: bigint; master: bigint; isMaster: boolean; spendLimitCents: number };
 
+/**
+ * The caller's key as the request carries it (middleware/auth's `callerKey`, parsed once per
+ * request, so the same object for every step of one request).
+ */
+export type PresentedKey = { keyHash: bigint };
+
 /** Per request: the caller's account is read once, however many steps (billing, idempotency) ask. */
-const accountByRequest = new WeakMap<Request, Promise<CallerAccount>>();
+const accountByKey = new WeakMap<PresentedKey, Promise<CallerAccount>>();
 
 /**
  * The account of the caller's key, from one live read of the chain. A key that may not act gets
  * the answer the enclave would give it (401, 403), not a 402 for its account's credit.
  */
-export function callerAccount(c: Context<EdgeEnv>): Promise<CallerAccount> {
-  const known = accountByRequest.get(c.req.raw);
+export function callerAccount(config: EdgeConfig, key: PresentedKey): Promise<CallerAccount> {
+  const known = accountByKey.get(key);
   if (known) return known;
-  const { keyHash } = callerKey(c);
-  const read = readView(c.get("config"), "billingOf", [keyHash], keyHash).then(([master, live, spendLimitCents]) => {
+  const { keyHash } = key;
+  const read = readView(config, "billingOf", [keyHash], keyHash).then(([master, live, spendLimitCents]) => {
     const refusal = keyRefusal({ known: master !== 0n, isMaster: keyHash === master, live });
     if (refusal) throw refusal;
     return { keyHash, master, isMaster: keyHash === master, spendLimitCents: Number(spendLimitCents) };
   });
-  accountByRequest.set(c.req.raw, read);
+  accountByKey.set(key, read);
   return read;
 }
 
 /** A hash as the 64 hex digits that name an account's Durable Objects. */
 export const hashHex = (hash: bigint) => hash.toString(16).padStart(64, "0");
 
-/** The Ledger of the account whose master hash is `master`. */
-export function ledgerOf(c: Context<EdgeEnv>, master: bigint): DurableObjectStub<Ledger> {
-  const namespace = c.env.LEDGER;
-  if (!namespace) throw new Error("billing needs the LEDGER Durable Object, which is not bound");
-  return namespace.get(namespace.idFromName(hashHex(master)));
+/** The Ledger of the account whose master hash is `master`, among the worker's `ledgers` (its LEDGER binding). */
+export function ledgerOf(ledgers: DurableObjectNamespace<Ledger> | undefined, master: bigint): DurableObjectStub<Ledger> {
+  if (!ledgers) throw new Error("billing needs the LEDGER Durable Object, which is not bound");
+  return ledgers.get(ledgers.idFromName(hashHex(master)));
 }
 
 /** What the billing endpoints need to know of their caller. */
 export type BillingCaller = { master: bigint; via: "api_key" | "wallet"; wallet?: Address };
 
 /**
+ * How a billing request names its caller: its API key, or the value of its X-Wallet-Auth header
+ * (the route has refused a request that sends both).
+ */
+export type BillingCredentials = { key: PresentedKey } | { walletAuth: string };
+
+/**
  * The account a billing request is for. `pay` (create or confirm a payment) needs a key that may
  * act for the account; `read` (the balance) also lets a converted account's old master key look.
  */
-export async function billingCaller(c: Context<EdgeEnv>, use: "read" | "pay"): Promise<BillingCaller> {
-  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
-  if (walletAuth !== undefined) {
-    if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
-      throw new SigilError("conflicting_credentials", "send either an API key or X-Wallet-Auth, not both");
-    }
-    return walletCaller(c, walletAuth);
-  }
-  const { keyHash } = callerKey(c);
-  const [master, live] = await readView(c.get("config"), "billingOf", [keyHash], keyHash);
+export async function billingCaller(config: EdgeConfig, credentials: BillingCredentials, use: "read" | "pay"): Promise<BillingCaller> {
+  if ("walletAuth" in credentials) return walletCaller(config, credentials.walletAuth);
+  const { keyHash } = credentials.key;
+  const [master, live] = await readView(config, "billingOf", [keyHash], keyHash);
   const isMaster = keyHash === master;
   if (!(use === "read" && isMaster && master !== 0n)) {
     const refusal = keyRefusal({ known: master !== 0n, isMaster, live });
@@ -94,8 +97,7 @@ function decodeWalletAuth(value: string): { typed_data: unknown; signature: stri
   return { typed_data, signature };
 }
 
-async function walletCaller(c: Context<EdgeEnv>, header: string): Promise<BillingCaller> {
-  const config = c.get("config");
+async function walletCaller(config: EdgeConfig, header: string): Promise<BillingCaller> {
   const wallet = await verifyWalletSignature(config, "BillingAuth", decodeWalletAuth(header));
   // A wallet that is or was an account's admin names it among the contract's aliases; a usage key
   // registered under the wallet's lookup hash is a key, not the wallet, and is never read here.

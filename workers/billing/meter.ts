@@ -5,7 +5,7 @@
 // settles 1 once the enclave has sent the transaction — also when it then reverted on chain or its
 // receipt did not come (the enclave's error names the transaction) — and releases the hold when
 // the enclave refused it before sending. Every metered answer, error or not, says what it cost
-// (X-Sigil-Charged-Cents). A run holds min(free balance, key's remaining cap, the run's maximum
+// (X-Sigil-Charged-Cents, which the route sets from what these functions return). A run holds min(free balance, key's remaining cap, the run's maximum
 // seconds) cents, is given that many seconds, and settles max(1, ceil(duration_ms / 1000)) — never
 // more than it held. A run that stopped because its credit ran out ends with the code
 // `insufficient_credits`, its logs kept.
@@ -16,15 +16,16 @@
 // must outlive everything the edge may still be waiting for, or a live request would be charged
 // its whole hold: a write's outlives its enclave call, a run's its granted seconds and the way there
 // and back.
-import type { Context } from "hono";
 import type { SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../router.ts";
-import { callEnclave } from "../enclave/client.ts";
-import { callerAccount, hashHex, ledgerOf } from "./account.ts";
+import type { EdgeConfig } from "../config.ts";
+import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
 import type { HoldResult, KeyCap, Ledger } from "./ledger.ts";
 
-export type Metered<T> = { result: T; chargedCents: number };
+/** What a run came to and what it was charged. */
+export type Charged<T> = { result: T; chargedCents: number };
+/** What a write came to, its result or the error it ended in, and what it was charged either way. */
+export type Metered<T> = ({ ok: true; result: T } | { ok: false; error: unknown }) & { chargedCents: number };
 
 /** A write's hold outlives its enclave call (150 s, after reaching an enclave) with room to settle. */
 const WRITE_HOLD_MS = 5 * 60_000;
@@ -32,16 +33,20 @@ const WRITE_HOLD_MS = 5 * 60_000;
 const RUN_HOLD_MARGIN_MS = 5 * 60_000;
 /** How long the edge waits for a run's answer beyond its granted seconds (less than RUN_HOLD_MARGIN_MS). */
 export const RUN_FORWARD_MARGIN_MS = 60_000;
-/** How long an isolate trusts the enclave's run timeout before asking again. */
-const RUN_TIMEOUT_TTL_MS = 60_000;
 
-type Billed = { ledger: DurableObjectStub<Ledger>; key: KeyCap | undefined };
+/** Whose credit a metered request spends: its account's Ledger and, for a usage key, the key's cap. */
+export type Payer = { ledger: DurableObjectStub<Ledger>; key: KeyCap | undefined };
 
-/** The caller's account's ledger and the key's cap. */
-async function billed(c: Context<EdgeEnv>): Promise<Billed> {
-  const account = await callerAccount(c);
+/**
+ * The payer of a request made with `key`: its account's Ledger among `ledgers` (the LEDGER binding)
+ * and the key's cap, from one live read of the chain (a key that may not act is refused here, 401
+ * or 403). Undefined while billing is off: nothing is held or charged, and nothing is read.
+ */
+export async function payerOf(config: EdgeConfig, ledgers: DurableObjectNamespace<Ledger> | undefined, key: PresentedKey): Promise<Payer | undefined> {
+  if (!config.billing) return undefined;
+  const account = await callerAccount(config, key);
   return {
-    ledger: ledgerOf(c, account.master),
+    ledger: ledgerOf(ledgers, account.master),
     key: account.isMaster ? undefined : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents },
   };
 }
@@ -54,58 +59,57 @@ function refused(hold: HoldResult): SigilError {
 }
 
 /**
- * Charges a managed write under `ref`: 1 cent once `send` has had the transaction sent, nothing if
- * it was refused before.
+ * Charges `payer` for a managed write under `ref`: 1 cent once `send` has had the transaction
+ * sent, nothing if it was refused before. A write without credit for its cent is refused (thrown,
+ * 402) before `send`; what `send` throws comes back as the outcome, with what it cost.
  */
-export async function meteredWrite<T>(c: Context<EdgeEnv>, ref: string, send: () => Promise<T>): Promise<Metered<T>> {
-  c.header("X-Sigil-Charged-Cents", "0");
-  if (!c.get("config").billing) return { result: await send(), chargedCents: 0 };
-  const { ledger, key } = await billed(c);
+export async function meteredWrite<T>(payer: Payer | undefined, ref: string, send: () => Promise<T>): Promise<Metered<T>> {
+  if (!payer) {
+    try {
+      return { ok: true, result: await send(), chargedCents: 0 };
+    } catch (error) {
+      return { ok: false, error, chargedCents: 0 };
+    }
+  }
+  const { ledger, key } = payer;
   const hold = await ledger.hold(ref, 1, WRITE_HOLD_MS, key);
   if (hold.granted === 0) throw refused(hold);
   let result: T;
   try {
     result = await send();
-  } catch (err) {
-    if (sentTransactionOf(err) === undefined) {
+  } catch (error) {
+    if (sentTransactionOf(error) === undefined) {
       await ledger.release(ref);
-    } else {
-      // Sent, then reverted on chain or lost: the payer paid gas, and the write costs its cent.
-      const settled = await ledger.settle(ref, 1, key);
-      c.header("X-Sigil-Charged-Cents", String(settled.chargedCents));
+      return { ok: false, error, chargedCents: 0 };
     }
-    throw err;
+    // Sent, then reverted on chain or lost: the payer paid gas, and the write costs its cent.
+    const settled = await ledger.settle(ref, 1, key);
+    return { ok: false, error, chargedCents: settled.chargedCents };
   }
   const settled = await ledger.settle(ref, 1, key);
-  c.header("X-Sigil-Charged-Cents", String(settled.chargedCents));
-  return { result, chargedCents: settled.chargedCents };
+  return { ok: true, result, chargedCents: settled.chargedCents };
 }
 
 /** Frees `ref`'s hold without charging (a hold that had expired is a charge already and stays one). */
-export async function releaseHold(c: Context<EdgeEnv>, ref: string): Promise<void> {
-  if (!c.get("config").billing) return;
-  const { ledger } = await billed(c);
-  await ledger.release(ref);
-}
-
-let runTimeout: { ms: number; until: number } | undefined;
-
-/** The enclaves' default run timeout (get_sigil_action_client_config), asked once a minute. */
-async function runTimeoutMs(c: Context<EdgeEnv>): Promise<number> {
-  if (runTimeout && runTimeout.until > Date.now()) return runTimeout.ms;
-  const config = await callEnclave<{ timeout_ms: number }>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 });
-  runTimeout = { ms: config.timeout_ms, until: Date.now() + RUN_TIMEOUT_TTL_MS };
-  return config.timeout_ms;
+export async function releaseHold(payer: Payer | undefined, ref: string): Promise<void> {
+  if (!payer) return;
+  await payer.ledger.release(ref);
 }
 
 /**
- * Charges a run under `ref` by its started seconds; `run` gets the milliseconds the credit allows
- * (undefined: billing off).
+ * Charges `payer` for a run under `ref` by its started seconds. A run may last `timeoutMs` (the
+ * configured default, limits.timeoutMs) and holds that many seconds; `run` gets the milliseconds
+ * the credit allows (undefined: billing off).
  */
-export async function meteredRun(c: Context<EdgeEnv>, ref: string, run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>): Promise<Metered<SigilActionResponse>> {
-  if (!c.get("config").billing) return { result: await run(undefined), chargedCents: 0 };
-  const { ledger, key } = await billed(c);
-  const maxSeconds = Math.max(1, Math.ceil((await runTimeoutMs(c)) / 1000));
+export async function meteredRun(
+  payer: Payer | undefined,
+  timeoutMs: number,
+  ref: string,
+  run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>,
+): Promise<Charged<SigilActionResponse>> {
+  if (!payer) return { result: await run(undefined), chargedCents: 0 };
+  const { ledger, key } = payer;
+  const maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
   const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key);
   if (hold.granted === 0) throw refused(hold);
   let answer: SigilActionResponse;

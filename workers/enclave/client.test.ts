@@ -7,6 +7,7 @@ import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
+import { runLimitsSchema } from "../../shared/limits.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { OperationName } from "../../shared/enclaveApi.ts";
 import { enclave, EnclaveLostError, type CallContext, type EnclaveTransport, type Idempotent } from "./client.ts";
@@ -26,7 +27,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     contractAddress: undefined,
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10, openWritesPerHour: 10 },
     billing: false,
-    maxCodeBytes: 4 << 20,
+    limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
   };
 }

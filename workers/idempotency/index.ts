@@ -41,7 +41,7 @@ import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
 import { callerAccount, hashHex } from "../billing/account.ts";
-import { releaseHold } from "../billing/meter.ts";
+import { payerOf, releaseHold } from "../billing/meter.ts";
 import { EnclaveLostError, enclaveInstance, type Idempotent } from "../enclave/client.ts";
 import { errorResponse } from "../errors.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -162,7 +162,7 @@ export function keyHolder(master: bigint, keyHash: bigint, apiKey: string, key: 
 
 /** The default holder: the caller's API key, in the object of the account the chain says it is of. */
 export async function apiKeyHolder(c: Context<EdgeEnv>, key: string): Promise<KeyHolder> {
-  const account = await callerAccount(c);
+  const account = await callerAccount(c.get("config"), callerKey(c));
   return keyHolder(account.master, account.keyHash, callerKey(c).apiKey, key);
 }
 
@@ -365,7 +365,7 @@ export async function routeRetry(c: Context<EdgeEnv>, attempt: Attempt, kind: "w
   if (now === undefined) {
     throw new SigilError("enclave_unavailable", "the enclave an earlier attempt with this Idempotency-Key reached cannot be reached; try again shortly", { retryAfterSeconds: 5 });
   }
-  await releaseHold(c, attempt.ref);
+  await releaseHold(await payerOf(c.get("config"), c.env.LEDGER, callerKey(c)), attempt.ref);
   throw new SigilError(
     "write_outcome_unknown",
     "an earlier attempt with this Idempotency-Key reached an enclave that was lost before it answered, so whether it made this write is unknown; check the account's state and, if the write is still wanted, send it with a new Idempotency-Key",

@@ -54,7 +54,7 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
         // The email is kept only in the account's ledger, for its Stripe customer (billing.md). The
         // account exists already: a failure here is logged, and the customer is made without it.
         if (input.email && c.env.LEDGER) {
-          await ledgerOf(c, apiKeyHash(res.api_key))
+          await ledgerOf(c.env.LEDGER, apiKeyHash(res.api_key))
             .contactEmail(input.email)
             .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "could not keep the new account's email", request_id: c.get("ids").requestId, error: String(err) })));
         }

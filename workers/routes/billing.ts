@@ -1,26 +1,22 @@
 // The billing endpoints (api.md, Billing; billing.md, Stripe): the publishable key, the balance,
-// payment intents, their confirmation and Stripe's webhook. A payment is credited exactly once
-// whichever of `confirm_payment` and the webhook reports it first: both credit the account's
-// Ledger under the payment intent's id, and the Ledger adds a payment intent once. Both writes take
-// an Idempotency-Key (idempotency/), kept under the caller's key or X-Wallet-Auth's wallet.
+// payment intents, their confirmation and Stripe's webhook. The rules (the minimum top-up, the
+// Stripe customer, crediting a payment once) are billing/topUp.ts and billing/payments.ts; here
+// the requests are validated, their caller named and the answers shaped. Both writes take an
+// Idempotency-Key (idempotency/), kept under the caller's key or X-Wallet-Auth's wallet.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type Stripe from "stripe";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { billingCaller, hashHex, ledgerOf, WALLET_AUTH_HEADER, type BillingCaller } from "../billing/account.ts";
-import { retrieveIntent, stripeCall, stripeClient, verifiedEvent } from "../billing/stripe.ts";
+import { billingCaller, WALLET_AUTH_HEADER, type BillingCaller, type BillingCredentials } from "../billing/account.ts";
+import { accountBalance } from "../billing/balance.ts";
+import { creditPayment, creditWebhook } from "../billing/payments.ts";
+import { MAX_TOP_UP_CENTS, MIN_TOP_UP_CENTS, startTopUp } from "../billing/topUp.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity } from "./openapi.ts";
-
-/** billing.md: the smallest top-up, in cents. */
-export const MIN_TOP_UP_CENTS = 500;
-/** Stripe's largest USD amount. */
-const MAX_TOP_UP_CENTS = 99_999_999;
 
 const billingSecurity: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
 
@@ -29,6 +25,16 @@ const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
   if (c.req.header(WALLET_AUTH_HEADER) === undefined) callerKey(c);
   await next();
 });
+
+/** Who the request says it is: X-Wallet-Auth, or else the API key; both at once are refused. */
+function billingCredentials(c: Context<EdgeEnv>): BillingCredentials {
+  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
+  if (walletAuth === undefined) return { key: callerKey(c) };
+  if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
+    throw new SigilError("conflicting_credentials", "send either an API key or X-Wallet-Auth, not both");
+  }
+  return { walletAuth };
+}
 
 /**
  * The Idempotency-Key of the billing writes: kept like a managed write's, under the caller's API key,
@@ -54,12 +60,6 @@ function billingHolder(caller: BillingCaller): HolderOf {
     const { apiKey, keyHash } = callerKey(c);
     return keyHolder(caller.master, keyHash, apiKey, key);
   };
-}
-
-export function centsDisplay(cents: number): string {
-  const sign = cents < 0 ? "-" : "";
-  const abs = Math.abs(Math.trunc(cents));
-  return `${sign}$${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, "0")}`;
 }
 
 const balanceSchema = z.object({
@@ -99,8 +99,8 @@ const createIntent = createRoute({
   middleware: [defaultBodyLimit, requireCredentials] as const,
   request: {
     headers: billingIdempotencyHeaders,
-    // The minimum is the handler's to check, so every amount under it (0 and negatives too) gets its
-    // own code, amount_below_minimum; the document still states it.
+    // The minimum is startTopUp's to check (billing/topUp.ts), so every amount under it (0 and
+    // negatives too) gets its own code, amount_below_minimum; the document still states it.
     body: body(
       z.strictObject({
         amount_cents: z
@@ -164,37 +164,6 @@ const webhook = createRoute({
   responses: { 200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })), 400: errors, 413: errors, 503: errors },
 });
 
-/** Credits a succeeded intent to the account named in its metadata; what it added (0 if known). */
-async function creditIntent(c: Context<EdgeEnv>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook") {
-  const credit = await ledgerOf(c, master).credit(intent.id, intent.amount_received);
-  console.log(
-    JSON.stringify({
-      level: "info",
-      msg: credit.alreadyCredited ? "payment already credited" : "payment credited",
-      path,
-      payment_intent: intent.id,
-      account: hashHex(master).slice(0, 12),
-      cents: credit.creditedCents,
-      request_id: c.get("ids").requestId,
-    }),
-  );
-  return credit;
-}
-
-/** The Stripe customer of the account, made on its first top-up. */
-async function customerOf(c: Context<EdgeEnv>, stripe: Stripe, master: bigint): Promise<string> {
-  const ledger = ledgerOf(c, master);
-  const known = await ledger.customer();
-  if (known) return known;
-  const email = await ledger.contactEmail();
-  const account = hashHex(master);
-  // One customer per account even when two first top-ups race: Stripe answers the same key alike.
-  const created = await stripeCall("create customer", () =>
-    stripe.customers.create({ metadata: { account }, ...(email ? { email } : {}) }, { idempotencyKey: `sigil-customer-${account}` }),
-  );
-  return (await ledger.customer(created.id)) ?? created.id;
-}
-
 export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
   r.openAPIRegistry.registerComponent("securitySchemes", "WalletAuth", {
@@ -211,40 +180,26 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   });
 
   r.openapi(balance, async (c) => {
-    const { master } = await billingCaller(c, "read");
-    const { freeCents } = await ledgerOf(c, master).balance();
-    const cents = Math.max(0, freeCents);
-    return c.json({ balance_cents: cents, balance_display: centsDisplay(cents) }, 200);
+    const { master } = await billingCaller(c.get("config"), billingCredentials(c), "read");
+    const { cents, display } = await accountBalance(c.env.LEDGER, master);
+    return c.json({ balance_cents: cents, balance_display: display }, 200);
   });
 
   // Under an Idempotency-Key a retry answers the same intent (idempotency/). Refusals (below the
   // minimum, Stripe unreachable) keep nothing: the key stays free for the corrected request.
   r.openapi(createIntent, async (c) => {
-    const caller = await billingCaller(c, "pay");
+    const caller = await billingCaller(c.get("config"), billingCredentials(c), "pay");
     const input = c.req.valid("json");
     return serveOnce(
       c,
       input,
       async (attempt) => {
-        const { amount_cents: amount } = input;
-        if (amount < MIN_TOP_UP_CENTS) {
-          throw new SigilError("amount_below_minimum", `a top-up is at least ${MIN_TOP_UP_CENTS} cents (${centsDisplay(MIN_TOP_UP_CENTS)})`, { details: { minimum_cents: MIN_TOP_UP_CENTS } });
-        }
-        const stripe = stripeClient(c.get("config"));
-        const customer = await customerOf(c, stripe, caller.master);
-        const account = hashHex(caller.master);
         // Stripe's own key for the intent: under an Idempotency-Key the record's, so an attempt that
         // made the intent but kept no answer (Stripe's reply lost, the edge killed) is answered the
         // same intent when retried; else the request's, for the SDK's own retries.
-        const idempotencyKey = `sigil-intent-${attempt?.record ?? c.get("ids").requestId}`;
-        const intent = await stripeCall("create payment intent", () =>
-          stripe.paymentIntents.create(
-            { amount, currency: "usd", customer, automatic_payment_methods: { enabled: true }, metadata: { account }, description: "Sigil credits" },
-            { idempotencyKey },
-          ),
-        );
-        if (!intent.client_secret) throw new Error(`Stripe answered payment intent ${intent.id} without a client secret`);
-        return c.json({ client_secret: intent.client_secret, payment_intent_id: intent.id }, 200);
+        const intentKey = attempt?.record ?? c.get("ids").requestId;
+        const topUp = await startTopUp(c.get("config"), c.env.LEDGER, caller.master, input.amount_cents, intentKey);
+        return c.json({ client_secret: topUp.clientSecret, payment_intent_id: topUp.paymentIntentId }, 200);
       },
       billingHolder(caller),
     ) as never;
@@ -254,22 +209,14 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   // already_credited); under an Idempotency-Key a retry is answered the first call's answer, like
   // every other write's, and a key reused for another intent is 422.
   r.openapi(confirmPayment, async (c) => {
-    const caller = await billingCaller(c, "pay");
+    const caller = await billingCaller(c.get("config"), billingCredentials(c), "pay");
     const input = c.req.valid("json");
     return serveOnce(
       c,
       input,
       async () => {
-        const intent = await retrieveIntent(stripeClient(c.get("config")), input.payment_intent_id);
-        // Another account's intent is refused before anything about it (its status) is told.
-        if (intent.metadata?.account !== hashHex(caller.master)) {
-          throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
-        }
-        if (intent.status !== "succeeded" || intent.currency !== "usd") {
-          throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
-        }
-        const credit = await creditIntent(c, caller.master, intent, "confirm_payment");
-        return c.json({ credited_cents: credit.creditedCents, already_credited: credit.alreadyCredited, balance_cents: Math.max(0, credit.freeCents) }, 200);
+        const credited = await creditPayment(c.get("config"), c.env.LEDGER, caller.master, input.payment_intent_id, c.get("ids").requestId);
+        return c.json({ credited_cents: credited.creditedCents, already_credited: credited.alreadyCredited, balance_cents: credited.balanceCents }, 200);
       },
       billingHolder(caller),
     ) as never;
@@ -278,17 +225,8 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
   r.openAPIRegistry.registerPath(webhook);
   r.post(webhook.path, defaultBodyLimit, async (c) => {
-    const event = await verifiedEvent(c.get("config"), await c.req.text(), c.req.header("stripe-signature"));
-    if (event.type !== "payment_intent.succeeded") return c.json({ received: true as const, credited_cents: 0 }, 200);
-    const intent = event.data.object;
-    const account = intent.metadata?.account;
-    // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
-    if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account) || intent.currency !== "usd") {
-      console.warn(JSON.stringify({ level: "warn", msg: "webhook for a payment that is not a Sigil top-up", event: event.id, payment_intent: intent.id }));
-      return c.json({ received: true as const, credited_cents: 0 }, 200);
-    }
-    const credit = await creditIntent(c, BigInt(`0x${account}`), intent, "webhook");
-    return c.json({ received: true as const, credited_cents: credit.creditedCents }, 200);
+    const credited = await creditWebhook(c.get("config"), c.env.LEDGER, await c.req.text(), c.req.header("stripe-signature"), c.get("ids").requestId);
+    return c.json({ received: true as const, credited_cents: credited }, 200);
   });
 
   return r;

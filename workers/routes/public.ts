@@ -4,9 +4,10 @@ import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
 import { errorBodySchema, SigilError } from "../../shared/errors.ts";
+import { clientConfigOf, clientConfigSchema } from "../../shared/limits.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
-import { askEnclave, callEnclave } from "../enclave/client.ts";
+import { askEnclave } from "../enclave/client.ts";
 import { noteInstance } from "../enclave/instances.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 
@@ -50,23 +51,11 @@ const ipfsId = createRoute({
   responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, 400: errors, 413: errors },
 });
 
-const clientConfigSchema = z.object({
-  timeout_ms: z.number(),
-  max_timeout_ms: z.number(),
-  memory_limit_mb: z.number(),
-  max_code_bytes: z.number(),
-  max_js_params_bytes: z.number(),
-  max_response_bytes: z.number(),
-  max_log_bytes: z.number(),
-  max_fetch_count: z.number(),
-  max_wallet_operations: z.number(),
-});
-
 const clientConfig = createRoute({
   method: "get",
   path: "/get_sigil_action_client_config",
   summary: "The effective limits of a script run",
-  responses: { 200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } }, 503: errors },
+  responses: { 200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } } },
 });
 
 const enclaveHealth = z.object({
@@ -139,14 +128,13 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(ipfsId, async (c) => {
     const code = new TextEncoder().encode(c.req.valid("json"));
-    const { maxCodeBytes } = c.get("config");
+    const { maxCodeBytes } = c.get("config").limits;
     if (code.byteLength > maxCodeBytes) throw new SigilError("payload_too_large", `the script must be at most ${maxCodeBytes} bytes (UTF-8)`);
     return c.json(await computeCid(code), 200);
   });
 
-  r.openapi(clientConfig, async (c) =>
-    c.json(await callEnclave<z.infer<typeof clientConfigSchema>>(c.get("config"), c.get("ids"), { method: "GET", path: "/internal/v1/client_config", timeoutMs: 10_000 }), 200),
-  );
+  // The edge reads the same run limits as the enclaves (shared/limits.ts), so it answers alone.
+  r.openapi(clientConfig, (c) => c.json(clientConfigOf(c.get("config").limits), 200));
 
   r.openapi(apiPayers, async (c) => {
     const payers = await readView(c.get("config"), "apiPayers", []);

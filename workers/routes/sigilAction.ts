@@ -7,15 +7,12 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { sigilActionResponseSchema, sigilActionRequestSchema, type SigilActionResponse } from "../../shared/enclaveApi.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { meteredRun, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
+import { meteredRun, payerOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
-
-/** The longest run an enclave may be configured for (sandbox.md, Limits: wall-clock max 900 s). */
-const MAX_RUN_MS = 900_000;
 
 const sigilAction = createRoute({
   method: "post",
@@ -55,13 +52,15 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
     const input = c.req.valid("json");
     return serveOnce(c, input, async (attempt) => {
       if (attempt) await routeRetry(c, attempt, "run");
-      const { apiKey } = callerKey(c);
+      const key = callerKey(c);
+      const config = c.get("config");
+      const payer = await payerOf(config, c.env.LEDGER, key);
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
-      const { result: run, chargedCents } = await meteredRun(c, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
-        enclave.call("sigil_action", { ...input, api_key: apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
-          config: c.get("config"),
+      const { result: run, chargedCents } = await meteredRun(payer, config.limits.timeoutMs, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
+        enclave.call("sigil_action", { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
+          config,
           ids: c.get("ids"),
-          timeoutMs: (timeoutMs ?? MAX_RUN_MS) + RUN_FORWARD_MARGIN_MS,
+          timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
           idempotent: attempt?.send,
         }),
       );

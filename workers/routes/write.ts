@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse, type OperationInput } from "../../shared/enclaveApi.ts";
 import type { EdgeEnv } from "../router.ts";
-import { meteredWrite } from "../billing/meter.ts";
+import { meteredWrite, payerOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -18,12 +18,16 @@ import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySec
 
 async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown, attempt: Attempt | undefined): Promise<EnclaveResponse<Op>> {
   if (attempt) await routeRetry(c, attempt, "write");
-  const { apiKey } = callerKey(c);
-  const { result, chargedCents } = await meteredWrite(c, attempt?.ref ?? c.get("ids").requestId, () =>
-    enclave.call(op, { ...(toWire(input) as object), api_key: apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
+  const key = callerKey(c);
+  // Every metered answer says what it cost: a refusal before the write was sent, nothing.
+  c.header("X-Sigil-Charged-Cents", "0");
+  const payer = await payerOf(c.get("config"), c.env.LEDGER, key);
+  const write = await meteredWrite(payer, attempt?.ref ?? c.get("ids").requestId, () =>
+    enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
   );
-  c.header("X-Sigil-Charged-Cents", String(chargedCents));
-  return result;
+  c.header("X-Sigil-Charged-Cents", String(write.chargedCents));
+  if (!write.ok) throw write.error;
+  return write.result;
 }
 
 /**

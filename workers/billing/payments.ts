@@ -1,0 +1,81 @@
+// Crediting payments (billing.md, Stripe): a payment is credited exactly once, whichever of
+// `confirm_payment` and Stripe's webhook reports it first. Both credit the account's Ledger under
+// the payment intent's id, the amount Stripe received, and the Ledger adds a payment intent once.
+// A payment that failed or was canceled credits nothing.
+import type Stripe from "stripe";
+import { SigilError } from "../../shared/errors.ts";
+import type { EdgeConfig } from "../config.ts";
+import { hashHex, ledgerOf } from "./account.ts";
+import { shownBalanceCents } from "./balance.ts";
+import type { CreditResult, Ledger } from "./ledger.ts";
+import { retrieveIntent, stripeClient, verifiedEvent } from "./stripe.ts";
+
+/** What crediting a confirmed payment did: the cents it added (0 when already credited) and the balance after. */
+export type Credited = { creditedCents: number; alreadyCredited: boolean; balanceCents: number };
+
+/**
+ * Credits the payment intent `paymentIntentId`, which the client says it confirmed
+ * (confirm_payment), to the account `master`, once: Stripe must say it
+ * succeeded, in USD, and was made for this account (another account's intent is refused before
+ * anything about it, its status, is told).
+ */
+export async function creditPayment(
+  config: EdgeConfig,
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  master: bigint,
+  paymentIntentId: string,
+  requestId: string,
+): Promise<Credited> {
+  const intent = await retrieveIntent(stripeClient(config), paymentIntentId);
+  if (intent.metadata?.account !== hashHex(master)) {
+    throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
+  }
+  if (intent.status !== "succeeded" || intent.currency !== "usd") {
+    throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
+  }
+  const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "confirm_payment", requestId);
+  return { creditedCents: credit.creditedCents, alreadyCredited: credit.alreadyCredited, balanceCents: shownBalanceCents(credit.freeCents) };
+}
+
+/**
+ * Reads a webhook from Stripe (`rawBody` as it came, signed in `signature`: refused 400 unless the
+ * signature holds) and credits a `payment_intent.succeeded` to the account in the intent's
+ * metadata; what it added. Other events, and intents that are not Sigil top-ups, credit nothing.
+ */
+export async function creditWebhook(
+  config: EdgeConfig,
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  rawBody: string,
+  signature: string | undefined,
+  requestId: string,
+): Promise<number> {
+  const event = await verifiedEvent(config, rawBody, signature);
+  if (event.type !== "payment_intent.succeeded") return 0;
+  const intent = event.data.object;
+  const account = intent.metadata?.account;
+  // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
+  if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account) || intent.currency !== "usd") {
+    console.warn(JSON.stringify({ level: "warn", msg: "webhook for a payment that is not a Sigil top-up", event: event.id, payment_intent: intent.id }));
+    return 0;
+  }
+  const master = BigInt(`0x${account}`);
+  const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "webhook", requestId);
+  return credit.creditedCents;
+}
+
+/** Credits a succeeded intent to the account `master` (its `ledger`); what it added (0 if known). */
+async function creditIntent(ledger: DurableObjectStub<Ledger>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook", requestId: string): Promise<CreditResult> {
+  const credit = await ledger.credit(intent.id, intent.amount_received);
+  console.log(
+    JSON.stringify({
+      level: "info",
+      msg: credit.alreadyCredited ? "payment already credited" : "payment credited",
+      path,
+      payment_intent: intent.id,
+      account: hashHex(master).slice(0, 12),
+      cents: credit.creditedCents,
+      request_id: requestId,
+    }),
+  );
+  return credit;
+}
