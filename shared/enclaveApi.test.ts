@@ -1,11 +1,26 @@
-// The enclave's internal API schemas: strict bodies, group ids as numbers or decimal strings within
-// u64, the API key format (a public hash is never a key), and execute's code/ipfs_id rule.
+// The operation table and its schemas: every operation a client's request becomes is in the table
+// with its kind and body limit; strict bodies, group ids as numbers or decimal strings within u64,
+// the API key format (a public hash is never a key), and sigil_action's code/ipfs_id rule.
 import { describe, expect, it } from "vitest";
 import { NO_PERMISSIONS } from "../test/harness/permissions.ts";
 import { generateApiKey } from "./apiKey.ts";
 import { apiKeyHash, toHash32 } from "./hashing.ts";
 import { CID } from "multiformats/cid";
-import { enclaveOperations, groupIdField, requestSchemas, sigilActionRequestSchema, type EnclaveOperation } from "./enclaveApi.ts";
+import {
+  acts,
+  DEFAULT_BODY_LIMIT,
+  enclaveOperations,
+  groupIdField,
+  isOperation,
+  operations,
+  requestSchemas,
+  responseSchemas,
+  SCRIPT_BODY_LIMIT,
+  sigilActionRequestSchema,
+  TYPED_DATA_BODY_LIMIT,
+  type EnclaveOperation,
+} from "./enclaveApi.ts";
+import { errorStatus } from "./errors.ts";
 
 const KEY = generateApiKey();
 const HASH = toHash32(apiKeyHash(KEY));
@@ -227,5 +242,45 @@ describe("sigil_action's public body", () => {
   it("keeps js_params exactly as sent, a `__proto__` key included", () => {
     const js_params = JSON.parse('{"__proto__": {"a": 1}, "b": 2}') as unknown;
     expect(JSON.stringify(sigilActionRequestSchema.parse({ code: "x", js_params }).js_params)).toBe('{"__proto__":{"a":1},"b":2}');
+  });
+});
+
+describe("the operation table", () => {
+  it("holds every operation a client's request becomes, with that operation's schemas, and the enclave's own reads (health, attestation)", () => {
+    expect(Object.keys(operations).sort()).toEqual([...enclaveOperations, "health", "attestation"].sort());
+    for (const op of enclaveOperations) {
+      expect(operations[op].input, op).toBe(requestSchemas[op]);
+      expect(operations[op].output, op).toBe(responseSchemas[op]);
+    }
+    expect(isOperation("add_group")).toBe(true);
+    expect(isOperation("toString")).toBe(false);
+    expect(isOperation("client_config")).toBe(false);
+  });
+
+  it("says which operations act (never sent to a second enclave once delivered): the writes and the run, not the derivations or the reads", () => {
+    const acting = Object.keys(operations).filter((op) => acts(op as keyof typeof operations));
+    expect(acting).not.toContain("create_wallet_with_signature");
+    expect(acting).not.toContain("add_usage_api_key_with_signature");
+    expect(acting).not.toContain("health");
+    expect(acting).not.toContain("attestation");
+    expect(acting).toContain("new_account");
+    expect(acting).toContain("convert_to_chain_secured_account");
+    expect(operations.sigil_action.kind).toBe("run");
+    expect(acting).toHaveLength(enclaveOperations.length - 2);
+  });
+
+  it("gives each operation its body limit: a script's 6 MiB, signed typed data 64 KiB, the rest 256 KiB", () => {
+    expect(operations.sigil_action.bodyLimit).toBe(SCRIPT_BODY_LIMIT);
+    expect(SCRIPT_BODY_LIMIT).toBe(6 << 20);
+    for (const op of ["convert_to_chain_secured_account", "create_wallet_with_signature", "add_usage_api_key_with_signature"] as const) expect(operations[op].bodyLimit, op).toBe(TYPED_DATA_BODY_LIMIT);
+    for (const op of ["new_account", "add_group", "create_wallet", "health"] as const) expect(operations[op].bodyLimit, op).toBe(DEFAULT_BODY_LIMIT);
+  });
+
+  it("lists error codes that exist, with invalid_request and internal_error for every operation", () => {
+    for (const [op, spec] of Object.entries(operations)) {
+      for (const code of spec.errors) expect(errorStatus, `${op}: ${code}`).toHaveProperty(code);
+      expect(spec.errors, op).toContain("invalid_request");
+      expect(spec.errors, op).toContain("internal_error");
+    }
   });
 });

@@ -258,6 +258,13 @@ export const DEFAULT_BODY_LIMIT = 256 << 10;
  */
 export const SCRIPT_BODY_LIMIT = 6 << 20;
 
+/**
+ * The body limit of what is signed typed data (the three ChainSecured flows): far above the 4 KiB
+ * of typed data plus 4 KiB of signature, so oversized parts still get api.md's 413 from the
+ * typed-data check, with its message, and bounded before anything is checked (they need no key).
+ */
+export const TYPED_DATA_BODY_LIMIT = 64 << 10;
+
 /** A write sends a transaction; a run executes a script; a read changes nothing. */
 export type OperationKind = "write" | "run" | "read";
 
@@ -284,7 +291,7 @@ const writeOp = <Op extends EnclaveOperation>(op: Op, errors: readonly ErrorCode
   input: requestSchemas[op],
   output: responseSchemas[op],
   kind: "write" as OperationKind,
-  bodyLimit: DEFAULT_BODY_LIMIT,
+  bodyLimit: errors === SIGNED ? TYPED_DATA_BODY_LIMIT : DEFAULT_BODY_LIMIT,
   errors,
 });
 

@@ -11,7 +11,7 @@ import { readView } from "../chain/client.ts";
 import { enclave } from "../enclave/client.ts";
 import { idempotentAnswerHeaders, newAccountHolder, openIdempotencyHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity } from "./openapi.ts";
 
@@ -20,7 +20,7 @@ const newAccount = createRoute({
   path: "/new_account",
   summary: "Create a managed account: its master API key (shown once, or again to a retry with the same Idempotency-Key), the Account Master Wallet and the account id",
   // Anyone may call it, and the enclave's payers pay for the account's transaction.
-  middleware: [defaultBodyLimit, openWriteLimit({ spendsGas: true })] as const,
+  middleware: [operationBodyLimit("new_account"), openWriteLimit({ spendsGas: true })] as const,
   request: { headers: openIdempotencyHeaders, body: body(requestSchemas.new_account) },
   responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, 400: errors, 409: errors, 422: errors, 429: errors, 503: errors },
 });

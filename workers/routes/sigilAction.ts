@@ -9,7 +9,7 @@ import { sigilActionResponseSchema, sigilActionRequestSchema, type SigilActionRe
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { meteredRun, payerOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
-import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
@@ -19,7 +19,7 @@ const sigilAction = createRoute({
   path: "/sigil_action",
   summary: "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
   security: keySecurity,
-  middleware: [requireKey, scriptBodyLimit] as const,
+  middleware: [requireKey, operationBodyLimit("sigil_action")] as const,
   request: { headers: idempotencyHeaders, body: body(sigilActionRequestSchema) },
   responses: {
     200: {

@@ -3,34 +3,19 @@
 // (middleware/auth/walletSignature.ts). The enclave checks it all again: it never takes the edge's
 // word for who signed. Each takes an Idempotency-Key, kept under the signer's wallet (signerHolder).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import type { Context } from "hono";
 import { isAddress, type Address } from "viem";
 import { z } from "zod";
-import { addressField, responseSchemas, type EnclaveResponse, type OperationInput } from "../../shared/enclaveApi.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { addressField, responseSchemas, type OperationInput } from "../../shared/enclaveApi.ts";
 import { walletLookupHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { enclave } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
+import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, openIdempotencyHeaders, serveOnce, walletHolder, type KeyHolder } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
-
-/**
- * Bounds what these endpoints read before they check anything (they need no key). Far above the
- * 4 KiB of typed data plus 4 KiB of signature, so oversized parts still get api.md's 413 from
- * the typed-data check, with its message.
- */
-const MAX_BODY_BYTES = 64 << 10;
-
-const limitBody = bodyLimit({
-  maxSize: MAX_BODY_BYTES,
-  onError: () => {
-    throw new SigilError("payload_too_large", `the request body must be at most ${MAX_BODY_BYTES} bytes`);
-  },
-});
 
 // The envelope's own rules (sizes included) are checked by validateTypedData, in api.md's order,
 // so the schema only asks for the fields to be there; the body limit bounds them.
@@ -55,7 +40,7 @@ const createWallet = createRoute({
   method: "post",
   path: "/create_wallet_with_signature",
   summary: "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
-  middleware: [limitBody, openWrite] as const,
+  middleware: [operationBodyLimit("create_wallet_with_signature"), openWrite] as const,
   request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
   responses: { 200: { ...json(responseSchemas.create_wallet_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
 });
@@ -64,7 +49,7 @@ const addUsageKey = createRoute({
   method: "post",
   path: "/add_usage_api_key_with_signature",
   summary: "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
-  middleware: [limitBody, openWrite] as const,
+  middleware: [operationBodyLimit("add_usage_api_key_with_signature"), openWrite] as const,
   request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
   responses: { 200: { ...json(responseSchemas.add_usage_api_key_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
 });
@@ -113,7 +98,7 @@ const convert = createRoute({
   path: "/convert_to_chain_secured_account",
   summary: "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
   security: keySecurity,
-  middleware: [limitBody, requireKey] as const,
+  middleware: [operationBodyLimit("convert_to_chain_secured_account"), requireKey] as const,
   request: { headers: idempotencyHeaders, body: body(convertSchema) },
   responses: {
     200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: chargedHeader },

@@ -7,7 +7,7 @@ import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
@@ -25,7 +25,7 @@ const createWalletPost = createRoute({
   path: "/create_wallet",
   summary: "Create a wallet (PKP) for the caller's account",
   security: keySecurity,
-  middleware: [defaultBodyLimit, requireKey] as const,
+  middleware: [operationBodyLimit("create_wallet"), requireKey] as const,
   request: { headers: idempotencyHeaders, body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
   responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, 400: errors, 401: errors, 402: errors, 403: errors, 409: errors, 422: errors, 503: errors },
 });

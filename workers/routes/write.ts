@@ -13,7 +13,7 @@ import { meteredWrite, payerOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, toWire } from "./openapi.ts";
 
 async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown, attempt: Attempt | undefined): Promise<EnclaveResponse<Op>> {
@@ -80,7 +80,7 @@ export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
     path: `/${op}`,
     summary,
     security: keySecurity,
-    middleware: [defaultBodyLimit, requireKey] as const,
+    middleware: [operationBodyLimit(op), requireKey] as const,
     request: { headers: idempotencyHeaders, body: body((requestSchemas[op] as z.ZodObject).omit({ api_key: true })) },
     responses: { 200: { ...json(responseSchemas[op] as z.ZodType), headers: chargedHeader }, ...writeErrors },
   });
