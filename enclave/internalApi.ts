@@ -12,7 +12,7 @@ import type { z } from "zod";
 import { enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
 import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
 import { OperationMemory } from "./idempotency.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../shared/log.ts";
 import { addAction, deleteAction, updateActionMetadata } from "./operations/actions.ts";
 import { newAccount } from "./operations/accounts.ts";
 import type { Enclave, RequestContext } from "./operations/context.ts";

@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorBody, SigilError } from "../../shared/errors.ts";
 import { startGuestAgent, type GuestAgent } from "../../emulators/dstackGuestAgent.ts";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { DstackSource } from "./dstackSource.ts";
 import { attestationRoutes, SIMULATED_HEADER } from "./routes.ts";
 import { AttestationService } from "./service.ts";

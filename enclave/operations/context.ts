@@ -10,7 +10,7 @@ import type { PermissionCache } from "../authz/cache.ts";
 import type { ChainContext, KeyResolution } from "../chain/client.ts";
 import type { EnclaveConfig } from "../config.ts";
 import type { Keyring } from "../keys/derive.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { PayerPool } from "../payers/pool.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 

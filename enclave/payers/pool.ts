@@ -20,7 +20,7 @@ import { SigilError, sentTransactionError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { ChainContext } from "../chain/client.ts";
 import type { DerivedKey } from "../keys/derive.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 
 type Abi = typeof accountConfigAbi;
 export type WriteFunction = ContractFunctionName<Abi, "nonpayable">;

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import { SigilError } from "../../shared/errors.ts";
 import type { SandboxLimits } from "../config.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest } from "./hostOps.ts";
 import type { DnsSettings } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
