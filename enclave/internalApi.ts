@@ -10,7 +10,7 @@
 // answer, marked `idempotent-replayed: true`.
 import type { z } from "zod";
 import { enclaveOperations, requestSchemas, type EnclaveOperation } from "../shared/enclaveApi.ts";
-import { errorBody, SigilError, type IssueDetail } from "../shared/errors.ts";
+import { errorBody, isExposed, SigilError, type IssueDetail } from "../shared/errors.ts";
 import { OperationMemory } from "./idempotency.ts";
 import type { Logger } from "../shared/log.ts";
 import { addAction, deleteAction, updateActionMetadata } from "./operations/actions.ts";
@@ -75,13 +75,13 @@ export function requestContext(log: Logger, header: (name: string) => string | u
 }
 
 /**
- * What an error becomes for the client: its code, status and message for a SigilError (Retry-After
+ * What an error becomes for the client: its code, status and message for an exposed SigilError (Retry-After
  * when it has one), `internal_error` with nothing of the cause for anything else (the cause goes
  * to the log with the request id).
  */
 export function errorAnswer(err: unknown, ctx: RequestContext): InternalAnswer {
   const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": ctx.requestId };
-  if (err instanceof SigilError) {
+  if (isExposed(err)) {
     if (err.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.retryAfterSeconds);
     if (err.status >= 500) ctx.log.error("request failed", { code: err.code, error: err.cause instanceof Error ? err.cause.message : undefined });
     return { status: err.status, headers, body: JSON.stringify(errorBody(err, ctx.requestId)) };

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
-import { SigilError } from "./errors.ts";
+import { isExposed, SigilError } from "./errors.ts";
 
 /** Every internal operation, by the path segment it is served at: `POST /internal/v1/<op>`. */
 export const enclaveOperations = [
@@ -60,7 +60,7 @@ function toCanonicalCid(value: string, ctx: z.RefinementCtx): string {
   try {
     return canonicalCid(value);
   } catch (err) {
-    ctx.addIssue({ code: "custom", message: err instanceof SigilError ? err.message : "not an IPFS CID" });
+    ctx.addIssue({ code: "custom", message: isExposed(err) ? err.message : "not an IPFS CID" });
     return z.NEVER;
   }
 }

@@ -14,7 +14,7 @@
 import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
-import { errorStatus, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
+import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
@@ -125,7 +125,7 @@ async function firstAnswer<R extends { status: number }>(
       if (probe && suspect.has(base)) await probe(base);
       res = await request(base);
     } catch (err) {
-      if (err instanceof SigilError) throw err;
+      if (isExposed(err)) throw err;
       skip(base, err);
       if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
@@ -273,7 +273,7 @@ export async function askEnclave(config: EdgeConfig, ids: RequestIds, base: stri
   try {
     return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
   } catch (err) {
-    if (err instanceof SigilError) throw err;
+    if (isExposed(err)) throw err;
     skip(base, err);
     throw unavailable();
   } finally {
@@ -348,7 +348,7 @@ async function pinnedAnswer<R extends { base: string; res: Response }>(config: E
     try {
       answer = await ask(base);
     } catch (err) {
-      if (err instanceof SigilError) throw err;
+      if (isExposed(err)) throw err;
       skip(base, err);
       throw unavailable();
     }
