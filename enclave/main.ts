@@ -12,7 +12,7 @@ import { connectChain } from "./chain/client.ts";
 import { readEnclaveConfig, THREAD_POOL_SIZE, type EnclaveConfig } from "./config.ts";
 import { Keyring } from "./keys/derive.ts";
 import { loadRootKey } from "./keys/rootKey.ts";
-import { createLogger, type Logger } from "./log.ts";
+import { createLogger, type Logger } from "../shared/log.ts";
 import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
@@ -32,7 +32,10 @@ export type RunningEnclave = {
   close(): Promise<void>;
 };
 
-export async function startEnclave(config: EnclaveConfig, log: Logger = createLogger(config.logLevel, { service: "enclave" })): Promise<RunningEnclave> {
+/** The enclave's log sink: each line straight to stdout, whatever its level (the host collects stdout). */
+const stdoutSink = (line: string) => process.stdout.write(`${line}\n`);
+
+export async function startEnclave(config: EnclaveConfig, log: Logger = createLogger(config.logLevel, { service: "enclave" }, stdoutSink)): Promise<RunningEnclave> {
   const root = await loadRootKey(config.rootKey);
   log.info("root key loaded", { provider: config.rootKey.provider, source: root.source });
   const keyring = new Keyring(root.key);
@@ -161,7 +164,7 @@ if (import.meta.main) {
   // (scripts' DNS does not: guardedFetch resolves on c-ares). The image and the local stack set it in
   // the environment already; this covers a hand-started enclave.
   process.env.UV_THREADPOOL_SIZE ??= String(THREAD_POOL_SIZE);
-  const log = createLogger(config.logLevel, { service: "enclave" });
+  const log = createLogger(config.logLevel, { service: "enclave" }, stdoutSink);
   const running = await startEnclave(config, log).catch((err: unknown) => {
     log.error("enclave failed to start", { error: err instanceof Error ? err.message : String(err) });
     process.exit(1);

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
-import { SigilError, type ErrorCode } from "./errors.ts";
+import { isExposed, SigilError, type ErrorCode } from "./errors.ts";
 
 /** Every operation a client's request becomes, by its name (the public endpoint's). */
 export const enclaveOperations = [
@@ -64,7 +64,7 @@ function toCanonicalCid(value: string, ctx: z.RefinementCtx): string {
   try {
     return canonicalCid(value);
   } catch (err) {
-    ctx.addIssue({ code: "custom", message: err instanceof SigilError ? err.message : "not an IPFS CID" });
+    ctx.addIssue({ code: "custom", message: isExposed(err) ? err.message : "not an IPFS CID" });
     return z.NEVER;
   }
 }

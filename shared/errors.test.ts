@@ -1,6 +1,7 @@
 // The error vocabulary: codes and statuses exactly as api.md's table, and the one error body.
 import { describe, expect, it } from "vitest";
-import { errorBody, errorBodySchema, errorStatus, SigilError, type ErrorCode } from "./errors.ts";
+import { errorBodySchema } from "./errorBodySchema.ts";
+import { errorBody, errorStatus, SigilError, type ErrorCode } from "./errors.ts";
 
 // api.md, Conventions, Errors: written out independently of errors.ts.
 const API_MD_TABLE: Record<number, string[]> = {

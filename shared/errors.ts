@@ -1,6 +1,6 @@
 // The error vocabulary the edge and the enclave share (api.md): stable codes, the HTTP status of
 // each, the one error body every non-2xx answer has, and the codes a script run can end with.
-import { z } from "zod";
+// Free of zod (its schema is in errorBodySchema.ts), so the sandbox's worker threads can load it.
 
 /** Every HTTP error code and its status. A code's status never changes; add codes, never reuse them. */
 export const errorStatus = {
@@ -63,45 +63,58 @@ export type RunErrorCode = (typeof runErrorCodes)[number];
 export type IssueDetail = { path: string; message: string };
 
 /**
- * An error with a stable code, thrown by domain code on either side; one error middleware maps it to
- * an HTTP answer. `message` is a sentence for the client: it never holds secrets, stack traces or
- * RPC/revert internals (those go to the log with the request id).
+ * The one base of every error the code throws on purpose, on either side: a stable `code` from
+ * `errorStatus`, its HTTP `status`, `details`, and optionally `retryAfterSeconds` and `cause`. One
+ * error middleware per side maps it to an HTTP answer.
+ *
+ * `expose` says whether `message` is written for the client. It is true for a SigilError made
+ * directly (the domain's refusals: `not_found`, `permission_denied`, …), whose message never holds
+ * secrets, stack traces or RPC/revert internals. The specialised errors of the channel, the
+ * attestation checks and the sandbox are subclasses with `expose` false: their messages name
+ * enclave URLs, peers and internals, so a handler that meets one answers `internal_error` and logs
+ * the message instead. Code that asks "is this an answer for the client?" tests `isExposed(err)`,
+ * never `instanceof SigilError` alone.
  */
 export class SigilError extends Error {
-  override readonly name = "SigilError";
+  override readonly name: string = "SigilError";
   readonly code: ErrorCode;
   readonly status: ErrorStatus;
   readonly details: unknown;
   /** Seconds a client should wait before retrying (429 and 503 answers carry it as Retry-After). */
   readonly retryAfterSeconds: number | undefined;
+  /** Whether `code` and `message` may be the client's answer as they are (see the class comment). */
+  readonly expose: boolean;
 
   /**
    * `status` overrides the code's usual status where api.md answers otherwise: the one case is the
    * Stripe webhook, whose bad signature is a 400 `invalid_signature` (the payload is refused; no
    * credential of a caller is at stake).
    */
-  constructor(code: ErrorCode, message: string, options: { details?: unknown; retryAfterSeconds?: number; cause?: unknown; status?: ErrorStatus } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: unknown; retryAfterSeconds?: number; cause?: unknown; status?: ErrorStatus; expose?: boolean } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.status = options.status ?? errorStatus[code];
     this.details = options.details;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.expose = options.expose ?? true;
   }
 }
 
-export const errorBodySchema = z.object({
-  error: z.object({
-    code: z.enum(Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]]),
-    message: z.string(),
-    request_id: z.string(),
-    details: z.unknown().optional(),
-  }),
-});
+/** Whether `err` is an answer for the client: a SigilError whose message is written for it. */
+export function isExposed(err: unknown): err is SigilError {
+  return err instanceof SigilError && err.expose;
+}
 
-/** `{"error": {code, message, request_id, details?}}`: the body of every non-2xx answer. */
-export type ErrorBody = z.infer<typeof errorBodySchema>;
+/** `{"error": {code, message, request_id, details?}}`: the body of every non-2xx answer (errorBodySchema.ts checks it). */
+export type ErrorBody = { error: { code: ErrorCode; message: string; request_id: string; details?: unknown } };
 
+/** The body for `error`; one whose message is not for the client (see `expose`) becomes a bare `internal_error`. */
 export function errorBody(error: SigilError, requestId: string): ErrorBody {
+  if (!error.expose) return { error: { code: "internal_error", message: "an internal error occurred", request_id: requestId } };
   return {
     error: {
       code: error.code,
@@ -125,12 +138,13 @@ export function sentTransactionError(err: SigilError, transactionHash: string): 
     ...(err.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: err.retryAfterSeconds }),
     ...(err.cause === undefined ? {} : { cause: err.cause }),
     status: err.status,
+    expose: err.expose,
   });
 }
 
 /** The hash of the transaction a failed write had sent (see sentTransactionError), if it had sent one. */
 export function sentTransactionOf(err: unknown): string | undefined {
-  return err instanceof SigilError ? transactionHashIn(err.details) : undefined;
+  return isExposed(err) ? transactionHashIn(err.details) : undefined;
 }
 
 /** `details.transaction_hash` of an error body (or a SigilError's details), when it is a transaction hash. */

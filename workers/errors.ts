@@ -3,11 +3,12 @@
 // revert data) go to the log with the request id, never to the client.
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { errorBody, SigilError } from "../shared/errors.ts";
+import { errorBody, isExposed, SigilError } from "../shared/errors.ts";
 import type { RequestIds } from "./middleware/requestId/index.ts";
 
 export function toSigilError(err: unknown): SigilError {
-  if (err instanceof SigilError) return err;
+  // Only an error written for the client passes as it is; the rest (channel, attestation, …) is internal_error.
+  if (isExposed(err)) return err;
   if (err instanceof HTTPException) {
     if (err.status === 400) return new SigilError("invalid_json", "the request body is not valid JSON");
     // The validator refuses a body that is not declared as JSON: still the client's mistake, still 400.

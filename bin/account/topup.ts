@@ -4,6 +4,7 @@
 // as `api_base`), then asks the edge to credit it and waits until it has. Only test cards work:
 // with real Stripe keys this buys nothing in live mode (Stripe refuses test cards there).
 import { parseArgs } from "node:util";
+import { SigilError } from "../../shared/errors.ts";
 
 export type TopUpOptions = {
   /** The API base, e.g. http://127.0.0.1:8787/core/v1. */
@@ -21,8 +22,12 @@ export type TopUpResult = { paymentIntentId: string; creditedCents: number; alre
 
 type ErrorBody = { error?: { code?: string; message?: string; details?: { status?: string } } };
 
-export class TopUpError extends Error {
+/** The top-up did not complete (`payment_not_succeeded`); the message, for the CLI's user, says where it stopped. */
+export class TopUpError extends SigilError {
   override readonly name = "TopUpError";
+  constructor(message: string) {
+    super("payment_not_succeeded", message, { expose: false });
+  }
 }
 
 async function edge<T>(options: TopUpOptions, method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; body: T & ErrorBody }> {

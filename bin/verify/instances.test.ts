@@ -14,7 +14,7 @@ import { readAppCompose } from "../../enclave/attestation/open.ts";
 import { attestationRoutes } from "../../enclave/attestation/routes.ts";
 import { AttestationService } from "../../enclave/attestation/service.ts";
 import { SimulatedSource } from "../../enclave/attestation/simulated/simulatedSource.ts";
-import { createLogger } from "../../enclave/log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { runVerifyCli } from "../../test/fixtures/dstackDeployment.ts";
 import type { CheckLine } from "./verify.ts";
 

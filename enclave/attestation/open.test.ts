@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils";
 import { afterAll, describe, expect, it } from "vitest";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { openAttestation, PLACEHOLDER_APP_COMPOSE, readAppCompose } from "./open.ts";
 
 const log = createLogger("silent");

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EnclaveConfig } from "../config.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import { DstackSource } from "./dstackSource.ts";
 import type { DevEvidences } from "./evidences.ts";
 import { AttestationService } from "./service.ts";

@@ -3,9 +3,9 @@
 // mock collateral and no evidences stand-in to serve.
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { errorBody, SigilError } from "../../shared/errors.ts";
+import { errorBody, isExposed } from "../../shared/errors.ts";
 import { startGuestAgent, type GuestAgent } from "../../emulators/dstackGuestAgent.ts";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { DstackSource } from "./dstackSource.ts";
 import { attestationRoutes, SIMULATED_HEADER } from "./routes.ts";
 import { AttestationService } from "./service.ts";
@@ -18,7 +18,7 @@ beforeAll(async () => {
   const service = new AttestationService({ source: new DstackSource(agent.endpoint), log: createLogger("silent") });
   app = new Hono();
   app.route("/", attestationRoutes({ service }));
-  app.onError((err, c) => (err instanceof SigilError ? c.json(errorBody(err, "test"), err.status) : c.json({ unexpected: err.message }, 500)));
+  app.onError((err, c) => (isExposed(err) ? c.json(errorBody(err, "test"), err.status) : c.json({ unexpected: err.message }, 500)));
 });
 afterAll(() => agent.close());
 

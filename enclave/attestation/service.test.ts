@@ -6,7 +6,7 @@ import { sha512 } from "@noble/hashes/sha2";
 import { bytesToHex, concatBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { describe, expect, it } from "vitest";
 import { SigilError } from "../../shared/errors.ts";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { AttestationService } from "./service.ts";
 import type { AttestationSource, Info, QuoteAnswer } from "./source.ts";
 

@@ -7,7 +7,7 @@
 // nothing of HTTP: errors are SigilErrors the server maps.
 import { SigilError } from "../../shared/errors.ts";
 import { TokenBucket, TokenBuckets, type BucketRate } from "../../shared/tokenBucket.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import { nonceReportData, REPORT_DATA_BYTES, type AttestationSource, type Info, type QuoteAnswer } from "./source.ts";
 
 export type CachedQuote = { answer: QuoteAnswer; madeAtMs: number };

@@ -20,7 +20,7 @@ import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
-import { createLogger, type Logger } from "../log.ts";
+import { createLogger, type Logger } from "../../shared/log.ts";
 import { ChainListener, type ListenerOptions } from "./listener.ts";
 
 let anvil: Anvil;

@@ -4,7 +4,7 @@
 // processed block after an error, and re-reads the last few blocks on every poll so an event in a
 // block replaced by a short reorg is still seen.
 import { hexToBigInt, type Address, type Log, type PublicClient } from "viem";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 
 /** Events with one more indexed topic after the master; for the usage-key events it is the key hash, whose cached denial must go too (for the others, dropping an absent entry does nothing). */
 const KEY_EVENT_COUNT = 3;

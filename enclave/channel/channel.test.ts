@@ -1,7 +1,7 @@
 // The enclave's channel listener's log of refused sealed requests: a flood of junk must not become a
 // flood of log lines (each line is written synchronously to stdout by the one thread that serves).
 import { describe, expect, it } from "vitest";
-import { createLogger, type Logger } from "../log.ts";
+import { createLogger, type Logger } from "../../shared/log.ts";
 import { refusalLog } from "./channel.ts";
 
 describe("refusalLog", () => {

@@ -10,7 +10,7 @@ import type { ChannelDocument } from "../../shared/channel/client.ts";
 import { errorBody, SigilError } from "../../shared/errors.ts";
 import type { BucketRate } from "../../shared/tokenBucket.ts";
 import type { OperationAnswer, OperationRequest } from "../../shared/channel/channel.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import { nodeAead } from "./nodeAead.ts";
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */

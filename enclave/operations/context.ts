@@ -3,14 +3,14 @@
 import { getAddress, type Address } from "viem";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { mapContractError } from "../../shared/contractErrors.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
 import type { PermissionCache } from "../authz/cache.ts";
 import type { ChainContext, KeyResolution } from "../chain/client.ts";
 import type { EnclaveConfig } from "../config.ts";
 import type { Keyring } from "../keys/derive.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { PayerPool } from "../payers/pool.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 
@@ -68,7 +68,7 @@ export async function readChain<T>(read: () => Promise<T>, keyHash?: bigint): Pr
   try {
     return await read();
   } catch (err) {
-    if (err instanceof SigilError) throw err;
+    if (isExposed(err)) throw err;
     throw mapContractError(err, keyHash === undefined ? {} : { keyHash }).error;
   }
 }

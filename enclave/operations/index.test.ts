@@ -3,7 +3,7 @@
 // operation runs; it serves the reads of the table (health, attestation) from the parts it is given;
 // and it remembers under an Idempotency-Key only operations that act.
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import type { Enclave } from "./context.ts";
 import { createDispatcher } from "./index.ts";
 

@@ -7,7 +7,7 @@
 // its answer, marked `replayed`.
 import type { OperationAnswer, OperationRequest } from "../../shared/channel/channel.ts";
 import { isOperation, operations, type OperationName, type ParsedInput } from "../../shared/enclaveApi.ts";
-import { errorBody, SigilError, type IssueDetail } from "../../shared/errors.ts";
+import { errorBody, isExposed, SigilError, type IssueDetail } from "../../shared/errors.ts";
 import { OperationMemory } from "../idempotency.ts";
 import { addAction, deleteAction, updateActionMetadata } from "./actions.ts";
 import { newAccount } from "./accounts.ts";
@@ -76,12 +76,12 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
 }
 
 /**
- * What an error becomes for the client: its code, status and message for a SigilError (Retry-After
+ * What an error becomes for the client: its code, status and message for an exposed SigilError (Retry-After
  * when it has one), `internal_error` with nothing of the cause for anything else (the cause goes
  * to the log with the request id).
  */
 export function errorAnswer(err: unknown, ctx: RequestContext): Extract<OperationAnswer, { ok: false }> {
-  if (err instanceof SigilError) {
+  if (isExposed(err)) {
     if (err.status >= 500) ctx.log.error("request failed", { code: err.code, error: err.cause instanceof Error ? err.cause.message : undefined });
     return { ok: false, status: err.status, error: errorBody(err, ctx.requestId).error, ...(err.retryAfterSeconds === undefined ? {} : { retry_after: err.retryAfterSeconds }) };
   }

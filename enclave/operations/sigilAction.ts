@@ -6,7 +6,7 @@ import { canonicalCid, computeCid } from "../../shared/cid.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { cidHash } from "../../shared/hashing.ts";
-import { keyRef } from "../log.ts";
+import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";

@@ -23,7 +23,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { connectChain, type ChainContext } from "../chain/client.ts";
 import { Keyring, newDerivation } from "../keys/derive.ts";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { PayerPool, type DecodedEvent, type WriteResult } from "./pool.ts";
 
 const PAYERS = 3;

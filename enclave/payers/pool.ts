@@ -16,11 +16,11 @@ import {
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { mapContractError } from "../../shared/contractErrors.ts";
-import { SigilError, sentTransactionError } from "../../shared/errors.ts";
+import { isExposed, SigilError, sentTransactionError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { ChainContext } from "../chain/client.ts";
 import type { DerivedKey } from "../keys/derive.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 
 type Abi = typeof accountConfigAbi;
 export type WriteFunction = ContractFunctionName<Abi, "nonpayable">;
@@ -177,7 +177,7 @@ export class PayerPool {
   }
 
   #mapped(err: unknown, keyHash: bigint | undefined, log: Logger, what: string): SigilError {
-    if (err instanceof SigilError) return err;
+    if (isExposed(err)) return err;
     const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
     if (internal) log.error(what, { error: err instanceof Error ? err.message.split("\n").slice(0, 3).join(" | ") : String(err) });
     return error;

@@ -239,7 +239,7 @@ export function createRunHost(run: RunContext): RunHost {
         return { status: r.status, statusText: r.statusText, headers: r.headers, url: r.url, redirected: r.redirected, body: r.body };
       } catch (err) {
         if (err instanceof FetchError) {
-          throw new CodedError(err.code === "limit_exceeded" ? "limit_exceeded" : null, err.message, err.code === "limit_exceeded" ? "Error" : "TypeError");
+          throw new CodedError(err.reason === "limit_exceeded" ? "limit_exceeded" : null, err.message, err.reason === "limit_exceeded" ? "Error" : "TypeError");
         }
         throw new CodedError(null, "fetch failed", "TypeError");
       }

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { startFetchTarget, type FetchTarget } from "../../emulators/fetchTarget.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { readEnclaveConfig } from "../config.ts";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../../shared/log.ts";
 import { SandboxPool, type KeyProvider } from "./pool.ts";
 import type { RunOutcome, RunRequest } from "./runtime.ts";
 

@@ -10,13 +10,13 @@
 // this Node, or the termination did not land) is the whole worker replaced, as is a worker that dies.
 import { randomUUID } from "node:crypto";
 import { Worker } from "node:worker_threads";
-import { SigilError } from "../../shared/errors.ts";
+import { isExposed, SigilError } from "../../shared/errors.ts";
 import type { SandboxLimits } from "../config.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest } from "./hostOps.ts";
 import type { DnsSettings } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
-import type { RunOutcome, RunRequest } from "./runtime.ts";
+import { CodedError, type RunOutcome, type RunRequest } from "./runtime.ts";
 import { SLICE_BOARD_BYTES, SliceWatch } from "./slices.ts";
 import { Terminator } from "./terminator.ts";
 
@@ -216,8 +216,11 @@ export class SandboxPool {
         );
       },
       (err: unknown) => {
-        const coded = err as { code?: unknown; message?: unknown };
-        const known = err instanceof SigilError || typeof coded.code === "string";
+        // A CodedError's code for the script is its scriptCode; the other errors whose message is
+        // not for the client (channel, attestation, fetch) are unknown, though they carry a code.
+        const coded: { code?: unknown; message?: unknown } =
+          err instanceof CodedError ? { code: err.scriptCode, message: err.message } : err instanceof SigilError && !err.expose ? {} : (err as { code?: unknown; message?: unknown });
+        const known = isExposed(err) || typeof coded.code === "string";
         if (!known) this.#o.log.error("key request failed", { error: err instanceof Error ? err.message : String(err) });
         this.#post(slot, {
           type: "keyReply",

@@ -9,6 +9,7 @@
 // and its instance is dropped unread.
 import { readFileSync } from "node:fs";
 import { MessageChannel } from "node:worker_threads";
+import { errorStatus, SigilError, type ErrorCode } from "../../shared/errors.ts";
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
 import type { SandboxInstance } from "./instance.ts";
@@ -64,15 +65,27 @@ export type RunHost = {
   callSync(op: string, args: unknown): unknown;
 };
 
-/** An error for the script, with the code it carries (`permission_denied`, `limit_exceeded`, …). */
-export class CodedError extends Error {
-  readonly code: string | null;
+/**
+ * An error for the script: `scriptCode` is the code the script's error carries (`permission_denied`,
+ * `limit_exceeded`, …, or none), `kind` the class it is thrown as. Its `code` is the service's code
+ * nearest in meaning (the script code itself where it is one, `internal_error` for a key that does
+ * not match its wallet, else `invalid_request`: the script asked for what cannot be done). Its
+ * message is for the script, never an HTTP answer (`expose` false).
+ */
+export class CodedError extends SigilError {
+  override readonly name = "CodedError";
+  readonly scriptCode: string | null;
   readonly kind: "Error" | "TypeError" | "RangeError";
-  constructor(code: string | null, message: string, kind: "Error" | "TypeError" | "RangeError" = "Error") {
-    super(message);
-    this.code = code;
+  constructor(scriptCode: string | null, message: string, kind: "Error" | "TypeError" | "RangeError" = "Error") {
+    super(serviceCodeOf(scriptCode), message, { expose: false });
+    this.scriptCode = scriptCode;
     this.kind = kind;
   }
+}
+
+function serviceCodeOf(scriptCode: string | null): ErrorCode {
+  if (scriptCode === "wallet_key_mismatch") return "internal_error";
+  return scriptCode !== null && Object.hasOwn(errorStatus, scriptCode) ? (scriptCode as ErrorCode) : "invalid_request";
 }
 
 class LogBuffer {
@@ -492,7 +505,7 @@ export class ScriptRun {
 
     const hostFailure = (err: unknown) => {
       if (err instanceof RunStop) throw err;
-      if (err instanceof CodedError) return { ok: false as const, code: err.code, message: err.message, name: err.kind };
+      if (err instanceof CodedError) return { ok: false as const, code: err.scriptCode, message: err.message, name: err.kind };
       return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
     };
 

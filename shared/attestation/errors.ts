@@ -1,6 +1,7 @@
 // The errors of the attestation core (attestation.md, The verifier): one class with a reason a
 // caller can branch on, and a sentence that says what was wrong. The pipeline in verify.ts turns
 // them into failed checks; the parsers throw them.
+import { SigilError } from "../errors.ts";
 
 /** What kind of input or check failed. */
 export type AttestationFailure =
@@ -12,11 +13,15 @@ export type AttestationFailure =
   | "invalid_info"
   | "invalid_evidence";
 
-export class AttestationError extends Error {
+/**
+ * Evidence that does not parse or does not verify: `invalid_request` (the input is not valid
+ * evidence), not for a client as it is (`expose` false: the message can quote the evidence).
+ */
+export class AttestationError extends SigilError {
   override readonly name: string = "AttestationError";
   readonly reason: AttestationFailure;
   constructor(reason: AttestationFailure, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super("invalid_request", message, { ...options, expose: false });
     this.reason = reason;
   }
 }

@@ -24,6 +24,7 @@ import { Aes128Gcm, CipherSuite, DhkemX25519HkdfSha256, HkdfSha256 } from "@hpke
 import { sha256 } from "@noble/hashes/sha256";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { z } from "zod";
+import { SigilError } from "../errors.ts";
 import { TokenBuckets, type BucketRate } from "../tokenBucket.ts";
 
 /** A copy on a plain ArrayBuffer, the type WebCrypto's signatures ask for. */
@@ -56,15 +57,17 @@ export type ChannelRefusal =
   | "replayed"
   | "too_many_openings";
 
-export class ChannelError extends Error {
+/**
+ * A sealed request refused for `reason`. Not for a client (`expose` false): to the edge's caller it
+ * means the enclave could not take the request, `enclave_unavailable`; `retryAfterSeconds` is set
+ * for `too_many_openings` (when the source may open again).
+ */
+export class ChannelError extends SigilError {
   override readonly name = "ChannelError";
   readonly reason: ChannelRefusal;
-  /** For `too_many_openings`: when the source may open again. */
-  readonly retryAfterSeconds: number | undefined;
   constructor(reason: ChannelRefusal, message: string, options: { retryAfterSeconds?: number } = {}) {
-    super(message);
+    super("enclave_unavailable", message, { ...options, expose: false });
     this.reason = reason;
-    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

@@ -5,6 +5,7 @@
 // restarted with a new one); a session the enclave no longer holds is replaced. Either way the
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
+import { SigilError } from "../errors.ts";
 import { ChannelError, ChannelSession, channelReportData, fromBase64Url, operationAnswerSchema, toBase64Url, type Aead, type EdgeIdentity, type OperationAnswer, type OperationRequest } from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
@@ -26,17 +27,27 @@ export type ChannelAnswer = OperationAnswer;
 /** The enclave's refusal of a sealed request, outside the seal (`{channel_error: reason}`). */
 const refusalSchema = z.object({ channel_error: z.string() });
 
-/** Nothing reached the enclave (its key could not be fetched or verified, or it did not answer a probe): safe to send elsewhere. */
-export class ChannelUnavailableError extends Error {
+/**
+ * Nothing reached the enclave (its key could not be fetched or verified, or it did not answer a probe): safe to send elsewhere.
+ * `enclave_unavailable`, not for a client (`expose` false: the message names the enclave's URL).
+ */
+export class ChannelUnavailableError extends SigilError {
   override readonly name = "ChannelUnavailableError";
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("enclave_unavailable", message, { ...options, expose: false });
+  }
 }
 
 /**
  * The sealed request was sent but no answer came back that opens: the enclave may have acted on it
  * (sent a transaction, run a script). Sending it to another enclave could do the work twice.
+ * `enclave_unavailable`, not for a client (`expose` false: the message names the enclave's URL).
  */
-export class ChannelDeliveryError extends Error {
+export class ChannelDeliveryError extends SigilError {
   override readonly name = "ChannelDeliveryError";
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("enclave_unavailable", message, { ...options, expose: false });
+  }
 }
 
 type Pin = { publicKey: Uint8Array; until: number; session?: Promise<ChannelSession> };

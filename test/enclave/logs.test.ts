@@ -7,7 +7,7 @@ import { bytesToHex, getAddress, hexToBytes, type Address, type Hex } from "viem
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
-import { keyRef } from "../../enclave/log.ts";
+import { keyRef } from "../../shared/log.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";

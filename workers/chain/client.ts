@@ -2,7 +2,7 @@
 // revert becomes the api.md error for it; an unreachable chain 503 chain_unavailable.
 import { createPublicClient, http, type ContractFunctionArgs, type ContractFunctionName, type ContractFunctionReturnType, type PublicClient } from "viem";
 import { mapContractError } from "../../shared/contractErrors.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeConfig } from "../config.ts";
 
@@ -28,7 +28,7 @@ export async function read<T>(run: () => Promise<T>, keyHash?: bigint): Promise<
   try {
     return await run();
   } catch (err) {
-    if (err instanceof SigilError) throw err;
+    if (isExposed(err)) throw err;
     const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
     if (internal) console.error(JSON.stringify({ level: "error", msg: "chain read failed", error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
     throw error;

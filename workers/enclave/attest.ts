@@ -8,11 +8,16 @@
 import { getCollateral } from "@phala/dcap-qvl";
 import { governanceAllows, parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
 import type { ChannelDocument, ChannelVerifier } from "../../shared/channel/client.ts";
+import { SigilError } from "../../shared/errors.ts";
 import { chainClient } from "../chain/client.ts";
 import type { EdgeConfig } from "../config.ts";
 
-export class AttestationRefused extends Error {
+/** This edge will not seal to the enclave: `enclave_unavailable`, not for a client (`expose` false: it says why, about that enclave). */
+export class AttestationRefused extends SigilError {
   override readonly name = "AttestationRefused";
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("enclave_unavailable", message, { ...options, expose: false });
+  }
 }
 
 function derFromServed(value: string): Uint8Array {

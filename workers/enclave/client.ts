@@ -14,7 +14,7 @@
 import { ChannelError, edgeIdentityFromSeed, type OperationRequest } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/enclaveApi.ts";
-import { errorStatus, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
+import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
@@ -123,7 +123,7 @@ async function firstAnswer<R>(
       if (probe && suspect.has(base)) await probe(base);
       res = await request(base);
     } catch (err) {
-      if (err instanceof SigilError) throw err;
+      if (isExposed(err)) throw err;
       skip(base, err);
       if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
@@ -270,7 +270,7 @@ export async function askEnclave<Op extends OperationName>(
   try {
     return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
   } catch (err) {
-    if (err instanceof SigilError) throw err;
+    if (isExposed(err)) throw err;
     skip(base, err);
     throw unavailable();
   } finally {
@@ -342,7 +342,7 @@ async function pinnedAnswer<R extends { base: string; res: Response }>(config: E
     try {
       answer = await ask(base);
     } catch (err) {
-      if (err instanceof SigilError) throw err;
+      if (isExposed(err)) throw err;
       skip(base, err);
       throw unavailable();
     }

@@ -38,7 +38,7 @@ import type { Context } from "hono";
 import { routePath } from "hono/route";
 import { z } from "zod";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
-import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
+import { isExposed, SigilError, sentTransactionOf } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
 import { callerAccount, hashHex } from "../billing/account.ts";
 import { payerOf, releaseHold } from "../billing/meter.ts";
@@ -228,7 +228,7 @@ function fingerprint(c: Context<EdgeEnv>, body: unknown): Promise<string> {
 function fateOf(err: unknown, forwarded: boolean): "keep" | "interrupted" | "unused" {
   if (err instanceof EnclaveLostError) return "interrupted";
   // Not a refusal: the edge failed after sending; the enclave's memory has the truth for a retry.
-  if (!(err instanceof SigilError)) return forwarded ? "interrupted" : "unused";
+  if (!isExposed(err)) return forwarded ? "interrupted" : "unused";
   if (sentTransactionOf(err) !== undefined || err.code === "write_outcome_unknown") return "keep";
   if (!forwarded || err.status === 429 || err.status === 503) return "unused";
   return "keep";

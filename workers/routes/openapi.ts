@@ -3,7 +3,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
-import { errorBodySchema } from "../../shared/errors.ts";
+import { errorBodySchema } from "../../shared/errorBodySchema.ts";
 import type { EdgeEnv } from "../router.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 

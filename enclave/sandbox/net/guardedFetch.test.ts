@@ -193,7 +193,7 @@ describe("refusals before any connection", () => {
   it.each(nonPublic)("a host name resolving to %s (%s) is refused", async (address, words) => {
     const resolve = vi.fn(resolverOf(address));
     const err = await fetchError(guardedFetch(get("http://service.example/x"), policy, { resolve }));
-    expect(err.code).toBe("network_refused");
+    expect(err.reason).toBe("network_refused");
     expect(err.message).toMatch(new RegExp(`^fetch to service\\.example:80 refused: it resolves to an? ${words} address\\.$`));
     expect(err.message).not.toContain(address.split("%")[0]); // internal addresses are not echoed to scripts
     expect(resolve).toHaveBeenCalledExactlyOnceWith("service.example");
@@ -206,7 +206,7 @@ describe("refusals before any connection", () => {
     ["93.184.215.14", "169.254.169.254"],
   ])("a host name resolving to %s and %s is refused", async (a, b) => {
     const err = await fetchError(guardedFetch(get("https://mixed.example/"), policy, { resolve: resolverOf(a, b) }));
-    expect(err.code).toBe("network_refused");
+    expect(err.reason).toBe("network_refused");
     expect(err.message).toMatch(/^fetch to mixed\.example:443 refused: it resolves to an? .+ address\.$/);
   });
 
@@ -238,14 +238,14 @@ describe("refusals before any connection", () => {
   ])("%s is refused without DNS or a connection", async (url, hostPort, words) => {
     const resolve = vi.fn(noDns);
     const err = await fetchError(guardedFetch(get(url), policy, { resolve }));
-    expect(err.code).toBe("network_refused");
+    expect(err.reason).toBe("network_refused");
     expect(err.message).toBe(`fetch to ${hostPort} refused: ${words} address.`);
     expect(resolve).not.toHaveBeenCalled();
   });
 
   it("refuses the main server's own loopback port when it is not allow-listed", async () => {
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/hello`), { ...policy, allowHosts: new Set() }, { resolve: noDns }));
-    expect(err.code).toBe("network_refused");
+    expect(err.reason).toBe("network_refused");
     expect(main.hits).toEqual([]);
   });
 
@@ -253,14 +253,14 @@ describe("refusals before any connection", () => {
     "%s is refused: only http and https",
     async (url) => {
       const err = await fetchError(guardedFetch(get(url), policy, { resolve: noDns }));
-      expect(err.code).toBe("network_refused");
+      expect(err.reason).toBe("network_refused");
       expect(err.message).toMatch(/^fetch to an? [a-z]+: URL refused: only http and https are allowed\.$/);
     },
   );
 
   it.each(["http://user:pass@example.com/", "http://user@example.com/", `http://u:p@127.0.0.1:0/`])("%s is refused: credentials in the URL", async (url) => {
     const err = await fetchError(guardedFetch(get(url), policy, { resolve: noDns }));
-    expect(err.code).toBe("invalid_request");
+    expect(err.reason).toBe("invalid_request");
     expect(err.message).toBe("fetch URL must not contain a user name or password.");
   });
 
@@ -274,14 +274,14 @@ describe("refusals before any connection", () => {
     [get("http://example.com/", { headers: [["bad name", "a"]] }), 'fetch header "bad name" has an invalid name or value.'],
   ])("malformed requests are invalid_request (%#)", async (request, message) => {
     const err = await fetchError(guardedFetch(request, policy, { resolve: noDns }));
-    expect(err.code).toBe("invalid_request");
+    expect(err.reason).toBe("invalid_request");
     expect(err.message).toBe(message);
   });
 
   it("an unresolvable name is a network_error without a stack in the message", async () => {
     for (const resolve of [resolverOf(), noDns]) {
       const err = await fetchError(guardedFetch(get("http://nowhere.example/"), policy, { resolve }));
-      expect(err.code).toBe("network_error");
+      expect(err.reason).toBe("network_error");
       expect(err.message).toBe("fetch to nowhere.example:80 failed: the host name could not be resolved.");
     }
   });
@@ -309,14 +309,14 @@ describe("checkDestination (the decision, never a connection)", () => {
     const allow = { allowHosts: new Set(["db.internal:5984", "[fd00::5]:80"]), denyPorts: new Set<number>() };
     await expect(checkDestination("http://DB.internal:5984/", allow, resolverOf("10.0.0.5"))).resolves.toMatchObject({ address: "10.0.0.5", allowListed: true });
     await expect(checkDestination("http://[fd00::5]/", allow, noDns)).resolves.toMatchObject({ address: "fd00::5", family: 6, allowListed: true });
-    await expect(checkDestination("http://db.internal:5985/", allow, resolverOf("10.0.0.5"))).rejects.toMatchObject({ code: "network_refused" });
+    await expect(checkDestination("http://db.internal:5985/", allow, resolverOf("10.0.0.5"))).rejects.toMatchObject({ reason: "network_refused" });
   });
 
   it("deny ports win over the allow list on loopback and unspecified addresses", async () => {
     const allow = { allowHosts: new Set(["127.0.0.1:8443", "localhost:8443", "0.0.0.0:8443", "app.internal:8443", "10.0.0.5:8443"]), denyPorts: new Set([8443]) };
     for (const url of ["http://127.0.0.1:8443/", "http://localhost:8443/", "http://0.0.0.0:8443/", "http://app.internal:8443/"]) {
       await expect(checkDestination(url, allow, resolverOf("127.0.0.1"))).rejects.toMatchObject({
-        code: "network_refused",
+        reason: "network_refused",
         message: expect.stringMatching(/refused: port 8443 belongs to the service itself\.$/),
       });
     }
@@ -331,7 +331,7 @@ describe("checkDestination (the decision, never a connection)", () => {
     expect(dns.resolve4).not.toHaveBeenCalled();
     dns.resolve4.mockResolvedValueOnce(["93.184.215.14"]);
     dns.resolve6.mockResolvedValueOnce(["fd00::1"]);
-    await expect(checkDestination("http://mocked.example/", policy)).rejects.toMatchObject({ code: "network_refused" });
+    await expect(checkDestination("http://mocked.example/", policy)).rejects.toMatchObject({ reason: "network_refused" });
     expect(dns.resolve4).toHaveBeenCalledExactlyOnceWith("mocked.example");
     expect(dns.resolve6).toHaveBeenCalledExactlyOnceWith("mocked.example");
     expect(dns.options).toContainEqual({ timeout: 2_000, tries: 2 });
@@ -413,7 +413,7 @@ describe("fetching from an allow-listed loopback server", () => {
     const denied = { ...policy, allowHosts: new Set([`127.0.0.1:${main.port}`, `localhost:${main.port}`]), denyPorts: new Set([main.port]) };
     for (const host of ["127.0.0.1", "localhost"]) {
       const err = await fetchError(guardedFetch(get(`http://${host}:${main.port}/hello`), denied, { resolve: noDns }));
-      expect(err.code).toBe("network_refused");
+      expect(err.reason).toBe("network_refused");
       expect(err.message).toBe(`fetch to ${host}:${main.port} refused: port ${main.port} belongs to the service itself.`);
     }
     expect(main.hits).toEqual([]);
@@ -445,7 +445,7 @@ describe("redirects", () => {
     const [to, hostPort, words] = make() as [string, string, string];
     for (const status of [301, 302, 303, 307, 308]) {
       const err = await fetchError(guardedFetch(get(redirectTo(to, status)), policy, { resolve: noDns }));
-      expect(err.code).toBe("network_refused");
+      expect(err.reason).toBe("network_refused");
       if (hostPort) expect(err.message).toBe(`fetch to ${hostPort} refused: ${words} address.`);
     }
   });
@@ -453,7 +453,7 @@ describe("redirects", () => {
   it("re-checks DNS on the hop: a name that resolves to a private address is refused there", async () => {
     const resolve = vi.fn(resolverOf("10.0.0.7"));
     const err = await fetchError(guardedFetch(get(redirectTo("http://internal.example:8080/admin")), policy, { resolve }));
-    expect(err.code).toBe("network_refused");
+    expect(err.reason).toBe("network_refused");
     expect(err.message).toBe("fetch to internal.example:8080 refused: it resolves to a private address.");
     expect(resolve).toHaveBeenCalledExactlyOnceWith("internal.example");
   });
@@ -461,7 +461,7 @@ describe("redirects", () => {
   it("stops after maxRedirects with limit_exceeded", async () => {
     main.hits.length = 0;
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/loop`), policy, { resolve: noDns }));
-    expect(err.code).toBe("limit_exceeded");
+    expect(err.reason).toBe("limit_exceeded");
     expect(err.message).toBe("fetch followed more than 3 redirects.");
     expect(main.hits).toHaveLength(1 + policy.maxRedirects);
   });
@@ -470,7 +470,7 @@ describe("redirects", () => {
     const chain = redirectTo(redirectTo(redirectTo("/hello")));
     const res = await guardedFetch(get(chain), policy, { resolve: noDns });
     expect(text(res.body)).toBe("hello");
-    await expect(guardedFetch(get(chain), { ...policy, maxRedirects: 2 }, { resolve: noDns })).rejects.toMatchObject({ code: "limit_exceeded" });
+    await expect(guardedFetch(get(chain), { ...policy, maxRedirects: 2 }, { resolve: noDns })).rejects.toMatchObject({ reason: "limit_exceeded" });
   });
 
   const post = (url: string): GuardedRequest => ({
@@ -523,7 +523,7 @@ describe("redirects", () => {
     expect(text(res.body)).toBe("moving");
     expect(res.redirected).toBe(false);
     const err = await fetchError(guardedFetch(get(redirectTo("/hello"), { redirect: "error" }), policy, { resolve: noDns }));
-    expect(err.code).toBe("network_error");
+    expect(err.reason).toBe("network_error");
   });
 });
 
@@ -532,7 +532,7 @@ describe("limits", () => {
     main.closed.length = 0;
     const started = Date.now();
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/big`), policy, { resolve: noDns }));
-    expect(err.code).toBe("limit_exceeded");
+    expect(err.reason).toBe("limit_exceeded");
     expect(err.message).toBe(`fetch to 127.0.0.1:${main.port}: the response is larger than ${MAX_BYTES} bytes.`);
     expect(Date.now() - started).toBeLessThan(2_000);
     await vi.waitFor(() => expect(main.closed).toContain("/big"));
@@ -540,7 +540,7 @@ describe("limits", () => {
 
   it("a declared content-length over the cap is refused before the body arrives", async () => {
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/big-declared`), policy, { resolve: noDns }));
-    expect(err.code).toBe("limit_exceeded");
+    expect(err.reason).toBe("limit_exceeded");
   });
 
   it("a body of exactly maxResponseBytes is returned", async () => {
@@ -552,7 +552,7 @@ describe("limits", () => {
     const started = Date.now();
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}${path}`), { ...policy, timeoutMs: 300 }, { resolve: noDns }));
     const elapsed = Date.now() - started;
-    expect(err.code).toBe("timeout");
+    expect(err.reason).toBe("timeout");
     expect(err.message).toBe("fetch timed out after 300 ms.");
     expect(elapsed).toBeGreaterThanOrEqual(290);
     expect(elapsed).toBeLessThan(1_000);
@@ -561,14 +561,14 @@ describe("limits", () => {
   it("the timeout covers DNS resolution too", async () => {
     const never: Resolver = () => new Promise(() => {});
     const err = await fetchError(guardedFetch(get("http://slow-dns.example/"), { ...policy, timeoutMs: 200 }, { resolve: never }));
-    expect(err.code).toBe("timeout");
+    expect(err.reason).toBe("timeout");
   });
 
   it("the caller's signal aborts the fetch", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/hang`), policy, { resolve: noDns, signal: controller.signal }));
-    expect(err.code).toBe("network_error");
+    expect(err.reason).toBe("network_error");
     expect(err.message).toBe("fetch was aborted.");
   });
 
@@ -578,7 +578,7 @@ describe("limits", () => {
     await spare.close();
     const allow = { ...policy, allowHosts: new Set([`127.0.0.1:${port}`]) };
     const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${port}/`), allow, { resolve: noDns }));
-    expect(err.code).toBe("network_error");
+    expect(err.reason).toBe("network_error");
     expect(err.message).toBe(`fetch to 127.0.0.1:${port} failed: connection refused.`);
   });
 });

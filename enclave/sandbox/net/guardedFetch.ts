@@ -6,6 +6,7 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { isIP } from "node:net";
+import { SigilError } from "../../../shared/errors.ts";
 import { classifyAddress, describeAddressClass } from "./addressClass.ts";
 import type { AddressClass } from "./addressClass.ts";
 
@@ -42,12 +43,20 @@ export type GuardedResponse = {
 
 export type FetchErrorCode = "network_refused" | "limit_exceeded" | "timeout" | "network_error" | "invalid_request";
 
-export class FetchError extends Error {
-  readonly code: FetchErrorCode;
-  constructor(code: FetchErrorCode, message: string) {
-    super(message);
-    this.name = "FetchError";
-    this.code = code;
+/**
+ * A script's fetch that failed, for `reason`. Its `code` is the service's code nearest in meaning:
+ * `permission_denied` for a destination the policy refuses, `internal_error` for a far end that
+ * failed or timed out, else `invalid_request`. The message is for the script (hostOps turns it into
+ * the script's TypeError), never an HTTP answer (`expose` false).
+ */
+export class FetchError extends SigilError {
+  override readonly name = "FetchError";
+  readonly reason: FetchErrorCode;
+  constructor(reason: FetchErrorCode, message: string) {
+    super(reason === "network_refused" ? "permission_denied" : reason === "network_error" || reason === "timeout" ? "internal_error" : "invalid_request", message, {
+      expose: false,
+    });
+    this.reason = reason;
   }
 }
 

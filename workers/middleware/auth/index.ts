@@ -4,7 +4,7 @@
 // hashing, so a public hash can never be used as a key. The key is never logged or stored.
 import type { Context } from "hono";
 import { isApiKeyFormat } from "../../../shared/apiKey.ts";
-import { SigilError } from "../../../shared/errors.ts";
+import { isExposed, SigilError } from "../../../shared/errors.ts";
 import { apiKeyHash } from "../../../shared/hashing.ts";
 
 export type CallerKey = { apiKey: string; keyHash: bigint };
@@ -21,7 +21,7 @@ function parse(c: Context): Parsed {
   try {
     parsed = { ok: true, key: readKey(c) };
   } catch (err) {
-    if (!(err instanceof SigilError)) throw err;
+    if (!isExposed(err)) throw err;
     parsed = { ok: false, error: err };
   }
   parsedByRequest.set(c.req.raw, parsed);

@@ -1,9 +1,10 @@
-// The enclave's structured logs (log.ts): what a line carries, how keys are referred to (`keyRef`:
-// the first 6 hex digits of a key hash, never more), and how values that JSON cannot carry as-is
-// are written — bigints as decimal strings, errors as their name and message only.
-import { describe, expect, it } from "vitest";
-import { apiKeyHash } from "../shared/hashing.ts";
-import { createLogger, keyRef } from "./log.ts";
+// The structured logs of both sides (log.ts): what a line carries, how keys are referred to
+// (`keyRef`: the first 6 hex digits of a key hash, never more), how values that JSON cannot carry
+// as-is are written — bigints as decimal strings, errors as their name and message only — and that
+// a field named for a secret is redacted at any depth.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { apiKeyHash } from "./hashing.ts";
+import { consoleSink, createLogger, isSecretName, keyRef } from "./log.ts";
 
 function capture(level: Parameters<typeof createLogger>[0] = "debug", base: Record<string, unknown> = {}) {
   const lines: string[] = [];
@@ -82,5 +83,63 @@ describe("createLogger", () => {
       { level: "info", msg: "parent only", service: "enclave" },
     ]);
     expect(parsed()[1]).not.toHaveProperty("requestId");
+  });
+});
+
+describe("secret fields", () => {
+  it("are written as [redacted] at any depth, in a child's fields, in arrays, whatever their spelling", () => {
+    const { log, lines, parsed } = capture("debug", { stripe_secret_key: "sk_test_base" });
+    log.child({ Authorization: "Bearer hunter2-token" }).info("call", {
+      api_key: "AAAAkey1",
+      request: { headers: { "x-api-key": "AAAAkey2", "content-type": "application/json" }, body: { apiKey: "AAAAkey3", name: "w" } },
+      wallets: [{ privateKey: "0xdeadbeef01", address: "0xabc" }, { private_key: "0xdeadbeef02" }],
+      deep: { a: { b: { c: { password: "pw-1", seed: "0xseed01", mnemonic: "abandon abandon", root_key: "0xroot01", encryptionKey: "0xenc01" } } } },
+      key: "7374b0",
+      keyHash: "0x7374b0e0",
+      request_id: "r-1",
+    });
+    const line = lines[0] as string;
+    for (const secret of ["sk_test_base", "hunter2", "AAAAkey1", "AAAAkey2", "AAAAkey3", "0xdeadbeef01", "0xdeadbeef02", "pw-1", "0xseed01", "abandon", "0xroot01", "0xenc01"]) {
+      expect(line).not.toContain(secret);
+    }
+    expect(parsed()[0]).toMatchObject({
+      stripe_secret_key: "[redacted]",
+      Authorization: "[redacted]",
+      api_key: "[redacted]",
+      request: { headers: { "x-api-key": "[redacted]", "content-type": "application/json" }, body: { apiKey: "[redacted]", name: "w" } },
+      wallets: [{ privateKey: "[redacted]", address: "0xabc" }, { private_key: "[redacted]" }],
+      deep: { a: { b: { c: { password: "[redacted]", seed: "[redacted]", mnemonic: "[redacted]", root_key: "[redacted]", encryptionKey: "[redacted]" } } } },
+      // What a line may say about a key: its keyRef and hash, and the request's id.
+      key: "7374b0",
+      keyHash: "0x7374b0e0",
+      request_id: "r-1",
+    });
+  });
+
+  it("are told by name: secret-like names match, the fields lines carry do not", () => {
+    for (const name of ["api_key", "apiKey", "X-Api-Key", "authorization", "STRIPE_SECRET_KEY", "webhookSecret", "private_key", "password", "seed", "identityKey", "access_token"]) {
+      expect(isSecretName(name), name).toBe(true);
+    }
+    for (const name of ["key", "keyHash", "msg", "level", "time", "requestId", "correlationId", "request_id", "cid", "enclave", "error", "code", "payment_intent"]) {
+      expect(isSecretName(name), name).toBe(false);
+    }
+  });
+});
+
+describe("consoleSink (the default)", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("writes warnings and errors with console.error and the rest with console.log, one line each", () => {
+    const out = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const err = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const log = createLogger("debug", { service: "edge" }, consoleSink);
+    log.info("a");
+    log.debug("b");
+    log.warn("c");
+    log.error("d");
+    expect(out.mock.calls.map(([line]) => (JSON.parse(String(line)) as { msg: string }).msg)).toEqual(["a", "b"]);
+    expect(err.mock.calls.map(([line]) => (JSON.parse(String(line)) as { msg: string }).msg)).toEqual(["c", "d"]);
   });
 });
