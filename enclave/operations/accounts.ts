@@ -1,6 +1,6 @@
 // Account creation: a managed account and its master key.
 import { generateApiKey } from "../../shared/apiKey.ts";
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { type Enclave, type RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";

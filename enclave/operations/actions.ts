@@ -1,7 +1,7 @@
 // Actions: the scripts an account registers by their CIDs (made canonical by the request schema),
 // kept by the hash of the CIDv0 with a name and a description; the contract decides who may change
 // them.
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import { callerKey, type Enclave, type RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";

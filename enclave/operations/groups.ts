@@ -2,7 +2,7 @@
 // schema) are hashed here; wallet ids are turned into addresses; the contract decides who may
 // change what.
 import { encodeFunctionData } from "viem";
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";

@@ -1,4 +1,4 @@
-// The enclave's half of the operation table (shared/enclaveApi.ts): the function that does each
+// The enclave's half of the operation table (shared/operations.ts): the function that does each
 // operation, by the same name, and `createDispatcher`, to which the channel (channel/channel.ts)
 // hands each opened request `{op, ids, input}`. It checks the operation's body limit, parses the
 // input with the operation's schema, calls the operation and answers its output or its error as
@@ -6,7 +6,7 @@
 // sent with an Idempotency-Key, is done once per key (idempotency.ts): a repeat joins it or gets
 // its answer, marked `replayed`.
 import type { OperationAnswer, OperationRequest } from "../../shared/channel/channel.ts";
-import { isOperation, operations, type OperationName, type ParsedInput } from "../../shared/enclaveApi.ts";
+import { isOperation, operations, type OperationName, type ParsedInput } from "../../shared/operations.ts";
 import { errorBody, isExposed, SigilError, type IssueDetail } from "../../shared/errors.ts";
 import { OperationMemory } from "../idempotency.ts";
 import { addAction, deleteAction, updateActionMetadata } from "./actions.ts";

@@ -3,7 +3,7 @@
 import { sha256 } from "@noble/hashes/sha2";
 import { getAddress } from "viem";
 import { canonicalCid, computeCid } from "../../shared/cid.ts";
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { cidHash } from "../../shared/hashing.ts";
 import { keyRef } from "../../shared/log.ts";

@@ -4,7 +4,7 @@
 // edge's word for who is asking.
 import type { Address } from "viem";
 import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";

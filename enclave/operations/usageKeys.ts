@@ -1,6 +1,6 @@
 // Usage keys: created in the enclave (the value is shown once), scoped and removed by the owner.
 import { generateApiKey } from "../../shared/apiKey.ts";
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { callerKey, usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";

@@ -1,6 +1,6 @@
 // Wallets (PKPs) of managed accounts: derived here from a fresh random derivation, registered on
 // chain by a payer. The key itself is never stored; only (account, derivation) is.
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/enclaveApi.ts";
+import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { newDerivation } from "../keys/derive.ts";
 import { callerKey, type Enclave, type RequestContext } from "./context.ts";

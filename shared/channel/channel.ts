@@ -10,7 +10,7 @@
 //   request costs one AES-GCM operation each way instead of a key agreement, a key schedule and a
 //   signature. The first requests of a session carry its `init` until one answer has come back.
 // - Each request is sealed under the session's request key. The plaintext is the operation itself —
-//   its name in the operation table (shared/enclaveApi.ts), the request's ids and its input (the
+//   its name in the operation table (shared/operations.ts), the request's ids and its input (the
 //   caller's API key among them) — with a timestamp and a random nonce; the enclave opens only requests of a session an allowed edge signed, within ±60 s, and
 //   never the same nonce twice. It stores a session only after authenticating its opening, so
 //   refused openings cost it nothing and displace no live session. Only the edge that made the session holds its keys, so a request
@@ -75,7 +75,7 @@ export class ChannelError extends SigilError {
 export type RequestIds = { request_id: string; correlation_id?: string };
 
 /**
- * What the edge asks: an operation of the table (shared/enclaveApi.ts) by its name, with its input
+ * What the edge asks: an operation of the table (shared/operations.ts) by its name, with its input
  * as a JSON value, the request's ids, and the client's Idempotency-Key when it sent one.
  */
 export type OperationRequest = { op: string; ids: RequestIds; input: unknown; idempotency_key?: string };

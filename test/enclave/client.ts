@@ -3,7 +3,7 @@
 // identity the enclave allows.
 import { createPublicClient, http, type Address } from "viem";
 import { inject } from "vitest";
-import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
+import type { EnclaveOperation } from "../../shared/operations.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { callOperation, type Reply } from "../harness/channel.ts";
 

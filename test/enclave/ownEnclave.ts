@@ -6,7 +6,7 @@ import { inject } from "vitest";
 import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
-import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
+import type { EnclaveOperation } from "../../shared/operations.ts";
 import { callOperation, type Reply } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "./constants.ts";
 

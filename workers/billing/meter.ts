@@ -16,7 +16,7 @@
 // must outlive everything the edge may still be waiting for, or a live request would be charged
 // its whole hold: a write's outlives its enclave call, a run's its granted seconds and the way there
 // and back.
-import type { SigilActionResponse } from "../../shared/enclaveApi.ts";
+import type { SigilActionResponse } from "../../shared/operations.ts";
 import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";

@@ -9,7 +9,7 @@ import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { runLimitsSchema } from "../../shared/limits.ts";
 import type { EdgeConfig } from "../config.ts";
-import type { OperationName } from "../../shared/enclaveApi.ts";
+import type { OperationName } from "../../shared/operations.ts";
 import { enclave, EnclaveLostError, type CallContext, type EnclaveTransport, type Idempotent } from "./client.ts";
 
 const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };

@@ -1,4 +1,4 @@
-// Calls an operation of the table (shared/enclaveApi.ts) on an enclave: `enclave.call(op, input,
+// Calls an operation of the table (shared/operations.ts) on an enclave: `enclave.call(op, input,
 // ctx)` seals `{op, ids, input}` in a session to the enclave's channel key (shared/channel/), which
 // the edge pinned after verifying the quote that binds it (attest.ts). Enclaves that do not answer
 // are routed around — one that cannot be reached, fails its attestation or answers 503 without
@@ -13,7 +13,7 @@
 // before sending it, and a retry may be held to that one enclave.
 import { ChannelError, edgeIdentityFromSeed, type OperationRequest } from "../../shared/channel/channel.ts";
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
-import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/enclaveApi.ts";
+import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/operations.ts";
 import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";

@@ -3,7 +3,7 @@
 // Idempotency-Key too (kept per client address: idempotency/). Usage keys are in usageKeys.ts.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
+import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";

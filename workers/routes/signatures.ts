@@ -6,7 +6,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { isAddress, type Address } from "viem";
 import { z } from "zod";
-import { addressField, responseSchemas, type OperationInput } from "../../shared/enclaveApi.ts";
+import { addressField, responseSchemas, type OperationInput } from "../../shared/operations.ts";
 import { walletLookupHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { enclave } from "../enclave/client.ts";

@@ -3,7 +3,7 @@
 // eth_calls from here.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { requestSchemas, responseSchemas } from "../../shared/enclaveApi.ts";
+import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";

@@ -7,7 +7,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
-import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse, type OperationInput } from "../../shared/enclaveApi.ts";
+import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse, type OperationInput } from "../../shared/operations.ts";
 import type { EdgeEnv } from "../router.ts";
 import { meteredWrite, payerOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";

@@ -1,8 +1,8 @@
 // Request body limits (api.md: over the size limit → 413 payload_too_large). Each route that takes a
-// body declares one in its middleware: its operation's (the operation table, shared/enclaveApi.ts,
+// body declares one in its middleware: its operation's (the operation table, shared/operations.ts,
 // which the enclave holds to as well), the small default, or the larger one for a script.
 import { bodyLimit } from "hono/body-limit";
-import { DEFAULT_BODY_LIMIT, operations, SCRIPT_BODY_LIMIT, type OperationName } from "../../../shared/enclaveApi.ts";
+import { DEFAULT_BODY_LIMIT, operations, SCRIPT_BODY_LIMIT, type OperationName } from "../../../shared/operations.ts";
 import { SigilError } from "../../../shared/errors.ts";
 
 function limit(maxSize: number) {

@@ -19,7 +19,7 @@ import {
   sigilActionRequestSchema,
   TYPED_DATA_BODY_LIMIT,
   type EnclaveOperation,
-} from "./enclaveApi.ts";
+} from "./operations.ts";
 import { errorStatus } from "./errors.ts";
 
 const KEY = generateApiKey();
