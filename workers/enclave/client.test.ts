@@ -36,14 +36,15 @@ function config(enclaveUrls: string[]): EdgeConfig {
 let n = 0;
 const host = (name: string) => `http://${name}-${++n}.enclave.test`;
 
-async function failure(p: Promise<unknown>): Promise<SigilError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
+/** The SigilError `p` rejects with (the test fails if it resolves or rejects with something else). */
+const failure = (p: Promise<unknown>): Promise<SigilError> =>
+  p.then(
+    () => expect.unreachable("the call succeeded"),
+    (e: unknown) => {
+      expect(e).toBeInstanceOf(SigilError);
+      return e as SigilError;
+    },
   );
-  expect(err).toBeInstanceOf(SigilError);
-  return err as SigilError;
-}
 
 /** The stubbed network's "the request went out and no answer came back". */
 class LostAnswer extends Error {}
