@@ -15,7 +15,9 @@ import { ChannelError, edgeIdentityFromSeed } from "../../shared/channel/channel
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import type { EnclaveOperation } from "../../shared/enclaveApi.ts";
 import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { EdgeConfig } from "../config.ts";
+import { requestLog } from "../log.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
 import { enclaveOfInstance, forgetInstance, instanceAt, noteInstance } from "./instances.ts";
@@ -68,9 +70,9 @@ function declined(answer: EnclaveAnswer): boolean {
   }
 }
 
-function skip(base: string, err?: unknown): void {
+function skip(base: string, log: Logger, err?: unknown): void {
   if (err !== undefined) {
-    console.error(JSON.stringify({ level: "error", msg: "enclave skipped", enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) }));
+    log.error("enclave skipped", { enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) });
   }
   failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
   suspect.add(base);
@@ -114,6 +116,7 @@ export type Idempotent = {
  */
 async function firstAnswer<R extends { status: number }>(
   config: EdgeConfig,
+  log: Logger,
   request: (base: string) => Promise<R>,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
   only?: string,
@@ -126,12 +129,12 @@ async function firstAnswer<R extends { status: number }>(
       res = await request(base);
     } catch (err) {
       if (isExposed(err)) throw err;
-      skip(base, err);
+      skip(base, log, err);
       if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
     }
     if (res.status === 503 && (!once || once.declined(res))) {
-      skip(base);
+      skip(base, log);
       continue;
     }
     failedUntil.delete(base);
@@ -209,6 +212,7 @@ export async function callEnclave<T>(config: EdgeConfig, ids: RequestIds, call: 
   };
   const answer = await firstAnswer(
     config,
+    requestLog(ids),
     (base) =>
       send.send(
         base,
@@ -274,7 +278,7 @@ export async function askEnclave(config: EdgeConfig, ids: RequestIds, base: stri
     return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
   } catch (err) {
     if (isExposed(err)) throw err;
-    skip(base, err);
+    skip(base, requestLog(ids), err);
     throw unavailable();
   } finally {
     clearTimeout(timer);
@@ -325,9 +329,9 @@ export async function proxyToEnclave(
 
   let answered: { base: string; res: Response };
   if (options.instance === undefined) {
-    answered = await firstAnswer(config, ask);
+    answered = await firstAnswer(config, requestLog(ids), ask);
   } else {
-    answered = await pinnedAnswer(config, options.instance, ask);
+    answered = await pinnedAnswer(config, requestLog(ids), options.instance, ask);
   }
   const headers = new Headers();
   for (const name of PASSED_HEADERS) {
@@ -341,7 +345,7 @@ export async function proxyToEnclave(
 }
 
 /** The answer of instance `instanceId` alone; once more after finding it elsewhere, when the enclave asked says it is now another. */
-async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
+async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, log: Logger, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
   for (let attempt = 0; ; attempt++) {
     const base = await enclaveOfInstance(config, instanceId);
     let answer: R;
@@ -349,7 +353,7 @@ async function pinnedAnswer<R extends { base: string; res: Response }>(config: E
       answer = await ask(base);
     } catch (err) {
       if (isExposed(err)) throw err;
-      skip(base, err);
+      skip(base, log, err);
       throw unavailable();
     }
     const named = answer.res.headers.get("x-sigil-instance");

@@ -167,17 +167,12 @@ const webhook = createRoute({
 /** Credits a succeeded intent to the account named in its metadata; what it added (0 if known). */
 async function creditIntent(c: Context<EdgeEnv>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook") {
   const credit = await ledgerOf(c, master).credit(intent.id, intent.amount_received);
-  console.log(
-    JSON.stringify({
-      level: "info",
-      msg: credit.alreadyCredited ? "payment already credited" : "payment credited",
-      path,
-      payment_intent: intent.id,
-      account: hashHex(master).slice(0, 12),
-      cents: credit.creditedCents,
-      request_id: c.get("ids").requestId,
-    }),
-  );
+  c.get("log").info(credit.alreadyCredited ? "payment already credited" : "payment credited", {
+    path,
+    payment_intent: intent.id,
+    account: hashHex(master).slice(0, 12),
+    cents: credit.creditedCents,
+  });
   return credit;
 }
 
@@ -284,7 +279,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
     const account = intent.metadata?.account;
     // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
     if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account) || intent.currency !== "usd") {
-      console.warn(JSON.stringify({ level: "warn", msg: "webhook for a payment that is not a Sigil top-up", event: event.id, payment_intent: intent.id }));
+      c.get("log").warn("webhook for a payment that is not a Sigil top-up", { event: event.id, payment_intent: intent.id });
       return c.json({ received: true as const, credited_cents: 0 }, 200);
     }
     const credit = await creditIntent(c, BigInt(`0x${account}`), intent, "webhook");
