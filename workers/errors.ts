@@ -4,6 +4,8 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { errorBody, isExposed, SigilError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+import { requestLog } from "./log.ts";
 import type { RequestIds } from "./middleware/requestId/index.ts";
 
 export function toSigilError(err: unknown): SigilError {
@@ -24,7 +26,8 @@ export function errorResponse(c: Context, err: unknown): Response {
   const requestId = ids?.requestId ?? crypto.randomUUID();
   if (error.status >= 500) {
     const cause = error.cause ?? err;
-    console.error(JSON.stringify({ level: "error", msg: "request failed", requestId, code: error.code, error: cause instanceof Error ? cause.message : String(cause) }));
+    const log = (c.get("log") as Logger | undefined) ?? requestLog({ requestId, correlationId: ids?.correlationId ?? null });
+    log.error("request failed", { code: error.code, error: cause instanceof Error ? cause.message : String(cause) });
   }
   if (error.retryAfterSeconds !== undefined) c.header("Retry-After", String(error.retryAfterSeconds));
   c.header("X-Request-Id", requestId);

@@ -4,11 +4,12 @@
 // import from here, never from app.ts, so the imports only run one way.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { SigilError, type IssueDetail } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
 import type { EdgeConfig } from "./config.ts";
 import type { Env } from "./env.ts";
 import type { RequestIds } from "./middleware/requestId/index.ts";
 
-export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig } };
+export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig; log: Logger } };
 
 /** Validation failures become 400 invalid_request with one `{path, message}` per problem. */
 export function validationHook(result: { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> } }): void {

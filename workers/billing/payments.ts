@@ -2,6 +2,7 @@
 // `confirm_payment` and Stripe's webhook reports it first. Both credit the account's Ledger under
 // the payment intent's id, the amount Stripe received, and the Ledger adds a payment intent once.
 // A payment that failed or was canceled credits nothing.
+import type { Logger } from "../../shared/log.ts";
 import type Stripe from "stripe";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
@@ -24,7 +25,7 @@ export async function creditPayment(
   ledgers: DurableObjectNamespace<Ledger> | undefined,
   master: bigint,
   paymentIntentId: string,
-  requestId: string,
+  log: Logger,
 ): Promise<Credited> {
   const intent = await retrieveIntent(stripeClient(config), paymentIntentId);
   if (intent.metadata?.account !== hashHex(master)) {
@@ -33,7 +34,7 @@ export async function creditPayment(
   if (intent.status !== "succeeded" || intent.currency !== "usd") {
     throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
   }
-  const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "confirm_payment", requestId);
+  const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "confirm_payment", log);
   return { creditedCents: credit.creditedCents, alreadyCredited: credit.alreadyCredited, balanceCents: shownBalanceCents(credit.freeCents) };
 }
 
@@ -47,7 +48,7 @@ export async function creditWebhook(
   ledgers: DurableObjectNamespace<Ledger> | undefined,
   rawBody: string,
   signature: string | undefined,
-  requestId: string,
+  log: Logger,
 ): Promise<number> {
   const event = await verifiedEvent(config, rawBody, signature);
   if (event.type !== "payment_intent.succeeded") return 0;
@@ -55,27 +56,22 @@ export async function creditWebhook(
   const account = intent.metadata?.account;
   // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
   if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account) || intent.currency !== "usd") {
-    console.warn(JSON.stringify({ level: "warn", msg: "webhook for a payment that is not a Sigil top-up", event: event.id, payment_intent: intent.id }));
+    log.warn("webhook for a payment that is not a Sigil top-up", { event: event.id, payment_intent: intent.id });
     return 0;
   }
   const master = BigInt(`0x${account}`);
-  const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "webhook", requestId);
+  const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "webhook", log);
   return credit.creditedCents;
 }
 
 /** Credits a succeeded intent to the account `master` (its `ledger`); what it added (0 if known). */
-async function creditIntent(ledger: DurableObjectStub<Ledger>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook", requestId: string): Promise<CreditResult> {
+async function creditIntent(ledger: DurableObjectStub<Ledger>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook", log: Logger): Promise<CreditResult> {
   const credit = await ledger.credit(intent.id, intent.amount_received);
-  console.log(
-    JSON.stringify({
-      level: "info",
-      msg: credit.alreadyCredited ? "payment already credited" : "payment credited",
-      path,
-      payment_intent: intent.id,
-      account: hashHex(master).slice(0, 12),
-      cents: credit.creditedCents,
-      request_id: requestId,
-    }),
-  );
+  log.info(credit.alreadyCredited ? "payment already credited" : "payment credited", {
+    path,
+    payment_intent: intent.id,
+    account: hashHex(master).slice(0, 12),
+    cents: credit.creditedCents,
+  });
   return credit;
 }

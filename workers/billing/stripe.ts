@@ -6,6 +6,7 @@
 import Stripe from "stripe";
 import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
+import { edgeLog } from "../log.ts";
 
 /** How old a webhook's signed timestamp may be (Stripe's default tolerance). */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -51,9 +52,7 @@ export async function stripeCall<T>(what: string, run: () => Promise<T>): Promis
     if (e.type === "StripeIdempotencyError") {
       throw new SigilError("idempotency_key_reused", "this Idempotency-Key was already used for a different request; use a new key for a new top-up");
     }
-    console.error(
-      JSON.stringify({ level: "error", msg: "stripe call failed", what, type: e.type, status: e.statusCode, code: e.code, stripe_request_id: e.requestId, error: e.message?.split("\n")[0] }),
-    );
+    edgeLog.error("stripe call failed", { what, type: e.type, status: e.statusCode, code: e.code, stripe_request_id: e.requestId, error: e.message?.split("\n")[0] });
     throw unavailable("the payment processor could not be reached; try again shortly");
   }
 }
@@ -84,7 +83,7 @@ export async function verifiedEvent(config: EdgeConfig, rawBody: string, signatu
     return await Stripe.webhooks.constructEventAsync(rawBody, signatureHeader, secret, WEBHOOK_TOLERANCE_SECONDS, cryptoProvider);
   } catch (err) {
     const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
-    console.warn(JSON.stringify({ level: "warn", msg: "webhook refused", reason: message }));
+    edgeLog.warn("webhook refused", { reason: message });
     const stale = /tolerance/i.test(message ?? "");
     throw new SigilError("invalid_signature", stale ? "the webhook's signature is too old" : "the webhook's signature does not match its body", { status: 400 });
   }

@@ -5,6 +5,7 @@ import { mapContractError } from "../../shared/contractErrors.ts";
 import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import type { EdgeConfig } from "../config.ts";
+import { edgeLog } from "../log.ts";
 
 const clients = new Map<string, PublicClient>();
 
@@ -30,7 +31,7 @@ export async function read<T>(run: () => Promise<T>, keyHash?: bigint): Promise<
   } catch (err) {
     if (isExposed(err)) throw err;
     const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
-    if (internal) console.error(JSON.stringify({ level: "error", msg: "chain read failed", error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
+    if (internal) edgeLog.error("chain read failed", { error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
     throw error;
   }
 }

@@ -15,7 +15,9 @@ import { ChannelError, edgeIdentityFromSeed, type OperationRequest } from "../..
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/operations.ts";
 import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { EdgeConfig } from "../config.ts";
+import { requestLog } from "../log.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
 import { enclaveVerifier } from "./attest.ts";
 import { enclaveOfInstance, forgetInstance, instanceAt, noteInstance } from "./instances.ts";
@@ -65,9 +67,9 @@ function declined(answer: EnclaveAnswer): boolean {
   return transactionHashIn(answer.error.details) === undefined;
 }
 
-function skip(base: string, err?: unknown): void {
+function skip(base: string, log: Logger, err?: unknown): void {
   if (err !== undefined) {
-    console.error(JSON.stringify({ level: "error", msg: "enclave skipped", enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) }));
+    log.error("enclave skipped", { enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) });
   }
   failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
   suspect.add(base);
@@ -111,6 +113,7 @@ export type Idempotent = {
  */
 async function firstAnswer<R>(
   config: EdgeConfig,
+  log: Logger,
   request: (base: string) => Promise<R>,
   status: (answer: R) => number,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
@@ -124,12 +127,12 @@ async function firstAnswer<R>(
       res = await request(base);
     } catch (err) {
       if (isExposed(err)) throw err;
-      skip(base, err);
+      skip(base, log, err);
       if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
     }
     if (status(res) === 503 && (!once || once.declined(res))) {
-      skip(base);
+      skip(base, log);
       continue;
     }
     failedUntil.delete(base);
@@ -219,6 +222,7 @@ async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>,
   const request: OperationRequest = { op, ids: channelIds(ctx.ids), input, ...(idempotent ? { idempotency_key: idempotent.key } : {}) };
   const answer = await firstAnswer(
     config,
+    requestLog(ctx.ids),
     (base) =>
       send.send(
         base,
@@ -271,7 +275,7 @@ export async function askEnclave<Op extends OperationName>(
     return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
   } catch (err) {
     if (isExposed(err)) throw err;
-    skip(base, err);
+    skip(base, requestLog(ids), err);
     throw unavailable();
   } finally {
     clearTimeout(timer);
@@ -319,9 +323,9 @@ export async function proxyToEnclave(
 
   let answered: { base: string; res: Response };
   if (options.instance === undefined) {
-    answered = await firstAnswer(config, ask, (a) => a.status);
+    answered = await firstAnswer(config, requestLog(ids), ask, (a) => a.status);
   } else {
-    answered = await pinnedAnswer(config, options.instance, ask);
+    answered = await pinnedAnswer(config, requestLog(ids), options.instance, ask);
   }
   const headers = new Headers();
   for (const name of PASSED_HEADERS) {
@@ -335,7 +339,7 @@ export async function proxyToEnclave(
 }
 
 /** The answer of instance `instanceId` alone; once more after finding it elsewhere, when the enclave asked says it is now another. */
-async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
+async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, log: Logger, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
   for (let attempt = 0; ; attempt++) {
     const base = await enclaveOfInstance(config, instanceId);
     let answer: R;
@@ -343,7 +347,7 @@ async function pinnedAnswer<R extends { base: string; res: Response }>(config: E
       answer = await ask(base);
     } catch (err) {
       if (isExposed(err)) throw err;
-      skip(base, err);
+      skip(base, log, err);
       throw unavailable();
     }
     const named = answer.res.headers.get("x-sigil-instance");

@@ -280,7 +280,7 @@ async function attempt(c: Context<EdgeEnv>, key: string, holder: KeyHolder, body
     else await store.unused(scope, requestId);
   } catch (err) {
     // The answer stands; a retry finds the lease lapsed and the enclave's memory of the operation.
-    console.error(JSON.stringify({ level: "error", msg: "idempotency record not updated", requestId, error: err instanceof Error ? err.message : String(err) }));
+    c.get("log").error("idempotency record not updated", { error: err instanceof Error ? err.message : String(err) });
   }
   if (current.retry || current.send.replayed) res.headers.set("Original-Request", begun.ref);
   if (current.send.replayed) res.headers.set("Idempotent-Replayed", "true");

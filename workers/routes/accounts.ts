@@ -56,7 +56,7 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
         if (input.email && c.env.LEDGER) {
           await ledgerOf(c.env.LEDGER, apiKeyHash(res.api_key))
             .contactEmail(input.email)
-            .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "could not keep the new account's email", request_id: c.get("ids").requestId, error: String(err) })));
+            .catch((err: unknown) => c.get("log").error("could not keep the new account's email", { error: String(err) }));
         }
         return c.json(res, 200);
       },

@@ -215,7 +215,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       input,
       async () => {
-        const credited = await creditPayment(c.get("config"), c.env.LEDGER, caller.master, input.payment_intent_id, c.get("ids").requestId);
+        const credited = await creditPayment(c.get("config"), c.env.LEDGER, caller.master, input.payment_intent_id, c.get("log"));
         return c.json({ credited_cents: credited.creditedCents, already_credited: credited.alreadyCredited, balance_cents: credited.balanceCents }, 200);
       },
       billingHolder(caller),
@@ -225,7 +225,7 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
   r.openAPIRegistry.registerPath(webhook);
   r.post(webhook.path, defaultBodyLimit, async (c) => {
-    const credited = await creditWebhook(c.get("config"), c.env.LEDGER, await c.req.text(), c.req.header("stripe-signature"), c.get("ids").requestId);
+    const credited = await creditWebhook(c.get("config"), c.env.LEDGER, await c.req.text(), c.req.header("stripe-signature"), c.get("log"));
     return c.json({ received: true as const, credited_cents: credited }, 200);
   });
 

@@ -1,19 +1,24 @@
 // Every response carries a fresh `X-Request-Id` (a client-sent one is ignored) and echoes a
-// non-empty `X-Correlation-Id` (api.md, Request ids); both go on to the enclave and its logs.
+// non-empty `X-Correlation-Id` (api.md, Request ids); both go on to the enclave and its logs, and
+// on every line the edge logs for the request (`log`, a logger that carries them).
 // Not hono/request-id: it takes a client's X-Request-Id as the request's, which api.md forbids, and
 // told to read no header it would only supply the randomUUID() made here, kept a second time.
 import type { MiddlewareHandler } from "hono";
+import type { Logger } from "../../../shared/log.ts";
+import { requestLog } from "../../log.ts";
 
 export type RequestIds = { requestId: string; correlationId: string | null };
 
 const MAX_CORRELATION_ID = 200;
 
-export function requestId(): MiddlewareHandler<{ Variables: { ids: RequestIds } }> {
+export function requestId(): MiddlewareHandler<{ Variables: { ids: RequestIds; log: Logger } }> {
   return async (c, next) => {
     const requestId = crypto.randomUUID();
     const sent = c.req.header("x-correlation-id")?.trim();
     const correlationId = sent && sent.length <= MAX_CORRELATION_ID ? sent : null;
-    c.set("ids", { requestId, correlationId });
+    const ids = { requestId, correlationId };
+    c.set("ids", ids);
+    c.set("log", requestLog(ids));
     await next();
     c.header("X-Request-Id", requestId);
     if (correlationId) c.header("X-Correlation-Id", correlationId);
