@@ -3,12 +3,11 @@
 // puts `requestLog(ids)` in the context as `log`, and code that has the ids but no context makes
 // the same logger from them.
 import { createLogger, type Logger } from "../shared/log.ts";
-import type { RequestIds } from "./middleware/requestId/index.ts";
 
 /** The edge's root logger, for lines that belong to no request (what a function without one logs). */
 export const edgeLog: Logger = createLogger("info", { service: "edge" });
 
 /** The logger of one request: every line carries `requestId`, and `correlationId` when the client sent one. */
-export function requestLog(ids: RequestIds): Logger {
+export function requestLog(ids: { requestId: string; correlationId: string | null }): Logger {
   return edgeLog.child({ requestId: ids.requestId, ...(ids.correlationId ? { correlationId: ids.correlationId } : {}) });
 }
