@@ -10,7 +10,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { runLimitsSchema } from "../../shared/limits.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { OperationName } from "../../shared/operations.ts";
-import { enclave, EnclaveLostError, type CallContext, type EnclaveTransport, type Idempotent } from "./client.ts";
+import { enclave, EnclaveLostError, proxyToEnclave, type CallContext, type EnclaveTransport, type Idempotent } from "./client.ts";
 
 const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };
 
@@ -275,6 +275,18 @@ describe("enclave.call routing (stubbed network)", () => {
     expect(err).not.toBeInstanceOf(EnclaveLostError);
     expect(calls).toEqual([]);
     expect(told).toBe(0);
+  });
+
+  it("a nonce quote whose operation fails comes back as the error it names, an internal one with nothing of the enclave's message", async () => {
+    const odd = host("odd");
+    network({ [odd]: () => Response.json({ error: { code: "revert_0xdeadbeef", message: "secret detail" } }, { status: 500 }) });
+    const err = await failure(proxyToEnclave(config([odd]), ids, new URL("http://edge/attestation?nonce=ab"), { clientIp: "198.51.100.7" }, plain));
+    expect(err.code).toBe("internal_error");
+    expect(err.message).not.toMatch(/secret/);
+    const busy = host("busy");
+    network({ [busy]: () => Response.json({ error: { code: "rate_limited", message: "too many nonce quotes" } }, { status: 429, headers: { "retry-after": "3" } }) });
+    const limited = await failure(proxyToEnclave(config([busy]), ids, new URL("http://edge/attestation?nonce=ab"), {}, plain));
+    expect(limited).toMatchObject({ code: "rate_limited", message: "too many nonce quotes", retryAfterSeconds: 3 });
   });
 
   it("sends a read on to the next enclave even when the first may have received it", async () => {

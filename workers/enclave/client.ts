@@ -15,7 +15,6 @@ import { ChannelError, edgeIdentityFromSeed, type OperationRequest } from "../..
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/operations.ts";
 import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
-import type { Logger } from "../../shared/log.ts";
 import type { EdgeConfig } from "../config.ts";
 import { requestLog } from "../log.ts";
 import type { RequestIds } from "../middleware/requestId/index.ts";
@@ -67,9 +66,10 @@ function declined(answer: EnclaveAnswer): boolean {
   return transactionHashIn(answer.error.details) === undefined;
 }
 
-function skip(base: string, log: Logger, err?: unknown): void {
+/** Takes `base` out of rotation for a while; `err`, what it failed with, goes to the request's log. */
+function skip(base: string, ids: RequestIds, err?: unknown): void {
   if (err !== undefined) {
-    log.error("enclave skipped", { enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) });
+    requestLog(ids).error("enclave skipped", { enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) });
   }
   failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
   suspect.add(base);
@@ -113,7 +113,7 @@ export type Idempotent = {
  */
 async function firstAnswer<R>(
   config: EdgeConfig,
-  log: Logger,
+  ids: RequestIds,
   request: (base: string) => Promise<R>,
   status: (answer: R) => number,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
@@ -127,12 +127,12 @@ async function firstAnswer<R>(
       res = await request(base);
     } catch (err) {
       if (isExposed(err)) throw err;
-      skip(base, log, err);
+      skip(base, ids, err);
       if (once && !notDelivered(err)) throw new EnclaveLostError(base);
       continue;
     }
     if (status(res) === 503 && (!once || once.declined(res))) {
-      skip(base, log);
+      skip(base, ids);
       continue;
     }
     failedUntil.delete(base);
@@ -222,7 +222,7 @@ async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>,
   const request: OperationRequest = { op, ids: channelIds(ctx.ids), input, ...(idempotent ? { idempotency_key: idempotent.key } : {}) };
   const answer = await firstAnswer(
     config,
-    requestLog(ctx.ids),
+    ctx.ids,
     (base) =>
       send.send(
         base,
@@ -241,9 +241,17 @@ async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>,
   );
   if (idempotent && answer.replayed) idempotent.replayed = true;
   if (answer.ok) return answer.output as OperationOutput<Op>;
-  const error = answer.error;
+  throw errorOf(answer);
+}
+
+/**
+ * An enclave's error answer as the SigilError it names, with its details and Retry-After; a code
+ * the edge does not know, or internal_error, with nothing of the enclave's message.
+ */
+function errorOf(answer: Extract<EnclaveAnswer, { ok: false }>): SigilError {
+  const { error } = answer;
   const code = error.code in errorStatus ? (error.code as ErrorCode) : "internal_error";
-  throw new SigilError(code, code === "internal_error" ? "an internal error occurred" : error.message, {
+  return new SigilError(code, code === "internal_error" ? "an internal error occurred" : error.message, {
     ...(error.details === undefined ? {} : { details: error.details }),
     ...(answer.retry_after === undefined ? {} : { retryAfterSeconds: answer.retry_after }),
   });
@@ -275,7 +283,7 @@ export async function askEnclave<Op extends OperationName>(
     return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
   } catch (err) {
     if (isExposed(err)) throw err;
-    skip(base, requestLog(ids), err);
+    skip(base, ids, err);
     throw unavailable();
   } finally {
     clearTimeout(timer);
@@ -311,7 +319,7 @@ export async function proxyToEnclave(
       const send = transport ?? channelTransport(config);
       const input: OperationInput<"attestation"> = { query: forwarded.search, client: options.clientIp ?? "unknown" };
       const answer = await send.send(base, { op: "attestation", ids: channelIds(ids), input }, 30_000);
-      if (!answer.ok) throw new SigilError(answer.error.code in errorStatus ? (answer.error.code as ErrorCode) : "internal_error", answer.error.message, answer.retry_after === undefined ? {} : { retryAfterSeconds: answer.retry_after });
+      if (!answer.ok) throw errorOf(answer);
       const passed = answer.output as OperationOutput<"attestation">;
       res = new Response(passed.body, { status: passed.status, headers: passed.headers });
     } else {
@@ -323,9 +331,9 @@ export async function proxyToEnclave(
 
   let answered: { base: string; res: Response };
   if (options.instance === undefined) {
-    answered = await firstAnswer(config, requestLog(ids), ask, (a) => a.status);
+    answered = await firstAnswer(config, ids, ask, (a) => a.status);
   } else {
-    answered = await pinnedAnswer(config, requestLog(ids), options.instance, ask);
+    answered = await pinnedAnswer(config, ids, options.instance, ask);
   }
   const headers = new Headers();
   for (const name of PASSED_HEADERS) {
@@ -339,7 +347,7 @@ export async function proxyToEnclave(
 }
 
 /** The answer of instance `instanceId` alone; once more after finding it elsewhere, when the enclave asked says it is now another. */
-async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, log: Logger, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
+async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, ids: RequestIds, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
   for (let attempt = 0; ; attempt++) {
     const base = await enclaveOfInstance(config, instanceId);
     let answer: R;
@@ -347,7 +355,7 @@ async function pinnedAnswer<R extends { base: string; res: Response }>(config: E
       answer = await ask(base);
     } catch (err) {
       if (isExposed(err)) throw err;
-      skip(base, log, err);
+      skip(base, ids, err);
       throw unavailable();
     }
     const named = answer.res.headers.get("x-sigil-instance");
