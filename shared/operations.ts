@@ -287,13 +287,17 @@ const WRITE: readonly ErrorCode[] = [...KEYED, "account_key_required", "chain_se
 /** A write on a wallet's typed-data signature. */
 const SIGNED: readonly ErrorCode[] = [...WRITE, "invalid_typed_data", "wrong_primary_type", "wrong_chain_id", "invalid_signature", "signature_expired"];
 
-const writeOp = <Op extends EnclaveOperation>(op: Op, errors: readonly ErrorCode[] = WRITE) => ({
+/** An entry for a client operation: its schemas from requestSchemas/responseSchemas, a write with WRITE's codes and the default limit unless told. */
+const writeOp = <Op extends EnclaveOperation>(op: Op, spec: { errors?: readonly ErrorCode[]; kind?: OperationKind; bodyLimit?: number } = {}) => ({
   input: requestSchemas[op],
   output: responseSchemas[op],
-  kind: "write" as OperationKind,
-  bodyLimit: errors === SIGNED ? TYPED_DATA_BODY_LIMIT : DEFAULT_BODY_LIMIT,
-  errors,
+  kind: spec.kind ?? ("write" as OperationKind),
+  bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
+  errors: spec.errors ?? WRITE,
 });
+
+/** An operation on signed typed data: its codes and its body limit. */
+const SIGNED_SPEC = { errors: SIGNED, bodyLimit: TYPED_DATA_BODY_LIMIT };
 
 /** The enclave's whole health report (health.ts), which the edge's /health reads. */
 export const healthOutputSchema = z.record(z.string(), z.unknown());
@@ -313,7 +317,7 @@ export const attestationOutputSchema = z.object({ status: z.number().int(), head
 
 /** The operation table. */
 export const operations = {
-  new_account: writeOp("new_account", [...ANY, "chain_unavailable", "already_exists", "rate_limited"]),
+  new_account: writeOp("new_account", { errors: [...ANY, "chain_unavailable", "already_exists", "rate_limited"] }),
   create_wallet: writeOp("create_wallet"),
   add_usage_api_key: writeOp("add_usage_api_key"),
   update_usage_api_key: writeOp("update_usage_api_key"),
@@ -329,10 +333,10 @@ export const operations = {
   add_action: writeOp("add_action"),
   delete_action: writeOp("delete_action"),
   update_action_metadata: writeOp("update_action_metadata"),
-  convert_to_chain_secured_account: writeOp("convert_to_chain_secured_account", SIGNED),
+  convert_to_chain_secured_account: writeOp("convert_to_chain_secured_account", SIGNED_SPEC),
   // The two derivations answer what the signature derives and send no transaction: they only read.
-  create_wallet_with_signature: { ...writeOp("create_wallet_with_signature", SIGNED), kind: "read" as OperationKind },
-  add_usage_api_key_with_signature: { ...writeOp("add_usage_api_key_with_signature", SIGNED), kind: "read" as OperationKind },
+  create_wallet_with_signature: writeOp("create_wallet_with_signature", { ...SIGNED_SPEC, kind: "read" }),
+  add_usage_api_key_with_signature: writeOp("add_usage_api_key_with_signature", { ...SIGNED_SPEC, kind: "read" }),
   sigil_action: {
     input: requestSchemas.sigil_action,
     output: responseSchemas.sigil_action,
