@@ -3,6 +3,7 @@
 // operation runs; it serves the reads of the table (health, attestation) from the parts it is given;
 // and it remembers under an Idempotency-Key only operations that act.
 import { describe, expect, it } from "vitest";
+import { SigilError } from "../../shared/errors.ts";
 import { createLogger } from "../../shared/log.ts";
 import type { Enclave } from "./context.ts";
 import { createDispatcher } from "./index.ts";
@@ -55,6 +56,25 @@ describe("the dispatcher", () => {
     const attested = await dispatch({ op: "attestation", ids: { ...ids, correlation_id: "c-1" }, input: { query: "?nonce=ab", client: "198.51.100.7" } }, 100);
     expect(attested).toEqual({ ok: true, output: { status: 200, headers: { "content-type": "application/json", "cache-control": "no-store" }, body: '{"quote":"00"}' } });
     expect(asked.attestation).toEqual([{ query: "?nonce=ab", client: "edge:198.51.100.7", ids: { "x-request-id": ids.request_id, "x-correlation-id": "c-1" } }]);
+  });
+
+  it("logs a warning when an operation answers a code its table entry does not list, and answers it all the same", async () => {
+    const lines: string[] = [];
+    const logged = { log: createLogger("info", {}, (line) => lines.push(line)) } as unknown as Enclave;
+    const dispatch = createDispatcher(logged, {
+      health: async () => {
+        throw new SigilError("payment_not_found", "not a health answer");
+      },
+      attestation: async () => new Response("{}"),
+    });
+    expect(await dispatch({ op: "health", ids, input: {} }, 100)).toMatchObject({ ok: false, status: 404, error: { code: "payment_not_found" } });
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "an operation answered a code its table entry does not list", op: "health", code: "payment_not_found", requestId: ids.request_id }),
+    );
+    // A listed code is no warning.
+    lines.length = 0;
+    await dispatch({ op: "health", ids, input: "x" }, 100);
+    expect(lines.filter((l) => l.includes('"warn"'))).toEqual([]);
   });
 
   it("does not remember a read sent under an Idempotency-Key: each is answered afresh", async () => {
