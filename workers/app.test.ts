@@ -3,6 +3,8 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { computeCid } from "../shared/cid.ts";
+import { clientConfigOf, runLimitsSchema } from "../shared/limits.ts";
+
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -108,17 +110,8 @@ describe("errors", () => {
   it("get_sigil_action_client_config needs no enclave: the edge reports the run limits it is configured with", async () => {
     const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({
-      timeout_ms: 60_000,
-      max_timeout_ms: 900_000,
-      memory_limit_mb: 64,
-      max_code_bytes: 4 << 20,
-      max_js_params_bytes: 1 << 20,
-      max_response_bytes: 1 << 20,
-      max_log_bytes: 256 << 10,
-      max_fetch_count: 50,
-      max_wallet_operations: 200,
-    });
+    // The defaults' values are pinned in shared/limits.test.ts.
+    expect(await res.json()).toEqual(clientConfigOf(runLimitsSchema.parse({})));
   });
 });
 
