@@ -75,8 +75,20 @@ export function isSecretName(name: string): boolean {
   return SECRET_NAME_PARTS.some((part) => normalized.includes(part));
 }
 
+/** Field names already judged: a line's names are the code's own, so this stays small (bounded all the same). */
+const secretNames = new Map<string, boolean>();
+
+function isSecretField(name: string): boolean {
+  let secret = secretNames.get(name);
+  if (secret === undefined) {
+    secret = isSecretName(name);
+    if (secretNames.size < 4096) secretNames.set(name, secret);
+  }
+  return secret;
+}
+
 function replacer(key: string, value: unknown): unknown {
-  if (key !== "" && isSecretName(key)) return "[redacted]";
+  if (key !== "" && isSecretField(key)) return "[redacted]";
   if (typeof value === "bigint") return value.toString();
   if (value instanceof Error) return { name: value.name, message: value.message };
   return value;
