@@ -48,7 +48,7 @@ const BODY_LIMITS: Record<string, number> = {
   "/core/v1/add_usage_api_key_with_signature": 64 << 10,
   "/core/v1/convert_to_chain_secured_account": 64 << 10,
 };
-/** Every other route: the edge-wide limit (workers/middleware/bodyLimit DEFAULT_BODY_LIMIT). */
+/** Every other route: the edge-wide limit (DEFAULT_BODY_LIMIT of the operation table, shared/operations.ts). */
 const DEFAULT_LIMIT = 256 << 10;
 
 const doc = (await (await SELF.fetch("http://edge/core/v1/openapi.json")).json()) as OpenApiDoc;

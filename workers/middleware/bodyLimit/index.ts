@@ -14,8 +14,6 @@ function limit(maxSize: number) {
   });
 }
 
-export { DEFAULT_BODY_LIMIT, SCRIPT_BODY_LIMIT };
-
 /** The body limit of every route that does not set its own. */
 export const defaultBodyLimit = limit(DEFAULT_BODY_LIMIT);
 
