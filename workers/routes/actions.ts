@@ -8,7 +8,7 @@ import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
 import { cidHashText } from "./groups.ts";
-import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
@@ -43,20 +43,16 @@ export function actionsRoutes(): OpenAPIHono<EdgeEnv> {
     const config = c.get("config");
     const query = c.req.valid("query");
     const [page, size] = pageArgs(query);
-    const [items, total] =
+    const listed =
       query.group_id === undefined
         ? await readView(config, "listActions", [keyHash, page, size], keyHash)
         : await readView(config, "listActionsInGroup", [keyHash, query.group_id, page, size], keyHash);
-    setTotalCount(c, total);
-    return c.json(
-      items.map((a) => ({
-        hashed_cid: cidHashText(a.cidHash),
-        ...(a.cid === "" ? {} : { action_ipfs_cid: a.cid }),
-        name: a.name,
-        description: a.description,
-      })),
-      200,
-    );
+    return pageAnswer(c, listed, (a) => ({
+      hashed_cid: cidHashText(a.cidHash),
+      ...(a.cid === "" ? {} : { action_ipfs_cid: a.cid }),
+      name: a.name,
+      description: a.description,
+    }));
   });
 
   return r;

@@ -9,7 +9,7 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
-import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
@@ -45,18 +45,13 @@ export function groupsRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(listGroups, async (c) => {
     const { keyHash } = callerKey(c);
-    const [items, total] = await readView(c.get("config"), "listGroups", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
-    setTotalCount(c, total);
-    return c.json(
-      items.map((g) => ({
-        id: g.id.toString(),
-        group_name: g.name,
-        group_description: g.description,
-        pkp_ids_permitted: g.wallets.map((w) => w.toLowerCase()),
-        cid_hashes_permitted: g.cidHashes.map(cidHashText),
-      })),
-      200,
-    );
+    return pageAnswer(c, await readView(c.get("config"), "listGroups", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash), (g) => ({
+      id: g.id.toString(),
+      group_name: g.name,
+      group_description: g.description,
+      pkp_ids_permitted: g.wallets.map((w) => w.toLowerCase()),
+      cid_hashes_permitted: g.cidHashes.map(cidHashText),
+    }));
   });
 
   return r;

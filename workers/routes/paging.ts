@@ -40,7 +40,8 @@ export function pageArgs(q: PageQuery): [bigint, bigint] {
   return [BigInt(q.page_number), BigInt(q.page_size)];
 }
 
-/** Sets `X-Total-Count` on the answer. */
-export function setTotalCount(c: Context, total: bigint | number): void {
+/** A list answer: one page of a list view's `[items, total]`, each item as `toItem` shows it, the total in `X-Total-Count`. */
+export function pageAnswer<T, U>(c: Context, [items, total]: readonly [readonly T[], bigint | number], toItem: (item: T) => U) {
   c.header("X-Total-Count", String(total));
+  return c.json(items.map(toItem), 200);
 }

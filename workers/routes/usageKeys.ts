@@ -9,7 +9,7 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
-import { pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
@@ -49,26 +49,21 @@ export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(listApiKeys, async (c) => {
     const { keyHash } = callerKey(c);
-    const [items, total] = await readView(c.get("config"), "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
     const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
-    setTotalCount(c, total);
-    return c.json(
-      items.map((k) => ({
-        id: toHash32(k.keyHash),
-        name: k.name,
-        description: k.description,
-        expires_at: Number(k.expiration),
-        spend_limit_cents: Number(k.balance),
-        can_create_groups: k.canCreateGroups,
-        can_delete_groups: k.canDeleteGroups,
-        can_create_pkps: k.canCreatePkps,
-        manage_ipfs_ids_in_groups: ids(k.manageIpfsIdsInGroups),
-        add_pkp_to_groups: ids(k.addPkpToGroups),
-        remove_pkp_from_groups: ids(k.removePkpFromGroups),
-        execute_in_groups: ids(k.executeInGroups),
-      })),
-      200,
-    );
+    return pageAnswer(c, await readView(c.get("config"), "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash), (k) => ({
+      id: toHash32(k.keyHash),
+      name: k.name,
+      description: k.description,
+      expires_at: Number(k.expiration),
+      spend_limit_cents: Number(k.balance),
+      can_create_groups: k.canCreateGroups,
+      can_delete_groups: k.canDeleteGroups,
+      can_create_pkps: k.canCreatePkps,
+      manage_ipfs_ids_in_groups: ids(k.manageIpfsIdsInGroups),
+      add_pkp_to_groups: ids(k.addPkpToGroups),
+      remove_pkp_from_groups: ids(k.removePkpFromGroups),
+      execute_in_groups: ids(k.executeInGroups),
+    }));
   });
 
   return r;

@@ -9,7 +9,7 @@ import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
-import { groupIdParam, pageArgs, pageQuerySchema, setTotalCount } from "./paging.ts";
+import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
 
@@ -102,17 +102,13 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(listWallets, async (c) => {
     const { keyHash } = callerKey(c);
-    const [items, total] = await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
-    setTotalCount(c, total);
-    return c.json(items.map(walletItemOf), 200);
+    return pageAnswer(c, await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash), walletItemOf);
   });
 
   r.openapi(listWalletsInGroup, async (c) => {
     const { keyHash } = callerKey(c);
     const query = c.req.valid("query");
-    const [items, total] = await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash);
-    setTotalCount(c, total);
-    return c.json(items.map(walletItemOf), 200);
+    return pageAnswer(c, await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash), walletItemOf);
   });
 
   return r;
