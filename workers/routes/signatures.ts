@@ -36,23 +36,26 @@ const openWrite = openWriteLimit({ spendsGas: false });
 
 const replayHeaders = z.object(idempotentAnswerHeaders);
 
-const createWallet = createRoute({
-  method: "post",
-  path: "/create_wallet_with_signature",
-  summary: "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
-  middleware: [operationBodyLimit("create_wallet_with_signature"), openWrite] as const,
-  request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
-  responses: { 200: { ...json(responseSchemas.create_wallet_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
-});
+/** The route of a derivation a wallet signed for (open to anyone, its body the typed-data envelope). */
+function derivationRoute<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(op: Op, summary: string) {
+  return createRoute({
+    method: "post",
+    path: `/${op}`,
+    summary,
+    middleware: [operationBodyLimit(op), openWrite] as const,
+    request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
+    responses: { 200: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
+  });
+}
 
-const addUsageKey = createRoute({
-  method: "post",
-  path: "/add_usage_api_key_with_signature",
-  summary: "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
-  middleware: [operationBodyLimit("add_usage_api_key_with_signature"), openWrite] as const,
-  request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
-  responses: { 200: { ...json(responseSchemas.add_usage_api_key_with_signature), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
-});
+const createWallet = derivationRoute(
+  "create_wallet_with_signature",
+  "Mint a wallet for the account of the wallet that signed CreateWallet; register it on chain with registerWalletDerivation",
+);
+const addUsageKey = derivationRoute(
+  "add_usage_api_key_with_signature",
+  "Mint a usage key and its wallet for the account of the wallet that signed AddUsageApiKey; attach them on chain with registerWalletDerivation and setUsageApiKey",
+);
 
 /**
  * The holder of a signature endpoint's Idempotency-Key: the wallet its typed data names, in the
