@@ -14,6 +14,20 @@ export type EdgeProcess = { url: string; pid: number; exited: Promise<number | n
 const root = join(import.meta.dirname, "../..");
 const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
 
+/**
+ * A free port on 127.0.0.1 held by a listening socket until `release()`: while held, no other
+ * process can listen on it and no outgoing connection is given it as its local port. For a port
+ * chosen long before wrangler dev listens on it (the enclave must know it first), so that the
+ * seconds between are no window for another taker; released just before wrangler starts.
+ */
+export async function reservePort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  let released: Promise<void> | undefined;
+  return { port, release: () => (released ??= new Promise<void>((resolve) => server.close(() => resolve()))) };
+}
+
 /** A port that is free right now on 127.0.0.1 (wrangler dev cannot be asked to pick one). */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -18,7 +18,7 @@ import { startStripeEmulator, type StripeEmulator } from "../../emulators/stripe
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { readStackConfig } from "./config.ts";
 import { clearLedgers, contractCodeHash, ledgersDir, markChain, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
-import { freePort, spawnEdge, type EdgeProcess } from "./edge.ts";
+import { reservePort, spawnEdge, type EdgeProcess } from "./edge.ts";
 import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
 import { registerLocalPayers } from "./payers.ts";
 import { claimPorts } from "./ports.ts";
@@ -36,6 +36,7 @@ export async function startLocalStack(): Promise<number> {
   let anvil: Anvil | undefined;
   let enclave: EnclaveProcess | undefined;
   let edge: EdgeProcess | undefined;
+  let edgeReservation: { port: number; release(): Promise<void> } | undefined;
   let stripe: StripeEmulator | undefined;
   let stopping = false;
   // Signal handlers and pending promises do not keep Node running; this does, until stop().
@@ -45,6 +46,7 @@ export async function startLocalStack(): Promise<number> {
     stopping = true;
     stoppingRequested = true;
     clearInterval(keepAlive);
+    await edgeReservation?.release();
     if (edge) {
       log(`stopping the edge (pid ${edge.pid})`);
       await edge.stop();
@@ -104,7 +106,10 @@ export async function startLocalStack(): Promise<number> {
     // Recorded before the edge writes a ledger, so no ledger ever exists for an unrecorded deployment.
     writeFileSync(stateFile, `${JSON.stringify({ rpcUrl, ...deployment }, null, 2)}\n`);
 
-    const edgePort = ports.edge || (await freePort());
+    // Held from here until wrangler starts: the enclave must be told the port first, and a port only
+    // found free could be taken in the seconds between (the enclave's and anvil's connections too).
+    edgeReservation = ports.edge ? undefined : await reservePort();
+    const edgePort = ports.edge || (edgeReservation?.port as number);
     enclave = await spawnEnclave({
       SIGIL_ENV: "development",
       SIGIL_ENCLAVE_HOST: "127.0.0.1",
@@ -134,6 +139,7 @@ export async function startLocalStack(): Promise<number> {
       log(`Stripe emulator listening on ${stripe.url}`);
       stripeVars = { STRIPE_API_BASE: stripe.url, STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_PUBLISHABLE_KEY: stripe.publishableKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret };
     }
+    await edgeReservation?.release();
     edge = await spawnEdge({
       port: edgePort,
       stateDir: config.stateDir,
