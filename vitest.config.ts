@@ -54,7 +54,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "contracts/**/*.test.ts", "bin/**/*.test.ts", "enclave/**/*.test.ts", "emulators/**/*.test.ts", "deploy/**/*.test.ts", "test/unit/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "sdk/**/*.test.ts", "contracts/**/*.test.ts", "bin/**/*.test.ts", "enclave/**/*.test.ts", "emulators/**/*.test.ts", "deploy/**/*.test.ts", "test/unit/**/*.test.ts"],
         },
       },
       {

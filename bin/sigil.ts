@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // The `sigil` command (`npm run -s sigil -- <command>`): `start` runs the local stack until Ctrl-C
 // (npm start); `topup` buys credit for an account; `verify` checks a deployment's attestation;
 // `edge-identity` makes the edge's channel identity for a deployment.

@@ -1,0 +1,103 @@
+// toSigilAccount: a viem Account whose key never leaves the enclave. Each signature is a run of
+// the SDK's signing action (SIGNER_CODE, src/signer.ts) with the wallet, so
+// `createWalletClient({ account: toSigilAccount(…) })` signs messages, typed data and transactions
+// (and sends them) with a Sigil wallet. The calling key must be allowed to run that action with the
+// wallet: a group with SIGNER_CID and the wallet (grantSigner makes one).
+import { toAccount } from "viem/accounts";
+import { getAddress, serializeTransaction, type Address, type Hex, type LocalAccount, type SignableMessage, type TransactionSerializable } from "viem";
+import { SigilError } from "./errors.ts";
+import { SIGNER_CID } from "./generated/api.ts";
+import { SIGNER_CODE } from "./signer.ts";
+import type { CallOptions, SigilClient } from "./client.ts";
+
+export { SIGNER_CID, SIGNER_CODE };
+
+/** Integers beyond JSON's reach travel as `{"$bigint": "…"}`; the enclave's host revives them. */
+function toWire(value: unknown): unknown {
+  if (typeof value === "bigint") return { $bigint: value.toString() };
+  if (value instanceof Uint8Array) return `0x${Array.from(value, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+  if (Array.isArray(value)) return value.map(toWire);
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, toWire(v)]));
+  return value;
+}
+
+/** A message as the action takes it: text, or `{raw: "0x…"}` bytes. */
+function messageOf(message: SignableMessage): string | { raw: Hex } {
+  if (typeof message === "string") return message;
+  return { raw: typeof message.raw === "string" ? message.raw : (toWire(message.raw) as Hex) };
+}
+
+/**
+ * Runs the signing action with `params` and answers its response; a run that fails throws a
+ * SigilError with the run's error code (`run_failed` when it has none) and its logs in details.
+ */
+async function runSigner(client: SigilClient, params: Record<string, unknown>, options: CallOptions | undefined): Promise<unknown> {
+  let info: { requestId: string | undefined } = { requestId: undefined };
+  const run = await client.sigilAction({ code: SIGNER_CODE, js_params: toWire(params) as Record<string, unknown> }, {
+    ...options,
+    onResponse: (r) => {
+      info = r;
+      options?.onResponse?.(r);
+    },
+  });
+  if (run.has_error) {
+    throw new SigilError({
+      code: run.error?.code ?? "run_failed",
+      message: `the signing action failed: ${run.error?.message ?? "no message"}`,
+      status: 200,
+      details: { logs: run.logs, cid: run.cid },
+      requestId: info.requestId,
+    });
+  }
+  return run.response;
+}
+
+/**
+ * A viem LocalAccount backed by the Sigil wallet `wallet`: signMessage, signTypedData,
+ * signTransaction and sign (a raw 32-byte hash) each run inside the enclave. `options` apply to
+ * every run (an AbortSignal, a timeout).
+ */
+export function toSigilAccount(args: { client: SigilClient; wallet: Address; options?: CallOptions }): LocalAccount<"sigil"> {
+  const { client, options } = args;
+  const wallet = getAddress(args.wallet);
+  const account = toAccount({
+    address: wallet,
+    async sign({ hash }) {
+      return (await runSigner(client, { op: "sign", wallet, hash }, options)) as Hex;
+    },
+    async signMessage({ message }) {
+      return (await runSigner(client, { op: "signMessage", wallet, message: messageOf(message) }, options)) as Hex;
+    },
+    async signTypedData(typedData) {
+      return (await runSigner(client, { op: "signTypedData", wallet, typedData }, options)) as Hex;
+    },
+    async signTransaction(transaction, opts) {
+      // A chain with its own serializer (an OP stack deposit, say) cannot be signed by the action,
+      // which serializes as Ethereum does: say so rather than sign something else.
+      if (opts?.serializer && opts.serializer !== serializeTransaction) {
+        const theirs = await opts.serializer(transaction as TransactionSerializable);
+        if (theirs !== serializeTransaction(transaction as TransactionSerializable)) {
+          throw new TypeError("this chain serializes this transaction its own way; the Sigil signer signs Ethereum's serialization only");
+        }
+      }
+      return (await runSigner(client, { op: "signTransaction", wallet, transaction }, options)) as Hex;
+    },
+  });
+  return { ...account, source: "sigil" } as LocalAccount<"sigil">;
+}
+
+/**
+ * Lets the client's key sign with `wallet` through toSigilAccount: adds a group with the signing
+ * action's CID and the wallet (add_group; the key needs group:create). Resolves with the new group.
+ */
+export async function grantSigner(client: SigilClient, args: { wallet: Address; groupName?: string; description?: string }, options?: CallOptions) {
+  return client.addGroup(
+    {
+      group_name: args.groupName ?? `sigil signer ${args.wallet.slice(0, 10)}`,
+      group_description: args.description ?? "lets toSigilAccount sign with this wallet (@sigil/sdk signing action)",
+      pkp_ids_permitted: [args.wallet],
+      cid_hashes_permitted: [SIGNER_CID],
+    },
+    options,
+  );
+}

@@ -1,0 +1,250 @@
+// createSigilClient: one typed method per operation of the service's OpenAPI document (the method
+// is the operationId: `list_api_keys` → listApiKeys), built from the generated table
+// (src/generated/api.ts), so a new route is a new method with the edge's own types. Only `fetch`
+// is used (injectable), so the client runs in Node ≥ 20, browsers, Workers, Deno and Bun.
+//
+// Retries only where repeating cannot act twice: reads, and writes and runs that carry an
+// Idempotency-Key (the client makes one per call unless given one, and sends the same key on every
+// attempt, so the service answers a repeat with the first answer). They follow 429 and 503 answers
+// after their Retry-After, 409 request_in_progress likewise, and a failed connection after a short
+// backoff; a timeout is not retried (the call's budget is spent).
+import { operations, type OperationId, type Operations } from "./generated/api.ts";
+import { SigilError, SigilNetworkError, SigilTimeoutError } from "./errors.ts";
+
+/** `X-Wallet-Auth` for billing under a wallet: a header value, or a function that makes a fresh one (walletAuthHeader). */
+export type WalletAuth = string | (() => string | Promise<string>);
+
+export type SigilClientOptions = {
+  /** The service's origin, e.g. http://127.0.0.1:8787 (a trailing /core/v1 is allowed). */
+  baseUrl: string;
+  /** An account or usage API key, sent as X-Api-Key. */
+  apiKey?: string | undefined;
+  /** For billing calls without a key: the X-Wallet-Auth of a ChainSecured account's admin wallet. */
+  walletAuth?: WalletAuth | undefined;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof globalThis.fetch;
+  /** Per attempt, in ms (default 120 000: longer than the longest run). */
+  timeoutMs?: number;
+  /** Attempts after the first, where retrying is safe (default 2). */
+  retries?: number;
+  /** The longest Retry-After the client waits out, in ms (default 30 000); a longer one is the caller's to handle. */
+  maxRetryDelayMs?: number;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+};
+
+/** What a call's answer said besides its body. */
+export type ResponseInfo = { status: number; requestId: string | undefined; headers: Headers };
+
+export type CallOptions = {
+  signal?: AbortSignal;
+  /** For writes and runs: the Idempotency-Key (default: a random UUID per call, the same on each retry). */
+  idempotencyKey?: string;
+  /** Echoed by the service as X-Correlation-Id and written in its logs. */
+  correlationId?: string;
+  timeoutMs?: number;
+  retries?: number;
+  /** Called with the final answer's status and headers (request id, X-Sigil-Charged-Cents, X-Total-Count…). */
+  onResponse?: (info: ResponseInfo) => void;
+};
+
+type Input<K extends OperationId> = Operations[K]["input"];
+type Output<K extends OperationId> = Operations[K]["output"];
+
+/** A method: its input may be left out when every field of it is optional. */
+export type Method<K extends OperationId> = {} extends Input<K>
+  ? (input?: Input<K>, options?: CallOptions) => Promise<Output<K>>
+  : (input: Input<K>, options?: CallOptions) => Promise<Output<K>>;
+
+type Paged = { [K in OperationId]: (typeof operations)[K]["paged"] extends true ? K : never }[OperationId];
+export type PageItem<K extends Paged> = Output<K> extends Array<infer I> ? I : never;
+type PageInput<K extends Paged> = Omit<Input<K>, "page_number" | "page_size"> & { page_size?: number };
+
+export type SigilClient = { [K in OperationId]: Method<K> } & {
+  /** Every item of a list, page after page: `for await (const w of client.all.listWallets())`. */
+  all: { [K in Paged]: {} extends PageInput<K> ? (input?: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> : (input: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> };
+  /** Calls an operation by its id (what the named methods do). */
+  call<K extends OperationId>(operation: K, input: Input<K>, options?: CallOptions): Promise<Output<K>>;
+  /** The options the client was made with (the API key left out). */
+  readonly baseUrl: string;
+  /** A client like this one with some options changed (another key, say). */
+  with(options: Partial<SigilClientOptions>): SigilClient;
+};
+
+/** POSTs that only compute an answer: safe to repeat without an Idempotency-Key. */
+const PURE_POSTS: ReadonlySet<OperationId> = new Set(["getSigilActionIpfsId"]);
+const DEFAULT_TIMEOUT_MS = 120_000;
+const ITERATION_PAGE_SIZE = 100;
+
+export function createSigilClient(options: SigilClientOptions): SigilClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "").replace(/\/core\/v1$/, "");
+  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL, not ${JSON.stringify(options.baseUrl)}`);
+  const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
+
+  async function call<K extends OperationId>(operation: K, input: Input<K>, callOptions: CallOptions = {}): Promise<Output<K>> {
+    const op = operations[operation];
+    if (!op) throw new TypeError(`unknown operation ${String(operation)}`);
+    const { url, body } = requestOf(baseUrl, op, input);
+    const headers: Record<string, string> = { accept: op.json ? "application/json" : "*/*", ...options.headers };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (op.auth !== "none" && options.apiKey) headers["x-api-key"] = options.apiKey;
+    if (op.auth === "key_or_wallet" && !options.apiKey && options.walletAuth !== undefined) {
+      headers["x-wallet-auth"] = typeof options.walletAuth === "string" ? options.walletAuth : await options.walletAuth();
+    }
+    if (callOptions.correlationId) headers["x-correlation-id"] = callOptions.correlationId;
+    if (op.idempotent && op.method === "POST") headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
+    const safe = op.method === "GET" || headers["idempotency-key"] !== undefined || PURE_POSTS.has(operation);
+    const retries = safe ? (callOptions.retries ?? options.retries ?? 2) : 0;
+    const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const maxDelay = options.maxRetryDelayMs ?? 30_000;
+
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await fetchWithTimeout(doFetch, url, { method: op.method, headers, ...(body === undefined ? {} : { body }) }, timeoutMs, callOptions.signal);
+      } catch (err) {
+        if (err instanceof SigilNetworkError && !(err instanceof SigilTimeoutError) && attempt < retries) {
+          await sleep(Math.min(maxDelay, 250 * 2 ** attempt), callOptions.signal);
+          continue;
+        }
+        throw err;
+      }
+      const info: ResponseInfo = { status: res.status, requestId: res.headers.get("x-request-id") ?? undefined, headers: res.headers };
+      if (res.ok) {
+        const value = op.json ? await readJson(res, info) : await res.text();
+        callOptions.onResponse?.(info);
+        return value as Output<K>;
+      }
+      const error = await errorOf(res, info);
+      const waitable = error.status === 429 || error.status === 503 || error.code === "request_in_progress";
+      const delay = (error.retryAfter ?? 1) * 1000;
+      if (waitable && attempt < retries && delay <= maxDelay && (error.retryAfter !== undefined || error.status !== 503)) {
+        await sleep(delay, callOptions.signal);
+        continue;
+      }
+      callOptions.onResponse?.(info);
+      throw error;
+    }
+  }
+
+  function all(operation: Paged) {
+    return (input: Record<string, unknown> = {}, callOptions: CallOptions = {}): AsyncIterable<unknown> => ({
+      async *[Symbol.asyncIterator]() {
+        const pageSize = Number(input.page_size ?? ITERATION_PAGE_SIZE);
+        let seen = 0;
+        for (let page = 0; ; page++) {
+          let total = Number.POSITIVE_INFINITY;
+          const items = (await call(operation, { ...input, page_number: page, page_size: pageSize } as never, {
+            ...callOptions,
+            onResponse: (info) => {
+              const header = info.headers.get("x-total-count");
+              if (header !== null && /^\d+$/.test(header)) total = Number(header);
+              callOptions.onResponse?.(info);
+            },
+          })) as unknown[];
+          for (const item of items) yield item;
+          seen += items.length;
+          if (items.length < pageSize || seen >= total) return;
+        }
+      },
+    });
+  }
+
+  const client: Record<string, unknown> = {
+    call,
+    baseUrl,
+    with: (changes: Partial<SigilClientOptions>) => createSigilClient({ ...options, ...changes }),
+    all: Object.fromEntries(Object.entries(operations).filter(([, op]) => op.paged).map(([name]) => [name, all(name as Paged)])),
+  };
+  for (const name of Object.keys(operations) as OperationId[]) {
+    client[name] = (input: unknown, callOptions?: CallOptions) => call(name, input as never, callOptions);
+  }
+  return client as SigilClient;
+}
+
+type OperationEntry = (typeof operations)[OperationId];
+
+/** The URL and JSON body of a call: parameters in the path and query, or the input as the body. */
+function requestOf(baseUrl: string, op: OperationEntry, input: unknown): { url: string; body?: string } {
+  if (op.input === "body") {
+    return { url: baseUrl + op.path, body: JSON.stringify(input ?? null, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) };
+  }
+  const params = { ...((input ?? {}) as Record<string, unknown>) };
+  let path: string = op.path;
+  for (const name of op.pathParams as readonly string[]) {
+    const value = params[name];
+    if (value === undefined || value === null || value === "") throw new TypeError(`${name} is required`);
+    path = path.replace(`{${name}}`, encodeURIComponent(String(value)));
+    delete params[name];
+  }
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) query.set(k, String(v));
+  const q = query.toString();
+  return { url: baseUrl + path + (q ? `?${q}` : "") };
+}
+
+async function fetchWithTimeout(doFetch: typeof globalThis.fetch, url: string, init: RequestInit, timeoutMs: number, signal: AbortSignal | undefined): Promise<Response> {
+  signal?.throwIfAborted();
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+  try {
+    return await doFetch(url, { ...init, signal: combined });
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    if (timeout.aborted) throw new SigilTimeoutError({ code: "timeout", status: 0, message: `no answer from ${new URL(url).origin} within ${timeoutMs} ms`, cause: err });
+    throw new SigilNetworkError({ code: "network_error", status: 0, message: `could not reach ${new URL(url).origin}: ${messageOf(err)}`, cause: err });
+  }
+}
+
+function messageOf(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+}
+
+async function readJson(res: Response, info: ResponseInfo): Promise<unknown> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SigilError({ code: "unexpected_response", status: res.status, message: `the answer (${res.status}) is not JSON`, requestId: info.requestId });
+  }
+}
+
+/** The service's error body (api.md, Errors) as a SigilError; any other answer as unexpected_response. */
+async function errorOf(res: Response, info: ResponseInfo): Promise<SigilError> {
+  const header = res.headers.get("retry-after");
+  const retryAfter = header !== null && /^\d+$/.test(header.trim()) ? Number(header) : undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(await res.text());
+  } catch {
+    body = undefined;
+  }
+  const error = (body as { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown } } | undefined)?.error;
+  if (error && typeof error.code === "string" && typeof error.message === "string") {
+    return new SigilError({
+      code: error.code,
+      message: error.message,
+      status: res.status,
+      details: error.details,
+      requestId: typeof error.request_id === "string" ? error.request_id : info.requestId,
+      retryAfter,
+    });
+  }
+  return new SigilError({ code: "unexpected_response", status: res.status, message: `the service answered ${res.status} ${res.statusText} without an error body`, requestId: info.requestId, retryAfter });
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

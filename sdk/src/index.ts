@@ -1,0 +1,22 @@
+// @sigil/sdk: a typed client of the Sigil API, a viem Account backed by a Sigil wallet, and the
+// ChainSecured helpers (EIP-712 signatures, X-Wallet-Auth, AccountConfig calls). Runs wherever
+// `fetch` does; viem is its only peer dependency.
+export { createSigilClient, type CallOptions, type Method, type PageItem, type ResponseInfo, type SigilClient, type SigilClientOptions, type WalletAuth } from "./client.ts";
+export { SigilError, SigilNetworkError, SigilTimeoutError, isSigilError, type ClientErrorCode } from "./errors.ts";
+export { topUp, type TopUpResult } from "./billing.ts";
+export { grantSigner, toSigilAccount, SIGNER_CID, SIGNER_CODE } from "./account.ts";
+export {
+  accountConfig,
+  accountConfigAbi,
+  accountConfigCall,
+  signSigilTypedData,
+  walletAuthHeader,
+  walletLookupHash,
+  type SignedTypedData,
+  type SigilPrimaryType,
+  type SigilTypedData,
+  type TypedDataSigner,
+  type UsageKeyGrant,
+} from "./chainSecured.ts";
+export { operations, type OperationId, type Operations } from "./generated/api.ts";
+export type * from "./generated/api.ts";
