@@ -1,0 +1,62 @@
+// The local stack as `npm start` runs it (anvil, AccountConfig, the enclave, the local Stripe, the
+// edge under wrangler dev, billing on), started as its own process group on free loopback ports
+// with a state folder of its own, for the end-to-end suites that test what a user runs against it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getAddress, type Address } from "viem";
+
+export type LocalStack = {
+  /** The edge's origin, e.g. http://127.0.0.1:41234 (the API is under /core/v1). */
+  origin: string;
+  /** `${origin}/core/v1`. */
+  api: string;
+  rpcUrl: string;
+  contract: Address;
+  /** The state folder (`.sigil/` of this stack: local.json, dev keys). */
+  stateDir: string;
+  output(): string;
+  stop(): Promise<void>;
+};
+
+const root = join(import.meta.dirname, "../..");
+
+export async function startLocalStack(options: { timeoutMs?: number } = {}): Promise<LocalStack> {
+  const stateDir = mkdtempSync(join(tmpdir(), "sigil-stack-"));
+  let output = "";
+  const child: ChildProcess = spawn(process.execPath, ["bin/sigil.ts", "start"], {
+    cwd: root,
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0" },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+  const stop = async () => {
+    if (child.pid && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      process.kill(-child.pid, "SIGINT");
+      await exited;
+    }
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + (options.timeoutMs ?? 90_000);
+  while (!/API\s+(\S+)\/core\/v1/.test(output)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`the stack did not come up:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const origin = /API\s+(\S+)\/core\/v1/.exec(output)![1]!;
+  return {
+    origin,
+    api: `${origin}/core/v1`,
+    rpcUrl: /rpc url\s+(\S+)/.exec(output)?.[1] ?? "",
+    contract: getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(output)?.[1] ?? ""),
+    stateDir,
+    output: () => output,
+    stop,
+  };
+}
