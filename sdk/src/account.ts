@@ -57,7 +57,7 @@ async function runSigner(client: SigilClient, params: Record<string, unknown>, o
  * signTransaction and sign (a raw 32-byte hash) each run inside the enclave. `options` apply to
  * every run (an AbortSignal, a timeout).
  */
-export function toSigilAccount(args: { client: SigilClient; wallet: Address; options?: CallOptions }): LocalAccount<"sigil"> {
+export function toSigilAccount(args: { client: SigilClient; wallet: Address | string; options?: CallOptions }): LocalAccount<"sigil"> {
   const { client, options } = args;
   const wallet = getAddress(args.wallet);
   const account = toAccount({
@@ -90,7 +90,7 @@ export function toSigilAccount(args: { client: SigilClient; wallet: Address; opt
  * Lets the client's key sign with `wallet` through toSigilAccount: adds a group with the signing
  * action's CID and the wallet (add_group; the key needs group:create). Resolves with the new group.
  */
-export async function grantSigner(client: SigilClient, args: { wallet: Address; groupName?: string; description?: string }, options?: CallOptions) {
+export async function grantSigner(client: SigilClient, args: { wallet: Address | string; groupName?: string; description?: string }, options?: CallOptions) {
   return client.addGroup(
     {
       group_name: args.groupName ?? `sigil signer ${args.wallet.slice(0, 10)}`,
