@@ -18,6 +18,7 @@ import { publicRoutes } from "./routes/public.ts";
 import { signaturesRoutes } from "./routes/signatures.ts";
 import { usageKeysRoutes } from "./routes/usageKeys.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
+import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
 
 export function createApp(): OpenAPIHono<EdgeEnv> {
@@ -50,10 +51,14 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", billingRoutes());
   app.route("/", attestationRoutes());
 
-  app.doc31("/core/v1/openapi.json", {
+  // The document of every route above (api.md, Conventions: OpenAPI). Its one server is the origin
+  // it was asked from: `npm start`'s names http://127.0.0.1:8787, production's its own domain.
+  app.doc31("/core/v1/openapi.json", (c) => ({
     openapi: "3.1.0",
-    info: { title: "Sigil", version: "1", description: "Programmable key management and script execution (see the specification)." },
-  });
+    info: { title: "Sigil", version: "1", description: API_DESCRIPTION, license: { name: "Apache-2.0", identifier: "Apache-2.0" } },
+    servers: [{ url: new URL(c.req.url).origin }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
+  }));
   app.get("/core/v1/swagger-ui", swaggerUI({ url: "/core/v1/openapi.json" }));
   app.get("/", (c) => c.redirect("/core/v1/swagger-ui"));
 

@@ -20,49 +20,50 @@ const isExtension = (k: string) => k.startsWith("x-");
 /**
  * api.md's endpoint tables under /core/v1 (Accounts and keys, Wallets, Groups and actions,
  * Execution, Public information, Signature endpoints, Billing), with their auth: `none`, or `key` for
- * `key`, `acct` and `header` (all of them read the caller's key from a header).
+ * `key`, `acct` and `header` (all of them read the caller's key from a header), and the capability
+ * they are tagged with (api.md's sections, the signature endpoints apart).
  */
-const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key"]> = [
-  ["post", "/new_account", "none"],
-  ["get", "/account_exists", "key"],
-  ["post", "/add_usage_api_key", "key"],
-  ["post", "/update_usage_api_key", "key"],
-  ["post", "/update_usage_api_key_metadata", "key"],
-  ["post", "/remove_usage_api_key", "key"],
-  ["get", "/list_api_keys", "key"],
-  ["post", "/create_wallet", "key"],
-  ["get", "/create_wallet", "key"],
-  ["get", "/list_wallets", "key"],
-  ["get", "/list_wallets_in_group", "key"],
-  ["post", "/add_group", "key"],
-  ["get", "/list_groups", "key"],
-  ["post", "/remove_group", "key"],
-  ["post", "/update_group", "key"],
-  ["post", "/add_action_to_group", "key"],
-  ["post", "/remove_action_from_group", "key"],
-  ["post", "/add_pkp_to_group", "key"],
-  ["post", "/remove_pkp_from_group", "key"],
-  ["post", "/add_action", "key"],
-  ["post", "/delete_action", "key"],
-  ["post", "/update_action_metadata", "key"],
-  ["get", "/list_actions", "key"],
-  ["post", "/get_sigil_action_ipfs_id", "none"],
-  ["post", "/sigil_action", "key"],
-  ["get", "/get_sigil_action_client_config", "none"],
-  ["get", "/get_node_chain_config", "none"],
-  ["get", "/get_api_payers", "none"],
-  ["get", "/get_admin_api_payer", "none"],
-  ["get", "/health", "none"],
-  ["get", "/version", "none"],
-  ["post", "/create_wallet_with_signature", "none"],
-  ["post", "/convert_to_chain_secured_account", "key"],
-  ["post", "/add_usage_api_key_with_signature", "none"],
+const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", tag: string]> = [
+  ["post", "/new_account", "none", "Accounts"],
+  ["get", "/account_exists", "key", "Accounts"],
+  ["post", "/add_usage_api_key", "key", "Usage keys"],
+  ["post", "/update_usage_api_key", "key", "Usage keys"],
+  ["post", "/update_usage_api_key_metadata", "key", "Usage keys"],
+  ["post", "/remove_usage_api_key", "key", "Usage keys"],
+  ["get", "/list_api_keys", "key", "Usage keys"],
+  ["post", "/create_wallet", "key", "Wallets"],
+  ["get", "/create_wallet", "key", "Wallets"],
+  ["get", "/list_wallets", "key", "Wallets"],
+  ["get", "/list_wallets_in_group", "key", "Wallets"],
+  ["post", "/add_group", "key", "Groups"],
+  ["get", "/list_groups", "key", "Groups"],
+  ["post", "/remove_group", "key", "Groups"],
+  ["post", "/update_group", "key", "Groups"],
+  ["post", "/add_action_to_group", "key", "Groups"],
+  ["post", "/remove_action_from_group", "key", "Groups"],
+  ["post", "/add_pkp_to_group", "key", "Groups"],
+  ["post", "/remove_pkp_from_group", "key", "Groups"],
+  ["post", "/add_action", "key", "Actions"],
+  ["post", "/delete_action", "key", "Actions"],
+  ["post", "/update_action_metadata", "key", "Actions"],
+  ["get", "/list_actions", "key", "Actions"],
+  ["post", "/get_sigil_action_ipfs_id", "none", "Actions"],
+  ["post", "/sigil_action", "key", "Execution"],
+  ["get", "/get_sigil_action_client_config", "none", "Execution"],
+  ["get", "/get_node_chain_config", "none", "Public"],
+  ["get", "/get_api_payers", "none", "Public"],
+  ["get", "/get_admin_api_payer", "none", "Public"],
+  ["get", "/health", "none", "Public"],
+  ["get", "/version", "none", "Public"],
+  ["post", "/create_wallet_with_signature", "none", "Signatures"],
+  ["post", "/convert_to_chain_secured_account", "key", "Signatures"],
+  ["post", "/add_usage_api_key_with_signature", "none", "Signatures"],
   // Billing: the keyed ones also take X-Wallet-Auth instead of a key.
-  ["get", "/billing/stripe_config", "none"],
-  ["get", "/billing/balance", "key"],
-  ["post", "/billing/create_payment_intent", "key"],
-  ["post", "/billing/confirm_payment", "key"],
-  ["post", "/billing/webhook", "none"],
+  ["get", "/billing/stripe_config", "none", "Billing"],
+  ["get", "/billing/balance", "key", "Billing"],
+  ["post", "/billing/create_payment_intent", "key", "Billing"],
+  ["post", "/billing/confirm_payment", "key", "Billing"],
+  ["post", "/billing/webhook", "none", "Billing"],
 ];
 
 /**
@@ -77,6 +78,32 @@ const ATTESTATION_ROUTES: Array<[method: string, path: string]> = [
   ["get", "/evidences/{name}"],
 ];
 const ATTESTATION_PATHS = new Set(ATTESTATION_ROUTES.map(([, p]) => p));
+
+/**
+ * An operation's operationId (the SDK's method name) is its endpoint's name — the path's last
+ * segment, `billing/` dropped — in camelCase; these are the exceptions: an endpoint named by a noun
+ * takes a verb, and the specification's GET alias of POST /create_wallet a name of its own.
+ */
+const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
+  "get /core/v1/version": "getVersion",
+  "get /core/v1/health": "getHealth",
+  "get /core/v1/billing/balance": "getBalance",
+  "get /core/v1/billing/stripe_config": "getStripeConfig",
+  "post /core/v1/billing/webhook": "stripeWebhook",
+  "get /core/v1/create_wallet": "createWalletByGet",
+  "get /attestation": "getAttestation",
+  "get /attestation/simulated-collateral": "getSimulatedCollateral",
+  "get /info": "getInfo",
+  "get /evidences/": "listEvidences",
+  "get /evidences/{name}": "getEvidence",
+};
+const camelCase = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/** The document's tags, one per capability, in this order. */
+const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Execution", "Signatures", "Billing", "Public", "Attestation"];
+
+/** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have). */
+const OPERATION_4XX = ["400", "401", "402", "403", "404", "409", "413", "422", "429"];
 
 let doc: Doc;
 
@@ -165,7 +192,7 @@ describe("the OpenAPI document", () => {
           const schema = (r.content as Record<string, Obj> | undefined)?.["application/json"]?.schema as Obj | undefined;
           expect(schema, `${where} ${status} declares its body`).toBeTypeOf("object");
           // /health's 503 is its report, not an error (api.md: "200 when serving, 503 when not").
-          if (path === "/core/v1/health") {
+          if (path === "/core/v1/health" && status === "503") {
             expect(schema).toEqual(((responses?.["200"]?.content as Record<string, Obj>)["application/json"] as Obj).schema);
             continue;
           }
@@ -249,9 +276,7 @@ describe("the OpenAPI document", () => {
     }
   });
 
-  it("has unique operation ids (when given) and well-formed parameters: a name, a valid `in`, path parameters required and in the template", () => {
-    const ids = operations().flatMap(({ op }) => (typeof op.operationId === "string" ? [op.operationId] : []));
-    expect(new Set(ids).size).toBe(ids.length);
+  it("has well-formed parameters: a name, a valid `in`, path parameters required and in the template", () => {
     for (const { method, path, op } of operations()) {
       const params = ((op.parameters ?? []) as Obj[]).map((p) => (typeof p.$ref === "string" ? resolve(p.$ref) : p) as Obj);
       const seen = new Set<string>();
@@ -290,14 +315,80 @@ describe("the OpenAPI document", () => {
     expect(bodies).toBeGreaterThan(0);
   });
 
-  it("serves every route of api.md's endpoint tables with its method, keyed exactly when api.md says so", () => {
+  it("serves every route of api.md's endpoint tables with its method, keyed exactly when api.md says so: a key (X-Api-Key or Bearer; billing's also X-Wallet-Auth), or `security: []`", () => {
     for (const [method, path, auth] of API_MD_ROUTES) {
+      const where = `${method.toUpperCase()} ${path}`;
       const op = doc.paths[`/core/v1${path}`]?.[method];
-      expect(op, `${method.toUpperCase()} ${path}`).toBeDefined();
-      expect(((op?.security ?? []) as unknown[]).length > 0, `${method.toUpperCase()} ${path} is keyed`).toBe(auth === "key");
+      expect(op, where).toBeDefined();
+      if (auth === "none") {
+        // Stated, not left out: a public operation says it needs nothing (generators and linters read a missing one as unknown).
+        expect(op?.security, `${where} is public`).toEqual([]);
+        continue;
+      }
+      const schemes = path.startsWith("/billing/") ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
+      expect(op?.security, `${where} is keyed`).toEqual(schemes);
       // A keyed operation documents its key errors.
-      if (auth === "key") expect(Object.keys(op?.responses as Obj), `${method.toUpperCase()} ${path}`).toContain("401");
+      expect(Object.keys(op?.responses as Obj), where).toContain("401");
     }
+  });
+
+  it("names every operation with a unique operationId, the endpoint's name in camelCase (the exceptions above), and marks the GET alias of create_wallet deprecated", () => {
+    const wrong: string[] = [];
+    for (const { method, path, op } of operations()) {
+      const key = `${method} ${path}`;
+      const expected = OPERATION_ID_EXCEPTIONS[key] ?? camelCase(path.split("/").pop() ?? "");
+      if (op.operationId !== expected) wrong.push(`${key}: ${String(op.operationId)}, not ${expected}`);
+    }
+    expect(wrong).toEqual([]);
+    const ids = operations().map(({ op }) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    // Every exception names an operation the document has.
+    for (const key of Object.keys(OPERATION_ID_EXCEPTIONS)) expect(operations().map(({ method, path }) => `${method} ${path}`), key).toContain(key);
+    expect(doc.paths["/core/v1/create_wallet"]?.get?.deprecated).toBe(true);
+    expect(doc.paths["/core/v1/create_wallet"]?.post?.deprecated).toBeUndefined();
+  });
+
+  it("tags every operation with exactly one capability, declared at the top with a one-line description, each used", () => {
+    const tags = (doc.tags ?? []) as Obj[];
+    expect(tags.map((t) => t.name)).toEqual(TAG_NAMES);
+    for (const t of tags) expect(t.description, String(t.name)).toEqual(expect.stringMatching(/^[^\n]{10,}$/));
+    const used = new Set<string>();
+    for (const { method, path, op } of operations()) {
+      expect(op.tags, `${method.toUpperCase()} ${path}`).toHaveLength(1);
+      const [name] = op.tags as string[];
+      expect(TAG_NAMES, `${method.toUpperCase()} ${path}`).toContain(name);
+      used.add(name as string);
+    }
+    expect([...used].sort()).toEqual([...TAG_NAMES].sort());
+    for (const [method, path, , tag] of API_MD_ROUTES) expect(doc.paths[`/core/v1${path}`]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual([tag]);
+    for (const [method, path] of ATTESTATION_ROUTES) expect(doc.paths[path]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual(["Attestation"]);
+  });
+
+  it("documents the 4xx answers each operation's middleware gives: 429 under /core/v1 (the rate limit), 400 and 413 with a body, 400 with parameters, 400 and 401 with a key", () => {
+    const gaps: string[] = [];
+    for (const { method, path, op } of operations()) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const statuses = Object.keys(op.responses as Obj).filter((s) => s.startsWith("4"));
+      const must = new Set<string>();
+      if (path.startsWith("/core/v1/")) must.add("429");
+      if (op.requestBody !== undefined) ["400", "413"].forEach((s) => must.add(s));
+      if (((op.parameters ?? []) as Obj[]).length > 0) must.add("400");
+      if (((op.security ?? []) as unknown[]).length > 0) ["400", "401"].forEach((s) => must.add(s));
+      if (statuses.length === 0) gaps.push(`${where}: no 4xx answer`);
+      for (const s of must) if (!statuses.includes(s)) gaps.push(`${where}: no ${s}`);
+      for (const s of statuses) if (!OPERATION_4XX.includes(s)) gaps.push(`${where}: ${s} is not an answer of an operation`);
+    }
+    expect(gaps).toEqual([]);
+    // 429 comes with Retry-After (api.md, Errors).
+    const limited = (doc.paths["/core/v1/version"]?.get?.responses as Record<string, Obj>)["429"] as Obj;
+    expect(Object.keys(limited.headers as Obj)).toContain("Retry-After");
+  });
+
+  it("names its one server, the origin it was asked from, carries a license and describes the API", () => {
+    expect(doc.servers).toEqual([{ url: "http://edge" }]);
+    expect(doc.info.license).toEqual({ name: "Apache-2.0", identifier: "Apache-2.0" });
+    expect(doc.info.contact).toBeUndefined();
+    expect(doc.info.description).toEqual(expect.stringMatching(/X-Api-Key/));
   });
 
   it("documents the attestation endpoints at the base URL, unkeyed, each with the instance pin (X-Sigil-Instance or ?instance=) and the instance named in its answer", () => {

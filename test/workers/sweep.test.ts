@@ -1,11 +1,12 @@
 // "No client mistake produces a 500" (api.md, Conventions): for every operation of the edge's own
 // OpenAPI document, send the mistakes a client can make — bodies that are not JSON, of the wrong
 // type, missing fields, with an unknown field, over the size limit; keys that are garbage, a public
-// hash, two different ones, none; an X-Wallet-Auth that is not one — and insist on a documented
-// 4xx with the one error body whose request_id is the X-Request-Id header, and on the exact status
-// and code where api.md fixes them. The cases come from the document, so a new route is swept as
-// soon as it is served. Then what the document does not list: the attestation paths at the base
-// URL (api.md, Attestation; attestation.md), which an enclave answers through the edge.
+// hash, two different ones, none; an X-Wallet-Auth that is not one — and insist on a 4xx that the
+// operation documents, with the one error body whose request_id is the X-Request-Id header, and on
+// the exact status and code where api.md fixes them. The cases come from the document, so a new
+// route is swept as soon as it is served. Then what the document does not list: the attestation
+// paths at the base URL (api.md, Attestation; attestation.md), which an enclave answers through
+// the edge.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
@@ -30,6 +31,7 @@ type Operation = {
   security?: Array<Record<string, string[]>>;
   parameters?: Array<{ name: string; in: string; required?: boolean }>;
   requestBody?: { content?: Record<string, { schema?: Schema }> };
+  responses?: Record<string, unknown>;
 };
 type OpenApiDoc = { paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, Schema> } };
 
@@ -264,7 +266,7 @@ describe("the sweep itself", () => {
   });
 });
 
-for (const { method, path, cases } of operations.filter((o) => o.cases.length > 0)) {
+for (const { method, path, op, cases } of operations.filter((o) => o.cases.length > 0)) {
   describe(`${method} ${path}`, () => {
     for (const c of cases) {
       it(`${method} ${path}: ${c.name} → ${c.expect ? `${c.expect.status} ${c.expect.code}` : "a documented 4xx"} with the error body`, async () => {
@@ -276,6 +278,8 @@ for (const { method, path, cases } of operations.filter((o) => o.cases.length > 
         const text = await res.text();
         const summary = `${res.status} ${text.slice(0, 500)}`;
         expect(CLIENT_MISTAKE_STATUSES, summary).toContain(res.status);
+        // The document lists what the operation answers: a client mistake it gets is one of them.
+        expect(Object.keys(op.responses ?? {}), `${res.status} is documented for ${method} ${path}`).toContain(String(res.status));
         let body: { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: Array<{ path: string; message: string }> } };
         try {
           body = JSON.parse(text) as typeof body;

@@ -13,24 +13,27 @@ import { idempotentAnswerHeaders, newAccountHolder, openIdempotencyHeaders, rout
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity } from "./openapi.ts";
+import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, tag } from "./openapi.ts";
 
 const newAccount = createRoute({
   method: "post",
-  path: "/new_account",
+  ...endpoint("new_account"),
+  tags: tag("Accounts"),
   summary: "Create a managed account: its master API key (shown once, or again to a retry with the same Idempotency-Key), the Account Master Wallet and the account id",
   // Anyone may call it, and the enclave's payers pay for the account's transaction.
+  security: [],
   middleware: [operationBodyLimit("new_account"), openWriteLimit({ spendsGas: true })] as const,
   request: { headers: openIdempotencyHeaders, body: body(requestSchemas.new_account) },
-  responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, 400: errors, 409: errors, 422: errors, 429: errors, 503: errors },
+  responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, ...errors(400, 409, 413, 422, 429, 503) },
 });
 
 const accountExists = createRoute({
   method: "get",
-  path: "/account_exists",
+  ...endpoint("account_exists"),
+  tags: tag("Accounts"),
   summary: "Whether the key in the header is the master or a usage key of an existing account, and whether that account is managed",
   security: keySecurity,
-  responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), 400: errors, 401: errors, 503: errors },
+  responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), ...errors(400, 401, 429, 503) },
 });
 
 

@@ -12,9 +12,9 @@ import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
-  writeRoute("add_action", "Register an action (raw CID) with a name and a description; answers its hashed_cid. Needs group:manageActions in some group"),
-  writeRoute("delete_action", "Unregister an action and remove it from every group. Needs group:manageActions for all groups"),
-  writeRoute("update_action_metadata", "Rename or re-describe a registered action. Needs group:manageActions in some group"),
+  writeRoute("add_action", "Actions", "Register an action (raw CID) with a name and a description; answers its hashed_cid. Needs group:manageActions in some group"),
+  writeRoute("delete_action", "Actions", "Unregister an action and remove it from every group. Needs group:manageActions for all groups"),
+  writeRoute("update_action_metadata", "Actions", "Rename or re-describe a registered action. Needs group:manageActions in some group"),
 ];
 
 const actionItem = z.object({
@@ -25,7 +25,8 @@ const actionItem = z.object({
 });
 
 const listActions = listRoute({
-  path: "/list_actions",
+  name: "list_actions",
+  tag: "Actions",
   summary: "The account's registered actions, or with group_id that group's actions",
   query: pageQuerySchema.extend({ group_id: groupIdParam.optional() }),
   item: actionItem,

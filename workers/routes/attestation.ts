@@ -11,7 +11,7 @@ import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { proxyToEnclave } from "../enclave/client.ts";
-import { errorResponse } from "./openapi.ts";
+import { errors, tag } from "./openapi.ts";
 
 const instanceId = z
   .string()
@@ -23,6 +23,14 @@ const pin = {
   query: z.object({ instance: instanceId.optional().describe("Only this enclave instance answers (as X-Sigil-Instance names it)") }),
   headers: z.object({ "x-sigil-instance": instanceId.optional().describe("Only this enclave instance answers; the same as ?instance=") }),
 };
+
+/**
+ * What every attestation endpoint may answer: a malformed or contradictory pin (400), an instance
+ * the edge does not serve, or what that enclave does not have (404: the collateral of real
+ * hardware, an evidence file), no enclave to ask (503). They are not under /core/v1, so the edge's
+ * rate limit does not count them.
+ */
+const pinErrors = errors(400, 404, 503);
 
 const answeredBy = z.object({ "X-Sigil-Instance": z.string().describe("The enclave instance that answered") });
 const simulatedMark = { simulated: z.literal(true).optional().describe("Present only on a simulated TEE's answers (also X-Attestation-Simulated: 1)") };
@@ -38,6 +46,9 @@ const quoteSchema = z.object({
 const attestation = createRoute({
   method: "get",
   path: "/attestation",
+  operationId: "getAttestation",
+  tags: tag("Attestation"),
+  security: [],
   summary: "A TDX quote of an enclave, with its event log: cached over 64 zero bytes, or fresh over SHA-512(\"sigil-nonce:\" ‖ nonce) (rate-limited per client)",
   request: {
     query: pin.query.extend({
@@ -51,16 +62,18 @@ const attestation = createRoute({
   },
   responses: {
     200: { description: "the quote", headers: answeredBy, content: { "application/json": { schema: quoteSchema } } },
-    400: errorResponse,
-    404: errorResponse,
-    429: errorResponse,
-    503: errorResponse,
+    ...pinErrors,
+    // The enclave's own budget of fresh (nonce) quotes, per client and in all.
+    ...errors(429),
   },
 });
 
 const info = createRoute({
   method: "get",
   path: "/info",
+  operationId: "getInfo",
+  tags: tag("Attestation"),
+  security: [],
   summary: "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
   request: { query: pin.query, headers: pin.headers },
   responses: {
@@ -79,14 +92,16 @@ const info = createRoute({
         },
       },
     },
-    404: errorResponse,
-    503: errorResponse,
+    ...pinErrors,
   },
 });
 
 const collateral = createRoute({
   method: "get",
   path: "/attestation/simulated-collateral",
+  operationId: "getSimulatedCollateral",
+  tags: tag("Attestation"),
+  security: [],
   summary: "A simulated TEE's mock DCAP root and collateral, to verify its quotes offline (404 on real hardware)",
   request: { query: pin.query, headers: pin.headers },
   responses: {
@@ -95,26 +110,31 @@ const collateral = createRoute({
       headers: answeredBy,
       content: { "application/json": { schema: z.object({ root_ca_der: z.string(), root_ca_pem: z.string(), collateral: z.record(z.string(), z.string()), ...simulatedMark }) } },
     },
-    404: errorResponse,
-    503: errorResponse,
+    ...pinErrors,
   },
 });
 
 const evidenceIndex = createRoute({
   method: "get",
+  // With the slash: dstack-ingress serves the listing there, and its links are relative to it.
   path: "/evidences/",
+  operationId: "listEvidences",
+  tags: tag("Attestation"),
+  security: [],
   summary: "The evidence files (dstack-ingress's in production): a directory listing",
   request: { query: pin.query, headers: pin.headers },
   responses: {
     200: { description: "the listing, HTML", headers: answeredBy, content: { "text/html": { schema: z.string() } } },
-    404: errorResponse,
-    503: errorResponse,
+    ...pinErrors,
   },
 });
 
 const evidenceFile = createRoute({
   method: "get",
   path: "/evidences/{name}",
+  operationId: "getEvidence",
+  tags: tag("Attestation"),
+  security: [],
   summary: "One evidence file: sha256sum.txt, quote.json, acme-account.json or cert-<domain>.pem",
   request: { params: z.object({ name: z.string().min(1) }), query: pin.query, headers: pin.headers },
   responses: {
@@ -127,8 +147,7 @@ const evidenceFile = createRoute({
         "application/x-pem-file": { schema: z.string().describe("cert-<domain>.pem") },
       },
     },
-    404: errorResponse,
-    503: errorResponse,
+    ...pinErrors,
   },
 });
 

@@ -16,7 +16,7 @@ import { MAX_TOP_UP_CENTS, MIN_TOP_UP_CENTS, startTopUp } from "../billing/topUp
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity } from "./openapi.ts";
+import { endpoint, errorAnswer, errors, jsonBody as body, jsonResponse as json, keySecurity, tag } from "./openapi.ts";
 
 const billingSecurity: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
 
@@ -47,7 +47,12 @@ const billingIdempotencyHeaders = z.object({
   ),
 });
 const replayHeaders = z.object(idempotentAnswerHeaders);
-const billingWriteErrors = { 400: errors, 401: errors, 403: errors, 404: errors, 409: errors, 413: errors, 422: errors, 429: errors, 503: errors };
+/**
+ * What the billing writes may answer: the body and the credentials (400, 401; 413 also for an
+ * oversized X-Wallet-Auth), a wallet no longer the admin (403), no such account or intent (404),
+ * the Idempotency-Key (409, 422), the rate limit, Stripe or the chain out of reach (503).
+ */
+const billingWriteErrors = errors(400, 401, 403, 404, 409, 413, 422, 429, 503);
 
 /**
  * The holder of a billing write's Idempotency-Key (idempotency/): the account's object, and in it the
@@ -75,25 +80,32 @@ const intentIdField = z
 const stripeConfig = createRoute({
   method: "get",
   path: "/billing/stripe_config",
+  operationId: "getStripeConfig",
+  tags: tag("Billing"),
+  security: [],
   summary: "Stripe's publishable key for confirming payments client-side (and api_base when the local Stripe emulator stands in for Stripe)",
   responses: {
     200: json(z.object({ publishable_key: z.string(), api_base: z.url().optional().describe("the local Stripe emulator's URL; absent with real Stripe") })),
-    503: errors,
+    ...errors(429, 503),
   },
 });
 
 const balance = createRoute({
   method: "get",
   path: "/billing/balance",
+  operationId: "getBalance",
+  tags: tag("Billing"),
   summary: "The account's credit (API key, or X-Wallet-Auth signed as BillingAuth by the account's admin wallet)",
   security: billingSecurity,
   middleware: [requireCredentials] as const,
-  responses: { 200: json(balanceSchema), 400: errors, 401: errors, 403: errors, 404: errors, 413: errors, 429: errors, 503: errors },
+  // 413: an X-Wallet-Auth over its size limit (it has no body).
+  responses: { 200: json(balanceSchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
 });
 
 const createIntent = createRoute({
   method: "post",
-  path: "/billing/create_payment_intent",
+  ...endpoint("billing/create_payment_intent"),
+  tags: tag("Billing"),
   summary: `Start a top-up of amount_cents (at least ${MIN_TOP_UP_CENTS}); confirm it with Stripe using client_secret, then call confirm_payment. An Idempotency-Key header makes a retry return the same intent`,
   security: billingSecurity,
   middleware: [defaultBodyLimit, requireCredentials] as const,
@@ -120,7 +132,8 @@ const createIntent = createRoute({
 
 const confirmPayment = createRoute({
   method: "post",
-  path: "/billing/confirm_payment",
+  ...endpoint("billing/confirm_payment"),
+  tags: tag("Billing"),
   summary: "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
   security: billingSecurity,
   middleware: [defaultBodyLimit, requireCredentials] as const,
@@ -155,13 +168,22 @@ const stripeEventSchema = z
 const webhook = createRoute({
   method: "post",
   path: "/billing/webhook",
+  operationId: "stripeWebhook",
+  tags: tag("Billing"),
+  // Stripe's signature (Stripe-Signature), not a key, says who sent it.
+  security: [],
   summary: "Stripe's webhook (payment_intent.succeeded credits the intent's account); signed with the webhook secret, at most 5 minutes old",
   request: {
     headers: z.object({ "stripe-signature": z.string().optional().describe("t=<unix seconds>,v1=<HMAC-SHA256 of `t.body`>") }),
     // Stripe's event object as Stripe sends it: the edge reads the exact bytes the signature covers.
     body: { required: true, content: { "application/json": { schema: stripeEventSchema } } },
   },
-  responses: { 200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })), 400: errors, 413: errors, 503: errors },
+  responses: {
+    200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })),
+    // A bad or stale signature is 400 invalid_signature here (api.md, Billing): the payload is refused.
+    400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_signature: Stripe-Signature is missing, does not sign this body, or is older than 5 minutes)" },
+    ...errors(413, 429, 503),
+  },
 });
 
 export function billingRoutes(): OpenAPIHono<EdgeEnv> {

@@ -1,13 +1,103 @@
-// Pieces the keyed routers share: the OpenAPI shapes of bodies, answers and errors, the key check
-// that runs before body validation, and the JSON form of a validated body for the enclave.
+// Pieces the routers share: how an operation is named and tagged in the OpenAPI document, the
+// shapes of bodies, answers and errors, the key check that runs before body validation, and the
+// JSON form of a validated body for the enclave.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { errorBodySchema } from "../../shared/errorBodySchema.ts";
+import { errorStatus } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 
-export const errorResponse = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
+/** The document's `info.description`: what the API is, how a caller authenticates, how it answers. */
+export const API_DESCRIPTION = [
+  "Sigil's public API: accounts whose wallets' private keys are derived on demand inside an attested confidential VM and never stored;",
+  "usage keys scoped to groups of wallets and actions; JavaScript runs that may sign with those wallets, billed per second in prepaid credits;",
+  "and the attestation endpoints (at the base URL; everything else is under /core/v1) with which anyone can check what code serves them.",
+  "A keyed operation takes the account's master key or a usage key in X-Api-Key or as Authorization: Bearer.",
+  "Every error answer has one body, ErrorBody, whose error.code is stable; list answers carry their total in X-Total-Count.",
+].join(" ");
+
+/**
+ * The document's tags, one per capability, in the order Swagger UI shows them; every operation has
+ * exactly one (`tag`).
+ */
+export const TAGS = {
+  Accounts: "Create a managed account (its master key and Account Master Wallet) and check a key",
+  "Usage keys": "The scoped keys an account's master key makes, changes, lists and removes",
+  Wallets: "Wallets (PKPs) whose keys the enclave derives on demand and never stores",
+  Groups: "Groups: which wallets and which actions a usage key may use together",
+  Actions: "The account's registry of scripts, named by CID, and the CID of a script",
+  Execution: "Run a script that may sign with the account's wallets, and the limits of a run",
+  Signatures: "ChainSecured accounts: what a wallet's EIP-712 signature authorizes instead of a key",
+  Billing: "Prepaid credit: the balance, buying credit through Stripe, and Stripe's webhook",
+  Public: "What the service is and whether it can serve: version, health, chain, payers",
+  Attestation: "The enclaves' TDX quotes, app info and evidence files, at the base URL, for verifiers",
+} as const;
+export type Tag = keyof typeof TAGS;
+
+/** An operation's `tags`: the one capability it belongs to. */
+export function tag(name: Tag): [Tag] {
+  return [name];
+}
+
+/**
+ * An operation's operationId, the SDK's name for it: the endpoint's name (the path's last segment,
+ * so `billing/` is dropped) in camelCase, `list_api_keys` → `listApiKeys`. Endpoints named by a
+ * noun take an id with a verb where they are declared (`/version` → `getVersion`).
+ */
+export function operationIdOf(name: string): string {
+  return name.slice(name.lastIndexOf("/") + 1).replace(/[_-]([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** The path and operationId of the endpoint `name` (`billing/confirm_payment` → `/billing/confirm_payment`, `confirmPayment`). */
+export function endpoint<N extends string>(name: N): { path: `/${N}`; operationId: string } {
+  return { path: `/${name}`, operationId: operationIdOf(name) };
+}
+
+/** The one error body (api.md, Errors), a named schema that every error answer refers to. */
+export const errorBody = errorBodySchema.openapi("ErrorBody");
+
+/** The error statuses an operation may document (api.md, Errors: 405 answers a method no operation has). */
+export type ErrorAnswerStatus = 400 | 401 | 402 | 403 | 404 | 409 | 413 | 422 | 429 | 503;
+
+const REASONS: Record<ErrorAnswerStatus, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  402: "Payment Required",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Content Too Large",
+  422: "Unprocessable Content",
+  429: "Too Many Requests",
+  503: "Service Unavailable",
+};
+
+const retryAfter = z.string().describe("seconds to wait before retrying");
+
+type ErrorAnswer = { description: string; headers?: z.ZodObject; content: { "application/json": { schema: typeof errorBody } } };
+
+/** One error answer: the status's reason and the codes of that status (shared/errors.ts), with the one error body. */
+export function errorAnswer(status: ErrorAnswerStatus): ErrorAnswer {
+  const codes = Object.entries(errorStatus)
+    .filter(([, s]) => s === status)
+    .map(([code]) => code);
+  const answer: ErrorAnswer = { description: `${REASONS[status]} (error.code: ${codes.join(", ")})`, content: { "application/json": { schema: errorBody } } };
+  // api.md, Errors: 429 always comes with Retry-After, 503 when the edge knows when to retry.
+  if (status === 429) answer.headers = z.object({ "Retry-After": retryAfter });
+  if (status === 503) answer.headers = z.object({ "Retry-After": retryAfter.optional() });
+  return answer;
+}
+
+/**
+ * An operation's error answers, by status: what its middleware and handler may answer. Every route
+ * under /core/v1 passes the rate limit (429); one with a body has a body limit (413) and validation
+ * (400); one with a key checks it (400 conflicting_credentials, 401).
+ */
+export function errors<S extends ErrorAnswerStatus>(...statuses: S[]): { [K in S]: ErrorAnswer } {
+  return Object.fromEntries(statuses.map((s) => [s, errorAnswer(s)])) as { [K in S]: ErrorAnswer };
+}
 
 export function jsonResponse<T extends z.ZodType>(schema: T, description = "ok") {
   return { description, content: { "application/json": { schema } } };
@@ -21,8 +111,8 @@ export function jsonBody<T extends z.ZodType>(schema: T) {
 export const keySecurity: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];
 
 export function registerKeySecurity(r: OpenAPIHono<EdgeEnv>): void {
-  r.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-Api-Key" });
-  r.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
+  r.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-Api-Key", description: "The account's master key or a usage key" });
+  r.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "The same key as `Authorization: Bearer <key>`" });
 }
 
 /** Checks the caller's key headers before the request is validated, so auth failures come first. */
@@ -37,24 +127,23 @@ export function toWire(value: unknown): unknown {
 }
 
 /**
- * A paged list endpoint (api.md, Pagination): a GET with the caller's key, `query` (the page
- * fields, maybe more), a JSON array of `item`, and the total in X-Total-Count. `notFound` when the
- * query names something that may not exist (a group).
+ * A paged list endpoint (api.md, Pagination): a GET named `name` with the caller's key, `query`
+ * (the page fields, maybe more), a JSON array of `item`, and the total in X-Total-Count. `notFound`
+ * when the query names something that may not exist (a group).
  */
-export function listRoute<Q extends z.ZodObject, I extends z.ZodType>(args: { path: string; summary: string; query: Q; item: I; notFound?: boolean }) {
+export function listRoute<N extends string, Q extends z.ZodObject, I extends z.ZodType>(args: { name: N; tag: Tag; summary: string; query: Q; item: I; notFound?: boolean }) {
   return createRoute({
     method: "get",
-    path: args.path,
+    ...endpoint(args.name),
+    tags: tag(args.tag),
     summary: `${args.summary}; the total is in X-Total-Count`,
     security: keySecurity,
     middleware: [requireKey] as const,
     request: { query: args.query },
     responses: {
       200: { ...jsonResponse(z.array(args.item)), headers: z.object({ "X-Total-Count": z.string() }) },
-      400: errorResponse,
-      401: errorResponse,
-      ...(args.notFound ? { 404: errorResponse } : {}),
-      503: errorResponse,
+      // 400: the page or group_id, or two different keys; 401: the key; 404: the group.
+      ...(args.notFound ? errors(400, 401, 404, 429, 503) : errors(400, 401, 429, 503)),
     },
   });
 }

@@ -1,9 +1,8 @@
-// Public information (api.md, Public information and Execution): no API key.
+// Public information (api.md, Public information and Execution): no API key (`security: []`).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
-import { errorBodySchema } from "../../shared/errorBodySchema.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { clientConfigOf, clientConfigSchema } from "../../shared/limits.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
@@ -11,20 +10,26 @@ import { readView } from "../chain/client.ts";
 import { askEnclave } from "../enclave/client.ts";
 import { noteInstance } from "../enclave/instances.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { endpoint, errors, tag } from "./openapi.ts";
 
-const errors = { description: "error", content: { "application/json": { schema: errorBodySchema } } };
+// Every route here is under /core/v1, so the rate limit may answer any of them 429.
 
 const version = createRoute({
   method: "get",
   path: "/version",
+  operationId: "getVersion",
+  tags: tag("Public"),
   summary: "The service's name and version",
-  responses: { 200: { description: "ok", content: { "application/json": { schema: z.object({ name: z.string(), version: z.string() }) } } } },
+  security: [],
+  responses: { 200: { description: "ok", content: { "application/json": { schema: z.object({ name: z.string(), version: z.string() }) } } }, ...errors(429) },
 });
 
 const chainConfig = createRoute({
   method: "get",
-  path: "/get_node_chain_config",
+  ...endpoint("get_node_chain_config"),
+  tags: tag("Public"),
   summary: "The chain, the AccountConfig address and the EIP-712 domain clients sign in",
+  security: [],
   responses: {
     200: {
       description: "ok",
@@ -40,23 +45,28 @@ const chainConfig = createRoute({
         },
       },
     },
+    ...errors(429),
   },
 });
 
 const ipfsId = createRoute({
   method: "post",
-  path: "/get_sigil_action_ipfs_id",
+  ...endpoint("get_sigil_action_ipfs_id"),
+  tags: tag("Actions"),
   summary: "The CIDv0 of a script (ipfs add defaults, exact bytes); scripts up to max_code_bytes (UTF-8), as sigil_action takes them",
+  security: [],
   middleware: [scriptBodyLimit] as const,
   request: { body: { required: true, content: { "application/json": { schema: z.string().describe("the script's source, at most max_code_bytes (UTF-8)") } } } },
-  responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, 400: errors, 413: errors },
+  responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, ...errors(400, 413, 429) },
 });
 
 const clientConfig = createRoute({
   method: "get",
-  path: "/get_sigil_action_client_config",
+  ...endpoint("get_sigil_action_client_config"),
+  tags: tag("Execution"),
   summary: "The effective limits of a script run",
-  responses: { 200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } } },
+  security: [],
+  responses: { 200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } }, ...errors(429) },
 });
 
 const enclaveHealth = z.object({
@@ -78,11 +88,15 @@ const healthSchema = z.object({
 const health = createRoute({
   method: "get",
   path: "/health",
+  operationId: "getHealth",
+  tags: tag("Public"),
   summary: "Whether the service can serve: every enclave's state and listener lag, the worst lag at the top",
+  security: [],
   responses: {
     200: { description: "serving", content: { "application/json": { schema: healthSchema } } },
     // Not an error body: the same report, with the status that says it cannot serve (api.md).
     503: { description: "not serving, or an enclave that answers is not healthy (a stalled listener)", content: { "application/json": { schema: healthSchema } } },
+    ...errors(429),
   },
 });
 
@@ -96,16 +110,20 @@ type EnclaveReport = {
 
 const apiPayers = createRoute({
   method: "get",
-  path: "/get_api_payers",
+  ...endpoint("get_api_payers"),
+  tags: tag("Public"),
   summary: "The addresses that submit the service's transactions (the contract's payer set), lowercase",
-  responses: { 200: { description: "ok", content: { "application/json": { schema: z.array(z.string()) } } }, 503: errors },
+  security: [],
+  responses: { 200: { description: "ok", content: { "application/json": { schema: z.array(z.string()) } } }, ...errors(429, 503) },
 });
 
 const adminApiPayer = createRoute({
   method: "get",
-  path: "/get_admin_api_payer",
+  ...endpoint("get_admin_api_payer"),
+  tags: tag("Public"),
   summary: "The admin payer's address, lowercase (the zero address when none is set)",
-  responses: { 200: { description: "the address, as a JSON string", content: { "application/json": { schema: z.string() } } }, 503: errors },
+  security: [],
+  responses: { 200: { description: "the address, as a JSON string", content: { "application/json": { schema: z.string() } } }, ...errors(429, 503) },
 });
 
 export function publicRoutes(): OpenAPIHono<EdgeEnv> {

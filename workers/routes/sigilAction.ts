@@ -12,11 +12,12 @@ import { enclave } from "../enclave/client.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
+import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
 
 const sigilAction = createRoute({
   method: "post",
-  path: "/sigil_action",
+  ...endpoint("sigil_action"),
+  tags: tag("Execution"),
   summary: "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
   security: keySecurity,
   middleware: [requireKey, operationBodyLimit("sigil_action")] as const,
@@ -32,16 +33,7 @@ const sigilAction = createRoute({
       ),
       headers: z.object({ "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
     },
-    400: errors,
-    401: errors,
-    402: errors,
-    403: errors,
-    404: errors,
-    409: errors,
-    413: errors,
-    422: errors,
-    429: errors,
-    503: errors,
+    ...errors(400, 401, 402, 403, 404, 409, 413, 422, 429, 503),
   },
 });
 

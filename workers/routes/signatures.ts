@@ -15,7 +15,7 @@ import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, openIdempotencyHeaders, serveOnce, walletHolder, type KeyHolder } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey } from "./openapi.ts";
+import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
 
 // The envelope's own rules (sizes included) are checked by validateTypedData, in api.md's order,
 // so the schema only asks for the fields to be there; the body limit bounds them.
@@ -29,7 +29,8 @@ const envelope = {
 const envelopeSchema = z.strictObject(envelope);
 const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, ...envelope });
 
-const signatureErrors = { 400: errors, 401: errors, 413: errors, 429: errors, 503: errors };
+/** What every signature endpoint may answer: the envelope's checks (api.md's order), its body limit, the rate limit. */
+const signatureErrors = errors(400, 401, 413, 429, 503);
 
 // Open to anyone, but they only derive keys: the signer's wallet sends (and pays for) the transaction.
 const openWrite = openWriteLimit({ spendsGas: false });
@@ -40,11 +41,14 @@ const replayHeaders = z.object(idempotentAnswerHeaders);
 function derivationRoute<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(op: Op, summary: string) {
   return createRoute({
     method: "post",
-    path: `/${op}`,
+    ...endpoint(op),
+    tags: tag("Signatures"),
     summary,
+    // No key: the signature in the body is the authorization.
+    security: [],
     middleware: [operationBodyLimit(op), openWrite] as const,
     request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
-    responses: { 200: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders }, ...signatureErrors, 409: errors, 422: errors },
+    responses: { 200: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders }, ...signatureErrors, ...errors(409, 422) },
   });
 }
 
@@ -98,7 +102,8 @@ function serveDerivation<Op extends "create_wallet_with_signature" | "add_usage_
 
 const convert = createRoute({
   method: "post",
-  path: "/convert_to_chain_secured_account",
+  ...endpoint("convert_to_chain_secured_account"),
+  tags: tag("Signatures"),
   summary: "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
   security: keySecurity,
   middleware: [operationBodyLimit("convert_to_chain_secured_account"), requireKey] as const,
@@ -106,11 +111,7 @@ const convert = createRoute({
   responses: {
     200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: chargedHeader },
     ...signatureErrors,
-    402: errors,
-    403: errors,
-    404: errors,
-    409: errors,
-    422: errors,
+    ...errors(402, 403, 404, 409, 422),
   },
 });
 

@@ -13,10 +13,10 @@ import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
-  writeRoute("add_usage_api_key", "Create a usage key with the given permissions (the key is shown once)"),
-  writeRoute("update_usage_api_key", "Replace all permissions of a usage key (named by the key or its 0x hash)"),
-  writeRoute("update_usage_api_key_metadata", "Rename or re-describe a usage key"),
-  writeRoute("remove_usage_api_key", "Remove a usage key; it stops working at once"),
+  writeRoute("add_usage_api_key", "Usage keys", "Create a usage key with the given permissions (the key is shown once)"),
+  writeRoute("update_usage_api_key", "Usage keys", "Replace all permissions of a usage key (named by the key or its 0x hash)"),
+  writeRoute("update_usage_api_key_metadata", "Usage keys", "Rename or re-describe a usage key"),
+  writeRoute("remove_usage_api_key", "Usage keys", "Remove a usage key; it stops working at once"),
 ];
 
 const groupIds = z.array(z.string());
@@ -36,7 +36,8 @@ const usageKeyItem = z.object({
 });
 
 const listApiKeys = listRoute({
-  path: "/list_api_keys",
+  name: "list_api_keys",
+  tag: "Usage keys",
   summary: "The account's usage keys (metadata and permissions, never key values)",
   query: pageQuerySchema,
   item: usageKeyItem,

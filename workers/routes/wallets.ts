@@ -8,7 +8,7 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { errorResponse as errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute } from "./openapi.ts";
+import { endpoint, errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute, tag } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
@@ -22,17 +22,21 @@ const createWalletBody = requestSchemas.create_wallet.omit({ api_key: true });
 
 const createWalletPost = createRoute({
   method: "post",
-  path: "/create_wallet",
+  ...endpoint("create_wallet"),
+  tags: tag("Wallets"),
   summary: "Create a wallet (PKP) for the caller's account",
   security: keySecurity,
   middleware: [operationBodyLimit("create_wallet"), requireKey] as const,
   request: { headers: idempotencyHeaders, body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
-  responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, 400: errors, 401: errors, 402: errors, 403: errors, 409: errors, 422: errors, 503: errors },
+  responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, ...errors(400, 401, 402, 403, 409, 413, 422, 429, 503) },
 });
 
 const createWalletGet = createRoute({
   method: "get",
   path: "/create_wallet",
+  // The specification's alias of POST /create_wallet, under a name of its own for the SDK.
+  operationId: "createWalletByGet",
+  tags: tag("Wallets"),
   summary: "Deprecated: use POST /create_wallet",
   deprecated: true,
   security: keySecurity,
@@ -43,13 +47,7 @@ const createWalletGet = createRoute({
       ...json(responseSchemas.create_wallet),
       headers: z.object({ Deprecation: z.string(), Link: z.string(), "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
     },
-    400: errors,
-    401: errors,
-    402: errors,
-    403: errors,
-    409: errors,
-    422: errors,
-    503: errors,
+    ...errors(400, 401, 402, 403, 409, 422, 429, 503),
   },
 });
 
@@ -60,11 +58,12 @@ const walletItem = z.object({
   description: z.string(),
 });
 
-const listWallets = listRoute({ path: "/list_wallets", summary: "The account's wallets", query: pageQuerySchema, item: walletItem });
+const listWallets = listRoute({ name: "list_wallets", tag: "Wallets", summary: "The account's wallets", query: pageQuerySchema, item: walletItem });
 
 
 const listWalletsInGroup = listRoute({
-  path: "/list_wallets_in_group",
+  name: "list_wallets_in_group",
+  tag: "Wallets",
   summary: "The wallets a group permits",
   query: pageQuerySchema.extend({ group_id: groupIdParam }),
   item: walletItem,

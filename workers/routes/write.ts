@@ -14,7 +14,7 @@ import { enclave } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { errorResponse as errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, toWire } from "./openapi.ts";
+import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag, toWire, type Tag } from "./openapi.ts";
 
 async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown, attempt: Attempt | undefined): Promise<EnclaveResponse<Op>> {
   if (attempt) await routeRetry(c, attempt, "write");
@@ -68,16 +68,17 @@ export type PlainWrite =
   | "update_action_metadata";
 
 /**
- * What every managed write may answer besides 200 (402: no credit to hold its cent; 409 and 422
- * also for an Idempotency-Key in flight or reused).
+ * What every managed write may answer besides 200 (402: no credit to hold its cent; 403 and 404:
+ * the contract's refusals; 409 and 422 also for an Idempotency-Key in flight or reused).
  */
-export const writeErrors = { 400: errors, 401: errors, 402: errors, 403: errors, 404: errors, 409: errors, 413: errors, 422: errors, 429: errors, 503: errors };
+export const writeErrors = errors(400, 401, 402, 403, 404, 409, 413, 422, 429, 503);
 export const chargedHeader = z.object({ "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents"), ...idempotentAnswerHeaders });
 
-export function writeRoute<Op extends PlainWrite>(op: Op, summary: string) {
+export function writeRoute<Op extends PlainWrite>(op: Op, tagName: Tag, summary: string) {
   return createRoute({
     method: "post",
-    path: `/${op}`,
+    ...endpoint(op),
+    tags: tag(tagName),
     summary,
     security: keySecurity,
     middleware: [operationBodyLimit(op), requireKey] as const,
