@@ -33,12 +33,8 @@ const out = join(import.meta.dirname, "../src/generated/api.ts");
 
 /** The operationId of an operation; every operation of the document has one (test/unit/openapi.test.ts). */
 function nameOf(path: string, op: Operation): string {
-  if (op.operationId) return op.operationId;
-  // TEMPORARY until the document carries operationIds.
-  const TMP: Record<string, string> = { "/core/v1/version": "getVersion", "/core/v1/health": "getHealth", "/core/v1/billing/balance": "getBalance", "/core/v1/billing/stripe_config": "getStripeConfig", "/core/v1/billing/webhook": "stripeWebhook", "/attestation": "getAttestation", "/attestation/simulated-collateral": "getSimulatedCollateral", "/info": "getInfo", "/evidences/": "listEvidences", "/evidences/{name}": "getEvidence" };
-  if (TMP[path]) return TMP[path]!;
-  if (path === "/core/v1/create_wallet" && op.parameters?.length === 1 && !op.requestBody) return "createWalletByGet";
-  return path.split("/").pop()!.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+  if (!op.operationId) throw new Error(`${path}: no operationId; the SDK names its methods after them`);
+  return op.operationId;
 }
 
 /** A query parameter of digits (pages, group ids) also takes a number or a bigint: the SDK writes it out. */
