@@ -1,7 +1,6 @@
 // The edge's Hono app (api.md): request ids, CORS and the error body for everything; one router per
 // resource under /core/v1; the OpenAPI document generated from the same zod schemas that validate.
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { swaggerUI } from "@hono/swagger-ui";
 import { cors } from "hono/cors";
 import { edgeConfig } from "./config.ts";
 import { errorResponse } from "./errors.ts";
@@ -20,6 +19,7 @@ import { usageKeysRoutes } from "./routes/usageKeys.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
 import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
+import { serveSwaggerUi } from "./swaggerUi.ts";
 
 export function createApp(): OpenAPIHono<EdgeEnv> {
   const app = newRouter();
@@ -59,8 +59,8 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
     servers: [{ url: new URL(c.req.url).origin }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
   }));
-  app.get("/core/v1/swagger-ui", swaggerUI({ url: "/core/v1/openapi.json" }));
-  app.get("/", (c) => c.redirect("/core/v1/swagger-ui"));
+  // The page, and Swagger UI's own files from the static assets (wrangler.toml [assets]).
+  serveSwaggerUi(app);
 
   app.notFound(notFound(app));
   app.onError((err, c) => errorResponse(c, err));

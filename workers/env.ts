@@ -4,6 +4,8 @@ import type { Idempotency } from "./idempotency/store.ts";
 import type { RateLimiter } from "./ratelimit/limiter.ts";
 
 export type Env = {
+  /** The static assets (wrangler.toml [assets], dist/assets/): Swagger UI's files. */
+  ASSETS?: Fetcher;
   /** One rate-limit window per bucket (an API key, a client IP, the deployment's gas budget). */
   RATE_LIMITER?: DurableObjectNamespace<RateLimiter>;
   /** One credit ledger per account, named by its master hash (billing.md). */

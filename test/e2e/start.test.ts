@@ -225,6 +225,17 @@ describe("npm start", () => {
     const edgeHealth = await fetch(`${edgeUrl}/core/v1/health`);
     expect(edgeHealth.status).toBe(200);
     expect(((await edgeHealth.json()) as { enclaves: Array<{ status: string }> }).enclaves[0]?.status).toBe("ok");
+    // The OpenAPI document names the edge as its server; Swagger UI's page loads every file it
+    // needs from the edge (its own static assets, wrangler.toml [assets]), none from elsewhere.
+    const doc = (await (await fetch(`${edgeUrl}/core/v1/openapi.json`)).json()) as { servers: Array<{ url: string }> };
+    expect(doc.servers).toEqual([{ url: edgeUrl }]);
+    const page = await (await fetch(`${edgeUrl}/core/v1/swagger-ui`)).text();
+    const files = [...page.matchAll(/<(?:script|link)\b[^>]*\b(?:src|href)="([^"]*)"/g)].map((m) => m[1] as string);
+    expect(files).toEqual(expect.arrayContaining(["/swagger-ui/swagger-ui-bundle.js", "/swagger-ui/swagger-ui.css"]));
+    for (const file of files) {
+      expect(file).toMatch(/^\/[^/]/);
+      expect((await fetch(`${edgeUrl}${file}`)).status, file).toBe(200);
+    }
     expect(started.output()).toContain("SIMULATED TEE");
     // The enclave's public health names its payers (their balances it keeps to the channel): funded.
     const health = (await (await fetch(`${enclaveUrl}/health`)).json()) as { status: string; payers: `0x${string}`[] };
