@@ -64,6 +64,14 @@ describe("createSigilClient", () => {
     expect(seen.map((s) => s.headers["idempotency-key"])).toEqual(["same-key", "same-key", "same-key"]);
   });
 
+  it("GET create_wallet acts: it carries an Idempotency-Key too, the same on its retry", async () => {
+    const { fetch, seen } = scripted([new TypeError("fetch failed"), json(200, { wallet_address: "0x1" })]);
+    await createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch }).createWalletByGet();
+    expect(seen).toHaveLength(2);
+    expect(seen[0]!.headers["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen[1]!.headers["idempotency-key"]).toBe(seen[0]!.headers["idempotency-key"]);
+  });
+
   it("does not retry a 503 without Retry-After, nor past the retries allowed; the error keeps code, status, details, request id", async () => {
     const { fetch, seen } = scripted([errorAnswer(503, "enclave_unavailable")]);
     const err = await createSigilClient({ baseUrl: "http://h.test", fetch }).getVersion().catch((e: unknown) => e);

@@ -65,7 +65,7 @@ export type SigilClient = { [K in OperationId]: Method<K> } & {
   all: { [K in Paged]: {} extends PageInput<K> ? (input?: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> : (input: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> };
   /** Calls an operation by its id (what the named methods do). */
   call<K extends OperationId>(operation: K, input: Input<K>, options?: CallOptions): Promise<Output<K>>;
-  /** The options the client was made with (the API key left out). */
+  /** The service's origin the client calls (a trailing /core/v1 removed). */
   readonly baseUrl: string;
   /** A client like this one with some options changed (another key, say). */
   with(options: Partial<SigilClientOptions>): SigilClient;
@@ -92,8 +92,9 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
       headers["x-wallet-auth"] = typeof options.walletAuth === "string" ? options.walletAuth : await options.walletAuth();
     }
     if (callOptions.correlationId) headers["x-correlation-id"] = callOptions.correlationId;
-    if (op.idempotent && op.method === "POST") headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
-    const safe = op.method === "GET" || headers["idempotency-key"] !== undefined || PURE_POSTS.has(operation);
+    // Every operation that takes an Idempotency-Key acts (GET create_wallet too): it always gets one.
+    if (op.idempotent) headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
+    const safe = headers["idempotency-key"] !== undefined || (op.method === "GET" && !op.idempotent) || PURE_POSTS.has(operation);
     const retries = safe ? (callOptions.retries ?? options.retries ?? 2) : 0;
     const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const maxDelay = options.maxRetryDelayMs ?? 30_000;
