@@ -4,11 +4,10 @@
 // wallet, and a script that signs with it — the signature checked against the wallet's address;
 // then the ChainSecured path, where a wallet administers its own account on chain; Stripe's
 // webhook crediting a payment by itself; and the README's quickstart and credits walkthrough.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -19,10 +18,10 @@ import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { topUp } from "../../bin/account/topup.ts";
 import { verifyDeployment, type CheckLine } from "../../bin/verify/verify.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
+import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
 
 const root = join(import.meta.dirname, "../..");
-let stack: ChildProcess;
-let output = "";
+let stack: LocalStack;
 let api = "";
 let rpcUrl = "";
 let contract: Address;
@@ -31,34 +30,13 @@ const SIGN = `async function main({ wallet, message }) {
   return await Sigil.Actions.signMessage({ pkpId: wallet, message });
 }`;
 
-const stateDir = mkdtempSync(join(tmpdir(), "sigil-e2e-"));
-
 beforeAll(async () => {
-  stack = spawn(process.execPath, ["bin/sigil.ts", "start"], {
-    cwd: root,
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0" },
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  stack.stdout?.on("data", (c: Buffer) => (output += c.toString()));
-  stack.stderr?.on("data", (c: Buffer) => (output += c.toString()));
-  const deadline = Date.now() + 90_000;
-  while (!/API\s+(\S+)\/core\/v1/.test(output)) {
-    if (stack.exitCode !== null || Date.now() > deadline) throw new Error(`the stack did not come up:\n${output}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  api = `${/API\s+(\S+)\/core\/v1/.exec(output)?.[1]}/core/v1`;
-  rpcUrl = /rpc url\s+(\S+)/.exec(output)?.[1] ?? "";
-  contract = getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(output)?.[1] ?? "");
+  stack = await startLocalStack();
+  ({ api, rpcUrl, contract } = stack);
 }, 120_000);
 
 afterAll(async () => {
-  if (stack?.pid && stack.exitCode === null) {
-    const exited = new Promise((r) => stack.once("exit", r));
-    process.kill(-stack.pid, "SIGINT");
-    await exited;
-  }
-  rmSync(stateDir, { recursive: true, force: true });
+  await stack?.stop();
 });
 
 async function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: T; headers: Headers }> {
