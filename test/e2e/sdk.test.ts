@@ -117,6 +117,15 @@ describe("the API-mode workflow through the SDK", () => {
     expect((await client.getBalance()).balance_cents).toBe(496);
   });
 
+  it("a card Stripe declines: topUp throws payment_not_succeeded with Stripe's reason, and nothing is credited", async () => {
+    const { client } = await newManagedAccount("sdk declined");
+    const err = await topUp(client, { amountCents: 500, paymentMethod: "pm_card_chargeDeclined" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SigilError);
+    expect(err).toMatchObject({ code: "payment_not_succeeded" });
+    expect(String(err)).toMatch(/declined/i);
+    expect((await client.getBalance()).balance_cents).toBe(500);
+  });
+
   it("usage keys, groups and actions: every write and its list", async () => {
     const { client } = await newManagedAccount("sdk writes");
     const w1 = await client.createWallet({});
