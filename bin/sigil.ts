@@ -37,7 +37,7 @@ const commands: Record<string, TopLevel> = {
         return 0;
       }
       if (args.length > 0) {
-        console.error(`sigil start: takes no arguments (its settings are environment variables)\n\n${startUsage}`);
+        console.error("sigil start: takes no arguments: its settings are environment variables (sigil start --help)");
         return 2;
       }
       const { startLocalStack } = await import("./stack/start.ts");

@@ -2,7 +2,8 @@
 // profile with --save), and what the current key belongs to: whether its account exists and is
 // managed, whether it is the master or a usage key, and the account's credit.
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
-import { CliError, dollars, fields, UsageError, writeProfile, type Command, type Group } from "./context.ts";
+import { SigilError } from "../../sdk/src/index.ts";
+import { dollars, fields, UsageError, writeProfile, type Command, type Group } from "./context.ts";
 
 const create: Command = {
   name: "account create",
@@ -48,8 +49,10 @@ const show: Command = {
   async run({ ctx }) {
     const client = ctx.keyed();
     const key = ctx.connection().apiKey as string;
-    const state = await client.accountExists();
-    if (!state.exists) throw new CliError("invalid_api_key", "no account has this API key");
+    let requestId: string | undefined;
+    const state = await client.accountExists(undefined, { onResponse: (info) => (requestId = info.requestId) });
+    // A well-formed key of no account is an answer (exists: false), not a refusal; here it is a failure.
+    if (!state.exists) throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
     const hash = toHash32(apiKeyHash(key));
     let usage: { name: string } | undefined;
     for await (const k of client.all.listApiKeys()) {
