@@ -4,7 +4,8 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BaseError } from "viem";
+import { BaseError, ContractFunctionExecutionError, ContractFunctionRevertedError, encodeErrorResult } from "viem";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SigilError } from "../../sdk/src/index.ts";
 import { CliError, DEFAULT_API_URL, errorLine, fields, maskKey, readProfiles, resolveConnection, table, UsageError, writeProfile } from "./context.ts";
@@ -125,5 +126,13 @@ describe("output", () => {
     expect(errorLine(new CliError("file_unreadable", "cannot read x"))).toBe("file_unreadable: cannot read x");
     expect(errorLine(new BaseError("execution reverted", { details: "line one\nline two" }))).toBe("chain_error: execution reverted");
     expect(errorLine(new Error("two\nlines"))).toBe("error: two lines");
+  });
+
+  it("names the contract's custom error of a revert", () => {
+    const hash = 2n ** 200n + 5n;
+    const data = encodeErrorResult({ abi: accountConfigAbi, errorName: "AccountDoesNotExist", args: [hash] });
+    const reverted = new ContractFunctionRevertedError({ abi: accountConfigAbi, data, functionName: "setUsageApiKey" });
+    const err = new ContractFunctionExecutionError(reverted, { abi: accountConfigAbi, functionName: "setUsageApiKey", args: [] });
+    expect(errorLine(err)).toBe(`chain_error: The contract function "setUsageApiKey" reverted: AccountDoesNotExist(0x${hash.toString(16).padStart(64, "0")})`);
   });
 });

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsOptionDescriptor } from "node:util";
 import { BaseError } from "viem";
 import { createSigilClient, SigilError, type SigilClient } from "../../sdk/src/index.ts";
+import { findRevert } from "../../shared/contractErrors.ts";
 
 /** The URL used when nothing else names one: `npm start`'s edge on its default port. */
 export const DEFAULT_API_URL = "http://127.0.0.1:8787";
@@ -185,12 +186,20 @@ export function fields(pairs: Array<[string, string | number | undefined]>): str
 
 export const dollars = (cents: number) => `${cents < 0 ? "-" : ""}$${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, "0")}`;
 
+/** viem's short message, with the contract's custom error when the revert names one: "… reverted: AccountDoesNotExist(0x…)". */
+function chainErrorMessage(err: BaseError): string {
+  const revert = findRevert(err);
+  if (!revert || revert.name === "Unknown") return err.shortMessage;
+  const arg = (a: unknown) => (typeof a === "bigint" ? (a > 2n ** 64n ? `0x${a.toString(16).padStart(64, "0")}` : a.toString()) : String(a));
+  return `${err.shortMessage.replace(/\.$/, "")}: ${revert.name}(${revert.args.map(arg).join(", ")})`;
+}
+
 /** The one line an error is shown as: the service's code, message and request id; never a stack trace. */
 export function errorLine(err: unknown): string {
   let line: string;
   if (err instanceof SigilError) line = err.toString();
   else if (err instanceof CliError) line = `${err.code}: ${err.message}`;
-  else if (err instanceof BaseError) line = `chain_error: ${err.shortMessage}`;
+  else if (err instanceof BaseError) line = `chain_error: ${chainErrorMessage(err)}`;
   else line = `error: ${err instanceof Error ? err.message : String(err)}`;
   return line.replace(/\s*\n\s*/g, " ").trim();
 }

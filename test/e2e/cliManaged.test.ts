@@ -3,6 +3,7 @@
 // local.json (no --api anywhere) and the key through the profile `account create --save` wrote.
 // Every command of a managed account's life, in human and --json form, and for each group a
 // failure: a wrong key is one line with code and request id, and a non-zero exit.
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,7 +12,7 @@ import { getAddress, recoverMessageAddress, type Address, type Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { errorLineOf, runSigil, startLocalStack, type CliResult, type LocalStack } from "../harness/cli.ts";
+import { errorLineOf, root, runSigil, startLocalStack, type CliResult, type LocalStack } from "../harness/cli.ts";
 
 const SIGN = `async function main({ wallet, message }) {
   console.log("signing", message);
@@ -274,5 +275,27 @@ describe("removing", () => {
     await ok(["group", "remove", groupId]);
     expect((await ok(["group", "list"])).trim()).toBe("no groups");
     await refusesWrongKey("action remove", [cid]);
+  });
+});
+
+describe("the README", () => {
+  it("its CLI walkthrough runs as written against the stack (npx sigil as node bin/sigil.ts), ending with the wallet's signature and 3 cents spent", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("\n## CLI\n"), readme.indexOf("\n## Billing\n"));
+    const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(block, "the CLI section's walkthrough").toContain("npx sigil account create");
+    const folder = mkdtempSync(join(work, "readme-"));
+    const script = `${(block as string).replaceAll("npx sigil", `"${process.execPath}" "${join(root, "bin/sigil.ts")}"`)}\necho "WALLET=$W"`;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: folder, timeout: 120_000, env: { PATH: process.env.PATH, HOME: folder, SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(folder, "profiles.json") } }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
+      ),
+    );
+    const readmeWallet = getAddress(/WALLET=(0x[0-9a-f]{40})/.exec(out)?.[1] as string);
+    const signature = JSON.parse(/^response\s+(.+)$/m.exec(out)?.[1] as string) as Hex;
+    expect(await recoverMessageAddress({ message: "hello", signature })).toBe(readmeWallet);
+    expect(out).toMatch(/^ID\s+NAME\s+WALLETS\s+ACTIONS/m);
+    // The wallet, the group and the run: 1 cent each.
+    expect(out).toMatch(/^balance \$4\.97 \(497 cents\)$/m);
   });
 });
