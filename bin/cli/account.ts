@@ -3,7 +3,7 @@
 // managed, whether it is the master or a usage key, and the account's credit.
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { SigilError } from "../../sdk/src/index.ts";
-import { dollars, fields, UsageError, writeProfile, type Command, type Group } from "./context.ts";
+import { dollars, fields, readProfiles, UsageError, writeProfile, type Command, type Group } from "./context.ts";
 
 const create: Command = {
   name: "account create",
@@ -17,16 +17,15 @@ const create: Command = {
   async run({ values, ctx }) {
     const name = values.name as string | undefined;
     if (!name) throw new UsageError("--name is required");
+    const { profileFile, profileName, baseUrl } = ctx.connection({ newProfile: values.save === true });
+    // A profile file that cannot be written to is found before the account is made, not after.
+    if (values.save) readProfiles(profileFile);
     const answer = await ctx.client().newAccount({
       account_name: name,
       ...(values.description !== undefined ? { account_description: values.description as string } : {}),
       ...(values.email !== undefined ? { email: values.email as string } : {}),
     });
-    if (values.save) {
-      const { profileFile, profileName, baseUrl } = ctx.connection();
-      writeProfile(profileFile, profileName, { api: baseUrl, key: answer.api_key });
-      ctx.note(`saved the key and ${baseUrl} as profile "${profileName}" in ${profileFile}`);
-    }
+    // Printed first: whatever happens to the profile, the key has been shown.
     ctx.print(answer, () =>
       fields([
         ["api key", `${answer.api_key}   (shown once: keep it)`],
@@ -35,6 +34,10 @@ const create: Command = {
         ["transaction", answer.transaction_hash],
       ]),
     );
+    if (values.save) {
+      writeProfile(profileFile, profileName, { api: baseUrl, key: answer.api_key });
+      ctx.note(`saved the key and ${baseUrl} as profile "${profileName}" in ${profileFile}`);
+    }
   },
 };
 

@@ -26,12 +26,21 @@ export function loadSigner(keystore: string | undefined, env: Env): PrivateKeyAc
   if (keystore !== undefined) {
     const password = env.SIGIL_KEYSTORE_PASSWORD;
     if (password === undefined) throw new UsageError("--keystore needs its password in SIGIL_KEYSTORE_PASSWORD");
-    return privateKeyToAccount(decryptKeystore(readInput(keystore), password));
+    return accountOf(decryptKeystore(readInput(keystore), password), `the key in ${keystore}`);
   }
   const key = env.SIGIL_PRIVATE_KEY?.trim();
   if (!key) throw new UsageError("this command signs as a wallet: set SIGIL_PRIVATE_KEY (0x + 64 hex) or give --keystore FILE");
   if (!/^0x[0-9a-fA-F]{64}$/.test(key)) throw new UsageError("SIGIL_PRIVATE_KEY must be 0x followed by 64 hex digits");
-  return privateKeyToAccount(key as `0x${string}`);
+  return accountOf(key as `0x${string}`, "SIGIL_PRIVATE_KEY");
+}
+
+/** The account of a private key; an invalid one (0, or beyond the curve's order) is refused without its value. */
+function accountOf(key: `0x${string}`, what: string): PrivateKeyAccount {
+  try {
+    return privateKeyToAccount(key);
+  } catch {
+    throw new CliError("invalid_private_key", `${what} is not a valid secp256k1 private key`);
+  }
 }
 
 export type WalletOwner = {

@@ -75,6 +75,8 @@ describe("resolveConnection: first found wins", () => {
     expect(resolveConnection({ flags: { profile: "staging" }, env, cwd: dir })).toMatchObject({ baseUrl: "http://staging:1", apiKey: "k-staging", profileName: "staging" });
     expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_PROFILE: "staging" }, cwd: dir }).apiKey).toBe("k-staging");
     expect(() => resolveConnection({ flags: { profile: "prod" }, env, cwd: dir })).toThrow(UsageError);
+    // Unless the command is about to write it (account create --save --profile prod).
+    expect(resolveConnection({ flags: { profile: "prod" }, env, cwd: dir, newProfile: true })).toMatchObject({ profileName: "prod", apiKey: undefined });
     // The default profile may be absent.
     rmSync(profileFile);
     expect(resolveConnection({ flags: {}, env, cwd: join(dir, "nowhere") })).toMatchObject({ baseUrl: DEFAULT_API_URL, apiKey: undefined });

@@ -121,7 +121,13 @@ export function localStackUrl(env: Env, cwd: string): { url: string; file: strin
  * in the profile file), then for the URL the running stack's local.json, then DEFAULT_API_URL.
  * A profile named on purpose must exist; the default one may be absent.
  */
-export function resolveConnection(args: { flags: { api?: string | undefined; key?: string | undefined; profile?: string | undefined }; env: Env; cwd: string }): Connection {
+export function resolveConnection(args: {
+  flags: { api?: string | undefined; key?: string | undefined; profile?: string | undefined };
+  env: Env;
+  cwd: string;
+  /** The command is about to write the profile (account create --save): a named one may be new. */
+  newProfile?: boolean;
+}): Connection {
   const { flags, env, cwd } = args;
   const profileFile = profileFilePath(env);
   const chosen = flags.profile ?? (env.SIGIL_PROFILE || undefined);
@@ -130,7 +136,7 @@ export function resolveConnection(args: { flags: { api?: string | undefined; key
   let profile: Profile | undefined;
   if (needProfile || chosen !== undefined) {
     profile = readProfiles(profileFile).profiles[profileName];
-    if (!profile && chosen !== undefined) throw new UsageError(`no profile "${profileName}" in ${profileFile} (sigil profile set --name ${profileName} …)`);
+    if (!profile && chosen !== undefined && !args.newProfile) throw new UsageError(`no profile "${profileName}" in ${profileFile} (sigil profile set --name ${profileName} …)`);
   }
   const inProfile: Source = { kind: "profile", detail: `profile "${profileName}" (${profileFile})` };
 
@@ -273,8 +279,9 @@ export class Context {
     this.cwd = args.cwd;
   }
 
-  connection(): Connection {
-    this.connectionCache ??= resolveConnection({ flags: this.flags, env: this.env, cwd: this.cwd });
+  /** Where the URL and key come from; `newProfile` for a command that will write the profile, which may not exist yet. */
+  connection(options: { newProfile?: boolean } = {}): Connection {
+    this.connectionCache ??= resolveConnection({ flags: this.flags, env: this.env, cwd: this.cwd, ...options });
     return this.connectionCache;
   }
 

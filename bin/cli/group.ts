@@ -96,13 +96,13 @@ ${memberUsage}`,
   positionals: { min: 1, max: 1, names: "ID" },
   async run({ values, positionals, ctx }) {
     const id = String(wholeNumber("ID", positionals[0] as string));
+    const given = ["name", "description", "wallet", "action", "clear-wallets", "clear-actions"].some((k) => values[k] !== undefined);
+    if (!given) throw new UsageError("nothing to change: give --name, --description, --wallet, --action, --clear-wallets or --clear-actions");
     const client = ctx.keyed();
     const current = (await allGroups(client)).find((g) => g.id === id);
     if (!current) throw new CliError("group_not_found", `the account has no group ${id}`);
     const wallets = values["clear-wallets"] ? [] : (walletsOf(values) ?? current.pkp_ids_permitted);
     const actions = values["clear-actions"] ? [] : (actionsOf(values) ?? current.cid_hashes_permitted);
-    const given = ["name", "description", "wallet", "action", "clear-wallets", "clear-actions"].some((k) => values[k] !== undefined);
-    if (!given) throw new UsageError("nothing to change: give --name, --description, --wallet, --action, --clear-wallets or --clear-actions");
     const answer = await client.updateGroup({
       group_id: id,
       name: (values.name as string | undefined) ?? current.group_name,

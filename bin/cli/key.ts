@@ -223,11 +223,11 @@ ${permissionUsage}`,
   options: { name: { type: "string" }, ...permissionOptions },
   positionals: { min: 1, max: 1, names: "KEY_OR_HASH" },
   async run({ values, positionals, ctx }) {
+    const renamed = values.name !== undefined || values.description !== undefined;
+    if (!renamed && !permissionsFrom(values, NONE).changed) throw new UsageError("nothing to change: give --name, --description or a permission");
     const client = ctx.keyed();
     const current = await findKey(client, positionals[0] as string);
     const { permissions, changed } = permissionsFrom(values, current);
-    const renamed = values.name !== undefined || values.description !== undefined;
-    if (!changed && !renamed) throw new UsageError("nothing to change: give --name, --description or a permission");
     const answer = changed
       ? await client.updateUsageApiKey({ usage_api_key: current.id, ...requestOf(permissions) })
       : await client.updateUsageApiKeyMetadata({ usage_api_key: current.id, name: permissions.name, description: permissions.description });
