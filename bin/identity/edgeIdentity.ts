@@ -9,7 +9,8 @@ export const edgeIdentityUsage = `usage: sigil edge-identity [--seed <64 hex>]
   Makes a new edge channel identity and prints two lines:
     SIGIL_EDGE_IDENTITY_KEY=<seed, 64 hex>   the secret: npx wrangler secret put SIGIL_EDGE_IDENTITY_KEY --env production
     SIGIL_ALLOWED_EDGE_KEYS=<public key>     for the release: npm run release -- … --set SIGIL_ALLOWED_EDGE_KEYS=<public key>
-  --seed <64 hex>   print only the public key of this existing seed`;
+  --seed <64 hex>   print only the public key of this existing seed
+  -h, --help        print this and exit`;
 
 /** The lines `sigil edge-identity` prints: a new seed and its public key, or only the public key of `seed`. */
 export async function edgeIdentityLines(seed?: string): Promise<string[]> {
@@ -22,7 +23,11 @@ export async function edgeIdentityLines(seed?: string): Promise<string[]> {
 export async function edgeIdentityCommand(args: string[]): Promise<number> {
   let seed: string | undefined;
   try {
-    const { values } = parseArgs({ args, options: { seed: { type: "string" } }, strict: true, allowPositionals: false });
+    const { values } = parseArgs({ args, options: { seed: { type: "string" }, help: { type: "boolean", short: "h" } }, strict: true, allowPositionals: false });
+    if (values.help) {
+      console.log(edgeIdentityUsage);
+      return 0;
+    }
     seed = values.seed;
     if (seed !== undefined && !/^(0x)?[0-9a-fA-F]{64}$/.test(seed)) throw new Error("--seed takes 64 hex digits");
   } catch (err) {

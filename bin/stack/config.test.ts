@@ -14,6 +14,7 @@ describe("readStackConfig", () => {
       stateDir: defaultStateDir,
       deployerPrivateKey: undefined,
       billing: true,
+      ipfsGateway: undefined,
       stripe: undefined,
     });
     expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
@@ -31,6 +32,7 @@ describe("readStackConfig", () => {
         SIGIL_DEPLOYER_PRIVATE_KEY: key,
         SIGIL_BILLING: "off",
         SIGIL_STRIPE_PORT: "0",
+        SIGIL_IPFS_GATEWAY: "http://127.0.0.1:8080",
         STRIPE_SECRET_KEY: "sk_test_1",
         STRIPE_PUBLISHABLE_KEY: "pk_test_1",
         STRIPE_WEBHOOK_SECRET: "whsec_1",
@@ -46,6 +48,7 @@ describe("readStackConfig", () => {
       stateDir: "/tmp/sigil-state",
       deployerPrivateKey: key,
       billing: false,
+      ipfsGateway: "http://127.0.0.1:8080",
       stripe: { secretKey: "sk_test_1", publishableKey: "pk_test_1", webhookSecret: "whsec_1" },
     });
   });
@@ -60,6 +63,7 @@ describe("readStackConfig", () => {
     expect(() => readStackConfig({ SIGIL_RPC_URL: "not a url" })).toThrow(/SIGIL_RPC_URL/);
     expect(() => readStackConfig({ SIGIL_RPC_URL: "ftp://127.0.0.1" })).toThrow(/SIGIL_RPC_URL/);
     expect(() => readStackConfig({ SIGIL_BILLING: "maybe" })).toThrow(/SIGIL_BILLING/);
+    expect(() => readStackConfig({ SIGIL_IPFS_GATEWAY: "ipfs://gateway" })).toThrow(/SIGIL_IPFS_GATEWAY/);
   });
 
   it("takes Stripe's three keys together or not at all, without echoing them", () => {

@@ -22,6 +22,8 @@ const schema = z.object({
     .string()
     .regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits")
     .optional(),
+  /** The IPFS gateway the enclave fetches `ipfs_id` scripts from (the enclave's default, https://ipfs.io, when unset). */
+  SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).optional(),
   /** `on` (default): writes and runs are charged; `off` for a stack that sells nothing. */
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   /** Port for the local Stripe emulator (when no Stripe keys are set); 0 picks a free one. */
@@ -39,6 +41,8 @@ export type StackConfig = {
   stateDir: string;
   deployerPrivateKey: string | undefined;
   billing: boolean;
+  /** The enclave's IPFS gateway, when the operator names one. */
+  ipfsGateway: string | undefined;
   /** Set when the operator gives Stripe keys; otherwise the stack runs the local emulator. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string } | undefined;
 };
@@ -66,6 +70,7 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
     billing: c.SIGIL_BILLING === "on",
+    ipfsGateway: c.SIGIL_IPFS_GATEWAY,
     stripe:
       c.STRIPE_SECRET_KEY && c.STRIPE_PUBLISHABLE_KEY && c.STRIPE_WEBHOOK_SECRET
         ? { secretKey: c.STRIPE_SECRET_KEY, publishableKey: c.STRIPE_PUBLISHABLE_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET }

@@ -123,6 +123,7 @@ export async function startLocalStack(): Promise<number> {
       SIGIL_LOG_LEVEL: "warn",
       // Scripts may never reach the edge's own port.
       SIGIL_FETCH_DENY_PORTS: String(edgePort),
+      ...(config.ipfsGateway ? { SIGIL_IPFS_GATEWAY: config.ipfsGateway } : {}),
     }, { echo: (line) => {
       if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
     } });

@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { topUp } from "../../bin/account/topup.ts";
+import { topUp } from "../harness/topUp.ts";
 import { freePort, spawnEdge, type EdgeProcess } from "../../bin/stack/edge.ts";
 import { DEV_APP_COMPOSE_PATH } from "../../deploy/release.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createPublicClient, createTestClient, createWalletClient, http, parseEther, type Address } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
-import { topUp } from "../../bin/account/topup.ts";
+import { topUp } from "../harness/topUp.ts";
 import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
 import { freePort } from "../../bin/stack/edge.ts";
 import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";

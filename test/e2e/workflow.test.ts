@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
-import { topUp } from "../../bin/account/topup.ts";
+import { topUp } from "../harness/topUp.ts";
 import { verifyDeployment, type CheckLine } from "../../bin/verify/verify.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { startLocalStack, type LocalStack } from "../harness/localStack.ts";

@@ -10,6 +10,8 @@ import { getAddress, type Address } from "viem";
 export type LocalStack = {
   /** The edge's origin, e.g. http://127.0.0.1:41234 (the API is under /core/v1). */
   origin: string;
+  /** The same origin, as local.json names it (what the CLI finds). */
+  edgeUrl: string;
   /** `${origin}/core/v1`. */
   api: string;
   rpcUrl: string;
@@ -22,12 +24,13 @@ export type LocalStack = {
 
 const root = join(import.meta.dirname, "../..");
 
-export async function startLocalStack(options: { timeoutMs?: number } = {}): Promise<LocalStack> {
+/** Starts `sigil start` and resolves once it has printed its whole banner (local.json written); `env` adds to its environment. */
+export async function startLocalStack(options: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<LocalStack> {
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-stack-"));
   let output = "";
   const child: ChildProcess = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0" },
+    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0", ...options.env },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -41,8 +44,8 @@ export async function startLocalStack(options: { timeoutMs?: number } = {}): Pro
     }
     rmSync(stateDir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + (options.timeoutMs ?? 90_000);
-  while (!/API\s+(\S+)\/core\/v1/.test(output)) {
+  const deadline = Date.now() + (options.timeoutMs ?? 110_000);
+  while (!output.includes("Press Ctrl-C to stop.")) {
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
       throw new Error(`the stack did not come up:\n${output}`);
@@ -52,6 +55,7 @@ export async function startLocalStack(options: { timeoutMs?: number } = {}): Pro
   const origin = /API\s+(\S+)\/core\/v1/.exec(output)![1]!;
   return {
     origin,
+    edgeUrl: origin,
     api: `${origin}/core/v1`,
     rpcUrl: /rpc url\s+(\S+)/.exec(output)?.[1] ?? "",
     contract: getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(output)?.[1] ?? ""),

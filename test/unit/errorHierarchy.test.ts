@@ -1,10 +1,9 @@
 // One error hierarchy for both sides (shared/errors.ts): every error class the code throws on purpose
 // is a SigilError with a code from errorStatus and that code's status. The specialised ones (channel,
-// attestation, sandbox, CLI) are not written for a client (`expose` false), so the handlers that turn
+// attestation, sandbox) are not written for a client (`expose` false), so the handlers that turn
 // errors into answers treat them as internal: `internal_error`, and none of their message. The
 // edge's own classes and its error handler are checked inside workerd (workers/errors.test.ts).
 import { describe, expect, it } from "vitest";
-import { TopUpError } from "../../bin/account/topup.ts";
 import { errorAnswer } from "../../enclave/operations/index.ts";
 import { createLogger } from "../../shared/log.ts";
 import { FetchError } from "../../enclave/sandbox/net/guardedFetch.ts";
@@ -25,7 +24,6 @@ const specialised: Array<[string, SigilError, string]> = [
   ["QuoteVerificationError", new QuoteVerificationError(`TCBInfo expired at ${SECRET_URL}`), "invalid_request"],
   ["CodedError", new CodedError("limit_exceeded", `too many fetches to ${SECRET_URL}`), "invalid_request"],
   ["FetchError", new FetchError("network_refused", `fetch to ${SECRET_URL} refused`), "permission_denied"],
-  ["TopUpError", new TopUpError(`POST ${SECRET_URL} answered 500 without JSON`), "payment_not_succeeded"],
 ];
 
 describe("the error hierarchy", () => {

@@ -1,0 +1,97 @@
+// `sigil action add|list|remove`: actions are scripts registered with the account by their IPFS CID
+// (the CIDv0 `ipfs add` gives their bytes), with a name and a description; groups then allow them.
+import { existsSync } from "node:fs";
+import { basename } from "node:path";
+import type { ListActionsOutput } from "../../sdk/src/index.ts";
+import { canonicalCid } from "../../shared/cid.ts";
+import { cidHash, toHash32 } from "../../shared/hashing.ts";
+import { CliError, fields, readInput, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
+
+/** The canonical CIDv0 of a CID the user typed; a usage error when it cannot name a script. */
+export function cidArgument(value: string): string {
+  try {
+    return canonicalCid(value);
+  } catch (err) {
+    throw new UsageError(`${JSON.stringify(value)}: ${(err as Error).message}`);
+  }
+}
+
+const looksLikeCid = (value: string) => /^(Qm[1-9A-HJ-NP-Za-km-z]{44}|b[a-z2-7]{20,})$/.test(value);
+
+const add: Command = {
+  name: "action add",
+  summary: "register a script (a FILE, or its CID) with the account",
+  usage: `FILE_OR_CID [--name NAME] [--description TEXT]
+
+  Registers an action with the account: FILE's CID as the service computes it
+  (get_sigil_action_ipfs_id; "-" reads standard input), or a CID given as is. --name defaults
+  to the file's name.`,
+  options: { name: { type: "string" }, description: { type: "string" } },
+  positionals: { min: 1, max: 1, names: "FILE_OR_CID" },
+  async run({ values, positionals, ctx }) {
+    const arg = positionals[0] as string;
+    const client = ctx.keyed();
+    let cid: string;
+    let name = values.name as string | undefined;
+    if (arg === "-" || existsSync(arg)) {
+      cid = await client.getSigilActionIpfsId(readInput(arg));
+      name ??= arg === "-" ? "" : basename(arg);
+    } else if (looksLikeCid(arg)) {
+      cid = cidArgument(arg);
+    } else {
+      throw new CliError("file_unreadable", `${arg} is neither a file nor a CID`);
+    }
+    const answer = await client.addAction({ action_ipfs_cid: cid, name: name ?? "", description: (values.description as string | undefined) ?? "" });
+    ctx.print({ ...answer, action_ipfs_cid: cid }, () =>
+      fields([
+        ["action", cid],
+        ["hash", answer.hashed_cid],
+        ["transaction", answer.transaction_hash],
+      ]),
+    );
+  },
+};
+
+const list: Command = {
+  name: "action list",
+  summary: "the account's actions, or those of one group",
+  usage: `[--group ID]
+
+  Lists the account's actions (hash, CID when registered by CID, name, description), or with
+  --group those the group allows ("any": every action).`,
+  options: { group: { type: "string" } },
+  async run({ values, ctx }) {
+    const group = values.group as string | undefined;
+    const actions: ListActionsOutput = [];
+    for await (const a of ctx.keyed().all.listActions(group === undefined ? {} : { group_id: wholeNumber("--group", group) })) actions.push(a);
+    ctx.print(actions, () =>
+      actions.length === 0
+        ? "no actions"
+        : table(
+            ["HASH", "CID", "NAME", "DESCRIPTION"],
+            actions.map((a) => [a.hashed_cid === "0" ? "any" : a.hashed_cid, a.action_ipfs_cid ?? "-", a.name, a.description]),
+          ),
+    );
+  },
+};
+
+const remove: Command = {
+  name: "action remove",
+  summary: "remove an action from the account (and from its groups)",
+  usage: `CID_OR_HASH
+
+  Removes the action named by its CID or its 0x hash.`,
+  positionals: { min: 1, max: 1, names: "CID_OR_HASH" },
+  async run({ positionals, ctx }) {
+    const arg = positionals[0] as string;
+    const hash = /^0x[0-9a-fA-F]{64}$/.test(arg) ? arg.toLowerCase() : toHash32(cidHash(cidArgument(arg)));
+    const answer = await ctx.keyed().deleteAction({ hashed_cid: hash });
+    ctx.print(answer, () => fields([["removed", hash], ["transaction", answer.transaction_hash]]));
+  },
+};
+
+export const actionGroup: Group = {
+  name: "action",
+  summary: "actions: scripts registered with the account by CID",
+  commands: [add, list, remove],
+};

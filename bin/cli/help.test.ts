@@ -1,0 +1,129 @@
+// `sigil … --help` prints usage, exits 0 and does nothing else, for every command and subcommand:
+// `start --help` starts no stack (its state folder is never made) and `edge-identity --help` does
+// not fail. Usage errors exit 2 with one line; commands that need nothing from the service (cid)
+// work with no stack at all. Each runs `node bin/sigil.ts` as a user would, with nothing listening.
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { computeCid } from "../../shared/cid.ts";
+
+const root = join(import.meta.dirname, "../..");
+const dir = mkdtempSync(join(tmpdir(), "sigil-cli-help-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Nothing to find: no profile, no stack (its state folder does not exist), an API URL where nothing listens. */
+const env = { ...process.env, SIGIL_PROFILE_FILE: join(dir, "profiles.json"), SIGIL_STATE_DIR: join(dir, "state"), SIGIL_API_URL: "http://127.0.0.1:9", SIGIL_API_KEY: "" };
+
+function sigil(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(process.execPath, ["bin/sigil.ts", ...args], { cwd: root, env, timeout: 30_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+const commands = [
+  "start",
+  "verify",
+  "edge-identity",
+  "profile set",
+  "profile show",
+  "account create",
+  "account show",
+  "key add",
+  "key list",
+  "key update",
+  "key remove",
+  "wallet create",
+  "wallet list",
+  "group add",
+  "group list",
+  "group update",
+  "group remove",
+  "action add",
+  "action list",
+  "action remove",
+  "cid",
+  "run",
+  "balance",
+  "topup",
+  "chain-secured create",
+  "convert",
+];
+const groups = ["profile", "account", "key", "wallet", "group", "action", "chain-secured"];
+
+describe("--help", () => {
+  it.each(commands)("sigil %s --help prints its usage and exits 0", async (command) => {
+    for (const flag of ["--help", "-h"]) {
+      const r = await sigil([...command.split(" "), flag]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`usage: sigil ${command}\\b`));
+      expect(r.stderr).toBe("");
+    }
+  });
+
+  it.each(groups)("sigil %s --help lists its commands", async (group) => {
+    const r = await sigil([group, "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`usage: sigil ${group} <command>`);
+  });
+
+  it("does nothing else: start --help makes no state folder, a help flag after other options still only prints", async () => {
+    expect((await sigil(["start", "--help"])).code).toBe(0);
+    expect(existsSync(join(dir, "state"))).toBe(false);
+    const r = await sigil(["account", "create", "--name", "x", "--save", "--help"]);
+    expect(r.code).toBe(0);
+    expect(existsSync(join(dir, "profiles.json"))).toBe(false);
+  });
+
+  it("sigil help <command> is <command> --help; sigil with no command prints every command", async () => {
+    expect((await sigil(["help", "key", "add"])).stdout).toContain("usage: sigil key add");
+    const all = await sigil([]);
+    expect(all.code).toBe(0);
+    for (const name of ["start", "account create|show", "key add|list|update|remove", "cid", "run", "balance", "topup", "chain-secured create", "convert"]) expect(all.stdout).toContain(name);
+  });
+});
+
+describe("usage errors", () => {
+  it("exit 2 with one line naming the problem", async () => {
+    for (const args of [["key", "add"], ["run"], ["group", "remove", "x"], ["topup", "--amount", "ten"], ["wallet", "list", "--bogus"], ["start", "now"]]) {
+      const r = await sigil(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+    }
+    const unknown = await sigil(["key", "rotate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command: rotate");
+  });
+
+  it("a command that needs a key and finds none says where to put one, exit 2", async () => {
+    const r = await sigil(["wallet", "list"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^sigil wallet list: no API key: give --key, set SIGIL_API_KEY, or save one in a profile/);
+  });
+
+  it("a service that cannot be reached is one line, exit 1, with no stack trace", async () => {
+    const r = await sigil(["balance", "--key", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/^sigil balance: network_error: could not reach http:\/\/127\.0\.0\.1:9/);
+  });
+});
+
+describe("sigil cid", () => {
+  it("prints a file's CIDv0 with no service at all, as shared/cid.ts computes it", async () => {
+    const file = join(dir, "script.js");
+    const code = "async function main() { return 42 }\n";
+    writeFileSync(file, code);
+    const human = await sigil(["cid", file]);
+    expect(human.code).toBe(0);
+    expect(human.stdout.trim()).toBe(await computeCid(code));
+    expect(JSON.parse((await sigil(["cid", file, "--json"])).stdout)).toEqual({ cid: await computeCid(code) });
+    const missing = await sigil(["cid", join(dir, "missing.js")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toBe(`sigil cid: file_unreadable: cannot read ${join(dir, "missing.js")}: ENOENT`);
+  });
+});
