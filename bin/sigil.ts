@@ -6,7 +6,7 @@
 // `--help` (or `-h`) prints a command's usage and does nothing else, for every command.
 import { accountGroup } from "./cli/account.ts";
 import { actionGroup } from "./cli/action.ts";
-import { balanceCommand, topUpCommand } from "./cli/billing.ts";
+import { balanceCommand, topUpCommand, usageCommand } from "./cli/billing.ts";
 import { chainSecuredGroup, convertCommand } from "./cli/chainSecured.ts";
 import { runCommand, runGroup, type Command, type Group } from "./cli/context.ts";
 import { groupGroup } from "./cli/group.ts";
@@ -62,6 +62,7 @@ const commands: Record<string, TopLevel> = {
   run: single(runScriptCommand),
   balance: single(balanceCommand),
   topup: single(topUpCommand),
+  usage: single(usageCommand),
   "chain-secured": group(chainSecuredGroup),
   convert: single(convertCommand),
 };
@@ -70,7 +71,7 @@ const sections: Array<[string, Array<string | Group>]> = [
   ["the local stack and deployments", ["start", "verify", "edge-identity"]],
   ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup]],
   ["scripts", ["cid", "run"]],
-  ["credit", ["balance", "topup"]],
+  ["credit", ["balance", "topup", "usage"]],
   ["accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)", [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"]],
 ];
 

@@ -203,6 +203,31 @@ describe("stripe emulator", () => {
     );
   });
 
+  test("refunds: part, then the rest, of a succeeded intent (refund.created sent, signed); over-refunding, an unpaid intent and bad params refused as Stripe does", async () => {
+    const intent = await newIntent(1000);
+    const unpaid = await newIntent(1000);
+    await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });
+    const part = await stripe.refunds.create({ payment_intent: intent.id, amount: 300, reason: "requested_by_customer" });
+    expect(part).toMatchObject({ object: "refund", amount: 300, currency: "usd", payment_intent: intent.id, status: "succeeded", reason: "requested_by_customer" });
+    expect(part.id).toMatch(/^re_/);
+    expect(await stripe.refunds.retrieve(part.id)).toEqual(part);
+    const rest = await stripe.refunds.create({ payment_intent: intent.id });
+    expect(rest.amount).toBe(700);
+    expect(await thrown(stripe.refunds.create({ payment_intent: intent.id, amount: 1 }))).toMatchObject({ statusCode: 400, code: "charge_already_refunded" });
+    expect(await thrown(stripe.refunds.create({ payment_intent: unpaid.id }))).toMatchObject({ statusCode: 400, code: "charge_not_refundable" });
+    const other = await newIntent(500);
+    await stripe.paymentIntents.confirm(other.id, { payment_method: "pm_card_visa" });
+    expect(await thrown(stripe.refunds.create({ payment_intent: other.id, amount: 501 }))).toMatchObject({ statusCode: 400, code: "amount_too_large" });
+    expect(await thrown(stripe.refunds.create({ payment_intent: other.id, amount: 0 }))).toMatchObject({ statusCode: 400, param: "amount" });
+    expect(await thrown(stripe.refunds.retrieve("re_missing"))).toMatchObject({ statusCode: 404, code: "resource_missing" });
+
+    const refunded = (d: Delivery) => d.type === "refund.created" && d.ok && emulator.events().some((e) => e.id === d.eventId && e.data.object.id === part.id);
+    const [delivery] = (await emulator.waitForDeliveries((ds) => ds.some(refunded))).filter(refunded);
+    const request = receiver.received.find((r) => JSON.parse(r.body).id === delivery?.eventId);
+    const event = await verify(stripe, request!.body, request!.signature, emulator.webhookSecret);
+    expect(event.data.object).toMatchObject({ id: part.id, object: "refund", amount: 300, payment_intent: intent.id, status: "succeeded" });
+  });
+
   test("confirm with the secret key needs no client_secret", async () => {
     const intent = await newIntent(900);
     const confirmed = await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });

@@ -15,7 +15,8 @@
 // - Test payment methods: `pm_card_visa` (and a few other succeeding cards) → succeeded;
 //   `pm_card_chargeDeclined` → 402 card_error, the intent back at requires_payment_method with
 //   `last_payment_error`.
-// - Webhooks: `payment_intent.succeeded` and `payment_intent.payment_failed` events are POSTed to
+// - Refunds: create (all of a succeeded intent or part of it) and retrieve; succeeded at once.
+// - Webhooks: `payment_intent.succeeded`, `payment_intent.payment_failed` and `refund.created` events are POSTed to
 //   every webhook URL (set at start or later with `setWebhookUrls`) after the confirm has
 //   answered, signed like Stripe (`Stripe-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")`, a
 //   fresh timestamp per attempt); a connection error or non-2xx is retried with doubling delays.
@@ -281,6 +282,9 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     options.customersFile && existsSync(options.customersFile) ? (JSON.parse(readFileSync(options.customersFile, "utf8")) as Array<[string, Record<string, unknown>]>) : [],
   );
   const intents = new Map<string, Record<string, unknown>>();
+  const refunds = new Map<string, Record<string, unknown>>();
+  /** Cents refunded so far, by payment intent. */
+  const refundedOf = new Map<string, number>();
   const intentVersions = new Map<string, string>();
   const events: StripeEvent[] = [];
   const saved = new Map<string, { endpoint: string; params: string; requestId: string; answer: Answer }>();
@@ -516,6 +520,50 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     return { status: 200, body: intent };
   }
 
+  // --- refunds ----------------------------------------------------------------------------------
+
+  /**
+   * A refund of a succeeded intent, of `amount` cents (default: what is left of it), succeeded at
+   * once as a card refund usually is; Stripe then sends `refund.created` (whose refund's status is
+   * already succeeded) — what the edge debits the account's credit by.
+   */
+  function createRefund(params: Params, request: { id: string; idempotencyKey: string | null }): Answer {
+    allowOnly(params, ["payment_intent", "amount", "reason", "metadata"]);
+    const intentId = reqString(params, "payment_intent");
+    const intent = intentOf(intentId);
+    if (intent.status !== "succeeded") {
+      throw apiError(400, "invalid_request_error", `This PaymentIntent (${intentId}) does not have a successful charge to refund.`, { code: "charge_not_refundable" });
+    }
+    const left = Number(intent.amount_received) - (refundedOf.get(intentId) ?? 0);
+    const amount = params.amount === undefined ? left : reqInteger(params, "amount");
+    if (amount < 1) throw invalidParam("Invalid positive integer", "amount");
+    if (left <= 0) throw apiError(400, "invalid_request_error", `Charge ${String(intent.latest_charge)} has already been refunded.`, { code: "charge_already_refunded" });
+    if (amount > left) {
+      throw invalidParam(`Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, "amount", "amount_too_large");
+    }
+    const reason = optString(params, "reason");
+    if (reason !== undefined && !["duplicate", "fraudulent", "requested_by_customer"].includes(reason)) {
+      throw invalidParam("Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer", "reason");
+    }
+    refundedOf.set(intentId, (refundedOf.get(intentId) ?? 0) + amount);
+    const refund: Record<string, unknown> = {
+      id: newId("re"),
+      object: "refund",
+      amount,
+      balance_transaction: newId("txn"),
+      charge: intent.latest_charge,
+      created: now(),
+      currency: intent.currency,
+      metadata: params.metadata ?? {},
+      payment_intent: intentId,
+      reason: reason ?? null,
+      status: "succeeded",
+    };
+    refunds.set(String(refund.id), refund);
+    emit("refund.created", refund, request);
+    return { status: 200, body: refund };
+  }
+
   // --- HTTP -------------------------------------------------------------------------------------
 
   /** What Stripe's request layer hands an endpoint: its parameters, the key's kind, the request. */
@@ -666,6 +714,16 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   );
   app.post("/v1/payment_intents/:id/confirm", serve(({ params, auth, request }, c) => confirmIntent(c.req.param("id") as string, params, auth, request), { publishable: true }));
   app.post("/v1/payment_intents/:id/cancel", serve(({ params }, c) => cancelIntent(c.req.param("id") as string, params)));
+  app.post("/v1/refunds", serve(({ params, request }) => createRefund(params, request)));
+  app.get(
+    "/v1/refunds/:id",
+    serve((_, c) => {
+      const id = c.req.param("id") as string;
+      const refund = refunds.get(id);
+      if (!refund) throw noSuch("refund", id, "id");
+      return { status: 200, body: refund };
+    }),
+  );
   app.get("/v1/events", serve(({ params }) => listEvents(params)));
   app.get(
     "/v1/events/:id",

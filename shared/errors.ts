@@ -11,6 +11,8 @@ export const errorStatus = {
   wrong_primary_type: 400,
   wrong_chain_id: 400,
   amount_below_minimum: 400,
+  /** A list's `cursor` that no page of it gave (garbled, or from another list). */
+  invalid_cursor: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   invalid_signature: 401,

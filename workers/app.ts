@@ -11,6 +11,7 @@ import { accountsRoutes } from "./routes/accounts.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { attestationRoutes } from "./routes/attestation.ts";
 import { billingRoutes } from "./routes/billing.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { sigilActionRoutes } from "./routes/sigilAction.ts";
 import { groupsRoutes } from "./routes/groups.ts";
 import { publicRoutes } from "./routes/public.ts";
@@ -49,6 +50,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", sigilActionRoutes());
   app.route("/core/v1", signaturesRoutes());
   app.route("/core/v1", billingRoutes());
+  app.route("/core/v1", usageRoutes());
   app.route("/", attestationRoutes());
 
   // The document of every route above (api.md, Conventions: OpenAPI). Its one server is the origin

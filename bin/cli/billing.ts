@@ -1,4 +1,4 @@
-// `sigil balance` and `sigil topup`: the account's credit, and buying more the way a browser would
+// `sigil balance`, `sigil topup` and `sigil usage`: the account's credit, its history, and buying more the way a browser would
 // (the SDK's topUp: a payment intent from the service, confirmed with Stripe with a test card and
 // the publishable key at the Stripe API the service names — the local Stripe emulator under
 // `npm start` —, then credited by confirm_payment). Only test cards work: with real Stripe keys
@@ -6,7 +6,7 @@
 // key (X-Wallet-Auth).
 import { topUp } from "../../sdk/src/index.ts";
 import { signerOptions, signerUsage, walletAuthClient } from "./chainSecured.ts";
-import { dollars, UsageError, wholeNumber, type Command, type Context } from "./context.ts";
+import { dollars, table, UsageError, wholeNumber, type Command, type Context } from "./context.ts";
 
 const billingClient = (ctx: Context, values: Record<string, unknown>) => (values.sign ? walletAuthClient(ctx, values) : Promise.resolve(ctx.keyed()));
 
@@ -46,3 +46,76 @@ export const topUpCommand: Command = {
     ctx.print(result, () => `${how}: ${dollars(amountCents)}; balance ${dollars(result.balanceCents)} (${result.balanceCents} cents)`);
   },
 };
+
+export const usageCommand: Command = {
+  name: "usage",
+  summary: "the account's usage history: runs, writes, top-ups and refunds, newest first",
+  usage: `[--limit N] [--all] [--kind KINDS] [--key-hash HASH] [--from WHEN] [--to WHEN] [--sign [--keystore FILE]]
+
+  Prints the newest N events (default 20; --all: every event, page by page) of the key's account:
+  when, what (run, write, top_up, refund), how it moved the balance and the settled balance after
+  it, with a run's CID and duration, a write's endpoint and transaction, a top-up's or refund's
+  payment. --kind takes kinds comma-separated; --key-hash one usage key's events (a usage key sees
+  only its own); WHEN is an ISO 8601 time or Unix seconds. --json prints the events as JSON.
+  (CSV: GET /core/v1/usage with Accept: text/csv.) With --sign, the signer's ChainSecured account.
+
+  ${signerUsage}`,
+  options: {
+    limit: { type: "string" },
+    all: { type: "boolean" },
+    kind: { type: "string" },
+    "key-hash": { type: "string" },
+    from: { type: "string" },
+    to: { type: "string" },
+    sign: { type: "boolean" },
+    ...signerOptions,
+  },
+  async run({ values, ctx }) {
+    const limit = values.limit === undefined ? 20 : wholeNumber("--limit", values.limit as string, { min: 1 });
+    if (values.all && values.limit !== undefined) throw new UsageError("--all and --limit do not go together");
+    const client = await billingClient(ctx, values);
+    const query = {
+      ...(values.kind !== undefined ? { kind: values.kind as string } : {}),
+      ...(values["key-hash"] !== undefined ? { key_hash: values["key-hash"] as string } : {}),
+      ...(values.from !== undefined ? { from: values.from as string } : {}),
+      ...(values.to !== undefined ? { to: values.to as string } : {}),
+    };
+    type Event = Awaited<ReturnType<typeof client.listUsage>>["events"][number];
+    const events: Event[] = [];
+    let cursor: string | null = null;
+    do {
+      const want = values.all ? 100 : Math.min(100, limit - events.length);
+      const page: Awaited<ReturnType<typeof client.listUsage>> = await client.listUsage({ ...query, limit: String(want), ...(cursor ? { cursor } : {}) });
+      events.push(...page.events);
+      cursor = page.next_cursor;
+    } while (cursor && (values.all || events.length < limit));
+    ctx.print(events, () =>
+      events.length === 0
+        ? "no usage"
+        : table(
+            ["TIME", "KIND", "AMOUNT", "BALANCE", "DETAIL"],
+            events.map((e) => [
+              e.time.replace(/\.\d{3}Z$/, "Z"),
+              e.kind,
+              dollars(e.amount_cents),
+              e.balance_after_cents === null ? "-" : dollars(e.balance_after_cents),
+              usageDetail(e),
+            ]),
+          ),
+    );
+  },
+};
+
+/** One line of an event's particulars. */
+function usageDetail(e: { kind: string; cid: string | null; duration_ms: number | null; operation: string | null; transaction_hash: string | null; payment_intent: string | null; key_hash: string | null; error_code: string | null; hold_expired: boolean }): string {
+  const parts: string[] = [];
+  if (e.operation) parts.push(e.operation);
+  if (e.cid) parts.push(e.cid);
+  if (e.duration_ms !== null) parts.push(`${e.duration_ms} ms`);
+  if (e.error_code) parts.push(`failed: ${e.error_code}`);
+  if (e.hold_expired) parts.push("hold expired");
+  if (e.transaction_hash) parts.push(`tx ${e.transaction_hash}`);
+  if (e.payment_intent) parts.push(e.payment_intent);
+  if (e.key_hash) parts.push(`key ${e.key_hash.slice(0, 10)}…`);
+  return parts.join("  ");
+}

@@ -49,6 +49,7 @@ const commands = [
   "run",
   "balance",
   "topup",
+  "usage",
   "chain-secured create",
   "convert",
 ];
@@ -88,7 +89,7 @@ describe("--help", () => {
 
 describe("usage errors", () => {
   it("exit 2 with one line naming the problem", async () => {
-    for (const args of [["key", "add"], ["run"], ["group", "remove", "x"], ["topup", "--amount", "ten"], ["wallet", "list", "--bogus"], ["start", "now"]]) {
+    for (const args of [["key", "add"], ["run"], ["group", "remove", "x"], ["topup", "--amount", "ten"], ["usage", "--all", "--limit", "3"], ["wallet", "list", "--bogus"], ["start", "now"]]) {
       const r = await sigil(args);
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout).toBe("");
@@ -97,7 +98,7 @@ describe("usage errors", () => {
     const unknown = await sigil(["key", "rotate"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command: rotate");
-  });
+  }, 60_000);
 
   it("a command that needs a key and finds none says where to put one, exit 2", async () => {
     const r = await sigil(["wallet", "list"]);

@@ -9,7 +9,7 @@ import { signerOptions, signerUsage, walletOwner } from "./chainSecured.ts";
 import { CliError, fields, groupIds, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
 
 type KeyItem = ListApiKeysOutput[number];
-type Permissions = Omit<KeyItem, "id">;
+type Permissions = Omit<KeyItem, "id" | "spent_cents">;
 
 const permissionOptions = {
   description: { type: "string" },
@@ -190,11 +190,12 @@ const list: Command = {
       keys.length === 0
         ? "no usage keys"
         : table(
-            ["HASH", "NAME", "EXPIRES", "SPEND LIMIT", "PERMISSIONS"],
+            ["HASH", "NAME", "EXPIRES", "SPENT", "SPEND LIMIT", "PERMISSIONS"],
             keys.map((k) => [
               k.id,
               k.name,
               k.expires_at ? new Date(k.expires_at * 1000).toISOString().replace(".000Z", "Z") : "never",
+              `${k.spent_cents} cents`,
               k.spend_limit_cents ? `${k.spend_limit_cents} cents` : "none",
               permissionSummary(k),
             ]),

@@ -59,11 +59,15 @@ function inputSchema(op: Operation): Schema {
   };
 }
 
-/** The 200 answer: its JSON schema, or a string for text answers (HTML, PEM, plain text). */
+/**
+ * The 200 answer: its JSON schema (asked for with Accept: application/json, also where the
+ * operation can answer another type, as /usage answers CSV), or a string for text answers (HTML,
+ * PEM, plain text).
+ */
 function outputSchema(op: Operation): { schema: Schema; json: boolean } {
   const content = op.responses["200"]?.content ?? {};
   const json = content["application/json"]?.schema;
-  if (json && Object.keys(content).length === 1) return { schema: json, json: true };
+  if (json) return { schema: json, json: true };
   return { schema: { tsType: "string" } as Schema, json: false };
 }
 

@@ -4,14 +4,13 @@
 // Every command of a managed account's life, in human and --json form, and for each group a
 // failure: a wrong key is one line with code and request id, and a non-zero exit.
 import { execFile } from "node:child_process";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getAddress, recoverMessageAddress, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startIpfsGateway, type GatewayLog, type IpfsGateway } from "../../emulators/ipfsGateway.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import { errorLineOf, root, runSigil, startLocalStack, type CliResult, type LocalStack } from "../harness/cli.ts";
@@ -31,28 +30,24 @@ const WRONG_KEY = randomBytes(32).toString("base64");
 
 let stack: LocalStack;
 let work: string;
-/** A stand-in IPFS gateway on loopback for `run --cid`: it serves SIGN under its CID, and counts what it is asked. */
-let gateway: Server;
-const gatewayPaths: string[] = [];
+/** The IPFS gateway emulator the stack's enclave fetches `run --cid` scripts from; it holds SIGN only. */
+let gateway: IpfsGateway;
+/** How many times the gateway was asked for `cid`. */
+const gatewayRequests = async (cid: string) => ((await (await fetch(`${gateway.url}/log?cid=${cid}`)).json()) as GatewayLog).requests.length;
 const profileFile = () => join(work, "profiles.json");
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "sigil-cli-managed-"));
   writeFileSync(join(work, "sign.js"), SIGN);
   writeFileSync(join(work, "fail.js"), FAIL);
-  const signCid = await computeCid(new TextEncoder().encode(SIGN));
-  gateway = createServer((req, res) => {
-    gatewayPaths.push(req.url ?? "");
-    if (req.url === `/ipfs/${signCid}`) res.end(SIGN);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
-  stack = await startLocalStack({ env: { SIGIL_IPFS_GATEWAY: `http://127.0.0.1:${(gateway.address() as AddressInfo).port}` } });
+  gateway = await startIpfsGateway();
+  expect(await (await fetch(`${gateway.url}/add`, { method: "POST", body: SIGN })).json()).toEqual({ cid: await computeCid(new TextEncoder().encode(SIGN)) });
+  stack = await startLocalStack({ env: { SIGIL_IPFS_GATEWAY: gateway.url } });
 }, 150_000);
 
 afterAll(async () => {
   await stack?.stop();
-  gateway?.close();
+  await gateway?.close();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -252,7 +247,7 @@ describe("run", () => {
   it("--cid runs the script the enclave fetches from its IPFS gateway by that CID; a CID the gateway lacks is not_found", async () => {
     const params = JSON.stringify({ wallet, message: "by CID" });
     const out = await ok(["run", "--cid", cid, "--params", params]);
-    expect(gatewayPaths).toContain(`/ipfs/${cid}`);
+    expect(await gatewayRequests(cid)).toBe(1);
     const signature = JSON.parse(/^response\s+(.+)$/m.exec(out)?.[1] as string) as Hex;
     expect(await recoverMessageAddress({ message: "by CID", signature })).toBe(wallet);
     expect(out).toMatch(new RegExp(`^cid\\s+${cid}$`, "m"));
@@ -265,10 +260,24 @@ describe("run", () => {
     // A CID no group grants is refused before the gateway is asked.
     const ungranted = (await sigil(["cid", "-"], { input: "async function main() { return 1 }" })).stdout.trim();
     expect(ungranted).toMatch(/^Qm/);
-    const before = gatewayPaths.length;
     expect(errorLineOf(await sigil(["run", "--cid", ungranted]))).toMatchObject({ code: "permission_denied" });
-    expect(gatewayPaths.length).toBe(before);
+    expect(await gatewayRequests(ungranted)).toBe(0);
     await refusesWrongKey("run", ["--cid", cid]);
+  });
+});
+
+describe("usage", () => {
+  it("lists the account's events newest first as a table; --kind filters, --all pages, --json is the events; a wrong key is refused", async () => {
+    const out = await ok(["usage", "--limit", "3"]);
+    const lines = out.trim().split("\n");
+    expect(lines[0]).toMatch(/^TIME\s+KIND\s+AMOUNT\s+BALANCE\s+DETAIL$/);
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z\s+run\s+-\$0\.01\s+\$\d+\.\d\d\s+Qm/);
+    const events = await json<Array<{ kind: string; amount_cents: number; balance_after_cents: number }>>(["usage", "--all"]);
+    expect(events.at(-1)).toMatchObject({ kind: "top_up", amount_cents: 500, balance_after_cents: 500 });
+    expect(events.reduce((sum, e) => sum + e.amount_cents, 0)).toBe((await json<{ balance_cents: number }>(["balance"])).balance_cents);
+    expect(new Set((await json<Array<{ kind: string }>>(["usage", "--all", "--kind", "run"])).map((e) => e.kind))).toEqual(new Set(["run"]));
+    await refusesWrongKey("usage");
   });
 });
 
@@ -278,7 +287,7 @@ describe("key", () => {
     const usageKey = /^usage key\s+(\S{44})\s+\(shown once: keep it\)$/m.exec(out)?.[1] as string;
     const hash = /^hash\s+(0x[0-9a-f]{64})$/m.exec(out)?.[1] as string;
     expect(usageKey).toBeDefined();
-    expect(await ok(["key", "list"])).toMatch(new RegExp(`^${hash}\\s+runner\\s+2099-01-01T00:00:00Z\\s+100 cents\\s+create-wallets execute:${groupId}$`, "m"));
+    expect(await ok(["key", "list"])).toMatch(new RegExp(`^${hash}\\s+runner\\s+2099-01-01T00:00:00Z\\s+0 cents\\s+100 cents\\s+create-wallets execute:${groupId}$`, "m"));
     expect(await ok(["key", "list"])).not.toContain(usageKey);
 
     const run = await sigil(["run", "sign.js", "--params", JSON.stringify({ wallet, message: "as the usage key" }), "--key", usageKey, "--json"]);
@@ -288,7 +297,7 @@ describe("key", () => {
 
     await ok(["key", "update", usageKey, "--no-can-create-wallets", "--can-create-groups", "--name", "runner2"]);
     const [updated] = await json<Array<Record<string, unknown>>>(["key", "list"]);
-    expect(updated).toMatchObject({ id: hash, name: "runner2", can_create_groups: true, can_create_pkps: false, execute_in_groups: [groupId], spend_limit_cents: 100, expires_at: Date.UTC(2099, 0, 1) / 1000 });
+    expect(updated).toMatchObject({ id: hash, name: "runner2", can_create_groups: true, can_create_pkps: false, execute_in_groups: [groupId], spend_limit_cents: 100, spent_cents: 1, expires_at: Date.UTC(2099, 0, 1) / 1000 });
     await ok(["key", "update", hash, "--description", "metadata only"]);
     expect((await json<Array<{ description: string; can_create_groups: boolean }>>(["key", "list"]))[0]).toMatchObject({ description: "metadata only", can_create_groups: true });
 

@@ -64,6 +64,8 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["post", "/billing/create_payment_intent", "key", "Billing"],
   ["post", "/billing/confirm_payment", "key", "Billing"],
   ["post", "/billing/webhook", "none", "Billing"],
+  // Added after api.md (issue 14): the usage history, keyed like the billing reads.
+  ["get", "/usage", "key", "Billing"],
 ];
 
 /**
@@ -91,6 +93,7 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
   "get /core/v1/billing/stripe_config": "getStripeConfig",
   "post /core/v1/billing/webhook": "stripeWebhook",
   "get /core/v1/create_wallet": "createWalletByGet",
+  "get /core/v1/usage": "listUsage",
   "get /attestation": "getAttestation",
   "get /attestation/simulated-collateral": "getSimulatedCollateral",
   "get /info": "getInfo",
@@ -325,7 +328,8 @@ describe("the OpenAPI document", () => {
         expect(op?.security, `${where} is public`).toEqual([]);
         continue;
       }
-      const schemes = path.startsWith("/billing/") ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
+      const walletAuth = path.startsWith("/billing/") || path === "/usage";
+      const schemes = walletAuth ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
       expect(op?.security, `${where} is keyed`).toEqual(schemes);
       // A keyed operation documents its key errors.
       expect(Object.keys(op?.responses as Obj), where).toContain("401");

@@ -151,4 +151,85 @@ describe("the ledger", () => {
     expect(await l.contactEmail()).toBe("a@example.com");
     expect(await l.contactEmail("b@example.com")).toBe("b@example.com");
   });
+
+  it("records the usage history: each entry's kind, cents, key, particulars and the settled balance after it, newest first", async () => {
+    const l = ledger();
+    await l.credit("pi_a", 100);
+    await l.hold("run-1", 30, 60_000, { keyHash: "k1", capCents: 0 }, { op: "run", detail: { cid: "QmRun" } });
+    await l.settle("run-1", 2, { keyHash: "k1", capCents: 0 }, { op: "run", detail: { duration_ms: 1500, receipt: '{"v":1}' } });
+    await l.hold("write-1", 1, 60_000, undefined, { op: "write", detail: { operation: "add_group" } });
+    await l.settle("write-1", 1, undefined, { op: "write", detail: { transaction_hash: "0xabc" } });
+    await l.hold("lost", 3, -1, { keyHash: "k2", capCents: 0 }, { op: "run", detail: { cid: "QmLost" } });
+    const page = await l.usage({ limit: 10 });
+    expect(page.more).toBe(false);
+    expect(page.entries.map((e) => [e.op, e.kind, e.cents, e.ref, e.keyHash, e.balanceAfterCents])).toEqual([
+      ["run", "charge", -3, "lost", "k2", 94],
+      ["write", "charge", -1, "write-1", null, 97],
+      ["run", "charge", -2, "run-1", "k1", 98],
+      ["top_up", "credit", 100, "pi_a", null, 100],
+    ]);
+    expect(page.entries[0]?.detail).toEqual({ cid: "QmLost", hold_expired: true });
+    expect(page.entries[1]?.detail).toEqual({ operation: "add_group", transaction_hash: "0xabc" });
+    expect(page.entries[2]?.detail).toEqual({ cid: "QmRun", duration_ms: 1500, receipt: '{"v":1}' });
+    expect(await l.keySpend(["k1", "k2", "k3"])).toEqual({ k1: 2, k2: 3, k3: 0 });
+  });
+
+  it("pages by id: a cursor keeps its place while entries arrive, and filters by time, kind and key", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    for (let i = 0; i < 25; i++) {
+      await l.hold(`r${i}`, 1, 60_000, { keyHash: i % 2 ? "odd" : "even", capCents: 0 }, { op: i % 5 ? "run" : "write" });
+      await l.settle(`r${i}`, 1);
+    }
+    const seen: string[] = [];
+    let before: number | undefined;
+    for (let page = 0; ; page++) {
+      const got = await l.usage({ limit: 7, ...(before === undefined ? {} : { before }) });
+      seen.push(...got.entries.map((e) => e.ref));
+      // New work lands between pages: it is newer than the cursor, so no page shows it or shifts.
+      await l.hold(`late${page}`, 1, 60_000);
+      await l.settle(`late${page}`, 1);
+      if (!got.more) break;
+      before = got.entries.at(-1)?.id;
+    }
+    expect(seen).toEqual([...Array.from({ length: 25 }, (_, i) => `r${24 - i}`), "pi"]);
+    expect((await l.usage({ limit: 100, ops: ["write"] })).entries.map((e) => e.ref)).toEqual(["r20", "r15", "r10", "r5", "r0"]);
+    expect((await l.usage({ limit: 100, keyHash: "odd", ops: ["run"] })).entries).toHaveLength(10);
+    expect((await l.usage({ limit: 100, ops: ["top_up"] })).entries.map((e) => e.cents)).toEqual([1_000]);
+    expect((await l.usage({ limit: 100, from: Date.now() + 60_000 })).entries).toEqual([]);
+    expect((await l.usage({ limit: 100, to: 0 })).entries).toEqual([]);
+  });
+
+  it("a refund takes its cents back once per refund id, and may leave the balance below zero until a top-up", async () => {
+    const l = ledger();
+    await l.credit("pi_r", 500);
+    await l.hold("spend", 400, 60_000);
+    await l.settle("spend", 400);
+    expect(await l.refund("re_1", "pi_r", 500)).toEqual({ debitedCents: 500, alreadyDebited: false, freeCents: 0 });
+    expect(await l.refund("re_1", "pi_r", 500)).toEqual({ debitedCents: 0, alreadyDebited: true, freeCents: 0 });
+    expect(await l.balance()).toEqual({ settledCents: -400, heldCents: 0, freeCents: 0 });
+    expect((await l.hold("nothing", 5, 60_000)).granted).toBe(0);
+    const [refund] = (await l.usage({ limit: 1 })).entries;
+    expect(refund).toMatchObject({ op: "refund", kind: "adjustment", cents: -500, ref: "re_1", balanceAfterCents: -400, detail: { payment_intent: "pi_r" } });
+    await l.credit("pi_more", 1_000);
+    expect((await l.balance()).freeCents).toBe(600);
+  });
+
+  it("the retention prunes old entries into pruned_cents, keeping the balance, a key's spend and which payments were counted", async () => {
+    const l = ledger();
+    await l.credit("pi_old", 50);
+    await l.hold("old-run", 5, 60_000, { keyHash: "kk", capCents: 8 }, { op: "run" });
+    await l.settle("old-run", 5);
+    const later = Date.now() + (90 * 86_400_000 + 1_000);
+    expect(await l.prune(later)).toBe(2);
+    expect(await l.prune(later)).toBe(0);
+    expect((await l.usage({ limit: 10 })).entries).toEqual([]);
+    expect(await l.balance()).toEqual({ settledCents: 45, heldCents: 0, freeCents: 45 });
+    expect(await l.audit()).toMatchObject({ entriesSumCents: 0, prunedCents: 45, consistent: true });
+    // The intent stays credited and the key's cap still counts what it spent before.
+    expect(await l.credit("pi_old", 50)).toMatchObject({ creditedCents: 0, alreadyCredited: true });
+    expect(await l.keySpend(["kk"])).toEqual({ kk: 5 });
+    expect((await l.hold("capped", 10, 60_000, { keyHash: "kk", capCents: 8 })).granted).toBe(3);
+    await l.release("capped");
+  });
 });

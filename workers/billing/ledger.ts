@@ -2,12 +2,27 @@
 // master hash, which survives conversion to ChainSecured and ownership transfers, so the balance
 // stays with the account. All amounts are integer cents, in the object's SQLite storage:
 //
-//   entries(id, kind, cents, ref UNIQUE, key_hash, created_at)   credit (+, ref = payment intent),
-//                                                                  charge (−, ref = request id),
-//                                                                  adjustment (±)
-//   holds(id, request_id UNIQUE, cents, key_hash, expires_at)     credit reserved for work in flight
-//   account(id = 1, settled_cents, customer_id, email)             the sum of entries, cached; the
-//                                                                  Stripe customer and new_account's email
+//   entries(id, kind, cents, ref UNIQUE, key_hash, created_at,   credit (+, ref = payment intent),
+//           op, detail, balance_after)                            charge (−, ref = request id),
+//                                                                  adjustment (±; a refund: ref = refund id);
+//                                                                  op says what it was (run, write, top_up,
+//                                                                  refund), detail its JSON particulars
+//                                                                  (CID, duration, operation, transaction,
+//                                                                  receipt), balance_after the settled sum after it
+//   holds(id, request_id UNIQUE, cents, key_hash, expires_at,     credit reserved for work in flight, and what
+//         op, detail)                                              the work is, should the hold expire into a charge
+//   account(id = 1, settled_cents, customer_id, email,             the sum of entries, cached; the Stripe customer
+//           pruned_cents)                                          and new_account's email; the sum of the entries
+//                                                                  the retention has pruned
+//   key_spend(key_hash PRIMARY KEY, spent_cents)                   each usage key's charges, kept as they are made
+//                                                                  (its spend cap outlives the entries' retention)
+//   payment_refs(ref PRIMARY KEY)                                  every payment intent credited and refund debited,
+//                                                                  kept beyond the retention so none counts twice
+//
+// The entries are the account's usage history (GET /usage, `usage`): newest first by id, so a
+// cursor (the last id seen) stays right while new entries arrive. They are kept USAGE_RETENTION_DAYS
+// and at most MAX_USAGE_ENTRIES per account; a daily alarm prunes the rest, folding their sum into
+// pruned_cents so the cached balance still equals pruned_cents plus the entries' sum.
 //
 // The free balance is the settled sum minus the live holds. Every operation is one synchronous
 // transaction of the object (no await inside), so concurrent requests cannot both spend the same
@@ -27,11 +42,57 @@ export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldR
 export type SettleResult = { chargedCents: number; freeCents: number };
 export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
 export type Balance = { settledCents: number; heldCents: number; freeCents: number };
-/** The ledger checked against itself: the cached sum must equal the entries' sum. */
-export type LedgerAudit = Balance & { entriesSumCents: number; consistent: boolean };
+/** The ledger checked against itself: the cached sum must equal the entries' sum plus what the retention pruned. */
+export type LedgerAudit = Balance & { entriesSumCents: number; prunedCents: number; consistent: boolean };
 
 /** A spend-capped usage key (cap 0 = none): its charges plus holds may not pass the cap. */
 export type KeyCap = { keyHash: string; capCents: number };
+
+/** How long the usage history keeps an entry, and how many it keeps at most per account. */
+export const USAGE_RETENTION_DAYS = 90;
+export const MAX_USAGE_ENTRIES = 100_000;
+const DAY_MS = 86_400_000;
+
+/** What an entry was: a run, a managed write, a top-up or a refund (entries from before these were recorded: `null`). */
+export type UsageOp = "run" | "write" | "top_up" | "refund";
+/** The particulars of a charge, held with its hold so that an expired hold's charge has them too. */
+export type UsageDetail = {
+  /** A run's action CID. */
+  cid?: string;
+  /** A run's duration. */
+  duration_ms?: number;
+  /** A failed run's error code. */
+  error_code?: string;
+  /** A write's operation (add_group, …). */
+  operation?: string;
+  /** A write's transaction. */
+  transaction_hash?: string;
+  /** A run's signed receipt, as its JSON text (kept as the run answered it). */
+  receipt?: string;
+  /** A refund's payment intent. */
+  payment_intent?: string;
+  /** Set on a charge made because its hold expired unsettled. */
+  hold_expired?: true;
+};
+/** What a metered piece of work is, given with its hold and completed at its settle. */
+export type UsageMeta = { op: "run" | "write"; detail?: UsageDetail };
+
+/** One entry of the usage history. */
+export type UsageEntry = {
+  id: number;
+  createdAt: number;
+  kind: "credit" | "charge" | "adjustment";
+  op: UsageOp | null;
+  cents: number;
+  ref: string;
+  keyHash: string | null;
+  balanceAfterCents: number | null;
+  detail: UsageDetail;
+};
+/** Which entries `usage` answers: older than `before` (an id), in [from, to) ms, of `ops`, of `keyHash`. */
+export type UsageQuery = { before?: number; limit: number; from?: number; to?: number; ops?: UsageOp[]; keyHash?: string };
+export type UsagePage = { entries: UsageEntry[]; more: boolean };
+export type RefundResult = { debitedCents: number; alreadyDebited: boolean; freeCents: number };
 
 export class Ledger extends DurableObject {
   readonly #sql: SqlStorage;
@@ -64,16 +125,37 @@ export class Ledger extends DurableObject {
       );
       INSERT OR IGNORE INTO account (id, settled_cents) VALUES (1, 0);
     `);
-    // Ledgers made before the email column existed get it.
-    const columns = this.#sql.exec<{ name: string }>("PRAGMA table_info(account)").toArray().map((r) => r.name);
-    if (!columns.includes("email")) this.#sql.exec("ALTER TABLE account ADD COLUMN email TEXT");
+    // Ledgers made before a column or table existed get it (and, for the tables kept alongside the
+    // entries, what the entries already say).
+    this.#addColumns("account", { email: "TEXT", pruned_cents: "INTEGER NOT NULL DEFAULT 0" });
+    this.#addColumns("entries", { op: "TEXT", detail: "TEXT", balance_after: "INTEGER" });
+    this.#addColumns("holds", { op: "TEXT", detail: "TEXT" });
+    const tables = new Set(this.#sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().map((r) => r.name));
+    if (!tables.has("key_spend")) {
+      this.#sql.exec("CREATE TABLE key_spend (key_hash TEXT PRIMARY KEY, spent_cents INTEGER NOT NULL)");
+      this.#sql.exec("INSERT INTO key_spend SELECT key_hash, SUM(-cents) FROM entries WHERE kind = 'charge' AND key_hash IS NOT NULL GROUP BY key_hash");
+    }
+    if (!tables.has("payment_refs")) {
+      this.#sql.exec("CREATE TABLE payment_refs (ref TEXT PRIMARY KEY)");
+      this.#sql.exec("INSERT INTO payment_refs SELECT ref FROM entries WHERE kind = 'credit' OR op = 'refund'");
+    }
+    this.#sql.exec("CREATE INDEX IF NOT EXISTS entries_created ON entries (created_at)");
+    // The retention's daily alarm, armed whenever the object wakes without one.
+    void ctx.blockConcurrencyWhile(async () => {
+      if ((await ctx.storage.getAlarm()) === null) await ctx.storage.setAlarm(Date.now() + DAY_MS);
+    });
+  }
+
+  #addColumns(table: string, columns: Record<string, string>): void {
+    const present = new Set(this.#sql.exec<{ name: string }>(`PRAGMA table_info(${table})`).toArray().map((r) => r.name));
+    for (const [name, type] of Object.entries(columns)) if (!present.has(name)) this.#sql.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
   }
 
   /**
    * Reserves up to `maxCents` for `requestId`: the smallest of the free balance, the key's
    * remaining cap and `maxCents`. Nothing left → granted 0, no hold, and what refused.
    */
-  hold(requestId: string, maxCents: number, holdMs: number, key?: KeyCap): HoldResult {
+  hold(requestId: string, maxCents: number, holdMs: number, key?: KeyCap, meta?: UsageMeta): HoldResult {
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       const existing = this.#sql.exec<{ cents: number }>("SELECT cents FROM holds WHERE request_id = ?", requestId).toArray()[0];
@@ -91,7 +173,15 @@ export class Ledger extends DurableObject {
         }
       }
       if (granted <= 0) return { granted: 0, freeCents: free, refusedBy };
-      this.#sql.exec("INSERT INTO holds (request_id, cents, key_hash, expires_at) VALUES (?, ?, ?, ?)", requestId, granted, key?.keyHash ?? null, now + holdMs);
+      this.#sql.exec(
+        "INSERT INTO holds (request_id, cents, key_hash, expires_at, op, detail) VALUES (?, ?, ?, ?, ?, ?)",
+        requestId,
+        granted,
+        key?.keyHash ?? null,
+        now + holdMs,
+        meta?.op ?? null,
+        meta?.detail ? JSON.stringify(meta.detail) : null,
+      );
       return { granted, freeCents: free - granted };
     });
   }
@@ -101,7 +191,7 @@ export class Ledger extends DurableObject {
    * settles (a run is stopped at the seconds it was granted); a second settle, or one after the
    * hold expired and was charged in full, charges nothing more and answers the charge there is.
    */
-  settle(requestId: string, chargedCents: number, key?: KeyCap): SettleResult {
+  settle(requestId: string, chargedCents: number, key?: KeyCap, meta?: UsageMeta): SettleResult {
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       const done = this.#charged(requestId);
@@ -109,12 +199,14 @@ export class Ledger extends DurableObject {
         this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
         return { chargedCents: done, freeCents: this.#free(now) };
       }
-      const hold = this.#sql.exec<{ cents: number; key_hash: string | null }>("SELECT cents, key_hash FROM holds WHERE request_id = ?", requestId).toArray()[0];
+      const hold = this.#sql
+        .exec<{ cents: number; key_hash: string | null; op: string | null; detail: string | null }>("SELECT cents, key_hash, op, detail FROM holds WHERE request_id = ?", requestId)
+        .toArray()[0];
       const cents = Math.max(0, Math.floor(hold ? Math.min(chargedCents, hold.cents) : chargedCents));
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
       if (cents > 0) {
-        this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('charge', ?, ?, ?, ?)", -cents, requestId, hold?.key_hash ?? key?.keyHash ?? null, now);
-        this.#sql.exec("UPDATE account SET settled_cents = settled_cents - ? WHERE id = 1", cents);
+        const detail = { ...parseDetail(hold?.detail ?? null), ...meta?.detail };
+        this.#charge(requestId, cents, hold?.key_hash ?? key?.keyHash ?? null, now, meta?.op ?? hold?.op ?? null, detail);
       }
       return { chargedCents: cents, freeCents: this.#free(now) };
     });
@@ -136,12 +228,98 @@ export class Ledger extends DurableObject {
   credit(paymentIntentId: string, cents: number): CreditResult {
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
-      const known = this.#sql.exec("SELECT 1 FROM entries WHERE ref = ?", paymentIntentId).toArray()[0];
-      if (known) return { creditedCents: 0, alreadyCredited: true, freeCents: this.#free(now) };
+      if (!this.#newPaymentRef(paymentIntentId)) return { creditedCents: 0, alreadyCredited: true, freeCents: this.#free(now) };
       const amount = Math.floor(cents);
-      this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('credit', ?, ?, NULL, ?)", amount, paymentIntentId, now);
-      this.#sql.exec("UPDATE account SET settled_cents = settled_cents + ? WHERE id = 1", amount);
+      this.#entry("credit", amount, paymentIntentId, null, now, "top_up", {});
       return { creditedCents: amount, alreadyCredited: false, freeCents: this.#free(now) };
+    });
+  }
+
+  /**
+   * Takes back a refunded payment's `cents`, once per refund id (Stripe's refund.* events may come
+   * more than once). The credit may have been spent already: the balance may then go below zero,
+   * and nothing can be spent until a top-up brings it back above.
+   */
+  refund(refundId: string, paymentIntentId: string, cents: number): RefundResult {
+    return this.ctx.storage.transactionSync(() => {
+      const now = this.#chargeExpired();
+      if (!this.#newPaymentRef(refundId)) return { debitedCents: 0, alreadyDebited: true, freeCents: this.#free(now) };
+      const amount = Math.floor(cents);
+      this.#entry("adjustment", -amount, refundId, null, now, "refund", { payment_intent: paymentIntentId });
+      return { debitedCents: amount, alreadyDebited: false, freeCents: this.#free(now) };
+    });
+  }
+
+  /** A page of the usage history, newest first (see UsageQuery). */
+  usage(query: UsageQuery): UsagePage {
+    return this.ctx.storage.transactionSync(() => {
+      this.#chargeExpired();
+      const where: string[] = [];
+      const args: Array<string | number> = [];
+      const when = (clause: string, ...values: Array<string | number>) => {
+        where.push(clause);
+        args.push(...values);
+      };
+      if (query.before !== undefined) when("id < ?", query.before);
+      if (query.from !== undefined) when("created_at >= ?", query.from);
+      if (query.to !== undefined) when("created_at < ?", query.to);
+      if (query.keyHash !== undefined) when("key_hash = ?", query.keyHash);
+      if (query.ops?.length) when(`op IN (${query.ops.map(() => "?").join(", ")})`, ...query.ops);
+      const rows = this.#sql
+        .exec<{ id: number; created_at: number; kind: UsageEntry["kind"]; op: UsageOp | null; cents: number; ref: string; key_hash: string | null; balance_after: number | null; detail: string | null }>(
+          `SELECT id, created_at, kind, op, cents, ref, key_hash, balance_after, detail FROM entries ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`,
+          ...args,
+          query.limit + 1,
+        )
+        .toArray();
+      return {
+        more: rows.length > query.limit,
+        entries: rows.slice(0, query.limit).map((r) => ({
+          id: r.id,
+          createdAt: r.created_at,
+          kind: r.kind,
+          op: r.op,
+          cents: r.cents,
+          ref: r.ref,
+          keyHash: r.key_hash,
+          balanceAfterCents: r.balance_after,
+          detail: parseDetail(r.detail),
+        })),
+      };
+    });
+  }
+
+  /** What each of `keyHashes` has been charged so far (its holds not included): list_api_keys shows it against the key's cap. */
+  keySpend(keyHashes: string[]): Record<string, number> {
+    const spent: Record<string, number> = {};
+    for (const hash of keyHashes) {
+      spent[hash] = this.#sql.exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", hash).toArray()[0]?.spent_cents ?? 0;
+    }
+    return spent;
+  }
+
+  /**
+   * The retention (daily): entries older than USAGE_RETENTION_DAYS, and beyond the newest
+   * MAX_USAGE_ENTRIES, leave the history; their sum stays in the balance through pruned_cents.
+   */
+  override async alarm(): Promise<void> {
+    this.prune(Date.now());
+    await this.ctx.storage.setAlarm(Date.now() + DAY_MS);
+  }
+
+  /** Prunes as the alarm does, judging age by `now`; how many entries it removed. */
+  prune(now: number): number {
+    return this.ctx.storage.transactionSync(() => {
+      const cutoff = this.#sql
+        .exec<{ id: number }>("SELECT id FROM entries ORDER BY id DESC LIMIT 1 OFFSET ?", MAX_USAGE_ENTRIES)
+        .toArray()[0]?.id;
+      const old = "created_at < ? OR id <= ?";
+      const args = [now - USAGE_RETENTION_DAYS * DAY_MS, cutoff ?? 0];
+      const { n, s } = this.#sql.exec<{ n: number; s: number }>(`SELECT COUNT(*) AS n, COALESCE(SUM(cents), 0) AS s FROM entries WHERE ${old}`, ...args).one();
+      if (n === 0) return 0;
+      this.#sql.exec(`DELETE FROM entries WHERE ${old}`, ...args);
+      this.#sql.exec("UPDATE account SET pruned_cents = pruned_cents + ? WHERE id = 1", s);
+      return n;
     });
   }
 
@@ -166,7 +344,8 @@ export class Ledger extends DurableObject {
     return this.ctx.storage.transactionSync(() => {
       const b = this.#balance(this.#chargeExpired());
       const entriesSum = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM entries").one().s;
-      return { ...b, entriesSumCents: entriesSum, consistent: entriesSum === b.settledCents };
+      const pruned = this.#sql.exec<{ pruned_cents: number }>("SELECT pruned_cents FROM account WHERE id = 1").one().pruned_cents;
+      return { ...b, entriesSumCents: entriesSum, prunedCents: pruned, consistent: entriesSum + pruned === b.settledCents };
     });
   }
 
@@ -176,15 +355,50 @@ export class Ledger extends DurableObject {
    */
   #chargeExpired(): number {
     const now = Date.now();
-    const expired = this.#sql.exec<{ request_id: string; cents: number; key_hash: string | null; expires_at: number }>("SELECT request_id, cents, key_hash, expires_at FROM holds WHERE expires_at <= ?", now).toArray();
+    const expired = this.#sql
+      .exec<{ request_id: string; cents: number; key_hash: string | null; expires_at: number; op: string | null; detail: string | null }>(
+        "SELECT request_id, cents, key_hash, expires_at, op, detail FROM holds WHERE expires_at <= ?",
+        now,
+      )
+      .toArray();
     for (const hold of expired) {
       if (this.#charged(hold.request_id) === undefined) {
-        this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('charge', ?, ?, ?, ?)", -hold.cents, hold.request_id, hold.key_hash, hold.expires_at);
-        this.#sql.exec("UPDATE account SET settled_cents = settled_cents - ? WHERE id = 1", hold.cents);
+        this.#charge(hold.request_id, hold.cents, hold.key_hash, hold.expires_at, hold.op, { ...parseDetail(hold.detail), hold_expired: true });
       }
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", hold.request_id);
     }
     return now;
+  }
+
+  /** Records a charge of `cents` (> 0) under `requestId`, and the key's spend. */
+  #charge(requestId: string, cents: number, keyHash: string | null, at: number, op: string | null, detail: UsageDetail): void {
+    this.#entry("charge", -cents, requestId, keyHash, at, op, detail);
+    if (keyHash !== null) {
+      this.#sql.exec("INSERT INTO key_spend (key_hash, spent_cents) VALUES (?, ?) ON CONFLICT (key_hash) DO UPDATE SET spent_cents = spent_cents + excluded.spent_cents", keyHash, cents);
+    }
+  }
+
+  /** Adds an entry of `cents` (signed) and moves the cached sum by it; the entry records the sum after it. */
+  #entry(kind: UsageEntry["kind"], cents: number, ref: string, keyHash: string | null, at: number, op: string | null, detail: UsageDetail): void {
+    this.#sql.exec("UPDATE account SET settled_cents = settled_cents + ? WHERE id = 1", cents);
+    this.#sql.exec(
+      "INSERT INTO entries (kind, cents, ref, key_hash, created_at, op, detail, balance_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      kind,
+      cents,
+      ref,
+      keyHash,
+      at,
+      op,
+      Object.keys(detail).length ? JSON.stringify(detail) : null,
+      this.#settled(),
+    );
+  }
+
+  /** Marks a payment intent or refund id as counted; false if it was already. */
+  #newPaymentRef(ref: string): boolean {
+    if (this.#sql.exec("SELECT 1 FROM payment_refs WHERE ref = ?", ref).toArray()[0]) return false;
+    this.#sql.exec("INSERT INTO payment_refs (ref) VALUES (?)", ref);
+    return true;
   }
 
   /** What `requestId` was charged, if it was. */
@@ -196,7 +410,8 @@ export class Ledger extends DurableObject {
   #balance(now: number): Balance {
     const settled = this.#settled();
     const held = this.#held(now);
-    return { settledCents: settled, heldCents: held, freeCents: settled - held };
+    // A refund of credit already spent can leave the settled sum below zero; nothing is free then.
+    return { settledCents: settled, heldCents: held, freeCents: Math.max(0, settled - held) };
   }
 
   #settled(): number {
@@ -213,8 +428,17 @@ export class Ledger extends DurableObject {
 
   /** A key's charges plus its live holds. */
   #keySpent(keyHash: string, now: number): number {
-    const charged = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(-cents), 0) AS s FROM entries WHERE key_hash = ? AND kind = 'charge'", keyHash).one().s;
+    const charged = this.#sql.exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", keyHash).toArray()[0]?.spent_cents ?? 0;
     const held = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE key_hash = ? AND expires_at > ?", keyHash, now).one().s;
     return charged + held;
+  }
+}
+
+function parseDetail(json: string | null): UsageDetail {
+  if (!json) return {};
+  try {
+    return JSON.parse(json) as UsageDetail;
+  } catch {
+    return {};
   }
 }

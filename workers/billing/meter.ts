@@ -17,10 +17,10 @@
 // its whole hold: a write's outlives its enclave call, a run's its granted seconds and the way there
 // and back.
 import type { SigilActionResponse } from "../../shared/operations.ts";
-import { SigilError, sentTransactionOf } from "../../shared/errors.ts";
+import { SigilError, sentTransactionOf, transactionHashIn } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
-import type { HoldResult, KeyCap, Ledger } from "./ledger.ts";
+import type { HoldResult, KeyCap, Ledger, UsageDetail } from "./ledger.ts";
 
 /** What a run came to and what it was charged. */
 export type Charged<T> = { result: T; chargedCents: number };
@@ -63,7 +63,7 @@ function refused(hold: HoldResult): SigilError {
  * sent, nothing if it was refused before. A write without credit for its cent is refused (thrown,
  * 402) before `send`; what `send` throws comes back as the outcome, with what it cost.
  */
-export async function meteredWrite<T>(payer: Payer | undefined, ref: string, send: () => Promise<T>): Promise<Metered<T>> {
+export async function meteredWrite<T>(payer: Payer | undefined, ref: string, operation: string, send: () => Promise<T>): Promise<Metered<T>> {
   if (!payer) {
     try {
       return { ok: true, result: await send(), chargedCents: 0 };
@@ -72,21 +72,23 @@ export async function meteredWrite<T>(payer: Payer | undefined, ref: string, sen
     }
   }
   const { ledger, key } = payer;
-  const hold = await ledger.hold(ref, 1, WRITE_HOLD_MS, key);
+  const hold = await ledger.hold(ref, 1, WRITE_HOLD_MS, key, { op: "write", detail: { operation } });
   if (hold.granted === 0) throw refused(hold);
   let result: T;
   try {
     result = await send();
   } catch (error) {
-    if (sentTransactionOf(error) === undefined) {
+    const sent = sentTransactionOf(error);
+    if (sent === undefined) {
       await ledger.release(ref);
       return { ok: false, error, chargedCents: 0 };
     }
     // Sent, then reverted on chain or lost: the payer paid gas, and the write costs its cent.
-    const settled = await ledger.settle(ref, 1, key);
+    const settled = await ledger.settle(ref, 1, key, { op: "write", detail: { operation, transaction_hash: sent } });
     return { ok: false, error, chargedCents: settled.chargedCents };
   }
-  const settled = await ledger.settle(ref, 1, key);
+  const sent = transactionHashIn(result);
+  const settled = await ledger.settle(ref, 1, key, { op: "write", detail: { operation, ...(sent ? { transaction_hash: sent } : {}) } });
   return { ok: true, result, chargedCents: settled.chargedCents };
 }
 
@@ -105,12 +107,13 @@ export async function meteredRun(
   payer: Payer | undefined,
   timeoutMs: number,
   ref: string,
+  cid: string | undefined,
   run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>,
 ): Promise<Charged<SigilActionResponse>> {
   if (!payer) return { result: await run(undefined), chargedCents: 0 };
   const { ledger, key } = payer;
   const maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-  const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key);
+  const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, { op: "run", ...(cid ? { detail: { cid } } : {}) });
   if (hold.granted === 0) throw refused(hold);
   let answer: SigilActionResponse;
   try {
@@ -119,9 +122,20 @@ export async function meteredRun(
     await ledger.release(ref);
     throw err;
   }
-  const settled = await ledger.settle(ref, Math.max(1, Math.ceil(answer.duration_ms / 1000)), key);
+  const settled = await ledger.settle(ref, Math.max(1, Math.ceil(answer.duration_ms / 1000)), key, { op: "run", detail: runDetail(answer) });
   if (hold.granted < maxSeconds && answer.error?.code === "timeout") {
     answer = { ...answer, error: { code: "insufficient_credits", message: `the run used up the credit it could hold (${hold.granted} s) and was stopped` } };
   }
   return { result: answer, chargedCents: settled.chargedCents };
+}
+
+/** What the usage history keeps of a run: its CID, duration, whether it failed, and its receipt when it has one. */
+function runDetail(answer: SigilActionResponse): UsageDetail {
+  const receipt = (answer as { receipt?: unknown }).receipt;
+  return {
+    cid: answer.cid,
+    duration_ms: answer.duration_ms,
+    ...(answer.has_error && answer.error ? { error_code: answer.error.code } : {}),
+    ...(receipt === undefined ? {} : { receipt: JSON.stringify(receipt) }),
+  };
 }

@@ -41,7 +41,9 @@ export async function creditPayment(
 /**
  * Reads a webhook from Stripe (`rawBody` as it came, signed in `signature`: refused 400 unless the
  * signature holds) and credits a `payment_intent.succeeded` to the account in the intent's
- * metadata; what it added. Other events, and intents that are not Sigil top-ups, credit nothing.
+ * metadata; what it added. A succeeded refund (`refund.created` or `refund.updated`) takes its
+ * amount back from that account (debitRefund). Other events, and intents that are not Sigil
+ * top-ups, credit nothing.
  */
 export async function creditWebhook(
   config: EdgeConfig,
@@ -51,6 +53,10 @@ export async function creditWebhook(
   log: Logger,
 ): Promise<number> {
   const event = await verifiedEvent(config, rawBody, signature);
+  if (event.type === "refund.created" || event.type === "refund.updated") {
+    await debitRefund(config, ledgers, event.data.object, log);
+    return 0;
+  }
   if (event.type !== "payment_intent.succeeded") return 0;
   const intent = event.data.object;
   const account = intent.metadata?.account;
@@ -74,4 +80,28 @@ async function creditIntent(ledger: DurableObjectStub<Ledger>, master: bigint, i
     cents: credit.creditedCents,
   });
   return credit;
+}
+
+/**
+ * Takes a succeeded refund's amount back from the account its payment intent credited, once per
+ * refund (Stripe sends refund.created, then refund.updated as its status moves; the Ledger counts
+ * a refund id once). The account is read from the intent itself, retrieved from Stripe: a refund
+ * names only its intent. A refund not (yet) succeeded, or of an intent that is not a Sigil top-up,
+ * takes nothing.
+ */
+async function debitRefund(config: EdgeConfig, ledgers: DurableObjectNamespace<Ledger> | undefined, refund: Stripe.Refund, log: Logger): Promise<void> {
+  const intentId = typeof refund.payment_intent === "string" ? refund.payment_intent : refund.payment_intent?.id;
+  if (refund.status !== "succeeded" || !intentId || refund.currency !== "usd") {
+    log.info("refund not debited", { refund: refund.id, status: refund.status });
+    return;
+  }
+  const intent = await retrieveIntent(stripeClient(config), intentId);
+  const account = intent.metadata?.account;
+  if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account)) {
+    log.warn("refund of a payment that is not a Sigil top-up", { refund: refund.id, payment_intent: intentId });
+    return;
+  }
+  const master = BigInt(`0x${account}`);
+  const debit = await ledgerOf(ledgers, master).refund(refund.id, intentId, refund.amount);
+  log.info(debit.alreadyDebited ? "refund already debited" : "refund debited", { refund: refund.id, payment_intent: intentId, account: account.slice(0, 12), cents: debit.debitedCents });
 }

@@ -48,7 +48,8 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       const config = c.get("config");
       const payer = await payerOf(config, c.env.LEDGER, key);
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
-      const { result: run, chargedCents } = await meteredRun(payer, config.limits.timeoutMs, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
+      // The CID is known here only for a run by ipfs_id; the settle records the answer's.
+      const { result: run, chargedCents } = await meteredRun(payer, config.limits.timeoutMs, attempt?.ref ?? c.get("ids").requestId, input.ipfs_id, (timeoutMs) =>
         enclave.call("sigil_action", { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
           config,
           ids: c.get("ids"),

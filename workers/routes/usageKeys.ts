@@ -7,6 +7,7 @@ import { z } from "zod";
 import { toHash32 } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
+import { hashHex, ledgerOf } from "../billing/account.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
@@ -26,6 +27,7 @@ const usageKeyItem = z.object({
   description: z.string(),
   expires_at: z.number().describe("unix seconds; 0 = never"),
   spend_limit_cents: z.number().describe("0 = no cap"),
+  spent_cents: z.number().int().nonnegative().describe("what the key's runs and writes have been charged so far, against spend_limit_cents (0 while billing is off)"),
   can_create_groups: z.boolean(),
   can_delete_groups: z.boolean(),
   can_create_pkps: z.boolean(),
@@ -50,13 +52,22 @@ export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(listApiKeys, async (c) => {
     const { keyHash } = callerKey(c);
+    const config = c.get("config");
     const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
-    return pageAnswer(c, await readView(c.get("config"), "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash), (k) => ({
+    const page = await readView(config, "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
+    // Each key's spend from the account's Ledger (the view answered, so the key is the account's).
+    let spent: Record<string, number> = {};
+    if (config.billing && page[0].length > 0) {
+      const [master] = await readView(config, "billingOf", [keyHash], keyHash);
+      spent = await ledgerOf(c.env.LEDGER, master).keySpend(page[0].map((k) => hashHex(k.keyHash)));
+    }
+    return pageAnswer(c, page, (k) => ({
       id: toHash32(k.keyHash),
       name: k.name,
       description: k.description,
       expires_at: Number(k.expiration),
       spend_limit_cents: Number(k.balance),
+      spent_cents: spent[hashHex(k.keyHash)] ?? 0,
       can_create_groups: k.canCreateGroups,
       can_delete_groups: k.canDeleteGroups,
       can_create_pkps: k.canCreatePkps,

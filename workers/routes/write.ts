@@ -22,7 +22,7 @@ async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op
   // Every metered answer says what it cost: a refusal before the write was sent, nothing.
   c.header("X-Sigil-Charged-Cents", "0");
   const payer = await payerOf(c.get("config"), c.env.LEDGER, key);
-  const write = await meteredWrite(payer, attempt?.ref ?? c.get("ids").requestId, () =>
+  const write = await meteredWrite(payer, attempt?.ref ?? c.get("ids").requestId, op, () =>
     enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
   );
   c.header("X-Sigil-Charged-Cents", String(write.chargedCents));
