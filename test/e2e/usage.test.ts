@@ -15,24 +15,9 @@ const SIGN = `async function main({ wallet }) {
 }`;
 const HELLO = `async function main({ n }) { return n }`;
 
-type UsageEvent = {
-  id: string;
-  time: string;
-  kind: string;
-  key_hash: string | null;
-  cid: string | null;
-  operation: string | null;
-  duration_ms: number | null;
-  amount_cents: number;
-  charged_cents: number;
-  balance_after_cents: number | null;
-  request_id: string | null;
-  transaction_hash: string | null;
-  payment_intent: string | null;
-  error_code: string | null;
-  hold_expired: boolean;
-};
-type UsagePage = { events: UsageEvent[]; next_cursor: string | null };
+/** A page of /usage and one event, as the SDK's types (generated from the edge's schemas) say. */
+type UsagePage = Awaited<ReturnType<SigilClient["listUsage"]>>;
+type UsageEvent = UsagePage["events"][number];
 
 let stack: LocalStack;
 let master: SigilClient;
