@@ -92,7 +92,8 @@ describe("@sigil/sdk, built", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+    // Two whole tsc runs: seconds each on a busy 2-core machine.
+  }, 120_000);
 
   describe("on the machine's Node 20", () => {
     let server: Server;
