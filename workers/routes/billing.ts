@@ -21,13 +21,13 @@ import { endpoint, errorAnswer, errors, jsonBody as body, jsonResponse as json, 
 const billingSecurity: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
 
 /** An API key or X-Wallet-Auth must be there (and a key well-formed) before the body is read. */
-const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
+export const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
   if (c.req.header(WALLET_AUTH_HEADER) === undefined) callerKey(c);
   await next();
 });
 
 /** Who the request says it is: X-Wallet-Auth, or else the API key; both at once are refused. */
-function billingCredentials(c: Context<EdgeEnv>): BillingCredentials {
+export function billingCredentials(c: Context<EdgeEnv>): BillingCredentials {
   const walletAuth = c.req.header(WALLET_AUTH_HEADER);
   if (walletAuth === undefined) return { key: callerKey(c) };
   if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
