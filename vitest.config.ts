@@ -87,7 +87,8 @@ export default defineConfig({
       edgeOnStack(
         "workers-stack",
         { include: ["test/workers/**/*.test.ts"], exclude: ["test/workers/billing/**"] },
-        { globalSetup: "test/workers/globalSetup.ts", bindings: () => ({ SIGIL_BILLING: "off" }) },
+        // The audit log reads a few blocks per eth_getLogs here, so its pages walk several windows.
+        { globalSetup: "test/workers/globalSetup.ts", bindings: () => ({ SIGIL_BILLING: "off", SIGIL_AUDIT_WINDOW_BLOCKS: "5" }) },
       ),
       // With a local Stripe too (test/workers/billing/globalSetup.ts).
       edgeOnStack(

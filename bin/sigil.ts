@@ -5,6 +5,7 @@
 // (bin/cli/: one file per group of commands, bin/cli/context.ts for what they share).
 // `--help` (or `-h`) prints a command's usage and does nothing else, for every command.
 import { accountGroup } from "./cli/account.ts";
+import { auditCommand } from "./cli/audit.ts";
 import { actionGroup } from "./cli/action.ts";
 import { balanceCommand, topUpCommand, usageCommand } from "./cli/billing.ts";
 import { chainSecuredGroup, convertCommand } from "./cli/chainSecured.ts";
@@ -58,6 +59,7 @@ const commands: Record<string, TopLevel> = {
   wallet: group(walletGroup),
   group: group(groupGroup),
   action: group(actionGroup),
+  audit: single(auditCommand),
   cid: single(cidCommand),
   run: single(runScriptCommand),
   balance: single(balanceCommand),
@@ -69,7 +71,7 @@ const commands: Record<string, TopLevel> = {
 
 const sections: Array<[string, Array<string | Group>]> = [
   ["the local stack and deployments", ["start", "verify", "edge-identity"]],
-  ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup]],
+  ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup, "audit"]],
   ["scripts", ["cid", "run"]],
   ["credit", ["balance", "topup", "usage"]],
   ["accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)", [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"]],

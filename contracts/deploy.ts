@@ -165,6 +165,8 @@ async function main(): Promise<void> {
   console.log(`implementation  ${d.implementation}`);
   console.log(`views           ${d.views}`);
   console.log(`AccountConfig   ${d.proxy}`);
+  // The edge's SIGIL_CONTRACT_FROM_BLOCK: where the audit log's event reads start.
+  console.log(`deployed block  ${d.blockNumber}`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

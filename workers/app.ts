@@ -9,6 +9,7 @@ import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
 import { actionsRoutes } from "./routes/actions.ts";
+import { auditRoutes } from "./routes/audit.ts";
 import { attestationRoutes } from "./routes/attestation.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { usageRoutes } from "./routes/usage.ts";
@@ -51,6 +52,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", signaturesRoutes());
   app.route("/core/v1", billingRoutes());
   app.route("/core/v1", usageRoutes());
+  app.route("/core/v1", auditRoutes());
   app.route("/", attestationRoutes());
 
   // The document of every route above (api.md, Conventions: OpenAPI). Its one server is the origin

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
 import type { Env } from "./env.ts";
+import { DEFAULT_AUDIT_WINDOW_BLOCKS } from "./chain/audit.ts";
 
 // Bindings that are not variables (Durable Objects) are left out of the check. The run limits
 // (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
@@ -20,6 +21,8 @@ const schema = z.object({
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),
   SIGIL_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  SIGIL_CONTRACT_FROM_BLOCK: z.string().regex(/^\d{1,16}$/, "must be a block number").default("0"),
+  SIGIL_AUDIT_WINDOW_BLOCKS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_AUDIT_WINDOW_BLOCKS),
   SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
@@ -53,6 +56,11 @@ export type EdgeConfig = {
   chainId: number;
   chainName: string;
   contractAddress: `0x${string}` | undefined;
+  /**
+   * The audit log's reads of the contract's events (GET /audit): the block it was deployed in (no
+   * event is older; 0 reads from genesis) and the blocks per eth_getLogs (RPC providers cap a range).
+   */
+  events: { fromBlock: bigint; windowBlocks: number };
   /**
    * Requests per minute per key, per IP and per IP on the open writes; and the deployment's hourly
    * budget of open writes that spend the payers' gas (new_account), whoever sends them.
@@ -111,6 +119,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     chainId: c.SIGIL_CHAIN_ID,
     chainName: c.SIGIL_CHAIN_NAME,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,
+    events: { fromBlock: BigInt(c.SIGIL_CONTRACT_FROM_BLOCK), windowBlocks: c.SIGIL_AUDIT_WINDOW_BLOCKS },
     rateLimits: {
       perKey: c.SIGIL_RATE_LIMIT_PER_KEY,
       perIp: c.SIGIL_RATE_LIMIT_PER_IP,

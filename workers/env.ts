@@ -41,6 +41,10 @@ export type Env = {
   SIGIL_CHAIN_ID?: string;
   SIGIL_CHAIN_NAME?: string;
   SIGIL_CONTRACT_ADDRESS?: string;
+  /** The block AccountConfig was deployed in: the audit log reads no older events (default 0). */
+  SIGIL_CONTRACT_FROM_BLOCK?: string;
+  /** Blocks per eth_getLogs of the audit log (default 10000; RPC providers cap a range). */
+  SIGIL_AUDIT_WINDOW_BLOCKS?: string;
   SIGIL_VERSION?: string;
   /** Stripe (billing.md): secrets in production; the local emulator's keys under `npm start`. */
   STRIPE_SECRET_KEY?: string;

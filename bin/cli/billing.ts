@@ -82,13 +82,11 @@ export const usageCommand: Command = {
     };
     type Event = Awaited<ReturnType<typeof client.listUsage>>["events"][number];
     const events: Event[] = [];
-    let cursor: string | null = null;
-    do {
-      const want = values.all ? 100 : Math.min(100, limit - events.length);
-      const page: Awaited<ReturnType<typeof client.listUsage>> = await client.listUsage({ ...query, limit: String(want), ...(cursor ? { cursor } : {}) });
-      events.push(...page.events);
-      cursor = page.next_cursor;
-    } while (cursor && (values.all || events.length < limit));
+    // Page by page through the SDK's cursor iterator; without --all, only as many pages as `limit` needs.
+    for await (const e of client.all.listUsage({ ...query, limit: values.all ? 100 : Math.min(100, limit) })) {
+      events.push(e);
+      if (!values.all && events.length >= limit) break;
+    }
     ctx.print(events, () =>
       events.length === 0
         ? "no usage"

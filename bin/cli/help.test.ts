@@ -45,6 +45,7 @@ const commands = [
   "action add",
   "action list",
   "action remove",
+  "audit",
   "cid",
   "run",
   "balance",

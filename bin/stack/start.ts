@@ -159,6 +159,8 @@ export async function startLocalStack(): Promise<number> {
         SIGIL_CHAIN_ID: String(deployment.chainId),
         SIGIL_CHAIN_NAME: deployment.chainId === 31337 ? "anvil" : `chain ${deployment.chainId}`,
         SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
+        // The audit log reads no events older than the contract.
+        SIGIL_CONTRACT_FROM_BLOCK: String(deployment.deployedAtBlock),
       },
       echo: (line) => console.log(`[edge] ${line}`),
     });

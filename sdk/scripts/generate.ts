@@ -3,7 +3,10 @@
 // never a second copy kept by hand. Build output (git-ignored), made by `npm run build`:
 //
 //   operations   one entry per operation: method, path, how its input travels (query, path, JSON
-//                body), whether it takes an Idempotency-Key, whether it is a paged list, its auth
+//                body), whether it takes an Idempotency-Key, how it is paged (`paging`: "page" for
+//                the page_number lists, "cursor" for an operation the document marks with
+//                `x-sigil-paging: {style: "cursor", items}`, with `pageItems` the answer's field
+//                that holds the items), its auth
 //   Operations   per operationId: `input` (query/path parameters or the JSON body) and `output`
 //                (the 200 answer), as TypeScript types made by json-schema-to-typescript
 //   SIGNER_CID   the CIDv0 of the signing action toSigilAccount runs (sdk/src/signer.ts)
@@ -25,6 +28,8 @@ type Operation = {
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema: Schema }> }>;
+  /** The edge's mark of a cursor-paged operation (workers/routes/audit.ts): where its answer keeps the items. */
+  "x-sigil-paging"?: { style: "cursor"; items: string };
 };
 type Document = { paths: Record<string, Record<string, Operation>>; components?: Record<string, unknown> };
 
@@ -43,6 +48,33 @@ function queryType(schema: Schema): Schema {
     return { tsType: "string | number | bigint", description: schema.description } as Schema;
   }
   return schema;
+}
+
+/**
+ * How an operation pages: "page" (page_number, page_size, a JSON array), "cursor" (marked by the
+ * edge with x-sigil-paging: `cursor` and `limit` in, `next_cursor` and the items' array field out;
+ * checked here so a wrong mark fails the build), or null.
+ */
+function pagingOf(path: string, op: Operation, doc: Document): { paging: "page" | "cursor" | null; pageItems: string | null } {
+  const params = op.parameters ?? [];
+  const mark = op["x-sigil-paging"];
+  if (mark === undefined) return { paging: params.some((p) => p.in === "query" && p.name === "page_number") ? "page" : null, pageItems: null };
+  const answer = deref(op.responses["200"]?.content?.["application/json"]?.schema, doc) as { properties?: Record<string, Schema> };
+  const items = answer.properties?.[mark.items] as Schema | undefined;
+  const ok =
+    mark.style === "cursor" &&
+    ["cursor", "limit"].every((name) => params.some((p) => p.in === "query" && p.name === name)) &&
+    answer.properties?.next_cursor !== undefined &&
+    items?.type === "array";
+  if (!ok) throw new Error(`${path}: x-sigil-paging needs style "cursor", query cursor and limit, and an answer with next_cursor and the array ${mark.items}`);
+  return { paging: "cursor", pageItems: mark.items };
+}
+
+function deref(schema: Schema | undefined, doc: Document): Schema {
+  const ref = (schema as { $ref?: string } | undefined)?.$ref;
+  if (!ref) return schema ?? {};
+  const schemas = (doc.components as { schemas?: Record<string, Schema> } | undefined)?.schemas ?? {};
+  return schemas[ref.replace("#/components/schemas/", "")] ?? {};
 }
 
 /** The JSON Schema of an operation's input: its parameters as one object, or its JSON body. */
@@ -126,7 +158,7 @@ export async function generate(): Promise<string> {
           input: op.requestBody?.content["application/json"] ? "body" : "params",
           pathParams: params.filter((p) => p.in === "path").map((p) => p.name),
           idempotent: params.some((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key"),
-          paged: params.some((p) => p.in === "query" && p.name === "page_number"),
+          ...pagingOf(path, op, doc),
           auth: schemes.includes("WalletAuth") ? "key_or_wallet" : schemes.length > 0 ? "key" : "none",
           json: output.json,
           deprecated: op.deprecated === true,

@@ -141,6 +141,25 @@ describe("createSigilClient", () => {
     expect(seen.map((s) => new URL(s.url).searchParams.get("page_number"))).toEqual(["0", "1", "2"]);
   });
 
+  it("all.<cursor-paged> (the table's paging: cursor) sends limit, then each next_cursor, until it is null; the items are the answer's pageItems field", async () => {
+    expect(operations.audit).toMatchObject({ paging: "cursor", pageItems: "events" });
+    expect(operations.listWallets).toMatchObject({ paging: "page", pageItems: null });
+    const event = (n: number) => ({ block_number: n, block_time: null, tx_hash: "0x", log_index: 0, event: "GroupAdded", actor: null, summary: `group ${n} added`, args: {} });
+    const { fetch, seen } = scripted([json(200, { events: [event(9), event(8)], next_cursor: "c1" }), json(200, { events: [event(7)], next_cursor: "c2" }), json(200, { events: [], next_cursor: null })]);
+    const blocks: number[] = [];
+    for await (const e of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch }).all.audit({ limit: 2, from_block: 5 })) blocks.push(e.block_number);
+    expect(blocks).toEqual([9, 8, 7]);
+    expect(seen.map((s) => [...new URL(s.url).searchParams].sort())).toEqual([
+      [["from_block", "5"], ["limit", "2"]],
+      [["cursor", "c1"], ["from_block", "5"], ["limit", "2"]],
+      [["cursor", "c2"], ["from_block", "5"], ["limit", "2"]],
+    ]);
+    // Resuming from a cursor, with the default page size.
+    const resumed = scripted([json(200, { events: [event(1)], next_cursor: null })]);
+    for await (const e of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: resumed.fetch }).all.audit({ cursor: "c9" })) blocks.push(e.block_number);
+    expect(new URL(resumed.seen[0]!.url).search).toBe("?limit=100&cursor=c9");
+  });
+
   it("billing without a key sends a fresh X-Wallet-Auth from the function it is given", async () => {
     let n = 0;
     const { fetch, seen } = scripted([json(200, { balance_cents: 1 }), json(200, { balance_cents: 1 }), json(200, [])]);

@@ -56,12 +56,22 @@ export type Method<K extends OperationId> = {} extends Input<K>
   ? (input?: Input<K>, options?: CallOptions) => Promise<Output<K>>
   : (input: Input<K>, options?: CallOptions) => Promise<Output<K>>;
 
-type Paged = { [K in OperationId]: (typeof operations)[K]["paged"] extends true ? K : never }[OperationId];
-export type PageItem<K extends Paged> = Output<K> extends Array<infer I> ? I : never;
-type PageInput<K extends Paged> = Omit<Input<K>, "page_number" | "page_size"> & { page_size?: number };
+type Op<K extends OperationId> = (typeof operations)[K];
+/** The operations `all` iterates: the page_number lists and the cursor-paged ones (the table's `paging`). */
+type Paged = { [K in OperationId]: Op<K>["paging"] extends "page" | "cursor" ? K : never }[OperationId];
+/** A cursor-paged answer keeps its items in one field (the table's `pageItems`); a page_number list is the array. */
+type PageItems<K extends Paged> = Op<K> extends { paging: "cursor"; pageItems: infer F extends keyof Output<K> } ? Output<K>[F] : Output<K>;
+export type PageItem<K extends Paged> = PageItems<K> extends Array<infer I> ? I : never;
+/** What an iteration takes: the list's own filters and a page size (`limit` by cursor, `page_size` by page); by cursor, a `cursor` to resume from. */
+type PageInput<K extends Paged> = Op<K>["paging"] extends "cursor"
+  ? Omit<Input<K>, "cursor" | "limit"> & { limit?: number; cursor?: string }
+  : Omit<Input<K>, "page_number" | "page_size"> & { page_size?: number };
 
 export type SigilClient = { [K in OperationId]: Method<K> } & {
-  /** Every item of a list, page after page: `for await (const w of client.all.listWallets())`. */
+  /**
+   * Every item of a list, page after page: `for await (const w of client.all.listWallets())`; for a
+   * cursor-paged operation each page's `next_cursor` until it is null (`client.all.audit()`).
+   */
   all: { [K in Paged]: {} extends PageInput<K> ? (input?: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> : (input: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> };
   /** Calls an operation by its id (what the named methods do). */
   call<K extends OperationId>(operation: K, input: Input<K>, options?: CallOptions): Promise<Output<K>>;
@@ -129,6 +139,8 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
   }
 
   function all(operation: Paged) {
+    const op = operations[operation];
+    if (op.paging === "cursor") return allByCursor(operation, op.pageItems as string);
     return (input: Record<string, unknown> = {}, callOptions: CallOptions = {}): AsyncIterable<unknown> => ({
       async *[Symbol.asyncIterator]() {
         const pageSize = Number(input.page_size ?? ITERATION_PAGE_SIZE);
@@ -151,11 +163,29 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     });
   }
 
+  /** A cursor-paged operation's items: `limit` per call, each answer's `next_cursor` sent back until it is null. */
+  function allByCursor(operation: Paged, itemsField: string) {
+    return ({ cursor, ...input }: Record<string, unknown> = {}, callOptions: CallOptions = {}): AsyncIterable<unknown> => ({
+      async *[Symbol.asyncIterator]() {
+        const limit = Number(input.limit ?? ITERATION_PAGE_SIZE);
+        let next = typeof cursor === "string" && cursor !== "" ? cursor : undefined;
+        for (;;) {
+          const answer = (await call(operation, { ...input, limit, ...(next === undefined ? {} : { cursor: next }) } as never, callOptions)) as unknown as Record<string, unknown>;
+          const items = answer[itemsField];
+          if (!Array.isArray(items)) throw new SigilError({ code: "unexpected_response", status: 200, message: `the answer has no ${itemsField} list` });
+          for (const item of items) yield item;
+          if (typeof answer.next_cursor !== "string" || answer.next_cursor === "") return;
+          next = answer.next_cursor;
+        }
+      },
+    });
+  }
+
   const client: Record<string, unknown> = {
     call,
     baseUrl,
     with: (changes: Partial<SigilClientOptions>) => createSigilClient({ ...options, ...changes }),
-    all: Object.fromEntries(Object.entries(operations).filter(([, op]) => op.paged).map(([name]) => [name, all(name as Paged)])),
+    all: Object.fromEntries(Object.entries(operations).filter(([, op]) => op.paging !== null).map(([name]) => [name, all(name as Paged)])),
   };
   for (const name of Object.keys(operations) as OperationId[]) {
     client[name] = (input: unknown, callOptions?: CallOptions) => call(name, input as never, callOptions);

@@ -322,6 +322,21 @@ describe("removing", () => {
   });
 });
 
+describe("audit", () => {
+  it("lists the account's history newest first (the removals above at the top, the creation last); --limit keeps the newest; --json is the events", async () => {
+    const table = await ok(["audit"]);
+    const lines = table.trim().split("\n");
+    expect(lines[0]).toMatch(/^BLOCK\s+TIME\s+WHAT\s+SENDER\s+TRANSACTION$/);
+    expect(lines[1]).toMatch(new RegExp(`^\\d+\\s+\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\s+group ${groupId} removed\\s+0x[0-9a-f]{40}\\s+0x[0-9a-f]{64}$`));
+    expect(lines.at(-1)).toMatch(/managed account created, master wallet 0x[0-9a-f]{40}/);
+    expect(table).toContain(`action ${cid} unregistered`);
+    expect(table).toContain(`wallet ${wallet.toLowerCase()} registered (id 1)`);
+    const events = await json<Array<{ event: string; summary: string }>>(["audit", "--limit", "2"]);
+    expect(events.map((e) => e.event)).toEqual(["GroupRemoved", "ActionRemoved"]);
+    await refusesWrongKey("audit");
+  });
+});
+
 describe("the README", () => {
   it("its quickstart CLI snippet runs as written against the stack (npx sigil as node bin/sigil.ts), ending with the wallet's signature and 3 cents spent", async () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");

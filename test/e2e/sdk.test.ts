@@ -216,6 +216,12 @@ describe("ChainSecured through the SDK", () => {
     // Ownership moves to another wallet: the old admin no longer signs for it.
     const { account: next } = await fundedEoa();
     await contract.transferOwnership({ newAdmin: next.address });
+    // The account's history through the SDK's cursor iterator, read by the new admin under X-Wallet-Auth.
+    const history: string[] = [];
+    for await (const e of anon.with({ walletAuth: () => walletAuthHeader({ signer: next, chainId }) }).all.audit({ limit: 2 })) history.push(e.event);
+    expect(history[0]).toBe("ChainSecuredAccountOwnershipTransferred");
+    expect(history.at(-1)).toBe("AccountCreated");
+    expect(history.filter((e) => e === "WalletRegistered")).toHaveLength(3);
     await expect(
       publicClient.simulateContract({ address: stack.contract, abi: accountConfigAbi, functionName: "addGroup", args: [walletLookupHash(admin.address), "x", "", [], []], account: admin.address }),
     ).rejects.toThrow();

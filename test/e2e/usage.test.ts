@@ -185,6 +185,10 @@ describe("the usage history", () => {
     expect(((await other.json()) as { error: { code: string } }).error.code).toBe("permission_denied");
     const viaSdk = await master.listUsage({ limit: "2" });
     expect(viaSdk.events.map((e) => e.id)).toEqual((await page(masterKey, { limit: "2" })).events.map((e) => e.id));
+    // client.all.listUsage follows next_cursor to the last page.
+    const writes: string[] = [];
+    for await (const e of master.all.listUsage({ kind: "write", limit: 1 })) writes.push(e.operation ?? "");
+    expect(writes).toEqual(["add_usage_api_key", "add_group", "create_wallet"]);
   });
 
   it("refuses a cursor no page gave, bad filters and a wrong key, with their codes", async () => {

@@ -58,6 +58,8 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["post", "/create_wallet_with_signature", "none", "Signatures"],
   ["post", "/convert_to_chain_secured_account", "key", "Signatures"],
   ["post", "/add_usage_api_key_with_signature", "none", "Signatures"],
+  // The audit log (issue 14): a key, or X-Wallet-Auth as on billing's reads.
+  ["get", "/audit", "key", "Audit"],
   // Billing: the keyed ones also take X-Wallet-Auth instead of a key.
   ["get", "/billing/stripe_config", "none", "Billing"],
   ["get", "/billing/balance", "key", "Billing"],
@@ -103,7 +105,7 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
 const camelCase = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 /** The document's tags, one per capability, in this order. */
-const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Execution", "Signatures", "Billing", "Public", "Attestation"];
+const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Execution", "Signatures", "Audit", "Billing", "Public", "Attestation"];
 
 /** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have). */
 const OPERATION_4XX = ["400", "401", "402", "403", "404", "409", "413", "422", "429"];
@@ -318,7 +320,7 @@ describe("the OpenAPI document", () => {
     expect(bodies).toBeGreaterThan(0);
   });
 
-  it("serves every route of api.md's endpoint tables with its method, keyed exactly when api.md says so: a key (X-Api-Key or Bearer; billing's also X-Wallet-Auth), or `security: []`", () => {
+  it("serves every route of api.md's endpoint tables with its method, keyed exactly when api.md says so: a key (X-Api-Key or Bearer; billing's and the audit log's also X-Wallet-Auth), or `security: []`", () => {
     for (const [method, path, auth] of API_MD_ROUTES) {
       const where = `${method.toUpperCase()} ${path}`;
       const op = doc.paths[`/core/v1${path}`]?.[method];
@@ -328,7 +330,7 @@ describe("the OpenAPI document", () => {
         expect(op?.security, `${where} is public`).toEqual([]);
         continue;
       }
-      const walletAuth = path.startsWith("/billing/") || path === "/usage";
+      const walletAuth = path.startsWith("/billing/") || path === "/usage" || path === "/audit";
       const schemes = walletAuth ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
       expect(op?.security, `${where} is keyed`).toEqual(schemes);
       // A keyed operation documents its key errors.

@@ -23,6 +23,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     chainId: 31337,
     chainName: "anvil",
     contractAddress: inject("contract"),
+    events: { fromBlock: 0n, windowBlocks: 10_000 },
     rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000, openWritesPerHour: 1000 },
     billing: false,
     limits: runLimitsSchema.parse({}),

@@ -19,6 +19,22 @@ export function chainClient(config: EdgeConfig): PublicClient {
   return client;
 }
 
+const batchedClients = new Map<string, PublicClient>();
+
+/**
+ * The same chain through a transport that sends the requests made together as one JSON-RPC batch:
+ * for reads that ask many small things at once (the audit log's transactions and blocks).
+ */
+export function batchedChainClient(config: EdgeConfig): PublicClient {
+  if (!config.rpcUrl) throw new SigilError("chain_unavailable", "no chain is configured", { retryAfterSeconds: 30 });
+  let client = batchedClients.get(config.rpcUrl);
+  if (!client) {
+    client = createPublicClient({ transport: http(config.rpcUrl, { batch: { batchSize: 200 }, retryCount: 1, timeout: 10_000 }) }) as PublicClient;
+    batchedClients.set(config.rpcUrl, client);
+  }
+  return client;
+}
+
 export function contractAddress(config: EdgeConfig): `0x${string}` {
   if (!config.contractAddress) throw new SigilError("chain_unavailable", "no AccountConfig address is configured", { retryAfterSeconds: 30 });
   return config.contractAddress;

@@ -25,6 +25,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     chainId: 31337,
     chainName: "anvil",
     contractAddress: undefined,
+    events: { fromBlock: 0n, windowBlocks: 10_000 },
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10, openWritesPerHour: 10 },
     billing: false,
     limits: runLimitsSchema.parse({}),

@@ -30,6 +30,7 @@ export const TAGS = {
   Actions: "The account's registry of scripts, named by CID, and the CID of a script",
   Execution: "Run a script that may sign with the account's wallets, and the limits of a run",
   Signatures: "ChainSecured accounts: what a wallet's EIP-712 signature authorizes instead of a key",
+  Audit: "The account's administrative history, read from the contract's events",
   Billing: "Prepaid credit: the balance, buying credit through Stripe, and Stripe's webhook",
   Public: "What the service is and whether it can serve: version, health, chain, payers",
   Attestation: "The enclaves' TDX quotes, app info and evidence files, at the base URL, for verifiers",

@@ -108,6 +108,8 @@ const usage = createRoute({
     // 400: the query or the cursor, or two kinds of credentials; 403: a usage key asking for another key's events.
     ...errors(400, 401, 403, 404, 413, 429, 503),
   },
+  // The SDK's client.all.listUsage iterates it by cursor (sdk/scripts/generate.ts reads this).
+  "x-sigil-paging": { style: "cursor", items: "events" },
 });
 
 export function usageRoutes(): OpenAPIHono<EdgeEnv> {
