@@ -93,13 +93,13 @@ function inputSchema(op: Operation): Schema {
 
 /**
  * The 200 answer: its JSON schema (asked for with Accept: application/json, also where the
- * operation can answer another type, as /usage answers CSV), or a string for text answers (HTML,
- * PEM, plain text).
+ * operation can answer CSV instead on request, as /usage does), or a string for text answers
+ * (HTML, PEM, plain text; an answer whose type the edge picks itself, as /evidences/ does).
  */
 function outputSchema(op: Operation): { schema: Schema; json: boolean } {
   const content = op.responses["200"]?.content ?? {};
   const json = content["application/json"]?.schema;
-  if (json) return { schema: json, json: true };
+  if (json && Object.keys(content).every((type) => type === "application/json" || type === "text/csv")) return { schema: json, json: true };
   return { schema: { tsType: "string" } as Schema, json: false };
 }
 

@@ -115,6 +115,10 @@ describe("the API-mode workflow through the SDK", () => {
     expect((await client.listWalletsInGroup({ group_id: group.group_id })).map((w) => w.wallet_address.toLowerCase())).toEqual([wallet.wallet_address.toLowerCase()]);
     // Three writes and a run at a cent each.
     expect((await client.getBalance()).balance_cents).toBe(496);
+    // The usage history says the same, newest first, page by page.
+    const kinds: string[] = [];
+    for await (const e of client.all.listUsage({ limit: 2 })) kinds.push(e.kind);
+    expect(kinds).toEqual(["run", "write", "write", "write", "top_up"]);
   });
 
   it("a card Stripe declines: topUp throws payment_not_succeeded with Stripe's reason, and nothing is credited", async () => {
