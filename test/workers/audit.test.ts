@@ -168,18 +168,18 @@ describe("a managed account's history", () => {
     expect(recent.next_cursor).toBeNull();
   });
 
-  it("a cursor it did not give is 400 invalid_request naming cursor: garbage, a made-up position, another account's position", async () => {
-    const garbage = expectError(await edge("audit?cursor=!!!", { key }), 400, "invalid_request");
+  it("a cursor it did not give is 400 invalid_cursor naming cursor: garbage, a made-up position, another account's position", async () => {
+    const garbage = expectError(await edge("audit?cursor=!!!", { key }), 400, "invalid_cursor");
     expect(garbage.details?.[0]?.path).toBe("cursor");
-    expectError(await edge("audit?cursor=bm90IGEgY3Vyc29y", { key }), 400, "invalid_request"); // "not a cursor"
+    expectError(await edge("audit?cursor=bm90IGEgY3Vyc29y", { key }), 400, "invalid_cursor"); // "not a cursor"
     const page = await ok200<Page>("audit?limit=1", { key });
     const real = page.next_cursor as string;
     const text = atob(real.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(real.length / 4) * 4, "="));
     const [, , block, index] = text.split(":");
     const forge = (t: string) => btoa(t).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-    expectError(await edge(`audit?cursor=${forge(`1:e:${block}:${Number(index) + 50}`)}`, { key }), 400, "invalid_request");
+    expectError(await edge(`audit?cursor=${forge(`1:e:${block}:${Number(index) + 50}`)}`, { key }), 400, "invalid_cursor");
     const other = await ok200<{ api_key: string }>("new_account", { body: { account_name: "other" } });
-    expectError(await edge(`audit?cursor=${real}`, { key: other.api_key }), 400, "invalid_request");
+    expectError(await edge(`audit?cursor=${real}`, { key: other.api_key }), 400, "invalid_cursor");
     // The real one still works for its account.
     expect((await ok200<Page>(`audit?limit=1&cursor=${real}`, { key })).events).toHaveLength(1);
   });

@@ -103,13 +103,13 @@ describe("auditPage", () => {
 
   it("refuses a well-formed cursor that names no event of the account, and a 'below' cursor past the head", async () => {
     const { client } = fakeChain(1000, [log(995, 0)]);
-    await expect(auditPage(query(client, { cursor: { kind: "event", block: 995n, logIndex: 1 } }))).rejects.toMatchObject({ code: "invalid_request" });
-    await expect(auditPage(query(client, { cursor: { kind: "below", block: 1002n } }))).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(auditPage(query(client, { cursor: { kind: "event", block: 995n, logIndex: 1 } }))).rejects.toMatchObject({ code: "invalid_cursor" });
+    await expect(auditPage(query(client, { cursor: { kind: "below", block: 1002n } }))).rejects.toMatchObject({ code: "invalid_cursor" });
   });
 });
 
 describe("cursors", () => {
-  it("round-trip, and anything else is 400 invalid_request naming cursor", () => {
+  it("round-trip, and anything else is 400 invalid_cursor naming cursor", () => {
     for (const c of [{ kind: "event", block: 12n, logIndex: 3 }, { kind: "below", block: 9n }] as const) expect(decodeCursor(encodeCursor(c))).toEqual(c);
     for (const bad of ["", "!!!", btoa("1:e:01:2"), btoa("2:e:1:2"), btoa("1:b:0"), btoa("1:e:1:2:3"), "a".repeat(65)]) {
       let error: unknown;
@@ -119,7 +119,7 @@ describe("cursors", () => {
         error = err;
       }
       expect(error, bad).toBeInstanceOf(SigilError);
-      expect(error).toMatchObject({ code: "invalid_request", details: [{ path: "cursor" }] });
+      expect(error).toMatchObject({ code: "invalid_cursor", details: [{ path: "cursor" }] });
     }
   });
 });

@@ -62,9 +62,9 @@ export function encodeCursor(cursor: AuditCursor): string {
 }
 
 const invalidCursor = (why: string) =>
-  new SigilError("invalid_request", `the cursor is not one this endpoint gave: ${why}; start again without one`, { details: [{ path: "cursor", message: why }] });
+  new SigilError("invalid_cursor", `the cursor is not one this endpoint gave: ${why}; start again without one`, { details: [{ path: "cursor", message: why }] });
 
-/** A cursor from a query string, or 400 invalid_request (details: `cursor`) for anything encodeCursor did not make. */
+/** A cursor from a query string, or 400 invalid_cursor (details: `cursor`) for anything encodeCursor did not make. */
 export function decodeCursor(value: string): AuditCursor {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(value)) throw invalidCursor("it is not base64url");
   let text: string;
