@@ -24,7 +24,8 @@ import { DurableObject } from "cloudflare:workers";
 export type HoldRefusal = "balance" | "spend_limit";
 /** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
 export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal; alreadyCharged?: true };
-export type SettleResult = { chargedCents: number; freeCents: number };
+/** `keySpentCents`: for a usage key's request, its charges plus holds after the settle (webhooks' usage_key.cap_reached). */
+export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number };
 export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
 export type Balance = { settledCents: number; heldCents: number; freeCents: number };
 /** The ledger checked against itself: the cached sum must equal the entries' sum. */
@@ -112,11 +113,12 @@ export class Ledger extends DurableObject {
       const hold = this.#sql.exec<{ cents: number; key_hash: string | null }>("SELECT cents, key_hash FROM holds WHERE request_id = ?", requestId).toArray()[0];
       const cents = Math.max(0, Math.floor(hold ? Math.min(chargedCents, hold.cents) : chargedCents));
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+      const keyHash = hold?.key_hash ?? key?.keyHash ?? null;
       if (cents > 0) {
-        this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('charge', ?, ?, ?, ?)", -cents, requestId, hold?.key_hash ?? key?.keyHash ?? null, now);
+        this.#sql.exec("INSERT INTO entries (kind, cents, ref, key_hash, created_at) VALUES ('charge', ?, ?, ?, ?)", -cents, requestId, keyHash, now);
         this.#sql.exec("UPDATE account SET settled_cents = settled_cents - ? WHERE id = 1", cents);
       }
-      return { chargedCents: cents, freeCents: this.#free(now) };
+      return { chargedCents: cents, freeCents: this.#free(now), ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }) };
     });
   }
 
