@@ -14,6 +14,7 @@ import { keyGroup } from "./cli/key.ts";
 import { profileGroup } from "./cli/profile.ts";
 import { cidCommand, runCommand as runScriptCommand } from "./cli/run.ts";
 import { walletGroup } from "./cli/wallet.ts";
+import { webhookGroup } from "./cli/webhook.ts";
 
 const startUsage = `usage: sigil start   (npm start)
 
@@ -62,6 +63,7 @@ const commands: Record<string, TopLevel> = {
   run: single(runScriptCommand),
   balance: single(balanceCommand),
   topup: single(topUpCommand),
+  webhook: group(webhookGroup),
   "chain-secured": group(chainSecuredGroup),
   convert: single(convertCommand),
 };
@@ -71,6 +73,7 @@ const sections: Array<[string, Array<string | Group>]> = [
   ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup]],
   ["scripts", ["cid", "run"]],
   ["credit", ["balance", "topup"]],
+  ["events", [webhookGroup]],
   ["accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)", [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"]],
 ];
 

@@ -159,6 +159,7 @@ export async function startLocalStack(): Promise<number> {
         SIGIL_CHAIN_ID: String(deployment.chainId),
         SIGIL_CHAIN_NAME: deployment.chainId === 31337 ? "anvil" : `chain ${deployment.chainId}`,
         SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
+        ...(config.webhookRetryBaseMs === undefined ? {} : { SIGIL_WEBHOOK_RETRY_BASE_MS: String(config.webhookRetryBaseMs) }),
       },
       echo: (line) => console.log(`[edge] ${line}`),
     });

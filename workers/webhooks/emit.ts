@@ -62,13 +62,14 @@ function emit(emitter: Emitter, master: bigint, emission: Emission): void {
 /** `payment.credited`, once per payment intent (from confirm_payment or Stripe's webhook), and the balance it left. */
 export function paymentCredited(emitter: Emitter, master: bigint, credit: { paymentIntentId: string; amountCents: number; freeCents: number }): void {
   later(emitter, master, "payment.credited", async (stub, accountId) => {
+    // A credit that lifts the balance to the threshold or above re-arms balance.low (before the
+    // event goes out, so a receiver that got payment.credited knows the next crossing will fire).
+    await stub.observeBalance(accountId, credit.freeCents, credit.paymentIntentId);
     await stub.emit(accountId, {
       type: "payment.credited",
       dedupe: `payment.credited:${credit.paymentIntentId}`,
       data: { payment_intent_id: credit.paymentIntentId, amount_cents: credit.amountCents, balance_cents: Math.max(0, credit.freeCents) },
     });
-    // A credit that lifts the balance to the threshold or above re-arms balance.low.
-    await stub.observeBalance(accountId, credit.freeCents, credit.paymentIntentId);
   });
 }
 
