@@ -5,9 +5,12 @@
 // production one. The last test restarts the stack on the same state folder.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSigilClient, EVENT_ID_HEADER, SIGNATURE_HEADER, SigilWebhookError, topUp, verifyWebhook, type SigilClient, type WebhookEvent } from "../../sdk/src/index.ts";
+import { errorLineOf, runSigil } from "../harness/cli.ts";
 import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
 
 const RETRY_BASE_MS = "200";
@@ -263,6 +266,48 @@ describe("webhooks on the local stack", () => {
     await expect(client.deleteWebhook({ webhook_id: "nope" })).rejects.toMatchObject({ status: 400, code: "invalid_request" });
     await expect(anon.with({ apiKey: "A".repeat(43) + "=" }).listWebhooks()).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
     await expect(anon.listWebhooks()).rejects.toMatchObject({ status: 401, code: "missing_api_key" });
+  });
+
+  it("sigil webhook add|list|deliveries|resend|settings|remove on the stack; a wrong key is one error line, exit 1", async () => {
+    const { client, created } = await newAccount("webhooks cli", 0);
+    const cwd = mkdtempSync(join(tmpdir(), "sigil-webhook-cli-"));
+    const cli = (args: string[], key = created.api_key) => runSigil([...args, "--api", stack.origin, "--key", key], { env: {}, cwd });
+    try {
+      const r = await receiver();
+      const added = await cli(["webhook", "add", r.url, "--event", "payment.credited", "--json"]);
+      expect(added.code, added.stderr).toBe(0);
+      const endpoint = JSON.parse(added.stdout) as { id: string; secret: string; events: string[] };
+      expect(endpoint.events).toEqual(["payment.credited"]);
+      r.setSecret(endpoint.secret);
+      const human = await cli(["webhook", "list"]);
+      expect(human.code, human.stderr).toBe(0);
+      expect(human.stdout).toContain(endpoint.id);
+      expect(human.stdout).not.toContain(endpoint.secret);
+
+      await topUp(client, { amountCents: 500 });
+      const event = await waitFor("payment.credited", () => r.of("payment.credited")[0]);
+      const log = await cli(["webhook", "deliveries", endpoint.id]);
+      expect(log.code, log.stderr).toBe(0);
+      expect(log.stdout).toMatch(new RegExp(`${event.id}\\s+payment\\.credited\\s+succeeded\\s+200`));
+      const resent = await cli(["webhook", "resend", endpoint.id, event.id]);
+      expect(resent.code, resent.stderr).toBe(0);
+      expect(resent.stdout).toContain(`re-sending ${event.id}`);
+      await waitFor("the re-send", () => r.requests.length === 2);
+      expect(r.requests[1]!.eventId).toBe(event.id);
+      const set = await cli(["webhook", "settings", "--balance-low", "200"]);
+      expect(set.stdout).toContain("balance.low threshold 200 cents");
+      const removed = await cli(["webhook", "remove", endpoint.id]);
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(await client.listWebhooks()).toEqual([]);
+
+      const wrong = await cli(["webhook", "list"], "A".repeat(43) + "=");
+      expect(wrong.code).toBe(1);
+      expect(errorLineOf(wrong)).toMatchObject({ command: "webhook list", code: "invalid_api_key" });
+      const badEvent = await cli(["webhook", "add", r.url, "--event", "payment.refunded"]);
+      expect(badEvent.code).toBe(2);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 
   it("nothing is lost across a restart of the local stack: an event pending while its receiver is down arrives after the restart", async () => {

@@ -14,7 +14,7 @@ import { createMiddleware } from "hono/factory";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { DEFAULT_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../shared/webhooks.ts";
-import { billingCaller, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
+import { billingCaller, decodeWalletAuth, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -27,9 +27,14 @@ import { pageQuerySchema } from "./paging.ts";
 
 const security: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
 
-/** The master key or X-Wallet-Auth must be there (and a key well-formed) before the body is read. */
+/**
+ * The master key or X-Wallet-Auth must be there, and well-formed, before the path, query or body is
+ * validated (as on every keyed route); whose it is the handler asks the chain after validation.
+ */
 const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
-  if (c.req.header(WALLET_AUTH_HEADER) === undefined) callerKey(c);
+  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
+  if (walletAuth === undefined) callerKey(c);
+  else decodeWalletAuth(walletAuth);
   await next();
 });
 
