@@ -94,6 +94,20 @@ describe("the webhook endpoints under the tests' local configuration", () => {
     expectError(await edge("webhooks", { key: mine.api_key, body: { url: "http://127.0.0.1:9/x", secret: "mine" } }), 400, "invalid_request");
   });
 
+  it("a registration retried under one Idempotency-Key makes one endpoint and answers the same secret; another body under it is 422", async () => {
+    const mine = await ok200<NewAccount>("new_account", { body: { account_name: "webhooks idempotent" } });
+    const key = crypto.randomUUID();
+    const call = (url: string) => edge<Endpoint>("webhooks", { key: mine.api_key, body: { url }, headers: { "idempotency-key": key } });
+    const first = await call("http://127.0.0.1:9/once");
+    const again = await call("http://127.0.0.1:9/once");
+    expect(first.status).toBe(200);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    expect(await ok200<Endpoint[]>("webhooks", { key: mine.api_key })).toHaveLength(1);
+    expectError(await call("http://127.0.0.1:9/other"), 422, "idempotency_key_reused");
+  });
+
   it("a usage key may not manage webhooks (403 account_key_required); no key is 401", async () => {
     const usage = (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: account.api_key, body: { name: "u", description: "", ...NO_PERMISSIONS } })).usage_api_key;
     expectError(await edge("webhooks", { key: usage }), 403, "account_key_required");

@@ -16,6 +16,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { DEFAULT_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../shared/webhooks.ts";
 import { billingCaller, decodeWalletAuth, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
+import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
@@ -38,18 +39,22 @@ const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
   await next();
 });
 
+/** Who a webhook request is from: the account, and how it authenticated (for an Idempotency-Key's holder). */
+type WebhookCaller = { master: bigint; via: "api_key" | "wallet"; wallet?: string | undefined };
+
 /**
  * The account whose webhooks the request is about. `change` needs the live master key (or the admin
  * wallet's X-Wallet-Auth); `read` also lets a converted account's old master key look.
  */
-async function webhookAccount(c: Context<EdgeEnv>, use: "read" | "change"): Promise<bigint> {
+async function webhookCaller(c: Context<EdgeEnv>, use: "read" | "change"): Promise<WebhookCaller> {
   const config = c.get("config");
   const walletAuth = c.req.header(WALLET_AUTH_HEADER);
   if (walletAuth !== undefined) {
     if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
       throw new SigilError("conflicting_credentials", "send either an API key or X-Wallet-Auth, not both");
     }
-    return (await billingCaller(config, { walletAuth }, "pay")).master;
+    const caller = await billingCaller(config, { walletAuth }, "pay");
+    return { master: caller.master, via: "wallet", wallet: caller.wallet };
   }
   const { keyHash } = callerKey(c);
   const [master, live] = await readView(config, "billingOf", [keyHash], keyHash);
@@ -63,8 +68,31 @@ async function webhookAccount(c: Context<EdgeEnv>, use: "read" | "change"): Prom
     const refusal = keyRefusal({ known: true, isMaster: true, live });
     if (refusal) throw refusal;
   }
-  return master;
+  return { master, via: "api_key" };
 }
+
+const webhookAccount = async (c: Context<EdgeEnv>, use: "read" | "change") => (await webhookCaller(c, use)).master;
+
+/**
+ * The holder of a webhook write's Idempotency-Key, as on the billing writes: the account's object,
+ * and in it the master key or the wallet that signed X-Wallet-Auth (whose records are sealed under
+ * the key and the body, so that key must be unguessable).
+ */
+function webhookHolder(caller: WebhookCaller): HolderOf {
+  return async (c, key, body) => {
+    if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
+    const { apiKey, keyHash } = callerKey(c);
+    return keyHolder(caller.master, keyHash, apiKey, key);
+  };
+}
+
+/** The Idempotency-Key of the webhook writes (idempotency/): a retried registration makes one endpoint and answers its secret again. */
+const webhookIdempotencyHeaders = z.object({
+  "idempotency-key": idempotencyHeaders.shape["idempotency-key"].describe(
+    "Makes the request safe to retry: the same key with the same body within 24 h answers the first answer again (Idempotent-Replayed: true) without acting again; with another body 422 idempotency_key_reused; while the first is in flight 409 request_in_progress (Retry-After). Under X-Wallet-Auth the key also seals the kept answer: use an unguessable one, a random UUID",
+  ),
+});
+const replayHeaders = z.object(idempotentAnswerHeaders);
 
 const eventType = z.enum(WEBHOOK_EVENT_TYPES);
 const endpointSchema = z
@@ -122,6 +150,7 @@ const createWebhook = createRoute({
   security,
   middleware: [defaultBodyLimit, requireCredentials] as const,
   request: {
+    headers: webhookIdempotencyHeaders,
     body: body(
       z.strictObject({
         url: z.string().min(1).max(MAX_WEBHOOK_URL_CHARS).describe("https URL that receives the events (http and loopback only on a local deployment); never a private, loopback or link-local address in production"),
@@ -136,10 +165,13 @@ const createWebhook = createRoute({
     ),
   },
   responses: {
-    200: json(endpointSchema.extend({ secret: z.string().describe("whsec_…: the key of every delivery's Sigil-Signature; shown only here, keep it") })),
+    200: {
+      ...json(endpointSchema.extend({ secret: z.string().describe("whsec_…: the key of every delivery's Sigil-Signature; shown only here (and to a replay under the same Idempotency-Key), keep it") })),
+      headers: replayHeaders,
+    },
     400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_request, invalid_json, conflicting_credentials, invalid_webhook_url: malformed, not https in production, or a private/loopback/link-local host; details.reason says which)" },
-    ...errors(401, 403, 404, 413, 429, 503),
-    409: { ...errorAnswer(409), description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already)` },
+    ...errors(401, 403, 404, 413, 422, 429, 503),
+    409: { ...errorAnswer(409), description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already; request_in_progress: the Idempotency-Key's first request is in flight)` },
   },
 });
 
@@ -186,8 +218,8 @@ const resendDelivery = createRoute({
   summary: "Send a delivery (dlv_…) or an event (evt_…) to this endpoint again, now, with a new 24 h retry window; the event keeps its id",
   security,
   middleware: [requireCredentials] as const,
-  request: { params: deliveryParams },
-  responses: { 200: json(deliverySchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
+  request: { params: deliveryParams, headers: webhookIdempotencyHeaders },
+  responses: { 200: { ...json(deliverySchema), headers: replayHeaders }, ...errors(400, 401, 403, 404, 409, 413, 422, 429, 503) },
 });
 
 const getSettings = createRoute({
@@ -222,12 +254,19 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
     const input = c.req.valid("json");
     // The URL first: a request that could never succeed is refused before the chain is read.
     const url = checkWebhookUrl(input.url, c.get("config").webhooks);
-    const master = await webhookAccount(c, "change");
-    const added = await webhooksOf(c.env.WEBHOOKS, master).addEndpoint(url.href, input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES]);
-    if ("limit" in added) {
-      throw new SigilError("webhook_limit", `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`, { details: { limit: MAX_ENDPOINTS } });
-    }
-    return c.json({ ...added.endpoint, secret: added.secret }, 200);
+    const caller = await webhookCaller(c, "change");
+    return serveOnce(
+      c,
+      input,
+      async () => {
+        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(url.href, input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES]);
+        if ("limit" in added) {
+          throw new SigilError("webhook_limit", `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`, { details: { limit: MAX_ENDPOINTS } });
+        }
+        return c.json({ ...added.endpoint, secret: added.secret }, 200);
+      },
+      webhookHolder(caller),
+    ) as never;
   });
 
   r.openapi(listWebhooks, async (c) => {
@@ -272,11 +311,18 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(resendDelivery, async (c) => {
     const { webhook_id, delivery_id } = c.req.valid("param");
-    const master = await webhookAccount(c, "change");
-    const result = await webhooksOf(c.env.WEBHOOKS, master).resend(webhook_id, delivery_id);
-    if (result === "endpoint_not_found") throw notFound(webhook_id);
-    if (result === "delivery_not_found") throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
-    return c.json(result, 200);
+    const caller = await webhookCaller(c, "change");
+    return serveOnce(
+      c,
+      null,
+      async () => {
+        const result = await webhooksOf(c.env.WEBHOOKS, caller.master).resend(webhook_id, delivery_id);
+        if (result === "endpoint_not_found") throw notFound(webhook_id);
+        if (result === "delivery_not_found") throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
+        return c.json(result, 200);
+      },
+      webhookHolder(caller),
+    ) as never;
   });
 
   return r;
