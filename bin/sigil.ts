@@ -15,6 +15,7 @@ import { keyGroup } from "./cli/key.ts";
 import { profileGroup } from "./cli/profile.ts";
 import { cidCommand, runCommand as runScriptCommand } from "./cli/run.ts";
 import { walletGroup } from "./cli/wallet.ts";
+import { webhookGroup } from "./cli/webhook.ts";
 
 const startUsage = `usage: sigil start   (npm start)
 
@@ -65,6 +66,7 @@ const commands: Record<string, TopLevel> = {
   balance: single(balanceCommand),
   topup: single(topUpCommand),
   usage: single(usageCommand),
+  webhook: group(webhookGroup),
   "chain-secured": group(chainSecuredGroup),
   convert: single(convertCommand),
 };
@@ -74,6 +76,7 @@ const sections: Array<[string, Array<string | Group>]> = [
   ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup, "audit"]],
   ["scripts", ["cid", "run"]],
   ["credit", ["balance", "topup", "usage"]],
+  ["events", [webhookGroup]],
   ["accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)", [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"]],
 ];
 

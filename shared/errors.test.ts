@@ -13,19 +13,23 @@ const API_MD_TABLE: Record<number, string[]> = {
     "wrong_primary_type",
     "wrong_chain_id",
     "amount_below_minimum",
+    // Not in api.md's table: issue 14's webhooks (a URL that may not receive them).
+    "invalid_webhook_url",
   ],
   401: ["missing_api_key", "invalid_api_key", "invalid_signature", "signature_expired"],
   402: ["insufficient_credits"],
   403: ["permission_denied", "account_key_required", "chain_secured_account"],
   // instance_not_found is not in api.md's table either: a client that pins the attestation
   // endpoints to an enclave instance the edge does not serve (issue 11, point 15) needs its own code.
-  404: ["not_found", "group_not_found", "wallet_not_found", "action_not_found", "account_not_found", "payment_not_found", "instance_not_found"],
+  // webhook_not_found and delivery_not_found: issue 14's webhook endpoints and their deliveries.
+  404: ["not_found", "group_not_found", "wallet_not_found", "action_not_found", "account_not_found", "payment_not_found", "instance_not_found", "webhook_not_found", "delivery_not_found"],
   // method_not_allowed is not in api.md's table: issue 11 asks for 405 with Allow on a known path
   // with another method, where the table only has 404 for unknown routes.
   405: ["method_not_allowed"],
   // request_in_progress, write_outcome_unknown and idempotency_key_reused are not in api.md's
   // table either: they are the Idempotency-Key answers issue 11 (point 19) added.
-  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account", "request_in_progress", "write_outcome_unknown"],
+  // webhook_limit: issue 14's eleventh webhook endpoint.
+  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account", "request_in_progress", "write_outcome_unknown", "webhook_limit"],
   413: ["payload_too_large"],
   422: ["idempotency_key_reused"],
   429: ["rate_limited", "executor_busy"],

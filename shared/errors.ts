@@ -13,6 +13,8 @@ export const errorStatus = {
   amount_below_minimum: 400,
   /** A list's `cursor` that no page of it gave (garbled, or from another list). */
   invalid_cursor: 400,
+  /** A webhook URL that is malformed, not https in production, or names a private/loopback/link-local host (issue 14). */
+  invalid_webhook_url: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   invalid_signature: 401,
@@ -27,6 +29,8 @@ export const errorStatus = {
   action_not_found: 404,
   account_not_found: 404,
   payment_not_found: 404,
+  webhook_not_found: 404,
+  delivery_not_found: 404,
   method_not_allowed: 405,
   instance_not_found: 404,
   already_exists: 409,
@@ -34,6 +38,8 @@ export const errorStatus = {
   payment_belongs_to_another_account: 409,
   request_in_progress: 409,
   write_outcome_unknown: 409,
+  /** The account has the most webhook endpoints it may have (10). */
+  webhook_limit: 409,
   payload_too_large: 413,
   idempotency_key_reused: 422,
   rate_limited: 429,

@@ -19,6 +19,7 @@ import { publicRoutes } from "./routes/public.ts";
 import { signaturesRoutes } from "./routes/signatures.ts";
 import { usageKeysRoutes } from "./routes/usageKeys.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
+import { webhooksRoutes } from "./routes/webhooks.ts";
 import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
 import { serveSwaggerUi } from "./swaggerUi.ts";
@@ -53,6 +54,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", billingRoutes());
   app.route("/core/v1", usageRoutes());
   app.route("/core/v1", auditRoutes());
+  app.route("/core/v1", webhooksRoutes());
   app.route("/", attestationRoutes());
 
   // The document of every route above (api.md, Conventions: OpenAPI). Its one server is the origin

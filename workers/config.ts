@@ -4,6 +4,7 @@ import { z } from "zod";
 import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
 import type { Env } from "./env.ts";
 import { DEFAULT_AUDIT_WINDOW_BLOCKS } from "./chain/audit.ts";
+import { DEFAULT_RETRY_BASE_MS, MAX_RETRY_BASE_MS, MIN_RETRY_BASE_MS, webhookPolicy, type WebhookPolicy } from "./webhooks/policy.ts";
 
 // Bindings that are not variables (Durable Objects) are left out of the check. The run limits
 // (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
@@ -32,6 +33,7 @@ const schema = z.object({
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
   STRIPE_WEBHOOK_SECRET: z.string().default(""),
   STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
+  SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(MIN_RETRY_BASE_MS).max(MAX_RETRY_BASE_MS).default(DEFAULT_RETRY_BASE_MS),
 });
 
 export type EdgeConfig = {
@@ -76,6 +78,8 @@ export type EdgeConfig = {
   limits: RunLimits;
   /** Stripe's keys (empty when not configured: the payment endpoints answer 503) and, for the emulator, its URL. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string; apiBase: string | undefined };
+  /** Users' webhooks (issue 14): whether local receivers (http, loopback) are allowed, and the retry schedule's base. */
+  webhooks: WebhookPolicy;
 };
 
 const cache = new WeakMap<object, EdgeConfig>();
@@ -134,6 +138,7 @@ export function edgeConfig(env: Env): EdgeConfig {
       webhookSecret: c.STRIPE_WEBHOOK_SECRET,
       apiBase: c.STRIPE_API_BASE?.replace(/\/+$/, ""),
     },
+    webhooks: webhookPolicy({ SIGIL_ENV: c.SIGIL_ENV, SIGIL_WEBHOOK_RETRY_BASE_MS: String(c.SIGIL_WEBHOOK_RETRY_BASE_MS) }),
   };
   cache.set(env, config);
   return config;

@@ -2,6 +2,7 @@
 import type { Ledger } from "./billing/ledger.ts";
 import type { Idempotency } from "./idempotency/store.ts";
 import type { RateLimiter } from "./ratelimit/limiter.ts";
+import type { Webhooks } from "./webhooks/store.ts";
 
 export type Env = {
   /** The static assets (wrangler.toml [assets], dist/assets/): Swagger UI's files. */
@@ -12,6 +13,10 @@ export type Env = {
   LEDGER?: DurableObjectNamespace<Ledger>;
   /** One store of Idempotency-Key records per account, named by its master hash (api.md). */
   IDEMPOTENCY?: DurableObjectNamespace<Idempotency>;
+  /** One store of webhook endpoints, events and deliveries per account, named by its master hash (issue 14). */
+  WEBHOOKS?: DurableObjectNamespace<Webhooks>;
+  /** The first webhook retry's delay in ms (default 10000); the whole schedule scales with it. For tests. */
+  SIGIL_WEBHOOK_RETRY_BASE_MS?: string;
   /** `on` (default) or `off`: whether writes and runs are charged. */
   SIGIL_BILLING?: string;
   /** Requests per minute per API key, per client IP, and per IP on the open writes. */

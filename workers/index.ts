@@ -5,4 +5,5 @@ import { createApp } from "./app.ts";
 export { Ledger } from "./billing/ledger.ts";
 export { Idempotency } from "./idempotency/store.ts";
 export { RateLimiter } from "./ratelimit/limiter.ts";
+export { Webhooks } from "./webhooks/store.ts";
 export default createApp();

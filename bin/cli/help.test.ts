@@ -51,10 +51,16 @@ const commands = [
   "balance",
   "topup",
   "usage",
+  "webhook add",
+  "webhook list",
+  "webhook remove",
+  "webhook deliveries",
+  "webhook resend",
+  "webhook settings",
   "chain-secured create",
   "convert",
 ];
-const groups = ["profile", "account", "key", "wallet", "group", "action", "chain-secured"];
+const groups = ["profile", "account", "key", "wallet", "group", "action", "webhook", "chain-secured"];
 
 describe("--help", () => {
   it.each(commands)("sigil %s --help prints its usage and exits 0", async (command) => {

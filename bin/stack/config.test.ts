@@ -15,6 +15,7 @@ describe("readStackConfig", () => {
       deployerPrivateKey: undefined,
       billing: true,
       ipfsGateway: undefined,
+      webhookRetryBaseMs: undefined,
       stripe: undefined,
     });
     expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
@@ -33,6 +34,7 @@ describe("readStackConfig", () => {
         SIGIL_BILLING: "off",
         SIGIL_STRIPE_PORT: "0",
         SIGIL_IPFS_GATEWAY: "http://127.0.0.1:8080",
+        SIGIL_WEBHOOK_RETRY_BASE_MS: "200",
         STRIPE_SECRET_KEY: "sk_test_1",
         STRIPE_PUBLISHABLE_KEY: "pk_test_1",
         STRIPE_WEBHOOK_SECRET: "whsec_1",
@@ -49,6 +51,7 @@ describe("readStackConfig", () => {
       deployerPrivateKey: key,
       billing: false,
       ipfsGateway: "http://127.0.0.1:8080",
+      webhookRetryBaseMs: 200,
       stripe: { secretKey: "sk_test_1", publishableKey: "pk_test_1", webhookSecret: "whsec_1" },
     });
   });
@@ -64,6 +67,7 @@ describe("readStackConfig", () => {
     expect(() => readStackConfig({ SIGIL_RPC_URL: "ftp://127.0.0.1" })).toThrow(/SIGIL_RPC_URL/);
     expect(() => readStackConfig({ SIGIL_BILLING: "maybe" })).toThrow(/SIGIL_BILLING/);
     expect(() => readStackConfig({ SIGIL_IPFS_GATEWAY: "ipfs://gateway" })).toThrow(/SIGIL_IPFS_GATEWAY/);
+    expect(() => readStackConfig({ SIGIL_WEBHOOK_RETRY_BASE_MS: "5" })).toThrow(/SIGIL_WEBHOOK_RETRY_BASE_MS/);
   });
 
   it("takes Stripe's three keys together or not at all, without echoing them", () => {

@@ -28,6 +28,8 @@ const schema = z.object({
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   /** Port for the local Stripe emulator (when no Stripe keys are set); 0 picks a free one. */
   SIGIL_STRIPE_PORT: z.coerce.number().int().min(0).max(65_535).default(12111),
+  /** The edge's first webhook retry delay in ms (default 10000; README, "Webhooks"); tests make it small. */
+  SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   /** Real (test-mode) Stripe instead of the emulator: all three, or none. */
   STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_/, "must be a Stripe secret key (sk_… or rk_…)").optional(),
   STRIPE_PUBLISHABLE_KEY: z.string().regex(/^pk_/, "must be a Stripe publishable key (pk_…)").optional(),
@@ -43,6 +45,8 @@ export type StackConfig = {
   billing: boolean;
   /** The enclave's IPFS gateway, when the operator names one. */
   ipfsGateway: string | undefined;
+  /** The edge's SIGIL_WEBHOOK_RETRY_BASE_MS when set (the edge's default otherwise). */
+  webhookRetryBaseMs: number | undefined;
   /** Set when the operator gives Stripe keys; otherwise the stack runs the local emulator. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string } | undefined;
 };
@@ -71,6 +75,7 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
     billing: c.SIGIL_BILLING === "on",
     ipfsGateway: c.SIGIL_IPFS_GATEWAY,
+    webhookRetryBaseMs: c.SIGIL_WEBHOOK_RETRY_BASE_MS,
     stripe:
       c.STRIPE_SECRET_KEY && c.STRIPE_PUBLISHABLE_KEY && c.STRIPE_WEBHOOK_SECRET
         ? { secretKey: c.STRIPE_SECRET_KEY, publishableKey: c.STRIPE_PUBLISHABLE_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET }

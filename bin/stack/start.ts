@@ -161,6 +161,7 @@ export async function startLocalStack(): Promise<number> {
         SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
         // The audit log reads no events older than the contract.
         SIGIL_CONTRACT_FROM_BLOCK: String(deployment.deployedAtBlock),
+        ...(config.webhookRetryBaseMs === undefined ? {} : { SIGIL_WEBHOOK_RETRY_BASE_MS: String(config.webhookRetryBaseMs) }),
       },
       echo: (line) => console.log(`[edge] ${line}`),
     });

@@ -47,3 +47,21 @@ export class SigilTimeoutError extends SigilNetworkError {
 export function isSigilError(err: unknown): err is SigilError {
   return err instanceof SigilError;
 }
+
+/** Why a webhook did not verify (verifyWebhook, webhooks.ts). */
+export type WebhookErrorCode = "webhook_signature_missing" | "webhook_signature_invalid" | "webhook_timestamp_out_of_tolerance" | "webhook_payload_invalid";
+
+/**
+ * A webhook delivery that verifyWebhook refused: answer it 400 and act on nothing in it. Not a
+ * SigilError (no call to the service failed); `code` says which check failed.
+ */
+export class SigilWebhookError extends Error {
+  override name = "SigilWebhookError";
+  readonly code: WebhookErrorCode;
+  readonly details: unknown;
+  constructor(code: WebhookErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.code = code;
+    this.details = details;
+  }
+}

@@ -2,7 +2,17 @@
 // ChainSecured helpers (EIP-712 signatures, X-Wallet-Auth, AccountConfig calls). Runs wherever
 // `fetch` does; viem is its only peer dependency.
 export { createSigilClient, type CallOptions, type Method, type PageItem, type ResponseInfo, type SigilClient, type SigilClientOptions, type WalletAuth } from "./client.ts";
-export { SigilError, SigilNetworkError, SigilTimeoutError, isSigilError, type ClientErrorCode } from "./errors.ts";
+export { SigilError, SigilNetworkError, SigilTimeoutError, SigilWebhookError, isSigilError, type ClientErrorCode, type WebhookErrorCode } from "./errors.ts";
+export {
+  verifyWebhook,
+  DEFAULT_TOLERANCE_SECONDS,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  WEBHOOK_EVENT_TYPES,
+  type VerifyWebhookOptions,
+  type WebhookEvent,
+  type WebhookEventType,
+} from "./webhooks.ts";
 export { topUp, type TopUpResult } from "./billing.ts";
 export { grantSigner, toSigilAccount, SIGNER_CID, SIGNER_CODE } from "./account.ts";
 export {

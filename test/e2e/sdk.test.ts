@@ -130,6 +130,19 @@ describe("the API-mode workflow through the SDK", () => {
     expect((await client.getBalance()).balance_cents).toBe(500);
   });
 
+  it("webhooks: register, list, settings, the delivery log, a re-send of nothing (404), remove", async () => {
+    const { client } = await newManagedAccount("sdk webhooks");
+    // Subscribed to run.failed only, and this account runs nothing: nothing is ever sent to it.
+    const hook = await client.createWebhook({ url: "http://127.0.0.1:9/sdk", events: ["run.failed"] });
+    expect(hook.secret).toMatch(/^whsec_/);
+    expect(await client.listWebhooks()).toMatchObject([{ id: hook.id, events: ["run.failed"] }]);
+    expect(await client.updateWebhookSettings({ balance_low_cents: 100 })).toEqual({ balance_low_cents: 100 });
+    expect(await client.getWebhookSettings()).toEqual({ balance_low_cents: 100 });
+    expect(await client.listWebhookDeliveries({ webhook_id: hook.id })).toEqual([]);
+    await expect(client.resendWebhookDelivery({ webhook_id: hook.id, delivery_id: `evt_${"0".repeat(24)}` })).rejects.toMatchObject({ status: 404, code: "delivery_not_found" });
+    expect(await client.deleteWebhook({ webhook_id: hook.id })).toEqual({ deleted: true, id: hook.id });
+  });
+
   it("usage keys, groups and actions: every write and its list", async () => {
     const { client } = await newManagedAccount("sdk writes");
     const w1 = await client.createWallet({});

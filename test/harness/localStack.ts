@@ -24,9 +24,13 @@ export type LocalStack = {
 
 const root = join(import.meta.dirname, "../..");
 
-/** Starts `sigil start` and resolves once it has printed its whole banner (local.json written); `env` adds to its environment. */
-export async function startLocalStack(options: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<LocalStack> {
-  const stateDir = mkdtempSync(join(tmpdir(), "sigil-stack-"));
+/**
+ * Starts `sigil start` and resolves once it has printed its whole banner (local.json written); `env`
+ * adds to its environment. `stop()` removes the state folder, unless `keepState`; `stateDir` starts
+ * on a folder kept by an earlier stack (a restart: the chain, the edge's Durable Objects, the keys).
+ */
+export async function startLocalStack(options: { timeoutMs?: number; env?: Record<string, string>; keepState?: boolean; stateDir?: string } = {}): Promise<LocalStack> {
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "sigil-stack-"));
   let output = "";
   const child: ChildProcess = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
@@ -42,7 +46,7 @@ export async function startLocalStack(options: { timeoutMs?: number; env?: Recor
       process.kill(-child.pid, "SIGINT");
       await exited;
     }
-    rmSync(stateDir, { recursive: true, force: true });
+    if (!options.keepState) rmSync(stateDir, { recursive: true, force: true });
   };
   const deadline = Date.now() + (options.timeoutMs ?? 110_000);
   while (!output.includes("Press Ctrl-C to stop.")) {

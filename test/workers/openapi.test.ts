@@ -68,6 +68,15 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["post", "/billing/webhook", "none", "Billing"],
   // Added after api.md (issue 14): the usage history, keyed like the billing reads.
   ["get", "/usage", "key", "Billing"],
+  // Users' webhooks (issue 14; not yet in api.md's tables: the README's Webhooks section is their
+  // description until it is): the master key, or X-Wallet-Auth like billing.
+  ["post", "/webhooks", "key", "Webhooks"],
+  ["get", "/webhooks", "key", "Webhooks"],
+  ["delete", "/webhooks/{webhook_id}", "key", "Webhooks"],
+  ["get", "/webhooks/{webhook_id}/deliveries", "key", "Webhooks"],
+  ["post", "/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", "key", "Webhooks"],
+  ["get", "/webhooks/settings", "key", "Webhooks"],
+  ["put", "/webhooks/settings", "key", "Webhooks"],
 ];
 
 /**
@@ -96,6 +105,14 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
   "post /core/v1/billing/webhook": "stripeWebhook",
   "get /core/v1/create_wallet": "createWalletByGet",
   "get /core/v1/usage": "listUsage",
+  // The webhook routes are REST-shaped (a resource and its sub-resources): each takes a verb.
+  "post /core/v1/webhooks": "createWebhook",
+  "get /core/v1/webhooks": "listWebhooks",
+  "delete /core/v1/webhooks/{webhook_id}": "deleteWebhook",
+  "get /core/v1/webhooks/{webhook_id}/deliveries": "listWebhookDeliveries",
+  "post /core/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend": "resendWebhookDelivery",
+  "get /core/v1/webhooks/settings": "getWebhookSettings",
+  "put /core/v1/webhooks/settings": "updateWebhookSettings",
   "get /attestation": "getAttestation",
   "get /attestation/simulated-collateral": "getSimulatedCollateral",
   "get /info": "getInfo",
@@ -105,7 +122,10 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
 const camelCase = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 /** The document's tags, one per capability, in this order. */
-const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Execution", "Signatures", "Audit", "Billing", "Public", "Attestation"];
+const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Execution", "Signatures", "Audit", "Billing", "Webhooks", "Public", "Attestation"];
+
+/** Operations that are neither GET nor take a body: they are named entirely by their path. */
+const BODYLESS = new Set(["delete /core/v1/webhooks/{webhook_id}", "post /core/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"]);
 
 /** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have). */
 const OPERATION_4XX = ["400", "401", "402", "403", "404", "409", "413", "422", "429"];
@@ -235,13 +255,13 @@ describe("the OpenAPI document", () => {
     expect(gaps).toEqual([]);
   });
 
-  it("documents a request body with a JSON schema for every operation that takes one (every POST), and none for a GET", () => {
+  it("documents a request body with a JSON schema for every operation that takes one (every POST but the path-named ones), and none for a GET", () => {
     const gaps: string[] = [];
     for (const { method, path, op } of operations()) {
       const where = `${method.toUpperCase()} ${path}`;
       const body = (typeof (op.requestBody as Obj | undefined)?.$ref === "string" ? resolve((op.requestBody as Obj).$ref as string) : op.requestBody) as Obj | undefined;
-      if (method === "get") {
-        if (body !== undefined) gaps.push(`${where}: a GET with a body`);
+      if (method === "get" || BODYLESS.has(`${method} ${path}`)) {
+        if (body !== undefined) gaps.push(`${where}: a ${method.toUpperCase()} with a body`);
         continue;
       }
       if (body === undefined) {
@@ -320,7 +340,7 @@ describe("the OpenAPI document", () => {
     expect(bodies).toBeGreaterThan(0);
   });
 
-  it("serves every route of api.md's endpoint tables with its method, keyed exactly when api.md says so: a key (X-Api-Key or Bearer; billing's and the audit log's also X-Wallet-Auth), or `security: []`", () => {
+  it("serves every route of api.md's endpoint tables with its method, keyed exactly when api.md says so: a key (X-Api-Key or Bearer; billing's, the audit log's and webhooks' also X-Wallet-Auth), or `security: []`", () => {
     for (const [method, path, auth] of API_MD_ROUTES) {
       const where = `${method.toUpperCase()} ${path}`;
       const op = doc.paths[`/core/v1${path}`]?.[method];
@@ -330,7 +350,7 @@ describe("the OpenAPI document", () => {
         expect(op?.security, `${where} is public`).toEqual([]);
         continue;
       }
-      const walletAuth = path.startsWith("/billing/") || path === "/usage" || path === "/audit";
+      const walletAuth = path.startsWith("/billing/") || path.startsWith("/webhooks") || path === "/usage" || path === "/audit";
       const schemes = walletAuth ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
       expect(op?.security, `${where} is keyed`).toEqual(schemes);
       // A keyed operation documents its key errors.
@@ -432,7 +452,7 @@ describe("the OpenAPI document", () => {
       const responses = op.responses as Record<string, Obj>;
       expect(Object.keys(responses), where).toEqual(expect.arrayContaining(["409", "422"]));
       // Only the metered writes (keyed, not billing) say what they cost.
-      const metered = auth === "key" && !path.startsWith("/billing/");
+      const metered = auth === "key" && !path.startsWith("/billing/") && !path.startsWith("/webhooks");
       expect(Object.keys((responses["200"]?.headers ?? {}) as Obj), where).toEqual(expect.arrayContaining(["Idempotent-Replayed", "Original-Request", ...(metered ? ["X-Sigil-Charged-Cents"] : [])]));
     }
     const run = ((doc.paths["/core/v1/sigil_action"]?.post?.responses as Record<string, Obj>)["200"]?.content as Record<string, Obj>)["application/json"]?.schema as Obj;

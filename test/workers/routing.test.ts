@@ -28,6 +28,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
+    webhooks: { local: true, retryBaseMs: 10_000 },
   };
 }
 

@@ -150,6 +150,8 @@ const GARBAGE_WALLET_AUTH: Array<[label: string, value: string]> = [
 const VALID_BODIES: Record<string, unknown> = {
   "/core/v1/billing/create_payment_intent": { amount_cents: 500 },
   "/core/v1/billing/confirm_payment": { payment_intent_id: "pi_sweep0000000000" },
+  "/core/v1/webhooks": { url: "http://127.0.0.1:9/sweep" },
+  "/core/v1/webhooks/settings": { balance_low_cents: 0 },
 };
 const takesWalletAuth = (op: Operation) => (op.security ?? []).some((requirement) => WALLET_AUTH_SCHEME in requirement);
 

@@ -77,7 +77,8 @@ export async function billingCaller(config: EdgeConfig, credentials: BillingCred
   return { master, via: "api_key" };
 }
 
-function decodeWalletAuth(value: string): { typed_data: unknown; signature: string } {
+/** X-Wallet-Auth's value decoded (not yet verified): a value that is not base64url JSON with both fields is 401 invalid_signature, 413 when oversized. */
+export function decodeWalletAuth(value: string): { typed_data: unknown; signature: string } {
   if (value.length > MAX_WALLET_AUTH_CHARS) throw new SigilError("payload_too_large", `${WALLET_AUTH_HEADER} must be at most ${MAX_WALLET_AUTH_CHARS} characters`);
   // api.md (Signature endpoints): a value that is not base64url JSON with both fields is 401.
   const bad = () => new SigilError("invalid_signature", `${WALLET_AUTH_HEADER} must be base64url(JSON {"typed_data": {…}, "signature": "0x…"})`);

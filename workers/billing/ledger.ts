@@ -39,7 +39,8 @@ import { DurableObject } from "cloudflare:workers";
 export type HoldRefusal = "balance" | "spend_limit";
 /** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
 export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal; alreadyCharged?: true };
-export type SettleResult = { chargedCents: number; freeCents: number };
+/** `keySpentCents`: for a usage key's request, its charges plus holds after the settle (webhooks' usage_key.cap_reached). */
+export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number };
 export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
 export type Balance = { settledCents: number; heldCents: number; freeCents: number };
 /** The ledger checked against itself: the cached sum must equal the entries' sum plus what the retention pruned. */
@@ -204,11 +205,12 @@ export class Ledger extends DurableObject {
         .toArray()[0];
       const cents = Math.max(0, Math.floor(hold ? Math.min(chargedCents, hold.cents) : chargedCents));
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+      const keyHash = hold?.key_hash ?? key?.keyHash ?? null;
       if (cents > 0) {
         const detail = { ...parseDetail(hold?.detail ?? null), ...meta?.detail };
-        this.#charge(requestId, cents, hold?.key_hash ?? key?.keyHash ?? null, now, meta?.op ?? hold?.op ?? null, detail);
+        this.#charge(requestId, cents, keyHash, now, meta?.op ?? hold?.op ?? null, detail);
       }
-      return { chargedCents: cents, freeCents: this.#free(now) };
+      return { chargedCents: cents, freeCents: this.#free(now), ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }) };
     });
   }
 

@@ -20,12 +20,12 @@ import type { SigilActionResponse } from "../../shared/operations.ts";
 import { SigilError, sentTransactionOf, transactionHashIn } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
-import type { HoldResult, KeyCap, Ledger, UsageDetail } from "./ledger.ts";
+import type { HoldResult, KeyCap, Ledger, SettleResult, UsageDetail } from "./ledger.ts";
 
-/** What a run came to and what it was charged. */
-export type Charged<T> = { result: T; chargedCents: number };
-/** What a write came to, its result or the error it ended in, and what it was charged either way. */
-export type Metered<T> = ({ ok: true; result: T } | { ok: false; error: unknown }) & { chargedCents: number };
+/** What a run came to and what it was charged; `settled`: the Ledger's settle (the balance after it, for webhooks), when billing is on. */
+export type Charged<T> = { result: T; chargedCents: number; settled?: SettleResult };
+/** What a write came to, its result or the error it ended in, and what it was charged either way (`settled` as for a run, when it was settled). */
+export type Metered<T> = ({ ok: true; result: T } | { ok: false; error: unknown }) & { chargedCents: number; settled?: SettleResult };
 
 /** A write's hold outlives its enclave call (150 s, after reaching an enclave) with room to settle. */
 const WRITE_HOLD_MS = 5 * 60_000;
@@ -85,11 +85,11 @@ export async function meteredWrite<T>(payer: Payer | undefined, ref: string, ope
     }
     // Sent, then reverted on chain or lost: the payer paid gas, and the write costs its cent.
     const settled = await ledger.settle(ref, 1, key, { op: "write", detail: { operation, transaction_hash: sent } });
-    return { ok: false, error, chargedCents: settled.chargedCents };
+    return { ok: false, error, chargedCents: settled.chargedCents, settled };
   }
   const sent = transactionHashIn(result);
   const settled = await ledger.settle(ref, 1, key, { op: "write", detail: { operation, ...(sent ? { transaction_hash: sent } : {}) } });
-  return { ok: true, result, chargedCents: settled.chargedCents };
+  return { ok: true, result, chargedCents: settled.chargedCents, settled };
 }
 
 /** Frees `ref`'s hold without charging (a hold that had expired is a charge already and stays one). */
@@ -126,7 +126,7 @@ export async function meteredRun(
   if (hold.granted < maxSeconds && answer.error?.code === "timeout") {
     answer = { ...answer, error: { code: "insufficient_credits", message: `the run used up the credit it could hold (${hold.granted} s) and was stopped` } };
   }
-  return { result: answer, chargedCents: settled.chargedCents };
+  return { result: answer, chargedCents: settled.chargedCents, settled };
 }
 
 /** What the usage history keeps of a run: its CID, duration, whether it failed, and its receipt when it has one. */

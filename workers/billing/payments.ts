@@ -11,8 +11,22 @@ import { shownBalanceCents } from "./balance.ts";
 import type { CreditResult, Ledger } from "./ledger.ts";
 import { retrieveIntent, stripeClient, verifiedEvent } from "./stripe.ts";
 
-/** What crediting a confirmed payment did: the cents it added (0 when already credited) and the balance after. */
-export type Credited = { creditedCents: number; alreadyCredited: boolean; balanceCents: number };
+/**
+ * What crediting a confirmed payment did: the cents it added (0 when already credited) and the
+ * balance after (as shown, and the Ledger's free cents); the payment's amount (what was credited,
+ * by this call or the first).
+ */
+export type Credited = { creditedCents: number; alreadyCredited: boolean; balanceCents: number; amountCents: number; freeCents: number };
+
+/**
+ * What a Stripe webhook did: the cents it credited, and the payment it was about, for the account's
+ * own webhooks (workers/webhooks/emit.ts): a Sigil top-up that succeeded or failed.
+ */
+export type WebhookOutcome = {
+  creditedCents: number;
+  succeeded?: { master: bigint; paymentIntentId: string; amountCents: number; freeCents: number };
+  failed?: { master: bigint; stripeEventId: string; paymentIntentId: string; amountCents: number; code: string | null; declineCode: string | null; message: string | null };
+};
 
 /**
  * Credits the payment intent `paymentIntentId`, which the client says it confirmed
@@ -35,15 +49,16 @@ export async function creditPayment(
     throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
   }
   const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "confirm_payment", log);
-  return { creditedCents: credit.creditedCents, alreadyCredited: credit.alreadyCredited, balanceCents: shownBalanceCents(credit.freeCents) };
+  return { creditedCents: credit.creditedCents, alreadyCredited: credit.alreadyCredited, balanceCents: shownBalanceCents(credit.freeCents), amountCents: intent.amount_received, freeCents: credit.freeCents };
 }
 
 /**
  * Reads a webhook from Stripe (`rawBody` as it came, signed in `signature`: refused 400 unless the
  * signature holds) and credits a `payment_intent.succeeded` to the account in the intent's
- * metadata; what it added. A succeeded refund (`refund.created` or `refund.updated`) takes its
- * amount back from that account (debitRefund). Other events, and intents that are not Sigil
- * top-ups, credit nothing.
+ * metadata; what it added, and the payment it was about. A `payment_intent.payment_failed` of a
+ * Sigil top-up credits nothing and is reported as failed. A succeeded refund (`refund.created` or
+ * `refund.updated`) takes its amount back from that account (debitRefund). Other events, and
+ * intents that are not Sigil top-ups, credit nothing.
  */
 export async function creditWebhook(
   config: EdgeConfig,
@@ -51,23 +66,30 @@ export async function creditWebhook(
   rawBody: string,
   signature: string | undefined,
   log: Logger,
-): Promise<number> {
+): Promise<WebhookOutcome> {
   const event = await verifiedEvent(config, rawBody, signature);
   if (event.type === "refund.created" || event.type === "refund.updated") {
     await debitRefund(config, ledgers, event.data.object, log);
-    return 0;
+    return { creditedCents: 0 };
   }
-  if (event.type !== "payment_intent.succeeded") return 0;
+  if (event.type !== "payment_intent.succeeded" && event.type !== "payment_intent.payment_failed") return { creditedCents: 0 };
   const intent = event.data.object;
   const account = intent.metadata?.account;
   // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
   if (typeof account !== "string" || !/^[0-9a-f]{64}$/.test(account) || intent.currency !== "usd") {
     log.warn("webhook for a payment that is not a Sigil top-up", { event: event.id, payment_intent: intent.id });
-    return 0;
+    return { creditedCents: 0 };
   }
   const master = BigInt(`0x${account}`);
+  if (event.type === "payment_intent.payment_failed") {
+    const failure = intent.last_payment_error;
+    return {
+      creditedCents: 0,
+      failed: { master, stripeEventId: event.id, paymentIntentId: intent.id, amountCents: intent.amount, code: failure?.code ?? null, declineCode: failure?.decline_code ?? null, message: failure?.message ?? null },
+    };
+  }
   const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "webhook", log);
-  return credit.creditedCents;
+  return { creditedCents: credit.creditedCents, succeeded: { master, paymentIntentId: intent.id, amountCents: intent.amount_received, freeCents: credit.freeCents } };
 }
 
 /** Credits a succeeded intent to the account `master` (its `ledger`); what it added (0 if known). */

@@ -30,6 +30,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
+    webhooks: { local: true, retryBaseMs: 10_000 },
   };
 }
 

@@ -16,6 +16,7 @@ import { MAX_TOP_UP_CENTS, MIN_TOP_UP_CENTS, startTopUp } from "../billing/topUp
 import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { emitterOf, paymentCredited, paymentFailed } from "../webhooks/emit.ts";
 import { endpoint, errorAnswer, errors, jsonBody as body, jsonResponse as json, keySecurity, tag } from "./openapi.ts";
 
 export const billingSecurity: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
@@ -160,7 +161,7 @@ const confirmPayment = createRoute({
 const stripeEventSchema = z
   .looseObject({
     id: z.string().describe("the event's id, evt_…"),
-    type: z.string().describe("the event's type; payment_intent.succeeded credits, others are acknowledged"),
+    type: z.string().describe("the event's type; payment_intent.succeeded credits, payment_intent.payment_failed is told to the account's webhooks (payment.failed), others are acknowledged"),
     data: z.looseObject({ object: z.looseObject({}).describe("the event's object: for payment_intent.* events, the payment intent") }),
   })
   .describe("a Stripe event, signed in Stripe-Signature");
@@ -238,6 +239,8 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
       input,
       async () => {
         const credited = await creditPayment(c.get("config"), c.env.LEDGER, caller.master, input.payment_intent_id, c.get("log"));
+        // payment.credited once per intent, whichever path credited it (the event is keyed by the intent).
+        paymentCredited(emitterOf(c), caller.master, { paymentIntentId: input.payment_intent_id, amountCents: credited.amountCents, freeCents: credited.freeCents });
         return c.json({ credited_cents: credited.creditedCents, already_credited: credited.alreadyCredited, balance_cents: credited.balanceCents }, 200);
       },
       billingHolder(caller),
@@ -247,8 +250,11 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
   r.openAPIRegistry.registerPath(webhook);
   r.post(webhook.path, defaultBodyLimit, async (c) => {
-    const credited = await creditWebhook(c.get("config"), c.env.LEDGER, await c.req.text(), c.req.header("stripe-signature"), c.get("log"));
-    return c.json({ received: true as const, credited_cents: credited }, 200);
+    const outcome = await creditWebhook(c.get("config"), c.env.LEDGER, await c.req.text(), c.req.header("stripe-signature"), c.get("log"));
+    // The account's own webhooks: payment.credited (keyed by the intent, so once with confirm_payment) and payment.failed.
+    if (outcome.succeeded) paymentCredited(emitterOf(c), outcome.succeeded.master, outcome.succeeded);
+    if (outcome.failed) paymentFailed(emitterOf(c), outcome.failed.master, outcome.failed);
+    return c.json({ received: true as const, credited_cents: outcome.creditedCents }, 200);
   });
 
   return r;

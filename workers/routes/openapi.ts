@@ -32,6 +32,7 @@ export const TAGS = {
   Signatures: "ChainSecured accounts: what a wallet's EIP-712 signature authorizes instead of a key",
   Audit: "The account's administrative history, read from the contract's events",
   Billing: "Prepaid credit: the balance, buying credit through Stripe, and Stripe's webhook",
+  Webhooks: "Signed events the service POSTs to the account's own endpoints (payments, low balance, spend caps, failed runs), their delivery log and re-sends",
   Public: "What the service is and whether it can serve: version, health, chain, payers",
   Attestation: "The enclaves' TDX quotes, app info and evidence files, at the base URL, for verifiers",
 } as const;

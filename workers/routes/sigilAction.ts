@@ -12,6 +12,7 @@ import { enclave } from "../enclave/client.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { afterMetered, emitterOf } from "../webhooks/emit.ts";
 import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
 
 const sigilAction = createRoute({
@@ -47,16 +48,26 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       const key = callerKey(c);
       const config = c.get("config");
       const payer = await payerOf(config, c.env.LEDGER, key);
+      const ref = attempt?.ref ?? c.get("ids").requestId;
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
-      // The CID is known here only for a run by ipfs_id; the settle records the answer's.
-      const { result: run, chargedCents } = await meteredRun(payer, config.limits.timeoutMs, attempt?.ref ?? c.get("ids").requestId, input.ipfs_id, (timeoutMs) =>
-        enclave.call("sigil_action", { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
-          config,
-          ids: c.get("ids"),
-          timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
-          idempotent: attempt?.send,
-        }),
-      );
+      let metered: Awaited<ReturnType<typeof meteredRun>>;
+      try {
+        // The CID is known here only for a run by ipfs_id; the settle records the answer's.
+        metered = await meteredRun(payer, config.limits.timeoutMs, ref, input.ipfs_id, (timeoutMs) =>
+          enclave.call("sigil_action", { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
+            config,
+            ids: c.get("ids"),
+            timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
+            idempotent: attempt?.send,
+          }),
+        );
+      } catch (error) {
+        afterMetered(emitterOf(c), config, key, ref, { error });
+        throw error;
+      }
+      const { result: run, chargedCents } = metered;
+      // Webhooks (balance.low, usage_key.cap_reached, run.failed) after the answer, never delaying it.
+      afterMetered(emitterOf(c), config, key, ref, { settled: metered.settled, run });
       c.header("X-Sigil-Charged-Cents", String(chargedCents));
       return c.json({ ...run, charged_cents: chargedCents, ...firstAttemptOf(attempt) }, 200);
     }) as never;

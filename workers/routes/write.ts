@@ -13,6 +13,7 @@ import { meteredWrite, payerOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
+import { afterMetered, emitterOf } from "../webhooks/emit.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag, toWire, type Tag } from "./openapi.ts";
 
@@ -22,9 +23,18 @@ async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op
   // Every metered answer says what it cost: a refusal before the write was sent, nothing.
   c.header("X-Sigil-Charged-Cents", "0");
   const payer = await payerOf(c.get("config"), c.env.LEDGER, key);
-  const write = await meteredWrite(payer, attempt?.ref ?? c.get("ids").requestId, op, () =>
-    enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
-  );
+  const ref = attempt?.ref ?? c.get("ids").requestId;
+  let write: Awaited<ReturnType<typeof meteredWrite<EnclaveResponse<Op>>>>;
+  try {
+    write = await meteredWrite(payer, ref, op, () =>
+      enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
+    );
+  } catch (error) {
+    afterMetered(emitterOf(c), c.get("config"), key, ref, { error });
+    throw error;
+  }
+  // Webhooks (balance.low, usage_key.cap_reached) after the answer, never delaying it.
+  afterMetered(emitterOf(c), c.get("config"), key, ref, { settled: write.settled });
   c.header("X-Sigil-Charged-Cents", String(write.chargedCents));
   if (!write.ok) throw write.error;
   return write.result;

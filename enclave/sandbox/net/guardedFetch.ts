@@ -7,8 +7,8 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { isIP } from "node:net";
 import { SigilError } from "../../../shared/errors.ts";
-import { classifyAddress, describeAddressClass } from "./addressClass.ts";
-import type { AddressClass } from "./addressClass.ts";
+import { classifyAddress, describeAddressClass } from "../../../shared/addressClass.ts";
+import type { AddressClass } from "../../../shared/addressClass.ts";
 
 export type FetchPolicy = {
   /** Exact "host:port" (host lowercase, IPv6 in brackets) that may be reached even if not public. */

@@ -1,4 +1,4 @@
-// The fetch guard's address classifier: pure classification, no sockets.
+// The address classifier (shared with the edge's webhook URL guard): pure classification, no sockets.
 import { describe, expect, it } from "vitest";
 import { classifyAddress, isPublicAddress } from "./addressClass.ts";
 import type { AddressClass } from "./addressClass.ts";
@@ -214,6 +214,23 @@ describe("isPublicAddress", () => {
   it("is true only for the public class", () => {
     for (const [cls, addresses] of Object.entries(table)) {
       for (const address of addresses) expect([address, isPublicAddress(address)]).toEqual([address, cls === "public"]);
+    }
+  });
+});
+
+describe("literal parsing without node:net (the edge imports this file)", () => {
+  // (A zone id, fe80::1%eth0, is the one literal isIP accepts and the classifier calls invalid, on purpose.)
+  it("accepts and refuses exactly what node:net's isIP does", async () => {
+    const { isIP } = await import("node:net");
+    const { isIPv4 } = await import("./addressClass.ts");
+    const samples = [
+      "1.2.3.4", "01.2.3.4", "1.2.3", "1.2.3.4.5", "256.1.1.1", "0.0.0.0", "255.255.255.255", "1.2.3.04", " 1.2.3.4",
+      "::", "::1", "1::", "1::2:", ":1::2", ":::", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::", "::ffff:1.2.3.4",
+      "::ffff:01.2.3.4", "1g::1", "12345::1", "2001:db8::1.2.3.4", "1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:7:1.2.3.4", "0x1::1", "+1::1",
+    ];
+    for (const s of samples) {
+      expect(isIPv4(s), s).toBe(isIP(s) === 4);
+      expect(classifyAddress(s) !== "invalid", s).toBe(isIP(s) !== 0);
     }
   });
 });

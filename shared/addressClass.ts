@@ -1,7 +1,9 @@
-// Classifies IP literals for the fetch guard (sandbox.md, Limits): only "public" may be reached
-// without an allow-list entry. Embedded IPv4 (mapped, compatible, NAT64, 6to4) is classified by the
-// IPv4 it carries, so no IPv6 spelling of a private IPv4 passes. Anything unparsable is "invalid".
-import { isIP } from "node:net";
+// Classifies IP literals for the guards that keep outgoing requests off the service's own networks:
+// the enclave's fetch guard for scripts (sandbox.md, Limits: only "public" may be reached without an
+// allow-list entry) and the edge's webhook URL guard (workers/webhooks/url.ts). Embedded IPv4
+// (mapped, compatible, NAT64, 6to4) is classified by the IPv4 it carries, so no IPv6 spelling of a
+// private IPv4 passes. Anything unparsable is "invalid". Free of Node APIs (the edge imports it):
+// the literals are parsed here, as strictly as node:net's isIP.
 
 export type AddressClass =
   | "public"
@@ -39,9 +41,19 @@ export function describeAddressClass(c: AddressClass): string {
   return descriptions[c];
 }
 
+/** Four decimal octets 0–255 without leading zeros: node:net's isIP(s) === 4. */
+const IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+/** One group of an IPv6 address: 1–4 hex digits. */
+const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
+
+/** Whether `s` is a strict dotted-decimal IPv4 literal. */
+export function isIPv4(s: string): boolean {
+  return IPV4.test(s);
+}
+
 /** Strict dotted-decimal IPv4 (what DNS and the URL parser produce) as an unsigned 32-bit number. */
 function parseIPv4(s: string): number | null {
-  if (isIP(s) !== 4) return null;
+  if (!IPV4.test(s)) return null;
   let n = 0;
   for (const part of s.split(".")) n = n * 256 + Number(part);
   return n;
@@ -49,7 +61,7 @@ function parseIPv4(s: string): number | null {
 
 /** IPv6 without brackets or zone id as a 128-bit bigint. */
 function parseIPv6(s: string): bigint | null {
-  if (s.includes("%") || isIP(s) !== 6) return null;
+  if (s.includes("%") || !/^[0-9a-fA-F:.]+$/.test(s) || !s.includes(":")) return null;
   let head = s;
   const tail: number[] = [];
   const lastColon = s.lastIndexOf(":");
@@ -66,6 +78,7 @@ function parseIPv6(s: string): bigint | null {
   const split = (h: string | undefined): string[] => (h ? h.split(":") : []);
   const left = split(halves[0]);
   const right = split(halves[1]);
+  if (![...left, ...right].every((g) => HEX_GROUP.test(g))) return null;
   const needed = 8 - tail.length;
   const zeros = needed - left.length - right.length;
   if (halves.length === 1 ? zeros !== 0 : zeros < 0) return null;
@@ -169,7 +182,7 @@ function classify6(n: bigint): AddressClass {
 
 /** The class of an IPv4 or IPv6 literal; IPv6 may be bracketed. Zone ids and anything else unparsable give "invalid". */
 export function classifyAddress(ip: string): AddressClass {
-  if (isIP(ip) === 4) return classify4(parseIPv4(ip) ?? 0);
+  if (IPV4.test(ip)) return classify4(parseIPv4(ip) ?? 0);
   const bare = ip.startsWith("[") && ip.endsWith("]") ? ip.slice(1, -1) : ip;
   const v6 = parseIPv6(bare);
   return v6 === null ? "invalid" : classify6(v6);

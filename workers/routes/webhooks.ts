@@ -1,0 +1,329 @@
+// Webhooks to users (issue 14; README, "Webhooks"): an account registers up to 10 endpoints that
+// receive signed events (payment.credited, payment.failed, balance.low, usage_key.cap_reached,
+// run.failed), lists them, removes them, reads each one's delivery log and sends a delivery again,
+// and sets balance.low's threshold. The account's Webhooks Durable Object (webhooks/store.ts) keeps
+// and delivers them; webhooks/emit.ts is where events come from.
+//
+// Auth: these endpoints configure the account, so they are `acct` endpoints like the usage-key writes
+// (api.md): the account's master key — a usage key is 403 account_key_required — or, for a
+// ChainSecured account, X-Wallet-Auth signed by its admin wallet (as on the billing endpoints). A
+// converted account's old master key may still read (list, deliveries, settings) but not change.
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { keyRefusal } from "../../shared/apiKey.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { DEFAULT_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../shared/webhooks.ts";
+import { billingCaller, decodeWalletAuth, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
+import { readView } from "../chain/client.ts";
+import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
+import { webhooksOf } from "../webhooks/emit.ts";
+import { MAX_ENDPOINTS } from "../webhooks/policy.ts";
+import { checkWebhookUrl, MAX_WEBHOOK_URL_CHARS } from "../webhooks/url.ts";
+import { errorAnswer, errors, jsonBody as body, jsonResponse as json, keySecurity, tag } from "./openapi.ts";
+import { pageQuerySchema } from "./paging.ts";
+
+const security: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
+
+/**
+ * The master key or X-Wallet-Auth must be there, and well-formed, before the path, query or body is
+ * validated (as on every keyed route); whose it is the handler asks the chain after validation.
+ */
+const requireCredentials = createMiddleware<EdgeEnv>(async (c, next) => {
+  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
+  if (walletAuth === undefined) callerKey(c);
+  else decodeWalletAuth(walletAuth);
+  await next();
+});
+
+/** Who a webhook request is from: the account, and how it authenticated (for an Idempotency-Key's holder). */
+type WebhookCaller = { master: bigint; via: "api_key" | "wallet"; wallet?: string | undefined };
+
+/**
+ * The account whose webhooks the request is about. `change` needs the live master key (or the admin
+ * wallet's X-Wallet-Auth); `read` also lets a converted account's old master key look.
+ */
+async function webhookCaller(c: Context<EdgeEnv>, use: "read" | "change"): Promise<WebhookCaller> {
+  const config = c.get("config");
+  const walletAuth = c.req.header(WALLET_AUTH_HEADER);
+  if (walletAuth !== undefined) {
+    if (c.req.header("x-api-key") !== undefined || c.req.header("authorization") !== undefined) {
+      throw new SigilError("conflicting_credentials", "send either an API key or X-Wallet-Auth, not both");
+    }
+    const caller = await billingCaller(config, { walletAuth }, "pay");
+    return { master: caller.master, via: "wallet", wallet: caller.wallet };
+  }
+  const { keyHash } = callerKey(c);
+  const [master, live] = await readView(config, "billingOf", [keyHash], keyHash);
+  if (master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
+  if (keyHash !== master) {
+    const refusal = keyRefusal({ known: true, isMaster: false, live });
+    if (refusal) throw refusal;
+    throw new SigilError("account_key_required", "webhooks are managed with the account's master key (or X-Wallet-Auth of a ChainSecured account's admin wallet), not a usage key");
+  }
+  if (use === "change") {
+    const refusal = keyRefusal({ known: true, isMaster: true, live });
+    if (refusal) throw refusal;
+  }
+  return { master, via: "api_key" };
+}
+
+const webhookAccount = async (c: Context<EdgeEnv>, use: "read" | "change") => (await webhookCaller(c, use)).master;
+
+/**
+ * The holder of a webhook write's Idempotency-Key, as on the billing writes: the account's object,
+ * and in it the master key or the wallet that signed X-Wallet-Auth (whose records are sealed under
+ * the key and the body, so that key must be unguessable).
+ */
+function webhookHolder(caller: WebhookCaller): HolderOf {
+  return async (c, key, body) => {
+    if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
+    const { apiKey, keyHash } = callerKey(c);
+    return keyHolder(caller.master, keyHash, apiKey, key);
+  };
+}
+
+/** The Idempotency-Key of the webhook writes (idempotency/): a retried registration makes one endpoint and answers its secret again. */
+const webhookIdempotencyHeaders = z.object({
+  "idempotency-key": idempotencyHeaders.shape["idempotency-key"].describe(
+    "Makes the request safe to retry: the same key with the same body within 24 h answers the first answer again (Idempotent-Replayed: true) without acting again; with another body 422 idempotency_key_reused; while the first is in flight 409 request_in_progress (Retry-After). Under X-Wallet-Auth the key also seals the kept answer: use an unguessable one, a random UUID",
+  ),
+});
+const replayHeaders = z.object(idempotentAnswerHeaders);
+
+const eventType = z.enum(WEBHOOK_EVENT_TYPES);
+const endpointSchema = z
+  .object({
+    id: z.string().describe("the endpoint's id, we_…"),
+    url: z.string().describe("where events are POSTed"),
+    events: z.array(eventType).describe("the event types it receives"),
+    created: z.number().int().describe("unix seconds"),
+    disabled: z.boolean(),
+  })
+  .openapi("WebhookEndpoint");
+const attemptSchema = z.object({
+  n: z.number().int().describe("1 for the first attempt"),
+  at: z.number().int().describe("unix seconds when it was sent"),
+  status_code: z.number().int().nullable().describe("the receiver's HTTP status; null when none came (timeout, connection refused)"),
+  error: z.string().nullable().describe("why the attempt failed; null when it delivered (2xx)"),
+  duration_ms: z.number().int(),
+});
+const deliverySchema = z
+  .object({
+    id: z.string().describe("the delivery's id, dlv_…"),
+    endpoint_id: z.string(),
+    event_id: z.string().describe("the event's id, evt_… (also the Sigil-Event-Id header): the same on every attempt"),
+    event_type: eventType,
+    status: z.enum(["pending", "succeeded", "failed"]).describe("pending: retrying on the schedule; succeeded: a 2xx came; failed: the 24 h window is over"),
+    created: z.number().int().describe("unix seconds"),
+    next_attempt_at: z.number().int().nullable().describe("unix seconds of the next attempt while pending"),
+    attempts: z.array(attemptSchema).describe("every attempt, oldest first"),
+  })
+  .openapi("WebhookDelivery");
+const settingsSchema = z.object({
+  balance_low_cents: z.number().int().nonnegative().describe("balance.low fires when the free balance goes from at least this to under it; 0 = off"),
+});
+
+const webhookIdParam = z.object({
+  webhook_id: z
+    .string()
+    .regex(/^we_[0-9a-f]{24}$/, "a webhook endpoint id (we_…)")
+    .openapi({ param: { name: "webhook_id", in: "path" }, example: "we_0123456789abcdef01234567" }),
+});
+const deliveryParams = webhookIdParam.extend({
+  delivery_id: z
+    .string()
+    .regex(/^(dlv|evt)_[0-9a-f]{24}$/, "a delivery id (dlv_…) or an event id (evt_…)")
+    .openapi({ param: { name: "delivery_id", in: "path" }, example: "dlv_0123456789abcdef01234567" }),
+});
+const totalHeader = z.object({ "X-Total-Count": z.string() });
+
+const createWebhook = createRoute({
+  method: "post",
+  path: "/webhooks",
+  operationId: "createWebhook",
+  tags: tag("Webhooks"),
+  summary: `Register a webhook endpoint (at most ${MAX_ENDPOINTS} per account); its signing secret is in this answer only`,
+  security,
+  middleware: [defaultBodyLimit, requireCredentials] as const,
+  request: {
+    headers: webhookIdempotencyHeaders,
+    body: body(
+      z.strictObject({
+        url: z.string().min(1).max(MAX_WEBHOOK_URL_CHARS).describe("https URL that receives the events (http and loopback only on a local deployment); never a private, loopback or link-local address in production"),
+        events: z
+          .array(eventType)
+          .min(1)
+          .max(WEBHOOK_EVENT_TYPES.length)
+          .refine((e) => new Set(e).size === e.length, "each event type once")
+          .optional()
+          .describe(`the event types to receive (default: ${DEFAULT_WEBHOOK_EVENT_TYPES.join(", ")}; run.failed only when named)`),
+      }),
+    ),
+  },
+  responses: {
+    200: {
+      ...json(endpointSchema.extend({ secret: z.string().describe("whsec_…: the key of every delivery's Sigil-Signature; shown only here (and to a replay under the same Idempotency-Key), keep it") })),
+      headers: replayHeaders,
+    },
+    400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_request, invalid_json, conflicting_credentials, invalid_webhook_url: malformed, not https in production, or a private/loopback/link-local host; details.reason says which)" },
+    ...errors(401, 403, 404, 413, 422, 429, 503),
+    409: { ...errorAnswer(409), description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already; request_in_progress: the Idempotency-Key's first request is in flight)` },
+  },
+});
+
+const listWebhooks = createRoute({
+  method: "get",
+  path: "/webhooks",
+  operationId: "listWebhooks",
+  tags: tag("Webhooks"),
+  summary: "The account's webhook endpoints (never their secrets); the total is in X-Total-Count",
+  security,
+  middleware: [requireCredentials] as const,
+  responses: { 200: { ...json(z.array(endpointSchema)), headers: totalHeader }, ...errors(400, 401, 403, 404, 413, 429, 503) },
+});
+
+const deleteWebhook = createRoute({
+  method: "delete",
+  path: "/webhooks/{webhook_id}",
+  operationId: "deleteWebhook",
+  tags: tag("Webhooks"),
+  summary: "Remove a webhook endpoint, with its pending deliveries and its delivery log",
+  security,
+  middleware: [requireCredentials] as const,
+  request: { params: webhookIdParam },
+  responses: { 200: json(z.object({ deleted: z.literal(true), id: z.string() })), ...errors(400, 401, 403, 404, 413, 429, 503) },
+});
+
+const listDeliveries = createRoute({
+  method: "get",
+  path: "/webhooks/{webhook_id}/deliveries",
+  operationId: "listWebhookDeliveries",
+  tags: tag("Webhooks"),
+  summary: "An endpoint's delivery log, newest first: each delivery with every attempt; the total is in X-Total-Count",
+  security,
+  middleware: [requireCredentials] as const,
+  request: { params: webhookIdParam, query: pageQuerySchema },
+  responses: { 200: { ...json(z.array(deliverySchema)), headers: totalHeader }, ...errors(400, 401, 403, 404, 413, 429, 503) },
+});
+
+const resendDelivery = createRoute({
+  method: "post",
+  path: "/webhooks/{webhook_id}/deliveries/{delivery_id}/resend",
+  operationId: "resendWebhookDelivery",
+  tags: tag("Webhooks"),
+  summary: "Send a delivery (dlv_…) or an event (evt_…) to this endpoint again, now, with a new 24 h retry window; the event keeps its id",
+  security,
+  middleware: [requireCredentials] as const,
+  request: { params: deliveryParams, headers: webhookIdempotencyHeaders },
+  responses: { 200: { ...json(deliverySchema), headers: replayHeaders }, ...errors(400, 401, 403, 404, 409, 413, 422, 429, 503) },
+});
+
+const getSettings = createRoute({
+  method: "get",
+  path: "/webhooks/settings",
+  operationId: "getWebhookSettings",
+  tags: tag("Webhooks"),
+  summary: "The account's webhook settings: balance.low's threshold",
+  security,
+  middleware: [requireCredentials] as const,
+  responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
+});
+
+const putSettings = createRoute({
+  method: "put",
+  path: "/webhooks/settings",
+  operationId: "updateWebhookSettings",
+  tags: tag("Webhooks"),
+  summary: "Set balance.low's threshold in cents (0 turns it off); it fires when the free balance goes from at least the threshold to under it, once per crossing",
+  security,
+  middleware: [defaultBodyLimit, requireCredentials] as const,
+  request: { body: body(z.strictObject({ balance_low_cents: z.number().int().min(0).max(99_999_999) })) },
+  responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
+});
+
+const notFound = (id: string) => new SigilError("webhook_not_found", `this account has no webhook endpoint ${id}`);
+
+export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = newRouter();
+
+  r.openapi(createWebhook, async (c) => {
+    const input = c.req.valid("json");
+    // The URL first: a request that could never succeed is refused before the chain is read.
+    const url = checkWebhookUrl(input.url, c.get("config").webhooks);
+    const caller = await webhookCaller(c, "change");
+    return serveOnce(
+      c,
+      input,
+      async () => {
+        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(url.href, input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES]);
+        if ("limit" in added) {
+          throw new SigilError("webhook_limit", `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`, { details: { limit: MAX_ENDPOINTS } });
+        }
+        return c.json({ ...added.endpoint, secret: added.secret }, 200);
+      },
+      webhookHolder(caller),
+    ) as never;
+  });
+
+  r.openapi(listWebhooks, async (c) => {
+    const master = await webhookAccount(c, "read");
+    const endpoints = await webhooksOf(c.env.WEBHOOKS, master).listEndpoints();
+    c.header("X-Total-Count", String(endpoints.length));
+    return c.json(endpoints, 200);
+  });
+
+  // Registered before /webhooks/{webhook_id} routes would matter: "settings" is no endpoint id (we_…).
+  r.openapi(getSettings, async (c) => {
+    const master = await webhookAccount(c, "read");
+    const s = await webhooksOf(c.env.WEBHOOKS, master).settings();
+    return c.json({ balance_low_cents: s.balanceLowCents }, 200);
+  });
+
+  r.openapi(putSettings, async (c) => {
+    const input = c.req.valid("json");
+    const master = await webhookAccount(c, "change");
+    // Armed only when the balance is at the threshold or above now: it fires on the way down.
+    const freeCents = c.env.LEDGER ? (await ledgerOf(c.env.LEDGER, master).balance()).freeCents : 0;
+    const s = await webhooksOf(c.env.WEBHOOKS, master).setBalanceLow(input.balance_low_cents, freeCents);
+    return c.json({ balance_low_cents: s.balanceLowCents }, 200);
+  });
+
+  r.openapi(deleteWebhook, async (c) => {
+    const { webhook_id } = c.req.valid("param");
+    const master = await webhookAccount(c, "change");
+    if (!(await webhooksOf(c.env.WEBHOOKS, master).removeEndpoint(webhook_id))) throw notFound(webhook_id);
+    return c.json({ deleted: true as const, id: webhook_id }, 200);
+  });
+
+  r.openapi(listDeliveries, async (c) => {
+    const { webhook_id } = c.req.valid("param");
+    const { page_number, page_size } = c.req.valid("query");
+    const master = await webhookAccount(c, "read");
+    const page = await webhooksOf(c.env.WEBHOOKS, master).deliveries(webhook_id, page_number * page_size, page_size);
+    if (!page) throw notFound(webhook_id);
+    c.header("X-Total-Count", String(page.total));
+    return c.json(page.items, 200);
+  });
+
+  r.openapi(resendDelivery, async (c) => {
+    const { webhook_id, delivery_id } = c.req.valid("param");
+    const caller = await webhookCaller(c, "change");
+    return serveOnce(
+      c,
+      null,
+      async () => {
+        const result = await webhooksOf(c.env.WEBHOOKS, caller.master).resend(webhook_id, delivery_id);
+        if (result === "endpoint_not_found") throw notFound(webhook_id);
+        if (result === "delivery_not_found") throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
+        return c.json(result, 200);
+      },
+      webhookHolder(caller),
+    ) as never;
+  });
+
+  return r;
+}
