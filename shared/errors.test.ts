@@ -13,8 +13,10 @@ const API_MD_TABLE: Record<number, string[]> = {
     "wrong_primary_type",
     "wrong_chain_id",
     "amount_below_minimum",
-    // Not in api.md's table: issue 14's webhooks (a URL that may not receive them).
+    // Not in api.md's table: issue 14's webhooks (a URL that may not receive them), and the
+    // cursor of /usage and /audit that no page gave.
     "invalid_webhook_url",
+    "invalid_cursor",
   ],
   401: ["missing_api_key", "invalid_api_key", "invalid_signature", "signature_expired"],
   402: ["insufficient_credits"],
