@@ -49,12 +49,22 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       const payer = await payerOf(config, c.env.LEDGER, key);
       // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
       const { result: run, chargedCents } = await meteredRun(payer, config.limits.timeoutMs, attempt?.ref ?? c.get("ids").requestId, (timeoutMs) =>
-        enclave.call("sigil_action", { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
-          config,
-          ids: c.get("ids"),
-          timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
-          idempotent: attempt?.send,
-        }),
+        enclave.call(
+          "sigil_action",
+          {
+            ...input,
+            api_key: key.apiKey,
+            // Billing on: the seconds granted, so the enclave signs into the receipt what the ledger charges.
+            ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs, billing: { granted_seconds: Math.floor(timeoutMs / 1000) } }),
+          },
+          {
+            config,
+            ids: c.get("ids"),
+            timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
+            idempotent: attempt?.send,
+          },
+        ),
+        c.get("log"),
       );
       c.header("X-Sigil-Charged-Cents", String(chargedCents));
       return c.json({ ...run, charged_cents: chargedCents, ...firstAttemptOf(attempt) }, 200);
