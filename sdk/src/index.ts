@@ -22,6 +22,7 @@ export {
 export {
   verifyReceipt,
   receiptMessage,
+  type AsJson,
   jsonSha256,
   textSha256,
   type ReceiptCheck,

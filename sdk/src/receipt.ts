@@ -45,8 +45,11 @@ export type VerifyReceiptOptions = {
   logs?: string;
 };
 
-/** A run answer (what `sigil_action` answered, with its receipt) or a receipt alone. */
-export type ReceiptInput = RunReceipt | { receipt: RunReceipt; response?: unknown; logs?: string };
+/** `T` as JSON carries it: every string a plain string (hex fields are not `0x${string}` once parsed or generated). */
+export type AsJson<T> = T extends string ? string : T extends readonly (infer U)[] ? AsJson<U>[] : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T;
+
+/** A run answer (what `sigil_action` answered, with its receipt: `client.sigilAction`'s result) or a receipt alone. */
+export type ReceiptInput = AsJson<RunReceipt> | { receipt: AsJson<RunReceipt>; response?: unknown; logs?: string };
 
 const HEX65 = /^0x[0-9a-fA-F]{130}$/;
 
@@ -64,7 +67,7 @@ const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every(
  * of the instance named by the receipt's `instance_id`). Never throws for a bad receipt: every
  * check answers, and `ok` is true only if all passed.
  */
-export async function verifyReceipt(input: ReceiptInput, attestation: ReceiptKeyAttestation, options: VerifyReceiptOptions = {}): Promise<ReceiptVerification> {
+export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<ReceiptKeyAttestation>, options: VerifyReceiptOptions = {}): Promise<ReceiptVerification> {
   const answer = typeof input === "object" && input !== null && "receipt" in input ? input : undefined;
   const receipt = (answer ? answer.receipt : input) as RunReceipt;
   const checks: ReceiptCheck[] = [];
@@ -88,7 +91,7 @@ export async function verifyReceipt(input: ReceiptInput, attestation: ReceiptKey
 
   let publicKey: Uint8Array | undefined;
   try {
-    const address = receiptKeyAddress(attestation.public_key);
+    const address = receiptKeyAddress(attestation.public_key as Hex);
     publicKey = hexBytes(attestation.public_key);
     add("key", address === attested, address === attested ? "the attested public key is the receipt key's" : `the attested public key is ${address}'s, not ${attested}'s`);
   } catch (err) {

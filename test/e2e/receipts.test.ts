@@ -117,7 +117,7 @@ describe("a signing run's receipt", () => {
     params.wallet = wallet;
     balanceBefore = (await client.getBalance()).balance_cents;
     signing = await run(SIGN_ALL, params);
-    attestation = (await anon.getReceiptKey({ instance: signing.answer.receipt.instance_id })) as unknown as ReceiptKeyAttestation;
+    attestation = (await anon.getReceiptKey({ instance: signing.answer.receipt.instance_id })) as ReceiptKeyAttestation;
   }, 60_000);
 
   it("says what ran and what it answered, in hashes any client recomputes from what it sent and got", async () => {
@@ -271,7 +271,14 @@ describe("a failed run", () => {
     expect(answer.logs).toContain("about to fail");
     expect(chargedHeader).toBe("1");
     expect(before - (await client.getBalance()).balance_cents).toBe(1);
-    const attestation = (await anon.getReceiptKey({ instance: answer.receipt.instance_id })) as unknown as ReceiptKeyAttestation;
+    const attestation = (await anon.getReceiptKey({ instance: answer.receipt.instance_id })) as ReceiptKeyAttestation;
     expect((await verifyReceipt(answer, attestation, { params: null })).ok).toBe(true);
+  });
+
+  it("through the SDK: its answer and receipt-key types go to verifyReceipt as they are", async () => {
+    const run = await client.sigilAction({ code: FAILS, js_params: null });
+    expect(run.receipt.has_error).toBe(true);
+    const key = await anon.getReceiptKey({ instance: run.receipt.instance_id });
+    expect((await verifyReceipt(run, key, { params: null })).ok).toBe(true);
   });
 });
