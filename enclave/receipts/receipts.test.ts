@@ -165,6 +165,7 @@ describe("signing and verifying a receipt", () => {
     expect(v.checks.filter((c) => !c.ok)).toEqual([]);
     expect(v.checks.map((c) => c.check)).toEqual(["shape", "signature", "key", "report_data", "instance", "params", "response", "logs"]);
     expect(v.ok).toBe(true);
+    expect(v.simulated).toBe(true);
   });
 
   it("fails when any field of the receipt changes, or a byte of its signature, or a field is added", async () => {

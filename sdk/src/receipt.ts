@@ -33,7 +33,9 @@ export type ReceiptVerification = {
   ok: boolean;
   checks: ReceiptCheck[];
   /** The receipt that was checked (the answer's, when given a run answer). */
-  receipt: RunReceipt;
+  receipt: AsJson<RunReceipt>;
+  /** The attestation says it comes from a simulated TEE (a development stack): it proves nothing about hardware. */
+  simulated: boolean;
 };
 
 export type VerifyReceiptOptions = {
@@ -70,13 +72,14 @@ const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every(
 export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<ReceiptKeyAttestation>, options: VerifyReceiptOptions = {}): Promise<ReceiptVerification> {
   const answer = typeof input === "object" && input !== null && "receipt" in input ? input : undefined;
   const receipt = (answer ? answer.receipt : input) as RunReceipt;
+  const simulated = attestation.simulated === true;
   const checks: ReceiptCheck[] = [];
   const add = (check: ReceiptCheck["check"], ok: boolean, detail: string) => checks.push({ check, ok, detail });
 
   const shaped =
     typeof receipt === "object" && receipt !== null && receipt.version === 1 && typeof receipt.signature === "string" && HEX65.test(receipt.signature);
   add("shape", shaped, shaped ? "a version 1 receipt with a 65-byte signature" : "not a version 1 receipt with a 65-byte signature");
-  if (!shaped) return { ok: false, checks, receipt };
+  if (!shaped) return { ok: false, checks, receipt, simulated };
 
   const attested = String(attestation.address ?? "").toLowerCase();
   let signer: string | undefined;
@@ -126,5 +129,5 @@ export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<Rec
   const logs = options.logs ?? (answer && typeof answer.logs === "string" ? answer.logs : undefined);
   if (logs !== undefined) hashCheck("logs", "logs_sha256", textSha256(logs));
 
-  return { ok: checks.every((c) => c.ok), checks, receipt };
+  return { ok: checks.every((c) => c.ok), checks, receipt, simulated };
 }
