@@ -195,6 +195,17 @@ describe("a signing run's receipt", () => {
     expect(lines.every((l) => l.status === "pass")).toBe(true);
     expect(lines.map((l) => l.check)).toContain("quote");
 
+    // The same from what `sigil run --json` prints, as a user saves it.
+    writeFileSync(join(dir, "sign.js"), SIGN_ALL);
+    const ran = await runSigil(["run", "sign.js", "--params", JSON.stringify(params), "--key", apiKey, "--json"], {
+      env: { SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(dir, "no-profiles.json") },
+      cwd: dir,
+    });
+    expect(ran.code, ran.stderr).toBe(0);
+    writeFileSync(join(dir, "ran.json"), ran.stdout);
+    const fromRun = await runSigil(["verify-receipt", "ran.json", "--api", stack.origin, "--allow-simulated", "--params", paramsFile], { env: {}, cwd: dir });
+    expect(fromRun.code, fromRun.stdout + fromRun.stderr).toBe(0);
+
     // Without --allow-simulated a simulated TEE's receipt is not verified.
     const strict = await runSigil(["verify-receipt", file, "--api", stack.origin], { env: {}, cwd: dir });
     expect(strict.code).toBe(1);
