@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `sigil` command (`npx sigil <command>`, or `npm run -s sigil -- <command>`): `start` runs the
-// local stack until Ctrl-C (npm start); `verify` checks a deployment's attestation; `edge-identity`
+// local stack until Ctrl-C (npm start); `verify` checks a deployment's attestation; `verify-receipt`
+// a run's signed receipt; `edge-identity`
 // makes the edge's channel identity; the rest is every flow of the service through @sigil/sdk
 // (bin/cli/: one file per group of commands, bin/cli/context.ts for what they share).
 // `--help` (or `-h`) prints a command's usage and does nothing else, for every command.
@@ -50,6 +51,10 @@ const commands: Record<string, TopLevel> = {
     summary: "check a deployment: its quote, event log, /info, evidences, TLS, governance",
     run: async (args) => (await import("./verify/verify.ts")).verifyCommand(args),
   },
+  "verify-receipt": {
+    summary: "check a run's signed receipt against the attestation of the instance that signed it",
+    run: async (args) => (await import("./verify/receipt.ts")).verifyReceiptCommand(args),
+  },
   "edge-identity": {
     summary: "make the edge's channel identity (a secret seed and the public key enclaves allow)",
     run: async (args) => (await import("./identity/edgeIdentity.ts")).edgeIdentityCommand(args),
@@ -72,7 +77,7 @@ const commands: Record<string, TopLevel> = {
 };
 
 const sections: Array<[string, Array<string | Group>]> = [
-  ["the local stack and deployments", ["start", "verify", "edge-identity"]],
+  ["the local stack and deployments", ["start", "verify", "verify-receipt", "edge-identity"]],
   ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup, "audit"]],
   ["scripts", ["cid", "run"]],
   ["credit", ["balance", "topup", "usage"]],

@@ -16,6 +16,7 @@ import { createLogger, type Logger } from "../shared/log.ts";
 import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
+import { ReceiptSigner } from "./receipts/receipts.ts";
 import { channelListener, createChannel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
 import { createDispatcher } from "./operations/index.ts";
@@ -94,7 +95,10 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     memoryBudgetBytes: effective.sandboxMemoryBytes,
     log,
   });
-  const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, log };
+  // This instance's receipt key, and the quote that binds it, made when first asked for.
+  const info = await attestation.service.info();
+  const receipts = new ReceiptSigner({ keyring, instanceId: info.instance_id, composeHash: info.compose_hash, quote: (reportData) => attestation.service.getQuote(reportData) });
+  const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, receipts, log };
 
   const listener = new ChainListener({
     client: chain.client,
@@ -112,7 +116,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   });
   listener.start();
   // This boot's channel key: made now, never stored; its quote is taken on the first GET /channel.
-  const instanceId = (await attestation.service.info()).instance_id;
+  const instanceId = info.instance_id;
   const channel = await createChannel({
     allowedEdgeKeys: config.allowedEdgeKeys,
     openings: config.channelOpenings,
@@ -120,7 +124,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     instanceId,
   });
   const health = { enclave, listener, instanceId, channelSessions: () => channel.recipient.sessions };
-  app = createEnclaveApp({ ...health, attestation, channel });
+  app = createEnclaveApp({ ...health, attestation: { ...attestation, receipts }, channel });
   const publicApp = app;
   channelRequest = channelListener(
     channel,

@@ -186,6 +186,12 @@ export const requestSchemas = {
       ...sigilActionFields,
       /** The run's wall-clock budget (the edge caps it by the caller's credit); default: the configured timeout. */
       timeout_ms: z.number().int().positive().optional(),
+      /**
+       * Billing on: the whole seconds the caller's hold covers, which the run's charge never passes
+       * (shared/fees.ts). Absent: billing is off, and the receipt says 0 cents. Only the edge sets it:
+       * a client's body is checked with sigilActionRequestSchema, which has no such field.
+       */
+      billing: z.strictObject({ granted_seconds: z.number().int().nonnegative() }).optional(),
     })
     .refine(oneSource, oneSourceIssue),
 } as const satisfies Record<EnclaveOperation, z.ZodType>;
@@ -203,6 +209,39 @@ export const runErrorSchema = z.object({
   stack: z.string().optional(),
 });
 
+const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/);
+
+/** A run's receipt (shared/receipt.ts): signed in the enclave by its attested receipt key. */
+export const runReceiptSchema = z
+  .strictObject({
+    version: z.literal(1),
+    request_id: z.string().describe("the request id the client got (X-Request-Id)"),
+    account: hex32.describe("the master hash of the caller's account"),
+    cid: z.string().describe("the code's CIDv0"),
+    params_sha256: hex32.describe("SHA-256 of canonical JSON of js_params as sent (null when absent)"),
+    response_sha256: hex32.describe("SHA-256 of canonical JSON of the answer's response"),
+    logs_sha256: hex32.describe("SHA-256 of the UTF-8 bytes of the answer's logs"),
+    has_error: z.boolean(),
+    wallets: z
+      .array(
+        z.strictObject({
+          address: z.string().regex(/^0x[0-9a-f]{40}$/),
+          action: z.boolean().describe("true for the action identity of the run's code, false for a wallet of the account"),
+          signed: z.array(z.strictObject({ kind: z.enum(["message", "typed_data", "transaction", "hash"]), digest: hex32 })),
+          key_exported: z.boolean().describe("the script read this key's private key"),
+        }),
+      )
+      .describe("every key the run used, with the digest of each signature it made, in order"),
+    started_at: z.string().describe("ISO 8601, UTC"),
+    ended_at: z.string().describe("ISO 8601, UTC"),
+    duration_ms: z.number().int().nonnegative(),
+    charged_cents: z.number().int().nonnegative().describe("what the ledger charges for this run (0 while billing is off)"),
+    instance_id: z.string().describe("the enclave instance that ran it"),
+    compose_hash: z.string().describe("the compose hash that instance runs"),
+    signature: z.string().regex(/^0x[0-9a-f]{130}$/).describe("EIP-191 signature by the receipt key (GET /attestation/receipt-key) over the receipt without signature as canonical JSON"),
+  })
+  .describe("a signed receipt of the run, to verify offline: SDK verifyReceipt, sigil verify-receipt");
+
 export const sigilActionResponseSchema = z.object({
   response: z.unknown(),
   logs: z.string(),
@@ -210,6 +249,7 @@ export const sigilActionResponseSchema = z.object({
   error: runErrorSchema.optional(),
   cid: z.string(),
   duration_ms: z.number().nonnegative(),
+  receipt: runReceiptSchema,
 });
 export type SigilActionResponse = z.infer<typeof sigilActionResponseSchema>;
 

@@ -27,6 +27,7 @@ function sigil(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 const commands = [
   "start",
   "verify",
+  "verify-receipt",
   "edge-identity",
   "profile set",
   "profile show",
@@ -106,6 +107,15 @@ describe("usage errors", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command: rotate");
   }, 60_000);
+
+  it("sigil verify-receipt without one file and exactly one of --attestation and --api: exit 2, one line", { timeout: 60_000 }, async () => {
+    for (const args of [["verify-receipt"], ["verify-receipt", "run.json"], ["verify-receipt", "run.json", "--api", "ftp://x"], ["verify-receipt", "run.json", "--api", "http://127.0.0.1:9", "--attestation", "a.json"]]) {
+      const r = await sigil(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(r.stderr).toMatch(/^sigil verify-receipt: /);
+    }
+  });
 
   it("a command that needs a key and finds none says where to put one, exit 2", async () => {
     const r = await sigil(["wallet", "list"]);

@@ -11,6 +11,7 @@ import { SigilError } from "../../shared/errors.ts";
 import type { DevEvidences } from "./evidences.ts";
 import { NONCE_MAX_BYTES, type AttestationService } from "./service.ts";
 import type { SimulatedSource } from "./simulated/simulatedSource.ts";
+import type { ReceiptSigner } from "../receipts/receipts.ts";
 
 export const SIMULATED_HEADER = "X-Attestation-Simulated";
 
@@ -20,11 +21,13 @@ export type AttestationRoutesOptions = {
   simulated?: SimulatedSource;
   /** The dev evidences, when this enclave stands in for dstack-ingress. */
   evidences?: DevEvidences;
+  /** This instance's receipt signer: `GET /attestation/receipt-key` serves its key and the quote that binds it. */
+  receipts?: ReceiptSigner;
   /** Who is asking, for the per-client nonce budget; every caller is one client without it. */
   clientOf?: (c: Context) => string;
 };
 
-export function attestationRoutes({ service, simulated, evidences, clientOf = () => "anyone" }: AttestationRoutesOptions): Hono {
+export function attestationRoutes({ service, simulated, evidences, receipts, clientOf = () => "anyone" }: AttestationRoutesOptions): Hono {
   const r = new Hono();
   const marked = simulated !== undefined;
   if (marked) {
@@ -55,6 +58,21 @@ export function attestationRoutes({ service, simulated, evidences, clientOf = ()
   });
 
   r.get("/info", async (c) => json(c, await service.info()));
+
+  // The key this instance signs run receipts with, and the quote over
+  // SHA-512("sigil-receipt-v1:" ‖ its public key) that binds it (shared/receipt.ts). It does not
+  // change while the instance runs.
+  r.get("/attestation/receipt-key", async (c) => {
+    if (!receipts) throw new SigilError("not_found", "this enclave signs no run receipts");
+    let doc;
+    try {
+      doc = await receipts.attestation();
+    } catch (err) {
+      throw new SigilError("enclave_unavailable", "attestation is unavailable right now", { retryAfterSeconds: 1, cause: err });
+    }
+    const { simulated: _simulated, ...body } = doc;
+    return json(c, body, "public, max-age=300");
+  });
 
   r.get("/attestation/simulated-collateral", async (c) => {
     if (!simulated) throw new SigilError("not_found", "this enclave's attestation is not simulated: verify its quotes against Intel's root");

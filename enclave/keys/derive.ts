@@ -139,6 +139,16 @@ export class Keyring {
     return this.#keyFor(concat(text("payer"), u32(index)));
   }
 
+  /**
+   * The key that signs this instance's run receipts: `"sigil-receipt-v1" ‖ SHA-256(instance id)`. The
+   * same for one instance across its restarts (same root, same instance id), another for every other
+   * instance; a quote binds its public key (enclave/receipts/). It signs receipts and nothing else.
+   */
+  receiptKey(instanceId: string): DerivedKey {
+    if (instanceId.length === 0) throw new RangeError("the receipt key needs the instance id");
+    return this.#keyFor(concat(text("sigil-receipt-v1"), sha256(text(instanceId))));
+  }
+
   destroy(): void {
     this.#destroyed = true;
     this.#addresses.clear();

@@ -12,6 +12,7 @@ import type { EnclaveConfig } from "../config.ts";
 import type { Keyring } from "../keys/derive.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { PayerPool } from "../payers/pool.ts";
+import type { ReceiptSigner } from "../receipts/receipts.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 
 export type Enclave = {
@@ -21,6 +22,8 @@ export type Enclave = {
   cache: PermissionCache;
   payers: PayerPool;
   sandbox: SandboxPool;
+  /** Signs each run's receipt with this instance's attested receipt key. */
+  receipts: ReceiptSigner;
   log: Logger;
 };
 

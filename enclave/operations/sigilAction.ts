@@ -1,11 +1,17 @@
 // `sigil_action`: authorize the caller's key for this exact code, run it in the sandbox, and
 // authorize every wallet the script asks for as it asks (keys-and-authz.md, Execution authorization).
+// Every run that ran answers with its receipt (shared/receipt.ts), signed by this instance's receipt
+// key: what ran, on what, what it answered and logged, every key it used and what each signed, when,
+// and what it is charged (shared/fees.ts, from the seconds the edge's hold granted).
 import { sha256 } from "@noble/hashes/sha2";
-import { getAddress } from "viem";
+import { getAddress, type Address } from "viem";
 import { canonicalCid, computeCid } from "../../shared/cid.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
-import { cidHash } from "../../shared/hashing.ts";
+import { runChargeCents } from "../../shared/fees.ts";
+import { cidHash, toHash32 } from "../../shared/hashing.ts";
+import { jsonSha256, textSha256 } from "../../shared/receipt.ts";
+import { KeyUses } from "../receipts/receipts.ts";
 import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
@@ -122,19 +128,44 @@ export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<
 
   const timeoutMs = Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
-  const keys = (request: KeyRequest): Promise<KeyMaterial> => provideKey(enclave, { keyHash, master: key.master, actionHash }, request);
+  const uses = new KeyUses();
+  const keys = async (request: KeyRequest): Promise<KeyMaterial> => {
+    const provided = await provideKey(enclave, { keyHash, master: key.master, actionHash }, request);
+    uses.note(provided.address, request.kind === "action", request.use);
+    return provided.material;
+  };
+  const startedAt = new Date();
   const outcome = await enclave.sandbox.run(
     { code, cid, paramsJson, timeoutMs, requestId: ctx.requestId, correlationId: ctx.correlationId },
     keys,
   );
-  log.info("run finished", { durationMs: Math.round(outcome.durationMs), error: outcome.error?.code ?? null });
+  const endedAt = new Date();
+  const durationMs = Math.round(outcome.durationMs);
+  log.info("run finished", { durationMs, error: outcome.error?.code ?? null });
+  const response = outcome.responseJson === undefined ? null : (JSON.parse(outcome.responseJson) as unknown);
+  const receipt = await enclave.receipts.sign({
+    version: 1,
+    request_id: ctx.requestId,
+    account: toHash32(key.master),
+    cid,
+    params_sha256: jsonSha256(input.js_params),
+    response_sha256: jsonSha256(response),
+    logs_sha256: textSha256(outcome.logs),
+    has_error: outcome.error !== undefined,
+    wallets: uses.list(),
+    started_at: startedAt.toISOString(),
+    ended_at: endedAt.toISOString(),
+    duration_ms: durationMs,
+    charged_cents: runChargeCents(durationMs, input.billing?.granted_seconds),
+  });
   return {
-    response: outcome.responseJson === undefined ? null : (JSON.parse(outcome.responseJson) as unknown),
+    response,
     logs: outcome.logs,
     has_error: outcome.error !== undefined,
     ...(outcome.error ? { error: outcome.error } : {}),
     cid,
-    duration_ms: Math.round(outcome.durationMs),
+    duration_ms: durationMs,
+    receipt,
   };
 }
 
@@ -147,7 +178,7 @@ async function provideKey(
   enclave: Enclave,
   run: { keyHash: bigint; master: bigint; actionHash: bigint },
   request: KeyRequest,
-): Promise<KeyMaterial> {
+): Promise<{ material: KeyMaterial; address: Address }> {
   if (request.kind === "action") {
     // The identity of a CID is that of its canonical form: a script asking for its own CID's
     // CIDv1 (bafy…) gets its own identity, as a grant in that form authorizes its runs.
@@ -157,7 +188,8 @@ async function provideKey(
     } catch (err) {
       throw new CodedError("script_error", `cid ${JSON.stringify(request.cid)} names no script, so it has no action identity: ${(err as Error).message}`);
     }
-    return { privateKey: enclave.keyring.actionKey(cid).privateKey };
+    const derived = enclave.keyring.actionKey(cid);
+    return { material: { privateKey: derived.privateKey }, address: derived.address };
   }
   const wallet = getAddress(request.pkpId.toLowerCase());
   let grant;
@@ -174,6 +206,6 @@ async function provideKey(
     derived.privateKey.fill(0);
     throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet.toLowerCase()} does not match its address`);
   }
-  if (!request.encryption) return { privateKey: derived.privateKey };
-  return { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(run.master, grant.derivation) };
+  if (!request.encryption) return { material: { privateKey: derived.privateKey }, address: wallet };
+  return { material: { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(run.master, grant.derivation) }, address: wallet };
 }

@@ -5,7 +5,8 @@
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
-import { bytesToHex, hexToBytes, type Hex, type TransactionSerializable, type TypedDataDefinition } from "viem";
+import { bytesToHex, hashMessage, hashTypedData, hexToBytes, keccak256, serializeTransaction, type Hex, type TransactionSerializable, type TypedDataDefinition } from "viem";
+import type { SignedKind } from "../../shared/receipt.ts";
 import { privateKeyToAccount, signMessage, signTypedData } from "viem/accounts";
 import type { SandboxLimits } from "../config.ts";
 import { FetchError, guardedFetch, type ByteBudget, type FetchPolicy, type GuardedRequest, type Resolver } from "./net/guardedFetch.ts";
@@ -14,7 +15,14 @@ import { CodedError, type RunHost } from "./runtime.ts";
 /** What the service thread hands over for one operation. Zeroed after use. */
 export type KeyMaterial = { privateKey: Uint8Array; encryptionKey?: Uint8Array };
 
-export type KeyRequest = { kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string };
+/**
+ * What a key is handed over for, for the run's receipt (shared/receipt.ts): a signature over
+ * `digest`, or the private key itself read by the script (`export`). Absent: another use (a public
+ * key, an address, encrypt/decrypt).
+ */
+export type KeyUse = { kind: SignedKind; digest: Hex } | { kind: "export" };
+
+export type KeyRequest = ({ kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string }) & { use?: KeyUse };
 
 export type RunContext = {
   cid: string;
@@ -130,11 +138,11 @@ export function createRunHost(run: RunContext): RunHost {
     }
   };
 
-  const wallet = (op: string, args: Args, encryption = false): KeyRequest => {
+  const wallet = (op: string, args: Args, encryption = false, use?: KeyUse): KeyRequest => {
     if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId)) {
       throw new CodedError(null, `${op}: pkpId must be a wallet address (0x followed by 40 hex digits)`, "TypeError");
     }
-    return { kind: "wallet", pkpId: args.pkpId, encryption };
+    return { kind: "wallet", pkpId: args.pkpId, encryption, ...(use ? { use } : {}) };
   };
   const action = (op: string, cid: unknown): KeyRequest => {
     if (cid !== undefined && cid !== null && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
@@ -146,31 +154,57 @@ export function createRunHost(run: RunContext): RunHost {
   const asyncOps: Record<string, (args: Args) => Promise<unknown>> = {
     signMessage: (args) => {
       const message = messageOf("signMessage", args.message);
-      return withKey(wallet("signMessage", args), (k) => signMessage({ message, privateKey: keyHex(k.privateKey) }));
+      return withKey(wallet("signMessage", args, false, { kind: "message", digest: hashMessage(message) }), (k) => signMessage({ message, privateKey: keyHex(k.privateKey) }));
     },
-    signTypedData: (args) =>
-      withKey(wallet("signTypedData", requireObject("signTypedData", "typedData", args.typedData) && args), async (k) => {
+    signTypedData: (args) => {
+      requireObject("signTypedData", "typedData", args.typedData);
+      // The digest first, for the receipt; typed data it cannot hash fails as before, once the
+      // wallet has been authorized (a wallet the run may not use is the first thing it hears).
+      let typedData: TypedDataDefinition | undefined;
+      let invalid: CodedError | undefined;
+      let use: KeyUse | undefined;
+      try {
+        typedData = revive(args.typedData) as TypedDataDefinition;
+        use = { kind: "typed_data", digest: hashTypedData(typedData) };
+      } catch (err) {
+        invalid = new CodedError(null, `signTypedData: ${shortMessage(err)}`, "TypeError");
+      }
+      return withKey(wallet("signTypedData", args, false, use), async (k) => {
+        if (invalid) throw invalid;
         try {
-          return await signTypedData({ ...(revive(args.typedData) as TypedDataDefinition), privateKey: keyHex(k.privateKey) });
+          return await signTypedData({ ...(typedData as TypedDataDefinition), privateKey: keyHex(k.privateKey) });
         } catch (err) {
           throw new CodedError(null, `signTypedData: ${shortMessage(err)}`, "TypeError");
         }
-      }),
-    signTransaction: (args) =>
-      withKey(wallet("signTransaction", requireObject("signTransaction", "transaction", args.transaction) && args), async (k) => {
-        const tx = toTransaction(args.transaction);
+      });
+    },
+    signTransaction: (args) => {
+      requireObject("signTransaction", "transaction", args.transaction);
+      let tx: TransactionSerializable | undefined;
+      let invalid: CodedError | undefined;
+      let use: KeyUse | undefined;
+      try {
+        tx = toTransaction(args.transaction);
+        use = { kind: "transaction", digest: transactionDigest(tx) };
+      } catch (err) {
+        invalid = err instanceof CodedError ? err : new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
+      }
+      return withKey(wallet("signTransaction", args, false, use), async (k) => {
+        if (invalid) throw invalid;
         try {
-          return await privateKeyToAccount(keyHex(k.privateKey)).signTransaction(tx);
+          return await privateKeyToAccount(keyHex(k.privateKey)).signTransaction(tx as TransactionSerializable);
         } catch (err) {
           throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
         }
-      }),
+      });
+    },
     signDigest: (args) => {
       if (typeof args.digest !== "string" || !DIGEST.test(args.digest)) {
         throw new CodedError(null, "signDigest: digest must be 0x followed by 64 hex digits", "TypeError");
       }
-      return withKey(wallet("signDigest", args), (k) => {
-        const sig = secp256k1.sign(hexToBytes(args.digest as Hex), k.privateKey, { lowS: true });
+      const digest = (args.digest as string).toLowerCase() as Hex;
+      return withKey(wallet("signDigest", args, false, { kind: "hash", digest }), (k) => {
+        const sig = secp256k1.sign(hexToBytes(digest), k.privateKey, { lowS: true });
         const r = `0x${sig.r.toString(16).padStart(64, "0")}`;
         const s = `0x${sig.s.toString(16).padStart(64, "0")}`;
         const v = 27 + sig.recovery;
@@ -178,7 +212,7 @@ export function createRunHost(run: RunContext): RunHost {
       });
     },
     getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
-    getPrivateKey: (args) => withKey(wallet("getPrivateKey", args), (k) => keyHex(k.privateKey)),
+    getPrivateKey: (args) => withKey(wallet("getPrivateKey", args, false, { kind: "export" }), (k) => keyHex(k.privateKey)),
     encrypt: (args) => {
       const m = messageOf("encrypt", args.plaintext, "plaintext");
       const plaintext = typeof m === "string" ? new TextEncoder().encode(m) : hexToBytes(m.raw);
@@ -213,9 +247,11 @@ export function createRunHost(run: RunContext): RunHost {
     getActionPublicKey: (args) => withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
     signMessageAsAction: (args) => {
       const message = messageOf("signMessageAsAction", args.message);
-      return withKey(action("signMessageAsAction", undefined), (k) => signMessage({ message, privateKey: keyHex(k.privateKey) }));
+      return withKey({ ...action("signMessageAsAction", undefined), use: { kind: "message", digest: hashMessage(message) } }, (k) =>
+        signMessage({ message, privateKey: keyHex(k.privateKey) }),
+      );
     },
-    getActionPrivateKey: () => withKey(action("getActionPrivateKey", undefined), (k) => keyHex(k.privateKey)),
+    getActionPrivateKey: () => withKey({ ...action("getActionPrivateKey", undefined), use: { kind: "export" } }, (k) => keyHex(k.privateKey)),
     fetch: async (args) => {
       if (++fetches > run.limits.maxFetchCount) {
         throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxFetchCount} fetches`);
@@ -277,6 +313,15 @@ export function createRunHost(run: RunContext): RunHost {
       }
     },
   };
+}
+
+/**
+ * The hash a transaction's signature is over, as viem's signTransaction makes it: keccak256 of the
+ * unsigned serialized transaction (an EIP-4844 one without its sidecars, the network wrapper).
+ */
+function transactionDigest(tx: TransactionSerializable): Hex {
+  const signable = tx.type === "eip4844" ? { ...tx, sidecars: false as const } : tx;
+  return keccak256(serializeTransaction(signable));
 }
 
 function shortMessage(err: unknown): string {

@@ -1,5 +1,6 @@
 // @sigil/sdk: a typed client of the Sigil API, a viem Account backed by a Sigil wallet, and the
-// ChainSecured helpers (EIP-712 signatures, X-Wallet-Auth, AccountConfig calls). Runs wherever
+// ChainSecured helpers (EIP-712 signatures, X-Wallet-Auth, AccountConfig calls), and `verifyReceipt`
+// for the signed receipt of a run. Runs wherever
 // `fetch` does; viem is its only peer dependency.
 export { createSigilClient, type CallOptions, type Method, type PageItem, type ResponseInfo, type SigilClient, type SigilClientOptions, type WalletAuth } from "./client.ts";
 export { SigilError, SigilNetworkError, SigilTimeoutError, SigilWebhookError, isSigilError, type ClientErrorCode, type WebhookErrorCode } from "./errors.ts";
@@ -28,5 +29,20 @@ export {
   type TypedDataSigner,
   type UsageKeyGrant,
 } from "./chainSecured.ts";
+export {
+  verifyReceipt,
+  receiptMessage,
+  type AsJson,
+  jsonSha256,
+  textSha256,
+  type ReceiptCheck,
+  type ReceiptInput,
+  type ReceiptKeyAttestation,
+  type ReceiptVerification,
+  type ReceiptWallet,
+  type RunReceipt,
+  type SignedDigest,
+  type VerifyReceiptOptions,
+} from "./receipt.ts";
 export { operations, type OperationId, type Operations } from "./generated/api.ts";
 export type * from "./generated/api.ts";

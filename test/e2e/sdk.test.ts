@@ -34,6 +34,7 @@ import {
   topUp,
   walletAuthHeader,
   walletLookupHash,
+  verifyReceipt,
   type OperationId,
   type SigilClient,
 } from "../../sdk/src/index.ts";
@@ -106,6 +107,9 @@ describe("the API-mode workflow through the SDK", () => {
     const run = await client.sigilAction({ code: SIGN, js_params: { wallet: wallet.wallet_address, message: "through the sdk" } });
     expect(run.has_error).toBe(false);
     expect(await verifyMessage({ address: getAddress(wallet.wallet_address), message: "through the sdk", signature: run.response as Hex })).toBe(true);
+    // The run's receipt verifies against the receipt key of the instance that signed it.
+    const receiptKey = await anon.getReceiptKey({ instance: run.receipt.instance_id });
+    expect((await verifyReceipt(run, receiptKey, { params: { wallet: wallet.wallet_address, message: "through the sdk" } })).ok).toBe(true);
 
     const wallets = [];
     for await (const w of client.all.listWallets({ page_size: 1 })) wallets.push(w.wallet_address.toLowerCase());

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
-import { createSigilClient, SigilError, topUp, type SigilClient } from "../../sdk/src/index.ts";
+import { createSigilClient, SigilError, topUp, verifyReceipt, type SigilClient } from "../../sdk/src/index.ts";
 import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet }) {
@@ -83,6 +83,7 @@ describe("the usage history", () => {
     });
     expect(runRes.status).toBe(200);
     const runRequest = runRes.headers.get("x-request-id") as string;
+    const runAnswer = (await runRes.json()) as { receipt: { instance_id: string } };
     const key = await master.addUsageApiKey({ name: "runner", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: false, manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [group.group_id] });
     usageKey = key.usage_api_key;
     const byKey = await createSigilClient({ baseUrl: stack.origin, apiKey: usageKey }).sigilAction({ code: SIGN, js_params: { wallet } });
@@ -118,6 +119,12 @@ describe("the usage history", () => {
     expect(topUpEvent).toMatchObject({ payment_intent: paid.paymentIntentId, key_hash: null });
     expect(run).toMatchObject({ cid, request_id: runRequest, key_hash: null, error_code: null, hold_expired: false });
     expect(run.duration_ms).toBeGreaterThanOrEqual(0);
+    // The run's signed receipt is kept with it, byte for byte the answer's, and still verifies.
+    expect(run.receipt).toEqual(runAnswer.receipt);
+    const receiptKey = await master.getReceiptKey({ instance: runAnswer.receipt.instance_id });
+    expect(run.receipt).not.toBeNull();
+    expect((await verifyReceipt(run.receipt!, receiptKey)).ok).toBe(true);
+    expect(walletWrite.receipt).toBeNull();
     usageKeyHash = keyRun.key_hash as string;
     expect(usageKeyHash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(keyRun.cid).toBe(cid);

@@ -53,6 +53,27 @@ describe("pinning one instance (issue 11, point 15)", () => {
     }
   });
 
+  it("/attestation/receipt-key pinned to an instance is that instance's receipt key, byte for byte; each instance has its own", async () => {
+    const keys = new Set<string>();
+    for (const base of [inject("enclaveUrl"), inject("stalledEnclaveUrl")]) {
+      const instance = await instanceOf(base);
+      for (let i = 0; i < 2; i++) {
+        const res = await edge(`/attestation/receipt-key?instance=${instance}`);
+        expect(res.status).toBe(200);
+        expect(res.headers.get("x-sigil-instance")).toBe(instance);
+        expect(res.headers.get("x-attestation-simulated")).toBe("1");
+        const text = await res.text();
+        expect(text).toBe(await (await fetch(`${base}/attestation/receipt-key`)).text());
+        const body = JSON.parse(text) as { instance_id: string; address: string; simulated: boolean };
+        expect(body).toMatchObject({ instance_id: instance, simulated: true });
+        keys.add(body.address);
+      }
+    }
+    expect(keys.size).toBe(2);
+    const unknown = await edge(`/attestation/receipt-key?instance=${"ab".repeat(20)}`);
+    expect(unknown.status).toBe(404);
+  });
+
   it("a nonce quote pinned to an instance is made by that instance", async () => {
     const instance = await instanceOf(inject("stalledEnclaveUrl"));
     const res = await edge("/attestation?nonce=c0ffee", { "X-Sigil-Instance": instance, "CF-Connecting-IP": "203.0.113.77" });

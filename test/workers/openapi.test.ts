@@ -86,6 +86,8 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
 const ATTESTATION_ROUTES: Array<[method: string, path: string]> = [
   ["get", "/attestation"],
   ["get", "/attestation/simulated-collateral"],
+  // The key run receipts are signed with (issue 14, point 4; README, Run receipts).
+  ["get", "/attestation/receipt-key"],
   ["get", "/info"],
   ["get", "/evidences/"],
   ["get", "/evidences/{name}"],
@@ -115,6 +117,7 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
   "put /core/v1/webhooks/settings": "updateWebhookSettings",
   "get /attestation": "getAttestation",
   "get /attestation/simulated-collateral": "getSimulatedCollateral",
+  "get /attestation/receipt-key": "getReceiptKey",
   "get /info": "getInfo",
   "get /evidences/": "listEvidences",
   "get /evidences/{name}": "getEvidence",

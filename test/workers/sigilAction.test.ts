@@ -53,6 +53,8 @@ describe("sigil_action", () => {
     const r = await post<Run>("/sigil_action", key, { code: SIGN, js_params: { wallet, message: "hello from the edge" } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ has_error: false, cid: signCid, logs: "signed hello from the edge\n", charged_cents: 0 });
+    // The signed receipt says so too (billing off: 0), and lists the wallet with the message it signed.
+    expect((r.body as Run & { receipt: unknown }).receipt).toMatchObject({ charged_cents: 0, cid: signCid, wallets: [{ address: wallet.toLowerCase(), signed: [{ kind: "message" }] }] });
     expect(r.body.duration_ms).toBeGreaterThanOrEqual(0);
     expect(r.headers.get("x-sigil-charged-cents")).toBe("0");
     const { signature } = r.body.response as { signature: Hex };

@@ -7,7 +7,7 @@
 // the enclave refused it before sending. Every metered answer, error or not, says what it cost
 // (X-Sigil-Charged-Cents, which the route sets from what these functions return). A run holds min(free balance, key's remaining cap, the run's maximum
 // seconds) cents, is given that many seconds, and settles max(1, ceil(duration_ms / 1000)) — never
-// more than it held. A run that stopped because its credit ran out ends with the code
+// more than it held (shared/fees.ts, the same function the enclave signs into the run's receipt). A run that stopped because its credit ran out ends with the code
 // `insufficient_credits`, its logs kept.
 //
 // Settling does not wait on the client: the route's whole attempt runs under waitUntil
@@ -16,6 +16,8 @@
 // must outlive everything the edge may still be waiting for, or a live request would be charged
 // its whole hold: a write's outlives its enclave call, a run's its granted seconds and the way there
 // and back.
+import { runSeconds } from "../../shared/fees.ts";
+import type { Logger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
 import { SigilError, sentTransactionOf, transactionHashIn } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
@@ -99,9 +101,12 @@ export async function releaseHold(payer: Payer | undefined, ref: string): Promis
 }
 
 /**
- * Charges `payer` for a run under `ref` by its started seconds. A run may last `timeoutMs` (the
- * configured default, limits.timeoutMs) and holds that many seconds; `run` gets the milliseconds
- * the credit allows (undefined: billing off).
+ * Charges `payer` for a run under `ref` by its started seconds (shared/fees.ts, the function the
+ * enclave signs the run's receipt with). A run may last `timeoutMs` (the configured default,
+ * limits.timeoutMs) and holds that many seconds; `run` gets the milliseconds the credit allows
+ * (undefined: billing off). What is settled should be the receipt's `charged_cents`: when it is
+ * not (the hold had expired and was charged in full, or an edge and an enclave disagree on the
+ * fee), `log` says so loudly, and the answer keeps the receipt the enclave signed.
  */
 export async function meteredRun(
   payer: Payer | undefined,
@@ -109,8 +114,17 @@ export async function meteredRun(
   ref: string,
   cid: string | undefined,
   run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>,
+  log?: Logger,
 ): Promise<Charged<SigilActionResponse>> {
-  if (!payer) return { result: await run(undefined), chargedCents: 0 };
+  const checked = (answer: SigilActionResponse, chargedCents: number): Charged<SigilActionResponse> => {
+    // The enclave's answer is not parsed on the way back: an enclave that sent no receipt is logged, not a crash.
+    const receiptCents = (answer.receipt as SigilActionResponse["receipt"] | undefined)?.charged_cents;
+    if (receiptCents !== chargedCents) {
+      log?.error("run receipt disagrees with the ledger", { ref, receiptCents: receiptCents ?? null, chargedCents, durationMs: answer.duration_ms });
+    }
+    return { result: answer, chargedCents };
+  };
+  if (!payer) return checked(await run(undefined), 0);
   const { ledger, key } = payer;
   const maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
   const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, { op: "run", ...(cid ? { detail: { cid } } : {}) });
@@ -122,14 +136,14 @@ export async function meteredRun(
     await ledger.release(ref);
     throw err;
   }
-  const settled = await ledger.settle(ref, Math.max(1, Math.ceil(answer.duration_ms / 1000)), key, { op: "run", detail: runDetail(answer) });
+  const settled = await ledger.settle(ref, runSeconds(answer.duration_ms), key, { op: "run", detail: runDetail(answer) });
   if (hold.granted < maxSeconds && answer.error?.code === "timeout") {
     answer = { ...answer, error: { code: "insufficient_credits", message: `the run used up the credit it could hold (${hold.granted} s) and was stopped` } };
   }
-  return { result: answer, chargedCents: settled.chargedCents, settled };
+  return { ...checked(answer, settled.chargedCents), settled };
 }
 
-/** What the usage history keeps of a run: its CID, duration, whether it failed, and its receipt when it has one. */
+/** What the usage history keeps of a run: its CID, duration, whether it failed, and its signed receipt. */
 function runDetail(answer: SigilActionResponse): UsageDetail {
   const receipt = (answer as { receipt?: unknown }).receipt;
   return {

@@ -1,7 +1,7 @@
 // The attestation endpoints (api.md, Attestation; attestation.md), at the base URL rather than
-// under /core/v1: `/attestation`, `/info`, `/evidences/…` and, from a simulated TEE,
-// `/attestation/simulated-collateral` come from an enclave and pass through unchanged, so a
-// verifier sees exactly what the enclave served. Each answer names the instance that made it
+// under /core/v1: `/attestation`, `/info`, `/attestation/receipt-key` (the key run receipts are
+// signed with), `/evidences/…` and, from a simulated TEE, `/attestation/simulated-collateral` come
+// from an enclave and pass through unchanged, so a verifier sees exactly what the enclave served. Each answer names the instance that made it
 // (`X-Sigil-Instance`); a client pins one instance for all of them with that header or
 // `?instance=`, so the quote, /info and the evidences it checks come from the same VM (issue 11,
 // point 15). Documented in the OpenAPI document with the rest.
@@ -114,6 +114,38 @@ const collateral = createRoute({
   },
 });
 
+const receiptKey = createRoute({
+  method: "get",
+  path: "/attestation/receipt-key",
+  operationId: "getReceiptKey",
+  tags: tag("Attestation"),
+  security: [],
+  summary:
+    "The key an enclave instance signs run receipts with, and its TDX quote over SHA-512(\"sigil-receipt-v1:\" ‖ public key): verify a receipt against it (pin the receipt's instance_id)",
+  request: { query: pin.query, headers: pin.headers },
+  responses: {
+    200: {
+      description: "the receipt key, the quote that binds it and its event log, and the instance and compose hash it belongs to",
+      headers: answeredBy,
+      content: {
+        "application/json": {
+          schema: z.object({
+            address: z.string().describe("the receipt key's address, lowercase"),
+            public_key: z.string().describe("its uncompressed secp256k1 public key (0x04 ‖ x ‖ y)"),
+            quote: z.string().describe("the TDX quote, hex; report_data = SHA-512(\"sigil-receipt-v1:\" ‖ public key bytes)"),
+            event_log: z.string().describe("the event log, a JSON-encoded array"),
+            vm_config: z.string().optional(),
+            instance_id: z.string(),
+            compose_hash: z.string(),
+            ...simulatedMark,
+          }),
+        },
+      },
+    },
+    ...pinErrors,
+  },
+});
+
 const evidenceIndex = createRoute({
   method: "get",
   // With the slash: dstack-ingress serves the listing there, and its links are relative to it.
@@ -174,6 +206,7 @@ export function attestationRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(attestation, pass);
   r.openapi(collateral, pass);
   r.openapi(info, pass);
+  r.openapi(receiptKey, pass);
   r.openapi(evidenceIndex, pass);
   r.openapi(evidenceFile, pass);
   r.get("/evidences", pass);

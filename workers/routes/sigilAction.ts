@@ -53,13 +53,28 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       let metered: Awaited<ReturnType<typeof meteredRun>>;
       try {
         // The CID is known here only for a run by ipfs_id; the settle records the answer's.
-        metered = await meteredRun(payer, config.limits.timeoutMs, ref, input.ipfs_id, (timeoutMs) =>
-          enclave.call("sigil_action", { ...input, api_key: key.apiKey, ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }) }, {
-            config,
-            ids: c.get("ids"),
-            timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
-            idempotent: attempt?.send,
-          }),
+        metered = await meteredRun(
+          payer,
+          config.limits.timeoutMs,
+          ref,
+          input.ipfs_id,
+          (timeoutMs) =>
+            enclave.call(
+              "sigil_action",
+              {
+                ...input,
+                api_key: key.apiKey,
+                // Billing on: the seconds granted, so the enclave signs into the receipt what the ledger charges.
+                ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs, billing: { granted_seconds: Math.floor(timeoutMs / 1000) } }),
+              },
+              {
+                config,
+                ids: c.get("ids"),
+                timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
+                idempotent: attempt?.send,
+              },
+            ),
+          c.get("log"),
         );
       } catch (error) {
         afterMetered(emitterOf(c), config, key, ref, { error });

@@ -250,10 +250,12 @@ describe("sigil_action", () => {
     await groupFor(key);
     const quick = await edge<{ charged_cents: number; response: string }>("sigil_action", { key, body: { code: QUICK } });
     expect(charged(quick)).toBe(1);
-    expect(quick.body).toMatchObject({ response: "quick", charged_cents: 1 });
-    const slow = await edge<{ charged_cents: number; duration_ms: number }>("sigil_action", { key, body: { code: SLOW } });
+    // The run's signed receipt says what the ledger charged (shared/fees.ts on both sides).
+    expect(quick.body).toMatchObject({ response: "quick", charged_cents: 1, receipt: { charged_cents: 1 } });
+    const slow = await edge<{ charged_cents: number; duration_ms: number; receipt: { charged_cents: number; duration_ms: number } }>("sigil_action", { key, body: { code: SLOW } });
     expect(slow.body.duration_ms).toBeGreaterThanOrEqual(1500);
     expect(charged(slow)).toBe(Math.max(1, Math.ceil(slow.body.duration_ms / 1000)));
+    expect(slow.body.receipt).toMatchObject({ charged_cents: charged(slow), duration_ms: slow.body.duration_ms });
     expect(await free(key)).toBe(20 - 1 - 1 - charged(slow));
   });
 
@@ -262,7 +264,7 @@ describe("sigil_action", () => {
     await groupFor(key);
     const r = await edge<{ has_error: boolean; error: { code: string }; logs: string; charged_cents: number; duration_ms: number }>("sigil_action", { key, body: { code: ENDLESS } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "working\n", charged_cents: 2 });
+    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "working\n", charged_cents: 2, receipt: { has_error: true, charged_cents: 2 } });
     expect(r.body.duration_ms).toBeLessThan(3_000);
     expect(await free(key)).toBe(0);
     expectError(await edge("sigil_action", { key, body: { code: QUICK } }), 402, "insufficient_credits");
@@ -273,7 +275,7 @@ describe("sigil_action", () => {
     await groupFor(key);
     const r = await edge<{ has_error: boolean; error: { code: string }; logs: string; charged_cents: number; duration_ms: number }>("sigil_action", { key, body: { code: SCANS } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "scanning\n", charged_cents: 3, duration_ms: 3000 });
+    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "scanning\n", charged_cents: 3, duration_ms: 3000, receipt: { charged_cents: 3 } });
     expect(charged(r)).toBe(3);
     expect(await free(key)).toBe(0);
   });

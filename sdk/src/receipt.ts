@@ -1,0 +1,133 @@
+// `verifyReceipt`: checks a run's receipt (shared/receipt.ts) offline, with viem and WebCrypto
+// alone, against what `GET /attestation/receipt-key` served for the instance that signed it:
+//   signature     the receipt (every field but `signature`, as canonical JSON) was signed by the
+//                 attested receipt key (EIP-191): any changed, added or removed byte fails;
+//   key           the attested public key is that address's key;
+//   report_data   the quote's report_data is SHA-512("sigil-receipt-v1:" ‖ that public key), read at
+//                 its fixed offset in the quote;
+//   instance      the receipt's instance_id and compose_hash are the attestation's;
+//   params, response, logs   (when given, or taken from a run answer) hash to the receipt's SHA-256s.
+// What it does NOT check: the quote's own signature chain to Intel and its TCB status, and that the
+// event log replays to RTMR3 claiming that instance and compose hash. Those need Intel's collateral
+// and dcap-qvl: `sigil verify-receipt` runs them (the verifier's code), and `sigil verify` checks
+// the deployment itself. An attestation you did not verify proves nothing about hardware.
+import { recoverMessageAddress, type Hex } from "viem";
+import {
+  jsonSha256,
+  quoteReportData,
+  receiptKeyAddress,
+  receiptKeyReportData,
+  receiptMessage,
+  textSha256,
+  type ReceiptKeyAttestation,
+  type RunReceipt,
+} from "../../shared/receipt.ts";
+
+export { receiptMessage, jsonSha256, textSha256, type ReceiptKeyAttestation, type RunReceipt, type ReceiptWallet, type SignedDigest } from "../../shared/receipt.ts";
+
+/** One check of `verifyReceipt`: its name, whether it passed, and what was found. */
+export type ReceiptCheck = { check: "shape" | "signature" | "key" | "report_data" | "instance" | "params" | "response" | "logs"; ok: boolean; detail: string };
+
+export type ReceiptVerification = {
+  /** Every check passed. */
+  ok: boolean;
+  checks: ReceiptCheck[];
+  /** The receipt that was checked (the answer's, when given a run answer). */
+  receipt: AsJson<RunReceipt>;
+  /** The attestation says it comes from a simulated TEE (a development stack): it proves nothing about hardware. */
+  simulated: boolean;
+};
+
+export type VerifyReceiptOptions = {
+  /** The js_params the run was sent (absent: not checked; null or undefined for none sent: pass `{ params: null }`). */
+  params?: unknown;
+  /** The answer's `response` (taken from the run answer when one is given). */
+  response?: unknown;
+  /** The answer's `logs` (taken from the run answer when one is given). */
+  logs?: string;
+};
+
+/** `T` as JSON carries it: every string a plain string (hex fields are not `0x${string}` once parsed or generated). */
+export type AsJson<T> = T extends string ? string : T extends readonly (infer U)[] ? AsJson<U>[] : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T;
+
+/** A run answer (what `sigil_action` answered, with its receipt: `client.sigilAction`'s result) or a receipt alone. */
+export type ReceiptInput = AsJson<RunReceipt> | { receipt: AsJson<RunReceipt>; response?: unknown; logs?: string };
+
+const HEX65 = /^0x[0-9a-fA-F]{130}$/;
+
+function hexBytes(hex: string): Uint8Array {
+  const h = hex.replace(/^0x/i, "");
+  const out = new Uint8Array(h.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(h.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+/**
+ * Checks `input` (a run answer or its receipt) against `attestation` (`GET /attestation/receipt-key`
+ * of the instance named by the receipt's `instance_id`). Never throws for a bad receipt: every
+ * check answers, and `ok` is true only if all passed.
+ */
+export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<ReceiptKeyAttestation>, options: VerifyReceiptOptions = {}): Promise<ReceiptVerification> {
+  const answer = typeof input === "object" && input !== null && "receipt" in input ? input : undefined;
+  const receipt = (answer ? answer.receipt : input) as RunReceipt;
+  const simulated = attestation.simulated === true;
+  const checks: ReceiptCheck[] = [];
+  const add = (check: ReceiptCheck["check"], ok: boolean, detail: string) => checks.push({ check, ok, detail });
+
+  const shaped =
+    typeof receipt === "object" && receipt !== null && receipt.version === 1 && typeof receipt.signature === "string" && HEX65.test(receipt.signature);
+  add("shape", shaped, shaped ? "a version 1 receipt with a 65-byte signature" : "not a version 1 receipt with a 65-byte signature");
+  if (!shaped) return { ok: false, checks, receipt, simulated };
+
+  const attested = String(attestation.address ?? "").toLowerCase();
+  let signer: string | undefined;
+  try {
+    signer = (await recoverMessageAddress({ message: receiptMessage(receipt), signature: receipt.signature as Hex })).toLowerCase();
+  } catch (err) {
+    add("signature", false, `the signature does not recover: ${(err as Error).message.split("\n")[0]}`);
+  }
+  if (signer !== undefined) {
+    add("signature", signer === attested, signer === attested ? `signed by the attested receipt key ${attested}` : `signed by ${signer}, not by the attested receipt key ${attested}`);
+  }
+
+  let publicKey: Uint8Array | undefined;
+  try {
+    const address = receiptKeyAddress(attestation.public_key as Hex);
+    publicKey = hexBytes(attestation.public_key);
+    add("key", address === attested, address === attested ? "the attested public key is the receipt key's" : `the attested public key is ${address}'s, not ${attested}'s`);
+  } catch (err) {
+    add("key", false, `the attested public key is not a secp256k1 public key: ${(err as Error).message.split("\n")[0]}`);
+  }
+
+  try {
+    const have = quoteReportData(attestation.quote);
+    const want = publicKey ? await receiptKeyReportData(publicKey) : undefined;
+    const bound = want !== undefined && same(have, want);
+    add("report_data", bound, bound ? 'the quote\'s report_data is SHA-512("sigil-receipt-v1:" ‖ public key)' : "the quote's report_data does not bind this public key");
+  } catch (err) {
+    add("report_data", false, `no report_data: ${(err as Error).message}`);
+  }
+
+  const instanceOk = receipt.instance_id === attestation.instance_id && receipt.compose_hash === attestation.compose_hash;
+  add(
+    "instance",
+    instanceOk,
+    instanceOk
+      ? `instance ${receipt.instance_id}, compose hash ${receipt.compose_hash}`
+      : `the receipt names instance ${receipt.instance_id} (compose hash ${receipt.compose_hash}); the attestation is of ${attestation.instance_id} (${attestation.compose_hash})`,
+  );
+
+  const hashCheck = (check: "params" | "response" | "logs", field: "params_sha256" | "response_sha256" | "logs_sha256", actual: Hex) => {
+    const ok = receipt[field] === actual;
+    add(check, ok, ok ? `${field} matches` : `${field} is ${receipt[field]}, the ${check} given hash to ${actual}`);
+  };
+  if ("params" in options) hashCheck("params", "params_sha256", jsonSha256(options.params));
+  const response = "response" in options ? { value: options.response } : answer && "response" in answer ? { value: answer.response } : undefined;
+  if (response) hashCheck("response", "response_sha256", jsonSha256(response.value));
+  const logs = options.logs ?? (answer && typeof answer.logs === "string" ? answer.logs : undefined);
+  if (logs !== undefined) hashCheck("logs", "logs_sha256", textSha256(logs));
+
+  return { ok: checks.every((c) => c.ok), checks, receipt, simulated };
+}

@@ -1,0 +1,137 @@
+// A run's receipt (issue 14, point 4): what one `sigil_action` did, signed inside the enclave with a
+// key bound to its attestation, so that anyone holding the answer can check it offline. The enclave
+// makes it (enclave/receipts/), the SDK's `verifyReceipt` and `sigil verify-receipt` check it; this
+// file is the one definition of its fields, of the bytes signed and of the hashes, for all three.
+// It uses viem and WebCrypto only, so the SDK bundles it without any other dependency.
+//
+// - The signature is an EIP-191 personal-message signature (viem `signMessage`) by the enclave's
+//   receipt key over `receiptMessage(receipt)`: the receipt without `signature` as canonical JSON
+//   (keys sorted, no whitespace: canonicalJson.ts). Every field — and any field added or removed —
+//   is in the signed text, so a changed byte anywhere fails.
+// - The receipt key is a secp256k1 key the enclave derives from its root key and its instance id;
+//   a TDX quote binds it with report_data = SHA-512("sigil-receipt-v1:" ‖ its 65-byte uncompressed
+//   public key), served at `GET /attestation/receipt-key`.
+// - The SHA-256s are over exactly what the client gets: `params_sha256` over canonicalJson of the
+//   `js_params` sent (null when absent), `response_sha256` over canonicalJson of the answer's
+//   `response`, `logs_sha256` over the UTF-8 bytes of `logs`.
+import { sha256, stringToBytes, type Address, type Hex } from "viem";
+import { publicKeyToAddress } from "viem/accounts";
+import { canonicalJson } from "./canonicalJson.ts";
+
+export const RECEIPT_VERSION = 1;
+/** The label of the receipt key's report data: a quote made for the channel or a nonce never passes for it. */
+export const RECEIPT_KEY_LABEL = "sigil-receipt-v1:";
+
+/** What a wallet signed: an EIP-191 message, EIP-712 typed data, a transaction, or a raw 32-byte hash. */
+export const SIGNED_KINDS = ["message", "typed_data", "transaction", "hash"] as const;
+export type SignedKind = (typeof SIGNED_KINDS)[number];
+
+/**
+ * One signature a script made: its kind and the 32-byte digest the key signed (the EIP-191 hash of
+ * the message, the EIP-712 hash of the typed data, keccak256 of the unsigned serialized
+ * transaction, the hash itself). Never the key.
+ */
+export type SignedDigest = { kind: SignedKind; digest: Hex };
+
+/**
+ * A key a run used: a wallet (PKP) of the account, or the action identity of the run's code
+ * (`action: true`). `signed` lists its signatures in the order they were made; `key_exported` is
+ * true when the script read the private key itself (getPrivateKey / getActionPrivateKey), after
+ * which the receipt cannot speak for what else was signed with it.
+ */
+export type ReceiptWallet = { address: Address; action: boolean; signed: SignedDigest[]; key_exported: boolean };
+
+export type RunReceiptBody = {
+  version: typeof RECEIPT_VERSION;
+  /** The request id the client got (X-Request-Id). */
+  request_id: string;
+  /** The master hash of the caller's account, 0x + 64 hex. */
+  account: Hex;
+  /** The code's CIDv0. */
+  cid: string;
+  params_sha256: Hex;
+  response_sha256: Hex;
+  logs_sha256: Hex;
+  has_error: boolean;
+  wallets: ReceiptWallet[];
+  /** ISO 8601 (UTC, milliseconds): when the sandbox was asked to run the script, and when it answered. */
+  started_at: string;
+  ended_at: string;
+  /** The run's duration as the answer's duration_ms (what it is charged by). */
+  duration_ms: number;
+  /** What the ledger charges for the run: 0 while billing is off (shared/fees.ts). */
+  charged_cents: number;
+  /** The enclave instance that ran it and the compose hash it runs, as its quotes' RTMR3 claims them. */
+  instance_id: string;
+  compose_hash: string;
+};
+
+export type RunReceipt = RunReceiptBody & { signature: Hex };
+
+/** The text the receipt key signs: the receipt without its signature, as canonical JSON. */
+export function receiptMessage(receipt: RunReceiptBody | RunReceipt): string {
+  const { signature: _signature, ...body } = receipt as RunReceipt;
+  return canonicalJson(body);
+}
+
+/** SHA-256 of `text`'s UTF-8 bytes, 0x-hex. */
+export function textSha256(text: string): Hex {
+  return sha256(stringToBytes(text));
+}
+
+/** SHA-256 of `value` as canonical JSON (undefined counts as null, as an absent js_params does). */
+export function jsonSha256(value: unknown): Hex {
+  return textSha256(canonicalJson(value === undefined ? null : value));
+}
+
+/** The receipt key's report data: SHA-512("sigil-receipt-v1:" ‖ uncompressed public key bytes). */
+export async function receiptKeyReportData(publicKey: Uint8Array): Promise<Uint8Array> {
+  const label = stringToBytes(RECEIPT_KEY_LABEL);
+  const input = new Uint8Array(label.length + publicKey.length);
+  input.set(label);
+  input.set(publicKey, label.length);
+  return new Uint8Array(await crypto.subtle.digest("SHA-512", input));
+}
+
+/** The address of an uncompressed secp256k1 public key (0x04 ‖ x ‖ y), lowercase. */
+export function receiptKeyAddress(publicKey: Hex): Address {
+  return publicKeyToAddress(publicKey).toLowerCase() as Address;
+}
+
+/**
+ * What `GET /attestation/receipt-key` serves: the receipt key (address and public key), the quote
+ * that binds it and its event log, and the instance and compose hash it belongs to.
+ */
+export type ReceiptKeyAttestation = {
+  address: Address;
+  public_key: Hex;
+  quote: string;
+  event_log: string;
+  vm_config?: string;
+  instance_id: string;
+  compose_hash: string;
+  simulated?: true;
+};
+
+/** TDX quote header: version (u16 LE) at 0; the TD report follows the 48-byte header. */
+const QUOTE_HEADER_BYTES = 48;
+/** report_data within a v4 TD report (TDREPORT 1.0): bytes 520–584 of it, 568–632 of the quote; v5 adds a 6-byte body header. */
+const REPORT_DATA_OFFSET_V4 = 568;
+const REPORT_DATA_OFFSET_V5 = 574;
+
+/**
+ * The 64 bytes of report_data inside a TDX quote (hex), read at its fixed offset — without checking
+ * the quote's signature: that needs Intel's collateral (`sigil verify-receipt` does it).
+ */
+export function quoteReportData(quoteHex: string): Uint8Array {
+  const hex = quoteHex.replace(/^0x/i, "");
+  if (!/^([0-9a-fA-F]{2})+$/.test(hex)) throw new Error("the quote is not hex");
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  if (bytes.length < QUOTE_HEADER_BYTES) throw new Error("the quote is too short");
+  const version = (bytes[0] as number) | ((bytes[1] as number) << 8);
+  const offset = version === 4 ? REPORT_DATA_OFFSET_V4 : version === 5 ? REPORT_DATA_OFFSET_V5 : undefined;
+  if (offset === undefined) throw new Error(`quote version ${version} is not a TDX quote (4 or 5)`);
+  if (bytes.length < offset + 64) throw new Error("the quote is too short to hold report_data");
+  return bytes.slice(offset, offset + 64);
+}

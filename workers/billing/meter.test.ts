@@ -1,0 +1,59 @@
+// meteredRun against the receipt the enclave signed (issue 14, point 4): what the ledger settles is
+// the run's fee (shared/fees.ts), the figure the receipt carries; when the two differ the edge says
+// so at error level, naming both, and still answers the run with the receipt the enclave signed.
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../shared/log.ts";
+import type { SigilActionResponse } from "../../shared/operations.ts";
+import { meteredRun, type Payer } from "./meter.ts";
+
+/** A ledger that grants `granted` seconds and settles at most what it held. */
+function fakePayer(granted: number): { payer: Payer; settled: number[] } {
+  const settled: number[] = [];
+  const ledger = {
+    hold: async () => ({ granted, freeCents: 100 }),
+    settle: async (_ref: string, cents: number) => {
+      const charged = Math.min(cents, granted);
+      settled.push(charged);
+      return { chargedCents: charged, freeCents: 100 - charged };
+    },
+    release: async () => undefined,
+  };
+  return { payer: { ledger: ledger as unknown as Payer["ledger"], key: undefined }, settled };
+}
+
+const answer = (durationMs: number, receiptCents: number) =>
+  ({ response: null, logs: "", has_error: false, cid: "Qm", duration_ms: durationMs, receipt: { charged_cents: receiptCents } }) as unknown as SigilActionResponse;
+
+function recordingLog() {
+  const lines: Array<{ level: string; msg: string; receiptCents?: number; chargedCents?: number }> = [];
+  return { log: createLogger("debug", {}, (line) => lines.push(JSON.parse(line) as (typeof lines)[number])), lines };
+}
+
+describe("meteredRun and the run's receipt", () => {
+  it("settles the fee the receipt carries, and logs nothing when they agree", async () => {
+    const { payer, settled } = fakePayer(30);
+    const { log, lines } = recordingLog();
+    const r = await meteredRun(payer, 30_000, "ref", undefined, async () => answer(2500, 3), log);
+    expect(settled).toEqual([3]);
+    expect(r.chargedCents).toBe(3);
+    expect(lines.filter((l) => l.level === "error")).toEqual([]);
+  });
+
+  it("logs an error naming both figures when the ledger charged something else, and keeps the signed receipt", async () => {
+    const { payer } = fakePayer(30);
+    const { log, lines } = recordingLog();
+    const r = await meteredRun(payer, 30_000, "ref", undefined, async () => answer(2500, 1), log);
+    expect(r.chargedCents).toBe(3);
+    expect(r.result.receipt.charged_cents).toBe(1);
+    expect(lines.filter((l) => l.level === "error")).toEqual([expect.objectContaining({ msg: "run receipt disagrees with the ledger", receiptCents: 1, chargedCents: 3 })]);
+  });
+
+  it("with billing off expects a receipt of 0 cents, and logs an answer that has no receipt instead of failing", async () => {
+    const { log, lines } = recordingLog();
+    expect((await meteredRun(undefined, 30_000, "ref", undefined, async () => answer(10, 0), log)).chargedCents).toBe(0);
+    expect(lines).toEqual([]);
+    const bare = { ...answer(10, 0), receipt: undefined } as unknown as SigilActionResponse;
+    expect((await meteredRun(undefined, 30_000, "ref", undefined, async () => bare, log)).chargedCents).toBe(0);
+    expect(lines.filter((l) => l.level === "error")).toHaveLength(1);
+  });
+});
