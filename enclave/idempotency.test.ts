@@ -82,6 +82,8 @@ describe("OperationMemory", () => {
     expect(OperationMemory.identify("remove_group", "idem", body(a))!.fingerprint).not.toBe(first.fingerprint);
     const run = OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 3000 }))!;
     expect(OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 9000 }))).toEqual(run);
+    // A retry whose first attempt was charged already holds (and is granted) other seconds: the same run.
+    expect(OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 1000, billing: { granted_seconds: 1 } }))).toEqual(run);
     expect(OperationMemory.identify("create_wallet_with_signature", "idem", { typed_data: {}, signature: "0x" })).toBeUndefined();
     expect(OperationMemory.identify("add_group", "idem", "not an object")).toBeUndefined();
   });

@@ -31,8 +31,12 @@ export type MemoryLimits = { maxEntries: number; maxBytes: number; ttlMs: number
 
 export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxEntries: 10_000, maxBytes: 64 << 20, ttlMs: 24 * 3600_000 };
 
-/** The request fields that are not part of what an operation asks: the caller's key and the run's time budget. */
-const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms"]);
+/**
+ * The request fields that are not part of what an operation asks: the caller's key, and the run's
+ * time budget and the seconds billing granted it (a retry may hold a different amount, as when its
+ * first attempt was charged already).
+ */
+const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms", "billing"]);
 
 /**
  * The operations taken without a caller key that are remembered all the same: new_account, which

@@ -92,7 +92,7 @@ describe("wallet create --sign and key add --sign", () => {
     expect(usageKey).toMatch(/^[A-Za-z0-9+/]{43}=$/);
     expect(out).toMatch(new RegExp(`^admin\\s+${admin.address}$`, "m"));
     // The key reads the account: its own grant, and the three wallets (master, first, second).
-    expect(await ok(["key", "list", "--key", usageKey])).toMatch(/^0x[0-9a-f]{64}\s+cli runner\s+never\s+none\s+create-groups execute:all$/m);
+    expect(await ok(["key", "list", "--key", usageKey])).toMatch(/^0x[0-9a-f]{64}\s+cli runner\s+never\s+0 cents\s+none\s+create-groups execute:all$/m);
     const wallets = JSON.parse(await ok(["wallet", "list", "--key", usageKey, "--json"])) as Array<{ id: string; name: string }>;
     expect(wallets.map((w) => [w.id, w.name])).toEqual([["0", ""], ["1", "first"], ["2", "second"]]);
     expect(JSON.parse(await ok(["account", "show", "--key", usageKey, "--json"]))).toMatchObject({ exists: true, managed: false, key_kind: "usage", key_name: "cli runner" });

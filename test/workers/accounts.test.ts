@@ -144,6 +144,7 @@ describe("usage keys", () => {
       description: "for CI",
       expires_at: expiresAt,
       spend_limit_cents: 250,
+      spent_cents: 0,
       can_create_groups: false,
       can_delete_groups: false,
       can_create_pkps: true,
