@@ -124,6 +124,18 @@ export default defineConfig({
           testTimeout: 120_000,
         },
       },
+      {
+        test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          // Debian's chromium, installed by the project when missing (bin/chromium.ts); the dashboard
+          // against the local stack, one file at a time.
+          globalSetup: ["test/browser/globalSetup.ts"],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
+      },
     ],
   },
 });

@@ -22,6 +22,7 @@ import { walletsRoutes } from "./routes/wallets.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
+import { serveDashboard } from "./dashboard.ts";
 import { serveSwaggerUi } from "./swaggerUi.ts";
 
 export function createApp(): OpenAPIHono<EdgeEnv> {
@@ -67,6 +68,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   }));
   // The page, and Swagger UI's own files from the static assets (wrangler.toml [assets]).
   serveSwaggerUi(app);
+  serveDashboard(app);
 
   app.notFound(notFound(app));
   app.onError((err, c) => errorResponse(c, err));

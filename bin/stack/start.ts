@@ -176,6 +176,7 @@ export async function startLocalStack(): Promise<number> {
         "",
         "Sigil local stack is up — SIMULATED TEE: the enclave runs as a plain local process with a dev root key",
         `  API              ${edge.url}/core/v1   (Swagger UI: ${edge.url}/core/v1/swagger-ui)`,
+        `  dashboard        ${edge.url}/dashboard`,
         `  chain id         ${deployment.chainId}`,
         `  rpc url          ${rpcUrl}`,
         `  AccountConfig    ${deployment.accountConfig}`,

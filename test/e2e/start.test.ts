@@ -237,6 +237,9 @@ describe("npm start", () => {
       expect((await fetch(`${edgeUrl}${file}`)).status, file).toBe(200);
     }
     expect(started.output()).toContain("SIMULATED TEE");
+    // It prints where the dashboard is, and the edge serves it there.
+    expect(started.output()).toMatch(new RegExp(`dashboard\\s+${edgeUrl}/dashboard\\n`));
+    expect((await fetch(`${edgeUrl}/dashboard`)).status).toBe(200);
     // The enclave's public health names its payers (their balances it keeps to the channel): funded.
     const health = (await (await fetch(`${enclaveUrl}/health`)).json()) as { status: string; payers: `0x${string}`[] };
     expect(health.status).toBe("ok");

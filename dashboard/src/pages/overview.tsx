@@ -1,0 +1,132 @@
+// Overview: the credit, a warning when it runs low, the last 30 days of spend as a chart (per day,
+// runs and writes apart), and the latest runs with their outcome and cost — all from GET /usage and
+// the balance.
+import type { PageProps } from "../app.tsx";
+import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import { dollars, Empty, Load, Short, Table, useLoad } from "../ui.tsx";
+
+type UsageEvent = PageItem<"listUsage">;
+
+const DAY_MS = 86_400_000;
+/** At most this many events are read for the chart (20 pages): enough for a month of most accounts. */
+const MAX_EVENTS = 2_000;
+/** Below this the overview warns, unless the account set its own threshold (webhook settings). */
+const DEFAULT_LOW_CENTS = 100;
+
+async function overviewData(client: SigilClient) {
+  const since = Date.now() - 30 * DAY_MS;
+  const events: UsageEvent[] = [];
+  let truncated = false;
+  for await (const e of client.all.listUsage({ from: new Date(since).toISOString(), limit: 100 })) {
+    if (events.length >= MAX_EVENTS) {
+      truncated = true;
+      break;
+    }
+    events.push(e);
+  }
+  const [balance, threshold] = await Promise.all([
+    client.getBalance(),
+    client.getWebhookSettings().then(
+      (s) => s.balance_low_cents ?? DEFAULT_LOW_CENTS,
+      () => DEFAULT_LOW_CENTS,
+    ),
+  ]);
+  return { balance, threshold, events, truncated, since };
+}
+
+export function Overview({ session }: PageProps) {
+  const loaded = useLoad(() => overviewData(session.client));
+  return (
+    <Load loaded={loaded} what="the overview">
+      {({ balance, threshold, events, truncated, since }) => (
+        <>
+          <section aria-labelledby="credit">
+            <h2 id="credit">Credit</h2>
+            <p class="big" data-testid="balance">
+              {balance.balance_display}
+            </p>
+            {balance.balance_cents < threshold && (
+              <p class="warning" role="status">
+                Low balance: below {dollars(threshold)}. Runs and writes stop when it reaches zero — <a href="#/billing">buy credit</a>.
+              </p>
+            )}
+          </section>
+          <section aria-labelledby="spend">
+            <h2 id="spend">Spend, last 30 days</h2>
+            <SpendChart events={events} since={since} />
+            {truncated && <p class="muted">Drawn from the newest {MAX_EVENTS} events.</p>}
+          </section>
+          <section aria-labelledby="runs">
+            <h2 id="runs">Recent runs</h2>
+            <RecentRuns events={events.filter((e) => e.kind === "run").slice(0, 10)} />
+          </section>
+        </>
+      )}
+    </Load>
+  );
+}
+
+type Day = { day: string; runs: number; writes: number };
+
+/** Cents charged per UTC day since `since`, runs and writes apart, oldest first (30 days, none left out). */
+export function spendByDay(events: UsageEvent[], since: number): Day[] {
+  const days: Day[] = [];
+  const first = Math.floor(since / DAY_MS);
+  const last = Math.floor(Date.now() / DAY_MS);
+  for (let d = first; d <= last; d++) days.push({ day: new Date(d * DAY_MS).toISOString().slice(0, 10), runs: 0, writes: 0 });
+  for (const e of events) {
+    const day = days[Math.floor(Date.parse(e.time) / DAY_MS) - first];
+    if (!day) continue;
+    if (e.kind === "run") day.runs += e.charged_cents;
+    else if (e.kind === "write") day.writes += e.charged_cents;
+  }
+  return days;
+}
+
+function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) {
+  const days = spendByDay(events, since);
+  const total = days.reduce((s, d) => s + d.runs + d.writes, 0);
+  if (total === 0) return <Empty>Nothing spent in the last 30 days.</Empty>;
+  const max = Math.max(...days.map((d) => d.runs + d.writes));
+  const W = 620;
+  const H = 160;
+  const bar = W / days.length;
+  const y = (cents: number) => (cents / max) * (H - 20);
+  return (
+    <figure class="chart">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`Spend per day over the last 30 days: ${dollars(total)} in all`} data-testid="spend-chart">
+        {days.map((d, i) => {
+          const runs = y(d.runs);
+          const writes = y(d.writes);
+          return (
+            <g>
+              <title>{`${d.day}: runs ${dollars(d.runs)}, writes ${dollars(d.writes)}`}</title>
+              {d.runs > 0 && <rect class="bar-runs" x={i * bar + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />}
+              {d.writes > 0 && <rect class="bar-writes" x={i * bar + 1} y={H - runs - writes} width={bar - 2} height={writes} data-day={d.day} />}
+            </g>
+          );
+        })}
+      </svg>
+      <figcaption>
+        <span class="key key-runs" aria-hidden="true" /> runs <span class="key key-writes" aria-hidden="true" /> writes · {dollars(total)} in all, most on one day {dollars(max)}
+      </figcaption>
+    </figure>
+  );
+}
+
+function RecentRuns({ events }: { events: UsageEvent[] }) {
+  if (events.length === 0) return <Empty>No runs yet. Try one in the <a href="#/playground">playground</a>.</Empty>;
+  return (
+    <Table
+      caption="The latest runs"
+      head={["When", "Action", "Outcome", "Duration", "Cost"]}
+      rows={events.map((e) => [
+        new Date(e.time).toLocaleString(),
+        e.cid ? <Short value={e.cid} /> : "—",
+        e.error_code ? <span class="bad">failed: {e.error_code}</span> : <span class="good">ok</span>,
+        e.duration_ms === null ? "—" : `${e.duration_ms} ms`,
+        dollars(e.charged_cents),
+      ])}
+    />
+  );
+}

@@ -1,0 +1,171 @@
+// The dashboard in a real headless Chromium against the real local stack (anvil, the enclave, the
+// edge under workerd serving /dashboard, the Stripe emulator): served under its CSP from the
+// origin alone, signed in with a key, the overview's balance, spend chart and runs, screenshots at
+// 1280 and 360 px, axe-core's check, and bad input shown in words with its code and request id.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser } from "playwright-core";
+import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
+import { computeCid } from "../../shared/cid.ts";
+import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
+import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+
+const SIGN = `async function main({ wallet }) { return await Sigil.Actions.signMessage({ pkpId: wallet, message: "dashboard" }) }`;
+const FAIL = `async function main() { throw new Error("on purpose") }`;
+
+let stack: LocalStack;
+let browser: Browser;
+let key = "";
+let client: SigilClient;
+
+beforeAll(async () => {
+  [stack, browser] = await Promise.all([startLocalStack(), launchBrowser()]);
+  const created = await createSigilClient({ baseUrl: stack.origin }).newAccount({ account_name: "dashboard" });
+  key = created.api_key;
+  client = createSigilClient({ baseUrl: stack.origin, apiKey: key });
+  await topUp(client, { amountCents: 500 });
+  const { wallet_address } = await client.createWallet({});
+  await client.addGroup({ group_name: "g", group_description: "", pkp_ids_permitted: [wallet_address], cid_hashes_permitted: [await computeCid(SIGN), await computeCid(FAIL)] });
+  await client.sigilAction({ code: SIGN, js_params: { wallet: wallet_address } });
+  await client.sigilAction({ code: FAIL });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe("the dashboard", () => {
+  it("is served at /dashboard under a CSP that allows nothing from another origin but Stripe's API, its files from the origin", async () => {
+    const res = await fetch(`${stack.origin}/dashboard`);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("style-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    const stripe = new URL(((await (await fetch(`${stack.api}/billing/stripe_config`)).json()) as { api_base: string }).api_base).origin;
+    expect(csp).toContain(`connect-src 'self' ${stripe}`);
+    const html = await res.text();
+    const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const src of sources) expect(src, "every file from the origin").toMatch(/^\/dashboard\//);
+    for (const src of sources) expect((await fetch(`${stack.origin}${src}`)).status, src).toBe(200);
+    expect((await fetch(`${stack.origin}/dashboard/missing.js`)).status).toBe(404);
+  });
+
+  it("a wrong key is refused in words, with its code and request id; no console error, no blank page", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard`);
+    await page.getByLabel("API key").fill(btoa("k".repeat(32)));
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const alert = page.getByRole("alert");
+    await expect.poll(() => alert.textContent()).toMatch(/invalid_api_key/);
+    expect(await alert.textContent()).toMatch(/request [0-9a-f-]{36}/);
+    expect(await page.getByRole("heading", { name: "Sign in to Sigil" }).isVisible()).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "signin");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("signs in with a key: the overview shows the balance, the month's spend as a chart and the runs with their outcome; a reload keeps the session", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    await expect.poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 })).toBe("$4.96");
+    const bars = page.locator("[data-testid=spend-chart] rect");
+    expect(await bars.count()).toBe(2); // today's runs and today's writes
+    expect(await page.getByTestId("spend-chart").getAttribute("aria-label")).toContain("$0.04 in all");
+    const runs = page.getByRole("table", { name: "The latest runs" });
+    expect(await runs.locator("tbody tr").count()).toBe(2);
+    expect(await runs.textContent()).toContain("failed: script_error");
+    expect(await page.getByText("master key").isVisible()).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "overview");
+
+    await page.reload();
+    await expect.poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 })).toBe("$4.96");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    expect(await page.getByRole("heading", { name: "Sign in to Sigil" }).isVisible()).toBe(true);
+    // The key lived in this tab's sessionStorage, never in a cookie or the URL.
+    expect(await page.context().cookies()).toEqual([]);
+    expect(page.url()).not.toContain(key);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Wallets: lists the account's wallets with their addresses, and creates one from the form", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard#/wallets`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const table = page.getByRole("table", { name: /The account's wallets/ });
+    await table.waitFor({ timeout: 30_000 });
+    expect(await table.locator("tbody tr").count()).toBe(2);
+    await page.getByLabel("Name").fill("from the browser");
+    await page.getByRole("button", { name: "Create wallet" }).click();
+    const made = page.getByRole("status").filter({ hasText: "Created" });
+    await made.waitFor({ timeout: 60_000 });
+    const address = (await made.locator("code").textContent()) as string;
+    await expect.poll(() => table.locator("tbody tr").count()).toBe(3);
+    expect((await client.listWallets()).map((w) => w.wallet_address)).toContain(address.toLowerCase());
+    expect(await page.getByRole("button", { name: `Copy address: ${address.toLowerCase()}` }).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "wallets");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Keys: adds a key (shown once, with a copy button) that then works, edits its permissions, refuses a bad group id in words, and removes it after a confirmation", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard#/keys`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    await page.getByText("No usage keys yet").waitFor({ timeout: 30_000 });
+
+    await page.getByLabel("Name").fill("browser key");
+    await page.getByLabel("Run in groups").fill("x");
+    await page.getByRole("button", { name: "Add key" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain('"x" is not a group id');
+
+    await page.getByLabel("Run in groups").fill("1");
+    await page.getByLabel("Spend cap (cents)").fill("100");
+    await page.getByRole("button", { name: "Add key" }).click();
+    const shownKey = (await page.getByTestId("new-key").textContent({ timeout: 60_000 })) as string;
+    expect(await createSigilClient({ baseUrl: stack.origin, apiKey: shownKey }).accountExists()).toEqual({ exists: true, managed: true });
+    expect(await page.getByRole("button", { name: `Copy key: ${shownKey}` }).count()).toBe(1);
+    const table = page.getByRole("table", { name: "The account's usage keys" });
+    await expect.poll(() => table.textContent()).toContain("run in groups 1");
+    expect(await table.textContent()).toContain("$0.00 of $1.00");
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "keys");
+
+    await page.getByRole("button", { name: "Edit browser key" }).click();
+    await page.getByRole("checkbox", { name: "Create wallets" }).check();
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => table.textContent(), { timeout: 60_000 }).toContain("create wallets");
+    expect((await client.listApiKeys())[0]).toMatchObject({ name: "browser key", can_create_pkps: true, execute_in_groups: ["1"], spend_limit_cents: 100 });
+
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Remove browser key" }).click();
+    await page.getByText("No usage keys yet").waitFor({ timeout: 60_000 });
+    expect(await client.listApiKeys()).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("is usable from the keyboard: the skip link first, then the sections, each with visible focus", async () => {
+    const { page, problems } = await watchedPage(browser, 360);
+    await page.goto(`${stack.origin}/dashboard`);
+    await page.getByLabel("API key").fill(key);
+    await page.keyboard.press("Enter");
+    await page.getByTestId("balance").waitFor({ timeout: 30_000 });
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content");
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement as Element).outlineStyle);
+    expect(outline).not.toBe("none");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+});
