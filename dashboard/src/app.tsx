@@ -3,7 +3,11 @@
 // page is a link and the edge serves one document.
 import { useEffect, useState } from "preact/hooks";
 import { Overview } from "./pages/overview.tsx";
+import { Audit } from "./pages/audit.tsx";
+import { Billing } from "./pages/billing.tsx";
+import { Groups } from "./pages/groups.tsx";
 import { Keys } from "./pages/keys.tsx";
+import { Playground } from "./pages/playground.tsx";
 import { Wallets } from "./pages/wallets.tsx";
 import { signInWithKey, signInWithWallet, resumeSession, signOut, type Session } from "./session.ts";
 import { ErrorNote, Field, Loading, shown, type Shown } from "./ui.tsx";
@@ -17,6 +21,10 @@ export const PAGES: Page[] = [
   { path: "overview", title: "Overview", component: Overview },
   { path: "keys", title: "Keys", component: Keys, keyOnly: true },
   { path: "wallets", title: "Wallets", component: Wallets, keyOnly: true },
+  { path: "groups", title: "Groups and actions", component: Groups, keyOnly: true },
+  { path: "playground", title: "Playground", component: Playground, keyOnly: true },
+  { path: "billing", title: "Billing", component: Billing },
+  { path: "audit", title: "Audit log", component: Audit },
 ];
 
 function currentPath(): string {

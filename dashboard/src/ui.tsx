@@ -2,8 +2,8 @@
 // (loading, empty, an error in words with its code and request id), tables, labelled fields, a copy
 // button, and money as dollars. Everything is styled by class from app.css (the page's CSP allows
 // no inline style).
-import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { cloneElement, type ComponentChildren, type VNode } from "preact";
+import { useCallback, useEffect, useId, useState } from "preact/hooks";
 
 /** An error as the dashboard shows it: the SDK's SigilError carries the service's code and request id. */
 export type Shown = { message: string; code?: string; requestId?: string };
@@ -105,13 +105,21 @@ export function Table({ caption, head, rows }: { caption: string; head: string[]
   );
 }
 
-export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
+/** A labelled control; its hint is outside the label (so the control's name is the label alone) and linked by aria-describedby. */
+export function Field({ label, children, hint }: { label: string; children: VNode; hint?: string }) {
+  const hintId = useId();
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      {children}
-      {hint && <span class="field-hint">{hint}</span>}
-    </label>
+    <div class="field">
+      <label>
+        <span class="field-label">{label}</span>
+        {hint ? cloneElement(children, { "aria-describedby": hintId }) : children}
+      </label>
+      {hint && (
+        <span class="field-hint" id={hintId}>
+          {hint}
+        </span>
+      )}
+    </div>
   );
 }
 

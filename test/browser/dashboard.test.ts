@@ -2,6 +2,7 @@
 // edge under workerd serving /dashboard, the Stripe emulator): served under its CSP from the
 // origin alone, signed in with a key, the overview's balance, spend chart and runs, screenshots at
 // 1280 and 360 px, axe-core's check, and bad input shown in words with its code and request id.
+import { getAddress, recoverMessageAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
@@ -151,6 +152,142 @@ describe("the dashboard", () => {
     await page.getByRole("button", { name: "Remove browser key" }).click();
     await page.getByText("No usage keys yet").waitFor({ timeout: 60_000 });
     expect(await client.listApiKeys()).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Groups and actions: an action added by pasting its code (its CID computed and shown), a group made of a wallet and that action, edited, and removed after a confirmation", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard#/groups`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    await page.getByRole("table", { name: "The account's groups" }).waitFor({ timeout: 30_000 });
+
+    const code = `async function main() { return "from the groups page" }`;
+    await page.getByLabel("Code", { exact: true }).fill(code);
+    await page.getByRole("button", { name: "Compute CID" }).click();
+    expect(await page.getByTestId("computed-cid").textContent({ timeout: 30_000 })).toBe(await computeCid(code));
+    await page.getByLabel("Action name").fill("pasted");
+    await page.getByRole("button", { name: "Add action" }).click();
+    const actions = page.getByRole("table", { name: "The account's registered actions" });
+    await expect.poll(() => actions.textContent(), { timeout: 60_000 }).toContain(await computeCid(code));
+
+    await page.getByLabel("Group name").fill("browser group");
+    const [wallet] = (await client.listWallets()).slice(-1);
+    await page.getByRole("checkbox", { name: new RegExp(wallet!.wallet_address) }).check();
+    await page.getByRole("checkbox", { name: /^pasted/ }).check();
+    await page.getByRole("button", { name: "Create group" }).click();
+    const groups = page.getByRole("table", { name: "The account's groups" });
+    await expect.poll(() => groups.textContent(), { timeout: 60_000 }).toContain("browser group");
+    const made = (await client.listGroups()).find((g) => g.group_name === "browser group")!;
+    expect(made.pkp_ids_permitted).toEqual([wallet!.wallet_address]);
+    expect(made.cid_hashes_permitted).toHaveLength(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "groups");
+
+    await page.getByRole("button", { name: "Edit group browser group" }).click();
+    await page.getByLabel("Group description").fill("edited in the browser");
+    await page.getByRole("button", { name: "Save group" }).click();
+    await expect.poll(() => groups.textContent(), { timeout: 60_000 }).toContain("edited in the browser");
+
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Remove group browser group" }).click();
+    await expect.poll(() => groups.textContent(), { timeout: 60_000 }).not.toContain("browser group");
+    expect((await client.listGroups()).map((g) => g.group_name)).toEqual(["g"]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Playground: runs a signing script with a picked wallet (response, logs, duration, cost); bad JSON and a script that throws are shown with their codes", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard#/playground`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const editor = page.getByLabel("Script");
+    await editor.waitFor({ timeout: 30_000 });
+    const wallet = (await client.listGroups()).find((g) => g.group_name === "g")!.pkp_ids_permitted[0]!;
+
+    await page.getByLabel("Parameters (JSON)").fill("{ not json");
+    await page.getByRole("button", { name: "Run" }).click();
+    await expect.poll(() => page.getByRole("alert").first().textContent()).toMatch(/not JSON.*invalid_json/);
+
+    await editor.fill(SIGN);
+    await page.getByLabel("Parameters (JSON)").fill("{}");
+    await page.getByLabel("Wallet").selectOption(wallet);
+    await page.getByRole("button", { name: "Run" }).click();
+    const response = JSON.parse((await page.getByTestId("run-response").textContent({ timeout: 60_000 })) as string) as `0x${string}`;
+    expect(await recoverMessageAddress({ message: "dashboard", signature: response })).toBe(getAddress(wallet));
+    expect(await page.getByTestId("run-cost").textContent()).toBe("$0.01");
+    expect(await page.locator("pre.editor-highlight .token.keyword").count()).toBeGreaterThan(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "playground");
+
+    await editor.fill(FAIL);
+    await page.getByRole("button", { name: "Run" }).click();
+    await page.getByRole("heading", { name: "The script failed" }).waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId("run-result").textContent()).toMatch(/on purpose.*script_error/);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Billing: buys $5 with the emulator's test card, the balance and the payment history follow; a declined card and too small an amount are refused in words", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard#/billing`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const balance = page.getByTestId("billing-balance");
+    const before = Math.round(Number(((await balance.textContent({ timeout: 30_000 })) as string).slice(1)) * 100);
+
+    await page.getByLabel("Amount in dollars").fill("2");
+    await page.getByRole("button", { name: "Pay" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/at least \$5\.00.*amount_below_minimum/);
+
+    await page.getByLabel("Amount in dollars").fill("5");
+    await page.getByLabel("Card").selectOption("pm_card_chargeDeclined");
+    await page.getByRole("button", { name: "Pay" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent(), { timeout: 60_000 }).toMatch(/declined.*payment_not_succeeded/i);
+
+    await page.getByLabel("Card").selectOption("pm_card_visa");
+    await page.getByRole("button", { name: "Pay" }).click();
+    await page.getByRole("status").filter({ hasText: "Paid" }).waitFor({ timeout: 60_000 });
+    await expect.poll(() => balance.textContent()).toBe(`$${((before + 500) / 100).toFixed(2)}`);
+    const history = page.getByRole("table", { name: "Top-ups and refunds, newest first" });
+    expect(await history.locator("tbody tr").count()).toBe(2);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "billing");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("an account without credit: a run in the playground says so with insufficient_credits, and the overview warns of the low balance", async () => {
+    const poor = await createSigilClient({ baseUrl: stack.origin }).newAccount({ account_name: "no credit" });
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard`);
+    await page.getByLabel("API key").fill(poor.api_key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    await page.getByText("Low balance").waitFor({ timeout: 30_000 });
+    expect(await page.getByText("Nothing spent in the last 30 days.").isVisible()).toBe(true);
+    await page.getByRole("navigation").getByRole("link", { name: "Playground" }).click();
+    await page.getByRole("button", { name: "Run" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent(), { timeout: 30_000 }).toMatch(/insufficient_credits.*request [0-9a-f-]{36}/);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Audit log: the account's administrative history from the chain, newest first, as the API gives it", async () => {
+    const { page, problems } = await watchedPage(browser);
+    await page.goto(`${stack.origin}/dashboard#/audit`);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const table = page.getByRole("table", { name: "The account's administrative history, newest first" });
+    await table.waitFor({ timeout: 30_000 });
+    const api = await client.audit({ limit: "25" });
+    const rows = await table.locator("tbody tr").allTextContents();
+    expect(rows).toHaveLength(api.events.length);
+    for (const [i, e] of api.events.entries()) expect(rows[i]).toContain(e.summary);
+    expect(rows.join("\n")).toMatch(/group \d+ removed/);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "audit");
     expect(problems).toEqual([]);
     await page.context().close();
   });

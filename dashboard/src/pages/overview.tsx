@@ -27,7 +27,8 @@ async function overviewData(client: SigilClient) {
   const [balance, threshold] = await Promise.all([
     client.getBalance(),
     client.getWebhookSettings().then(
-      (s) => s.balance_low_cents ?? DEFAULT_LOW_CENTS,
+      // 0 turns the webhook off; the overview still warns below the default.
+      (s) => s.balance_low_cents || DEFAULT_LOW_CENTS,
       () => DEFAULT_LOW_CENTS,
     ),
   ]);

@@ -1,0 +1,52 @@
+// Audit log: the account's administrative history, newest first, read from the contract's events
+// (GET /audit) — what changed, in which block and transaction, sent by whom — a page at a time.
+import { useState } from "preact/hooks";
+import type { PageProps } from "../app.tsx";
+import type { AuditEvent } from "../../../sdk/src/index.ts";
+import { Empty, ErrorNote, Short, Table, useAction, useLoad } from "../ui.tsx";
+
+const PAGE = 25;
+
+export function Audit({ session }: PageProps) {
+  const [events, setEvents] = useState<AuditEvent[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const first = useLoad(async () => {
+    const page = await session.client.audit({ limit: String(PAGE) });
+    setEvents(page.events);
+    setCursor(page.next_cursor);
+    return page;
+  });
+  const more = useAction(async () => {
+    if (!cursor) return;
+    const page = await session.client.audit({ limit: String(PAGE), cursor });
+    setEvents((e) => [...e, ...page.events]);
+    setCursor(page.next_cursor);
+  });
+  if (first.error) return <ErrorNote error={first.error} />;
+  if (!first.data) return <p class="muted" role="status">Loading the audit log…</p>;
+  return (
+    <>
+      {events.length === 0 ? (
+        <Empty>No administrative changes yet.</Empty>
+      ) : (
+        <Table
+          caption="The account's administrative history, newest first"
+          head={["When", "What", "Block", "Sender", "Transaction"]}
+          rows={events.map((e) => [
+            e.block_time === null ? "—" : new Date(e.block_time * 1000).toLocaleString(),
+            e.summary,
+            String(e.block_number),
+            e.actor ? <Short value={e.actor} /> : "—",
+            <Short value={e.tx_hash} />,
+          ])}
+        />
+      )}
+      {cursor && (
+        <button type="button" class="secondary" disabled={more.busy} onClick={() => void more.run()}>
+          {more.busy ? "Loading…" : "Older events"}
+        </button>
+      )}
+      <ErrorNote error={more.error} />
+    </>
+  );
+}
