@@ -35,6 +35,15 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** A watched page signed in with `apiKey` (the test account's by default) at `#/path`, as a user does it: the key typed into the form. */
+async function signedIn(path: string, apiKey = key, width = 1280) {
+  const watched = await watchedPage(browser, width);
+  await watched.page.goto(`${stack.origin}/dashboard${path ? `#/${path}` : ""}`);
+  await watched.page.getByLabel("API key").fill(apiKey);
+  await watched.page.getByRole("button", { name: "Sign in with key" }).click();
+  return watched;
+}
+
 describe("the dashboard", () => {
   it("is served at /dashboard under a CSP that allows nothing from another origin but Stripe's API, its files from the origin", async () => {
     const res = await fetch(`${stack.origin}/dashboard`);
@@ -70,10 +79,7 @@ describe("the dashboard", () => {
   });
 
   it("signs in with a key: the overview shows the balance, the month's spend as a chart and the runs with their outcome; a reload keeps the session", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("");
     await expect.poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 })).toBe("$4.96");
     const bars = page.locator("[data-testid=spend-chart] rect");
     expect(await bars.count()).toBe(2); // today's runs and today's writes
@@ -97,10 +103,7 @@ describe("the dashboard", () => {
   });
 
   it("Wallets: lists the account's wallets with their addresses, and creates one from the form", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard#/wallets`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("wallets");
     const table = page.getByRole("table", { name: /The account's wallets/ });
     await table.waitFor({ timeout: 30_000 });
     expect(await table.locator("tbody tr").count()).toBe(2);
@@ -119,10 +122,7 @@ describe("the dashboard", () => {
   });
 
   it("Keys: adds a key (shown once, with a copy button) that then works, edits its permissions, refuses a bad group id in words, and removes it after a confirmation", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard#/keys`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("keys");
     await page.getByText("No usage keys yet").waitFor({ timeout: 30_000 });
 
     await page.getByLabel("Name").fill("browser key");
@@ -157,10 +157,7 @@ describe("the dashboard", () => {
   });
 
   it("Groups and actions: an action added by pasting its code (its CID computed and shown), a group made of a wallet and that action, edited, and removed after a confirmation", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard#/groups`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("groups");
     await page.getByRole("table", { name: "The account's groups" }).waitFor({ timeout: 30_000 });
 
     const code = `async function main() { return "from the groups page" }`;
@@ -199,10 +196,7 @@ describe("the dashboard", () => {
   });
 
   it("Playground: runs a signing script with a picked wallet (response, logs, duration, cost); bad JSON and a script that throws are shown with their codes", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard#/playground`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("playground");
     const editor = page.getByLabel("Script");
     await editor.waitFor({ timeout: 30_000 });
     const wallet = (await client.listGroups()).find((g) => g.group_name === "g")!.pkp_ids_permitted[0]!;
@@ -231,10 +225,7 @@ describe("the dashboard", () => {
   });
 
   it("Billing: buys $5 with the emulator's test card, the balance and the payment history follow; a declined card and too small an amount are refused in words", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard#/billing`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("billing");
     const balance = page.getByTestId("billing-balance");
     const before = Math.round(Number(((await balance.textContent({ timeout: 30_000 })) as string).slice(1)) * 100);
 
@@ -261,10 +252,7 @@ describe("the dashboard", () => {
 
   it("an account without credit: a run in the playground says so with insufficient_credits, and the overview warns of the low balance", async () => {
     const poor = await createSigilClient({ baseUrl: stack.origin }).newAccount({ account_name: "no credit" });
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard`);
-    await page.getByLabel("API key").fill(poor.api_key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("", poor.api_key);
     await page.getByText("Low balance").waitFor({ timeout: 30_000 });
     expect(await page.getByText("Nothing spent in the last 30 days.").isVisible()).toBe(true);
     await page.getByRole("navigation").getByRole("link", { name: "Playground" }).click();
@@ -275,10 +263,7 @@ describe("the dashboard", () => {
   });
 
   it("Audit log: the account's administrative history from the chain, newest first, as the API gives it", async () => {
-    const { page, problems } = await watchedPage(browser);
-    await page.goto(`${stack.origin}/dashboard#/audit`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in with key" }).click();
+    const { page, problems } = await signedIn("audit");
     const table = page.getByRole("table", { name: "The account's administrative history, newest first" });
     await table.waitFor({ timeout: 30_000 });
     const api = await client.audit({ limit: "25" });
