@@ -9,11 +9,10 @@ import { Groups } from "./pages/groups.tsx";
 import { Keys } from "./pages/keys.tsx";
 import { Playground } from "./pages/playground.tsx";
 import { Wallets } from "./pages/wallets.tsx";
-import { signInWithKey, signInWithWallet, resumeSession, signOut, type Session } from "./session.ts";
+import { signInWithKey, signInWithWallet, resumeSession, signOut, type PageProps, type Session } from "./session.ts";
 import { ErrorNote, Field, Loading, shown, type Shown } from "./ui.tsx";
 import type { FunctionComponent } from "preact";
 
-export type PageProps = { session: Session };
 type Page = { path: string; title: string; component: FunctionComponent<PageProps>; keyOnly?: boolean };
 
 /** Every page, in the navigation's order. */

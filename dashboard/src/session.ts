@@ -10,6 +10,9 @@ export type Session =
   | { kind: "key"; client: SigilClient; keyKind: "master" | "usage"; keyHash: string; keyName?: string }
   | { kind: "wallet"; client: SigilClient; address: Address; provider: EIP1193Provider };
 
+/** What every page of the dashboard is given: the session it acts in. */
+export type PageProps = { session: Session };
+
 const KEY_ITEM = "sigil.dashboard.key";
 
 /** The API of the page's own origin, with no credentials: public reads. */

@@ -1,7 +1,7 @@
 // Audit log: the account's administrative history, newest first, read from the contract's events
 // (GET /audit) — what changed, in which block and transaction, sent by whom — a page at a time.
 import { useState } from "preact/hooks";
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import type { AuditEvent } from "../../../sdk/src/index.ts";
 import { Empty, ErrorNote, Short, Table, useAction, useLoad } from "../ui.tsx";
 

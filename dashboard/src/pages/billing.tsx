@@ -3,7 +3,7 @@
 // as `sigil topup` does it) — the local Stripe emulator under `npm start`; Stripe.js's payment
 // element would have to load from js.stripe.com, which this page's CSP does not allow.
 import { useState } from "preact/hooks";
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import { topUp, type PageItem, type SigilClient } from "../../../sdk/src/index.ts";
 import { dollars, Empty, ErrorNote, Field, Load, Table, useAction, useLoad } from "../ui.tsx";
 

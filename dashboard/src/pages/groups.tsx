@@ -4,7 +4,7 @@
 // confirmation. Below, the registry of actions, where a script is added by pasting its code: its
 // CID is computed by the service and shown before anything is written.
 import { useState } from "preact/hooks";
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { Empty, ErrorNote, Field, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
 

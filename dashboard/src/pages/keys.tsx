@@ -2,7 +2,7 @@
 // that adds one (the key shown once, with a copy button), the same form to change one's
 // permissions, and removal after a confirmation. Keys are never shown again: the list has hashes.
 import { useState } from "preact/hooks";
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { CopyButton, dollars, Empty, ErrorNote, Field, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
 

@@ -1,7 +1,7 @@
 // Overview: the credit, a warning when it runs low, the last 30 days of spend as a chart (per day,
 // runs and writes apart), and the latest runs with their outcome and cost — all from GET /usage and
 // the balance.
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { dollars, Empty, Load, Short, Table, useLoad } from "../ui.tsx";
 

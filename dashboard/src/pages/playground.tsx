@@ -2,7 +2,7 @@
 // answered — its response, logs, duration and cost, or its error with the code. The chosen wallet
 // is passed to the script as js_params.wallet.
 import { useState } from "preact/hooks";
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { CodeEditor } from "../editor.tsx";
 import { dollars, ErrorNote, Field, useAction, useLoad } from "../ui.tsx";

@@ -1,7 +1,7 @@
 // Wallets: the account's wallets (keys derived inside the enclave on demand, never stored), each
 // address with a copy button, and a form that creates one.
 import { useState } from "preact/hooks";
-import type { PageProps } from "../app.tsx";
+import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { CopyButton, Empty, ErrorNote, Field, Load, Table, useAction, useLoad } from "../ui.tsx";
 
