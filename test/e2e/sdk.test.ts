@@ -41,7 +41,7 @@ import {
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash } from "../../shared/hashing.ts";
 import { SIGNER_CODE } from "../../sdk/src/signer.ts";
-import { compileTestContract } from "../fixtures/solc.ts";
+import { compileErc1271Wallet } from "../fixtures/erc1271Wallet.ts";
 import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet, message }) {
@@ -251,8 +251,8 @@ describe("ChainSecured through the SDK", () => {
   it("an ERC-1271-owned account: the contract wallet's owner signs for it, the wallet sends the contract calls", async () => {
     const { account: owner, walletClient } = await fundedEoa();
     const { publicClient } = rpc();
-    const { abi, bytecode } = compileTestContract("SmartWallet.sol", "SmartWallet");
-    const deployed = await publicClient.waitForTransactionReceipt({ hash: await walletClient.deployContract({ abi, bytecode, args: [owner.address] }) });
+    const { abi, bytecode } = compileErc1271Wallet();
+    const deployed = await publicClient.waitForTransactionReceipt({ hash: await walletClient.deployContract({ abi, bytecode, args: [owner.address, false] }) });
     const smart = deployed.contractAddress!;
     const viaWallet = async (data: Hex) => {
       const hash = await walletClient.writeContract({ address: smart, abi, functionName: "execute", args: [stack.contract, 0n, data] });
