@@ -9,7 +9,10 @@ import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
 import { SimulatedSource } from "../../enclave/attestation/simulated/simulatedSource.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
 import { ReceiptSigner } from "../../enclave/receipts/receipts.ts";
-import { readCollateral, verifyReceiptFile } from "./receipt.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readCollateral, verifyReceiptCommand, verifyReceiptFile } from "./receipt.ts";
 
 const COMPOSE_YAML = `services:\n  enclave:\n    image: sigil@sha256:${"ab".repeat(32)}\n`;
 const APP_COMPOSE = `${JSON.stringify({ manifest_version: 2, name: "sigil-unit", runner: "docker-compose", docker_compose_file: COMPOSE_YAML }, null, 2)}\n`;
@@ -102,5 +105,27 @@ describe("sigil verify-receipt's checks", () => {
     expect(failures(await verifyReceiptFile(changed, { attestation: one.attestation, collateral: one.collateral, allowSimulated: true }))).toEqual(["receipt.signature"]);
     const otherResponse = { ...answer, response: { signed: false } };
     expect(failures(await verifyReceiptFile(otherResponse, { attestation: one.attestation, collateral: one.collateral, allowSimulated: true }))).toEqual(["receipt.response"]);
+  });
+
+  it("a file it cannot read or that is not JSON is a usage error (exit 2) naming the option and the file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "verify-receipt-"));
+    const notJson = join(dir, "run.json");
+    writeFileSync(notJson, "not json");
+    const errors: string[] = [];
+    const error = console.error;
+    console.error = (line: string) => void errors.push(line);
+    try {
+      const json = join(dir, "ok.json");
+      writeFileSync(json, "{}");
+      expect(await verifyReceiptCommand([join(dir, "missing.json"), "--attestation", json])).toBe(2);
+      expect(await verifyReceiptCommand([notJson, "--attestation", json])).toBe(2);
+      expect(await verifyReceiptCommand([json, "--attestation", join(dir, "none.json")])).toBe(2);
+    } finally {
+      console.error = error;
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(errors[0]).toMatch(/missing\.json: cannot read it \(ENOENT\)/);
+    expect(errors[1]).toMatch(/run\.json: is not JSON/);
+    expect(errors[2]).toMatch(/--attestation .*none\.json: cannot read it \(ENOENT\)/);
   });
 });

@@ -8,12 +8,11 @@
 // log replayed to RTMR0–3, and RTMR3's claims naming the receipt's instance and compose hash.
 // The receipt-key attestation comes from a saved file (offline) or from the deployment at --api,
 // pinned to the receipt's instance. Exit 0 only when every check passes.
-import { readFileSync } from "node:fs";
 import { getCollateral } from "@phala/dcap-qvl";
 import { parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
 import { receiptKeyReportData, type ReceiptKeyAttestation } from "../../shared/receipt.ts";
 import { verifyReceipt, type ReceiptInput } from "../../sdk/src/receipt.ts";
-import type { CheckLine } from "./verify.ts";
+import { jsonOf, readOptionFile, type CheckLine } from "./verify.ts";
 
 const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
 
@@ -142,20 +141,6 @@ export const verifyReceiptUsage = `usage: sigil verify-receipt <file> [--attesta
 
   The local stack: npm run -s sigil -- verify-receipt run.json --api http://127.0.0.1:8787 --allow-simulated`;
 
-function readJsonFile(flag: string, file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new Error(`${flag}${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-  }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new Error(`${flag}${file}: is not JSON`);
-  }
-}
-
 /** The `sigil verify-receipt` command; its exit code. */
 export async function verifyReceiptCommand(args: string[]): Promise<number> {
   const { parseArgs } = await import("node:util");
@@ -196,18 +181,18 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
   const options: VerifyReceiptFileOptions = {};
   let input: ReceiptInput;
   try {
-    input = readJsonFile("", file) as ReceiptInput;
+    input = readOptionFile("", file, jsonOf) as ReceiptInput;
     if (input === null || typeof input !== "object") throw new Error(`${file}: is not a run answer or a receipt`);
-    if (values.attestation !== undefined) options.attestation = readJsonFile("--attestation ", values.attestation) as ReceiptKeyAttestation;
+    if (values.attestation !== undefined) options.attestation = readOptionFile("--attestation", values.attestation, jsonOf) as ReceiptKeyAttestation;
     if (values.collateral !== undefined) {
-      const json = readJsonFile("--collateral ", values.collateral);
+      const json = readOptionFile("--collateral", values.collateral, jsonOf);
       try {
         options.collateral = readCollateral(json);
       } catch (err) {
         throw new Error(`--collateral ${values.collateral}: ${(err as Error).message}`);
       }
     }
-    if (values.params !== undefined) options.params = { value: readJsonFile("--params ", values.params) };
+    if (values.params !== undefined) options.params = { value: readOptionFile("--params", values.params, jsonOf) };
     if (values.now !== undefined) {
       if (!/^\d+$/.test(values.now)) throw new Error("--now takes Unix seconds");
       options.now = Number(values.now);

@@ -80,13 +80,7 @@ const osAllowSchema = z
  * optional; other keys, such as a label, are ignored). Throws a message naming what is wrong.
  */
 export function parseOsAllow(text: string): OsMeasurements[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    throw new Error("is not JSON");
-  }
-  const parsed = osAllowSchema.safeParse(raw);
+  const parsed = osAllowSchema.safeParse(jsonOf(text));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = (issue?.path ?? []).map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
@@ -388,18 +382,28 @@ export const verifyUsage = `usage: sigil verify <base_url> [--allow-simulated] [
 
   The local stack: npm run -s sigil -- verify http://127.0.0.1:8787 --allow-simulated`;
 
-/** Reads and parses an option's file; any problem is thrown as `<flag> <file>: <what>`. */
-function readOptionFile<T>(flag: string, file: string, parse: (text: string) => T): T {
+/** Reads and parses an option's file (`flag` "" for a positional one); any problem is thrown as `<flag> <file>: <what>`. */
+export function readOptionFile<T>(flag: string, file: string, parse: (text: string) => T): T {
+  const where = flag ? `${flag} ${file}` : file;
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new Error(`${flag} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(`${where}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   try {
     return parse(text);
   } catch (err) {
-    throw new Error(`${flag} ${file}: ${(err as Error).message}`);
+    throw new Error(`${where}: ${(err as Error).message}`);
+  }
+}
+
+/** JSON text as a value, or "is not JSON" (readOptionFile's parse for a JSON file). */
+export function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new Error("is not JSON");
   }
 }
 
