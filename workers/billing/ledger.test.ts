@@ -1,7 +1,7 @@
 // The Ledger Durable Object in workerd, called directly: holds, settles, releases and credits to
 // the cent, idempotency, spend caps, expiry, concurrency; every test ends with the ledger's audit
 // (the cached sum equals the sum of its entries).
-import { env } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Env } from "../env.ts";
 import type { Ledger } from "./ledger.ts";
@@ -231,5 +231,17 @@ describe("the ledger", () => {
     expect(await l.keySpend(["kk"])).toEqual({ kk: 5 });
     expect((await l.hold("capped", 10, 60_000, { keyHash: "kk", capCents: 8 })).granted).toBe(3);
     await l.release("capped");
+  });
+
+  it("arms its daily retention alarm when it wakes, and the alarm prunes and arms the next", async () => {
+    const l = ledger();
+    await l.credit("pi_alarm", 10);
+    const alarm = () => runInDurableObject(l, (_o, state) => state.storage.getAlarm());
+    const first = await alarm();
+    expect(first).toBeGreaterThan(Date.now() + 86_400_000 - 60_000);
+    expect(await runDurableObjectAlarm(l)).toBe(true);
+    expect(await alarm()).toBeGreaterThan(Date.now() + 86_400_000 - 60_000);
+    // Nothing was old enough to prune: the credit is still in the history.
+    expect((await l.usage({ limit: 10 })).entries.map((e) => e.ref)).toEqual(["pi_alarm"]);
   });
 });
