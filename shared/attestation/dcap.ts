@@ -5,8 +5,8 @@
 // of its inputs, in Node and in workerd alike.
 import * as dcap from "@phala/dcap-qvl";
 import type { Collateral, TcbStatus } from "@phala/dcap-qvl";
-import { z } from "zod";
 import { toBytes, toHex } from "./bytes.ts";
+import * as z from "./schema.ts";
 import { AttestationError, QuoteVerificationError } from "./errors.ts";
 
 export type { Collateral, TcbStatus };
@@ -34,7 +34,7 @@ export type VerifyQuoteOptions = {
   rootCaDer?: Uint8Array;
 };
 
-const bytesOrHex = z.union([z.string(), z.array(z.number().int().min(0).max(255))]);
+const bytesOrHex = z.union([z.string(), z.array(z.int().check(z.minimum(0), z.maximum(255)))]);
 const collateralSchema = z.looseObject({
   pck_crl_issuer_chain: z.string(),
   root_ca_crl: bytesOrHex,

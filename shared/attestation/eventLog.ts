@@ -6,7 +6,7 @@
 // and the claims RTMR3's runtime events make (rtmr3Claims). No Node-only APIs: the edge uses this too.
 import { sha384 } from "@noble/hashes/sha512";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
-import { z } from "zod";
+import * as z from "./schema.ts";
 import { AttestationError } from "./errors.ts";
 
 /** The event type of dstack's runtime events (app-id, compose-hash, …), all extended into RTMR3. */
@@ -49,10 +49,10 @@ export function replayRtmrs(entries: readonly EventLogEntry[]): Rtmrs {
   return rtmrs.map((r) => bytesToHex(r)) as Rtmrs;
 }
 
-const hexDigits = z.string().regex(/^(?:[0-9a-fA-F]{2})*$/, "must be hex with an even number of digits");
+const hexDigits = z.string().check(z.regex(/^(?:[0-9a-fA-F]{2})*$/, "must be hex with an even number of digits"));
 const entrySchema = z.object({
-  imr: z.number().int().min(0).max(3),
-  event_type: z.number().int().min(0).max(0xffffffff),
+  imr: z.int().check(z.minimum(0), z.maximum(3)),
+  event_type: z.int().check(z.minimum(0), z.maximum(0xffffffff)),
   digest: hexDigits,
   event: z.string(),
   event_payload: hexDigits,

@@ -7,7 +7,7 @@ export const governanceAbi = [
 ] as const;
 
 /** Whether `0x<appId>` allows `composeHash` (both hex, 0x optional). Throws when the call fails. */
-export async function governanceAllows(client: PublicClient, appId: string, composeHash: string): Promise<boolean> {
+export async function governanceAllows(client: Pick<PublicClient, "readContract">, appId: string, composeHash: string): Promise<boolean> {
   return client.readContract({
     address: `0x${appId.replace(/^0x/, "")}` as Address,
     abi: governanceAbi,

@@ -11,3 +11,4 @@ export * from "./quote.ts";
 export * from "./reportData.ts";
 export * from "./verify.ts";
 export * from "./governance.ts";
+export * from "./deployment.ts";

@@ -4,7 +4,7 @@
 // digest, since a tag can be moved to other code after the hash was approved.
 import { sha256 } from "@noble/hashes/sha256";
 import { utf8ToBytes } from "@noble/hashes/utils";
-import { z } from "zod";
+import * as z from "./schema.ts";
 import { normalizeHex, toHex } from "./bytes.ts";
 import { failed, passed, type CheckResult } from "./check.ts";
 import { AttestationError } from "./errors.ts";
