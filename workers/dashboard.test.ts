@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 const ORIGIN = "http://edge";
 
 describe("/dashboard", () => {
-  it("serves the page with a CSP of this origin alone (no inline script or style) and Stripe's API to confirm payments", async () => {
+  it("serves the page with a CSP of this origin alone (no inline script or style), Stripe's API to confirm payments and the PCCS for Intel's collateral", async () => {
     const res = await SELF.fetch(`${ORIGIN}/dashboard`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/html/);
@@ -18,8 +18,8 @@ describe("/dashboard", () => {
       "style-src 'self'",
       "img-src 'self' data:",
       "font-src 'self'",
-      // No STRIPE_API_BASE in this suite: Stripe's own API.
-      "connect-src 'self' https://api.stripe.com",
+      // No STRIPE_API_BASE in this suite: Stripe's own API; and the PCCS of the Attestation page's verifier.
+      "connect-src 'self' https://api.stripe.com https://pccs.phala.network",
       "base-uri 'none'",
       "form-action 'none'",
       "frame-ancestors 'none'",

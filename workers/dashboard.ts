@@ -1,10 +1,13 @@
 // The dashboard (dashboard/, built by `npm run build` into dist/assets/dashboard/): its page at
 // /dashboard and its script and stylesheet, served from the static assets (wrangler.toml [assets])
 // under a Content-Security-Policy that lets the page load nothing from another origin and run no
-// inline script or style. It talks to this origin's API; the one other origin it may reach is
-// Stripe's API (or the local Stripe emulator `npm start` runs), where the Billing page confirms a
-// payment with the publishable key, as Stripe.js would.
+// inline script or style. It talks to this origin's API; the other origins it may reach are Stripe's
+// API (or the local Stripe emulator `npm start` runs), where the Billing page confirms a payment with
+// the publishable key, as Stripe.js would, and the PCCS the verifier takes Intel's collateral from
+// when the Attestation page checks a quote of real hardware (collateral Intel signed, which the
+// verifier checks against Intel's root, so where it comes from is not a matter of trust).
 import type { Context, Hono } from "hono";
+import { DEFAULT_PCCS } from "../shared/attestation/deployment.ts";
 import { SigilError } from "../shared/errors.ts";
 import type { EdgeEnv } from "./router.ts";
 
@@ -19,7 +22,7 @@ export function dashboardCsp(stripeOrigin: string): string {
     "style-src 'self'",
     "img-src 'self' data:",
     "font-src 'self'",
-    `connect-src 'self' ${stripeOrigin}`,
+    `connect-src 'self' ${stripeOrigin} ${new URL(DEFAULT_PCCS).origin}`,
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",

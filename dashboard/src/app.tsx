@@ -3,6 +3,7 @@
 // page is a link and the edge serves one document.
 import { useEffect, useState } from "preact/hooks";
 import { Overview } from "./pages/overview.tsx";
+import { Attestation } from "./pages/attestation.tsx";
 import { Audit } from "./pages/audit.tsx";
 import { Billing } from "./pages/billing.tsx";
 import { Groups } from "./pages/groups.tsx";
@@ -24,6 +25,7 @@ export const PAGES: Page[] = [
   { path: "playground", title: "Playground", component: Playground, keyOnly: true },
   { path: "billing", title: "Billing", component: Billing },
   { path: "audit", title: "Audit log", component: Audit },
+  { path: "attestation", title: "Attestation", component: Attestation },
 ];
 
 function currentPath(): string {

@@ -35,6 +35,9 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** "$4.96" as 496. */
+const cents = (text: string | null) => Math.round(Number((text ?? "").replace("$", "")) * 100);
+
 /** A watched page signed in with `apiKey` (the test account's by default) at `#/path`, as a user does it: the key typed into the form. */
 async function signedIn(path: string, apiKey = key, width = 1280) {
   const watched = await watchedPage(browser, width);
@@ -45,7 +48,7 @@ async function signedIn(path: string, apiKey = key, width = 1280) {
 }
 
 describe("the dashboard", () => {
-  it("is served at /dashboard under a CSP that allows nothing from another origin but Stripe's API, its files from the origin", async () => {
+  it("is served at /dashboard under a CSP that allows nothing from another origin but Stripe's API and the PCCS, its files from the origin", async () => {
     const res = await fetch(`${stack.origin}/dashboard`);
     expect(res.status).toBe(200);
     const csp = res.headers.get("content-security-policy") ?? "";
@@ -54,7 +57,7 @@ describe("the dashboard", () => {
     expect(csp).toContain("style-src 'self'");
     expect(csp).not.toContain("unsafe-inline");
     const stripe = new URL(((await (await fetch(`${stack.api}/billing/stripe_config`)).json()) as { api_base: string }).api_base).origin;
-    expect(csp).toContain(`connect-src 'self' ${stripe}`);
+    expect(csp).toContain(`connect-src 'self' ${stripe} https://pccs.phala.network;`);
     const html = await res.text();
     const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     expect(sources.length).toBeGreaterThan(0);
@@ -273,6 +276,67 @@ describe("the dashboard", () => {
     expect(rows.join("\n")).toMatch(/group \d+ removed/);
     expect(await seriousViolations(page)).toEqual([]);
     await screenshots(page, "audit");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("in one session: a run in the playground and $5 bought in Billing appear in the overview — the balance, the chart's day, the latest runs and payments", async () => {
+    const { page, problems } = await signedIn("");
+    const chart = page.getByTestId("spend-chart");
+    await chart.waitFor({ timeout: 30_000 });
+    const spent = async () => Math.round(Number(/\$([\d.]+) in all/.exec((await chart.getAttribute("aria-label")) ?? "")?.[1]) * 100);
+    const before = { spent: await spent(), balance: cents(await page.getByTestId("balance").textContent()) };
+    // The chart names its days, today's under the newest bar.
+    const today = new Date().toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
+    expect(await chart.locator("text").last().textContent()).toBe(today);
+    expect(await chart.locator("text").count()).toBe(5);
+
+    const nav = page.getByRole("navigation");
+    await nav.getByRole("link", { name: "Playground" }).click();
+    await page.getByLabel("Script").fill(SIGN);
+    const wallet = (await client.listGroups()).find((g) => g.group_name === "g")!.pkp_ids_permitted[0]!;
+    await page.getByLabel("Wallet").selectOption(wallet);
+    await page.getByRole("button", { name: "Run" }).click();
+    await page.getByTestId("run-response").waitFor({ timeout: 60_000 });
+
+    await nav.getByRole("link", { name: "Billing" }).click();
+    await page.getByLabel("Amount in dollars").fill("5");
+    await page.getByRole("button", { name: "Pay" }).click();
+    await page.getByRole("status").filter({ hasText: "Paid" }).waitFor({ timeout: 60_000 });
+
+    await nav.getByRole("link", { name: "Overview" }).click();
+    await expect.poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 }).then(cents)).toBe(before.balance + 500 - 1);
+    await expect.poll(spent).toBe(before.spent + 1);
+    const runs = page.getByRole("table", { name: "The latest runs" });
+    expect(await runs.locator("tbody tr").first().textContent()).toMatch(/ok.*\$0\.01/);
+    const payments = page.getByRole("table", { name: "The latest payments" });
+    expect(await payments.locator("tbody tr").first().textContent()).toMatch(/top-up\$5\.00/);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Attestation: the checks `sigil verify` makes, run in the page against the deployment, each with its result; the simulated TEE said first", async () => {
+    const { page, problems } = await signedIn("attestation");
+    const verdict = page.getByRole("status").filter({ hasText: /verified/i });
+    await expect.poll(() => verdict.textContent({ timeout: 60_000 }), { timeout: 60_000 }).toBe("Verified: every required check passed on 1 instance(s) (simulated).");
+    expect(await page.getByRole("note").textContent()).toMatch(/Simulated TEE\..*not by Intel/);
+    const table = page.getByRole("table", { name: /^Instance [0-9a-f]+$/ });
+    const rows = Object.fromEntries(
+      await Promise.all((await table.locator("tbody tr").all()).map(async (r) => [await r.locator("td").nth(0).textContent(), await r.locator("td").nth(1).textContent()])),
+    ) as Record<string, string>;
+    for (const check of ["quote", "freshness", "event_log", "claims", "evidence.quote", "instance"]) expect(rows[check], check).toBe("Passed");
+    // What a page cannot do is skipped and says why, as the CLI says it for a simulated TEE.
+    expect(rows.tls).toBe("Skipped");
+    expect(rows.governance).toBe("Skipped");
+    expect(await table.textContent()).toContain("http: not TLS, no certificate to compare");
+    // The verifier is a chunk of its own, fetched when this page opened.
+    const scripts = await page.evaluate(() => performance.getEntriesByType("resource").map((e) => e.name).filter((n) => n.endsWith(".js")));
+    expect(scripts.some((n) => /\/dashboard\/chunk-[A-Z0-9]+\.js$/.test(n))).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "attestation");
+
+    await page.getByRole("button", { name: "Run the checks again" }).click();
+    await expect.poll(() => verdict.textContent({ timeout: 60_000 }), { timeout: 60_000 }).toContain("Verified");
     expect(problems).toEqual([]);
     await page.context().close();
   });

@@ -1,6 +1,6 @@
 // Overview: the credit, a warning when it runs low, the last 30 days of spend as a chart (per day,
-// runs and writes apart), and the latest runs with their outcome and cost — all from GET /usage and
-// the balance.
+// runs and writes apart, the days named under it), the latest runs with their outcome and cost, and
+// the latest payments — all from GET /usage and the balance.
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { dollars, Empty, Load, Short, Table, useLoad } from "../ui.tsx";
@@ -61,6 +61,10 @@ export function Overview({ session }: PageProps) {
             <h2 id="runs">Recent runs</h2>
             <RecentRuns events={events.filter((e) => e.kind === "run").slice(0, 10)} />
           </section>
+          <section aria-labelledby="payments">
+            <h2 id="payments">Recent payments</h2>
+            <RecentPayments events={events.filter((e) => e.kind === "top_up" || e.kind === "refund").slice(0, 5)} />
+          </section>
         </>
       )}
     </Load>
@@ -91,11 +95,15 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
   const max = Math.max(...days.map((d) => d.runs + d.writes));
   const W = 620;
   const H = 160;
+  /** Room under the bars for the day labels. */
+  const LABELS = 22;
   const bar = W / days.length;
   const y = (cents: number) => (cents / max) * (H - 20);
+  // A label every 7th day back from today (today's included), so the newest bar is always named.
+  const labelled = (i: number) => (days.length - 1 - i) % 7 === 0;
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`Spend per day over the last 30 days: ${dollars(total)} in all`} data-testid="spend-chart">
+      <svg viewBox={`0 0 ${W} ${H + LABELS}`} role="img" aria-label={`Spend per day over the last 30 days: ${dollars(total)} in all`} data-testid="spend-chart">
         {days.map((d, i) => {
           const runs = y(d.runs);
           const writes = y(d.writes);
@@ -104,6 +112,11 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
               <title>{`${d.day}: runs ${dollars(d.runs)}, writes ${dollars(d.writes)}`}</title>
               {d.runs > 0 && <rect class="bar-runs" x={i * bar + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />}
               {d.writes > 0 && <rect class="bar-writes" x={i * bar + 1} y={H - runs - writes} width={bar - 2} height={writes} data-day={d.day} />}
+              {labelled(i) && (
+                <text class="chart-day" x={Math.min(W - 2, Math.max(2, (i + 0.5) * bar))} y={H + 16} text-anchor={i === days.length - 1 ? "end" : "middle"} aria-hidden="true">
+                  {dayLabel(d.day)}
+                </text>
+              )}
             </g>
           );
         })}
@@ -112,6 +125,27 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
         <span class="key key-runs" aria-hidden="true" /> runs <span class="key key-writes" aria-hidden="true" /> writes · {dollars(total)} in all, most on one day {dollars(max)}
       </figcaption>
     </figure>
+  );
+}
+
+/** "Nov 25" for "2026-11-25" (a UTC day, as the chart counts them). */
+function dayLabel(day: string): string {
+  return new Date(`${day}T00:00:00Z`).toLocaleDateString(undefined, { month: "short", day: "numeric", timeZone: "UTC" });
+}
+
+function RecentPayments({ events }: { events: UsageEvent[] }) {
+  if (events.length === 0) return <Empty>No payments yet. <a href="#/billing">Buy credit</a>.</Empty>;
+  return (
+    <Table
+      caption="The latest payments"
+      head={["When", "What", "Amount", "Balance after"]}
+      rows={events.map((e) => [
+        new Date(e.time).toLocaleString(),
+        e.kind === "refund" ? "refund" : "top-up",
+        dollars(e.amount_cents),
+        e.balance_after_cents === null ? "—" : dollars(e.balance_after_cents),
+      ])}
+    />
   );
 }
 
