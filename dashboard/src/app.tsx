@@ -10,6 +10,7 @@ import { Groups } from "./pages/groups.tsx";
 import { Keys } from "./pages/keys.tsx";
 import { Playground } from "./pages/playground.tsx";
 import { Wallets } from "./pages/wallets.tsx";
+import { Webhooks } from "./pages/webhooks.tsx";
 import { signInWithKey, signInWithWallet, resumeSession, signOut, type PageProps, type Session } from "./session.ts";
 import { ErrorNote, Field, Loading, shown, type Shown } from "./ui.tsx";
 import type { FunctionComponent } from "preact";
@@ -25,6 +26,7 @@ export const PAGES: Page[] = [
   { path: "playground", title: "Playground", component: Playground, keyOnly: true },
   { path: "billing", title: "Billing", component: Billing },
   { path: "audit", title: "Audit log", component: Audit },
+  { path: "webhooks", title: "Webhooks", component: Webhooks },
   { path: "attestation", title: "Attestation", component: Attestation },
 ];
 

@@ -1,0 +1,297 @@
+// Webhooks: the endpoints the service POSTs the account's events to (payments, a low balance, a usage
+// key at its cap, failed runs), each signed with its endpoint's secret. The list of endpoints; a form
+// that adds one (its signing secret shown this once, with a copy button: the list never has it);
+// removal after a confirmation; an endpoint's delivery log, a page at a time, where a delivery can be
+// sent again; and balance.low's threshold. They configure the account, so the API takes the master
+// key or a ChainSecured admin wallet: a usage key is refused (account_key_required), said in words.
+import { useEffect, useState } from "preact/hooks";
+import type { PageProps } from "../session.ts";
+import { WEBHOOK_EVENT_TYPES, type SigilClient, type WebhookDelivery, type WebhookEndpoint, type WebhookEventType } from "../../../sdk/src/index.ts";
+import { CopyButton, dollars, Empty, ErrorNote, Field, Loading, Short, Table, useAction, useLoad } from "../ui.tsx";
+
+/** What each event tells, in words (README, "Webhooks"). */
+const EVENTS: Record<WebhookEventType, string> = {
+  "payment.credited": "a top-up was credited",
+  "payment.failed": "a top-up's payment failed (a declined card)",
+  "balance.low": "the balance went under the threshold below",
+  "usage_key.cap_reached": "a usage key reached its spend cap",
+  "run.failed": "a run ended with an error (one per run)",
+};
+/** What a new endpoint receives unless told otherwise: the API's default, everything but run.failed. */
+const DEFAULT_EVENTS = WEBHOOK_EVENT_TYPES.filter((t) => t !== "run.failed");
+/** Deliveries per page of the log. */
+const PAGE = 10;
+
+const when = (unixSeconds: number) => new Date(unixSeconds * 1000).toLocaleString();
+
+async function webhooks(client: SigilClient) {
+  // One after the other: a wallet signs each request, and a refused first one needs no second.
+  const endpoints = await client.listWebhooks();
+  return { endpoints, settings: await client.getWebhookSettings() };
+}
+
+export function Webhooks({ session }: PageProps) {
+  const loaded = useLoad(() => webhooks(session.client));
+  const [open, setOpen] = useState<WebhookEndpoint | undefined>();
+  const remove = useAction(async (e: WebhookEndpoint) => {
+    if (!confirm(`Remove the webhook endpoint ${e.url}? It gets no more events, and its delivery log goes with it.`)) return undefined;
+    await session.client.deleteWebhook({ webhook_id: e.id });
+    if (open?.id === e.id) setOpen(undefined);
+    loaded.reload();
+    return e;
+  });
+  if (loaded.error) {
+    return (
+      <>
+        <ErrorNote error={loaded.error} />
+        {loaded.error.code === "account_key_required" && (
+          <p class="muted">Webhooks configure the account, so only its master key (or a ChainSecured account's admin wallet) manages them. Sign in with the master key to see them.</p>
+        )}
+      </>
+    );
+  }
+  if (!loaded.data) return <Loading what="webhook endpoints" />;
+  const { endpoints, settings } = loaded.data;
+  return (
+    <>
+      {endpoints.length === 0 ? (
+        <Empty>No webhook endpoints yet. Add one below to have payments, a low balance and spent caps POSTed to your server.</Empty>
+      ) : (
+        <Table
+          caption="The account's webhook endpoints"
+          head={["URL", "Events", "Status", "Created", ""]}
+          rows={endpoints.map((e) => [
+            <code class="mono">{e.url}</code>,
+            e.events.join(", "),
+            e.disabled ? "disabled" : "enabled",
+            when(e.created),
+            <span class="row">
+              <button
+                type="button"
+                class="small secondary"
+                aria-expanded={open?.id === e.id}
+                aria-label={`Deliveries to ${e.url}`}
+                onClick={() => setOpen(open?.id === e.id ? undefined : e)}
+              >
+                Deliveries
+              </button>
+              <button type="button" class="small danger" disabled={remove.busy} onClick={() => void remove.run(e)} aria-label={`Remove ${e.url}`}>
+                Remove
+              </button>
+            </span>,
+          ])}
+        />
+      )}
+      <ErrorNote error={remove.error} />
+      {open && <Deliveries key={open.id} client={session.client} endpoint={open} />}
+      <AddEndpoint client={session.client} onAdded={loaded.reload} />
+      <Settings client={session.client} cents={settings.balance_low_cents} onSaved={loaded.reload} />
+    </>
+  );
+}
+
+/** The last attempt's answer: the receiver's status code, or why none came. */
+function response(d: WebhookDelivery): string {
+  const last = d.attempts.at(-1);
+  if (!last) return "not sent yet";
+  if (last.status_code !== null && last.error === null) return String(last.status_code);
+  return last.error ?? String(last.status_code);
+}
+
+function status(d: WebhookDelivery): string {
+  const tries = `${d.attempts.length} attempt${d.attempts.length === 1 ? "" : "s"}`;
+  if (d.status === "pending" && d.next_attempt_at !== null) return `pending, ${tries}; next at ${when(d.next_attempt_at)}`;
+  return `${d.status}, ${tries}`;
+}
+
+function Deliveries({ client, endpoint }: { client: SigilClient; endpoint: WebhookEndpoint }) {
+  const [page, setPage] = useState(0);
+  const loaded = useLoad(async () => {
+    let total: number | undefined;
+    const items = await client.listWebhookDeliveries(
+      { webhook_id: endpoint.id, page_number: page, page_size: PAGE },
+      {
+        onResponse: (info) => {
+          const header = info.headers.get("x-total-count");
+          if (header !== null && /^\d+$/.test(header)) total = Number(header);
+        },
+      },
+    );
+    return { items, total: total ?? page * PAGE + items.length };
+  }, [page]);
+  const resend = useAction(async (d: WebhookDelivery) => {
+    const sent = await client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: d.id });
+    loaded.reload();
+    return sent;
+  });
+  // While a delivery is due within the next half minute, the log follows it by itself.
+  const soon = loaded.data?.items
+    .filter((d) => d.status === "pending")
+    .map((d) => (d.next_attempt_at ?? 0) * 1000)
+    .filter((at) => at < Date.now() + 30_000)
+    .sort((a, b) => a - b)[0];
+  useEffect(() => {
+    if (soon === undefined || loaded.loading) return;
+    const timer = setTimeout(loaded.reload, Math.max(2_000, soon - Date.now() + 1_000));
+    return () => clearTimeout(timer);
+  }, [soon, loaded.loading, loaded.reload]);
+  const pages = loaded.data ? Math.max(1, Math.ceil(loaded.data.total / PAGE)) : 1;
+  return (
+    <section aria-labelledby="deliveries">
+      <h2 id="deliveries">
+        Deliveries to <code class="mono">{endpoint.url}</code>
+      </h2>
+      <p class="row">
+        <button type="button" class="small secondary" disabled={loaded.loading} onClick={loaded.reload}>
+          {loaded.loading ? "Loading…" : "Refresh deliveries"}
+        </button>
+      </p>
+      {loaded.error ? (
+        <ErrorNote error={loaded.error} />
+      ) : !loaded.data ? (
+        <Loading what="deliveries" />
+      ) : loaded.data.items.length === 0 ? (
+        <Empty>No deliveries yet: events go to this endpoint as they happen.</Empty>
+      ) : (
+        <>
+          <Table
+            caption={`Deliveries to this endpoint, newest first (page ${page + 1} of ${pages}, ${loaded.data.total} in all)`}
+            head={["When", "Event", "Status", "Response", ""]}
+            rows={loaded.data.items.map((d) => [
+              when(d.created),
+              <>
+                {d.event_type}
+                <div>
+                  <Short value={d.event_id} />
+                </div>
+              </>,
+              status(d),
+              response(d),
+              <button type="button" class="small secondary" disabled={resend.busy} onClick={() => void resend.run(d)} aria-label={`Resend ${d.event_type} ${d.event_id}`}>
+                Resend
+              </button>,
+            ])}
+          />
+          {pages > 1 && (
+            <nav aria-label="Delivery pages" class="row">
+              <button type="button" class="small secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
+                Newer
+              </button>
+              <button type="button" class="small secondary" disabled={page + 1 >= pages} onClick={() => setPage(page + 1)}>
+                Older
+              </button>
+            </nav>
+          )}
+        </>
+      )}
+      <ErrorNote error={resend.error} />
+      {resend.result && (
+        <p role="status">
+          Sending {resend.result.event_type} <code class="mono">{resend.result.event_id}</code> again now (the same event id: a receiver that has it already can drop it).
+        </p>
+      )}
+    </section>
+  );
+}
+
+function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void }) {
+  const [url, setUrl] = useState("");
+  const [events, setEvents] = useState<WebhookEventType[]>(DEFAULT_EVENTS);
+  const add = useAction(async () => {
+    if (events.length === 0) throw Object.assign(new Error("pick at least one event for the endpoint to receive"), { code: "no_events" });
+    // In the list's order, as the API answers them.
+    const made = await client.createWebhook({ url: url.trim(), events: WEBHOOK_EVENT_TYPES.filter((t) => events.includes(t)) });
+    setUrl("");
+    onAdded();
+    return made;
+  });
+  return (
+    <section aria-labelledby="add-endpoint">
+      <h2 id="add-endpoint">Add an endpoint</h2>
+      <form
+        class="panel"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void add.run();
+        }}
+      >
+        <Field label="Endpoint URL" hint="An https URL of your server that answers 2xx; at most 10 endpoints">
+          <input type="url" inputMode="url" required spellcheck={false} autoComplete="off" maxLength={2048} value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+        </Field>
+        <fieldset>
+          <legend>Events it receives</legend>
+          {WEBHOOK_EVENT_TYPES.map((t) => (
+            // Not a flex row: at 360 px the words wrap beside the box instead of dropping under it.
+            <div>
+              <label>
+                <input
+                  type="checkbox"
+                  class="check"
+                  checked={events.includes(t)}
+                  onChange={(e) => setEvents(e.currentTarget.checked ? [...events, t] : events.filter((x) => x !== t))}
+                />{" "}
+                <code>{t}</code>: {EVENTS[t]}
+              </label>
+            </div>
+          ))}
+        </fieldset>
+        <button type="submit" disabled={add.busy}>
+          {add.busy ? "Adding…" : "Add endpoint"}
+        </button>
+        <ErrorNote error={add.error} />
+        {add.result && (
+          <div class="panel" role="status">
+            <p>
+              <strong>The endpoint's signing secret, shown this once:</strong> it will not be shown again. Keep it on your server: it checks each delivery's
+              Sigil-Signature header (the SDK's <code>verifyWebhook</code>).
+            </p>
+            <p class="row">
+              <code class="mono" data-testid="webhook-secret">
+                {add.result.secret}
+              </code>
+              <CopyButton text={add.result.secret} label="Copy secret" />
+            </p>
+          </div>
+        )}
+      </form>
+    </section>
+  );
+}
+
+function Settings({ client, cents, onSaved }: { client: SigilClient; cents: number; onSaved(): void }) {
+  const [text, setText] = useState(cents ? (cents / 100).toFixed(2) : "0");
+  const save = useAction(async () => {
+    const amount = Number(text);
+    if (text.trim() === "" || !Number.isFinite(amount) || amount < 0 || amount > 999_999.99) {
+      throw Object.assign(new Error("the threshold is an amount in dollars from 0 to 999999.99"), { code: "invalid_amount" });
+    }
+    const saved = await client.updateWebhookSettings({ balance_low_cents: Math.round(amount * 100) });
+    onSaved();
+    return saved;
+  });
+  return (
+    <section aria-labelledby="settings">
+      <h2 id="settings">Low-balance warning</h2>
+      <p data-testid="balance-low-now">{cents ? `balance.low fires when the balance goes under ${dollars(cents)}.` : "balance.low is off."}</p>
+      <form
+        class="panel"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save.run();
+        }}
+      >
+        <Field
+          label="Low-balance threshold in dollars"
+          hint="balance.low fires once each time a charge takes the balance from at least this to under it (set above the balance now, it waits for a top-up first); 0 turns it off"
+        >
+          <input type="number" inputMode="decimal" min={0} step="0.01" required value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        </Field>
+        <button type="submit" disabled={save.busy}>
+          {save.busy ? "Saving…" : "Save threshold"}
+        </button>
+        <ErrorNote error={save.error} />
+        {save.result && <p role="status">Saved: {save.result.balance_low_cents ? `the threshold is ${dollars(save.result.balance_low_cents)}` : "balance.low is off"}.</p>}
+      </form>
+    </section>
+  );
+}
