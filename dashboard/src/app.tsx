@@ -20,7 +20,7 @@ type Page = { path: string; title: string; component: FunctionComponent<PageProp
 /** Every page, in the navigation's order. */
 export const PAGES: Page[] = [
   { path: "overview", title: "Overview", component: Overview },
-  { path: "keys", title: "Keys", component: Keys, keyOnly: true },
+  { path: "keys", title: "Keys", component: Keys },
   { path: "wallets", title: "Wallets", component: Wallets, keyOnly: true },
   { path: "groups", title: "Groups and actions", component: Groups, keyOnly: true },
   { path: "playground", title: "Playground", component: Playground, keyOnly: true },

@@ -2,13 +2,13 @@
 // a cookie), or a browser wallet (EIP-1193) that signs X-Wallet-Auth for a ChainSecured account's
 // billing and history reads. Either way the page talks to the API of its own origin through
 // @sigil/sdk, the same client every other Sigil program uses.
-import { createWalletClient, custom, getAddress, type Address, type EIP1193Provider } from "viem";
+import { createWalletClient, custom, getAddress, type Account, type Address, type Chain, type EIP1193Provider, type Transport, type WalletClient } from "viem";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { createSigilClient, SigilError, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
 
 export type Session =
   | { kind: "key"; client: SigilClient; keyKind: "master" | "usage"; keyHash: string; keyName?: string }
-  | { kind: "wallet"; client: SigilClient; address: Address; provider: EIP1193Provider };
+  | { kind: "wallet"; client: SigilClient; address: Address; provider: EIP1193Provider; signer: WalletClient<Transport, Chain | undefined, Account> };
 
 /** What every page of the dashboard is given: the session it acts in. */
 export type PageProps = { session: Session };
@@ -43,7 +43,7 @@ export async function signInWithWallet(provider: EIP1193Provider | undefined = (
   const address = getAddress(account);
   const signer = createWalletClient({ account: address, transport: custom(provider) });
   const client = createSigilClient({ baseUrl: location.origin, walletAuth: () => walletAuthHeader({ signer, client: anonymous() }) });
-  return { kind: "wallet", client, address, provider };
+  return { kind: "wallet", client, address, provider, signer };
 }
 
 /** The key this tab signed in with, if any (a reload keeps the session; closing the tab ends it). */

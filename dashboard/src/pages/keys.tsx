@@ -1,9 +1,12 @@
 // Keys: the account's usage keys with their permissions, spend against their cap and expiry; a form
 // that adds one (the key shown once, with a copy button), the same form to change one's
 // permissions, and removal after a confirmation. Keys are never shown again: the list has hashes.
+// Signed in with a ChainSecured account's admin wallet, the page registers a key by signature
+// instead (walletKeys.tsx).
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import { WalletKeys } from "./walletKeys.tsx";
 import { CopyButton, dollars, Empty, ErrorNote, Field, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
 
 type Key = PageItem<"listApiKeys">;
@@ -72,6 +75,10 @@ function summary(k: Key): string {
 }
 
 export function Keys({ session }: PageProps) {
+  return session.kind === "wallet" ? <WalletKeys session={session} /> : <AccountKeys session={session} />;
+}
+
+function AccountKeys({ session }: PageProps) {
   const loaded = useLoad(() => allKeys(session.client));
   const [editing, setEditing] = useState<Key | undefined>();
   const remove = useAction(async (k: Key) => {

@@ -96,7 +96,7 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
   const W = 620;
   const H = 160;
   /** Room under the bars for the day labels. */
-  const LABELS = 22;
+  const LABELS = 34;
   const bar = W / days.length;
   const y = (cents: number) => (cents / max) * (H - 20);
   // A label every 7th day back from today (today's included), so the newest bar is always named.
@@ -113,7 +113,7 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
               {d.runs > 0 && <rect class="bar-runs" x={i * bar + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />}
               {d.writes > 0 && <rect class="bar-writes" x={i * bar + 1} y={H - runs - writes} width={bar - 2} height={writes} data-day={d.day} />}
               {labelled(i) && (
-                <text class="chart-day" x={Math.min(W - 2, Math.max(2, (i + 0.5) * bar))} y={H + 16} text-anchor={i === days.length - 1 ? "end" : "middle"} aria-hidden="true">
+                <text class="chart-day" x={Math.min(W - 2, Math.max(2, (i + 0.5) * bar))} y={H + 26} text-anchor={i === days.length - 1 ? "end" : "middle"} aria-hidden="true">
                   {dayLabel(d.day)}
                 </text>
               )}
