@@ -7,8 +7,10 @@ import {
   bytesToHex,
   createPublicClient,
   createWalletClient,
+  custom,
   getAddress,
   http,
+  HttpRequestError,
   type Address,
   type Hex,
   type PublicClient,
@@ -198,6 +200,31 @@ describe("PayerPool", { timeout: 60_000 }, () => {
       const i = payers.indexOf(getAddress(tx.from));
       expect(tx.nonce).toBe((before.perPayer[i] as { latest: number }).latest);
     }
+  });
+
+  it("a chain unreachable when a payer's nonce must be read (a fresh pool, or after a send error) is 503 chain_unavailable naming no transaction, not a 500, and nothing is sent", async () => {
+    // The chain answers everything but the payer's nonce, as when the RPC goes away between the
+    // simulation and the send.
+    const reachable = createPublicClient({ chain: chain.chain, transport: http(anvil.rpcUrl) });
+    const transport = custom({
+      async request({ method, params }: { method: string; params?: unknown }) {
+        if (method === "eth_getTransactionCount") throw new HttpRequestError({ url: anvil.rpcUrl, details: "fetch failed" });
+        return reachable.request({ method, params } as never);
+      },
+    });
+    const cut: ChainContext = { ...chain, client: createPublicClient({ chain: chain.chain, transport }) as PublicClient };
+    const fresh = new PayerPool({ chain: cut, rpcUrl: anvil.rpcUrl, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("silent") });
+    const nonceBefore = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
+    const master = apiKeyHash(generateApiKey());
+    const err = await fresh.write({ functionName: "newAccount", args: [master, "cut", "", privateKeyToAddress(generatePrivateKey()), master] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SigilError);
+    expect((err as SigilError).code).toBe("chain_unavailable");
+    expect((err as SigilError).status).toBe(503);
+    expect((err as SigilError).details).toBeUndefined();
+    expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(nonceBefore);
   });
 
   it("answers from the receipt's decoded events: the account's wallet 0, a registered wallet's id, and each new group's id", async () => {

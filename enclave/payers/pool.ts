@@ -147,7 +147,12 @@ export class PayerPool {
     const run = payer.lock.then(async () => {
       for (let attempt = 0; ; attempt++) {
         if (payer.nonce === undefined) {
-          payer.nonce = await this.#chain.client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+          try {
+            payer.nonce = await this.#chain.client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+          } catch (err) {
+            // Nothing sent yet: an unreachable chain is 503 chain_unavailable, like any other read.
+            throw this.#mapped(err, undefined, log, "reading the payer's nonce failed");
+          }
         }
         try {
           const hash = await this.#wallet.sendTransaction({
