@@ -70,8 +70,11 @@ export type SoakData = {
 };
 
 export type Rule = { name: string; ok: boolean; detail: string[] };
-/** `fiveXx`: every 5xx answer (and every request with no answer), one line each, in time order. */
-export type SoakReport = { lines: string[]; rules: Rule[]; ok: boolean; json: Record<string, unknown>; fiveXx: string[] };
+/**
+ * `fiveXx`: every 5xx answer (and every request with no answer), one line each, in time order;
+ * `markdown`: the run's summary as the README shows it.
+ */
+export type SoakReport = { lines: string[]; rules: Rule[]; ok: boolean; json: Record<string, unknown>; fiveXx: string[]; markdown: string[] };
 
 const pct = (sorted: number[], p: number) => (sorted.length === 0 ? null : (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number));
 const round = (n: number | null, digits = 1) => (n === null ? null : Math.round(n * 10 ** digits) / 10 ** digits);
@@ -150,7 +153,14 @@ export function buildReport(d: SoakData): SoakReport {
     allRow.push(`${fmtMs(pct(ms, 0.5))} / ${fmtMs(pct(ms, 0.99))}`);
   }
   latRows.push(allRow);
+  const capacityRow: Array<string | number> = ["cap."];
+  for (const k of LOAD_KINDS) {
+    const ms = edge.filter((a) => a.kind === k && a.at < d.loadFrom).map((a) => a.ms).sort((x, y) => x - y);
+    capacityRow.push(`${fmtMs(pct(ms, 0.5))} / ${fmtMs(pct(ms, 0.99))}`);
+  }
+  latRows.push(capacityRow);
   for (const l of table(["min", ...LOAD_KINDS], latRows)) out(l);
+  out("(cap.: during the closed-loop capacity measurement and its warm-up, before the load)");
 
   // --- every 5xx --------------------------------------------------------------------------------
   out();
@@ -484,5 +494,31 @@ export function buildReport(d: SoakData): SoakReport {
     user_webhook_events: userEvents,
     rules: rules.map((r) => ({ name: r.name, ok: r.ok })),
   };
-  return { lines, rules, ok, json, fiveXx };
+  // The summary, as the README shows it.
+  const loadEdge = edge.filter((a) => inLoad(a) && (LOAD_KINDS as readonly string[]).includes(a.kind));
+  const statusCounts = new Map<number, number>();
+  for (const a of loadEdge) statusCounts.set(a.status, (statusCounts.get(a.status) ?? 0) + 1);
+  const codeCounts = new Map<string, number>();
+  for (const a of edge) if (a.status >= 500) codeCounts.set(`${a.status} ${a.code ?? "?"}${a.retryAfter === undefined ? " (no Retry-After)" : ""}`, (codeCounts.get(`${a.status} ${a.code ?? "?"}${a.retryAfter === undefined ? " (no Retry-After)" : ""}`) ?? 0) + 1);
+  const loadCalls = d.calls.filter((c) => (LOAD_KINDS as readonly string[]).includes(c.kind) && c.at >= d.loadFrom);
+  const faultCount = (n: FaultName) => d.faults.filter((f) => f.name === n).length;
+  const credited = ledgerJson.reduce((t, l) => t + Number(l.credited_cents), 0);
+  const payments = ledgerJson.reduce((t, l) => t + Number(l.payments), 0);
+  const refunded = ledgerJson.reduce((t, l) => t + Number(l.refunded_cents), 0);
+  const markdown = [
+    `| | |`,
+    `|---|---|`,
+    `| load | ${d.minutes} min, open loop at ${Math.round(d.load * 100)} % of the measured ${d.capacity.callsPerSecond.toFixed(1)} calls/s = ${d.rate.toFixed(1)} calls/s; ${loadCalls.length} calls (${loadCalls.filter((c) => !c.ok).length} ended in an error after the SDK's retries), ${loadEdge.length} requests, ${loadEdge.filter((a) => a.n > 0).length} of them retries |`,
+    `| requests by status | ${[...statusCounts].sort((a, b) => a[0] - b[0]).map(([st, n]) => `${st === 0 ? "no answer" : st} × ${n}`).join(", ")} |`,
+    `| 5xx (whole run) | ${codeCounts.size ? [...codeCounts].map(([c, n]) => `${c} × ${n}`).join(", ") : "none"} |`,
+    `| p50 / p99 (ms) | ${LOAD_KINDS.map((k) => `${k} ${fmtMs(overall[k]!.p50)} / ${fmtMs(overall[k]!.p99)}`).join(", ")} |`,
+    `| faults | ${faultCount("enclave_kill")} enclave kills, ${faultCount("rpc_stop")} chain RPC stops of 10 s, ${faultCount("stripe_chaos")} Stripe replays and reorders (${resent} events re-sent), ${faultCount("session_drop")} session drops |`,
+    `| recovery after each restart (ready → first run answered) | ${recoveries.map((r) => msOrNever(r.served)).join(", ")} (kill → ready ${recoveries.map((r) => `${r.f.effect.kill_to_ready_ms} ms`).join(", ")}) |`,
+    `| ledger audit | ${d.accounts.length} accounts, every audit() consistent: ${ledgerJson.every((l) => l.audit_consistent) ? "yes" : "NO"}, holds left ${ledgerJson.reduce((t, l) => t + Number(l.held_cents), 0)}; ${payments} payments credited once each (${credited} cents), ${refunded} cents refunded; charged: client ${clientChargedTotal} cents, ledger ${ledgerChargedTotal} cents (expired holds ${expiredTotal}); problems ${ledgerProblems.length} |`,
+    `| runs answered twice | ${twice.length} (${runCalls.length} runs; ${reruns} re-run after an attempt lost with its enclave, as documented) |`,
+    `| writes made twice | ${writeProblems.filter((p) => p.includes("times for one")).length} (${writeCalls.length} writes) |`,
+    `| webhooks | Stripe → edge ${d.stripeEvents.length} events, ${d.stripeDeliveries.length} deliveries; edge → accounts ${userEvents} events, each payment told once: ${userProblems.length === 0 ? "yes" : "NO"} |`,
+    `| acceptance | ${rules.every((r) => r.ok) ? "every rule passed" : `FAILED: ${rules.filter((r) => !r.ok).map((r) => r.name).join("; ")}`} |`,
+  ];
+  return { lines, rules, ok, json, fiveXx, markdown };
 }

@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import { FAULT_NAMES, faultActions, scheduleFaults, type FaultName, type FaultPlan } from "./faults.ts";
 import { buildReport, type SoakReport } from "./report.ts";
 import { startSoakStack } from "./stack.ts";
-import { driveOpenLoop, measureCapacity, startTraffic } from "./traffic.ts";
+import { driveOpenLoop, measureCapacity, startTraffic, type Recorder } from "./traffic.ts";
 
 export type SoakOptions = {
   minutes: number;
@@ -59,9 +59,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const startedAt = new Date();
   log("starting the stack (anvil behind a proxy, enclave, Stripe emulator, edge under workerd)…");
   const stack = await startSoakStack();
+  /** Every request the clients made, written to the logs folder whatever happens. */
+  let recorded: Recorder | undefined;
   try {
     const traffic = await startTraffic(stack, { accounts: options.accounts, log });
     const { recorder } = traffic;
+    recorded = recorder;
 
     log("warming up, then measuring the capacity of the mix (closed loop)…");
     await measureCapacity(traffic, { concurrency: 4, durationMs: 5_000 });
@@ -140,6 +143,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     if (options.logsDir) {
       mkdirSync(options.logsDir, { recursive: true });
+      if (recorded) writeFileSync(join(options.logsDir, "attempts.jsonl"), recorded.attempts.map((a) => `${JSON.stringify(a)}\n`).join(""));
       writeFileSync(join(options.logsDir, "enclave.log"), stack.chain.enclaveOutput());
       writeFileSync(join(options.logsDir, "edge.log"), stack.edge.output());
     }
@@ -191,6 +195,7 @@ if (import.meta.main) {
   console.log(JSON.stringify(report.json));
   writeFileSync(join(values.logs, "report.txt"), `${report.lines.join("\n")}\n${JSON.stringify(report.json)}\n`);
   writeFileSync(join(values.logs, "5xx.txt"), report.fiveXx.map((l) => `${l}\n`).join(""));
+  writeFileSync(join(values.logs, "summary.md"), `${report.markdown.join("\n")}\n`);
   console.error(`soak: the report and what the enclave and the edge printed are in ${values.logs}`);
   process.exit(report.ok ? 0 : 1);
 }
