@@ -14,10 +14,12 @@
 //    answer carries it (a retry or replay under an Idempotency-Key: every attempt is charged under the
 //    first one's request id), else X-Request-Id. Every ref an answer claims a charge c > 0 for must
 //    have a charge of exactly c; a call's last answer claiming 0 must have none; every charge in the
-//    Ledger must be claimed, except a charge of a hold that expired unsettled (`hold_expired`, billing.md)
-//    whose ref no answer claims: that is a request that got no answer, charged in full as documented.
-//    So Σ client-charged = Σ ledger charges − Σ those documented expired-hold charges, and any
-//    difference is listed ref by ref.
+//    Ledger must be claimed by an answer, except the charges of requests that got no answer (the
+//    client gave up waiting, so it never saw their request ids; billing.md: a request is charged
+//    whether or not its client waits, and a hold nobody settles is charged in full when it expires,
+//    `hold_expired`): of those there may be at most one per run or write of the account that got no
+//    answer. So Σ client-charged = Σ ledger charges − Σ charges of unanswered requests, and any
+//    charge beyond is listed ref by ref.
 //
 // "Runs answered twice": a request id on two answers; a run receipt on two answers that are not one
 // answer and its replays under the same Idempotency-Key; or a run executed more times than the rules
@@ -30,12 +32,16 @@ import { errorStatus } from "../../shared/errors.ts";
 import type { Delivery, StripeEvent } from "../../emulators/stripe.ts";
 import type { FaultEvent, FaultName } from "./faults.ts";
 import { FAULT_NAMES, RECOVERY_BOUND_MS } from "./faults.ts";
+import type { CpuSample } from "./cpu.ts";
 import type { ReceivedEvent } from "./receiver.ts";
 import type { LedgerAudit, LedgerEntry } from "./stack.ts";
 import type { Attempt, Call, Kind, TopUp } from "./traffic.ts";
 import { LOAD_KINDS } from "./traffic.ts";
 
 /** Every 503 code the API documents (shared/errors.ts): answered with Retry-After, they are the only 5xx allowed. */
+/** The managed writes the soak sends (metered: a cent each once sent). */
+const WRITE_OPS = new Set(["create_wallet", "add_group", "add_usage_api_key"]);
+
 const DOCUMENTED_503 = new Set(Object.entries(errorStatus).filter(([, s]) => s === 503).map(([c]) => c));
 
 export type SoakData = {
@@ -62,6 +68,8 @@ export type SoakData = {
   /** Executions per run token (the fetch target's /counts). */
   counts: Record<string, number>;
   received: Map<string, ReceivedEvent[]>;
+  /** The machine's CPU and the soak's share of it, every 5 s (cpu.ts). */
+  cpu: CpuSample[];
   /** How many wallets, groups and usage keys of each name each account has on chain, by account. */
   namesOnChain: Map<string, Map<string, number>>;
   receiverRefused: number;
@@ -152,15 +160,31 @@ export function buildReport(d: SoakData): SoakReport {
     overall[k] = { n: ms.length, p50: round(pct(ms, 0.5)), p99: round(pct(ms, 0.99)) };
     allRow.push(`${fmtMs(pct(ms, 0.5))} / ${fmtMs(pct(ms, 0.99))}`);
   }
+  // The machine's CPU per minute: all of it, the soak's processes (this one, anvil, the enclave,
+  // workerd), the rest (other processes on a shared machine).
+  const cpuOf = (from: number, to: number) => {
+    const xs = d.cpu.filter((c) => c.at >= from && c.at < to);
+    if (xs.length === 0) return null;
+    const avg = (f: (c: CpuSample) => number) => xs.reduce((t, c) => t + f(c), 0) / xs.length;
+    return { machine: avg((c) => c.machinePct), soak: avg((c) => c.soakPct), others: avg((c) => Math.max(0, c.machinePct - c.soakPct)) };
+  };
+  for (const [m, row] of latRows.entries()) {
+    const c = cpuOf(d.loadFrom + m * 60_000, d.loadFrom + (m + 1) * 60_000);
+    row.push(c ? `${Math.round(c.machine)} / ${Math.round(c.soak)} / ${Math.round(c.others)}` : "—");
+  }
+  const cpuAll = cpuOf(d.loadFrom, d.loadTo);
+  allRow.push(cpuAll ? `${Math.round(cpuAll.machine)} / ${Math.round(cpuAll.soak)} / ${Math.round(cpuAll.others)}` : "—");
   latRows.push(allRow);
   const capacityRow: Array<string | number> = ["cap."];
   for (const k of LOAD_KINDS) {
     const ms = edge.filter((a) => a.kind === k && a.at < d.loadFrom).map((a) => a.ms).sort((x, y) => x - y);
     capacityRow.push(`${fmtMs(pct(ms, 0.5))} / ${fmtMs(pct(ms, 0.99))}`);
   }
+  const cpuCap = cpuOf(Number.NEGATIVE_INFINITY, d.loadFrom);
+  capacityRow.push(cpuCap ? `${Math.round(cpuCap.machine)} / ${Math.round(cpuCap.soak)} / ${Math.round(cpuCap.others)}` : "—");
   latRows.push(capacityRow);
-  for (const l of table(["min", ...LOAD_KINDS], latRows)) out(l);
-  out("(cap.: during the closed-loop capacity measurement and its warm-up, before the load)");
+  for (const l of table(["min", ...LOAD_KINDS, "cpu % all / soak / others"], latRows)) out(l);
+  out("(cap.: during the closed-loop capacity measurement and its warm-up, before the load; cpu: of the whole machine, the soak's processes — this one, anvil, the enclave, workerd — and the rest)");
 
   // --- every 5xx --------------------------------------------------------------------------------
   out();
@@ -262,6 +286,7 @@ export function buildReport(d: SoakData): SoakReport {
   let clientChargedTotal = 0;
   let ledgerChargedTotal = 0;
   let expiredTotal = 0;
+  let unansweredTotal = 0;
   for (const acct of d.accounts) {
     const l = d.ledgers.get(acct.name);
     if (!l) {
@@ -320,19 +345,30 @@ export function buildReport(d: SoakData): SoakReport {
         problems.push(`request ${ref}: answered charged 0, the Ledger charged ${-got.cents}${got.detail.hold_expired ? " (its hold expired)" : ""}`);
       }
     }
+    // Charges no answer claims: a request the client got no answer for (it gave up waiting; it is
+    // charged all the same, billing.md) — at most one per such request of the account, run or
+    // write, whose request id the client never saw — or a hold that expired unsettled.
     let expired = 0;
-    for (const c of charges) {
-      if (claims.has(c.ref)) continue;
+    let unanswered = 0;
+    const unclaimed = charges.filter((c) => !claims.has(c.ref));
+    const noAnswer = edge.filter((a) => a.account === acct.name && a.status === 0 && (a.op === "sigil_action" || WRITE_OPS.has(a.op))).length;
+    for (const c of unclaimed) {
       if (c.detail.hold_expired) expired += -c.cents;
-      else problems.push(`charge ${c.ref} (${-c.cents} cents, ${c.op ?? "?"}) answers no request the client got an answer for`);
+      else unanswered += -c.cents;
+    }
+    if (unclaimed.length > noAnswer) {
+      for (const c of unclaimed) {
+        problems.push(`charge ${c.ref} (${-c.cents} cents, ${c.op ?? "?"}${c.detail.hold_expired ? ", its hold expired" : ""}) answers no request the client got an answer for (${unclaimed.length} such charges, ${noAnswer} requests without an answer)`);
+      }
     }
     const ledgerCharged = charges.reduce((s, c) => s - c.cents, 0);
     clientChargedTotal += clientCharged;
     ledgerChargedTotal += ledgerCharged;
     expiredTotal += expired;
+    unansweredTotal += unanswered;
     const creditsSum = credits.reduce((s, c) => s + c.cents, 0);
     const refundsSum = -adjustments.reduce((s, c) => s + c.cents, 0);
-    ledgerRows.push([acct.name, expectedPis.length, creditsSum, refundsSum, charges.length, ledgerCharged, clientCharged, expired, audit.settledCents, audit.heldCents, audit.consistent ? "yes" : "NO", problems.length]);
+    ledgerRows.push([acct.name, expectedPis.length, creditsSum, refundsSum, charges.length, ledgerCharged, clientCharged, unanswered, expired, audit.settledCents, audit.heldCents, audit.consistent ? "yes" : "NO", problems.length]);
     ledgerJson.push({
       account: acct.name,
       payments: expectedPis.length,
@@ -342,6 +378,7 @@ export function buildReport(d: SoakData): SoakReport {
       ledger_charged_cents: ledgerCharged,
       client_charged_cents: clientCharged,
       expired_hold_cents: expired,
+      unanswered_cents: unanswered,
       settled_cents: audit.settledCents,
       held_cents: audit.heldCents,
       audit_consistent: audit.consistent,
@@ -349,7 +386,8 @@ export function buildReport(d: SoakData): SoakReport {
     });
     for (const p of problems) ledgerProblems.push(`${acct.name}: ${p}`);
   }
-  for (const l of table(["account", "payments", "credited", "refunded", "charges", "ledger charged", "client charged", "expired holds", "settled", "held", "audit ok", "problems"], ledgerRows)) out(l);
+  for (const l of table(["account", "payments", "credited", "refunded", "charges", "ledger charged", "client charged", "not answered", "expired holds", "settled", "held", "audit ok", "problems"], ledgerRows)) out(l);
+  out("(charged, in cents: what the Ledger charged; what the answers said; requests the client got no answer for; holds that expired unsettled)");
   for (const p of ledgerProblems.slice(0, 40)) out(`  ${p}`);
   if (ledgerProblems.length > 40) out(`  … ${ledgerProblems.length - 40} more`);
   rules.push({ name: "no credit lost or counted twice, every charge once and as answered (the ledger audit)", ok: ledgerProblems.length === 0, detail: ledgerProblems.slice(0, 50) });
@@ -479,6 +517,7 @@ export function buildReport(d: SoakData): SoakReport {
     by_kind: byKind,
     latency_ms: overall,
     latency_per_minute_ms: latency,
+    cpu_pct: cpuAll ? { machine: round(cpuAll.machine), soak: round(cpuAll.soak), others: round(cpuAll.others) } : null,
     five_xx: fiveJson,
     faults: d.faults.map((f) => ({ name: f.name, at_s: round((f.at - d.loadFrom) / 1000), ok: f.ok, ...f.effect })),
     restarts: recoveries.map((r) => ({ at_s: round((r.f.at - d.loadFrom) / 1000), kill_to_ready_ms: r.f.effect.kill_to_ready_ms, ready_to_served_ms: Number.isFinite(r.served) ? Math.round(r.served) : null })),
@@ -486,6 +525,7 @@ export function buildReport(d: SoakData): SoakReport {
     client_charged_cents: clientChargedTotal,
     ledger_charged_cents: ledgerChargedTotal,
     expired_hold_cents: expiredTotal,
+    unanswered_cents: unansweredTotal,
     runs_answered_twice: twice.length,
     writes_made_twice: writeProblems.filter((p) => p.includes("times for one")).length,
     documented_reruns: reruns,
@@ -512,9 +552,10 @@ export function buildReport(d: SoakData): SoakReport {
     `| requests by status | ${[...statusCounts].sort((a, b) => a[0] - b[0]).map(([st, n]) => `${st === 0 ? "no answer" : st} × ${n}`).join(", ")} |`,
     `| 5xx (whole run) | ${codeCounts.size ? [...codeCounts].map(([c, n]) => `${c} × ${n}`).join(", ") : "none"} |`,
     `| p50 / p99 (ms) | ${LOAD_KINDS.map((k) => `${k} ${fmtMs(overall[k]!.p50)} / ${fmtMs(overall[k]!.p99)}`).join(", ")} |`,
+    `| CPU (of the machine's ${cpus().length} cores, load phase) | ${cpuAll ? `busy ${Math.round(cpuAll.machine)} %: the soak's processes ${Math.round(cpuAll.soak)} %, other processes ${Math.round(cpuAll.others)} %` : "not measured"} |`,
     `| faults | ${faultCount("enclave_kill")} enclave kills, ${faultCount("rpc_stop")} chain RPC stops of 10 s, ${faultCount("stripe_chaos")} Stripe replays and reorders (${resent} events re-sent), ${faultCount("session_drop")} session drops |`,
     `| recovery after each restart (ready → first run answered) | ${recoveries.map((r) => msOrNever(r.served)).join(", ")} (kill → ready ${recoveries.map((r) => `${r.f.effect.kill_to_ready_ms} ms`).join(", ")}) |`,
-    `| ledger audit | ${d.accounts.length} accounts, every audit() consistent: ${ledgerJson.every((l) => l.audit_consistent) ? "yes" : "NO"}, holds left ${ledgerJson.reduce((t, l) => t + Number(l.held_cents), 0)}; ${payments} payments credited once each (${credited} cents), ${refunded} cents refunded; charged: client ${clientChargedTotal} cents, ledger ${ledgerChargedTotal} cents (expired holds ${expiredTotal}); problems ${ledgerProblems.length} |`,
+    `| ledger audit | ${d.accounts.length} accounts, every audit() consistent: ${ledgerJson.every((l) => l.audit_consistent) ? "yes" : "NO"}, holds left ${ledgerJson.reduce((t, l) => t + Number(l.held_cents), 0)}; ${payments} payments credited once each (${credited} cents), ${refunded} cents refunded; charged: client ${clientChargedTotal} cents, ledger ${ledgerChargedTotal} cents (of requests the client got no answer for ${unansweredTotal}, expired holds ${expiredTotal}); problems ${ledgerProblems.length} |`,
     `| runs answered twice | ${twice.length} (${runCalls.length} runs; ${reruns} re-run after an attempt lost with its enclave, as documented) |`,
     `| writes made twice | ${writeProblems.filter((p) => p.includes("times for one")).length} (${writeCalls.length} writes) |`,
     `| webhooks | Stripe → edge ${d.stripeEvents.length} events, ${d.stripeDeliveries.length} deliveries; edge → accounts ${userEvents} events, each payment told once: ${userProblems.length === 0 ? "yes" : "NO"} |`,

@@ -15,6 +15,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FAULT_NAMES, faultActions, scheduleFaults, type FaultName, type FaultPlan } from "./faults.ts";
+import { sampleCpu } from "./cpu.ts";
 import { buildReport, type SoakReport } from "./report.ts";
 import { startSoakStack } from "./stack.ts";
 import { driveOpenLoop, measureCapacity, startTraffic, type Recorder } from "./traffic.ts";
@@ -65,6 +66,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const traffic = await startTraffic(stack, { accounts: options.accounts, log });
     const { recorder } = traffic;
     recorded = recorder;
+    const cpu = sampleCpu(() => recorder.now());
 
     log("warming up, then measuring the capacity of the mix (closed loop)…");
     await measureCapacity(traffic, { concurrency: 4, durationMs: 5_000 });
@@ -95,6 +97,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
       return true;
     }, 120_000);
+    cpu.stop();
     log(`drained: Stripe deliveries ${stripeDrained ? "done" : "NOT done"}, holds ${heldNone ? "none left" : "STILL HELD"}, payments told ${toldAll ? "all" : "NOT all"}`);
 
     const ledgers = new Map<string, { audit: Awaited<ReturnType<typeof stack.ledger.audit>>; entries: Awaited<ReturnType<typeof stack.ledger.entries>> }>();
@@ -138,6 +141,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       received: new Map(traffic.accounts.map((a) => [a.name, stack.receiver.events(a.name)])),
       receiverRefused: stack.receiver.refused,
       namesOnChain,
+      cpu: cpu.samples,
       edgeErrors,
     });
   } finally {
