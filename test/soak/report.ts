@@ -188,28 +188,31 @@ export function buildReport(d: SoakData): SoakReport {
 
   // --- every 5xx --------------------------------------------------------------------------------
   out();
-  out("-- every 5xx answer (and every request the edge did not answer), consecutive alike ones merged (times on the load's clock; negative: before it; one by one in 5xx.txt)");
-  const bad = edge.filter((a) => a.status >= 500 || a.status === 0).sort((a, b) => a.at - b.at);
+  out("-- every 5xx answer (and every request the edge did not answer), consecutive alike ones merged (when answered, on the load's clock; negative: before it; one by one in 5xx.txt)");
+  // By when each was answered (sent + latency): what a client saw, when.
+  const answeredAt = (a: Attempt) => a.at + a.ms;
+  const bad = edge.filter((a) => a.status >= 500 || a.status === 0).sort((a, b) => answeredAt(a) - answeredAt(b));
   const fiveXx = bad.map(
     (a) =>
-      `${(a.at - d.loadFrom) / 1000} s  ${a.kind} ${a.op}  ${a.status} ${a.status === 0 ? `no answer: ${a.error ?? "?"}` : (a.code ?? "?")}  ` +
-      `${a.retryAfter === undefined ? "no Retry-After" : `Retry-After: ${a.retryAfter}`}  request ${a.requestId ?? "?"}  attempt ${a.n + 1}`,
+      `${((answeredAt(a) - d.loadFrom) / 1000).toFixed(3)} s  ${a.kind} ${a.op}  ${a.status} ${a.status === 0 ? `no answer: ${a.error ?? "?"}` : (a.code ?? "?")}  ` +
+      `${a.retryAfter === undefined ? "no Retry-After" : `Retry-After: ${a.retryAfter}`}  request ${a.requestId ?? "?"}  attempt ${a.n + 1}, sent ${((a.at - d.loadFrom) / 1000).toFixed(3)} s`,
   );
   const undocumented: string[] = [];
   const fiveGroups: Array<{ from: number; to: number; status: number; code: string; retryAfter: string | null; kinds: Set<string>; n: number }> = [];
   for (const a of bad) {
     const code = a.status === 0 ? `no answer: ${a.error ?? "?"}` : (a.code ?? "?");
     const retryAfter = a.retryAfter ?? null;
+    const at = answeredAt(a);
     const last = fiveGroups[fiveGroups.length - 1];
-    if (last && last.status === a.status && last.code === code && last.retryAfter === retryAfter && a.at - last.to < 5_000) {
-      last.to = a.at;
+    if (last && last.status === a.status && last.code === code && last.retryAfter === retryAfter && at - last.to < 5_000) {
+      last.to = at;
       last.n++;
       last.kinds.add(a.kind);
     } else {
-      fiveGroups.push({ from: a.at, to: a.at, status: a.status, code, retryAfter, kinds: new Set([a.kind]), n: 1 });
+      fiveGroups.push({ from: at, to: at, status: a.status, code, retryAfter, kinds: new Set([a.kind]), n: 1 });
     }
     const documented = a.status === 503 && a.retryAfter !== undefined && /^\d+$/.test(a.retryAfter) && a.code !== undefined && DOCUMENTED_503.has(a.code);
-    if (!documented) undocumented.push(`${sec(a.at - d.loadFrom)} ${a.kind} ${a.op} ${a.status} ${code}${retryAfter ? ` Retry-After ${retryAfter}` : " (no Retry-After)"} request ${a.requestId ?? "?"}`);
+    if (!documented) undocumented.push(`${sec(at - d.loadFrom)} ${a.kind} ${a.op} ${a.status} ${code}${retryAfter ? ` Retry-After ${retryAfter}` : " (no Retry-After)"} request ${a.requestId ?? "?"}`);
   }
   if (fiveGroups.length === 0) out("none");
   for (const g of fiveGroups) {
