@@ -19,8 +19,12 @@ export type EnclaveProcess = {
 
 const mainScript = join(import.meta.dirname, "../../enclave/main.ts");
 
-export async function spawnEnclave(env: Record<string, string>, options: { timeoutMs?: number; echo?: (line: string) => void } = {}): Promise<EnclaveProcess> {
-  const child = spawn(process.execPath, [mainScript], {
+/** `execArgv`: Node's own options before the script (the benchmark's `--cpu-prof`, say). */
+export async function spawnEnclave(
+  env: Record<string, string>,
+  options: { timeoutMs?: number; echo?: (line: string) => void; execArgv?: string[] } = {},
+): Promise<EnclaveProcess> {
+  const child = spawn(process.execPath, [...(options.execArgv ?? []), mainScript], {
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE), ...env },

@@ -33,7 +33,7 @@ export type TestStack = {
   stop(): Promise<void>;
 };
 
-export async function startTestStack(options: { listenerPollMs?: number; echoEnclaveLogs?: boolean } = {}): Promise<TestStack> {
+export async function startTestStack(options: { listenerPollMs?: number; echoEnclaveLogs?: boolean; enclaveExecArgv?: string[]; enclaveEnv?: Record<string, string> } = {}): Promise<TestStack> {
   const listenerPollMs = options.listenerPollMs ?? 500;
   const anvil = await startAnvil({ accounts: 10 });
   const gateway = await startIpfsGateway();
@@ -64,8 +64,9 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
         SIGIL_FETCH_ALLOW: `127.0.0.1:${target.port}`,
         SIGIL_SANDBOX_WORKERS: "2",
         SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
+        ...options.enclaveEnv,
     };
-    const echo = options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {};
+    const echo = { ...(options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {}), ...(options.enclaveExecArgv ? { execArgv: options.enclaveExecArgv } : {}) };
     let enclave = await spawnEnclave(enclaveEnv, echo);
     let running = true;
     stops.unshift(() => (running ? enclave.stop() : Promise.resolve()));
