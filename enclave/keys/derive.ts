@@ -6,6 +6,7 @@ import { hkdf } from "@noble/hashes/hkdf";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex, getAddress, type Address, type Hex } from "viem";
+import { publicKeyOf } from "./ecdsa.ts";
 
 const SALT = new TextEncoder().encode("sigil/v1");
 const N = secp256k1.CURVE.n;
@@ -65,7 +66,7 @@ export function firstValidScalar(okm: (info: Uint8Array) => Uint8Array, info: Ui
 export type DerivedKey = { privateKey: Uint8Array; address: Address };
 
 export function addressOf(privateKey: Uint8Array): Address {
-  const publicKey = secp256k1.getPublicKey(privateKey, false);
+  const publicKey = publicKeyOf(privateKey);
   return getAddress(bytesToHex(keccak_256(publicKey.subarray(1)).subarray(12)));
 }
 
