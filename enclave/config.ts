@@ -37,6 +37,8 @@ const schema = z
     SIGIL_INSTANCE_INDEX: int(0, 1_000_000).default(0),
     SIGIL_PAYERS_PER_INSTANCE: int(1, 64).default(4),
     SIGIL_RECEIPT_CONFIRMATIONS: int(1, 64).default(1),
+    /** How long a run's receipt may wait for others to share its batch's signature while many runs are in flight (0: never). */
+    SIGIL_RUN_RECEIPT_BATCH_MS: int(0, 100).default(5),
     SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
     SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),
     /** Fixed dev root key (tests); without it the dev provider keeps one in SIGIL_STATE_DIR/dev/root.key. */
@@ -101,6 +103,8 @@ export type EnclaveConfig = {
   instanceIndex: number;
   payersPerInstance: number;
   receiptConfirmations: number;
+  /** How long a run's receipt waits for others to share its batch (only while other runs are in flight). */
+  runReceiptBatchMs: number;
   payerMinBalanceWei: bigint;
   rootKey:
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
@@ -178,6 +182,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     instanceIndex: c.SIGIL_INSTANCE_INDEX,
     payersPerInstance: c.SIGIL_PAYERS_PER_INSTANCE,
     receiptConfirmations: c.SIGIL_RECEIPT_CONFIRMATIONS,
+    runReceiptBatchMs: c.SIGIL_RUN_RECEIPT_BATCH_MS,
     payerMinBalanceWei: c.SIGIL_PAYER_MIN_BALANCE_WEI,
     rootKey:
       c.SIGIL_ROOT_KEY_PROVIDER === "dev"

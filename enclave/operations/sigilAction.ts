@@ -10,7 +10,7 @@ import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operati
 import { SigilError } from "../../shared/errors.ts";
 import { runChargeCents } from "../../shared/fees.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { jsonSha256, textSha256 } from "../../shared/receipt.ts";
+import { jsonSha256, RECEIPT_VERSION, textSha256 } from "../../shared/receipt.ts";
 import { KeyUses } from "../receipts/receipts.ts";
 import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
@@ -144,7 +144,7 @@ export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<
   log.info("run finished", { durationMs, error: outcome.error?.code ?? null });
   const response = outcome.responseJson === undefined ? null : (JSON.parse(outcome.responseJson) as unknown);
   const receipt = await enclave.receipts.sign({
-    version: 1,
+    version: RECEIPT_VERSION,
     request_id: ctx.requestId,
     account: toHash32(key.master),
     cid,
