@@ -12,15 +12,18 @@
 //     endpoint (the edge tells its Webhooks object of each settle). At concurrency 1 the three take
 //     turns, request by request, so they share every moment of the machine's load: "on − off" is
 //     what the ledger (and billing's chain read of the key's account) adds to a run, "hooked − on"
-//     what the Webhooks call adds.
+//     what the Webhooks call adds. Beside them, the other thing billing does per run: one eth_call
+//     of the key's account and cap (`billingOf`), timed from the side Worker the same way.
 //
 // CPU is each process's utime+stime from /proc/<pid>/stat over the window, divided by the window's
-// operations. The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "runs":[…]}.
+// operations. The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "chain_read":{…}, "runs":[…], "added":[…]}.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { encodeFunctionData } from "viem";
 import { computeCid } from "../../shared/cid.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
@@ -34,7 +37,8 @@ const RUN_HOLD_CENTS = 60;
 /**
  * The side Worker: `/credit` puts cents in an account's Ledger (a payment nobody made), `/audit`
  * answers its audit, `/pairs` sends `n` hold+settle pairs, `c` at a time, and answers the window's
- * length and each pair's latency (workerd's clock moves at each I/O, which every await here is).
+ * length and each pair's latency (workerd's clock moves at each I/O, which every await here is, in
+ * whole milliseconds); `/reads` makes `n` eth_calls one after another, as billing's read of the key.
  */
 const SIDE: SideWorker = {
   objects: { LEDGER: "Ledger" },
@@ -55,6 +59,20 @@ async function serve(request, env) {
     const ledger = env.LEDGER.get(env.LEDGER.idFromName(q("account")));
     if (url.pathname === "/credit") return Response.json(await ledger.credit("pi_bench_" + crypto.randomUUID(), Number(q("cents"))));
     if (url.pathname === "/audit") return Response.json(await ledger.audit());
+    if (url.pathname === "/reads") {
+      // The chain read billing makes for each request (the key's account and cap), as a bare eth_call.
+      const { rpc, to, data } = await request.json();
+      const latencies = [];
+      const started = performance.now();
+      for (let i = 0; i < Number(q("n")); i++) {
+        const t = performance.now();
+        const res = await fetch(rpc, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_call", params: [{ to, data }, "latest"] }) });
+        const body = await res.json();
+        if (!body.result) throw new Error("eth_call: " + JSON.stringify(body));
+        latencies.push(performance.now() - t);
+      }
+      return Response.json({ ms: performance.now() - started, latencies });
+    }
     if (url.pathname === "/pairs") {
       const n = Number(q("n")), c = Number(q("c")), cents = Number(q("hold"));
       const detail = JSON.parse(await request.text());
@@ -105,6 +123,8 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
+  // The machine may be shared: its load says how far to trust the latencies (CPU per op moves less).
+  const loadBefore = loadavg()[0]!.toFixed(2);
   const stack = await startTestStack();
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-bench-ledger-"));
   const edges: Workerd[] = [];
@@ -187,6 +207,16 @@ async function main(): Promise<void> {
       );
     }
 
+    // What billing adds to a run besides the Ledger: one live read of the key's account and cap.
+    let chainRead: { reads: number; p50_ms: number; workerd_cpu_ms_per_read: number };
+    {
+      const reads = 1_000;
+      const data = encodeFunctionData({ abi: accountConfigAbi, functionName: "billingOf", args: [apiKeyHash(keys.on)] });
+      const { result, cpu } = await withCpu([on.pid], () => side<{ latencies: number[] }>(on, `/reads?n=${reads}`, { rpc: stack.rpcUrl, to: stack.contract, data }));
+      chainRead = { reads, p50_ms: percentile(result.latencies.sort((a, b) => a - b), 0.5), workerd_cpu_ms_per_read: round(cpu[0]! / reads, 3) };
+      console.log(`chain read (billingOf eth_call) p50 ${chainRead.p50_ms.toFixed(2)} ms  workerd CPU ${chainRead.workerd_cpu_ms_per_read.toFixed(3)} ms/read`);
+    }
+
     // (b) Metered hello runs through the edge.
     const runRows: Array<Measured & { path: string; concurrency: number; runs: number; workerd_cpu_ms_per_run: number; enclave_cpu_ms_per_run: number }> = [];
     const order = ["off", "on", "hooked"] as const;
@@ -237,8 +267,8 @@ async function main(): Promise<void> {
       const audit = await side<{ consistent: boolean; heldCents: number }>(edge, `/audit?account=${accountOf(key)}`);
       if (!audit.consistent || audit.heldCents !== 0) throw new Error(`ledger audit failed: ${JSON.stringify(audit)}`);
     }
-    console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}`);
-    console.log(JSON.stringify({ bench: "ledger", ledger: ledgerRows, runs: runRows, added }));
+    console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(2)} after`);
+    console.log(JSON.stringify({ bench: "ledger", ledger: ledgerRows, chain_read: chainRead, runs: runRows, added, load_average: [Number(loadBefore), Number(loadavg()[0]!.toFixed(2))] }));
   } finally {
     closeAgent();
     for (const e of edges.reverse()) await e.stop();

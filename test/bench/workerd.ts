@@ -92,6 +92,7 @@ const side :Workerd.Worker = (
   modules = [(name = "side.js", esModule = embed "side.js")],
   compatibilityDate = ${text(wrangler.compatibility_date ?? "")},
   bindings = [${sideBindings.join(", ")}],
+  globalOutbound = "loopback",
 );`
       : ""
   }
