@@ -18,7 +18,8 @@ export type Measured = {
   rss_mib?: Record<string, { peak: number; steady: number }>;
 };
 
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+// Up to 256 requests at once (bench:ledger goes to 128 clients).
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 export function closeAgent(): void {
   agent.destroy();
@@ -27,7 +28,7 @@ export function closeAgent(): void {
 export function post(url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
+      { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
       (res) => {
         let text = "";
         res.setEncoding("utf8");

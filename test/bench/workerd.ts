@@ -1,13 +1,15 @@
-// The edge under workerd alone, for the edge benchmark. `wrangler dev` (what `npm start` and the
+// The edge under workerd alone, for the edge and ledger benchmarks. `wrangler dev` (what `npm start` and the
 // end-to-end tests use) puts its own local proxy in front of the Worker, which costs about 5 ms a
 // request on these machines and has no counterpart in production; the benchmark measures the
 // edge itself. So it bundles the Worker exactly as `wrangler deploy` would (`--dry-run`), writes a
-// workerd configuration with the bindings of wrangler.toml (the RateLimiter Durable Object, the
-// variables) and serves it with the workerd binary wrangler itself runs, on 127.0.0.1.
+// workerd configuration with the bindings of wrangler.toml (the Durable Objects, SQLite files in the
+// caller's folder, and the variables) and serves it with the workerd binary wrangler itself runs, on
+// 127.0.0.1. A benchmark may add a side Worker bound to the edge's Durable Object classes
+// (bench:ledger drives the Ledger through one).
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { stopGroup } from "../../bin/stack/anvil.ts";
 import { freePort, waitForEdge } from "../../bin/stack/edge.ts";
@@ -30,11 +32,33 @@ function run(args: string[]): Promise<string> {
 /** A capnp text literal. */
 const text = (s: string) => JSON.stringify(s);
 
-export async function startWorkerd(options: { dir: string; vars: Record<string, string> }): Promise<{ url: string; stop(): Promise<void> }> {
-  const bundleDir = join(options.dir, "bundle");
-  mkdirSync(bundleDir, { recursive: true });
-  await run(["deploy", "--dry-run", "--outdir", bundleDir]);
+/**
+ * A second Worker in the same workerd process, for a benchmark to reach the edge's Durable Objects
+ * without a route of the edge's own: `module` is its ES module's source; `objects` binds, under
+ * each name, the edge's Durable Object class of that name (the same namespace the edge uses).
+ */
+export type SideWorker = { module: string; objects: Record<string, string> };
+
+export type Workerd = {
+  url: string;
+  /** The side worker's URL, when there is one. */
+  sideUrl?: string;
+  /** The workerd process (its CPU time is in /proc/<pid>/stat). */
+  pid: number;
+  /** The bundle it serves, to serve again from another process without building it twice. */
+  bundleDir: string;
+  stop(): Promise<void>;
+};
+
+export async function startWorkerd(options: { dir: string; vars: Record<string, string>; bundleDir?: string; side?: SideWorker }): Promise<Workerd> {
+  mkdirSync(options.dir, { recursive: true });
+  const bundleDir = options.bundleDir ?? join(options.dir, "bundle");
+  if (!options.bundleDir) {
+    mkdirSync(bundleDir, { recursive: true });
+    await run(["deploy", "--dry-run", "--outdir", bundleDir]);
+  }
   const port = await freePort();
+  const sidePort = options.side ? await freePort() : undefined;
   const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") });
   // wrangler.toml's [vars] first, then the caller's: the same precedence as an env file.
   const vars = { ...(wrangler.vars as Record<string, string>), ...options.vars };
@@ -43,6 +67,11 @@ export async function startWorkerd(options: { dir: string; vars: Record<string, 
     ...objects.map((o: { name: string; class_name: string }) => `(name = ${text(o.name)}, durableObjectNamespace = ${text(o.class_name)})`),
     ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
   ];
+  const objectsDir = join(options.dir, "objects");
+  mkdirSync(objectsDir, { recursive: true });
+  const side = options.side;
+  if (side) writeFileSync(join(options.dir, "side.js"), side.module);
+  const sideBindings = Object.entries(side?.objects ?? {}).map(([name, className]) => `(name = ${text(name)}, durableObjectNamespace = (className = ${text(className)}, serviceName = "edge"))`);
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
@@ -50,15 +79,29 @@ const config :Workerd.Config = (
     # The Worker reaches the local chain and enclave on loopback, which workerd's default
     # outbound network refuses.
     (name = "loopback", network = (allow = ["public", "private", "local"])),
+    # The Durable Objects' SQLite files (workerd's in-memory storage has no SQL API, which the
+    # Ledger, Idempotency and Webhooks objects use).
+    (name = "objects", disk = (path = ${text(objectsDir)}, writable = true)),${side ? `
+    (name = "side", worker = .side),` : ""}
   ],
-  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "edge")],
-);
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "edge")${side ? `, (name = "side", address = "127.0.0.1:${sidePort}", http = (), service = "side")` : ""}],
+);${
+    side
+      ? `
+const side :Workerd.Worker = (
+  modules = [(name = "side.js", esModule = embed "side.js")],
+  compatibilityDate = ${text(wrangler.compatibility_date ?? "")},
+  bindings = [${sideBindings.join(", ")}],
+  globalOutbound = "loopback",
+);`
+      : ""
+  }
 const edge :Workerd.Worker = (
-  modules = [(name = "index.js", esModule = embed "bundle/index.js")],
+  modules = [(name = "index.js", esModule = embed ${text(relative(options.dir, join(bundleDir, "index.js")))})],
   compatibilityDate = ${text(wrangler.compatibility_date ?? "")},
   bindings = [${bindings.join(", ")}],
   durableObjectNamespaces = [${objects.map((o: { name: string; class_name: string }) => `(className = ${text(o.class_name)}, uniqueKey = ${text(`${wrangler.name}-${o.class_name}`)}, enableSql = true)`).join(", ")}],
-  durableObjectStorage = (inMemory = void),
+  durableObjectStorage = (localDisk = "objects"),
   globalOutbound = "loopback",
 );
 `;
@@ -68,5 +111,5 @@ const edge :Workerd.Worker = (
   const output = captureOutput(child, () => {});
   const url = `http://127.0.0.1:${port}`;
   await waitForEdge("workerd", child, url, output, 30_000);
-  return { url, stop: () => stopGroup(child) };
+  return { url, ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}), pid: child.pid!, bundleDir, stop: () => stopGroup(child) };
 }
