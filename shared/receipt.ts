@@ -178,14 +178,14 @@ export function rootFromProof(leaf: Uint8Array, index: number, size: number, pro
   return sn === 0 ? r : undefined;
 }
 
-/** SHA-256 of `text`'s UTF-8 bytes, 0x-hex. */
-export function textSha256(text: string): Hex {
-  return sha256(stringToBytes(text));
+/** SHA-256 of `text`'s UTF-8 bytes, 0x-hex (`hash`: another implementation of SHA-256 to 0x-hex, the enclave's Node one). */
+export function textSha256(text: string, hash: (bytes: Uint8Array) => Hex = sha256): Hex {
+  return hash(stringToBytes(text));
 }
 
 /** SHA-256 of `value` as canonical JSON (undefined counts as null, as an absent js_params does). */
-export function jsonSha256(value: unknown): Hex {
-  return textSha256(canonicalJson(value === undefined ? null : value));
+export function jsonSha256(value: unknown, hash?: (bytes: Uint8Array) => Hex): Hex {
+  return textSha256(canonicalJson(value === undefined ? null : value), hash);
 }
 
 /** The receipt key's report data: SHA-512("sigil-receipt-v1:" ‖ uncompressed public key bytes). */
