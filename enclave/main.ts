@@ -20,6 +20,7 @@ import { ReceiptSigner } from "./receipts/receipts.ts";
 import { channelListener, createChannel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
 import { createDispatcher } from "./operations/index.ts";
+import { ECDSA_BACKEND } from "./keys/ecdsa.ts";
 import { createEnclaveApp } from "./server.ts";
 
 export type RunningEnclave = {
@@ -154,7 +155,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   );
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });
+  log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers, secp256k1: ECDSA_BACKEND });
 
   return {
     url,
