@@ -62,10 +62,10 @@ async function main(): Promise<void> {
       enclave: channelTarget(channel, stack.enclaveUrl, "sigil_action", { api_key: apiKey, code, js_params: params }),
     });
     const byName = { hello: targets(HELLO, null), sign: targets(SIGN, { wallet }) };
-    // Warm-up of both paths (JIT, caches, the workers' QuickJS modules, workerd, the channel pins).
+    // Warm-up of both paths (JIT, caches, the instances 32 runs in flight need, workerd, the channel pins).
     for (const t of Object.values(byName)) {
-      await measure(t.edge, 8, 300);
-      await measure(t.enclave, 8, 300);
+      await measure(t.edge, 32, 1_500);
+      await measure(t.enclave, 32, 1_500);
     }
     const pids = { edge: edge.pid, enclave: stack.enclavePid, client: process.pid };
     const repeats = Number(process.argv.includes("--repeats") ? process.argv[process.argv.indexOf("--repeats") + 1] : 3);

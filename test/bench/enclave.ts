@@ -64,7 +64,7 @@ const cpu = (v: number | undefined) => (v === undefined ? "—" : `${(v * 1000).
 
 async function profile(): Promise<void> {
   const runs = 8_000;
-  const warm = 800;
+  const warm = 2_000;
   const results = [];
   for (const name of ["hello", "sign"] as const) {
     const dir = join(root, ".sigil/profiles", name);
@@ -75,7 +75,7 @@ async function profile(): Promise<void> {
     try {
       const bench = await setUp(stack);
       const target: Target = bench[name];
-      await measure(target, 8, warm);
+      await measure(target, 32, warm);
       measured = await measure(target, 32, runs, { enclave: stack.enclavePid, client: process.pid });
       console.log(`${name} c=32: p50 ${ms(measured.p50_ms)}  ${measured.rps} runs/s  enclave CPU ${cpu(measured.cpu_ms_per_run?.enclave)}/run`);
     } finally {
@@ -98,9 +98,11 @@ async function main(): Promise<void> {
   try {
     const { call, apiKey, hello, sign } = await setUp(stack);
     const pids = { enclave: stack.enclavePid, client: process.pid };
-    // Warm-up: JIT, the CID and permission caches, the workers' QuickJS modules.
-    await measure(hello, 8, 400);
-    await measure(sign, 8, 400);
+    // Warm-up: JIT, the CID and permission caches, and as many prepared QuickJS instances as 32
+    // runs in flight need (a worker makes one, about 5 ms, only when more runs are in flight than
+    // it has instances: a measurement should not count the pool's growth to its peak).
+    await measure(hello, 32, 2_000);
+    await measure(sign, 32, 2_000);
 
     console.log(`each row: the median of ${repeats} measurements in a row; CPU = user + system time of the process over the window, per run`);
     console.log("script  c    p50        p99        runs/s   enclave CPU/run  client CPU/run  enclave RSS steady/peak");

@@ -17,7 +17,6 @@
 //
 // CPU is each process's utime+stime from /proc/<pid>/stat over the window, divided by the window's
 // operations. The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "chain_read":{…}, "runs":[…], "added":[…]}.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +26,7 @@ import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
+import { cpuMs } from "./proc.ts";
 import { closeAgent, httpTarget, measure, measureInTurn, post, type Measured, type Target } from "./measure.ts";
 import { startWorkerd, type SideWorker, type Workerd } from "./workerd.ts";
 
@@ -97,16 +97,6 @@ async function serve(request, env) {
 }
 `,
 };
-
-const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-
-/** A process's CPU time so far (user + system, all threads), in ms. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces, in parentheses): utime is field 14, stime 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
 
 /** Runs `work` and answers its result with each of `pids`' CPU ms over it. */
 async function withCpu<T>(pids: number[], work: () => Promise<T>): Promise<{ result: T; cpu: number[]; seconds: number }> {
