@@ -17,7 +17,7 @@
 //
 // CPU is each process's utime+stime from /proc/<pid>/stat over the window, divided by the window's
 // operations. The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "chain_read":{…}, "runs":[…], "added":[…]}.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeFunctionData } from "viem";
