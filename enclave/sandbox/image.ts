@@ -11,11 +11,14 @@
 // the runtime, the context and every object; the stack holds nothing between calls into the module
 // (its pointer is a WebAssembly global, back at the stack's top whenever no call is running, which
 // is the only time an image is taken or written back). So the image is [0, stack low) and
-// [stack high, end of the heap's last non-zero byte, plus a margin). The allocator (dlmalloc) keeps
-// its free "top" chunk last, and that chunk's header is never zero, so every chunk in use ends
-// before the last non-zero byte. Memory past it is free space to the allocator; what a run left
-// there is never read as a value (QuickJS initializes what it allocates, calloc clears) — as with
-// any reused heap.
+// [stack high, the heap's break). The break — the end of what the allocator has taken with sbrk —
+// is a pointer the C library keeps in its static data, like every other pointer the allocator keeps
+// there into the heap: so the highest value in the heap's range among the static words that changed
+// since the instance was made is the break (a changed word that is no pointer could only make the
+// image larger, never smaller). The memory is never read past the break: a page of a WebAssembly
+// memory that is read becomes resident, and scanning the whole 16 MiB would make every instance
+// cost 16 MiB. Memory past the break is free space to the allocator; what a run left there is never
+// read as a value (QuickJS initializes what it allocates, calloc clears) — as with any reused heap.
 //
 // State kept outside the memory must not change after the image is taken: the module's one global
 // (the stack pointer) is back at the top between calls, and what quickjs-emscripten caches in
@@ -115,23 +118,19 @@ export function readMemoryLayout(wasm: Uint8Array, stackBytes = QUICKJS_STACK_BY
   return { staticEnd, heapStart: stackTop };
 }
 
-/** Bytes kept past the heap's last non-zero byte (the top chunk's header is before it; this is slack). */
-const HEAP_MARGIN = 4096;
-
-const PAGE = 65_536;
-const ZERO_PAGE = Buffer.alloc(PAGE);
-
 /**
- * The end of the last non-zero byte of `memory` at or after `from`, plus HEAP_MARGIN: whole zero
- * pages are skipped from the top by comparison (memcmp), the last one with data is read by word.
+ * The heap's break: the highest value in [heapStart, the memory's size] among the 32-bit static
+ * words that differ from `initialStatics` (the static data as the instance was made).
  */
-function usedEnd(memory: Uint8Array, from: number): number {
-  const bytes = Buffer.from(memory.buffer, memory.byteOffset, memory.byteLength);
-  let page = Math.floor((bytes.length - 1) / PAGE) * PAGE;
-  while (page >= from && bytes.subarray(page, page + PAGE).equals(ZERO_PAGE.subarray(0, Math.min(PAGE, bytes.length - page)))) page -= PAGE;
-  let i = Math.min(bytes.length, page + PAGE) - 1;
-  while (i >= from && bytes[i] === 0) i--;
-  return Math.min(bytes.length, i + 1 + HEAP_MARGIN);
+function heapBreak(memory: Uint8Array, layout: MemoryLayout, initialStatics: Uint8Array): number {
+  const now = new Uint32Array(memory.buffer, memory.byteOffset, layout.staticEnd >>> 2);
+  const before = new Uint32Array(initialStatics.buffer, initialStatics.byteOffset, layout.staticEnd >>> 2);
+  let end = layout.heapStart;
+  for (let i = 0; i < now.length; i++) {
+    const v = now[i] as number;
+    if (v !== before[i] && v > end && v <= memory.byteLength) end = v;
+  }
+  return end;
 }
 
 /** The image of one instance's memory, taken once and written back after every run. */
@@ -146,11 +145,19 @@ export class MemoryImage {
     this.#heap = heap;
   }
 
-  /** Takes the image of `memory` now (no call into the module may be running). */
-  static capture(memory: WebAssembly.Memory, layout: MemoryLayout): MemoryImage {
+  /**
+   * Takes the image of `memory` now (no call into the module may be running); `initialStatics` are
+   * its first `layout.staticEnd` bytes as the instance was made (they locate the heap's break).
+   */
+  static capture(memory: WebAssembly.Memory, layout: MemoryLayout, initialStatics: Uint8Array): MemoryImage {
     const bytes = new Uint8Array(memory.buffer);
-    const heapEnd = usedEnd(bytes, layout.heapStart);
-    return new MemoryImage(layout, bytes.slice(0, layout.staticEnd), bytes.slice(layout.heapStart, heapEnd));
+    const end = heapBreak(bytes, layout, initialStatics);
+    return new MemoryImage(layout, bytes.slice(0, layout.staticEnd), bytes.slice(layout.heapStart, end));
+  }
+
+  /** The end of the heap part of the image (its break when it was taken). */
+  get heapEnd(): number {
+    return this.#layout.heapStart + this.#heap.byteLength;
   }
 
   /** The bytes the image holds (and writes back each time). */

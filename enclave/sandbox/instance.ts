@@ -46,6 +46,8 @@ export type SandboxInstance = {
   restore(): void;
   /** The image's size in bytes (0 before it is taken). */
   readonly imageBytes: number;
+  /** Where the image's heap ends: the break when it was taken (0 before). */
+  readonly imageHeapEnd: number;
 };
 
 /**
@@ -73,10 +75,13 @@ export async function createInstance(memoryLimitBytes: number, onGrow?: (bytes: 
   // The package is dual-format; under NodeNext its types resolve to the CommonJS namespace.
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant as unknown as QuickJSSyncVariant, { wasmModule, wasmMemory: memory }));
   let image: MemoryImage | undefined;
+  // The static data as the instance was made: what has changed in it by the time the image is
+  // taken tells where the heap ends (image.ts).
+  const initialStatics = new Uint8Array(memory.buffer).slice(0, layout.staticEnd);
   return {
     module,
     capture() {
-      image = MemoryImage.capture(memory, layout);
+      image = MemoryImage.capture(memory, layout, initialStatics);
     },
     restore() {
       if (!image) throw new Error("the instance has no image to restore");
@@ -84,6 +89,9 @@ export async function createInstance(memoryLimitBytes: number, onGrow?: (bytes: 
     },
     get imageBytes() {
       return image?.byteLength ?? 0;
+    },
+    get imageHeapEnd() {
+      return image?.heapEnd ?? 0;
     },
     heapBytes: () => memory.buffer.byteLength,
     get refused() {
