@@ -7,7 +7,7 @@
 // (tests compare them). Only the binding is loaded, never the package's JavaScript fallback.
 import { createRequire } from "node:module";
 import { secp256k1 as noble } from "@noble/curves/secp256k1";
-import { bytesToHex, type Hex } from "viem";
+import type { Hex } from "viem";
 
 /** The part of libsecp256k1's binding used here (secp256k1/lib/index.js wraps the same calls). */
 type Binding = {
@@ -29,6 +29,8 @@ const binding = loadBinding();
 
 /** Which implementation signs: libsecp256k1's native binding, or @noble/curves where it cannot load. */
 export const ECDSA_BACKEND: "libsecp256k1" | "noble" = binding ? "libsecp256k1" : "noble";
+
+const bytesToHex = (bytes: Uint8Array): Hex => `0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}`;
 
 /** A signature as viem gives it: r and s (0x + 64 hex), the recovery bit, and v = 27 + yParity. */
 export type Signature = { r: Hex; s: Hex; yParity: 0 | 1; v: bigint };

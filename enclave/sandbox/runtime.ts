@@ -164,7 +164,16 @@ export type PreparedRuntime = {
   reset(): void;
 };
 
-export function prepareRuntime(instance: SandboxInstance, limits: Pick<SandboxLimits, "memoryLimitBytes" | "stackLimitBytes">): PreparedRuntime {
+/**
+ * Prepares a runtime on `instance` (core.js, then each chunk, then the image). `pause`, awaited
+ * between those steps, lets a worker answer what comes meanwhile instead of holding its thread for
+ * the whole preparation (about 5 ms here, tens on a busy machine).
+ */
+export async function prepareRuntime(
+  instance: SandboxInstance,
+  limits: Pick<SandboxLimits, "memoryLimitBytes" | "stackLimitBytes">,
+  pause: () => Promise<void> = async () => {},
+): Promise<PreparedRuntime> {
   const runtime = instance.module.newRuntime();
   const ctx = runtime.newContext();
   const owned: QuickJSHandle[] = [];
@@ -207,9 +216,12 @@ export function prepareRuntime(instance: SandboxInstance, limits: Pick<SandboxLi
       preload: own(ctx.getProp(internalObject, "preload")),
     };
     // Every chunk parsed now, once, into the image: no run pays for the globals it touches.
-    const names = ctx.newString(chunkNames.join(" "));
-    ctx.unwrapResult(ctx.callFunction(internal.preload, ctx.undefined, names)).dispose();
-    names.dispose();
+    for (const chunk of chunkNames) {
+      await pause();
+      const name = ctx.newString(chunk);
+      ctx.unwrapResult(ctx.callFunction(internal.preload, ctx.undefined, name)).dispose();
+      name.dispose();
+    }
     // What QuickJS keeps per runtime goes into the image too: the limits, and the interrupt handler
     // (quickjs-emscripten enables it in C once, when the first one is set; it calls the run's check).
     runtime.setMemoryLimit(limits.memoryLimitBytes);

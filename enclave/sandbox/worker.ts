@@ -12,9 +12,9 @@
 import { getHeapStatistics } from "node:v8";
 import { parentPort, workerData } from "node:worker_threads";
 import type { SandboxLimits } from "../config.ts";
-import { createRunHost, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
+import { createRunHost, net, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
 import { createInstance, INSTANCE_BASE_BYTES } from "./instance.ts";
-import { createResolver, type FetchPolicy } from "./net/guardedFetch.ts";
+import type { FetchPolicy, Resolver } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
 import { CodedError, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
 import { SliceBoard } from "./slices.ts";
@@ -30,7 +30,9 @@ const fetchPolicy: FetchPolicy = {
   maxResponseBytes: init.fetchPolicy.maxResponseBytes,
   maxRedirects: init.fetchPolicy.maxRedirects,
 };
-const resolve = createResolver(init.dns);
+/** Scripts' host names, resolved with c-ares (made at the first fetch, with the network stack: hostOps.ts). */
+let resolver: Resolver | undefined;
+const resolve: Resolver = async (hostname) => (resolver ??= (await net()).createResolver(init.dns))(hostname);
 const board = new SliceBoard(init.sliceBoard);
 
 /** Why a run's fetches in flight stop once it has ended. */
@@ -100,9 +102,17 @@ function countHeap(delta: number): void {
 async function newRuntime(): Promise<PreparedRuntime> {
   const made = await createInstance(limits.memoryLimitBytes, countHeap);
   countHeap(made.heapBytes());
-  const began = performance.now();
+  // Step by step, each in a turn of the event loop of its own: a run that comes meanwhile (a message)
+  // is taken between two steps. The runs in flight get each step's time back if it was long.
+  const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
+  let began = performance.now();
+  const step = async () => {
+    holdUp(0, performance.now() - began);
+    await pause();
+    began = performance.now();
+  };
   try {
-    return prepareRuntime(made, limits);
+    return await prepareRuntime(made, limits, step);
   } catch (err) {
     countHeap(-made.heapBytes());
     throw err;
