@@ -83,6 +83,19 @@ const schema = z
 /** libuv's thread pool size unless UV_THREADPOOL_SIZE says otherwise (libuv's own default is 4). */
 export const THREAD_POOL_SIZE = 16;
 
+/**
+ * How the enclave's Node process is started, wherever it is (enclave/Dockerfile's ENTRYPOINT and
+ * ENV, bin/stack/enclave.ts; a test keeps the two the same). Both keep its resident memory down
+ * without a limit it could hit (bench:enclave, steady RSS at concurrency 32):
+ * - `--max-semi-space-size=8`: the service thread's young generation at 8 MiB semi-spaces instead of
+ *   V8's up to 16: its garbage is each request's, and a young generation that large is resident
+ *   memory (4 MiB promotes more of the requests in flight, whose garbage then waits for the old
+ *   generation's collection: no smaller in the end, and slower).
+ * - MALLOC_ARENA_MAX=2: glibc makes a malloc arena per thread that allocates (the service thread,
+ *   the sandbox workers, V8's and libuv's threads), each holding freed memory; two are enough.
+ */
+export const ENCLAVE_PROCESS = { nodeFlags: ["--max-semi-space-size=8"], env: { MALLOC_ARENA_MAX: "2" } } as const;
+
 /** The limits every run is held to (sandbox.md): the run limits both sides read (shared/limits.ts). */
 export type SandboxLimits = RunLimits;
 

@@ -2,11 +2,11 @@
 // loopback, each sealed through the attested channel as the edge sends it, at concurrency 1 and 32:
 // p50/p99 latency, runs per second, and the CPU time each run costs the enclave process (all its
 // threads) and the benchmark's own process (the clients and their sealing), each figure the median
-// of 3 measurements in a row. Then the enclave's resident memory (peak and steady) over a long run
-// of hello runs at concurrency 32 (100 000 by default, `--long-runs N`), and how far past its
-// deadline a run ends whose code is one long built-in call after another (the watchdog ends it
-// from outside its worker): the overshoot of 10 such runs with a 1 s limit, alone and beside a
-// stream of hello runs. It starts its own anvil and enclave (test/harness/stack.ts, as the test
+// of 3 measurements in a row. Then how far past its deadline a run ends whose code is one long
+// built-in call after another (the watchdog ends it from outside its worker): the overshoot of 10
+// such runs with a 1 s limit, alone and beside a stream of hello runs; and, on a fresh enclave,
+// its resident memory (peak and steady) over a long run of hello runs at concurrency 32 (100 000
+// by default, `--long-runs N`). It starts its own anvil and enclave (test/harness/stack.ts, as the test
 // suites do). The last line of output is one JSON object with every result.
 //
 // `--profile`: instead, each script at concurrency 32 in an enclave of its own started with Node's
@@ -95,6 +95,11 @@ async function main(): Promise<void> {
   const repeats = Number(args.repeats);
   const longRuns = Number(args["long-runs"]);
   const stack = await startTestStack();
+  let stopped = false;
+  const stopStack = async () => {
+    if (!stopped) await stack.stop();
+    stopped = true;
+  };
   try {
     const { call, apiKey, hello, sign } = await setUp(stack);
     const pids = { enclave: stack.enclavePid, client: process.pid };
@@ -116,15 +121,6 @@ async function main(): Promise<void> {
           `${name.padEnd(6)}  ${String(concurrency).padEnd(3)}  ${ms(r.p50_ms).padEnd(9)}  ${ms(r.p99_ms).padEnd(9)}  ${String(r.rps).padEnd(7)}  ${cpu(r.cpu_ms_per_run?.enclave).padEnd(15)}  ${cpu(r.cpu_ms_per_run?.client).padEnd(14)}  ${rss ? `${rss.steady} / ${rss.peak} MiB` : ""}`,
         );
       }
-    }
-
-    // Memory over a long run: steady = the median of the second half's samples.
-    let long;
-    if (longRuns > 0) {
-      const r = await measure(hello, 32, longRuns, pids);
-      const rss = r.rss_mib?.enclave;
-      long = { name: "hello", concurrency: 32, runs: longRuns, ...r };
-      console.log(`long run: ${longRuns} hello runs at c=32: ${r.rps} runs/s, enclave CPU ${cpu(r.cpu_ms_per_run?.enclave)}/run, enclave RSS steady ${rss?.steady} MiB, peak ${rss?.peak} MiB`);
     }
 
     // The deadline of a run whose code never polls: how long after its 1 s it is answered, alone and
@@ -150,11 +146,30 @@ async function main(): Promise<void> {
       overshoot.push(r);
       console.log(`deadline overshoot, ${neighbours} clients of hello runs beside it: p50 ${r.p50_ms} ms  max ${r.max_ms} ms (bound 250 ms)`);
     }
+    await stopStack();
+
+    // Memory over a long run, on an enclave of its own (what the runs above left — the instances the
+    // signing runs held, the garbage of each phase — is not this load's): steady = the median of the
+    // second half's samples, after a warm-up at the same concurrency.
+    let long;
+    if (longRuns > 0) {
+      const fresh = await startTestStack();
+      try {
+        const { hello: freshHello } = await setUp(fresh);
+        await measure(freshHello, 32, 3_000);
+        const r = await measure(freshHello, 32, longRuns, { enclave: fresh.enclavePid, client: process.pid });
+        const rss = r.rss_mib?.enclave;
+        long = { name: "hello", concurrency: 32, runs: longRuns, ...r };
+        console.log(`long run: ${longRuns} hello runs at c=32 on a fresh enclave: ${r.rps} runs/s, enclave CPU ${cpu(r.cpu_ms_per_run?.enclave)}/run, enclave RSS steady ${rss?.steady} MiB, peak ${rss?.peak} MiB`);
+      } finally {
+        await fresh.stop();
+      }
+    }
     console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}`);
     console.log(JSON.stringify({ bench: "enclave", results: results.map(({ each: _each, ...r }) => r), long, overshoot }));
   } finally {
     closeAgent();
-    await stack.stop();
+    await stopStack();
   }
 }
 
