@@ -4,7 +4,7 @@
 // key: what ran, on what, what it answered and logged, every key it used and what each signed, when,
 // and what it is charged (shared/fees.ts, from the seconds the edge's hold granted).
 import { createHash } from "node:crypto";
-import { getAddress, type Address, type Hex } from "viem";
+import type { Address, Hex } from "viem";
 import { canonicalCid, computeCid } from "../../shared/cid.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
@@ -207,7 +207,8 @@ async function provideKey(
     const derived = enclave.keyring.actionKey(cid);
     return { material: { privateKey: derived.privateKey }, address: derived.address };
   }
-  const wallet = getAddress(request.pkpId.toLowerCase());
+  // Lowercase, not checksummed: the checksum is a keccak256 per operation, and nothing here needs it.
+  const wallet = request.pkpId.toLowerCase() as Address;
   let grant;
   try {
     grant = (await enclave.cache.wallet(run.keyHash, run.actionHash, wallet)).value;
@@ -218,7 +219,7 @@ async function provideKey(
     throw new CodedError("permission_denied", `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`);
   }
   const derived = enclave.keyring.pkpKey(run.master, grant.derivation);
-  if (derived.address !== wallet) {
+  if (derived.address.toLowerCase() !== wallet) {
     derived.privateKey.fill(0);
     throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet.toLowerCase()} does not match its address`);
   }
