@@ -202,6 +202,31 @@ describe("signing and verifying a receipt", () => {
     }
   });
 
+  it("batches by the runs in flight: alone, a receipt is signed at once; with many in flight it waits for others, up to its wait or until 16 are waiting", async () => {
+    const info = await source.info();
+    let inFlight = 0;
+    const batching = new ReceiptSigner({ keyring: keyring(), instanceId: info.instance_id, composeHash: info.compose_hash, quote: (rd) => source.getQuote(rd), batching: { waitMs: 200, inFlight: () => inFlight } });
+    const body = bodyOf(receipt);
+    // Alone: its own batch, before any timer could run.
+    let alone: RunReceipt | undefined;
+    void batching.sign(body).then((r) => (alone = r));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(alone?.batch.size).toBe(1);
+    // Many in flight: three wait together for the window...
+    inFlight = 10;
+    const started = performance.now();
+    const three = await Promise.all([0, 1, 2].map(() => batching.sign(body)));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    expect(three.map((r) => r.batch.size)).toEqual([3, 3, 3]);
+    // ...and once 16 are waiting the batch does not wait any more: 20 asked for in one turn are signed together at once.
+    const before = performance.now();
+    const twenty = await Promise.all(Array.from({ length: 20 }, () => batching.sign(body)));
+    expect(performance.now() - before).toBeLessThan(150);
+    expect(twenty.map((r) => r.batch.size)).toEqual(Array(20).fill(20));
+    for (const r of [alone as RunReceipt, ...three, ...twenty]) expect((await verifyReceipt(r, attestation)).ok).toBe(true);
+  });
+
   it("a receipt of version 1 (signed over its own message, before batches) still verifies, and fails when changed", async () => {
     const { batch: _batch, signature: _signature, ...rest } = receipt;
     const body = { ...rest, version: 1 as const };

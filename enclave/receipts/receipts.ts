@@ -37,11 +37,13 @@ export class ReceiptSigner {
   readonly #batching: { waitMs: number; inFlight: () => number };
 
   /**
-   * `batching`: how long a receipt may wait for others while `inFlight()` runs (the sandbox's runs in
-   * flight) are still to end; by default none waits.
+   * `batching`: how long a receipt may wait for others while `inFlight()` other operations are still
+   * to end (many: up to `waitMs`; none: it is signed at once); by default none waits beyond its turn.
    */
   constructor(args: { keyring: Keyring; instanceId: string; composeHash: string; quote: ReceiptQuoteSource; batching?: { waitMs: number; inFlight: () => number } }) {
-    this.#batching = args.batching ?? { waitMs: 0, inFlight: () => 0 };
+    // Without a count of the runs in flight, a receipt is never taken to be alone: those asked for
+    // in one turn still share a batch.
+    this.#batching = args.batching ?? { waitMs: 0, inFlight: () => 1 };
     this.#keyring = args.keyring;
     this.#quote = args.quote;
     this.instanceId = args.instanceId;
@@ -84,7 +86,10 @@ export class ReceiptSigner {
       // With many runs in flight, their receipts are coming: the batch waits for them, a little, and
       // one signature serves them all. Otherwise it is signed as soon as this turn is over: with
       // few runs the CPU has room, and a run's answer should not wait for others.
-      const busy = this.#batching.waitMs > 0 && this.#batching.inFlight() >= BUSY_IN_FLIGHT;
+      const inFlight = this.#batching.inFlight();
+      const busy = this.#batching.waitMs > 0 && inFlight >= BUSY_IN_FLIGHT;
+      // Alone (no other run to come, none queued): signed at once, not a turn later.
+      if (inFlight <= 0 && this.#queue.length === 1 && !this.#immediate && !this.#timer) return this.#flush();
       if (this.#queue.length >= BATCH_TARGET || !busy) {
         clearTimeout(this.#timer);
         this.#timer = undefined;
