@@ -14,13 +14,8 @@ const text = (s: string) => new TextEncoder().encode(s);
 
 function u256(value: bigint): Uint8Array {
   if (value < 0n || value >= 1n << 256n) throw new RangeError("a derivation input must be a uint256");
-  const out = new Uint8Array(32);
-  let v = value;
-  for (let i = 31; i >= 0; i--) {
-    out[i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
-  return out;
+  // Big-endian, by way of its hex digits (one conversion, not 32 BigInt shifts).
+  return Uint8Array.from(Buffer.from(value.toString(16).padStart(64, "0"), "hex"));
 }
 
 function u32(value: number): Uint8Array {
