@@ -2,7 +2,8 @@
 // key provider and the simulated attestation source, the fetch allow/deny lists, and errors that
 // name a variable but never echo a value.
 import { describe, expect, it } from "vitest";
-import { readEnclaveConfig } from "./config.ts";
+import { readFileSync } from "node:fs";
+import { ENCLAVE_PROCESS, readEnclaveConfig } from "./config.ts";
 
 const EDGE_KEY_HEX = "ab".repeat(32);
 const REQUIRED = {
@@ -221,5 +222,14 @@ describe("readEnclaveConfig: errors never echo a value", () => {
     const key = `0x${"5e".repeat(32)}`;
     const msg = errorOf(() => read({ SIGIL_DEV_ROOT_KEY: key, SIGIL_RPC_URL: "nope" })).message;
     expect(msg).not.toContain("5e5e5e");
+  });
+});
+
+describe("how the enclave's process is started (ENCLAVE_PROCESS)", () => {
+  it("is the same in enclave/Dockerfile as in bin/stack/enclave.ts: the node flags before the script, the environment", () => {
+    const dockerfile = readFileSync(new URL("./Dockerfile", import.meta.url), "utf8");
+    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1] ?? "[]") as string[];
+    expect(entrypoint).toEqual(["node", ...ENCLAVE_PROCESS.nodeFlags, "enclave/main.ts"]);
+    for (const [name, value] of Object.entries(ENCLAVE_PROCESS.env)) expect(dockerfile).toMatch(new RegExp(`^\\s+${name}=${value}\\b`, "m"));
   });
 });

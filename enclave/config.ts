@@ -37,6 +37,8 @@ const schema = z
     SIGIL_INSTANCE_INDEX: int(0, 1_000_000).default(0),
     SIGIL_PAYERS_PER_INSTANCE: int(1, 64).default(4),
     SIGIL_RECEIPT_CONFIRMATIONS: int(1, 64).default(1),
+    /** How long a run's receipt may wait for others to share its batch's signature while many runs are in flight (0: never). */
+    SIGIL_RUN_RECEIPT_BATCH_MS: int(0, 100).default(5),
     SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
     SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),
     /** Fixed dev root key (tests); without it the dev provider keeps one in SIGIL_STATE_DIR/dev/root.key. */
@@ -81,6 +83,19 @@ const schema = z
 /** libuv's thread pool size unless UV_THREADPOOL_SIZE says otherwise (libuv's own default is 4). */
 export const THREAD_POOL_SIZE = 16;
 
+/**
+ * How the enclave's Node process is started, wherever it is (enclave/Dockerfile's ENTRYPOINT and
+ * ENV, bin/stack/enclave.ts; a test keeps the two the same). Both keep its resident memory down
+ * without a limit it could hit (bench:enclave, steady RSS at concurrency 32):
+ * - `--max-semi-space-size=8`: the service thread's young generation at 8 MiB semi-spaces instead of
+ *   V8's up to 16: its garbage is each request's, and a young generation that large is resident
+ *   memory (4 MiB promotes more of the requests in flight, whose garbage then waits for the old
+ *   generation's collection: no smaller in the end, and slower).
+ * - MALLOC_ARENA_MAX=2: glibc makes a malloc arena per thread that allocates (the service thread,
+ *   the sandbox workers, V8's and libuv's threads), each holding freed memory; two are enough.
+ */
+export const ENCLAVE_PROCESS = { nodeFlags: ["--max-semi-space-size=8"], env: { MALLOC_ARENA_MAX: "2" } } as const;
+
 /** The limits every run is held to (sandbox.md): the run limits both sides read (shared/limits.ts). */
 export type SandboxLimits = RunLimits;
 
@@ -101,6 +116,8 @@ export type EnclaveConfig = {
   instanceIndex: number;
   payersPerInstance: number;
   receiptConfirmations: number;
+  /** How long a run's receipt waits for others to share its batch (only while other runs are in flight). */
+  runReceiptBatchMs: number;
   payerMinBalanceWei: bigint;
   rootKey:
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
@@ -178,6 +195,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     instanceIndex: c.SIGIL_INSTANCE_INDEX,
     payersPerInstance: c.SIGIL_PAYERS_PER_INSTANCE,
     receiptConfirmations: c.SIGIL_RECEIPT_CONFIRMATIONS,
+    runReceiptBatchMs: c.SIGIL_RUN_RECEIPT_BATCH_MS,
     payerMinBalanceWei: c.SIGIL_PAYER_MIN_BALANCE_WEI,
     rootKey:
       c.SIGIL_ROOT_KEY_PROVIDER === "dev"

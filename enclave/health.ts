@@ -46,6 +46,8 @@ export type InternalHealth = Omit<PublicHealth, "listener" | "chain" | "payers">
   };
   cache: { entries: number; hits: number; misses: number };
   channel: { sessions: number };
+  /** Run receipts signed, and the batches they were signed in (one signature each). */
+  receipts: { signed: number; batches: number };
   memory: { rss_mb: number; heap_used_mb: number; external_mb: number };
 };
 
@@ -108,6 +110,7 @@ export async function internalHealth(parts: HealthParts): Promise<{ serving: boo
       },
       cache: { entries: enclave.cache.size, hits: enclave.cache.hits, misses: enclave.cache.misses },
       channel: { sessions: parts.channelSessions() },
+      receipts: { signed: enclave.receipts.stats.receipts, batches: enclave.receipts.stats.batches },
       memory: memoryReport(),
     },
   };

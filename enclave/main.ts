@@ -20,6 +20,7 @@ import { ReceiptSigner } from "./receipts/receipts.ts";
 import { channelListener, createChannel, dropSessionsOnSignal, type Channel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
 import { createDispatcher } from "./operations/index.ts";
+import { ECDSA_BACKEND } from "./keys/ecdsa.ts";
 import { createEnclaveApp } from "./server.ts";
 
 export type RunningEnclave = {
@@ -97,9 +98,18 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     memoryBudgetBytes: effective.sandboxMemoryBytes,
     log,
   });
+  /** Operations the channel has opened and not yet answered. */
+  let operationsInProgress = 0;
   // This instance's receipt key, and the quote that binds it, made when first asked for.
   const info = await attestation.service.info();
-  const receipts = new ReceiptSigner({ keyring, instanceId: info.instance_id, composeHash: info.compose_hash, quote: (reportData) => attestation.service.getQuote(reportData) });
+  const receipts = new ReceiptSigner({
+    keyring,
+    instanceId: info.instance_id,
+    composeHash: info.compose_hash,
+    quote: (reportData) => attestation.service.getQuote(reportData),
+    // Runs whose receipts are coming: the operations in progress besides the one asking.
+    batching: { waitMs: effective.runReceiptBatchMs, inFlight: () => operationsInProgress - 1 },
+  });
   const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, receipts, log };
 
   const listener = new ChainListener({
@@ -128,18 +138,26 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   const health = { enclave, listener, instanceId, channelSessions: () => channel.recipient.sessions };
   app = createEnclaveApp({ ...health, attestation: { ...attestation, receipts }, channel });
   const publicApp = app;
+  const dispatch = createDispatcher(enclave, {
+    health: async () => (await internalHealth(health)).body,
+    // The public attestation routes, answering as they would the client the edge names.
+    attestation: async (query, client, headers) => publicApp.fetch(new Request(`http://enclave/attestation${query}`, { headers }), { sigilClient: client }),
+  });
   channelRequest = channelListener(
     channel,
-    createDispatcher(enclave, {
-      health: async () => (await internalHealth(health)).body,
-      // The public attestation routes, answering as they would the client the edge names.
-      attestation: async (query, client, headers) => publicApp.fetch(new Request(`http://enclave/attestation${query}`, { headers }), { sigilClient: client }),
-    }),
+    async (request, bytes) => {
+      operationsInProgress++;
+      try {
+        return await dispatch(request, bytes);
+      } finally {
+        operationsInProgress--;
+      }
+    },
     log,
   );
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers });
+  log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers, secp256k1: ECDSA_BACKEND });
 
   return {
     url,

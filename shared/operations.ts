@@ -211,36 +211,58 @@ export const runErrorSchema = z.object({
 
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/);
 
-/** A run's receipt (shared/receipt.ts): signed in the enclave by its attested receipt key. */
+/** What every version of a run's receipt holds (shared/receipt.ts) besides its version and signature. */
+const receiptFields = {
+  request_id: z.string().describe("the request id the client got (X-Request-Id)"),
+  account: hex32.describe("the master hash of the caller's account"),
+  cid: z.string().describe("the code's CIDv0"),
+  params_sha256: hex32.describe("SHA-256 of canonical JSON of js_params as sent (null when absent)"),
+  response_sha256: hex32.describe("SHA-256 of canonical JSON of the answer's response"),
+  logs_sha256: hex32.describe("SHA-256 of the UTF-8 bytes of the answer's logs"),
+  has_error: z.boolean(),
+  wallets: z
+    .array(
+      z.strictObject({
+        address: z.string().regex(/^0x[0-9a-f]{40}$/),
+        action: z.boolean().describe("true for the action identity of the run's code, false for a wallet of the account"),
+        signed: z.array(z.strictObject({ kind: z.enum(["message", "typed_data", "transaction", "hash"]), digest: hex32 })),
+        key_exported: z.boolean().describe("the script read this key's private key"),
+      }),
+    )
+    .describe("every key the run used, with the digest of each signature it made, in order"),
+  started_at: z.string().describe("ISO 8601, UTC"),
+  ended_at: z.string().describe("ISO 8601, UTC"),
+  duration_ms: z.number().int().nonnegative(),
+  charged_cents: z.number().int().nonnegative().describe("what the ledger charges for this run (0 while billing is off)"),
+  instance_id: z.string().describe("the enclave instance that ran it"),
+  compose_hash: z.string().describe("the compose hash that instance runs"),
+};
+const receiptSignature = z.string().regex(/^0x[0-9a-f]{130}$/);
+
+/** A run's receipt (shared/receipt.ts): signed in the enclave by its attested receipt key, in a batch. */
 export const runReceiptSchema = z
   .strictObject({
-    version: z.literal(1),
-    request_id: z.string().describe("the request id the client got (X-Request-Id)"),
-    account: hex32.describe("the master hash of the caller's account"),
-    cid: z.string().describe("the code's CIDv0"),
-    params_sha256: hex32.describe("SHA-256 of canonical JSON of js_params as sent (null when absent)"),
-    response_sha256: hex32.describe("SHA-256 of canonical JSON of the answer's response"),
-    logs_sha256: hex32.describe("SHA-256 of the UTF-8 bytes of the answer's logs"),
-    has_error: z.boolean(),
-    wallets: z
-      .array(
-        z.strictObject({
-          address: z.string().regex(/^0x[0-9a-f]{40}$/),
-          action: z.boolean().describe("true for the action identity of the run's code, false for a wallet of the account"),
-          signed: z.array(z.strictObject({ kind: z.enum(["message", "typed_data", "transaction", "hash"]), digest: hex32 })),
-          key_exported: z.boolean().describe("the script read this key's private key"),
-        }),
-      )
-      .describe("every key the run used, with the digest of each signature it made, in order"),
-    started_at: z.string().describe("ISO 8601, UTC"),
-    ended_at: z.string().describe("ISO 8601, UTC"),
-    duration_ms: z.number().int().nonnegative(),
-    charged_cents: z.number().int().nonnegative().describe("what the ledger charges for this run (0 while billing is off)"),
-    instance_id: z.string().describe("the enclave instance that ran it"),
-    compose_hash: z.string().describe("the compose hash that instance runs"),
-    signature: z.string().regex(/^0x[0-9a-f]{130}$/).describe("EIP-191 signature by the receipt key (GET /attestation/receipt-key) over the receipt without signature as canonical JSON"),
+    version: z.literal(2),
+    ...receiptFields,
+    batch: z
+      .strictObject({
+        index: z.number().int().nonnegative().describe("the receipt's leaf in the batch"),
+        size: z.number().int().positive().describe("how many receipts the batch holds"),
+        proof: z.array(hex32).describe("the leaf's Merkle audit path to the signed root (RFC 9162, SHA-256), deepest first"),
+      })
+      .describe("where the receipt sits in the batch of receipts whose Merkle root the receipt key signed"),
+    signature: receiptSignature.describe("EIP-191 signature by the receipt key (GET /attestation/receipt-key) over the 32 bytes of the batch's Merkle root"),
   })
   .describe("a signed receipt of the run, to verify offline: SDK verifyReceipt, sigil verify-receipt");
+
+/** A receipt made before batches (version 1): its signature is over the receipt itself. */
+export const runReceiptV1Schema = z
+  .strictObject({
+    version: z.literal(1),
+    ...receiptFields,
+    signature: receiptSignature.describe("EIP-191 signature by the receipt key over the receipt without signature as canonical JSON"),
+  })
+  .describe("a signed receipt of version 1 (before batches)");
 
 export const sigilActionResponseSchema = z.object({
   response: z.unknown(),

@@ -4,10 +4,21 @@
 // file is the one definition of its fields, of the bytes signed and of the hashes, for all three.
 // It uses viem and WebCrypto only, so the SDK bundles it without any other dependency.
 //
-// - The signature is an EIP-191 personal-message signature (viem `signMessage`) by the enclave's
-//   receipt key over `receiptMessage(receipt)`: the receipt without `signature` as canonical JSON
-//   (keys sorted, no whitespace: canonicalJson.ts). Every field — and any field added or removed —
-//   is in the signed text, so a changed byte anywhere fails.
+// - Version 2 (what the enclave makes): receipts are signed in batches. Each receipt is a leaf of a
+//   Merkle tree (RFC 9162 §2.1: SHA-256, leaf = H(0x00 ‖ message), node = H(0x01 ‖ left ‖ right))
+//   whose message is `receiptMessage(receipt)`: the receipt without `signature` and `batch`, as
+//   canonical JSON (keys sorted, no whitespace: canonicalJson.ts). The receipt key signs the batch's
+//   head once — head = SHA-256("sigil-receipt-batch-v2" ‖ root ‖ size as 8 bytes, big-endian): an
+//   inclusion path does not fix the tree's size by itself (RFC 9162 verifies against a signed size
+//   too), so the size is signed with the root — EIP-191 (`personal_sign` of the 32 raw bytes,
+//   OpenZeppelin's `toEthSignedMessageHash(bytes32)`), and each receipt carries `batch`: its index,
+//   the batch's size and its audit path. The enclave signs whatever receipts are ready together (one signature
+//   for a batch of one when runs are few), which takes the signature — a third of a run's cost on
+//   the enclave's service thread — off all but one run of each batch. Every field — and any field
+//   added or removed — is in the leaf, and any change to the leaf, the index, the size or the path
+//   leads to another root, so a changed byte anywhere fails.
+// - Version 1 (before batches): the signature is EIP-191 over `receiptMessage(receipt)` itself.
+//   `verifyReceipt` still checks such receipts.
 // - The receipt key is a secp256k1 key the enclave derives from its root key and its instance id;
 //   a TDX quote binds it with report_data = SHA-512("sigil-receipt-v1:" ‖ its 65-byte uncompressed
 //   public key), served at `GET /attestation/receipt-key`.
@@ -18,7 +29,7 @@ import { sha256, stringToBytes, type Address, type Hex } from "viem";
 import { publicKeyToAddress } from "viem/accounts";
 import { canonicalJson } from "./canonicalJson.ts";
 
-export const RECEIPT_VERSION = 1;
+export const RECEIPT_VERSION = 2;
 /** The label of the receipt key's report data: a quote made for the channel or a nonce never passes for it. */
 export const RECEIPT_KEY_LABEL = "sigil-receipt-v1:";
 
@@ -66,22 +77,115 @@ export type RunReceiptBody = {
   compose_hash: string;
 };
 
-export type RunReceipt = RunReceiptBody & { signature: Hex };
+/** Where a receipt sits in the batch whose root was signed: its leaf's index, the batch's size, and the leaf's audit path (0x-hex SHA-256s, deepest first). */
+export type ReceiptBatch = { index: number; size: number; proof: Hex[] };
 
-/** The text the receipt key signs: the receipt without its signature, as canonical JSON. */
-export function receiptMessage(receipt: RunReceiptBody | RunReceipt): string {
-  const { signature: _signature, ...body } = receipt as RunReceipt;
+export type RunReceipt = RunReceiptBody & { batch: ReceiptBatch; signature: Hex };
+
+/** A receipt made before batches: its signature is over its own message. */
+export type RunReceiptV1 = Omit<RunReceiptBody, "version"> & { version: 1; signature: Hex };
+
+/** The most receipts one signature covers (an audit path of at most 10 hashes). */
+export const MAX_RECEIPT_BATCH = 1024;
+
+/** The receipt's message: the receipt without `signature` and `batch`, as canonical JSON. */
+export function receiptMessage(receipt: RunReceiptBody | RunReceipt | RunReceiptV1 | Omit<RunReceiptV1, "signature">): string {
+  const { signature: _signature, batch: _batch, ...body } = receipt as RunReceipt;
   return canonicalJson(body);
 }
 
-/** SHA-256 of `text`'s UTF-8 bytes, 0x-hex. */
-export function textSha256(text: string): Hex {
-  return sha256(stringToBytes(text));
+/** A SHA-256 function (the SDK uses viem's; the enclave passes Node's, which is faster). */
+export type Sha256 = (bytes: Uint8Array) => Uint8Array;
+const defaultSha256: Sha256 = (bytes) => sha256(bytes, "bytes");
+
+const utf8 = new TextEncoder();
+
+function prefixed(prefix: number, ...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(1 + parts.reduce((n, p) => n + p.length, 0));
+  out[0] = prefix;
+  let at = 1;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** A receipt's leaf in its batch's tree: SHA-256(0x00 ‖ UTF-8 of its message). */
+export function receiptLeaf(receipt: RunReceiptBody | RunReceipt, hash: Sha256 = defaultSha256): Uint8Array {
+  return hash(prefixed(0, utf8.encode(receiptMessage(receipt))));
+}
+
+const node = (left: Uint8Array, right: Uint8Array, hash: Sha256) => hash(prefixed(1, left, right));
+
+/** The largest power of two below n (n ≥ 2). */
+function splitPoint(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+/** The Merkle tree of `leaves` (RFC 9162 §2.1.1): its root, and every leaf's audit path (§2.1.3.1). */
+export function merkleBatch(leaves: Uint8Array[], hash: Sha256 = defaultSha256): { root: Uint8Array; proofs: Uint8Array[][] } {
+  if (leaves.length === 0) throw new RangeError("a batch needs at least one leaf");
+  const proofs: Uint8Array[][] = leaves.map(() => []);
+  const build = (lo: number, hi: number): Uint8Array => {
+    if (hi - lo === 1) return leaves[lo] as Uint8Array;
+    const k = splitPoint(hi - lo);
+    const left = build(lo, lo + k);
+    const right = build(lo + k, hi);
+    for (let i = lo; i < lo + k; i++) (proofs[i] as Uint8Array[]).push(right);
+    for (let i = lo + k; i < hi; i++) (proofs[i] as Uint8Array[]).push(left);
+    return node(left, right, hash);
+  };
+  return { root: build(0, leaves.length), proofs };
+}
+
+const BATCH_HEAD_LABEL = utf8.encode("sigil-receipt-batch-v2");
+
+/** What the receipt key signs for a batch: SHA-256("sigil-receipt-batch-v2" ‖ root ‖ size as 8 bytes, big-endian). */
+export function batchHead(root: Uint8Array, size: number, hash: Sha256 = defaultSha256): Uint8Array {
+  const input = new Uint8Array(BATCH_HEAD_LABEL.length + root.length + 8);
+  input.set(BATCH_HEAD_LABEL);
+  input.set(root, BATCH_HEAD_LABEL.length);
+  new DataView(input.buffer).setBigUint64(BATCH_HEAD_LABEL.length + root.length, BigInt(size));
+  return hash(input);
+}
+
+/**
+ * The root that `leaf`, at `index` of a tree of `size` leaves, leads to with `proof` (RFC 9162
+ * §2.1.3.2), or undefined when the path cannot belong to such a tree (wrong length, index past size).
+ */
+export function rootFromProof(leaf: Uint8Array, index: number, size: number, proof: Uint8Array[], hash: Sha256 = defaultSha256): Uint8Array | undefined {
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return undefined;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of proof) {
+    if (sn === 0) return undefined;
+    if (fn % 2 === 1 || fn === sn) {
+      r = node(p, r, hash);
+      while (fn % 2 === 0 && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
+      }
+    } else {
+      r = node(r, p, hash);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : undefined;
+}
+
+/** SHA-256 of `text`'s UTF-8 bytes, 0x-hex (`hash`: another implementation of SHA-256 to 0x-hex, the enclave's Node one). */
+export function textSha256(text: string, hash: (bytes: Uint8Array) => Hex = sha256): Hex {
+  return hash(stringToBytes(text));
 }
 
 /** SHA-256 of `value` as canonical JSON (undefined counts as null, as an absent js_params does). */
-export function jsonSha256(value: unknown): Hex {
-  return textSha256(canonicalJson(value === undefined ? null : value));
+export function jsonSha256(value: unknown, hash?: (bytes: Uint8Array) => Hex): Hex {
+  return textSha256(canonicalJson(value === undefined ? null : value), hash);
 }
 
 /** The receipt key's report data: SHA-512("sigil-receipt-v1:" ‖ uncompressed public key bytes). */

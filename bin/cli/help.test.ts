@@ -63,7 +63,9 @@ const commands = [
 ];
 const groups = ["profile", "account", "key", "wallet", "group", "action", "webhook", "chain-secured"];
 
-describe("--help", () => {
+// Each test spawns Node on the whole CLI, which takes seconds on a loaded 2-core machine: the
+// processes have 30 s each (sigil() above), the tests a minute.
+describe("--help", { timeout: 60_000 }, () => {
   it.each(commands)("sigil %s --help prints its usage and exits 0", async (command) => {
     for (const flag of ["--help", "-h"]) {
       const r = await sigil([...command.split(" "), flag]);
@@ -95,7 +97,7 @@ describe("--help", () => {
   });
 });
 
-describe("usage errors", () => {
+describe("usage errors", { timeout: 60_000 }, () => {
   it("exit 2 with one line naming the problem", async () => {
     for (const args of [["key", "add"], ["run"], ["group", "remove", "x"], ["topup", "--amount", "ten"], ["usage", "--all", "--limit", "3"], ["wallet", "list", "--bogus"], ["start", "now"]]) {
       const r = await sigil(args);
@@ -108,7 +110,7 @@ describe("usage errors", () => {
     expect(unknown.stderr).toContain("unknown command: rotate");
   }, 60_000);
 
-  it("sigil verify-receipt without one file and exactly one of --attestation and --api: exit 2, one line", { timeout: 60_000 }, async () => {
+  it("sigil verify-receipt without one file and exactly one of --attestation and --api: exit 2, one line", async () => {
     for (const args of [["verify-receipt"], ["verify-receipt", "run.json"], ["verify-receipt", "run.json", "--api", "ftp://x"], ["verify-receipt", "run.json", "--api", "http://127.0.0.1:9", "--attestation", "a.json"]]) {
       const r = await sigil(args);
       expect(r.code, args.join(" ")).toBe(2);
@@ -131,7 +133,7 @@ describe("usage errors", () => {
   });
 });
 
-describe("sigil cid", () => {
+describe("sigil cid", { timeout: 60_000 }, () => {
   it("prints a file's CIDv0 with no service at all, as shared/cid.ts computes it", async () => {
     const file = join(dir, "script.js");
     const code = "async function main() { return 42 }\n";

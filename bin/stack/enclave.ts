@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Address } from "viem";
-import { THREAD_POOL_SIZE } from "../../enclave/config.ts";
+import { ENCLAVE_PROCESS, THREAD_POOL_SIZE } from "../../enclave/config.ts";
 import { stopGroup } from "./anvil.ts";
 import { captureOutput } from "./output.ts";
 
@@ -19,11 +19,15 @@ export type EnclaveProcess = {
 
 const mainScript = join(import.meta.dirname, "../../enclave/main.ts");
 
-export async function spawnEnclave(env: Record<string, string>, options: { timeoutMs?: number; echo?: (line: string) => void } = {}): Promise<EnclaveProcess> {
-  const child = spawn(process.execPath, [mainScript], {
+/** `execArgv`: Node's own options before the script (the benchmark's `--cpu-prof`, say). */
+export async function spawnEnclave(
+  env: Record<string, string>,
+  options: { timeoutMs?: number; echo?: (line: string) => void; execArgv?: string[] } = {},
+): Promise<EnclaveProcess> {
+  const child = spawn(process.execPath, [...ENCLAVE_PROCESS.nodeFlags, ...(options.execArgv ?? []), mainScript], {
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE), ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE), ...ENCLAVE_PROCESS.env, ...env },
   });
   if (child.pid === undefined) throw new Error("the enclave did not start");
   const pid = child.pid;

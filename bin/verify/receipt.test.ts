@@ -4,7 +4,7 @@
 // --allow-simulated; another instance's attestation, a changed field, and a missing root refused.
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils";
 import { beforeAll, describe, expect, it } from "vitest";
-import { jsonSha256, textSha256, type ReceiptKeyAttestation, type RunReceipt } from "../../shared/receipt.ts";
+import { jsonSha256, RECEIPT_VERSION, textSha256, type ReceiptKeyAttestation, type RunReceipt } from "../../shared/receipt.ts";
 import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
 import { SimulatedSource } from "../../enclave/attestation/simulated/simulatedSource.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
@@ -40,7 +40,7 @@ beforeAll(async () => {
   const response = { signed: true };
   const logs = "ran\n";
   const receipt = await one.signer.sign({
-    version: 1,
+    version: RECEIPT_VERSION,
     request_id: "00000000-0000-4000-8000-000000000001",
     account: `0x${"11".repeat(32)}`,
     cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG",
@@ -65,6 +65,7 @@ describe("sigil verify-receipt's checks", () => {
     expect(failures(lines)).toEqual([]);
     expect(lines.map((l) => l.check)).toEqual([
       "receipt.shape",
+      "receipt.batch",
       "receipt.signature",
       "receipt.key",
       "receipt.report_data",

@@ -1,11 +1,12 @@
 // Every key the enclave uses, derived from the one root secret R (keys-and-authz.md):
 // HKDF-SHA256(ikm = R, salt = "sigil/v1", info = purpose ‖ inputs), 32 bytes, reduced to a valid
 // secp256k1 scalar. Nothing derived here is stored: callers zero the bytes when done.
+import { hkdfSync } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1";
-import { hkdf } from "@noble/hashes/hkdf";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex, getAddress, type Address, type Hex } from "viem";
+import { publicKeyOf } from "./ecdsa.ts";
 
 const SALT = new TextEncoder().encode("sigil/v1");
 const N = secp256k1.CURVE.n;
@@ -13,13 +14,8 @@ const text = (s: string) => new TextEncoder().encode(s);
 
 function u256(value: bigint): Uint8Array {
   if (value < 0n || value >= 1n << 256n) throw new RangeError("a derivation input must be a uint256");
-  const out = new Uint8Array(32);
-  let v = value;
-  for (let i = 31; i >= 0; i--) {
-    out[i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
-  return out;
+  // Big-endian, by way of its hex digits (one conversion, not 32 BigInt shifts).
+  return Uint8Array.from(Buffer.from(value.toString(16).padStart(64, "0"), "hex"));
 }
 
 function u32(value: number): Uint8Array {
@@ -40,9 +36,7 @@ function concat(...parts: Uint8Array[]): Uint8Array {
 }
 
 function toBigInt(bytes: Uint8Array): bigint {
-  let v = 0n;
-  for (const b of bytes) v = (v << 8n) | BigInt(b);
-  return v;
+  return BigInt(`0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex") || "0"}`);
 }
 
 /**
@@ -65,7 +59,7 @@ export function firstValidScalar(okm: (info: Uint8Array) => Uint8Array, info: Ui
 export type DerivedKey = { privateKey: Uint8Array; address: Address };
 
 export function addressOf(privateKey: Uint8Array): Address {
-  const publicKey = secp256k1.getPublicKey(privateKey, false);
+  const publicKey = publicKeyOf(privateKey);
   return getAddress(bytesToHex(keccak_256(publicKey.subarray(1)).subarray(12)));
 }
 
@@ -95,7 +89,9 @@ export class Keyring {
   #okm(info: Uint8Array): Uint8Array {
     // After destroy() the root is all zeros: deriving from it would hand out publicly computable keys.
     if (this.#destroyed) throw new Error("the keyring has been destroyed");
-    return hkdf(sha256, this.#root, SALT, info, 32);
+    // Node's HKDF (OpenSSL): the same RFC 5869 output as @noble's, a few times faster; every signing
+    // run derives its wallet's key here.
+    return new Uint8Array(hkdfSync("sha256", this.#root, SALT, info, 32));
   }
 
   #scalar(info: Uint8Array): Uint8Array {

@@ -1,13 +1,30 @@
 // Run receipts in the enclave (shared/receipt.ts, receipts.ts): the receipt key (stable per
-// instance, another per instance), the quote that binds it, the signature over the canonical
-// receipt, the record of what each key signed — the digest the key really signed, never the key —
-// and the SDK's verifyReceipt against a real simulated quote, failing on any changed field.
+// instance, another per instance), the quote that binds it, the batches (receipts asked for in one
+// turn share one signature over their Merkle root; each carries its audit path), the record of what
+// each key signed — the digest the key really signed, never the key — and the SDK's verifyReceipt
+// against a real simulated quote, failing on any changed field, index, size or path, and still
+// checking receipts of version 1.
 import { hexToBytes } from "@noble/hashes/utils";
-import { hashMessage, keccak256, parseTransaction, recoverAddress, recoverMessageAddress, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
-import { privateKeyToAddress } from "viem/accounts";
+import { bytesToHex, hashMessage, keccak256, parseTransaction, recoverAddress, recoverMessageAddress, serializeTransaction, sha256, type Hex, type TransactionSerializable } from "viem";
+import { privateKeyToAddress, signMessage } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runChargeCents, runSeconds } from "../../shared/fees.ts";
-import { jsonSha256, quoteReportData, receiptKeyReportData, receiptMessage, textSha256, type ReceiptKeyAttestation, type RunReceipt } from "../../shared/receipt.ts";
+import {
+  batchHead,
+  jsonSha256,
+  merkleBatch,
+  quoteReportData,
+  RECEIPT_VERSION,
+  receiptKeyReportData,
+  receiptLeaf,
+  receiptMessage,
+  rootFromProof,
+  textSha256,
+  type ReceiptKeyAttestation,
+  type RunReceipt,
+  type RunReceiptBody,
+  type RunReceiptV1,
+} from "../../shared/receipt.ts";
 import { verifyReceipt } from "../../sdk/src/receipt.ts";
 import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
 import { SimulatedSource } from "../attestation/simulated/simulatedSource.ts";
@@ -129,7 +146,7 @@ describe("signing and verifying a receipt", () => {
     signer = new ReceiptSigner({ keyring: keyring(), instanceId: info.instance_id, composeHash: info.compose_hash, quote: async (rd) => ({ ...(await source.getQuote(rd)), simulated: true }) });
     attestation = await signer.attestation();
     receipt = await signer.sign({
-      version: 1,
+      version: RECEIPT_VERSION,
       request_id: "00000000-0000-4000-8000-000000000000",
       account: `0x${"11".repeat(32)}`,
       cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG",
@@ -145,13 +162,83 @@ describe("signing and verifying a receipt", () => {
     });
   });
 
-  it("is signed by the receipt key over the canonical receipt, with this instance and compose hash", async () => {
+  it("alone in its batch, is signed by the receipt key over its own leaf (the root of a tree of one), with this instance and compose hash", async () => {
     expect(receipt.instance_id).toBe(INSTANCE);
     expect(receipt.compose_hash).toBe((await source.info()).compose_hash);
-    expect((await recoverMessageAddress({ message: receiptMessage(receipt), signature: receipt.signature })).toLowerCase()).toBe(signer.address);
+    expect(receipt.batch).toEqual({ index: 0, size: 1, proof: [] });
+    const leaf = receiptLeaf(receipt);
+    expect(bytesToHex(leaf)).toBe(sha256(new Uint8Array([0, ...new TextEncoder().encode(receiptMessage(receipt))])));
+    expect((await recoverMessageAddress({ message: { raw: batchHead(leaf, 1) }, signature: receipt.signature })).toLowerCase()).toBe(signer.address);
     // Canonical: the key order of the object signed does not matter, the values do.
     expect(receiptMessage(receipt)).toBe(receiptMessage(Object.fromEntries(Object.entries(receipt).reverse()) as RunReceipt));
     expect(receiptMessage(receipt)).not.toContain("signature");
+    expect(receiptMessage(receipt)).not.toContain("batch");
+  });
+
+  it("asked for in one turn, share one signature over their batch's Merkle root; each verifies with its own path, and no path serves another receipt", async () => {
+    const before = { ...signer.stats };
+    const bodies = Array.from({ length: 13 }, (_, i) => ({ ...bodyOf(receipt), request_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}` }));
+    const batch = await Promise.all(bodies.map((b) => signer.sign(b)));
+    expect(signer.stats.batches - before.batches).toBe(1);
+    expect(signer.stats.receipts - before.receipts).toBe(13);
+    expect(new Set(batch.map((r) => r.signature)).size).toBe(1);
+    expect(batch.map((r) => r.batch.index)).toEqual(bodies.map((_, i) => i));
+    expect(batch.every((r) => r.batch.size === 13 && r.batch.proof.length >= 2 && r.batch.proof.length <= 4)).toBe(true);
+    for (const r of batch) expect((await verifyReceipt(r, attestation)).ok).toBe(true);
+    const [a, b] = batch as [RunReceipt, RunReceipt];
+    // The path, index or size of another receipt, or a path cut short or made longer: another root, or none.
+    for (const forged of [
+      { ...a, batch: b.batch },
+      { ...a, batch: { ...a.batch, index: 1 } },
+      { ...a, batch: { ...a.batch, size: 12 } },
+      { ...a, batch: { ...a.batch, size: 14 } },
+      { ...a, batch: { ...a.batch, proof: a.batch.proof.slice(1) } },
+      { ...a, batch: { ...a.batch, proof: [...a.batch.proof, a.batch.proof[0] as Hex] } },
+      { ...a, batch: { ...a.batch, proof: [...a.batch.proof].reverse() } },
+      { ...a, batch: { ...a.batch, index: 13 } },
+    ]) {
+      const v = await verifyReceipt(forged, attestation);
+      expect(v.ok, JSON.stringify(forged.batch)).toBe(false);
+    }
+  });
+
+  it("batches by the runs in flight: alone, a receipt is signed at once; with many in flight it waits for others, up to its wait or until 16 are waiting", async () => {
+    const info = await source.info();
+    let inFlight = 0;
+    const batching = new ReceiptSigner({ keyring: keyring(), instanceId: info.instance_id, composeHash: info.compose_hash, quote: (rd) => source.getQuote(rd), batching: { waitMs: 200, inFlight: () => inFlight } });
+    const body = bodyOf(receipt);
+    // Alone: its own batch, before any timer could run.
+    let alone: RunReceipt | undefined;
+    void batching.sign(body).then((r) => (alone = r));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(alone?.batch.size).toBe(1);
+    // Many in flight: three wait together for the window...
+    inFlight = 10;
+    const started = performance.now();
+    const three = await Promise.all([0, 1, 2].map(() => batching.sign(body)));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    expect(three.map((r) => r.batch.size)).toEqual([3, 3, 3]);
+    // ...and once 16 are waiting the batch does not wait any more: 20 asked for in one turn are signed together at once.
+    const before = performance.now();
+    const twenty = await Promise.all(Array.from({ length: 20 }, () => batching.sign(body)));
+    expect(performance.now() - before).toBeLessThan(150);
+    expect(twenty.map((r) => r.batch.size)).toEqual(Array(20).fill(20));
+    for (const r of [alone as RunReceipt, ...three, ...twenty]) expect((await verifyReceipt(r, attestation)).ok).toBe(true);
+  });
+
+  it("a receipt of version 1 (signed over its own message, before batches) still verifies, and fails when changed", async () => {
+    const { batch: _batch, signature: _signature, ...rest } = receipt;
+    const body = { ...rest, version: 1 as const };
+    const key = keyring().receiptKey(INSTANCE);
+    const v1: RunReceiptV1 = { ...body, signature: await signMessage({ message: receiptMessage(body), privateKey: bytesToHex(key.privateKey) }) };
+    const v = await verifyReceipt({ ...answer, receipt: v1 }, attestation, { params });
+    expect(v.checks.filter((c) => !c.ok)).toEqual([]);
+    expect(v.checks.map((c) => c.check)).toEqual(["shape", "signature", "key", "report_data", "instance", "params", "response", "logs"]);
+    expect((await verifyReceipt({ ...v1, duration_ms: 1 }, attestation)).ok).toBe(false);
+    // A version 1 receipt is not a version 2 one without its batch, nor the other way round.
+    expect((await verifyReceipt({ ...v1, version: 2 } as unknown as RunReceipt, attestation)).checks[0]?.ok).toBe(false);
+    expect((await verifyReceipt({ ...receipt, version: 1 } as unknown as RunReceiptV1, attestation)).ok).toBe(false);
   });
 
   it("is bound by a quote over SHA-512(\"sigil-receipt-v1:\" ‖ public key), made once", async () => {
@@ -163,7 +250,7 @@ describe("signing and verifying a receipt", () => {
   it("verifies with the SDK, with the answer's response and logs and the params sent", async () => {
     const v = await verifyReceipt({ ...answer, receipt }, attestation, { params: { a: "x", b: 2 } });
     expect(v.checks.filter((c) => !c.ok)).toEqual([]);
-    expect(v.checks.map((c) => c.check)).toEqual(["shape", "signature", "key", "report_data", "instance", "params", "response", "logs"]);
+    expect(v.checks.map((c) => c.check)).toEqual(["shape", "batch", "signature", "key", "report_data", "instance", "params", "response", "logs"]);
     expect(v.ok).toBe(true);
     expect(v.simulated).toBe(true);
   });
@@ -175,6 +262,9 @@ describe("signing and verifying a receipt", () => {
     flips.push(["signature", (r) => ({ ...r, signature: `${r.signature.slice(0, 10)}${r.signature[10] === "0" ? "1" : "0"}${r.signature.slice(11)}` as Hex })]);
     flips.push(["added field", (r) => ({ ...r, extra: 1 }) as RunReceipt]);
     flips.push(["wallet digest", (r) => ({ ...r, wallets: [{ ...(r.wallets[0] as RunReceipt["wallets"][number]), signed: [{ kind: "hash", digest: `0x${"34".repeat(32)}` }] }] })]);
+    flips.push(["batch index", (r) => ({ ...r, batch: { ...r.batch, index: r.batch.index + 1 } })]);
+    flips.push(["batch size", (r) => ({ ...r, batch: { ...r.batch, size: r.batch.size + 1 } })]);
+    flips.push(["batch path", (r) => ({ ...r, batch: { ...r.batch, proof: [`0x${"00".repeat(32)}`] } })]);
     for (const [name, change] of flips) {
       const v = await verifyReceipt(change(receipt), attestation);
       expect(v.ok, name).toBe(false);
@@ -201,6 +291,49 @@ describe("signing and verifying a receipt", () => {
     expect((await verifyReceipt({ version: 2 } as unknown as RunReceipt, attestation)).checks).toEqual([{ check: "shape", ok: false, detail: expect.any(String) }]);
   });
 });
+
+describe("the Merkle batches of receipts (RFC 9162 §2.1, SHA-256)", () => {
+  /** The tree hash by the RFC's recursive definition, as a check on the bottom-up builder. */
+  const h = (bytes: Uint8Array) => hexToBytes(sha256(bytes).slice(2));
+  function mth(leaves: Uint8Array[]): Uint8Array {
+    if (leaves.length === 1) return leaves[0] as Uint8Array;
+    let k = 1;
+    while (k * 2 < leaves.length) k *= 2;
+    return h(new Uint8Array([1, ...mth(leaves.slice(0, k)), ...mth(leaves.slice(k))]));
+  }
+
+  it("for every size from 1 to 70: the root is the RFC's tree hash, and every leaf's path leads to it and to no other place", () => {
+    for (let n = 1; n <= 70; n++) {
+      const leaves = Array.from({ length: n }, (_, i) => h(new Uint8Array([0, i, n])));
+      const { root, proofs } = merkleBatch(leaves);
+      expect(bytesToHex(root), `size ${n}`).toBe(bytesToHex(mth(leaves)));
+      for (let i = 0; i < n; i++) {
+        expect(bytesToHex(rootFromProof(leaves[i] as Uint8Array, i, n, proofs[i] as Uint8Array[]) ?? new Uint8Array()), `leaf ${i} of ${n}`).toBe(bytesToHex(root));
+        if (n > 1) {
+          const elsewhere = rootFromProof(leaves[i] as Uint8Array, (i + 1) % n, n, proofs[i] as Uint8Array[]);
+          expect(elsewhere && bytesToHex(elsewhere)).not.toBe(bytesToHex(root));
+        }
+      }
+    }
+  });
+
+  it("refuses what cannot be a place in a tree: an index at or past the size, a negative one, a path too long or too short", () => {
+    const leaves = Array.from({ length: 5 }, (_, i) => h(new Uint8Array([i])));
+    const { proofs } = merkleBatch(leaves);
+    const leaf = leaves[4] as Uint8Array;
+    expect(rootFromProof(leaf, 5, 5, proofs[4] as Uint8Array[])).toBeUndefined();
+    expect(rootFromProof(leaf, -1, 5, proofs[4] as Uint8Array[])).toBeUndefined();
+    expect(rootFromProof(leaf, 4, 5, [...(proofs[4] as Uint8Array[]), leaf])).toBeUndefined();
+    expect(rootFromProof(leaves[0] as Uint8Array, 0, 5, (proofs[0] as Uint8Array[]).slice(1))).toBeUndefined();
+    expect(() => merkleBatch([])).toThrow(RangeError);
+  });
+});
+
+/** A receipt's body: what the enclave asks the signer to sign. */
+function bodyOf(r: RunReceipt): Omit<RunReceiptBody, "instance_id" | "compose_hash"> {
+  const { batch: _b, signature: _s, instance_id: _i, compose_hash: _c, ...body } = r;
+  return body;
+}
 
 /** Another value of the same kind: what a tamperer would write. */
 function flip(value: unknown): unknown {

@@ -1,16 +1,41 @@
 // What `Sigil.Actions`, `fetch` and the other host-backed globals do, on the worker side of a run.
 // Keys come from the service thread, which authorizes every wallet for this run's (key, code) and
 // checks the derived address before it hands the key over; here they are used once and zeroed.
-// Cryptography is native (@noble, viem, WebCrypto), never JavaScript inside QuickJS.
-import { secp256k1 } from "@noble/curves/secp256k1";
+// Cryptography is native (@noble, libsecp256k1, viem, WebCrypto), never JavaScript inside QuickJS.
+//
+// viem (typed data, transactions) and the network stack (fetch: Node's http, https and c-ares) are
+// loaded by a worker the first time a run needs them: together they are about 45 MiB of a worker's
+// memory, and most runs — hello, signMessage, getPublicKey, hashes — use neither.
 import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
-import { bytesToHex, hashMessage, hashTypedData, hexToBytes, keccak256, serializeTransaction, type Hex, type TransactionSerializable, type TypedDataDefinition } from "viem";
+import { bytesToHex as nobleHex, hexToBytes as nobleBytes, utf8ToBytes } from "@noble/hashes/utils";
+import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
 import type { SignedKind } from "../../shared/receipt.ts";
-import { privateKeyToAccount, signMessage, signTypedData } from "viem/accounts";
+import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
 import type { SandboxLimits } from "../config.ts";
-import { FetchError, guardedFetch, type ByteBudget, type FetchPolicy, type GuardedRequest, type Resolver } from "./net/guardedFetch.ts";
+import type { ByteBudget, FetchPolicy, GuardedRequest, Resolver } from "./net/guardedFetch.ts";
 import { CodedError, type RunHost } from "./runtime.ts";
+
+let viemModule: Promise<typeof import("viem")> | undefined;
+/** viem, loaded at its first use in this worker. */
+const viem = () => (viemModule ??= import("viem"));
+
+let netModule: Promise<typeof import("./net/guardedFetch.ts")> | undefined;
+/** The fetch guard and its resolver, loaded at the first fetch in this worker. */
+export const net = () => (netModule ??= import("./net/guardedFetch.ts"));
+
+const bytesToHex = (bytes: Uint8Array): Hex => `0x${nobleHex(bytes)}`;
+const hexToBytes = (hex: string): Uint8Array => nobleBytes(hex.slice(2));
+
+/** EIP-191's hash of a message, as viem's hashMessage: keccak256("\x19Ethereum Signed Message:\n" ‖ length ‖ bytes). */
+function hashMessage(message: string | { raw: Hex }): Hex {
+  const bytes = typeof message === "string" ? utf8ToBytes(message) : hexToBytes(message.raw);
+  const prefix = utf8ToBytes(`\x19Ethereum Signed Message:\n${bytes.length}`);
+  const all = new Uint8Array(prefix.length + bytes.length);
+  all.set(prefix);
+  all.set(bytes, prefix.length);
+  return bytesToHex(keccak_256(all));
+}
 
 /** What the service thread hands over for one operation. Zeroed after use. */
 export type KeyMaterial = { privateKey: Uint8Array; encryptionKey?: Uint8Array };
@@ -153,46 +178,48 @@ export function createRunHost(run: RunContext): RunHost {
 
   const asyncOps: Record<string, (args: Args) => Promise<unknown>> = {
     signMessage: (args) => {
-      const message = messageOf("signMessage", args.message);
-      return withKey(wallet("signMessage", args, false, { kind: "message", digest: hashMessage(message) }), (k) => signMessage({ message, privateKey: keyHex(k.privateKey) }));
+      const digest = hashMessage(messageOf("signMessage", args.message));
+      return withKey(wallet("signMessage", args, false, { kind: "message", digest }), (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)));
     },
-    signTypedData: (args) => {
+    signTypedData: async (args) => {
       requireObject("signTypedData", "typedData", args.typedData);
       // The digest first, for the receipt; typed data it cannot hash fails as before, once the
       // wallet has been authorized (a wallet the run may not use is the first thing it hears).
-      let typedData: TypedDataDefinition | undefined;
       let invalid: CodedError | undefined;
-      let use: KeyUse | undefined;
+      let digest: Hex | undefined;
+      const { hashTypedData } = await viem();
       try {
-        typedData = revive(args.typedData) as TypedDataDefinition;
-        use = { kind: "typed_data", digest: hashTypedData(typedData) };
+        digest = hashTypedData(revive(args.typedData) as TypedDataDefinition);
       } catch (err) {
         invalid = new CodedError(null, `signTypedData: ${shortMessage(err)}`, "TypeError");
       }
-      return withKey(wallet("signTypedData", args, false, use), async (k) => {
-        if (invalid) throw invalid;
-        try {
-          return await signTypedData({ ...(typedData as TypedDataDefinition), privateKey: keyHex(k.privateKey) });
-        } catch (err) {
-          throw new CodedError(null, `signTypedData: ${shortMessage(err)}`, "TypeError");
-        }
+      return withKey(wallet("signTypedData", args, false, digest ? { kind: "typed_data", digest } : undefined), (k) => {
+        if (invalid || !digest) throw invalid;
+        // The digest viem's signTypedData signs (hashTypedData validated the typed data making it).
+        return serializeSignature(signDigest(hexToBytes(digest), k.privateKey));
       });
     },
-    signTransaction: (args) => {
+    signTransaction: async (args) => {
       requireObject("signTransaction", "transaction", args.transaction);
       let tx: TransactionSerializable | undefined;
       let invalid: CodedError | undefined;
-      let use: KeyUse | undefined;
+      let digest: Hex | undefined;
+      const { keccak256, serializeTransaction } = await viem();
       try {
         tx = toTransaction(args.transaction);
-        use = { kind: "transaction", digest: transactionDigest(tx) };
+        // The hash viem's signTransaction signs: keccak256 of the unsigned serialization (an
+        // EIP-4844 transaction without its sidecars, the network wrapper).
+        digest = keccak256(serializeTransaction(tx.type === "eip4844" ? { ...tx, sidecars: false as const } : tx));
       } catch (err) {
         invalid = err instanceof CodedError ? err : new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
       }
-      return withKey(wallet("signTransaction", args, false, use), async (k) => {
-        if (invalid) throw invalid;
+      return withKey(wallet("signTransaction", args, false, digest ? { kind: "transaction", digest } : undefined), (k) => {
+        if (invalid || !digest) throw invalid;
+        // As viem's signTransaction: the signature over the unsigned serialization's hash, then the
+        // transaction serialized with it (v from the chain id for a legacy EIP-155 one).
+        const signature = signDigest(hexToBytes(digest), k.privateKey);
         try {
-          return await privateKeyToAccount(keyHex(k.privateKey)).signTransaction(tx as TransactionSerializable);
+          return serializeTransaction(tx as TransactionSerializable, signature);
         } catch (err) {
           throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
         }
@@ -204,14 +231,11 @@ export function createRunHost(run: RunContext): RunHost {
       }
       const digest = (args.digest as string).toLowerCase() as Hex;
       return withKey(wallet("signDigest", args, false, { kind: "hash", digest }), (k) => {
-        const sig = secp256k1.sign(hexToBytes(digest), k.privateKey, { lowS: true });
-        const r = `0x${sig.r.toString(16).padStart(64, "0")}`;
-        const s = `0x${sig.s.toString(16).padStart(64, "0")}`;
-        const v = 27 + sig.recovery;
-        return { r, s, v, signature: `${r}${s.slice(2)}${v.toString(16)}` };
+        const sig = signDigest(hexToBytes(digest), k.privateKey);
+        return { r: sig.r, s: sig.s, v: Number(sig.v), signature: serializeSignature(sig) };
       });
     },
-    getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
+    getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     getPrivateKey: (args) => withKey(wallet("getPrivateKey", args, false, { kind: "export" }), (k) => keyHex(k.privateKey)),
     encrypt: (args) => {
       const m = messageOf("encrypt", args.plaintext, "plaintext");
@@ -243,13 +267,11 @@ export function createRunHost(run: RunContext): RunHost {
         return args.raw === true ? bytesToHex(plain) : new TextDecoder().decode(plain);
       });
     },
-    getActionWalletAddress: (args) => withKey(action("getActionWalletAddress", args.cid), (k) => privateKeyToAccount(keyHex(k.privateKey)).address.toLowerCase()),
-    getActionPublicKey: (args) => withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(secp256k1.getPublicKey(k.privateKey, false))),
+    getActionWalletAddress: (args) => withKey(action("getActionWalletAddress", args.cid), (k) => bytesToHex(keccak_256(publicKeyOf(k.privateKey).subarray(1)).subarray(12))),
+    getActionPublicKey: (args) => withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     signMessageAsAction: (args) => {
-      const message = messageOf("signMessageAsAction", args.message);
-      return withKey({ ...action("signMessageAsAction", undefined), use: { kind: "message", digest: hashMessage(message) } }, (k) =>
-        signMessage({ message, privateKey: keyHex(k.privateKey) }),
-      );
+      const digest = hashMessage(messageOf("signMessageAsAction", args.message));
+      return withKey({ ...action("signMessageAsAction", undefined), use: { kind: "message", digest } }, (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)));
     },
     getActionPrivateKey: () => withKey({ ...action("getActionPrivateKey", undefined), use: { kind: "export" } }, (k) => keyHex(k.privateKey)),
     fetch: async (args) => {
@@ -264,6 +286,7 @@ export function createRunHost(run: RunContext): RunHost {
         ...(typeof args.body === "string" ? { body: Uint8Array.from(Buffer.from(args.body, "base64")) } : {}),
         ...(args.redirect === "manual" || args.redirect === "error" || args.redirect === "follow" ? { redirect: args.redirect } : {}),
       };
+      const { guardedFetch, FetchError } = await net();
       try {
         const r = await guardedFetch(request, { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) }, {
           budget: inFlight,
@@ -313,15 +336,6 @@ export function createRunHost(run: RunContext): RunHost {
       }
     },
   };
-}
-
-/**
- * The hash a transaction's signature is over, as viem's signTransaction makes it: keccak256 of the
- * unsigned serialized transaction (an EIP-4844 one without its sidecars, the network wrapper).
- */
-function transactionDigest(tx: TransactionSerializable): Hex {
-  const signable = tx.type === "eip4844" ? { ...tx, sidecars: false as const } : tx;
-  return keccak256(serializeTransaction(signable));
 }
 
 function shortMessage(err: unknown): string {

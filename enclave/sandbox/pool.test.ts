@@ -356,3 +356,88 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
     expect(p.restarts).toBe(0);
   });
 });
+
+describe("SandboxPool: nothing a run sets is visible to the next run on the same worker (each starts from its runtime's image)", { timeout: 60_000 }, () => {
+  /**
+   * What a run can see of the world it starts in: every own property of the global object and of
+   * the built-ins' constructors and prototypes (their names, and the kind and text of each value),
+   * and what a few of them do. Two runs on fresh runtimes see the same fingerprint.
+   */
+  const FINGERPRINT = `
+    const describe = (o) => Object.getOwnPropertyNames(o).sort().map((k) => {
+      const d = Object.getOwnPropertyDescriptor(o, k);
+      const v = "value" in d ? d.value : d.get;
+      const text = typeof v === "function" ? Function.prototype.toString.call(v).slice(0, 80) : typeof v === "object" && v !== null ? "object" : String(v);
+      return k + ":" + typeof v + ":" + text + ":" + d.writable + d.enumerable + d.configurable;
+    }).join("|");
+    const world = () => ({
+      global: describe(globalThis),
+      builtins: [Object, Array, Function, Promise, JSON, Math, String, Number, Symbol, Date, RegExp, Map, Set, Error, Reflect]
+        .map((c) => describe(c) + "#" + (c.prototype ? describe(c.prototype) : "")).join("\\n"),
+      behaviour: [[3, 1, 2].map((x) => x * 2).join(), JSON.stringify({ a: [1] }), ({}).polluted, typeof leaked, typeof helper,
+        String(Symbol.for("sigil-test").description), new Date(0).toISOString(), [..."ab"].length],
+    });`;
+  const observer = request(`${FINGERPRINT}
+    async function main() {
+      const first = world();
+      // Anything the run before left behind would have fired by now.
+      await new Promise((r) => setTimeout(r, 150));
+      return { ...first, late: typeof globalThis.late, settled: typeof globalThis.settled, random: Math.random() };
+    }`);
+  const polluter = request(`
+    globalThis.leaked = "the previous run's secret";
+    function helper() { return "left behind"; }
+    Object.prototype.polluted = "yes";
+    Array.prototype.map = function () { return ["hijacked"]; };
+    JSON.stringify = () => "forged";
+    Date.prototype.toISOString = () => "forged";
+    Math.random = () => 0.5;
+    Promise.prototype.then = function () { return this; };
+    String.prototype.slice = () => "forged";
+    Object.defineProperty(globalThis, "console", { value: { log() {} }, writable: false, configurable: false });
+    Object.freeze(Object.prototype);
+    Symbol.for("sigil-test");
+    async function main() {
+      setTimeout(() => { globalThis.late = true; }, 50);
+      new Promise((resolve) => setTimeout(resolve, 60)).then(() => { globalThis.settled = true; });
+      new Promise(() => {});
+      queueMicrotask(() => { globalThis.micro = true; });
+      return "polluted";
+    }`);
+
+  it("globals, prototypes, frozen built-ins, timers and promises a run leaves are gone for the next run on the worker; Math.random is seeded afresh", async () => {
+    const p = await startPool({ runsPerWorker: 1 });
+    const baseline = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
+    expect(baseline.behaviour).toEqual(["6,2,4", '{"a":[1]}', null, "undefined", "undefined", "sigil-test", "1970-01-01T00:00:00.000Z", 2]);
+    for (let round = 0; round < 3; round++) {
+      expect(answer(await p.run(polluter, noKeys))).toBe("polluted");
+      const after = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
+      expect(after.global).toBe(baseline.global);
+      expect(after.builtins).toBe(baseline.builtins);
+      expect(after.behaviour).toEqual(baseline.behaviour);
+      expect([after.late, after.settled]).toEqual(["undefined", "undefined"]);
+      // A generator seeded for each run: not the polluter's constant, not the baseline's number.
+      expect(after.random).not.toBe(0.5);
+      expect(after.random).not.toBe(baseline.random);
+    }
+    // One worker, one run at a time: every run above was on the same worker, and no worker was replaced.
+    expect(started).toHaveLength(1);
+    expect(p.restarts).toBe(0);
+  });
+
+  it("a run that failed (thrown error, memory limit, timeout) leaves nothing either", async () => {
+    const p = await startPool({ runsPerWorker: 1 });
+    const baseline = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
+    const failing = [
+      `globalThis.leaked = 1; Object.prototype.polluted = 1; async function main() { throw new Error("after polluting") }`,
+      `globalThis.leaked = 1; async function main() { const a = []; for (;;) a.push("x".repeat(1 << 16)); }`,
+      `globalThis.leaked = 1; Array.prototype.map = () => []; async function main() { for (;;); }`,
+    ];
+    for (const code of failing) {
+      const outcome = await p.run(request(code, 1_000), noKeys);
+      expect(outcome.error?.code).toMatch(/script_error|memory_limit|timeout/);
+      const after = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
+      expect([after.global, after.builtins, after.behaviour]).toEqual([baseline.global, baseline.builtins, baseline.behaviour]);
+    }
+  });
+});

@@ -7,6 +7,7 @@
 // "slice" announced on the worker's slice board (slices.ts), so the pool can end a slice that
 // outlives the deadline without a poll (a long built-in); such a run is ended from outside (`kill`)
 // and its instance is dropped unread.
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { MessageChannel } from "node:worker_threads";
 import { errorStatus, SigilError, type ErrorCode } from "../../shared/errors.ts";
@@ -15,12 +16,13 @@ import type { SandboxLimits } from "../config.ts";
 import type { SandboxInstance } from "./instance.ts";
 import type { SliceBoard } from "./slices.ts";
 
-// The sandbox's own JavaScript (globals/): core.js runs before every script; each other chunk is
-// evaluated only when a script first touches what it defines, which keeps a run's set-up cheap.
+// The sandbox's own JavaScript (globals/): core.js and every chunk are evaluated once per instance,
+// when its runtime is prepared, into the image each run starts from (image.ts); the globals each
+// chunk defines are still installed at a script's first touch, from the chunk already parsed.
 const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch", "fixed"] as const;
 /**
- * QuickJS parses about 10 KB per millisecond here, and core.js is parsed on every run: comment lines
- * and indentation are dropped before evaluation (line breaks stay, so nothing else changes).
+ * QuickJS parses about 10 KB per millisecond here: comment lines and indentation are dropped before
+ * evaluation (line breaks stay, so nothing else changes), which makes preparing an instance cheaper.
  */
 function loadChunk(name: string): string {
   return readFileSync(new URL(`./globals/${name}.js`, import.meta.url), "utf8")
@@ -141,25 +143,37 @@ type RunBinding = {
 };
 
 /**
- * A fresh runtime and context with the sandbox's core installed — and, when asked, the chunks of
- * Sigil.Actions parsed — made ahead of the run that will use it: between runs, off that run's path
- * (creating them and parsing core.js is most of a short run's set-up). The host entry points the
- * core captured answer for the run bound to it later. Each is used by exactly one run, which
- * disposes it (or, if that run's code had to be ended from outside, drops it with its instance).
+ * A runtime and context with the sandbox's core installed and every chunk of globals/ parsed, on an
+ * instance of its own, whose memory image (image.ts) is taken right after: each run binds the host
+ * entry points the core captured, runs, and `reset()` writes the image back, so the next run finds
+ * the runtime exactly as it was made, without making it again. The runtime is never disposed: the
+ * image holds it, with the handles made here (`owned`), alive; the instance is dropped whole when it
+ * is not reused (its memory goes with it).
  */
 export type PreparedRuntime = {
   readonly instance: SandboxInstance;
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
   readonly internal: Internal;
-  /** Every handle made here, disposed by the run that uses it. */
-  readonly owned: QuickJSHandle[];
+  /** The handles made here, kept alive by the image. */
+  readonly owned: readonly QuickJSHandle[];
   bind(binding: RunBinding): void;
-  /** Parses the chunks behind Sigil.Actions now (the worker does it when it has nothing else to do). */
-  preloadSigil(): void;
+  /** The run's interrupt check (QuickJS calls it as the run's code executes). */
+  onInterrupt(check: () => boolean): void;
+  /** Writes the image back: the runtime is as prepared again. Only between calls into the module. */
+  reset(): void;
 };
 
-export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
+/**
+ * Prepares a runtime on `instance` (core.js, then each chunk, then the image). `pause`, awaited
+ * between those steps, lets a worker answer what comes meanwhile instead of holding its thread for
+ * the whole preparation (about 5 ms here, tens on a busy machine).
+ */
+export async function prepareRuntime(
+  instance: SandboxInstance,
+  limits: Pick<SandboxLimits, "memoryLimitBytes" | "stackLimitBytes">,
+  pause: () => Promise<void> = async () => {},
+): Promise<PreparedRuntime> {
   const runtime = instance.module.newRuntime();
   const ctx = runtime.newContext();
   const owned: QuickJSHandle[] = [];
@@ -172,6 +186,7 @@ export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
     if (!binding) throw new Error("no run is bound to this runtime");
     return binding;
   };
+  let interrupt: (() => boolean) | undefined;
   try {
     // Host entry points the core captures; the script never sees them.
     const hostObject = own(ctx.newObject());
@@ -200,6 +215,28 @@ export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
       begin: own(ctx.getProp(internalObject, "begin")),
       preload: own(ctx.getProp(internalObject, "preload")),
     };
+    // Every chunk parsed now, once, into the image: no run pays for the globals it touches.
+    for (const chunk of chunkNames) {
+      await pause();
+      const name = ctx.newString(chunk);
+      ctx.unwrapResult(ctx.callFunction(internal.preload, ctx.undefined, name)).dispose();
+      name.dispose();
+    }
+    // What QuickJS keeps per runtime goes into the image too: the limits, and the interrupt handler
+    // (quickjs-emscripten enables it in C once, when the first one is set; it calls the run's check).
+    runtime.setMemoryLimit(limits.memoryLimitBytes);
+    runtime.setMaxStackSize(limits.stackLimitBytes);
+    runtime.setInterruptHandler(() => interrupt?.() ?? false);
+    // What quickjs-emscripten makes once and caches, made before the image so that none is first
+    // made by a run (its cache would outlive the run's memory): the runtime's own "system" context,
+    // which computeMemoryUsage makes at its first call, and the context's constant handles.
+    runtime.computeMemoryUsage().dispose();
+    void ctx.undefined;
+    void ctx.null;
+    void ctx.true;
+    void ctx.false;
+    void ctx.global;
+    instance.capture();
     return {
       instance,
       runtime,
@@ -209,10 +246,13 @@ export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
       bind(b) {
         binding = b;
       },
-      preloadSigil() {
-        const r = ctx.callFunction(internal.preload, ctx.undefined);
-        if (r.error) r.error.dispose();
-        else r.value.dispose();
+      onInterrupt(check) {
+        interrupt = check;
+      },
+      reset() {
+        binding = undefined;
+        interrupt = undefined;
+        instance.restore();
       },
     };
   } catch (err) {
@@ -221,6 +261,16 @@ export function prepareRuntime(instance: SandboxInstance): PreparedRuntime {
     runtime.dispose();
     throw err;
   }
+}
+
+/** The host's CSPRNG drawn 4 KiB at a time (a draw costs microseconds whatever its size): 16 bytes per run's Math.random seed. */
+let seedPool = Buffer.alloc(0);
+function nextSeed(): string {
+  if (seedPool.length < 16) seedPool = randomBytes(4096);
+  const seed = seedPool.subarray(0, 16).toString("hex");
+  seedPool.fill(0, 0, 16);
+  seedPool = seedPool.subarray(16);
+  return seed;
 }
 
 /** How a run ended, before its logs and duration are added. */
@@ -393,17 +443,17 @@ export class ScriptRun {
     const env = this.#env;
     const logs = this.#logs;
     const timers = this.#timers;
-    const { runtime, ctx, instance } = this.#prepared;
+    const prepared = this.#prepared;
+    const { runtime, ctx, instance } = prepared;
     const finish = (o: Ending) => this.#finish(o);
     const signal = () => this.#signal();
     let interrupted = false;
     let memoryExceeded = false;
     instance.resetRefused();
-    // The instance's heap is capped at the run's limit (instance.ts); QuickJS's own limit refuses
-    // single allocations too, and the run's live objects are measured at every pause (memoryInUse).
-    runtime.setMemoryLimit(limits.memoryLimitBytes);
-    runtime.setMaxStackSize(limits.stackLimitBytes);
-    runtime.setInterruptHandler(() => {
+    // The instance's heap is capped at the run's limit (instance.ts); QuickJS's own limit (set when
+    // the runtime was prepared) refuses single allocations too, and the run's live objects are
+    // measured at every pause (memoryInUse).
+    prepared.onInterrupt(() => {
       if (Date.now() >= this.deadline()) interrupted = true;
       // A script that caught its "out of memory" and goes on is stopped here.
       else if (instance.refused) memoryExceeded = true;
@@ -453,11 +503,6 @@ export class ScriptRun {
       } finally {
         usage.dispose();
       }
-    };
-    const owned: QuickJSHandle[] = this.#prepared.owned;
-    const own = <T extends QuickJSHandle>(h: T): T => {
-      owned.push(h);
-      return h;
     };
     const deferreds = new Set<QuickJSDeferredPromise>();
     const firedTimers: number[] = [];
@@ -616,30 +661,19 @@ export class ScriptRun {
       });
 
     };
-    /** Ends the run once: its outcome, its timers, and (unless abandoned) its VM disposed. */
+    /**
+     * Ends the run once: its outcome, its timers, and (unless abandoned) the runtime as it was
+     * prepared again — the image written back, whatever the run left in it (no handle of the run is
+     * touched after this: its memory is gone).
+     */
     const done = (ending: Ending): void => {
       if (this.#over) return;
       const outcome = finish(ending);
       this.#over = true;
       for (const t of timers.values()) clearTimeout(t);
       timers.clear();
-      if (!this.#abandoned) {
-        try {
-          for (const d of deferreds) if (d.alive) d.dispose();
-          deferreds.clear();
-          for (let i = owned.length - 1; i >= 0; i--) {
-            const h = owned[i] as QuickJSHandle;
-            if (h.alive) h.dispose();
-          }
-          ctx.dispose();
-          runtime.dispose();
-        } catch {
-          // QuickJS can lose track of an object when an allocation fails half-way (out of memory
-          // inside a built-in), and then refuses to free the runtime: the instance goes, the run's
-          // outcome stands.
-          this.#abandoned = true;
-        }
-      }
+      deferreds.clear();
+      if (!this.#abandoned) prepared.reset();
       this.#end(outcome);
     };
     /** What a throw on the host's side of a step means for the run. */
@@ -742,8 +776,9 @@ export class ScriptRun {
 
     step(() => {
       setup();
-      const requestJson = own(ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid })));
-      ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson)).dispose();
+      const requestJson = ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid }));
+      const randomSeed = ctx.newString(nextSeed());
+      ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson, randomSeed)).dispose();
 
       /** `main` has been called: its promise settles into the run's response. */
       const answer = (settled: Settled) => {
@@ -756,14 +791,14 @@ export class ScriptRun {
         done({ responseJson: json });
       };
       const callMain = (moduleNamespace: QuickJSHandle | undefined) => {
-        const params = own(ctx.newString(request.paramsJson));
+        const params = ctx.newString(request.paramsJson);
         const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
         if (called.error) {
           const e = describe(called.error, internal);
           called.error.dispose();
           return done({ error: e });
         }
-        drive(own(called.value), answer);
+        drive(called.value, answer);
       };
 
       // The user's code: a script defining a global main, or a module exporting it.
@@ -779,7 +814,7 @@ export class ScriptRun {
         return callMain(undefined);
       }
       // A module evaluates to its namespace, or to a promise for it (top-level await).
-      const ns = own(evaluated.value);
+      const ns = evaluated.value;
       const state = ctx.getPromiseState(ns);
       if (state.type === "fulfilled" && state.notAPromise) return callMain(ns); // the same handle, already owned
       if (state.type === "rejected") {
@@ -788,7 +823,7 @@ export class ScriptRun {
         return done({ error: e });
       }
       if (state.type === "fulfilled") state.value.dispose();
-      drive(ns, (settled) => ("error" in settled ? done({ error: settled.error }) : callMain(own(settled.value))));
+      drive(ns, (settled) => ("error" in settled ? done({ error: settled.error }) : callMain(settled.value)));
     });
   }
 }

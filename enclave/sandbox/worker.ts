@@ -12,9 +12,9 @@
 import { getHeapStatistics } from "node:v8";
 import { parentPort, workerData } from "node:worker_threads";
 import type { SandboxLimits } from "../config.ts";
-import { createRunHost, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
-import { createInstance, INSTANCE_BASE_BYTES, type SandboxInstance } from "./instance.ts";
-import { createResolver, type FetchPolicy } from "./net/guardedFetch.ts";
+import { createRunHost, net, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
+import { createInstance, INSTANCE_BASE_BYTES } from "./instance.ts";
+import type { FetchPolicy, Resolver } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
 import { CodedError, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
 import { SliceBoard } from "./slices.ts";
@@ -30,7 +30,9 @@ const fetchPolicy: FetchPolicy = {
   maxResponseBytes: init.fetchPolicy.maxResponseBytes,
   maxRedirects: init.fetchPolicy.maxRedirects,
 };
-const resolve = createResolver(init.dns);
+/** Scripts' host names, resolved with c-ares (made at the first fetch, with the network stack: hostOps.ts). */
+let resolver: Resolver | undefined;
+const resolve: Resolver = async (hostname) => (resolver ??= (await net()).createResolver(init.dns))(hostname);
 const board = new SliceBoard(init.sliceBoard);
 
 /** Why a run's fetches in flight stop once it has ended. */
@@ -39,9 +41,9 @@ const RUN_ENDED = new Error("the run has ended");
 /** A slice at least this long held up the other runs on this thread: they get the time back. */
 const LONG_SLICE_MS = 20;
 /**
- * Clean instances kept for the next runs, at most: a worker with many runs in flight needs as many
- * instances, and making one costs about 2 ms, so they are kept while that many runs come — and
- * trimmed every half minute to one more than the most that were in flight meanwhile.
+ * Prepared runtimes kept for the next runs, at most: a worker with many runs in flight needs as many
+ * instances, and making one (instance, runtime, image) costs about 5 ms, so they are kept while that
+ * many runs come — and trimmed every half minute to one more than the most that were in flight meanwhile.
  */
 const MAX_IDLE_INSTANCES = 64;
 const TRIM_INTERVAL_MS = 30_000;
@@ -49,7 +51,7 @@ const TRIM_INTERVAL_MS = 30_000;
 const pendingKeys = new Map<number, { resolve: (k: KeyMaterial) => void; reject: (e: Error) => void }>();
 let nextKeyCall = 1;
 const runs = new Map<number, ScriptRun>();
-const idle: SandboxInstance[] = [];
+const idle: PreparedRuntime[] = [];
 let retiring = false;
 /** The most runs in flight since the last trim. */
 let peakRuns = 0;
@@ -92,73 +94,83 @@ function countHeap(delta: number): void {
   board.setHeapBytes(heapBytes);
 }
 
-async function takeInstance(): Promise<SandboxInstance> {
-  const kept = idle.pop();
-  if (kept) return kept;
+/**
+ * A new instance with its runtime prepared and its image taken (about 5 ms here, more on a busy
+ * machine). The runs in flight get that time back, as they do another run's long slice: the thread
+ * was the sandbox's, not theirs.
+ */
+async function newRuntime(): Promise<PreparedRuntime> {
   const made = await createInstance(limits.memoryLimitBytes, countHeap);
   countHeap(made.heapBytes());
-  return made;
+  // Step by step, each in a turn of the event loop of its own: a run that comes meanwhile (a message)
+  // is taken between two steps. The runs in flight get each step's time back if it was long.
+  const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
+  let began = performance.now();
+  const step = async () => {
+    holdUp(0, performance.now() - began);
+    await pause();
+    began = performance.now();
+  };
+  try {
+    return await prepareRuntime(made, limits, step);
+  } catch (err) {
+    countHeap(-made.heapBytes());
+    throw err;
+  } finally {
+    holdUp(0, performance.now() - began);
+  }
 }
 
-/** An instance that serves no run any more (its memory goes with it). */
-function drop(instance: SandboxInstance): void {
-  countHeap(-instance.heapBytes());
+/** A runtime that serves no run any more (its instance and memory go with it). */
+function drop(prepared: PreparedRuntime): void {
+  countHeap(-prepared.instance.heapBytes());
 }
 
-/** Keeps a clean instance for later runs unless its heap grew past the recycle threshold. */
-function giveBack(instance: SandboxInstance): void {
-  if (instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes || idle.length >= MAX_IDLE_INSTANCES) return drop(instance);
-  idle.push(instance);
+/** Keeps a runtime (its image written back) for later runs, unless its heap grew past the recycle threshold. */
+function giveBack(prepared: PreparedRuntime): void {
+  if (retiring || prepared.instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes || idle.length >= MAX_IDLE_INSTANCES) return drop(prepared);
+  idle.push(prepared);
 }
 
 /**
- * The runtime the next run will use, prepared when a run ends (or, with several in flight, when one
- * starts), so a run does not wait for its instance, runtime and core.js.
- * When no run is in flight at all, the chunks behind Sigil.Actions are parsed into it too: idle
- * time is free, and a busy worker does not spend it on runs that may never touch Sigil.
+ * Runtimes kept ready beyond those in use (READY of them), made one at a time in turns of their own
+ * when fewer are left: a run that comes finds one without waiting for an instance to be made, unless
+ * more runs come at once than are ready.
  */
-let next: PreparedRuntime | undefined;
-let nextHasSigil = false;
-let preparing = false;
-
-function prepareNext(): void {
-  if (retiring || preparing || (next && (nextHasSigil || runs.size > 0))) return;
-  preparing = true;
+const READY = 2;
+let making = false;
+function keepReady(): void {
+  if (retiring || making || idle.length >= READY) return;
+  making = true;
   setImmediate(() => {
-    void (async () => {
-      try {
-        if (!next) {
-          next = prepareRuntime(await takeInstance());
-          nextHasSigil = false;
-        } else if (runs.size === 0 && !nextHasSigil) {
-          next.preloadSigil();
-          nextHasSigil = true;
-        }
-      } catch {
-        // Out of memory, say: the next run prepares its own and reports what happens then.
-        return;
-      } finally {
-        preparing = false;
-      }
-      if (runs.size === 0 && !nextHasSigil) prepareNext();
-    })();
+    // The runs that took one may have given it back meanwhile.
+    if (retiring || idle.length >= READY) {
+      making = false;
+      return;
+    }
+    void newRuntime().then(
+      (made) => {
+        making = false;
+        giveBack(made);
+        keepReady();
+      },
+      () => {
+        // Out of memory, say: the next run makes its own and reports what happens then.
+        making = false;
+      },
+    );
   });
 }
 
 async function run(runId: number, request: RunRequest): Promise<void> {
-  let prepared = next;
-  next = undefined;
-  // Alone, this run would only be slowed by preparing its successor now (its host calls come back
-  // to a busy thread): that waits until it is done. With others in flight the thread is busy anyway.
-  if (runs.size > 0) prepareNext();
   // Without awaiting, this is still the message event that brought the run: a turn of its own,
   // where its first slice may run at once (runtime.ts, nextTurn) — and a short run ends before the
-  // next message is read, leaving its instance to the next run (a few instances stay warm, instead
-  // of one per message in the queue). Only a new instance is awaited; that run starts in a turn.
-  const kept = prepared ? undefined : idle.pop();
-  if (kept) prepared = prepareRuntime(kept);
-  const inTurn = prepared !== undefined;
-  prepared ??= prepareRuntime(await takeInstance());
+  // next message is read, leaving its runtime to the next run (a few instances stay warm, instead of
+  // one per message in the queue). Only a new instance is awaited; that run starts in a turn.
+  const kept = idle.pop();
+  const inTurn = kept !== undefined;
+  keepReady();
+  const prepared = kept ?? (await newRuntime());
   // Made at the run's first fetch: most runs never fetch, and abort() costs an event per run.
   let abort: AbortController | undefined;
   let script: ScriptRun | undefined;
@@ -185,12 +197,12 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   const ended = script;
   void ended.outcome.then((outcome) => {
     runs.delete(runId);
-    if (ended.instanceReusable) giveBack(ended.instance);
-    else drop(ended.instance);
+    if (ended.instanceReusable) giveBack(prepared);
+    else drop(prepared);
     // Before the answer: a worker that retires is given no run after this one.
     checkHeap();
     post({ type: "done", runId, outcome });
-    prepareNext();
+    keepReady();
   });
   void ended.start(inTurn);
 }
@@ -203,8 +215,6 @@ function checkHeap(): void {
   if (retiring) return;
   if (getHeapStatistics().used_heap_size > init.recycle.workerHeapBytes) {
     retiring = true;
-    if (next) drop(next.instance);
-    next = undefined;
     for (const gone of idle.splice(0)) drop(gone);
     post({ type: "retire" });
   }
@@ -235,5 +245,5 @@ port.on("message", (message: ToWorker) => {
   }
 });
 
-prepareNext();
+keepReady();
 post({ type: "ready" });

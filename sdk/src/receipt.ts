@@ -1,7 +1,10 @@
 // `verifyReceipt`: checks a run's receipt (shared/receipt.ts) offline, with viem and WebCrypto
 // alone, against what `GET /attestation/receipt-key` served for the instance that signed it:
-//   signature     the receipt (every field but `signature`, as canonical JSON) was signed by the
-//                 attested receipt key (EIP-191): any changed, added or removed byte fails;
+//   batch         (version 2) the receipt's leaf, its index, the batch's size and its audit path
+//                 lead to a Merkle root (RFC 9162), whose head (root and size) the signature is over;
+//   signature     that head (version 2), or the receipt itself (version 1: every field but
+//                 `signature`, as canonical JSON), was signed by the attested receipt key (EIP-191):
+//                 any changed, added or removed byte fails;
 //   key           the attested public key is that address's key;
 //   report_data   the quote's report_data is SHA-512("sigil-receipt-v1:" ‖ that public key), read at
 //                 its fixed offset in the quote;
@@ -11,29 +14,47 @@
 // event log replays to RTMR3 claiming that instance and compose hash. Those need Intel's collateral
 // and dcap-qvl: `sigil verify-receipt` runs them (the verifier's code), and `sigil verify` checks
 // the deployment itself. An attestation you did not verify proves nothing about hardware.
-import { recoverMessageAddress, type Hex } from "viem";
+import { bytesToHex, recoverMessageAddress, type Hex } from "viem";
 import {
+  batchHead,
   jsonSha256,
+  MAX_RECEIPT_BATCH,
   quoteReportData,
   receiptKeyAddress,
   receiptKeyReportData,
+  receiptLeaf,
   receiptMessage,
+  rootFromProof,
   textSha256,
   type ReceiptKeyAttestation,
   type RunReceipt,
+  type RunReceiptV1,
 } from "../../shared/receipt.ts";
 
-export { receiptMessage, jsonSha256, textSha256, type ReceiptKeyAttestation, type RunReceipt, type ReceiptWallet, type SignedDigest } from "../../shared/receipt.ts";
+export {
+  batchHead,
+  receiptMessage,
+  receiptLeaf,
+  rootFromProof,
+  jsonSha256,
+  textSha256,
+  type ReceiptBatch,
+  type ReceiptKeyAttestation,
+  type RunReceipt,
+  type RunReceiptV1,
+  type ReceiptWallet,
+  type SignedDigest,
+} from "../../shared/receipt.ts";
 
 /** One check of `verifyReceipt`: its name, whether it passed, and what was found. */
-export type ReceiptCheck = { check: "shape" | "signature" | "key" | "report_data" | "instance" | "params" | "response" | "logs"; ok: boolean; detail: string };
+export type ReceiptCheck = { check: "shape" | "batch" | "signature" | "key" | "report_data" | "instance" | "params" | "response" | "logs"; ok: boolean; detail: string };
 
 export type ReceiptVerification = {
   /** Every check passed. */
   ok: boolean;
   checks: ReceiptCheck[];
   /** The receipt that was checked (the answer's, when given a run answer). */
-  receipt: AsJson<RunReceipt>;
+  receipt: AsJson<RunReceipt | RunReceiptV1>;
   /** The attestation says it comes from a simulated TEE (a development stack): it proves nothing about hardware. */
   simulated: boolean;
 };
@@ -51,7 +72,7 @@ export type VerifyReceiptOptions = {
 export type AsJson<T> = T extends string ? string : T extends readonly (infer U)[] ? AsJson<U>[] : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T;
 
 /** A run answer (what `sigil_action` answered, with its receipt: `client.sigilAction`'s result) or a receipt alone. */
-export type ReceiptInput = AsJson<RunReceipt> | { receipt: AsJson<RunReceipt>; response?: unknown; logs?: string };
+export type ReceiptInput = AsJson<RunReceipt | RunReceiptV1> | { receipt: AsJson<RunReceipt | RunReceiptV1>; response?: unknown; logs?: string };
 
 const HEX65 = /^0x[0-9a-fA-F]{130}$/;
 
@@ -64,6 +85,25 @@ function hexBytes(hex: string): Uint8Array {
 
 const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((v, i) => v === b[i]);
 
+const HEX32 = /^0x[0-9a-fA-F]{64}$/;
+
+/** A version 2 receipt's `batch`: integers in range, and an audit path of 32-byte hashes no longer than a batch's. */
+function wellFormedBatch(batch: unknown): batch is RunReceipt["batch"] {
+  if (typeof batch !== "object" || batch === null) return false;
+  const { index, size, proof } = batch as Record<string, unknown>;
+  return (
+    Number.isSafeInteger(index) &&
+    Number.isSafeInteger(size) &&
+    (size as number) >= 1 &&
+    (size as number) <= MAX_RECEIPT_BATCH &&
+    (index as number) >= 0 &&
+    (index as number) < (size as number) &&
+    Array.isArray(proof) &&
+    proof.length <= 64 &&
+    proof.every((p) => typeof p === "string" && HEX32.test(p))
+  );
+}
+
 /**
  * Checks `input` (a run answer or its receipt) against `attestation` (`GET /attestation/receipt-key`
  * of the instance named by the receipt's `instance_id`). Never throws for a bad receipt: every
@@ -71,20 +111,42 @@ const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every(
  */
 export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<ReceiptKeyAttestation>, options: VerifyReceiptOptions = {}): Promise<ReceiptVerification> {
   const answer = typeof input === "object" && input !== null && "receipt" in input ? input : undefined;
-  const receipt = (answer ? answer.receipt : input) as RunReceipt;
+  const receipt = (answer ? answer.receipt : input) as RunReceipt | RunReceiptV1;
   const simulated = attestation.simulated === true;
   const checks: ReceiptCheck[] = [];
   const add = (check: ReceiptCheck["check"], ok: boolean, detail: string) => checks.push({ check, ok, detail });
 
+  const version = typeof receipt === "object" && receipt !== null ? receipt.version : undefined;
+  const batch = version === 2 ? (receipt as RunReceipt).batch : undefined;
   const shaped =
-    typeof receipt === "object" && receipt !== null && receipt.version === 1 && typeof receipt.signature === "string" && HEX65.test(receipt.signature);
-  add("shape", shaped, shaped ? "a version 1 receipt with a 65-byte signature" : "not a version 1 receipt with a 65-byte signature");
+    (version === 1 || (version === 2 && wellFormedBatch(batch))) && typeof receipt.signature === "string" && HEX65.test(receipt.signature);
+  add(
+    "shape",
+    shaped,
+    shaped ? `a version ${version} receipt with a 65-byte signature` : "not a receipt of version 1, or of version 2 with its batch, with a 65-byte signature",
+  );
   if (!shaped) return { ok: false, checks, receipt, simulated };
+
+  // What the key signed: version 2, the Merkle root the receipt's leaf and audit path lead to;
+  // version 1, the receipt's own message.
+  let message: string | { raw: Hex } | undefined = receiptMessage(receipt);
+  if (batch) {
+    const root = rootFromProof(receiptLeaf(receipt as RunReceipt), batch.index, batch.size, batch.proof.map(hexBytes));
+    add(
+      "batch",
+      root !== undefined,
+      root !== undefined
+        ? `receipt ${batch.index + 1} of a batch of ${batch.size}: its audit path leads to the root ${bytesToHex(root)}`
+        : `an audit path of ${batch.proof.length} hashes cannot place leaf ${batch.index} in a batch of ${batch.size}`,
+    );
+    message = root === undefined ? undefined : { raw: bytesToHex(batchHead(root, batch.size)) };
+  }
 
   const attested = String(attestation.address ?? "").toLowerCase();
   let signer: string | undefined;
   try {
-    signer = (await recoverMessageAddress({ message: receiptMessage(receipt), signature: receipt.signature as Hex })).toLowerCase();
+    if (message !== undefined) signer = (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
+    else add("signature", false, "no root to check the signature against");
   } catch (err) {
     add("signature", false, `the signature does not recover: ${(err as Error).message.split("\n")[0]}`);
   }

@@ -363,7 +363,7 @@ export const DEFAULT_OPENINGS: BucketRate = { capacity: 64, perSecond: 8 };
  * budget a refusal is 429 too_many_openings with Retry-After instead of 401, a signal to back off;
  * it saves no CPU, and an authenticated opening is never refused. Sessions are kept for SESSION_LIFETIME_MS, at most `maxSessions` of them (the
  * least recently used is dropped first; its edge simply opens a new one). The nonce cache holds a
- * nonce for twice the window, longer than any timestamp it could come back with.
+ * nonce until its request's timestamp has left the window: a replay after that is refused as stale.
  */
 export class ChannelRecipient {
   readonly publicKey: Uint8Array;
@@ -444,7 +444,10 @@ export class ChannelRecipient {
     if (Math.abs(now - request.ts) > this.#windowMs) throw new ChannelError("stale", `the request's timestamp is more than ${this.#windowMs / 1000} s from the enclave's clock`);
     this.#forgetOld(now);
     if (this.#seen.has(request.nonce)) throw new ChannelError("replayed", "this request was already received");
-    this.#seen.set(request.nonce, now + 2 * this.#windowMs);
+    // Kept while a request with this nonce could still pass the time check: until its timestamp
+    // leaves the window (a second more for clock steps). Not `now + 2 × window`: at thousands of
+    // requests a second, that would keep twice as many nonces for nothing.
+    this.#seen.set(request.nonce, request.ts + this.#windowMs + 1_000);
     const keys = session.keys;
     return {
       request,
@@ -528,7 +531,11 @@ export class ChannelRecipient {
     return { edgeKey: init.edge_key, keys, expiresAt: now + SESSION_LIFETIME_MS };
   }
 
-  /** Drops the nonces whose time has passed: they were stored in time order, so it stops at the first that has not. */
+  /**
+   * Drops the nonces whose time has passed, oldest stored first, stopping at the first that has not:
+   * requests come in about their timestamps' order, so little lingers past its time, and nothing is
+   * dropped before it (only an entry whose time has passed is ever deleted).
+   */
   #forgetOld(now: number): void {
     for (const [nonce, until] of this.#seen) {
       if (until >= now) break;

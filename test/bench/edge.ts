@@ -1,8 +1,11 @@
 // `npm run bench:edge`: the enclave benchmark's hello-world and signing runs through the edge
 // under workerd (the production bundle served by workerd itself, see workerd.ts), measured in the
 // same run as the same runs sent straight to the enclave — both through the attested channel, the
-// edge's sealed by the edge — so the difference is what the edge adds. It starts its own anvil, enclave and edge. The
-// last line of output is one JSON object: {"bench":"edge","results":[{…, "p50_ms", "enclave_p50_ms"}]}.
+// edge's sealed by the edge — so the difference is what the edge adds; and, each path alone, the
+// CPU time a run costs the edge's workerd process, the enclave process and the benchmark's own
+// (/proc/<pid>/stat over the window), with their resident memory, the median of 3 measurements
+// (`--repeats N`). It starts its own anvil, enclave and edge. The last line of output is one JSON
+// object: {"bench":"edge","results":[{…, "p50_ms", "enclave_p50_ms", "cpu_ms_per_run"}]}.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +14,7 @@ import { nodeAead } from "../../enclave/channel/nodeAead.ts";
 import { newTestChannel } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { agentFetch, channelTarget, closeAgent, httpTarget, measure, measureInTurn, post } from "./measure.ts";
+import { agentFetch, channelTarget, closeAgent, httpTarget, measure, measureInTurn, measureRepeated, post, type Measured } from "./measure.ts";
 import { startWorkerd } from "./workerd.ts";
 
 const HELLO = "async function main() { return 'hello' }";
@@ -59,29 +62,48 @@ async function main(): Promise<void> {
       enclave: channelTarget(channel, stack.enclaveUrl, "sigil_action", { api_key: apiKey, code, js_params: params }),
     });
     const byName = { hello: targets(HELLO, null), sign: targets(SIGN, { wallet }) };
-    // Warm-up of both paths (JIT, caches, the workers' QuickJS modules, workerd, the channel pins).
+    // Warm-up of both paths (JIT, caches, the instances 32 runs in flight need, workerd, the channel pins).
     for (const t of Object.values(byName)) {
-      await measure(t.edge, 8, 300);
-      await measure(t.enclave, 8, 300);
+      await measure(t.edge, 32, 1_500);
+      await measure(t.enclave, 32, 1_500);
     }
+    const pids = { edge: edge.pid, enclave: stack.enclavePid, client: process.pid };
+    const repeats = Number(process.argv.includes("--repeats") ? process.argv[process.argv.indexOf("--repeats") + 1] : 3);
+    console.log(`latency: one client, the two paths taking turns; runs/s and CPU: each path alone, the median of ${repeats} measurements; CPU = user + system time of each process over the window, per run`);
+    console.log("script  c    edge p50   edge p99   enclave p50  edge adds  edge runs/s  edge CPU/run  enclave CPU/run  client CPU/run  RSS edge / enclave (steady)");
     const results = [];
     for (const name of ["hello", "sign"] as const) {
-      const { edge, enclave } = byName[name];
+      const { edge: viaEdge, enclave: direct } = byName[name];
       // One client: the two paths take turns, so both see the same moments of the machine's load.
       const ones = 1_000;
-      const [viaEdge1, viaEnclave1] = await measureInTurn([edge, enclave], ones);
-      // 32 clients: one path after the other (taking turns would halve each one's load).
+      const [edgeTurns, enclaveTurns] = (await measureInTurn([viaEdge, direct], ones)) as [Measured, Measured];
+      // Each path alone, for its rate and what each process spends on a run.
+      const edge1 = await measureRepeated(viaEdge, 1, ones, pids, repeats);
       const runs = 3_000;
-      const viaEnclave32 = await measure(enclave, 32, runs);
-      const viaEdge32 = await measure(edge, 32, runs);
+      const enclave32 = await measureRepeated(direct, 32, runs, pids, repeats);
+      const edge32 = await measureRepeated(viaEdge, 32, runs, pids, repeats);
       const rows = [
-        { concurrency: 1, runs: ones, viaEdge: viaEdge1!, viaEnclave: viaEnclave1! },
-        { concurrency: 32, runs, viaEdge: viaEdge32, viaEnclave: viaEnclave32 },
+        { concurrency: 1, runs: ones, latency: edgeTurns, enclaveLatency: enclaveTurns, alone: edge1 },
+        { concurrency: 32, runs, latency: edge32, enclaveLatency: enclave32, alone: edge32 },
       ];
-      for (const { concurrency, runs, viaEdge, viaEnclave } of rows) {
-        results.push({ name, concurrency, runs, ...viaEdge, enclave_p50_ms: viaEnclave.p50_ms, enclave_p99_ms: viaEnclave.p99_ms, enclave_rps: viaEnclave.rps });
+      for (const { concurrency, runs, latency, enclaveLatency, alone } of rows) {
+        const r = {
+          name,
+          concurrency,
+          runs,
+          p50_ms: latency.p50_ms,
+          p99_ms: latency.p99_ms,
+          rps: alone.rps,
+          enclave_p50_ms: enclaveLatency.p50_ms,
+          enclave_p99_ms: enclaveLatency.p99_ms,
+          enclave_rps: concurrency === 32 ? enclave32.rps : enclaveTurns.rps,
+          cpu_ms_per_run: alone.cpu_ms_per_run,
+          rss_mib: alone.rss_mib,
+        };
+        results.push(r);
+        const cpu = (v: number | undefined) => (v === undefined ? "—" : `${(v * 1000).toFixed(0)} µs`);
         console.log(
-          `${name.padEnd(6)} c=${String(concurrency).padEnd(3)} edge p50 ${viaEdge.p50_ms.toFixed(2)} ms (enclave ${viaEnclave.p50_ms.toFixed(2)} ms, +${(viaEdge.p50_ms - viaEnclave.p50_ms).toFixed(2)})  p99 ${viaEdge.p99_ms.toFixed(2)} ms  ${viaEdge.rps} runs/s`,
+          `${name.padEnd(6)}  ${String(concurrency).padEnd(3)}  ${`${r.p50_ms.toFixed(2)} ms`.padEnd(9)}  ${`${r.p99_ms.toFixed(2)} ms`.padEnd(9)}  ${`${r.enclave_p50_ms.toFixed(2)} ms`.padEnd(11)}  ${`+${(r.p50_ms - r.enclave_p50_ms).toFixed(2)} ms`.padEnd(9)}  ${String(r.rps).padEnd(11)}  ${cpu(r.cpu_ms_per_run?.edge).padEnd(12)}  ${cpu(r.cpu_ms_per_run?.enclave).padEnd(15)}  ${cpu(r.cpu_ms_per_run?.client).padEnd(14)}  ${r.rss_mib?.edge?.steady} / ${r.rss_mib?.enclave?.steady} MiB`,
         );
       }
     }

@@ -4,10 +4,22 @@
 // Every answer must be a successful run, or the benchmark stops.
 import { Agent, request } from "node:http";
 import type { ChannelClient } from "../../shared/channel/client.ts";
+import { median, watchProcesses, type ProcessCost } from "./proc.ts";
 
-export type Measured = { p50_ms: number; p99_ms: number; rps: number };
+/**
+ * One measurement: latency percentiles, runs per second, and for each watched process the CPU time
+ * per run (ms) and resident memory over the window (MiB).
+ */
+export type Measured = {
+  p50_ms: number;
+  p99_ms: number;
+  rps: number;
+  cpu_ms_per_run?: Record<string, number>;
+  rss_mib?: Record<string, { peak: number; steady: number }>;
+};
 
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+// Up to 256 requests at once (bench:ledger goes to 128 clients).
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 export function closeAgent(): void {
   agent.destroy();
@@ -16,7 +28,7 @@ export function closeAgent(): void {
 export function post(url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
+      { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
       (res) => {
         let text = "";
         res.setEncoding("utf8");
@@ -108,7 +120,23 @@ export async function measureInTurn(targets: Target[], runs: number): Promise<Me
   });
 }
 
-export async function measure(target: Target, concurrency: number, runs: number): Promise<Measured> {
+/** What a window cost the watched processes, per run. */
+function perRun(costs: Record<string, ProcessCost>, runs: number): Pick<Measured, "cpu_ms_per_run" | "rss_mib"> {
+  const cpu: Record<string, number> = {};
+  const rss: Record<string, { peak: number; steady: number }> = {};
+  for (const [name, c] of Object.entries(costs)) {
+    cpu[name] = Math.round((c.cpu_ms / runs) * 1000) / 1000;
+    rss[name] = { peak: c.peak_rss_mib, steady: c.steady_rss_mib };
+  }
+  return { cpu_ms_per_run: cpu, rss_mib: rss };
+}
+
+/**
+ * `runs` runs from `concurrency` clients at once; with `pids`, the CPU time and memory of those
+ * processes over the same window (the benchmark's own process may be one: process.pid).
+ */
+export async function measure(target: Target, concurrency: number, runs: number, pids?: Record<string, number>): Promise<Measured> {
+  const watch = pids ? watchProcesses(pids) : undefined;
   const latencies: number[] = [];
   let next = 0;
   const client = async () => {
@@ -123,6 +151,29 @@ export async function measure(target: Target, concurrency: number, runs: number)
   const started = performance.now();
   await Promise.all(Array.from({ length: concurrency }, client));
   const seconds = (performance.now() - started) / 1000;
+  const costs = watch?.stop();
   latencies.sort((a, b) => a - b);
-  return { p50_ms: percentile(latencies, 0.5), p99_ms: percentile(latencies, 0.99), rps: Math.round(runs / seconds) };
+  return { p50_ms: percentile(latencies, 0.5), p99_ms: percentile(latencies, 0.99), rps: Math.round(runs / seconds), ...(costs ? perRun(costs, runs) : {}) };
+}
+
+/**
+ * The median of `repeats` measurements, figure by figure (each figure's own median: on a shared
+ * machine one slow window should move none of them).
+ */
+export function medianOf(all: Measured[]): Measured {
+  const pick = (f: (m: Measured) => number | undefined) => median(all.map(f).filter((v): v is number => v !== undefined));
+  const first = all[0] as Measured;
+  const out: Measured = { p50_ms: pick((m) => m.p50_ms), p99_ms: pick((m) => m.p99_ms), rps: pick((m) => m.rps) };
+  if (first.cpu_ms_per_run) out.cpu_ms_per_run = Object.fromEntries(Object.keys(first.cpu_ms_per_run).map((n) => [n, pick((m) => m.cpu_ms_per_run?.[n])]));
+  if (first.rss_mib) {
+    out.rss_mib = Object.fromEntries(Object.keys(first.rss_mib).map((n) => [n, { peak: Math.max(...all.map((m) => m.rss_mib?.[n]?.peak ?? 0)), steady: pick((m) => m.rss_mib?.[n]?.steady) }]));
+  }
+  return out;
+}
+
+/** `measure` `repeats` times in a row, and the median of each figure (medianOf), with every single one. */
+export async function measureRepeated(target: Target, concurrency: number, runs: number, pids: Record<string, number>, repeats = 3): Promise<Measured & { each: Measured[] }> {
+  const each: Measured[] = [];
+  for (let i = 0; i < repeats; i++) each.push(await measure(target, concurrency, runs, pids));
+  return { ...medianOf(each), each };
 }

@@ -124,7 +124,7 @@ describe("a signing run's receipt", () => {
     const { answer, requestId } = signing;
     expect(answer.has_error, JSON.stringify(answer)).toBe(false);
     const r = answer.receipt;
-    expect(r).toMatchObject({ version: 1, request_id: requestId, cid: answer.cid, has_error: false, duration_ms: answer.duration_ms });
+    expect(r).toMatchObject({ version: 2, request_id: requestId, cid: answer.cid, has_error: false, duration_ms: answer.duration_ms });
     expect(r.account).toMatch(/^0x[0-9a-f]{64}$/);
     expect(r.params_sha256).toBe(sha256(canonical(params)));
     expect(r.response_sha256).toBe(sha256(canonical(answer.response)));
@@ -222,9 +222,13 @@ describe("a signing run's receipt", () => {
     changed.push(["wallet digest", { ...receipt, wallets: receipt.wallets.map((w) => ({ ...w, signed: w.signed.map((s, i) => (i === 0 ? { ...s, digest: flip(s.digest) as Hex } : s)) })) }]);
     // Every field the receipt has is flipped (a field added later is flipped too).
     expect(Object.keys(receipt).sort()).toEqual(
-      ["account", "charged_cents", "cid", "compose_hash", "duration_ms", "ended_at", "has_error", "instance_id", "logs_sha256", "params_sha256", "request_id", "response_sha256", "signature", "started_at", "version", "wallets"],
+      ["account", "batch", "charged_cents", "cid", "compose_hash", "duration_ms", "ended_at", "has_error", "instance_id", "logs_sha256", "params_sha256", "request_id", "response_sha256", "signature", "started_at", "version", "wallets"],
     );
-    expect(changed).toHaveLength(17);
+    // And where it sits in its batch: another index, size or audit path leads to another root.
+    changed.push(["batch index", { ...receipt, batch: { ...receipt.batch, index: receipt.batch.index + 1 } }]);
+    changed.push(["batch size", { ...receipt, batch: { ...receipt.batch, size: receipt.batch.size + 1 } }]);
+    changed.push(["batch path", { ...receipt, batch: { ...receipt.batch, proof: [...receipt.batch.proof, `0x${"00".repeat(32)}` as Hex] } }]);
+    expect(changed).toHaveLength(21);
     for (const [name, r] of changed) {
       expect((await verifyReceipt(r, attestation)).ok, `SDK: ${name}`).toBe(false);
       const lines = await verifyReceiptFile(r, { attestation, api: stack.origin, allowSimulated: true });

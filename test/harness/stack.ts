@@ -50,6 +50,8 @@ export type TestStackOptions = {
   echoEnclaveLogs?: boolean;
   /** Put a stoppable TCP proxy between anvil and the services (the enclave; an edge given `serviceRpcUrl`). */
   chainProxy?: boolean;
+  /** Node options of the enclave's process. */
+  enclaveExecArgv?: string[];
   /** Enclave settings over the stack's own (sandbox workers, log level, …). */
   enclaveEnv?: Record<string, string>;
 };
@@ -94,7 +96,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
         ...options.enclaveEnv,
     };
-    const echo = options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {};
+    const echo = { ...(options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {}), ...(options.enclaveExecArgv ? { execArgv: options.enclaveExecArgv } : {}) };
     let enclave = await spawnEnclave(enclaveEnv, echo);
     /** What the enclave's earlier processes printed. */
     let pastOutput = "";

@@ -402,9 +402,9 @@ export function buildReport(d: SoakData): SoakReport {
   const byRequestId = new Map<string, number>();
   for (const a of edge) if (a.requestId) byRequestId.set(a.requestId, (byRequestId.get(a.requestId) ?? 0) + 1);
   for (const [id, n] of byRequestId) if (n > 1) twice.push(`request id ${id} on ${n} answers`);
-  const runAnswers = edge.filter((a) => a.run?.receiptSignature);
+  const runAnswers = edge.filter((a) => a.run?.receipt);
   const byReceipt = new Map<string, Attempt[]>();
-  for (const a of runAnswers) byReceipt.set(a.run!.receiptSignature!, [...(byReceipt.get(a.run!.receiptSignature!) ?? []), a]);
+  for (const a of runAnswers) byReceipt.set(a.run!.receipt!, [...(byReceipt.get(a.run!.receipt!) ?? []), a]);
   for (const [, as] of byReceipt) {
     if (as.length < 2) continue;
     const keys = new Set(as.map((a) => a.idempotencyKey));

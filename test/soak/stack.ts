@@ -5,11 +5,11 @@
 // workerd (test/bench/workerd.ts), billing on, with the ledger inspector beside it for the audit;
 // and a loopback receiver for the accounts' own webhooks (receiver.ts). Scripts may fetch only the
 // fetch target, whose /count tells how many times each run really ran.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startStripeEmulator, type StripeEmulator } from "../../emulators/stripe.ts";
-import { startWorkerd, type Workerd } from "../bench/workerd.ts";
+import { startWorkerd, type SideWorker, type Workerd } from "../bench/workerd.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack, type TestStack } from "../harness/stack.ts";
 import type { TcpProxy } from "../harness/tcpProxy.ts";
@@ -27,6 +27,30 @@ export type LedgerEntry = {
   ref: string;
   keyHash: string | null;
   detail: { hold_expired?: true; payment_intent?: string; operation?: string; cid?: string };
+};
+
+/**
+ * The ledger inspector, a Worker beside the edge bound to its Ledger objects: GET /audit?account=<master
+ * hash hex> answers `Ledger.audit()`, GET /usage?account=…[&before=<entry id>] a page (100) of its
+ * entries, newest first (`Ledger.usage`). Reads only; test-only (never part of the edge's bundle).
+ */
+const LEDGER_INSPECTOR: SideWorker = {
+  objects: { LEDGER: "Ledger" },
+  module: `export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    const account = url.searchParams.get("account") ?? "";
+    if (!/^[0-9a-f]{64}$/.test(account)) return new Response("account must be a master hash (64 hex)", { status: 400 });
+    const ledger = env.LEDGER.get(env.LEDGER.idFromName(account));
+    if (url.pathname === "/audit") return Response.json(await ledger.audit());
+    if (url.pathname === "/usage") {
+      const before = url.searchParams.get("before");
+      return Response.json(await ledger.usage({ limit: 100, ...(before ? { before: Number(before) } : {}) }));
+    }
+    return new Response("not found", { status: 404 });
+  },
+};
+`,
 };
 
 export type SoakStack = {
@@ -58,12 +82,9 @@ export async function startSoakStack(options: { sandboxWorkers?: number } = {}):
     stops.push(() => receiver.close());
     const dir = mkdtempSync(join(tmpdir(), "sigil-soak-"));
     stops.push(async () => rmSync(dir, { recursive: true, force: true }));
-    const objects = join(dir, "objects");
-    mkdirSync(objects);
     const edge = await startWorkerd({
       dir,
-      ledgerInspector: true,
-      durableObjectsDir: objects,
+      side: LEDGER_INSPECTOR,
       vars: {
         SIGIL_ENV: "test",
         SIGIL_ENCLAVE_URLS: chain.enclaveUrl,
@@ -89,7 +110,7 @@ export async function startSoakStack(options: { sandboxWorkers?: number } = {}):
     });
     stops.push(() => edge.stop());
     stripe.setWebhookUrls([`${edge.url}/core/v1/billing/webhook`]);
-    const inspector = edge.inspectorUrl as string;
+    const inspector = edge.sideUrl as string;
     const inspect = async <T>(path: string): Promise<T> => {
       const res = await fetch(`${inspector}${path}`);
       if (!res.ok) throw new Error(`ledger inspector ${path}: ${res.status} ${await res.text()}`);

@@ -4,7 +4,8 @@
 // receipt. The traffic is a mix of kinds (runs, signing runs, managed writes, reads, top-ups through
 // the Stripe emulator, the account's webhook endpoints), for several accounts, sent closed-loop to
 // measure capacity or open-loop (Poisson arrivals) at a share of it.
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { receiptMessage } from "../../shared/receipt.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import type { SoakStack } from "./stack.ts";
@@ -39,7 +40,11 @@ export type Attempt = {
   idempotencyKey?: string;
   /** X-Sigil-Charged-Cents, on metered answers. */
   chargedCents?: number;
-  run?: { receiptSignature?: string; receiptRequestId?: string; hasError: boolean; errorCode?: string; firstAttempt?: { request_id: string; outcome: string } };
+  /**
+   * A run's answer: `receipt`, the SHA-256 of its receipt's signed message (the receipt without its
+   * signature and batch path, which a batch of receipts shares: shared/receipt.ts), which names it.
+   */
+  run?: { receipt?: string; receiptRequestId?: string; hasError: boolean; errorCode?: string; firstAttempt?: { request_id: string; outcome: string } };
   /** A network error's message. */
   error?: string;
 };
@@ -158,7 +163,7 @@ function readAnswer(attempt: Attempt, headers: Headers, text: string): void {
   if (attempt.op === "sigil_action" && attempt.status === 200 && body) {
     attempt.run = {
       hasError: body.has_error === true,
-      ...(body.receipt?.signature ? { receiptSignature: String(body.receipt.signature) } : {}),
+      ...(body.receipt ? { receipt: createHash("sha256").update(receiptMessage(body.receipt)).digest("hex") } : {}),
       ...(body.receipt?.request_id ? { receiptRequestId: String(body.receipt.request_id) } : {}),
       ...(body.error?.code ? { errorCode: String(body.error.code) } : {}),
       ...(body.first_attempt ? { firstAttempt: { request_id: String(body.first_attempt.request_id), outcome: String(body.first_attempt.outcome) } } : {}),

@@ -30,7 +30,7 @@ describe("the ledger", () => {
   it("starts empty: nothing can be held (0 → the caller answers 402)", async () => {
     const l = ledger();
     expect(await l.balance()).toEqual({ settledCents: 0, heldCents: 0, freeCents: 0 });
-    expect(await l.hold("r1", 1, 60_000)).toEqual({ granted: 0, freeCents: 0, refusedBy: "balance" });
+    expect(await l.hold("r1", 1, 60_000)).toEqual({ granted: 0, freeCents: 0, refusedBy: "balance", webhooks: true });
   });
 
   it("credits once per payment intent; a second credit of the same intent adds nothing", async () => {
@@ -43,10 +43,10 @@ describe("the ledger", () => {
   it("a write: hold 1, settle 1 — the balance drops by exactly one cent; a second settle charges nothing more", async () => {
     const l = ledger();
     await l.credit("pi", 10);
-    expect(await l.hold("w1", 1, 60_000)).toEqual({ granted: 1, freeCents: 9 });
+    expect(await l.hold("w1", 1, 60_000)).toEqual({ granted: 1, freeCents: 9, webhooks: true });
     expect(await l.balance()).toEqual({ settledCents: 10, heldCents: 1, freeCents: 9 });
-    expect(await l.settle("w1", 1)).toEqual({ chargedCents: 1, freeCents: 9 });
-    expect(await l.settle("w1", 1)).toEqual({ chargedCents: 1, freeCents: 9 });
+    expect(await l.settle("w1", 1)).toEqual({ chargedCents: 1, freeCents: 9, webhooks: true });
+    expect(await l.settle("w1", 1)).toEqual({ chargedCents: 1, freeCents: 9, webhooks: true });
     expect(await l.balance()).toEqual({ settledCents: 9, heldCents: 0, freeCents: 9 });
   });
 
@@ -62,10 +62,10 @@ describe("the ledger", () => {
     await l.credit("pi", 20);
     expect((await l.hold("run1", 60, 120_000)).granted).toBe(20);
     // 20 s granted; the run's clock says 20.4 s (stopped a little late): charged the 20 it held.
-    expect(await l.settle("run1", 21)).toEqual({ chargedCents: 20, freeCents: 0 });
+    expect(await l.settle("run1", 21)).toEqual({ chargedCents: 20, freeCents: 0, webhooks: true });
     await l.credit("pi2", 100);
     expect((await l.hold("run2", 60, 120_000)).granted).toBe(60);
-    expect(await l.settle("run2", 3)).toEqual({ chargedCents: 3, freeCents: 97 });
+    expect(await l.settle("run2", 3)).toEqual({ chargedCents: 3, freeCents: 97, webhooks: true });
   });
 
   it("hold is idempotent on the request id: asking again returns the same hold, not a second one", async () => {
@@ -106,9 +106,9 @@ describe("the ledger", () => {
     await l.hold("gone", 4, -1);
     expect(await l.balance()).toEqual({ settledCents: 6, heldCents: 0, freeCents: 6 });
     expect(await l.balance()).toEqual({ settledCents: 6, heldCents: 0, freeCents: 6 });
-    expect(await l.settle("gone", 1)).toEqual({ chargedCents: 4, freeCents: 6 });
+    expect(await l.settle("gone", 1)).toEqual({ chargedCents: 4, freeCents: 6, webhooks: true });
     expect(await l.release("gone")).toEqual({ settledCents: 6, heldCents: 0, freeCents: 6 });
-    expect(await l.settle("gone", 9)).toEqual({ chargedCents: 4, freeCents: 6 });
+    expect(await l.settle("gone", 9)).toEqual({ chargedCents: 4, freeCents: 6, webhooks: true });
     expect((await l.audit()).entriesSumCents).toBe(6);
   });
 
@@ -117,7 +117,7 @@ describe("the ledger", () => {
     await l.credit("pi", 10);
     const capped = { keyHash: "cc", capCents: 5 };
     await l.hold("lost", 4, -1, capped);
-    expect(await l.hold("next", 50, 60_000)).toEqual({ granted: 6, freeCents: 0 });
+    expect(await l.hold("next", 50, 60_000)).toEqual({ granted: 6, freeCents: 0, webhooks: true });
     await l.release("next");
     expect((await l.hold("capped", 50, 60_000, capped)).granted).toBe(1);
     await l.release("capped");
@@ -127,13 +127,13 @@ describe("the ledger", () => {
     const l = ledger();
     await l.credit("pi", 5);
     await l.hold("first", 3, -1);
-    expect(await l.hold("first", 3, 60_000)).toEqual({ granted: 3, freeCents: 2, alreadyCharged: true });
+    expect(await l.hold("first", 3, 60_000)).toEqual({ granted: 3, freeCents: 2, alreadyCharged: true, webhooks: true });
     expect(await l.balance()).toEqual({ settledCents: 2, heldCents: 0, freeCents: 2 });
-    expect(await l.settle("first", 1)).toEqual({ chargedCents: 3, freeCents: 2 });
+    expect(await l.settle("first", 1)).toEqual({ chargedCents: 3, freeCents: 2, webhooks: true });
     // A settled one too: nothing new is held when it is asked for again.
     expect((await l.hold("w", 1, 60_000)).granted).toBe(1);
     await l.settle("w", 1);
-    expect(await l.hold("w", 1, 60_000)).toEqual({ granted: 1, freeCents: 1, alreadyCharged: true });
+    expect(await l.hold("w", 1, 60_000)).toEqual({ granted: 1, freeCents: 1, alreadyCharged: true, webhooks: true });
     expect(await l.balance()).toEqual({ settledCents: 1, heldCents: 0, freeCents: 1 });
   });
 
@@ -150,6 +150,35 @@ describe("the ledger", () => {
     expect(await l.contactEmail("a@example.com")).toBe("a@example.com");
     expect(await l.contactEmail()).toBe("a@example.com");
     expect(await l.contactEmail("b@example.com")).toBe("b@example.com");
+  });
+
+  it("says whether the account's Webhooks object must hear of a request: yes until told otherwise; opened() makes an unknown no, never a yes", async () => {
+    const said = async (l: DurableObjectStub<Ledger>, ref: string) => {
+      const hold = await l.hold(ref, 1, 60_000);
+      const settle = await l.settle(ref, 1);
+      expect(settle.webhooks).toBe(hold.webhooks);
+      return settle.webhooks;
+    };
+    // Not known (a ledger from before the flag, an account made outside new_account): tell.
+    const old = ledger();
+    await old.credit("pi_w", 10);
+    expect(await said(old, "a")).toBe(true);
+    expect((await old.hold("refused", 1, 60_000, { keyHash: "k", capCents: 0 })).webhooks).toBe(true);
+    // A new account: nothing to hear of, also in a refusal.
+    const fresh = ledger();
+    await fresh.opened("new@example.com");
+    expect(await fresh.contactEmail()).toBe("new@example.com");
+    expect(await fresh.hold("refused", 1, 60_000)).toEqual({ granted: 0, freeCents: 0, refusedBy: "balance", webhooks: false });
+    await fresh.credit("pi_w", 10);
+    expect(await said(fresh, "a")).toBe(false);
+    // The Webhooks object says what it has; opened() never overrides it.
+    await fresh.setWebhooks(true);
+    await fresh.opened();
+    expect(await said(fresh, "b")).toBe(true);
+    await fresh.setWebhooks(false);
+    expect(await said(fresh, "c")).toBe(false);
+    // A settle that finds its charge made already says it too.
+    expect((await fresh.settle("c", 1)).webhooks).toBe(false);
   });
 
   it("records the usage history: each entry's kind, cents, key, particulars and the settled balance after it, newest first", async () => {

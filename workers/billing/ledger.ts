@@ -12,8 +12,9 @@
 //   holds(id, request_id UNIQUE, cents, key_hash, expires_at,     credit reserved for work in flight, and what
 //         op, detail)                                              the work is, should the hold expire into a charge
 //   account(id = 1, settled_cents, customer_id, email,             the sum of entries, cached; the Stripe customer
-//           pruned_cents)                                          and new_account's email; the sum of the entries
-//                                                                  the retention has pruned
+//           pruned_cents, webhooks)                                and new_account's email; the sum of the entries
+//                                                                  the retention has pruned; whether the account's
+//                                                                  Webhooks object must hear of its settles (below)
 //   key_spend(key_hash PRIMARY KEY, spent_cents)                   each usage key's charges, kept as they are made
 //                                                                  (its spend cap outlives the entries' retention)
 //   payment_refs(ref PRIMARY KEY)                                  every payment intent credited and refund debited,
@@ -34,13 +35,22 @@
 // expired into charges, so nothing anyone reads ever shows an expired hold. A settle that comes
 // after that finds the charge and charges nothing more; a hold for a request id already charged
 // reserves nothing new.
+//
+// `webhooks` spares a run the edge's call to the account's Webhooks Durable Object when that object
+// has nothing to do with it: no endpoint and no balance.low threshold. The run reads it here, in the
+// hold and settle it makes anyway, so knowing costs no read of its own. NULL: not known (a ledger
+// from before this column, or an account made outside new_account): tell the object, whose first
+// call sets it. 0: nothing to tell. 1: tell. Only the Webhooks object writes it, once its own state
+// is what it writes (webhooks/store.ts gives the argument), except `opened`, which marks a brand-new
+// account's unknown as 0.
 import { DurableObject } from "cloudflare:workers";
 
 export type HoldRefusal = "balance" | "spend_limit";
 /** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
-export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal; alreadyCharged?: true };
+/** `webhooks`: whether the account's Webhooks object must hear of this request (false: it has no endpoint and no balance.low threshold). */
+export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal; alreadyCharged?: true; webhooks: boolean };
 /** `keySpentCents`: for a usage key's request, its charges plus holds after the settle (webhooks' usage_key.cap_reached). */
-export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number };
+export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number; webhooks: boolean };
 export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
 export type Balance = { settledCents: number; heldCents: number; freeCents: number };
 /** The ledger checked against itself: the cached sum must equal the entries' sum plus what the retention pruned. */
@@ -128,7 +138,7 @@ export class Ledger extends DurableObject {
     `);
     // Ledgers made before a column or table existed get it (and, for the tables kept alongside the
     // entries, what the entries already say).
-    this.#addColumns("account", { email: "TEXT", pruned_cents: "INTEGER NOT NULL DEFAULT 0" });
+    this.#addColumns("account", { email: "TEXT", pruned_cents: "INTEGER NOT NULL DEFAULT 0", webhooks: "INTEGER" });
     this.#addColumns("entries", { op: "TEXT", detail: "TEXT", balance_after: "INTEGER" });
     this.#addColumns("holds", { op: "TEXT", detail: "TEXT" });
     const tables = new Set(this.#sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().map((r) => r.name));
@@ -160,9 +170,10 @@ export class Ledger extends DurableObject {
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       const existing = this.#sql.exec<{ cents: number }>("SELECT cents FROM holds WHERE request_id = ?", requestId).toArray()[0];
-      if (existing) return { granted: existing.cents, freeCents: this.#free(now) };
+      const webhooks = this.#webhooks();
+      if (existing) return { granted: existing.cents, freeCents: this.#free(now), webhooks };
       const charged = this.#charged(requestId);
-      if (charged !== undefined) return { granted: charged, freeCents: this.#free(now), alreadyCharged: true };
+      if (charged !== undefined) return { granted: charged, freeCents: this.#free(now), alreadyCharged: true, webhooks };
       const free = this.#free(now);
       let granted = Math.min(Math.floor(maxCents), free);
       let refusedBy: HoldRefusal = "balance";
@@ -173,7 +184,7 @@ export class Ledger extends DurableObject {
           refusedBy = "spend_limit";
         }
       }
-      if (granted <= 0) return { granted: 0, freeCents: free, refusedBy };
+      if (granted <= 0) return { granted: 0, freeCents: free, refusedBy, webhooks };
       this.#sql.exec(
         "INSERT INTO holds (request_id, cents, key_hash, expires_at, op, detail) VALUES (?, ?, ?, ?, ?, ?)",
         requestId,
@@ -183,7 +194,7 @@ export class Ledger extends DurableObject {
         meta?.op ?? null,
         meta?.detail ? JSON.stringify(meta.detail) : null,
       );
-      return { granted, freeCents: free - granted };
+      return { granted, freeCents: free - granted, webhooks };
     });
   }
 
@@ -198,7 +209,7 @@ export class Ledger extends DurableObject {
       const done = this.#charged(requestId);
       if (done !== undefined) {
         this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
-        return { chargedCents: done, freeCents: this.#free(now) };
+        return { chargedCents: done, freeCents: this.#free(now), webhooks: this.#webhooks() };
       }
       const hold = this.#sql
         .exec<{ cents: number; key_hash: string | null; op: string | null; detail: string | null }>("SELECT cents, key_hash, op, detail FROM holds WHERE request_id = ?", requestId)
@@ -210,7 +221,7 @@ export class Ledger extends DurableObject {
         const detail = { ...parseDetail(hold?.detail ?? null), ...meta?.detail };
         this.#charge(requestId, cents, keyHash, now, meta?.op ?? hold?.op ?? null, detail);
       }
-      return { chargedCents: cents, freeCents: this.#free(now), ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }) };
+      return { chargedCents: cents, freeCents: this.#free(now), ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }), webhooks: this.#webhooks() };
     });
   }
 
@@ -341,6 +352,23 @@ export class Ledger extends DurableObject {
     return this.#sql.exec<{ email: string | null }>("SELECT email FROM account WHERE id = 1").one().email;
   }
 
+  /**
+   * new_account made this account just now: its key has been in nobody's hands, so its Webhooks
+   * object has no endpoint and no threshold. An unknown `webhooks` becomes 0 (one the Webhooks
+   * object has set already stays: that object spoke first). `email` is kept as contactEmail keeps it.
+   */
+  opened(email?: string): void {
+    this.ctx.storage.transactionSync(() => {
+      if (email) this.#sql.exec("UPDATE account SET email = ? WHERE id = 1", email);
+      this.#sql.exec("UPDATE account SET webhooks = 0 WHERE id = 1 AND webhooks IS NULL");
+    });
+  }
+
+  /** The account's Webhooks object says whether it has anything to hear of (an endpoint or a balance.low threshold); only it calls this. */
+  setWebhooks(active: boolean): void {
+    this.#sql.exec("UPDATE account SET webhooks = ? WHERE id = 1", active ? 1 : 0);
+  }
+
   /** The invariant billing tests end with: the cached sum equals the sum of the entries. */
   audit(): LedgerAudit {
     return this.ctx.storage.transactionSync(() => {
@@ -414,6 +442,11 @@ export class Ledger extends DurableObject {
     const held = this.#held(now);
     // A refund of credit already spent can leave the settled sum below zero; nothing is free then.
     return { settledCents: settled, heldCents: held, freeCents: Math.max(0, settled - held) };
+  }
+
+  /** Whether the account's Webhooks object must hear of a request: unless it said it has nothing to hear of. */
+  #webhooks(): boolean {
+    return this.#sql.exec<{ webhooks: number | null }>("SELECT webhooks FROM account WHERE id = 1").one().webhooks !== 0;
   }
 
   #settled(): number {

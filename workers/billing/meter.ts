@@ -53,11 +53,21 @@ export async function payerOf(config: EdgeConfig, ledgers: DurableObjectNamespac
   };
 }
 
+/** Refusals (402) made while the account's Ledger said its Webhooks object has nothing to hear of (HoldResult.webhooks). */
+const refusedQuietly = new WeakSet<SigilError>();
+
+/** Whether `err` is a refusal of credit for an account whose Webhooks object has nothing to hear of (so none is told of it). */
+export function refusedWithoutWebhooks(err: unknown): boolean {
+  return err instanceof SigilError && refusedQuietly.has(err);
+}
+
 function refused(hold: HoldResult): SigilError {
-  if (hold.refusedBy === "spend_limit") {
-    return new SigilError("insufficient_credits", "this API key has spent its spend limit", { details: { spend_limit: true } });
-  }
-  return new SigilError("insufficient_credits", "the account has no credit left; top up through /billing", { details: { balance_cents: hold.freeCents } });
+  const error =
+    hold.refusedBy === "spend_limit"
+      ? new SigilError("insufficient_credits", "this API key has spent its spend limit", { details: { spend_limit: true } })
+      : new SigilError("insufficient_credits", "the account has no credit left; top up through /billing", { details: { balance_cents: hold.freeCents } });
+  if (!hold.webhooks) refusedQuietly.add(error);
+  return error;
 }
 
 /**

@@ -54,12 +54,15 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
         // client would with a new key, rather than answering write_outcome_unknown for good.
         if (attempt) await routeRetry(c, attempt, "run");
         const res = await enclave.call("new_account", input, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send });
-        // The email is kept only in the account's ledger, for its Stripe customer (billing.md). The
-        // account exists already: a failure here is logged, and the customer is made without it.
-        if (input.email && c.env.LEDGER) {
+        // The email is kept only in the account's ledger, for its Stripe customer (billing.md), and
+        // with billing on the ledger learns that the new account has no webhooks yet, so its runs
+        // make no call to a Webhooks object until it has some (ledger.ts, `opened`). The account
+        // exists already: a failure here is logged; the customer is then made without the email, and
+        // the first run asks the Webhooks object.
+        if (c.env.LEDGER && (input.email || c.get("config").billing)) {
           await ledgerOf(c.env.LEDGER, apiKeyHash(res.api_key))
-            .contactEmail(input.email)
-            .catch((err: unknown) => c.get("log").error("could not keep the new account's email", { error: String(err) }));
+            .opened(input.email)
+            .catch((err: unknown) => c.get("log").error("could not open the new account's ledger", { error: String(err) }));
         }
         return c.json(res, 200);
       },

@@ -5,7 +5,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
-import { runReceiptSchema } from "../../shared/operations.ts";
+import { runReceiptSchema, runReceiptV1Schema } from "../../shared/operations.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { billingCaller, hashHex, ledgerOf } from "../billing/account.ts";
 import { CSV_COLUMNS, decodeCursor, USAGE_KINDS, usageCsv, usagePage, type UsageKind } from "../billing/usage.ts";
@@ -84,7 +84,7 @@ const usageEventSchema = z
     payment_intent: z.string().nullable().describe("a top-up's or refund's Stripe payment intent"),
     error_code: z.string().nullable().describe("a failed run's error code"),
     hold_expired: z.boolean().describe("charged in full because its hold expired before the edge could settle it"),
-    receipt: runReceiptSchema.nullable().describe("a run's signed receipt, as the run answered it (null for other kinds, and for runs from before receipts)"),
+    receipt: z.union([runReceiptSchema, runReceiptV1Schema]).nullable().describe("a run's signed receipt, as the run answered it (null for other kinds, and for runs from before receipts)"),
   })
   .openapi("UsageEvent");
 

@@ -20,7 +20,7 @@ import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, wall
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { webhooksOf } from "../webhooks/emit.ts";
+import { accountIdOf, webhooksOf } from "../webhooks/emit.ts";
 import { MAX_ENDPOINTS } from "../webhooks/policy.ts";
 import { checkWebhookUrl, MAX_WEBHOOK_URL_CHARS } from "../webhooks/url.ts";
 import { errorAnswer, errors, jsonBody as body, jsonResponse as json, keySecurity, tag } from "./openapi.ts";
@@ -259,7 +259,7 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       input,
       async () => {
-        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(url.href, input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES]);
+        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(accountIdOf(caller.master), url.href, input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES]);
         if ("limit" in added) {
           throw new SigilError("webhook_limit", `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`, { details: { limit: MAX_ENDPOINTS } });
         }
@@ -288,14 +288,14 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
     const master = await webhookAccount(c, "change");
     // Armed only when the balance is at the threshold or above now: it fires on the way down.
     const freeCents = c.env.LEDGER ? (await ledgerOf(c.env.LEDGER, master).balance()).freeCents : 0;
-    const s = await webhooksOf(c.env.WEBHOOKS, master).setBalanceLow(input.balance_low_cents, freeCents);
+    const s = await webhooksOf(c.env.WEBHOOKS, master).setBalanceLow(accountIdOf(master), input.balance_low_cents, freeCents);
     return c.json({ balance_low_cents: s.balanceLowCents }, 200);
   });
 
   r.openapi(deleteWebhook, async (c) => {
     const { webhook_id } = c.req.valid("param");
     const master = await webhookAccount(c, "change");
-    if (!(await webhooksOf(c.env.WEBHOOKS, master).removeEndpoint(webhook_id))) throw notFound(webhook_id);
+    if (!(await webhooksOf(c.env.WEBHOOKS, master).removeEndpoint(accountIdOf(master), webhook_id))) throw notFound(webhook_id);
     return c.json({ deleted: true as const, id: webhook_id }, 200);
   });
 

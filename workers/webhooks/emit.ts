@@ -9,6 +9,7 @@ import { SigilError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
 import { callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
+import { refusedWithoutWebhooks } from "../billing/meter.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { KeyCap, SettleResult } from "../billing/ledger.ts";
 import type { EdgeEnv } from "../router.ts";
@@ -107,10 +108,14 @@ export function isSpendLimitRefusal(err: unknown): boolean {
  * What a metered request (a write or a run under `ref`, by the caller `key`) tells the account's
  * endpoints, after it is answered: a refusal for the key's cap, the balance and the key's spending
  * after its settle. The caller's account is the one billing read for the request (no new chain read).
+ * Nothing when the Ledger, in the hold or settle the request made anyway, said the account's
+ * Webhooks object has no endpoint and no balance.low threshold (store.ts says why that is safe): a
+ * call would change nothing there, and it costs the edge a Durable Object call per run.
  */
 export function afterMetered(emitter: Emitter, config: EdgeConfig, key: PresentedKey, ref: string, outcome: { settled?: SettleResult | undefined; error?: unknown; run?: SigilActionResponse }): void {
   if (!emitter.namespace) return;
   if (!outcome.settled && !isSpendLimitRefusal(outcome.error) && !outcome.run?.has_error) return;
+  if (outcome.settled ? !outcome.settled.webhooks : refusedWithoutWebhooks(outcome.error)) return;
   emitter.waitUntil(
     callerAccount(config, key)
       .then((account) => {

@@ -4,8 +4,9 @@
 // ending and a restart of the local stack (the alarm and the rows are both in the object's storage):
 //
 //   endpoints(id we_…, url, events JSON, secret, created_at, disabled)   at most MAX_ENDPOINTS
-//   settings(id = 1, account_id, balance_low_cents, balance_low_armed)   balance.low's threshold and
-//                                                                         whether the next crossing fires
+//   settings(id = 1, account_id, balance_low_cents, balance_low_armed,   balance.low's threshold and
+//            ledger_synced)                                               whether the next crossing fires;
+//                                                                         whether the Ledger knows (below)
 //   events(id evt_…, type, created_at, body, dedupe UNIQUE)               body: the exact JSON every
 //                                                                         attempt sends; dedupe: what
 //                                                                         makes the same fact one event
@@ -18,7 +19,31 @@
 // followed —, a timeout after 10 s, a refused connection) is a failed attempt, retried on the schedule
 // of policy.ts until its 24 h window is over, then `failed`. A re-send starts a new window. Secrets are
 // kept (they sign every attempt) and never logged; only the endpoint's creation answers one.
+//
+// The account's Ledger keeps whether this object has anything to hear of — an endpoint or a
+// balance.low threshold — so that the edge, which reads it in every run's hold and settle anyway,
+// calls here only when it has (billing/ledger.ts, `webhooks`; webhooks/emit.ts). With neither, a
+// call changes nothing: `emit` records no event without a subscribed endpoint, and `observeBalance`
+// does nothing at threshold 0 (the arming state is set afresh when a threshold is set). This object
+// writes that flag, and it must never say "nothing" while there is something. Why it cannot:
+//   - every change of the endpoints or the threshold, and the first call of an object the Ledger has
+//     not heard from (`ledger_synced` = 0: made before the flag existed), runs under
+//     blockConcurrencyWhile from before it reads the state until the Ledger has stored what it
+//     tells it: no other change, on any isolate (an object is one instance), comes in between, so
+//     the Ledger hears of the states in the order they were made, each exactly as it is then;
+//   - a change that may add something (an endpoint, a threshold above 0) tells the Ledger "hear"
+//     before it makes it, and is refused if the Ledger could not be told: from the moment the
+//     endpoint or threshold exists, and so before its creation is answered, every settle reads "hear";
+//   - a change that may leave nothing (a removal, threshold 0) makes it, then tells the Ledger the
+//     state it left; if that fails the Ledger keeps saying "hear" (calls that do nothing) and
+//     ledger_synced goes back to 0, so the next call here tells it again.
+// So a settle that reads "nothing" comes after the last state told, which had nothing, and before
+// any change that added something; the event it skips is one that, sent, would have found no
+// endpoint — the same as an event today for an endpoint added after it happened. new_account marks
+// a brand-new account's unknown flag "nothing" (Ledger.opened): nobody could have configured its
+// webhooks before its key was answered, and a flag this object has set is left alone.
 import { DurableObject } from "cloudflare:workers";
+import type { Ledger } from "../billing/ledger.ts";
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signatureHeaderValue, type WebhookEvent, type WebhookEventType } from "../../shared/webhooks.ts";
 import { checkWebhookUrl } from "./url.ts";
 import { ATTEMPT_TIMEOUT_MS, MAX_ENDPOINTS, nextAttemptAt, webhookPolicy, type WebhookPolicy } from "./policy.ts";
@@ -57,10 +82,13 @@ const randomHex = (bytes: number) => Array.from(crypto.getRandomValues(new Uint8
 export class Webhooks extends DurableObject {
   readonly #sql: SqlStorage;
   readonly #policy: WebhookPolicy;
+  /** The LEDGER binding (absent: billing cannot be on, and nobody reads the flag). */
+  readonly #ledgers: DurableObjectNamespace<Ledger> | undefined;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
     this.#policy = webhookPolicy(env as Record<string, string | undefined>);
+    this.#ledgers = (env as { LEDGER?: DurableObjectNamespace<Ledger> }).LEDGER;
     this.#sql = ctx.storage.sql;
     this.#sql.exec(`
       CREATE TABLE IF NOT EXISTS endpoints (
@@ -108,17 +136,24 @@ export class Webhooks extends DurableObject {
         PRIMARY KEY (delivery_id, n)
       );
     `);
+    const settingsColumns = new Set(this.#sql.exec<{ name: string }>("PRAGMA table_info(settings)").toArray().map((r) => r.name));
+    if (!settingsColumns.has("ledger_synced")) this.#sql.exec("ALTER TABLE settings ADD COLUMN ledger_synced INTEGER NOT NULL DEFAULT 0");
     // Whatever is pending has its alarm, also after a restart that lost the one set before.
     void ctx.blockConcurrencyWhile(() => this.#schedule());
   }
 
   // ---- endpoints ------------------------------------------------------------------------------
 
-  /** Registers `url` for `events`; its secret is answered here and never again. `limit`: the account has MAX_ENDPOINTS already. */
-  addEndpoint(url: string, events: WebhookEventType[]): { endpoint: EndpointView; secret: string } | { limit: true } {
-    return this.ctx.storage.transactionSync(() => {
+  /**
+   * Registers `url` for `events` on the account `accountId` (0x + 64 hex); its secret is answered
+   * here and never again. `limit`: the account has MAX_ENDPOINTS already. The Ledger hears first
+   * that this object has something to hear of (thrown, and nothing made, if it cannot be told).
+   */
+  async addEndpoint(accountId: string, url: string, events: WebhookEventType[]): Promise<{ endpoint: EndpointView; secret: string } | { limit: true }> {
+    return this.#serialized(async () => {
       const count = this.#sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM endpoints").one().n;
       if (count >= MAX_ENDPOINTS) return { limit: true as const };
+      await this.#tellLedger(accountId, true);
       const id = `we_${randomHex(12)}`;
       const secret = `whsec_${randomHex(32)}`;
       const created = Date.now();
@@ -131,14 +166,18 @@ export class Webhooks extends DurableObject {
     return this.#sql.exec<EndpointRow>("SELECT * FROM endpoints ORDER BY created_at, id").toArray().map(endpointView);
   }
 
-  /** Removes an endpoint with its deliveries and their log; false when there is no such endpoint. */
-  removeEndpoint(id: string): boolean {
-    return this.ctx.storage.transactionSync(() => {
-      if (!this.#endpoint(id)) return false;
-      this.#sql.exec("DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)", id);
-      this.#sql.exec("DELETE FROM deliveries WHERE endpoint_id = ?", id);
-      this.#sql.exec("DELETE FROM endpoints WHERE id = ?", id);
-      return true;
+  /** Removes an endpoint with its deliveries and their log; false when there is no such endpoint. Then the Ledger hears what is left. */
+  async removeEndpoint(accountId: string, id: string): Promise<boolean> {
+    return this.#serialized(async () => {
+      const removed = this.ctx.storage.transactionSync(() => {
+        if (!this.#endpoint(id)) return false;
+        this.#sql.exec("DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)", id);
+        this.#sql.exec("DELETE FROM deliveries WHERE endpoint_id = ?", id);
+        this.#sql.exec("DELETE FROM endpoints WHERE id = ?", id);
+        return true;
+      });
+      if (removed) await this.#tellLedgerWhatIsLeft(accountId);
+      return removed;
     });
   }
 
@@ -152,9 +191,14 @@ export class Webhooks extends DurableObject {
    * Sets balance.low's threshold (0 turns it off). It fires when the free balance goes from at least
    * the threshold to under it, so it is armed only if the balance is at least the threshold now.
    */
-  setBalanceLow(cents: number, freeCents: number): { balanceLowCents: number } {
-    this.#sql.exec("UPDATE settings SET balance_low_cents = ?, balance_low_armed = ? WHERE id = 1", cents, freeCents >= cents ? 1 : 0);
-    return this.settings();
+  async setBalanceLow(accountId: string, cents: number, freeCents: number): Promise<{ balanceLowCents: number }> {
+    return this.#serialized(async () => {
+      // A threshold is something to hear of: the Ledger hears it first. Off, it hears what is left.
+      if (cents > 0) await this.#tellLedger(accountId, true);
+      this.#sql.exec("UPDATE settings SET balance_low_cents = ?, balance_low_armed = ? WHERE id = 1", cents, freeCents >= cents ? 1 : 0);
+      if (cents === 0) await this.#tellLedgerWhatIsLeft(accountId);
+      return this.settings();
+    });
   }
 
   // ---- events ---------------------------------------------------------------------------------
@@ -165,6 +209,7 @@ export class Webhooks extends DurableObject {
    * event: nothing new. With no subscribed endpoint nothing is recorded.
    */
   async emit(accountId: string, emission: Emission): Promise<Emitted> {
+    await this.#syncLedger(accountId);
     const emitted = this.ctx.storage.transactionSync(() => this.#record(accountId, emission));
     if (emitted.deliveries > 0) await this.#schedule();
     return emitted;
@@ -175,6 +220,7 @@ export class Webhooks extends DurableObject {
    * that moved it): at or above the threshold re-arms balance.low; under it, when armed, emits it once.
    */
   async observeBalance(accountId: string, freeCents: number, ref: string): Promise<Emitted | undefined> {
+    await this.#syncLedger(accountId);
     const emitted = this.ctx.storage.transactionSync(() => {
       const s = this.#sql.exec<{ balance_low_cents: number; balance_low_armed: number }>("SELECT balance_low_cents, balance_low_armed FROM settings WHERE id = 1").one();
       if (s.balance_low_cents <= 0) return undefined;
@@ -245,6 +291,54 @@ export class Webhooks extends DurableObject {
   }
 
   // ---- inside ---------------------------------------------------------------------------------
+
+  /**
+   * Runs `change` with no other call to this object in between (blockConcurrencyWhile), until what
+   * it awaits — the Ledger's answer — is in. What it throws is thrown to the caller after the object
+   * is free again (thrown inside, it would reset the object).
+   */
+  async #serialized<T>(change: () => Promise<T>): Promise<T> {
+    const outcome = await this.ctx.blockConcurrencyWhile(async () => {
+      try {
+        return { ok: true as const, value: await change() };
+      } catch (error) {
+        return { ok: false as const, error };
+      }
+    });
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
+  /** Whether there is anything for a run to tell this object of: an endpoint, or balance.low's threshold. */
+  #hasSomething(): boolean {
+    const endpoints = this.#sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM endpoints").one().n;
+    return endpoints > 0 || this.settings().balanceLowCents > 0;
+  }
+
+  /** Stores in the account's Ledger whether this object has something to hear of, and notes that it knows. Throws if it could not. */
+  async #tellLedger(accountId: string, active: boolean): Promise<void> {
+    if (!this.#ledgers) return;
+    await this.#ledgers.get(this.#ledgers.idFromName(accountId.replace(/^0x/, ""))).setWebhooks(active);
+    this.#sql.exec("UPDATE settings SET ledger_synced = 1 WHERE id = 1");
+  }
+
+  /** After a change that may have left nothing: the Ledger hears the state now; if it cannot, the next call here tells it again. */
+  async #tellLedgerWhatIsLeft(accountId: string): Promise<void> {
+    try {
+      await this.#tellLedger(accountId, this.#hasSomething());
+    } catch {
+      this.#sql.exec("UPDATE settings SET ledger_synced = 0 WHERE id = 1");
+    }
+  }
+
+  /** A Ledger that has not heard from this object since the flag existed hears its state now (no other change comes in between). */
+  async #syncLedger(accountId: string): Promise<void> {
+    if (!this.#ledgers || this.#sql.exec<{ ledger_synced: number }>("SELECT ledger_synced FROM settings WHERE id = 1").one().ledger_synced) return;
+    await this.#serialized(async () => {
+      if (this.#sql.exec<{ ledger_synced: number }>("SELECT ledger_synced FROM settings WHERE id = 1").one().ledger_synced) return;
+      await this.#tellLedger(accountId, this.#hasSomething()).catch(() => undefined);
+    });
+  }
 
   #record(accountId: string, emission: Emission): Emitted {
     this.#sql.exec("UPDATE settings SET account_id = ? WHERE id = 1 AND account_id IS NOT ?", accountId, accountId);

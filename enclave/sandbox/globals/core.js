@@ -82,6 +82,7 @@
     decodeURIComponent,
     parseInt,
     parseFloat,
+    imul: Math.imul,
   });
   const { apply, defineProperty, freeze, parse, mapGet, mapSet } = P;
   const hostLoad = host.load;
@@ -159,6 +160,38 @@
   defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
+  // ─── Math.random, seeded for each run ────────────────────────────────────────────────────────
+  // Every run starts from the same image of this runtime (image.ts), QuickJS's own generator state
+  // included: it would give every run the same numbers. This one (xoshiro128**) is seeded by the
+  // host with 128 fresh random bits at `begin`. Not for cryptography (crypto.getRandomValues is).
+  let s0 = 1, s1 = 0, s2 = 0, s3 = 0;
+  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  const next32 = () => {
+    const out = P.imul(rotl(P.imul(s1, 5), 7), 9) >>> 0;
+    const t = s1 << 9;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = rotl(s3, 11);
+    return out;
+  };
+  const random = {
+    random() {
+      // 53 random bits: 27 from one draw, 26 from the next.
+      return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
+    },
+  }.random;
+  defineProperty(Math, "random", { __proto__: null, value: random, writable: true, enumerable: false, configurable: true });
+  const seed = (hex) => {
+    s0 = P.parseInt(apply(P.strSlice, hex, [0, 8]), 16) | 0;
+    s1 = P.parseInt(apply(P.strSlice, hex, [8, 16]), 16) | 0;
+    s2 = P.parseInt(apply(P.strSlice, hex, [16, 24]), 16) | 0;
+    s3 = P.parseInt(apply(P.strSlice, hex, [24, 32]), 16) | 0;
+    if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+  };
+
   // What the host drives the run with.
   async function callMain(paramsJson, moduleNamespace) {
     const params = parse(paramsJson);
@@ -182,14 +215,18 @@
   }
   const fireTimer = (id) => need("timers").fire(id);
   const classify = (reason) => need("host").classify(reason);
-  // Before the run (the host prepares a runtime ahead): the run's own facts, and the chunks that
-  // build Sigil.Actions parsed ahead of the script's first use of Sigil.
-  const begin = (json) => {
+  // Before the run: the run's own facts, and Math.random's seed (32 hex digits).
+  const begin = (json, randomSeed) => {
+    seed(randomSeed);
     const Sigil = freeze({ Actions, request: freeze(parse(json)) });
     defineProperty(G, "Sigil", { __proto__: null, value: Sigil, writable: false, enumerable: false, configurable: false });
   };
-  const preload = () => {
-    need("actions");
+  // When the runtime is prepared, before its image is taken: every chunk parsed once, so that no run
+  // pays to parse what it touches (the globals stay lazy: the first read of each still settles it).
+  // The host names the chunks (runtime.ts), space-separated.
+  const preload = (chunkNames) => {
+    const names = apply(P.strSplit, chunkNames, [" "]);
+    for (let i = 0; i < names.length; i++) need(names[i]);
   };
   return { callMain, fireTimer, classify, begin, preload };
 })

@@ -223,7 +223,8 @@ describe("the signature endpoints with an Idempotency-Key", () => {
 
   it("add_usage_api_key_with_signature sent again answers the same usage key and wallet, kept sealed; another body is 422; another wallet's same key is its own", async () => {
     const signer = privateKeyToAccount(generatePrivateKey());
-    const envelope = await signed("AddUsageApiKey", signer);
+    const issuedAt = now();
+    const envelope = await signed("AddUsageApiKey", signer, issuedAt);
     const k = idem();
     const first = await signedCall<UsageKey>("add_usage_api_key_with_signature", envelope, k);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
@@ -234,8 +235,9 @@ describe("the signature endpoints with an Idempotency-Key", () => {
     expect(stored).toContain(await sha256Hex(k));
     expect(stored).not.toContain(first.body.usage_api_key);
     expect(stored).not.toContain(k);
-    // A new signature is another body.
-    expectError(await signedCall("add_usage_api_key_with_signature", await signed("AddUsageApiKey", signer, now() - 1), k), 422, "idempotency_key_reused");
+    // A new signature is another body: another issuedAt than the first's, whatever the clock says now
+    // (signatures are deterministic, so the same issuedAt would be the same body).
+    expectError(await signedCall("add_usage_api_key_with_signature", await signed("AddUsageApiKey", signer, issuedAt - 1), k), 422, "idempotency_key_reused");
     const other = privateKeyToAccount(generatePrivateKey());
     const theirs = await signedCall<UsageKey>("add_usage_api_key_with_signature", await signed("AddUsageApiKey", other), k);
     expect(theirs.status).toBe(200);

@@ -1,0 +1,270 @@
+// `npm run bench:ledger`: how many hold+settle pairs one account's Ledger Durable Object takes per
+// second, and what billing adds to a run. The edge is the production bundle under workerd
+// (workerd.ts), billing on, against its own anvil and enclave (test/harness/stack.ts).
+//
+// (a) The raw object: a side Worker in the edge's workerd process, bound to the edge's own Ledger
+//     class (no route of the edge's), sends hold+settle pairs to ONE account's Ledger — the calls
+//     meteredRun makes, with a real run's settle detail (its receipt) — with 1, 32 and 128 pairs in
+//     flight. Ops/s, each pair's latency as the Worker sees it, and the workerd process's CPU.
+// (b) Metered hello runs of one account end to end through the edge at concurrency 1, 32 and 128,
+//     on three workerd processes serving the same bundle: billing off; billing on for an account with
+//     no webhooks (no Webhooks Durable Object call per run); billing on for an account with a webhook
+//     endpoint (the edge tells its Webhooks object of each settle). At concurrency 1 the three take
+//     turns, request by request, so they share every moment of the machine's load: "on − off" is
+//     what the ledger (and billing's chain read of the key's account) adds to a run, "hooked − on"
+//     what the Webhooks call adds. Beside them, the other thing billing does per run: one eth_call
+//     of the key's account and cap (`billingOf`), timed from the side Worker the same way.
+//
+// CPU is each process's utime+stime from /proc/<pid>/stat over the window, divided by the window's
+// operations. The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "chain_read":{…}, "runs":[…], "added":[…]}.
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { encodeFunctionData } from "viem";
+import { computeCid } from "../../shared/cid.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { apiKeyHash } from "../../shared/hashing.ts";
+import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
+import { startTestStack } from "../harness/stack.ts";
+import { cpuMs } from "./proc.ts";
+import { closeAgent, httpTarget, measure, measureInTurn, post, type Measured, type Target } from "./measure.ts";
+import { startWorkerd, type SideWorker, type Workerd } from "./workerd.ts";
+
+const HELLO = "async function main() { return 'hello' }";
+/** What a run holds: the enclaves' default run timeout (60 s) in cents, as meteredRun does. */
+const RUN_HOLD_CENTS = 60;
+
+/**
+ * The side Worker: `/credit` puts cents in an account's Ledger (a payment nobody made), `/audit`
+ * answers its audit, `/pairs` sends `n` hold+settle pairs, `c` at a time, and answers the window's
+ * length and each pair's latency (workerd's clock moves at each I/O, which every await here is, in
+ * whole milliseconds); `/reads` makes `n` eth_calls one after another, as billing's read of the key.
+ */
+const SIDE: SideWorker = {
+  objects: { LEDGER: "Ledger" },
+  module: `
+export default {
+  async fetch(request, env) {
+    try {
+      return await serve(request, env);
+    } catch (err) {
+      return new Response(String(err && err.stack || err), { status: 500 });
+    }
+  },
+};
+
+async function serve(request, env) {
+    const url = new URL(request.url);
+    const q = (k) => url.searchParams.get(k);
+    const ledger = env.LEDGER.get(env.LEDGER.idFromName(q("account")));
+    if (url.pathname === "/credit") return Response.json(await ledger.credit("pi_bench_" + crypto.randomUUID(), Number(q("cents"))));
+    if (url.pathname === "/audit") return Response.json(await ledger.audit());
+    if (url.pathname === "/reads") {
+      // The chain read billing makes for each request (the key's account and cap), as a bare eth_call.
+      const { rpc, to, data } = await request.json();
+      const latencies = [];
+      const started = performance.now();
+      for (let i = 0; i < Number(q("n")); i++) {
+        const t = performance.now();
+        const res = await fetch(rpc, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "eth_call", params: [{ to, data }, "latest"] }) });
+        const body = await res.json();
+        if (!body.result) throw new Error("eth_call: " + JSON.stringify(body));
+        latencies.push(performance.now() - t);
+      }
+      return Response.json({ ms: performance.now() - started, latencies });
+    }
+    if (url.pathname === "/pairs") {
+      const n = Number(q("n")), c = Number(q("c")), cents = Number(q("hold"));
+      const detail = JSON.parse(await request.text());
+      const prefix = crypto.randomUUID();
+      const latencies = [];
+      let next = 0;
+      const client = async () => {
+        while (next < n) {
+          const ref = prefix + ":" + next++;
+          const t = performance.now();
+          const held = await ledger.hold(ref, cents, cents * 1000 + 300000, undefined, { op: "run" });
+          if (held.granted === 0) throw new Error("the bench account ran out of credit");
+          await ledger.settle(ref, 1, undefined, { op: "run", detail });
+          latencies.push(performance.now() - t);
+        }
+      };
+      const started = performance.now();
+      await Promise.all(Array.from({ length: c }, client));
+      return Response.json({ ms: performance.now() - started, latencies });
+    }
+    return new Response("not found", { status: 404 });
+}
+`,
+};
+
+/** Runs `work` and answers its result with each of `pids`' CPU ms over it. */
+async function withCpu<T>(pids: number[], work: () => Promise<T>): Promise<{ result: T; cpu: number[]; seconds: number }> {
+  const before = pids.map(cpuMs);
+  const started = performance.now();
+  const result = await work();
+  const seconds = (performance.now() - started) / 1000;
+  return { result, cpu: pids.map((p, i) => cpuMs(p) - before[i]!), seconds };
+}
+
+const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+function percentile(sorted: number[], p: number): number {
+  return round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0);
+}
+
+async function main(): Promise<void> {
+  // The machine may be shared: its load says how far to trust the latencies (CPU per op moves less).
+  const loadBefore = loadavg()[0]!.toFixed(2);
+  const stack = await startTestStack();
+  const stateDir = mkdtempSync(join(tmpdir(), "sigil-bench-ledger-"));
+  const edges: Workerd[] = [];
+  try {
+    const vars = {
+      SIGIL_ENV: "test",
+      SIGIL_ENCLAVE_URLS: stack.enclaveUrl,
+      SIGIL_EDGE_IDENTITY_KEY: TEST_EDGE_IDENTITY_SEED,
+      SIGIL_ATTESTATION_ALLOW_SIMULATED: "true",
+      SIGIL_RPC_URL: stack.rpcUrl,
+      SIGIL_CONTRACT_ADDRESS: stack.contract,
+      // A few clients send everything: rate limits would only measure themselves.
+      SIGIL_RATE_LIMIT_PER_KEY: "100000000",
+      SIGIL_RATE_LIMIT_PER_IP: "100000000",
+    };
+    const on = await startWorkerd({ dir: join(stateDir, "on"), vars, side: SIDE });
+    edges.push(on);
+    const off = await startWorkerd({ dir: join(stateDir, "off"), vars: { ...vars, SIGIL_BILLING: "off" }, bundleDir: on.bundleDir });
+    edges.push(off);
+    const hooked = await startWorkerd({ dir: join(stateDir, "hooked"), vars, bundleDir: on.bundleDir, side: SIDE });
+    edges.push(hooked);
+
+    const call = async (edge: Workerd, path: string, key: string | undefined, body: unknown) => {
+      const r = await post(new URL(`${edge.url}/core/v1${path}`), key ? { "x-api-key": key } : {}, JSON.stringify(body));
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${r.text}`);
+      return JSON.parse(r.text) as Record<string, unknown>;
+    };
+    const side = async <T>(edge: Workerd, path: string, body?: unknown): Promise<T> => {
+      const r = await post(new URL(`${edge.sideUrl}${path}`), {}, body === undefined ? "" : JSON.stringify(body));
+      if (r.status !== 200) throw new Error(`side ${path}: ${r.status} ${r.text}`);
+      return JSON.parse(r.text) as T;
+    };
+    const accountOf = (key: string) => apiKeyHash(key).toString(16).padStart(64, "0");
+    /** A new account on `edge` allowed to run HELLO, with plenty of credit when billing is on. */
+    const account = async (edge: Workerd, name: string) => {
+      const key = (await call(edge, "/new_account", undefined, { account_name: name })).api_key as string;
+      if (edge.sideUrl) await side(edge, `/credit?account=${accountOf(key)}&cents=100000000`);
+      await call(edge, "/add_group", key, { group_name: "bench", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(HELLO)] });
+      return key;
+    };
+    const keys = { off: await account(off, "bench off"), on: await account(on, "bench on"), hooked: await account(hooked, "bench hooked") };
+    // An endpoint nobody listens at: a successful run raises no event, so what is measured is the
+    // Webhooks object being told of each settle (balance.low's check), not deliveries.
+    await call(hooked, "/webhooks", keys.hooked, { url: "http://127.0.0.1:9/hook" });
+
+    const body = JSON.stringify({ code: HELLO, js_params: null });
+    const target = (name: string, edge: Workerd, key: string): Target => ({ ...httpTarget(new URL(`${edge.url}/core/v1/sigil_action`), { "x-api-key": key }, body), name });
+    const targets = { off: target("billing off", off, keys.off), on: target("billing on", on, keys.on), hooked: target("billing on + webhooks", hooked, keys.hooked) };
+
+    // A real run's settle detail (its CID, duration and signed receipt), for the raw pairs.
+    const sample = await call(on, "/sigil_action", keys.on, { code: HELLO, js_params: null });
+    const detail = { cid: sample.cid, duration_ms: sample.duration_ms, receipt: JSON.stringify(sample.receipt) };
+
+    // Warm-up: JIT, the channel sessions, the sandbox workers, each Durable Object.
+    for (const t of Object.values(targets)) await measure(t, 8, 300);
+    await side(on, `/pairs?account=${accountOf(keys.on)}&n=2000&c=8&hold=${RUN_HOLD_CENTS}`, detail);
+
+    // (a) The raw Ledger: hold+settle pairs on one account, from inside workerd.
+    const ledgerRows = [];
+    for (const [concurrency, pairs] of [
+      [1, 3_000],
+      [32, 10_000],
+      [128, 10_000],
+    ] as const) {
+      const { result, cpu, seconds } = await withCpu([on.pid], () =>
+        side<{ ms: number; latencies: number[] }>(on, `/pairs?account=${accountOf(keys.on)}&n=${pairs}&c=${concurrency}&hold=${RUN_HOLD_CENTS}`, detail),
+      );
+      const sorted = result.latencies.sort((a, b) => a - b);
+      const row = {
+        concurrency,
+        pairs,
+        pairs_per_s: Math.round(pairs / seconds),
+        p50_ms: percentile(sorted, 0.5),
+        p99_ms: percentile(sorted, 0.99),
+        workerd_cpu_ms_per_pair: round(cpu[0]! / pairs, 3),
+      };
+      ledgerRows.push(row);
+      console.log(
+        `ledger hold+settle c=${String(concurrency).padEnd(3)} ${String(row.pairs_per_s).padStart(5)} pairs/s  p50 ${row.p50_ms.toFixed(2)} ms  p99 ${row.p99_ms.toFixed(2)} ms  workerd CPU ${row.workerd_cpu_ms_per_pair.toFixed(3)} ms/pair`,
+      );
+    }
+
+    // What billing adds to a run besides the Ledger: one live read of the key's account and cap.
+    let chainRead: { reads: number; p50_ms: number; workerd_cpu_ms_per_read: number };
+    {
+      const reads = 1_000;
+      const data = encodeFunctionData({ abi: accountConfigAbi, functionName: "billingOf", args: [apiKeyHash(keys.on)] });
+      const { result, cpu } = await withCpu([on.pid], () => side<{ latencies: number[] }>(on, `/reads?n=${reads}`, { rpc: stack.rpcUrl, to: stack.contract, data }));
+      chainRead = { reads, p50_ms: percentile(result.latencies.sort((a, b) => a - b), 0.5), workerd_cpu_ms_per_read: round(cpu[0]! / reads, 3) };
+      console.log(`chain read (billingOf eth_call) p50 ${chainRead.p50_ms.toFixed(2)} ms  workerd CPU ${chainRead.workerd_cpu_ms_per_read.toFixed(3)} ms/read`);
+    }
+
+    // (b) Metered hello runs through the edge.
+    const runRows: Array<Measured & { path: string; concurrency: number; runs: number; workerd_cpu_ms_per_run: number; enclave_cpu_ms_per_run: number }> = [];
+    const order = ["off", "on", "hooked"] as const;
+    const pidOf = { off: off.pid, on: on.pid, hooked: hooked.pid };
+    {
+      const runs = 1_000;
+      // One client, the three paths in turn; each path's CPU is its own process's.
+      const { result, cpu } = await withCpu([off.pid, on.pid, hooked.pid, stack.enclavePid], () => measureInTurn(order.map((k) => targets[k]), runs));
+      for (const [i, k] of order.entries()) {
+        runRows.push({ path: targets[k].name, concurrency: 1, runs, ...result[i]!, workerd_cpu_ms_per_run: round(cpu[i]! / runs, 3), enclave_cpu_ms_per_run: round(cpu[3]! / (3 * runs), 3) });
+      }
+    }
+    for (const [concurrency, runs] of [
+      [32, 3_000],
+      [128, 3_000],
+    ] as const) {
+      for (const k of order) {
+        const { result, cpu } = await withCpu([pidOf[k], stack.enclavePid], () => measure(targets[k], concurrency, runs));
+        runRows.push({ path: targets[k].name, concurrency, runs, ...result, workerd_cpu_ms_per_run: round(cpu[0]! / runs, 3), enclave_cpu_ms_per_run: round(cpu[1]! / runs, 3) });
+      }
+    }
+    console.log("");
+    console.log("| path | concurrency | p50 | p99 | runs/s | workerd CPU/run | enclave CPU/run |");
+    console.log("|---|---:|---:|---:|---:|---:|---:|");
+    for (const r of runRows) {
+      console.log(`| ${r.path} | ${r.concurrency} | ${r.p50_ms.toFixed(2)} ms | ${r.p99_ms.toFixed(2)} ms | ${r.rps} | ${r.workerd_cpu_ms_per_run.toFixed(3)} ms | ${r.enclave_cpu_ms_per_run.toFixed(3)} ms |`);
+    }
+    const at = (path: string, c: number) => runRows.find((r) => r.path === path && r.concurrency === c)!;
+    const added = [1, 32, 128].map((c) => ({
+      concurrency: c,
+      ledger_p50_ms: round(at(targets.on.name, c).p50_ms - at(targets.off.name, c).p50_ms),
+      webhooks_p50_ms: round(at(targets.hooked.name, c).p50_ms - at(targets.on.name, c).p50_ms),
+      ledger_cpu_ms: round(at(targets.on.name, c).workerd_cpu_ms_per_run - at(targets.off.name, c).workerd_cpu_ms_per_run, 3),
+      webhooks_cpu_ms: round(at(targets.hooked.name, c).workerd_cpu_ms_per_run - at(targets.on.name, c).workerd_cpu_ms_per_run, 3),
+    }));
+    console.log("");
+    for (const a of added) {
+      console.log(
+        `c=${String(a.concurrency).padEnd(3)} billing adds p50 ${a.ledger_p50_ms.toFixed(2)} ms, ${a.ledger_cpu_ms.toFixed(3)} ms workerd CPU a run; the Webhooks call adds p50 ${a.webhooks_p50_ms.toFixed(2)} ms, ${a.webhooks_cpu_ms.toFixed(3)} ms CPU`,
+      );
+    }
+
+    // Every ledger still adds up, with nothing held.
+    for (const [edge, key] of [
+      [on, keys.on],
+      [hooked, keys.hooked],
+    ] as const) {
+      const audit = await side<{ consistent: boolean; heldCents: number }>(edge, `/audit?account=${accountOf(key)}`);
+      if (!audit.consistent || audit.heldCents !== 0) throw new Error(`ledger audit failed: ${JSON.stringify(audit)}`);
+    }
+    console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(2)} after`);
+    console.log(JSON.stringify({ bench: "ledger", ledger: ledgerRows, chain_read: chainRead, runs: runRows, added, load_average: [Number(loadBefore), Number(loadavg()[0]!.toFixed(2))] }));
+  } finally {
+    closeAgent();
+    for (const e of edges.reverse()) await e.stop();
+    await stack.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+await main();
