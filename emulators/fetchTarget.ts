@@ -1,11 +1,14 @@
 // A loopback web server that scripts' fetch tests reach (the enclave allow-lists exactly its
-// host:port): plain answers, redirects to wherever a test asks, oversized and never-ending bodies.
+// host:port): plain answers, redirects to wherever a test asks, oversized and never-ending bodies,
+// and a counter of calls by token (`/count?token=T` counts one, `/counts` answers them all), with
+// which a test sees how many times a script really ran, whatever its answers said.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export type FetchTarget = { url: string; port: number; close(): Promise<void> };
 
 export async function startFetchTarget(): Promise<FetchTarget> {
+  const counts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://target");
     const chunks: Buffer[] = [];
@@ -20,6 +23,18 @@ export async function startFetchTarget(): Promise<FetchTarget> {
         case "/echo":
           res.setHeader("content-type", "application/json");
           res.end(JSON.stringify({ method: req.method, headers: req.headers, body: Buffer.concat(chunks).toString() }));
+          return;
+        case "/count": {
+          const token = url.searchParams.get("token") ?? "";
+          const n = (counts.get(token) ?? 0) + 1;
+          counts.set(token, n);
+          res.setHeader("content-type", "application/json");
+          res.end(JSON.stringify({ token, count: n }));
+          return;
+        }
+        case "/counts":
+          res.setHeader("content-type", "application/json");
+          res.end(JSON.stringify(Object.fromEntries(counts)));
           return;
         case "/redirect":
           res.writeHead(302, { location: url.searchParams.get("to") ?? "/hello" }).end();

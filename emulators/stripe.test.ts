@@ -393,3 +393,60 @@ describe("stripe emulator webhook retries", () => {
     }
   });
 });
+
+describe("stripe emulator replays and reorders", () => {
+  test("resend sends a past event again: the same event id and bytes, signed afresh, marked resent", async () => {
+    const receiver = await startReceiver();
+    const emulator = await startStripeEmulator({ webhookUrls: [receiver.url] });
+    try {
+      const stripe = sdkFor(emulator);
+      const intent = await stripe.paymentIntents.create({ amount: 700, currency: "usd" });
+      await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });
+      const [first] = await emulator.waitForDeliveries((ds) => ds.length === 1);
+      // A second apart, so the fresh signature's timestamp differs.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      await emulator.resend(first!.eventId);
+      expect(emulator.deliveries().map((d) => [d.eventId, d.attempt, d.ok, d.resent ?? false])).toEqual([
+        [first!.eventId, 1, true, false],
+        [first!.eventId, 1, true, true],
+      ]);
+      const [a, b] = receiver.received as [Received, Received];
+      expect(b.body).toBe(a.body);
+      expect(b.signature).not.toBe(a.signature);
+      for (const r of receiver.received) expect((await verify(stripe, r.body, r.signature, emulator.webhookSecret)).id).toBe(first!.eventId);
+      expect(emulator.pendingDeliveries()).toBe(0);
+      await expect(emulator.resend("evt_unknown")).rejects.toThrow(/no event/);
+    } finally {
+      await emulator.stop();
+      await receiver.close();
+    }
+  });
+
+  test("held events are sent only when released, in the order asked for, each after the last was answered", async () => {
+    const receiver = await startReceiver();
+    const emulator = await startStripeEmulator({ webhookUrls: [receiver.url] });
+    try {
+      const stripe = sdkFor(emulator);
+      emulator.holdDeliveries();
+      // A declined card, then the same intent paid: payment_failed, then succeeded.
+      const intent = await stripe.paymentIntents.create({ amount: 900, currency: "usd" });
+      await thrown(stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_chargeDeclined" }));
+      await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(receiver.received).toHaveLength(0);
+      expect(emulator.pendingDeliveries()).toBe(2);
+      const sent = await emulator.releaseHeld("reverse");
+      const types = emulator.events().map((e) => e.type);
+      expect(types).toEqual(["payment_intent.payment_failed", "payment_intent.succeeded"]);
+      expect(sent).toEqual(emulator.events().map((e) => e.id).reverse());
+      expect(receiver.received.map((r) => (JSON.parse(r.body) as { type: string }).type)).toEqual(["payment_intent.succeeded", "payment_intent.payment_failed"]);
+      expect(emulator.pendingDeliveries()).toBe(0);
+      // No longer holding: the next event goes out at once.
+      await stripe.refunds.create({ payment_intent: intent.id, amount: 100 });
+      await emulator.waitForDeliveries((ds) => ds.length === 3);
+    } finally {
+      await emulator.stop();
+      await receiver.close();
+    }
+  });
+});

@@ -20,6 +20,10 @@
 //   every webhook URL (set at start or later with `setWebhookUrls`) after the confirm has
 //   answered, signed like Stripe (`Stripe-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")`, a
 //   fresh timestamp per attempt); a connection error or non-2xx is retried with doubling delays.
+//   What Stripe does to a receiver besides, a test can do at will: `resend` sends a past event
+//   again (the same event and bytes, signed afresh, as the Dashboard's "Resend" and Stripe's own
+//   at-least-once delivery do), and `holdDeliveries` / `releaseHeld` keep new events back and then
+//   send them in another order (Stripe does not guarantee the order of events).
 //
 // Routed with Hono (served by @hono/node-server); webhook signatures are made by the stripe package's
 // own test-header helper, so they are Stripe's by construction. State lives in memory and dies with
@@ -46,6 +50,8 @@ export type Delivery = {
   ok: boolean;
   error?: string;
   at: number;
+  /** Set on the attempts of a delivery made by `resend`. */
+  resent?: true;
 };
 
 export type StripeEvent = {
@@ -74,6 +80,21 @@ export type StripeEmulator = {
   waitForDeliveries(predicate: (deliveries: Delivery[]) => boolean, timeoutMs?: number): Promise<Delivery[]>;
   /** Every event created so far, oldest first. */
   events(): StripeEvent[];
+  /**
+   * Sends the event `eventId` again now to every webhook URL, with the usual retries: the same
+   * event and body, a fresh signature. Resolves once each URL's first attempt has its answer.
+   */
+  resend(eventId: string): Promise<void>;
+  /** From now on, new events are not sent until `releaseHeld` (their first attempts wait). */
+  holdDeliveries(): void;
+  /**
+   * Stops holding, and sends what was held one after another, each once the previous one has its
+   * answer: in the order the events were made (`created`), the reverse, or shuffled. Resolves with
+   * the event ids in the order sent, once the last has its answer.
+   */
+  releaseHeld(order?: "created" | "reverse" | "shuffle"): Promise<string[]>;
+  /** Deliveries not finished: held, waiting for a retry, or in flight. */
+  pendingDeliveries(): number;
   stop(): Promise<void>;
 };
 
@@ -292,9 +313,14 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   const watchers = new Set<() => void>();
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Set<AbortController>();
+  /** First attempts kept back while holding (holdDeliveries). */
+  let held: Array<{ event: StripeEvent; url: string; body: string }> | undefined;
   let stopped = false;
 
   // --- webhooks -------------------------------------------------------------------------------
+
+  /** The bytes an event is sent as (Stripe's pretty-printed JSON, which the signature covers). */
+  const bodyOf = (event: StripeEvent) => JSON.stringify(event, null, 2);
 
   function emit(type: string, object: Record<string, unknown>, request: { id: string; idempotencyKey: string | null }): void {
     const event: StripeEvent = {
@@ -309,10 +335,12 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       type,
     };
     events.push(event);
-    // Stripe sends pretty-printed JSON; the signature covers exactly these bytes.
-    const body = JSON.stringify(event, null, 2);
+    const body = bodyOf(event);
     // After the current answer has been written: deliveries never hold up the API response.
-    for (const url of webhookUrls) schedule(() => deliver(event, url, body, 1), 0);
+    for (const url of webhookUrls) {
+      if (held) held.push({ event, url, body });
+      else schedule(() => deliver(event, url, body, 1), 0);
+    }
   }
 
   function schedule(fn: () => void, ms: number): void {
@@ -324,7 +352,7 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     timers.add(timer);
   }
 
-  async function deliver(event: StripeEvent, url: string, body: string, attempt: number): Promise<void> {
+  async function deliver(event: StripeEvent, url: string, body: string, attempt: number, resent = false): Promise<void> {
     if (stopped) return;
     const t = now();
     const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: webhookSecret, timestamp: t });
@@ -354,10 +382,35 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     }
     if (stopped) return;
     const ok = status !== null && status >= 200 && status < 300;
-    deliveryLog.push({ eventId: event.id, type: event.type, url, attempt, status, ok, ...(error ? { error } : {}), at: Date.now() });
-    log(`stripe-emulator: webhook ${event.type} ${event.id} → ${url} attempt ${attempt}: ${status ?? error}`);
+    deliveryLog.push({ eventId: event.id, type: event.type, url, attempt, status, ok, ...(error ? { error } : {}), at: Date.now(), ...(resent ? { resent: true as const } : {}) });
+    log(`stripe-emulator: webhook ${event.type} ${event.id} → ${url} attempt ${attempt}${resent ? " (resent)" : ""}: ${status ?? error}`);
     for (const watcher of watchers) watcher();
-    if (!ok && attempt < maxAttempts) schedule(() => void deliver(event, url, body, attempt + 1), retryBaseMs * 2 ** (attempt - 1));
+    if (!ok && attempt < maxAttempts) schedule(() => void deliver(event, url, body, attempt + 1, resent), retryBaseMs * 2 ** (attempt - 1));
+  }
+
+  async function resend(eventId: string): Promise<void> {
+    const event = events.find((e) => e.id === eventId);
+    if (!event) throw new Error(`stripe emulator: no event ${eventId}`);
+    await Promise.all(webhookUrls.map((url) => deliver(event, url, bodyOf(event), 1, true)));
+  }
+
+  async function releaseHeld(order: "created" | "reverse" | "shuffle" = "created"): Promise<string[]> {
+    const queue = held ?? [];
+    held = undefined;
+    if (order === "reverse") queue.reverse();
+    if (order === "shuffle") {
+      for (let i = queue.length - 1; i > 0; i--) {
+        const j = randomBytes(4).readUInt32BE() % (i + 1);
+        [queue[i], queue[j]] = [queue[j]!, queue[i]!];
+      }
+    }
+    const sent: string[] = [];
+    for (const { event, url, body } of queue) {
+      if (stopped) break;
+      sent.push(event.id);
+      await deliver(event, url, body, 1);
+    }
+    return sent;
   }
 
   // --- resources --------------------------------------------------------------------------------
@@ -764,6 +817,12 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     },
     deliveries: () => deliveryLog.map((d) => ({ ...d })),
     events: () => events.map((e) => structuredClone(e)),
+    resend,
+    holdDeliveries() {
+      held ??= [];
+    },
+    releaseHeld,
+    pendingDeliveries: () => (held?.length ?? 0) + timers.size + inFlight.size,
     waitForDeliveries(predicate, timeoutMs = 5000) {
       return new Promise((resolve, reject) => {
         const check = () => {

@@ -17,7 +17,7 @@ import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { ReceiptSigner } from "./receipts/receipts.ts";
-import { channelListener, createChannel } from "./channel/channel.ts";
+import { channelListener, createChannel, dropSessionsOnSignal, type Channel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
 import { createDispatcher } from "./operations/index.ts";
 import { ECDSA_BACKEND } from "./keys/ecdsa.ts";
@@ -31,6 +31,8 @@ export type RunningEnclave = {
   listener: ChainListener;
   /** The active attestation source behind its cache: `attestation.getQuote(reportData)` binds any 64 bytes. */
   attestation: AttestationService;
+  /** This boot's channel: its key and the sessions it holds. */
+  channel: Channel;
   close(): Promise<void>;
 };
 
@@ -164,6 +166,7 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
     enclave,
     listener,
     attestation: attestation.service,
+    channel,
     async close() {
       attestation.service.stop();
       await listener.stop();
@@ -191,6 +194,7 @@ if (import.meta.main) {
     log.error("enclave failed to start", { error: err instanceof Error ? err.message : String(err) });
     process.exit(1);
   });
+  dropSessionsOnSignal(config.env, running.channel.recipient, log);
   // Printed for the process that started us (the local stack): one line it can parse.
   process.stdout.write(`SIGIL_ENCLAVE_READY ${JSON.stringify({ url: running.url, payers: running.payers })}\n`);
   for (const signal of ["SIGINT", "SIGTERM"] as const) {

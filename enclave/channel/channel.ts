@@ -139,6 +139,26 @@ export function channelListener(channel: Channel, handle: (request: OperationReq
   }
 }
 
+/**
+ * Outside production, SIGUSR2 makes the enclave forget its channel sessions — only those: the key,
+ * the nonces seen and everything else stay. The soak (test/soak/) sends it to check that the edge
+ * mends a lost session by itself (unknown_session, a new session, the request sent once more)
+ * while traffic flows. It is the narrowest way in: nothing new is reachable over the network, only
+ * a process allowed to signal the enclave (which could kill it anyway) can use it, and what it does
+ * is what evicting sessions (too many held, their lifetime over) already does. In production no
+ * handler is installed (SIGIL_ENV=production is in the attested compose). Answers whether it was.
+ */
+export function dropSessionsOnSignal(
+  env: "development" | "test" | "production",
+  recipient: { dropSessions(): number },
+  log: Logger,
+  on: (signal: "SIGUSR2", listener: () => void) => void = (signal, listener) => void process.on(signal, listener),
+): boolean {
+  if (env === "production") return false;
+  on("SIGUSR2", () => log.warn("channel sessions dropped (SIGUSR2)", { sessions: recipient.dropSessions() }));
+  return true;
+}
+
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** Logs refused sealed requests: the first of a reason at once, then one line per interval with the count. */

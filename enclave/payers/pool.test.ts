@@ -7,13 +7,17 @@ import {
   bytesToHex,
   createPublicClient,
   createWalletClient,
+  custom,
   getAddress,
   http,
+  HttpRequestError,
   type Address,
   type Hex,
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
@@ -65,6 +69,49 @@ afterAll(async () => {
   keyring?.destroy();
   await anvil?.stop();
 });
+
+/**
+ * An RPC in front of anvil that passes everything but the next eth_sendRawTransaction calls, which
+ * it handles as `plan` says, one each: `lose-answer` passes it on and cuts the connection before the
+ * answer, `drop` cuts it before passing it on.
+ */
+async function lossyRpc(plan: Array<"lose-answer" | "drop">): Promise<{ url: string; readonly lost: number; close(): Promise<void> }> {
+  let lost = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString();
+      const fault = (JSON.parse(body) as { method?: string }).method === "eth_sendRawTransaction" ? plan.shift() : undefined;
+      if (fault === "drop") {
+        lost++;
+        req.socket.destroy();
+        return;
+      }
+      void fetch(anvil.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body }).then(async (r) => {
+        const text = await r.text();
+        if (fault === "lose-answer") {
+          lost++;
+          req.socket.destroy();
+          return;
+        }
+        res.writeHead(r.status, { "content-type": "application/json" }).end(text);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    get lost() {
+      return lost;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
 
 /** A new managed account created through the pool: its master hash and the write's result. */
 async function newAccount(): Promise<{ master: bigint; amw: Address; result: WriteResult }> {
@@ -197,6 +244,75 @@ describe("PayerPool", { timeout: 60_000 }, () => {
       const tx = await publicClient.getTransaction({ hash: r.transactionHash });
       const i = payers.indexOf(getAddress(tx.from));
       expect(tx.nonce).toBe((before.perPayer[i] as { latest: number }).latest);
+    }
+  });
+
+  it("a chain unreachable when a payer's nonce must be read (a fresh pool, or after a send error) is 503 chain_unavailable naming no transaction, not a 500, and nothing is sent", async () => {
+    // The chain answers everything but the payer's nonce, as when the RPC goes away between the
+    // simulation and the send.
+    const reachable = createPublicClient({ chain: chain.chain, transport: http(anvil.rpcUrl) });
+    const transport = custom({
+      async request({ method, params }: { method: string; params?: unknown }) {
+        if (method === "eth_getTransactionCount") throw new HttpRequestError({ url: anvil.rpcUrl, details: "fetch failed" });
+        return reachable.request({ method, params } as never);
+      },
+    });
+    const cut: ChainContext = { ...chain, client: createPublicClient({ chain: chain.chain, transport }) as PublicClient };
+    const fresh = new PayerPool({ chain: cut, rpcUrl: anvil.rpcUrl, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("silent") });
+    const nonceBefore = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
+    const master = apiKeyHash(generateApiKey());
+    const err = await fresh.write({ functionName: "newAccount", args: [master, "cut", "", privateKeyToAddress(generatePrivateKey()), master] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SigilError);
+    expect((err as SigilError).code).toBe("chain_unavailable");
+    expect((err as SigilError).status).toBe(503);
+    expect((err as SigilError).details).toBeUndefined();
+    expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(nonceBefore);
+  });
+
+  it("a send whose answer is lost after the node took the transaction is that write, done once: its events answered, the payer's next write after it without a conflict", async () => {
+    const rpc = await lossyRpc(["lose-answer"]);
+    try {
+      const lines: Array<{ msg: string }> = [];
+      const lossy = new PayerPool({ chain, rpcUrl: rpc.url, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("warn", {}, (l) => void lines.push(JSON.parse(l) as { msg: string })) });
+      const before = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
+      const master = apiKeyHash(generateApiKey());
+      const result = await lossy.write({ functionName: "newAccount", args: [master, "lost answer", "", privateKeyToAddress(generatePrivateKey()), master] });
+      expect(rpc.lost).toBe(1);
+      expect(result.events.map((e) => e.eventName)).toContain("AccountCreated");
+      expect(lines.map((l) => l.msg)).toContain("a send lost its answer, but the node took the transaction");
+      // One transaction for it, and the payer's next write takes the next nonce.
+      const next = await lossy.write({ functionName: "addGroup", args: [master, "after a lost answer", "", [], []] }, { keyHash: master });
+      expect((await publicClient.getTransaction({ hash: result.transactionHash })).nonce).toBe(before);
+      expect((await publicClient.getTransaction({ hash: next.transactionHash })).nonce).toBe(before + 1);
+      expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(before + 2);
+      expect(lines.some((l) => l.msg.includes("nonce conflict"))).toBe(false);
+    } finally {
+      await rpc.close();
+    }
+  });
+
+  it("a send cut before the node took the transaction is 503 chain_unavailable naming no transaction (a retry may send it), and nothing is on chain", async () => {
+    const rpc = await lossyRpc(["drop"]);
+    try {
+      const lossy = new PayerPool({ chain, rpcUrl: rpc.url, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("silent") });
+      const before = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
+      const master = apiKeyHash(generateApiKey());
+      const err = await lossy.write({ functionName: "newAccount", args: [master, "dropped", "", privateKeyToAddress(generatePrivateKey()), master] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SigilError);
+      expect((err as SigilError).code).toBe("chain_unavailable");
+      expect((err as SigilError).details).toBeUndefined();
+      expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(before);
+      // Sent again (as the retry of the write would be), it is made once.
+      const again = await lossy.write({ functionName: "newAccount", args: [master, "dropped", "", privateKeyToAddress(generatePrivateKey()), master] });
+      expect((await publicClient.getTransaction({ hash: again.transactionHash })).nonce).toBe(before);
+    } finally {
+      await rpc.close();
     }
   });
 

@@ -1,12 +1,19 @@
 // The payer pool (keys-and-authz.md): this instance's derived payer wallets submit every managed
 // write. A write is simulated first (eth_estimateGas: a revert costs no gas and becomes a mapped
 // 4xx), then sent from the least-busy payer with a locally tracked nonce (resynchronized from the
-// chain's pending nonce after any send error), and answered from the receipt's decoded events.
+// chain's pending nonce after any send error), and answered from the receipt's decoded events. A
+// transaction is signed before it is sent, so a send whose answer is lost is looked up by its hash
+// before anything else is sent from that payer: a write the node may have taken is never sent twice.
 import {
+  BaseError,
   createWalletClient,
   encodeFunctionData,
   http,
+  HttpRequestError,
+  keccak256,
   parseEventLogs,
+  TimeoutError,
+  TransactionNotFoundError,
   type Address,
   type ContractFunctionArgs,
   type ContractFunctionName,
@@ -43,6 +50,16 @@ type Payer = {
 export type PayerBalance = { address: Address; balance_wei: string; low: boolean };
 
 const NONCE_RETRIES = 2;
+/** How long a send whose answer was lost waits for the chain to tell whether it took the transaction. */
+const DELIVERY_CHECK_MS = 30_000;
+
+/**
+ * Whether a send failed on the way (no answer: the connection broke or timed out), so the node may
+ * have taken the transaction; unlike a refusal, which the node answered.
+ */
+function answerLost(err: unknown): boolean {
+  return err instanceof BaseError && Boolean(err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError));
+}
 
 export class PayerPool {
   readonly #chain: ChainContext;
@@ -143,26 +160,50 @@ export class PayerPool {
     return best;
   }
 
+  /**
+   * Signs and sends one transaction from `payer` with its next nonce; its hash. The transaction is
+   * signed here, so its hash is known before it is sent: a send whose answer is lost (the connection
+   * broke, or timed out) may still have reached the node, and the payer sends nothing else until the
+   * chain tells (#delivered). Sent: its hash, as any other. Not sent: 503 chain_unavailable naming
+   * no transaction, so a retry may send it. Unknown once the chain has been asked long enough: 503
+   * chain_unavailable naming it, as a sent write whose receipt did not come. Never a second
+   * transaction for a write the node may have taken.
+   */
   async #send(payer: Payer, tx: { to: Address; data: Hex; gas: bigint }, log: Logger): Promise<Hex> {
     const run = payer.lock.then(async () => {
       for (let attempt = 0; ; attempt++) {
         if (payer.nonce === undefined) {
-          payer.nonce = await this.#chain.client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+          try {
+            payer.nonce = await this.#chain.client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+          } catch (err) {
+            // Nothing sent yet: an unreachable chain is 503 chain_unavailable, like any other read.
+            throw this.#mapped(err, undefined, log, "reading the payer's nonce failed");
+          }
         }
+        const nonce = payer.nonce;
+        let serialized: Hex;
         try {
-          const hash = await this.#wallet.sendTransaction({
-            account: payer.account,
-            chain: this.#chain.chain,
-            to: tx.to,
-            data: tx.data,
-            gas: tx.gas,
-            nonce: payer.nonce,
-          });
-          payer.nonce++;
+          const request = await this.#wallet.prepareTransactionRequest({ account: payer.account, chain: this.#chain.chain, to: tx.to, data: tx.data, gas: tx.gas, nonce });
+          serialized = await payer.account.signTransaction(request as never);
+        } catch (err) {
+          payer.nonce = undefined;
+          throw this.#mapped(err, undefined, log, "preparing the transaction failed");
+        }
+        const hash = keccak256(serialized);
+        try {
+          await this.#wallet.sendRawTransaction({ serializedTransaction: serialized });
+          payer.nonce = nonce + 1;
           return hash;
         } catch (err) {
           // Whatever happened, the local nonce may be wrong now: read it again before the next send.
           payer.nonce = undefined;
+          if (answerLost(err)) {
+            if (await this.#delivered(hash, payer, nonce, log)) {
+              payer.nonce = nonce + 1;
+              return hash;
+            }
+            throw this.#mapped(err, undefined, log, "sending the transaction failed before the node took it");
+          }
           const message = err instanceof Error ? err.message : String(err);
           if (attempt < NONCE_RETRIES && /nonce|replacement transaction|already known/i.test(message)) {
             log.warn("nonce conflict; resynchronizing from the chain", { payer: payer.account.address, attempt });
@@ -174,6 +215,38 @@ export class PayerPool {
     });
     payer.lock = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Whether the node took `hash` (`payer`'s transaction of `nonce`), whose send lost its answer:
+   * asked until the chain answers, for DELIVERY_CHECK_MS at most. The chain knows the transaction,
+   * or its pending nonce has passed `nonce` (only this payer's lock sends from it): taken. It knows
+   * neither: not taken. Still unreachable at the end: 503 chain_unavailable naming the transaction.
+   */
+  async #delivered(hash: Hex, payer: Payer, nonce: number, log: Logger): Promise<boolean> {
+    const { client } = this.#chain;
+    const deadline = Date.now() + DELIVERY_CHECK_MS;
+    for (;;) {
+      try {
+        await client.getTransaction({ hash });
+        log.warn("a send lost its answer, but the node took the transaction", { tx: hash, payer: payer.account.address });
+        return true;
+      } catch (err) {
+        if (err instanceof TransactionNotFoundError) {
+          try {
+            const pending = await client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+            return pending > nonce;
+          } catch {
+            // unreachable again: ask once more below
+          }
+        }
+      }
+      if (Date.now() > deadline) {
+        log.error("a send lost its answer and the chain cannot tell whether it took the transaction", { tx: hash, payer: payer.account.address });
+        throw sentTransactionError(new SigilError("chain_unavailable", "the chain could not be reached to tell whether the transaction was sent; try again shortly", { retryAfterSeconds: 5 }), hash);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
   }
 
   #mapped(err: unknown, keyHash: bigint | undefined, log: Logger, what: string): SigilError {

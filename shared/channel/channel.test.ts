@@ -161,6 +161,29 @@ describe("the channel", () => {
     expect((await recipient.open(withoutInit)).request.op).toBe(REQUEST.op);
   });
 
+  it("dropSessions forgets every session it holds, so each edge's next request is refused unknown_session, and still refuses a replay", async () => {
+    const { key, edge, recipient } = await setup();
+    const sessions = await Promise.all([0, 1].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge })));
+    const inits = [];
+    for (const s of sessions) {
+      const first = await s.seal(REQUEST);
+      inits.push(first.sealed.init);
+      await first.openResponse(await (await recipient.open(first.sealed)).sealResponse("ok"));
+    }
+    const confirmed = await sessions[0]!.seal(REQUEST);
+    expect(confirmed.sealed.init).toBeUndefined();
+    await recipient.open(confirmed.sealed);
+    expect(recipient.dropSessions()).toBe(2);
+    expect(recipient.sessions).toBe(0);
+    expect(await refusal(recipient.open((await sessions[1]!.seal(REQUEST)).sealed))).toBe("unknown_session");
+    // The nonces seen are kept: a request opened before the drop, sent again with its session's
+    // init (which re-opens that session), is still a replay.
+    expect(await refusal(recipient.open({ ...confirmed.sealed, init: inits[0] }))).toBe("replayed");
+    // A new session opens as before.
+    const fresh = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
+    expect((await recipient.open((await fresh.seal(REQUEST)).sealed)).sid).toBe(fresh.sid);
+  });
+
   it("drops its least recently used session when it holds too many, and sessions past their lifetime", async () => {
     let now = 1_000_000_000_000;
     const { key, edge, recipient } = await setup({ maxSessions: 2, now: () => now });

@@ -410,6 +410,17 @@ export class ChannelRecipient {
     return this.#sessions.size;
   }
 
+  /**
+   * Forgets every session held (not the nonces seen): each edge's next request is refused
+   * unknown_session and the edge opens a new one, as after the sessions were evicted. How many
+   * were dropped. For the soak's fault of a lost session (enclave/channel/channel.ts).
+   */
+  dropSessions(): number {
+    const n = this.#sessions.size;
+    this.#sessions.clear();
+    return n;
+  }
+
   /** Opens a sealed request; `source` names where it came from (the peer address), whose openings are bounded. */
   async open(input: unknown, from: { source?: string } = {}): Promise<OpenedRequest> {
     const parsed = sealedRequestSchema.safeParse(input);

@@ -5,7 +5,7 @@
 // workerd configuration with the bindings of wrangler.toml (the Durable Objects, SQLite files in the
 // caller's folder, and the variables) and serves it with the workerd binary wrangler itself runs, on
 // 127.0.0.1. A benchmark may add a side Worker bound to the edge's Durable Object classes
-// (bench:ledger drives the Ledger through one).
+// (bench:ledger drives the Ledger through one; the soak reads each Ledger's audit() through one).
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -47,6 +47,8 @@ export type Workerd = {
   pid: number;
   /** The bundle it serves, to serve again from another process without building it twice. */
   bundleDir: string;
+  /** What workerd printed (the edge's log lines among it). */
+  output(): string;
   stop(): Promise<void>;
 };
 
@@ -111,5 +113,5 @@ const edge :Workerd.Worker = (
   const output = captureOutput(child, () => {});
   const url = `http://127.0.0.1:${port}`;
   await waitForEdge("workerd", child, url, output, 30_000);
-  return { url, ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}), pid: child.pid!, bundleDir, stop: () => stopGroup(child) };
+  return { url, ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}), pid: child.pid!, bundleDir, output, stop: () => stopGroup(child) };
 }

@@ -1,6 +1,8 @@
 // The test stack shared by the suites that need the real service parts: anvil with AccountConfig,
 // a loopback IPFS gateway and fetch target, and the enclave as its own process (fixed dev root
-// key), its payers registered and funded. Everything listens on 127.0.0.1 and free ports.
+// key), its payers registered and funded. Everything listens on 127.0.0.1 and free ports. With
+// `chainProxy`, the enclave reaches anvil through a loopback TCP proxy (tcpProxy.ts) that a test
+// can stop and start, and `serviceRpcUrl` is the proxy's URL for an edge to use too.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,9 +15,15 @@ import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "../enclave/constants.ts";
 import { startFetchTarget } from "../../emulators/fetchTarget.ts";
 import { startIpfsGateway } from "../../emulators/ipfsGateway.ts";
+import { startTcpProxy, type TcpProxy } from "./tcpProxy.ts";
 
 export type TestStack = {
+  /** Anvil itself: for the test's own reads and writes. */
   rpcUrl: string;
+  /** The chain as the services reach it: the proxy's URL with `chainProxy`, else anvil's. */
+  serviceRpcUrl: string;
+  /** The proxy between the services and anvil (`chainProxy` only). */
+  chainProxy: TcpProxy | undefined;
   contract: Address;
   owner: Address;
   enclaveUrl: string;
@@ -30,16 +38,32 @@ export type TestStack = {
   restartEnclave(options?: { start?: boolean }): Promise<void>;
   /** Starts the enclave again after `restartEnclave({ start: false })`. */
   startEnclave(): Promise<void>;
+  /** Sends `signal` to the running enclave process. */
+  signalEnclave(signal: NodeJS.Signals): void;
+  /** What the enclave has printed, every process of it since the stack started, in order. */
+  enclaveOutput(): string;
   stop(): Promise<void>;
 };
 
-export async function startTestStack(options: { listenerPollMs?: number; echoEnclaveLogs?: boolean; enclaveExecArgv?: string[]; enclaveEnv?: Record<string, string> } = {}): Promise<TestStack> {
+export type TestStackOptions = {
+  listenerPollMs?: number;
+  echoEnclaveLogs?: boolean;
+  /** Put a stoppable TCP proxy between anvil and the services (the enclave; an edge given `serviceRpcUrl`). */
+  chainProxy?: boolean;
+  /** Node options of the enclave's process. */
+  enclaveExecArgv?: string[];
+  /** Enclave settings over the stack's own (sandbox workers, log level, …). */
+  enclaveEnv?: Record<string, string>;
+};
+
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const listenerPollMs = options.listenerPollMs ?? 500;
   const anvil = await startAnvil({ accounts: 10 });
   const gateway = await startIpfsGateway();
   const target = await startFetchTarget();
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-test-stack-"));
   const stops: Array<() => Promise<void>> = [async () => rmSync(stateDir, { recursive: true, force: true }), () => anvil.stop(), () => gateway.close(), () => target.close()];
+  let chainProxy: TcpProxy | undefined;
   const stop = async () => {
     for (const s of stops) await s().catch(() => undefined);
   };
@@ -50,12 +74,18 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
     const [owner] = await walletClient.getAddresses();
     if (!owner) throw new Error("anvil has no accounts");
     const deployment = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
+    if (options.chainProxy) {
+      const proxy = await startTcpProxy({ port: anvil.port });
+      chainProxy = proxy;
+      stops.unshift(() => proxy.close());
+    }
+    const serviceRpcUrl = chainProxy?.url ?? anvil.rpcUrl;
     const enclaveEnv = {
         SIGIL_ENV: "test",
         SIGIL_ENCLAVE_PORT: "0",
         // The tests' stand-in edge and the edge under test sign with this identity.
         SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED)).publicKey),
-        SIGIL_RPC_URL: anvil.rpcUrl,
+        SIGIL_RPC_URL: serviceRpcUrl,
         SIGIL_CONTRACT_ADDRESS: deployment.proxy,
         SIGIL_DEV_ROOT_KEY: TEST_ROOT_KEY,
         SIGIL_STATE_DIR: stateDir,
@@ -68,6 +98,8 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
     };
     const echo = { ...(options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {}), ...(options.enclaveExecArgv ? { execArgv: options.enclaveExecArgv } : {}) };
     let enclave = await spawnEnclave(enclaveEnv, echo);
+    /** What the enclave's earlier processes printed. */
+    let pastOutput = "";
     let running = true;
     stops.unshift(() => (running ? enclave.stop() : Promise.resolve()));
     const port = new URL(enclave.url).port;
@@ -82,12 +114,15 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
         // already gone
       }
       await enclave.exited;
+      pastOutput += enclave.output();
       running = false;
       if (start) await startEnclave();
     };
     await registerLocalPayers({ rpcUrl: anvil.rpcUrl, publicClient, walletClient, owner, contract: deployment.proxy, payers: enclave.payers });
     return {
       rpcUrl: anvil.rpcUrl,
+      serviceRpcUrl,
+      chainProxy,
       contract: getAddress(deployment.proxy),
       owner: getAddress(owner),
       enclaveUrl: enclave.url,
@@ -99,6 +134,8 @@ export async function startTestStack(options: { listenerPollMs?: number; echoEnc
       listenerPollMs,
       restartEnclave,
       startEnclave,
+      signalEnclave: (signal) => process.kill(enclave.pid, signal),
+      enclaveOutput: () => (running ? pastOutput + enclave.output() : pastOutput),
       stop,
     };
   } catch (err) {

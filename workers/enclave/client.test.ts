@@ -337,6 +337,27 @@ describe("enclave.call routing (stubbed network)", () => {
     expect(answers.filter((a) => a.status === "rejected")).toHaveLength(1);
   });
 
+  it("an enclave's 503 chain_unavailable (the chain unreachable from it, nothing sent): another enclave is asked, and when none does better the client gets chain_unavailable with its Retry-After, the enclave kept in rotation", async () => {
+    const chainDown = host("chain-down");
+    const other = host("other");
+    const answer = () => Response.json({ error: { code: "chain_unavailable", message: "the chain could not be reached; try again shortly" } }, { status: 503, headers: { "retry-after": "5" } });
+    const calls = network({ [chainDown]: answer, [other]: () => Response.json({ ok: 7 }) });
+    // Alone, its answer is the client's: the chain is down, not the enclave.
+    for (const op of ["sigil_action", "add_group", "health"] as const) {
+      const err = await failure(call(config([chainDown]), op, {}));
+      expect(err.code).toBe("chain_unavailable");
+      expect(err.status).toBe(503);
+      expect(err.retryAfterSeconds).toBe(5);
+    }
+    // Not skipped nor made suspect: the next request is sent to it at once, with no probe first.
+    calls.length = 0;
+    await failure(call(config([chainDown]), "sigil_action", {}));
+    expect(calls.map((c) => c.url)).toEqual([`${chainDown}/operation/sigil_action`]);
+    // With a neighbour that reaches the chain, the request goes on to it.
+    expect(await call(config([chainDown, other]), "add_group", {})).toEqual({ ok: 7 });
+    expect(await call(config([other, chainDown]), "add_group", {})).toEqual({ ok: 7 });
+  });
+
   it("probes an enclave that failed before sending it a write, and skips it while the probe fails", async () => {
     const flaky = host("flaky");
     const live = host("live");

@@ -6,7 +6,9 @@
 // (a write, a run) goes to no second enclave once the first may have acted on it (it was
 // delivered and no answer came back, or the answer says a transaction was sent): the client gets
 // 503 and decides. An enclave that failed is probed before it gets such a request again. When none
-// answers the client gets 503 enclave_unavailable with Retry-After. An enclave's own error answer
+// answers the client gets 503 enclave_unavailable with Retry-After — unless an enclave answered that
+// the chain is unreachable from it (503 chain_unavailable, nothing sent): that enclave works, stays
+// in rotation, and its answer is the client's when no other enclave does better. An enclave's own error answer
 // reaches the client as it is, including a 503 that says its IPFS gateway is down. A request sent
 // under an Idempotency-Key (idempotency/) carries the key to the enclave, which answers a repeat
 // from its memory; the edge notes which enclave (and which channel key of it) each attempt goes to
@@ -66,6 +68,16 @@ function declined(answer: EnclaveAnswer): boolean {
   return transactionHashIn(answer.error.details) === undefined;
 }
 
+/**
+ * Whether an enclave's 503 says the chain is unreachable from it (`chain_unavailable`, nothing
+ * sent): the enclave itself is working, so it is not taken out of rotation, and another enclave,
+ * whose way to the chain may be sound, is asked; when none does better, this is the client's answer
+ * (its code and Retry-After), not enclave_unavailable, which would blame the enclave.
+ */
+function chainDown(answer: EnclaveAnswer): boolean {
+  return !answer.ok && answer.status === 503 && answer.error.code === "chain_unavailable" && transactionHashIn(answer.error.details) === undefined;
+}
+
 /** Takes `base` out of rotation for a while; `err`, what it failed with, goes to the request's log. */
 function skip(base: string, ids: RequestIds, err?: unknown): void {
   if (err !== undefined) {
@@ -109,7 +121,9 @@ export type Idempotent = {
  * Sends `request` to one enclave after another until one answers with something other than a 503
  * that did nothing (`status` reads an answer's status). A request that must not run twice (one
  * given a `probe`) is not sent on after an enclave that may have acted on it, and goes to an
- * enclave that failed recently only after `probe` has found it answering.
+ * enclave that failed recently only after `probe` has found it answering. A 503 that `upstreamDown`
+ * says reports the enclave's upstream as down leaves the enclave in rotation and, when no other
+ * enclave answers, is the answer.
  */
 async function firstAnswer<R>(
   config: EdgeConfig,
@@ -118,8 +132,10 @@ async function firstAnswer<R>(
   status: (answer: R) => number,
   once?: { probe(base: string): Promise<void>; declined(answer: R): boolean },
   only?: string,
+  upstreamDown?: (answer: R) => boolean,
 ): Promise<R> {
   const probe = once?.probe;
+  let upstreamAnswer: R | undefined;
   for (const base of only === undefined ? candidates(config.enclaveUrls) : [only]) {
     let res: R;
     try {
@@ -132,13 +148,20 @@ async function firstAnswer<R>(
       continue;
     }
     if (status(res) === 503 && (!once || once.declined(res))) {
-      skip(base, ids);
+      if (upstreamDown?.(res)) {
+        failedUntil.delete(base);
+        suspect.delete(base);
+        upstreamAnswer = res;
+      } else {
+        skip(base, ids);
+      }
       continue;
     }
     failedUntil.delete(base);
     suspect.delete(base);
     return res;
   }
+  if (upstreamAnswer !== undefined) return upstreamAnswer;
   throw unavailable();
 }
 
@@ -238,6 +261,7 @@ async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>,
     statusOf,
     acts(op) ? { probe: (base) => send.probe(base), declined } : undefined,
     idempotent?.only?.base,
+    chainDown,
   );
   if (idempotent && answer.replayed) idempotent.replayed = true;
   if (answer.ok) return answer.output as OperationOutput<Op>;

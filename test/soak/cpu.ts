@@ -1,0 +1,73 @@
+// What the machine's CPU did during the soak, from /proc (Linux; elsewhere it records nothing):
+// every 5 s, how busy all its cores were, and how much of that was the soak's own processes — this
+// one and everything it started (anvil, the enclave, workerd). On a shared machine, a load that the
+// stack served at the start can outgrow what it is left later; the report says when that happened.
+import { readdirSync, readFileSync } from "node:fs";
+
+export type CpuSample = { at: number; machinePct: number; soakPct: number };
+
+/** Each process's parent and its CPU ticks (user + system), by pid. */
+function processes(): Map<number, { ppid: number; ticks: number }> {
+  const out = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const fields = readFileSync(`/proc/${name}/stat`, "utf8").split(") ").pop()!.split(" ");
+      out.set(Number(name), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** All cores' busy and total ticks. */
+function machine(): { busy: number; total: number } {
+  const [, ...values] = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/);
+  const n = values.map(Number);
+  const idle = (n[3] ?? 0) + (n[4] ?? 0);
+  const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/** Samples every `everyMs` until stopped; percentages are of the whole machine (all cores). */
+export function sampleCpu(clock: () => number, everyMs = 5_000): { samples: CpuSample[]; stop(): void } {
+  const samples: CpuSample[] = [];
+  let prev: { procs: Map<number, { ppid: number; ticks: number }>; machine: { busy: number; total: number } } | undefined;
+  const tick = () => {
+    let procs: Map<number, { ppid: number; ticks: number }>;
+    let m: { busy: number; total: number };
+    try {
+      procs = processes();
+      m = machine();
+    } catch {
+      return; // no /proc here
+    }
+    // The soak's processes: this one and its descendants.
+    const ours = new Set<number>([process.pid]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const [pid, p] of procs) {
+        if (!ours.has(pid) && ours.has(p.ppid)) {
+          ours.add(pid);
+          grew = true;
+        }
+      }
+    }
+    if (prev) {
+      let soakTicks = 0;
+      // A process that started in the interval counts whole; one that ended counts nothing for it.
+      for (const pid of ours) soakTicks += (procs.get(pid)?.ticks ?? 0) - (prev.procs.get(pid)?.ticks ?? 0);
+      // /proc/stat counts the ticks of all cores, /proc/<pid>/stat a process's: both in USER_HZ.
+      const totalTicks = m.total - prev.machine.total;
+      if (totalTicks > 0) {
+        samples.push({ at: clock(), machinePct: (100 * (m.busy - prev.machine.busy)) / totalTicks, soakPct: Math.min(100, Math.max(0, (100 * soakTicks) / totalTicks)) });
+      }
+    }
+    prev = { procs, machine: m };
+  };
+  tick();
+  const timer = setInterval(tick, everyMs);
+  timer.unref();
+  return { samples, stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,205 @@
+// `npm run soak`: the service under mixed traffic with faults, for minutes (README, "Soak"). It
+// starts its own stack (stack.ts: anvil behind a stoppable proxy, the enclave, the Stripe emulator,
+// the production edge bundle under workerd, billing on), makes a few accounts, measures the
+// capacity of the mix briefly (closed loop), then sends the mix open-loop at a share of it (70 %
+// by default) while the faults (faults.ts) happen on their schedules: the enclave killed with SIGKILL
+// every 2 minutes, the chain's RPC stopped for 10 s every 3 minutes, Stripe's webhooks held,
+// reordered and re-sent every minute, the channel's sessions dropped every 50 s. After the load
+// it waits for the traffic to drain, reads every account's Ledger and prints the report
+// (report.ts); the last line is one JSON object. Exit status 1 when an acceptance rule fails.
+//
+//   node test/soak/soak.ts [--minutes 10] [--load 0.7] [--accounts 4]
+//     [--enclave-kill-every 120] [--rpc-stop-every 180] [--stripe-every 60] [--session-drop-every 50]   (seconds; 0 = never)
+//     [--capacity-seconds 20] [--capacity-clients 12] [--logs .sigil/soak]
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { FAULT_NAMES, faultActions, scheduleFaults, type FaultName, type FaultPlan } from "./faults.ts";
+import { sampleCpu } from "./cpu.ts";
+import { buildReport, type SoakReport } from "./report.ts";
+import { startSoakStack } from "./stack.ts";
+import { driveOpenLoop, measureCapacity, startTraffic, type Recorder } from "./traffic.ts";
+
+export type SoakOptions = {
+  minutes: number;
+  /** The share of the measured capacity the open-loop load runs at. */
+  load: number;
+  accounts: number;
+  capacitySeconds: number;
+  capacityClients: number;
+  faults: FaultPlan[];
+  /** Calls in flight at most; an arrival beyond is shed (and counted). */
+  maxInFlight: number;
+  log: (line: string) => void;
+  /** Where to write what the enclave and the edge printed (enclave.log, edge.log), for a look after. */
+  logsDir?: string;
+};
+
+/** The faults every `every` seconds (0: never), each first at a share of its interval so that they spread out. */
+export function faultPlans(every: Record<FaultName, number>): FaultPlan[] {
+  const first: Record<FaultName, number> = { enclave_kill: 0.5, rpc_stop: 0.55, stripe_chaos: 0.5, session_drop: 0.4 };
+  return FAULT_NAMES.filter((name) => every[name] > 0).map((name) => ({ name, firstAtMs: every[name] * 1000 * first[name], everyMs: every[name] * 1000 }));
+}
+
+export const DEFAULT_INTERVALS: Record<FaultName, number> = { enclave_kill: 120, rpc_stop: 180, stripe_chaos: 60, session_drop: 50 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `done` every 250 ms until it holds or `ms` pass; whether it held. */
+async function waitFor(done: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await done()) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(250);
+  }
+}
+
+export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const { log } = options;
+  const startedAt = new Date();
+  log("starting the stack (anvil behind a proxy, enclave, Stripe emulator, edge under workerd)…");
+  const stack = await startSoakStack();
+  /** Every request the clients made, written to the logs folder whatever happens. */
+  let recorded: Recorder | undefined;
+  try {
+    const traffic = await startTraffic(stack, { accounts: options.accounts, log });
+    const { recorder } = traffic;
+    recorded = recorder;
+    const cpu = sampleCpu(() => recorder.now());
+
+    log("warming up, then measuring the capacity of the mix (closed loop)…");
+    await measureCapacity(traffic, { concurrency: 4, durationMs: 5_000 });
+    const measured = await measureCapacity(traffic, { concurrency: options.capacityClients, durationMs: options.capacitySeconds * 1000 });
+    const rate = measured.callsPerSecond * options.load;
+    log(`capacity ${measured.callsPerSecond.toFixed(1)} calls/s; driving ${rate.toFixed(1)} calls/s open-loop for ${options.minutes} min`);
+
+    const loadFrom = recorder.now();
+    const clock = () => recorder.now() - loadFrom;
+    const faults = scheduleFaults(options.faults, faultActions(stack, traffic), clock, log);
+    // The faults' own times are on the load's clock; the report's are the recorder's.
+    const drive = await driveOpenLoop(traffic, { rate, durationMs: options.minutes * 60_000, maxInFlight: options.maxInFlight });
+    const loadTo = recorder.now();
+    await faults.stop();
+    // The enclave must be up for what follows (a kill under way has restarted it by now).
+    log(`load done: ${drive.started} calls, ${drive.shed} shed; waiting for the traffic's webhooks and settlements to finish…`);
+
+    // Drain: Stripe's deliveries (retries and re-sends), the accounts' webhooks for every credit and
+    // failed payment, the Ledgers' holds (settled after the answers, under waitUntil).
+    const stripeDrained = await waitFor(() => stack.stripe.pendingDeliveries() === 0, 120_000);
+    const everyone = [...traffic.accounts.map((a) => ({ ...a, traffic: true })), { ...traffic.probe, traffic: false }];
+    const heldNone = await waitFor(async () => (await Promise.all(everyone.map((a) => stack.ledger.audit(a.master)))).every((x) => x.heldCents === 0), 60_000);
+    const toldAll = await waitFor(async () => {
+      for (const a of traffic.accounts) {
+        const credited = (await stack.ledger.entries(a.master)).filter((e) => e.kind === "credit").map((e) => e.ref);
+        const told = new Set(stack.receiver.events(a.name).filter((e) => e.type === "payment.credited").map((e) => String(e.data.payment_intent_id)));
+        if (credited.some((pi) => !told.has(pi))) return false;
+      }
+      return true;
+    }, 120_000);
+    cpu.stop();
+    log(`drained: Stripe deliveries ${stripeDrained ? "done" : "NOT done"}, holds ${heldNone ? "none left" : "STILL HELD"}, payments told ${toldAll ? "all" : "NOT all"}`);
+
+    const ledgers = new Map<string, { audit: Awaited<ReturnType<typeof stack.ledger.audit>>; entries: Awaited<ReturnType<typeof stack.ledger.entries>> }>();
+    for (const a of everyone) ledgers.set(a.name, { audit: await stack.ledger.audit(a.master), entries: await stack.ledger.entries(a.master) });
+    const counts = (await (await fetch(`${stack.counterUrl}/counts`)).json()) as Record<string, number>;
+    const namesOnChain = new Map<string, Map<string, number>>();
+    for (const a of traffic.accounts) namesOnChain.set(a.name, await traffic.namesOnChain(a));
+    const edgeErrors: Record<string, number> = {};
+    for (const line of stack.edge.output().split("\n")) {
+      const m = /\{.*"level":"error".*\}/.exec(line);
+      if (!m) continue;
+      let msg = "?";
+      try {
+        msg = String((JSON.parse(m[0]) as { msg?: unknown }).msg);
+      } catch {
+        msg = m[0].slice(0, 120);
+      }
+      edgeErrors[msg] = (edgeErrors[msg] ?? 0) + 1;
+    }
+
+    return buildReport({
+      startedAt,
+      minutes: options.minutes,
+      capacity: { callsPerSecond: measured.callsPerSecond, concurrency: options.capacityClients, seconds: measured.seconds },
+      load: options.load,
+      rate,
+      loadFrom,
+      loadTo,
+      started: drive.started,
+      shed: drive.shed,
+      attempts: recorder.attempts,
+      calls: recorder.calls,
+      topUps: recorder.topUps,
+      faults: faults.events.map((f) => ({ ...f, at: f.at + loadFrom })),
+      plannedFaults: [...new Set(options.faults.filter((p) => p.firstAtMs < options.minutes * 60_000).map((p) => p.name))],
+      accounts: everyone.map((a) => ({ name: a.name, master: a.master, traffic: a.traffic })),
+      ledgers,
+      stripeEvents: stack.stripe.events(),
+      stripeDeliveries: stack.stripe.deliveries(),
+      counts,
+      received: new Map(traffic.accounts.map((a) => [a.name, stack.receiver.events(a.name)])),
+      receiverRefused: stack.receiver.refused,
+      namesOnChain,
+      cpu: cpu.samples,
+      edgeErrors,
+    });
+  } finally {
+    if (options.logsDir) {
+      mkdirSync(options.logsDir, { recursive: true });
+      if (recorded) writeFileSync(join(options.logsDir, "attempts.jsonl"), recorded.attempts.map((a) => `${JSON.stringify(a)}\n`).join(""));
+      writeFileSync(join(options.logsDir, "enclave.log"), stack.chain.enclaveOutput());
+      writeFileSync(join(options.logsDir, "edge.log"), stack.edge.output());
+    }
+    await stack.stop();
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    options: {
+      minutes: { type: "string", default: "10" },
+      load: { type: "string", default: "0.7" },
+      accounts: { type: "string", default: "4" },
+      "enclave-kill-every": { type: "string", default: String(DEFAULT_INTERVALS.enclave_kill) },
+      "rpc-stop-every": { type: "string", default: String(DEFAULT_INTERVALS.rpc_stop) },
+      "stripe-every": { type: "string", default: String(DEFAULT_INTERVALS.stripe_chaos) },
+      "session-drop-every": { type: "string", default: String(DEFAULT_INTERVALS.session_drop) },
+      "capacity-seconds": { type: "string", default: "20" },
+      "capacity-clients": { type: "string", default: "12" },
+      logs: { type: "string", default: join(import.meta.dirname, "../../.sigil/soak") },
+    },
+  });
+  const num = (name: keyof typeof values) => {
+    const n = Number(values[name]);
+    if (!Number.isFinite(n) || n < 0) {
+      console.error(`soak: --${name} must be a number ≥ 0`);
+      process.exit(2);
+    }
+    return n;
+  };
+  const started = Date.now();
+  const report = await runSoak({
+    minutes: num("minutes"),
+    load: num("load"),
+    accounts: Math.max(1, Math.floor(num("accounts"))),
+    capacitySeconds: num("capacity-seconds"),
+    capacityClients: Math.max(1, Math.floor(num("capacity-clients"))),
+    faults: faultPlans({
+      enclave_kill: num("enclave-kill-every"),
+      rpc_stop: num("rpc-stop-every"),
+      stripe_chaos: num("stripe-every"),
+      session_drop: num("session-drop-every"),
+    }),
+    maxInFlight: 2_000,
+    logsDir: values.logs,
+    log: (line) => console.log(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`),
+  });
+  for (const line of report.lines) console.log(line);
+  console.log(JSON.stringify(report.json));
+  writeFileSync(join(values.logs, "report.txt"), `${report.lines.join("\n")}\n${JSON.stringify(report.json)}\n`);
+  writeFileSync(join(values.logs, "5xx.txt"), report.fiveXx.map((l) => `${l}\n`).join(""));
+  writeFileSync(join(values.logs, "summary.md"), `${report.markdown.join("\n")}\n`);
+  console.error(`soak: the report and what the enclave and the edge printed are in ${values.logs}`);
+  process.exit(report.ok ? 0 : 1);
+}
