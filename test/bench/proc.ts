@@ -14,13 +14,18 @@ const TICKS_PER_SECOND = (() => {
   }
 })();
 
-/** The CPU time a process has used so far, in milliseconds (utime + stime of all its threads). */
-export function cpuMs(pid: number): number {
+/** A process's parent and the CPU ticks (utime + stime, in clock ticks) it has used so far. */
+export function processStat(pid: number): { ppid: number; ticks: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // The command name, in parentheses, may hold spaces: the fields are counted after its closing one.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // Fields 14 and 15 of stat(5) (utime, stime) are the 12th and 13th after the name.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  // Fields 4, 14 and 15 of stat(5) (ppid, utime, stime) are the 2nd, 12th and 13th after the name.
+  return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+}
+
+/** The CPU time a process has used so far, in milliseconds (utime + stime of all its threads). */
+export function cpuMs(pid: number): number {
+  return (processStat(pid).ticks * 1000) / TICKS_PER_SECOND;
 }
 
 /** Resident memory now and at its peak (VmRSS, VmHWM), in MiB. */

@@ -3,6 +3,7 @@
 // one and everything it started (anvil, the enclave, workerd). On a shared machine, a load that the
 // stack served at the start can outgrow what it is left later; the report says when that happened.
 import { readdirSync, readFileSync } from "node:fs";
+import { processStat } from "../bench/proc.ts";
 
 export type CpuSample = { at: number; machinePct: number; soakPct: number };
 
@@ -12,8 +13,7 @@ function processes(): Map<number, { ppid: number; ticks: number }> {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const fields = readFileSync(`/proc/${name}/stat`, "utf8").split(") ").pop()!.split(" ");
-      out.set(Number(name), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+      out.set(Number(name), processStat(Number(name)));
     } catch {
       // gone meanwhile
     }
