@@ -234,6 +234,26 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
   });
 });
 
+describe("SandboxPool: a burst of runs on a worker with too few runtimes ready", { timeout: 60_000 }, () => {
+  it("starts them in the order they came as runtimes are made one at a time: the first is answered before the last one's runtime is made", async () => {
+    const p = await startPool({ runsPerWorker: 32 });
+    expect(answer(await p.run(quick("warm"), noKeys))).toBe("warm");
+    // Two runs hold the runtimes kept ready; twenty more come at once and find none.
+    const holders = [p.run(waits(3_000, "a"), noKeys), p.run(waits(3_000, "b"), noKeys)];
+    const burst = Array.from({ length: 20 }, (_, i) => p.run(quick(`run ${i}`), noKeys));
+    const order: number[] = [];
+    burst.forEach((run, i) => void run.then(() => order.push(i), () => order.push(-1)));
+    await Promise.race(burst);
+    // Each instance counts its 16 MiB from its making: had every waiting run made its own side by side,
+    // all twenty would exist before the first of them could start.
+    const instancesAtFirstAnswer = p.heapBytes / (16 << 20);
+    expect(instancesAtFirstAnswer).toBeLessThanOrEqual(8);
+    expect((await Promise.all(burst)).map(answer)).toEqual(burst.map((_, i) => `run ${i}`));
+    expect(order).toEqual(burst.map((_, i) => i));
+    expect((await Promise.all(holders)).map(answer)).toEqual(["a", "b"]);
+  });
+});
+
 describe("SandboxPool: workers whose heap grew are recycled between runs", { timeout: 60_000 }, () => {
   it("refuses new runs with 429 executor_busy while the runs in flight hold the sandbox's memory budget, and takes them again once they end", async () => {
     // One worker: its prepared instance (16 MiB) and, once the hoarder has grown, 40 MiB more.

@@ -126,25 +126,45 @@ function drop(prepared: PreparedRuntime): void {
   countHeap(-prepared.instance.heapBytes());
 }
 
-/** Keeps a runtime (its image written back) for later runs, unless its heap grew past the recycle threshold. */
+/**
+ * Runs waiting for a runtime, oldest first. Every runtime made or given back goes to the oldest: under
+ * a burst (a restart's retried backlog, say) runtimes are made one at a time and runs start in the
+ * order they came, the first within a runtime's making, instead of all of them making theirs side
+ * by side and none starting before the last is made.
+ */
+const waiting: Array<{ resolve: (prepared: PreparedRuntime) => void; reject: (err: unknown) => void }> = [];
+
+/** Keeps a runtime (its image written back) for the oldest waiting run or later runs, unless its heap grew past the recycle threshold. */
 function giveBack(prepared: PreparedRuntime): void {
-  if (retiring || prepared.instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes || idle.length >= MAX_IDLE_INSTANCES) return drop(prepared);
+  if (prepared.instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes) return drop(prepared);
+  const next = waiting.shift();
+  if (next) return next.resolve(prepared);
+  if (retiring || idle.length >= MAX_IDLE_INSTANCES) return drop(prepared);
   idle.push(prepared);
 }
 
+/** A runtime for a run that found none ready: the next one made or given back, after those of the runs waiting before it. */
+function nextRuntime(): Promise<PreparedRuntime> {
+  return new Promise((resolve, reject) => {
+    waiting.push({ resolve, reject });
+    keepReady();
+  });
+}
+
 /**
- * Runtimes kept ready beyond those in use (READY of them), made one at a time in turns of their own
- * when fewer are left: a run that comes finds one without waiting for an instance to be made, unless
- * more runs come at once than are ready.
+ * Runtimes are made one at a time, each in turns of its own, while runs wait for one or fewer than
+ * READY are kept beyond those in use: a run that comes finds one without waiting for an instance to
+ * be made, unless more runs come at once than are ready.
  */
 const READY = 2;
 let making = false;
+const wanted = () => waiting.length > 0 || (!retiring && idle.length < READY);
 function keepReady(): void {
-  if (retiring || making || idle.length >= READY) return;
+  if (making || !wanted()) return;
   making = true;
   setImmediate(() => {
     // The runs that took one may have given it back meanwhile.
-    if (retiring || idle.length >= READY) {
+    if (!wanted()) {
       making = false;
       return;
     }
@@ -154,9 +174,14 @@ function keepReady(): void {
         giveBack(made);
         keepReady();
       },
-      () => {
-        // Out of memory, say: the next run makes its own and reports what happens then.
+      (err: unknown) => {
+        // Out of memory, say: the oldest waiting run reports it, and the next one waiting is tried
+        // again; with none waiting, the next run to come tries.
         making = false;
+        const oldest = waiting.shift();
+        if (!oldest) return;
+        oldest.reject(err);
+        keepReady();
       },
     );
   });
@@ -166,11 +191,12 @@ async function run(runId: number, request: RunRequest): Promise<void> {
   // Without awaiting, this is still the message event that brought the run: a turn of its own,
   // where its first slice may run at once (runtime.ts, nextTurn) — and a short run ends before the
   // next message is read, leaving its runtime to the next run (a few instances stay warm, instead of
-  // one per message in the queue). Only a new instance is awaited; that run starts in a turn.
+  // one per message in the queue). A run that finds none waits its turn for one (nextRuntime) and starts
+  // in a turn of its own.
   const kept = idle.pop();
   const inTurn = kept !== undefined;
+  const prepared = kept ?? (await nextRuntime());
   keepReady();
-  const prepared = kept ?? (await newRuntime());
   // Made at the run's first fetch: most runs never fetch, and abort() costs an event per run.
   let abort: AbortController | undefined;
   let script: ScriptRun | undefined;
