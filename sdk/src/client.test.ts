@@ -1,6 +1,6 @@
 // The client's own behaviour against a scripted fetch: where it sends what, which answers it
 // retries (and with which Idempotency-Key), what each failure becomes, pages, aborts.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createSigilClient } from "./client.ts";
 import { SigilError, SigilNetworkError, SigilTimeoutError } from "./errors.ts";
 import { operations } from "./generated/api.ts";
@@ -84,6 +84,31 @@ describe("createSigilClient", () => {
     const limited = await createSigilClient({ baseUrl: "http://h.test", fetch: again.fetch, retries: 1 }).getVersion().catch((e: unknown) => e);
     expect(again.seen).toHaveLength(2);
     expect(limited).toMatchObject({ code: "rate_limited", status: 429, retryAfter: 0 });
+  });
+
+  it("waits a Retry-After and up to half of it more, at random, so clients told alike do not come back in the same instant", async () => {
+    const waits: number[] = [];
+    const setTimeoutOf = globalThis.setTimeout;
+    // The client's waits are recorded and cut short; its request timeout (30 s) is left as it is.
+    const timers = vi.spyOn(globalThis, "setTimeout").mockImplementation(((fn: () => void, ms?: number) => {
+      if (ms !== undefined && ms < 20_000) waits.push(ms);
+      return setTimeoutOf(fn, ms !== undefined && ms < 20_000 ? 0 : ms);
+    }) as typeof setTimeout);
+    const random = vi.spyOn(Math, "random").mockReturnValueOnce(0).mockReturnValueOnce(0.5).mockReturnValueOnce(0.999);
+    try {
+      const { fetch } = scripted([
+        errorAnswer(503, "enclave_unavailable", { "retry-after": "2" }),
+        errorAnswer(503, "enclave_unavailable", { "retry-after": "2" }),
+        errorAnswer(429, "executor_busy", { "retry-after": "2" }),
+        json(200, { success: true, wallet_address: "0x1" }),
+      ]);
+      const client = createSigilClient({ baseUrl: "http://127.0.0.1:1", apiKey: "k", fetch, retries: 3 });
+      await client.createWallet({});
+    } finally {
+      timers.mockRestore();
+      random.mockRestore();
+    }
+    expect(waits).toEqual([2000, 2500, 2999]);
   });
 
   it("a Retry-After longer than maxRetryDelayMs is the caller's: the error comes at once", async () => {

@@ -7,7 +7,8 @@
 // Idempotency-Key (the client makes one per call unless given one, and sends the same key on every
 // attempt, so the service answers a repeat with the first answer). They follow 429 and 503 answers
 // after their Retry-After, 409 request_in_progress likewise, and a failed connection after a short
-// backoff; a timeout is not retried (the call's budget is spent).
+// backoff, each wait lengthened by up to half at random (withJitter); a timeout is not retried (the
+// call's budget is spent).
 import { operations, type OperationId, type Operations } from "./generated/api.ts";
 import { SigilError, SigilNetworkError, SigilTimeoutError } from "./errors.ts";
 
@@ -115,7 +116,7 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
         res = await fetchWithTimeout(doFetch, url, { method: op.method, headers, ...(body === undefined ? {} : { body }) }, timeoutMs, callOptions.signal);
       } catch (err) {
         if (err instanceof SigilNetworkError && !(err instanceof SigilTimeoutError) && attempt < retries) {
-          await sleep(Math.min(maxDelay, 250 * 2 ** attempt), callOptions.signal);
+          await sleep(withJitter(Math.min(maxDelay, 250 * 2 ** attempt), maxDelay), callOptions.signal);
           continue;
         }
         throw err;
@@ -130,7 +131,7 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
       const waitable = error.status === 429 || error.status === 503 || error.code === "request_in_progress";
       const delay = (error.retryAfter ?? 1) * 1000;
       if (waitable && attempt < retries && delay <= maxDelay && (error.retryAfter !== undefined || error.status !== 503)) {
-        await sleep(delay, callOptions.signal);
+        await sleep(withJitter(delay, maxDelay), callOptions.signal);
         continue;
       }
       callOptions.onResponse?.(info);
@@ -263,6 +264,15 @@ async function errorOf(res: Response, info: ResponseInfo): Promise<SigilError> {
     });
   }
   return new SigilError({ code: "unexpected_response", status: res.status, message: `the service answered ${res.status} ${res.statusText} without an error body`, requestId: info.requestId, retryAfter });
+}
+
+/**
+ * A retry's wait: at least `ms` (a Retry-After is "not before"), plus up to half of it more, at random.
+ * Every client told "5 s" by one outage would otherwise come back in the same instant, a burst as
+ * large as the whole outage's demand; spread over the half, the service meets it a part at a time.
+ */
+function withJitter(ms: number, maxDelay: number): number {
+  return Math.min(Math.max(ms, maxDelay), ms + Math.random() * (ms / 2));
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

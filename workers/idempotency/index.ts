@@ -4,7 +4,7 @@
 // what it was answered:
 //
 // - the same key with the same method, path and body within 24 h replays the first answer (status,
-//   body, X-Sigil-Charged-Cents), with `Idempotent-Replayed: true` and `Original-Request: <its
+//   body, X-Sigil-Charged-Cents, Retry-After), with `Idempotent-Replayed: true` and `Original-Request: <its
 //   request id>`: nothing is sent to an enclave, nothing charged;
 // - the same key with another body → 422 idempotency_key_reused;
 // - the same key while an attempt is in flight → 409 request_in_progress, with Retry-After.
@@ -52,8 +52,12 @@ import { canonicalJson } from "../../shared/canonicalJson.ts";
 /** How long an attempt holds its key without renewing: a killed edge frees it within this. */
 const LEASE_MS = 15_000;
 const RENEW_EVERY_MS = 5_000;
-/** The headers of an answer that are part of it, kept and replayed with its body. */
-const KEPT_HEADERS = ["content-type", "x-sigil-charged-cents", "deprecation", "link"];
+/**
+ * The headers of an answer that are part of it, kept and replayed with its body. Retry-After too: a
+ * kept 503 (one that names the transaction it sent) is replayed as it was first answered, so every
+ * 503 carries it.
+ */
+const KEPT_HEADERS = ["content-type", "x-sigil-charged-cents", "deprecation", "link", "retry-after"];
 
 /** The request header, as the routes declare it (lowercase: Hono's header validation reads it so). */
 export const idempotencyHeaders = z.object({
