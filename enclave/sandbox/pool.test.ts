@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { startFetchTarget, type FetchTarget } from "../../emulators/fetchTarget.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { readEnclaveConfig } from "../config.ts";
-import { createLogger } from "../../shared/log.ts";
+import { createLogger, type Logger } from "../../shared/log.ts";
 import { SandboxPool, type KeyProvider } from "./pool.ts";
 import type { RunOutcome, RunRequest } from "./runtime.ts";
 
@@ -59,7 +59,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 
 let pool: SandboxPool | undefined;
 
-async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number; memoryBudgetBytes?: number } = {}): Promise<SandboxPool> {
+async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number; memoryBudgetBytes?: number; log?: Logger } = {}): Promise<SandboxPool> {
   started.length = 0;
   pool = await SandboxPool.start({
     workers: config.sandboxWorkers,
@@ -68,7 +68,7 @@ async function startPool(options: { runsPerWorker?: number; allowHosts?: string[
     fetchPolicy: { allowHosts: options.allowHosts ?? [], denyPorts: [], timeoutMs: 30_000, maxResponseBytes: config.limits.maxFetchBytes, maxRedirects: 1 },
     dns: config.dns,
     recycle: { ...config.sandboxRecycle, ...(options.workerHeapBytes === undefined ? {} : { workerHeapBytes: options.workerHeapBytes }) },
-    log: createLogger("silent"),
+    log: options.log ?? createLogger("silent"),
     watchdogGraceMs: config.watchdogGraceMs,
     ...(options.memoryBudgetBytes === undefined ? {} : { memoryBudgetBytes: options.memoryBudgetBytes }),
   });
@@ -347,6 +347,23 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
     // Its answer came ~950 ms after it started, past its 700 ms: the held time did not count.
     expect(answer(heldOutcome)).toBe("held");
     expect(heldOutcome.durationMs).toBeLessThan(700);
+    expect(p.restarts).toBe(0);
+  });
+
+  it("a long built-in ended from outside in a batch of runs is answered by the watchdog, not given up on, and the runs batched after it are answered", async () => {
+    const errors: string[] = [];
+    const p = await startPool({ runsPerWorker: 64, log: createLogger("error", {}, (line) => errors.push(line)) });
+    const scans = request('async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }', 1000);
+    for (let round = 0; round < 3; round++) {
+      // Sent in one turn of the pool's thread: they go to the worker as one message, the first run
+      // in that message's turn, the others each in a turn of its own, the scans before two more.
+      const [before, ended, ...after] = await Promise.all([quick("before"), scans, quick("after 1"), quick("after 2")].map((r) => p.run(r, noKeys)));
+      expect(answer(before!)).toBe("before");
+      expect(ended!.error?.code).toBe("timeout");
+      expect(after.map(answer)).toEqual(["after 1", "after 2"]);
+    }
+    expect(errors.filter((line) => /did not answer long after its deadline|replacing a sandbox worker/.test(line))).toEqual([]);
+    expect(p.terminations).toBeGreaterThanOrEqual(3);
     expect(p.restarts).toBe(0);
   });
 

@@ -294,7 +294,7 @@ turns.port1.on("message", () => {
 });
 turns.port1.unref();
 
-function nextTurn(f: () => void): void {
+export function nextTurn(f: () => void): void {
   if (turnQueue.length === 0) turns.port1.ref();
   turnQueue.push(f);
   turns.port2.postMessage(0);
@@ -775,6 +775,10 @@ export class ScriptRun {
     };
 
     step(() => {
+      // The thread may come here straight from a slice the pool terminated (a run started in a turn of
+      // its own, nextTurn, after a termination whose reap message has not been read yet): that run is
+      // ended first, or this run's first slice would take the board's word and the pool's kill with it.
+      env.reap?.();
       setup();
       const requestJson = ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid }));
       const randomSeed = ctx.newString(nextSeed());

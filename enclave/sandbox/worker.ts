@@ -16,7 +16,7 @@ import { createRunHost, net, type KeyMaterial, type KeyRequest } from "./hostOps
 import { createInstance, INSTANCE_BASE_BYTES } from "./instance.ts";
 import type { FetchPolicy, Resolver } from "./net/guardedFetch.ts";
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
-import { CodedError, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
+import { CodedError, nextTurn, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
 import { SliceBoard } from "./slices.ts";
 
 const port = parentPort;
@@ -187,14 +187,14 @@ function keepReady(): void {
   });
 }
 
-async function run(runId: number, request: RunRequest): Promise<void> {
+async function run(runId: number, request: RunRequest, ownTurn: boolean): Promise<void> {
   // Without awaiting, this is still the message event that brought the run: a turn of its own,
   // where its first slice may run at once (runtime.ts, nextTurn) — and a short run ends before the
   // next message is read, leaving its runtime to the next run (a few instances stay warm, instead of
   // one per message in the queue). A run that finds none waits its turn for one (nextRuntime) and starts
   // in a turn of its own.
   const kept = idle.pop();
-  const inTurn = kept !== undefined;
+  const inTurn = kept !== undefined && ownTurn;
   const prepared = kept ?? (await nextRuntime());
   keepReady();
   // Made at the run's first fetch: most runs never fetch, and abort() costs an event per run.
@@ -246,14 +246,33 @@ function checkHeap(): void {
   }
 }
 
-port.on("message", (message: ToWorker) => {
-  reap();
+function handle(message: ToWorker, ownTurn: boolean): void {
   switch (message.type) {
     case "run":
-      void run(message.runId, message.request).catch((err: unknown) => {
+      void run(message.runId, message.request, ownTurn).catch((err: unknown) => {
         post({ type: "done", runId: message.runId, outcome: { logs: "", durationMs: 0, error: { code: "script_error", message: "the script could not be run" }, hostFailure: String(err) } });
       });
       break;
+    case "batch": {
+      // One message event is one turn: only one run's first slice may take it, and the last thing
+      // done in it, so that a termination of that slice leaves nothing of the batch undone. The
+      // other runs are each handled in a turn of their own (nextTurn), queued before it, as if each
+      // had come in a message of its own (a run the pool ended meanwhile is reaped first): a short one
+      // ends in its turn and leaves its runtime to the next.
+      const first = message.messages.find((m) => m.type === "run");
+      for (const m of message.messages) {
+        if (m === first) continue;
+        if (m.type === "run") {
+          nextTurn(() => {
+            reap();
+            handle(m, true);
+          });
+        }
+        else handle(m, false);
+      }
+      if (first) handle(first, true);
+      break;
+    }
     case "reap":
       break;
     case "abort":
@@ -269,6 +288,11 @@ port.on("message", (message: ToWorker) => {
       break;
     }
   }
+}
+
+port.on("message", (message: ToWorker) => {
+  reap();
+  handle(message, true);
 });
 
 keepReady();
