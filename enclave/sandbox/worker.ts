@@ -257,16 +257,13 @@ function handle(message: ToWorker, ownTurn: boolean): void {
       // One message event is one turn: only one run's first slice may take it, and the last thing
       // done in it, so that a termination of that slice leaves nothing of the batch undone. The
       // other runs are each handled in a turn of their own (nextTurn), queued before it, as if each
-      // had come in a message of its own (a run the pool ended meanwhile is reaped first): a short one
-      // ends in its turn and leaves its runtime to the next.
+      // had come in a message of its own (its first slice reaps first a run the pool ended meanwhile:
+      // runtime.ts): a short one ends in its turn and leaves its runtime to the next.
       const first = message.messages.find((m) => m.type === "run");
       for (const m of message.messages) {
         if (m === first) continue;
         if (m.type === "run") {
-          nextTurn(() => {
-            reap();
-            handle(m, true);
-          });
+          nextTurn(() => handle(m, true));
         }
         else handle(m, false);
       }

@@ -272,7 +272,8 @@ async function errorOf(res: Response, info: ResponseInfo): Promise<SigilError> {
  * large as the whole outage's demand; spread over the half, the service meets it a part at a time.
  */
 function withJitter(ms: number, maxDelay: number): number {
-  return Math.min(Math.max(ms, maxDelay), ms + Math.random() * (ms / 2));
+  // Callers pass ms ≤ maxDelay: the jitter may shorten nothing, only stop at the cap.
+  return Math.min(maxDelay, ms + Math.random() * (ms / 2));
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

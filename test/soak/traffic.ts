@@ -13,6 +13,23 @@ import type { SoakStack } from "./stack.ts";
 /** What a call is, for the report; `setup` and `probe` calls are not part of the load. */
 export type Kind = "run" | "sign" | "write" | "read" | "topup" | "webhook" | "probe" | "setup";
 export const LOAD_KINDS = ["run", "sign", "write", "read", "topup", "webhook"] as const;
+
+/** A usage key's request that may do nothing but what `extra` grants. */
+function usageKeyBody<T extends object>(name: string, extra: T) {
+  return {
+    name,
+    description: "",
+    can_create_groups: false,
+    can_delete_groups: false,
+    can_create_pkps: false,
+    manage_ipfs_ids_in_groups: [] as string[],
+    add_pkp_to_groups: [] as string[],
+    remove_pkp_from_groups: [] as string[],
+    execute_in_groups: [] as string[],
+    ...extra,
+  };
+}
+
 export type LoadKind = (typeof LOAD_KINDS)[number];
 
 /** One HTTP exchange: with the edge, or (a top-up's card payment) with the Stripe emulator. */
@@ -247,17 +264,7 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
       c(apiKey).addGroup({ group_name: "soak", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [runCid, signCid] }),
     );
     const { usage_api_key: usageKey } = await must("add_usage_api_key", name, (c) =>
-      c(apiKey).addUsageApiKey({
-        name: "runner",
-        description: "",
-        can_create_groups: false,
-        can_delete_groups: false,
-        can_create_pkps: false,
-        manage_ipfs_ids_in_groups: [],
-        add_pkp_to_groups: [],
-        remove_pkp_from_groups: [],
-        execute_in_groups: [groupId],
-      }),
+      c(apiKey).addUsageApiKey(usageKeyBody("runner", { execute_in_groups: [groupId] })),
     );
     return { name, apiKey, master: created.account_id.replace(/^0x/, ""), wallet, groupId, usageKey, webhookId: hook.id };
   };
@@ -305,18 +312,7 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
       );
     }
     return recorder.call("write", "add_usage_api_key", a.name, (fetch) =>
-      clientOf(a.apiKey, fetch).addUsageApiKey({
-        name,
-        description: "",
-        can_create_groups: false,
-        can_delete_groups: false,
-        can_create_pkps: false,
-        manage_ipfs_ids_in_groups: [],
-        add_pkp_to_groups: [],
-        remove_pkp_from_groups: [],
-        execute_in_groups: [],
-        spend_limit_cents: 100,
-      }),
+      clientOf(a.apiKey, fetch).addUsageApiKey(usageKeyBody(name, { spend_limit_cents: 100 })),
     name);
   };
 
