@@ -40,6 +40,12 @@ export type InternalHealth = Omit<PublicHealth, "listener" | "chain" | "payers">
     worker_retirements: number;
     /** Slices of runs' code ended from outside at their deadline (the workers kept). */
     slice_terminations: number;
+    /**
+     * Wallet and action keys runs asked the service thread for (a round trip between threads each),
+     * and uses of wallets' keys offered with a run instead (operations/sigilAction.ts).
+     */
+    keys_asked: number;
+    offered_keys_used: number;
     /** The heaps of all runs' QuickJS instances, and the budget past which new runs are refused. */
     heap_mb: number;
     memory_budget_mb: number;
@@ -105,6 +111,8 @@ export async function internalHealth(parts: HealthParts): Promise<{ serving: boo
         worker_restarts: enclave.sandbox.restarts,
         worker_retirements: enclave.sandbox.retirements,
         slice_terminations: enclave.sandbox.terminations,
+        keys_asked: enclave.sandbox.keysAsked,
+        offered_keys_used: enclave.sandbox.offeredKeysUsed,
         heap_mb: Math.round(enclave.sandbox.heapBytes / (1 << 20)),
         memory_budget_mb: Math.round(enclave.config.sandboxMemoryBytes / (1 << 20)),
       },

@@ -81,6 +81,21 @@ export class PermissionCache {
     });
   }
 
+  /**
+   * The grant of `wallet` for this run if the cache holds it now, live, with the key's resolution;
+   * never a chain call. For keys offered to a run before its script asks (operations/sigilAction.ts):
+   * an entry dropped by a revocation, or expired, is no offer, and the script's request then goes
+   * the whole way (`wallet`).
+   */
+  cachedWallet(keyHash: bigint, cidHash: bigint, wallet: Address): WalletGrant | undefined {
+    const now = this.#now();
+    const key = this.#entries.get(`k:${keyHash}`);
+    if (!key || key.expiresAt <= now) return undefined;
+    const hit = this.#entries.get(`w:${keyHash}:${cidHash}:${wallet.toLowerCase()}`);
+    if (!hit || hit.expiresAt <= now) return undefined;
+    return hit.value as WalletGrant;
+  }
+
   /** Drops every entry of the account (an event named it, or the enclave just wrote to it). */
   invalidateMaster(master: bigint): void {
     this.#generation++;

@@ -228,7 +228,7 @@ describe("Keyring properties", () => {
     expect(k.pkpKey(1n, 2n).address).toBe(VECTORS.pkp_1_2);
   });
 
-  it("refuses to derive anything after destroy() (the zeroed root would give publicly known keys)", () => {
+  it("refuses to derive anything after destroy() (the root is dropped)", () => {
     const k = keyring();
     expect(k.pkpKey(1n, 2n).address).toBe(VECTORS.pkp_1_2);
     k.destroy();

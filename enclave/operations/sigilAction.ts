@@ -13,7 +13,7 @@ import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import { jsonSha256, RECEIPT_VERSION, textSha256 } from "../../shared/receipt.ts";
 import { KeyUses } from "../receipts/receipts.ts";
 import { keyRef } from "../../shared/log.ts";
-import type { KeyMaterial, KeyRequest } from "../sandbox/hostOps.ts";
+import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
 
@@ -42,6 +42,56 @@ function actionHashOf(cid: string): bigint {
     actionHashes.set(cid, hash);
   }
   return hash;
+}
+
+/**
+ * The wallets each (API key, action) had its keys for in its recent runs, and whether with their
+ * encryption key: a run of the same script by the same key most often asks for the same wallets
+ * again, so the enclave offers them with the run (offerKeys). Public data (hashes and addresses), a
+ * bounded map; a hint is only ever a reason to look in the permission cache, never a grant.
+ */
+const walletHints = new Map<string, Map<Address, boolean>>();
+const HINTS_MAX = 10_000;
+/** At most this many wallets are offered to one run (a script that uses more asks for the others). */
+const OFFERED_MAX = 4;
+
+function noteHint(run: { keyHash: bigint; actionHash: bigint }, wallet: Address, encryption: boolean): void {
+  const id = `${run.keyHash}:${run.actionHash}`;
+  let wallets = walletHints.get(id);
+  if (!wallets) {
+    if (walletHints.size >= HINTS_MAX) walletHints.delete(walletHints.keys().next().value as string);
+    walletHints.set(id, (wallets = new Map()));
+  }
+  if (wallets.get(wallet) === true || (!wallets.has(wallet) && wallets.size >= OFFERED_MAX)) return;
+  wallets.set(wallet, encryption);
+}
+
+/**
+ * The keys this run is likely to ask for, authorized and derived now: each hinted wallet whose grant
+ * for this (key, action) the permission cache holds, live, and whose key derives to its address —
+ * the checks a request from the script would make (provideKey), from the same cache, a few
+ * milliseconds earlier. Nothing is read from the chain for an offer: a wallet whose grant is not
+ * cached (a revocation dropped it, it expired) is not offered, and the script's request for it goes
+ * the whole way. A signing run then gets its key in its own worker, without a round trip to this
+ * thread (sandbox/worker.ts); the keys are zeroed when the run ends.
+ */
+function offerKeys(enclave: Enclave, run: { keyHash: bigint; master: bigint; actionHash: bigint }): OfferedKey[] {
+  const wallets = walletHints.get(`${run.keyHash}:${run.actionHash}`);
+  if (!wallets) return [];
+  const offered: OfferedKey[] = [];
+  for (const [wallet, encryption] of wallets) {
+    const grant = enclave.cache.cachedWallet(run.keyHash, run.actionHash, wallet);
+    if (!grant?.allowed) continue;
+    const derived = enclave.keyring.pkpKey(run.master, grant.derivation);
+    if (derived.address.toLowerCase() !== wallet) {
+      derived.privateKey.fill(0);
+      continue;
+    }
+    const material: KeyMaterial = { privateKey: derived.privateKey };
+    if (encryption) material.encryptionKey = enclave.keyring.pkpEncryptionKey(run.master, grant.derivation);
+    offered.push({ pkpId: wallet, material });
+  }
+  return offered;
 }
 
 /** Node's SHA-256, as the receipt's 0x-hex digests (a few times faster than the JavaScript one). */
@@ -145,15 +195,19 @@ export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<
   const timeoutMs = Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
   const uses = new KeyUses();
+  const run = { keyHash, master: key.master, actionHash };
   const keys = async (request: KeyRequest): Promise<KeyMaterial> => {
-    const provided = await provideKey(enclave, { keyHash, master: key.master, actionHash }, request);
+    const provided = await provideKey(enclave, run, request);
     uses.note(provided.address, request.kind === "action", request.use);
+    if (request.kind === "wallet") noteHint(run, provided.address, request.encryption);
     return provided.material;
   };
+  const offer = { keys: offerKeys(enclave, run), onUse: (pkpId: string, use: KeyUse | undefined) => uses.note(pkpId as Address, false, use) };
   const startedAt = new Date();
   const outcome = await enclave.sandbox.run(
     { code, cid, paramsJson, timeoutMs, requestId: ctx.requestId, correlationId: ctx.correlationId },
     keys,
+    offer.keys.length > 0 ? offer : undefined,
   );
   const endedAt = new Date();
   const durationMs = Math.round(outcome.durationMs);

@@ -49,6 +49,13 @@ export type KeyUse = { kind: SignedKind; digest: Hex } | { kind: "export" };
 
 export type KeyRequest = ({ kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string }) & { use?: KeyUse };
 
+/**
+ * A wallet's key the service thread authorized for a run and derived before its script asked for it
+ * (operations/sigilAction.ts): a request for that wallet is answered in the worker, without the round
+ * trip to the service thread. `pkpId` is lowercase. Zeroed when the run ends.
+ */
+export type OfferedKey = { pkpId: string; material: KeyMaterial };
+
 export type RunContext = {
   cid: string;
   /** When the run must end now (it moves on while other runs' long slices hold the thread). */

@@ -8,6 +8,9 @@ import { startFetchTarget, type FetchTarget } from "../../emulators/fetchTarget.
 import { SigilError } from "../../shared/errors.ts";
 import { readEnclaveConfig } from "../config.ts";
 import { createLogger, type Logger } from "../../shared/log.ts";
+import { bytesToHex, hashMessage, recoverAddress } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { KeyUse } from "./hostOps.ts";
 import { SandboxPool, type KeyProvider } from "./pool.ts";
 import type { RunOutcome, RunRequest } from "./runtime.ts";
 
@@ -476,5 +479,61 @@ describe("SandboxPool: nothing a run sets is visible to the next run on the same
       const after = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
       expect([after.global, after.builtins, after.behaviour]).toEqual([baseline.global, baseline.builtins, baseline.behaviour]);
     }
+  });
+});
+
+describe("SandboxPool: keys offered with a run", { timeout: 60_000 }, () => {
+  // Two wallets' keys (fixed test scalars): the first is offered, the second only the provider has.
+  const offeredKey = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
+  const askedKey = Uint8Array.from({ length: 32 }, (_, i) => 64 - i);
+  const offeredWallet = privateKeyToAccount(bytesToHex(offeredKey)).address;
+  const askedWallet = privateKeyToAccount(bytesToHex(askedKey)).address;
+  const signs = (wallets: string[], extra = "") =>
+    request(`async function main() {
+      const out = [];
+      for (const pkpId of ${JSON.stringify(wallets)}) out.push(await Sigil.Actions.signMessage({ pkpId, message: "hi" }));
+      ${extra}
+      return out;
+    }`);
+
+  it("a request for an offered wallet is answered in the worker (the provider is not asked), each use is reported for the receipt, and other wallets still go to the provider", async () => {
+    const p = await startPool();
+    const asked: string[] = [];
+    const keys: KeyProvider = async (r) => {
+      asked.push(r.kind === "wallet" ? `${r.pkpId.toLowerCase()}${r.encryption ? "+enc" : ""}` : r.kind);
+      if (r.kind === "wallet" && r.pkpId.toLowerCase() === askedWallet.toLowerCase()) return { privateKey: askedKey.slice() };
+      if (r.kind === "wallet" && r.encryption) return { privateKey: offeredKey.slice(), encryptionKey: new Uint8Array(32).fill(7) };
+      throw new SigilError("permission_denied", "not this one");
+    };
+    const used: Array<{ pkpId: string; digest: string | undefined }> = [];
+    const offer = () => ({
+      keys: [{ pkpId: offeredWallet.toLowerCase(), material: { privateKey: offeredKey.slice() } }],
+      onUse: (pkpId: string, use: KeyUse | undefined) => used.push({ pkpId, digest: use && "digest" in use ? use.digest : undefined }),
+    });
+
+    // Offered twice in one run, the asked-for wallet once; then an encryption key the offer lacks.
+    const material = offer();
+    const signed = answer(
+      await p.run(signs([offeredWallet, askedWallet, offeredWallet], `out.push(await Sigil.Actions.encrypt({ pkpId: ${JSON.stringify(offeredWallet)}, plaintext: "x" }));`), keys, material),
+    ) as string[];
+    expect(material.keys[0]?.material.privateKey.every((b) => b === 0)).toBe(true); // the caller's copy was zeroed
+    const digest = hashMessage("hi");
+    for (const [i, wallet] of [offeredWallet, askedWallet, offeredWallet].entries()) {
+      expect(await recoverAddress({ hash: digest, signature: signed[i] as `0x${string}` })).toBe(wallet);
+    }
+    expect(asked).toEqual([askedWallet.toLowerCase(), `${offeredWallet.toLowerCase()}+enc`]);
+    expect(used).toEqual([
+      { pkpId: offeredWallet.toLowerCase(), digest },
+      { pkpId: offeredWallet.toLowerCase(), digest },
+    ]);
+
+    // A run that does not use its offer reports nothing, and a refused run zeroes what it was offered.
+    used.length = 0;
+    expect(answer(await p.run(quick("no keys"), noKeys, offer()))).toBe("no keys");
+    expect(used).toEqual([]);
+    await p.close();
+    const refused = offer();
+    expect(await rejection(p.run(quick("late"), noKeys, refused))).toMatchObject({ code: "enclave_unavailable" });
+    expect(refused.keys[0]?.material.privateKey.every((b) => b === 0)).toBe(true);
   });
 });

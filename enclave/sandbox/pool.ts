@@ -13,15 +13,21 @@ import { Worker } from "node:worker_threads";
 import { isExposed, SigilError } from "../../shared/errors.ts";
 import type { SandboxLimits } from "../config.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { KeyMaterial, KeyRequest } from "./hostOps.ts";
+import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "./hostOps.ts";
 import type { DnsSettings } from "./net/guardedFetch.ts";
-import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
+import type { FromWorker, OfferedKeyBytes, ToWorker, WorkerInit } from "./protocol.ts";
 import { CodedError, type RunOutcome, type RunRequest } from "./runtime.ts";
 import { SLICE_BOARD_BYTES, SliceWatch } from "./slices.ts";
 import { Terminator } from "./terminator.ts";
 
 /** Answers a run's key requests (authorization happens there, on the service thread). */
 export type KeyProvider = (request: KeyRequest) => Promise<KeyMaterial>;
+
+/**
+ * Keys authorized for a run before its script asks (hostOps.ts OfferedKey), and what to call, before
+ * the run's outcome is given, for each use the run made of them (the receipt's record).
+ */
+export type KeyOffer = { keys: OfferedKey[]; onUse: (pkpId: string, use: KeyUse | undefined) => void };
 
 export type SandboxPoolOptions = {
   workers: number;
@@ -50,7 +56,14 @@ const TERMINATION_TIMEOUT_MS = 3_000;
 /** A run that has not answered this long after its deadline (and holds no slice) is given up. */
 const BACKSTOP_MIN_MS = 30_000;
 
-type Pending = { resolve: (o: RunOutcome) => void; reject: (e: Error) => void; keys: KeyProvider; request: RunRequest; backstop: NodeJS.Timeout };
+type Pending = {
+  resolve: (o: RunOutcome) => void;
+  reject: (e: Error) => void;
+  keys: KeyProvider;
+  onOfferedUse: KeyOffer["onUse"] | undefined;
+  request: RunRequest;
+  backstop: NodeJS.Timeout;
+};
 type Slot = {
   worker: Worker;
   name: string;
@@ -82,6 +95,9 @@ export class SandboxPool {
   retirements = 0;
   /** Slices of runs' code ended from outside at their deadline. */
   terminations = 0;
+  /** Keys runs asked this thread for (a round trip each), and uses of keys offered with a run (none). */
+  keysAsked = 0;
+  offeredKeysUsed = 0;
 
   private constructor(options: SandboxPoolOptions, terminator: Terminator | undefined) {
     this.#o = options;
@@ -112,16 +128,20 @@ export class SandboxPool {
     return this.#slots.reduce((n, s) => n + s.watch.heapBytes(), 0);
   }
 
-  /** Runs one script; rejects with 429 `executor_busy` when every worker is full, or the sandbox's memory is spent. */
-  run(request: RunRequest, keys: KeyProvider): Promise<RunOutcome> {
-    if (this.#closed) return Promise.reject(new SigilError("enclave_unavailable", "the executor is shutting down", { retryAfterSeconds: 1 }));
-    const budget = this.#o.memoryBudgetBytes;
-    if (budget !== undefined && this.heapBytes > budget) {
-      return Promise.reject(new SigilError("executor_busy", "the executors' memory is taken by the runs in flight; retry shortly", { retryAfterSeconds: 1 }));
-    }
-    const slot = this.#choose();
-    if (!slot) {
-      return Promise.reject(new SigilError("executor_busy", "every executor is busy; retry shortly", { retryAfterSeconds: 1 }));
+  /**
+   * Runs one script; rejects with 429 `executor_busy` when every worker is full, or the sandbox's memory
+   * is spent. The offered keys move to the worker (the caller's copies are zeroed), refused or not.
+   */
+  run(request: RunRequest, keys: KeyProvider, offer?: KeyOffer): Promise<RunOutcome> {
+    const offered = offer?.keys.map(({ pkpId, material }): OfferedKeyBytes => ({
+      pkpId,
+      privateKey: toTransferable(material.privateKey),
+      ...(material.encryptionKey ? { encryptionKey: toTransferable(material.encryptionKey) } : {}),
+    }));
+    const slot = this.#admit();
+    if (slot instanceof SigilError) {
+      for (const k of offered ?? []) zeroKeys(k);
+      return Promise.reject(slot);
     }
     const runId = this.#nextRunId++;
     return new Promise<RunOutcome>((resolve, reject) => {
@@ -129,9 +149,20 @@ export class SandboxPool {
       // overdue code, and a run held up by others has its deadline moved on by at most their time.
       const backstopMs = request.timeoutMs + Math.max(BACKSTOP_MIN_MS, request.timeoutMs);
       const backstop = setTimeout(() => this.#giveUp(slot, runId), backstopMs);
-      slot.runs.set(runId, { resolve, reject, keys, request, backstop });
-      void slot.ready.then(() => this.#post(slot, { type: "run", runId, request }));
+      slot.runs.set(runId, { resolve, reject, keys, onOfferedUse: offer?.onUse, request, backstop });
+      const transfer = (offered ?? []).flatMap((k) => (k.encryptionKey ? [k.privateKey, k.encryptionKey] : [k.privateKey]));
+      void slot.ready.then(() => this.#post(slot, { type: "run", runId, request, ...(offered?.length ? { offered } : {}) }, transfer));
     });
+  }
+
+  /** The worker a new run goes to, or why none can take it now (429 / 503). */
+  #admit(): Slot | SigilError {
+    if (this.#closed) return new SigilError("enclave_unavailable", "the executor is shutting down", { retryAfterSeconds: 1 });
+    const budget = this.#o.memoryBudgetBytes;
+    if (budget !== undefined && this.heapBytes > budget) {
+      return new SigilError("executor_busy", "the executors' memory is taken by the runs in flight; retry shortly", { retryAfterSeconds: 1 });
+    }
+    return this.#choose() ?? new SigilError("executor_busy", "every executor is busy; retry shortly", { retryAfterSeconds: 1 });
   }
 
   async close(): Promise<void> {
@@ -195,7 +226,10 @@ export class SandboxPool {
    * once, after what was waiting.
    */
   #post(slot: Slot, message: ToWorker, transfer: ArrayBuffer[] = []): void {
-    if (this.#slots[slot.index] !== slot) return;
+    if (this.#slots[slot.index] !== slot) {
+      for (const buffer of transfer) new Uint8Array(buffer).fill(0);
+      return;
+    }
     if (message.type === "run" || message.type === "keyReply") {
       slot.outbox.push(message);
       slot.outboxTransfer.push(...transfer);
@@ -212,8 +246,12 @@ export class SandboxPool {
     const transfer = slot.outboxTransfer;
     slot.outbox = [];
     slot.outboxTransfer = [];
-    // A worker replaced meanwhile gets nothing: its runs were failed with it (#onExit).
-    if (this.#slots[slot.index] !== slot) return;
+    // A worker replaced meanwhile gets nothing: its runs were failed with it (#onExit), and the keys
+    // that were going to it are zeroed.
+    if (this.#slots[slot.index] !== slot) {
+      for (const buffer of transfer) new Uint8Array(buffer).fill(0);
+      return;
+    }
     slot.worker.postMessage(messages.length === 1 ? messages[0] : { type: "batch", messages }, transfer);
   }
 
@@ -226,12 +264,17 @@ export class SandboxPool {
       if (message.outcome.hostFailure) this.#o.log.error("sandbox host failure during a run", { error: message.outcome.hostFailure });
       // Its killed slice was reaped: the worker is no longer held.
       if (slot.killing?.runId === message.runId) slot.killing = undefined;
+      for (const u of message.offeredUses ?? []) {
+        this.offeredKeysUsed++;
+        pending.onOfferedUse?.(u.pkpId, u.use);
+      }
       pending.resolve(message.outcome);
       if (slot.retiring && slot.runs.size === 0) this.#replace(slot);
       return;
     }
     // A key request: authorized by the run's provider on this thread; the key moves (not copies) to the worker.
     const { callId } = message;
+    this.keysAsked++;
     if (!pending) {
       this.#post(slot, { type: "keyReply", callId, ok: false, code: "permission_denied", message: "the run has ended" });
       return;
@@ -361,6 +404,11 @@ export class SandboxPool {
     if (this.#closed) return;
     this.#slots[slot.index] = this.#spawn(slot.index);
   }
+}
+
+function zeroKeys(k: OfferedKeyBytes): void {
+  new Uint8Array(k.privateKey).fill(0);
+  if (k.encryptionKey) new Uint8Array(k.encryptionKey).fill(0);
 }
 
 /** A copy of the key in its own ArrayBuffer (so it can be transferred), with the original zeroed. */

@@ -1,6 +1,6 @@
 // Messages between the service thread (pool.ts) and a sandbox worker (worker.ts).
 import type { SandboxLimits } from "../config.ts";
-import type { KeyRequest } from "./hostOps.ts";
+import type { KeyRequest, KeyUse } from "./hostOps.ts";
 import type { DnsSettings } from "./net/guardedFetch.ts";
 import type { RunOutcome, RunRequest } from "./runtime.ts";
 
@@ -19,8 +19,12 @@ export type WorkerInit = {
   };
 };
 
+export type OfferedKeyBytes = { pkpId: string; privateKey: ArrayBuffer; encryptionKey?: ArrayBuffer };
+export type OfferedKeyUse = { pkpId: string; use?: KeyUse };
+
 export type ToWorker =
-  | { type: "run"; runId: number; request: RunRequest }
+  /** `offered`: wallets' keys authorized for this run before it asked (hostOps.ts OfferedKey), transferred. */
+  | { type: "run"; runId: number; request: RunRequest; offered?: OfferedKeyBytes[] }
   /** A slice of this worker was terminated: wake up and end its run. */
   | { type: "reap" }
   /** Give up on a run that neither answered nor holds the thread. */
@@ -33,6 +37,7 @@ export type ToWorker =
 export type FromWorker =
   | { type: "ready" }
   | { type: "key"; runId: number; callId: number; request: KeyRequest }
-  | { type: "done"; runId: number; outcome: RunOutcome }
+  /** `offeredUses`: what the run did with offered keys, in order, for its receipt. */
+  | { type: "done"; runId: number; outcome: RunOutcome; offeredUses?: OfferedKeyUse[] }
   /** The worker's heap passed its threshold: route no new runs to it, replace it once it is empty. */
   | { type: "retire" };

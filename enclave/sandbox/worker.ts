@@ -1,7 +1,8 @@
 // A sandbox worker thread: many runs interleaved while they wait on host I/O, each on a QuickJS
 // WebAssembly instance of its own (instance.ts). CPU-bound scripts occupy this thread, never the
-// service thread. Keys are requested from the service thread per operation (it authorizes them);
-// fetches are made here under the network guard.
+// service thread. Keys are requested from the service thread per operation (it authorizes them),
+// unless it offered a wallet's key with the run (hostOps.ts OfferedKey); fetches are made here under
+// the network guard.
 //
 // Each stretch of a run's code is announced on the slice board the pool watches (slices.ts). When the
 // pool terminates a slice that outlived its deadline, the termination unwinds this thread to its
@@ -15,7 +16,7 @@ import type { SandboxLimits } from "../config.ts";
 import { createRunHost, net, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
 import { createInstance, INSTANCE_BASE_BYTES } from "./instance.ts";
 import type { FetchPolicy, Resolver } from "./net/guardedFetch.ts";
-import type { FromWorker, ToWorker, WorkerInit } from "./protocol.ts";
+import type { FromWorker, OfferedKeyBytes, OfferedKeyUse, ToWorker, WorkerInit } from "./protocol.ts";
 import { CodedError, nextTurn, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
 import { SliceBoard } from "./slices.ts";
 
@@ -71,6 +72,39 @@ function requestKey(runId: number, request: KeyRequest): Promise<KeyMaterial> {
     post({ type: "key", runId, callId, request });
   });
   return answer;
+}
+
+/**
+ * A run's offered keys: a request for one of them is answered here with a copy (the host zeroes it
+ * after its one operation), and noted for the run's receipt; the keys themselves are zeroed when the
+ * run ends. A request the offer does not cover (another wallet, an encryption key not offered, an
+ * action's identity) goes to the service thread.
+ */
+type OfferedKeys = ReturnType<typeof offeredKeys>;
+function offeredKeys(offered: OfferedKeyBytes[] | undefined) {
+  const keys = new Map<string, KeyMaterial>();
+  for (const k of offered ?? []) {
+    keys.set(k.pkpId, { privateKey: new Uint8Array(k.privateKey), ...(k.encryptionKey ? { encryptionKey: new Uint8Array(k.encryptionKey) } : {}) });
+  }
+  const uses: OfferedKeyUse[] = [];
+  return {
+    uses,
+    take(request: KeyRequest): KeyMaterial | undefined {
+      if (request.kind !== "wallet" || keys.size === 0) return undefined;
+      const pkpId = request.pkpId.toLowerCase();
+      const key = keys.get(pkpId);
+      if (!key || (request.encryption && !key.encryptionKey)) return undefined;
+      uses.push({ pkpId, ...(request.use ? { use: request.use } : {}) });
+      return { privateKey: key.privateKey.slice(), ...(request.encryption && key.encryptionKey ? { encryptionKey: key.encryptionKey.slice() } : {}) };
+    },
+    zero(): void {
+      for (const key of keys.values()) {
+        key.privateKey.fill(0);
+        key.encryptionKey?.fill(0);
+      }
+      keys.clear();
+    },
+  };
 }
 
 /** Gives every run but `except` the time a long slice held the thread. */
@@ -187,7 +221,7 @@ function keepReady(): void {
   });
 }
 
-async function run(runId: number, request: RunRequest, ownTurn: boolean): Promise<void> {
+async function run(runId: number, request: RunRequest, offer: OfferedKeys, ownTurn: boolean): Promise<void> {
   // Without awaiting, this is still the message event that brought the run: a turn of its own,
   // where its first slice may run at once (runtime.ts, nextTurn) — and a short run ends before the
   // next message is read, leaving its runtime to the next run (a few instances stay warm, instead of
@@ -207,7 +241,10 @@ async function run(runId: number, request: RunRequest, ownTurn: boolean): Promis
     fetchPolicy,
     resolve,
     signal: () => (abort ??= new AbortController()).signal,
-    requestKey: (r) => requestKey(runId, r),
+    requestKey: (r) => {
+      const key = offer.take(r);
+      return key ? Promise.resolve(key) : requestKey(runId, r);
+    },
   });
   script = new ScriptRun(prepared, request, limits, host, {
     runId,
@@ -223,11 +260,12 @@ async function run(runId: number, request: RunRequest, ownTurn: boolean): Promis
   const ended = script;
   void ended.outcome.then((outcome) => {
     runs.delete(runId);
+    offer.zero();
     if (ended.instanceReusable) giveBack(prepared);
     else drop(prepared);
     // Before the answer: a worker that retires is given no run after this one.
     checkHeap();
-    post({ type: "done", runId, outcome });
+    post({ type: "done", runId, outcome, ...(offer.uses.length ? { offeredUses: offer.uses } : {}) });
     keepReady();
   });
   void ended.start(inTurn);
@@ -248,11 +286,14 @@ function checkHeap(): void {
 
 function handle(message: ToWorker, ownTurn: boolean): void {
   switch (message.type) {
-    case "run":
-      void run(message.runId, message.request, ownTurn).catch((err: unknown) => {
+    case "run": {
+      const offer = offeredKeys(message.offered);
+      void run(message.runId, message.request, offer, ownTurn).catch((err: unknown) => {
+        offer.zero();
         post({ type: "done", runId: message.runId, outcome: { logs: "", durationMs: 0, error: { code: "script_error", message: "the script could not be run" }, hostFailure: String(err) } });
       });
       break;
+    }
     case "batch": {
       // One message event is one turn: only one run's first slice may take it, and the last thing
       // done in it, so that a termination of that slice leaves nothing of the batch undone. The

@@ -1,7 +1,7 @@
 // The enclave end to end against anvil: an account made through the internal API, a wallet, a
 // group, and scripts that sign with the wallet — each signature checked by viem against the
 // wallet's address — and every way a script may try to use a wallet it should not have.
-import { createPublicClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, recoverTypedDataAddress, parseTransaction, recoverTransactionAddress, type Address, type Hex } from "viem";
+import { createPublicClient, createWalletClient, getAddress, hashMessage, http, parseEventLogs, recoverMessageAddress, recoverTypedDataAddress, parseTransaction, recoverTransactionAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
@@ -9,6 +9,7 @@ import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
+import { internalHealthOf } from "../harness/channel.ts";
 import { callEnclave, ok, run, walletDerivation, type RunResult } from "./client.ts";
 import { TEST_ROOT_KEY } from "./constants.ts";
 
@@ -83,6 +84,30 @@ describe("a managed account signs through its wallet", () => {
     expect(r.body.logs).toBe("signed hello sigil\n");
     const { signature } = r.body.response as { signature: Hex };
     expect(await recoverMessageAddress({ message: "hello sigil", signature })).toBe(getAddress(wallet));
+  });
+
+  it("the next run of the same script by the same key gets its wallet's key with the run (no round trip between threads), signs the same, and its receipt records the signature", async () => {
+    type Health = { sandbox: { keys_asked: number; offered_keys_used: number } };
+    const health = () => internalHealthOf<Health>(inject("enclaveUrl"));
+    // A script this key has not run before: its first run asks for the wallet's key.
+    const code = `${SIGN}\n// offered keys`;
+    await groupFor(account.api_key, [await computeCid(code)], [wallet]);
+    const before = (await health()).sandbox;
+    const first = await run(account.api_key, code, { wallet, message: "first" });
+    expect(first.body.has_error, JSON.stringify(first.body.error)).toBe(false);
+    const between = (await health()).sandbox;
+    expect(between.keys_asked - before.keys_asked).toBe(1);
+    expect(between.offered_keys_used - before.offered_keys_used).toBe(0);
+    // The second is offered the key: it never asks, and its signature and receipt are those of the wallet.
+    const second = await run(account.api_key, code, { wallet, message: "second" });
+    expect(second.body.has_error, JSON.stringify(second.body.error)).toBe(false);
+    const after = (await health()).sandbox;
+    expect(after.keys_asked - between.keys_asked).toBe(0);
+    expect(after.offered_keys_used - between.offered_keys_used).toBe(1);
+    const { signature } = second.body.response as { signature: Hex };
+    expect(await recoverMessageAddress({ message: "second", signature })).toBe(getAddress(wallet));
+    const receipt = (second.body as unknown as { receipt: { wallets: Array<{ address: string; signed: Array<{ kind: string; digest: string }> }> } }).receipt;
+    expect(receipt.wallets).toEqual([expect.objectContaining({ address: wallet.toLowerCase(), signed: [{ kind: "message", digest: hashMessage("second") }] })]);
   });
 
   it("signTypedData, signTransaction, signDigest and getPublicKey all use the wallet's key", async () => {

@@ -4,11 +4,16 @@
 // flight is 409 with Retry-After; answers that did nothing leave the key free; a malformed key is
 // 400. Every test ends with the audit of every ledger (ledgers.ts). Retries across an edge or an
 // enclave killed mid-request are test/e2e/retries.test.ts's.
-import { env, listDurableObjectIds, runInDurableObject, SELF } from "cloudflare:test";
+import { createExecutionContext, env, listDurableObjectIds, runInDurableObject, SELF, waitOnExecutionContext } from "cloudflare:test";
+import { Hono } from "hono";
 import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../../shared/cid.ts";
 import { apiKeyHash } from "../../../shared/hashing.ts";
+import { SigilError, sentTransactionError } from "../../../shared/errors.ts";
+import { requestLog } from "../../../workers/log.ts";
 import type { Env } from "../../../workers/env.ts";
+import { serveOnce, type KeyHolder } from "../../../workers/idempotency/index.ts";
+import type { EdgeEnv } from "../../../workers/router.ts";
 import { edgeClient, NO_PERMISSIONS } from "../stack.ts";
 import { billingLedgers, ledgerRows } from "./ledgers.ts";
 
@@ -302,5 +307,48 @@ describe("a retry of an attempt that gave no answer (its record as the dead edge
     expect(r.headers.get("original-request")).toBe("the-dead-attempt");
     expect(await groupsNamed(key, "late")).toBe(2);
     expect(await free(key)).toBe(8);
+  });
+});
+
+describe("an answer kept under an Idempotency-Key", () => {
+  it("a 503 that names the transaction it sent is kept with its Retry-After, and replayed with it: the work is done once", async () => {
+    // serveOnce itself, in a route of its own: the enclave cannot be made to lose the chain between
+    // sending a write and learning its fate here, which is when it answers this.
+    let done = 0;
+    const app = new Hono<EdgeEnv>();
+    app.use(async (c, next) => {
+      c.set("ids", { requestId: crypto.randomUUID(), correlationId: null });
+      c.set("log", requestLog({ requestId: c.get("ids").requestId, correlationId: null }));
+      await next();
+    });
+    app.post("/write", async (c) => {
+      const body = (await c.req.json()) as unknown;
+      const holder = async (_c: unknown, key: string): Promise<KeyHolder> => ({ object: "kept-503-test", scope: `test:${key}`, secret: "the holder's secret" });
+      return serveOnce(
+        c,
+        body,
+        async () => {
+          done++;
+          throw sentTransactionError(new SigilError("chain_unavailable", "the chain could not be reached to tell whether the transaction was sent; try again shortly", { retryAfterSeconds: 5 }), `0x${"ab".repeat(32)}`);
+        },
+        holder,
+      );
+    });
+    const k = idem();
+    const send = async () => {
+      const ctx = createExecutionContext();
+      const res = await app.fetch(new Request("http://edge/write", { method: "POST", body: JSON.stringify({ x: 1 }), headers: { "idempotency-key": k, "content-type": "application/json" } }), env, ctx);
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    const first = await send();
+    expect(first.status).toBe(503);
+    expect(first.headers.get("retry-after")).toBe("5");
+    const again = await send();
+    expect(again.status).toBe(503);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("retry-after")).toBe("5");
+    expect(await again.json()).toMatchObject({ error: { code: "chain_unavailable", details: { transaction_hash: `0x${"ab".repeat(32)}` } } });
+    expect(done).toBe(1);
   });
 });
