@@ -46,23 +46,29 @@ export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, tim
   if (pid === undefined) throw new Error("anvil did not start");
 
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // What anvil printed until it listens (for the error when it does not). Read only until then:
+  // anvil prints a line for every RPC call it serves, and a reader kept on would hold all of it and
+  // scan it again at every chunk (the soak's clients paid more CPU for every call as the chain grew).
   let output = "";
+  let onData: (chunk: Buffer) => void = () => {};
+  let onExit: (code: number | null, signal: NodeJS.Signals | null) => void = () => {};
   const listening = new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`anvil did not listen within ${timeoutMs} ms:\n${output.slice(-2000)}`)), timeoutMs);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
+    onData = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4000);
       const m = /Listening on 127\.0\.0\.1:(\d+)/.exec(output);
       if (m) {
         clearTimeout(timer);
         resolve(Number(m[1]));
       }
     };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code, signal) => {
+    onExit = (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`anvil exited (${signal ?? code}) before listening:\n${output.slice(-2000)}`));
-    });
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", onExit);
   });
 
   let actualPort: number;
@@ -71,8 +77,13 @@ export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, tim
   } catch (err) {
     await stopGroup(child);
     throw err;
+  } finally {
+    child.stdout?.off("data", onData);
+    child.stderr?.off("data", onData);
+    child.off("exit", onExit);
+    output = "";
   }
-  // Keep draining its output so a chatty anvil never blocks on a full pipe.
+  // Keep draining its output (unread) so a chatty anvil never blocks on a full pipe.
   child.stdout?.resume();
   child.stderr?.resume();
   let stopRequested = false;

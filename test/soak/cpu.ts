@@ -1,11 +1,34 @@
 // What the machine's CPU did during the soak, from /proc (Linux; elsewhere it records nothing):
 // every 5 s, how busy all its cores were, and how much of that was the soak's own processes — this
-// one and everything it started (anvil, the enclave, workerd). On a shared machine, a load that the
-// stack served at the start can outgrow what it is left later; the report says when that happened.
+// one and everything it started (anvil, the enclave, workerd), each of those apart. On a shared
+// machine, a load that the stack served at the start can outgrow what it is left later; the report
+// says when that happened, and which process's share grew while the load stayed the same.
 import { readdirSync, readFileSync } from "node:fs";
 import { processStat } from "../bench/proc.ts";
 
-export type CpuSample = { at: number; machinePct: number; soakPct: number };
+/** Which of the soak's processes: this one (the clients, the Stripe emulator, the recorder), or what it started. */
+export type SoakRole = "harness" | "enclave" | "workerd" | "anvil" | "other";
+export const SOAK_ROLES: SoakRole[] = ["harness", "enclave", "workerd", "anvil", "other"];
+
+export type CpuSample = { at: number; machinePct: number; soakPct: number; byRole: Record<SoakRole, number> };
+
+/** A process of the soak's by its command line (read once per pid). */
+const roles = new Map<number, SoakRole>();
+function roleOf(pid: number): SoakRole {
+  if (pid === process.pid) return "harness";
+  let role = roles.get(pid);
+  if (role === undefined) {
+    let cmdline = "";
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+    } catch {
+      // gone meanwhile
+    }
+    role = /anvil/.test(cmdline) ? "anvil" : /workerd/.test(cmdline) ? "workerd" : /enclave/.test(cmdline) ? "enclave" : "other";
+    roles.set(pid, role);
+  }
+  return role;
+}
 
 /** Each process's parent and its CPU ticks (user + system), by pid. */
 function processes(): Map<number, { ppid: number; ticks: number }> {
@@ -56,12 +79,19 @@ export function sampleCpu(clock: () => number, everyMs = 5_000): { samples: CpuS
     }
     if (prev) {
       let soakTicks = 0;
+      const byRoleTicks: Record<SoakRole, number> = { harness: 0, enclave: 0, workerd: 0, anvil: 0, other: 0 };
       // A process that started in the interval counts whole; one that ended counts nothing for it.
-      for (const pid of ours) soakTicks += (procs.get(pid)?.ticks ?? 0) - (prev.procs.get(pid)?.ticks ?? 0);
+      for (const pid of ours) {
+        const ticks = (procs.get(pid)?.ticks ?? 0) - (prev.procs.get(pid)?.ticks ?? 0);
+        soakTicks += ticks;
+        byRoleTicks[roleOf(pid)] += ticks;
+      }
       // /proc/stat counts the ticks of all cores, /proc/<pid>/stat a process's: both in USER_HZ.
       const totalTicks = m.total - prev.machine.total;
       if (totalTicks > 0) {
-        samples.push({ at: clock(), machinePct: (100 * (m.busy - prev.machine.busy)) / totalTicks, soakPct: Math.min(100, Math.max(0, (100 * soakTicks) / totalTicks)) });
+        const pct = (ticks: number) => Math.min(100, Math.max(0, (100 * ticks) / totalTicks));
+        const byRole = Object.fromEntries(SOAK_ROLES.map((r) => [r, pct(byRoleTicks[r])])) as Record<SoakRole, number>;
+        samples.push({ at: clock(), machinePct: (100 * (m.busy - prev.machine.busy)) / totalTicks, soakPct: pct(soakTicks), byRole });
       }
     }
     prev = { procs, machine: m };

@@ -32,7 +32,7 @@ import { errorStatus } from "../../shared/errors.ts";
 import type { Delivery, StripeEvent } from "../../emulators/stripe.ts";
 import type { FaultEvent, FaultName } from "./faults.ts";
 import { FAULT_NAMES, RECOVERY_BOUND_MS } from "./faults.ts";
-import type { CpuSample } from "./cpu.ts";
+import { SOAK_ROLES, type CpuSample } from "./cpu.ts";
 import type { ReceivedEvent } from "./receiver.ts";
 import type { LedgerAudit, LedgerEntry } from "./stack.ts";
 import type { Attempt, Call, Kind, TopUp } from "./traffic.ts";
@@ -185,6 +185,31 @@ export function buildReport(d: SoakData): SoakReport {
   latRows.push(capacityRow);
   for (const l of table(["min", ...LOAD_KINDS, "cpu % all / soak / others"], latRows)) out(l);
   out("(cap.: during the closed-loop capacity measurement and its warm-up, before the load; cpu: of the whole machine, the soak's processes — this one, anvil, the enclave, workerd — and the rest)");
+
+  // The soak's CPU per process per minute, and per call answered: a share that grows while the
+  // load stays the same is a process whose cost per call grows (state that piles up).
+  out();
+  out("-- the soak's CPU per minute by process, % of the machine (and CPU ms per call answered that minute)");
+  const roleRows: Array<Array<string | number>> = [];
+  const loadMinutes = Math.ceil((d.loadTo - d.loadFrom) / 60_000);
+  for (let m = 0; m < loadMinutes; m++) {
+    const from = d.loadFrom + m * 60_000;
+    const xs = d.cpu.filter((c) => c.at >= from && c.at < from + 60_000);
+    const answered = edge.filter((a) => a.at + a.ms >= from && a.at + a.ms < from + 60_000).length;
+    const seconds = 60;
+    roleRows.push([
+      m + 1,
+      ...SOAK_ROLES.map((r) => {
+        if (xs.length === 0) return "—";
+        const pctAvg = xs.reduce((t, c) => t + (c.byRole?.[r] ?? 0), 0) / xs.length;
+        // % of the machine's cores over the minute → CPU ms in the minute → per call answered.
+        const msPerCall = answered > 0 ? (pctAvg / 100) * cpus().length * seconds * 1000 / answered : NaN;
+        return `${Math.round(pctAvg)} (${Number.isFinite(msPerCall) ? msPerCall.toFixed(1) : "—"})`;
+      }),
+      answered,
+    ]);
+  }
+  for (const l of table(["min", ...SOAK_ROLES, "answers"], roleRows)) out(l);
 
   // --- every 5xx --------------------------------------------------------------------------------
   out();
