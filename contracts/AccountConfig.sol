@@ -488,7 +488,9 @@ contract AccountConfig is
     /// a managed account (every group of the account) or a usage key (the groups in its
     /// `executeInGroups`, 0 = all). The run may execute when one of those groups lists `cidHash`
     /// or 0. A wallet is allowed only when one such group also lists it or address(0), and the
-    /// wallet is registered to the same account. A zero `cidHash` is never an action.
+    /// wallet is registered to the same account. A zero `cidHash` is never an action. The groups
+    /// are read until the answer is whole (the run may execute and every wallet is allowed): a
+    /// grant costs the groups up to the first that gives it all, not every group of the account.
     function authorizeExecution(uint256 keyHash, uint256 cidHash, address[] calldata wallets)
         external
         view
@@ -502,21 +504,26 @@ contract AccountConfig is
         uint256 master = e.master;
         Account storage a = l.accounts[master];
 
-        uint256[] memory groupIds;
+        // The key's groups, read one at a time (never copied whole): every group of the account, or
+        // the usage key's own list.
+        UsageKey storage k = a.usageKeys[keyHash];
+        bool everyGroup;
         if (e.kind == HashKind.Master) {
             if (!a.managed) return (false, walletAllowed, derivations);
-            groupIds = a.groupIds.values();
+            everyGroup = true;
         } else if (e.kind == HashKind.UsageKey) {
-            UsageKey storage k = a.usageKeys[keyHash];
             if (_expired(k)) return (false, walletAllowed, derivations);
-            groupIds = _contains(k.executeInGroups, 0) ? a.groupIds.values() : k.executeInGroups;
+            everyGroup = _contains(k.executeInGroups, 0);
         } else {
             return (false, walletAllowed, derivations);
         }
 
-        for (uint256 i; i < groupIds.length; ++i) {
-            if (!a.groupIds.contains(groupIds[i])) continue; // a removed group in a key's list
-            Group storage g = a.groups[groupIds[i]];
+        uint256 allowedCount;
+        uint256 count = everyGroup ? a.groupIds.length() : k.executeInGroups.length;
+        for (uint256 i; i < count; ++i) {
+            uint256 groupId = everyGroup ? a.groupIds.at(i) : k.executeInGroups[i];
+            if (!everyGroup && !a.groupIds.contains(groupId)) continue; // a removed group in a key's list
+            Group storage g = a.groups[groupId];
             if (!g.cids.contains(cidHash) && !g.cids.contains(0)) continue;
             canExecute = true;
             bool anyWallet = g.wallets.contains(address(0));
@@ -527,8 +534,11 @@ contract AccountConfig is
                 if (anyWallet || g.wallets.contains(wallets[j])) {
                     walletAllowed[j] = true;
                     derivations[j] = w.derivation;
+                    ++allowedCount;
                 }
             }
+            // Nothing the other groups could add: every answer is already true.
+            if (allowedCount == wallets.length) break;
         }
     }
 

@@ -8,11 +8,11 @@
 //   account B (managed, master mB): wallet wb;  gB: actions [C1] wallets [any wallet of B]
 //   account D (managed, converted to ChainSecured): wallet wd; gD: actions [any] wallets [any]
 //   account S (ChainSecured from the start): wallet ws; gS: actions [C1] wallets [ws]
-import { type Address } from "viem";
+import { encodeFunctionData, type Address } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
-import { deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
+import { abi, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
 const CIDS = ["QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o", "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD", "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6"];
 const [C1, C2, C3] = CIDS.map(cidHash) as [bigint, bigint, bigint]; // C3 is listed by no group by name
@@ -161,5 +161,28 @@ describe("authorizeExecution follows changes", () => {
     // A new group gets a new id, so the key's stale group id grants nothing there.
     await f.group(a.master, [C1], [w]);
     expect((await f.read("authorizeExecution", [key, C1, [w]]))[0]).toBe(false);
+  });
+});
+
+describe("authorizeExecution reads groups only until its answer is whole", () => {
+  it("costs the same whether 0 or 60 groups follow the one that grants everything, and still finds a wallet only a later group allows", async () => {
+    const a = await f.managedAccount();
+    const w = randomAddress();
+    const late = randomAddress();
+    await f.write(f.payer, "registerWalletDerivation", [a.master, w, 11n, "", ""]);
+    await f.write(f.payer, "registerWalletDerivation", [a.master, late, 12n, "", ""]);
+    await registerActions(a.master);
+    await f.group(a.master, [C1], [w]);
+    const gas = async (ask: Address[]) =>
+      f.publicClient.estimateGas({ to: f.address, data: encodeFunctionData({ abi, functionName: "authorizeExecution", args: [a.master, C1, ask] }), account: f.payer });
+    const alone = { run: await gas([]), wallet: await gas([w]) };
+    for (let i = 0; i < 59; i++) await f.group(a.master, [C2], []);
+    await f.group(a.master, [C1], [late]);
+    // The master key reads every group of the account; the first gives the whole answer.
+    expect(await gas([])).toBeLessThan(alone.run + 5_000n);
+    expect(await gas([w])).toBeLessThan(alone.wallet + 5_000n);
+    // A wallet only the last group allows: every group is read, and the answer is the whole one.
+    expect(await f.read("authorizeExecution", [a.master, C1, [w, late]])).toEqual([true, [true, true], [11n, 12n]]);
+    expect(await gas([w, late])).toBeGreaterThan(alone.wallet + 60_000n);
   });
 });
