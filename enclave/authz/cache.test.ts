@@ -452,3 +452,41 @@ describe("counters", () => {
     expect(cache.hits).toBe(2);
   });
 });
+
+describe("cachedWallet (keys offered with a run)", () => {
+  it("gives a wallet's grant only while the cache holds it live, never asking the chain: nothing before it was asked, nothing after it expires or its account is invalidated", async () => {
+    source.exec.set(`${USAGE_A}:${CID}`, true);
+    source.walletGrants.set(`${USAGE_A}:${CID}:${WALLET}`, 77n);
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
+    await cache.wallet(USAGE_A, CID, WALLET);
+    const calls = { resolve: source.resolveCalls, authorize: source.authorizeCalls };
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET.toUpperCase().replace("0X", "0x") as Address)).toEqual({ allowed: true, derivation: 77n });
+    // Another action, or another key of the account, has no grant of its own yet.
+    expect(cache.cachedWallet(USAGE_A, CID2, WALLET)).toBeUndefined();
+    expect(cache.cachedWallet(USAGE_A2, CID, WALLET)).toBeUndefined();
+    expect({ resolve: source.resolveCalls, authorize: source.authorizeCalls }).toEqual(calls);
+
+    now = T0 + 5 * MINUTE;
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
+
+    now = T0;
+    setup();
+    source.exec.set(`${USAGE_A}:${CID}`, true);
+    source.walletGrants.set(`${USAGE_A}:${CID}:${WALLET}`, 77n);
+    await cache.wallet(USAGE_A, CID, WALLET);
+    cache.invalidateMaster(MASTER_A);
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
+  });
+
+  it("gives nothing once the key's own resolution has expired, though the wallet's entry is younger", async () => {
+    source.keys.set(USAGE_A, { master: MASTER_A, isMaster: false, managed: true, live: true, expiresAt: 0n });
+    source.exec.set(`${USAGE_A}:${CID}`, true);
+    source.walletGrants.set(`${USAGE_A}:${CID}:${WALLET}`, 77n);
+    await cache.resolve(USAGE_A);
+    now = T0 + 4 * MINUTE;
+    await cache.wallet(USAGE_A, CID, WALLET);
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toEqual({ allowed: true, derivation: 77n });
+    now = T0 + 5 * MINUTE;
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
+  });
+});

@@ -63,13 +63,13 @@ export function addressOf(privateKey: Uint8Array): Address {
   return getAddress(bytesToHex(keccak_256(publicKey.subarray(1)).subarray(12)));
 }
 
+/** Addresses remembered per derivation input; each is public, and recomputing one costs a curve multiplication. */
+const ADDRESS_CACHE_MAX = 50_000;
+
 /**
  * Derives every kind of key from the root secret. The root is copied in and never leaves this object;
  * `destroy()` drops it, and nothing is derived after.
  */
-/** Addresses remembered per derivation input; each is public, and recomputing one costs a curve multiplication. */
-const ADDRESS_CACHE_MAX = 50_000;
-
 export class Keyring {
   /**
    * The root, copied into a key object of Node's (OpenSSL's) once: HKDF given bytes makes such an

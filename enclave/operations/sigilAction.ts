@@ -82,16 +82,25 @@ function offerKeys(enclave: Enclave, run: { keyHash: bigint; master: bigint; act
   for (const [wallet, encryption] of wallets) {
     const grant = enclave.cache.cachedWallet(run.keyHash, run.actionHash, wallet);
     if (!grant?.allowed) continue;
-    const derived = enclave.keyring.pkpKey(run.master, grant.derivation);
-    if (derived.address.toLowerCase() !== wallet) {
-      derived.privateKey.fill(0);
-      continue;
-    }
-    const material: KeyMaterial = { privateKey: derived.privateKey };
-    if (encryption) material.encryptionKey = enclave.keyring.pkpEncryptionKey(run.master, grant.derivation);
-    offered.push({ pkpId: wallet, material });
+    // One that does not derive to its address is not offered: the script's request meets the mismatch.
+    const material = walletKey(enclave, run.master, wallet, grant.derivation, encryption);
+    if (material) offered.push({ pkpId: wallet, material });
   }
   return offered;
+}
+
+/**
+ * A wallet's key from (master, its on-chain derivation), or undefined (the derived key zeroed) when
+ * it does not derive to the wallet's address; with its encryption key when asked. The one place both
+ * a script's request (provideKey) and an offer (offerKeys) make a wallet's key.
+ */
+function walletKey(enclave: Enclave, master: bigint, wallet: Address, derivation: bigint, encryption: boolean): KeyMaterial | undefined {
+  const derived = enclave.keyring.pkpKey(master, derivation);
+  if (derived.address.toLowerCase() !== wallet) {
+    derived.privateKey.fill(0);
+    return undefined;
+  }
+  return encryption ? { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(master, derivation) } : { privateKey: derived.privateKey };
 }
 
 /** Node's SHA-256, as the receipt's 0x-hex digests (a few times faster than the JavaScript one). */
@@ -272,11 +281,7 @@ async function provideKey(
   if (!grant.allowed) {
     throw new CodedError("permission_denied", `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`);
   }
-  const derived = enclave.keyring.pkpKey(run.master, grant.derivation);
-  if (derived.address.toLowerCase() !== wallet) {
-    derived.privateKey.fill(0);
-    throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet.toLowerCase()} does not match its address`);
-  }
-  if (!request.encryption) return { material: { privateKey: derived.privateKey }, address: wallet };
-  return { material: { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(run.master, grant.derivation) }, address: wallet };
+  const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
+  if (!material) throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
+  return { material, address: wallet };
 }

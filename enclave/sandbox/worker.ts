@@ -303,9 +303,7 @@ function handle(message: ToWorker, ownTurn: boolean): void {
       const first = message.messages.find((m) => m.type === "run");
       for (const m of message.messages) {
         if (m === first) continue;
-        if (m.type === "run") {
-          nextTurn(() => handle(m, true));
-        }
+        if (m.type === "run") nextTurn(() => handle(m, true));
         else handle(m, false);
       }
       if (first) handle(first, true);

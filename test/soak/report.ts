@@ -193,10 +193,12 @@ export function buildReport(d: SoakData): SoakReport {
   const roleRows: Array<Array<string | number>> = [];
   const loadMinutes = Math.ceil((d.loadTo - d.loadFrom) / 60_000);
   for (let m = 0; m < loadMinutes; m++) {
+    // The load's last minute may be a part of one: CPU and answers over the same span.
     const from = d.loadFrom + m * 60_000;
-    const xs = d.cpu.filter((c) => c.at >= from && c.at < from + 60_000);
-    const answered = edge.filter((a) => a.at + a.ms >= from && a.at + a.ms < from + 60_000).length;
-    const seconds = 60;
+    const to = Math.min(from + 60_000, d.loadTo);
+    const xs = d.cpu.filter((c) => c.at >= from && c.at < to);
+    const answered = edge.filter((a) => a.at + a.ms >= from && a.at + a.ms < to).length;
+    const seconds = (to - from) / 1000;
     roleRows.push([
       m + 1,
       ...SOAK_ROLES.map((r) => {
