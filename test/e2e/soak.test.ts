@@ -16,7 +16,7 @@ it("a short soak with each fault once keeps every rule", async () => {
     load: 0.5,
     accounts: 2,
     capacitySeconds: 8,
-    capacityClients: 8,
+    capacityClients: 16,
     // Each once (the next time is past the end), spread over the 75 s.
     faults: [
       { name: "session_drop", firstAtMs: 8_000, everyMs: 3_600_000 },

@@ -47,6 +47,8 @@ export type TestStack = {
 
 export type TestStackOptions = {
   listenerPollMs?: number;
+  /** Mine a block every this many seconds instead of one per transaction (bin/stack/anvil.ts says when and why). */
+  chainBlockSeconds?: number;
   echoEnclaveLogs?: boolean;
   /** Put a stoppable TCP proxy between anvil and the services (the enclave; an edge given `serviceRpcUrl`). */
   chainProxy?: boolean;
@@ -58,7 +60,7 @@ export type TestStackOptions = {
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const listenerPollMs = options.listenerPollMs ?? 500;
-  const anvil = await startAnvil({ accounts: 10 });
+  const anvil = await startAnvil({ accounts: 10, ...(options.chainBlockSeconds === undefined ? {} : { blockTimeSeconds: options.chainBlockSeconds }) });
   const gateway = await startIpfsGateway();
   const target = await startFetchTarget();
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-test-stack-"));

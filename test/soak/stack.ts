@@ -69,8 +69,19 @@ export type SoakStack = {
   stop(): Promise<void>;
 };
 
-export async function startSoakStack(options: { sandboxWorkers?: number } = {}): Promise<SoakStack> {
-  const chain = await startTestStack({ chainProxy: true, enclaveEnv: { SIGIL_SANDBOX_WORKERS: String(options.sandboxWorkers ?? 2) } });
+/**
+ * `chainBlockSeconds`: anvil mines a block every this many seconds (the default 1, as the chains the
+ * service runs on do; Base mines every 2 s), or a block per transaction when 0 — whose cost grows
+ * with the chain's length in anvil 1.7.1 (bin/stack/anvil.ts), so that a long soak would measure
+ * the chain's slowdown more than the service.
+ */
+export async function startSoakStack(options: { sandboxWorkers?: number; chainBlockSeconds?: number } = {}): Promise<SoakStack> {
+  const blockSeconds = options.chainBlockSeconds ?? 1;
+  const chain = await startTestStack({
+    chainProxy: true,
+    ...(blockSeconds > 0 ? { chainBlockSeconds: blockSeconds } : {}),
+    enclaveEnv: { SIGIL_SANDBOX_WORKERS: String(options.sandboxWorkers ?? 2) },
+  });
   const stops: Array<() => Promise<void>> = [() => chain.stop()];
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch(() => undefined);
