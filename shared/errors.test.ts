@@ -39,7 +39,8 @@ const API_MD_TABLE: Record<number, string[]> = {
   // payments_unavailable is not in api.md's table: its table has no code for Stripe being
   // unreachable or unconfigured, which the billing endpoints need (see the issue note). Nor is
   // ipfs_unavailable: a run by ipfs_id whose gateway is down is neither the chain nor the enclave.
-  503: ["chain_unavailable", "enclave_unavailable", "payments_unavailable", "ipfs_unavailable"],
+  // Nor edge_busy: an edge isolate refusing a request for load before any work (issue 16's soak).
+  503: ["chain_unavailable", "enclave_unavailable", "payments_unavailable", "ipfs_unavailable", "edge_busy"],
 };
 const EXPECTED: [string, number][] = Object.entries(API_MD_TABLE).flatMap(([status, codes]) =>
   codes.map((code): [string, number] => [code, Number(status)]),

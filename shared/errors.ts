@@ -50,6 +50,11 @@ export const errorStatus = {
   /** The enclave is up but the IPFS gateway it fetches `ipfs_id` code from is not (unreachable, timed out, 5xx). */
   ipfs_unavailable: 503,
   payments_unavailable: 503,
+  /**
+   * This edge instance is already serving as many requests as it serves promptly
+   * (SIGIL_EDGE_MAX_IN_FLIGHT): refused at once, before any work, with a short Retry-After.
+   */
+  edge_busy: 503,
 } as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 503>;
 
 export type ErrorCode = keyof typeof errorStatus;

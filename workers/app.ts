@@ -5,13 +5,14 @@ import { cors } from "hono/cors";
 import { edgeConfig } from "./config.ts";
 import { errorResponse } from "./errors.ts";
 import { notFound } from "./notFound.ts";
+import { admission } from "./middleware/admission/index.ts";
 import { rateLimit } from "./middleware/rateLimit/index.ts";
 import { requestId } from "./middleware/requestId/index.ts";
 import { accountsRoutes } from "./routes/accounts.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { attestationRoutes } from "./routes/attestation.ts";
-import { billingRoutes } from "./routes/billing.ts";
+import { billingRoutes, stripeWebhookRoutes } from "./routes/billing.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { sigilActionRoutes } from "./routes/sigilAction.ts";
 import { groupsRoutes } from "./routes/groups.ts";
@@ -44,7 +45,12 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   // (middleware/bodyLimit) on every route that takes a body, the script limit on the two that take a
   // script, a smaller one on the signature endpoints. No middleware here reads a route's path.
 
+  // Health, the service's public facts and Stripe's webhook are always served; every other route
+  // only within this isolate's admission (middleware/admission): Hono runs what is mounted in order,
+  // and a route answered above never reaches the middleware below it.
   app.route("/core/v1", publicRoutes());
+  app.route("/core/v1", stripeWebhookRoutes());
+  app.use("/core/v1/*", admission());
   app.route("/core/v1", accountsRoutes());
   app.route("/core/v1", usageKeysRoutes());
   app.route("/core/v1", walletsRoutes());

@@ -6,6 +6,14 @@ import type { Env } from "./env.ts";
 import { DEFAULT_AUDIT_WINDOW_BLOCKS } from "./chain/audit.ts";
 import { DEFAULT_RETRY_BASE_MS, MAX_RETRY_BASE_MS, MIN_RETRY_BASE_MS, webhookPolicy, type WebhookPolicy } from "./webhooks/policy.ts";
 
+/**
+ * Requests one isolate serves at once by default (SIGIL_EDGE_MAX_IN_FLIGHT). An isolate runs on one
+ * thread and shares it among every request it holds, so past what it serves promptly each new one
+ * only makes all of them slower; 128 is a few hundred ms of this edge's CPU (a run costs it ~7 ms)
+ * and leaves room for requests that wait on the chain or the enclave without using any.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 128;
+
 // Bindings that are not variables (Durable Objects) are left out of the check. The run limits
 // (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
 const schema = z.object({
@@ -28,6 +36,7 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
   SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
+  SIGIL_EDGE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(DEFAULT_MAX_IN_FLIGHT),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
@@ -68,6 +77,8 @@ export type EdgeConfig = {
    * budget of open writes that spend the payers' gas (new_account), whoever sends them.
    */
   rateLimits: { perKey: number; perIp: number; openPerIp: number; openWritesPerHour: number };
+  /** Requests this isolate serves at once; the next is refused with 503 edge_busy (middleware/admission). 0: no limit. */
+  maxInFlight: number;
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -130,6 +141,7 @@ export function edgeConfig(env: Env): EdgeConfig {
       openPerIp: c.SIGIL_RATE_LIMIT_OPEN_PER_IP,
       openWritesPerHour: c.SIGIL_OPEN_WRITES_PER_HOUR,
     },
+    maxInFlight: c.SIGIL_EDGE_MAX_IN_FLIGHT,
     billing: c.SIGIL_BILLING === "on",
     limits: limits.data,
     stripe: {

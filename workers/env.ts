@@ -25,6 +25,8 @@ export type Env = {
   SIGIL_RATE_LIMIT_OPEN_PER_IP?: string;
   /** Open writes that spend the payers' gas (new_account) per hour, for the whole deployment. */
   SIGIL_OPEN_WRITES_PER_HOUR?: string;
+  /** Requests one edge isolate serves at once before it answers 503 edge_busy (default 128; 0: no limit). */
+  SIGIL_EDGE_MAX_IN_FLIGHT?: string;
   /** `development`, `test` or `production`. */
   SIGIL_ENV?: string;
   /** Comma-separated enclave base URLs; the edge routes to a healthy one. */

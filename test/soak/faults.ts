@@ -19,7 +19,7 @@
 // which would measure the outage, not the restart; and what a session drop costs the clients must
 // not be confused with what the others cost.
 import type { SoakStack } from "./stack.ts";
-import type { Traffic } from "./traffic.ts";
+import type { Probe, Traffic } from "./traffic.ts";
 
 export type FaultName = "enclave_kill" | "rpc_stop" | "stripe_chaos" | "session_drop";
 export const FAULT_NAMES: FaultName[] = ["enclave_kill", "rpc_stop", "stripe_chaos", "session_drop"];
@@ -39,16 +39,23 @@ const STRIPE_HOLD_MS = 5_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Calls `attempt` every 100 ms until it succeeds or `limitMs` passes; when it did, on the traffic's clock. */
-async function firstSuccess(traffic: Traffic, attempt: () => Promise<boolean>, limitMs: number): Promise<{ at: number | null; tries: number }> {
+/**
+ * Calls `attempt` every 100 ms until it is served or `limitMs` passes; when it was, on the traffic's
+ * clock. `tries` counts the attempts that reached the service: one the edge refused at its door for
+ * load (503 edge_busy, nothing tried) says nothing of the fault.
+ */
+async function firstSuccess(traffic: Traffic, attempt: () => Promise<Probe>, limitMs: number): Promise<{ at: number | null; tries: number; refused: number }> {
   const deadline = traffic.recorder.now() + limitMs;
   let tries = 0;
+  let refused = 0;
   while (traffic.recorder.now() < deadline) {
-    tries++;
-    if (await attempt()) return { at: traffic.recorder.now(), tries };
+    const outcome = await attempt();
+    if (outcome === "edge_busy") refused++;
+    else tries++;
+    if (outcome === "served") return { at: traffic.recorder.now(), tries, refused };
     await sleep(100);
   }
-  return { at: null, tries };
+  return { at: null, tries, refused };
 }
 
 export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultName, () => Promise<Omit<FaultEvent, "name" | "at">>> {
@@ -65,7 +72,7 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
         ms: (served.at ?? clock()) - killedAt,
         // Back at all; the bound is judged by the report, which also counts the traffic's own runs.
         ok: recovery !== null,
-        effect: { kill_to_ready_ms: Math.round(readyAt - killedAt), ready_to_served_ms: recovery === null ? null : Math.round(recovery), probes: served.tries, calls_in_flight_at_ready: inFlight },
+        effect: { kill_to_ready_ms: Math.round(readyAt - killedAt), ready_to_served_ms: recovery === null ? null : Math.round(recovery), probes: served.tries, probes_refused_for_load: served.refused, calls_in_flight_at_ready: inFlight },
       };
     },
     async rpc_stop() {
@@ -126,7 +133,7 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
       }
       // The next run through the edge must work without an error the client sees.
       const served = await firstSuccess(traffic, () => traffic.probeRun(), 10_000);
-      return { ms: clock() - at, ok: dropped !== null && served.at !== null && served.tries === 1, effect: { sessions_dropped: dropped, next_run_ok_first_try: served.tries === 1 } };
+      return { ms: clock() - at, ok: dropped !== null && served.at !== null && served.tries === 1, effect: { sessions_dropped: dropped, next_run_ok_first_try: served.tries === 1, probes_refused_for_load: served.refused } };
     },
   };
 }

@@ -66,6 +66,9 @@ export type Attempt = {
   error?: string;
 };
 
+/** A probe's outcome: served, refused at the edge's door for load (so it tried nothing), or failed. */
+export type Probe = "served" | "edge_busy" | "failed";
+
 /**
  * One logical call (an SDK method, or a whole top-up), with how it ended; `token`: a run's (what the
  * fetch target counts, and its Idempotency-Key) or a write's (the name of what it makes, unique).
@@ -220,10 +223,10 @@ export type Traffic = {
   probe: SoakAccount;
   /** One call of `kind`, for a random account. */
   send(kind: LoadKind): Promise<void>;
-  /** A hello run through the edge for the probe account, no retry: whether it succeeded. */
-  probeRun(): Promise<boolean>;
-  /** A read through the edge for the probe account, no retry: whether it succeeded. */
-  probeRead(): Promise<boolean>;
+  /** A hello run through the edge for the probe account, no retry: whether it succeeded, or was refused for load (503 edge_busy) before any work. */
+  probeRun(): Promise<Probe>;
+  /** A read through the edge for the probe account, no retry: likewise. */
+  probeRead(): Promise<Probe>;
   /** A top-up whose card is declined, then paid on the same intent, never confirmed by the client (the webhook must credit it). */
   declinedThenPaid(account?: SoakAccount): Promise<void>;
   /** How many wallets, groups and usage keys of each name the account has (the chain's lists, read through the edge). */
@@ -269,12 +272,23 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
     return { name, apiKey, master: created.account_id.replace(/^0x/, ""), wallet, groupId, usageKey, webhookId: hook.id };
   };
 
-  const accounts: SoakAccount[] = [];
-  for (let i = 0; i < options.accounts; i++) {
-    accounts.push(await makeAccount(`soak-${i}`));
-    options.log?.(`account ${accounts[i]!.name} ready (${accounts[i]!.master.slice(0, 12)}…)`);
-  }
-  const probe = await makeAccount("probe");
+  // The accounts at once: each waits for its writes' blocks, not for the others'.
+  const made = await Promise.all(
+    ["probe", ...Array.from({ length: options.accounts }, (_, i) => `soak-${i}`)].map(async (name) => {
+      const account = await makeAccount(name);
+      options.log?.(`account ${account.name} ready (${account.master.slice(0, 12)}…)`);
+      return account;
+    }),
+  );
+  const probe = made[0] as SoakAccount;
+  const accounts = made.slice(1);
+
+  // Probes never overlap (faults.ts): the last probe call is the one just made.
+  const probeOutcome = (served: boolean): Probe => {
+    if (served) return "served";
+    const last = recorder.calls.findLast((c) => c.kind === "probe");
+    return last?.code === "edge_busy" ? "edge_busy" : "failed";
+  };
 
   const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
   const byName = (name: string) => [...accounts, probe].find((a) => a.name === name) as SoakAccount;
@@ -390,8 +404,8 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
       else if (kind === "topup") await topUpOnce(a);
       else await webhook(a);
     },
-    probeRun: async () => (await run("probe", probe, 0)) !== undefined,
-    probeRead: async () => (await recorder.call("probe", "billing/balance", probe.name, (fetch) => clientOf(probe.apiKey, fetch, 0).getBalance())) !== undefined,
+    probeRun: async () => probeOutcome((await run("probe", probe, 0)) !== undefined),
+    probeRead: async () => probeOutcome((await recorder.call("probe", "billing/balance", probe.name, (fetch) => clientOf(probe.apiKey, fetch, 0).getBalance())) !== undefined),
     async declinedThenPaid(account) {
       await topUpWith(account ? byName(account.name) : pick(accounts), ["pm_card_chargeDeclined", "pm_card_visa"], false);
     },

@@ -27,6 +27,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     contractAddress: undefined,
     events: { fromBlock: 0n, windowBlocks: 10_000 },
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10, openWritesPerHour: 10 },
+    maxInFlight: 0,
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

@@ -247,6 +247,15 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
     ) as never;
   });
 
+  return r;
+}
+
+/**
+ * Stripe's webhook, a router of its own: app.ts mounts it before admission, since an event refused
+ * for load would credit its account only when Stripe tries again, much later.
+ */
+export function stripeWebhookRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = newRouter();
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
   r.openAPIRegistry.registerPath(webhook);
   r.post(webhook.path, defaultBodyLimit, async (c) => {
