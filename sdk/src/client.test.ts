@@ -1,7 +1,7 @@
 // The client's own behaviour against a scripted fetch: where it sends what, which answers it
 // retries (and with which Idempotency-Key), what each failure becomes, pages, aborts.
 import { describe, expect, it, vi } from "vitest";
-import { createSigilClient } from "./client.ts";
+import { BUSY_RETRIES, createSigilClient } from "./client.ts";
 import { SigilError, SigilNetworkError, SigilTimeoutError } from "./errors.ts";
 import { operations } from "./generated/api.ts";
 
@@ -109,6 +109,25 @@ describe("createSigilClient", () => {
       random.mockRestore();
     }
     expect(waits).toEqual([2000, 2500, 2999]);
+  });
+
+  it("retries 503 edge_busy (refused before any work) on a budget of its own, for any call whose caller allows retries", async () => {
+    const busy = () => errorAnswer(503, "edge_busy", { "retry-after": "0" });
+    // More refusals than `retries`: they do not spend it.
+    const a = scripted([busy(), busy(), busy(), json(200, { success: true, wallet_address: "0x1" })]);
+    await createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: a.fetch, retries: 1 }).createWallet({});
+    expect(a.seen).toHaveLength(4);
+    expect(new Set(a.seen.map((s) => s.headers["idempotency-key"])).size).toBe(1);
+    // Past BUSY_RETRIES, the call's own retries, then the error.
+    const b = scripted(Array.from({ length: BUSY_RETRIES + 2 }, busy));
+    const err = await createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: b.fetch, retries: 1 }).createWallet({}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SigilError);
+    expect((err as SigilError).code).toBe("edge_busy");
+    expect(b.seen).toHaveLength(BUSY_RETRIES + 2);
+    // retries: 0 is no retry at all.
+    const c = scripted([busy(), json(200, { success: true, wallet_address: "0x1" })]);
+    await expect(createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: c.fetch, retries: 0 }).createWallet({})).rejects.toMatchObject({ code: "edge_busy" });
+    expect(c.seen).toHaveLength(1);
   });
 
   it("a Retry-After longer than maxRetryDelayMs is the caller's: the error comes at once", async () => {

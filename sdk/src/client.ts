@@ -8,9 +8,15 @@
 // attempt, so the service answers a repeat with the first answer). They follow 429 and 503 answers
 // after their Retry-After, 409 request_in_progress likewise, and a failed connection after a short
 // backoff, each wait lengthened by up to half at random (withJitter); a timeout is not retried (the
-// call's budget is spent).
+// call's budget is spent). A 503 edge_busy — the edge refused the request at its door, before any
+// work — is retried after its Retry-After on its own budget (BUSY_RETRIES, not the call's
+// `retries`), for every call whose caller allows retries: nothing can have acted on it, and it
+// comes in bursts (the seconds after an outage) that a few retries would not outlast.
 import { operations, type OperationId, type Operations } from "./generated/api.ts";
 import { SigilError, SigilNetworkError, SigilTimeoutError } from "./errors.ts";
+
+/** How many times a call is sent again after 503 edge_busy, besides its `retries` (at the edge's Retry-After of 2 s: about half a minute). */
+export const BUSY_RETRIES = 10;
 
 /** `X-Wallet-Auth` for billing under a wallet: a header value, or a function that makes a fresh one (walletAuthHeader). */
 export type WalletAuth = string | (() => string | Promise<string>);
@@ -106,7 +112,9 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     // Every operation that takes an Idempotency-Key acts (GET create_wallet too): it always gets one.
     if (op.idempotent) headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
     const safe = headers["idempotency-key"] !== undefined || (op.method === "GET" && !op.idempotent) || PURE_POSTS.has(operation);
-    const retries = safe ? (callOptions.retries ?? options.retries ?? 2) : 0;
+    const allowed = callOptions.retries ?? options.retries ?? 2;
+    const retries = safe ? allowed : 0;
+    let busyRetries = 0;
     const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const maxDelay = options.maxRetryDelayMs ?? 30_000;
 
@@ -128,8 +136,14 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
         return value as Output<K>;
       }
       const error = await errorOf(res, info);
-      const waitable = error.status === 429 || error.status === 503 || error.code === "request_in_progress";
       const delay = (error.retryAfter ?? 1) * 1000;
+      if (error.code === "edge_busy" && allowed > 0 && busyRetries < BUSY_RETRIES && error.retryAfter !== undefined && delay <= maxDelay) {
+        busyRetries++;
+        await sleep(withJitter(delay, maxDelay), callOptions.signal);
+        attempt--; // not one of the call's retries
+        continue;
+      }
+      const waitable = error.status === 429 || error.status === 503 || error.code === "request_in_progress";
       if (waitable && attempt < retries && delay <= maxDelay && (error.retryAfter !== undefined || error.status !== 503)) {
         await sleep(withJitter(delay, maxDelay), callOptions.signal);
         continue;
