@@ -11,8 +11,9 @@
 //
 // Counted per isolate (a module's state), like the isolate's other memories: Cloudflare spreads a
 // deployment's requests over many isolates, each with its own count; `npm start` and the soak run one.
-// Mounted after the routes that must never be refused for load — health and Stripe's webhook,
-// whose events credit accounts (app.ts) — and before the rate limits' and the routes' work.
+// Mounted after the rate limits (every request counts against its key and IP, refused or not) and
+// after the routes that must never be refused for load — health, the public facts and Stripe's
+// webhook, whose events credit accounts (app.ts) — and before every other route's work.
 import type { MiddlewareHandler } from "hono";
 import { SigilError } from "../../../shared/errors.ts";
 import type { EdgeEnv } from "../../router.ts";
