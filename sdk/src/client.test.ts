@@ -124,6 +124,15 @@ describe("createSigilClient", () => {
     expect(err).toBeInstanceOf(SigilError);
     expect((err as SigilError).code).toBe("edge_busy");
     expect(b.seen).toHaveLength(BUSY_RETRIES + 2);
+    // A call that is otherwise never retried (a PUT without an Idempotency-Key) is retried on edge_busy
+    // — nothing acted on it — and on nothing else.
+    const d = scripted([busy(), json(200, { retry_base_ms: 1000 })]);
+    const unsafe = createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: d.fetch });
+    await unsafe.updateWebhookSettings({} as never);
+    expect(d.seen).toHaveLength(2);
+    const e = scripted([errorAnswer(503, "enclave_unavailable", { "retry-after": "0" }), json(200, {})]);
+    await expect(createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: e.fetch }).updateWebhookSettings({} as never)).rejects.toMatchObject({ code: "enclave_unavailable" });
+    expect(e.seen).toHaveLength(1);
     // retries: 0 is no retry at all.
     const c = scripted([busy(), json(200, { success: true, wallet_address: "0x1" })]);
     await expect(createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: c.fetch, retries: 0 }).createWallet({})).rejects.toMatchObject({ code: "edge_busy" });

@@ -53,8 +53,11 @@ function machine(): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
+/** How often sampleCpu samples by default; a sample covers the interval before it. */
+export const CPU_SAMPLE_MS = 5_000;
+
 /** Samples every `everyMs` until stopped; percentages are of the whole machine (all cores). */
-export function sampleCpu(clock: () => number, everyMs = 5_000): { samples: CpuSample[]; stop(): void } {
+export function sampleCpu(clock: () => number, everyMs = CPU_SAMPLE_MS): { samples: CpuSample[]; stop(): void } {
   const samples: CpuSample[] = [];
   let prev: { procs: Map<number, { ppid: number; ticks: number }>; machine: { busy: number; total: number } } | undefined;
   const tick = () => {

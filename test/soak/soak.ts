@@ -17,9 +17,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FAULT_NAMES, faultActions, scheduleFaults, type FaultName, type FaultPlan } from "./faults.ts";
-import { sampleCpu, type CpuSample } from "./cpu.ts";
+import { CPU_SAMPLE_MS, sampleCpu, type CpuSample } from "./cpu.ts";
 import { buildReport, type SoakReport } from "./report.ts";
-import { startSoakStack } from "./stack.ts";
+import { DEFAULT_CHAIN_BLOCK_SECONDS, startSoakStack } from "./stack.ts";
 import { driveOpenLoop, measureCapacity, startTraffic, type Recorder } from "./traffic.ts";
 
 export type SoakOptions = {
@@ -55,7 +55,7 @@ const CAPACITY_GAIN = 1.1;
 /** The machine's mean busy share over the CPU samples taken in (from, to] (null: none, no /proc). */
 function machineBusyPct(samples: CpuSample[], from: number, to: number): number | null {
   // A sample covers the 5 s before it: only those wholly inside the window.
-  const inside = samples.filter((s) => s.at - 5_000 >= from && s.at <= to);
+  const inside = samples.filter((s) => s.at - CPU_SAMPLE_MS >= from && s.at <= to);
   return inside.length === 0 ? null : inside.reduce((a, s) => a + s.machinePct, 0) / inside.length;
 }
 
@@ -74,7 +74,7 @@ async function waitFor(done: () => boolean | Promise<boolean>, ms: number): Prom
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const { log } = options;
   const startedAt = new Date();
-  const blockSeconds = options.chainBlockSeconds ?? 1;
+  const blockSeconds = options.chainBlockSeconds ?? DEFAULT_CHAIN_BLOCK_SECONDS;
   log(`starting the stack (anvil behind a proxy, ${blockSeconds > 0 ? `a block every ${blockSeconds} s` : "a block per transaction"}; enclave, Stripe emulator, edge under workerd)…`);
   const stack = await startSoakStack({ chainBlockSeconds: blockSeconds });
   /** Every request the clients made, written to the logs folder whatever happens. */
@@ -196,7 +196,7 @@ if (import.meta.main) {
       "session-drop-every": { type: "string", default: String(DEFAULT_INTERVALS.session_drop) },
       "capacity-seconds": { type: "string", default: "20" },
       "capacity-clients": { type: "string", default: "24" },
-      "block-time": { type: "string", default: "1" },
+      "block-time": { type: "string", default: String(DEFAULT_CHAIN_BLOCK_SECONDS) },
       logs: { type: "string", default: join(import.meta.dirname, "../../.sigil/soak") },
     },
   });

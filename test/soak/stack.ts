@@ -69,6 +69,9 @@ export type SoakStack = {
   stop(): Promise<void>;
 };
 
+/** Seconds between the soak chain's blocks unless told otherwise. */
+export const DEFAULT_CHAIN_BLOCK_SECONDS = 1;
+
 /**
  * `chainBlockSeconds`: anvil mines a block every this many seconds (the default 1, as the chains the
  * service runs on do; Base mines every 2 s), or a block per transaction when 0 — whose cost grows
@@ -76,7 +79,7 @@ export type SoakStack = {
  * the chain's slowdown more than the service.
  */
 export async function startSoakStack(options: { sandboxWorkers?: number; chainBlockSeconds?: number } = {}): Promise<SoakStack> {
-  const blockSeconds = options.chainBlockSeconds ?? 1;
+  const blockSeconds = options.chainBlockSeconds ?? DEFAULT_CHAIN_BLOCK_SECONDS;
   const chain = await startTestStack({
     chainProxy: true,
     ...(blockSeconds > 0 ? { chainBlockSeconds: blockSeconds } : {}),
