@@ -25,7 +25,7 @@ async function run(body: string): Promise<RunOutcome> {
     },
   });
   const request = { code: `async function main() {\n${body}\n}`, cid: CID, paramsJson: "null", timeoutMs: 30_000, requestId: "globals-test", correlationId: null };
-  return runScript(await prepareRuntime(await createInstance(limits.memoryLimitBytes), limits), request, limits, host);
+  return runScript(await prepareRuntime(await createInstance(limits), limits), request, limits, host);
 }
 
 function succeeded(outcome: RunOutcome): RunOutcome & { responseJson: string } {

@@ -11,8 +11,9 @@ import { createLogger, type Logger } from "../../shared/log.ts";
 import { bytesToHex, hashMessage, recoverAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { KeyUse } from "./hostOps.ts";
+import { createInstance } from "./instance.ts";
 import { SandboxPool, type KeyProvider } from "./pool.ts";
-import type { RunOutcome, RunRequest } from "./runtime.ts";
+import { prepareRuntime, type RunOutcome, type RunRequest } from "./runtime.ts";
 
 const started = vi.hoisted(() => [] as NodeWorker[]);
 vi.mock("node:worker_threads", async (importOriginal) => {
@@ -61,6 +62,13 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 }
 
 let pool: SandboxPool | undefined;
+
+/** The memory of one prepared instance, as the pool's workers make them. */
+async function preparedInstanceBytes(): Promise<number> {
+  const instance = await createInstance(config.limits);
+  await prepareRuntime(instance, config.limits);
+  return instance.preparedBytes;
+}
 
 async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number; memoryBudgetBytes?: number; log?: Logger } = {}): Promise<SandboxPool> {
   started.length = 0;
@@ -247,9 +255,9 @@ describe("SandboxPool: a burst of runs on a worker with too few runtimes ready",
     const order: number[] = [];
     burst.forEach((run, i) => void run.then(() => order.push(i), () => order.push(-1)));
     await Promise.race(burst);
-    // Each instance counts its 16 MiB from its making: had every waiting run made its own side by side,
+    // Each instance counts its memory from its making: had every waiting run made its own side by side,
     // all twenty would exist before the first of them could start.
-    const instancesAtFirstAnswer = p.heapBytes / (16 << 20);
+    const instancesAtFirstAnswer = p.heapBytes / (await preparedInstanceBytes());
     expect(instancesAtFirstAnswer).toBeLessThanOrEqual(8);
     expect((await Promise.all(burst)).map(answer)).toEqual(burst.map((_, i) => `run ${i}`));
     expect(order).toEqual(burst.map((_, i) => i));
@@ -259,14 +267,14 @@ describe("SandboxPool: a burst of runs on a worker with too few runtimes ready",
 
 describe("SandboxPool: workers whose heap grew are recycled between runs", { timeout: 60_000 }, () => {
   it("refuses new runs with 429 executor_busy while the runs in flight hold the sandbox's memory budget, and takes them again once they end", async () => {
-    // One worker: its prepared instance (16 MiB) and, once the hoarder has grown, 40 MiB more.
-    const p = await startPool({ runsPerWorker: 8, memoryBudgetBytes: 48 << 20 });
+    // One worker: its prepared instances (a few MiB) and, once the hoarder has grown, 40 MiB more.
+    const p = await startPool({ runsPerWorker: 8, memoryBudgetBytes: 32 << 20 });
     expect(answer(await p.run(quick("before"), noKeys))).toBe("before");
     const hoarder = p.run(
       request(`async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); await new Promise((r) => setTimeout(r, 1500)); return keep.length }`),
       noKeys,
     );
-    for (let i = 0; p.heapBytes <= 48 << 20; i++) {
+    for (let i = 0; p.heapBytes <= 32 << 20; i++) {
       if (i > 200) throw new Error(`the hoarder's heap never showed: ${p.heapBytes} bytes`);
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -275,7 +283,7 @@ describe("SandboxPool: workers whose heap grew are recycled between runs", { tim
     expect(refused).toMatchObject({ code: "executor_busy", status: 429 });
     expect(answer(await hoarder)).toBe(40);
     // Its grown instance is dropped, not kept: the budget is free again.
-    expect(p.heapBytes).toBeLessThanOrEqual(48 << 20);
+    expect(p.heapBytes).toBeLessThanOrEqual(32 << 20);
     expect(answer(await p.run(quick("after"), noKeys))).toBe("after");
   });
 

@@ -39,7 +39,7 @@ describe("ScriptRun and the slice board", () => {
         throw new CodedError("permission_denied", "no");
       },
     });
-    const prepared = await prepareRuntime(await createInstance(limits.memoryLimitBytes), limits);
+    const prepared = await prepareRuntime(await createInstance(limits), limits);
     const request = {
       code: "async function main() { await new Promise((r) => setTimeout(r, 5)); return 'ok' }",
       cid: "QmRuntimeTest",

@@ -14,7 +14,7 @@ import { getHeapStatistics } from "node:v8";
 import { parentPort, workerData } from "node:worker_threads";
 import type { SandboxLimits } from "../config.ts";
 import { createRunHost, net, type KeyMaterial, type KeyRequest } from "./hostOps.ts";
-import { createInstance, INSTANCE_BASE_BYTES } from "./instance.ts";
+import { createInstance } from "./instance.ts";
 import type { FetchPolicy, Resolver } from "./net/guardedFetch.ts";
 import type { FromWorker, OfferedKeyBytes, OfferedKeyUse, ToWorker, WorkerInit } from "./protocol.ts";
 import { CodedError, nextTurn, prepareRuntime, ScriptRun, type PreparedRuntime, type RunRequest } from "./runtime.ts";
@@ -134,7 +134,7 @@ function countHeap(delta: number): void {
  * was the sandbox's, not theirs.
  */
 async function newRuntime(): Promise<PreparedRuntime> {
-  const made = await createInstance(limits.memoryLimitBytes, countHeap);
+  const made = await createInstance(limits, countHeap);
   countHeap(made.heapBytes());
   // Step by step, each in a turn of the event loop of its own: a run that comes meanwhile (a message)
   // is taken between two steps. The runs in flight get each step's time back if it was long.
@@ -155,8 +155,12 @@ async function newRuntime(): Promise<PreparedRuntime> {
   }
 }
 
-/** A runtime that serves no run any more (its instance and memory go with it). */
+/**
+ * A runtime that serves no run any more: its memory is zeroed (a run it served may have ended
+ * half-way, never restored) and goes with its instance.
+ */
 function drop(prepared: PreparedRuntime): void {
+  prepared.instance.wipe();
   countHeap(-prepared.instance.heapBytes());
 }
 
@@ -168,9 +172,13 @@ function drop(prepared: PreparedRuntime): void {
  */
 const waiting: Array<{ resolve: (prepared: PreparedRuntime) => void; reject: (err: unknown) => void }> = [];
 
-/** Keeps a runtime (its image written back) for the oldest waiting run or later runs, unless its heap grew past the recycle threshold. */
+/**
+ * Keeps a runtime (its image written back) for the oldest waiting run or later runs, unless its memory
+ * grew past the recycle threshold: all of it is cleared after every run, so a memory a large run left
+ * large would cost each later run its clearing.
+ */
 function giveBack(prepared: PreparedRuntime): void {
-  if (prepared.instance.heapBytes() > INSTANCE_BASE_BYTES + init.recycle.instanceGrowthBytes) return drop(prepared);
+  if (prepared.instance.heapBytes() > prepared.instance.preparedBytes + init.recycle.instanceGrowthBytes) return drop(prepared);
   const next = waiting.shift();
   if (next) return next.resolve(prepared);
   if (retiring || idle.length >= MAX_IDLE_INSTANCES) return drop(prepared);

@@ -160,6 +160,16 @@
   defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
+  // ─── no shared memory ─────────────────────────────────────────────────────────────────────
+  // Scripts have no threads, so nothing to share memory with; and this QuickJS build allocates a
+  // growable SharedArrayBuffer only at its initial length, so that `grow` gave a view over whatever
+  // lay past it in the instance's memory (issue 26). SharedArrayBuffer and Atomics are gone before
+  // the image is taken (its prototype's `grow` too, in case a reference to it survives somewhere).
+  const SharedArrayBufferCtor = G.SharedArrayBuffer;
+  if (SharedArrayBufferCtor !== undefined) delete SharedArrayBufferCtor.prototype.grow;
+  delete G.SharedArrayBuffer;
+  delete G.Atomics;
+
   // ─── Math.random, seeded for each run ────────────────────────────────────────────────────────
   // Every run starts from the same image of this runtime (image.ts), QuickJS's own generator state
   // included: it would give every run the same numbers. This one (xoshiro128**) is seeded by the
