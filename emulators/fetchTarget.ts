@@ -1,7 +1,9 @@
 // A loopback web server that scripts' fetch tests reach (the enclave allow-lists exactly its
 // host:port): plain answers, redirects to wherever a test asks, oversized and never-ending bodies,
-// and a counter of calls by token (`/count?token=T` counts one, `/counts` answers them all), with
-// which a test sees how many times a script really ran, whatever its answers said.
+// a counter of calls by token (`/count?token=T` counts one, `/counts` answers them all), with
+// which a test sees how many times a script really ran, whatever its answers said, and `/sha256?text=T`,
+// a body the script did not send (the sandbox's residue tests look for it in memory after the run).
+import { createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -19,6 +21,10 @@ export async function startFetchTarget(): Promise<FetchTarget> {
           res.setHeader("content-type", "text/plain");
           res.setHeader("x-sigil-test", "yes");
           res.end("hello from the target");
+          return;
+        case "/sha256":
+          res.setHeader("content-type", "text/plain");
+          res.end(createHash("sha256").update(url.searchParams.get("text") ?? "").digest("hex"));
           return;
         case "/echo":
           res.setHeader("content-type", "application/json");
