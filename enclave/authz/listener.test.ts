@@ -1,6 +1,7 @@
 // The chain listener (keys-and-authz.md, "Permission cache and chain listener") against a real
-// anvil with AccountConfig deployed: status before and after polls, events reaching onEvents,
-// bounded ranges, resuming after a failed poll without skipping, and the start/stop loop.
+// anvil with AccountConfig deployed: status before and after polls, events reaching onEvents (the
+// revocations among them), bounded ranges, resuming after a failed poll without skipping, and the
+// start/stop loop.
 import { createServer, type AddressInfo } from "node:net";
 import {
   createPublicClient,
@@ -8,6 +9,7 @@ import {
   custom,
   getAddress,
   http,
+  parseEventLogs,
   type Address,
   type PublicClient,
   type TransactionReceipt,
@@ -18,8 +20,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { generateApiKey } from "../../shared/apiKey.ts";
+import { computeCid } from "../../shared/cid.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
-import { apiKeyHash } from "../../shared/hashing.ts";
+import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
 import { createLogger, type Logger } from "../../shared/log.ts";
 import { ChainListener, type ListenerOptions } from "./listener.ts";
 
@@ -65,6 +68,18 @@ async function newUsageKey(master: bigint): Promise<bigint> {
   const hash = apiKeyHash(generateApiKey());
   await send("setUsageApiKey", [master, hash, 0n, 0n, "k", "", false, false, false, [], [], [], []]);
   return hash;
+}
+
+/** A group of `master` (three blocks: its action registered, its wallet registered, the group) listing one action and one wallet. */
+async function newGroup(master: bigint): Promise<{ groupId: bigint; wallet: Address; cid: bigint }> {
+  const wallet = privateKeyToAddress(generatePrivateKey());
+  const cidText = await computeCid(`async function main() { return ${master % 1_000_000n} }`);
+  await send("registerActions", [master, 0n, [cidText]]);
+  await send("registerWalletDerivation", [master, wallet, 7n, "w", ""]);
+  const receipt = await send("addGroup", [master, "g", "", [cidHash(cidText)], [wallet]]);
+  const added = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0];
+  if (!added) throw new Error("addGroup emitted no GroupAdded");
+  return { groupId: added.args.groupId, wallet, cid: cidHash(cidText) };
 }
 
 /** A client on the test anvil whose RPC can be broken on demand, counting what the listener asks. */
@@ -204,6 +219,28 @@ describe("events", () => {
     expect(calls).toHaveLength(1);
     expect(calls[0]?.masters).toEqual([master]);
     expect(calls[0]?.keyHashes).toContain(usage);
+  });
+
+  // The revocations a cached grant must not outlive (issue 26): a wallet or an action taken out of
+  // a group. Each is the only event of its poll's range (no re-read depth), so nothing else of the
+  // account's can drop its cache entries in its place; a listener that skipped these events would
+  // leave a run authorized by the cache for up to five minutes after the revocation.
+  it("hands onEvents the master hash of PkpRemovedFromGroup and of ActionRemovedFromGroup, each alone in its poll", async () => {
+    const master = await newAccount();
+    const { groupId, wallet, cid } = await newGroup(master);
+    const { l, calls } = listener();
+    await l.poll();
+
+    const pkpRemoved = await send("removePkpFromGroup", [master, groupId, wallet]);
+    expect(parseEventLogs({ abi: accountConfigAbi, logs: pkpRemoved.logs }).map((e) => e.eventName)).toEqual(["PkpRemovedFromGroup"]);
+    await l.poll();
+    expect(calls).toEqual([{ masters: [master], keyHashes: [] }]);
+
+    calls.length = 0;
+    const actionRemoved = await send("removeActionFromGroup", [master, groupId, cid]);
+    expect(parseEventLogs({ abi: accountConfigAbi, logs: actionRemoved.logs }).map((e) => e.eventName)).toEqual(["ActionRemovedFromGroup"]);
+    await l.poll();
+    expect(calls).toEqual([{ masters: [master], keyHashes: [] }]);
   });
 
   it("calls onEvents only when a range holds events of an account", async () => {

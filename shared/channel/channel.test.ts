@@ -34,14 +34,15 @@ async function setup(options: { now?: () => number; maxSessions?: number; openin
   return { key, edge, recipient };
 }
 
-async function refusal(promise: Promise<unknown>): Promise<ChannelRefusal> {
+/** Why `promise` was refused; `what` names the request in the failure when it was not. */
+async function refusal(promise: Promise<unknown>, what = "the request"): Promise<ChannelRefusal> {
   try {
     await promise;
   } catch (err) {
     if (err instanceof ChannelError) return err.reason;
     throw err;
   }
-  throw new Error("expected a ChannelError");
+  throw new Error(`expected a ChannelError, but it opened: ${what}`);
 }
 
 describe("the channel", () => {
@@ -80,6 +81,40 @@ describe("the channel", () => {
     const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
     await recipient.open(call.sealed);
     expect(await refusal(recipient.open(call.sealed))).toBe("replayed");
+  });
+
+  // Issue 26: every other replay test replays at once, so an enclave that forgot a nonce after a
+  // second would pass them all — and a request captured on the wire could then be sent again for the
+  // rest of the minute its timestamp is accepted. The enclave's clock is injected: no test waits.
+  it("refuses a replay at any moment its timestamp still passes the time check, and after that as stale: a nonce is kept as long as the window", async () => {
+    const t0 = 1_000_000_000_000;
+    let now = t0;
+    const { key, edge, recipient } = await setup({ now: () => now });
+    const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge, now: t0 });
+    const first = await session.seal(REQUEST, t0);
+    await first.openResponse(await (await recipient.open(first.sealed)).sealResponse("ok"));
+    const { init: _init, ...later } = (await session.seal(REQUEST, t0)).sealed;
+    await recipient.open(later);
+    // A request stamped at the window's far edge, ahead of the enclave's clock, stays replayable for twice as long.
+    const ahead = (await session.seal(REQUEST, t0 + 60_000)).sealed;
+    await recipient.open(ahead);
+    for (const at of [1_001, 2_000, 30_000, 59_999, 60_000]) {
+      now = t0 + at;
+      // Other traffic meanwhile, each request of which makes the enclave forget what it may.
+      await recipient.open((await session.seal(REQUEST, now)).sealed);
+      expect(await refusal(recipient.open(first.sealed), `the first request, replayed ${at} ms after`)).toBe("replayed");
+      expect(await refusal(recipient.open(later), `a later request, replayed ${at} ms after`)).toBe("replayed");
+      expect(await refusal(recipient.open(ahead), `a request stamped 60 s ahead, replayed ${at} ms after`)).toBe("replayed");
+    }
+    now = t0 + 60_001;
+    expect(await refusal(recipient.open(later))).toBe("stale");
+    for (const at of [61_000, 119_999, 120_000]) {
+      now = t0 + at;
+      await recipient.open((await session.seal(REQUEST, now)).sealed);
+      expect(await refusal(recipient.open(ahead), `a request stamped 60 s ahead, replayed ${at} ms after`)).toBe("replayed");
+    }
+    now = t0 + 120_001;
+    expect(await refusal(recipient.open(ahead))).toBe("stale");
   });
 
   it("refuses a request outside ±60 s of the enclave's clock, either way", async () => {

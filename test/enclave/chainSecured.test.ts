@@ -98,6 +98,9 @@ describe("a ChainSecured account", () => {
     expect((wrongType.body as { error: { code: string } }).error.code).toBe("wrong_primary_type");
   });
 
+  // How soon, not what drops the grant: the listener still re-reads this account's setup blocks
+  // here, whose events drop its entries too. revocation.test.ts pins that the revocation's own
+  // event does (issue 26).
   it("a permission revoked on chain by the admin's own transaction stops working within the listener's poll interval plus one second", async () => {
     // Warm the cache: the grant is now cached for up to five minutes.
     expect((await run(usage.usage_api_key, SIGN, { wallet: pkp.wallet_address })).body.has_error).toBe(false);

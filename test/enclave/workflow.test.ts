@@ -1,7 +1,7 @@
 // The enclave end to end against anvil: an account made through the internal API, a wallet, a
 // group, and scripts that sign with the wallet — each signature checked by viem against the
 // wallet's address — and every way a script may try to use a wallet it should not have.
-import { createPublicClient, createWalletClient, getAddress, hashMessage, http, parseEventLogs, recoverMessageAddress, recoverTypedDataAddress, parseTransaction, recoverTransactionAddress, type Address, type Hex } from "viem";
+import { bytesToHex, createPublicClient, createWalletClient, getAddress, hashMessage, http, parseEventLogs, recoverMessageAddress, recoverTypedDataAddress, parseTransaction, recoverTransactionAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
@@ -10,6 +10,7 @@ import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
 import { internalHealthOf } from "../harness/channel.ts";
+import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { callEnclave, ok, run, walletDerivation, type RunResult } from "./client.ts";
 import { TEST_ROOT_KEY } from "./constants.ts";
 
@@ -19,6 +20,28 @@ const SIGN = `async function main({ wallet, message }) {
   return { signature };
 }`;
 
+/** Every operation a script may ask a wallet's key for. */
+const WALLET_OPERATIONS = ["getPrivateKey", "getPublicKey", "signMessage", "signDigest", "signTypedData", "signTransaction", "encrypt", "decrypt"] as const;
+
+/** Tries each of WALLET_OPERATIONS with `wallet` and answers, per operation, the error code it threw or what it gave. */
+const EVERY_WALLET_OPERATION = `async function main({ wallet }) {
+  const A = Sigil.Actions;
+  const attempts = {
+    getPrivateKey: () => A.getPrivateKey({ pkpId: wallet }),
+    getPublicKey: () => A.getPublicKey({ pkpId: wallet }),
+    signMessage: () => A.signMessage({ pkpId: wallet, message: "x" }),
+    signDigest: () => A.signDigest({ pkpId: wallet, digest: "0x" + "11".repeat(32) }),
+    signTypedData: () => A.signTypedData({ pkpId: wallet, typedData: { domain: { name: "T", version: "1", chainId: 1 }, types: { M: [{ name: "x", type: "uint256" }] }, primaryType: "M", message: { x: 1n } } }),
+    signTransaction: () => A.signTransaction({ pkpId: wallet, transaction: { to: "0x000000000000000000000000000000000000dEaD", value: 1n, nonce: 0, gas: 21000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n, chainId: 31337 } }),
+    encrypt: () => A.encrypt({ pkpId: wallet, plaintext: "x" }),
+    decrypt: () => A.decrypt({ pkpId: wallet, ciphertext: "0x" + "00".repeat(40) }),
+  };
+  const out = {};
+  for (const [name, attempt] of Object.entries(attempts)) {
+    try { out[name] = { gave: await attempt() }; } catch (e) { out[name] = e.code ?? e.message; }
+  }
+  return out;
+}`;
 
 const transport = () => http(inject("rpcUrl"));
 const publicClient = () => createPublicClient({ transport: transport(), pollingInterval: 50 });
@@ -226,6 +249,61 @@ describe("a managed account signs through its wallet", () => {
     await groupFor(account.api_key, [cid], ["0x0000000000000000000000000000000000000000"]);
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     expectRunError(await run(account.api_key, code, { wallet: stranger }), "permission_denied");
+  });
+
+  // Issue 26: the refusals above use signMessage, or an address nobody registered. The key most
+  // worth stealing is the one getPrivateKey hands out, of a wallet the account does own: each wallet
+  // operation asks for the key the same way, and none may get it outside the run's groups.
+  it("getPrivateKey of the account's own wallet outside the run's group — a registered wallet, the Account Master Wallet — is permission_denied, as is every other wallet operation, and nothing of the key comes out", async () => {
+    const code = `${EVERY_WALLET_OPERATION}\n// own wallets outside the group`;
+    await groupFor(account.api_key, [await computeCid(code)], [wallet]);
+    const outside = (await newWallet(account.api_key)).wallet_address;
+    const master = apiKeyHash(account.api_key);
+    const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
+    for (const own of [outside, account.wallet_address as Address]) {
+      const derivation = await walletDerivation(master, getAddress(own));
+      expect(derivation, "the wallet is the account's own, registered on chain").not.toBe(0n);
+      const r = await run(account.api_key, code, { wallet: own });
+      expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
+      expect(r.body.response, own).toEqual(Object.fromEntries(WALLET_OPERATIONS.map((op) => [op, "permission_denied"])));
+      const privateKey = bytesToHex(keyring.pkpKey(master, derivation).privateKey).slice(2);
+      expect(JSON.stringify(r.body)).not.toContain(privateKey);
+      expect((r.body as unknown as { receipt: { wallets: unknown[] } }).receipt.wallets).toEqual([]);
+    }
+    // And alone, uncaught: the run ends in permission_denied.
+    const alone = `async function main({ wallet }) { return Sigil.Actions.getPrivateKey({ pkpId: wallet }); }\n// alone`;
+    await groupFor(account.api_key, [await computeCid(alone)], [wallet]);
+    expectRunError(await run(account.api_key, alone, { wallet: outside }), "permission_denied");
+    // The same script gets the key of the wallet its group lists (the refusal is the group's, not the operation's).
+    const allowed = await run(account.api_key, alone, { wallet });
+    expect(allowed.body.has_error, JSON.stringify(allowed.body)).toBe(false);
+    expect(privateKeyToAccount(allowed.body.response as Hex).address).toBe(getAddress(wallet));
+  });
+
+  // The contract's truth table (test/contract/authorizeExecution.test.ts) had the only test of
+  // this: a key's groups are not pooled. A wallet is usable by a run only through a group that lists
+  // both the wallet and the run's CID, not because one group of the key lists the CID and another
+  // the wallet.
+  it("a wallet in another group of the key, one that does not list the script's CID, is refused (master key and usage key alike)", async () => {
+    const owner = await newAccount("groups are not pooled");
+    const code = `${EVERY_WALLET_OPERATION}\n// groups are not pooled`;
+    const other = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "its own group" }); }\n// groups are not pooled`;
+    const listed = (await newWallet(owner.api_key)).wallet_address;
+    const elsewhere = (await newWallet(owner.api_key)).wallet_address;
+    const g1 = (await groupFor(owner.api_key, [await computeCid(code)], [listed])).group_id;
+    const g2 = (await groupFor(owner.api_key, [await computeCid(other)], [elsewhere])).group_id;
+    const usage = (await ok<{ usage_api_key: string }>("add_usage_api_key", { api_key: owner.api_key, name: "both groups", description: "", ...NO_PERMISSIONS, execute_in_groups: [g1, g2] })).usage_api_key;
+    for (const key of [owner.api_key, usage]) {
+      const refused = await run(key, code, { wallet: elsewhere });
+      expect(refused.body.has_error, JSON.stringify(refused.body)).toBe(false);
+      expect(refused.body.response).toEqual(Object.fromEntries(WALLET_OPERATIONS.map((op) => [op, "permission_denied"])));
+      // The same run's own wallet works, and the other wallet works for the action its group lists.
+      const own = await run(key, code, { wallet: listed });
+      expect(Object.values(own.body.response as Record<string, unknown>).every((v) => v !== "permission_denied"), JSON.stringify(own.body.response)).toBe(true);
+      const theirs = await run(key, other, { wallet: elsewhere });
+      expect(theirs.body.has_error, JSON.stringify(theirs.body)).toBe(false);
+      expect(await recoverMessageAddress({ message: "its own group", signature: theirs.body.response as Hex })).toBe(getAddress(elsewhere));
+    }
   });
 
   it("a forged pkpId (not an address) is a TypeError in the script", async () => {
