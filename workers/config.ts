@@ -14,6 +14,15 @@ import { DEFAULT_RETRY_BASE_MS, MAX_RETRY_BASE_MS, MIN_RETRY_BASE_MS, webhookPol
  */
 export const DEFAULT_MAX_IN_FLIGHT = 128;
 
+/**
+ * How long a request's body may take to arrive by default, in ms (SIGIL_EDGE_BODY_TIMEOUT_MS),
+ * counted from when the edge starts reading it (middleware/bodyLimit). A body is read whole before
+ * its route runs, so a client that sends it slowly, or never ends it, holds its request open for
+ * this long and no more. 10 s carries the largest body (6 MiB, a
+ * script) at 5 Mbit/s and the default one (256 KiB) at 200 kbit/s.
+ */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+
 // Bindings that are not variables (Durable Objects) are left out of the check. The run limits
 // (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
 const schema = z.object({
@@ -37,6 +46,7 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
   SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
   SIGIL_EDGE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(DEFAULT_MAX_IN_FLIGHT),
+  SIGIL_EDGE_BODY_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(DEFAULT_BODY_TIMEOUT_MS),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
@@ -79,6 +89,8 @@ export type EdgeConfig = {
   rateLimits: { perKey: number; perIp: number; openPerIp: number; openWritesPerHour: number };
   /** Requests this isolate serves at once; the next is refused with 503 edge_busy (middleware/admission). 0: no limit. */
   maxInFlight: number;
+  /** How long a request's body may take to arrive (ms) before it is refused with 408 body_timeout (middleware/bodyLimit). */
+  bodyTimeoutMs: number;
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -142,6 +154,7 @@ export function edgeConfig(env: Env): EdgeConfig {
       openWritesPerHour: c.SIGIL_OPEN_WRITES_PER_HOUR,
     },
     maxInFlight: c.SIGIL_EDGE_MAX_IN_FLIGHT,
+    bodyTimeoutMs: c.SIGIL_EDGE_BODY_TIMEOUT_MS,
     billing: c.SIGIL_BILLING === "on",
     limits: limits.data,
     stripe: {
