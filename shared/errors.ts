@@ -57,7 +57,9 @@ export const errorStatus = {
   payments_unavailable: 503,
   /**
    * This edge instance is already serving as many requests as it serves promptly
-   * (SIGIL_EDGE_MAX_IN_FLIGHT): refused at once, before any work, with a short Retry-After.
+   * (SIGIL_EDGE_MAX_IN_FLIGHT), or as many of this client's — its address's, or its API key's — as
+   * one client may hold (SIGIL_EDGE_CLIENT_SHARE_PERCENT of them): refused before any work, with a
+   * short Retry-After.
    */
   edge_busy: 503,
 } as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 503>;

@@ -5,6 +5,8 @@
 // A body is read whole, once, before its route runs and within a deadline (config.bodyTimeoutMs,
 // SIGIL_EDGE_BODY_TIMEOUT_MS): one that has not arrived by then is refused 408 body_timeout, so a
 // client that sends its body slowly, or never ends it, holds its socket for that long and no more.
+// Admission (middleware/admission) reads it here before it gives the request a place, with the limit
+// of the route that matched (`routeBodyLimit`), so a body still on its way holds no place (issue 26).
 // The bytes go into Hono's own body cache (`c.req.bodyCache`), from which `c.req.json()`, `text()`
 // and the validators read them; nothing reads the request's stream a second time.
 import type { Context, MiddlewareHandler } from "hono";
