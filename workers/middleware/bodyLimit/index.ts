@@ -55,7 +55,10 @@ async function readWithin(body: ReadableStream<Uint8Array>, maxSize: number, dea
   let size = 0;
   try {
     for (;;) {
-      const step = await Promise.race([reader.read(), late]);
+      const read = reader.read();
+      // A read still pending at the deadline may yet fail (the client goes away): nobody awaits it then.
+      read.catch(() => {});
+      const step = await Promise.race([read, late]);
       if (step === "late") {
         throw new SigilError("body_timeout", `the request body did not arrive within ${deadlineMs / 1000} s; send it again, whole`);
       }
