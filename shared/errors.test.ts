@@ -32,6 +32,9 @@ const API_MD_TABLE: Record<number, string[]> = {
   // table either: they are the Idempotency-Key answers issue 11 (point 19) added.
   // webhook_limit: issue 14's eleventh webhook endpoint.
   409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account", "request_in_progress", "write_outcome_unknown", "webhook_limit"],
+  // body_timeout is not in api.md's table: a body that does not arrive within the edge's deadline is
+  // refused before its request takes a place in admission (issue 26), and no code said so.
+  408: ["body_timeout"],
   413: ["payload_too_large"],
   422: ["idempotency_key_reused"],
   429: ["rate_limited", "executor_busy"],

@@ -40,6 +40,11 @@ export const errorStatus = {
   write_outcome_unknown: 409,
   /** The account has the most webhook endpoints it may have (10). */
   webhook_limit: 409,
+  /**
+   * The request's body did not arrive whole within the edge's deadline (SIGIL_EDGE_BODY_TIMEOUT_MS,
+   * 10 s): nothing was done for it; send it again, whole.
+   */
+  body_timeout: 408,
   payload_too_large: 413,
   idempotency_key_reused: 422,
   rate_limited: 429,
@@ -52,10 +57,12 @@ export const errorStatus = {
   payments_unavailable: 503,
   /**
    * This edge instance is already serving as many requests as it serves promptly
-   * (SIGIL_EDGE_MAX_IN_FLIGHT): refused at once, before any work, with a short Retry-After.
+   * (SIGIL_EDGE_MAX_IN_FLIGHT), or as many of this client's — its address's, or its API key's — as
+   * one client may hold (SIGIL_EDGE_CLIENT_SHARE_PERCENT of them): refused before any work, with a
+   * short Retry-After.
    */
   edge_busy: 503,
-} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 500 | 503>;
+} as const satisfies Record<string, 400 | 401 | 402 | 403 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 503>;
 
 export type ErrorCode = keyof typeof errorStatus;
 export type ErrorStatus = (typeof errorStatus)[ErrorCode];

@@ -14,6 +14,22 @@ import { DEFAULT_RETRY_BASE_MS, MAX_RETRY_BASE_MS, MIN_RETRY_BASE_MS, webhookPol
  */
 export const DEFAULT_MAX_IN_FLIGHT = 128;
 
+/**
+ * The share of those places one client may hold at once by default, in percent
+ * (SIGIL_EDGE_CLIENT_SHARE_PERCENT): a quarter, so that no one address or key can fill an isolate
+ * alone (issue 26) while a client that sends many requests at once still has tens of them served.
+ */
+export const DEFAULT_CLIENT_SHARE_PERCENT = 25;
+
+/**
+ * How long a request's body may take to arrive by default, in ms (SIGIL_EDGE_BODY_TIMEOUT_MS),
+ * counted from when the edge starts reading it (middleware/bodyLimit). A body is read whole before
+ * its route runs and before its request takes a place in admission, so a slow one holds no place,
+ * only its socket; this bounds how long it holds that. 10 s carries the largest body (6 MiB, a
+ * script) at 5 Mbit/s and the default one (256 KiB) at 200 kbit/s.
+ */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+
 // Bindings that are not variables (Durable Objects) are left out of the check. The run limits
 // (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
 const schema = z.object({
@@ -37,6 +53,8 @@ const schema = z.object({
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
   SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
   SIGIL_EDGE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(DEFAULT_MAX_IN_FLIGHT),
+  SIGIL_EDGE_CLIENT_SHARE_PERCENT: z.coerce.number().int().min(1).max(100).default(DEFAULT_CLIENT_SHARE_PERCENT),
+  SIGIL_EDGE_BODY_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(DEFAULT_BODY_TIMEOUT_MS),
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
@@ -79,6 +97,13 @@ export type EdgeConfig = {
   rateLimits: { perKey: number; perIp: number; openPerIp: number; openWritesPerHour: number };
   /** Requests this isolate serves at once; the next is refused with 503 edge_busy (middleware/admission). 0: no limit. */
   maxInFlight: number;
+  /**
+   * Of those, the most one client — its address, and apart from it its API key's hash — holds at
+   * once; its next is refused with 503 edge_busy while others are served. 0 when maxInFlight is 0.
+   */
+  maxInFlightPerClient: number;
+  /** How long a request's body may take to arrive (ms) before it is refused with 408 body_timeout (middleware/bodyLimit). */
+  bodyTimeoutMs: number;
   /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -94,6 +119,12 @@ export type EdgeConfig = {
 };
 
 const cache = new WeakMap<object, EdgeConfig>();
+
+/** One client's places of `maxInFlight`: `percent` of them, rounded down, at least one; 0 (no limit) stays 0. */
+export function clientShare(maxInFlight: number, percent: number): number {
+  if (maxInFlight === 0) return 0;
+  return Math.max(1, Math.floor((maxInFlight * percent) / 100));
+}
 
 /** The validated configuration; a misconfigured deployment fails loudly (500, logged), never half-works. */
 export function edgeConfig(env: Env): EdgeConfig {
@@ -142,6 +173,8 @@ export function edgeConfig(env: Env): EdgeConfig {
       openWritesPerHour: c.SIGIL_OPEN_WRITES_PER_HOUR,
     },
     maxInFlight: c.SIGIL_EDGE_MAX_IN_FLIGHT,
+    maxInFlightPerClient: clientShare(c.SIGIL_EDGE_MAX_IN_FLIGHT, c.SIGIL_EDGE_CLIENT_SHARE_PERCENT),
+    bodyTimeoutMs: c.SIGIL_EDGE_BODY_TIMEOUT_MS,
     billing: c.SIGIL_BILLING === "on",
     limits: limits.data,
     stripe: {

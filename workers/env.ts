@@ -27,6 +27,10 @@ export type Env = {
   SIGIL_OPEN_WRITES_PER_HOUR?: string;
   /** Requests one edge isolate serves at once before it answers 503 edge_busy (default 128; 0: no limit). */
   SIGIL_EDGE_MAX_IN_FLIGHT?: string;
+  /** The share of those one client (address, or API key) may hold at once, in percent (default 25). */
+  SIGIL_EDGE_CLIENT_SHARE_PERCENT?: string;
+  /** How long a request body may take to arrive, in ms, before 408 body_timeout (default 10000). */
+  SIGIL_EDGE_BODY_TIMEOUT_MS?: string;
   /** `development`, `test` or `production`. */
   SIGIL_ENV?: string;
   /** Comma-separated enclave base URLs; the edge routes to a healthy one. */

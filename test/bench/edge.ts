@@ -40,6 +40,8 @@ async function main(): Promise<void> {
         SIGIL_BILLING: "off",
         SIGIL_RATE_LIMIT_PER_KEY: "100000000",
         SIGIL_RATE_LIMIT_PER_IP: "100000000",
+        // Nor a share of admission's places per client: its 32 clients are one to the edge.
+        SIGIL_EDGE_CLIENT_SHARE_PERCENT: "100",
       },
     });
     stopEdge = () => edge.stop();

@@ -129,6 +129,8 @@ async function main(): Promise<void> {
       // A few clients send everything: rate limits would only measure themselves.
       SIGIL_RATE_LIMIT_PER_KEY: "100000000",
       SIGIL_RATE_LIMIT_PER_IP: "100000000",
+      // Nor would a share of admission's places per client: they are one client to the edge.
+      SIGIL_EDGE_CLIENT_SHARE_PERCENT: "100",
     };
     const on = await startWorkerd({ dir: join(stateDir, "on"), vars, side: SIDE });
     edges.push(on);

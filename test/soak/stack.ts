@@ -120,6 +120,9 @@ export async function startSoakStack(options: { sandboxWorkers?: number; chainBl
         SIGIL_RATE_LIMIT_PER_IP: "100000000",
         SIGIL_RATE_LIMIT_OPEN_PER_IP: "100000000",
         SIGIL_OPEN_WRITES_PER_HOUR: "100000000",
+        // Nor may one client hold only a share of admission's places: the soak's clients are one
+        // client to the edge, and admission's limit is what the soak measures.
+        SIGIL_EDGE_CLIENT_SHARE_PERCENT: "100",
       },
     });
     stops.push(() => edge.stop());

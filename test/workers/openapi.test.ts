@@ -130,8 +130,8 @@ const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Ex
 /** Operations that are neither GET nor take a body: they are named entirely by their path. */
 const BODYLESS = new Set(["delete /core/v1/webhooks/{webhook_id}", "post /core/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"]);
 
-/** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have). */
-const OPERATION_4XX = ["400", "401", "402", "403", "404", "409", "413", "422", "429"];
+/** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have), and 408 body_timeout, which the table lacks. */
+const OPERATION_4XX = ["400", "401", "402", "403", "404", "408", "409", "413", "422", "429"];
 
 let doc: Doc;
 
@@ -393,14 +393,14 @@ describe("the OpenAPI document", () => {
     for (const [method, path] of ATTESTATION_ROUTES) expect(doc.paths[path]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual(["Attestation"]);
   });
 
-  it("documents the 4xx answers each operation's middleware gives: 429 under /core/v1 (the rate limit), 400 and 413 with a body, 400 with parameters, 400 and 401 with a key", () => {
+  it("documents the 4xx answers each operation's middleware gives: 429 under /core/v1 (the rate limit), 400, 408 and 413 with a body (validation, the body deadline, the body limit), 400 with parameters, 400 and 401 with a key", () => {
     const gaps: string[] = [];
     for (const { method, path, op } of operations()) {
       const where = `${method.toUpperCase()} ${path}`;
       const statuses = Object.keys(op.responses as Obj).filter((s) => s.startsWith("4"));
       const must = new Set<string>();
       if (path.startsWith("/core/v1/")) must.add("429");
-      if (op.requestBody !== undefined) ["400", "413"].forEach((s) => must.add(s));
+      if (op.requestBody !== undefined) ["400", "408", "413"].forEach((s) => must.add(s));
       if (((op.parameters ?? []) as Obj[]).length > 0) must.add("400");
       if (((op.security ?? []) as unknown[]).length > 0) ["400", "401"].forEach((s) => must.add(s));
       if (statuses.length === 0) gaps.push(`${where}: no 4xx answer`);

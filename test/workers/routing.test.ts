@@ -26,6 +26,8 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     events: { fromBlock: 0n, windowBlocks: 10_000 },
     rateLimits: { perKey: 1000, perIp: 1000, openPerIp: 1000, openWritesPerHour: 1000 },
     maxInFlight: 0,
+    maxInFlightPerClient: 0,
+    bodyTimeoutMs: 10_000,
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

@@ -28,6 +28,8 @@ function config(enclaveUrls: string[]): EdgeConfig {
     events: { fromBlock: 0n, windowBlocks: 10_000 },
     rateLimits: { perKey: 10, perIp: 10, openPerIp: 10, openWritesPerHour: 10 },
     maxInFlight: 0,
+    maxInFlightPerClient: 0,
+    bodyTimeoutMs: 10_000,
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

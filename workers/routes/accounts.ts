@@ -24,7 +24,7 @@ const newAccount = createRoute({
   security: [],
   middleware: [operationBodyLimit("new_account"), openWriteLimit({ spendsGas: true })] as const,
   request: { headers: openIdempotencyHeaders, body: body(requestSchemas.new_account) },
-  responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, ...errors(400, 409, 413, 422, 429, 503) },
+  responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, ...errors(400, 408, 409, 413, 422, 429, 503) },
 });
 
 const accountExists = createRoute({

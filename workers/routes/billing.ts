@@ -49,11 +49,11 @@ const billingIdempotencyHeaders = z.object({
 });
 const replayHeaders = z.object(idempotentAnswerHeaders);
 /**
- * What the billing writes may answer: the body and the credentials (400, 401; 413 also for an
- * oversized X-Wallet-Auth), a wallet no longer the admin (403), no such account or intent (404),
+ * What the billing writes may answer: the body and the credentials (400, 401; 408 and 413 for the
+ * body, 413 also for an oversized X-Wallet-Auth), a wallet no longer the admin (403), no such account or intent (404),
  * the Idempotency-Key (409, 422), the rate limit, Stripe or the chain out of reach (503).
  */
-const billingWriteErrors = errors(400, 401, 403, 404, 409, 413, 422, 429, 503);
+const billingWriteErrors = errors(400, 401, 403, 404, 408, 409, 413, 422, 429, 503);
 
 /**
  * The holder of a billing write's Idempotency-Key (idempotency/): the account's object, and in it the
@@ -183,7 +183,7 @@ const webhook = createRoute({
     200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })),
     // A bad or stale signature is 400 invalid_signature here (api.md, Billing): the payload is refused.
     400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_signature: Stripe-Signature is missing, does not sign this body, or is older than 5 minutes)" },
-    ...errors(413, 429, 503),
+    ...errors(408, 413, 429, 503),
   },
 });
 

@@ -61,7 +61,7 @@ export function endpoint<N extends string>(name: N): { path: `/${N}`; operationI
 export const errorBody = errorBodySchema.openapi("ErrorBody");
 
 /** The error statuses an operation may document (api.md, Errors: 405 answers a method no operation has). */
-export type ErrorAnswerStatus = 400 | 401 | 402 | 403 | 404 | 409 | 413 | 422 | 429 | 503;
+export type ErrorAnswerStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 413 | 422 | 429 | 503;
 
 const REASONS: Record<ErrorAnswerStatus, string> = {
   400: "Bad Request",
@@ -69,6 +69,7 @@ const REASONS: Record<ErrorAnswerStatus, string> = {
   402: "Payment Required",
   403: "Forbidden",
   404: "Not Found",
+  408: "Request Timeout",
   409: "Conflict",
   413: "Content Too Large",
   422: "Unprocessable Content",
@@ -94,8 +95,8 @@ export function errorAnswer(status: ErrorAnswerStatus): ErrorAnswer {
 
 /**
  * An operation's error answers, by status: what its middleware and handler may answer. Every route
- * under /core/v1 passes the rate limit (429); one with a body has a body limit (413) and validation
- * (400); one with a key checks it (400 conflicting_credentials, 401).
+ * under /core/v1 passes the rate limit (429); one with a body has a body limit (413), the body
+ * deadline (408) and validation (400); one with a key checks it (400 conflicting_credentials, 401).
  */
 export function errors<S extends ErrorAnswerStatus>(...statuses: S[]): { [K in S]: ErrorAnswer } {
   return Object.fromEntries(statuses.map((s) => [s, errorAnswer(s)])) as { [K in S]: ErrorAnswer };

@@ -57,7 +57,7 @@ const ipfsId = createRoute({
   security: [],
   middleware: [scriptBodyLimit] as const,
   request: { body: { required: true, content: { "application/json": { schema: z.string().describe("the script's source, at most max_code_bytes (UTF-8)") } } } },
-  responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, ...errors(400, 413, 429) },
+  responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, ...errors(400, 408, 413, 429) },
 });
 
 const clientConfig = createRoute({

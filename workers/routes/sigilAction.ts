@@ -34,7 +34,7 @@ const sigilAction = createRoute({
       ),
       headers: z.object({ "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
     },
-    ...errors(400, 401, 402, 403, 404, 409, 413, 422, 429, 503),
+    ...errors(400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503),
   },
 });
 

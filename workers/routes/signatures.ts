@@ -29,8 +29,8 @@ const envelope = {
 const envelopeSchema = z.strictObject(envelope);
 const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, ...envelope });
 
-/** What every signature endpoint may answer: the envelope's checks (api.md's order), its body limit, the rate limit. */
-const signatureErrors = errors(400, 401, 413, 429, 503);
+/** What every signature endpoint may answer: the envelope's checks (api.md's order), its body limit and deadline, the rate limit. */
+const signatureErrors = errors(400, 401, 408, 413, 429, 503);
 
 // Open to anyone, but they only derive keys: the signer's wallet sends (and pays for) the transaction.
 const openWrite = openWriteLimit({ spendsGas: false });

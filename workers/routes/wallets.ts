@@ -28,7 +28,7 @@ const createWalletPost = createRoute({
   security: keySecurity,
   middleware: [operationBodyLimit("create_wallet"), requireKey] as const,
   request: { headers: idempotencyHeaders, body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
-  responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, ...errors(400, 401, 402, 403, 409, 413, 422, 429, 503) },
+  responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, ...errors(400, 401, 402, 403, 408, 409, 413, 422, 429, 503) },
 });
 
 const createWalletGet = createRoute({

@@ -170,7 +170,7 @@ const createWebhook = createRoute({
       headers: replayHeaders,
     },
     400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_request, invalid_json, conflicting_credentials, invalid_webhook_url: malformed, not https in production, or a private/loopback/link-local host; details.reason says which)" },
-    ...errors(401, 403, 404, 413, 422, 429, 503),
+    ...errors(401, 403, 404, 408, 413, 422, 429, 503),
     409: { ...errorAnswer(409), description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already; request_in_progress: the Idempotency-Key's first request is in flight)` },
   },
 });
@@ -242,7 +242,7 @@ const putSettings = createRoute({
   security,
   middleware: [defaultBodyLimit, requireCredentials] as const,
   request: { body: body(z.strictObject({ balance_low_cents: z.number().int().min(0).max(99_999_999) })) },
-  responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
+  responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 408, 413, 429, 503) },
 });
 
 const notFound = (id: string) => new SigilError("webhook_not_found", `this account has no webhook endpoint ${id}`);

@@ -81,7 +81,7 @@ export type PlainWrite =
  * What every managed write may answer besides 200 (402: no credit to hold its cent; 403 and 404:
  * the contract's refusals; 409 and 422 also for an Idempotency-Key in flight or reused).
  */
-export const writeErrors = errors(400, 401, 402, 403, 404, 409, 413, 422, 429, 503);
+export const writeErrors = errors(400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503);
 export const chargedHeader = z.object({ "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents"), ...idempotentAnswerHeaders });
 
 export function writeRoute<Op extends PlainWrite>(op: Op, tagName: Tag, summary: string) {

@@ -68,7 +68,7 @@ export function rateLimit(): MiddlewareHandler<EdgeEnv> {
     const namespace = c.env.RATE_LIMITER;
     if (!namespace || c.req.method === "OPTIONS") return next();
     const limits = c.get("config").rateLimits;
-    const buckets: Bucket[] = [{ name: `ip:${clientIp(c)}`, limit: limits.perIp, windowSeconds: MINUTE }];
+    const buckets: Bucket[] = [{ name: `ip:${clientAddress(c)}`, limit: limits.perIp, windowSeconds: MINUTE }];
     const keyHash = presentedKeyHash(c);
     if (keyHash !== undefined) buckets.push({ name: `key:${keyHash.toString(16)}`, limit: limits.perKey, windowSeconds: MINUTE });
     await take(c, namespace, buckets, TOO_MANY);
@@ -104,7 +104,7 @@ export function openWriteLimit(options: { spendsGas: boolean }): MiddlewareHandl
     const namespace = c.env.RATE_LIMITER;
     if (!namespace) return next();
     const limits = c.get("config").rateLimits;
-    await take(c, namespace, [{ name: `open-ip:${clientIp(c)}`, limit: limits.openPerIp, windowSeconds: MINUTE }], TOO_MANY);
+    await take(c, namespace, [{ name: `open-ip:${clientAddress(c)}`, limit: limits.openPerIp, windowSeconds: MINUTE }], TOO_MANY);
     if (options.spendsGas) {
       const budget = () =>
         take(c, namespace, [{ name: GAS_BUDGET_BUCKET, limit: limits.openWritesPerHour, windowSeconds: HOUR }], "this service's hourly allowance for this operation is spent; retry after the reset");
@@ -115,6 +115,7 @@ export function openWriteLimit(options: { spendsGas: boolean }): MiddlewareHandl
   };
 }
 
-function clientIp(c: Context<EdgeEnv>): string {
+/** The request's client address: CF-Connecting-IP, which Cloudflare sets and a client cannot ("unknown" where nothing set it). Admission counts clients by it too. */
+export function clientAddress(c: Context<EdgeEnv>): string {
   return c.req.header("cf-connecting-ip") ?? "unknown";
 }
