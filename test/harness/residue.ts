@@ -79,7 +79,14 @@ export function quickjsMemories(pid: number | "self"): WasmMemory[] {
       const guard = maps[i + 1]!;
       if (used.prot !== "rw-p" || guard.prot !== "---p" || !used.anonymous || used.to !== guard.from || guard.to - used.from !== RESERVATION) continue;
       const bytes = Buffer.alloc(Number(used.to - used.from));
-      readSync(fd, bytes, 0, bytes.length, used.from);
+      try {
+        readSync(fd, bytes, 0, bytes.length, used.from);
+      } catch (err) {
+        // A memory freed between reading the maps and reading it (V8 unmaps on another thread): its
+        // pages are gone from the process.
+        if ((err as NodeJS.ErrnoException).code === "EIO") continue;
+        throw err;
+      }
       if (bytes.subarray(signature.offset, signature.offset + signature.bytes.length).equals(signature.bytes)) found.push({ start: used.from, bytes });
     }
     return found;
@@ -117,10 +124,11 @@ export type ResidueHit = { canary: string; form: string; memory: string; offset:
  * Every place in `memories` where one of `canaries` (by name) is found, in any of its forms. Reads
  * the memories given, whole.
  */
-export function findResidue(memories: WasmMemory[], canaries: Record<string, Canary>): ResidueHit[] {
+export function findResidue(memories: WasmMemory[], canaries: Record<string, Canary>, only?: readonly string[]): ResidueHit[] {
   const hits: ResidueHit[] = [];
   for (const [name, canary] of Object.entries(canaries)) {
     for (const [form, needle] of Object.entries(canaryForms(canary))) {
+      if (only && !only.includes(form)) continue;
       if (needle.length < 8) throw new Error(`canary ${name} is too short to be told from chance`);
       for (const memory of memories) {
         for (let at = memory.bytes.indexOf(needle); at !== -1; at = memory.bytes.indexOf(needle, at + 1)) {
@@ -132,10 +140,13 @@ export function findResidue(memories: WasmMemory[], canaries: Record<string, Can
   return hits;
 }
 
-/** Reads the QuickJS memories of `pid` now and returns every canary found in them. */
-export function scanResidue(pid: number | "self", canaries: Record<string, Canary>): { memories: number; bytes: number; hits: ResidueHit[] } {
+/**
+ * Reads the QuickJS memories of `pid` now and returns every canary found in them (in every form, or
+ * in the forms named in `only`).
+ */
+export function scanResidue(pid: number | "self", canaries: Record<string, Canary>, only?: readonly string[]): { memories: number; bytes: number; hits: ResidueHit[] } {
   const memories = quickjsMemories(pid);
-  return { memories: memories.length, bytes: memories.reduce((n, m) => n + m.bytes.length, 0), hits: findResidue(memories, canaries) };
+  return { memories: memories.length, bytes: memories.reduce((n, m) => n + m.bytes.length, 0), hits: findResidue(memories, canaries, only) };
 }
 
 /**
