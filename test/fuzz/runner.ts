@@ -153,6 +153,65 @@ export async function runCases(options: FuzzOptions, starting: (seed: number) =>
   return report;
 }
 
+export type EngineCaseResult = {
+  id: string;
+  /** The probe's verdict, or how its run ended without one (an error code, "ended": its instance dropped). */
+  verdict: string;
+  detail: string;
+  /** What the checks from outside found after the run (none: it left nothing). */
+  findings: Finding["kind"][];
+};
+
+/**
+ * Runs the engine's memory-safety probes (engineCases.ts) in this thread, each followed by the same
+ * checks from outside as a fuzz case.
+ */
+export async function runEngineCases(ids: readonly string[]): Promise<EngineCaseResult[]> {
+  const { ENGINE_CASES, engineCaseScript } = await import("./engineCases.ts");
+  let prepared = await freshRuntime(false);
+  const world = (await runOne(prepared, PROBE, null, "probe")).outcome.responseJson;
+  const results: EngineCaseResult[] = [];
+  for (const probe of ENGINE_CASES.filter((c) => ids.includes(c.id))) {
+    const canary = `engine-canary-${randomBytes(12).toString("hex")}`;
+    const { outcome, reusable } = await runOne(prepared, engineCaseScript(probe), { canary }, probe.id);
+    const findings: Finding["kind"][] = [];
+    let verdict: string;
+    let detail: string;
+    if (outcome.responseJson !== undefined) {
+      const answer = JSON.parse(outcome.responseJson) as { verdict?: string; detail?: string } | null;
+      verdict = answer?.verdict ?? "no verdict";
+      detail = answer?.detail ?? outcome.responseJson;
+    } else {
+      verdict = reusable ? (outcome.error?.code ?? "failed") : "ended";
+      detail = outcome.hostFailure ?? outcome.error?.message ?? "";
+    }
+    if (!reusable) {
+      if (outcome.hostFailure && TRAP.test(outcome.hostFailure)) findings.push("trap");
+      prepared.instance.wipe();
+      prepared = await freshRuntime(false);
+    } else {
+      if (!prepared.instance.isPristine()) findings.push("not pristine");
+      if (scanResidue("self", { canary }, ["utf8", "utf16"]).hits.length > 0) findings.push("residue");
+    }
+    if ((await runOne(prepared, PROBE, null, `probe-${probe.id}`)).outcome.responseJson !== world) findings.push("world");
+    results.push({ id: probe.id, verdict, detail: detail.slice(0, 300), findings });
+  }
+  return results;
+}
+
+/** Runs the engine's probes in a worker thread with the pool's native stack. */
+export function runEngineCasesInWorker(ids: readonly string[]): Promise<EngineCaseResult[]> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL("./worker.ts", import.meta.url), { workerData: { engineCases: ids }, resourceLimits: { stackSizeMb: 8, maxYoungGenerationSizeMb: 12 } });
+    worker.on("message", (m: { type: string; results?: EngineCaseResult[] }) => {
+      if (m.type !== "engine") return;
+      resolve(m.results as EngineCaseResult[]);
+      void worker.terminate();
+    });
+    worker.once("error", reject);
+  });
+}
+
 /** A run that holds its worker's thread this long is a stall: the worker is ended and the next case goes on in a new one. */
 const STALL_MS = 20_000;
 

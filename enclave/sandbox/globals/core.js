@@ -160,15 +160,100 @@
   defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
-  // ─── no shared memory ─────────────────────────────────────────────────────────────────────
-  // Scripts have no threads, so nothing to share memory with; and this QuickJS build allocates a
-  // growable SharedArrayBuffer only at its initial length, so that `grow` gave a view over whatever
-  // lay past it in the instance's memory (issue 26). SharedArrayBuffer and Atomics are gone before
-  // the image is taken (its prototype's `grow` too, in case a reference to it survives somewhere).
+  // ─── what this QuickJS build gets wrong ─────────────────────────────────────────────────────
+  // Built-ins with memory-safety bugs in this build (Bellard's QuickJS f1139494, in quickjs-emscripten
+  // 0.32), found by the sandbox's probes (test/fuzz/engineCases.ts) and fixed upstream only later,
+  // are gone before the image is taken, or replaced where scripts may want them. The instance's
+  // memory is made the image again after every run whatever a script does (image.ts): this is what
+  // keeps a script from corrupting its own run's engine. docs/actions.md says what is not there.
+  //
+  // No shared memory: scripts have no threads to share it with, and a growable SharedArrayBuffer is
+  // allocated at its initial length only, so that `grow` gave a view over whatever lay past it
+  // (issue 26). Its prototype's `grow` goes too, in case a reference to it survives somewhere.
   const SharedArrayBufferCtor = G.SharedArrayBuffer;
   if (SharedArrayBufferCtor !== undefined) delete SharedArrayBufferCtor.prototype.grow;
   delete G.SharedArrayBuffer;
   delete G.Atomics;
+  // No resizing or detaching an ArrayBuffer: a typed array made (upstream #478), copied (#492's
+  // `with`) or filled while a getter shrinks or detaches its buffer keeps its old length, over bytes
+  // that are no longer its own. Without resize, transfer and transferToFixedLength a buffer keeps
+  // its length for life (the `maxByteLength` option is still accepted; nothing can use it).
+  const ArrayBufferPrototype = ArrayBuffer.prototype;
+  delete ArrayBufferPrototype.resize;
+  delete ArrayBufferPrototype.transfer;
+  delete ArrayBufferPrototype.transferToFixedLength;
+  // No FinalizationRegistry: its cleanup frees what a collection re-entered from it still uses
+  // (upstream #494), and a run has no use for finalizers.
+  delete G.FinalizationRegistry;
+  // Array's copying methods, here in JavaScript: the built-ins fill a new array whose slots are not
+  // initialized while the script's getters run, and a collection then follows whatever those slots
+  // held (upstream #471). These follow the specification's steps (ECMA-262, Array.prototype).
+  const { floor, max, min } = Math;
+  const ObjectCtor = Object;
+  const ArrayCtor = Array;
+  const toInteger = (v) => {
+    const n = +v;
+    return n !== n ? 0 : n === Infinity || n === -Infinity ? n : n < 0 ? -floor(-n) : floor(n);
+  };
+  const objectOf = (v, name) => {
+    if (v === null || v === undefined) throw new P.TypeError(`Array.prototype.${name} called on null or undefined`);
+    return ObjectCtor(v);
+  };
+  const lengthOf = (o) => {
+    const n = toInteger(o.length);
+    return n <= 0 ? 0 : n > 9007199254740991 ? 9007199254740991 : n;
+  };
+  const arrayOf = (length) => {
+    if (length > 4294967295) throw new P.RangeError("invalid array length");
+    return new ArrayCtor(length);
+  };
+  const put = (array, index, value) => defineProperty(array, index, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
+  const arraySort = ArrayCtor.prototype.sort;
+  const copying = {
+    toReversed() {
+      const o = objectOf(this, "toReversed");
+      const length = lengthOf(o);
+      const a = arrayOf(length);
+      for (let k = 0; k < length; k++) put(a, k, o[length - 1 - k]);
+      return a;
+    },
+    toSorted(comparefn) {
+      if (comparefn !== undefined && typeof comparefn !== "function") throw new P.TypeError("The comparison function must be either a function or undefined");
+      const o = objectOf(this, "toSorted");
+      const length = lengthOf(o);
+      const a = arrayOf(length);
+      for (let k = 0; k < length; k++) put(a, k, o[k]);
+      return apply(arraySort, a, [comparefn]);
+    },
+    toSpliced(start, skipCount, ...items) {
+      const o = objectOf(this, "toSpliced");
+      const length = lengthOf(o);
+      const relative = toInteger(start);
+      const from = relative === -Infinity ? 0 : relative < 0 ? max(length + relative, 0) : min(relative, length);
+      const skip = arguments.length === 0 ? 0 : arguments.length === 1 ? length - from : min(max(toInteger(skipCount), 0), length - from);
+      const newLength = length + items.length - skip;
+      if (newLength > 9007199254740991) throw new P.TypeError("invalid array length");
+      const a = arrayOf(newLength);
+      let i = 0;
+      for (; i < from; i++) put(a, i, o[i]);
+      for (let j = 0; j < items.length; j++) put(a, i++, items[j]);
+      for (let r = from + skip; r < length; r++) put(a, i++, o[r]);
+      return a;
+    },
+    with(index, value) {
+      const o = objectOf(this, "with");
+      const length = lengthOf(o);
+      const relative = toInteger(index);
+      const actual = relative >= 0 ? relative : length + relative;
+      if (actual >= length || actual < 0) throw new P.RangeError("invalid array index");
+      const a = arrayOf(length);
+      for (let k = 0; k < length; k++) put(a, k, k === actual ? value : o[k]);
+      return a;
+    },
+  };
+  for (const name of ["toReversed", "toSorted", "toSpliced", "with"]) {
+    defineProperty(ArrayCtor.prototype, name, { __proto__: null, value: copying[name], writable: true, enumerable: false, configurable: true });
+  }
 
   // ─── Math.random, seeded for each run ────────────────────────────────────────────────────────
   // Every run starts from the same image of this runtime (image.ts), QuickJS's own generator state
