@@ -62,8 +62,12 @@ const schema = z
     SIGIL_FETCH_DENY_PORTS: z.string().default("8787"),
     SIGIL_SANDBOX_WORKERS: int(1, 256).default(Math.max(1, cpus().length)),
     SIGIL_SANDBOX_RUNS_PER_WORKER: int(1, 10_000).default(256),
-    /** A run's instance whose heap grew by more than this is dropped after the run instead of serving the next. */
-    SIGIL_SANDBOX_RECYCLE_MB: int(1, 4_096).default(16),
+    /**
+     * A run's instance whose memory grew by more than this is dropped after the run instead of serving
+     * the next: all of an instance's memory is cleared after every run (sandbox/image.ts), so a memory
+     * one large run left large would cost every later run its clearing (about 30 µs a MiB).
+     */
+    SIGIL_SANDBOX_RECYCLE_MB: int(1, 4_096).default(4),
     /** A sandbox worker whose JavaScript heap passes this takes no new runs and is replaced once its runs end. */
     SIGIL_SANDBOX_WORKER_RECYCLE_MB: int(64, 65_536).default(512),
     /**

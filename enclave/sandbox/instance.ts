@@ -24,7 +24,7 @@ const PAGE = 65_536;
  * for a small run, which needs no growth. Everything above the image's break is zeroed after each run,
  * so room never used costs every run its clearing; a run that needs more grows the memory.
  */
-const INITIAL_HEAP_BYTES = 512 << 10;
+const INITIAL_HEAP_BYTES = 384 << 10;
 /**
  * The heap's room beyond the run's memory limit, up to which WebAssembly lets the memory grow: QuickJS's
  * own limit counts what it allocates, not the allocator's overhead and fragmentation, and the runtime
