@@ -12,8 +12,9 @@
 //       "strict": true, "noEmit": true, "moduleDetection": "force" },
 //     "include": ["*.js", "node_modules/@sigil/sdk/sigil-actions.d.ts"] }
 //
-// One difference from lib.es2023 remains: the sandbox has no `Intl`, and `eval` and the
-// `Function` constructor throw EvalError.
+// Differences from lib.es2023 remain: the sandbox has no `Intl`, `SharedArrayBuffer`, `Atomics` or
+// `FinalizationRegistry` (docs/actions.md, "What is not there"), and `eval` and the `Function`
+// constructor throw EvalError.
 
 /** `0x` followed by hex digits (an even number of them where bytes are meant). */
 export type Hex = `0x${string}`;
