@@ -125,14 +125,22 @@ export type ResidueHit = { canary: string; form: string; memory: string; offset:
  * the memories given, whole.
  */
 export function findResidue(memories: WasmMemory[], canaries: Record<string, Canary>, only?: readonly string[]): ResidueHit[] {
+  // Memories with the same bytes are searched once: idle instances that were made the same image
+  // again are byte for byte alike (and with many canaries, each searched alone, that is most of the cost).
+  const alike = new Map<string, WasmMemory[]>();
+  for (const memory of memories) {
+    const key = `${memory.bytes.length}:${createHash("sha256").update(memory.bytes).digest("hex")}`;
+    alike.set(key, [...(alike.get(key) ?? []), memory]);
+  }
   const hits: ResidueHit[] = [];
   for (const [name, canary] of Object.entries(canaries)) {
     for (const [form, needle] of Object.entries(canaryForms(canary))) {
       if (only && !only.includes(form)) continue;
       if (needle.length < 8) throw new Error(`canary ${name} is too short to be told from chance`);
-      for (const memory of memories) {
-        for (let at = memory.bytes.indexOf(needle); at !== -1; at = memory.bytes.indexOf(needle, at + 1)) {
-          hits.push({ canary: name, form, memory: `0x${memory.start.toString(16)}`, offset: at });
+      for (const group of alike.values()) {
+        const bytes = (group[0] as WasmMemory).bytes;
+        for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + 1)) {
+          for (const memory of group) hits.push({ canary: name, form, memory: `0x${memory.start.toString(16)}`, offset: at });
         }
       }
     }
