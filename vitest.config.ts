@@ -47,6 +47,9 @@ function edgeOnStack(
   };
 }
 
+/** End-to-end files whose subject is the stack's own life: start and Ctrl-C, restarts, retries after a kill. */
+const E2E_LIFECYCLE = ["test/e2e/start.test.ts", "test/e2e/enclaveRestart.test.ts", "test/e2e/retries.test.ts", "test/e2e/webhooks.test.ts"];
+
 type Inject = <K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret">(key: K) => string;
 
 export default defineConfig({
@@ -122,9 +125,30 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          // Each test starts the local stack as a process; they take turns on the two cores.
+          exclude: ["test/e2e/soak.test.ts", ...E2E_LIFECYCLE],
+          // One local stack for the files that need only a stack (test/harness/localStack.ts); they
+          // take turns on it, each with accounts of its own.
+          globalSetup: ["test/e2e/globalSetup.ts"],
           fileParallelism: false,
           testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e-lifecycle",
+          // Files whose subject is the stack's own life start the stacks they need.
+          include: E2E_LIFECYCLE,
+          fileParallelism: false,
+          testTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "soak",
+          // The soak's 75-second variant, in a lane of its own (test/run.ts): it loads the machine by design.
+          include: ["test/e2e/soak.test.ts"],
+          testTimeout: 600_000,
         },
       },
       {

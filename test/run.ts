@@ -35,7 +35,8 @@ const { values } = parseArgs({ options: { quick: { type: "boolean", default: fal
 const LANES: Lane[] = values.quick
   ? [{ name: "types", command: ["sh", "-c", `${tsc(".").join(" ")} && ${tsc("workers").join(" ")} && ${tsc("dashboard").join(" ")}`] }, vitest("unit", ["unit", "workers"])]
   : [
-      vitest("e2e", ["e2e", "browser"]),
+      vitest("soak", ["soak"]),
+      vitest("e2e", ["e2e", "e2e-lifecycle", "browser"]),
       vitest("stack", ["enclave", "workers-stack", "workers-billing"]),
       vitest("unit", ["unit", "workers", "contract"]),
       { name: "types", command: ["sh", "-c", `${tsc(".").join(" ")} && ${tsc("workers").join(" ")} && ${tsc("dashboard").join(" ")}`] },

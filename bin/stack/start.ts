@@ -199,13 +199,36 @@ export async function startLocalStack(): Promise<number> {
     return 1;
   }
 
-  // Anvil or the enclave dying on its own ends the stack too, loudly.
-  const died = anvil ? anvilExit(anvil) : new Promise<number>(() => {});
-  const enclaveDied = enclave ? enclaveExit(enclave) : new Promise<number>(() => {});
-  const edgeDied = edge ? processExit("the edge", edge.exited) : new Promise<number>(() => {});
-  const code = await Promise.race([stopped, died, enclaveDied, edgeDied]);
+  // Anvil, the enclave or the edge dying on its own ends the stack too, loudly.
+  const parts: Supervised[] = [];
+  if (anvil) parts.push({ name: "anvil", exited: anvil.exited });
+  if (enclave) parts.push({ name: "the enclave", exited: enclave.exited });
+  if (edge) parts.push({ name: "the edge", exited: edge.exited });
+  const code = await supervise(parts, stopped, () => stoppingRequested);
   await stop();
   return code;
+}
+
+/** A process the stack started, watched while it runs. */
+export type Supervised = { name: string; exited: Promise<unknown> };
+
+/**
+ * The stack's exit status, once it is decided: 0 when a stop signal came (`stopped`), 1 — said on
+ * stderr, naming the process — when one of `parts` exited on its own first. A part that exits because
+ * the stack is stopping (`stopping()`) is no failure. The caller then stops every part.
+ */
+export function supervise(parts: Supervised[], stopped: Promise<number>, stopping: () => boolean): Promise<number> {
+  const died = parts.map(
+    ({ name, exited }) =>
+      new Promise<number>((resolve) => {
+        void exited.then((code) => {
+          if (stopping()) return;
+          console.error(`sigil start: ${name} exited unexpectedly${code === undefined ? "" : ` (${String(code)})`}; stopping`);
+          resolve(1);
+        });
+      }),
+  );
+  return Promise.race([stopped, ...died]);
 }
 
 /** Anvil with the chain kept in the state folder: the last run's chain when there is one. */
@@ -231,7 +254,7 @@ async function startKeptAnvil(port: number, stateDir: string): Promise<Anvil> {
  * otherwise a new one, and the ledgers of the old one cleared, since their accounts are not on
  * this chain.
  */
-async function keptOrNewDeployment(clients: DeployClients, args: { owner: Address; stateDir: string; stateFile: string }): Promise<DeploymentRecord> {
+export async function keptOrNewDeployment(clients: DeployClients, args: { owner: Address; stateDir: string; stateFile: string }): Promise<DeploymentRecord> {
   const { publicClient } = clients;
   const { owner, stateDir, stateFile } = args;
   const codeHash = contractCodeHash();
@@ -260,28 +283,6 @@ function startLocalStripe(port: number, webhookUrl: string, customersFile: strin
       if (/webhook|error/.test(line)) console.log(`[stripe] ${line.replace(/^stripe-emulator: /, "")}`);
     },
   });
-}
-
-async function anvilExit(anvil: Anvil): Promise<number> {
-  await anvil.exited;
-  if (!anvil.stopRequested) {
-    console.error("sigil start: anvil exited unexpectedly; stopping");
-    return 1;
-  }
-  return new Promise<number>(() => {}); // a requested stop resolves through the signal path
-}
-
-function enclaveExit(enclave: EnclaveProcess): Promise<number> {
-  return processExit("the enclave", enclave.exited);
-}
-
-async function processExit(what: string, exited: Promise<number | null>): Promise<number> {
-  const code = await exited;
-  if (!stoppingRequested) {
-    console.error(`sigil start: ${what} exited unexpectedly (${code}); stopping`);
-    return 1;
-  }
-  return new Promise<number>(() => {});
 }
 
 /**

@@ -3,23 +3,25 @@
 // origin alone, signed in with a key, the overview's balance, spend chart and runs, screenshots at
 // 1280 and 360 px, axe-core's check, and bad input shown in words with its code and request id.
 import { getAddress, recoverMessageAddress } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet }) { return await Sigil.Actions.signMessage({ pkpId: wallet, message: "dashboard" }) }`;
 const FAIL = `async function main() { throw new Error("on purpose") }`;
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let browser: Browser;
 let key = "";
 let client: SigilClient;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startLocalStack(), launchBrowser()]);
+  stack = inject("localStack");
+  browser = await launchBrowser();
   const created = await createSigilClient({ baseUrl: stack.origin }).newAccount({ account_name: "dashboard" });
   key = created.api_key;
   client = createSigilClient({ baseUrl: stack.origin, apiKey: key });
@@ -32,7 +34,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.stop();
 });
 
 /** "$4.96" as 496. */

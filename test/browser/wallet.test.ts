@@ -8,17 +8,18 @@
 import { createPublicClient, createTestClient, createWalletClient, getAddress, http, numberToHex, parseEther, verifyMessage, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { accountConfig, createSigilClient, signSigilTypedData, topUp, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash } from "../../shared/hashing.ts";
 import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet }) { return await Sigil.Actions.signMessage({ pkpId: wallet, message: "from a wallet-made key" }) }`;
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let browser: Browser;
 let anon: SigilClient;
 const admin = privateKeyToAccount(generatePrivateKey());
@@ -27,7 +28,8 @@ let groupId = 0n;
 let pkp: Address;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startLocalStack(), launchBrowser()]);
+  stack = inject("localStack");
+  browser = await launchBrowser();
   anon = createSigilClient({ baseUrl: stack.origin });
   const transport = http(stack.rpcUrl);
   await createTestClient({ chain: foundry, mode: "anvil", transport }).setBalance({ address: admin.address, value: parseEther("100") });
@@ -48,7 +50,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.stop();
 });
 
 /**

@@ -5,16 +5,17 @@
 // and request id, removal after a confirmation; and a usage key refused in words, not a blank page.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { createSigilClient, EVENT_ID_HEADER, SIGNATURE_HEADER, topUp, verifyWebhook, type SigilClient } from "../../sdk/src/index.ts";
 import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 /** One request as the receiver got it. */
 type Received = { body: string; signature: string | undefined; eventId: string | undefined };
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let browser: Browser;
 let key = "";
 let client: SigilClient;
@@ -33,7 +34,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  [stack, browser] = await Promise.all([startLocalStack(), launchBrowser()]);
+  stack = inject("localStack");
+  browser = await launchBrowser();
   const created = await createSigilClient({ baseUrl: stack.origin }).newAccount({ account_name: "webhooks page" });
   key = created.api_key;
   client = createSigilClient({ baseUrl: stack.origin, apiKey: key });
@@ -42,7 +44,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.stop();
   receiver?.closeAllConnections();
   await new Promise((r) => receiver?.close(r));
 });

@@ -9,11 +9,12 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getAddress, recoverMessageAddress, type Address, type Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startIpfsGateway, type GatewayLog, type IpfsGateway } from "../../emulators/ipfsGateway.ts";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { GatewayLog } from "../../emulators/ipfsGateway.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { errorLineOf, root, runSigil, startLocalStack, type CliResult, type LocalStack } from "../harness/cli.ts";
+import { errorLineOf, root, runSigil, type CliResult } from "../harness/cli.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet, message }) {
   console.log("signing", message);
@@ -28,26 +29,23 @@ const FAIL = `async function main() {
 /** A key of the right form that no account has. */
 const WRONG_KEY = randomBytes(32).toString("base64");
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let work: string;
-/** The IPFS gateway emulator the stack's enclave fetches `run --cid` scripts from; it holds SIGN only. */
-let gateway: IpfsGateway;
-/** How many times the gateway was asked for `cid`. */
-const gatewayRequests = async (cid: string) => ((await (await fetch(`${gateway.url}/log?cid=${cid}`)).json()) as GatewayLog).requests.length;
+/** How many times the IPFS gateway emulator the stack's enclave fetches `run --cid` scripts from was asked for `cid`. */
+const gatewayRequests = async (cid: string) => ((await (await fetch(`${stack.gatewayUrl}/log?cid=${cid}`)).json()) as GatewayLog).requests.length;
 const profileFile = () => join(work, "profiles.json");
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "sigil-cli-managed-"));
   writeFileSync(join(work, "sign.js"), SIGN);
   writeFileSync(join(work, "fail.js"), FAIL);
-  gateway = await startIpfsGateway();
-  expect(await (await fetch(`${gateway.url}/add`, { method: "POST", body: SIGN })).json()).toEqual({ cid: await computeCid(new TextEncoder().encode(SIGN)) });
-  stack = await startLocalStack({ env: { SIGIL_IPFS_GATEWAY: gateway.url } });
+  stack = inject("localStack");
+  // The stack's gateway is given SIGN; the requests for it and for this file's other CIDs are this file's alone.
+  expect(await (await fetch(`${stack.gatewayUrl}/add`, { method: "POST", body: SIGN })).json()).toEqual({ cid: await computeCid(new TextEncoder().encode(SIGN)) });
 }, 150_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  await gateway?.close();
   rmSync(work, { recursive: true, force: true });
 });
 

@@ -10,15 +10,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { toHash32, walletLookupHash } from "../../shared/hashing.ts";
-import { errorLineOf, runSigil, startLocalStack, type CliResult, type LocalStack } from "../harness/cli.ts";
+import { errorLineOf, runSigil, type CliResult } from "../harness/cli.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 import { encryptKeystore } from "../harness/keystore.ts";
 
 const WRONG_KEY = randomBytes(32).toString("base64");
 const PASSWORD = "correct horse battery staple";
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let work: string;
 let keystore: string;
 const adminKey = generatePrivateKey();
@@ -28,11 +30,10 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "sigil-cli-wallet-"));
   keystore = join(work, "admin.json");
   writeFileSync(keystore, encryptKeystore(adminKey, PASSWORD, { kdf: "scrypt" }));
-  stack = await startLocalStack();
+  stack = inject("localStack");
 }, 150_000);
 
 afterAll(async () => {
-  await stack?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 

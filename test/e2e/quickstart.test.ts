@@ -4,19 +4,19 @@ import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getAddress, verifyMessage, type Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createSigilClient, topUp } from "../../sdk/src/index.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const root = join(import.meta.dirname, "../..");
 const readme = readFileSync(join(root, "README.md"), "utf8");
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 
 beforeAll(async () => {
-  stack = await startLocalStack();
+  stack = inject("localStack");
 }, 120_000);
 afterAll(async () => {
-  await stack?.stop();
 });
 
 /** The fenced block of `lang` right after the `<!-- quickstart:NAME … -->` marker. */

@@ -20,13 +20,13 @@ import {
   type Hex,
   type TransactionSerializable,
 } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createSigilClient, topUp, verifyReceipt, type ReceiptKeyAttestation, type RunReceipt, type SigilClient } from "../../sdk/src/index.ts";
 import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { verifyReceiptFile } from "../../bin/verify/receipt.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { runSigil } from "../harness/cli.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN_ALL = `async function main({ wallet, digest }) {
   const A = Sigil.Actions;
@@ -47,7 +47,8 @@ const DIGEST = `0x${"5a".repeat(32)}` as Hex;
 
 type RunAnswer = { response: unknown; logs: string; has_error: boolean; error?: { code: string }; cid: string; duration_ms: number; charged_cents: number; receipt: RunReceipt };
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let anon: SigilClient;
 let client: SigilClient;
 let apiKey: string;
@@ -56,7 +57,7 @@ let dir: string;
 let second: EnclaveProcess | undefined;
 
 beforeAll(async () => {
-  stack = await startLocalStack();
+  stack = inject("localStack");
   dir = mkdtempSync(join(tmpdir(), "sigil-receipts-"));
   anon = createSigilClient({ baseUrl: stack.origin });
   const created = await anon.newAccount({ account_name: "receipts" });
@@ -69,7 +70,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await second?.stop();
-  await stack?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -18,7 +18,7 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   accountConfig,
   accountConfigAbi,
@@ -42,13 +42,14 @@ import { computeCid } from "../../shared/cid.ts";
 import { cidHash } from "../../shared/hashing.ts";
 import { SIGNER_CODE } from "../../sdk/src/signer.ts";
 import { compileErc1271Wallet } from "../fixtures/erc1271Wallet.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet, message }) {
   return await Sigil.Actions.signMessage({ pkpId: wallet, message });
 }`;
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 /** Every operation a client of this file asked for, by `METHOD path`. */
 const requested = new Set<string>();
 const recordingFetch: typeof globalThis.fetch = (input, init) => {
@@ -59,12 +60,11 @@ const recordingFetch: typeof globalThis.fetch = (input, init) => {
 let anon: SigilClient;
 
 beforeAll(async () => {
-  stack = await startLocalStack();
+  stack = inject("localStack");
   anon = createSigilClient({ baseUrl: stack.origin, fetch: recordingFetch });
 }, 120_000);
 
 afterAll(async () => {
-  await stack?.stop();
 });
 
 const rpc = () => {

@@ -5,10 +5,10 @@
 // refusals (a garbled cursor, a bad filter, another key's events, a wrong key).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { createSigilClient, SigilError, topUp, verifyReceipt, type SigilClient } from "../../sdk/src/index.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet }) {
   return await Sigil.Actions.signMessage({ pkpId: wallet, message: "usage" });
@@ -19,19 +19,19 @@ const HELLO = `async function main({ n }) { return n }`;
 type UsagePage = Awaited<ReturnType<SigilClient["listUsage"]>>;
 type UsageEvent = UsagePage["events"][number];
 
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let master: SigilClient;
 let masterKey = "";
 
 beforeAll(async () => {
-  stack = await startLocalStack();
+  stack = inject("localStack");
   const created = await createSigilClient({ baseUrl: stack.origin }).newAccount({ account_name: "usage" });
   masterKey = created.api_key;
   master = createSigilClient({ baseUrl: stack.origin, apiKey: masterKey });
 }, 150_000);
 
 afterAll(async () => {
-  await stack?.stop();
 });
 
 /** GET /usage with `key` and the query `q`; the answer as it came. */

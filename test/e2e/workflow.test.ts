@@ -11,17 +11,18 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { topUp } from "../harness/topUp.ts";
 import { verifyDeployment, type CheckLine } from "../../bin/verify/verify.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
-import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
+import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const root = join(import.meta.dirname, "../..");
-let stack: LocalStack;
+/** The project's shared local stack (test/e2e or test/browser globalSetup). */
+let stack: SharedLocalStack;
 let api = "";
 let rpcUrl = "";
 let contract: Address;
@@ -31,12 +32,11 @@ const SIGN = `async function main({ wallet, message }) {
 }`;
 
 beforeAll(async () => {
-  stack = await startLocalStack();
+  stack = inject("localStack");
   ({ api, rpcUrl, contract } = stack);
 }, 120_000);
 
 afterAll(async () => {
-  await stack?.stop();
 });
 
 async function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: T; headers: Headers }> {

@@ -68,3 +68,41 @@ export async function startLocalStack(options: { timeoutMs?: number; env?: Recor
     stop,
   };
 }
+
+/** What a project's shared stack hands its files (through vitest's `inject`): addresses, not the process. */
+export type SharedLocalStack = Omit<LocalStack, "output" | "stop"> & {
+  /** The IPFS gateway emulator the stack's enclave fetches `ipfs_id` scripts from. */
+  gatewayUrl: string;
+};
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    localStack: SharedLocalStack;
+  }
+}
+
+/**
+ * The stack of a suite whose files need only *a* stack and make their own accounts (test/e2e and
+ * test/browser globalSetup): one per project instead of one per file, with an IPFS gateway emulator
+ * for scripts sent by CID. Files whose subject is the stack's own life (start and stop, restarts,
+ * retries after a kill, the soak) start their own.
+ */
+export async function startSharedLocalStack(): Promise<{ shared: SharedLocalStack; stop(): Promise<void> }> {
+  const { startIpfsGateway } = await import("../../emulators/ipfsGateway.ts");
+  const gateway = await startIpfsGateway();
+  let stack: LocalStack;
+  try {
+    stack = await startLocalStack({ env: { SIGIL_IPFS_GATEWAY: gateway.url } });
+  } catch (err) {
+    await gateway.close();
+    throw err;
+  }
+  const { output: _output, stop: _stop, ...addresses } = stack;
+  return {
+    shared: { ...addresses, gatewayUrl: gateway.url },
+    stop: async () => {
+      await stack.stop();
+      await gateway.close();
+    },
+  };
+}
