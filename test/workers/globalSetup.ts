@@ -1,5 +1,6 @@
 // The stack behind the edge's tests in workerd: the same chain and enclave as the enclave suites
-// (test/harness/stack.ts). vitest.config.ts hands their URLs to the worker as bindings. Beside it, a
+// (test/harness/sharedStack.ts: one for the suites of a vitest process). vitest.config.ts hands
+// their URLs to the worker as bindings. Beside it, a
 // second enclave whose chain listener stalls right after its first poll: the suites that need two
 // instances (an edge's /health over several enclaves, pinning the attestation endpoints to one)
 // configure an edge with both; no other suite routes to it.
@@ -8,10 +9,10 @@ import { spawnEnclave } from "../../bin/stack/enclave.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "../enclave/constants.ts";
 import { provideStack } from "../harness/provide.ts";
-import { startTestStack } from "../harness/stack.ts";
+import { acquireTestStack } from "../harness/sharedStack.ts";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const stack = await startTestStack();
+  const { stack, release } = await acquireTestStack();
   let stalled;
   try {
     stalled = await spawnEnclave({
@@ -29,13 +30,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
       SIGIL_LISTENER_STALLED_AFTER_MS: "1000",
     });
   } catch (err) {
-    await stack.stop();
+    await release();
     throw err;
   }
   provideStack(project, stack);
   project.provide("stalledEnclaveUrl", stalled.url);
   return async () => {
     await stalled.stop();
-    await stack.stop();
+    await release();
   };
 }
