@@ -2,54 +2,76 @@
 // a project whose files must take turns (a shared chain, one stack) apart from the others, never
 // beside them, and one vitest process uses its pool for one group of projects at a time; so the
 // suites that wait on processes (the stacks, the chain, the end-to-end runs) would each add their
-// minutes. Here each lane is a vitest process of its own, started together: CPU-bound files of one
-// lane overlap the waits of another. Each lane writes its JSON report; they are merged into
-// .sigil/test-results.json (what .ci/run counts), and the run ends with the totals, the slowest files
-// and each lane's time.
+// minutes. Here each lane is a vitest process (or the type checks), and the lanes start together:
+// CPU-bound files of one lane overlap the waits of another. Each vitest run
+// writes its JSON report; they are merged into .sigil/test-results.json (what .ci/run counts), and
+// the run ends with the totals, the slowest files and each lane's time.
 //
 //   node test/run.ts            every lane (the README's `npm test`)
 //   node test/run.ts --quick    the type checks, unit and workerd suites only (`npm run test:quick`)
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 const root = join(import.meta.dirname, "..");
 const reports = join(root, ".sigil", "lanes");
 
-type Lane = { name: string; command: string[]; report?: string };
+/** One command of a lane: a vitest run of some projects (with its JSON report), or a type check. */
+type Step = { command: string[]; report?: string };
+/** A lane: steps run one after another; the lanes run side by side. */
+type Lane = { name: string; steps: Step[] };
 
-const vitest = (name: string, projects: string[]): Lane => ({
-  name,
+const vitest = (name: string, projects: string[]): Step => ({
   command: [process.execPath, join(root, "node_modules/vitest/vitest.mjs"), "run", ...projects.flatMap((p) => ["--project", p]), `--outputFile.json=${join(reports, `${name}.json`)}`],
   report: join(reports, `${name}.json`),
 });
-const tsc = (project: string): string[] => [process.execPath, join(root, "node_modules/typescript/bin/tsc"), "-p", project];
+const tsc = (project: string): Step => ({ command: [process.execPath, join(root, "node_modules/typescript/bin/tsc"), "-p", project] });
+const types = [tsc("."), tsc("workers"), tsc("dashboard")];
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 
 /**
- * The lanes, longest first. The end-to-end suites are the longest (stacks started as a user starts
- * them); the soak's variant runs its 75 s of load in a lane of its own from the start.
+ * The lanes, all at once: the machine's two cores are the limit, so no lane waits for another (README,
+ * Tests, has the figures), and there are few of them, since each one more is another stack's worth of
+ * memory and scheduling on the same two cores. The long runs (the soak's variant, which loads the
+ * machine for 75 s, then the 10 000-run leak test, each on a stack of its own), then the contract's
+ * suite on its chain; the end-to-end files (on their shared stack, then those whose stacks are their
+ * subject); the enclave's and the edge's suites on their one stack, then the browser's on its local
+ * stack; the unit and workerd suites; the type checks.
  */
 const LANES: Lane[] = values.quick
-  ? [{ name: "types", command: ["sh", "-c", `${tsc(".").join(" ")} && ${tsc("workers").join(" ")} && ${tsc("dashboard").join(" ")}`] }, vitest("unit", ["unit", "workers"])]
+  ? [{ name: "types", steps: types }, { name: "unit", steps: [vitest("unit", ["unit", "workers"])] }]
   : [
-      vitest("soak", ["soak"]),
-      vitest("e2e", ["e2e", "e2e-lifecycle", "browser"]),
-      vitest("stack", ["enclave", "workers-stack", "workers-billing"]),
-      vitest("unit", ["unit", "workers", "contract"]),
-      { name: "types", command: ["sh", "-c", `${tsc(".").join(" ")} && ${tsc("workers").join(" ")} && ${tsc("dashboard").join(" ")}`] },
+      { name: "long", steps: [vitest("long", ["long"]), vitest("contract", ["contract"])] },
+      { name: "e2e", steps: [vitest("e2e", ["e2e", "e2e-lifecycle"])] },
+      { name: "stack", steps: [vitest("stack", ["enclave", "workers-stack", "workers-billing"]), vitest("browser", ["browser"])] },
+      { name: "unit", steps: [vitest("unit", ["unit", "workers"])] },
+      { name: "types", steps: types },
     ];
 
-type Outcome = { lane: Lane; code: number; ms: number };
+type Outcome = { lane: Lane; code: number; ms: number; cpuSeconds?: number };
 
-function runLane(lane: Lane): Promise<Outcome> {
-  const started = performance.now();
+/**
+ * GNU time (Debian's `time`), when the machine has it, measures each step's CPU: user and system
+ * seconds of the step and every process it waited for (its workers, stacks, enclaves, CLI runs), the
+ * figure that decides how long the run takes on two cores.
+ */
+const GNU_TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
+
+/** Runs one command, each line of its output prefixed with the lane's name; resolves to its exit code and CPU seconds. */
+function runStep(lane: Lane, step: Step, index: number): Promise<{ code: number; cpuSeconds?: number }> {
   return new Promise((resolve) => {
-    const [cmd, ...args] = lane.command as [string, ...string[]];
+    const cpuFile = join(reports, `${lane.name}-${index}.cpu`);
+    const [cmd, ...args] = (GNU_TIME ? [GNU_TIME, "-q", "-f", "%U %S", "-o", cpuFile, ...step.command] : step.command) as [string, ...string[]];
     // The project's Node first on PATH, as npm puts it: the suites start `node` processes of their own.
-    const env = { ...process.env, PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH ?? ""}` };
+    // And Node's compile cache, so the hundreds of `node` processes the suites start (the CLI, stacks,
+    // enclaves) parse and strip each module once per run, not once per process.
+    const env = {
+      ...process.env,
+      PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH ?? ""}`,
+      NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(root, ".sigil", "compile-cache"),
+    };
     const child = spawn(cmd, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
     const prefix = `[${lane.name}] `;
     const relay = (stream: NodeJS.ReadableStream, out: NodeJS.WriteStream) => {
@@ -65,8 +87,30 @@ function runLane(lane: Lane): Promise<Outcome> {
     };
     relay(child.stdout, process.stdout);
     relay(child.stderr, process.stderr);
-    child.on("close", (code) => resolve({ lane, code: code ?? 1, ms: performance.now() - started }));
+    child.on("close", (code) => {
+      let cpuSeconds: number | undefined;
+      try {
+        const [user, system] = readFileSync(cpuFile, "utf8").trim().split(/\s+/).map(Number);
+        if (Number.isFinite(user) && Number.isFinite(system)) cpuSeconds = (user as number) + (system as number);
+      } catch {
+        // No GNU time, or it could not write: the lane's CPU is not shown.
+      }
+      resolve({ code: code ?? 1, cpuSeconds });
+    });
   });
+}
+
+/** Runs a lane's steps in order; a failed step fails the lane, and the steps after it still run (their tests count). */
+async function runLane(lane: Lane): Promise<Outcome> {
+  const started = performance.now();
+  let code = 0;
+  let cpuSeconds: number | undefined = 0;
+  for (const [index, step] of lane.steps.entries()) {
+    const done = await runStep(lane, step, index);
+    code = done.code || code;
+    cpuSeconds = cpuSeconds === undefined || done.cpuSeconds === undefined ? undefined : cpuSeconds + done.cpuSeconds;
+  }
+  return { lane, code, ms: performance.now() - started, cpuSeconds };
 }
 
 type JsonReport = {
@@ -85,13 +129,13 @@ const outcomes = await Promise.all(LANES.map(runLane));
 
 const merged: JsonReport = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, numTotalTests: 0, testResults: [] };
 let missing = 0;
-for (const { lane } of outcomes) {
-  if (!lane.report) continue;
+for (const step of outcomes.flatMap((o) => o.lane.steps)) {
+  if (!step.report) continue;
   let report: JsonReport;
   try {
-    report = JSON.parse(readFileSync(lane.report, "utf8")) as JsonReport;
+    report = JSON.parse(readFileSync(step.report, "utf8")) as JsonReport;
   } catch {
-    // A lane that ended before its report (a suite that failed to load, a crash) fails the run below.
+    // A step that ended before its report (a suite that failed to load, a crash) fails the run below.
     missing++;
     continue;
   }
@@ -109,6 +153,11 @@ const slowest = [...merged.testResults].sort((a, b) => b.endTime - b.startTime -
 console.log("\nslowest files:");
 for (const f of slowest) console.log(`  ${seconds(f.endTime - f.startTime).padStart(6)}  ${f.name.replace(`${root}/`, "")}`);
 console.log("lanes:");
-for (const o of outcomes) console.log(`  ${o.lane.name.padEnd(6)} ${seconds(o.ms).padStart(6)}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`);
+for (const o of outcomes) {
+  const cpu = o.cpuSeconds === undefined ? "" : `  CPU ${seconds(o.cpuSeconds * 1000).padStart(6)}`;
+  console.log(`  ${o.lane.name.padEnd(6)} ${seconds(o.ms).padStart(6)}${cpu}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`);
+}
+const cpuTotal = outcomes.every((o) => o.cpuSeconds !== undefined) ? outcomes.reduce((sum, o) => sum + (o.cpuSeconds ?? 0), 0) : undefined;
+if (cpuTotal !== undefined) console.log(`  CPU in all: ${seconds(cpuTotal * 1000)} (${(cpuTotal / ((performance.now() - started) / 1000)).toFixed(2)} cores busy on average)`);
 console.log(`tests: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed${merged.numPendingTests + merged.numTodoTests ? `, ${merged.numPendingTests + merged.numTodoTests} skipped` : ""}, in ${seconds(performance.now() - started)}`);
 process.exit(outcomes.every((o) => o.code === 0) && missing === 0 ? 0 : 1);

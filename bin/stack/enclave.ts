@@ -27,7 +27,15 @@ export async function spawnEnclave(
   const child = spawn(process.execPath, [...ENCLAVE_PROCESS.nodeFlags, ...(options.execArgv ?? []), mainScript], {
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE), ...ENCLAVE_PROCESS.env, ...env },
+    // Node's compile cache when the caller has one (npm test sets it): a setting of Node's, not the enclave's.
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
+      UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE),
+      ...ENCLAVE_PROCESS.env,
+      ...env,
+    },
   });
   if (child.pid === undefined) throw new Error("the enclave did not start");
   const pid = child.pid;

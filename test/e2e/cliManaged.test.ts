@@ -343,7 +343,7 @@ describe("the README", () => {
     const folder = mkdtempSync(join(work, "readme-"));
     const script = `${(block as string).replaceAll("npx sigil", `"${process.execPath}" "${join(root, "bin/sigil.ts")}"`)}\necho "WALLET=$W"`;
     const out = await new Promise<string>((resolve, reject) =>
-      execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: folder, timeout: 120_000, env: { PATH: process.env.PATH, HOME: folder, SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(folder, "profiles.json") } }, (err, stdout, stderr) =>
+      execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: folder, timeout: 120_000, env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, HOME: folder, SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(folder, "profiles.json") } }, (err, stdout, stderr) =>
         err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
       ),
     );

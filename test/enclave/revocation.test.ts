@@ -21,6 +21,7 @@ import { computeCid } from "../../shared/cid.ts";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
+import { leaveReadWindow, listenerHasRead } from "../harness/listener.ts";
 import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import { ok, run, type Reply, type RunResult } from "./client.ts";
 import { callAt, okAt, startOwnEnclave } from "./ownEnclave.ts";
@@ -28,8 +29,6 @@ import { callAt, okAt, startOwnEnclave } from "./ownEnclave.ts";
 const SIGN = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "revocation" }); }`;
 /** An action that uses no wallet, for the revocations of an action. */
 const PLAIN = `async function main() { return "ran" }`;
-/** Blocks the enclave's listener reads again on every poll (its default SIGIL_LISTENER_REORG_DEPTH, which the test stack keeps). */
-const REORG_DEPTH = 3;
 
 function expectRefusedInScript(r: Reply<RunResult>): void {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -106,23 +105,6 @@ describe("a revocation on chain by the admin's own transaction: refused once the
   let wallet: Address;
   let groupId: bigint;
 
-  /** Waits until the shared enclave's listener has processed `block` (GET /health, public). */
-  async function listenerHasRead(block: bigint): Promise<void> {
-    await vi.waitFor(
-      async () => {
-        const body = (await (await fetch(`${inject("enclaveUrl")}/health`)).json()) as { listener: { last_block: string | null } };
-        expect(BigInt(body.listener.last_block ?? -1)).toBeGreaterThanOrEqual(block);
-      },
-      { timeout: 15_000, interval: 50 },
-    );
-  }
-
-  /** Empty blocks past the listener's re-read window, read by it: none of the account's earlier events is read again. */
-  async function leaveReadWindow(): Promise<void> {
-    await createTestClient({ mode: "anvil", transport: rpc() }).mine({ blocks: REORG_DEPTH + 1 });
-    await listenerHasRead(await publicClient().getBlockNumber({ cacheTime: 0 }));
-  }
-
   beforeAll(async () => {
     const admin = privateKeyToAccount(generatePrivateKey());
     await createTestClient({ mode: "anvil", transport: rpc() }).setBalance({ address: admin.address, value: 10n ** 20n });
@@ -152,19 +134,19 @@ describe("a revocation on chain by the admin's own transaction: refused once the
   });
 
   it("removePkpFromGroup (PkpRemovedFromGroup): the wallet's cached grant is not served after the listener has read it", async () => {
-    await leaveReadWindow();
+    await leaveReadWindow(inject("rpcUrl"), inject("enclaveUrl"));
     expectSigned(await run(usageKey, SIGN, { wallet }));
     expectSigned(await run(usageKey, SIGN, { wallet }));
     const revoked = await send("removePkpFromGroup", [master, groupId, wallet]);
-    await listenerHasRead(revoked.blockNumber);
+    await listenerHasRead(inject("enclaveUrl"), revoked.blockNumber);
     expectRefusedInScript(await run(usageKey, SIGN, { wallet }));
   });
 
   it("removeActionFromGroup (ActionRemovedFromGroup): the cached permission to run is not served after the listener has read it (403)", async () => {
-    await leaveReadWindow();
+    await leaveReadWindow(inject("rpcUrl"), inject("enclaveUrl"));
     expectSigned(await run(usageKey, PLAIN));
     const revoked = await send("removeActionFromGroup", [master, groupId, cidHash(await computeCid(PLAIN))]);
-    await listenerHasRead(revoked.blockNumber);
+    await listenerHasRead(inject("enclaveUrl"), revoked.blockNumber);
     expectRefused(await run(usageKey, PLAIN), 403, "permission_denied");
   });
 });

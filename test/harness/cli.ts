@@ -15,8 +15,9 @@ export function runSigil(args: string[], options: { env: Record<string, string |
     const child = execFile(
       process.execPath,
       [join(root, "bin/sigil.ts"), ...args],
-      // Only what the test gives: no SIGIL_* of the developer's shell leaks in.
-      { cwd: options.cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env }, timeout: 150_000 },
+      // Only what the test gives: no SIGIL_* of the developer's shell leaks in (Node's compile cache,
+      // which npm test sets, is Node's setting, not the command's).
+      { cwd: options.cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, ...options.env }, timeout: 150_000 },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
     if (options.input !== undefined) child.stdin?.end(options.input);

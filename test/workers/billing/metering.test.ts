@@ -253,7 +253,10 @@ describe("sigil_action", () => {
     // The run's signed receipt says what the ledger charged (shared/fees.ts on both sides).
     expect(quick.body).toMatchObject({ response: "quick", charged_cents: 1, receipt: { charged_cents: 1 } });
     const slow = await edge<{ charged_cents: number; duration_ms: number; receipt: { charged_cents: number; duration_ms: number } }>("sigil_action", { key, body: { code: SLOW } });
-    expect(slow.body.duration_ms).toBeGreaterThanOrEqual(1500);
+    // Past one second, so at least 2 cents. Not necessarily 1 500 ms: time the sandbox's thread spent
+    // on its own work meanwhile (preparing the next runtime) is given back to the run, not billed,
+    // which on a busy machine was 70 ms of the 1.5 s.
+    expect(slow.body.duration_ms).toBeGreaterThan(1000);
     expect(charged(slow)).toBe(Math.max(1, Math.ceil(slow.body.duration_ms / 1000)));
     expect(slow.body.receipt).toMatchObject({ charged_cents: charged(slow), duration_ms: slow.body.duration_ms });
     expect(await free(key)).toBe(20 - 1 - 1 - charged(slow));
