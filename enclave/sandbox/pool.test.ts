@@ -361,6 +361,18 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
     expect(p.restarts).toBe(0);
   });
 
+  it("a timer longer than the run's limit never fires, even when a neighbour's long slice moves the run's deadline on: the run ends in timeout", async () => {
+    const p = await startPool({ runsPerWorker: 8 });
+    // Its 60 s timer must not come due before its deadline, however far that moves.
+    const waiting = p.run(request(`async function main() { await new Promise((r) => setTimeout(r, 60000)); return "never" }`, 700), noKeys);
+    await new Promise((r) => setTimeout(r, 50));
+    const loop = p.run(request(`async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`, 5_000), noKeys);
+    const [waitingOutcome, loopOutcome] = await Promise.all([waiting, loop]);
+    expect(answer(loopOutcome)).toBe("looped");
+    expect(waitingOutcome.error?.code).toBe("timeout");
+    expect(p.restarts).toBe(0);
+  });
+
   it("a long built-in ended from outside in a batch of runs is answered by the watchdog, not given up on, and the runs batched after it are answered", async () => {
     const errors: string[] = [];
     const p = await startPool({ runsPerWorker: 64, log: createLogger("error", {}, (line) => errors.push(line)) });

@@ -19,6 +19,8 @@ import type { SliceBoard } from "./slices.ts";
 // The sandbox's own JavaScript (globals/): core.js and every chunk are evaluated once per instance,
 // when its runtime is prepared, into the image each run starts from (image.ts); the globals each
 // chunk defines are still installed at a script's first touch, from the chunk already parsed.
+/** Node's largest timer delay (a longer one fires at once, with a warning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch", "fixed"] as const;
 /**
  * QuickJS parses about 10 KB per millisecond here: comment lines and indentation are dropped before
@@ -614,7 +616,10 @@ export class ScriptRun {
               throw new CodedError("limit_exceeded", `a run may have at most ${limits.maxTimers} pending timers`);
             }
             const id = nextTimerId++;
-            const ms = Math.min(Number((args as { ms: number }).ms) || 0, request.timeoutMs);
+            // Not capped at the run's limit: a run's deadline moves on by the time others held its thread,
+            // and a timer capped at the limit then came due before it (a 60 s timer fired at 0.7 s).
+            // The timers are cleared when the run ends; the cap is only Node's largest delay.
+            const ms = Math.min(Number((args as { ms: number }).ms) || 0, MAX_TIMER_MS);
             const t = setTimeout(() => {
               timers.delete(id);
               firedTimers.push(id);
