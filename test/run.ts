@@ -2,10 +2,10 @@
 // a project whose files must take turns (a shared chain, one stack) apart from the others, never
 // beside them, and one vitest process uses its pool for one group of projects at a time; so the
 // suites that wait on processes (the stacks, the chain, the end-to-end runs) would each add their
-// minutes. Here each lane is a vitest process (or the type checks), and the lanes start together:
-// CPU-bound files of one lane overlap the waits of another. Each vitest run
-// writes its JSON report; they are merged into .sigil/test-results.json (what .ci/run counts), and
-// the run ends with the totals, the slowest files and each lane's time.
+// minutes. Here the lanes start together, each one or two vitest runs (or the type checks) one after
+// another: CPU-bound files of one lane overlap the waits of another. Each vitest run writes its JSON
+// report; they are merged into .sigil/test-results.json (what .ci/run counts), and the run ends with
+// the totals, the slowest files and each lane's time and CPU.
 //
 //   node test/run.ts            every lane (the README's `npm test`)
 //   node test/run.ts --quick    the type checks, unit and workerd suites only (`npm run test:quick`)
@@ -32,8 +32,8 @@ const types = [tsc("."), tsc("workers"), tsc("dashboard")];
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 
 /**
- * The lanes, all at once: the machine's two cores are the limit, so no lane waits for another (README,
- * Tests, has the figures), and there are few of them, since each one more is another stack's worth of
+ * The lanes, all at once: the machine's two cores are the limit (the run prints each lane's CPU), so
+ * no lane waits for another, and there are few of them, since each one more is another stack's worth of
  * memory and scheduling on the same two cores. The long runs (the soak's variant, which loads the
  * machine for 75 s, then the 10 000-run leak test, each on a stack of its own), then the contract's
  * suite on its chain; the end-to-end files (on their shared stack, then those whose stacks are their

@@ -345,16 +345,24 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
     expect(p.restarts).toBe(0);
   });
 
+  /**
+   * Runs `first`, then 50 ms later a neighbour on the same worker whose one 900 ms slice (well inside
+   * its own limit) holds the thread; checks the neighbour answered and gives `first`'s outcome.
+   */
+  async function beside900msSlice(p: SandboxPool, first: ReturnType<typeof request>) {
+    const held = p.run(first, noKeys);
+    await new Promise((r) => setTimeout(r, 50));
+    const loop = p.run(request(`async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`, 5_000), noKeys);
+    const [outcome, loopOutcome] = await Promise.all([held, loop]);
+    expect(answer(loopOutcome)).toBe("looped");
+    return outcome;
+  }
+
   it("a run held up by a neighbour's long slice gets that time back: it succeeds past its wall-clock deadline, and its duration leaves the held time out", async () => {
     const p = await startPool({ runsPerWorker: 8 });
     // Started first, with 700 ms: its 300 ms timer comes due while the loop below holds the thread
     // (300 ms, not nearer the limit: on a busy machine the run's own time, which counts, is longer).
-    const held = p.run(request(`async function main() { await new Promise((r) => setTimeout(r, 300)); return "held" }`, 700), noKeys);
-    await new Promise((r) => setTimeout(r, 50));
-    // One 900 ms slice of its own (it ends by itself, well inside its own limit).
-    const loop = p.run(request(`async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`, 5_000), noKeys);
-    const [heldOutcome, loopOutcome] = await Promise.all([held, loop]);
-    expect(answer(loopOutcome)).toBe("looped");
+    const heldOutcome = await beside900msSlice(p, request(`async function main() { await new Promise((r) => setTimeout(r, 300)); return "held" }`, 700));
     // Its answer came ~950 ms after it started, past its 700 ms: the held time did not count.
     expect(answer(heldOutcome)).toBe("held");
     expect(heldOutcome.durationMs).toBeLessThan(700);
@@ -364,11 +372,7 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
   it("a timer longer than the run's limit never fires, even when a neighbour's long slice moves the run's deadline on: the run ends in timeout", async () => {
     const p = await startPool({ runsPerWorker: 8 });
     // Its 60 s timer must not come due before its deadline, however far that moves.
-    const waiting = p.run(request(`async function main() { await new Promise((r) => setTimeout(r, 60000)); return "never" }`, 700), noKeys);
-    await new Promise((r) => setTimeout(r, 50));
-    const loop = p.run(request(`async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`, 5_000), noKeys);
-    const [waitingOutcome, loopOutcome] = await Promise.all([waiting, loop]);
-    expect(answer(loopOutcome)).toBe("looped");
+    const waitingOutcome = await beside900msSlice(p, request(`async function main() { await new Promise((r) => setTimeout(r, 60000)); return "never" }`, 700));
     expect(waitingOutcome.error?.code).toBe("timeout");
     expect(p.restarts).toBe(0);
   });

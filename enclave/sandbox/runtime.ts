@@ -16,11 +16,12 @@ import type { SandboxLimits } from "../config.ts";
 import type { SandboxInstance } from "./instance.ts";
 import type { SliceBoard } from "./slices.ts";
 
+/** Node's largest timer delay (a longer one fires at once, with a warning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 // The sandbox's own JavaScript (globals/): core.js and every chunk are evaluated once per instance,
 // when its runtime is prepared, into the image each run starts from (image.ts); the globals each
 // chunk defines are still installed at a script's first touch, from the chunk already parsed.
-/** Node's largest timer delay (a longer one fires at once, with a warning). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch", "fixed"] as const;
 /**
  * QuickJS parses about 10 KB per millisecond here: comment lines and indentation are dropped before
