@@ -242,6 +242,7 @@ export interface SigilResponse {
   arrayBuffer(): Promise<ArrayBuffer>;
   bytes(): Promise<Uint8Array>;
   text(): Promise<string>;
+  // biome-ignore lint/suspicious/noExplicitAny: as fetch's Response.json, so a script reads a body as it would in a browser
   json(): Promise<any>;
 }
 
@@ -319,7 +320,7 @@ declare global {
   /** Runs `callback(...args)` after `ms` milliseconds (at most the run's time limit); returns the timer's id. */
   function setTimeout<A extends unknown[]>(callback: (...args: A) => void, ms?: number, ...args: A): number;
   /** Runs `callback` after `ms` milliseconds (at most the run's time limit); returns the timer's id. */
-  function setTimeout(callback: (value: void) => void, ms?: number): number;
+  function setTimeout(callback: (value: undefined) => void, ms?: number): number;
   /** Cancels a timer made by setTimeout. */
   function clearTimeout(id: number | undefined): void;
   /** Runs `callback` as a microtask. */

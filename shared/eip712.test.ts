@@ -20,7 +20,6 @@ import {
   typedDataDigest,
   validateTypedData,
   type SigilPrimaryType,
-  type SigilTypedData,
   type ValidateTypedDataOptions,
   type ValidateTypedDataResult,
   signableTypedData,

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
-import { isExposed, SigilError, type ErrorCode } from "./errors.ts";
+import { isExposed, type ErrorCode } from "./errors.ts";
 
 /** Every operation a client's request becomes, by its name (the public endpoint's). */
 export const enclaveOperations = [

@@ -79,10 +79,10 @@ function runStep(lane: Lane, step: Step, index: number): Promise<{ code: number;
       stream.on("data", (chunk: Buffer) => {
         const lines = (rest + chunk.toString()).split("\n");
         rest = lines.pop() ?? "";
-        for (const line of lines) out.write(prefix + line + "\n");
+        for (const line of lines) out.write(`${prefix + line}\n`);
       });
       stream.on("end", () => {
-        if (rest) out.write(prefix + rest + "\n");
+        if (rest) out.write(`${prefix + rest}\n`);
       });
     };
     relay(child.stdout, process.stdout);

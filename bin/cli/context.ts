@@ -239,7 +239,7 @@ export type Command = {
   positionals?: { min: number; max: number; names: string };
   /** Whether it talks to the service (takes --api, --key, --profile). Default true. */
   connects?: boolean;
-  run(input: { values: Values; positionals: string[]; ctx: Context }): Promise<number | void>;
+  run(input: { values: Values; positionals: string[]; ctx: Context }): Promise<number | undefined>;
 };
 
 export type Group = { name: string; summary: string; commands: Command[] };

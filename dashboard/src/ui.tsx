@@ -110,6 +110,7 @@ export function Field({ label, children, hint }: { label: string; children: VNod
   const hintId = useId();
   return (
     <div class="field">
+      {/* biome-ignore lint/a11y/noLabelWithoutControl: the control is the child this label wraps */}
       <label>
         <span class="field-label">{label}</span>
         {hint ? cloneElement(children, { "aria-describedby": hintId }) : children}

@@ -30,7 +30,7 @@ describe("dropSessionsOnSignal", () => {
     const lines: Array<{ msg: string; fields: Record<string, unknown> | undefined }> = [];
     const log: Logger = { ...createLogger("silent"), warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields }) };
     let drops = 0;
-    const installed = dropSessionsOnSignal(env, { dropSessions: () => (drops++, 3) }, log, (signal, listener) => void listeners.set(signal, listener));
+    const installed = dropSessionsOnSignal(env, { dropSessions: () => { drops++; return 3; } }, log, (signal, listener) => void listeners.set(signal, listener));
     return { installed, listeners, lines, drops: () => drops };
   };
 

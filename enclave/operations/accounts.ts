@@ -2,7 +2,7 @@
 import { generateApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
-import { type Enclave, type RequestContext } from "./context.ts";
+import type { Enclave, RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";
 
 /**

@@ -54,7 +54,7 @@ export async function addGroup(enclave: Enclave, input: ParsedEnclaveRequest<"ad
     { keyHash, master: resolution.master },
   );
   const added = events.find((e) => e.eventName === "GroupAdded");
-  if (!added || added.eventName !== "GroupAdded") throw new SigilError("internal_error", "the group id could not be read from the receipt");
+  if (added?.eventName !== "GroupAdded") throw new SigilError("internal_error", "the group id could not be read from the receipt");
   return { ...response, group_id: added.args.groupId.toString() };
 }
 

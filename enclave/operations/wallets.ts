@@ -22,7 +22,7 @@ export async function createWallet(
     { keyHash, master: resolution.master },
   );
   const registered = events.find((e) => e.eventName === "WalletRegistered");
-  if (!registered || registered.eventName !== "WalletRegistered") {
+  if (registered?.eventName !== "WalletRegistered") {
     throw new SigilError("internal_error", "the wallet was registered but its id could not be read from the receipt");
   }
   return { ...response, wallet_address: key.address.toLowerCase(), wallet_id: registered.args.walletId.toString() };

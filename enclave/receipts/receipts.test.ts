@@ -62,7 +62,7 @@ describe("the receipt key", () => {
 });
 
 describe("what a run's keys were used for (hostOps → KeyUses)", () => {
-  const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
+  const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
   const WALLET_KEY = `0x${"42".repeat(32)}` as Hex;
   const wallet = privateKeyToAddress(WALLET_KEY);
   function host() {

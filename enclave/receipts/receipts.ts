@@ -129,9 +129,9 @@ export class ReceiptSigner {
         }
         this.stats.batches++;
         this.stats.receipts += batch.length;
-        batch.forEach((b, index) =>
-          b.resolve({ ...b.body, batch: { index, size: batch.length, proof: (proofs[index] as Uint8Array[]).map((p) => bytesToHex(p)) }, signature }),
-        );
+        for (const [index, b] of batch.entries()) {
+          b.resolve({ ...b.body, batch: { index, size: batch.length, proof: (proofs[index] as Uint8Array[]).map((p) => bytesToHex(p)) }, signature });
+        }
       } catch (err) {
         for (const b of batch) b.reject(err instanceof Error ? err : new Error(String(err)));
       }

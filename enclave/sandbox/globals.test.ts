@@ -12,7 +12,7 @@ import { createInstance } from "./instance.ts";
 import { CodedError, prepareRuntime, runScript, type RunOutcome } from "./runtime.ts";
 
 const CID = "QmGlobalsTestCid";
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
+const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
 /** Runs `async function main() { body }` in a fresh sandbox. */
 async function run(body: string): Promise<RunOutcome> {
   const host = createRunHost({

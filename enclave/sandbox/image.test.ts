@@ -7,7 +7,7 @@ import { readEnclaveConfig } from "../config.ts";
 import { createInstance, type SandboxInstance } from "./instance.ts";
 import { prepareRuntime, runScript, type PreparedRuntime } from "./runtime.ts";
 
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
+const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
 const host = { callAsync: async () => null, callSync: () => null };
 const request = (code: string) => ({ code, cid: "QmImageTest", paramsJson: JSON.stringify({ secret: "image-test-secret" }), timeoutMs: 10_000, requestId: "image-test", correlationId: null });
 
@@ -15,6 +15,7 @@ const request = (code: string) => ({ code, cid: "QmImageTest", paramsJson: JSON.
 async function instanceWithMemory(): Promise<{ instance: SandboxInstance; memory: WebAssembly.Memory; prepared: PreparedRuntime }> {
   let memory: WebAssembly.Memory | undefined;
   const original = WebAssembly.Memory;
+  // biome-ignore lint/complexity/useArrowFunction: called with `new`, which an arrow function refuses
   (WebAssembly as unknown as { Memory: unknown }).Memory = function (descriptor: WebAssembly.MemoryDescriptor) {
     memory = new original(descriptor);
     return memory;

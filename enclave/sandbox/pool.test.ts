@@ -30,7 +30,7 @@ vi.mock("node:worker_threads", async (importOriginal) => {
 const config = readEnclaveConfig({
   SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
   SIGIL_RPC_URL: "http://127.0.0.1:1",
-  SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20),
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
   SIGIL_SANDBOX_WORKERS: "1",
   SIGIL_SANDBOX_RUNS_PER_WORKER: "2",
 });

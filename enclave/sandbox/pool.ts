@@ -317,7 +317,7 @@ export class SandboxPool {
         else if (now - slot.killing.since > TERMINATION_TIMEOUT_MS) this.#replaceStuck(slot, "its termination did not land");
         continue;
       }
-      if (!this.#terminator || !this.#terminator.attached(slot.name)) {
+      if (!this.#terminator?.attached(slot.name)) {
         const current = slot.watch.current();
         if (current && now > current.deadline + grace + 5_000) this.#replaceStuck(slot, "it cannot be ended alone");
         continue;

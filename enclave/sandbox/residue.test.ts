@@ -19,7 +19,7 @@ import type { RunOutcome } from "./runtime.ts";
 const config = readEnclaveConfig({
   SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
   SIGIL_RPC_URL: "http://127.0.0.1:1",
-  SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20),
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
   SIGIL_SANDBOX_WORKERS: "1",
 });
 

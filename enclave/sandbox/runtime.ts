@@ -481,6 +481,7 @@ export class ScriptRun {
         if (!board.leave(word)) {
           board.awaitKill(word);
           // Only if the termination never came: the run is ended all the same.
+          // biome-ignore lint/correctness/noUnsafeFinally: this throw replaces whatever the slice returned, on purpose
           throw new RunStop({ code: "timeout", message: "the script ran past its time limit" });
         }
         if (instance.refused) memoryExceeded = true;

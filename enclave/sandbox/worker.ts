@@ -178,11 +178,14 @@ const waiting: Array<{ resolve: (prepared: PreparedRuntime) => void; reject: (er
  * large would cost each later run its clearing.
  */
 function giveBack(prepared: PreparedRuntime): void {
-  if (prepared.instance.heapBytes() > prepared.instance.preparedBytes + init.recycle.instanceGrowthBytes) return drop(prepared);
+  if (prepared.instance.heapBytes() > prepared.instance.preparedBytes + init.recycle.instanceGrowthBytes) {
+    drop(prepared);
+    return;
+  }
   const next = waiting.shift();
-  if (next) return next.resolve(prepared);
-  if (retiring || idle.length >= MAX_IDLE_INSTANCES) return drop(prepared);
-  idle.push(prepared);
+  if (next) next.resolve(prepared);
+  else if (retiring || idle.length >= MAX_IDLE_INSTANCES) drop(prepared);
+  else idle.push(prepared);
 }
 
 /** A runtime for a run that found none ready: the next one made or given back, after those of the runs waiting before it. */

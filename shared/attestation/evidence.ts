@@ -28,6 +28,7 @@ export function parseSha256Sums(text: string | Uint8Array): Sha256SumEntry[] {
     const match = LINE.exec(line);
     if (!match) throw new AttestationError("invalid_evidence", `sha256sum.txt line ${index + 1} is not "<sha256>  <name>"`);
     const [, digest, name] = match as unknown as [string, string, string];
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a file name with a control character is refused
     if (name === "." || name === ".." || /[/\\\u0000-\u001f\u007f]/.test(name)) {
       throw new AttestationError("invalid_evidence", `sha256sum.txt line ${index + 1} names ${JSON.stringify(name)}, not a file under /evidences/`);
     }

@@ -1,7 +1,7 @@
 // The contract's limits: exactly at each limit succeeds, one over reverts LimitExceeded(what, max).
 // 64 CIDs and 64 wallets per group, 64 ids per usage-key list, names ≤ 128 bytes, descriptions
 // ≤ 1024 bytes, a cid ≤ 128 bytes, at most 256 payers. Lengths are UTF-8 bytes, not characters.
-import { type Address } from "viem";
+import type { Address } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";

@@ -222,7 +222,7 @@ describe("run", () => {
     const out = await ok(["run", "sign.js", "--params", params]);
     const signature = JSON.parse(/^response\s+(.+)$/m.exec(out)?.[1] as string) as Hex;
     expect(await recoverMessageAddress({ message: "from the CLI", signature })).toBe(wallet);
-    expect(out).toMatch(/^logs:\n  signing from the CLI$/m);
+    expect(out).toMatch(/^logs:\n {2}signing from the CLI$/m);
     expect(out).toMatch(new RegExp(`^cid\\s+${cid}$`, "m"));
     expect(out).toMatch(/^charged\s+1 cent$/m);
     const answer = await json<{ response: Hex; has_error: boolean; charged_cents: number; cid: string }>(["run", "sign.js", "--params", params]);

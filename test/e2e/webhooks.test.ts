@@ -264,7 +264,7 @@ describe("webhooks on the local stack", () => {
     expect(await client.listWebhooks()).toHaveLength(10);
     await expect(client.deleteWebhook({ webhook_id: `we_${"0".repeat(24)}` })).rejects.toMatchObject({ status: 404, code: "webhook_not_found" });
     await expect(client.deleteWebhook({ webhook_id: "nope" })).rejects.toMatchObject({ status: 400, code: "invalid_request" });
-    await expect(anon.with({ apiKey: "A".repeat(43) + "=" }).listWebhooks()).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
+    await expect(anon.with({ apiKey: `${"A".repeat(43)}=` }).listWebhooks()).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
     await expect(anon.listWebhooks()).rejects.toMatchObject({ status: 401, code: "missing_api_key" });
   });
 
@@ -300,7 +300,7 @@ describe("webhooks on the local stack", () => {
       expect(removed.code, removed.stderr).toBe(0);
       expect(await client.listWebhooks()).toEqual([]);
 
-      const wrong = await cli(["webhook", "list"], "A".repeat(43) + "=");
+      const wrong = await cli(["webhook", "list"], `${"A".repeat(43)}=`);
       expect(wrong.code).toBe(1);
       expect(errorLineOf(wrong)).toMatchObject({ command: "webhook list", code: "invalid_api_key" });
       const badEvent = await cli(["webhook", "add", r.url, "--event", "payment.refunded"]);

@@ -15,7 +15,7 @@
 //   revocation's block, then runs once: refused, or the rule is broken.
 import { createPublicClient, createTestClient, createWalletClient, http, parseEventLogs, type Address, type Hex, type TransactionReceipt } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, } from "vitest";
 import type { EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";

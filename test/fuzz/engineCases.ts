@@ -18,7 +18,7 @@ export type EngineCase = { id: string; title: string; area: string; upstream: st
 
 // ---- helpers prepended to every case (kept tiny on purpose) ----
 /** The helpers every probe may use (kept small). */
-export const HELPERS = String.raw`
+export const HELPERS = `
 var V = (verdict, detail) => ({ verdict, detail: String(detail).slice(0, 400) });
 var R = (e) => V("refused", (e && e.name) + ": " + (e && e.message));
 // run the cycle collector: allocate and drop enough small objects to pass the GC threshold

@@ -57,7 +57,7 @@ export type FuzzReport = {
 };
 
 const limits = {
-  ...readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits,
+  ...readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits,
   timeoutMs: 3_000,
 };
 
@@ -99,7 +99,7 @@ async function freshRuntime(breakReset: boolean): Promise<PreparedRuntime> {
 }
 
 /** The sandbox's default recycle threshold (SIGIL_SANDBOX_RECYCLE_MB). */
-const RECYCLE_BYTES = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).sandboxRecycle.instanceGrowthBytes;
+const RECYCLE_BYTES = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).sandboxRecycle.instanceGrowthBytes;
 
 const TRAP = /memory access out of bounds|unreachable|RuntimeError|table index|null function|divide by zero|integer overflow|indirect call/i;
 

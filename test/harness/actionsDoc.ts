@@ -98,7 +98,7 @@ export function examplesOf(markdown: string): DocExample[] {
     }
     const next = blocks[i + 1];
     const between = next ? lines.slice(block.endLine, next.line - 2) : [];
-    if (!next || next.lang !== "json" || between.some((l) => l.trim() !== "")) {
+    if (next?.lang !== "json" || between.some((l) => l.trim() !== "")) {
       throw new Error(`docs/actions.md:${block.line}: the js example is not followed by its json block (blank lines only between them)`);
     }
     examples.push({ index: examples.length + 1, heading: block.heading, line: block.line, code: block.content, expected: parseExpected(next) });

@@ -49,8 +49,8 @@ function quickjsSignature(): { offset: number; bytes: Buffer } {
         shift += 7;
       } while (b & 0x80);
       p++;
-      let length: number;
-      [length, p] = uleb(p);
+      const [length, start] = uleb(p);
+      p = start;
       return { offset, bytes: Buffer.from(wasm.subarray(p, p + Math.min(length, 256))) };
     }
     at += size;
@@ -107,6 +107,7 @@ export function canaryForms(canary: Canary): Record<string, Buffer> {
     forms.utf8 = bytes;
     forms.utf16 = Buffer.from(canary, "utf16le");
     // A string of Latin-1 characters only is 8-bit in QuickJS: one byte per character.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the Latin-1 range, control characters included
     if (/^[\u0000-\u00ff]*$/.test(canary)) forms.latin1 = Buffer.from(canary, "latin1");
   } else {
     forms.raw = bytes;

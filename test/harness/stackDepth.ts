@@ -25,9 +25,10 @@ export const RECURSIONS: Record<string, string> = {
   classChain: "function d() { let C = class {}; for (let i = 0; i < 50000; i++) C = class extends C {}; return new C() }",
 };
 
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: "0x" + "11".repeat(20) }).limits;
+const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
 let memory: WebAssembly.Memory | undefined;
 const OriginalMemory = WebAssembly.Memory;
+// biome-ignore lint/complexity/useArrowFunction: called with `new`, which an arrow function refuses
 (WebAssembly as unknown as { Memory: unknown }).Memory = function (descriptor: WebAssembly.MemoryDescriptor) {
   memory = new OriginalMemory(descriptor);
   return memory;

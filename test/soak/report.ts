@@ -31,7 +31,7 @@ import { cpus } from "node:os";
 import { errorStatus } from "../../shared/errors.ts";
 import type { Delivery, StripeEvent } from "../../emulators/stripe.ts";
 import type { FaultEvent, FaultName } from "./faults.ts";
-import { FAULT_NAMES, RECOVERY_BOUND_MS } from "./faults.ts";
+import { RECOVERY_BOUND_MS } from "./faults.ts";
 import { SOAK_ROLES, type CpuSample } from "./cpu.ts";
 import type { ReceivedEvent } from "./receiver.ts";
 import type { LedgerAudit, LedgerEntry } from "./stack.ts";

@@ -5,7 +5,7 @@
 // first attempt gave no answer says what became of it (`first_attempt`; idempotency/).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { sigilActionResponseSchema, sigilActionRequestSchema, type SigilActionResponse } from "../../shared/operations.ts";
+import { sigilActionResponseSchema, sigilActionRequestSchema, } from "../../shared/operations.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { meteredRun, payerOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";

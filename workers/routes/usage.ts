@@ -10,7 +10,7 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { billingCaller, hashHex, ledgerOf } from "../billing/account.ts";
 import { CSV_COLUMNS, decodeCursor, USAGE_KINDS, usageCsv, usagePage, type UsageKind } from "../billing/usage.ts";
 import { billingCredentials, billingSecurity, requireCredentials } from "./billing.ts";
-import { errors, jsonResponse as json, tag } from "./openapi.ts";
+import { errors, tag } from "./openapi.ts";
 
 export const DEFAULT_USAGE_LIMIT = 50;
 export const MAX_USAGE_LIMIT = 100;

@@ -37,8 +37,7 @@ export function Billing({ session }: PageProps) {
     return paid;
   });
   return (
-    <>
-      <Load loaded={loaded} what="billing">
+    <Load loaded={loaded} what="billing">
         {({ balance, events }) => (
           <>
             <p class="big" data-testid="billing-balance">
@@ -92,6 +91,5 @@ export function Billing({ session }: PageProps) {
           </>
         )}
       </Load>
-    </>
   );
 }

@@ -71,7 +71,7 @@
         name = "Uncaught";
         message = typeof reason === "symbol" ? apply(P.symbolToString, reason, []) : P.String(reason);
       }
-    } catch (e) {
+    } catch {
       return P.stringify(record({ code: null, name: "Error", message: "the script threw a value that cannot be described", undescribable: true }));
     }
     return P.stringify(record({ code, name, message, stack }));

@@ -19,7 +19,7 @@ import type { EdgeEnv } from "../../router.ts";
 const readSizes = new WeakMap<Request, number>();
 
 /** The limit each body-limit middleware stands for, so admission can find the one of the route that matched. */
-const declaredLimits = new WeakMap<Function, number>();
+const declaredLimits = new WeakMap<object, number>();
 
 /**
  * Reads the request's body whole, at most `maxSize` bytes, within the deadline, into Hono's body
