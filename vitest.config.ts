@@ -52,9 +52,16 @@ function edgeOnStack(
 }
 
 /** End-to-end files whose subject is the stack's own life: start and Ctrl-C, restarts, retries after a kill. */
-const E2E_LIFECYCLE = ["test/e2e/start.test.ts", "test/e2e/enclaveRestart.test.ts", "test/e2e/retries.test.ts", "test/e2e/webhooks.test.ts"];
+const E2E_LIFECYCLE = [
+  "test/e2e/start.test.ts",
+  "test/e2e/enclaveRestart.test.ts",
+  "test/e2e/retries.test.ts",
+  "test/e2e/webhooks.test.ts",
+];
 
-type Inject = <K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret">(key: K) => string;
+type Inject = <K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret">(
+  key: K,
+) => string;
 
 export default defineConfig({
   test: {
@@ -64,7 +71,16 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "sdk/**/*.test.ts", "contracts/**/*.test.ts", "bin/**/*.test.ts", "enclave/**/*.test.ts", "emulators/**/*.test.ts", "deploy/**/*.test.ts", "test/unit/**/*.test.ts"],
+          include: [
+            "shared/**/*.test.ts",
+            "sdk/**/*.test.ts",
+            "contracts/**/*.test.ts",
+            "bin/**/*.test.ts",
+            "enclave/**/*.test.ts",
+            "emulators/**/*.test.ts",
+            "deploy/**/*.test.ts",
+            "test/unit/**/*.test.ts",
+          ],
         },
       },
       {
@@ -84,7 +100,14 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { SIGIL_RATE_LIMIT_PER_KEY: "20", SIGIL_RATE_LIMIT_PER_IP: "50", SIGIL_RATE_LIMIT_OPEN_PER_IP: "5", SIGIL_OPEN_WRITES_PER_HOUR: "30" } },
+            miniflare: {
+              bindings: {
+                SIGIL_RATE_LIMIT_PER_KEY: "20",
+                SIGIL_RATE_LIMIT_PER_IP: "50",
+                SIGIL_RATE_LIMIT_OPEN_PER_IP: "5",
+                SIGIL_OPEN_WRITES_PER_HOUR: "30",
+              },
+            },
           }),
         ],
         test: {
@@ -98,7 +121,10 @@ export default defineConfig({
         "workers-stack",
         { include: ["test/workers/**/*.test.ts"], exclude: ["test/workers/billing/**"] },
         // The audit log reads a few blocks per eth_getLogs here, so its pages walk several windows.
-        { globalSetup: "test/workers/globalSetup.ts", bindings: () => ({ SIGIL_BILLING: "off", SIGIL_AUDIT_WINDOW_BLOCKS: "5" }) },
+        {
+          globalSetup: "test/workers/globalSetup.ts",
+          bindings: () => ({ SIGIL_BILLING: "off", SIGIL_AUDIT_WINDOW_BLOCKS: "5" }),
+        },
       ),
       // With a local Stripe too (test/workers/billing/globalSetup.ts).
       edgeOnStack(

@@ -8,14 +8,19 @@ import { existsSync } from "node:fs";
 export const CHROMIUM = process.env.SIGIL_CHROMIUM ?? "/usr/bin/chromium";
 
 function apt(args: string[]): void {
-  execFileSync("apt-get", args, { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  execFileSync("apt-get", args, {
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
 }
 
 /** The path of a Chromium to run, installing Debian's package first when there is none. */
 export function ensureChromium(log: (line: string) => void = (l) => console.log(l)): string {
   if (existsSync(CHROMIUM)) return CHROMIUM;
   if (typeof process.getuid !== "function" || process.getuid() !== 0) {
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (sudo apt-get install chromium), or set SIGIL_CHROMIUM to one`);
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install Debian's package (sudo apt-get install chromium), or set SIGIL_CHROMIUM to one`,
+    );
   }
   log("chromium: installing Debian's chromium package for the browser tests (apt-get install chromium)");
   try {

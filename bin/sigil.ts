@@ -78,17 +78,24 @@ const commands: Record<string, TopLevel> = {
 
 const sections: Array<[string, Array<string | Group>]> = [
   ["the local stack and deployments", ["start", "verify", "verify-receipt", "edge-identity"]],
-  ["accounts, keys and what they own", ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup, "audit"]],
+  [
+    "accounts, keys and what they own",
+    ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup, "audit"],
+  ],
   ["scripts", ["cid", "run"]],
   ["credit", ["balance", "topup", "usage"]],
   ["events", [webhookGroup]],
-  ["accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)", [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"]],
+  [
+    "accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)",
+    [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"],
+  ],
 ];
 
 function usage(): string {
   const rows = sections.map(([title, entries]) => {
     const lines = entries.map((e): [string, string] => {
-      if (typeof e !== "string") return [`${e.name} ${e.commands.map((c) => c.name.slice(e.name.length + 1)).join("|")}`, e.summary];
+      if (typeof e !== "string")
+        return [`${e.name} ${e.commands.map((c) => c.name.slice(e.name.length + 1)).join("|")}`, e.summary];
       if (e === "wallet create --sign") return [e, "a wallet for the signer's ChainSecured account"];
       if (e === "key add --sign") return [e, "a usage key for the signer's ChainSecured account"];
       if (e === "profile") return ["profile set|show", profileGroup.summary];

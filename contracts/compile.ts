@@ -35,14 +35,22 @@ type SolcOutput = {
   >;
 };
 
-export type Artifact = { contractName: string; sourceName: string; abi: unknown[]; bytecode: `0x${string}`; deployedBytecode: `0x${string}` };
+export type Artifact = {
+  contractName: string;
+  sourceName: string;
+  abi: unknown[];
+  bytecode: `0x${string}`;
+  deployedBytecode: `0x${string}`;
+};
 
 export function ownSources(): Record<string, { content: string }> {
   const sources: Record<string, { content: string }> = {};
   for (const dir of sourceDirs) {
     const abs = join(root, dir);
     if (!existsSync(abs)) continue;
-    for (const file of readdirSync(abs).filter((f) => f.endsWith(".sol")).sort()) {
+    for (const file of readdirSync(abs)
+      .filter((f) => f.endsWith(".sol"))
+      .sort()) {
       sources[`${dir}/${file}`] = { content: readFileSync(join(abs, file), "utf8") };
     }
   }
@@ -52,7 +60,10 @@ export function ownSources(): Record<string, { content: string }> {
 /** Resolves `@openzeppelin/...` imports from node_modules, and other paths from the repository root. */
 export function findImport(path: string): { contents: string } | { error: string } {
   try {
-    const pkg = path.split("/").slice(0, path.startsWith("@") ? 2 : 1).join("/");
+    const pkg = path
+      .split("/")
+      .slice(0, path.startsWith("@") ? 2 : 1)
+      .join("/");
     const pkgRoot = dirname(require.resolve(`${pkg}/package.json`));
     return { contents: readFileSync(join(pkgRoot, path.slice(pkg.length + 1)), "utf8") };
   } catch {
@@ -102,7 +113,8 @@ export function compile({ force = false } = {}): { skipped: boolean; artifacts: 
   const problems = output.errors ?? [];
   // Warnings inside OpenZeppelin's sources are theirs to fix; ours and every error are shown.
   const shown = problems.filter(
-    (e) => e.severity === "error" || (e.severity === "warning" && (!e.sourceLocation || e.sourceLocation.file in sources)),
+    (e) =>
+      e.severity === "error" || (e.severity === "warning" && (!e.sourceLocation || e.sourceLocation.file in sources)),
   );
   for (const p of shown) console.error(p.formattedMessage);
   if (problems.some((e) => e.severity === "error")) throw new Error("solc reported errors; nothing was written");
@@ -152,6 +164,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       const size = (a.deployedBytecode.length - 2) / 2;
       console.log(`contracts: ${a.contractName.padEnd(22)} ${String(size).padStart(6)} bytes deployed`);
     }
-    console.log(`contracts: compiled in ${((Date.now() - started) / 1000).toFixed(1)} s -> ${relative(root, outDir)}, ${relative(root, abiModule)}`);
+    console.log(
+      `contracts: compiled in ${((Date.now() - started) / 1000).toFixed(1)} s -> ${relative(root, outDir)}, ${relative(root, abiModule)}`,
+    );
   }
 }

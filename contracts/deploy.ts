@@ -106,12 +106,18 @@ export type Upgrade = {
 /** Deploys a new implementation and moves `proxy` to it (upgradeToAndCall, no initializer call). */
 export async function upgradeAccountConfig(clients: DeployClients, proxy: Address): Promise<Upgrade> {
   const { publicClient, walletClient, account } = clients;
-  const read = <T>(functionName: "owner" | "version") => publicClient.readContract({ address: proxy, abi: accountConfigAbi, functionName }) as Promise<T>;
+  const read = <T>(functionName: "owner" | "version") =>
+    publicClient.readContract({ address: proxy, abi: accountConfigAbi, functionName }) as Promise<T>;
   const [owner, previousVersion] = await Promise.all([read<Address>("owner"), read<string>("version")]);
   const { implementation, views } = await deployImplementation(clients);
-  const data = encodeFunctionData({ abi: accountConfigAbi, functionName: "upgradeToAndCall", args: [implementation, "0x"] });
+  const data = encodeFunctionData({
+    abi: accountConfigAbi,
+    functionName: "upgradeToAndCall",
+    args: [implementation, "0x"],
+  });
   const sender = typeof account === "string" ? account : account.address;
-  if (getAddress(sender) !== getAddress(owner)) return { implementation, views, previousVersion, ownerCall: { from: owner, to: proxy, data } };
+  if (getAddress(sender) !== getAddress(owner))
+    return { implementation, views, previousVersion, ownerCall: { from: owner, to: proxy, data } };
   const hash = await walletClient.sendTransaction({ account, to: proxy, data, chain: walletClient.chain ?? null });
   const receipt = await publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success") throw new Error(`upgradeToAndCall failed in transaction ${hash}`);
@@ -121,7 +127,8 @@ export async function upgradeAccountConfig(clients: DeployClients, proxy: Addres
 /** The deploying account: a private key from the environment, else the node's first unlocked account. */
 export async function deployerAccount(walletClient: WalletClient, privateKey?: string): Promise<Account | Address> {
   if (privateKey) {
-    if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey)) throw new Error("SIGIL_DEPLOYER_PRIVATE_KEY must be 0x followed by 64 hex digits");
+    if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey))
+      throw new Error("SIGIL_DEPLOYER_PRIVATE_KEY must be 0x followed by 64 hex digits");
     return privateKeyToAccount(privateKey as Hex);
   }
   const [first] = await walletClient.getAddresses();
@@ -151,7 +158,11 @@ async function main(): Promise<void> {
       console.log(`not sent: the proxy's owner ${u.ownerCall.from} must send to ${u.ownerCall.to} the data`);
       console.log(u.ownerCall.data);
     } else {
-      const version = await publicClient.readContract({ address: getAddress(upgrade), abi: accountConfigAbi, functionName: "version" });
+      const version = await publicClient.readContract({
+        address: getAddress(upgrade),
+        abi: accountConfigAbi,
+        functionName: "version",
+      });
       console.log(`upgraded        ${upgrade} from version ${u.previousVersion} to ${version} in ${u.transactionHash}`);
     }
     return;

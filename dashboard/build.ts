@@ -71,8 +71,13 @@ export async function buildDashboard(): Promise<DashboardBuild> {
 if (import.meta.main) {
   const { files, gzipBytes, lazy } = await buildDashboard();
   const kib = (bytes: number) => (bytes / 1024).toFixed(1);
-  console.log(`dashboard: ${files.length} files -> ${relative(root, dashboardOut)}/, first visit ${kib(gzipBytes)} KiB gzipped (budget ${BUDGET_BYTES / 1024} KiB)`);
-  for (const [file, bytes] of Object.entries(lazy)) console.log(`dashboard:   + ${file} ${kib(bytes)} KiB gzipped, loaded when its page opens (budget ${LAZY_BUDGET_BYTES / 1024} KiB)`);
+  console.log(
+    `dashboard: ${files.length} files -> ${relative(root, dashboardOut)}/, first visit ${kib(gzipBytes)} KiB gzipped (budget ${BUDGET_BYTES / 1024} KiB)`,
+  );
+  for (const [file, bytes] of Object.entries(lazy))
+    console.log(
+      `dashboard:   + ${file} ${kib(bytes)} KiB gzipped, loaded when its page opens (budget ${LAZY_BUDGET_BYTES / 1024} KiB)`,
+    );
   let over = false;
   if (gzipBytes > BUDGET_BYTES) {
     console.error(`dashboard: the first visit is over its budget by ${kib(gzipBytes - BUDGET_BYTES)} KiB`);

@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import {
-
   APP_COMPOSE_SETTINGS,
   DEV_APP_COMPOSE_PATH,
   ReleaseError,
@@ -28,7 +27,12 @@ const ENCLAVE = `sha256:${"a1".repeat(32)}`;
 const INGRESS = `sha256:${"b2".repeat(32)}`;
 const input = (over: Partial<ReleaseInput> = {}): ReleaseInput => ({
   images: { enclave: ENCLAVE, ingress: INGRESS, ...over.images },
-  values: { SIGIL_RPC_URL: "https://mainnet.base.org", SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111", SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY, ...over.values },
+  values: {
+    SIGIL_RPC_URL: "https://mainnet.base.org",
+    SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111",
+    SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY,
+    ...over.values,
+  },
 });
 const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
@@ -46,14 +50,20 @@ afterEach(() => {
 function run(args: string[]): { status: number; out: string; err: string } {
   const out: string[] = [];
   const err: string[] = [];
-  const status = main(args, (l) => out.push(l), (l) => err.push(l));
+  const status = main(
+    args,
+    (l) => out.push(l),
+    (l) => err.push(l),
+  );
   return { status, out: out.join("\n"), err: err.join("\n") };
 }
 
 describe("release: the compose", () => {
   it("fills every digest and value and pins every image by @sha256", () => {
     const compose = renderCompose(template, input());
-    const doc = parseYaml(compose) as { services: Record<string, { image: string; environment: Record<string, string> }> };
+    const doc = parseYaml(compose) as {
+      services: Record<string, { image: string; environment: Record<string, string> }>;
+    };
     expect(doc.services.enclave?.image).toBe(`ghcr.io/sigil-dev/sigil-enclave@${ENCLAVE}`);
     expect(doc.services.ingress?.image).toBe(`docker.io/dstacktee/dstack-ingress@${INGRESS}`);
     expect(doc.services.enclave?.environment).toMatchObject({
@@ -73,11 +83,20 @@ describe("release: the compose", () => {
     const enclave = doc.services.enclave;
     const ingress = doc.services.ingress;
     expect(Object.keys(enclave?.environment ?? {})).toEqual(
-      expect.arrayContaining(["SIGIL_ALLOWED_EDGE_KEYS", "SIGIL_INSTANCE_INDEX", "SIGIL_PAYERS_PER_INSTANCE", "SIGIL_ENCLAVE_HOST", "SIGIL_ENCLAVE_PORT"]),
+      expect.arrayContaining([
+        "SIGIL_ALLOWED_EDGE_KEYS",
+        "SIGIL_INSTANCE_INDEX",
+        "SIGIL_PAYERS_PER_INSTANCE",
+        "SIGIL_ENCLAVE_HOST",
+        "SIGIL_ENCLAVE_PORT",
+      ]),
     );
     expect(enclave?.volumes).toContain("/var/run/dstack.sock:/var/run/dstack.sock");
     expect(enclave?.ports).toBeUndefined();
-    expect(ingress?.environment).toMatchObject({ TARGET_ENDPOINT: `enclave:${enclave?.environment.SIGIL_ENCLAVE_PORT}`, EVIDENCE_SERVER: "true" });
+    expect(ingress?.environment).toMatchObject({
+      TARGET_ENDPOINT: `enclave:${enclave?.environment.SIGIL_ENCLAVE_PORT}`,
+      EVIDENCE_SERVER: "true",
+    });
     expect(ingress?.volumes).toContain("/var/run/dstack.sock:/var/run/dstack.sock");
     expect(ingress?.ports).toEqual(["443:443"]);
   });
@@ -92,16 +111,39 @@ describe("release: the compose", () => {
     ["the dev zero digest", `sha256:${"0".repeat(64)}`],
   ])("refuses a digest that is %s", (_, digest) => {
     const dir = outDir();
-    const result = run(["--image", `enclave=${digest}`, "--image", `ingress=${INGRESS}`, "--set", "SIGIL_RPC_URL=https://mainnet.base.org", "--set", "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111", "--set", `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`, "--out-dir", dir]);
+    const result = run([
+      "--image",
+      `enclave=${digest}`,
+      "--image",
+      `ingress=${INGRESS}`,
+      "--set",
+      "SIGIL_RPC_URL=https://mainnet.base.org",
+      "--set",
+      "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111",
+      "--set",
+      `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`,
+      "--out-dir",
+      dir,
+    ]);
     expect(result.status).toBe(2);
     expect(result.err).toMatch(/--image enclave/);
     expect(() => readFileSync(join(dir, "app-compose.json"))).toThrow();
   });
 
   it("refuses a missing image, an image the template does not have, and a value given twice", () => {
-    expect(() => writeRelease({ dev: false, outDir: outDir(), input: { images: { enclave: ENCLAVE }, values: input().values } })).toThrow(/--image ingress=/);
-    expect(() => writeRelease({ dev: false, outDir: outDir(), input: input({ images: { enclave: ENCLAVE, ingress: INGRESS, web: ENCLAVE } }) })).toThrow(/no image called "web"/);
-    expect(run(["--image", `enclave=${ENCLAVE}`, "--image", `enclave=${ENCLAVE}`]).err).toMatch(/--image enclave given twice/);
+    expect(() =>
+      writeRelease({ dev: false, outDir: outDir(), input: { images: { enclave: ENCLAVE }, values: input().values } }),
+    ).toThrow(/--image ingress=/);
+    expect(() =>
+      writeRelease({
+        dev: false,
+        outDir: outDir(),
+        input: input({ images: { enclave: ENCLAVE, ingress: INGRESS, web: ENCLAVE } }),
+      }),
+    ).toThrow(/no image called "web"/);
+    expect(run(["--image", `enclave=${ENCLAVE}`, "--image", `enclave=${ENCLAVE}`]).err).toMatch(
+      /--image enclave given twice/,
+    );
   });
 
   it.each([
@@ -115,8 +157,12 @@ describe("release: the compose", () => {
     ["a value compose would interpolate", { SIGIL_RPC_URL: "https://x/$HOME" }, /\$/],
     ["a value the template has no place for", { SIGIL_EXTRA: "1" }, /no \{\{SIGIL_EXTRA\}\}/],
   ])("refuses %s", (_, values, message) => {
-    const given = Object.fromEntries(Object.entries({ ...input().values, ...values }).filter(([, v]) => v !== undefined)) as Record<string, string>;
-    expect(() => writeRelease({ dev: false, outDir: outDir(), input: { images: input().images, values: given } })).toThrow(message);
+    const given = Object.fromEntries(
+      Object.entries({ ...input().values, ...values }).filter(([, v]) => v !== undefined),
+    ) as Record<string, string>;
+    expect(() =>
+      writeRelease({ dev: false, outDir: outDir(), input: { images: input().images, values: given } }),
+    ).toThrow(message);
   });
 
   it.each([
@@ -133,7 +179,9 @@ describe("release: the compose", () => {
     const pinned = `services:\n  web:\n    image: nginx@sha256:${"c3".repeat(32)}\n`;
     expect(() => checkCompose(pinned, [])).not.toThrow();
     expect(() => checkCompose(`${pinned}    build: .\n`, [])).toThrow(/build/);
-    expect(() => checkCompose(`${pinned}    environment:\n      A: "\${SECRET}"\n`, [])).toThrow(/SECRET.*allowed_envs/);
+    expect(() => checkCompose(`${pinned}    environment:\n      A: "\${SECRET}"\n`, [])).toThrow(
+      /SECRET.*allowed_envs/,
+    );
     expect(() => checkCompose(`${pinned}    environment:\n      A: "cost: $5"\n`, [])).toThrow(/\$\$/);
     expect(() => checkCompose(`${pinned}    environment:\n      A: "cost: $$5"\n`, [])).not.toThrow();
     expect(() => checkCompose(pinned, ["DOMAIN"])).toThrow(/DOMAIN, which the compose never uses/);
@@ -143,7 +191,13 @@ describe("release: the compose", () => {
 
   it("leaves exactly the allowed envs for dstack to fill at boot", () => {
     const compose = renderCompose(template, input());
-    const names = [...compose.split("\n").filter((l) => !/^\s*#/.test(l)).join("\n").matchAll(/\$\{([A-Z_]+)/g)].map((m) => m[1]);
+    const names = [
+      ...compose
+        .split("\n")
+        .filter((l) => !/^\s*#/.test(l))
+        .join("\n")
+        .matchAll(/\$\{([A-Z_]+)/g),
+    ].map((m) => m[1]);
     expect([...new Set(names)].sort()).toEqual([...APP_COMPOSE_SETTINGS.allowed_envs].sort());
   });
 });
@@ -151,7 +205,20 @@ describe("release: the compose", () => {
 describe("release: app-compose.json and the compose hash", () => {
   it("writes the compose and app-compose.json, and prints the SHA-256 of the written bytes", () => {
     const dir = outDir();
-    const result = run(["--image", `enclave=${ENCLAVE}`, "--image", `ingress=${INGRESS}`, "--set", "SIGIL_RPC_URL=https://mainnet.base.org", "--set", "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111", "--set", `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`, "--out-dir", dir]);
+    const result = run([
+      "--image",
+      `enclave=${ENCLAVE}`,
+      "--image",
+      `ingress=${INGRESS}`,
+      "--set",
+      "SIGIL_RPC_URL=https://mainnet.base.org",
+      "--set",
+      "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111",
+      "--set",
+      `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`,
+      "--out-dir",
+      dir,
+    ]);
     expect(result.status).toBe(0);
     const bytes = readFileSync(join(dir, "app-compose.json"));
     const hash = sha256(bytes);
@@ -161,7 +228,14 @@ describe("release: app-compose.json and the compose hash", () => {
     expect(result.out).toContain(`--expect-compose-hash ${hash}`);
     const appCompose = JSON.parse(bytes.toString("utf8")) as Record<string, unknown>;
     expect(appCompose.docker_compose_file).toBe(readFileSync(join(dir, "docker-compose.yml"), "utf8"));
-    expect(appCompose).toMatchObject({ manifest_version: 2, runner: "docker-compose", kms_enabled: true, gateway_enabled: true, local_key_provider_enabled: false, public_tcbinfo: true });
+    expect(appCompose).toMatchObject({
+      manifest_version: 2,
+      runner: "docker-compose",
+      kms_enabled: true,
+      gateway_enabled: true,
+      local_key_provider_enabled: false,
+      public_tcbinfo: true,
+    });
   });
 
   it("writes dstack's canonical JSON: the SDK's getComposeHash of the parsed file is the hash of its bytes", () => {
@@ -177,7 +251,11 @@ describe("release: app-compose.json and the compose hash", () => {
     const second = writeRelease({ dev: false, outDir: outDir(), input: input() });
     expect(second.composeHash).toBe(first.composeHash);
     expect(readFileSync(second.appComposePath)).toEqual(readFileSync(first.appComposePath));
-    const other = writeRelease({ dev: false, outDir: outDir(), input: input({ images: { enclave: `sha256:${"a2".repeat(32)}` } }) });
+    const other = writeRelease({
+      dev: false,
+      outDir: outDir(),
+      input: input({ images: { enclave: `sha256:${"a2".repeat(32)}` } }),
+    });
     expect(other.composeHash).not.toBe(first.composeHash);
   });
 });
@@ -201,10 +279,16 @@ describe("release --dev", () => {
 
   it("runs as a command: node deploy/release.ts --dev", () => {
     const dir = outDir();
-    const child = spawnSync(process.execPath, [join(import.meta.dirname, "release.ts"), "--dev", "--out-dir", dir], { encoding: "utf8" });
+    const child = spawnSync(process.execPath, [join(import.meta.dirname, "release.ts"), "--dev", "--out-dir", dir], {
+      encoding: "utf8",
+    });
     expect(child.status).toBe(0);
     expect(child.stdout).toContain(`compose hash: ${sha256(readFileSync(join(dir, "app-compose.dev.json")))}`);
-    const refused = spawnSync(process.execPath, [join(import.meta.dirname, "release.ts"), "--image", "enclave=latest"], { encoding: "utf8" });
+    const refused = spawnSync(
+      process.execPath,
+      [join(import.meta.dirname, "release.ts"), "--image", "enclave=latest"],
+      { encoding: "utf8" },
+    );
     expect(refused.status).toBe(2);
     expect(refused.stderr).toMatch(/not a digest/);
   });

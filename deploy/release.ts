@@ -55,7 +55,10 @@ export const APP_COMPOSE_SETTINGS = {
 } as const;
 
 /** The `{{NAME}}` values a release is given with `--set`, each with its check and its --dev value. */
-export const RELEASE_VALUES: Record<string, { dev: string; describe: string; problem(value: string): string | undefined }> = {
+export const RELEASE_VALUES: Record<
+  string,
+  { dev: string; describe: string; problem(value: string): string | undefined }
+> = {
   SIGIL_RPC_URL: {
     dev: "http://127.0.0.1:8545",
     describe: "the Base JSON-RPC URL the enclave reads permissions from (public: no API key in it)",
@@ -77,7 +80,8 @@ export const RELEASE_VALUES: Record<string, { dev: string; describe: string; pro
     describe: "the edges' Ed25519 public keys (base64url or hex), comma-separated: only they may call the internal API",
     problem(value) {
       const keys = value.split(",");
-      if (!keys.every((k) => /^([A-Za-z0-9_-]{43}|[0-9a-fA-F]{64})$/.test(k))) return "must be Ed25519 public keys, 43 base64url characters or 64 hex digits, comma-separated";
+      if (!keys.every((k) => /^([A-Za-z0-9_-]{43}|[0-9a-fA-F]{64})$/.test(k)))
+        return "must be Ed25519 public keys, 43 base64url characters or 64 hex digits, comma-separated";
       return undefined;
     },
   },
@@ -118,7 +122,10 @@ export function devInput(template: string): ReleaseInput {
       images[token.slice("image:".length)] = ZERO_DIGEST;
     } else {
       const known = RELEASE_VALUES[token];
-      if (!known) throw new ReleaseError(`the template's {{${token}}} has no dev value: add it to RELEASE_VALUES in deploy/release.ts`);
+      if (!known)
+        throw new ReleaseError(
+          `the template's {{${token}}} has no dev value: add it to RELEASE_VALUES in deploy/release.ts`,
+        );
       values[token] = known.dev;
     }
   }
@@ -141,11 +148,18 @@ export function placeholders(template: string): string[] {
 /** Checks a release's digests and values; zero digests and dev values are refused unless `dev`. */
 export function checkInput(input: ReleaseInput, { dev = false } = {}): void {
   for (const [name, digest] of Object.entries(input.images)) {
-    if (!DIGEST.test(digest)) throw new ReleaseError(`--image ${name}: "${digest}" is not a digest: give sha256: and 64 lowercase hex digits (the registry's digest, never a tag)`);
-    if (!dev && digest === ZERO_DIGEST) throw new ReleaseError(`--image ${name}: the zero digest is the dev placeholder, not an image`);
+    if (!DIGEST.test(digest))
+      throw new ReleaseError(
+        `--image ${name}: "${digest}" is not a digest: give sha256: and 64 lowercase hex digits (the registry's digest, never a tag)`,
+      );
+    if (!dev && digest === ZERO_DIGEST)
+      throw new ReleaseError(`--image ${name}: the zero digest is the dev placeholder, not an image`);
   }
   for (const [name, value] of Object.entries(input.values)) {
-    if (!SAFE_VALUE.test(value)) throw new ReleaseError(`--set ${name}: the value must be 1–2048 characters without spaces, quotes, backslashes, $, \` or braces`);
+    if (!SAFE_VALUE.test(value))
+      throw new ReleaseError(
+        `--set ${name}: the value must be 1–2048 characters without spaces, quotes, backslashes, $, \` or braces`,
+      );
     const problem = dev ? undefined : RELEASE_VALUES[name]?.problem(value);
     if (problem) throw new ReleaseError(`--set ${name}: ${problem}`);
   }
@@ -158,19 +172,20 @@ export function checkInput(input: ReleaseInput, { dev = false } = {}): void {
 export function renderCompose(template: string, input: ReleaseInput): string {
   const used = new Set<string>();
   const filled = withoutNotes(template).replace(/\{\{([^{}]*)\}\}/g, (_, token: string) => {
-      used.add(token);
-      const value = token.startsWith("image:") ? input.images[token.slice("image:".length)] : input.values[token];
-      if (value === undefined) {
-        throw new ReleaseError(
-          token.startsWith("image:")
-            ? `the template needs --image ${token.slice("image:".length)}=sha256:<64 hex>`
-            : `the template needs --set ${token}=<${RELEASE_VALUES[token]?.describe ?? "value"}>`,
-        );
-      }
-      return value;
-    });
+    used.add(token);
+    const value = token.startsWith("image:") ? input.images[token.slice("image:".length)] : input.values[token];
+    if (value === undefined) {
+      throw new ReleaseError(
+        token.startsWith("image:")
+          ? `the template needs --image ${token.slice("image:".length)}=sha256:<64 hex>`
+          : `the template needs --set ${token}=<${RELEASE_VALUES[token]?.describe ?? "value"}>`,
+      );
+    }
+    return value;
+  });
   for (const name of Object.keys(input.images)) {
-    if (!used.has(`image:${name}`)) throw new ReleaseError(`--image ${name}: the template has no image called "${name}"`);
+    if (!used.has(`image:${name}`))
+      throw new ReleaseError(`--image ${name}: the template has no image called "${name}"`);
   }
   for (const name of Object.keys(input.values)) {
     if (!used.has(name)) throw new ReleaseError(`--set ${name}: the template has no {{${name}}}`);
@@ -196,22 +211,31 @@ export function checkCompose(compose: string, allowedEnvs: readonly string[]): v
     if (image) {
       images += 1;
       const ref = (image[1] ?? "").replace(/^(["'])(.*)\1$/, "$2");
-      if (!/^[^\s@]+@sha256:[0-9a-f]{64}$/.test(ref)) throw new ReleaseError(`line ${i + 1}: image "${ref}" is not pinned by @sha256:<64 hex>`);
+      if (!/^[^\s@]+@sha256:[0-9a-f]{64}$/.test(ref))
+        throw new ReleaseError(`line ${i + 1}: image "${ref}" is not pinned by @sha256:<64 hex>`);
     }
-    if (/^\s*(?:-\s+)?["']?build["']?\s*:/.test(line)) throw new ReleaseError(`line ${i + 1}: "build:" is refused: a CVM runs only images pinned by digest`);
+    if (/^\s*(?:-\s+)?["']?build["']?\s*:/.test(line))
+      throw new ReleaseError(`line ${i + 1}: "build:" is refused: a CVM runs only images pinned by digest`);
   });
   if (images === 0) throw new ReleaseError("the compose names no image");
   // Compose interpolates values, not comments: only lines that are not comments are read.
   const code = lines.filter((line) => !/^\s*#/.test(line)).join("\n");
   const referenced = new Set<string>();
-  for (const match of code.replace(/\$\$/g, "").matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)|(.?))/g)) {
+  for (const match of code
+    .replace(/\$\$/g, "")
+    .matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)|(.?))/g)) {
     const name = match[1] ?? match[2];
-    if (name === undefined) throw new ReleaseError(`a "$" that is not an interpolation (write $$ for a literal $): "$${match[3] ?? ""}"`);
-    if (!allowedEnvs.includes(name)) throw new ReleaseError(`\${${name}} is not in allowed_envs: nothing would set it at boot (a fixed value belongs in the compose, literally)`);
+    if (name === undefined)
+      throw new ReleaseError(`a "$" that is not an interpolation (write $$ for a literal $): "$${match[3] ?? ""}"`);
+    if (!allowedEnvs.includes(name))
+      throw new ReleaseError(
+        `\${${name}} is not in allowed_envs: nothing would set it at boot (a fixed value belongs in the compose, literally)`,
+      );
     referenced.add(name);
   }
   const unused = allowedEnvs.filter((name) => !referenced.has(name));
-  if (unused.length > 0) throw new ReleaseError(`allowed_envs lists ${unused.join(", ")}, which the compose never uses`);
+  if (unused.length > 0)
+    throw new ReleaseError(`allowed_envs lists ${unused.join(", ")}, which the compose never uses`);
 }
 
 /**
@@ -219,7 +243,11 @@ export function checkCompose(compose: string, allowedEnvs: readonly string[]): v
  * (release.test.ts checks that it hashes as @phala/dstack-sdk's getComposeHash hashes the settings).
  */
 export function appComposeText(compose: string): string {
-  return canonicalJson({ ...APP_COMPOSE_SETTINGS, allowed_envs: [...APP_COMPOSE_SETTINGS.allowed_envs], docker_compose_file: compose });
+  return canonicalJson({
+    ...APP_COMPOSE_SETTINGS,
+    allowed_envs: [...APP_COMPOSE_SETTINGS.allowed_envs],
+    docker_compose_file: compose,
+  });
 }
 
 /**
@@ -253,7 +281,17 @@ export function devAppComposeText(template: string = readFileSync(TEMPLATE_PATH,
 export type ReleaseResult = { composePath: string | undefined; appComposePath: string; composeHash: string };
 
 /** Writes the release's files into `outDir` and hashes app-compose.json as written. */
-export function writeRelease({ dev, input, outDir = deployDir, template = readFileSync(TEMPLATE_PATH, "utf8") }: { dev: boolean; input?: ReleaseInput; outDir?: string; template?: string }): ReleaseResult {
+export function writeRelease({
+  dev,
+  input,
+  outDir = deployDir,
+  template = readFileSync(TEMPLATE_PATH, "utf8"),
+}: {
+  dev: boolean;
+  input?: ReleaseInput;
+  outDir?: string;
+  template?: string;
+}): ReleaseResult {
   mkdirSync(outDir, { recursive: true });
   if (dev) {
     const appComposePath = join(outDir, "app-compose.dev.json");
@@ -295,7 +333,11 @@ function pairs(flag: string, list: string[] | undefined): Record<string, string>
 }
 
 /** The command: returns the exit status (0 written, 2 refused), printing what to do next. */
-export function main(argv: string[], out: (line: string) => void = console.log, err: (line: string) => void = console.error): number {
+export function main(
+  argv: string[],
+  out: (line: string) => void = console.log,
+  err: (line: string) => void = console.error,
+): number {
   try {
     const { values: flags } = parseArgs({
       args: argv,
@@ -316,7 +358,8 @@ export function main(argv: string[], out: (line: string) => void = console.log, 
     const outDir = flags["out-dir"] ?? deployDir;
     const show = (path: string) => relative(process.cwd(), path) || path;
     if (flags.dev) {
-      if (flags.image || flags.set) throw new ReleaseError("--dev takes no --image or --set: the dev file comes from the template alone");
+      if (flags.image || flags.set)
+        throw new ReleaseError("--dev takes no --image or --set: the dev file comes from the template alone");
       const result = writeRelease({ dev: true, outDir });
       out(`wrote ${show(result.appComposePath)} (zero digests, dev values; the simulated TEE replays this hash)`);
       out(`compose hash: ${result.composeHash}`);
@@ -332,17 +375,26 @@ export function main(argv: string[], out: (line: string) => void = console.log, 
     out("");
     out("Next:");
     out(`  1. Commit both files with the release: they are exactly what verifiers read back from /info.`);
-    out(`  2. Allow the hash on the app's governance contract (the DstackApp whose address is the app id), from its owner:`);
+    out(
+      `  2. Allow the hash on the app's governance contract (the DstackApp whose address is the app id), from its owner:`,
+    );
     out(`       addComposeHash(0x${hash})   then allowedComposeHashes(0x${hash}) must return true`);
     out(`     The KMS gives the root key only to CVMs whose compose hash is allowed there.`);
     out(`  3. Deploy (or upgrade) each CVM with ${show(result.appComposePath)} byte for byte, and its encrypted`);
-    out(`     environment: ${APP_COMPOSE_SETTINGS.allowed_envs.join(", ")} (SIGIL_INSTANCE_INDEX and DOMAIN differ per instance).`);
-    out(`  4. In wrangler.toml's [env.production.vars], list each instance's https://<DOMAIN> in SIGIL_ENCLAVE_URLS and`);
+    out(
+      `     environment: ${APP_COMPOSE_SETTINGS.allowed_envs.join(", ")} (SIGIL_INSTANCE_INDEX and DOMAIN differ per instance).`,
+    );
+    out(
+      `  4. In wrangler.toml's [env.production.vars], list each instance's https://<DOMAIN> in SIGIL_ENCLAVE_URLS and`,
+    );
     out(`     this hash in SIGIL_ALLOWED_COMPOSE_HASHES, then \`npx wrangler deploy --env production\`.`);
     out(`  5. Check each instance: sigil verify https://<DOMAIN> --expect-compose-hash ${hash}`);
     return 0;
   } catch (e) {
-    if (e instanceof ReleaseError || (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS"))) {
+    if (
+      e instanceof ReleaseError ||
+      (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS"))
+    ) {
       err(`release: ${e.message}`);
       err(usage);
       return 2;

@@ -26,7 +26,10 @@ function readName(packet: Buffer, offset: number): { name: string; end: number }
   throw new Error("truncated question");
 }
 
-export async function startDnsServer(options: { answers: Record<string, string>; silent?: string[] }): Promise<DnsServer> {
+export async function startDnsServer(options: {
+  answers: Record<string, string>;
+  silent?: string[];
+}): Promise<DnsServer> {
   const socket = createSocket("udp4");
   const questions: string[] = [];
   const silent = new Set((options.silent ?? []).map((n) => n.toLowerCase()));

@@ -27,26 +27,47 @@ export type GuestAgentOptions = {
 
 export const STAND_IN_APP_COMPOSE = `${JSON.stringify({ manifest_version: 2, name: "sigil-stand-in", runner: "docker-compose", docker_compose_file: "services: {}\n" }, null, 2)}\n`;
 
-export async function startGuestAgent(secret: Uint8Array = crypto.getRandomValues(new Uint8Array(32)), options: GuestAgentOptions = {}): Promise<GuestAgent> {
+export async function startGuestAgent(
+  secret: Uint8Array = crypto.getRandomValues(new Uint8Array(32)),
+  options: GuestAgentOptions = {},
+): Promise<GuestAgent> {
   const calls: GuestAgent["calls"] = [];
-  let tee: Promise<SimulatedSource> | undefined = options.attestation ? Promise.resolve(options.attestation) : undefined;
-  const attestation = () => (tee ??= SimulatedSource.create({ appCompose: options.appCompose ?? STAND_IN_APP_COMPOSE }));
+  let tee: Promise<SimulatedSource> | undefined = options.attestation
+    ? Promise.resolve(options.attestation)
+    : undefined;
+  const attestation = () =>
+    (tee ??= SimulatedSource.create({ appCompose: options.appCompose ?? STAND_IN_APP_COMPOSE }));
 
   const answer = async (path: string, body: Record<string, unknown>): Promise<[number, unknown]> => {
     switch (path) {
       case "/GetKey": {
-        const key = hkdf(sha256, secret, new TextEncoder().encode("dstack-stand-in"), new TextEncoder().encode(String(body.path ?? "")), 32);
+        const key = hkdf(
+          sha256,
+          secret,
+          new TextEncoder().encode("dstack-stand-in"),
+          new TextEncoder().encode(String(body.path ?? "")),
+          32,
+        );
         return [200, { key: Buffer.from(key).toString("hex"), signature_chain: [] }];
       }
       case "/Version":
         return [200, { version: "0.5.0-stand-in", rev: "test" }];
       case "/GetQuote": {
         const hex = String(body.report_data ?? "").replace(/^0x/, "");
-        if (!/^([0-9a-fA-F]{2}){0,64}$/.test(hex)) return [400, { error: "report_data must be hex of at most 64 bytes" }];
+        if (!/^([0-9a-fA-F]{2}){0,64}$/.test(hex))
+          return [400, { error: "report_data must be hex of at most 64 bytes" }];
         const reportData = new Uint8Array(64);
         reportData.set(Buffer.from(hex, "hex"));
         const quote = await (await attestation()).getQuote(reportData);
-        return [200, { quote: quote.quote, event_log: quote.event_log, report_data: Buffer.from(reportData).toString("hex"), vm_config: quote.vm_config }];
+        return [
+          200,
+          {
+            quote: quote.quote,
+            event_log: quote.event_log,
+            report_data: Buffer.from(reportData).toString("hex"),
+            vm_config: quote.vm_config,
+          },
+        ];
       }
       case "/Info": {
         const info = await (await attestation()).info();
@@ -72,7 +93,8 @@ export async function startGuestAgent(secret: Uint8Array = crypto.getRandomValue
       calls.push({ path: url.pathname, body });
       answer(url.pathname, body).then(
         ([status, json]) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json)),
-        (err: unknown) => res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: String(err) })),
+        (err: unknown) =>
+          res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: String(err) })),
       );
     });
   });

@@ -8,7 +8,8 @@ beforeAll(async () => {
 afterAll(() => target.close());
 
 test("/count counts calls per token and /counts answers every count", async () => {
-  const count = async (token: string) => ((await (await fetch(`${target.url}/count?token=${token}`)).json()) as { count: number }).count;
+  const count = async (token: string) =>
+    ((await (await fetch(`${target.url}/count?token=${token}`)).json()) as { count: number }).count;
   expect(await count("a")).toBe(1);
   expect(await count("b")).toBe(1);
   expect(await count("a")).toBe(2);

@@ -24,7 +24,11 @@ export async function startFetchTarget(): Promise<FetchTarget> {
           return;
         case "/sha256":
           res.setHeader("content-type", "text/plain");
-          res.end(createHash("sha256").update(url.searchParams.get("text") ?? "").digest("hex"));
+          res.end(
+            createHash("sha256")
+              .update(url.searchParams.get("text") ?? "")
+              .digest("hex"),
+          );
           return;
         case "/echo":
           res.setHeader("content-type", "application/json");

@@ -43,13 +43,24 @@ async function startReceiver(answer: (nthForEvent: number) => number | Promise<n
 }
 
 const sdkFor = (emulator: StripeEmulator, key = emulator.secretKey) =>
-  new Stripe(key, { host: emulator.host, port: emulator.port, protocol: "http", httpClient: Stripe.createFetchHttpClient(), maxNetworkRetries: 0 });
+  new Stripe(key, {
+    host: emulator.host,
+    port: emulator.port,
+    protocol: "http",
+    httpClient: Stripe.createFetchHttpClient(),
+    maxNetworkRetries: 0,
+  });
 
 const verify = (stripe: Stripe, body: string, signature: string, secret: string) =>
   stripe.webhooks.constructEventAsync(body, signature, secret, undefined, Stripe.createSubtleCryptoProvider());
 
 // What a browser does: POST the confirm form with the publishable key.
-async function browserConfirm(emulator: StripeEmulator, id: string, form: Record<string, string>, key = emulator.publishableKey) {
+async function browserConfirm(
+  emulator: StripeEmulator,
+  id: string,
+  form: Record<string, string>,
+  key = emulator.publishableKey,
+) {
   const res = await fetch(`${emulator.url}/v1/payment_intents/${id}/confirm`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
@@ -78,7 +89,8 @@ describe("stripe emulator", () => {
     emulator = await startStripeEmulator({ retryBaseMs: 40, maxAttempts: 4 });
     emulator.setWebhookUrls([receiver.url]);
     stripe = sdkFor(emulator);
-    customerId = (await stripe.customers.create({ email: "owner@example.com", metadata: { account: "acct-hash-1" } })).id;
+    customerId = (await stripe.customers.create({ email: "owner@example.com", metadata: { account: "acct-hash-1" } }))
+      .id;
   });
   afterAll(async () => {
     await emulator?.stop();
@@ -86,10 +98,17 @@ describe("stripe emulator", () => {
   });
 
   const newIntent = (amount = 1500) =>
-    stripe.paymentIntents.create({ amount, currency: "usd", customer: customerId, automatic_payment_methods: { enabled: true }, metadata: { account: "acct-hash-1" } });
+    stripe.paymentIntents.create({
+      amount,
+      currency: "usd",
+      customer: customerId,
+      automatic_payment_methods: { enabled: true },
+      metadata: { account: "acct-hash-1" },
+    });
 
   // Deliveries are matched to intents through the event the emulator recorded.
-  const matches = (d: Delivery, intentId: string) => emulator.events().some((e) => e.id === d.eventId && e.data.object.id === intentId);
+  const matches = (d: Delivery, intentId: string) =>
+    emulator.events().some((e) => e.id === d.eventId && e.data.object.id === intentId);
 
   test("keys are in Stripe's formats and the server is on loopback", () => {
     expect(emulator.secretKey).toMatch(/^sk_test_[A-Za-z0-9]{20,}$/);
@@ -102,7 +121,11 @@ describe("stripe emulator", () => {
   test("HTTP as Stripe answers it: a browser's preflight, an unknown URL (after the key), a body over 1 MiB", async () => {
     const preflight = await fetch(`${emulator.url}/v1/payment_intents/pi_x/confirm`, {
       method: "OPTIONS",
-      headers: { origin: "http://page.test", "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+      headers: {
+        origin: "http://page.test",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
@@ -113,9 +136,15 @@ describe("stripe emulator", () => {
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("access-control-allow-origin")).toBe("*");
     expect(unknown.headers.get("access-control-expose-headers")).toContain("Request-Id");
-    expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(/^Unrecognized request URL \(GET: \/v1\/nothing_here\)/);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(
+      /^Unrecognized request URL \(GET: \/v1\/nothing_here\)/,
+    );
     expect((await fetch(`${emulator.url}/v1/nothing_here`)).status).toBe(401);
-    const big = await fetch(`${emulator.url}/v1/customers`, { method: "POST", headers: { ...auth, "content-type": "application/x-www-form-urlencoded" }, body: `description=${"x".repeat(1 << 20)}` });
+    const big = await fetch(`${emulator.url}/v1/customers`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/x-www-form-urlencoded" },
+      body: `description=${"x".repeat(1 << 20)}`,
+    });
     expect(big.status).toBe(413);
     expect(((await big.json()) as { error: { type: string } }).error.type).toBe("invalid_request_error");
   });
@@ -123,7 +152,12 @@ describe("stripe emulator", () => {
   test("customers: create and retrieve", async () => {
     const created = await stripe.customers.create({ email: "a@example.com", metadata: { account: "acct-hash-2" } });
     expect(created.id).toMatch(/^cus_/);
-    expect(created).toMatchObject({ object: "customer", email: "a@example.com", metadata: { account: "acct-hash-2" }, livemode: false });
+    expect(created).toMatchObject({
+      object: "customer",
+      email: "a@example.com",
+      metadata: { account: "acct-hash-2" },
+      livemode: false,
+    });
     const fetched = await stripe.customers.retrieve(created.id);
     expect(fetched).toMatchObject({ id: created.id, email: "a@example.com", metadata: { account: "acct-hash-2" } });
     const missing = await thrown(stripe.customers.retrieve("cus_nope"));
@@ -147,21 +181,31 @@ describe("stripe emulator", () => {
       livemode: false,
     });
     expect(Math.abs(intent.created - Date.now() / 1000)).toBeLessThan(5);
-    const unknownCustomer = await thrown(stripe.paymentIntents.create({ amount: 1000, currency: "usd", customer: "cus_nope" }));
+    const unknownCustomer = await thrown(
+      stripe.paymentIntents.create({ amount: 1000, currency: "usd", customer: "cus_nope" }),
+    );
     expect(unknownCustomer).toMatchObject({ statusCode: 400, code: "resource_missing", param: "customer" });
     const tooSmall = await thrown(stripe.paymentIntents.create({ amount: 10, currency: "usd" }));
     expect(tooSmall).toMatchObject({ statusCode: 400, code: "amount_too_small" });
   });
 
   test("payment intent: an idempotency key replays the first answer", async () => {
-    const params = { amount: 1200, currency: "usd", customer: customerId, automatic_payment_methods: { enabled: true }, metadata: { account: "acct-hash-1" } };
+    const params = {
+      amount: 1200,
+      currency: "usd",
+      customer: customerId,
+      automatic_payment_methods: { enabled: true },
+      metadata: { account: "acct-hash-1" },
+    };
     const first = await stripe.paymentIntents.create(params, { idempotencyKey: "topup-1" });
     const again = await stripe.paymentIntents.create(params, { idempotencyKey: "topup-1" });
     expect(again.id).toBe(first.id);
     expect(again.client_secret).toBe(first.client_secret);
     const other = await stripe.paymentIntents.create(params, { idempotencyKey: "topup-2" });
     expect(other.id).not.toBe(first.id);
-    const changed = await thrown(stripe.paymentIntents.create({ ...params, amount: 1300 }, { idempotencyKey: "topup-1" }));
+    const changed = await thrown(
+      stripe.paymentIntents.create({ ...params, amount: 1300 }, { idempotencyKey: "topup-1" }),
+    );
     expect(changed).toBeInstanceOf(Stripe.errors.StripeIdempotencyError);
     expect(changed.statusCode).toBe(400);
   });
@@ -178,54 +222,106 @@ describe("stripe emulator", () => {
 
   test("confirm with the publishable key and client_secret succeeds; the webhook is signed and verifiable", async () => {
     const intent = await newIntent(4200);
-    const { status, body } = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_visa", client_secret: intent.client_secret as string });
+    const { status, body } = await browserConfirm(emulator, intent.id, {
+      payment_method: "pm_card_visa",
+      client_secret: intent.client_secret as string,
+    });
     expect(status).toBe(200);
     expect(body).toMatchObject({ id: intent.id, status: "succeeded", amount_received: 4200 });
     expect(body.payment_method).toMatch(/^pm_/);
     const fetched = await stripe.paymentIntents.retrieve(intent.id);
     expect(fetched).toMatchObject({ status: "succeeded", amount_received: 4200 });
 
-    const [delivery] = (await emulator.waitForDeliveries((ds) => ds.some((d) => d.type === "payment_intent.succeeded" && d.ok && matches(d, intent.id)))).filter(
-      (d) => d.type === "payment_intent.succeeded" && matches(d, intent.id),
-    );
+    const [delivery] = (
+      await emulator.waitForDeliveries((ds) =>
+        ds.some((d) => d.type === "payment_intent.succeeded" && d.ok && matches(d, intent.id)),
+      )
+    ).filter((d) => d.type === "payment_intent.succeeded" && matches(d, intent.id));
     expect(delivery).toMatchObject({ url: receiver.url, attempt: 1, status: 200, ok: true });
     const request = receiver.received.find((r) => JSON.parse(r.body).id === delivery?.eventId);
     expect(request?.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     const event = await verify(stripe, request!.body, request!.signature, emulator.webhookSecret);
-    expect(event).toMatchObject({ object: "event", type: "payment_intent.succeeded", livemode: false, api_version: Stripe.API_VERSION });
+    expect(event).toMatchObject({
+      object: "event",
+      type: "payment_intent.succeeded",
+      livemode: false,
+      api_version: Stripe.API_VERSION,
+    });
     expect(event.id).toMatch(/^evt_/);
     const object = event.data.object as Stripe.PaymentIntent;
-    expect(object).toMatchObject({ id: intent.id, status: "succeeded", amount_received: 4200, metadata: { account: "acct-hash-1" } });
+    expect(object).toMatchObject({
+      id: intent.id,
+      status: "succeeded",
+      amount_received: 4200,
+      metadata: { account: "acct-hash-1" },
+    });
     // The same bytes under another secret, or altered bytes, do not verify.
-    await expect(verify(stripe, request!.body, request!.signature, "whsec_not_the_secret")).rejects.toThrow(Stripe.errors.StripeSignatureVerificationError);
-    await expect(verify(stripe, request!.body.replace("4200", "4201"), request!.signature, emulator.webhookSecret)).rejects.toThrow(
+    await expect(verify(stripe, request!.body, request!.signature, "whsec_not_the_secret")).rejects.toThrow(
       Stripe.errors.StripeSignatureVerificationError,
     );
+    await expect(
+      verify(stripe, request!.body.replace("4200", "4201"), request!.signature, emulator.webhookSecret),
+    ).rejects.toThrow(Stripe.errors.StripeSignatureVerificationError);
   });
 
   test("refunds: part, then the rest, of a succeeded intent (refund.created sent, signed); over-refunding, an unpaid intent and bad params refused as Stripe does", async () => {
     const intent = await newIntent(1000);
     const unpaid = await newIntent(1000);
     await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });
-    const part = await stripe.refunds.create({ payment_intent: intent.id, amount: 300, reason: "requested_by_customer" });
-    expect(part).toMatchObject({ object: "refund", amount: 300, currency: "usd", payment_intent: intent.id, status: "succeeded", reason: "requested_by_customer" });
+    const part = await stripe.refunds.create({
+      payment_intent: intent.id,
+      amount: 300,
+      reason: "requested_by_customer",
+    });
+    expect(part).toMatchObject({
+      object: "refund",
+      amount: 300,
+      currency: "usd",
+      payment_intent: intent.id,
+      status: "succeeded",
+      reason: "requested_by_customer",
+    });
     expect(part.id).toMatch(/^re_/);
     expect(await stripe.refunds.retrieve(part.id)).toEqual(part);
     const rest = await stripe.refunds.create({ payment_intent: intent.id });
     expect(rest.amount).toBe(700);
-    expect(await thrown(stripe.refunds.create({ payment_intent: intent.id, amount: 1 }))).toMatchObject({ statusCode: 400, code: "charge_already_refunded" });
-    expect(await thrown(stripe.refunds.create({ payment_intent: unpaid.id }))).toMatchObject({ statusCode: 400, code: "charge_not_refundable" });
+    expect(await thrown(stripe.refunds.create({ payment_intent: intent.id, amount: 1 }))).toMatchObject({
+      statusCode: 400,
+      code: "charge_already_refunded",
+    });
+    expect(await thrown(stripe.refunds.create({ payment_intent: unpaid.id }))).toMatchObject({
+      statusCode: 400,
+      code: "charge_not_refundable",
+    });
     const other = await newIntent(500);
     await stripe.paymentIntents.confirm(other.id, { payment_method: "pm_card_visa" });
-    expect(await thrown(stripe.refunds.create({ payment_intent: other.id, amount: 501 }))).toMatchObject({ statusCode: 400, code: "amount_too_large" });
-    expect(await thrown(stripe.refunds.create({ payment_intent: other.id, amount: 0 }))).toMatchObject({ statusCode: 400, param: "amount" });
-    expect(await thrown(stripe.refunds.retrieve("re_missing"))).toMatchObject({ statusCode: 404, code: "resource_missing" });
+    expect(await thrown(stripe.refunds.create({ payment_intent: other.id, amount: 501 }))).toMatchObject({
+      statusCode: 400,
+      code: "amount_too_large",
+    });
+    expect(await thrown(stripe.refunds.create({ payment_intent: other.id, amount: 0 }))).toMatchObject({
+      statusCode: 400,
+      param: "amount",
+    });
+    expect(await thrown(stripe.refunds.retrieve("re_missing"))).toMatchObject({
+      statusCode: 404,
+      code: "resource_missing",
+    });
 
-    const refunded = (d: Delivery) => d.type === "refund.created" && d.ok && emulator.events().some((e) => e.id === d.eventId && e.data.object.id === part.id);
+    const refunded = (d: Delivery) =>
+      d.type === "refund.created" &&
+      d.ok &&
+      emulator.events().some((e) => e.id === d.eventId && e.data.object.id === part.id);
     const [delivery] = (await emulator.waitForDeliveries((ds) => ds.some(refunded))).filter(refunded);
     const request = receiver.received.find((r) => JSON.parse(r.body).id === delivery?.eventId);
     const event = await verify(stripe, request!.body, request!.signature, emulator.webhookSecret);
-    expect(event.data.object).toMatchObject({ id: part.id, object: "refund", amount: 300, payment_intent: intent.id, status: "succeeded" });
+    expect(event.data.object).toMatchObject({
+      id: part.id,
+      object: "refund",
+      amount: 300,
+      payment_intent: intent.id,
+      status: "succeeded",
+    });
   });
 
   test("confirm with the secret key needs no client_secret", async () => {
@@ -237,12 +333,19 @@ describe("stripe emulator", () => {
   test("a wrong client_secret is 400, and the intent stays unconfirmed", async () => {
     const intent = await newIntent();
     const other = await newIntent();
-    const wrong = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_visa", client_secret: other.client_secret as string });
+    const wrong = await browserConfirm(emulator, intent.id, {
+      payment_method: "pm_card_visa",
+      client_secret: other.client_secret as string,
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toMatchObject({ type: "invalid_request_error", param: "client_secret" });
     const none = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_visa" });
     expect(none.status).toBe(400);
-    expect(none.body.error).toMatchObject({ type: "invalid_request_error", code: "parameter_missing", param: "client_secret" });
+    expect(none.body.error).toMatchObject({
+      type: "invalid_request_error",
+      code: "parameter_missing",
+      param: "client_secret",
+    });
     expect((await stripe.paymentIntents.retrieve(intent.id)).status).toBe("requires_payment_method");
   });
 
@@ -259,40 +362,66 @@ describe("stripe emulator", () => {
     expect(forged.message).toContain("Invalid API Key provided");
     const anonymous = await fetch(`${emulator.url}/v1/customers/${customerId}`);
     expect(anonymous.status).toBe(401);
-    const wrongKeyConfirm = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_visa", client_secret: intent.client_secret as string }, "pk_test_other");
+    const wrongKeyConfirm = await browserConfirm(
+      emulator,
+      intent.id,
+      { payment_method: "pm_card_visa", client_secret: intent.client_secret as string },
+      "pk_test_other",
+    );
     expect(wrongKeyConfirm.status).toBe(401);
     expect((await stripe.paymentIntents.retrieve(intent.id)).status).toBe("requires_payment_method");
   });
 
   test("a declined card: 402 card_error, back to requires_payment_method, payment_failed webhook", async () => {
     const intent = await newIntent(3100);
-    const { status, body } = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_chargeDeclined", client_secret: intent.client_secret as string });
+    const { status, body } = await browserConfirm(emulator, intent.id, {
+      payment_method: "pm_card_chargeDeclined",
+      client_secret: intent.client_secret as string,
+    });
     expect(status).toBe(402);
     expect(body.error).toMatchObject({ type: "card_error", code: "card_declined", decline_code: "generic_decline" });
-    expect(body.error.payment_intent).toMatchObject({ id: intent.id, status: "requires_payment_method", amount_received: 0 });
+    expect(body.error.payment_intent).toMatchObject({
+      id: intent.id,
+      status: "requires_payment_method",
+      amount_received: 0,
+    });
     const fetched = await stripe.paymentIntents.retrieve(intent.id);
     expect(fetched.status).toBe("requires_payment_method");
     expect(fetched.amount_received).toBe(0);
     expect(fetched.last_payment_error).toMatchObject({ type: "card_error", code: "card_declined" });
     // Through the SDK the same answer is a StripeCardError.
-    const sdkDecline = await thrown(stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_chargeDeclined" }));
+    const sdkDecline = await thrown(
+      stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_chargeDeclined" }),
+    );
     expect(sdkDecline).toBeInstanceOf(Stripe.errors.StripeCardError);
     expect(sdkDecline).toMatchObject({ statusCode: 402, code: "card_declined" });
     expect(sdkDecline.payment_intent?.id).toBe(intent.id);
 
-    const deliveries = await emulator.waitForDeliveries((ds) => ds.filter((d) => d.type === "payment_intent.payment_failed" && d.ok && matches(d, intent.id)).length === 2);
+    const deliveries = await emulator.waitForDeliveries(
+      (ds) =>
+        ds.filter((d) => d.type === "payment_intent.payment_failed" && d.ok && matches(d, intent.id)).length === 2,
+    );
     const failed = deliveries.find((d) => d.type === "payment_intent.payment_failed" && matches(d, intent.id));
     const request = receiver.received.find((r) => JSON.parse(r.body).id === failed?.eventId);
     const event = await verify(stripe, request!.body, request!.signature, emulator.webhookSecret);
     expect(event.type).toBe("payment_intent.payment_failed");
-    expect(event.data.object).toMatchObject({ id: intent.id, status: "requires_payment_method", last_payment_error: { code: "card_declined" } });
-    expect(emulator.deliveries().some((d) => d.type === "payment_intent.succeeded" && matches(d, intent.id))).toBe(false);
+    expect(event.data.object).toMatchObject({
+      id: intent.id,
+      status: "requires_payment_method",
+      last_payment_error: { code: "card_declined" },
+    });
+    expect(emulator.deliveries().some((d) => d.type === "payment_intent.succeeded" && matches(d, intent.id))).toBe(
+      false,
+    );
   });
 
   test("confirming an intent that already succeeded is 400 payment_intent_unexpected_state", async () => {
     const intent = await newIntent();
     await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });
-    const again = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_visa", client_secret: intent.client_secret as string });
+    const again = await browserConfirm(emulator, intent.id, {
+      payment_method: "pm_card_visa",
+      client_secret: intent.client_secret as string,
+    });
     expect(again.status).toBe(400);
     expect(again.body.error).toMatchObject({ type: "invalid_request_error", code: "payment_intent_unexpected_state" });
     const viaSdk = await thrown(stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" }));
@@ -303,9 +432,17 @@ describe("stripe emulator", () => {
   test("cancel: the intent is canceled and can no longer be confirmed", async () => {
     const intent = await newIntent();
     const canceled = await stripe.paymentIntents.cancel(intent.id, { cancellation_reason: "abandoned" });
-    expect(canceled).toMatchObject({ id: intent.id, status: "canceled", cancellation_reason: "abandoned", amount_received: 0 });
+    expect(canceled).toMatchObject({
+      id: intent.id,
+      status: "canceled",
+      cancellation_reason: "abandoned",
+      amount_received: 0,
+    });
     expect(canceled.canceled_at).toBeGreaterThan(0);
-    const confirm = await browserConfirm(emulator, intent.id, { payment_method: "pm_card_visa", client_secret: intent.client_secret as string });
+    const confirm = await browserConfirm(emulator, intent.id, {
+      payment_method: "pm_card_visa",
+      client_secret: intent.client_secret as string,
+    });
     expect(confirm.status).toBe(400);
     expect(confirm.body.error.code).toBe("payment_intent_unexpected_state");
     const twice = await thrown(stripe.paymentIntents.cancel(intent.id));
@@ -341,7 +478,11 @@ describe("stripe emulator webhook retries", () => {
     const emulator = await startStripeEmulator({ webhookUrls: [flaky.url], retryBaseMs: 50 });
     try {
       const stripe = sdkFor(emulator);
-      const intent = await stripe.paymentIntents.create({ amount: 5000, currency: "usd", automatic_payment_methods: { enabled: true } });
+      const intent = await stripe.paymentIntents.create({
+        amount: 5000,
+        currency: "usd",
+        automatic_payment_methods: { enabled: true },
+      });
       await stripe.paymentIntents.confirm(intent.id, { payment_method: "pm_card_visa" });
       const deliveries = await emulator.waitForDeliveries((ds) => ds.some((d) => d.ok));
       expect(deliveries.map((d) => [d.attempt, d.status, d.ok])).toEqual([
@@ -413,7 +554,8 @@ describe("stripe emulator replays and reorders", () => {
       const [a, b] = receiver.received as [Received, Received];
       expect(b.body).toBe(a.body);
       expect(b.signature).not.toBe(a.signature);
-      for (const r of receiver.received) expect((await verify(stripe, r.body, r.signature, emulator.webhookSecret)).id).toBe(first!.eventId);
+      for (const r of receiver.received)
+        expect((await verify(stripe, r.body, r.signature, emulator.webhookSecret)).id).toBe(first!.eventId);
       expect(emulator.pendingDeliveries()).toBe(0);
       await expect(emulator.resend("evt_unknown")).rejects.toThrow(/no event/);
     } finally {
@@ -438,8 +580,16 @@ describe("stripe emulator replays and reorders", () => {
       const sent = await emulator.releaseHeld("reverse");
       const types = emulator.events().map((e) => e.type);
       expect(types).toEqual(["payment_intent.payment_failed", "payment_intent.succeeded"]);
-      expect(sent).toEqual(emulator.events().map((e) => e.id).reverse());
-      expect(receiver.received.map((r) => (JSON.parse(r.body) as { type: string }).type)).toEqual(["payment_intent.succeeded", "payment_intent.payment_failed"]);
+      expect(sent).toEqual(
+        emulator
+          .events()
+          .map((e) => e.id)
+          .reverse(),
+      );
+      expect(receiver.received.map((r) => (JSON.parse(r.body) as { type: string }).type)).toEqual([
+        "payment_intent.succeeded",
+        "payment_intent.payment_failed",
+      ]);
       expect(emulator.pendingDeliveries()).toBe(0);
       // No longer holding: the next event goes out at once.
       await stripe.refunds.create({ payment_intent: intent.id, amount: 100 });

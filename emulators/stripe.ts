@@ -137,9 +137,16 @@ class StripeApiError extends Error {
   }
 }
 
-function apiError(status: number, type: string, message: string, extra: Record<string, unknown> = {}, saved = true): StripeApiError {
+function apiError(
+  status: number,
+  type: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  saved = true,
+): StripeApiError {
   const code = extra.code;
-  const docUrl = typeof code === "string" ? { doc_url: `https://stripe.com/docs/error-codes/${code.replace(/_/g, "-")}` } : {};
+  const docUrl =
+    typeof code === "string" ? { doc_url: `https://stripe.com/docs/error-codes/${code.replace(/_/g, "-")}` } : {};
   return new StripeApiError(status, { ...extra, ...docUrl, message, type }, saved);
 }
 const invalidParam = (message: string, param: string, code = "parameter_invalid") =>
@@ -195,7 +202,11 @@ function parseStripeForm(text: string): Params {
 function allowOnly(params: Params, allowed: string[]): void {
   for (const name of Object.keys(params)) {
     if (!allowed.includes(name)) {
-      throw invalidParam(`Received unknown parameter: ${name} (the local Stripe emulator does not emulate it)`, name, "parameter_unknown");
+      throw invalidParam(
+        `Received unknown parameter: ${name} (the local Stripe emulator does not emulate it)`,
+        name,
+        "parameter_unknown",
+      );
     }
   }
 }
@@ -228,9 +239,12 @@ function metadataOf(params: Params): Record<string, string> {
   const entries = Object.entries(v as Params);
   if (entries.length > 50) throw invalidParam("Invalid metadata: metadata can have at most 50 keys", "metadata");
   for (const [key, value] of entries) {
-    if (typeof value !== "string") throw invalidParam(`Invalid value type: metadata[${key}] must be a string`, `metadata[${key}]`);
-    if (key.length > 40) throw invalidParam(`Invalid metadata key: keys can be at most 40 characters`, `metadata[${key}]`);
-    if (value.length > 500) throw invalidParam(`Invalid metadata value: values can be at most 500 characters`, `metadata[${key}]`);
+    if (typeof value !== "string")
+      throw invalidParam(`Invalid value type: metadata[${key}] must be a string`, `metadata[${key}]`);
+    if (key.length > 40)
+      throw invalidParam(`Invalid metadata key: keys can be at most 40 characters`, `metadata[${key}]`);
+    if (value.length > 500)
+      throw invalidParam(`Invalid metadata value: values can be at most 500 characters`, `metadata[${key}]`);
     if (value !== "") out[key] = value;
   }
   return out;
@@ -258,13 +272,29 @@ const DECLINE_MESSAGES: Record<string, string> = {
   insufficient_funds: "Your card has insufficient funds.",
 };
 
-function paymentMethodObject(id: string, card: { brand: string; last4: string }, created: number): Record<string, unknown> {
+function paymentMethodObject(
+  id: string,
+  card: { brand: string; last4: string },
+  created: number,
+): Record<string, unknown> {
   return {
     id,
     object: "payment_method",
     allow_redisplay: "unspecified",
-    billing_details: { address: { city: null, country: null, line1: null, line2: null, postal_code: null, state: null }, email: null, name: null, phone: null },
-    card: { brand: card.brand, country: "US", exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, funding: "credit", last4: card.last4 },
+    billing_details: {
+      address: { city: null, country: null, line1: null, line2: null, postal_code: null, state: null },
+      email: null,
+      name: null,
+      phone: null,
+    },
+    card: {
+      brand: card.brand,
+      country: "US",
+      exp_month: 12,
+      exp_year: new Date().getUTCFullYear() + 3,
+      funding: "credit",
+      last4: card.last4,
+    },
     created,
     customer: null,
     livemode: false,
@@ -274,7 +304,13 @@ function paymentMethodObject(id: string, card: { brand: string; last4: string },
 }
 
 const CONFIRMABLE = ["requires_confirmation", "requires_payment_method", "requires_action"];
-const CANCELABLE = ["requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing"];
+const CANCELABLE = [
+  "requires_payment_method",
+  "requires_capture",
+  "requires_confirmation",
+  "requires_action",
+  "processing",
+];
 const CANCELLATION_REASONS = ["duplicate", "fraudulent", "requested_by_customer", "abandoned"];
 
 function redactKey(key: string): string {
@@ -300,7 +336,9 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   let webhookUrls = [...(options.webhookUrls ?? [])];
 
   const customers = new Map<string, Record<string, unknown>>(
-    options.customersFile && existsSync(options.customersFile) ? (JSON.parse(readFileSync(options.customersFile, "utf8")) as Array<[string, Record<string, unknown>]>) : [],
+    options.customersFile && existsSync(options.customersFile)
+      ? (JSON.parse(readFileSync(options.customersFile, "utf8")) as Array<[string, Record<string, unknown>]>)
+      : [],
   );
   const intents = new Map<string, Record<string, unknown>>();
   const refunds = new Map<string, Record<string, unknown>>();
@@ -322,7 +360,11 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   /** The bytes an event is sent as (Stripe's pretty-printed JSON, which the signature covers). */
   const bodyOf = (event: StripeEvent) => JSON.stringify(event, null, 2);
 
-  function emit(type: string, object: Record<string, unknown>, request: { id: string; idempotencyKey: string | null }): void {
+  function emit(
+    type: string,
+    object: Record<string, unknown>,
+    request: { id: string; idempotencyKey: string | null },
+  ): void {
     const event: StripeEvent = {
       id: newId("evt"),
       object: "event",
@@ -352,7 +394,13 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     timers.add(timer);
   }
 
-  async function deliver(event: StripeEvent, url: string, body: string, attempt: number, resent = false): Promise<void> {
+  async function deliver(
+    event: StripeEvent,
+    url: string,
+    body: string,
+    attempt: number,
+    resent = false,
+  ): Promise<void> {
     if (stopped) return;
     const t = now();
     const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: webhookSecret, timestamp: t });
@@ -375,17 +423,31 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       status = res.status;
       await res.arrayBuffer().catch(() => undefined);
     } catch (e) {
-      error = e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
+      error =
+        e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
     } finally {
       clearTimeout(timeout);
       inFlight.delete(controller);
     }
     if (stopped) return;
     const ok = status !== null && status >= 200 && status < 300;
-    deliveryLog.push({ eventId: event.id, type: event.type, url, attempt, status, ok, ...(error ? { error } : {}), at: Date.now(), ...(resent ? { resent: true as const } : {}) });
-    log(`stripe-emulator: webhook ${event.type} ${event.id} → ${url} attempt ${attempt}${resent ? " (resent)" : ""}: ${status ?? error}`);
+    deliveryLog.push({
+      eventId: event.id,
+      type: event.type,
+      url,
+      attempt,
+      status,
+      ok,
+      ...(error ? { error } : {}),
+      at: Date.now(),
+      ...(resent ? { resent: true as const } : {}),
+    });
+    log(
+      `stripe-emulator: webhook ${event.type} ${event.id} → ${url} attempt ${attempt}${resent ? " (resent)" : ""}: ${status ?? error}`,
+    );
     for (const watcher of watchers) watcher();
-    if (!ok && attempt < maxAttempts) schedule(() => void deliver(event, url, body, attempt + 1, resent), retryBaseMs * 2 ** (attempt - 1));
+    if (!ok && attempt < maxAttempts)
+      schedule(() => void deliver(event, url, body, attempt + 1, resent), retryBaseMs * 2 ** (attempt - 1));
   }
 
   async function resend(eventId: string): Promise<void> {
@@ -447,25 +509,50 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   }
 
   function createIntent(params: Params, apiVersion: string | undefined): Answer {
-    allowOnly(params, ["amount", "currency", "customer", "automatic_payment_methods", "metadata", "description", "receipt_email"]);
+    allowOnly(params, [
+      "amount",
+      "currency",
+      "customer",
+      "automatic_payment_methods",
+      "metadata",
+      "description",
+      "receipt_email",
+    ]);
     const amount = reqInteger(params, "amount");
     const currency = reqString(params, "currency").toLowerCase();
     if (!/^[a-z]{3}$/.test(currency)) throw invalidParam(`Invalid currency: ${currency}`, "currency");
-    if (amount < 50 && currency === "usd") throw apiError(400, "invalid_request_error", "Amount must be at least $0.50 usd", { code: "amount_too_small", param: "amount" }, false);
+    if (amount < 50 && currency === "usd")
+      throw apiError(
+        400,
+        "invalid_request_error",
+        "Amount must be at least $0.50 usd",
+        { code: "amount_too_small", param: "amount" },
+        false,
+      );
     if (amount < 1) throw invalidParam("This value must be greater than or equal to 1.", "amount");
-    if (amount > 99_999_999) throw invalidParam("Amount must be no more than $999,999.99", "amount", "amount_too_large");
+    if (amount > 99_999_999)
+      throw invalidParam("Amount must be no more than $999,999.99", "amount", "amount_too_large");
     const customer = optString(params, "customer");
     if (customer !== undefined && !customers.has(customer)) throw noSuch("customer", customer, "customer", 400);
     const apm = params.automatic_payment_methods;
     let automatic = { allow_redirects: "always", enabled: true };
     if (apm !== undefined) {
-      if (typeof apm !== "object" || apm === null || Array.isArray(apm)) throw invalidParam("Invalid hash", "automatic_payment_methods");
+      if (typeof apm !== "object" || apm === null || Array.isArray(apm))
+        throw invalidParam("Invalid hash", "automatic_payment_methods");
       allowOnly(apm as Params, ["enabled", "allow_redirects"]);
       const enabled = optBoolean(apm as Params, "automatic_payment_methods[enabled]", (apm as Params).enabled);
       if (enabled === undefined) throw missingParam("automatic_payment_methods[enabled]");
-      if (!enabled) throw invalidParam("The emulator only emulates automatic_payment_methods[enabled]=true", "automatic_payment_methods[enabled]");
+      if (!enabled)
+        throw invalidParam(
+          "The emulator only emulates automatic_payment_methods[enabled]=true",
+          "automatic_payment_methods[enabled]",
+        );
       const redirects = (apm as Params).allow_redirects;
-      if (redirects !== undefined && redirects !== "always" && redirects !== "never") throw invalidParam(`Invalid allow_redirects: ${String(redirects)}`, "automatic_payment_methods[allow_redirects]");
+      if (redirects !== undefined && redirects !== "always" && redirects !== "never")
+        throw invalidParam(
+          `Invalid allow_redirects: ${String(redirects)}`,
+          "automatic_payment_methods[allow_redirects]",
+        );
       automatic = { allow_redirects: (redirects as string | undefined) ?? "always", enabled: true };
     }
     const id = newId("pi");
@@ -496,7 +583,9 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       on_behalf_of: null,
       payment_method: null,
       payment_method_configuration_details: null,
-      payment_method_options: { card: { installments: null, mandate_options: null, network: null, request_three_d_secure: "automatic" } },
+      payment_method_options: {
+        card: { installments: null, mandate_options: null, network: null, request_three_d_secure: "automatic" },
+      },
       payment_method_types: ["card"],
       processing: null,
       receipt_email: optEmail(params, "receipt_email"),
@@ -521,24 +610,51 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     return intent;
   }
 
-  function confirmIntent(id: string, params: Params, auth: Auth, request: { id: string; idempotencyKey: string | null }): Answer {
+  function confirmIntent(
+    id: string,
+    params: Params,
+    auth: Auth,
+    request: { id: string; idempotencyKey: string | null },
+  ): Answer {
     allowOnly(params, ["payment_method", "client_secret", "return_url", "receipt_email", "use_stripe_sdk"]);
     const intent = intentOf(id);
     const clientSecret = optString(params, "client_secret");
     if (auth === "publishable" && !clientSecret) throw missingParam("client_secret");
     if (clientSecret !== undefined && clientSecret !== intent.client_secret) {
-      throw apiError(400, "invalid_request_error", "The client_secret provided does not match any associated PaymentIntent on this account. Ensure the publishable key used belongs to the same account that created the PaymentIntent.", { param: "client_secret" }, false);
+      throw apiError(
+        400,
+        "invalid_request_error",
+        "The client_secret provided does not match any associated PaymentIntent on this account. Ensure the publishable key used belongs to the same account that created the PaymentIntent.",
+        { param: "client_secret" },
+        false,
+      );
     }
     const status = String(intent.status);
     if (status === "succeeded") {
-      throw apiError(400, "invalid_request_error", "You cannot confirm this PaymentIntent because it has already succeeded after being previously confirmed.", { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) });
+      throw apiError(
+        400,
+        "invalid_request_error",
+        "You cannot confirm this PaymentIntent because it has already succeeded after being previously confirmed.",
+        { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) },
+      );
     }
     if (!CONFIRMABLE.includes(status)) {
-      throw apiError(400, "invalid_request_error", `You cannot confirm this PaymentIntent because it has a status of ${status}. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method, requires_action.`, { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) });
+      throw apiError(
+        400,
+        "invalid_request_error",
+        `You cannot confirm this PaymentIntent because it has a status of ${status}. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method, requires_action.`,
+        { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) },
+      );
     }
     const pmToken = optString(params, "payment_method");
     if (!pmToken) {
-      throw apiError(400, "invalid_request_error", "You cannot confirm this PaymentIntent because it's missing a payment method. To confirm the PaymentIntent with a test card, pass `payment_method=pm_card_visa`.", { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) }, false);
+      throw apiError(
+        400,
+        "invalid_request_error",
+        "You cannot confirm this PaymentIntent because it's missing a payment method. To confirm the PaymentIntent with a test card, pass `payment_method=pm_card_visa`.",
+        { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) },
+        false,
+      );
     }
     const card = TEST_CARDS[pmToken];
     if (!card) throw noSuch("PaymentMethod", pmToken, "payment_method", 400);
@@ -550,12 +666,31 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     intent.latest_charge = charge;
     if (card.decline) {
       const message = DECLINE_MESSAGES[card.decline] ?? "Your card was declined.";
-      const failure = { charge, code: "card_declined", decline_code: card.decline, doc_url: "https://stripe.com/docs/error-codes/card-declined", message, payment_method: paymentMethod, type: "card_error" };
+      const failure = {
+        charge,
+        code: "card_declined",
+        decline_code: card.decline,
+        doc_url: "https://stripe.com/docs/error-codes/card-declined",
+        message,
+        payment_method: paymentMethod,
+        type: "card_error",
+      };
       Object.assign(intent, { status: "requires_payment_method", payment_method: null, last_payment_error: failure });
       emit("payment_intent.payment_failed", intent, request);
-      throw apiError(402, "card_error", message, { charge, code: "card_declined", decline_code: card.decline, payment_intent: structuredClone(intent), payment_method: paymentMethod });
+      throw apiError(402, "card_error", message, {
+        charge,
+        code: "card_declined",
+        decline_code: card.decline,
+        payment_intent: structuredClone(intent),
+        payment_method: paymentMethod,
+      });
     }
-    Object.assign(intent, { status: "succeeded", payment_method: paymentMethod.id, last_payment_error: null, amount_received: intent.amount });
+    Object.assign(intent, {
+      status: "succeeded",
+      payment_method: paymentMethod.id,
+      last_payment_error: null,
+      amount_received: intent.amount,
+    });
     emit("payment_intent.succeeded", intent, request);
     return { status: 200, body: intent };
   }
@@ -564,10 +699,19 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     allowOnly(params, ["cancellation_reason"]);
     const intent = intentOf(id);
     const reason = optString(params, "cancellation_reason");
-    if (reason !== undefined && !CANCELLATION_REASONS.includes(reason)) throw invalidParam(`Invalid cancellation_reason: must be one of ${CANCELLATION_REASONS.join(", ")}`, "cancellation_reason");
+    if (reason !== undefined && !CANCELLATION_REASONS.includes(reason))
+      throw invalidParam(
+        `Invalid cancellation_reason: must be one of ${CANCELLATION_REASONS.join(", ")}`,
+        "cancellation_reason",
+      );
     const status = String(intent.status);
     if (!CANCELABLE.includes(status)) {
-      throw apiError(400, "invalid_request_error", `You cannot cancel this PaymentIntent because it has a status of ${status}. Only a PaymentIntent with one of the following statuses may be canceled: ${CANCELABLE.join(", ")}.`, { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) });
+      throw apiError(
+        400,
+        "invalid_request_error",
+        `You cannot cancel this PaymentIntent because it has a status of ${status}. Only a PaymentIntent with one of the following statuses may be canceled: ${CANCELABLE.join(", ")}.`,
+        { code: "payment_intent_unexpected_state", payment_intent: structuredClone(intent) },
+      );
     }
     Object.assign(intent, { status: "canceled", canceled_at: now(), cancellation_reason: reason ?? null });
     return { status: 200, body: intent };
@@ -585,14 +729,29 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     const intentId = reqString(params, "payment_intent");
     const intent = intentOf(intentId);
     if (intent.status !== "succeeded") {
-      throw apiError(400, "invalid_request_error", `This PaymentIntent (${intentId}) does not have a successful charge to refund.`, { code: "charge_not_refundable" });
+      throw apiError(
+        400,
+        "invalid_request_error",
+        `This PaymentIntent (${intentId}) does not have a successful charge to refund.`,
+        { code: "charge_not_refundable" },
+      );
     }
     const left = Number(intent.amount_received) - (refundedOf.get(intentId) ?? 0);
     const amount = params.amount === undefined ? left : reqInteger(params, "amount");
     if (amount < 1) throw invalidParam("Invalid positive integer", "amount");
-    if (left <= 0) throw apiError(400, "invalid_request_error", `Charge ${String(intent.latest_charge)} has already been refunded.`, { code: "charge_already_refunded" });
+    if (left <= 0)
+      throw apiError(
+        400,
+        "invalid_request_error",
+        `Charge ${String(intent.latest_charge)} has already been refunded.`,
+        { code: "charge_already_refunded" },
+      );
     if (amount > left) {
-      throw invalidParam(`Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, "amount", "amount_too_large");
+      throw invalidParam(
+        `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`,
+        "amount",
+        "amount_too_large",
+      );
     }
     const reason = optString(params, "reason");
     if (reason !== undefined && !["duplicate", "fraudulent", "requested_by_customer"].includes(reason)) {
@@ -620,7 +779,12 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   // --- HTTP -------------------------------------------------------------------------------------
 
   /** What Stripe's request layer hands an endpoint: its parameters, the key's kind, the request. */
-  type Call = { params: Params; auth: Auth; version: string | undefined; request: { id: string; idempotencyKey: string | null } };
+  type Call = {
+    params: Params;
+    auth: Auth;
+    version: string | undefined;
+    request: { id: string; idempotencyKey: string | null };
+  };
 
   function authenticate(header: string | undefined, form: Params): Auth {
     let key: string | undefined;
@@ -628,13 +792,20 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       const bearer = /^Bearer\s+(\S+)$/i.exec(header);
       const basic = /^Basic\s+(\S+)$/i.exec(header);
       if (bearer) key = bearer[1];
-      else if (basic) key = Buffer.from(basic[1] as string, "base64").toString().split(":")[0];
+      else if (basic)
+        key = Buffer.from(basic[1] as string, "base64")
+          .toString()
+          .split(":")[0];
     } else if (typeof form.key === "string") {
       key = form.key;
     }
     delete form.key;
     if (!key) {
-      throw apiError(401, "invalid_request_error", "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.");
+      throw apiError(
+        401,
+        "invalid_request_error",
+        "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.",
+      );
     }
     if (key === secretKey) return "secret";
     if (key === publishableKey) return "publishable";
@@ -647,9 +818,13 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
     const type = optString(params, "type");
     const limitText = optString(params, "limit");
     const limit = limitText === undefined ? 10 : Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidParam("This value must be between 1 and 100.", "limit");
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw invalidParam("This value must be between 1 and 100.", "limit");
     const matching = events.filter((e) => type === undefined || e.type === type).reverse();
-    return { status: 200, body: { object: "list", data: matching.slice(0, limit), has_more: matching.length > limit, url: "/v1/events" } };
+    return {
+      status: 200,
+      body: { object: "list", data: matching.slice(0, limit), has_more: matching.length > limit, url: "/v1/events" },
+    };
   }
 
   /**
@@ -670,19 +845,39 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       const params = parseStripeForm(raw);
       const auth = authenticate(c.req.header("authorization"), params);
       if (auth === "publishable" && !publishable) {
-        throw apiError(401, "invalid_request_error", "This API call cannot be made with a publishable API key. Please use a secret API key. You can find a list of your API keys at https://dashboard.stripe.com/account/apikeys.");
+        throw apiError(
+          401,
+          "invalid_request_error",
+          "This API call cannot be made with a publishable API key. Please use a secret API key. You can find a list of your API keys at https://dashboard.stripe.com/account/apikeys.",
+        );
       }
       const endpointName = `${method} ${c.req.path}`;
       const fingerprint = JSON.stringify(params);
       if (idempotencyKey) {
         const prior = saved.get(idempotencyKey);
         if (prior && prior.endpoint !== endpointName) {
-          throw apiError(400, "idempotency_error", `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${endpointName}' vs '${prior.endpoint}'). Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`, {}, false);
+          throw apiError(
+            400,
+            "idempotency_error",
+            `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${endpointName}' vs '${prior.endpoint}'). Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`,
+            {},
+            false,
+          );
         }
         if (prior && prior.params !== fingerprint) {
-          throw apiError(400, "idempotency_error", `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`, {}, false);
+          throw apiError(
+            400,
+            "idempotency_error",
+            `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`,
+            {},
+            false,
+          );
         }
-        if (prior) return { ...prior.answer, headers: { ...headers, "idempotent-replayed": "true", "original-request": prior.requestId } };
+        if (prior)
+          return {
+            ...prior.answer,
+            headers: { ...headers, "idempotent-replayed": "true", "original-request": prior.requestId },
+          };
       }
       let answer: Answer;
       try {
@@ -691,7 +886,12 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
         answer = { status: answer.status, body: structuredClone(answer.body) };
       } catch (e) {
         if (idempotencyKey && e instanceof StripeApiError && e.saved) {
-          saved.set(idempotencyKey, { endpoint: endpointName, params: fingerprint, requestId, answer: { status: e.status, body: { error: e.body } } });
+          saved.set(idempotencyKey, {
+            endpoint: endpointName,
+            params: fingerprint,
+            requestId,
+            answer: { status: e.status, body: { error: e.body } },
+          });
         }
         throw e;
       }
@@ -703,7 +903,11 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
         return { status: e.status, body, headers };
       }
       log(`stripe-emulator: internal error: ${e instanceof Error ? e.stack : String(e)}`);
-      return { status: 500, body: { error: { type: "api_error", message: "An unknown error occurred in the local Stripe emulator." } }, headers };
+      return {
+        status: 500,
+        body: { error: { type: "api_error", message: "An unknown error occurred in the local Stripe emulator." } },
+        headers,
+      };
     }
   }
 
@@ -719,7 +923,8 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   const serve =
     (endpoint: (call: Call, c: Context) => Answer, { publishable = false } = {}) =>
     async (c: Context): Promise<Response> => {
-      const raw = c.req.method === "GET" || c.req.method === "DELETE" ? new URL(c.req.url).search.slice(1) : await c.req.text();
+      const raw =
+        c.req.method === "GET" || c.req.method === "DELETE" ? new URL(c.req.url).search.slice(1) : await c.req.text();
       const answer = handle(c, raw, (call) => endpoint(call, c), publishable);
       log(`stripe-emulator: ${c.req.method} ${c.req.path} ${answer.status}`);
       return send(c, answer);
@@ -743,11 +948,17 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
         // Read to its end first: answering a body still on its way would leave the client's
         // kept-alive connection unusable for its next request (the SDK shares it).
         await drain(c.req.raw.body);
-        return send(c, { status: 413, body: { error: { type: "invalid_request_error", message: "Request body too large." } } });
+        return send(c, {
+          status: 413,
+          body: { error: { type: "invalid_request_error", message: "Request body too large." } },
+        });
       },
     }),
   );
-  app.post("/v1/customers", serve(({ params }) => createCustomer(params)));
+  app.post(
+    "/v1/customers",
+    serve(({ params }) => createCustomer(params)),
+  );
   app.get(
     "/v1/customers/:id",
     serve((_, c) => {
@@ -757,7 +968,10 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       return { status: 200, body: customer };
     }),
   );
-  app.post("/v1/payment_intents", serve(({ params, version }) => createIntent(params, version)));
+  app.post(
+    "/v1/payment_intents",
+    serve(({ params, version }) => createIntent(params, version)),
+  );
   app.get(
     "/v1/payment_intents/:id",
     serve(({ params }, c) => {
@@ -765,9 +979,20 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       return { status: 200, body: intentOf(c.req.param("id") as string) };
     }),
   );
-  app.post("/v1/payment_intents/:id/confirm", serve(({ params, auth, request }, c) => confirmIntent(c.req.param("id") as string, params, auth, request), { publishable: true }));
-  app.post("/v1/payment_intents/:id/cancel", serve(({ params }, c) => cancelIntent(c.req.param("id") as string, params)));
-  app.post("/v1/refunds", serve(({ params, request }) => createRefund(params, request)));
+  app.post(
+    "/v1/payment_intents/:id/confirm",
+    serve(({ params, auth, request }, c) => confirmIntent(c.req.param("id") as string, params, auth, request), {
+      publishable: true,
+    }),
+  );
+  app.post(
+    "/v1/payment_intents/:id/cancel",
+    serve(({ params }, c) => cancelIntent(c.req.param("id") as string, params)),
+  );
+  app.post(
+    "/v1/refunds",
+    serve(({ params, request }) => createRefund(params, request)),
+  );
   app.get(
     "/v1/refunds/:id",
     serve((_, c) => {
@@ -777,7 +1002,10 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
       return { status: 200, body: refund };
     }),
   );
-  app.get("/v1/events", serve(({ params }) => listEvents(params)));
+  app.get(
+    "/v1/events",
+    serve(({ params }) => listEvents(params)),
+  );
   app.get(
     "/v1/events/:id",
     serve((_, c) => {
@@ -790,7 +1018,13 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
   // As Stripe: the key is checked before the path is found unknown.
   app.notFound(
     serve((_, c) => {
-      throw apiError(404, "invalid_request_error", `Unrecognized request URL (${c.req.method}: ${c.req.path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`, {}, false);
+      throw apiError(
+        404,
+        "invalid_request_error",
+        `Unrecognized request URL (${c.req.method}: ${c.req.path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`,
+        {},
+        false,
+      );
     }),
   );
 
@@ -835,7 +1069,11 @@ export async function startStripeEmulator(options: StripeEmulatorOptions = {}): 
         };
         const timer = setTimeout(() => {
           watchers.delete(check);
-          reject(new Error(`stripe emulator: deliveries did not match within ${timeoutMs} ms: ${JSON.stringify(deliveryLog)}`));
+          reject(
+            new Error(
+              `stripe emulator: deliveries did not match within ${timeoutMs} ms: ${JSON.stringify(deliveryLog)}`,
+            ),
+          );
         }, timeoutMs);
         watchers.add(check);
         check();

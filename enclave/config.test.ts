@@ -87,7 +87,10 @@ describe("readEnclaveConfig: defaults", () => {
 
   it("takes an explicit SIGIL_LISTENER_POLL_MS over either default", () => {
     expect(read({ SIGIL_LISTENER_POLL_MS: "250" }).listenerPollMs).toBe(250);
-    expect(read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack", SIGIL_LISTENER_POLL_MS: "250" }).listenerPollMs).toBe(250);
+    expect(
+      read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack", SIGIL_LISTENER_POLL_MS: "250" })
+        .listenerPollMs,
+    ).toBe(250);
     expect(() => read({ SIGIL_LISTENER_POLL_MS: "50" })).toThrow(/SIGIL_LISTENER_POLL_MS/);
   });
 
@@ -103,14 +106,20 @@ describe("readEnclaveConfig: defaults", () => {
 describe("readEnclaveConfig: root key provider", () => {
   it("refuses the dev provider when SIGIL_ENV=production (also by default)", () => {
     expect(() => read({ SIGIL_ENV: "production" })).toThrow(/dev root key provider is refused/);
-    expect(() => read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dev" })).toThrow(/dev root key provider is refused/);
-    expect(() => read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dev", SIGIL_DEV_ROOT_KEY: `0x${"11".repeat(32)}` })).toThrow(
+    expect(() => read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dev" })).toThrow(
       /dev root key provider is refused/,
     );
+    expect(() =>
+      read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dev", SIGIL_DEV_ROOT_KEY: `0x${"11".repeat(32)}` }),
+    ).toThrow(/dev root key provider is refused/);
   });
 
   it("accepts the dstack provider in production, with the simulator endpoint when given", () => {
-    const c = read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack", DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" });
+    const c = read({
+      SIGIL_ENV: "production",
+      SIGIL_ROOT_KEY_PROVIDER: "dstack",
+      DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090",
+    });
     expect(c.rootKey).toEqual({ provider: "dstack", endpoint: "http://127.0.0.1:8090" });
     expect(read({ SIGIL_ROOT_KEY_PROVIDER: "dstack" }).rootKey).toEqual({ provider: "dstack", endpoint: undefined });
   });
@@ -137,23 +146,31 @@ describe("readEnclaveConfig: attestation source", () => {
   });
 
   it("passes SIGIL_APP_COMPOSE_FILE to the simulated TEE", () => {
-    expect(read({ SIGIL_APP_COMPOSE_FILE: "/tmp/compose.json" }).attestation).toEqual({ source: "simulated", appComposeFile: "/tmp/compose.json" });
+    expect(read({ SIGIL_APP_COMPOSE_FILE: "/tmp/compose.json" }).attestation).toEqual({
+      source: "simulated",
+      appComposeFile: "/tmp/compose.json",
+    });
   });
 
   it("defaults to dstack in production, on the socket or the simulator endpoint when given", () => {
     const prod = { SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack" };
     expect(read(prod).attestation).toEqual({ source: "dstack", endpoint: undefined });
-    expect(read({ ...prod, DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" }).attestation).toEqual({ source: "dstack", endpoint: "http://127.0.0.1:8090" });
+    expect(read({ ...prod, DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" }).attestation).toEqual({
+      source: "dstack",
+      endpoint: "http://127.0.0.1:8090",
+    });
   });
 
   it("refuses SIGIL_ATTESTATION=simulated when SIGIL_ENV=production", () => {
-    expect(() => read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack", SIGIL_ATTESTATION: "simulated" })).toThrow(
-      /SIGIL_ATTESTATION=simulated is refused when SIGIL_ENV=production/,
-    );
+    expect(() =>
+      read({ SIGIL_ENV: "production", SIGIL_ROOT_KEY_PROVIDER: "dstack", SIGIL_ATTESTATION: "simulated" }),
+    ).toThrow(/SIGIL_ATTESTATION=simulated is refused when SIGIL_ENV=production/);
   });
 
   it("takes SIGIL_ATTESTATION=dstack in development (a guest-agent simulator)", () => {
-    expect(read({ SIGIL_ATTESTATION: "dstack", DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" }).attestation).toEqual({
+    expect(
+      read({ SIGIL_ATTESTATION: "dstack", DSTACK_SIMULATOR_ENDPOINT: "http://127.0.0.1:8090" }).attestation,
+    ).toEqual({
       source: "dstack",
       endpoint: "http://127.0.0.1:8090",
     });
@@ -184,7 +201,9 @@ describe("readEnclaveConfig: fetch allow and deny lists", () => {
   it("denies the edge's port 8787 by default and always adds the enclave's own port", () => {
     expect([...read().fetchDenyPorts].sort()).toEqual([8787, 8790]);
     expect([...read({ SIGIL_ENCLAVE_PORT: "9100" }).fetchDenyPorts].sort()).toEqual([8787, 9100]);
-    expect([...read({ SIGIL_ENCLAVE_PORT: "9100", SIGIL_FETCH_DENY_PORTS: "1234, 5678" }).fetchDenyPorts].sort()).toEqual([1234, 5678, 9100]);
+    expect(
+      [...read({ SIGIL_ENCLAVE_PORT: "9100", SIGIL_FETCH_DENY_PORTS: "1234, 5678" }).fetchDenyPorts].sort(),
+    ).toEqual([1234, 5678, 9100]);
   });
 
   it("adds no port 0 when the enclave port is chosen at listen time", () => {
@@ -230,6 +249,7 @@ describe("how the enclave's process is started (ENCLAVE_PROCESS)", () => {
     const dockerfile = readFileSync(new URL("./Dockerfile", import.meta.url), "utf8");
     const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1] ?? "[]") as string[];
     expect(entrypoint).toEqual(["node", ...ENCLAVE_PROCESS.nodeFlags, "enclave/main.ts"]);
-    for (const [name, value] of Object.entries(ENCLAVE_PROCESS.env)) expect(dockerfile).toMatch(new RegExp(`^\\s+${name}=${value}\\b`, "m"));
+    for (const [name, value] of Object.entries(ENCLAVE_PROCESS.env))
+      expect(dockerfile).toMatch(new RegExp(`^\\s+${name}=${value}\\b`, "m"));
   });
 });

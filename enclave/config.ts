@@ -10,79 +10,97 @@ const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
-const schema = z
-  .object({
-    SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
-    SIGIL_ENCLAVE_HOST: z.string().min(1).default("127.0.0.1"),
-    SIGIL_ENCLAVE_PORT: int(0, 65_535).default(8790),
-    /**
-     * The edges allowed to call the internal API through the attested channel: their Ed25519
-     * public keys (base64url or hex), comma-separated. Part of the attested compose in production.
-     */
-    SIGIL_ALLOWED_EDGE_KEYS: z
-      .string()
-      .transform((v) => v.split(",").map((k) => k.trim()).filter(Boolean))
-      .pipe(z.array(z.string().regex(/^([A-Za-z0-9_-]{43}|(0x)?[0-9a-fA-F]{64})$/, "must be 32-byte Ed25519 public keys, base64url or hex")).min(1, "must list at least one edge key")),
-    /** Refused session openings one peer address may send before they are answered 429: a burst, then a steady rate per second. */
-    SIGIL_CHANNEL_OPENINGS_BURST: int(1, 100_000).default(64),
-    SIGIL_CHANNEL_OPENINGS_PER_SECOND: z.coerce.number().positive().max(100_000).default(8),
-    SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
-    SIGIL_CONTRACT_ADDRESS: address,
-    SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
-    /** No successful poll for this long and /health says the listener is stalled (default: 3 polls, at least 30 s). */
-    SIGIL_LISTENER_STALLED_AFTER_MS: int(100, 3_600_000).optional(),
-    SIGIL_LISTENER_MAX_RANGE: int(1, 100_000).default(2_000),
-    /** Blocks re-read on every poll, so an event in a block replaced by a short reorg is still seen. */
-    SIGIL_LISTENER_REORG_DEPTH: int(0, 64).default(3),
-    SIGIL_INSTANCE_INDEX: int(0, 1_000_000).default(0),
-    SIGIL_PAYERS_PER_INSTANCE: int(1, 64).default(4),
-    SIGIL_RECEIPT_CONFIRMATIONS: int(1, 64).default(1),
-    /** How long a run's receipt may wait for others to share its batch's signature while many runs are in flight (0: never). */
-    SIGIL_RUN_RECEIPT_BATCH_MS: int(0, 100).default(5),
-    SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
-    SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),
-    /** Fixed dev root key (tests); without it the dev provider keeps one in SIGIL_STATE_DIR/dev/root.key. */
-    SIGIL_DEV_ROOT_KEY: hex32.optional(),
-    SIGIL_STATE_DIR: z.string().min(1).default(join(import.meta.dirname, "../.sigil")),
-    DSTACK_SIMULATOR_ENDPOINT: z.string().min(1).optional(),
-    /** Where quotes come from: dstack's guest agent, or the simulated TEE (development and test only). */
-    SIGIL_ATTESTATION: z.enum(["dstack", "simulated"]).optional(),
-    /** The app-compose the simulated TEE measures; deploy/app-compose.dev.json by default. */
-    SIGIL_APP_COMPOSE_FILE: z.string().min(1).optional(),
-    /** Fresh quotes (`/attestation?nonce=`) per client: a burst, then per second; and per second for all clients together. */
-    SIGIL_NONCE_QUOTES_BURST: int(1, 10_000).default(10),
-    SIGIL_NONCE_QUOTES_PER_SECOND: z.coerce.number().positive().max(10_000).default(2),
-    SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND: z.coerce.number().positive().max(10_000).default(20),
-    SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
-    /** How long fetching `ipfs_id` code may take, answer and body; past it the gateway counts as unavailable. */
-    SIGIL_IPFS_TIMEOUT_MS: int(100, 900_000).default(30_000),
-    /** Exact host:port pairs that scripts may fetch although they are not public addresses. */
-    SIGIL_FETCH_ALLOW: z.string().default(""),
-    /** Ports on loopback scripts may never reach (the edge's); the enclave's own port is always added. */
-    SIGIL_FETCH_DENY_PORTS: z.string().default("8787"),
-    SIGIL_SANDBOX_WORKERS: int(1, 256).default(Math.max(1, cpus().length)),
-    SIGIL_SANDBOX_RUNS_PER_WORKER: int(1, 10_000).default(256),
-    /**
-     * A run's instance whose memory grew by more than this is dropped after the run instead of serving
-     * the next: all of an instance's memory is cleared after every run (sandbox/image.ts), so a memory
-     * one large run left large would cost every later run its clearing (about 30 µs a MiB).
-     */
-    SIGIL_SANDBOX_RECYCLE_MB: int(1, 4_096).default(4),
-    /** A sandbox worker whose JavaScript heap passes this takes no new runs and is replaced once its runs end. */
-    SIGIL_SANDBOX_WORKER_RECYCLE_MB: int(64, 65_536).default(512),
-    /**
-     * The heaps of all runs' QuickJS instances together past which new runs are refused (429
-     * executor_busy) until runs end; half the machine's memory by default.
-     */
-    SIGIL_SANDBOX_MEMORY_MB: int(64, 4_194_304).default(Math.max(64, Math.floor(totalmem() / 2 / 1024 / 1024))),
-    /** How far past its deadline a run's code may go before the pool ends it from outside its thread. */
-    SIGIL_SANDBOX_WATCHDOG_GRACE_MS: int(10, 10_000).default(100),
-    /** Name servers for scripts' fetches ("ip" or "ip:port", comma-separated); the system's when empty. */
-    SIGIL_DNS_SERVERS: z.string().default(""),
-    SIGIL_DNS_TIMEOUT_MS: int(100, 30_000).default(2_000),
-    // The run limits (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are the edge's too: shared/limits.ts reads them.
-    SIGIL_LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
-  });
+const schema = z.object({
+  SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
+  SIGIL_ENCLAVE_HOST: z.string().min(1).default("127.0.0.1"),
+  SIGIL_ENCLAVE_PORT: int(0, 65_535).default(8790),
+  /**
+   * The edges allowed to call the internal API through the attested channel: their Ed25519
+   * public keys (base64url or hex), comma-separated. Part of the attested compose in production.
+   */
+  SIGIL_ALLOWED_EDGE_KEYS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(",")
+        .map((k) => k.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(
+          z
+            .string()
+            .regex(
+              /^([A-Za-z0-9_-]{43}|(0x)?[0-9a-fA-F]{64})$/,
+              "must be 32-byte Ed25519 public keys, base64url or hex",
+            ),
+        )
+        .min(1, "must list at least one edge key"),
+    ),
+  /** Refused session openings one peer address may send before they are answered 429: a burst, then a steady rate per second. */
+  SIGIL_CHANNEL_OPENINGS_BURST: int(1, 100_000).default(64),
+  SIGIL_CHANNEL_OPENINGS_PER_SECOND: z.coerce.number().positive().max(100_000).default(8),
+  SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
+  SIGIL_CONTRACT_ADDRESS: address,
+  SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
+  /** No successful poll for this long and /health says the listener is stalled (default: 3 polls, at least 30 s). */
+  SIGIL_LISTENER_STALLED_AFTER_MS: int(100, 3_600_000).optional(),
+  SIGIL_LISTENER_MAX_RANGE: int(1, 100_000).default(2_000),
+  /** Blocks re-read on every poll, so an event in a block replaced by a short reorg is still seen. */
+  SIGIL_LISTENER_REORG_DEPTH: int(0, 64).default(3),
+  SIGIL_INSTANCE_INDEX: int(0, 1_000_000).default(0),
+  SIGIL_PAYERS_PER_INSTANCE: int(1, 64).default(4),
+  SIGIL_RECEIPT_CONFIRMATIONS: int(1, 64).default(1),
+  /** How long a run's receipt may wait for others to share its batch's signature while many runs are in flight (0: never). */
+  SIGIL_RUN_RECEIPT_BATCH_MS: int(0, 100).default(5),
+  SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
+  SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),
+  /** Fixed dev root key (tests); without it the dev provider keeps one in SIGIL_STATE_DIR/dev/root.key. */
+  SIGIL_DEV_ROOT_KEY: hex32.optional(),
+  SIGIL_STATE_DIR: z
+    .string()
+    .min(1)
+    .default(join(import.meta.dirname, "../.sigil")),
+  DSTACK_SIMULATOR_ENDPOINT: z.string().min(1).optional(),
+  /** Where quotes come from: dstack's guest agent, or the simulated TEE (development and test only). */
+  SIGIL_ATTESTATION: z.enum(["dstack", "simulated"]).optional(),
+  /** The app-compose the simulated TEE measures; deploy/app-compose.dev.json by default. */
+  SIGIL_APP_COMPOSE_FILE: z.string().min(1).optional(),
+  /** Fresh quotes (`/attestation?nonce=`) per client: a burst, then per second; and per second for all clients together. */
+  SIGIL_NONCE_QUOTES_BURST: int(1, 10_000).default(10),
+  SIGIL_NONCE_QUOTES_PER_SECOND: z.coerce.number().positive().max(10_000).default(2),
+  SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND: z.coerce.number().positive().max(10_000).default(20),
+  SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).default("https://ipfs.io"),
+  /** How long fetching `ipfs_id` code may take, answer and body; past it the gateway counts as unavailable. */
+  SIGIL_IPFS_TIMEOUT_MS: int(100, 900_000).default(30_000),
+  /** Exact host:port pairs that scripts may fetch although they are not public addresses. */
+  SIGIL_FETCH_ALLOW: z.string().default(""),
+  /** Ports on loopback scripts may never reach (the edge's); the enclave's own port is always added. */
+  SIGIL_FETCH_DENY_PORTS: z.string().default("8787"),
+  SIGIL_SANDBOX_WORKERS: int(1, 256).default(Math.max(1, cpus().length)),
+  SIGIL_SANDBOX_RUNS_PER_WORKER: int(1, 10_000).default(256),
+  /**
+   * A run's instance whose memory grew by more than this is dropped after the run instead of serving
+   * the next: all of an instance's memory is cleared after every run (sandbox/image.ts), so a memory
+   * one large run left large would cost every later run its clearing (about 30 µs a MiB).
+   */
+  SIGIL_SANDBOX_RECYCLE_MB: int(1, 4_096).default(4),
+  /** A sandbox worker whose JavaScript heap passes this takes no new runs and is replaced once its runs end. */
+  SIGIL_SANDBOX_WORKER_RECYCLE_MB: int(64, 65_536).default(512),
+  /**
+   * The heaps of all runs' QuickJS instances together past which new runs are refused (429
+   * executor_busy) until runs end; half the machine's memory by default.
+   */
+  SIGIL_SANDBOX_MEMORY_MB: int(64, 4_194_304).default(Math.max(64, Math.floor(totalmem() / 2 / 1024 / 1024))),
+  /** How far past its deadline a run's code may go before the pool ends it from outside its thread. */
+  SIGIL_SANDBOX_WATCHDOG_GRACE_MS: int(10, 10_000).default(100),
+  /** Name servers for scripts' fetches ("ip" or "ip:port", comma-separated); the system's when empty. */
+  SIGIL_DNS_SERVERS: z.string().default(""),
+  SIGIL_DNS_TIMEOUT_MS: int(100, 30_000).default(2_000),
+  // The run limits (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are the edge's too: shared/limits.ts reads them.
+  SIGIL_LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+});
 
 /** libuv's thread pool size unless UV_THREADPOOL_SIZE says otherwise (libuv's own default is 4). */
 export const THREAD_POOL_SIZE = 16;
@@ -126,7 +144,9 @@ export type EnclaveConfig = {
   rootKey:
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
     | { provider: "dstack"; endpoint: string | undefined };
-  attestation: { source: "dstack"; endpoint: string | undefined } | { source: "simulated"; appComposeFile: string | undefined };
+  attestation:
+    | { source: "dstack"; endpoint: string | undefined }
+    | { source: "simulated"; appComposeFile: string | undefined };
   /** Nonce quotes: each client's budget, and everyone's (the quote device's). */
   nonceQuotes: { perClient: { capacity: number; perSecond: number }; total: { capacity: number; perSecond: number } };
   ipfsGateway: string;
@@ -162,14 +182,18 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     throw new Error("invalid enclave configuration: SIGIL_ATTESTATION=simulated is refused when SIGIL_ENV=production");
   }
   const fetchAllow = new Set<string>();
-  for (const entry of c.SIGIL_FETCH_ALLOW.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) {
+  for (const entry of c.SIGIL_FETCH_ALLOW.split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean)) {
     if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/.test(entry)) {
       throw new Error(`invalid enclave configuration: SIGIL_FETCH_ALLOW entry "${entry}" is not host:port`);
     }
     fetchAllow.add(entry);
   }
   const denyPorts = new Set<number>();
-  for (const entry of c.SIGIL_FETCH_DENY_PORTS.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of c.SIGIL_FETCH_DENY_PORTS.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const port = Number(entry);
     if (!Number.isInteger(port) || port < 1 || port > 65_535) {
       throw new Error(`invalid enclave configuration: SIGIL_FETCH_DENY_PORTS entry "${entry}" is not a port`);
@@ -177,10 +201,14 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     denyPorts.add(port);
   }
   if (c.SIGIL_ENCLAVE_PORT !== 0) denyPorts.add(c.SIGIL_ENCLAVE_PORT);
-  const dnsServers = c.SIGIL_DNS_SERVERS.split(",").map((s) => s.trim()).filter(Boolean);
+  const dnsServers = c.SIGIL_DNS_SERVERS.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const server of dnsServers) {
     if (!/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:]+)$/.test(server)) {
-      throw new Error(`invalid enclave configuration: SIGIL_DNS_SERVERS entry "${server}" is not an IP address (with an optional port)`);
+      throw new Error(
+        `invalid enclave configuration: SIGIL_DNS_SERVERS entry "${server}" is not an IP address (with an optional port)`,
+      );
     }
   }
   const pollMs = c.SIGIL_LISTENER_POLL_MS ?? (c.SIGIL_ENV === "production" ? 10_000 : 1_000);
@@ -212,7 +240,10 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     nonceQuotes: {
       perClient: { capacity: c.SIGIL_NONCE_QUOTES_BURST, perSecond: c.SIGIL_NONCE_QUOTES_PER_SECOND },
       // Two seconds' worth at once: a few verifiers arriving together are all served.
-      total: { capacity: Math.max(c.SIGIL_NONCE_QUOTES_BURST, Math.ceil(2 * c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND)), perSecond: c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND },
+      total: {
+        capacity: Math.max(c.SIGIL_NONCE_QUOTES_BURST, Math.ceil(2 * c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND)),
+        perSecond: c.SIGIL_NONCE_QUOTES_TOTAL_PER_SECOND,
+      },
     },
     ipfsGateway: c.SIGIL_IPFS_GATEWAY.replace(/\/+$/, ""),
     ipfsTimeoutMs: c.SIGIL_IPFS_TIMEOUT_MS,
@@ -220,7 +251,10 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     fetchDenyPorts: denyPorts,
     sandboxWorkers: c.SIGIL_SANDBOX_WORKERS,
     runsPerWorker: c.SIGIL_SANDBOX_RUNS_PER_WORKER,
-    sandboxRecycle: { instanceGrowthBytes: c.SIGIL_SANDBOX_RECYCLE_MB * 1024 * 1024, workerHeapBytes: c.SIGIL_SANDBOX_WORKER_RECYCLE_MB * 1024 * 1024 },
+    sandboxRecycle: {
+      instanceGrowthBytes: c.SIGIL_SANDBOX_RECYCLE_MB * 1024 * 1024,
+      workerHeapBytes: c.SIGIL_SANDBOX_WORKER_RECYCLE_MB * 1024 * 1024,
+    },
     watchdogGraceMs: c.SIGIL_SANDBOX_WATCHDOG_GRACE_MS,
     sandboxMemoryBytes: c.SIGIL_SANDBOX_MEMORY_MB * 1024 * 1024,
     dns: { servers: dnsServers, timeoutMs: c.SIGIL_DNS_TIMEOUT_MS, tries: 2 },

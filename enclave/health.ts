@@ -90,7 +90,11 @@ export async function internalHealth(parts: HealthParts): Promise<{ serving: boo
   let payers: InternalHealth["payers"];
   let reachable = true;
   try {
-    payers = (await enclave.payers.balances()).map((p) => ({ address: p.address.toLowerCase(), balance_wei: p.balance_wei, low: p.low }));
+    payers = (await enclave.payers.balances()).map((p) => ({
+      address: p.address.toLowerCase(),
+      balance_wei: p.balance_wei,
+      low: p.low,
+    }));
   } catch {
     reachable = false;
     payers = body.payers.map((address) => ({ address, balance_wei: null, low: null }));

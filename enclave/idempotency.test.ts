@@ -40,7 +40,10 @@ describe("OperationMemory", () => {
     op.finish(ok('{"group_id":"1"}'));
     expect(await first).toEqual({ answer: ok('{"group_id":"1"}'), replayed: false });
     expect(await joined).toEqual({ answer: ok('{"group_id":"1"}'), replayed: true });
-    expect(await memory.once("k:a", "fp", "r3", op.perform)).toEqual({ answer: ok('{"group_id":"1"}'), replayed: true });
+    expect(await memory.once("k:a", "fp", "r3", op.perform)).toEqual({
+      answer: ok('{"group_id":"1"}'),
+      replayed: true,
+    });
     expect(op.started).toBe(1);
   });
 
@@ -49,7 +52,11 @@ describe("OperationMemory", () => {
     await memory.once("k:a", "fp", "r1", async () => ok("{}"));
     const other = operation();
     const { answer } = await memory.once("k:a", "another", "r2", other.perform);
-    expect(answer).toMatchObject({ ok: false, status: 422, error: { code: "idempotency_key_reused", request_id: "r2" } });
+    expect(answer).toMatchObject({
+      ok: false,
+      status: 422,
+      error: { code: "idempotency_key_reused", request_id: "r2" },
+    });
     expect(other.started).toBe(0);
   });
 
@@ -78,13 +85,23 @@ describe("OperationMemory", () => {
     const first = OperationMemory.identify("add_group", "idem", body(a))!;
     expect(first.scope).not.toBe(OperationMemory.identify("add_group", "idem", body(b))!.scope);
     expect(OperationMemory.identify("add_group", "idem", { group_name: "g", api_key: a })).toEqual(first);
-    expect(OperationMemory.identify("add_group", "idem", body(a, { group_name: "h" }))!.fingerprint).not.toBe(first.fingerprint);
+    expect(OperationMemory.identify("add_group", "idem", body(a, { group_name: "h" }))!.fingerprint).not.toBe(
+      first.fingerprint,
+    );
     expect(OperationMemory.identify("remove_group", "idem", body(a))!.fingerprint).not.toBe(first.fingerprint);
     const run = OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 3000 }))!;
     expect(OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 9000 }))).toEqual(run);
     // A retry whose first attempt was charged already holds (and is granted) other seconds: the same run.
-    expect(OperationMemory.identify("sigil_action", "idem", body(a, { code: "x", timeout_ms: 1000, billing: { granted_seconds: 1 } }))).toEqual(run);
-    expect(OperationMemory.identify("create_wallet_with_signature", "idem", { typed_data: {}, signature: "0x" })).toBeUndefined();
+    expect(
+      OperationMemory.identify(
+        "sigil_action",
+        "idem",
+        body(a, { code: "x", timeout_ms: 1000, billing: { granted_seconds: 1 } }),
+      ),
+    ).toEqual(run);
+    expect(
+      OperationMemory.identify("create_wallet_with_signature", "idem", { typed_data: {}, signature: "0x" }),
+    ).toBeUndefined();
     expect(OperationMemory.identify("add_group", "idem", "not an object")).toBeUndefined();
   });
 
@@ -94,7 +111,9 @@ describe("OperationMemory", () => {
     expect(first).toEqual({ scope: "open:client-a", fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(OperationMemory.identify("new_account", "client-b", body("n"))!.scope).not.toBe(first!.scope);
     expect(OperationMemory.identify("new_account", "client-a", body("m"))!.fingerprint).not.toBe(first!.fingerprint);
-    expect(OperationMemory.identify("add_group", "client-a", { api_key: generateApiKey(), group_name: "g" })!.scope).not.toBe(first!.scope);
+    expect(
+      OperationMemory.identify("add_group", "client-a", { api_key: generateApiKey(), group_name: "g" })!.scope,
+    ).not.toBe(first!.scope);
   });
 
   it("forgets an answered operation a day after it began", async () => {

@@ -45,7 +45,13 @@ const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms", "billing"]);
  */
 const KEYLESS_REMEMBERED: ReadonlySet<string> = new Set(["new_account"]);
 
-type Entry = { fingerprint: string; answer: Promise<RememberedAnswer>; createdAt: number; answered: boolean; bytes: number };
+type Entry = {
+  fingerprint: string;
+  answer: Promise<RememberedAnswer>;
+  createdAt: number;
+  answered: boolean;
+  bytes: number;
+};
 
 /** Whether an answer says the operation did nothing, so a retry may do it: kept otherwise. */
 function didNothing(answer: RememberedAnswer): boolean {
@@ -71,12 +77,18 @@ export class OperationMemory {
    * and fingerprint; undefined when the body names no key and the operation is not new_account
    * (it is answered as it is).
    */
-  static identify(op: string, idempotencyKey: string, parsed: unknown): { scope: string; fingerprint: string } | undefined {
+  static identify(
+    op: string,
+    idempotencyKey: string,
+    parsed: unknown,
+  ): { scope: string; fingerprint: string } | undefined {
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
     const { api_key: apiKey } = parsed as { api_key?: unknown };
     if (typeof apiKey !== "string" && !KEYLESS_REMEMBERED.has(op)) return undefined;
     const asked = Object.fromEntries(Object.entries(parsed).filter(([k]) => !NOT_FINGERPRINTED.has(k)));
-    const fingerprint = createHash("sha256").update(`${op}\n${canonicalJson(asked)}`).digest("hex");
+    const fingerprint = createHash("sha256")
+      .update(`${op}\n${canonicalJson(asked)}`)
+      .digest("hex");
     // A key hash is hex digits only, so no caller's scope is ever `open:…`.
     const owner = typeof apiKey === "string" ? apiKeyHash(apiKey).toString(16) : "open";
     return { scope: `${owner}:${idempotencyKey}`, fingerprint };
@@ -86,12 +98,20 @@ export class OperationMemory {
    * `perform`'s answer, once per scope: a second call while the first runs waits for it, one after
    * gets the answer it ended with (`replayed`), one with another fingerprint a 422.
    */
-  async once(scope: string, fingerprint: string, requestId: string, perform: () => Promise<RememberedAnswer>): Promise<{ answer: RememberedAnswer; replayed: boolean }> {
+  async once(
+    scope: string,
+    fingerprint: string,
+    requestId: string,
+    perform: () => Promise<RememberedAnswer>,
+  ): Promise<{ answer: RememberedAnswer; replayed: boolean }> {
     this.#expire();
     const known = this.#entries.get(scope);
     if (known) {
       if (known.fingerprint !== fingerprint) {
-        const err = new SigilError("idempotency_key_reused", "this Idempotency-Key was used with another request; use a new key for a new request");
+        const err = new SigilError(
+          "idempotency_key_reused",
+          "this Idempotency-Key was used with another request; use a new key for a new request",
+        );
         return { answer: { ok: false, status: err.status, error: errorBody(err, requestId).error }, replayed: false };
       }
       return { answer: await known.answer, replayed: true };

@@ -12,7 +12,17 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, type Address, type PublicClient, type TransactionReceipt } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  getAddress,
+  http,
+  parseEventLogs,
+  type Address,
+  type PublicClient,
+  type TransactionReceipt,
+} from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -47,8 +57,16 @@ beforeAll(async () => {
   const owner = getAddress(first);
   const { proxy } = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
   send = async (functionName, args) => {
-    const { request } = await publicClient.simulateContract({ address: proxy, abi: accountConfigAbi, functionName, args, account: owner } as never);
-    const receipt = await publicClient.waitForTransactionReceipt({ hash: await walletClient.writeContract(request as never) });
+    const { request } = await publicClient.simulateContract({
+      address: proxy,
+      abi: accountConfigAbi,
+      functionName,
+      args,
+      account: owner,
+    } as never);
+    const receipt = await publicClient.waitForTransactionReceipt({
+      hash: await walletClient.writeContract(request as never),
+    });
     if (receipt.status !== "success") throw new Error(`${functionName} reverted`);
     return receipt;
   };
@@ -112,7 +130,10 @@ describe("the chain listener feeding the permission cache", () => {
 
     // Warm: the wallet's grant and the permission to run the action are cached, and a poll that
     // reads no event of the account keeps them.
-    expect(await cache.wallet(master, cid, wallet)).toEqual({ value: { allowed: true, derivation: 7n }, cached: false });
+    expect(await cache.wallet(master, cid, wallet)).toEqual({
+      value: { allowed: true, derivation: 7n },
+      cached: false,
+    });
     expect(await cache.canExecute(master, cid)).toEqual({ value: true, cached: false });
     await running.listener.poll();
     expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n });
@@ -120,8 +141,14 @@ describe("the chain listener feeding the permission cache", () => {
 
     await send("removePkpFromGroup", [master, groupId, wallet]);
     await running.listener.poll();
-    expect(cache.cachedWallet(master, cid, wallet), "the revoked wallet's grant outlived the poll that read its revocation").toBeUndefined();
-    expect(await cache.wallet(master, cid, wallet)).toEqual({ value: { allowed: false, derivation: 0n }, cached: false });
+    expect(
+      cache.cachedWallet(master, cid, wallet),
+      "the revoked wallet's grant outlived the poll that read its revocation",
+    ).toBeUndefined();
+    expect(await cache.wallet(master, cid, wallet)).toEqual({
+      value: { allowed: false, derivation: 0n },
+      cached: false,
+    });
 
     // The poll dropped every entry of the account: the permission to run is cached again, from
     // after the wallet's revocation has left the read window.
@@ -131,6 +158,9 @@ describe("the chain listener feeding the permission cache", () => {
     expect(await cache.canExecute(master, cid)).toEqual({ value: true, cached: true });
     await send("removeActionFromGroup", [master, groupId, cid]);
     await running.listener.poll();
-    expect(await cache.canExecute(master, cid), "the revoked action's permission outlived the poll that read its revocation").toEqual({ value: false, cached: false });
+    expect(
+      await cache.canExecute(master, cid),
+      "the revoked action's permission outlived the poll that read its revocation",
+    ).toEqual({ value: false, cached: false });
   });
 });

@@ -39,7 +39,10 @@ export type RunningEnclave = {
 /** The enclave's log sink: each line straight to stdout, whatever its level (the host collects stdout). */
 const stdoutSink = (line: string) => process.stdout.write(`${line}\n`);
 
-export async function startEnclave(config: EnclaveConfig, log: Logger = createLogger(config.logLevel, { service: "enclave" }, stdoutSink)): Promise<RunningEnclave> {
+export async function startEnclave(
+  config: EnclaveConfig,
+  log: Logger = createLogger(config.logLevel, { service: "enclave" }, stdoutSink),
+): Promise<RunningEnclave> {
   const root = await loadRootKey(config.rootKey);
   log.info("root key loaded", { provider: config.rootKey.provider, source: root.source });
   const keyring = new Keyring(root.key);
@@ -68,7 +71,14 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   let app: ReturnType<typeof createEnclaveApp> | undefined;
   let channelRequest: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const appListener = getRequestListener((request, env) =>
-    app ? app.fetch(request, env) : Response.json({ error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() } }, { status: 503, headers: { "Retry-After": "1" } }),
+    app
+      ? app.fetch(request, env)
+      : Response.json(
+          {
+            error: { code: "enclave_unavailable", message: "the enclave is starting", request_id: crypto.randomUUID() },
+          },
+          { status: 503, headers: { "Retry-After": "1" } },
+        ),
   );
   const server = createServer((req, res) => {
     if (channelRequest && req.method === "POST" && req.url === "/channel/v1") channelRequest(req, res);
@@ -141,7 +151,8 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   const dispatch = createDispatcher(enclave, {
     health: async () => (await internalHealth(health)).body,
     // The public attestation routes, answering as they would the client the edge names.
-    attestation: async (query, client, headers) => publicApp.fetch(new Request(`http://enclave/attestation${query}`, { headers }), { sigilClient: client }),
+    attestation: async (query, client, headers) =>
+      publicApp.fetch(new Request(`http://enclave/attestation${query}`, { headers }), { sigilClient: client }),
   });
   channelRequest = channelListener(
     channel,
@@ -157,7 +168,14 @@ export async function startEnclave(config: EnclaveConfig, log: Logger = createLo
   );
 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  log.info("enclave listening", { url, chainId: chain.chain.id, contract: chain.contract, payers: payers.addresses, workers: config.sandboxWorkers, secp256k1: ECDSA_BACKEND });
+  log.info("enclave listening", {
+    url,
+    chainId: chain.chain.id,
+    contract: chain.contract,
+    payers: payers.addresses,
+    workers: config.sandboxWorkers,
+    secp256k1: ECDSA_BACKEND,
+  });
 
   return {
     url,

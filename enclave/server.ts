@@ -31,7 +31,9 @@ function clientOf(c: Context): string {
   return `peer:${env?.incoming?.socket.remoteAddress ?? "unknown"}`;
 }
 
-export function createEnclaveApp(parts: HealthParts & { attestation: AttestationRoutesOptions; channel: Channel }): Hono<Env> {
+export function createEnclaveApp(
+  parts: HealthParts & { attestation: AttestationRoutesOptions; channel: Channel },
+): Hono<Env> {
   const { enclave, attestation, channel } = parts;
   const app = new Hono<Env>();
 
@@ -45,7 +47,10 @@ export function createEnclaveApp(parts: HealthParts & { attestation: Attestation
   });
 
   app.all("/internal/*", () => {
-    throw new SigilError("permission_denied", "the internal API is served only through the attested channel (GET /channel, then POST /channel/v1)");
+    throw new SigilError(
+      "permission_denied",
+      "the internal API is served only through the attested channel (GET /channel, then POST /channel/v1)",
+    );
   });
   channelRoutes(app, channel);
 

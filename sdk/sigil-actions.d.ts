@@ -125,7 +125,12 @@ export interface SigilRequest {
  * The codes an error thrown by the host carries in `code` (others have none). One that escapes
  * `main` gives the run this `error.code`.
  */
-export type SigilHostErrorCode = "permission_denied" | "limit_exceeded" | "chain_unavailable" | "wallet_key_mismatch" | "script_error";
+export type SigilHostErrorCode =
+  | "permission_denied"
+  | "limit_exceeded"
+  | "chain_unavailable"
+  | "wallet_key_mismatch"
+  | "script_error";
 
 /** An error the host threw: its `code`, when it has one, is the run's error code if it escapes main. */
 export interface SigilHostError extends Error {
@@ -195,7 +200,16 @@ export interface SigilActions {
 export type SigilMain<P = { [key: string]: JsonValue } | null, R = unknown> = (params: P) => R | Promise<R>;
 
 /** The integer typed arrays `crypto.getRandomValues` fills. */
-export type IntegerTypedArray = Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+export type IntegerTypedArray =
+  | Int8Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array;
 
 /** What `new Headers(…)` and fetch's `headers` take. */
 export type SigilHeadersInit = SigilHeaders | ReadonlyArray<readonly [string, string]> | Record<string, string>;

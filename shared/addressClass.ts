@@ -82,7 +82,12 @@ function parseIPv6(s: string): bigint | null {
   const needed = 8 - tail.length;
   const zeros = needed - left.length - right.length;
   if (halves.length === 1 ? zeros !== 0 : zeros < 0) return null;
-  const groups = [...left.map((g) => parseInt(g, 16)), ...new Array<number>(zeros).fill(0), ...right.map((g) => parseInt(g, 16)), ...tail];
+  const groups = [
+    ...left.map((g) => parseInt(g, 16)),
+    ...new Array<number>(zeros).fill(0),
+    ...right.map((g) => parseInt(g, 16)),
+    ...tail,
+  ];
   if (groups.length !== 8 || groups.some((g) => !Number.isInteger(g) || g < 0 || g > 0xffff)) return null;
   return groups.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
 }

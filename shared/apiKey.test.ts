@@ -10,7 +10,8 @@ const STANDARD_BASE64_KEY = /^[A-Za-z0-9+/]{43}=$/;
 const keyOf = (bytes: Uint8Array): string => Buffer.from(bytes).toString("base64");
 
 /** Replaces the character at `index`. */
-const withChar = (key: string, index: number, char: string): string => key.slice(0, index) + char + key.slice(index + 1);
+const withChar = (key: string, index: number, char: string): string =>
+  key.slice(0, index) + char + key.slice(index + 1);
 
 describe("generateApiKey", () => {
   it("gives 44 characters of standard base64 ending in a single '='", () => {

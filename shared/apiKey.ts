@@ -34,7 +34,10 @@ export function keyRefusal(key: { known: boolean; isMaster: boolean; live: boole
   if (!key.known) return new SigilError("invalid_api_key", "the API key is not valid");
   if (key.live) return undefined;
   if (key.isMaster) {
-    return new SigilError("chain_secured_account", "this account is ChainSecured: its old master key may read, but writes are sent on chain by its admin wallet and it can no longer run scripts");
+    return new SigilError(
+      "chain_secured_account",
+      "this account is ChainSecured: its old master key may read, but writes are sent on chain by its admin wallet and it can no longer run scripts",
+    );
   }
   return new SigilError("invalid_api_key", "the API key has expired");
 }

@@ -17,7 +17,15 @@ const MILLION_COUNTING = "QmdYtJPxn8AScSVjvuj7SEZPk4tPfmZUnfAFHppFWPR2DS";
 const MAIN_SCRIPT_SOURCE = 'async function main() { return "hello"; }';
 const MAIN_SCRIPT = "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6";
 
-const VECTORS = [HELLO_WORLD_NL, EMPTY, HELLO_WORLD, ONE_CHUNK_OF_A, ONE_CHUNK_PLUS_ONE_OF_A, MILLION_COUNTING, MAIN_SCRIPT];
+const VECTORS = [
+  HELLO_WORLD_NL,
+  EMPTY,
+  HELLO_WORLD,
+  ONE_CHUNK_OF_A,
+  ONE_CHUNK_PLUS_ONE_OF_A,
+  MILLION_COUNTING,
+  MAIN_SCRIPT,
+];
 
 describe("computeCid", () => {
   it('gives QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o for "hello world\\n"', async () => {
@@ -113,7 +121,8 @@ describe("canonicalCid", () => {
 
   it("turns a dag-pb sha2-256 CIDv1 into its CIDv0, in base32 (bafy…), base58btc (z…) and base36 (k…)", () => {
     expect(v1.toString()).toMatch(/^bafy/);
-    for (const form of [v1.toString(), v1.toString(base58btc), v1.toString(base36)]) expect(canonicalCid(form), form).toBe(MAIN_SCRIPT);
+    for (const form of [v1.toString(), v1.toString(base58btc), v1.toString(base36)])
+      expect(canonicalCid(form), form).toBe(MAIN_SCRIPT);
   });
 
   function refusal(value: string): SigilError {
@@ -140,7 +149,14 @@ describe("canonicalCid", () => {
   });
 
   it("refuses what is not a CID, or not one in a base it reads", () => {
-    for (const value of ["not-a-cid", "", ` ${MAIN_SCRIPT}`, MAIN_SCRIPT.slice(0, 45), v1.toString().toUpperCase(), "0x1234"]) {
+    for (const value of [
+      "not-a-cid",
+      "",
+      ` ${MAIN_SCRIPT}`,
+      MAIN_SCRIPT.slice(0, 45),
+      v1.toString().toUpperCase(),
+      "0x1234",
+    ]) {
       expect(refusal(value).message, value).toMatch(/not an IPFS CID/);
     }
   });

@@ -49,7 +49,13 @@ type Args = readonly unknown[];
 
 /** Sends a write (simulated first); fails the setup if it reverts. */
 async function send(functionName: string, args: Args, from: Address = owner) {
-  const { request, result } = await publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName, args, account: from } as never);
+  const { request, result } = await publicClient.simulateContract({
+    address: contract,
+    abi: accountConfigAbi,
+    functionName,
+    args,
+    account: from,
+  } as never);
   const hash = await walletClient.writeContract(request as never);
   const receipt = await publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success") throw new Error(`${functionName} reverted`);
@@ -59,7 +65,13 @@ async function send(functionName: string, args: Args, from: Address = owner) {
 /** The viem error a simulated write from `from` reverts with. */
 async function simulateError(functionName: string, args: Args, from: Address = owner): Promise<unknown> {
   try {
-    await publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName, args, account: from } as never);
+    await publicClient.simulateContract({
+      address: contract,
+      abi: accountConfigAbi,
+      functionName,
+      args,
+      account: from,
+    } as never);
   } catch (err) {
     return err;
   }
@@ -69,7 +81,8 @@ async function simulateError(functionName: string, args: Args, from: Address = o
 /** The raw revert data (selector + ABI-encoded arguments) inside a viem error. */
 function revertData(err: unknown): string {
   const reverted = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError) : null;
-  if (!(reverted instanceof ContractFunctionRevertedError) || !reverted.raw) throw new Error("no revert data in the error");
+  if (!(reverted instanceof ContractFunctionRevertedError) || !reverted.raw)
+    throw new Error("no revert data in the error");
   return reverted.raw;
 }
 
@@ -171,7 +184,7 @@ describe("mapContractError: custom errors from real reverts", () => {
     expect(e.status).toBe(403);
   });
 
-  it("NotAllowed without a group → permission_denied with details {scope, group_id: \"0\"}", async () => {
+  it('NotAllowed without a group → permission_denied with details {scope, group_id: "0"}', async () => {
     const err = await simulateError("addGroup", [weakKey, "g", "", [], []]);
     expect(findRevert(err)).toEqual({ name: "NotAllowed", args: ["group:create", 0n] });
     const e = mapped(err, { keyHash: weakKey });
@@ -235,7 +248,11 @@ describe("mapContractError: custom errors from real reverts", () => {
   it("a multicall's inner revert maps as the inner call's own (group_not_found, 404)", async () => {
     const data = [
       encodeFunctionData({ abi: accountConfigAbi, functionName: "registerActions", args: [master, 0n, ["QmInBatch"]] }),
-      encodeFunctionData({ abi: accountConfigAbi, functionName: "addActionToGroup", args: [master, 999n, cidHash("QmInBatch")] }),
+      encodeFunctionData({
+        abi: accountConfigAbi,
+        functionName: "addActionToGroup",
+        args: [master, 999n, cidHash("QmInBatch")],
+      }),
     ];
     const err = await simulateError("multicall", [data]);
     expect(findRevert(err)?.name).toBe("GroupDoesNotExist");
@@ -269,7 +286,13 @@ describe("mapContractError: custom errors from real reverts", () => {
   });
 
   it("InvalidRequest → invalid_request (400) with the contract's reason", async () => {
-    const err = await simulateError("registerWalletDerivation", [master, "0x0000000000000000000000000000000000000000", 1n, "", ""]);
+    const err = await simulateError("registerWalletDerivation", [
+      master,
+      "0x0000000000000000000000000000000000000000",
+      1n,
+      "",
+      "",
+    ]);
     expect(findRevert(err)).toEqual({ name: "InvalidRequest", args: ["wallet is the zero address"] });
     const e = mapped(err, { keyHash: master });
     expect(e.code).toBe("invalid_request");
@@ -297,7 +320,13 @@ describe("mapContractError: custom errors from real reverts", () => {
   it("maps a revert met in gas estimation (not a simulation) the same way", async () => {
     let err: unknown;
     try {
-      await publicClient.estimateContractGas({ address: contract, abi: accountConfigAbi, functionName: "addGroup", args: [weakKey, "g", "", [], []], account: owner });
+      await publicClient.estimateContractGas({
+        address: contract,
+        abi: accountConfigAbi,
+        functionName: "addGroup",
+        args: [weakKey, "g", "", [], []],
+        account: owner,
+      });
     } catch (e) {
       err = e;
     }

@@ -22,11 +22,16 @@ export function mapContractError(err: unknown, context: { keyHash?: bigint } = {
   if (revert) {
     const mapped = mapRevert(revert.name, revert.args, context);
     if (mapped) return { error: mapped, internal: false };
-    return { error: new SigilError("internal_error", "the contract refused the request for an unexpected reason"), internal: true };
+    return {
+      error: new SigilError("internal_error", "the contract refused the request for an unexpected reason"),
+      internal: true,
+    };
   }
   if (isChainUnreachable(err)) {
     return {
-      error: new SigilError("chain_unavailable", "the chain could not be reached; try again shortly", { retryAfterSeconds: 5 }),
+      error: new SigilError("chain_unavailable", "the chain could not be reached; try again shortly", {
+        retryAfterSeconds: 5,
+      }),
       internal: true,
     };
   }
@@ -77,23 +82,31 @@ function mapRevert(name: string, args: readonly unknown[], context: { keyHash?: 
     case "NotAllowed": {
       const scope = String(first);
       const groupId = typeof args[1] === "bigint" ? args[1] : 0n;
-      return new SigilError("permission_denied", `the API key lacks the ${scope} permission${groupId === 0n ? "" : ` for group ${groupId}`}`, {
-        details: { scope, group_id: groupId.toString() },
-      });
+      return new SigilError(
+        "permission_denied",
+        `the API key lacks the ${scope} permission${groupId === 0n ? "" : ` for group ${groupId}`}`,
+        {
+          details: { scope, group_id: groupId.toString() },
+        },
+      );
     }
     case "GroupDoesNotExist":
       return new SigilError("group_not_found", `group ${String(first)} does not exist`);
     case "ActionDoesNotExist":
       return new SigilError("action_not_found", "the action is not registered with this account or group");
     case "WalletNotRegistered":
-      return new SigilError("wallet_not_found", `wallet ${String(first).toLowerCase()} is not registered to this account`);
+      return new SigilError(
+        "wallet_not_found",
+        `wallet ${String(first).toLowerCase()} is not registered to this account`,
+      );
     case "WalletAlreadyRegistered":
       return new SigilError("already_exists", `wallet ${String(first).toLowerCase()} is already registered`);
     case "AccountAlreadyExists":
       return new SigilError("already_exists", "that account or admin wallet already exists");
     case "InvalidRequest": {
       const reason = String(first);
-      if (reason === "wallet is not in the group") return new SigilError("wallet_not_found", "the wallet is not in the group");
+      if (reason === "wallet is not in the group")
+        return new SigilError("wallet_not_found", "the wallet is not in the group");
       return new SigilError("invalid_request", reason);
     }
     case "LimitExceeded":

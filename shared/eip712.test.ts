@@ -45,7 +45,9 @@ type Envelope = {
 
 /** A fresh, valid envelope as a client would send it (JSON round trip, so edits never leak). */
 function envelope(primaryType: SigilPrimaryType = "CreateWallet", issuedAt: number = NOW): Envelope {
-  return JSON.parse(JSON.stringify(buildTypedData({ primaryType, address: ADDRESS, chainId: CHAIN_ID, issuedAt }))) as Envelope;
+  return JSON.parse(
+    JSON.stringify(buildTypedData({ primaryType, address: ADDRESS, chainId: CHAIN_ID, issuedAt })),
+  ) as Envelope;
 }
 
 function validate<P extends SigilPrimaryType>(
@@ -114,36 +116,45 @@ describe("buildTypedData", () => {
   });
 
   it("gives issuedAt as a decimal string, from a number or a bigint", () => {
-    expect(buildTypedData({ primaryType: "BillingAuth", address: ADDRESS, chainId: 1, issuedAt: 1_700_000_000 }).message.issuedAt).toBe(
-      "1700000000",
-    );
-    expect(buildTypedData({ primaryType: "BillingAuth", address: ADDRESS, chainId: 1n, issuedAt: 1_700_000_001n }).message.issuedAt).toBe(
-      "1700000001",
-    );
+    expect(
+      buildTypedData({ primaryType: "BillingAuth", address: ADDRESS, chainId: 1, issuedAt: 1_700_000_000 }).message
+        .issuedAt,
+    ).toBe("1700000000");
+    expect(
+      buildTypedData({ primaryType: "BillingAuth", address: ADDRESS, chainId: 1n, issuedAt: 1_700_000_001n }).message
+        .issuedAt,
+    ).toBe("1700000001");
   });
 
   it.each(PRIMARY_TYPES)("builds a %s envelope that validateTypedData accepts", (primaryType) => {
-    expectAccepted(validate(buildTypedData({ primaryType, address: ADDRESS, chainId: CHAIN_ID, issuedAt: NOW }), { primaryType }));
+    expectAccepted(
+      validate(buildTypedData({ primaryType, address: ADDRESS, chainId: CHAIN_ID, issuedAt: NOW }), { primaryType }),
+    );
   });
 });
 
 describe("typedDataDigest", () => {
   it.each(PRIMARY_TYPES)("matches viem's hashTypedData on the built %s typed data", (primaryType) => {
     const td = buildTypedData({ primaryType, address: ADDRESS, chainId: CHAIN_ID, issuedAt: NOW });
-    expect(typedDataDigest({ primaryType, chainId: CHAIN_ID, address: ADDRESS, issuedAt: BigInt(NOW) })).toBe(hashTypedData(signableTypedData(td)));
+    expect(typedDataDigest({ primaryType, chainId: CHAIN_ID, address: ADDRESS, issuedAt: BigInt(NOW) })).toBe(
+      hashTypedData(signableTypedData(td)),
+    );
   });
 
-  it.each(PRIMARY_TYPES)("matches keccak256(0x1901 ‖ domainSeparator ‖ structHash) computed by hand for %s", (primaryType) => {
-    for (const [chainId, issuedAt] of [
-      [31337n, BigInt(NOW)],
-      [1n, 0n],
-      [8453n, 4_102_444_800n],
-    ] as const) {
-      expect(typedDataDigest({ primaryType, chainId, address: ADDRESS, issuedAt })).toBe(
-        handDigest(primaryType, chainId, ADDRESS, issuedAt),
-      );
-    }
-  });
+  it.each(PRIMARY_TYPES)(
+    "matches keccak256(0x1901 ‖ domainSeparator ‖ structHash) computed by hand for %s",
+    (primaryType) => {
+      for (const [chainId, issuedAt] of [
+        [31337n, BigInt(NOW)],
+        [1n, 0n],
+        [8453n, 4_102_444_800n],
+      ] as const) {
+        expect(typedDataDigest({ primaryType, chainId, address: ADDRESS, issuedAt })).toBe(
+          handDigest(primaryType, chainId, ADDRESS, issuedAt),
+        );
+      }
+    },
+  );
 
   it("differs between primary types, chains, addresses and times", () => {
     const base = { primaryType: "CreateWallet", chainId: CHAIN_ID, address: ADDRESS, issuedAt: BigInt(NOW) } as const;
@@ -158,27 +169,45 @@ describe("typedDataDigest", () => {
 
   it("does not depend on the address's letter case", () => {
     const base = { primaryType: "ConvertAccount", chainId: CHAIN_ID, issuedAt: BigInt(NOW) } as const;
-    expect(typedDataDigest({ ...base, address: ADDRESS.toLowerCase() as Address })).toBe(typedDataDigest({ ...base, address: ADDRESS }));
+    expect(typedDataDigest({ ...base, address: ADDRESS.toLowerCase() as Address })).toBe(
+      typedDataDigest({ ...base, address: ADDRESS }),
+    );
   });
 });
 
 describe("a signature made with viem", () => {
-  it.each(PRIMARY_TYPES)("over a %s envelope recovers to its signer with validateTypedData's digest", async (primaryType) => {
-    const signer = privateKeyToAccount(generatePrivateKey());
-    const td = buildTypedData({ primaryType, address: signer.address, chainId: CHAIN_ID, issuedAt: NOW });
-    const signature = await signer.signTypedData(signableTypedData(td));
+  it.each(PRIMARY_TYPES)(
+    "over a %s envelope recovers to its signer with validateTypedData's digest",
+    async (primaryType) => {
+      const signer = privateKeyToAccount(generatePrivateKey());
+      const td = buildTypedData({ primaryType, address: signer.address, chainId: CHAIN_ID, issuedAt: NOW });
+      const signature = await signer.signTypedData(signableTypedData(td));
 
-    const result = validateTypedData(td, { primaryType, chainId: CHAIN_ID, now: NOW, signature, expectedAddress: signer.address });
-    if (!result.ok) expect.fail(`rejected: ${result.error.code}`);
-    expect(await recoverAddress({ hash: result.value.digest, signature })).toBe(signer.address);
-  });
+      const result = validateTypedData(td, {
+        primaryType,
+        chainId: CHAIN_ID,
+        now: NOW,
+        signature,
+        expectedAddress: signer.address,
+      });
+      if (!result.ok) expect.fail(`rejected: ${result.error.code}`);
+      expect(await recoverAddress({ hash: result.value.digest, signature })).toBe(signer.address);
+    },
+  );
 
   it("does not recover to its signer under another primary type's digest", async () => {
     const signer = privateKeyToAccount(generatePrivateKey());
     const signature = await signer.signTypedData(
-      signableTypedData(buildTypedData({ primaryType: "CreateWallet", address: signer.address, chainId: CHAIN_ID, issuedAt: NOW })),
+      signableTypedData(
+        buildTypedData({ primaryType: "CreateWallet", address: signer.address, chainId: CHAIN_ID, issuedAt: NOW }),
+      ),
     );
-    const other = typedDataDigest({ primaryType: "AddUsageApiKey", chainId: CHAIN_ID, address: signer.address, issuedAt: BigInt(NOW) });
+    const other = typedDataDigest({
+      primaryType: "AddUsageApiKey",
+      chainId: CHAIN_ID,
+      address: signer.address,
+      issuedAt: BigInt(NOW),
+    });
     expect(await recoverAddress({ hash: other, signature })).not.toBe(signer.address);
   });
 });
@@ -292,7 +321,9 @@ describe("validateTypedData rejects with wrong_primary_type (400)", () => {
     expectRejected(validate(envelope("CreateWallet"), { primaryType: "ConvertAccount" }), "wrong_primary_type", 400);
   });
 
-  const pairs = PRIMARY_TYPES.flatMap((signed) => PRIMARY_TYPES.filter((p) => p !== signed).map((expected) => [signed, expected] as const));
+  const pairs = PRIMARY_TYPES.flatMap((signed) =>
+    PRIMARY_TYPES.filter((p) => p !== signed).map((expected) => [signed, expected] as const),
+  );
   it.each(pairs)("a %s envelope at the %s check", (signed, expected) => {
     expectRejected(validate(envelope(signed), { primaryType: expected }), "wrong_primary_type", 400);
   });
@@ -346,7 +377,10 @@ describe("validateTypedData rejects with invalid_typed_data (400)", () => {
     ["a message.address that is too short", (td) => (td.message.address = "0x1234")],
     ["a message.address that is not hex", (td) => (td.message.address = `0x${"g".repeat(40)}`)],
     ["a message.address without 0x", (td) => (td.message.address = ADDRESS.slice(2))],
-    ["a mixed-case message.address with a bad checksum", (td) => (td.message.address = `0x5AAeb6053F3E94C9b9A09f33669435E7Ef1BeAed`)],
+    [
+      "a mixed-case message.address with a bad checksum",
+      (td) => (td.message.address = `0x5AAeb6053F3E94C9b9A09f33669435E7Ef1BeAed`),
+    ],
     ["a message.address that is a number", (td) => (td.message.address = 5)],
     ['issuedAt "12.5"', (td) => (td.message.issuedAt = "12.5")],
     ['issuedAt "-1"', (td) => (td.message.issuedAt = "-1")],
@@ -387,7 +421,11 @@ describe("validateTypedData rejects with invalid_typed_data (400)", () => {
   });
 
   it("message.address other than expectedAddress", () => {
-    expectRejected(validate(envelope("ConvertAccount"), { primaryType: "ConvertAccount", expectedAddress: OTHER_ADDRESS }), "invalid_typed_data", 400);
+    expectRejected(
+      validate(envelope("ConvertAccount"), { primaryType: "ConvertAccount", expectedAddress: OTHER_ADDRESS }),
+      "invalid_typed_data",
+      400,
+    );
   });
 });
 
@@ -434,7 +472,11 @@ describe("validateTypedData checks in api.md's order", () => {
   });
 
   it("an oversized signature and a wrong primaryType → payload_too_large", () => {
-    expectRejected(validate(envelope("CreateWallet"), { primaryType: "BillingAuth", signature: `0x${"00".repeat(4097)}` }), "payload_too_large", 413);
+    expectRejected(
+      validate(envelope("CreateWallet"), { primaryType: "BillingAuth", signature: `0x${"00".repeat(4097)}` }),
+      "payload_too_large",
+      413,
+    );
   });
 
   it("a wrong primaryType and bad types → wrong_primary_type", () => {
@@ -469,7 +511,11 @@ describe("validateTypedData checks in api.md's order", () => {
   it("an expectedAddress mismatch and a wrong chainId → invalid_typed_data", () => {
     const td = envelope("ConvertAccount");
     td.domain.chainId = 1;
-    expectRejected(validate(td, { primaryType: "ConvertAccount", expectedAddress: OTHER_ADDRESS }), "invalid_typed_data", 400);
+    expectRejected(
+      validate(td, { primaryType: "ConvertAccount", expectedAddress: OTHER_ADDRESS }),
+      "invalid_typed_data",
+      400,
+    );
   });
 
   it("bad types and an expired issuedAt → invalid_typed_data", () => {
@@ -528,7 +574,12 @@ describe("validateTypedData edge forms", () => {
 describe("signableTypedData", () => {
   it("gives viem the same digest the validator computes, with no cast", async () => {
     const signer = privateKeyToAccount(generatePrivateKey());
-    const td = buildTypedData({ primaryType: "BillingAuth", address: signer.address, chainId: CHAIN_ID, issuedAt: NOW });
+    const td = buildTypedData({
+      primaryType: "BillingAuth",
+      address: signer.address,
+      chainId: CHAIN_ID,
+      issuedAt: NOW,
+    });
     const signable = signableTypedData(td);
     const signature = await signer.signTypedData(signable);
     const result = validate(td, { primaryType: "BillingAuth" });

@@ -88,7 +88,12 @@ export function signableTypedData<P extends SigilPrimaryType>(
 }
 
 /** The EIP-712 digest (`\x19\x01 ‖ domainSeparator ‖ hashStruct(message)`) that is signed. */
-export function typedDataDigest(args: { primaryType: SigilPrimaryType; chainId: number | bigint; address: Address; issuedAt: bigint }): Hex {
+export function typedDataDigest(args: {
+  primaryType: SigilPrimaryType;
+  chainId: number | bigint;
+  address: Address;
+  issuedAt: bigint;
+}): Hex {
   return hashTypedData({
     domain: sigilDomain(args.chainId),
     types: { [args.primaryType]: sigilMessageFields },
@@ -162,10 +167,16 @@ export function validateTypedData<P extends SigilPrimaryType>(
     return fail("invalid_typed_data", `types must declare exactly EIP712Domain and ${options.primaryType}`);
   }
   if (!sameFields(td.types.EIP712Domain, eip712DomainFields)) {
-    return fail("invalid_typed_data", "types.EIP712Domain must be name string, version string, chainId uint256, in that order");
+    return fail(
+      "invalid_typed_data",
+      "types.EIP712Domain must be name string, version string, chainId uint256, in that order",
+    );
   }
   if (!sameFields(td.types[options.primaryType], sigilMessageFields)) {
-    return fail("invalid_typed_data", `types.${options.primaryType} must be address address, issuedAt uint256, in that order`);
+    return fail(
+      "invalid_typed_data",
+      `types.${options.primaryType} must be address address, issuedAt uint256, in that order`,
+    );
   }
 
   const message = td.message;
@@ -173,11 +184,18 @@ export function validateTypedData<P extends SigilPrimaryType>(
     return fail("invalid_typed_data", "message must have exactly address and issuedAt");
   }
   if (typeof message.address !== "string" || !isWalletAddress(message.address)) {
-    return fail("invalid_typed_data", "message.address must be a 0x-prefixed 20-byte address (with a valid checksum if mixed-case)");
+    return fail(
+      "invalid_typed_data",
+      "message.address must be a 0x-prefixed 20-byte address (with a valid checksum if mixed-case)",
+    );
   }
   const issuedAt = parseUint(message.issuedAt);
-  if (issuedAt === undefined) return fail("invalid_typed_data", "message.issuedAt must be Unix seconds as a decimal string");
-  if (options.expectedAddress !== undefined && message.address.toLowerCase() !== options.expectedAddress.toLowerCase()) {
+  if (issuedAt === undefined)
+    return fail("invalid_typed_data", "message.issuedAt must be Unix seconds as a decimal string");
+  if (
+    options.expectedAddress !== undefined &&
+    message.address.toLowerCase() !== options.expectedAddress.toLowerCase()
+  ) {
     return fail("invalid_typed_data", "message.address must be the wallet named in the request");
   }
 
@@ -186,7 +204,10 @@ export function validateTypedData<P extends SigilPrimaryType>(
     return fail("invalid_typed_data", "domain must have exactly name, version and chainId");
   }
   if (domain.name !== EIP712_DOMAIN_NAME || domain.version !== EIP712_DOMAIN_VERSION) {
-    return fail("invalid_typed_data", `domain must be name "${EIP712_DOMAIN_NAME}", version "${EIP712_DOMAIN_VERSION}"`);
+    return fail(
+      "invalid_typed_data",
+      `domain must be name "${EIP712_DOMAIN_NAME}", version "${EIP712_DOMAIN_VERSION}"`,
+    );
   }
   const chainId = parseUint(domain.chainId);
   if (chainId === undefined) return fail("invalid_typed_data", "domain.chainId must be an integer");
@@ -197,7 +218,10 @@ export function validateTypedData<P extends SigilPrimaryType>(
   const now = BigInt(options.now);
   const skew = issuedAt > now ? issuedAt - now : now - issuedAt;
   if (skew > BigInt(ISSUED_AT_WINDOW_SECONDS)) {
-    return fail("signature_expired", `issuedAt must be within ${ISSUED_AT_WINDOW_SECONDS} seconds of the server's time`);
+    return fail(
+      "signature_expired",
+      `issuedAt must be within ${ISSUED_AT_WINDOW_SECONDS} seconds of the server's time`,
+    );
   }
 
   const address = getAddress(message.address);
@@ -226,7 +250,13 @@ function sameFields(value: unknown, expected: readonly { name: string; type: str
   return (
     Array.isArray(value) &&
     value.length === expected.length &&
-    value.every((f, i) => isRecord(f) && hasExactKeys(f, ["name", "type"]) && f.name === expected[i]!.name && f.type === expected[i]!.type)
+    value.every(
+      (f, i) =>
+        isRecord(f) &&
+        hasExactKeys(f, ["name", "type"]) &&
+        f.name === expected[i]!.name &&
+        f.type === expected[i]!.type,
+    )
   );
 }
 

@@ -24,14 +24,31 @@ const API_MD_TABLE: Record<number, string[]> = {
   // instance_not_found is not in api.md's table either: a client that pins the attestation
   // endpoints to an enclave instance the edge does not serve (issue 11, point 15) needs its own code.
   // webhook_not_found and delivery_not_found: issue 14's webhook endpoints and their deliveries.
-  404: ["not_found", "group_not_found", "wallet_not_found", "action_not_found", "account_not_found", "payment_not_found", "instance_not_found", "webhook_not_found", "delivery_not_found"],
+  404: [
+    "not_found",
+    "group_not_found",
+    "wallet_not_found",
+    "action_not_found",
+    "account_not_found",
+    "payment_not_found",
+    "instance_not_found",
+    "webhook_not_found",
+    "delivery_not_found",
+  ],
   // method_not_allowed is not in api.md's table: issue 11 asks for 405 with Allow on a known path
   // with another method, where the table only has 404 for unknown routes.
   405: ["method_not_allowed"],
   // request_in_progress, write_outcome_unknown and idempotency_key_reused are not in api.md's
   // table either: they are the Idempotency-Key answers issue 11 (point 19) added.
   // webhook_limit: issue 14's eleventh webhook endpoint.
-  409: ["already_exists", "payment_not_succeeded", "payment_belongs_to_another_account", "request_in_progress", "write_outcome_unknown", "webhook_limit"],
+  409: [
+    "already_exists",
+    "payment_not_succeeded",
+    "payment_belongs_to_another_account",
+    "request_in_progress",
+    "write_outcome_unknown",
+    "webhook_limit",
+  ],
   // body_timeout is not in api.md's table: a body that does not arrive within the edge's deadline is
   // refused before its request takes a place in admission (issue 26), and no code said so.
   408: ["body_timeout"],
@@ -113,16 +130,24 @@ describe("errorBody", () => {
   it("includes details when given", () => {
     const details = [{ path: "page_size", message: "at most 100" }];
     const body = errorBody(new SigilError("invalid_request", "Invalid request.", { details }), "req-2");
-    expect(body).toStrictEqual({ error: { code: "invalid_request", message: "Invalid request.", request_id: "req-2", details } });
+    expect(body).toStrictEqual({
+      error: { code: "invalid_request", message: "Invalid request.", request_id: "req-2", details },
+    });
   });
 
   it("includes falsy details such as null or 0", () => {
-    expect(errorBody(new SigilError("invalid_request", "m", { details: null }), "r").error).toHaveProperty("details", null);
+    expect(errorBody(new SigilError("invalid_request", "m", { details: null }), "r").error).toHaveProperty(
+      "details",
+      null,
+    );
     expect(errorBody(new SigilError("invalid_request", "m", { details: 0 }), "r").error).toHaveProperty("details", 0);
   });
 
   it("leaves out the cause and retryAfterSeconds", () => {
-    const error = new SigilError("enclave_unavailable", "Try again.", { cause: new Error("secret internals"), retryAfterSeconds: 3 });
+    const error = new SigilError("enclave_unavailable", "Try again.", {
+      cause: new Error("secret internals"),
+      retryAfterSeconds: 3,
+    });
     const body = errorBody(error, "req-3");
     expect(body).toStrictEqual({ error: { code: "enclave_unavailable", message: "Try again.", request_id: "req-3" } });
     expect(JSON.stringify(body)).not.toContain("secret internals");
@@ -145,7 +170,9 @@ describe("errorBodySchema", () => {
   });
 
   it("rejects a run-error code, which is not an HTTP error code", () => {
-    expect(errorBodySchema.safeParse({ error: { code: "script_error", message: "m", request_id: "r" } }).success).toBe(false);
+    expect(errorBodySchema.safeParse({ error: { code: "script_error", message: "m", request_id: "r" } }).success).toBe(
+      false,
+    );
   });
 
   it("rejects a body missing message or request_id", () => {

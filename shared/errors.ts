@@ -113,7 +113,13 @@ export class SigilError extends Error {
   constructor(
     code: ErrorCode,
     message: string,
-    options: { details?: unknown; retryAfterSeconds?: number; cause?: unknown; status?: ErrorStatus; expose?: boolean } = {},
+    options: {
+      details?: unknown;
+      retryAfterSeconds?: number;
+      cause?: unknown;
+      status?: ErrorStatus;
+      expose?: boolean;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
@@ -134,7 +140,8 @@ export type ErrorBody = { error: { code: ErrorCode; message: string; request_id:
 
 /** The body for `error`; one whose message is not for the client (see `expose`) becomes a bare `internal_error`. */
 export function errorBody(error: SigilError, requestId: string): ErrorBody {
-  if (!error.expose) return { error: { code: "internal_error", message: "an internal error occurred", request_id: requestId } };
+  if (!error.expose)
+    return { error: { code: "internal_error", message: "an internal error occurred", request_id: requestId } };
   return {
     error: {
       code: error.code,
@@ -152,7 +159,12 @@ export function errorBody(error: SigilError, requestId: string): ErrorBody {
  * costs its cent (billing.md, Fees).
  */
 export function sentTransactionError(err: SigilError, transactionHash: string): SigilError {
-  const details = err.details !== null && typeof err.details === "object" && !Array.isArray(err.details) ? err.details : err.details === undefined ? {} : { reason: err.details };
+  const details =
+    err.details !== null && typeof err.details === "object" && !Array.isArray(err.details)
+      ? err.details
+      : err.details === undefined
+        ? {}
+        : { reason: err.details };
   return new SigilError(err.code, err.message, {
     details: { ...details, transaction_hash: transactionHash },
     ...(err.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: err.retryAfterSeconds }),

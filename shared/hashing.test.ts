@@ -74,7 +74,9 @@ describe("walletLookupHash", () => {
   });
 
   it("hashes the zero address as 20 zero bytes", () => {
-    expect(walletLookupHash("0x0000000000000000000000000000000000000000")).toBe(uint256(keccak_256(new Uint8Array(20))));
+    expect(walletLookupHash("0x0000000000000000000000000000000000000000")).toBe(
+      uint256(keccak_256(new Uint8Array(20))),
+    );
   });
 });
 

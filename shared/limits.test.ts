@@ -23,12 +23,23 @@ describe("runLimitsSchema", () => {
   });
 
   it("reads the variables as the environment spells them (strings), megabytes and kilobytes as bytes", () => {
-    const limits = runLimitsSchema.parse({ SIGIL_TIMEOUT_MS: "5000", SIGIL_MEMORY_LIMIT_MB: "32", SIGIL_STACK_LIMIT_KB: "256", SIGIL_MAX_CODE_BYTES: "1000" });
-    expect(limits).toMatchObject({ timeoutMs: 5_000, memoryLimitBytes: 32 << 20, stackLimitBytes: 256 << 10, maxCodeBytes: 1_000 });
+    const limits = runLimitsSchema.parse({
+      SIGIL_TIMEOUT_MS: "5000",
+      SIGIL_MEMORY_LIMIT_MB: "32",
+      SIGIL_STACK_LIMIT_KB: "256",
+      SIGIL_MAX_CODE_BYTES: "1000",
+    });
+    expect(limits).toMatchObject({
+      timeoutMs: 5_000,
+      memoryLimitBytes: 32 << 20,
+      stackLimitBytes: 256 << 10,
+      maxCodeBytes: 1_000,
+    });
   });
 
   it("refuses a limit out of its bounds, and a default timeout above the maximum, naming the variable", () => {
-    const problem = (env: Record<string, string>) => runLimitsSchema.safeParse(env).error?.issues.map((i) => i.path.join("."));
+    const problem = (env: Record<string, string>) =>
+      runLimitsSchema.safeParse(env).error?.issues.map((i) => i.path.join("."));
     expect(problem({ SIGIL_MAX_TIMEOUT_MS: "900001" })).toEqual(["SIGIL_MAX_TIMEOUT_MS"]);
     expect(problem({ SIGIL_MEMORY_LIMIT_MB: "4" })).toEqual(["SIGIL_MEMORY_LIMIT_MB"]);
     expect(problem({ SIGIL_MAX_CODE_BYTES: "many" })).toEqual(["SIGIL_MAX_CODE_BYTES"]);

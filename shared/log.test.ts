@@ -52,9 +52,14 @@ describe("createLogger", () => {
 
   it("writes an Error as its name and message only: no stack, no cause, none of its other properties", () => {
     const { log, lines, parsed } = capture();
-    const err = Object.assign(new TypeError("the operation failed", { cause: new Error("secret cause 0xc0ffee") }), { privateKey: "0xdeadbeef" });
+    const err = Object.assign(new TypeError("the operation failed", { cause: new Error("secret cause 0xc0ffee") }), {
+      privateKey: "0xdeadbeef",
+    });
     log.error("failed", { error: err, nested: { inner: new RangeError("inner") } });
-    expect(parsed()[0]).toMatchObject({ error: { name: "TypeError", message: "the operation failed" }, nested: { inner: { name: "RangeError", message: "inner" } } });
+    expect(parsed()[0]).toMatchObject({
+      error: { name: "TypeError", message: "the operation failed" },
+      nested: { inner: { name: "RangeError", message: "inner" } },
+    });
     expect(Object.keys((parsed()[0] as { error: object }).error).sort()).toEqual(["message", "name"]);
     expect(lines[0]).not.toContain("0xdeadbeef");
     expect(lines[0]).not.toContain("0xc0ffee");
@@ -91,24 +96,67 @@ describe("secret fields", () => {
     const { log, lines, parsed } = capture("debug", { stripe_secret_key: "sk_test_base" });
     log.child({ Authorization: "Bearer hunter2-token" }).info("call", {
       api_key: "AAAAkey1",
-      request: { headers: { "x-api-key": "AAAAkey2", "content-type": "application/json" }, body: { apiKey: "AAAAkey3", name: "w" } },
+      request: {
+        headers: { "x-api-key": "AAAAkey2", "content-type": "application/json" },
+        body: { apiKey: "AAAAkey3", name: "w" },
+      },
       wallets: [{ privateKey: "0xdeadbeef01", address: "0xabc" }, { private_key: "0xdeadbeef02" }],
-      deep: { a: { b: { c: { password: "pw-1", seed: "0xseed01", mnemonic: "abandon abandon", root_key: "0xroot01", encryptionKey: "0xenc01" } } } },
+      deep: {
+        a: {
+          b: {
+            c: {
+              password: "pw-1",
+              seed: "0xseed01",
+              mnemonic: "abandon abandon",
+              root_key: "0xroot01",
+              encryptionKey: "0xenc01",
+            },
+          },
+        },
+      },
       key: "7374b0",
       keyHash: "0x7374b0e0",
       request_id: "r-1",
     });
     const line = lines[0] as string;
-    for (const secret of ["sk_test_base", "hunter2", "AAAAkey1", "AAAAkey2", "AAAAkey3", "0xdeadbeef01", "0xdeadbeef02", "pw-1", "0xseed01", "abandon", "0xroot01", "0xenc01"]) {
+    for (const secret of [
+      "sk_test_base",
+      "hunter2",
+      "AAAAkey1",
+      "AAAAkey2",
+      "AAAAkey3",
+      "0xdeadbeef01",
+      "0xdeadbeef02",
+      "pw-1",
+      "0xseed01",
+      "abandon",
+      "0xroot01",
+      "0xenc01",
+    ]) {
       expect(line).not.toContain(secret);
     }
     expect(parsed()[0]).toMatchObject({
       stripe_secret_key: "[redacted]",
       Authorization: "[redacted]",
       api_key: "[redacted]",
-      request: { headers: { "x-api-key": "[redacted]", "content-type": "application/json" }, body: { apiKey: "[redacted]", name: "w" } },
+      request: {
+        headers: { "x-api-key": "[redacted]", "content-type": "application/json" },
+        body: { apiKey: "[redacted]", name: "w" },
+      },
       wallets: [{ privateKey: "[redacted]", address: "0xabc" }, { private_key: "[redacted]" }],
-      deep: { a: { b: { c: { password: "[redacted]", seed: "[redacted]", mnemonic: "[redacted]", root_key: "[redacted]", encryptionKey: "[redacted]" } } } },
+      deep: {
+        a: {
+          b: {
+            c: {
+              password: "[redacted]",
+              seed: "[redacted]",
+              mnemonic: "[redacted]",
+              root_key: "[redacted]",
+              encryptionKey: "[redacted]",
+            },
+          },
+        },
+      },
       // What a line may say about a key: its keyRef and hash, and the request's id.
       key: "7374b0",
       keyHash: "0x7374b0e0",
@@ -117,10 +165,36 @@ describe("secret fields", () => {
   });
 
   it("are told by name: secret-like names match, the fields lines carry do not", () => {
-    for (const name of ["api_key", "apiKey", "X-Api-Key", "authorization", "STRIPE_SECRET_KEY", "webhookSecret", "private_key", "password", "seed", "identityKey", "access_token"]) {
+    for (const name of [
+      "api_key",
+      "apiKey",
+      "X-Api-Key",
+      "authorization",
+      "STRIPE_SECRET_KEY",
+      "webhookSecret",
+      "private_key",
+      "password",
+      "seed",
+      "identityKey",
+      "access_token",
+    ]) {
       expect(isSecretName(name), name).toBe(true);
     }
-    for (const name of ["key", "keyHash", "msg", "level", "time", "requestId", "correlationId", "request_id", "cid", "enclave", "error", "code", "payment_intent"]) {
+    for (const name of [
+      "key",
+      "keyHash",
+      "msg",
+      "level",
+      "time",
+      "requestId",
+      "correlationId",
+      "request_id",
+      "cid",
+      "enclave",
+      "error",
+      "code",
+      "payment_intent",
+    ]) {
       expect(isSecretName(name), name).toBe(false);
     }
   });

@@ -42,12 +42,24 @@ const VALID: Record<EnclaveOperation, Record<string, unknown>> = {
   remove_usage_api_key: { api_key: KEY, usage_api_key: HASH },
   add_group: { api_key: KEY, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
   remove_group: { api_key: KEY, group_id: 1 },
-  update_group: { api_key: KEY, group_id: "1", name: "g", description: "", pkp_ids_permitted: [ADDRESS], cid_hashes_permitted: [0] },
+  update_group: {
+    api_key: KEY,
+    group_id: "1",
+    name: "g",
+    description: "",
+    pkp_ids_permitted: [ADDRESS],
+    cid_hashes_permitted: [0],
+  },
   add_action_to_group: { api_key: KEY, group_id: 1, action_ipfs_cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" },
   remove_action_from_group: { api_key: KEY, group_id: 1, hashed_cid: HASH },
   add_pkp_to_group: { api_key: KEY, group_id: 1, pkp_id: ADDRESS },
   remove_pkp_from_group: { api_key: KEY, group_id: 1, pkp_id: "3" },
-  add_action: { api_key: KEY, action_ipfs_cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", name: "a", description: "" },
+  add_action: {
+    api_key: KEY,
+    action_ipfs_cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG",
+    name: "a",
+    description: "",
+  },
   delete_action: { api_key: KEY, hashed_cid: HASH },
   update_action_metadata: { api_key: KEY, hashed_cid: HASH, name: "a", description: "" },
   convert_to_chain_secured_account: { api_key: KEY, new_admin_wallet_address: ADDRESS, ...envelope },
@@ -131,7 +143,9 @@ describe("group ids", () => {
   it("applies the same rule to group id lists of usage key permissions", () => {
     const ok = requestSchemas.add_usage_api_key.parse({ ...VALID.add_usage_api_key, execute_in_groups: [1, "2", "0"] });
     expect(ok.execute_in_groups).toEqual([1n, 2n, 0n]);
-    expect(parse("add_usage_api_key", { ...VALID.add_usage_api_key, execute_in_groups: ["18446744073709551616"] }).success).toBe(false);
+    expect(
+      parse("add_usage_api_key", { ...VALID.add_usage_api_key, execute_in_groups: ["18446744073709551616"] }).success,
+    ).toBe(false);
     expect(parse("add_usage_api_key", { ...VALID.add_usage_api_key, add_pkp_to_groups: [-1] }).success).toBe(false);
   });
 });
@@ -173,11 +187,17 @@ describe("sigil_action", () => {
   });
 
   it("accepts ipfs_id alone", () => {
-    expect(parse("sigil_action", { api_key: KEY, ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }).success).toBe(true);
+    expect(
+      parse("sigil_action", { api_key: KEY, ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }).success,
+    ).toBe(true);
   });
 
   it("rejects both code and ipfs_id", () => {
-    const result = parse("sigil_action", { api_key: KEY, code: "return 1", ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" });
+    const result = parse("sigil_action", {
+      api_key: KEY,
+      code: "return 1",
+      ipfs_id: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG",
+    });
     expect(result.success).toBe(false);
     expect(result.error?.issues[0]?.message).toMatch(/exactly one of code and ipfs_id/);
   });
@@ -189,7 +209,12 @@ describe("sigil_action", () => {
   });
 
   it("passes js_params through and accepts a positive integer timeout", () => {
-    const result = requestSchemas.sigil_action.parse({ api_key: KEY, code: "x", js_params: { n: [1, 2] }, timeout_ms: 5_000 });
+    const result = requestSchemas.sigil_action.parse({
+      api_key: KEY,
+      code: "x",
+      js_params: { n: [1, 2] },
+      timeout_ms: 5_000,
+    });
     expect(result.js_params).toEqual({ n: [1, 2] });
     expect(result.timeout_ms).toBe(5_000);
   });
@@ -209,15 +234,33 @@ describe("CIDs", () => {
   const RAW = CID.createV1(0x55, CID.parse(QM).multihash).toString();
 
   it("turn a script's CIDv1 into its CIDv0 in every field that takes one", () => {
-    expect(requestSchemas.add_action.parse({ api_key: KEY, action_ipfs_cid: BAFY, name: "a", description: "" }).action_ipfs_cid).toBe(QM);
-    expect(requestSchemas.add_action_to_group.parse({ api_key: KEY, group_id: 1, action_ipfs_cid: BAFY }).action_ipfs_cid).toBe(QM);
+    expect(
+      requestSchemas.add_action.parse({ api_key: KEY, action_ipfs_cid: BAFY, name: "a", description: "" })
+        .action_ipfs_cid,
+    ).toBe(QM);
+    expect(
+      requestSchemas.add_action_to_group.parse({ api_key: KEY, group_id: 1, action_ipfs_cid: BAFY }).action_ipfs_cid,
+    ).toBe(QM);
     expect(requestSchemas.sigil_action.parse({ api_key: KEY, ipfs_id: BAFY }).ipfs_id).toBe(QM);
-    const group = { api_key: KEY, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [BAFY, QM, "0", 0, HASH] };
+    const group = {
+      api_key: KEY,
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [BAFY, QM, "0", 0, HASH],
+    };
     expect(requestSchemas.add_group.parse(group).cid_hashes_permitted).toEqual([QM, QM, "0", 0, HASH]);
   });
 
   it("refuse a CID with no CIDv0 form, with the field's path and a message that says why", () => {
-    const result = parse("update_group", { api_key: KEY, group_id: 1, name: "g", description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0", RAW] });
+    const result = parse("update_group", {
+      api_key: KEY,
+      group_id: 1,
+      name: "g",
+      description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: ["0", RAW],
+    });
     expect(result.success).toBe(false);
     expect(result.error?.issues.map((i) => i.path.join("."))).toEqual(["cid_hashes_permitted.1"]);
     expect(result.error?.issues[0]?.message).toMatch(/cannot name a script/);
@@ -227,11 +270,16 @@ describe("CIDs", () => {
 });
 
 describe("sigil_action's public body", () => {
-  it.each([[[1, 2]], ["text"], [7], [false]])("rejects js_params %j: an object or null only, named in the issue", (js_params) => {
-    const result = sigilActionRequestSchema.safeParse({ code: "x", js_params });
-    expect(result.success).toBe(false);
-    expect(result.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([["js_params", "must be a JSON object or null"]]);
-  });
+  it.each([[[1, 2]], ["text"], [7], [false]])(
+    "rejects js_params %j: an object or null only, named in the issue",
+    (js_params) => {
+      const result = sigilActionRequestSchema.safeParse({ code: "x", js_params });
+      expect(result.success).toBe(false);
+      expect(result.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([
+        ["js_params", "must be a JSON object or null"],
+      ]);
+    },
+  );
 
   it("takes js_params as an object, null, or none at all", () => {
     expect(sigilActionRequestSchema.parse({ code: "x", js_params: { n: [1] } }).js_params).toEqual({ n: [1] });
@@ -241,7 +289,9 @@ describe("sigil_action's public body", () => {
 
   it("keeps js_params exactly as sent, a `__proto__` key included", () => {
     const js_params = JSON.parse('{"__proto__": {"a": 1}, "b": 2}') as unknown;
-    expect(JSON.stringify(sigilActionRequestSchema.parse({ code: "x", js_params }).js_params)).toBe('{"__proto__":{"a":1},"b":2}');
+    expect(JSON.stringify(sigilActionRequestSchema.parse({ code: "x", js_params }).js_params)).toBe(
+      '{"__proto__":{"a":1},"b":2}',
+    );
   });
 });
 
@@ -272,8 +322,14 @@ describe("the operation table", () => {
   it("gives each operation its body limit: a script's 6 MiB, signed typed data 64 KiB, the rest 256 KiB", () => {
     expect(operations.sigil_action.bodyLimit).toBe(SCRIPT_BODY_LIMIT);
     expect(SCRIPT_BODY_LIMIT).toBe(6 << 20);
-    for (const op of ["convert_to_chain_secured_account", "create_wallet_with_signature", "add_usage_api_key_with_signature"] as const) expect(operations[op].bodyLimit, op).toBe(TYPED_DATA_BODY_LIMIT);
-    for (const op of ["new_account", "add_group", "create_wallet", "health"] as const) expect(operations[op].bodyLimit, op).toBe(DEFAULT_BODY_LIMIT);
+    for (const op of [
+      "convert_to_chain_secured_account",
+      "create_wallet_with_signature",
+      "add_usage_api_key_with_signature",
+    ] as const)
+      expect(operations[op].bodyLimit, op).toBe(TYPED_DATA_BODY_LIMIT);
+    for (const op of ["new_account", "add_group", "create_wallet", "health"] as const)
+      expect(operations[op].bodyLimit, op).toBe(DEFAULT_BODY_LIMIT);
   });
 
   it("lists error codes that exist, with invalid_request and internal_error for every operation", () => {

@@ -47,7 +47,10 @@ export const apiKeyField = z
 
 /** A group id: a number or a decimal string (api.md, Ids), a u64. */
 export const groupIdField = z
-  .union([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/, "must be a decimal number")])
+  .union([
+    z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+    z.string().regex(/^\d{1,20}$/, "must be a decimal number"),
+  ])
   .transform((v) => BigInt(v))
   .refine((v) => v <= U64_MAX, "must fit in 64 bits");
 
@@ -57,7 +60,11 @@ export const addressField = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0
 export const hash32Field = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
 
 /** `pkp_id`: a wallet address (any case) or the decimal id of one of the caller's wallets. */
-export const pkpIdField = z.union([addressField, z.string().regex(/^\d{1,20}$/, "must be a wallet address or a decimal wallet id"), z.number().int().nonnegative()]);
+export const pkpIdField = z.union([
+  addressField,
+  z.string().regex(/^\d{1,20}$/, "must be a wallet address or a decimal wallet id"),
+  z.number().int().nonnegative(),
+]);
 
 /** A raw CID as its canonical CIDv0 (shared/cid.ts), or an issue saying why it cannot name a script. */
 function toCanonicalCid(value: string, ctx: z.RefinementCtx): string {
@@ -83,7 +90,9 @@ export const cidField = z
 /** An entry of `cid_hashes_permitted`: a raw CID (made canonical), a `0x` hash, or `"0"` (any action). */
 export const cidOrHashField = z
   .union([z.string().min(1).max(128), z.literal(0)])
-  .describe('a script\'s CID (CIDv0 Qm…, or its CIDv1 bafy…, hashed as the CIDv0), a 0x keccak256 hash, or "0" (any action)')
+  .describe(
+    'a script\'s CID (CIDv0 Qm…, or its CIDv1 bafy…, hashed as the CIDv0), a 0x keccak256 hash, or "0" (any action)',
+  )
   .transform((v, ctx) => (v === 0 || v === "0" || /^0x[0-9a-fA-F]{64}$/.test(v) ? v : toCanonicalCid(v, ctx)));
 
 const name = z.string().max(MAX_TEXT);
@@ -122,7 +131,8 @@ const sigilActionFields = {
   ipfs_id: cidField.optional(),
   js_params: z.unknown().optional(),
 };
-const oneSource = (r: { code?: string | undefined; ipfs_id?: string | undefined }) => (r.code === undefined) !== (r.ipfs_id === undefined);
+const oneSource = (r: { code?: string | undefined; ipfs_id?: string | undefined }) =>
+  (r.code === undefined) !== (r.ipfs_id === undefined);
 const oneSourceIssue = { message: "exactly one of code and ipfs_id is required", path: ["code"] };
 
 /**
@@ -136,7 +146,9 @@ export const sigilActionRequestSchema = z
     ...sigilActionFields,
     js_params: z
       .unknown()
-      .refine((v) => v === null || (typeof v === "object" && !Array.isArray(v)), { error: "must be a JSON object or null" })
+      .refine((v) => v === null || (typeof v === "object" && !Array.isArray(v)), {
+        error: "must be a JSON object or null",
+      })
       .meta({ type: ["object", "null"] })
       .optional()
       .describe("the parameters main receives: a JSON object, or null"),
@@ -171,13 +183,21 @@ export const requestSchemas = {
     cid_hashes_permitted: z.array(cidOrHashField).max(MAX_LIST),
   }),
   add_action_to_group: z.strictObject({ ...withKey, group_id: groupIdField, action_ipfs_cid: cidField }),
-  remove_action_from_group: z.strictObject({ ...withKey, group_id: groupIdField, hashed_cid: z.union([hash32Field, z.literal("0"), z.literal(0)]) }),
+  remove_action_from_group: z.strictObject({
+    ...withKey,
+    group_id: groupIdField,
+    hashed_cid: z.union([hash32Field, z.literal("0"), z.literal(0)]),
+  }),
   add_pkp_to_group: z.strictObject({ ...withKey, group_id: groupIdField, pkp_id: pkpIdField }),
   remove_pkp_from_group: z.strictObject({ ...withKey, group_id: groupIdField, pkp_id: pkpIdField }),
   add_action: z.strictObject({ ...withKey, action_ipfs_cid: cidField, name, description: text }),
   delete_action: z.strictObject({ ...withKey, hashed_cid: hash32Field }),
   update_action_metadata: z.strictObject({ ...withKey, hashed_cid: hash32Field, name, description: text }),
-  convert_to_chain_secured_account: z.strictObject({ ...withKey, new_admin_wallet_address: addressField, ...typedDataEnvelope }),
+  convert_to_chain_secured_account: z.strictObject({
+    ...withKey,
+    new_admin_wallet_address: addressField,
+    ...typedDataEnvelope,
+  }),
   create_wallet_with_signature: z.strictObject(typedDataEnvelope),
   add_usage_api_key_with_signature: z.strictObject(typedDataEnvelope),
   sigil_action: z
@@ -224,8 +244,12 @@ const receiptFields = {
     .array(
       z.strictObject({
         address: z.string().regex(/^0x[0-9a-f]{40}$/),
-        action: z.boolean().describe("true for the action identity of the run's code, false for a wallet of the account"),
-        signed: z.array(z.strictObject({ kind: z.enum(["message", "typed_data", "transaction", "hash"]), digest: hex32 })),
+        action: z
+          .boolean()
+          .describe("true for the action identity of the run's code, false for a wallet of the account"),
+        signed: z.array(
+          z.strictObject({ kind: z.enum(["message", "typed_data", "transaction", "hash"]), digest: hex32 }),
+        ),
         key_exported: z.boolean().describe("the script read this key's private key"),
       }),
     )
@@ -233,7 +257,11 @@ const receiptFields = {
   started_at: z.string().describe("ISO 8601, UTC"),
   ended_at: z.string().describe("ISO 8601, UTC"),
   duration_ms: z.number().int().nonnegative(),
-  charged_cents: z.number().int().nonnegative().describe("what the ledger charges for this run (0 while billing is off)"),
+  charged_cents: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("what the ledger charges for this run (0 while billing is off)"),
   instance_id: z.string().describe("the enclave instance that ran it"),
   compose_hash: z.string().describe("the compose hash that instance runs"),
 };
@@ -248,10 +276,14 @@ export const runReceiptSchema = z
       .strictObject({
         index: z.number().int().nonnegative().describe("the receipt's leaf in the batch"),
         size: z.number().int().positive().describe("how many receipts the batch holds"),
-        proof: z.array(hex32).describe("the leaf's Merkle audit path to the signed root (RFC 9162, SHA-256), deepest first"),
+        proof: z
+          .array(hex32)
+          .describe("the leaf's Merkle audit path to the signed root (RFC 9162, SHA-256), deepest first"),
       })
       .describe("where the receipt sits in the batch of receipts whose Merkle root the receipt key signed"),
-    signature: receiptSignature.describe("EIP-191 signature by the receipt key (GET /attestation/receipt-key) over the 32 bytes of the batch's Merkle root"),
+    signature: receiptSignature.describe(
+      "EIP-191 signature by the receipt key (GET /attestation/receipt-key) over the 32 bytes of the batch's Merkle root",
+    ),
   })
   .describe("a signed receipt of the run, to verify offline: SDK verifyReceipt, sigil verify-receipt");
 
@@ -260,7 +292,9 @@ export const runReceiptV1Schema = z
   .strictObject({
     version: z.literal(1),
     ...receiptFields,
-    signature: receiptSignature.describe("EIP-191 signature by the receipt key over the receipt without signature as canonical JSON"),
+    signature: receiptSignature.describe(
+      "EIP-191 signature by the receipt key over the receipt without signature as canonical JSON",
+    ),
   })
   .describe("a signed receipt of version 1 (before batches)");
 
@@ -298,8 +332,12 @@ export const responseSchemas = {
     derivation_path: z.string(),
     master_wallet_address: z
       .string()
-      .describe("the signer's account's master wallet (the PKP whose derivation is the master hash): wallet 0, which newChainSecuredAccount(name, description, amw) registers"),
-    account_id: z.string().describe("the master hash of the signer's account, or of the account newChainSecuredAccount will create for it"),
+      .describe(
+        "the signer's account's master wallet (the PKP whose derivation is the master hash): wallet 0, which newChainSecuredAccount(name, description, amw) registers",
+      ),
+    account_id: z
+      .string()
+      .describe("the master hash of the signer's account, or of the account newChainSecuredAccount will create for it"),
   }),
   add_usage_api_key_with_signature: z.object({
     usage_api_key: z.string(),
@@ -341,16 +379,41 @@ export type OperationSpec = {
 };
 
 /** What any operation may answer: its input refused, a reused Idempotency-Key, an enclave that cannot serve it. */
-const ANY: readonly ErrorCode[] = ["invalid_request", "payload_too_large", "idempotency_key_reused", "internal_error", "enclave_unavailable"];
+const ANY: readonly ErrorCode[] = [
+  "invalid_request",
+  "payload_too_large",
+  "idempotency_key_reused",
+  "internal_error",
+  "enclave_unavailable",
+];
 /** An operation by an API key: the key unknown, removed or expired, or without the scope. */
 const KEYED: readonly ErrorCode[] = [...ANY, "invalid_api_key", "permission_denied", "chain_unavailable"];
 /** A managed write: what the contract refuses (contractErrors.ts), and a chain that does not take it. */
-const WRITE: readonly ErrorCode[] = [...KEYED, "account_key_required", "chain_secured_account", "group_not_found", "wallet_not_found", "action_not_found", "already_exists", "not_found"];
+const WRITE: readonly ErrorCode[] = [
+  ...KEYED,
+  "account_key_required",
+  "chain_secured_account",
+  "group_not_found",
+  "wallet_not_found",
+  "action_not_found",
+  "already_exists",
+  "not_found",
+];
 /** A write on a wallet's typed-data signature. */
-const SIGNED: readonly ErrorCode[] = [...WRITE, "invalid_typed_data", "wrong_primary_type", "wrong_chain_id", "invalid_signature", "signature_expired"];
+const SIGNED: readonly ErrorCode[] = [
+  ...WRITE,
+  "invalid_typed_data",
+  "wrong_primary_type",
+  "wrong_chain_id",
+  "invalid_signature",
+  "signature_expired",
+];
 
 /** An entry for a client operation: its schemas from requestSchemas/responseSchemas, a write with WRITE's codes and the default limit unless told. */
-const writeOp = <Op extends EnclaveOperation>(op: Op, spec: { errors?: readonly ErrorCode[]; kind?: OperationKind; bodyLimit?: number } = {}) => ({
+const writeOp = <Op extends EnclaveOperation>(
+  op: Op,
+  spec: { errors?: readonly ErrorCode[]; kind?: OperationKind; bodyLimit?: number } = {},
+) => ({
   input: requestSchemas[op],
   output: responseSchemas[op],
   kind: spec.kind ?? ("write" as OperationKind),
@@ -375,7 +438,11 @@ export const attestationInputSchema = z.strictObject({
   /** Who the edge says asked (the address it saw). */
   client: z.string().min(1).max(256),
 });
-export const attestationOutputSchema = z.object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.string() });
+export const attestationOutputSchema = z.object({
+  status: z.number().int(),
+  headers: z.record(z.string(), z.string()),
+  body: z.string(),
+});
 
 /** The operation table. */
 export const operations = {
@@ -406,8 +473,20 @@ export const operations = {
     bodyLimit: SCRIPT_BODY_LIMIT,
     errors: [...KEYED, "not_found", "executor_busy", "ipfs_unavailable", "wallet_not_found"],
   },
-  health: { input: z.strictObject({}), output: healthOutputSchema, kind: "read" as OperationKind, bodyLimit: DEFAULT_BODY_LIMIT, errors: ANY },
-  attestation: { input: attestationInputSchema, output: attestationOutputSchema, kind: "read" as OperationKind, bodyLimit: DEFAULT_BODY_LIMIT, errors: [...ANY, "rate_limited"] },
+  health: {
+    input: z.strictObject({}),
+    output: healthOutputSchema,
+    kind: "read" as OperationKind,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    errors: ANY,
+  },
+  attestation: {
+    input: attestationInputSchema,
+    output: attestationOutputSchema,
+    kind: "read" as OperationKind,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    errors: [...ANY, "rate_limited"],
+  },
 } as const satisfies Record<string, OperationSpec>;
 
 export type OperationName = keyof typeof operations;

@@ -89,7 +89,9 @@ export type RunReceiptV1 = Omit<RunReceiptBody, "version"> & { version: 1; signa
 export const MAX_RECEIPT_BATCH = 1024;
 
 /** The receipt's message: the receipt without `signature` and `batch`, as canonical JSON. */
-export function receiptMessage(receipt: RunReceiptBody | RunReceipt | RunReceiptV1 | Omit<RunReceiptV1, "signature">): string {
+export function receiptMessage(
+  receipt: RunReceiptBody | RunReceipt | RunReceiptV1 | Omit<RunReceiptV1, "signature">,
+): string {
   const { signature: _signature, batch: _batch, ...body } = receipt as RunReceipt;
   return canonicalJson(body);
 }
@@ -126,7 +128,10 @@ function splitPoint(n: number): number {
 }
 
 /** The Merkle tree of `leaves` (RFC 9162 §2.1.1): its root, and every leaf's audit path (§2.1.3.1). */
-export function merkleBatch(leaves: Uint8Array[], hash: Sha256 = defaultSha256): { root: Uint8Array; proofs: Uint8Array[][] } {
+export function merkleBatch(
+  leaves: Uint8Array[],
+  hash: Sha256 = defaultSha256,
+): { root: Uint8Array; proofs: Uint8Array[][] } {
   if (leaves.length === 0) throw new RangeError("a batch needs at least one leaf");
   const proofs: Uint8Array[][] = leaves.map(() => []);
   const build = (lo: number, hi: number): Uint8Array => {
@@ -156,7 +161,13 @@ export function batchHead(root: Uint8Array, size: number, hash: Sha256 = default
  * The root that `leaf`, at `index` of a tree of `size` leaves, leads to with `proof` (RFC 9162
  * §2.1.3.2), or undefined when the path cannot belong to such a tree (wrong length, index past size).
  */
-export function rootFromProof(leaf: Uint8Array, index: number, size: number, proof: Uint8Array[], hash: Sha256 = defaultSha256): Uint8Array | undefined {
+export function rootFromProof(
+  leaf: Uint8Array,
+  index: number,
+  size: number,
+  proof: Uint8Array[],
+  hash: Sha256 = defaultSha256,
+): Uint8Array | undefined {
   if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return undefined;
   let fn = index;
   let sn = size - 1;

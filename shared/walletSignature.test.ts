@@ -36,7 +36,10 @@ let aliceWallet: Address; // owned by alice
 let refusingWallet: Address; // owned by alice, reverts on every check
 
 beforeAll(async () => {
-  const [{ abi, bytecode }, started] = await Promise.all([Promise.resolve().then(compileErc1271Wallet), startAnvil({ accounts: 1 })]);
+  const [{ abi, bytecode }, started] = await Promise.all([
+    Promise.resolve().then(compileErc1271Wallet),
+    startAnvil({ accounts: 1 }),
+  ]);
   anvil = started;
   const transport = http(anvil.rpcUrl);
   client = createPublicClient({ chain: foundry, transport, pollingInterval: 50 }) as PublicClient;
@@ -44,7 +47,13 @@ beforeAll(async () => {
   const [deployer] = await walletClient.getAddresses();
   if (!deployer) throw new Error("anvil unlocked no account");
   const deploy = async (refuses: boolean): Promise<Address> => {
-    const hash = await walletClient.deployContract({ abi, bytecode, args: [alice.address, refuses], account: deployer, chain: foundry });
+    const hash = await walletClient.deployContract({
+      abi,
+      bytecode,
+      args: [alice.address, refuses],
+      account: deployer,
+      chain: foundry,
+    });
     const receipt = await client.waitForTransactionReceipt({ hash });
     if (!receipt.contractAddress) throw new Error("the wallet was not deployed");
     return getAddress(receipt.contractAddress);
@@ -66,12 +75,16 @@ describe("EOA signatures", () => {
   it("accepts a signMessage (EIP-191) signature checked against the message's digest", async () => {
     const message = "I administer this Sigil account";
     const signature = await alice.signMessage({ message });
-    expect(await isWalletSignature(client, { address: alice.address, digest: hashMessage(message), signature })).toBe(true);
+    expect(await isWalletSignature(client, { address: alice.address, digest: hashMessage(message), signature })).toBe(
+      true,
+    );
   });
 
   it("matches the address in any case", async () => {
     const signature = await alice.sign({ hash: digest });
-    expect(await isWalletSignature(noRpc, { address: alice.address.toLowerCase() as Address, digest, signature })).toBe(true);
+    expect(await isWalletSignature(noRpc, { address: alice.address.toLowerCase() as Address, digest, signature })).toBe(
+      true,
+    );
   });
 
   it("refuses another signer's signature", async () => {

@@ -37,7 +37,12 @@ export async function isWalletSignature(
   const code = await client.getCode({ address });
   if (!code || code === "0x") return false;
   try {
-    const magic = await client.readContract({ address, abi: erc1271Abi, functionName: "isValidSignature", args: [digest, signature] });
+    const magic = await client.readContract({
+      address,
+      abi: erc1271Abi,
+      functionName: "isValidSignature",
+      args: [digest, signature],
+    });
     return magic.toLowerCase() === ERC1271_MAGIC;
   } catch {
     // A reverting or non-conforming wallet did not approve the signature. (An unreachable chain

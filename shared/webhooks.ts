@@ -5,10 +5,18 @@
 // over `<t>.<body>` (the exact bytes sent). WebCrypto only, so it runs in Workers, Node ≥ 20 and browsers.
 
 /** Every event an endpoint may subscribe to. */
-export const WEBHOOK_EVENT_TYPES = ["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached", "run.failed"] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  "payment.credited",
+  "payment.failed",
+  "balance.low",
+  "usage_key.cap_reached",
+  "run.failed",
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** What an endpoint registered without `events` gets: everything but run.failed, which is opt-in (it can be one per run). */
-export const DEFAULT_WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = WEBHOOK_EVENT_TYPES.filter((t) => t !== "run.failed");
+export const DEFAULT_WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = WEBHOOK_EVENT_TYPES.filter(
+  (t) => t !== "run.failed",
+);
 
 export const SIGNATURE_HEADER = "Sigil-Signature";
 export const EVENT_ID_HEADER = "Sigil-Event-Id";
@@ -30,7 +38,9 @@ const encoder = new TextEncoder();
 
 /** Lowercase hex of HMAC-SHA256(secret, message). */
 export async function hmacSha256Hex(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -23,10 +23,18 @@ type Step = { command: string[]; report?: string };
 type Lane = { name: string; steps: Step[] };
 
 const vitest = (name: string, projects: string[]): Step => ({
-  command: [process.execPath, join(root, "node_modules/vitest/vitest.mjs"), "run", ...projects.flatMap((p) => ["--project", p]), `--outputFile.json=${join(reports, `${name}.json`)}`],
+  command: [
+    process.execPath,
+    join(root, "node_modules/vitest/vitest.mjs"),
+    "run",
+    ...projects.flatMap((p) => ["--project", p]),
+    `--outputFile.json=${join(reports, `${name}.json`)}`,
+  ],
   report: join(reports, `${name}.json`),
 });
-const tsc = (project: string): Step => ({ command: [process.execPath, join(root, "node_modules/typescript/bin/tsc"), "-p", project] });
+const tsc = (project: string): Step => ({
+  command: [process.execPath, join(root, "node_modules/typescript/bin/tsc"), "-p", project],
+});
 const types = [tsc("."), tsc("workers"), tsc("dashboard")];
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
@@ -41,11 +49,17 @@ const { values } = parseArgs({ options: { quick: { type: "boolean", default: fal
  * stack; the unit and workerd suites; the type checks.
  */
 const LANES: Lane[] = values.quick
-  ? [{ name: "types", steps: types }, { name: "unit", steps: [vitest("unit", ["unit", "workers"])] }]
+  ? [
+      { name: "types", steps: types },
+      { name: "unit", steps: [vitest("unit", ["unit", "workers"])] },
+    ]
   : [
       { name: "long", steps: [vitest("long", ["long"]), vitest("contract", ["contract"])] },
       { name: "e2e", steps: [vitest("e2e", ["e2e", "e2e-lifecycle"])] },
-      { name: "stack", steps: [vitest("stack", ["enclave", "workers-stack", "workers-billing"]), vitest("browser", ["browser"])] },
+      {
+        name: "stack",
+        steps: [vitest("stack", ["enclave", "workers-stack", "workers-billing"]), vitest("browser", ["browser"])],
+      },
       { name: "unit", steps: [vitest("unit", ["unit", "workers"])] },
       { name: "types", steps: types },
     ];
@@ -63,7 +77,9 @@ const GNU_TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
 function runStep(lane: Lane, step: Step, index: number): Promise<{ code: number; cpuSeconds?: number }> {
   return new Promise((resolve) => {
     const cpuFile = join(reports, `${lane.name}-${index}.cpu`);
-    const [cmd, ...args] = (GNU_TIME ? [GNU_TIME, "-q", "-f", "%U %S", "-o", cpuFile, ...step.command] : step.command) as [string, ...string[]];
+    const [cmd, ...args] = (
+      GNU_TIME ? [GNU_TIME, "-q", "-f", "%U %S", "-o", cpuFile, ...step.command] : step.command
+    ) as [string, ...string[]];
     // The project's Node first on PATH, as npm puts it: the suites start `node` processes of their own.
     // And Node's compile cache, so the hundreds of `node` processes the suites start (the CLI, stacks,
     // enclaves) parse and strip each module once per run, not once per process.
@@ -127,7 +143,14 @@ mkdirSync(reports, { recursive: true });
 const started = performance.now();
 const outcomes = await Promise.all(LANES.map(runLane));
 
-const merged: JsonReport = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, numTotalTests: 0, testResults: [] };
+const merged: JsonReport = {
+  numPassedTests: 0,
+  numFailedTests: 0,
+  numPendingTests: 0,
+  numTodoTests: 0,
+  numTotalTests: 0,
+  testResults: [],
+};
 let missing = 0;
 for (const step of outcomes.flatMap((o) => o.lane.steps)) {
   if (!step.report) continue;
@@ -149,15 +172,27 @@ for (const step of outcomes.flatMap((o) => o.lane.steps)) {
 writeFileSync(join(root, ".sigil", "test-results.json"), JSON.stringify(merged));
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
-const slowest = [...merged.testResults].sort((a, b) => b.endTime - b.startTime - (a.endTime - a.startTime)).slice(0, 15);
+const slowest = [...merged.testResults]
+  .sort((a, b) => b.endTime - b.startTime - (a.endTime - a.startTime))
+  .slice(0, 15);
 console.log("\nslowest files:");
-for (const f of slowest) console.log(`  ${seconds(f.endTime - f.startTime).padStart(6)}  ${f.name.replace(`${root}/`, "")}`);
+for (const f of slowest)
+  console.log(`  ${seconds(f.endTime - f.startTime).padStart(6)}  ${f.name.replace(`${root}/`, "")}`);
 console.log("lanes:");
 for (const o of outcomes) {
   const cpu = o.cpuSeconds === undefined ? "" : `  CPU ${seconds(o.cpuSeconds * 1000).padStart(6)}`;
-  console.log(`  ${o.lane.name.padEnd(6)} ${seconds(o.ms).padStart(6)}${cpu}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`);
+  console.log(
+    `  ${o.lane.name.padEnd(6)} ${seconds(o.ms).padStart(6)}${cpu}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`,
+  );
 }
-const cpuTotal = outcomes.every((o) => o.cpuSeconds !== undefined) ? outcomes.reduce((sum, o) => sum + (o.cpuSeconds ?? 0), 0) : undefined;
-if (cpuTotal !== undefined) console.log(`  CPU in all: ${seconds(cpuTotal * 1000)} (${(cpuTotal / ((performance.now() - started) / 1000)).toFixed(2)} cores busy on average)`);
-console.log(`tests: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed${merged.numPendingTests + merged.numTodoTests ? `, ${merged.numPendingTests + merged.numTodoTests} skipped` : ""}, in ${seconds(performance.now() - started)}`);
+const cpuTotal = outcomes.every((o) => o.cpuSeconds !== undefined)
+  ? outcomes.reduce((sum, o) => sum + (o.cpuSeconds ?? 0), 0)
+  : undefined;
+if (cpuTotal !== undefined)
+  console.log(
+    `  CPU in all: ${seconds(cpuTotal * 1000)} (${(cpuTotal / ((performance.now() - started) / 1000)).toFixed(2)} cores busy on average)`,
+  );
+console.log(
+  `tests: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed${merged.numPendingTests + merged.numTodoTests ? `, ${merged.numPendingTests + merged.numTodoTests} skipped` : ""}, in ${seconds(performance.now() - started)}`,
+);
 process.exit(outcomes.every((o) => o.code === 0) && missing === 0 ? 0 : 1);

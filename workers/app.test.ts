@@ -5,11 +5,12 @@ import { describe, expect, it } from "vitest";
 import { computeCid } from "../shared/cid.ts";
 import { clientConfigOf, runLimitsSchema } from "../shared/limits.ts";
 
-
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 async function errorOf(res: Response) {
-  const body = (await res.json()) as { error: { code: string; message: string; request_id: string; details?: unknown } };
+  const body = (await res.json()) as {
+    error: { code: string; message: string; request_id: string; details?: unknown };
+  };
   expect(body.error.request_id).toBe(res.headers.get("x-request-id"));
   return body.error;
 }
@@ -75,17 +76,29 @@ describe("errors", () => {
     }
     const preflight = await SELF.fetch("http://edge/core/v1/new_account", {
       method: "OPTIONS",
-      headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
   });
 
   it("a body that is not JSON is 400 invalid_json; a wrong type is 400 invalid_request with details", async () => {
-    const bad = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers: { "content-type": "application/json" }, body: "{oops" });
+    const bad = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{oops",
+    });
     expect(bad.status).toBe(400);
     expect((await errorOf(bad)).code).toBe("invalid_json");
-    const wrong = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers: { "content-type": "application/json" }, body: "42" });
+    const wrong = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "42",
+    });
     expect(wrong.status).toBe(400);
     const error = await errorOf(wrong);
     expect(error.code).toBe("invalid_request");
@@ -94,14 +107,22 @@ describe("errors", () => {
 
   it("a body without Content-Type: application/json is 400 invalid_json, never a 500", async () => {
     for (const headers of [{ "content-type": "text/plain" }, {}] as Array<Record<string, string>>) {
-      const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers, body: JSON.stringify("x") });
+      const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", {
+        method: "POST",
+        headers,
+        body: JSON.stringify("x"),
+      });
       expect(res.status).toBe(400);
       expect((await errorOf(res)).code).toBe("invalid_json");
     }
   });
 
   it("with no enclave reachable, an endpoint that needs one answers 503 enclave_unavailable with Retry-After", async () => {
-    const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ account_name: "x" }) });
+    const res = await SELF.fetch("http://edge/core/v1/new_account", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ account_name: "x" }),
+    });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
     expect((await errorOf(res)).code).toBe("enclave_unavailable");
@@ -130,7 +151,11 @@ describe("CORS", () => {
   it("answers a preflight from any origin and exposes the service's headers", async () => {
     const res = await SELF.fetch("http://edge/core/v1/version", {
       method: "OPTIONS",
-      headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "x-api-key" },
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-api-key",
+      },
     });
     expect(res.status).toBeLessThan(300);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
@@ -141,14 +166,23 @@ describe("CORS", () => {
 
 describe("public endpoints", () => {
   it("get_sigil_action_ipfs_id answers the CIDv0 of the exact bytes, as a JSON string", async () => {
-    const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify("hello world") });
+    const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify("hello world"),
+    });
     expect(res.status).toBe(200);
     // `ipfs add` of the 11 bytes "hello world" (no newline).
     expect(await res.json()).toBe("Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD");
   });
 
   it("get_sigil_action_ipfs_id takes a script of max_code_bytes (4 MiB) as sigil_action does, and answers 413 one byte above it", async () => {
-    const ipfsId = (code: string) => SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(code) });
+    const ipfsId = (code: string) =>
+      SELF.fetch("http://edge/core/v1/get_sigil_action_ipfs_id", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(code),
+      });
     const MAX_CODE_BYTES = 4 << 20;
     // Multi-byte characters: the limit counts the script's UTF-8 bytes, not its characters.
     const atLimit = `//${"é".repeat((MAX_CODE_BYTES - 2) / 2)}`;
@@ -164,7 +198,10 @@ describe("public endpoints", () => {
   it("get_node_chain_config gives the chain and the EIP-712 domain", async () => {
     const res = await SELF.fetch("http://edge/core/v1/get_node_chain_config");
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ chain_id: 31337, eip712_domain: { name: "Sigil ChainSecured", version: "1", chainId: 31337 } });
+    expect(await res.json()).toMatchObject({
+      chain_id: 31337,
+      eip712_domain: { name: "Sigil ChainSecured", version: "1", chainId: 31337 },
+    });
   });
 
   it("/health answers 503 when no enclave serves", async () => {
@@ -180,7 +217,13 @@ describe("OpenAPI", () => {
     expect(res.status).toBe(200);
     const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe("3.1.0");
-    for (const path of ["/core/v1/version", "/core/v1/get_node_chain_config", "/core/v1/get_sigil_action_ipfs_id", "/core/v1/get_sigil_action_client_config", "/core/v1/health"]) {
+    for (const path of [
+      "/core/v1/version",
+      "/core/v1/get_node_chain_config",
+      "/core/v1/get_sigil_action_ipfs_id",
+      "/core/v1/get_sigil_action_client_config",
+      "/core/v1/health",
+    ]) {
       expect(doc.paths).toHaveProperty([path]);
     }
     const ui = await SELF.fetch("http://edge/core/v1/swagger-ui");

@@ -32,8 +32,31 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.use(
     cors({
       origin: "*",
-      allowHeaders: ["Content-Type", "X-Api-Key", "Authorization", "X-Correlation-Id", "X-Wallet-Auth", "Idempotency-Key", "X-Sigil-Instance"],
-      exposeHeaders: ["X-Request-Id", "X-Correlation-Id", "X-Total-Count", "X-Sigil-Charged-Cents", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Link", "X-Sigil-Instance", "X-Attestation-Simulated", "Idempotent-Replayed", "Original-Request"],
+      allowHeaders: [
+        "Content-Type",
+        "X-Api-Key",
+        "Authorization",
+        "X-Correlation-Id",
+        "X-Wallet-Auth",
+        "Idempotency-Key",
+        "X-Sigil-Instance",
+      ],
+      exposeHeaders: [
+        "X-Request-Id",
+        "X-Correlation-Id",
+        "X-Total-Count",
+        "X-Sigil-Charged-Cents",
+        "Retry-After",
+        "RateLimit-Limit",
+        "RateLimit-Remaining",
+        "RateLimit-Reset",
+        "Deprecation",
+        "Link",
+        "X-Sigil-Instance",
+        "X-Attestation-Simulated",
+        "Idempotent-Replayed",
+        "Original-Request",
+      ],
     }),
   );
   app.use(async (c, next) => {
@@ -68,7 +91,12 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   // it was asked from: `npm start`'s names http://127.0.0.1:8787, production's its own domain.
   app.doc31("/core/v1/openapi.json", (c) => ({
     openapi: "3.1.0",
-    info: { title: "Sigil", version: "1", description: API_DESCRIPTION, license: { name: "Apache-2.0", identifier: "Apache-2.0" } },
+    info: {
+      title: "Sigil",
+      version: "1",
+      description: API_DESCRIPTION,
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+    },
     servers: [{ url: new URL(c.req.url).origin }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
   }));

@@ -6,7 +6,14 @@ import { describe, expect, it } from "vitest";
 import collateral from "../../shared/fixtures/attestation/dcap-collateral-for-dstack-quote-report.json";
 import report from "../../shared/fixtures/attestation/dstack-quote-report.json";
 import lite from "../../shared/fixtures/attestation/dstack-tdx-lite-getquote.json";
-import { QuoteVerificationError, channelReportData, toBytes, verifyAttestation, verifyQuote, type Collateral } from "../shared/attestation/index.ts";
+import {
+  QuoteVerificationError,
+  channelReportData,
+  toBytes,
+  verifyAttestation,
+  verifyQuote,
+  type Collateral,
+} from "../shared/attestation/index.ts";
 
 const NOW = 1772323200;
 const bundle = { quote: report.quote, event_log: report.event_log };
@@ -23,7 +30,11 @@ function refusal(quote: Uint8Array | string, now: number): string {
 
 describe("attestation in workerd", () => {
   it("verifies the dstack quote UpToDate and replays its event log (checks 1–3)", () => {
-    const v = verifyAttestation(bundle, { collateral: collateral as Collateral, now: NOW, expectedReportData: report.report_data });
+    const v = verifyAttestation(bundle, {
+      collateral: collateral as Collateral,
+      now: NOW,
+      expectedReportData: report.report_data,
+    });
     expect(v.checks.map((c) => [c.check, c.ok])).toEqual([
       ["quote", true],
       ["report_data", true],
@@ -48,6 +59,10 @@ describe("attestation in workerd", () => {
   it("binds a channel key the same way as in Node", () => {
     const rd = channelReportData(new Uint8Array(32));
     expect(rd).toHaveLength(64);
-    expect(verifyAttestation(bundle, { collateral: collateral as Collateral, now: NOW, expectedReportData: rd }).checks.find((c) => c.check === "report_data")?.ok).toBe(false);
+    expect(
+      verifyAttestation(bundle, { collateral: collateral as Collateral, now: NOW, expectedReportData: rd }).checks.find(
+        (c) => c.check === "report_data",
+      )?.ok,
+    ).toBe(false);
   });
 });

@@ -4,7 +4,13 @@ import { z } from "zod";
 import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
 import type { Env } from "./env.ts";
 import { DEFAULT_AUDIT_WINDOW_BLOCKS } from "./chain/audit.ts";
-import { DEFAULT_RETRY_BASE_MS, MAX_RETRY_BASE_MS, MIN_RETRY_BASE_MS, webhookPolicy, type WebhookPolicy } from "./webhooks/policy.ts";
+import {
+  DEFAULT_RETRY_BASE_MS,
+  MAX_RETRY_BASE_MS,
+  MIN_RETRY_BASE_MS,
+  webhookPolicy,
+  type WebhookPolicy,
+} from "./webhooks/policy.ts";
 
 /**
  * Requests one isolate serves at once by default (SIGIL_EDGE_MAX_IN_FLIGHT). An isolate runs on one
@@ -36,7 +42,10 @@ const schema = z.object({
   SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
   SIGIL_VERSION: z.string().default("0.1.0"),
   SIGIL_ENCLAVE_URLS: z.string().default(""),
-  SIGIL_EDGE_IDENTITY_KEY: z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, "must be 32 bytes of hex").optional(),
+  SIGIL_EDGE_IDENTITY_KEY: z
+    .string()
+    .regex(/^(0x)?[0-9a-fA-F]{64}$/, "must be 32 bytes of hex")
+    .optional(),
   SIGIL_ATTESTATION_ALLOW_SIMULATED: z.enum(["true", "false"]).default("false"),
   SIGIL_CHECK_GOVERNANCE: z.enum(["true", "false"]).optional(),
   SIGIL_ALLOWED_COMPOSE_HASHES: z.string().default(""),
@@ -45,8 +54,14 @@ const schema = z.object({
   SIGIL_PUBLIC_RPC_URL: z.string().optional(),
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),
-  SIGIL_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
-  SIGIL_CONTRACT_FROM_BLOCK: z.string().regex(/^\d{1,16}$/, "must be a block number").default("0"),
+  SIGIL_CONTRACT_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/)
+    .optional(),
+  SIGIL_CONTRACT_FROM_BLOCK: z
+    .string()
+    .regex(/^\d{1,16}$/, "must be a block number")
+    .default("0"),
   SIGIL_AUDIT_WINDOW_BLOCKS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_AUDIT_WINDOW_BLOCKS),
   SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
@@ -60,7 +75,12 @@ const schema = z.object({
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
   STRIPE_WEBHOOK_SECRET: z.string().default(""),
   STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
-  SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(MIN_RETRY_BASE_MS).max(MAX_RETRY_BASE_MS).default(DEFAULT_RETRY_BASE_MS),
+  SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce
+    .number()
+    .int()
+    .min(MIN_RETRY_BASE_MS)
+    .max(MAX_RETRY_BASE_MS)
+    .default(DEFAULT_RETRY_BASE_MS),
 });
 
 export type EdgeConfig = {
@@ -138,25 +158,35 @@ export function edgeConfig(env: Env): EdgeConfig {
   }
   const c = result.data;
   if (c.SIGIL_ENV === "production" && c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true") {
-    throw new Error("invalid edge configuration: SIGIL_ATTESTATION_ALLOW_SIMULATED is refused when SIGIL_ENV=production");
+    throw new Error(
+      "invalid edge configuration: SIGIL_ATTESTATION_ALLOW_SIMULATED is refused when SIGIL_ENV=production",
+    );
   }
   if (c.SIGIL_ENV === "production" && c.SIGIL_CHECK_GOVERNANCE === "false") {
     throw new Error("invalid edge configuration: SIGIL_CHECK_GOVERNANCE=false is refused when SIGIL_ENV=production");
   }
   if (c.SIGIL_ENV === "production" && c.SIGIL_ALLOWED_COMPOSE_HASHES.trim() === "") {
-    throw new Error("invalid edge configuration: SIGIL_ALLOWED_COMPOSE_HASHES must name the enclave's compose hash(es) when SIGIL_ENV=production");
+    throw new Error(
+      "invalid edge configuration: SIGIL_ALLOWED_COMPOSE_HASHES must name the enclave's compose hash(es) when SIGIL_ENV=production",
+    );
   }
   if (c.SIGIL_ENV === "production" && c.STRIPE_API_BASE !== undefined) {
-    throw new Error("invalid edge configuration: STRIPE_API_BASE (the local Stripe emulator) is refused when SIGIL_ENV=production");
+    throw new Error(
+      "invalid edge configuration: STRIPE_API_BASE (the local Stripe emulator) is refused when SIGIL_ENV=production",
+    );
   }
   const config: EdgeConfig = {
     env: c.SIGIL_ENV,
     version: c.SIGIL_VERSION,
-    enclaveUrls: c.SIGIL_ENCLAVE_URLS.split(",").map((u) => u.trim().replace(/\/+$/, "")).filter(Boolean),
+    enclaveUrls: c.SIGIL_ENCLAVE_URLS.split(",")
+      .map((u) => u.trim().replace(/\/+$/, ""))
+      .filter(Boolean),
     channel: {
       identityKey: c.SIGIL_EDGE_IDENTITY_KEY?.replace(/^0x/, "").toLowerCase(),
       allowSimulated: c.SIGIL_ATTESTATION_ALLOW_SIMULATED === "true",
-      allowedComposeHashes: c.SIGIL_ALLOWED_COMPOSE_HASHES.split(",").map((h) => h.trim().replace(/^0x/, "").toLowerCase()).filter(Boolean),
+      allowedComposeHashes: c.SIGIL_ALLOWED_COMPOSE_HASHES.split(",")
+        .map((h) => h.trim().replace(/^0x/, "").toLowerCase())
+        .filter(Boolean),
       pccsUrl: c.SIGIL_PCCS_URL,
       checkGovernance: c.SIGIL_ENV === "production" || c.SIGIL_CHECK_GOVERNANCE === "true",
     },
@@ -183,7 +213,10 @@ export function edgeConfig(env: Env): EdgeConfig {
       webhookSecret: c.STRIPE_WEBHOOK_SECRET,
       apiBase: c.STRIPE_API_BASE?.replace(/\/+$/, ""),
     },
-    webhooks: webhookPolicy({ SIGIL_ENV: c.SIGIL_ENV, SIGIL_WEBHOOK_RETRY_BASE_MS: String(c.SIGIL_WEBHOOK_RETRY_BASE_MS) }),
+    webhooks: webhookPolicy({
+      SIGIL_ENV: c.SIGIL_ENV,
+      SIGIL_WEBHOOK_RETRY_BASE_MS: String(c.SIGIL_WEBHOOK_RETRY_BASE_MS),
+    }),
   };
   cache.set(env, config);
   return config;

@@ -14,7 +14,8 @@ export function toSigilError(err: unknown): SigilError {
   if (err instanceof HTTPException) {
     if (err.status === 400) return new SigilError("invalid_json", "the request body is not valid JSON");
     // The validator refuses a body that is not declared as JSON: still the client's mistake, still 400.
-    if (err.status === 415) return new SigilError("invalid_json", "send the request body as JSON, with Content-Type: application/json");
+    if (err.status === 415)
+      return new SigilError("invalid_json", "send the request body as JSON, with Content-Type: application/json");
     if (err.status === 413) return new SigilError("payload_too_large", "the request body is too large");
   }
   return new SigilError("internal_error", "an internal error occurred", { cause: err });
@@ -26,7 +27,8 @@ export function errorResponse(c: Context, err: unknown): Response {
   const requestId = ids?.requestId ?? crypto.randomUUID();
   if (error.status >= 500) {
     const cause = error.cause ?? err;
-    const log = (c.get("log") as Logger | undefined) ?? requestLog({ requestId, correlationId: ids?.correlationId ?? null });
+    const log =
+      (c.get("log") as Logger | undefined) ?? requestLog({ requestId, correlationId: ids?.correlationId ?? null });
     log.error("request failed", { code: error.code, error: cause instanceof Error ? cause.message : String(cause) });
   }
   if (error.retryAfterSeconds !== undefined) c.header("Retry-After", String(error.retryAfterSeconds));

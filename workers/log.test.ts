@@ -30,11 +30,14 @@ function app() {
 }
 
 /** The JSON lines written to console.log and console.error while `run` runs. */
-async function captured(run: () => Promise<unknown>): Promise<{ out: Record<string, unknown>[]; err: Record<string, unknown>[] }> {
+async function captured(
+  run: () => Promise<unknown>,
+): Promise<{ out: Record<string, unknown>[]; err: Record<string, unknown>[] }> {
   const out = vi.spyOn(console, "log").mockImplementation(() => undefined);
   const err = vi.spyOn(console, "error").mockImplementation(() => undefined);
   await run();
-  const lines = (spy: typeof out) => spy.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>);
+  const lines = (spy: typeof out) =>
+    spy.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>);
   return { out: lines(out), err: lines(err) };
 }
 
@@ -81,7 +84,9 @@ describe("the edge's logs", () => {
     });
     expect(res?.status).toBe(500);
     const requestIdHeader = res?.headers.get("x-request-id");
-    expect(JSON.parse(body)).toStrictEqual({ error: { code: "internal_error", message: "an internal error occurred", request_id: requestIdHeader } });
+    expect(JSON.parse(body)).toStrictEqual({
+      error: { code: "internal_error", message: "an internal error occurred", request_id: requestIdHeader },
+    });
     expect(body).not.toContain("10.9.8.7");
     expect(err).toEqual([
       {

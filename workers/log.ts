@@ -9,5 +9,8 @@ export const edgeLog: Logger = createLogger("info", { service: "edge" });
 
 /** The logger of one request: every line carries `requestId`, and `correlationId` when the client sent one. */
 export function requestLog(ids: { requestId: string; correlationId: string | null }): Logger {
-  return edgeLog.child({ requestId: ids.requestId, ...(ids.correlationId ? { correlationId: ids.correlationId } : {}) });
+  return edgeLog.child({
+    requestId: ids.requestId,
+    ...(ids.correlationId ? { correlationId: ids.correlationId } : {}),
+  });
 }

@@ -36,9 +36,15 @@ export function notFound(app: Hono<EdgeEnv>): NotFoundHandler<EdgeEnv> {
 
   return (c) => {
     const allowed = allowedOn(c.req.path);
-    if (allowed.length === 0) return errorResponse(c, new SigilError("not_found", `no route for ${c.req.method} ${c.req.path}`));
+    if (allowed.length === 0)
+      return errorResponse(c, new SigilError("not_found", `no route for ${c.req.method} ${c.req.path}`));
     const allow = allowed.join(", ");
     c.header("Allow", allow);
-    return errorResponse(c, new SigilError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}; it answers ${allow}`, { details: { allowed } }));
+    return errorResponse(
+      c,
+      new SigilError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}; it answers ${allow}`, {
+        details: { allowed },
+      }),
+    );
   };
 }

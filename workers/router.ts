@@ -12,7 +12,10 @@ import type { RequestIds } from "./middleware/requestId/index.ts";
 export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig; log: Logger } };
 
 /** Validation failures become 400 invalid_request with one `{path, message}` per problem. */
-export function validationHook(result: { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> } }): void {
+export function validationHook(result: {
+  success: boolean;
+  error?: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> };
+}): void {
   if (result.success || !result.error) return;
   const details: IssueDetail[] = result.error.issues.map((i) => ({
     path: i.path.map(String).join(".") || "(body)",

@@ -13,7 +13,12 @@ const create: Command = {
   Creates a managed account and prints its master API key (shown this once: keep it), its id and
   its master wallet. --save writes the key and the API URL into the profile (--profile, default
   "default"), so later commands need neither. --email is kept for the account's Stripe customer.`,
-  options: { name: { type: "string" }, description: { type: "string" }, email: { type: "string" }, save: { type: "boolean" } },
+  options: {
+    name: { type: "string" },
+    description: { type: "string" },
+    email: { type: "string" },
+    save: { type: "boolean" },
+  },
   async run({ values, ctx }) {
     const name = values.name as string | undefined;
     if (!name) throw new UsageError("--name is required");
@@ -55,7 +60,8 @@ const show: Command = {
     let requestId: string | undefined;
     const state = await client.accountExists(undefined, { onResponse: (info) => (requestId = info.requestId) });
     // A well-formed key of no account is an answer (exists: false), not a refusal; here it is a failure.
-    if (!state.exists) throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
+    if (!state.exists)
+      throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
     const hash = toHash32(apiKeyHash(key));
     let usage: { name: string } | undefined;
     for await (const k of client.all.listApiKeys()) {
@@ -79,7 +85,12 @@ const show: Command = {
     ctx.print(data, () =>
       fields([
         ["account", state.managed ? "managed" : "ChainSecured (administered by its wallet on chain)"],
-        ["key", usage ? `usage key "${usage.name}" (${hash})` : `master key (${hash})${state.managed ? "" : ", read-only since the conversion"}`],
+        [
+          "key",
+          usage
+            ? `usage key "${usage.name}" (${hash})`
+            : `master key (${hash})${state.managed ? "" : ", read-only since the conversion"}`,
+        ],
         ["balance", `${dollars(balance.balance_cents)} (${balance.balance_cents} cents)`],
         ["api", `${baseUrl}   (from ${from.api.detail})`],
       ]),

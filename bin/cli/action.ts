@@ -41,7 +41,11 @@ const add: Command = {
     } else {
       throw new CliError("file_unreadable", `${arg} is neither a file nor a CID`);
     }
-    const answer = await client.addAction({ action_ipfs_cid: cid, name: name ?? "", description: (values.description as string | undefined) ?? "" });
+    const answer = await client.addAction({
+      action_ipfs_cid: cid,
+      name: name ?? "",
+      description: (values.description as string | undefined) ?? "",
+    });
     ctx.print({ ...answer, action_ipfs_cid: cid }, () =>
       fields([
         ["action", cid],
@@ -63,13 +67,21 @@ const list: Command = {
   async run({ values, ctx }) {
     const group = values.group as string | undefined;
     const actions: ListActionsOutput = [];
-    for await (const a of ctx.keyed().all.listActions(group === undefined ? {} : { group_id: wholeNumber("--group", group) })) actions.push(a);
+    for await (const a of ctx
+      .keyed()
+      .all.listActions(group === undefined ? {} : { group_id: wholeNumber("--group", group) }))
+      actions.push(a);
     ctx.print(actions, () =>
       actions.length === 0
         ? "no actions"
         : table(
             ["HASH", "CID", "NAME", "DESCRIPTION"],
-            actions.map((a) => [a.hashed_cid === "0" ? "any" : a.hashed_cid, a.action_ipfs_cid ?? "-", a.name, a.description]),
+            actions.map((a) => [
+              a.hashed_cid === "0" ? "any" : a.hashed_cid,
+              a.action_ipfs_cid ?? "-",
+              a.name,
+              a.description,
+            ]),
           ),
     );
   },
@@ -86,7 +98,12 @@ const remove: Command = {
     const arg = positionals[0] as string;
     const hash = /^0x[0-9a-fA-F]{64}$/.test(arg) ? arg.toLowerCase() : toHash32(cidHash(cidArgument(arg)));
     const answer = await ctx.keyed().deleteAction({ hashed_cid: hash });
-    ctx.print(answer, () => fields([["removed", hash], ["transaction", answer.transaction_hash]]));
+    ctx.print(answer, () =>
+      fields([
+        ["removed", hash],
+        ["transaction", answer.transaction_hash],
+      ]),
+    );
   },
 };
 

@@ -22,7 +22,8 @@ export const auditCommand: Command = {
   ${signerUsage}`,
   options: { limit: { type: "string" }, sign: { type: "boolean" }, ...signerOptions },
   async run({ values, ctx }) {
-    const limit = values.limit === undefined ? DEFAULT_LIMIT : wholeNumber("--limit", values.limit as string, { min: 1 });
+    const limit =
+      values.limit === undefined ? DEFAULT_LIMIT : wholeNumber("--limit", values.limit as string, { min: 1 });
     const client = values.sign ? await walletAuthClient(ctx, values) : ctx.keyed();
     const events: AuditEvent[] = [];
     for await (const e of client.all.audit({ limit: Math.min(limit, 100) })) {
@@ -34,7 +35,13 @@ export const auditCommand: Command = {
         ? "no events"
         : table(
             ["BLOCK", "TIME", "WHAT", "SENDER", "TRANSACTION"],
-            events.map((e) => [String(e.block_number), e.block_time === null ? "-" : new Date(e.block_time * 1000).toISOString().replace(".000Z", "Z"), e.summary, e.actor ?? "-", e.tx_hash]),
+            events.map((e) => [
+              String(e.block_number),
+              e.block_time === null ? "-" : new Date(e.block_time * 1000).toISOString().replace(".000Z", "Z"),
+              e.summary,
+              e.actor ?? "-",
+              e.tx_hash,
+            ]),
           ),
     );
   },

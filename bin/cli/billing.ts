@@ -8,7 +8,8 @@ import { topUp } from "../../sdk/src/index.ts";
 import { signerOptions, signerUsage, walletAuthClient } from "./chainSecured.ts";
 import { dollars, table, UsageError, wholeNumber, type Command, type Context } from "./context.ts";
 
-const billingClient = (ctx: Context, values: Record<string, unknown>) => (values.sign ? walletAuthClient(ctx, values) : Promise.resolve(ctx.keyed()));
+const billingClient = (ctx: Context, values: Record<string, unknown>) =>
+  values.sign ? walletAuthClient(ctx, values) : Promise.resolve(ctx.keyed());
 
 export const balanceCommand: Command = {
   name: "balance",
@@ -41,9 +42,15 @@ export const topUpCommand: Command = {
     if (values.amount === undefined) throw new UsageError("--amount (whole cents) is required");
     const amountCents = wholeNumber("--amount", values.amount as string, { min: 1 });
     const client = await billingClient(ctx, values);
-    const result = await topUp(client, { amountCents, ...(values.card !== undefined ? { paymentMethod: values.card as string } : {}) });
+    const result = await topUp(client, {
+      amountCents,
+      ...(values.card !== undefined ? { paymentMethod: values.card as string } : {}),
+    });
     const how = result.alreadyCredited ? "credited by Stripe's webhook" : "credited";
-    ctx.print(result, () => `${how}: ${dollars(amountCents)}; balance ${dollars(result.balanceCents)} (${result.balanceCents} cents)`);
+    ctx.print(
+      result,
+      () => `${how}: ${dollars(amountCents)}; balance ${dollars(result.balanceCents)} (${result.balanceCents} cents)`,
+    );
   },
 };
 
@@ -105,7 +112,17 @@ export const usageCommand: Command = {
 };
 
 /** One line of an event's particulars. */
-function usageDetail(e: { kind: string; cid: string | null; duration_ms: number | null; operation: string | null; transaction_hash: string | null; payment_intent: string | null; key_hash: string | null; error_code: string | null; hold_expired: boolean }): string {
+function usageDetail(e: {
+  kind: string;
+  cid: string | null;
+  duration_ms: number | null;
+  operation: string | null;
+  transaction_hash: string | null;
+  payment_intent: string | null;
+  key_hash: string | null;
+  error_code: string | null;
+  hold_expired: boolean;
+}): string {
   const parts: string[] = [];
   if (e.operation) parts.push(e.operation);
   if (e.cid) parts.push(e.cid);

@@ -6,10 +6,26 @@
 // one; `wallet create --sign` and `key add --sign` (wallet.ts, key.ts) use the same signer.
 import { createPublicClient, createWalletClient, defineChain, getAddress, http } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { accountConfig, signSigilTypedData, walletAuthHeader, type GetNodeChainConfigOutput, type SigilClient, type SigilPrimaryType } from "../../sdk/src/index.ts";
+import {
+  accountConfig,
+  signSigilTypedData,
+  walletAuthHeader,
+  type GetNodeChainConfigOutput,
+  type SigilClient,
+  type SigilPrimaryType,
+} from "../../sdk/src/index.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import { decryptKeystore } from "./keystore.ts";
-import { CliError, fields, readInput, UsageError, type Command, type Context, type Env, type Group } from "./context.ts";
+import {
+  CliError,
+  fields,
+  readInput,
+  UsageError,
+  type Command,
+  type Context,
+  type Env,
+  type Group,
+} from "./context.ts";
 
 /** The options of every command that signs as a wallet. */
 export const signerOptions = {
@@ -29,7 +45,8 @@ export function loadSigner(keystore: string | undefined, env: Env): PrivateKeyAc
     return accountOf(decryptKeystore(readInput(keystore), password), `the key in ${keystore}`);
   }
   const key = env.SIGIL_PRIVATE_KEY?.trim();
-  if (!key) throw new UsageError("this command signs as a wallet: set SIGIL_PRIVATE_KEY (0x + 64 hex) or give --keystore FILE");
+  if (!key)
+    throw new UsageError("this command signs as a wallet: set SIGIL_PRIVATE_KEY (0x + 64 hex) or give --keystore FILE");
   if (!/^0x[0-9a-fA-F]{64}$/.test(key)) throw new UsageError("SIGIL_PRIVATE_KEY must be 0x followed by 64 hex digits");
   return accountOf(key as `0x${string}`, "SIGIL_PRIVATE_KEY");
 }
@@ -58,9 +75,11 @@ export async function walletOwner(ctx: Context, values: Record<string, unknown>)
   const signer = loadSigner(values.keystore as string | undefined, ctx.env);
   const client = ctx.client().with({ apiKey: undefined });
   const chain = await client.getNodeChainConfig();
-  const sign = <P extends SigilPrimaryType>(primaryType: P) => signSigilTypedData({ signer, primaryType, chainId: chain.chain_id });
+  const sign = <P extends SigilPrimaryType>(primaryType: P) =>
+    signSigilTypedData({ signer, primaryType, chainId: chain.chain_id });
   const contract = async () => {
-    if (!chain.contract_address) throw new CliError("chain_unavailable", "the service names no AccountConfig contract (get_node_chain_config)");
+    if (!chain.contract_address)
+      throw new CliError("chain_unavailable", "the service names no AccountConfig contract (get_node_chain_config)");
     const rpcUrl = (values["rpc-url"] as string | undefined) ?? chain.rpc_url;
     const viemChain = defineChain({
       id: chain.chain_id,
@@ -71,7 +90,10 @@ export async function walletOwner(ctx: Context, values: Record<string, unknown>)
     const transport = http(rpcUrl);
     const publicClient = createPublicClient({ chain: viemChain, transport, pollingInterval: 250 });
     if ((await publicClient.getBalance({ address: signer.address })) === 0n) {
-      throw new CliError("insufficient_funds", `the signer ${signer.address} has no ether on ${chain.chain_name} (chain ${chain.chain_id}) to pay for its transactions`);
+      throw new CliError(
+        "insufficient_funds",
+        `the signer ${signer.address} has no ether on ${chain.chain_name} (chain ${chain.chain_id}) to pay for its transactions`,
+      );
     }
     const walletClient = createWalletClient({ account: signer, chain: viemChain, transport });
     return accountConfig({ walletClient, publicClient, address: getAddress(chain.contract_address) });
@@ -98,14 +120,23 @@ const create: Command = {
   the admin, the master wallet and the wallet. No API key is made: add one with key add --sign.
 
   ${signerUsage}`,
-  options: { ...signerOptions, name: { type: "string" }, description: { type: "string" }, "wallet-name": { type: "string" } },
+  options: {
+    ...signerOptions,
+    name: { type: "string" },
+    description: { type: "string" },
+    "wallet-name": { type: "string" },
+  },
   async run({ values, ctx }) {
     const name = values.name as string | undefined;
     if (!name) throw new UsageError("--name is required");
     const owner = await walletOwner(ctx, values);
     const contract = await owner.contract();
     const wallet = await owner.client.createWalletWithSignature(await owner.sign("CreateWallet"));
-    const created = await contract.newChainSecuredAccount({ name, description: (values.description as string | undefined) ?? "", masterWallet: getAddress(wallet.master_wallet_address) });
+    const created = await contract.newChainSecuredAccount({
+      name,
+      description: (values.description as string | undefined) ?? "",
+      masterWallet: getAddress(wallet.master_wallet_address),
+    });
     const registered = await contract.registerWalletDerivation({
       wallet: getAddress(wallet.wallet_address),
       derivationPath: wallet.derivation_path as `0x${string}`,
@@ -146,7 +177,10 @@ const convert: Command = {
     const client = ctx.keyed();
     const owner = await walletOwner(ctx, values);
     const signed = await owner.sign("ConvertAccount");
-    const answer = await client.convertToChainSecuredAccount({ new_admin_wallet_address: owner.signer.address, ...signed });
+    const answer = await client.convertToChainSecuredAccount({
+      new_admin_wallet_address: owner.signer.address,
+      ...signed,
+    });
     ctx.print({ ...answer, admin_wallet_address: owner.signer.address }, () =>
       fields([
         ["converted", `the account is now administered by ${owner.signer.address}; its master key may only read`],

@@ -8,7 +8,18 @@ import { BaseError, ContractFunctionExecutionError, ContractFunctionRevertedErro
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SigilError } from "../../sdk/src/index.ts";
-import { CliError, DEFAULT_API_URL, errorLine, fields, maskKey, readProfiles, resolveConnection, table, UsageError, writeProfile } from "./context.ts";
+import {
+  CliError,
+  DEFAULT_API_URL,
+  errorLine,
+  fields,
+  maskKey,
+  readProfiles,
+  resolveConnection,
+  table,
+  UsageError,
+  writeProfile,
+} from "./context.ts";
 
 let dir: string;
 let profileFile: string;
@@ -34,56 +45,106 @@ describe("resolveConnection: first found wins", () => {
     writeProfile(profileFile, "default", { api: "http://profile:1", key: KEY_PROFILE });
     const c = resolveConnection({
       flags: { api: "http://flag:1/core/v1", key: KEY_FLAG },
-      env: { SIGIL_API_URL: "http://env:1", SIGIL_API_KEY: KEY_ENV, SIGIL_PROFILE_FILE: profileFile, SIGIL_STATE_DIR: stackState(join(dir, "state"), "http://local:1") },
+      env: {
+        SIGIL_API_URL: "http://env:1",
+        SIGIL_API_KEY: KEY_ENV,
+        SIGIL_PROFILE_FILE: profileFile,
+        SIGIL_STATE_DIR: stackState(join(dir, "state"), "http://local:1"),
+      },
       cwd: dir,
     });
-    expect(c).toMatchObject({ baseUrl: "http://flag:1", apiKey: KEY_FLAG, from: { api: { kind: "flag" }, key: { kind: "flag" } } });
+    expect(c).toMatchObject({
+      baseUrl: "http://flag:1",
+      apiKey: KEY_FLAG,
+      from: { api: { kind: "flag" }, key: { kind: "flag" } },
+    });
   });
 
   it("then the environment, then the profile, each value on its own", () => {
     writeProfile(profileFile, "default", { api: "http://profile:1", key: KEY_PROFILE });
     const env = { SIGIL_PROFILE_FILE: profileFile, SIGIL_STATE_DIR: stackState(join(dir, "state"), "http://local:1") };
-    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_API_URL: "http://env:1", SIGIL_API_KEY: KEY_ENV }, cwd: dir })).toMatchObject({ baseUrl: "http://env:1", apiKey: KEY_ENV });
-    const mixed = resolveConnection({ flags: { key: KEY_FLAG }, env: { ...env, SIGIL_API_URL: "http://env:1" }, cwd: dir });
+    expect(
+      resolveConnection({
+        flags: {},
+        env: { ...env, SIGIL_API_URL: "http://env:1", SIGIL_API_KEY: KEY_ENV },
+        cwd: dir,
+      }),
+    ).toMatchObject({ baseUrl: "http://env:1", apiKey: KEY_ENV });
+    const mixed = resolveConnection({
+      flags: { key: KEY_FLAG },
+      env: { ...env, SIGIL_API_URL: "http://env:1" },
+      cwd: dir,
+    });
     expect(mixed).toMatchObject({ baseUrl: "http://env:1", apiKey: KEY_FLAG });
     const profile = resolveConnection({ flags: {}, env, cwd: dir });
-    expect(profile).toMatchObject({ baseUrl: "http://profile:1", apiKey: KEY_PROFILE, from: { api: { kind: "profile" }, key: { kind: "profile" } } });
+    expect(profile).toMatchObject({
+      baseUrl: "http://profile:1",
+      apiKey: KEY_PROFILE,
+      from: { api: { kind: "profile" }, key: { kind: "profile" } },
+    });
   });
 
   it("then, for the URL, the running stack's local.json (SIGIL_STATE_DIR), then the default", () => {
     const env = { SIGIL_PROFILE_FILE: profileFile };
     const state = stackState(join(dir, "state"), "http://127.0.0.1:4242");
-    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_STATE_DIR: state }, cwd: dir })).toMatchObject({ baseUrl: "http://127.0.0.1:4242", apiKey: undefined, from: { api: { kind: "local" } } });
+    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_STATE_DIR: state }, cwd: dir })).toMatchObject({
+      baseUrl: "http://127.0.0.1:4242",
+      apiKey: undefined,
+      from: { api: { kind: "local" } },
+    });
     // A profile with a key and no URL leaves the URL to local.json.
     writeProfile(profileFile, "default", { key: KEY_PROFILE });
-    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_STATE_DIR: state }, cwd: dir })).toMatchObject({ baseUrl: "http://127.0.0.1:4242", apiKey: KEY_PROFILE });
-    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_STATE_DIR: join(dir, "none") }, cwd: dir })).toMatchObject({ baseUrl: DEFAULT_API_URL, from: { api: { kind: "default" } } });
+    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_STATE_DIR: state }, cwd: dir })).toMatchObject({
+      baseUrl: "http://127.0.0.1:4242",
+      apiKey: KEY_PROFILE,
+    });
+    expect(
+      resolveConnection({ flags: {}, env: { ...env, SIGIL_STATE_DIR: join(dir, "none") }, cwd: dir }),
+    ).toMatchObject({ baseUrl: DEFAULT_API_URL, from: { api: { kind: "default" } } });
   });
 
   it("finds .sigil/local.json in the current folder or the nearest one above it", () => {
     stackState(join(dir, "project", ".sigil"), "http://127.0.0.1:5151");
     const deep = join(dir, "project", "src", "deep");
     mkdirSync(deep, { recursive: true });
-    expect(resolveConnection({ flags: {}, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: deep }).baseUrl).toBe("http://127.0.0.1:5151");
-    expect(resolveConnection({ flags: {}, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: join(dir, "project") }).baseUrl).toBe("http://127.0.0.1:5151");
+    expect(resolveConnection({ flags: {}, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: deep }).baseUrl).toBe(
+      "http://127.0.0.1:5151",
+    );
+    expect(
+      resolveConnection({ flags: {}, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: join(dir, "project") }).baseUrl,
+    ).toBe("http://127.0.0.1:5151");
   });
 
   it("reads the profile --profile (or SIGIL_PROFILE) names, and refuses one that does not exist", () => {
     writeProfile(profileFile, "default", { api: "http://default:1", key: "k-default" });
     writeProfile(profileFile, "staging", { api: "http://staging:1", key: "k-staging" });
     const env = { SIGIL_PROFILE_FILE: profileFile };
-    expect(resolveConnection({ flags: { profile: "staging" }, env, cwd: dir })).toMatchObject({ baseUrl: "http://staging:1", apiKey: "k-staging", profileName: "staging" });
-    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_PROFILE: "staging" }, cwd: dir }).apiKey).toBe("k-staging");
+    expect(resolveConnection({ flags: { profile: "staging" }, env, cwd: dir })).toMatchObject({
+      baseUrl: "http://staging:1",
+      apiKey: "k-staging",
+      profileName: "staging",
+    });
+    expect(resolveConnection({ flags: {}, env: { ...env, SIGIL_PROFILE: "staging" }, cwd: dir }).apiKey).toBe(
+      "k-staging",
+    );
     expect(() => resolveConnection({ flags: { profile: "prod" }, env, cwd: dir })).toThrow(UsageError);
     // Unless the command is about to write it (account create --save --profile prod).
-    expect(resolveConnection({ flags: { profile: "prod" }, env, cwd: dir, newProfile: true })).toMatchObject({ profileName: "prod", apiKey: undefined });
+    expect(resolveConnection({ flags: { profile: "prod" }, env, cwd: dir, newProfile: true })).toMatchObject({
+      profileName: "prod",
+      apiKey: undefined,
+    });
     // The default profile may be absent.
     rmSync(profileFile);
-    expect(resolveConnection({ flags: {}, env, cwd: join(dir, "nowhere") })).toMatchObject({ baseUrl: DEFAULT_API_URL, apiKey: undefined });
+    expect(resolveConnection({ flags: {}, env, cwd: join(dir, "nowhere") })).toMatchObject({
+      baseUrl: DEFAULT_API_URL,
+      apiKey: undefined,
+    });
   });
 
   it("refuses a URL that is not http(s)", () => {
-    expect(() => resolveConnection({ flags: { api: "127.0.0.1:8787" }, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: dir })).toThrow(/not an http\(s\) URL/);
+    expect(() =>
+      resolveConnection({ flags: { api: "127.0.0.1:8787" }, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: dir }),
+    ).toThrow(/not an http\(s\) URL/);
   });
 });
 
@@ -93,7 +154,10 @@ describe("the profile file", () => {
     writeProfile(profileFile, "other", { api: "http://b:1" });
     writeProfile(profileFile, "default", { key: "k2" });
     expect(statSync(profileFile).mode & 0o777).toBe(0o600);
-    expect(readProfiles(profileFile).profiles).toEqual({ default: { api: "http://a:1", key: "k2" }, other: { api: "http://b:1" } });
+    expect(readProfiles(profileFile).profiles).toEqual({
+      default: { api: "http://a:1", key: "k2" },
+      other: { api: "http://b:1" },
+    });
   });
 
   it("that is not a profile file is an error, not an empty one", () => {
@@ -113,20 +177,39 @@ describe("the profile file", () => {
 
 describe("output", () => {
   it("aligns table columns to their widest cell, two spaces apart, with no trailing blanks", () => {
-    expect(table(["ID", "NAME", "DESCRIPTION"], [["0", "master", ""], ["12", "a longer name", "x"]])).toBe(
-      ["ID  NAME           DESCRIPTION", "0   master", "12  a longer name  x"].join("\n"),
-    );
+    expect(
+      table(
+        ["ID", "NAME", "DESCRIPTION"],
+        [
+          ["0", "master", ""],
+          ["12", "a longer name", "x"],
+        ],
+      ),
+    ).toBe(["ID  NAME           DESCRIPTION", "0   master", "12  a longer name  x"].join("\n"));
     expect(table(["A", "B"], [])).toBe("A  B");
   });
 
   it("aligns name–value lines and leaves out empty values", () => {
-    expect(fields([["wallet", "0xab"], ["id", 3], ["request", undefined], ["transaction", "0xcd"]])).toBe(["wallet       0xab", "id           3", "transaction  0xcd"].join("\n"));
+    expect(
+      fields([
+        ["wallet", "0xab"],
+        ["id", 3],
+        ["request", undefined],
+        ["transaction", "0xcd"],
+      ]),
+    ).toBe(["wallet       0xab", "id           3", "transaction  0xcd"].join("\n"));
   });
 
   it("gives every error as one line: the service's code, message and request id", () => {
-    expect(errorLine(new SigilError({ code: "invalid_api_key", message: "the API key is not valid", status: 401, requestId: "r-1" }))).toBe("invalid_api_key: the API key is not valid (request r-1)");
+    expect(
+      errorLine(
+        new SigilError({ code: "invalid_api_key", message: "the API key is not valid", status: 401, requestId: "r-1" }),
+      ),
+    ).toBe("invalid_api_key: the API key is not valid (request r-1)");
     expect(errorLine(new CliError("file_unreadable", "cannot read x"))).toBe("file_unreadable: cannot read x");
-    expect(errorLine(new BaseError("execution reverted", { details: "line one\nline two" }))).toBe("chain_error: execution reverted");
+    expect(errorLine(new BaseError("execution reverted", { details: "line one\nline two" }))).toBe(
+      "chain_error: execution reverted",
+    );
     expect(errorLine(new Error("two\nlines"))).toBe("error: two lines");
   });
 
@@ -134,7 +217,13 @@ describe("output", () => {
     const hash = 2n ** 200n + 5n;
     const data = encodeErrorResult({ abi: accountConfigAbi, errorName: "AccountDoesNotExist", args: [hash] });
     const reverted = new ContractFunctionRevertedError({ abi: accountConfigAbi, data, functionName: "setUsageApiKey" });
-    const err = new ContractFunctionExecutionError(reverted, { abi: accountConfigAbi, functionName: "setUsageApiKey", args: [] });
-    expect(errorLine(err)).toBe(`chain_error: The contract function "setUsageApiKey" reverted: AccountDoesNotExist(0x${hash.toString(16).padStart(64, "0")})`);
+    const err = new ContractFunctionExecutionError(reverted, {
+      abi: accountConfigAbi,
+      functionName: "setUsageApiKey",
+      args: [],
+    });
+    expect(errorLine(err)).toBe(
+      `chain_error: The contract function "setUsageApiKey" reverted: AccountDoesNotExist(0x${hash.toString(16).padStart(64, "0")})`,
+    );
   });
 });

@@ -68,8 +68,17 @@ export function readProfiles(file: string): ProfileFile {
     throw new CliError("invalid_profile_file", `${file} has no "profiles" object`);
   }
   for (const [name, p] of Object.entries(profiles)) {
-    const ok = typeof p === "object" && p !== null && ["api", "key"].every((f) => (p as Record<string, unknown>)[f] === undefined || typeof (p as Record<string, unknown>)[f] === "string");
-    if (!ok) throw new CliError("invalid_profile_file", `${file}: profile "${name}" must be an object with string "api" and "key"`);
+    const ok =
+      typeof p === "object" &&
+      p !== null &&
+      ["api", "key"].every(
+        (f) => (p as Record<string, unknown>)[f] === undefined || typeof (p as Record<string, unknown>)[f] === "string",
+      );
+    if (!ok)
+      throw new CliError(
+        "invalid_profile_file",
+        `${file}: profile "${name}" must be an object with string "api" and "key"`,
+      );
   }
   return { profiles: profiles as Record<string, Profile> };
 }
@@ -97,10 +106,11 @@ export function writeProfile(file: string, name: string, changes: Profile): Prof
 export function localStackUrl(env: Env, cwd: string): { url: string; file: string } | undefined {
   const candidates: string[] = [];
   if (env.SIGIL_STATE_DIR) candidates.push(join(resolve(cwd, env.SIGIL_STATE_DIR), "local.json"));
-  else for (let dir = resolve(cwd); ; dir = dirname(dir)) {
-    candidates.push(join(dir, ".sigil", "local.json"));
-    if (dirname(dir) === dir) break;
-  }
+  else
+    for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+      candidates.push(join(dir, ".sigil", "local.json"));
+      if (dirname(dir) === dir) break;
+    }
   for (const file of candidates) {
     if (!existsSync(file)) continue;
     try {
@@ -132,11 +142,13 @@ export function resolveConnection(args: {
   const profileFile = profileFilePath(env);
   const chosen = flags.profile ?? (env.SIGIL_PROFILE || undefined);
   const profileName = chosen ?? DEFAULT_PROFILE;
-  const needProfile = (flags.api === undefined && !env.SIGIL_API_URL) || (flags.key === undefined && !env.SIGIL_API_KEY);
+  const needProfile =
+    (flags.api === undefined && !env.SIGIL_API_URL) || (flags.key === undefined && !env.SIGIL_API_KEY);
   let profile: Profile | undefined;
   if (needProfile || chosen !== undefined) {
     profile = readProfiles(profileFile).profiles[profileName];
-    if (!profile && chosen !== undefined && !args.newProfile) throw new UsageError(`no profile "${profileName}" in ${profileFile} (sigil profile set --name ${profileName} …)`);
+    if (!profile && chosen !== undefined && !args.newProfile)
+      throw new UsageError(`no profile "${profileName}" in ${profileFile} (sigil profile set --name ${profileName} …)`);
   }
   const inProfile: Source = { kind: "profile", detail: `profile "${profileName}" (${profileFile})` };
 
@@ -146,9 +158,12 @@ export function resolveConnection(args: {
   else if (profile?.api) api = { value: profile.api, from: inProfile };
   else {
     const local = localStackUrl(env, cwd);
-    api = local ? { value: local.url, from: { kind: "local", detail: local.file } } : { value: DEFAULT_API_URL, from: { kind: "default", detail: "the default" } };
+    api = local
+      ? { value: local.url, from: { kind: "local", detail: local.file } }
+      : { value: DEFAULT_API_URL, from: { kind: "default", detail: "the default" } };
   }
-  if (!/^https?:\/\/[^/]+/.test(api.value)) throw new UsageError(`the API URL from ${api.from.detail} is not an http(s) URL: ${api.value}`);
+  if (!/^https?:\/\/[^/]+/.test(api.value))
+    throw new UsageError(`the API URL from ${api.from.detail} is not an http(s) URL: ${api.value}`);
 
   let key: { value: string; from: Source } | undefined;
   if (flags.key !== undefined) key = { value: flags.key, from: { kind: "flag", detail: "--key" } };
@@ -190,13 +205,15 @@ export function fields(pairs: Array<[string, string | number | undefined]>): str
   return shown.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
 }
 
-export const dollars = (cents: number) => `${cents < 0 ? "-" : ""}$${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, "0")}`;
+export const dollars = (cents: number) =>
+  `${cents < 0 ? "-" : ""}$${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, "0")}`;
 
 /** viem's short message, with the contract's custom error when the revert names one: "… reverted: AccountDoesNotExist(0x…)". */
 function chainErrorMessage(err: BaseError): string {
   const revert = findRevert(err);
   if (!revert || revert.name === "Unknown") return err.shortMessage;
-  const arg = (a: unknown) => (typeof a === "bigint" ? (a > 2n ** 64n ? `0x${a.toString(16).padStart(64, "0")}` : a.toString()) : String(a));
+  const arg = (a: unknown) =>
+    typeof a === "bigint" ? (a > 2n ** 64n ? `0x${a.toString(16).padStart(64, "0")}` : a.toString()) : String(a);
   return `${err.shortMessage.replace(/\.$/, "")}: ${revert.name}(${revert.args.map(arg).join(", ")})`;
 }
 
@@ -295,14 +312,20 @@ export class Context {
   /** The client, for a command that needs a key: a usage error when none was found. */
   keyed(): SigilClient {
     if (!this.connection().apiKey) {
-      throw new UsageError("no API key: give --key, set SIGIL_API_KEY, or save one in a profile (sigil profile set --key …, or sigil account create --save)");
+      throw new UsageError(
+        "no API key: give --key, set SIGIL_API_KEY, or save one in a profile (sigil profile set --key …, or sigil account create --save)",
+      );
     }
     return this.client();
   }
 
   /** Prints the answer: `data` as JSON with --json, otherwise the human form. */
   print(data: unknown, human: () => string): void {
-    process.stdout.write(this.json ? `${JSON.stringify(data, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)}\n` : `${human()}\n`);
+    process.stdout.write(
+      this.json
+        ? `${JSON.stringify(data, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`
+        : `${human()}\n`,
+    );
   }
 
   /** A note for the person at the terminal (stderr, so stdout stays the answer); none with --json. */
@@ -312,7 +335,12 @@ export class Context {
 }
 
 /** Runs `command` with `args`: --help first (and nothing else), then its options, then its run; the exit code. */
-export async function runCommand(command: Command, args: string[], env: Env = process.env, cwd = process.cwd()): Promise<number> {
+export async function runCommand(
+  command: Command,
+  args: string[],
+  env: Env = process.env,
+  cwd = process.cwd(),
+): Promise<number> {
   const dashDash = args.indexOf("--");
   const before = dashDash === -1 ? args : args.slice(0, dashDash);
   if (before.includes("--help") || before.includes("-h")) {
@@ -325,20 +353,32 @@ export async function runCommand(command: Command, args: string[], env: Env = pr
   try {
     ({ values, positionals } = parseArgs({
       args,
-      options: { ...(connects ? connectionOptions : {}), ...command.options, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      options: {
+        ...(connects ? connectionOptions : {}),
+        ...command.options,
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
       allowPositionals: true,
       allowNegative: true,
       strict: true,
     }) as { values: Values; positionals: string[] });
     const { min, max, names } = command.positionals ?? { min: 0, max: 0, names: "" };
     if (positionals.length < min) throw new UsageError(`missing ${names}`);
-    if (positionals.length > max) throw new UsageError(`unexpected argument${positionals.length - max > 1 ? "s" : ""}: ${positionals.slice(max).join(" ")}`);
+    if (positionals.length > max)
+      throw new UsageError(
+        `unexpected argument${positionals.length - max > 1 ? "s" : ""}: ${positionals.slice(max).join(" ")}`,
+      );
   } catch (err) {
     return usageFailure(command, err);
   }
   const ctx = new Context({
     command: command.name,
-    flags: { api: values.api as string | undefined, key: values.key as string | undefined, profile: values.profile as string | undefined },
+    flags: {
+      api: values.api as string | undefined,
+      key: values.key as string | undefined,
+      profile: values.profile as string | undefined,
+    },
     json: values.json === true,
     env,
     cwd,
@@ -354,13 +394,21 @@ export async function runCommand(command: Command, args: string[], env: Env = pr
 
 function usageFailure(command: Command, err: unknown): number {
   // parseArgs' own messages end with advice about `--` that does not apply here.
-  const message = (err instanceof Error ? err.message : String(err)).replace(/\. To specify a positional argument.*$/s, "");
+  const message = (err instanceof Error ? err.message : String(err)).replace(
+    /\. To specify a positional argument.*$/s,
+    "",
+  );
   process.stderr.write(`sigil ${command.name}: ${message.replace(/\s*\n\s*/g, " ")} (sigil ${command.name} --help)\n`);
   return 2;
 }
 
 /** Runs `sigil <group> <command> …`: the group's usage for --help or no command; the exit code. */
-export async function runGroup(group: Group, args: string[], env: Env = process.env, cwd = process.cwd()): Promise<number> {
+export async function runGroup(
+  group: Group,
+  args: string[],
+  env: Env = process.env,
+  cwd = process.cwd(),
+): Promise<number> {
   const [name, ...rest] = args;
   if (name === undefined) {
     process.stderr.write(`${groupUsage(group)}\n`);
@@ -384,7 +432,9 @@ export async function runGroup(group: Group, args: string[], env: Env = process.
 /** A whole number of an option (cents, seconds, ids); a usage error names the option otherwise. */
 export function wholeNumber(flag: string, value: string, { min = 0 }: { min?: number } = {}): number {
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)) || Number(value) < min) {
-    throw new UsageError(`${flag} takes a whole number${min > 0 ? ` of at least ${min}` : ""}, not ${JSON.stringify(value)}`);
+    throw new UsageError(
+      `${flag} takes a whole number${min > 0 ? ` of at least ${min}` : ""}, not ${JSON.stringify(value)}`,
+    );
   }
   return Number(value);
 }
@@ -392,8 +442,13 @@ export function wholeNumber(flag: string, value: string, { min = 0 }: { min?: nu
 /** Group ids from a repeatable option whose values may also be comma-separated ("1,2"); "" is none. */
 export function groupIds(flag: string, values: string[] | undefined): string[] | undefined {
   if (values === undefined) return undefined;
-  const ids = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
-  for (const id of ids) if (!/^\d{1,20}$/.test(id)) throw new UsageError(`${flag} takes group ids (decimal, 0 = every group), not ${JSON.stringify(id)}`);
+  const ids = values
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
+  for (const id of ids)
+    if (!/^\d{1,20}$/.test(id))
+      throw new UsageError(`${flag} takes group ids (decimal, 0 = every group), not ${JSON.stringify(id)}`);
   return ids;
 }
 
@@ -402,7 +457,10 @@ export function readBytes(path: string): Buffer {
   try {
     return readFileSync(path === "-" ? 0 : path);
   } catch (err) {
-    throw new CliError("file_unreadable", `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(
+      "file_unreadable",
+      `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 

@@ -20,7 +20,8 @@ const memberUsage = `  --description TEXT
 function walletsOf(values: Record<string, unknown>): string[] | undefined {
   const wallets = values.wallet as string[] | undefined;
   for (const w of wallets ?? []) {
-    if (!/^0x[0-9a-fA-F]{40}$/.test(w) && !/^\d{1,20}$/.test(w)) throw new UsageError(`--wallet takes a wallet address or a decimal wallet id, not ${JSON.stringify(w)}`);
+    if (!/^0x[0-9a-fA-F]{40}$/.test(w) && !/^\d{1,20}$/.test(w))
+      throw new UsageError(`--wallet takes a wallet address or a decimal wallet id, not ${JSON.stringify(w)}`);
   }
   return wallets;
 }
@@ -46,7 +47,12 @@ ${memberUsage}`,
       pkp_ids_permitted: walletsOf(values) ?? [],
       cid_hashes_permitted: actionsOf(values) ?? [],
     });
-    ctx.print(answer, () => fields([["group", answer.group_id], ["transaction", answer.transaction_hash]]));
+    ctx.print(answer, () =>
+      fields([
+        ["group", answer.group_id],
+        ["transaction", answer.transaction_hash],
+      ]),
+    );
   },
 };
 
@@ -92,12 +98,22 @@ const update: Command = {
   empty them.
 
 ${memberUsage}`,
-  options: { name: { type: "string" }, ...memberOptions, "clear-wallets": { type: "boolean" }, "clear-actions": { type: "boolean" } },
+  options: {
+    name: { type: "string" },
+    ...memberOptions,
+    "clear-wallets": { type: "boolean" },
+    "clear-actions": { type: "boolean" },
+  },
   positionals: { min: 1, max: 1, names: "ID" },
   async run({ values, positionals, ctx }) {
     const id = String(wholeNumber("ID", positionals[0] as string));
-    const given = ["name", "description", "wallet", "action", "clear-wallets", "clear-actions"].some((k) => values[k] !== undefined);
-    if (!given) throw new UsageError("nothing to change: give --name, --description, --wallet, --action, --clear-wallets or --clear-actions");
+    const given = ["name", "description", "wallet", "action", "clear-wallets", "clear-actions"].some(
+      (k) => values[k] !== undefined,
+    );
+    if (!given)
+      throw new UsageError(
+        "nothing to change: give --name, --description, --wallet, --action, --clear-wallets or --clear-actions",
+      );
     const client = ctx.keyed();
     const current = (await allGroups(client)).find((g) => g.id === id);
     if (!current) throw new CliError("group_not_found", `the account has no group ${id}`);
@@ -110,7 +126,12 @@ ${memberUsage}`,
       pkp_ids_permitted: wallets,
       cid_hashes_permitted: actions,
     });
-    ctx.print(answer, () => fields([["updated", `group ${id}`], ["transaction", answer.transaction_hash]]));
+    ctx.print(answer, () =>
+      fields([
+        ["updated", `group ${id}`],
+        ["transaction", answer.transaction_hash],
+      ]),
+    );
   },
 };
 
@@ -124,7 +145,12 @@ const remove: Command = {
   async run({ positionals, ctx }) {
     const id = String(wholeNumber("ID", positionals[0] as string));
     const answer = await ctx.keyed().removeGroup({ group_id: id });
-    ctx.print(answer, () => fields([["removed", `group ${id}`], ["transaction", answer.transaction_hash]]));
+    ctx.print(answer, () =>
+      fields([
+        ["removed", `group ${id}`],
+        ["transaction", answer.transaction_hash],
+      ]),
+    );
   },
 };
 

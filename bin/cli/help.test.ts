@@ -14,7 +14,13 @@ const dir = mkdtempSync(join(tmpdir(), "sigil-cli-help-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Nothing to find: no profile, no stack (its state folder does not exist), an API URL where nothing listens. */
-const env = { ...process.env, SIGIL_PROFILE_FILE: join(dir, "profiles.json"), SIGIL_STATE_DIR: join(dir, "state"), SIGIL_API_URL: "http://127.0.0.1:9", SIGIL_API_KEY: "" };
+const env = {
+  ...process.env,
+  SIGIL_PROFILE_FILE: join(dir, "profiles.json"),
+  SIGIL_STATE_DIR: join(dir, "state"),
+  SIGIL_API_URL: "http://127.0.0.1:9",
+  SIGIL_API_KEY: "",
+};
 
 function sigil(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) =>
@@ -93,13 +99,32 @@ describe("--help", { timeout: 60_000 }, () => {
     expect((await sigil(["help", "key", "add"])).stdout).toContain("usage: sigil key add");
     const all = await sigil([]);
     expect(all.code).toBe(0);
-    for (const name of ["start", "account create|show", "key add|list|update|remove", "cid", "run", "balance", "topup", "chain-secured create", "convert"]) expect(all.stdout).toContain(name);
+    for (const name of [
+      "start",
+      "account create|show",
+      "key add|list|update|remove",
+      "cid",
+      "run",
+      "balance",
+      "topup",
+      "chain-secured create",
+      "convert",
+    ])
+      expect(all.stdout).toContain(name);
   });
 });
 
 describe("usage errors", { timeout: 60_000 }, () => {
   it("exit 2 with one line naming the problem", async () => {
-    for (const args of [["key", "add"], ["run"], ["group", "remove", "x"], ["topup", "--amount", "ten"], ["usage", "--all", "--limit", "3"], ["wallet", "list", "--bogus"], ["start", "now"]]) {
+    for (const args of [
+      ["key", "add"],
+      ["run"],
+      ["group", "remove", "x"],
+      ["topup", "--amount", "ten"],
+      ["usage", "--all", "--limit", "3"],
+      ["wallet", "list", "--bogus"],
+      ["start", "now"],
+    ]) {
       const r = await sigil(args);
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout).toBe("");
@@ -111,7 +136,12 @@ describe("usage errors", { timeout: 60_000 }, () => {
   }, 60_000);
 
   it("sigil verify-receipt without one file and exactly one of --attestation and --api: exit 2, one line", async () => {
-    for (const args of [["verify-receipt"], ["verify-receipt", "run.json"], ["verify-receipt", "run.json", "--api", "ftp://x"], ["verify-receipt", "run.json", "--api", "http://127.0.0.1:9", "--attestation", "a.json"]]) {
+    for (const args of [
+      ["verify-receipt"],
+      ["verify-receipt", "run.json"],
+      ["verify-receipt", "run.json", "--api", "ftp://x"],
+      ["verify-receipt", "run.json", "--api", "http://127.0.0.1:9", "--attestation", "a.json"],
+    ]) {
       const r = await sigil(args);
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);

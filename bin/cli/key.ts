@@ -51,12 +51,16 @@ const NONE: Permissions = {
 function expiry(value: string): number {
   if (/^\d+$/.test(value)) return wholeNumber("--expires-at", value);
   const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new UsageError(`--expires-at takes Unix seconds or an ISO date, not ${JSON.stringify(value)}`);
+  if (Number.isNaN(ms))
+    throw new UsageError(`--expires-at takes Unix seconds or an ISO date, not ${JSON.stringify(value)}`);
   return Math.floor(ms / 1000);
 }
 
 /** `base` with what the flags change; `changed` says whether any permission flag was given. */
-function permissionsFrom(values: Record<string, unknown>, base: Permissions): { permissions: Permissions; changed: boolean } {
+function permissionsFrom(
+  values: Record<string, unknown>,
+  base: Permissions,
+): { permissions: Permissions; changed: boolean } {
   const p: Permissions = { ...base };
   const flag = <T>(name: string, set: (v: T) => void) => {
     if (values[name] !== undefined) set(values[name] as T);
@@ -67,9 +71,15 @@ function permissionsFrom(values: Record<string, unknown>, base: Permissions): { 
   flag<boolean>("can-delete-groups", (v) => (p.can_delete_groups = v));
   flag<boolean>("can-create-wallets", (v) => (p.can_create_pkps = v));
   flag<string[]>("execute-in-groups", (v) => (p.execute_in_groups = groupIds("--execute-in-groups", v) ?? []));
-  flag<string[]>("manage-actions-in-groups", (v) => (p.manage_ipfs_ids_in_groups = groupIds("--manage-actions-in-groups", v) ?? []));
+  flag<string[]>(
+    "manage-actions-in-groups",
+    (v) => (p.manage_ipfs_ids_in_groups = groupIds("--manage-actions-in-groups", v) ?? []),
+  );
   flag<string[]>("add-wallet-to-groups", (v) => (p.add_pkp_to_groups = groupIds("--add-wallet-to-groups", v) ?? []));
-  flag<string[]>("remove-wallet-from-groups", (v) => (p.remove_pkp_from_groups = groupIds("--remove-wallet-from-groups", v) ?? []));
+  flag<string[]>(
+    "remove-wallet-from-groups",
+    (v) => (p.remove_pkp_from_groups = groupIds("--remove-wallet-from-groups", v) ?? []),
+  );
   flag<string>("expires-at", (v) => (p.expires_at = expiry(v)));
   flag<string>("spend-limit-cents", (v) => (p.spend_limit_cents = wholeNumber("--spend-limit-cents", v)));
   const permissionFlags = Object.keys(permissionOptions).filter((k) => k !== "description");
@@ -113,7 +123,8 @@ function grantOf(p: Permissions): UsageKeyGrant {
 
 /** The permissions in one column: "create-groups execute:1,2 add-wallet:all". */
 export function permissionSummary(k: Permissions): string {
-  const list = (what: string, ids: string[]) => (ids.length ? `${what}:${ids.map((g) => (g === "0" ? "all" : g)).join(",")}` : "");
+  const list = (what: string, ids: string[]) =>
+    ids.length ? `${what}:${ids.map((g) => (g === "0" ? "all" : g)).join(",")}` : "";
   const parts = [
     k.can_create_groups ? "create-groups" : "",
     k.can_delete_groups ? "delete-groups" : "",
@@ -165,7 +176,10 @@ ${permissionUsage}
     // Checked before the key is made: a key whose grant cannot be sent would be shown for nothing.
     const contract = await owner.contract();
     const answer = await owner.client.addUsageApiKeyWithSignature(await owner.sign("AddUsageApiKey"));
-    const granted = await contract.setUsageApiKey({ keyHash: answer.usage_api_key_hash as `0x${string}`, ...grantOf(permissions) });
+    const granted = await contract.setUsageApiKey({
+      keyHash: answer.usage_api_key_hash as `0x${string}`,
+      ...grantOf(permissions),
+    });
     ctx.print({ ...answer, transaction_hash: granted.transactionHash }, () =>
       fields([
         ["usage key", `${answer.usage_api_key}   (shown once: keep it)`],
@@ -225,13 +239,18 @@ ${permissionUsage}`,
   positionals: { min: 1, max: 1, names: "KEY_OR_HASH" },
   async run({ values, positionals, ctx }) {
     const renamed = values.name !== undefined || values.description !== undefined;
-    if (!renamed && !permissionsFrom(values, NONE).changed) throw new UsageError("nothing to change: give --name, --description or a permission");
+    if (!renamed && !permissionsFrom(values, NONE).changed)
+      throw new UsageError("nothing to change: give --name, --description or a permission");
     const client = ctx.keyed();
     const current = await findKey(client, positionals[0] as string);
     const { permissions, changed } = permissionsFrom(values, current);
     const answer = changed
       ? await client.updateUsageApiKey({ usage_api_key: current.id, ...requestOf(permissions) })
-      : await client.updateUsageApiKeyMetadata({ usage_api_key: current.id, name: permissions.name, description: permissions.description });
+      : await client.updateUsageApiKeyMetadata({
+          usage_api_key: current.id,
+          name: permissions.name,
+          description: permissions.description,
+        });
     ctx.print(answer, () =>
       fields([
         ["updated", `${current.id} "${permissions.name}": ${permissionSummary(permissions)}`],
@@ -251,7 +270,12 @@ const remove: Command = {
   async run({ positionals, ctx }) {
     const hash = keyHashOf(positionals[0] as string);
     const answer = await ctx.keyed().removeUsageApiKey({ usage_api_key: hash });
-    ctx.print(answer, () => fields([["removed", hash], ["transaction", answer.transaction_hash]]));
+    ctx.print(answer, () =>
+      fields([
+        ["removed", hash],
+        ["transaction", answer.transaction_hash],
+      ]),
+    );
   },
 };
 

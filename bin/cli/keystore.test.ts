@@ -15,7 +15,12 @@ const PBKDF2_VECTOR = {
     cipherparams: { iv: "6087dab2f9fdbbfaddc31a909735c1e6" },
     ciphertext: "5318b4d5bcd28de64ee5559e671353e16f075ecae9f99c7a79a38af5f869aa46",
     kdf: "pbkdf2",
-    kdfparams: { c: 262144, dklen: 32, prf: "hmac-sha256", salt: "ae3cd4e7013836a3df6bd7241b12db061dbe2c6785853cce422d148a624ce0bd" },
+    kdfparams: {
+      c: 262144,
+      dklen: 32,
+      prf: "hmac-sha256",
+      salt: "ae3cd4e7013836a3df6bd7241b12db061dbe2c6785853cce422d148a624ce0bd",
+    },
     mac: "517ead924a9d0dc3124507e3393d175ce3ff7c1e96529c6c555ce9e51205e9b2",
   },
   id: "3198bc9c-6672-5ab3-d995-4942343ae5b6",
@@ -27,7 +32,13 @@ const SCRYPT_VECTOR = {
     cipherparams: { iv: "83dbcc02d8ccb40e466191a123791e0e" },
     ciphertext: "d172bf743a674da9cdad04534d56926ef8358534d458fffccd4e6ad2fbde479c",
     kdf: "scrypt",
-    kdfparams: { dklen: 32, n: 262144, r: 1, p: 8, salt: "ab0c7876052600dd703518d6fc3fe8984592145b591fc8fb5c6d43190334ba19" },
+    kdfparams: {
+      dklen: 32,
+      n: 262144,
+      r: 1,
+      p: 8,
+      salt: "ab0c7876052600dd703518d6fc3fe8984592145b591fc8fb5c6d43190334ba19",
+    },
     mac: "2103ac29920d71da29f15d75b4a16dbe95cfd7ff8faea1056c33131d846e3097",
   },
   id: "3198bc9c-6672-5ab3-d995-4942343ae5b6",
@@ -69,10 +80,20 @@ describe("decryptKeystore", () => {
   });
 
   it("refuses what it cannot read: not JSON, another version, another cipher or KDF", () => {
-    const good = JSON.parse(encryptKeystore(generatePrivateKey(), "pw")) as { version: number; crypto: { cipher: string; kdf: string } };
+    const good = JSON.parse(encryptKeystore(generatePrivateKey(), "pw")) as {
+      version: number;
+      crypto: { cipher: string; kdf: string };
+    };
     expect(refusal(() => decryptKeystore("{", "pw")).code).toBe("invalid_keystore");
     expect(refusal(() => decryptKeystore(JSON.stringify({ ...good, version: 1 }), "pw")).message).toMatch(/version 1/);
-    expect(refusal(() => decryptKeystore(JSON.stringify({ ...good, crypto: { ...good.crypto, cipher: "aes-128-cbc" } }), "pw")).message).toMatch(/aes-128-cbc/);
-    expect(refusal(() => decryptKeystore(JSON.stringify({ ...good, crypto: { ...good.crypto, kdf: "argon2" } }), "pw")).message).toMatch(/kdf argon2/);
+    expect(
+      refusal(() =>
+        decryptKeystore(JSON.stringify({ ...good, crypto: { ...good.crypto, cipher: "aes-128-cbc" } }), "pw"),
+      ).message,
+    ).toMatch(/aes-128-cbc/);
+    expect(
+      refusal(() => decryptKeystore(JSON.stringify({ ...good, crypto: { ...good.crypto, kdf: "argon2" } }), "pw"))
+        .message,
+    ).toMatch(/kdf argon2/);
   });
 });

@@ -33,7 +33,8 @@ function hexField(value: unknown, what: string): Uint8Array {
 }
 
 function positive(value: unknown, what: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) throw invalid(`${what} is not a positive integer`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
+    throw invalid(`${what} is not a positive integer`);
   return value;
 }
 
@@ -64,7 +65,9 @@ export function decryptKeystore(text: string, password: string): Hex {
     throw invalid("the file is not JSON");
   }
   // Some tools write `Crypto`.
-  const c = (file?.crypto ?? (file as unknown as { Crypto?: KeystoreV3["crypto"] })?.Crypto) as KeystoreV3["crypto"] | undefined;
+  const c = (file?.crypto ?? (file as unknown as { Crypto?: KeystoreV3["crypto"] })?.Crypto) as
+    | KeystoreV3["crypto"]
+    | undefined;
   if (file?.version !== 3) throw invalid(`version ${String(file?.version)}`);
   if (!c || typeof c !== "object") throw invalid("no crypto section");
   if (c.cipher !== "aes-128-ctr") throw invalid(`cipher ${String(c.cipher)} (only aes-128-ctr)`);
@@ -77,7 +80,10 @@ export function decryptKeystore(text: string, password: string): Hex {
   const derived = deriveKey(password, c.kdf, c.kdfparams);
   const expected = keccak_256(new Uint8Array([...derived.slice(16, 32), ...ciphertext]));
   if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
-    throw new CliError("keystore_password_wrong", "the keystore's MAC does not match: the password (SIGIL_KEYSTORE_PASSWORD) is wrong, or the file is damaged");
+    throw new CliError(
+      "keystore_password_wrong",
+      "the keystore's MAC does not match: the password (SIGIL_KEYSTORE_PASSWORD) is wrong, or the file is damaged",
+    );
   }
   const decipher = createDecipheriv("aes-128-ctr", derived.slice(0, 16), iv);
   const key = new Uint8Array(Buffer.concat([decipher.update(ciphertext), decipher.final()]));
@@ -86,7 +92,10 @@ export function decryptKeystore(text: string, password: string): Hex {
   if (typeof file.address === "string" && /^(0x)?[0-9a-fA-F]{40}$/.test(file.address)) {
     const address = privateKeyToAccount(privateKey).address;
     if (getAddress(`0x${file.address.replace(/^0x/, "")}`) !== address) {
-      throw new CliError("invalid_keystore", `the keystore's key belongs to ${address}, not to the address it names (0x${file.address.replace(/^0x/, "")})`);
+      throw new CliError(
+        "invalid_keystore",
+        `the keystore's key belongs to ${address}, not to the address it names (0x${file.address.replace(/^0x/, "")})`,
+      );
     }
   }
   return privateKey;

@@ -1,9 +1,22 @@
 // `sigil profile set|show`: named pairs of API URL and key in one file readable by its owner only
 // ($SIGIL_PROFILE_FILE or ~/.config/sigil/profiles.json, mode 0600), so that commands need neither
 // --api nor --key. `show` never prints a key in full.
-import { DEFAULT_PROFILE, fields, maskKey, profileFilePath, readInput, readProfiles, resolveConnection, UsageError, writeProfile, type Command, type Group } from "./context.ts";
+import {
+  DEFAULT_PROFILE,
+  fields,
+  maskKey,
+  profileFilePath,
+  readInput,
+  readProfiles,
+  resolveConnection,
+  UsageError,
+  writeProfile,
+  type Command,
+  type Group,
+} from "./context.ts";
 
-const nameOf = (values: Record<string, unknown>, env: Record<string, string | undefined>) => (values.name as string | undefined) ?? (env.SIGIL_PROFILE || DEFAULT_PROFILE);
+const nameOf = (values: Record<string, unknown>, env: Record<string, string | undefined>) =>
+  (values.name as string | undefined) ?? (env.SIGIL_PROFILE || DEFAULT_PROFILE);
 
 const set: Command = {
   name: "profile set",
@@ -19,14 +32,21 @@ const set: Command = {
     const api = values.api as string | undefined;
     let key = values.key as string | undefined;
     if (api === undefined && key === undefined) throw new UsageError("give --api, --key or both");
-    if (api !== undefined && !/^https?:\/\/[^/]+/.test(api)) throw new UsageError(`--api takes an http(s) URL, not ${JSON.stringify(api)}`);
+    if (api !== undefined && !/^https?:\/\/[^/]+/.test(api))
+      throw new UsageError(`--api takes an http(s) URL, not ${JSON.stringify(api)}`);
     if (key === "-") key = readInput("-").trim();
     if (key !== undefined && key.trim() === "") throw new UsageError("--key is empty");
     const file = profileFilePath(ctx.env);
     const name = nameOf(values, ctx.env);
-    const saved = writeProfile(file, name, { ...(api !== undefined ? { api } : {}), ...(key !== undefined ? { key: key.trim() } : {}) });
+    const saved = writeProfile(file, name, {
+      ...(api !== undefined ? { api } : {}),
+      ...(key !== undefined ? { key: key.trim() } : {}),
+    });
     const shown = { file, name, api: saved.api ?? null, key: saved.key ? maskKey(saved.key) : null };
-    ctx.print(shown, () => `saved profile "${name}" in ${file}: api ${shown.api ?? "(none)"}, key ${shown.key ?? "(none)"}`);
+    ctx.print(
+      shown,
+      () => `saved profile "${name}" in ${file}: api ${shown.api ?? "(none)"}, key ${shown.key ?? "(none)"}`,
+    );
   },
 };
 
@@ -46,7 +66,11 @@ const show: Command = {
     const all = readProfiles(file);
     const profile = all.profiles[name];
     // With a profile that does not exist, what commands would use without it.
-    const now = resolveConnection({ flags: { profile: profile ? name : undefined }, env: { ...ctx.env, ...(profile ? {} : { SIGIL_PROFILE: undefined }) }, cwd: ctx.cwd });
+    const now = resolveConnection({
+      flags: { profile: profile ? name : undefined },
+      env: { ...ctx.env, ...(profile ? {} : { SIGIL_PROFILE: undefined }) },
+      cwd: ctx.cwd,
+    });
     const data = {
       file,
       name,

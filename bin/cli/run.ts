@@ -29,9 +29,10 @@ function paramsOf(text: string | undefined): Record<string, unknown> | null | un
   try {
     value = JSON.parse(text);
   } catch {
-    throw new UsageError("--params takes JSON, e.g. '{\"wallet\":\"0x…\"}'");
+    throw new UsageError('--params takes JSON, e.g. \'{"wallet":"0x…"}\'');
   }
-  if (value !== null && (typeof value !== "object" || Array.isArray(value))) throw new UsageError("--params must be a JSON object (or null): it is what main receives");
+  if (value !== null && (typeof value !== "object" || Array.isArray(value)))
+    throw new UsageError("--params must be a JSON object (or null): it is what main receives");
   return value as Record<string, unknown> | null;
 }
 
@@ -63,8 +64,15 @@ export const runCommand: Command = {
     ctx.print(answer, () => {
       const logs = answer.logs.trimEnd();
       return [
-        answer.has_error ? undefined : fields([["response", answer.response === undefined ? "(none)" : JSON.stringify(answer.response)]]),
-        logs ? `logs:\n${logs.split("\n").map((l) => `  ${l}`).join("\n")}` : undefined,
+        answer.has_error
+          ? undefined
+          : fields([["response", answer.response === undefined ? "(none)" : JSON.stringify(answer.response)]]),
+        logs
+          ? `logs:\n${logs
+              .split("\n")
+              .map((l) => `  ${l}`)
+              .join("\n")}`
+          : undefined,
         fields([
           ["cid", answer.cid],
           ["duration", `${answer.duration_ms} ms`],
@@ -76,7 +84,12 @@ export const runCommand: Command = {
         .join("\n");
     });
     if (!answer.has_error) return 0;
-    const failure = new SigilError({ code: answer.error?.code ?? "run_failed", message: answer.error?.message ?? "the script failed", status: 200, requestId });
+    const failure = new SigilError({
+      code: answer.error?.code ?? "run_failed",
+      message: answer.error?.message ?? "the script failed",
+      status: 200,
+      requestId,
+    });
     process.stderr.write(`sigil run: ${errorLine(failure)}\n`);
     return 1;
   },

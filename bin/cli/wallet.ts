@@ -22,7 +22,12 @@ const create: Command = {
     const name = values.name as string | undefined;
     const description = values.description as string | undefined;
     if (!values.sign) {
-      const answer = await ctx.keyed().createWallet({ ...(name !== undefined ? { name } : {}), ...(description !== undefined ? { description } : {}) });
+      const answer = await ctx
+        .keyed()
+        .createWallet({
+          ...(name !== undefined ? { name } : {}),
+          ...(description !== undefined ? { description } : {}),
+        });
       ctx.print(answer, () =>
         fields([
           ["wallet", answer.wallet_address],
@@ -64,7 +69,10 @@ const list: Command = {
     const client = ctx.keyed();
     const wallets: ListWalletsOutput = [];
     const group = values.group as string | undefined;
-    const pages = group === undefined ? client.all.listWallets() : client.all.listWalletsInGroup({ group_id: wholeNumber("--group", group) });
+    const pages =
+      group === undefined
+        ? client.all.listWallets()
+        : client.all.listWalletsInGroup({ group_id: wholeNumber("--group", group) });
     for await (const w of pages) wallets.push(w);
     ctx.print(wallets, () =>
       wallets.length === 0

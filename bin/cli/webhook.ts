@@ -20,9 +20,12 @@ const add: Command = {
   async run({ values, positionals, ctx }) {
     const events = values.event as string[] | undefined;
     for (const e of events ?? []) {
-      if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e)) throw new UsageError(`--event ${e}: not an event type (${WEBHOOK_EVENT_TYPES.join(", ")})`);
+      if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e))
+        throw new UsageError(`--event ${e}: not an event type (${WEBHOOK_EVENT_TYPES.join(", ")})`);
     }
-    const created = await ctx.keyed().createWebhook({ url: positionals[0] as string, ...(events ? { events: events as WebhookEventType[] } : {}) });
+    const created = await ctx
+      .keyed()
+      .createWebhook({ url: positionals[0] as string, ...(events ? { events: events as WebhookEventType[] } : {}) });
     ctx.print(created, () =>
       fields([
         ["id", created.id],
@@ -43,7 +46,12 @@ const list: Command = {
   async run({ ctx }) {
     const endpoints = await ctx.keyed().listWebhooks();
     ctx.print(endpoints, () =>
-      endpoints.length === 0 ? "no webhook endpoints" : table(["ID", "URL", "EVENTS", "CREATED"], endpoints.map((e) => [e.id, e.url, e.events.join(","), when(e.created)])),
+      endpoints.length === 0
+        ? "no webhook endpoints"
+        : table(
+            ["ID", "URL", "EVENTS", "CREATED"],
+            endpoints.map((e) => [e.id, e.url, e.events.join(","), when(e.created)]),
+          ),
     );
   },
 };
@@ -72,14 +80,24 @@ const deliveries: Command = {
   options: { page: { type: "string" }, "page-size": { type: "string" } },
   async run({ values, positionals, ctx }) {
     const page = values.page === undefined ? 0 : wholeNumber("--page", values.page as string);
-    const size = values["page-size"] === undefined ? 20 : wholeNumber("--page-size", values["page-size"] as string, { min: 1 });
-    const log = await ctx.keyed().listWebhookDeliveries({ webhook_id: positionals[0] as string, page_number: page, page_size: size });
+    const size =
+      values["page-size"] === undefined ? 20 : wholeNumber("--page-size", values["page-size"] as string, { min: 1 });
+    const log = await ctx
+      .keyed()
+      .listWebhookDeliveries({ webhook_id: positionals[0] as string, page_number: page, page_size: size });
     ctx.print(log, () =>
       log.length === 0
         ? "no deliveries"
         : table(
             ["DELIVERY", "EVENT", "TYPE", "STATUS", "ATTEMPTS", "NEXT"],
-            log.map((d) => [d.id, d.event_id, d.event_type, d.status, d.attempts.map((a) => (a.status_code === null ? (a.error ?? "?") : String(a.status_code))).join(" | "), when(d.next_attempt_at)]),
+            log.map((d) => [
+              d.id,
+              d.event_id,
+              d.event_type,
+              d.status,
+              d.attempts.map((a) => (a.status_code === null ? (a.error ?? "?") : String(a.status_code))).join(" | "),
+              when(d.next_attempt_at),
+            ]),
           ),
     );
   },
@@ -94,7 +112,9 @@ const resend: Command = {
   new 24 h retry window. The event keeps its id, so a receiver that de-duplicates drops a copy.`,
   positionals: { min: 2, max: 2, names: "ID EVENT" },
   async run({ positionals, ctx }) {
-    const d = await ctx.keyed().resendWebhookDelivery({ webhook_id: positionals[0] as string, delivery_id: positionals[1] as string });
+    const d = await ctx
+      .keyed()
+      .resendWebhookDelivery({ webhook_id: positionals[0] as string, delivery_id: positionals[1] as string });
     ctx.print(d, () => `re-sending ${d.event_id} (${d.event_type}) to ${d.endpoint_id} as ${d.id}`);
   },
 };
@@ -110,8 +130,14 @@ const settings: Command = {
   async run({ values, ctx }) {
     const client = ctx.keyed();
     const cents = values["balance-low"];
-    const s = cents === undefined ? await client.getWebhookSettings() : await client.updateWebhookSettings({ balance_low_cents: wholeNumber("--balance-low", cents as string) });
-    ctx.print(s, () => `balance.low threshold ${s.balance_low_cents} cents${s.balance_low_cents === 0 ? " (off)" : ""}`);
+    const s =
+      cents === undefined
+        ? await client.getWebhookSettings()
+        : await client.updateWebhookSettings({ balance_low_cents: wholeNumber("--balance-low", cents as string) });
+    ctx.print(
+      s,
+      () => `balance.low threshold ${s.balance_low_cents} cents${s.balance_low_cents === 0 ? " (off)" : ""}`,
+    );
   },
 };
 

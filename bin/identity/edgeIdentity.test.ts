@@ -1,13 +1,21 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ChannelRecipient, edgeIdentityFromSeed, fromBase64Url, generateChannelKeyPair, sealRequest } from "../../shared/channel/channel.ts";
+import {
+  ChannelRecipient,
+  edgeIdentityFromSeed,
+  fromBase64Url,
+  generateChannelKeyPair,
+  sealRequest,
+} from "../../shared/channel/channel.ts";
 import { edgeIdentityLines } from "./edgeIdentity.ts";
 
 const root = join(import.meta.dirname, "../..");
 const sigil = (args: string[]) =>
   new Promise<{ code: number; out: string; err: string }>((resolve) =>
-    execFile(process.execPath, ["bin/sigil.ts", "edge-identity", ...args], { cwd: root }, (error, out, err) => resolve({ code: error ? Number(error.code) : 0, out, err })),
+    execFile(process.execPath, ["bin/sigil.ts", "edge-identity", ...args], { cwd: root }, (error, out, err) =>
+      resolve({ code: error ? Number(error.code) : 0, out, err }),
+    ),
   );
 
 describe("sigil edge-identity", () => {
@@ -19,7 +27,11 @@ describe("sigil edge-identity", () => {
     expect(publicKey).toBeDefined();
     const key = await generateChannelKeyPair();
     const enclave = new ChannelRecipient({ key, allowedEdgeKeys: [fromBase64Url(publicKey!)] });
-    const call = await sealRequest({ enclavePublicKey: key.publicKey, identity: await edgeIdentityFromSeed(seed!), request: { op: "health", ids: { request_id: "r-1" }, input: {} } });
+    const call = await sealRequest({
+      enclavePublicKey: key.publicKey,
+      identity: await edgeIdentityFromSeed(seed!),
+      request: { op: "health", ids: { request_id: "r-1" }, input: {} },
+    });
     expect((await enclave.open(call.sealed)).request.op).toBe("health");
   });
 

@@ -23,7 +23,12 @@ export async function edgeIdentityLines(seed?: string): Promise<string[]> {
 export async function edgeIdentityCommand(args: string[]): Promise<number> {
   let seed: string | undefined;
   try {
-    const { values } = parseArgs({ args, options: { seed: { type: "string" }, help: { type: "boolean", short: "h" } }, strict: true, allowPositionals: false });
+    const { values } = parseArgs({
+      args,
+      options: { seed: { type: "string" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: false,
+    });
     if (values.help) {
       console.log(edgeIdentityUsage);
       return 0;

@@ -19,8 +19,13 @@ async function blocksOfTransfers(chain: Anvil, n: number): Promise<bigint[]> {
   const [from, to] = await walletClient.getAddresses();
   let nonce = await publicClient.getTransactionCount({ address: from!, blockTag: "pending" });
   const hashes: Hex[] = [];
-  for (let i = 0; i < n; i++) hashes.push(await walletClient.sendTransaction({ account: from!, to: to!, value: 1n, nonce: nonce++, chain: null }));
-  const receipts = await Promise.all(hashes.map((hash) => publicClient.waitForTransactionReceipt({ hash, timeout: 20_000 })));
+  for (let i = 0; i < n; i++)
+    hashes.push(
+      await walletClient.sendTransaction({ account: from!, to: to!, value: 1n, nonce: nonce++, chain: null }),
+    );
+  const receipts = await Promise.all(
+    hashes.map((hash) => publicClient.waitForTransactionReceipt({ hash, timeout: 20_000 })),
+  );
   return receipts.map((r) => r.blockNumber);
 }
 

@@ -46,10 +46,28 @@ export function anvilBinary(): string {
   return join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
 }
 
-export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, timeoutMs = 20_000, state, blockTimeSeconds }: AnvilOptions = {}): Promise<Anvil> {
+export async function startAnvil({
+  port = 0,
+  chainId = 31337,
+  accounts = 20,
+  timeoutMs = 20_000,
+  state,
+  blockTimeSeconds,
+}: AnvilOptions = {}): Promise<Anvil> {
   // Anvil otherwise writes old states under ~/.foundry/anvil/tmp (gigabytes over a test run) and
   // leaves them behind when it is killed; nothing here reads state at old blocks.
-  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--accounts", String(accounts), "--max-persisted-states", "0"];
+  const args = [
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--chain-id",
+    String(chainId),
+    "--accounts",
+    String(accounts),
+    "--max-persisted-states",
+    "0",
+  ];
   if (state) args.push("--state", state.path, "--state-interval", String(state.intervalSeconds));
   if (blockTimeSeconds !== undefined) args.push("--block-time", String(blockTimeSeconds));
   const child = spawn(anvilBinary(), args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
@@ -64,7 +82,10 @@ export async function startAnvil({ port = 0, chainId = 31337, accounts = 20, tim
   let onData: (chunk: Buffer) => void = () => {};
   let onExit: (code: number | null, signal: NodeJS.Signals | null) => void = () => {};
   const listening = new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`anvil did not listen within ${timeoutMs} ms:\n${output.slice(-2000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`anvil did not listen within ${timeoutMs} ms:\n${output.slice(-2000)}`)),
+      timeoutMs,
+    );
     onData = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4000);
       const m = /Listening on 127\.0\.0\.1:(\d+)/.exec(output);

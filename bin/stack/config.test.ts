@@ -57,7 +57,11 @@ describe("readStackConfig", () => {
   });
 
   it("marks a port the user set, the default's own value included, as chosen", () => {
-    expect(readStackConfig({ SIGIL_EDGE_PORT: "8787" }).ports.edge).toEqual({ variable: "SIGIL_EDGE_PORT", port: 8787, chosen: true });
+    expect(readStackConfig({ SIGIL_EDGE_PORT: "8787" }).ports.edge).toEqual({
+      variable: "SIGIL_EDGE_PORT",
+      port: 8787,
+      chosen: true,
+    });
     expect(readStackConfig({ SIGIL_EDGE_PORT: "" }).ports.edge.chosen).toBe(false);
   });
 
@@ -79,7 +83,13 @@ describe("readStackConfig", () => {
     }
     expect(message).toMatch(/STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY and STRIPE_WEBHOOK_SECRET together/);
     expect(message).not.toContain("secretvalue");
-    expect(() => readStackConfig({ STRIPE_SECRET_KEY: "not-a-key", STRIPE_PUBLISHABLE_KEY: "pk_1", STRIPE_WEBHOOK_SECRET: "whsec_1" })).toThrow(/STRIPE_SECRET_KEY/);
+    expect(() =>
+      readStackConfig({
+        STRIPE_SECRET_KEY: "not-a-key",
+        STRIPE_PUBLISHABLE_KEY: "pk_1",
+        STRIPE_WEBHOOK_SECRET: "whsec_1",
+      }),
+    ).toThrow(/STRIPE_SECRET_KEY/);
   });
 
   it("never echoes a malformed private key in its error", () => {

@@ -31,9 +31,15 @@ const schema = z.object({
   /** The edge's first webhook retry delay in ms (default 10000; README, "Webhooks"); tests make it small. */
   SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   /** Real (test-mode) Stripe instead of the emulator: all three, or none. */
-  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_/, "must be a Stripe secret key (sk_… or rk_…)").optional(),
+  STRIPE_SECRET_KEY: z
+    .string()
+    .regex(/^(sk|rk)_/, "must be a Stripe secret key (sk_… or rk_…)")
+    .optional(),
   STRIPE_PUBLISHABLE_KEY: z.string().regex(/^pk_/, "must be a Stripe publishable key (pk_…)").optional(),
-  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_/, "must be a Stripe webhook secret (whsec_…)").optional(),
+  STRIPE_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^whsec_/, "must be a Stripe webhook secret (whsec_…)")
+    .optional(),
 });
 
 export type StackConfig = {
@@ -61,16 +67,25 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
   const c = result.data;
   const stripeKeys = [c.STRIPE_SECRET_KEY, c.STRIPE_PUBLISHABLE_KEY, c.STRIPE_WEBHOOK_SECRET];
   if (stripeKeys.some((k) => k !== undefined) && !stripeKeys.every((k) => k !== undefined)) {
-    throw new Error("invalid configuration: set STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY and STRIPE_WEBHOOK_SECRET together, or none of them (for the local Stripe emulator)");
+    throw new Error(
+      "invalid configuration: set STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY and STRIPE_WEBHOOK_SECRET together, or none of them (for the local Stripe emulator)",
+    );
   }
-  const port = (variable: "SIGIL_ANVIL_PORT" | "SIGIL_EDGE_PORT" | "SIGIL_ENCLAVE_PORT" | "SIGIL_STRIPE_PORT"): PortChoice => ({
+  const port = (
+    variable: "SIGIL_ANVIL_PORT" | "SIGIL_EDGE_PORT" | "SIGIL_ENCLAVE_PORT" | "SIGIL_STRIPE_PORT",
+  ): PortChoice => ({
     variable,
     port: c[variable],
     chosen: (env[variable] ?? "") !== "",
   });
   return {
     rpcUrl: c.SIGIL_RPC_URL,
-    ports: { anvil: port("SIGIL_ANVIL_PORT"), edge: port("SIGIL_EDGE_PORT"), enclave: port("SIGIL_ENCLAVE_PORT"), stripe: port("SIGIL_STRIPE_PORT") },
+    ports: {
+      anvil: port("SIGIL_ANVIL_PORT"),
+      edge: port("SIGIL_EDGE_PORT"),
+      enclave: port("SIGIL_ENCLAVE_PORT"),
+      stripe: port("SIGIL_STRIPE_PORT"),
+    },
     stateDir: c.SIGIL_STATE_DIR ?? defaultStateDir,
     deployerPrivateKey: c.SIGIL_DEPLOYER_PRIVATE_KEY,
     billing: c.SIGIL_BILLING === "on",
@@ -78,7 +93,11 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     webhookRetryBaseMs: c.SIGIL_WEBHOOK_RETRY_BASE_MS,
     stripe:
       c.STRIPE_SECRET_KEY && c.STRIPE_PUBLISHABLE_KEY && c.STRIPE_WEBHOOK_SECRET
-        ? { secretKey: c.STRIPE_SECRET_KEY, publishableKey: c.STRIPE_PUBLISHABLE_KEY, webhookSecret: c.STRIPE_WEBHOOK_SECRET }
+        ? {
+            secretKey: c.STRIPE_SECRET_KEY,
+            publishableKey: c.STRIPE_PUBLISHABLE_KEY,
+            webhookSecret: c.STRIPE_WEBHOOK_SECRET,
+          }
         : undefined,
   };
 }

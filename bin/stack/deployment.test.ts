@@ -8,7 +8,16 @@ import { createPublicClient, createWalletClient, http, type Address } from "viem
 import { afterEach, describe, expect, it } from "vitest";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
-import { clearLedgers, contractCodeHash, ledgersDir, markChain, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
+import {
+  clearLedgers,
+  contractCodeHash,
+  ledgersDir,
+  markChain,
+  readRecord,
+  recordOf,
+  whyNotKept,
+  type DeploymentRecord,
+} from "./deployment.ts";
 
 // anvil's first two dev accounts.
 const DEPLOYER: Address = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
@@ -39,7 +48,10 @@ const clientOf = (a: Anvil) => createPublicClient({ transport: http(a.rpcUrl), p
 async function deployOn(a: Anvil): Promise<DeploymentRecord> {
   const transport = http(a.rpcUrl);
   const publicClient = clientOf(a);
-  const deployment = await deployAccountConfig({ publicClient, walletClient: createWalletClient({ transport }), account: DEPLOYER }, { owner: DEPLOYER });
+  const deployment = await deployAccountConfig(
+    { publicClient, walletClient: createWalletClient({ transport }), account: DEPLOYER },
+    { owner: DEPLOYER },
+  );
   return recordOf(deployment, await markChain(publicClient), contractCodeHash());
 }
 
@@ -53,8 +65,12 @@ describe("whyNotKept", () => {
 
     const again = await anvil(state);
     expect(await whyNotKept(clientOf(again), record, DEPLOYER, record.codeHash)).toBeUndefined();
-    expect(await whyNotKept(clientOf(again), record, DEPLOYER, "0".repeat(64))).toBe("the contract's code has changed since");
-    expect(await whyNotKept(clientOf(again), record, OTHER, record.codeHash)).toBe(`it is owned by ${DEPLOYER}, not by this deployer`);
+    expect(await whyNotKept(clientOf(again), record, DEPLOYER, "0".repeat(64))).toBe(
+      "the contract's code has changed since",
+    );
+    expect(await whyNotKept(clientOf(again), record, OTHER, record.codeHash)).toBe(
+      `it is owned by ${DEPLOYER}, not by this deployer`,
+    );
 
     // A fresh anvil deploys to the very same address (and, started within the same second, has the
     // same genesis block): only the mark the stack left in the state tells the chains apart.
@@ -82,7 +98,16 @@ describe("readRecord", () => {
     writeFileSync(file, JSON.stringify({ rpcUrl: "http://127.0.0.1:1", ...record, edgeUrl: "http://127.0.0.1:2" }));
     expect(readRecord(file)).toMatchObject(record);
     // What runs before this change wrote: no chain mark, no code hash.
-    writeFileSync(file, JSON.stringify({ rpcUrl: "http://127.0.0.1:1", chainId: 31337, accountConfig: DEPLOYER, owner: DEPLOYER, deployedAtBlock: 3 }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        rpcUrl: "http://127.0.0.1:1",
+        chainId: 31337,
+        accountConfig: DEPLOYER,
+        owner: DEPLOYER,
+        deployedAtBlock: 3,
+      }),
+    );
     expect(readRecord(file)).toBeUndefined();
     writeFileSync(file, "{not json");
     expect(readRecord(file)).toBeUndefined();

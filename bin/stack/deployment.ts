@@ -35,7 +35,8 @@ export type DeploymentRecord = {
 /** The compiled contracts a deployment is made from, as one hash. */
 export function contractCodeHash(): string {
   const hash = createHash("sha256");
-  for (const name of ["AccountConfigViews", "AccountConfig", "AccountConfigProxy"]) hash.update(loadArtifact(name).bytecode);
+  for (const name of ["AccountConfigViews", "AccountConfig", "AccountConfigProxy"])
+    hash.update(loadArtifact(name).bytecode);
   return hash.digest("hex");
 }
 
@@ -73,7 +74,12 @@ export function readRecord(localJson: string): DeploymentRecord | undefined {
   try {
     const r = JSON.parse(readFileSync(localJson, "utf8")) as Partial<DeploymentRecord>;
     const fields = [r.chainMark, r.accountConfig, r.implementation, r.views, r.owner, r.codeHash];
-    if (typeof r.chainId !== "number" || typeof r.deployedAtBlock !== "number" || fields.some((f) => typeof f !== "string")) return undefined;
+    if (
+      typeof r.chainId !== "number" ||
+      typeof r.deployedAtBlock !== "number" ||
+      fields.some((f) => typeof f !== "string")
+    )
+      return undefined;
     return r as DeploymentRecord;
   } catch {
     return undefined;
@@ -84,13 +90,22 @@ export function readRecord(localJson: string): DeploymentRecord | undefined {
  * Whether `record` may be served again from the chain at `publicClient`: why not, or undefined when
  * it may.
  */
-export async function whyNotKept(publicClient: PublicClient, record: DeploymentRecord, owner: Address, codeHash: string): Promise<string | undefined> {
+export async function whyNotKept(
+  publicClient: PublicClient,
+  record: DeploymentRecord,
+  owner: Address,
+  codeHash: string,
+): Promise<string | undefined> {
   if ((await publicClient.getChainId()) !== record.chainId) return "the chain is another chain";
   if ((await chainMark(publicClient)) !== record.chainMark) return "the chain is a new chain";
   const code = await publicClient.getCode({ address: record.accountConfig });
   if (!code || code === "0x") return "the chain no longer has it";
   if (record.codeHash !== codeHash) return "the contract's code has changed since";
-  const current = await publicClient.readContract({ address: record.accountConfig, abi: accountConfigAbi, functionName: "owner" });
+  const current = await publicClient.readContract({
+    address: record.accountConfig,
+    abi: accountConfigAbi,
+    functionName: "owner",
+  });
   if (getAddress(current) !== getAddress(owner)) return `it is owned by ${current}, not by this deployer`;
   return undefined;
 }

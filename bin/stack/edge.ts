@@ -9,7 +9,13 @@ import { join } from "node:path";
 import { stopGroup } from "./anvil.ts";
 import { captureOutput } from "./output.ts";
 
-export type EdgeProcess = { url: string; pid: number; exited: Promise<number | null>; output(): string; stop(): Promise<void> };
+export type EdgeProcess = {
+  url: string;
+  pid: number;
+  exited: Promise<number | null>;
+  output(): string;
+  stop(): Promise<void>;
+};
 
 const root = join(import.meta.dirname, "../..");
 const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
@@ -50,10 +56,30 @@ export async function spawnEdge(options: {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // An env file, not --var flags, so the edge identity key never shows in the process list.
   const envFile = join(dir, "edge.env");
-  writeFileSync(envFile, `${Object.entries(options.vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n")}\n`, { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    `${Object.entries(options.vars)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join("\n")}\n`,
+    { mode: 0o600 },
+  );
   const child = spawn(
     process.execPath,
-    [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(options.port), "--env-file", envFile, "--persist-to", join(options.stateDir, "wrangler"), "--show-interactive-dev-session=false", "--log-level", options.logLevel ?? "warn"],
+    [
+      wranglerBin,
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(options.port),
+      "--env-file",
+      envFile,
+      "--persist-to",
+      join(options.stateDir, "wrangler"),
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      options.logLevel ?? "warn",
+    ],
     {
       cwd: root,
       detached: true,
@@ -76,10 +102,17 @@ export async function spawnEdge(options: {
  * Waits until the edge `child` serves `url` (its /core/v1/version answers); if it exits first or
  * does not answer in time, stops it and throws with the end of its output.
  */
-export async function waitForEdge(name: string, child: ChildProcess, url: string, output: () => string, timeoutMs: number): Promise<void> {
+export async function waitForEdge(
+  name: string,
+  child: ChildProcess,
+  url: string,
+  output: () => string,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
+    if (child.exitCode !== null)
+      throw new Error(`${name} exited (${child.exitCode}) before it answered:\n${output().slice(-3000)}`);
     try {
       if ((await fetch(`${url}/core/v1/version`, { signal: AbortSignal.timeout(1_000) })).ok) return;
     } catch {

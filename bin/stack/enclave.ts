@@ -48,7 +48,10 @@ export async function spawnEnclave(
   });
   const ready = new Promise<{ url: string; payers: Address[] }>((resolve, reject) => {
     const timeoutMs = options.timeoutMs ?? 30_000;
-    const timer = setTimeout(() => reject(new Error(`the enclave did not start within ${timeoutMs} ms:\n${output().slice(-3000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`the enclave did not start within ${timeoutMs} ms:\n${output().slice(-3000)}`)),
+      timeoutMs,
+    );
     onReady = (info) => {
       clearTimeout(timer);
       resolve(info);

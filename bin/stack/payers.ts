@@ -1,6 +1,14 @@
 // Registers an enclave's payer wallets with AccountConfig and funds them, for a local chain: the
 // owner adds them to the payer set (keeping the payers already there) and anvil sets balances.
-import { createTestClient, http, parseEther, type Account, type Address, type PublicClient, type WalletClient } from "viem";
+import {
+  createTestClient,
+  http,
+  parseEther,
+  type Account,
+  type Address,
+  type PublicClient,
+  type WalletClient,
+} from "viem";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 
 export async function registerLocalPayers(args: {
@@ -13,11 +21,22 @@ export async function registerLocalPayers(args: {
   fundEther?: string;
 }): Promise<void> {
   const { publicClient, walletClient, owner, contract } = args;
-  const current = await publicClient.readContract({ address: contract, abi: accountConfigAbi, functionName: "apiPayers" });
+  const current = await publicClient.readContract({
+    address: contract,
+    abi: accountConfigAbi,
+    functionName: "apiPayers",
+  });
   const known = new Set(current.map((a) => a.toLowerCase()));
   const wanted = [...current, ...args.payers.filter((p) => !known.has(p.toLowerCase()))];
   if (wanted.length !== current.length) {
-    const hash = await walletClient.writeContract({ address: contract, abi: accountConfigAbi, functionName: "setApiPayers", args: [wanted], account: owner, chain: null });
+    const hash = await walletClient.writeContract({
+      address: contract,
+      abi: accountConfigAbi,
+      functionName: "setApiPayers",
+      args: [wanted],
+      account: owner,
+      chain: null,
+    });
     const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error("setApiPayers reverted");
   }

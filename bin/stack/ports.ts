@@ -23,7 +23,10 @@ export async function portProblem(port: number): Promise<string | undefined> {
  * default never takes a port the user named; a chosen port that is taken, by another program or by
  * another of the variables, is an error naming the variable.
  */
-export async function claimPorts<C extends { [name: string]: PortChoice }>(choices: C, log: (line: string) => void): Promise<{ [K in keyof C]: number }> {
+export async function claimPorts<C extends { [name: string]: PortChoice }>(
+  choices: C,
+  log: (line: string) => void,
+): Promise<{ [K in keyof C]: number }> {
   const claimedBy = new Map<number, string>();
   const ports: Record<string, number> = {};
   const all = Object.entries(choices).sort(([, a], [, b]) => Number(b.chosen) - Number(a.chosen));
@@ -37,8 +40,16 @@ export async function claimPorts<C extends { [name: string]: PortChoice }>(choic
       claimedBy.set(port, variable);
       continue;
     }
-    const why = holder !== undefined ? `is ${holder}'s already` : problem === "EADDRINUSE" ? "is in use" : `cannot be listened on (${problem})`;
-    if (chosen) throw new Error(`port ${port} (${variable}=${port}) ${why}; set ${variable} to another port, or ${variable}=0 for a free one`);
+    const why =
+      holder !== undefined
+        ? `is ${holder}'s already`
+        : problem === "EADDRINUSE"
+          ? "is in use"
+          : `cannot be listened on (${problem})`;
+    if (chosen)
+      throw new Error(
+        `port ${port} (${variable}=${port}) ${why}; set ${variable} to another port, or ${variable}=0 for a free one`,
+      );
     log(`port ${port} (the default of ${variable}) ${why}; using a free port instead (set ${variable} to choose one)`);
   }
   return ports as { [K in keyof C]: number };

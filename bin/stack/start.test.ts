@@ -22,7 +22,10 @@ beforeEach(() => {
 afterEach(async () => {
   cleaningUp = true;
   const gone = children.splice(0).map((child) => {
-    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const exited =
+      child.exitCode !== null || child.signalCode !== null
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => child.once("exit", () => resolve()));
     try {
       process.kill(-(child.pid as number), "SIGKILL");
     } catch {
@@ -35,7 +38,10 @@ afterEach(async () => {
 });
 
 /** A stand-in for anvil, the enclave or the edge: a process that runs until it is killed, in a group of its own. */
-function standIn(script = "setInterval(() => {}, 1 << 30)"): { child: ChildProcess; part: (name: string) => Supervised } {
+function standIn(script = "setInterval(() => {}, 1 << 30)"): {
+  child: ChildProcess;
+  part: (name: string) => Supervised;
+} {
   const child = spawn(process.execPath, ["-e", script], { detached: true, stdio: "ignore" });
   children.push(child);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -99,7 +105,9 @@ describe("supervise: what ends npm start, and with which status", () => {
 describe("stopGroup: nothing a dead part started lives on", () => {
   it("kills what is left in the group of a child that died (as wrangler dev's launcher does, leaving its CLI and workerd)", async () => {
     // A leader that starts a grandchild in its own group, then is killed.
-    const { child } = standIn(`require("node:child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" }); setInterval(() => {}, 1 << 30)`);
+    const { child } = standIn(
+      `require("node:child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" }); setInterval(() => {}, 1 << 30)`,
+    );
     const pgid = child.pid as number;
     for (let i = 0; runningInGroup(pgid).length < 2; i++) {
       if (i > 100) throw new Error("the grandchild never started");
@@ -133,7 +141,10 @@ describe("keptOrNewDeployment: the recorded AccountConfig, or a new one and the 
       const transport = http(anvil.rpcUrl);
       const walletClient = createWalletClient({ transport });
       const [owner] = await walletClient.getAddresses();
-      const record = await keptOrNewDeployment({ publicClient: createPublicClient({ transport, pollingInterval: 50 }), walletClient, account: owner! }, { owner: getAddress(owner!), stateDir, stateFile });
+      const record = await keptOrNewDeployment(
+        { publicClient: createPublicClient({ transport, pollingInterval: 50 }), walletClient, account: owner! },
+        { owner: getAddress(owner!), stateDir, stateFile },
+      );
       writeFileSync(stateFile, JSON.stringify({ rpcUrl: anvil.rpcUrl, ...record }));
       return record;
     };
@@ -155,6 +166,8 @@ describe("keptOrNewDeployment: the recorded AccountConfig, or a new one and the 
     expect(logs.join("\n")).toMatch(/deployed AccountConfig at 0x[0-9a-fA-F]{40} \(not the earlier run's/);
     expect(logs.join("\n")).toMatch(/cleared the credit ledgers/);
     expect(readdirSync(stateDir)).not.toContain(ledgersDir(stateDir).split("/").at(-1));
-    expect(await createPublicClient({ transport: http(newChain.rpcUrl) }).getCode({ address: second.accountConfig })).toMatch(/^0x[0-9a-f]{20,}/);
+    expect(
+      await createPublicClient({ transport: http(newChain.rpcUrl) }).getCode({ address: second.accountConfig }),
+    ).toMatch(/^0x[0-9a-f]{20,}/);
   });
 });

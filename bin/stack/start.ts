@@ -17,7 +17,16 @@ import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../sh
 import { startStripeEmulator, type StripeEmulator } from "../../emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
 import { readStackConfig } from "./config.ts";
-import { clearLedgers, contractCodeHash, ledgersDir, markChain, readRecord, recordOf, whyNotKept, type DeploymentRecord } from "./deployment.ts";
+import {
+  clearLedgers,
+  contractCodeHash,
+  ledgersDir,
+  markChain,
+  readRecord,
+  recordOf,
+  whyNotKept,
+  type DeploymentRecord,
+} from "./deployment.ts";
 import { reservePort, spawnEdge, type EdgeProcess } from "./edge.ts";
 import { spawnEnclave, type EnclaveProcess } from "./enclave.ts";
 import { registerLocalPayers } from "./payers.ts";
@@ -102,7 +111,10 @@ export async function startLocalStack(): Promise<number> {
     const account = await deployerAccount(walletClient, config.deployerPrivateKey);
     const owner: Address = typeof account === "string" ? account : account.address;
     const stateFile = join(config.stateDir, "local.json");
-    const deployment = await keptOrNewDeployment({ publicClient, walletClient, account }, { owner, stateDir: config.stateDir, stateFile });
+    const deployment = await keptOrNewDeployment(
+      { publicClient, walletClient, account },
+      { owner, stateDir: config.stateDir, stateFile },
+    );
     // Recorded before the edge writes a ledger, so no ledger ever exists for an unrecorded deployment.
     writeFileSync(stateFile, `${JSON.stringify({ rpcUrl, ...deployment }, null, 2)}\n`);
 
@@ -110,35 +122,60 @@ export async function startLocalStack(): Promise<number> {
     // found free could be taken in the seconds between (the enclave's and anvil's connections too).
     edgeReservation = ports.edge ? undefined : await reservePort();
     const edgePort = ports.edge || (edgeReservation?.port as number);
-    enclave = await spawnEnclave({
-      SIGIL_ENV: "development",
-      SIGIL_ENCLAVE_HOST: "127.0.0.1",
-      SIGIL_ENCLAVE_PORT: String(ports.enclave),
-      // Only the local edge may call the internal API, through the attested channel.
-      SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(edgeIdentitySeed(config.stateDir))).publicKey),
-      SIGIL_RPC_URL: rpcUrl,
-      SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
-      SIGIL_STATE_DIR: config.stateDir,
-      SIGIL_ROOT_KEY_PROVIDER: "dev",
-      SIGIL_LOG_LEVEL: "warn",
-      // Scripts may never reach the edge's own port.
-      SIGIL_FETCH_DENY_PORTS: String(edgePort),
-      ...(config.ipfsGateway ? { SIGIL_IPFS_GATEWAY: config.ipfsGateway } : {}),
-    }, { echo: (line) => {
-      if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
-    } });
+    enclave = await spawnEnclave(
+      {
+        SIGIL_ENV: "development",
+        SIGIL_ENCLAVE_HOST: "127.0.0.1",
+        SIGIL_ENCLAVE_PORT: String(ports.enclave),
+        // Only the local edge may call the internal API, through the attested channel.
+        SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(edgeIdentitySeed(config.stateDir))).publicKey),
+        SIGIL_RPC_URL: rpcUrl,
+        SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
+        SIGIL_STATE_DIR: config.stateDir,
+        SIGIL_ROOT_KEY_PROVIDER: "dev",
+        SIGIL_LOG_LEVEL: "warn",
+        // Scripts may never reach the edge's own port.
+        SIGIL_FETCH_DENY_PORTS: String(edgePort),
+        ...(config.ipfsGateway ? { SIGIL_IPFS_GATEWAY: config.ipfsGateway } : {}),
+      },
+      {
+        echo: (line) => {
+          if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
+        },
+      },
+    );
     log(`enclave (pid ${enclave.pid}) listening on ${enclave.url}`);
-    await registerLocalPayers({ rpcUrl, publicClient, walletClient, owner: account, contract: deployment.accountConfig, payers: enclave.payers });
+    await registerLocalPayers({
+      rpcUrl,
+      publicClient,
+      walletClient,
+      owner: account,
+      contract: deployment.accountConfig,
+      payers: enclave.payers,
+    });
     log(`registered and funded ${enclave.payers.length} enclave payers`);
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
     let stripeVars: Record<string, string>;
     if (config.stripe) {
       log("using Stripe with the given keys (its webhooks need a public URL; confirm_payment credits without them)");
-      stripeVars = { STRIPE_SECRET_KEY: config.stripe.secretKey, STRIPE_PUBLISHABLE_KEY: config.stripe.publishableKey, STRIPE_WEBHOOK_SECRET: config.stripe.webhookSecret };
+      stripeVars = {
+        STRIPE_SECRET_KEY: config.stripe.secretKey,
+        STRIPE_PUBLISHABLE_KEY: config.stripe.publishableKey,
+        STRIPE_WEBHOOK_SECRET: config.stripe.webhookSecret,
+      };
     } else {
-      stripe = await startLocalStripe(ports.stripe ?? 0, `${edgeUrl}/core/v1/billing/webhook`, join(config.stateDir, "stripe-customers.json"));
+      stripe = await startLocalStripe(
+        ports.stripe ?? 0,
+        `${edgeUrl}/core/v1/billing/webhook`,
+        join(config.stateDir, "stripe-customers.json"),
+      );
       log(`Stripe emulator listening on ${stripe.url}`);
-      stripeVars = { STRIPE_API_BASE: stripe.url, STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_PUBLISHABLE_KEY: stripe.publishableKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret };
+      stripeVars = {
+        STRIPE_API_BASE: stripe.url,
+        STRIPE_SECRET_KEY: stripe.secretKey,
+        STRIPE_PUBLISHABLE_KEY: stripe.publishableKey,
+        STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
+      };
     }
     await edgeReservation?.release();
     edge = await spawnEdge({
@@ -161,7 +198,9 @@ export async function startLocalStack(): Promise<number> {
         SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
         // The audit log reads no events older than the contract.
         SIGIL_CONTRACT_FROM_BLOCK: String(deployment.deployedAtBlock),
-        ...(config.webhookRetryBaseMs === undefined ? {} : { SIGIL_WEBHOOK_RETRY_BASE_MS: String(config.webhookRetryBaseMs) }),
+        ...(config.webhookRetryBaseMs === undefined
+          ? {}
+          : { SIGIL_WEBHOOK_RETRY_BASE_MS: String(config.webhookRetryBaseMs) }),
       },
       echo: (line) => console.log(`[edge] ${line}`),
     });
@@ -184,7 +223,9 @@ export async function startLocalStack(): Promise<number> {
         `  owner            ${owner}`,
         `  enclave          ${enclave.url}  (attestation: ${enclave.url}/attestation; internal API only through the attested channel)`,
         `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,
-        stripe ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)` : "  stripe           api.stripe.com (the given keys)",
+        stripe
+          ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)`
+          : "  stripe           api.stripe.com (the given keys)",
         `  payers           ${enclave.payers.join(", ")}`,
         `  state            ${config.stateDir}  (${anvil ? "the chain, " : ""}the ledgers${stripe ? ", the Stripe customers" : ""} and the dev keys, kept across restarts; remove it to start afresh)`,
         `  (also written to ${stateFile})`,
@@ -223,7 +264,9 @@ export function supervise(parts: Supervised[], stopped: Promise<number>, stoppin
       new Promise<number>((resolve) => {
         void exited.then((code) => {
           if (stopping()) return;
-          console.error(`sigil start: ${name} exited unexpectedly${code === undefined ? "" : ` (${String(code)})`}; stopping`);
+          console.error(
+            `sigil start: ${name} exited unexpectedly${code === undefined ? "" : ` (${String(code)})`}; stopping`,
+          );
           resolve(1);
         });
       }),
@@ -254,20 +297,29 @@ async function startKeptAnvil(port: number, stateDir: string): Promise<Anvil> {
  * otherwise a new one, and the ledgers of the old one cleared, since their accounts are not on
  * this chain.
  */
-export async function keptOrNewDeployment(clients: DeployClients, args: { owner: Address; stateDir: string; stateFile: string }): Promise<DeploymentRecord> {
+export async function keptOrNewDeployment(
+  clients: DeployClients,
+  args: { owner: Address; stateDir: string; stateFile: string },
+): Promise<DeploymentRecord> {
   const { publicClient } = clients;
   const { owner, stateDir, stateFile } = args;
   const codeHash = contractCodeHash();
   const recorded = readRecord(stateFile);
   const why = recorded ? await whyNotKept(publicClient, recorded, owner, codeHash) : "none was recorded";
   if (recorded && why === undefined) {
-    log(`keeping the AccountConfig of an earlier run at ${recorded.accountConfig} (the chain still has it, with its accounts)`);
+    log(
+      `keeping the AccountConfig of an earlier run at ${recorded.accountConfig} (the chain still has it, with its accounts)`,
+    );
     return recorded;
   }
   const deployment = recordOf(await deployAccountConfig(clients, { owner }), await markChain(publicClient), codeHash);
-  log(`deployed AccountConfig at ${deployment.accountConfig}${recorded ? ` (not the earlier run's ${recorded.accountConfig}: ${why})` : ""}`);
+  log(
+    `deployed AccountConfig at ${deployment.accountConfig}${recorded ? ` (not the earlier run's ${recorded.accountConfig}: ${why})` : ""}`,
+  );
   if (clearLedgers(stateDir)) {
-    log(`cleared the credit ledgers of the earlier run (${ledgersDir(stateDir)}): their accounts are not on this chain's AccountConfig, so their credit must not reappear on accounts of the same name here`);
+    log(
+      `cleared the credit ledgers of the earlier run (${ledgersDir(stateDir)}): their accounts are not on this chain's AccountConfig, so their credit must not reappear on accounts of the same name here`,
+    );
   }
   return deployment;
 }

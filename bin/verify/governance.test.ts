@@ -29,17 +29,35 @@ const publicClient = () => createPublicClient({ chain: foundry, transport: http(
 
 /** anvil_setCode: the contract's runtime code at the app id ("0x": no contract there). */
 async function setCode(bytecode: Hex): Promise<void> {
-  await createTestClient({ chain: foundry, mode: "anvil", transport: http(anvil.rpcUrl) }).setCode({ address: appAddress, bytecode });
+  await createTestClient({ chain: foundry, mode: "anvil", transport: http(anvil.rpcUrl) }).setCode({
+    address: appAddress,
+    bytecode,
+  });
 }
 
 async function setAllowed(hash: Hex, allowed: boolean): Promise<void> {
   const [account] = await createWalletClient({ chain: foundry, transport: http(anvil.rpcUrl) }).getAddresses();
   const wallet = createWalletClient({ chain: foundry, transport: http(anvil.rpcUrl), account: account as Address });
-  const tx = await wallet.writeContract({ address: appAddress, abi: contract.abi, functionName: allowed ? "addComposeHash" : "removeComposeHash", args: [hash] });
+  const tx = await wallet.writeContract({
+    address: appAddress,
+    abi: contract.abi,
+    functionName: allowed ? "addComposeHash" : "removeComposeHash",
+    args: [hash],
+  });
   await publicClient().waitForTransactionReceipt({ hash: tx, pollingInterval: 50 });
 }
 
-const cli = (extra: string[]) => runVerifyCli([deployment.url, "--json", "--no-nonce", "--collateral", FIXTURE_COLLATERAL_FILE, "--now", String(FIXTURE_NOW), ...extra]);
+const cli = (extra: string[]) =>
+  runVerifyCli([
+    deployment.url,
+    "--json",
+    "--no-nonce",
+    "--collateral",
+    FIXTURE_COLLATERAL_FILE,
+    "--now",
+    String(FIXTURE_NOW),
+    ...extra,
+  ]);
 
 beforeAll(async () => {
   contract = compileComposeHashAllowList();

@@ -42,7 +42,9 @@ beforeAll(async () => {
   server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://router");
     if (url.pathname === "/core/v1/health") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "ok", enclaves: instances.map((i) => ({ instance_id: i.id, status: "ok" })) }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ status: "ok", enclaves: instances.map((i) => ({ instance_id: i.id, status: "ok" })) }));
       return;
     }
     const header = req.headers["x-sigil-instance"];
@@ -56,7 +58,9 @@ beforeAll(async () => {
           ? instances.find((i) => i.id === pin)
           : instances[next++ % instances.length];
     if (!target) {
-      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: "instance_not_found", message: "no such instance", request_id: "r" } }));
+      res
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: { code: "instance_not_found", message: "no such instance", request_id: "r" } }));
       return;
     }
     const answer = await target.app.request(`${url.pathname}${url.search}`);
@@ -78,7 +82,14 @@ afterAll(async () => {
 /** The --json lines of a run, all of them (runVerifyCli keeps only the last of each check name). */
 async function verify(args: string[]): Promise<{ code: number; lines: CheckLine[]; out: string }> {
   const run = await runVerifyCli([base, "--allow-simulated", "--json", ...args]);
-  return { code: run.code, out: run.out, lines: run.out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as CheckLine) };
+  return {
+    code: run.code,
+    out: run.out,
+    lines: run.out
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as CheckLine),
+  };
 }
 
 describe("sigil verify over several instances", () => {

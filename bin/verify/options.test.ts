@@ -36,9 +36,23 @@ function file(content: string): string {
 }
 
 const cli = (extra: string[], now = FIXTURE_NOW) =>
-  runVerifyCli([deployment.url, "--json", "--no-nonce", "--collateral", FIXTURE_COLLATERAL_FILE, "--now", String(now), ...extra]);
+  runVerifyCli([
+    deployment.url,
+    "--json",
+    "--no-nonce",
+    "--collateral",
+    FIXTURE_COLLATERAL_FILE,
+    "--now",
+    String(now),
+    ...extra,
+  ]);
 
-const quoteOs = { mrtd: fixtureQuote.mrTd, rtmr0: fixtureQuote.rtmrs[0], rtmr1: fixtureQuote.rtmrs[1], rtmr2: fixtureQuote.rtmrs[2] };
+const quoteOs = {
+  mrtd: fixtureQuote.mrTd,
+  rtmr0: fixtureQuote.rtmrs[0],
+  rtmr1: fixtureQuote.rtmrs[1],
+  rtmr2: fixtureQuote.rtmrs[2],
+};
 const other = (hex: string) => `${hex.slice(0, -2)}${hex.endsWith("00") ? "01" : "00"}`;
 
 describe("sigil verify --os-allow (check 8)", () => {
@@ -49,7 +63,13 @@ describe("sigil verify --os-allow (check 8)", () => {
   });
 
   it("passes when the file lists the quote's MRTD and RTMR0–2 (among other sets, 0x-prefixed and upper case)", async () => {
-    const listed = { mrtd: `0x${quoteOs.mrtd.toUpperCase()}`, rtmr0: quoteOs.rtmr0, rtmr1: quoteOs.rtmr1, rtmr2: quoteOs.rtmr2, label: "dstack 0.x" };
+    const listed = {
+      mrtd: `0x${quoteOs.mrtd.toUpperCase()}`,
+      rtmr0: quoteOs.rtmr0,
+      rtmr1: quoteOs.rtmr1,
+      rtmr2: quoteOs.rtmr2,
+      label: "dstack 0.x",
+    };
     const run = await cli(["--os-allow", file(JSON.stringify([{ ...quoteOs, mrtd: other(quoteOs.mrtd) }, listed]))]);
     expect(run.checks.os).toMatchObject({ status: "pass", detail: "MRTD and RTMR0–2 are on the allow-list" });
   });
@@ -108,7 +128,14 @@ describe("sigil verify --collateral and --now (check 1)", () => {
       ["not json", /--collateral .*: /],
       ['{"tcb_info": 1}', /--collateral .*: /],
     ] as const) {
-      const run = await runVerifyCli([deployment.url, "--no-nonce", "--collateral", file(content), "--now", String(FIXTURE_NOW)]);
+      const run = await runVerifyCli([
+        deployment.url,
+        "--no-nonce",
+        "--collateral",
+        file(content),
+        "--now",
+        String(FIXTURE_NOW),
+      ]);
       expect(run.code, content).toBe(2);
       expect(run.err, content).toMatch(message);
     }

@@ -4,7 +4,13 @@
 // --allow-simulated; another instance's attestation, a changed field, and a missing root refused.
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils";
 import { beforeAll, describe, expect, it } from "vitest";
-import { jsonSha256, RECEIPT_VERSION, textSha256, type ReceiptKeyAttestation, type RunReceipt } from "../../shared/receipt.ts";
+import {
+  jsonSha256,
+  RECEIPT_VERSION,
+  textSha256,
+  type ReceiptKeyAttestation,
+  type RunReceipt,
+} from "../../shared/receipt.ts";
 import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
 import { SimulatedSource } from "../../enclave/attestation/simulated/simulatedSource.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
@@ -26,7 +32,10 @@ async function instance(id: string) {
     composeHash: info.compose_hash,
     quote: async (rd) => ({ ...(await source.getQuote(rd)), simulated: true as const }),
   });
-  const collateral = readCollateral({ root_ca_der: bytesToHex(source.rootCaDer), collateral: await source.collateral() });
+  const collateral = readCollateral({
+    root_ca_der: bytesToHex(source.rootCaDer),
+    collateral: await source.collateral(),
+  });
   return { source, signer, attestation: await signer.attestation(), collateral };
 }
 
@@ -57,11 +66,17 @@ beforeAll(async () => {
   answer = { response, logs, receipt };
 });
 
-const failures = (lines: Array<{ check: string; status: string }>) => lines.filter((l) => l.status === "fail").map((l) => l.check);
+const failures = (lines: Array<{ check: string; status: string }>) =>
+  lines.filter((l) => l.status === "fail").map((l) => l.check);
 
 describe("sigil verify-receipt's checks", () => {
   it("pass for a run answer: the SDK's checks, then the quote under the mock root, report_data, event log and RTMR3's claims", async () => {
-    const lines = await verifyReceiptFile(answer, { attestation: one.attestation, collateral: one.collateral, allowSimulated: true, params: { value: null } });
+    const lines = await verifyReceiptFile(answer, {
+      attestation: one.attestation,
+      collateral: one.collateral,
+      allowSimulated: true,
+      params: { value: null },
+    });
     expect(failures(lines)).toEqual([]);
     expect(lines.map((l) => l.check)).toEqual([
       "receipt.shape",
@@ -83,29 +98,65 @@ describe("sigil verify-receipt's checks", () => {
   });
 
   it("refuse a simulated TEE without --allow-simulated, and a simulated quote with no mock root", async () => {
-    expect(failures(await verifyReceiptFile(answer, { attestation: one.attestation, collateral: one.collateral }))).toEqual(["quote"]);
-    expect(failures(await verifyReceiptFile(answer, { attestation: one.attestation, collateral: { collateral: one.collateral.collateral }, allowSimulated: true }))).toEqual(["quote"]);
-    expect(failures(await verifyReceiptFile(answer, { attestation: one.attestation, allowSimulated: true }))).toEqual(["quote"]);
+    expect(
+      failures(await verifyReceiptFile(answer, { attestation: one.attestation, collateral: one.collateral })),
+    ).toEqual(["quote"]);
+    expect(
+      failures(
+        await verifyReceiptFile(answer, {
+          attestation: one.attestation,
+          collateral: { collateral: one.collateral.collateral },
+          allowSimulated: true,
+        }),
+      ),
+    ).toEqual(["quote"]);
+    expect(failures(await verifyReceiptFile(answer, { attestation: one.attestation, allowSimulated: true }))).toEqual([
+      "quote",
+    ]);
     expect(failures(await verifyReceiptFile(answer, {}))).toEqual(["attestation"]);
   });
 
   it("fail against another instance's attestation, even one claiming this instance's key and id", async () => {
-    const other = await verifyReceiptFile(answer, { attestation: two.attestation, collateral: two.collateral, allowSimulated: true });
+    const other = await verifyReceiptFile(answer, {
+      attestation: two.attestation,
+      collateral: two.collateral,
+      allowSimulated: true,
+    });
     expect(failures(other)).toEqual(["receipt.signature", "receipt.instance", "claims.receipt"]);
     // This instance's key and ids over the other's quote: the quote binds another key, and its RTMR3 names the other instance.
-    const forged: ReceiptKeyAttestation = { ...one.attestation, quote: two.attestation.quote, event_log: two.attestation.event_log };
-    expect(failures(await verifyReceiptFile(answer, { attestation: forged, collateral: two.collateral, allowSimulated: true }))).toEqual([
-      "receipt.report_data",
-      "report_data",
-      "claims.receipt",
-    ]);
+    const forged: ReceiptKeyAttestation = {
+      ...one.attestation,
+      quote: two.attestation.quote,
+      event_log: two.attestation.event_log,
+    };
+    expect(
+      failures(
+        await verifyReceiptFile(answer, { attestation: forged, collateral: two.collateral, allowSimulated: true }),
+      ),
+    ).toEqual(["receipt.report_data", "report_data", "claims.receipt"]);
   });
 
   it("fail when a field of the receipt changed, or the response is not the answer's", async () => {
     const changed = { ...answer, receipt: { ...answer.receipt, charged_cents: 0 } };
-    expect(failures(await verifyReceiptFile(changed, { attestation: one.attestation, collateral: one.collateral, allowSimulated: true }))).toEqual(["receipt.signature"]);
+    expect(
+      failures(
+        await verifyReceiptFile(changed, {
+          attestation: one.attestation,
+          collateral: one.collateral,
+          allowSimulated: true,
+        }),
+      ),
+    ).toEqual(["receipt.signature"]);
     const otherResponse = { ...answer, response: { signed: false } };
-    expect(failures(await verifyReceiptFile(otherResponse, { attestation: one.attestation, collateral: one.collateral, allowSimulated: true }))).toEqual(["receipt.response"]);
+    expect(
+      failures(
+        await verifyReceiptFile(otherResponse, {
+          attestation: one.attestation,
+          collateral: one.collateral,
+          allowSimulated: true,
+        }),
+      ),
+    ).toEqual(["receipt.response"]);
   });
 
   it("a file it cannot read or that is not JSON is a usage error (exit 2) naming the option and the file", async () => {

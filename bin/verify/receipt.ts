@@ -52,25 +52,40 @@ async function getJson(url: string): Promise<unknown> {
 /** Every check of a receipt, in order; never throws for what it checks. */
 export async function verifyReceiptFile(input: ReceiptInput, options: VerifyReceiptFileOptions): Promise<CheckLine[]> {
   const lines: CheckLine[] = [];
-  const receipt = (typeof input === "object" && input !== null && "receipt" in input ? input.receipt : input) as ReceiptInput & { instance_id?: unknown; compose_hash?: unknown };
+  const receipt = (
+    typeof input === "object" && input !== null && "receipt" in input ? input.receipt : input
+  ) as ReceiptInput & { instance_id?: unknown; compose_hash?: unknown };
   const base = options.api?.replace(/\/+$/, "").replace(/\/core\/v1$/, "");
   const instance = typeof receipt?.instance_id === "string" ? receipt.instance_id : "";
 
   let attestation = options.attestation;
   if (!attestation && base) {
     try {
-      attestation = (await getJson(`${base}/attestation/receipt-key${/^[0-9a-fA-F]{8,128}$/.test(instance) ? `?instance=${instance}` : ""}`)) as ReceiptKeyAttestation;
+      attestation = (await getJson(
+        `${base}/attestation/receipt-key${/^[0-9a-fA-F]{8,128}$/.test(instance) ? `?instance=${instance}` : ""}`,
+      )) as ReceiptKeyAttestation;
     } catch (err) {
-      lines.push({ check: "attestation", status: "fail", detail: `could not get the receipt key's attestation: ${(err as Error).message}`, simulated: false });
+      lines.push({
+        check: "attestation",
+        status: "fail",
+        detail: `could not get the receipt key's attestation: ${(err as Error).message}`,
+        simulated: false,
+      });
       return lines;
     }
   }
   if (!attestation) {
-    lines.push({ check: "attestation", status: "fail", detail: "no attestation to check against: give --attestation FILE or --api URL", simulated: false });
+    lines.push({
+      check: "attestation",
+      status: "fail",
+      detail: "no attestation to check against: give --attestation FILE or --api URL",
+      simulated: false,
+    });
     return lines;
   }
   const simulated = attestation.simulated === true;
-  const add = (check: string, ok: boolean, detail: string) => lines.push({ check, status: ok ? "pass" : "fail", detail, simulated });
+  const add = (check: string, ok: boolean, detail: string) =>
+    lines.push({ check, status: ok ? "pass" : "fail", detail, simulated });
 
   // The SDK's offline checks.
   const sdk = await verifyReceipt(input, attestation, options.params ? { params: options.params.value } : {});
@@ -79,17 +94,34 @@ export async function verifyReceiptFile(input: ReceiptInput, options: VerifyRece
 
   // The quote, with the verifier's code.
   if (simulated && !options.allowSimulated) {
-    add("quote", false, "the receipt key is attested by a SIMULATED TEE (a mock root, not Intel): pass --allow-simulated to check it as a development stack");
+    add(
+      "quote",
+      false,
+      "the receipt key is attested by a SIMULATED TEE (a mock root, not Intel): pass --allow-simulated to check it as a development stack",
+    );
     return lines;
   }
   let collateral = options.collateral;
   try {
     if (!collateral && simulated) {
-      if (!base) throw new Error("a simulated TEE's quote needs its mock root: give --collateral (its saved /attestation/simulated-collateral) or --api");
-      collateral = readCollateral(await getJson(`${base}/attestation/simulated-collateral${/^[0-9a-fA-F]{8,128}$/.test(instance) ? `?instance=${instance}` : ""}`));
+      if (!base)
+        throw new Error(
+          "a simulated TEE's quote needs its mock root: give --collateral (its saved /attestation/simulated-collateral) or --api",
+        );
+      collateral = readCollateral(
+        await getJson(
+          `${base}/attestation/simulated-collateral${/^[0-9a-fA-F]{8,128}$/.test(instance) ? `?instance=${instance}` : ""}`,
+        ),
+      );
     }
-    if (!collateral) collateral = { collateral: parseCollateral(await getCollateral(options.pccsUrl ?? DEFAULT_PCCS, hexBytes(attestation.quote))) };
-    if (simulated && !collateral.rootCaDer) throw new Error("the collateral given has no root_ca_der: a simulated TEE's quote is checked against its mock root");
+    if (!collateral)
+      collateral = {
+        collateral: parseCollateral(await getCollateral(options.pccsUrl ?? DEFAULT_PCCS, hexBytes(attestation.quote))),
+      };
+    if (simulated && !collateral.rootCaDer)
+      throw new Error(
+        "the collateral given has no root_ca_der: a simulated TEE's quote is checked against its mock root",
+      );
   } catch (err) {
     add("quote", false, `no collateral for the quote: ${(err as Error).message}`);
     return lines;
@@ -103,12 +135,19 @@ export async function verifyReceiptFile(input: ReceiptInput, options: VerifyRece
   }
   const verified = verifyAttestation(
     { quote: attestation.quote, event_log: attestation.event_log },
-    { collateral: collateral.collateral, now: options.now ?? Math.floor(Date.now() / 1000), expectedReportData, ...(collateral.rootCaDer ? { rootCaDer: collateral.rootCaDer } : {}) },
+    {
+      collateral: collateral.collateral,
+      now: options.now ?? Math.floor(Date.now() / 1000),
+      expectedReportData,
+      ...(collateral.rootCaDer ? { rootCaDer: collateral.rootCaDer } : {}),
+    },
   );
   for (const c of verified.checks) add(c.check, c.ok, c.detail);
   if (verified.claims) {
     const { instanceId, composeHash } = verified.claims;
-    const ok = bare(instanceId) === bare(String(receipt.instance_id)) && bare(composeHash) === bare(String(receipt.compose_hash));
+    const ok =
+      bare(instanceId) === bare(String(receipt.instance_id)) &&
+      bare(composeHash) === bare(String(receipt.compose_hash));
     add(
       "claims.receipt",
       ok,
@@ -176,14 +215,16 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
   };
   const file = positionals[0];
   if (positionals.length !== 1 || !file) return usageError("give one receipt file");
-  if ((values.attestation === undefined) === (values.api === undefined)) return usageError("give exactly one of --attestation <file> and --api <url>");
+  if ((values.attestation === undefined) === (values.api === undefined))
+    return usageError("give exactly one of --attestation <file> and --api <url>");
   if (values.api !== undefined && !/^https?:\/\//.test(values.api)) return usageError("--api takes an http(s) URL");
   const options: VerifyReceiptFileOptions = {};
   let input: ReceiptInput;
   try {
     input = readOptionFile("", file, jsonOf) as ReceiptInput;
     if (input === null || typeof input !== "object") throw new Error(`${file}: is not a run answer or a receipt`);
-    if (values.attestation !== undefined) options.attestation = readOptionFile("--attestation", values.attestation, jsonOf) as ReceiptKeyAttestation;
+    if (values.attestation !== undefined)
+      options.attestation = readOptionFile("--attestation", values.attestation, jsonOf) as ReceiptKeyAttestation;
     if (values.collateral !== undefined) {
       const json = readOptionFile("--collateral", values.collateral, jsonOf);
       try {
@@ -207,7 +248,10 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
   const lines = await verifyReceiptFile(input, options);
   for (const l of lines) {
     if (values.json) console.log(JSON.stringify(l));
-    else console.log(`${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(22)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`);
+    else
+      console.log(
+        `${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(22)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`,
+      );
   }
   const failed = lines.filter((l) => l.status === "fail").length;
   if (!values.json) {

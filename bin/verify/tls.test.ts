@@ -9,7 +9,12 @@ import { readFileSync } from "node:fs";
 import { getCACertificates, setDefaultCACertificates } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCollateral } from "../../shared/attestation/index.ts";
-import { FIXTURE_COLLATERAL_FILE, FIXTURE_NOW, serveFixtureDeployment, type FixtureDeployment } from "../../test/fixtures/dstackDeployment.ts";
+import {
+  FIXTURE_COLLATERAL_FILE,
+  FIXTURE_NOW,
+  serveFixtureDeployment,
+  type FixtureDeployment,
+} from "../../test/fixtures/dstackDeployment.ts";
 import { servedCertificate, verifyDeployment } from "./verify.ts";
 
 const x509 = await import("@peculiar/x509");
@@ -54,8 +59,14 @@ beforeAll(async () => {
   otherCert = await makeCertificate("sigil verify test: another certificate");
   setDefaultCACertificates([...defaultCAs, evidenceCert.pem, otherCert.pem]);
   // Both publish the same evidence certificate; only the first presents it in the handshake.
-  honest = await serveFixtureDeployment({ tls: { key: evidenceCert.keyPem, cert: evidenceCert.pem }, evidenceCertPem: evidenceCert.pem });
-  impostor = await serveFixtureDeployment({ tls: { key: otherCert.keyPem, cert: otherCert.pem }, evidenceCertPem: evidenceCert.pem });
+  honest = await serveFixtureDeployment({
+    tls: { key: evidenceCert.keyPem, cert: evidenceCert.pem },
+    evidenceCertPem: evidenceCert.pem,
+  });
+  impostor = await serveFixtureDeployment({
+    tls: { key: otherCert.keyPem, cert: otherCert.pem },
+    evidenceCertPem: evidenceCert.pem,
+  });
 });
 
 afterAll(async () => {
@@ -76,7 +87,12 @@ describe("sigil verify, check 6 (TLS)", () => {
     const lines = await verify(honest.url);
     const status = Object.fromEntries(lines.map((l) => [l.check, l.status]));
     // The deployment was read over HTTPS and its evidence certificate found.
-    expect(status).toMatchObject({ quote: "pass", "evidence.file:cert-localhost.pem": "pass", "evidence.quote": "pass", tls: "pass" });
+    expect(status).toMatchObject({
+      quote: "pass",
+      "evidence.file:cert-localhost.pem": "pass",
+      "evidence.quote": "pass",
+      tls: "pass",
+    });
     expect(honest.asked).toContain("/evidences/cert-localhost.pem");
   });
 

@@ -11,8 +11,13 @@ import { parseCollateral } from "../../shared/attestation/index.ts";
 import { verifyCommand, verifyDeployment } from "./verify.ts";
 
 const fixtures = join(import.meta.dirname, "../../../shared/fixtures/attestation");
-const report = JSON.parse(readFileSync(join(fixtures, "dstack-quote-report.json"), "utf8")) as { quote: string; event_log: string };
-const collateral = parseCollateral(JSON.parse(readFileSync(join(fixtures, "dcap-collateral-for-dstack-quote-report.json"), "utf8")));
+const report = JSON.parse(readFileSync(join(fixtures, "dstack-quote-report.json"), "utf8")) as {
+  quote: string;
+  event_log: string;
+};
+const collateral = parseCollateral(
+  JSON.parse(readFileSync(join(fixtures, "dcap-collateral-for-dstack-quote-report.json"), "utf8")),
+);
 const NOW = 1772323200;
 
 let server: Server;
@@ -22,8 +27,12 @@ const asked: string[] = [];
 beforeAll(async () => {
   server = createServer((req, res) => {
     asked.push(req.url ?? "");
-    if (new URL(req.url ?? "/", "http://x").pathname === "/attestation") res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ quote: report.quote, event_log: report.event_log }));
-    else res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: "not_found" } }));
+    if (new URL(req.url ?? "/", "http://x").pathname === "/attestation")
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ quote: report.quote, event_log: report.event_log }));
+    else
+      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: "not_found" } }));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -33,13 +42,21 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-const statusOf = (lines: Awaited<ReturnType<typeof verifyDeployment>>) => Object.fromEntries(lines.map((l) => [l.check, l.status]));
+const statusOf = (lines: Awaited<ReturnType<typeof verifyDeployment>>) =>
+  Object.fromEntries(lines.map((l) => [l.check, l.status]));
 
 describe("sigil verify, on a real dstack quote", () => {
   it("passes the quote, the event log and the claims at the collateral's time, skips what cannot apply, and fails what it could not check", async () => {
     const lines = await verifyDeployment(base, { collateral, now: NOW, noNonce: true });
     const status = statusOf(lines);
-    expect(status).toMatchObject({ quote: "pass", event_log: "pass", claims: "pass", freshness: "skipped", tls: "skipped", os: "skipped" });
+    expect(status).toMatchObject({
+      quote: "pass",
+      event_log: "pass",
+      claims: "pass",
+      freshness: "skipped",
+      tls: "skipped",
+      os: "skipped",
+    });
     // The stand-in serves no /info and no evidences: those fail rather than pass unseen; and a real
     // deployment's governance is required, so without --rpc-url it fails too (governance.test.ts).
     expect(status.info).toBe("fail");
@@ -50,7 +67,9 @@ describe("sigil verify, on a real dstack quote", () => {
   });
 
   it("fails the quote once the collateral has expired", async () => {
-    expect(statusOf(await verifyDeployment(base, { collateral, now: NOW + 40 * 86_400, noNonce: true })).quote).toBe("fail");
+    expect(statusOf(await verifyDeployment(base, { collateral, now: NOW + 40 * 86_400, noNonce: true })).quote).toBe(
+      "fail",
+    );
   });
 
   it("asks for a fresh quote by default, which a recorded quote cannot be", async () => {

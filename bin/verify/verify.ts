@@ -38,8 +38,13 @@ export function parseOsAllow(text: string): OsMeasurements[] {
   const parsed = osAllowSchema.safeParse(jsonOf(text));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const path = (issue?.path ?? []).map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
-    throw new Error(`${path ? `${path}: ` : ""}${issue?.message ?? "invalid"} (expected a JSON array of {"mrtd", "rtmr0", "rtmr1", "rtmr2"} objects, 48-byte hex each)`);
+    const path = (issue?.path ?? [])
+      .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
+      .join("")
+      .replace(/^\./, "");
+    throw new Error(
+      `${path ? `${path}: ` : ""}${issue?.message ?? "invalid"} (expected a JSON array of {"mrtd", "rtmr0", "rtmr1", "rtmr2"} objects, 48-byte hex each)`,
+    );
   }
   return parsed.data.map(({ mrtd, rtmr0, rtmr1, rtmr2 }) => ({ mrtd, rtmr0, rtmr1, rtmr2 }));
 }
@@ -52,12 +57,15 @@ export async function servedCertificate(url: URL): Promise<Uint8Array> {
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   return new Promise<Uint8Array>((resolve, reject) => {
     // SNI carries host names only (RFC 6066): none for an IP address.
-    const socket = connect({ host, port: Number(url.port || 443), ...(isIP(host) ? {} : { servername: host }), rejectUnauthorized: false }, () => {
-      const cert = socket.getPeerCertificate();
-      socket.end();
-      if (!cert?.raw) reject(new Error("the server presented no certificate"));
-      else resolve(new Uint8Array(cert.raw));
-    });
+    const socket = connect(
+      { host, port: Number(url.port || 443), ...(isIP(host) ? {} : { servername: host }), rejectUnauthorized: false },
+      () => {
+        const cert = socket.getPeerCertificate();
+        socket.end();
+        if (!cert?.raw) reject(new Error("the server presented no certificate"));
+        else resolve(new Uint8Array(cert.raw));
+      },
+    );
     socket.once("error", reject);
     socket.setTimeout(15_000, () => socket.destroy(new Error("TLS handshake timed out")));
   });
@@ -169,10 +177,15 @@ export async function verifyCommand(args: string[]): Promise<number> {
       if (!/^\d+$/.test(values.now)) throw new Error("--now takes Unix seconds");
       options.now = Number(values.now);
     }
-    if (values.collateral !== undefined) options.collateral = readOptionFile("--collateral", values.collateral, (text) => parseCollateral(JSON.parse(text)));
-    if (values["os-allow"] !== undefined) options.osAllow = readOptionFile("--os-allow", values["os-allow"], parseOsAllow);
+    if (values.collateral !== undefined)
+      options.collateral = readOptionFile("--collateral", values.collateral, (text) =>
+        parseCollateral(JSON.parse(text)),
+      );
+    if (values["os-allow"] !== undefined)
+      options.osAllow = readOptionFile("--os-allow", values["os-allow"], parseOsAllow);
     if (values["expect-compose-hash"] !== undefined) {
-      if (!/^(0x)?[0-9a-fA-F]{64}$/.test(values["expect-compose-hash"])) throw new Error("--expect-compose-hash takes 64 hex digits");
+      if (!/^(0x)?[0-9a-fA-F]{64}$/.test(values["expect-compose-hash"]))
+        throw new Error("--expect-compose-hash takes 64 hex digits");
       options.expectComposeHash = values["expect-compose-hash"];
     }
     if (values.instance !== undefined) {
@@ -194,11 +207,16 @@ export async function verifyCommand(args: string[]): Promise<number> {
     if (!values.json && run.instance !== null) console.log(`instance ${run.instance} (${i + 1} of ${runs.length})`);
     for (const l of run.lines) {
       if (values.json) console.log(JSON.stringify(l));
-      else console.log(`${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(28)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`);
+      else
+        console.log(
+          `${l.status.toUpperCase().padEnd(7)} ${l.check.padEnd(28)} ${l.simulated ? "SIMULATED  " : ""}${l.detail}`,
+        );
     }
   }
   const failedCount = lines.filter((l) => l.status === "fail").length;
-  const failedInstances = runs.filter((r) => r.lines.some((l) => l.status === "fail")).map((r) => r.instance ?? "(unpinned)");
+  const failedInstances = runs
+    .filter((r) => r.lines.some((l) => l.status === "fail"))
+    .map((r) => r.instance ?? "(unpinned)");
   const scope = runs.length > 1 || runs[0]?.instance ? ` on ${runs.length} instance(s)` : "";
   if (!values.json) {
     console.log(

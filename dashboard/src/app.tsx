@@ -63,7 +63,11 @@ export function App() {
       <header class="top">
         <span class="brand">Sigil</span>
         <span class="who">
-          {session.kind === "key" ? (session.keyKind === "master" ? "master key" : `usage key ${session.keyName ?? ""}`) : `wallet ${session.address}`}
+          {session.kind === "key"
+            ? session.keyKind === "master"
+              ? "master key"
+              : `usage key ${session.keyName ?? ""}`
+            : `wallet ${session.address}`}
         </span>
         <button
           type="button"
@@ -120,7 +124,14 @@ function SignIn({ onSession }: { onSession(s: Session): void }) {
         }}
       >
         <Field label="API key" hint="Your account's master key or a usage key. It stays in this tab only.">
-          <input type="password" autoComplete="off" spellcheck={false} required value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+          <input
+            type="password"
+            autoComplete="off"
+            spellcheck={false}
+            required
+            value={key}
+            onInput={(e) => setKey(e.currentTarget.value)}
+          />
         </Field>
         <button type="submit" disabled={busy}>
           Sign in with key

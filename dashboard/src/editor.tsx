@@ -4,7 +4,17 @@
 import Prism from "prismjs";
 import { useRef } from "preact/hooks";
 
-export function CodeEditor({ label, value, onInput, rows = 12 }: { label: string; value: string; onInput(v: string): void; rows?: number }) {
+export function CodeEditor({
+  label,
+  value,
+  onInput,
+  rows = 12,
+}: {
+  label: string;
+  value: string;
+  onInput(v: string): void;
+  rows?: number;
+}) {
   const pre = useRef<HTMLPreElement>(null);
   const html = `${Prism.highlight(value, Prism.languages.javascript as Prism.Grammar, "javascript")}\n`;
   return (

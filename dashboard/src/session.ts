@@ -2,13 +2,29 @@
 // a cookie), or a browser wallet (EIP-1193) that signs X-Wallet-Auth for a ChainSecured account's
 // billing and history reads. Either way the page talks to the API of its own origin through
 // @sigil/sdk, the same client every other Sigil program uses.
-import { createWalletClient, custom, getAddress, type Account, type Address, type Chain, type EIP1193Provider, type Transport, type WalletClient } from "viem";
+import {
+  createWalletClient,
+  custom,
+  getAddress,
+  type Account,
+  type Address,
+  type Chain,
+  type EIP1193Provider,
+  type Transport,
+  type WalletClient,
+} from "viem";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { createSigilClient, SigilError, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
 
 export type Session =
   | { kind: "key"; client: SigilClient; keyKind: "master" | "usage"; keyHash: string; keyName?: string }
-  | { kind: "wallet"; client: SigilClient; address: Address; provider: EIP1193Provider; signer: WalletClient<Transport, Chain | undefined, Account> };
+  | {
+      kind: "wallet";
+      client: SigilClient;
+      address: Address;
+      provider: EIP1193Provider;
+      signer: WalletClient<Transport, Chain | undefined, Account>;
+    };
 
 /** What every page of the dashboard is given: the session it acts in. */
 export type PageProps = { session: Session };
@@ -24,7 +40,8 @@ export async function signInWithKey(apiKey: string): Promise<Session> {
   let requestId: string | undefined;
   const exists = await client.accountExists(undefined, { onResponse: (info) => (requestId = info.requestId) });
   // A well-formed key of no account is an answer (exists: false), not a refusal; here it is one.
-  if (!exists.exists) throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
+  if (!exists.exists)
+    throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
   // A usage key is one of the account's listed keys; the master key is not listed.
   const keyHash = toHash32(apiKeyHash(apiKey));
   let usage: { name: string } | undefined;
@@ -32,17 +49,28 @@ export async function signInWithKey(apiKey: string): Promise<Session> {
     if (k.id.toLowerCase() === keyHash) usage = k;
   }
   sessionStorage.setItem(KEY_ITEM, apiKey);
-  return { kind: "key", client, keyKind: usage ? "usage" : "master", keyHash, ...(usage ? { keyName: usage.name } : {}) };
+  return {
+    kind: "key",
+    client,
+    keyKind: usage ? "usage" : "master",
+    keyHash,
+    ...(usage ? { keyName: usage.name } : {}),
+  };
 }
 
 /** The browser's wallet (window.ethereum), its first account, signing X-Wallet-Auth afresh for each request. */
-export async function signInWithWallet(provider: EIP1193Provider | undefined = (globalThis as { ethereum?: EIP1193Provider }).ethereum): Promise<Session> {
+export async function signInWithWallet(
+  provider: EIP1193Provider | undefined = (globalThis as { ethereum?: EIP1193Provider }).ethereum,
+): Promise<Session> {
   if (!provider) throw Object.assign(new Error("no browser wallet found (window.ethereum)"), { code: "no_wallet" });
   const [account] = (await provider.request({ method: "eth_requestAccounts" })) as string[];
   if (!account) throw Object.assign(new Error("the wallet shared no account"), { code: "no_wallet" });
   const address = getAddress(account);
   const signer = createWalletClient({ account: address, transport: custom(provider) });
-  const client = createSigilClient({ baseUrl: location.origin, walletAuth: () => walletAuthHeader({ signer, client: anonymous() }) });
+  const client = createSigilClient({
+    baseUrl: location.origin,
+    walletAuth: () => walletAuthHeader({ signer, client: anonymous() }),
+  });
   return { kind: "wallet", client, address, provider, signer };
 }
 

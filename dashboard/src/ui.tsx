@@ -73,7 +73,15 @@ export function Empty({ children }: { children: ComponentChildren }) {
 }
 
 /** What a page shows of a load: its spinner, its error, or `children(data)`. */
-export function Load<T>({ loaded, what, children }: { loaded: Loaded<T>; what: string; children: (data: T) => ComponentChildren }) {
+export function Load<T>({
+  loaded,
+  what,
+  children,
+}: {
+  loaded: Loaded<T>;
+  what: string;
+  children: (data: T) => ComponentChildren;
+}) {
   if (loaded.error) return <ErrorNote error={loaded.error} />;
   if (loaded.data === undefined) return <Loading what={what} />;
   return <>{children(loaded.data)}</>;

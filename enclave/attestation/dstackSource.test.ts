@@ -32,7 +32,11 @@ describe("getQuote", () => {
     expect(agent.calls.at(-1)).toEqual({ path: "/GetQuote", body: { report_data: bytesToHex(reportData) } });
 
     const tee = await agent.attestation();
-    const report = QuoteVerifier.newWithRootCa(Buffer.from(tee.rootCaDer)).verify(quote, await tee.collateral(), Math.floor(Date.now() / 1000));
+    const report = QuoteVerifier.newWithRootCa(Buffer.from(tee.rootCaDer)).verify(
+      quote,
+      await tee.collateral(),
+      Math.floor(Date.now() / 1000),
+    );
     expect(report.status).toBe("UpToDate");
     const log = JSON.parse(answer.event_log) as EventLogEntry[];
     expect(replayRtmrs(log)[3]).toBe(bytesToHex(quote.subarray(520, 568)));
@@ -61,7 +65,11 @@ describe("info", () => {
   });
 
   it("refuses an Info answer without the fields a verifier needs", async () => {
-    const junk = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ app_id: "ab", tcb_info: JSON.stringify({ mrtd: "00" }) })));
+    const junk = createServer((_req, res) =>
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ app_id: "ab", tcb_info: JSON.stringify({ mrtd: "00" }) })),
+    );
     await new Promise<void>((resolve) => junk.listen(0, "127.0.0.1", resolve));
     try {
       const bad = new DstackSource(`http://127.0.0.1:${(junk.address() as AddressInfo).port}`);

@@ -21,7 +21,10 @@ const tcbInfoSchema = z.looseObject({
   rtmr2: z.string(),
   rtmr3: z.string(),
   app_compose: z.string(),
-  event_log: z.union([z.array(eventLogEntry), z.string().transform((s, ctx) => parseJson(s, ctx, z.array(eventLogEntry)))]),
+  event_log: z.union([
+    z.array(eventLogEntry),
+    z.string().transform((s, ctx) => parseJson(s, ctx, z.array(eventLogEntry))),
+  ]),
 });
 
 const infoSchema = z.looseObject({
@@ -31,7 +34,11 @@ const infoSchema = z.looseObject({
   tcb_info: z.union([tcbInfoSchema, z.string().transform((s, ctx) => parseJson(s, ctx, tcbInfoSchema))]),
 });
 
-const quoteSchema = z.object({ quote: z.string().regex(/^[0-9a-fA-F]+$/), event_log: z.string(), vm_config: z.string().optional() });
+const quoteSchema = z.object({
+  quote: z.string().regex(/^[0-9a-fA-F]+$/),
+  event_log: z.string(),
+  vm_config: z.string().optional(),
+});
 
 export class DstackSource implements AttestationSource {
   readonly kind = "dstack" as const;
@@ -45,7 +52,8 @@ export class DstackSource implements AttestationSource {
   async getQuote(reportData: Uint8Array): Promise<QuoteAnswer> {
     assertReportData(reportData);
     const answer = quoteSchema.safeParse(await this.client.getQuote(reportData));
-    if (!answer.success) throw new Error(`the dstack guest agent's quote answer is malformed: ${z.prettifyError(answer.error)}`);
+    if (!answer.success)
+      throw new Error(`the dstack guest agent's quote answer is malformed: ${z.prettifyError(answer.error)}`);
     const { quote, event_log, vm_config } = answer.data;
     return vm_config === undefined ? { quote, event_log } : { quote, event_log, vm_config };
   }
@@ -72,7 +80,8 @@ function parseJson<T extends z.ZodType>(text: string, ctx: z.RefinementCtx, sche
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path as PropertyKey[] });
+    for (const issue of parsed.error.issues)
+      ctx.addIssue({ code: "custom", message: issue.message, path: issue.path as PropertyKey[] });
     return z.NEVER;
   }
   return parsed.data;

@@ -20,7 +20,10 @@ export type DevEvidences = {
 
 const DAY_MS = 86_400_000;
 
-export async function createDevEvidences(source: AttestationSource, options: { domain?: string; nowMs?: number } = {}): Promise<DevEvidences> {
+export async function createDevEvidences(
+  source: AttestationSource,
+  options: { domain?: string; nowMs?: number } = {},
+): Promise<DevEvidences> {
   const domain = options.domain ?? "localhost";
   const nowMs = options.nowMs ?? Date.now();
   const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
@@ -32,7 +35,10 @@ export async function createDevEvidences(source: AttestationSource, options: { d
     notBefore: new Date(nowMs - 60_000),
     notAfter: new Date(nowMs + 90 * DAY_MS),
     extensions: [
-      new x509.SubjectAlternativeNameExtension([{ type: "dns", value: domain }, ...(domain === "localhost" ? [{ type: "ip" as const, value: "127.0.0.1" }] : [])]),
+      new x509.SubjectAlternativeNameExtension([
+        { type: "dns", value: domain },
+        ...(domain === "localhost" ? [{ type: "ip" as const, value: "127.0.0.1" }] : []),
+      ]),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
       new x509.BasicConstraintsExtension(false),
     ],
@@ -52,13 +58,21 @@ export async function createDevEvidences(source: AttestationSource, options: { d
   );
   const certName = `cert-${domain}.pem`;
   const pem = utf8ToBytes(`${certificate.toString("pem")}\n`);
-  const sums = utf8ToBytes(`${bytesToHex(sha256(account))}  acme-account.json\n${bytesToHex(sha256(pem))}  ${certName}\n`);
+  const sums = utf8ToBytes(
+    `${bytesToHex(sha256(account))}  acme-account.json\n${bytesToHex(sha256(pem))}  ${certName}\n`,
+  );
 
   const reportData = new Uint8Array(64);
   reportData.set(sha256(sums));
   const answer = await source.getQuote(reportData);
   const quote = utf8ToBytes(
-    JSON.stringify({ quote: answer.quote, event_log: answer.event_log, report_data: bytesToHex(reportData), vm_config: answer.vm_config ?? "", simulated: true }),
+    JSON.stringify({
+      quote: answer.quote,
+      event_log: answer.event_log,
+      report_data: bytesToHex(reportData),
+      vm_config: answer.vm_config ?? "",
+      simulated: true,
+    }),
   );
 
   const files = new Map<string, EvidenceFile>([

@@ -20,21 +20,34 @@ describe("openAttestation", () => {
     const file = join(dir, "compose.json");
     const text = '{ "name": "spaced",  "manifest_version": 2 }\n';
     writeFileSync(file, text);
-    const opened = await openAttestation({ env: "test", attestation: { source: "simulated", appComposeFile: file } }, log);
+    const opened = await openAttestation(
+      { env: "test", attestation: { source: "simulated", appComposeFile: file } },
+      log,
+    );
     expect(opened.service.simulated).toBe(true);
     const info = await opened.service.info();
     expect(info.tcb_info.app_compose).toBe(text);
     expect(info.compose_hash).toBe(bytesToHex(sha256(utf8ToBytes(text))));
     expect(opened.simulated).toBeDefined();
-    expect([...(opened.evidences?.files.keys() ?? [])]).toEqual(["acme-account.json", "cert-localhost.pem", "sha256sum.txt", "quote.json"]);
+    expect([...(opened.evidences?.files.keys() ?? [])]).toEqual([
+      "acme-account.json",
+      "cert-localhost.pem",
+      "sha256sum.txt",
+      "quote.json",
+    ]);
   });
 
   it("refuses the simulated TEE when SIGIL_ENV=production", async () => {
-    await expect(openAttestation({ env: "production", attestation: { source: "simulated", appComposeFile: undefined } }, log)).rejects.toThrow(/refused when SIGIL_ENV=production/);
+    await expect(
+      openAttestation({ env: "production", attestation: { source: "simulated", appComposeFile: undefined } }, log),
+    ).rejects.toThrow(/refused when SIGIL_ENV=production/);
   });
 
   it("opens dstack without collateral or evidences", async () => {
-    const opened = await openAttestation({ env: "production", attestation: { source: "dstack", endpoint: "http://127.0.0.1:9" } }, log);
+    const opened = await openAttestation(
+      { env: "production", attestation: { source: "dstack", endpoint: "http://127.0.0.1:9" } },
+      log,
+    );
     expect(opened.service.simulated).toBe(false);
     expect(opened.simulated).toBeUndefined();
     expect(opened.evidences).toBeUndefined();

@@ -24,7 +24,8 @@ export const PLACEHOLDER_APP_COMPOSE = `${JSON.stringify(
     manifest_version: 2,
     name: "sigil-dev",
     runner: "docker-compose",
-    docker_compose_file: "# placeholder: deploy/app-compose.dev.json was not found when this simulated enclave started\nservices: {}\n",
+    docker_compose_file:
+      "# placeholder: deploy/app-compose.dev.json was not found when this simulated enclave started\nservices: {}\n",
     kms_enabled: false,
     gateway_enabled: false,
     public_logs: true,
@@ -42,7 +43,10 @@ export type OpenedAttestation = {
   evidences?: DevEvidences;
 };
 
-export async function openAttestation(config: Pick<EnclaveConfig, "env" | "attestation"> & Partial<Pick<EnclaveConfig, "nonceQuotes">>, log: Logger): Promise<OpenedAttestation> {
+export async function openAttestation(
+  config: Pick<EnclaveConfig, "env" | "attestation"> & Partial<Pick<EnclaveConfig, "nonceQuotes">>,
+  log: Logger,
+): Promise<OpenedAttestation> {
   const a = config.attestation;
   const nonceQuotes = config.nonceQuotes ? { nonceQuotes: config.nonceQuotes } : {};
   if (a.source === "dstack") {
@@ -50,28 +54,39 @@ export async function openAttestation(config: Pick<EnclaveConfig, "env" | "attes
     log.info("attestation source: dstack", { endpoint: a.endpoint ?? "socket" });
     return { service };
   }
-  if (config.env === "production") throw new Error("the simulated attestation source is refused when SIGIL_ENV=production");
+  if (config.env === "production")
+    throw new Error("the simulated attestation source is refused when SIGIL_ENV=production");
   const appCompose = readAppCompose(a.appComposeFile, log);
   const { SimulatedSource } = await import("./simulated/simulatedSource.ts");
   const { createDevEvidences } = await import("./evidences.ts");
   const simulated = await SimulatedSource.create({ appCompose });
   const service = new AttestationService({ source: simulated, log, ...nonceQuotes });
   const evidences = await createDevEvidences(simulated);
-  log.warn("SIMULATED TEE: attestation quotes are signed by a mock DCAP PKI, not Intel; they prove nothing about this machine", {
-    composeHash: simulated.boot.composeHash,
-    appId: simulated.boot.appId,
-    instanceId: simulated.boot.instanceId,
-  });
+  log.warn(
+    "SIMULATED TEE: attestation quotes are signed by a mock DCAP PKI, not Intel; they prove nothing about this machine",
+    {
+      composeHash: simulated.boot.composeHash,
+      appId: simulated.boot.appId,
+      instanceId: simulated.boot.instanceId,
+    },
+  );
   return { service, simulated, evidences };
 }
 
 /** The app-compose text; the placeholder only when the default file is missing (a named file must exist). */
-export function readAppCompose(file: string | undefined, log: Logger, defaultFile: string = DEFAULT_APP_COMPOSE_FILE): string {
+export function readAppCompose(
+  file: string | undefined,
+  log: Logger,
+  defaultFile: string = DEFAULT_APP_COMPOSE_FILE,
+): string {
   try {
     return readFileSync(file ?? defaultFile, "utf8");
   } catch (err) {
-    if (file !== undefined || (err as NodeJS.ErrnoException).code !== "ENOENT") throw new Error(`cannot read the app-compose file ${file ?? defaultFile}: ${(err as Error).message}`);
-    log.warn("the dev app-compose file is missing: the simulated TEE measures a placeholder app-compose", { file: defaultFile });
+    if (file !== undefined || (err as NodeJS.ErrnoException).code !== "ENOENT")
+      throw new Error(`cannot read the app-compose file ${file ?? defaultFile}: ${(err as Error).message}`);
+    log.warn("the dev app-compose file is missing: the simulated TEE measures a placeholder app-compose", {
+      file: defaultFile,
+    });
     return PLACEHOLDER_APP_COMPOSE;
   }
 }

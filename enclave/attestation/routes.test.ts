@@ -8,7 +8,12 @@ import { startGuestAgent, type GuestAgent } from "../../emulators/dstackGuestAge
 import { createLogger } from "../../shared/log.ts";
 import { DstackSource } from "./dstackSource.ts";
 import { hexToBytes } from "@noble/hashes/utils";
-import { quoteReportData, receiptKeyAddress, receiptKeyReportData, type ReceiptKeyAttestation } from "../../shared/receipt.ts";
+import {
+  quoteReportData,
+  receiptKeyAddress,
+  receiptKeyReportData,
+  type ReceiptKeyAttestation,
+} from "../../shared/receipt.ts";
 import { TEST_ROOT_KEY } from "../../test/enclave/constants.ts";
 import { Keyring } from "../keys/derive.ts";
 import { ReceiptSigner } from "../receipts/receipts.ts";
@@ -32,10 +37,14 @@ beforeAll(async () => {
   });
   app = new Hono();
   app.route("/", attestationRoutes({ service, receipts }));
-  app.onError((err, c) => (isExposed(err) ? c.json(errorBody(err, "test"), err.status) : c.json({ unexpected: err.message }, 500)));
+  app.onError((err, c) =>
+    isExposed(err) ? c.json(errorBody(err, "test"), err.status) : c.json({ unexpected: err.message }, 500),
+  );
   bare = new Hono();
   bare.route("/", attestationRoutes({ service }));
-  bare.onError((err, c) => (isExposed(err) ? c.json(errorBody(err, "test"), err.status) : c.json({ unexpected: err.message }, 500)));
+  bare.onError((err, c) =>
+    isExposed(err) ? c.json(errorBody(err, "test"), err.status) : c.json({ unexpected: err.message }, 500),
+  );
 });
 afterAll(() => agent.close());
 

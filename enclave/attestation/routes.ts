@@ -27,7 +27,13 @@ export type AttestationRoutesOptions = {
   clientOf?: (c: Context) => string;
 };
 
-export function attestationRoutes({ service, simulated, evidences, receipts, clientOf = () => "anyone" }: AttestationRoutesOptions): Hono {
+export function attestationRoutes({
+  service,
+  simulated,
+  evidences,
+  receipts,
+  clientOf = () => "anyone",
+}: AttestationRoutesOptions): Hono {
   const r = new Hono();
   const marked = simulated !== undefined;
   if (marked) {
@@ -54,7 +60,11 @@ export function attestationRoutes({ service, simulated, evidences, receipts, cli
     const { answer, madeAtMs } = await service.current();
     const maxAge = Math.max(0, Math.floor((madeAtMs + service.ttlMs - Date.now()) / 1000));
     const { quote, event_log, vm_config } = answer;
-    return json(c, { quote, event_log, vm_config, instance_id: (await service.info()).instance_id }, `public, max-age=${maxAge}`);
+    return json(
+      c,
+      { quote, event_log, vm_config, instance_id: (await service.info()).instance_id },
+      `public, max-age=${maxAge}`,
+    );
   });
 
   r.get("/info", async (c) => json(c, await service.info()));
@@ -68,21 +78,34 @@ export function attestationRoutes({ service, simulated, evidences, receipts, cli
     try {
       doc = await receipts.attestation();
     } catch (err) {
-      throw new SigilError("enclave_unavailable", "attestation is unavailable right now", { retryAfterSeconds: 1, cause: err });
+      throw new SigilError("enclave_unavailable", "attestation is unavailable right now", {
+        retryAfterSeconds: 1,
+        cause: err,
+      });
     }
     const { simulated: _simulated, ...body } = doc;
     return json(c, body, "public, max-age=300");
   });
 
   r.get("/attestation/simulated-collateral", async (c) => {
-    if (!simulated) throw new SigilError("not_found", "this enclave's attestation is not simulated: verify its quotes against Intel's root");
-    return json(c, { root_ca_der: bytesToHex(simulated.rootCaDer), root_ca_pem: simulated.rootCaPem, collateral: await simulated.collateral() });
+    if (!simulated)
+      throw new SigilError(
+        "not_found",
+        "this enclave's attestation is not simulated: verify its quotes against Intel's root",
+      );
+    return json(c, {
+      root_ca_der: bytesToHex(simulated.rootCaDer),
+      root_ca_pem: simulated.rootCaPem,
+      collateral: await simulated.collateral(),
+    });
   });
 
   if (evidences) {
     const index = (c: Context) => {
       const links = [...evidences.files.keys()].map((name) => `<li><a href="${name}">${name}</a></li>`).join("\n");
-      return c.html(`<!DOCTYPE html>\n<html><head><title>Index of /evidences/ (SIMULATED)</title></head><body>\n<h1>Index of /evidences/ (SIMULATED)</h1>\n<ul>\n${links}\n</ul>\n</body></html>\n`);
+      return c.html(
+        `<!DOCTYPE html>\n<html><head><title>Index of /evidences/ (SIMULATED)</title></head><body>\n<h1>Index of /evidences/ (SIMULATED)</h1>\n<ul>\n${links}\n</ul>\n</body></html>\n`,
+      );
     };
     r.get("/evidences", index);
     r.get("/evidences/", index);
@@ -97,7 +120,8 @@ export function attestationRoutes({ service, simulated, evidences, receipts, cli
 }
 
 function parseNonce(values: string[]): Uint8Array {
-  const refuse = (message: string) => new SigilError("invalid_request", `nonce: ${message}`, { details: [{ path: "nonce", message }] });
+  const refuse = (message: string) =>
+    new SigilError("invalid_request", `nonce: ${message}`, { details: [{ path: "nonce", message }] });
   if (values.length !== 1) throw refuse("give one nonce");
   const hex = (values[0] as string).replace(/^0x/i, "");
   if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length % 2 !== 0) throw refuse("must be an even number of hex digits");

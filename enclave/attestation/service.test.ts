@@ -29,7 +29,12 @@ class FakeSource implements AttestationSource {
   async info(): Promise<Info> {
     this.infos += 1;
     if (this.failing) throw new Error("agent down");
-    return { app_id: "a", instance_id: "i", compose_hash: "c", tcb_info: { mrtd: "", rtmr0: "", rtmr1: "", rtmr2: "", rtmr3: "", app_compose: "{}", event_log: [] } };
+    return {
+      app_id: "a",
+      instance_id: "i",
+      compose_hash: "c",
+      tcb_info: { mrtd: "", rtmr0: "", rtmr1: "", rtmr2: "", rtmr3: "", app_compose: "{}", event_log: [] },
+    };
   }
 
   async getKey(): Promise<Uint8Array> {
@@ -47,7 +52,10 @@ function setup(options: { burst?: number; perSecond?: number; total?: { capacity
     source,
     log,
     now: () => clock,
-    nonceQuotes: { perClient: { capacity: options.burst ?? 3, perSecond: options.perSecond ?? 1 }, total: options.total ?? { capacity: 100, perSecond: 100 } },
+    nonceQuotes: {
+      perClient: { capacity: options.burst ?? 3, perSecond: options.perSecond ?? 1 },
+      total: options.total ?? { capacity: 100, perSecond: 100 },
+    },
   });
   return { source, service, advance: (ms: number) => (clock += ms) };
 }
@@ -106,7 +114,7 @@ describe("the report-data-zero quote", () => {
 });
 
 describe("nonce quotes", () => {
-  it("bind SHA-512(\"sigil-nonce:\" ‖ nonce bytes) and are never cached", async () => {
+  it('bind SHA-512("sigil-nonce:" ‖ nonce bytes) and are never cached', async () => {
     const { source, service } = setup();
     const nonce = Uint8Array.of(0xde, 0xad, 0xbe, 0xef);
     const expected = bytesToHex(sha512(concatBytes(utf8ToBytes("sigil-nonce:"), nonce)));
@@ -134,7 +142,8 @@ describe("nonce quotes", () => {
     const { source, service } = setup({ burst: 2, perSecond: 0.1 });
     await service.forNonce(Uint8Array.of(1), "greedy");
     await service.forNonce(Uint8Array.of(2), "greedy");
-    for (let i = 0; i < 20; i++) expect((await codeOf(service.forNonce(Uint8Array.of(3), "greedy"))).code).toBe("rate_limited");
+    for (let i = 0; i < 20; i++)
+      expect((await codeOf(service.forNonce(Uint8Array.of(3), "greedy"))).code).toBe("rate_limited");
     await service.forNonce(Uint8Array.of(4), "verifier");
     await service.forNonce(Uint8Array.of(5), "verifier");
     expect(source.asked).toHaveLength(4);

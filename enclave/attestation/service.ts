@@ -26,7 +26,10 @@ export type AttestationServiceOptions = {
 
 export type NonceQuoteLimits = { perClient: BucketRate; total: BucketRate };
 
-export const DEFAULT_NONCE_QUOTES: NonceQuoteLimits = { perClient: { capacity: 10, perSecond: 2 }, total: { capacity: 40, perSecond: 20 } };
+export const DEFAULT_NONCE_QUOTES: NonceQuoteLimits = {
+  perClient: { capacity: 10, perSecond: 2 },
+  total: { capacity: 40, perSecond: 20 },
+};
 
 export const NONCE_MAX_BYTES = 32;
 
@@ -87,11 +90,16 @@ export class AttestationService {
    */
   async forNonce(nonce: Uint8Array, client: string): Promise<QuoteAnswer> {
     if (nonce.length === 0 || nonce.length > NONCE_MAX_BYTES) {
-      throw new SigilError("invalid_request", `the nonce must be 1 to ${NONCE_MAX_BYTES} bytes`, { details: [{ path: "nonce", message: "wrong length" }] });
+      throw new SigilError("invalid_request", `the nonce must be 1 to ${NONCE_MAX_BYTES} bytes`, {
+        details: [{ path: "nonce", message: "wrong length" }],
+      });
     }
     // The client's own budget first: a client over it spends nothing of everyone's.
     const wait = this.nonceClients.take(client) || this.nonceTotal.take();
-    if (wait > 0) throw new SigilError("rate_limited", "too many nonce quotes; retry later", { retryAfterSeconds: Math.ceil(wait / 1000) });
+    if (wait > 0)
+      throw new SigilError("rate_limited", "too many nonce quotes; retry later", {
+        retryAfterSeconds: Math.ceil(wait / 1000),
+      });
     try {
       return await this.source.getQuote(nonceReportData(nonce));
     } catch (err) {
@@ -124,7 +132,10 @@ export class AttestationService {
       .getQuote(new Uint8Array(REPORT_DATA_BYTES))
       .then((answer) => (this.cached = { answer, madeAtMs: this.now() }))
       .catch((err: unknown) => {
-        this.log.warn("attestation quote failed", { source: this.source.kind, error: err instanceof Error ? err.message : String(err) });
+        this.log.warn("attestation quote failed", {
+          source: this.source.kind,
+          error: err instanceof Error ? err.message : String(err),
+        });
         throw err;
       })
       .finally(() => (this.making = undefined));

@@ -120,7 +120,10 @@ describe("grants", () => {
   it("caches a wallet grant with its derivation, keyed by the wallet in any case", async () => {
     source.exec.set(`${USAGE_A}:${CID}`, true);
     source.walletGrants.set(`${USAGE_A}:${CID}:${WALLET}`, 77n);
-    expect(await cache.wallet(USAGE_A, CID, WALLET)).toEqual({ value: { allowed: true, derivation: 77n }, cached: false });
+    expect(await cache.wallet(USAGE_A, CID, WALLET)).toEqual({
+      value: { allowed: true, derivation: 77n },
+      cached: false,
+    });
     expect(await cache.wallet(USAGE_A, CID, WALLET.toUpperCase().replace("0X", "0x") as Address)).toEqual({
       value: { allowed: true, derivation: 77n },
       cached: true,
@@ -201,7 +204,13 @@ describe("usage key expiration", () => {
   });
 
   it("keeps a grant the full 5 minutes when the key expires later than that", async () => {
-    source.keys.set(USAGE_A, { master: MASTER_A, isMaster: false, managed: true, live: true, expiresAt: expiresInSeconds(3600) });
+    source.keys.set(USAGE_A, {
+      master: MASTER_A,
+      isMaster: false,
+      managed: true,
+      live: true,
+      expiresAt: expiresInSeconds(3600),
+    });
     await cache.resolve(USAGE_A);
     now = T0 + 5 * MINUTE - 1;
     expect((await cache.resolve(USAGE_A)).cached).toBe(true);
@@ -210,7 +219,13 @@ describe("usage key expiration", () => {
   });
 
   it("does not store a grant for a key whose expiration has already passed by the local clock", async () => {
-    source.keys.set(USAGE_A, { master: MASTER_A, isMaster: false, managed: true, live: true, expiresAt: expiresInSeconds(-1) });
+    source.keys.set(USAGE_A, {
+      master: MASTER_A,
+      isMaster: false,
+      managed: true,
+      live: true,
+      expiresAt: expiresInSeconds(-1),
+    });
     expect((await cache.resolve(USAGE_A)).value.live).toBe(true);
     expect((await cache.resolve(USAGE_A)).cached).toBe(false);
     expect(source.resolveCalls).toBe(2);
@@ -267,7 +282,10 @@ describe("failures", () => {
     await expect(cache.resolve(USAGE_A)).rejects.toThrow("rpc down");
     expect(cache.size).toBe(0);
     source.failure = undefined;
-    expect(await cache.resolve(USAGE_A)).toEqual({ value: expect.objectContaining({ master: MASTER_A }), cached: false });
+    expect(await cache.resolve(USAGE_A)).toEqual({
+      value: expect.objectContaining({ master: MASTER_A }),
+      cached: false,
+    });
     expect(source.resolveCalls).toBe(2);
   });
 
@@ -460,7 +478,10 @@ describe("cachedWallet (keys offered with a run)", () => {
     expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
     await cache.wallet(USAGE_A, CID, WALLET);
     const calls = { resolve: source.resolveCalls, authorize: source.authorizeCalls };
-    expect(cache.cachedWallet(USAGE_A, CID, WALLET.toUpperCase().replace("0X", "0x") as Address)).toEqual({ allowed: true, derivation: 77n });
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET.toUpperCase().replace("0X", "0x") as Address)).toEqual({
+      allowed: true,
+      derivation: 77n,
+    });
     // Another action, or another key of the account, has no grant of its own yet.
     expect(cache.cachedWallet(USAGE_A, CID2, WALLET)).toBeUndefined();
     expect(cache.cachedWallet(USAGE_A2, CID, WALLET)).toBeUndefined();

@@ -18,7 +18,11 @@ export type WalletGrant = { allowed: boolean; derivation: bigint };
 
 export type PermissionSource = {
   resolveKey(keyHash: bigint): Promise<KeyResolution>;
-  authorizeExecution(keyHash: bigint, cidHash: bigint, wallets: readonly Address[]): Promise<{ canExecute: boolean; walletAllowed: readonly boolean[]; derivations: readonly bigint[] }>;
+  authorizeExecution(
+    keyHash: bigint,
+    cidHash: bigint,
+    wallets: readonly Address[],
+  ): Promise<{ canExecute: boolean; walletAllowed: readonly boolean[]; derivations: readonly bigint[] }>;
 };
 
 export function chainPermissionSource(chain: ChainContext): PermissionSource {

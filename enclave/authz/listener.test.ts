@@ -42,7 +42,13 @@ beforeAll(async () => {
   const deployment = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
   contract = deployment.proxy;
   send = async (functionName, args) => {
-    const { request } = await publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName, args, account: owner } as never);
+    const { request } = await publicClient.simulateContract({
+      address: contract,
+      abi: accountConfigAbi,
+      functionName,
+      args,
+      account: owner,
+    } as never);
     const hash = await walletClient.writeContract(request as never);
     const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error(`${functionName} reverted`);
@@ -232,13 +238,17 @@ describe("events", () => {
     await l.poll();
 
     const pkpRemoved = await send("removePkpFromGroup", [master, groupId, wallet]);
-    expect(parseEventLogs({ abi: accountConfigAbi, logs: pkpRemoved.logs }).map((e) => e.eventName)).toEqual(["PkpRemovedFromGroup"]);
+    expect(parseEventLogs({ abi: accountConfigAbi, logs: pkpRemoved.logs }).map((e) => e.eventName)).toEqual([
+      "PkpRemovedFromGroup",
+    ]);
     await l.poll();
     expect(calls).toEqual([{ masters: [master], keyHashes: [] }]);
 
     calls.length = 0;
     const actionRemoved = await send("removeActionFromGroup", [master, groupId, cid]);
-    expect(parseEventLogs({ abi: accountConfigAbi, logs: actionRemoved.logs }).map((e) => e.eventName)).toEqual(["ActionRemovedFromGroup"]);
+    expect(parseEventLogs({ abi: accountConfigAbi, logs: actionRemoved.logs }).map((e) => e.eventName)).toEqual([
+      "ActionRemovedFromGroup",
+    ]);
     await l.poll();
     expect(calls).toEqual([{ masters: [master], keyHashes: [] }]);
   });
@@ -289,7 +299,10 @@ describe("events", () => {
 describe("failures", () => {
   it("records lastError when the RPC cannot be reached, and keeps lagSeconds null", async () => {
     const url = await closedPortUrl();
-    const client = createPublicClient({ chain: foundry, transport: http(url, { retryCount: 0, timeout: 2_000 }) }) as PublicClient;
+    const client = createPublicClient({
+      chain: foundry,
+      transport: http(url, { retryCount: 0, timeout: 2_000 }),
+    }) as PublicClient;
     const { l, warnings } = listener({ client, pollMs: 20 });
     l.start();
     try {

@@ -134,8 +134,12 @@ export class ChainListener {
     this.#timer = setTimeout(() => {
       this.#polling = this.poll()
         .catch((err: unknown) => {
-          const message = err instanceof Error ? err.message.split("\n")[0] ?? "poll failed" : String(err);
-          if (this.#lastError !== message) this.#o.log.warn("chain listener poll failed; retrying from the last processed block", { error: message, lastBlock: this.#lastBlock });
+          const message = err instanceof Error ? (err.message.split("\n")[0] ?? "poll failed") : String(err);
+          if (this.#lastError !== message)
+            this.#o.log.warn("chain listener poll failed; retrying from the last processed block", {
+              error: message,
+              lastBlock: this.#lastBlock,
+            });
           this.#lastError = message;
         })
         .finally(() => this.#schedule(this.#o.pollMs));

@@ -5,7 +5,11 @@ import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 
 export type ChainContext = { client: PublicClient; chain: Chain; contract: Address };
 
-export async function connectChain(rpcUrl: string, contract: Address, pollingIntervalMs = 1_000): Promise<ChainContext> {
+export async function connectChain(
+  rpcUrl: string,
+  contract: Address,
+  pollingIntervalMs = 1_000,
+): Promise<ChainContext> {
   // Short retries: a run waits on these reads, and a dead RPC must turn into 503 quickly.
   const transport = http(rpcUrl, { retryCount: 2, retryDelay: 100, timeout: 10_000 });
   const probe = createPublicClient({ transport });
@@ -32,7 +36,12 @@ export type KeyResolution = {
 export async function resolveKey({ client, contract }: ChainContext, keyHash: bigint): Promise<KeyResolution> {
   const [[master, isMaster, managed, live], expiresAt] = await Promise.all([
     client.readContract({ address: contract, abi: accountConfigAbi, functionName: "resolveKey", args: [keyHash] }),
-    client.readContract({ address: contract, abi: accountConfigAbi, functionName: "usageKeyExpiration", args: [keyHash] }),
+    client.readContract({
+      address: contract,
+      abi: accountConfigAbi,
+      functionName: "usageKeyExpiration",
+      args: [keyHash],
+    }),
   ]);
   return { master, isMaster, managed, live, expiresAt };
 }

@@ -8,7 +8,10 @@ import { dropSessionsOnSignal, refusalLog } from "./channel.ts";
 describe("refusalLog", () => {
   it("logs the first refusal of a reason at once, then at most one line per 10 s for that reason, with how many there were", () => {
     const lines: Array<{ msg: string; fields: Record<string, unknown> | undefined }> = [];
-    const log: Logger = { ...createLogger("silent"), warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields }) };
+    const log: Logger = {
+      ...createLogger("silent"),
+      warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields }),
+    };
     let now = 0;
     const refusals = refusalLog(log, () => now);
     for (let i = 0; i < 5000; i++) refusals.note("edge_not_allowed");
@@ -19,7 +22,10 @@ describe("refusalLog", () => {
     ]);
     now = 10_000;
     refusals.note("edge_not_allowed");
-    expect(lines[2]).toEqual({ msg: "sealed requests refused", fields: { reason: "edge_not_allowed", count: 5000, seconds: 10 } });
+    expect(lines[2]).toEqual({
+      msg: "sealed requests refused",
+      fields: { reason: "edge_not_allowed", count: 5000, seconds: 10 },
+    });
     expect(lines).toHaveLength(3);
   });
 });
@@ -28,9 +34,22 @@ describe("dropSessionsOnSignal", () => {
   const setup = (env: "development" | "test" | "production") => {
     const listeners = new Map<string, () => void>();
     const lines: Array<{ msg: string; fields: Record<string, unknown> | undefined }> = [];
-    const log: Logger = { ...createLogger("silent"), warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields }) };
+    const log: Logger = {
+      ...createLogger("silent"),
+      warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields }),
+    };
     let drops = 0;
-    const installed = dropSessionsOnSignal(env, { dropSessions: () => { drops++; return 3; } }, log, (signal, listener) => void listeners.set(signal, listener));
+    const installed = dropSessionsOnSignal(
+      env,
+      {
+        dropSessions: () => {
+          drops++;
+          return 3;
+        },
+      },
+      log,
+      (signal, listener) => void listeners.set(signal, listener),
+    );
     return { installed, listeners, lines, drops: () => drops };
   };
 

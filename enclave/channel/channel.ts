@@ -5,7 +5,14 @@
 // way). The answer goes back sealed for that request alone.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Hono } from "hono";
-import { ChannelError, ChannelRecipient, channelReportData, generateChannelKeyPair, toBase64Url, type ChannelKeyPair } from "../../shared/channel/channel.ts";
+import {
+  ChannelError,
+  ChannelRecipient,
+  channelReportData,
+  generateChannelKeyPair,
+  toBase64Url,
+  type ChannelKeyPair,
+} from "../../shared/channel/channel.ts";
 import type { ChannelDocument } from "../../shared/channel/client.ts";
 import { errorBody, SigilError } from "../../shared/errors.ts";
 import type { BucketRate } from "../../shared/tokenBucket.ts";
@@ -14,7 +21,9 @@ import type { Logger } from "../../shared/log.ts";
 import { nodeAead } from "./nodeAead.ts";
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
-export type QuoteSource = (reportData: Uint8Array) => Promise<{ quote: string; event_log: string; simulated?: boolean }>;
+export type QuoteSource = (
+  reportData: Uint8Array,
+) => Promise<{ quote: string; event_log: string; simulated?: boolean }>;
 
 /** Sealed requests carry at most an operation's 6 MiB body (sigil_action's), base64url-encoded, plus the envelope. */
 const MAX_SEALED_BYTES = 9 << 20;
@@ -31,7 +40,12 @@ export async function createChannel(args: {
   openings?: BucketRate;
 }): Promise<Channel> {
   const key = args.key ?? (await generateChannelKeyPair());
-  const recipient = new ChannelRecipient({ key, allowedEdgeKeys: args.allowedEdgeKeys, aead: nodeAead, ...(args.openings ? { openings: args.openings } : {}) });
+  const recipient = new ChannelRecipient({
+    key,
+    allowedEdgeKeys: args.allowedEdgeKeys,
+    aead: nodeAead,
+    ...(args.openings ? { openings: args.openings } : {}),
+  });
   let doc: Promise<ChannelDocument> | undefined;
   const document = () => {
     doc ??= (async () => {
@@ -69,8 +83,17 @@ export function channelRoutes<E extends object>(app: Hono<E>, channel: Channel):
  * is the source whose openings are counted. Refusals are logged at most once per reason every few
  * seconds, with how many there were: a flood of junk must not become a flood of log lines.
  */
-export function channelListener(channel: Channel, handle: (request: OperationRequest, bytes: number) => Promise<OperationAnswer>, log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
-  const send = (res: ServerResponse, status: number, body: unknown, options: { close?: boolean; retryAfter?: number } = {}) => {
+export function channelListener(
+  channel: Channel,
+  handle: (request: OperationRequest, bytes: number) => Promise<OperationAnswer>,
+  log: Logger,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const send = (
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    options: { close?: boolean; retryAfter?: number } = {},
+  ) => {
     const text = JSON.stringify(body);
     res.writeHead(status, {
       "content-type": "application/json",
@@ -110,7 +133,11 @@ export function channelListener(channel: Channel, handle: (request: OperationReq
         ({ status, body, retryAfter }) => send(res, status, body, retryAfter === undefined ? {} : { retryAfter }),
         (err: unknown) => {
           log.error("the channel failed to answer", { error: err instanceof Error ? err.message : String(err) });
-          send(res, 500, errorBody(new SigilError("internal_error", "an internal error occurred"), crypto.randomUUID()));
+          send(
+            res,
+            500,
+            errorBody(new SigilError("internal_error", "an internal error occurred"), crypto.randomUUID()),
+          );
         },
       );
     });
@@ -134,7 +161,10 @@ export function channelListener(channel: Channel, handle: (request: OperationReq
       return { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401, body };
     }
     const { op, ids, input, idempotency_key } = opened.request;
-    const answer = await handle({ op, ids, input, ...(idempotency_key === undefined ? {} : { idempotency_key }) }, opened.bytes);
+    const answer = await handle(
+      { op, ids, input, ...(idempotency_key === undefined ? {} : { idempotency_key }) },
+      opened.bytes,
+    );
     return { status: 200, body: await opened.sealResponse(JSON.stringify(answer)) };
   }
 }

@@ -1,7 +1,15 @@
 // Node's AES-128-GCM for the channel says exactly what WebCrypto's says: the edge (WebCrypto, in
 // workerd) and the enclave (Node's cipher) open each other's seals, and neither opens a changed one.
 import { describe, expect, it } from "vitest";
-import { ChannelRecipient, ChannelSession, edgeIdentityFromSeed, generateChannelKeyPair, newEdgeIdentitySeed, webCryptoAead, type Aead } from "../../shared/channel/channel.ts";
+import {
+  ChannelRecipient,
+  ChannelSession,
+  edgeIdentityFromSeed,
+  generateChannelKeyPair,
+  newEdgeIdentitySeed,
+  webCryptoAead,
+  type Aead,
+} from "../../shared/channel/channel.ts";
 import { nodeAead } from "./nodeAead.ts";
 
 const raw = crypto.getRandomValues(new Uint8Array(16));
@@ -39,7 +47,9 @@ describe("nodeAead", () => {
       const call = await session.seal({ op: "sigil_action", ids: { request_id: "r-1" }, input: { code: body } });
       const opened = await recipient.open(JSON.parse(JSON.stringify(call.sealed)));
       expect(opened.request.input).toEqual({ code: body });
-      expect(await call.openResponse(JSON.parse(JSON.stringify(await opened.sealResponse(`answer to ${body}`))))).toBe(`answer to ${body}`);
+      expect(await call.openResponse(JSON.parse(JSON.stringify(await opened.sealResponse(`answer to ${body}`))))).toBe(
+        `answer to ${body}`,
+      );
     }
   });
 });

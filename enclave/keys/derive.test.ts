@@ -217,7 +217,12 @@ describe("Keyring properties", () => {
 
   it("keeps purposes apart: payer, action and PKP keys differ", () => {
     const k = keyring();
-    const addresses = new Set([k.payerKey(0).address, k.actionKey(FIXED_CID).address, k.pkpKey(0n, 0n).address, k.pkpKey(1n, 2n).address]);
+    const addresses = new Set([
+      k.payerKey(0).address,
+      k.actionKey(FIXED_CID).address,
+      k.pkpKey(0n, 0n).address,
+      k.pkpKey(1n, 2n).address,
+    ]);
     expect(addresses.size).toBe(4);
   });
 
@@ -306,11 +311,20 @@ describe("newDerivation", () => {
 describe("remembered addresses", () => {
   it("a derivation asked for again gives the same key, and the address it reports is that key's, for every kind of key", () => {
     const k = keyring();
-    const kinds = [() => k.pkpKey(7n, 8n), () => k.pkpKey(8n, 7n), () => k.accountMasterWallet(7n), () => k.actionKey("QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"), () => k.payerKey(3)];
+    const kinds = [
+      () => k.pkpKey(7n, 8n),
+      () => k.pkpKey(8n, 7n),
+      () => k.accountMasterWallet(7n),
+      () => k.actionKey("QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"),
+      () => k.payerKey(3),
+    ];
     const first = kinds.map((derive) => derive());
     const second = kinds.map((derive) => derive());
     for (let i = 0; i < kinds.length; i++) {
-      const [a, b] = [first[i], second[i]] as [{ privateKey: Uint8Array; address: string }, { privateKey: Uint8Array; address: string }];
+      const [a, b] = [first[i], second[i]] as [
+        { privateKey: Uint8Array; address: string },
+        { privateKey: Uint8Array; address: string },
+      ];
       expect(bytesToHex(b.privateKey)).toBe(bytesToHex(a.privateKey));
       expect(b.address).toBe(addressOf(b.privateKey));
     }

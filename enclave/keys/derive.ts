@@ -109,7 +109,8 @@ export class Keyring {
     let address = this.#addresses.get(id);
     if (address === undefined) {
       address = addressOf(privateKey);
-      if (this.#addresses.size >= ADDRESS_CACHE_MAX) this.#addresses.delete(this.#addresses.keys().next().value as string);
+      if (this.#addresses.size >= ADDRESS_CACHE_MAX)
+        this.#addresses.delete(this.#addresses.keys().next().value as string);
       this.#addresses.set(id, address);
     }
     return { privateKey, address };

@@ -10,7 +10,9 @@ import { ECDSA_BACKEND, publicKeyOf, serializeSignature, signDigest } from "./ec
 
 describe("secp256k1 (enclave/keys/ecdsa.ts)", () => {
   it("uses libsecp256k1's native binding on Linux x64", () => {
-    expect(process.platform === "linux" && process.arch === "x64" ? ECDSA_BACKEND : "libsecp256k1").toBe("libsecp256k1");
+    expect(process.platform === "linux" && process.arch === "x64" ? ECDSA_BACKEND : "libsecp256k1").toBe(
+      "libsecp256k1",
+    );
   });
 
   it("signs 200 random digests with 200 random keys exactly as viem does, and each recovers to the key's address", async () => {
@@ -20,7 +22,9 @@ describe("secp256k1 (enclave/keys/ecdsa.ts)", () => {
       const mine = signDigest(digest, key);
       const theirs = await sign({ hash: bytesToHex(digest), privateKey: bytesToHex(key) });
       expect(mine).toEqual({ r: theirs.r, s: theirs.s, yParity: theirs.yParity, v: theirs.v });
-      expect(await recoverAddress({ hash: bytesToHex(digest), signature: serializeSignature(mine) })).toBe(privateKeyToAddress(bytesToHex(key)));
+      expect(await recoverAddress({ hash: bytesToHex(digest), signature: serializeSignature(mine) })).toBe(
+        privateKeyToAddress(bytesToHex(key)),
+      );
       expect(publicKeyOf(key)).toEqual(secp256k1.getPublicKey(key, false));
     }
   });

@@ -20,7 +20,10 @@ export async function newAccount(
   amw.privateKey.fill(0);
   const { response } = await submitWrite(
     enclave,
-    { functionName: "newAccount", args: [master, input.account_name, input.account_description ?? "", amw.address, master] },
+    {
+      functionName: "newAccount",
+      args: [master, input.account_name, input.account_description ?? "", amw.address, master],
+    },
     ctx,
     { master },
   );

@@ -8,23 +8,41 @@ import { submitWrite } from "./write.ts";
 
 type Write = EnclaveResponse<"delete_action">;
 
-export async function addAction(enclave: Enclave, input: ParsedEnclaveRequest<"add_action">, ctx: RequestContext): Promise<EnclaveResponse<"add_action">> {
+export async function addAction(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_action">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"add_action">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const cid = input.action_ipfs_cid;
   const hash = cidHash(cid);
-  const { response } = await submitWrite(enclave, { functionName: "addAction", args: [keyHash, hash, cid, input.name, input.description] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "addAction", args: [keyHash, hash, cid, input.name, input.description] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return { ...response, hashed_cid: toHash32(hash) };
 }
 
-export async function deleteAction(enclave: Enclave, input: ParsedEnclaveRequest<"delete_action">, ctx: RequestContext): Promise<Write> {
+export async function deleteAction(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"delete_action">,
+  ctx: RequestContext,
+): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(enclave, { functionName: "removeAction", args: [keyHash, BigInt(input.hashed_cid)] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "removeAction", args: [keyHash, BigInt(input.hashed_cid)] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }
 

@@ -33,7 +33,11 @@ export type RequestContext = { requestId: string; correlationId: string | null; 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 /** The request's ids: the edge makes the request id; one missing or malformed is replaced. */
-export function requestContext(log: Logger, sentRequestId: string | undefined, sentCorrelationId: string | undefined): RequestContext {
+export function requestContext(
+  log: Logger,
+  sentRequestId: string | undefined,
+  sentCorrelationId: string | undefined,
+): RequestContext {
   const requestId = sentRequestId && UUID.test(sentRequestId) ? sentRequestId : crypto.randomUUID();
   const correlationId = sentCorrelationId && sentCorrelationId.length <= 200 ? sentCorrelationId : null;
   return { requestId, correlationId, log: log.child({ requestId, ...(correlationId ? { correlationId } : {}) }) };
@@ -63,7 +67,11 @@ function callerKeyHash(apiKey: string): bigint {
   return hash;
 }
 
-export async function callerKey(enclave: Enclave, apiKey: string, options: { owner?: boolean } = {}): Promise<CallerKey> {
+export async function callerKey(
+  enclave: Enclave,
+  apiKey: string,
+  options: { owner?: boolean } = {},
+): Promise<CallerKey> {
   const keyHash = callerKeyHash(apiKey);
   const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
   const known = resolution.master !== 0n;
@@ -108,12 +116,23 @@ export function toCidHash(value: string | number): bigint {
  * A `pkp_id`: an address, or the decimal id of one of the caller's wallets (ids are stable: wallets
  * are never removed, so id n is item n of the account's wallet list).
  */
-export async function toWalletAddress(enclave: Enclave, keyHash: bigint, pkpId: string | number, field: string): Promise<Address> {
+export async function toWalletAddress(
+  enclave: Enclave,
+  keyHash: bigint,
+  pkpId: string | number,
+  field: string,
+): Promise<Address> {
   if (typeof pkpId === "string" && pkpId.startsWith("0x")) return getAddress(pkpId.toLowerCase());
   const id = BigInt(pkpId);
   const { client, contract } = enclave.chain;
   const [items] = await readChain(
-    () => client.readContract({ address: contract, abi: accountConfigAbi, functionName: "listWallets", args: [keyHash, id, 1n] }),
+    () =>
+      client.readContract({
+        address: contract,
+        abi: accountConfigAbi,
+        functionName: "listWallets",
+        args: [keyHash, id, 1n],
+      }),
     keyHash,
   );
   const wallet = items[0];

@@ -18,16 +18,26 @@ type Write = EnclaveResponse<"remove_group">;
  * client that names an action by its raw CID need not have registered it. `registerActions` leaves
  * registered ones (and their names) as they are, and needs, and refuses, as the group write does.
  */
-function registeringCids<F extends WriteFunction>(keyHash: bigint, groupId: bigint, cids: readonly string[], call: WriteCall<F>): WriteCall {
+function registeringCids<F extends WriteFunction>(
+  keyHash: bigint,
+  groupId: bigint,
+  cids: readonly string[],
+  call: WriteCall<F>,
+): WriteCall {
   if (cids.length === 0) return call as WriteCall;
-  const register = encodeFunctionData({ abi: accountConfigAbi, functionName: "registerActions", args: [keyHash, groupId, [...new Set(cids)]] });
+  const register = encodeFunctionData({
+    abi: accountConfigAbi,
+    functionName: "registerActions",
+    args: [keyHash, groupId, [...new Set(cids)]],
+  });
   const write = encodeFunctionData({ abi: accountConfigAbi, ...call } as never);
   return { functionName: "multicall", args: [[register, write]] };
 }
 
 /** An entry of `cid_hashes_permitted`: `0` (any action) or a `0x` hash as it is, a raw CID (canonical already) hashed and kept for registering. */
 function cidEntry(value: string | number): { hash: bigint; cid?: string } {
-  if (value === 0 || value === "0" || (typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value))) return { hash: toCidHash(value) };
+  if (value === 0 || value === "0" || (typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value)))
+    return { hash: toCidHash(value) };
   const cid = String(value);
   return { hash: cidHash(cid), cid };
 }
@@ -37,45 +47,71 @@ async function groupMembers(
   keyHash: bigint,
   input: { pkp_ids_permitted: readonly (string | number)[]; cid_hashes_permitted: readonly (string | number)[] },
 ) {
-  const wallets = await Promise.all(input.pkp_ids_permitted.map((id, i) => toWalletAddress(enclave, keyHash, id, `pkp_ids_permitted.${i}`)));
+  const wallets = await Promise.all(
+    input.pkp_ids_permitted.map((id, i) => toWalletAddress(enclave, keyHash, id, `pkp_ids_permitted.${i}`)),
+  );
   const entries = input.cid_hashes_permitted.map((c) => cidEntry(c));
   const cids = entries.map((e) => e.hash);
   const raw = entries.flatMap((e) => (e.cid === undefined ? [] : [e.cid]));
   return { wallets, cids, raw };
 }
 
-export async function addGroup(enclave: Enclave, input: ParsedEnclaveRequest<"add_group">, ctx: RequestContext): Promise<EnclaveResponse<"add_group">> {
+export async function addGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_group">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"add_group">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
   const { response, events } = await submitWrite(
     enclave,
-    registeringCids(keyHash, 0n, raw, { functionName: "addGroup", args: [keyHash, input.group_name, input.group_description, cids, wallets] }),
+    registeringCids(keyHash, 0n, raw, {
+      functionName: "addGroup",
+      args: [keyHash, input.group_name, input.group_description, cids, wallets],
+    }),
     ctx,
     { keyHash, master: resolution.master },
   );
   const added = events.find((e) => e.eventName === "GroupAdded");
-  if (added?.eventName !== "GroupAdded") throw new SigilError("internal_error", "the group id could not be read from the receipt");
+  if (added?.eventName !== "GroupAdded")
+    throw new SigilError("internal_error", "the group id could not be read from the receipt");
   return { ...response, group_id: added.args.groupId.toString() };
 }
 
-export async function updateGroup(enclave: Enclave, input: ParsedEnclaveRequest<"update_group">, ctx: RequestContext): Promise<Write> {
+export async function updateGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"update_group">,
+  ctx: RequestContext,
+): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
   const { response } = await submitWrite(
     enclave,
-    registeringCids(keyHash, input.group_id, raw, { functionName: "updateGroup", args: [keyHash, input.group_id, input.name, input.description, cids, wallets] }),
+    registeringCids(keyHash, input.group_id, raw, {
+      functionName: "updateGroup",
+      args: [keyHash, input.group_id, input.name, input.description, cids, wallets],
+    }),
     ctx,
     { keyHash, master: resolution.master },
   );
   return response;
 }
 
-export async function removeGroup(enclave: Enclave, input: ParsedEnclaveRequest<"remove_group">, ctx: RequestContext): Promise<Write> {
+export async function removeGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"remove_group">,
+  ctx: RequestContext,
+): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(enclave, { functionName: "removeGroup", args: [keyHash, input.group_id] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "removeGroup", args: [keyHash, input.group_id] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }
 
@@ -89,7 +125,10 @@ export async function addActionToGroup(
   const hash = cidHash(cid);
   const { response } = await submitWrite(
     enclave,
-    registeringCids(keyHash, input.group_id, [cid], { functionName: "addActionToGroup", args: [keyHash, input.group_id, hash] }),
+    registeringCids(keyHash, input.group_id, [cid], {
+      functionName: "addActionToGroup",
+      args: [keyHash, input.group_id, hash],
+    }),
     ctx,
     { keyHash, master: resolution.master },
   );
@@ -103,20 +142,34 @@ export async function removeActionFromGroup(
 ): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const hash = toCidHash(input.hashed_cid);
-  const { response } = await submitWrite(enclave, { functionName: "removeActionFromGroup", args: [keyHash, input.group_id, hash] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "removeActionFromGroup", args: [keyHash, input.group_id, hash] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }
 
-export async function addPkpToGroup(enclave: Enclave, input: ParsedEnclaveRequest<"add_pkp_to_group">, ctx: RequestContext): Promise<Write> {
+export async function addPkpToGroup(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_pkp_to_group">,
+  ctx: RequestContext,
+): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const wallet = await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id");
-  const { response } = await submitWrite(enclave, { functionName: "addPkpToGroup", args: [keyHash, input.group_id, wallet] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "addPkpToGroup", args: [keyHash, input.group_id, wallet] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }
 
@@ -127,9 +180,14 @@ export async function removePkpFromGroup(
 ): Promise<Write> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const wallet = await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id");
-  const { response } = await submitWrite(enclave, { functionName: "removePkpFromGroup", args: [keyHash, input.group_id, wallet] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "removePkpFromGroup", args: [keyHash, input.group_id, wallet] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }

@@ -20,7 +20,10 @@ function setup() {
     },
     attestation: async (query, client, requestIds) => {
       asked.attestation.push({ query, client, ids: requestIds });
-      return new Response('{"quote":"00"}', { status: 200, headers: { "content-type": "application/json", "cache-control": "no-store", "set-cookie": "x=1" } });
+      return new Response('{"quote":"00"}', {
+        status: 200,
+        headers: { "content-type": "application/json", "cache-control": "no-store", "set-cookie": "x=1" },
+      });
     },
   });
   return { dispatch, asked };
@@ -30,16 +33,28 @@ describe("the dispatcher", () => {
   it("answers 404 not_found for a name that is not in the table (an inherited property name included)", async () => {
     const { dispatch } = setup();
     for (const op of ["client_config", "toString", "execute"]) {
-      expect(await dispatch({ op, ids, input: {} }, 100), op).toMatchObject({ ok: false, status: 404, error: { code: "not_found", request_id: ids.request_id } });
+      expect(await dispatch({ op, ids, input: {} }, 100), op).toMatchObject({
+        ok: false,
+        status: 404,
+        error: { code: "not_found", request_id: ids.request_id },
+      });
     }
   });
 
   it("answers 413 for a request over its operation's body limit, before parsing it", async () => {
     const { dispatch, asked } = setup();
-    expect(await dispatch({ op: "health", ids, input: {} }, (256 << 10) + (8 << 10))).toMatchObject({ ok: false, status: 413, error: { code: "payload_too_large" } });
+    expect(await dispatch({ op: "health", ids, input: {} }, (256 << 10) + (8 << 10))).toMatchObject({
+      ok: false,
+      status: 413,
+      error: { code: "payload_too_large" },
+    });
     expect(asked.health).toBe(0);
     // sigil_action's limit is a script's: the same size is no refusal there (it is refused for its input instead).
-    expect(await dispatch({ op: "sigil_action", ids, input: {} }, (256 << 10) + (8 << 10))).toMatchObject({ ok: false, status: 400, error: { code: "invalid_request" } });
+    expect(await dispatch({ op: "sigil_action", ids, input: {} }, (256 << 10) + (8 << 10))).toMatchObject({
+      ok: false,
+      status: 400,
+      error: { code: "invalid_request" },
+    });
   });
 
   it("answers 400 invalid_request with details when the input does not fit the operation's schema", async () => {
@@ -52,10 +67,33 @@ describe("the dispatcher", () => {
 
   it("serves health and attestation from its parts; the attestation answer passes through with its own headers only, for the client the edge named", async () => {
     const { dispatch, asked } = setup();
-    expect(await dispatch({ op: "health", ids, input: {} }, 100)).toEqual({ ok: true, output: { status: "ok", sandbox: { workers: 1 } } });
-    const attested = await dispatch({ op: "attestation", ids: { ...ids, correlation_id: "c-1" }, input: { query: "?nonce=ab", client: "198.51.100.7" } }, 100);
-    expect(attested).toEqual({ ok: true, output: { status: 200, headers: { "content-type": "application/json", "cache-control": "no-store" }, body: '{"quote":"00"}' } });
-    expect(asked.attestation).toEqual([{ query: "?nonce=ab", client: "edge:198.51.100.7", ids: { "x-request-id": ids.request_id, "x-correlation-id": "c-1" } }]);
+    expect(await dispatch({ op: "health", ids, input: {} }, 100)).toEqual({
+      ok: true,
+      output: { status: "ok", sandbox: { workers: 1 } },
+    });
+    const attested = await dispatch(
+      {
+        op: "attestation",
+        ids: { ...ids, correlation_id: "c-1" },
+        input: { query: "?nonce=ab", client: "198.51.100.7" },
+      },
+      100,
+    );
+    expect(attested).toEqual({
+      ok: true,
+      output: {
+        status: 200,
+        headers: { "content-type": "application/json", "cache-control": "no-store" },
+        body: '{"quote":"00"}',
+      },
+    });
+    expect(asked.attestation).toEqual([
+      {
+        query: "?nonce=ab",
+        client: "edge:198.51.100.7",
+        ids: { "x-request-id": ids.request_id, "x-correlation-id": "c-1" },
+      },
+    ]);
   });
 
   it("logs a warning when an operation answers a code its table entry does not list, and answers it all the same", async () => {
@@ -67,9 +105,19 @@ describe("the dispatcher", () => {
       },
       attestation: async () => new Response("{}"),
     });
-    expect(await dispatch({ op: "health", ids, input: {} }, 100)).toMatchObject({ ok: false, status: 404, error: { code: "payment_not_found" } });
+    expect(await dispatch({ op: "health", ids, input: {} }, 100)).toMatchObject({
+      ok: false,
+      status: 404,
+      error: { code: "payment_not_found" },
+    });
     expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toContainEqual(
-      expect.objectContaining({ level: "warn", msg: "an operation answered a code its table entry does not list", op: "health", code: "payment_not_found", requestId: ids.request_id }),
+      expect.objectContaining({
+        level: "warn",
+        msg: "an operation answered a code its table entry does not list",
+        op: "health",
+        code: "payment_not_found",
+        requestId: ids.request_id,
+      }),
     );
     // A listed code is no warning.
     lines.length = 0;
@@ -79,7 +127,8 @@ describe("the dispatcher", () => {
 
   it("does not remember a read sent under an Idempotency-Key: each is answered afresh", async () => {
     const { dispatch, asked } = setup();
-    for (let i = 0; i < 2; i++) expect((await dispatch({ op: "health", ids, input: {}, idempotency_key: "k" }, 100)).ok).toBe(true);
+    for (let i = 0; i < 2; i++)
+      expect((await dispatch({ op: "health", ids, input: {}, idempotency_key: "k" }, 100)).ok).toBe(true);
     expect(asked.health).toBe(2);
   });
 });

@@ -12,13 +12,25 @@ import { OperationMemory } from "../idempotency.ts";
 import { addAction, deleteAction, updateActionMetadata } from "./actions.ts";
 import { newAccount } from "./accounts.ts";
 import { requestContext, type Enclave, type RequestContext } from "./context.ts";
-import { addActionToGroup, addGroup, addPkpToGroup, removeActionFromGroup, removeGroup, removePkpFromGroup, updateGroup } from "./groups.ts";
+import {
+  addActionToGroup,
+  addGroup,
+  addPkpToGroup,
+  removeActionFromGroup,
+  removeGroup,
+  removePkpFromGroup,
+  updateGroup,
+} from "./groups.ts";
 import { addUsageApiKeyWithSignature, convertToChainSecuredAccount, createWalletWithSignature } from "./signatures.ts";
 import { sigilAction } from "./sigilAction.ts";
 import { addUsageApiKey, removeUsageApiKey, updateUsageApiKey, updateUsageApiKeyMetadata } from "./usageKeys.ts";
 import { createWallet } from "./wallets.ts";
 
-type Handler<Op extends OperationName> = (enclave: Enclave, input: ParsedInput<Op>, ctx: RequestContext) => Promise<unknown>;
+type Handler<Op extends OperationName> = (
+  enclave: Enclave,
+  input: ParsedInput<Op>,
+  ctx: RequestContext,
+) => Promise<unknown>;
 
 /** What the enclave serves through the table besides its own operations: its health and its attestation. */
 export type DispatchParts = {
@@ -29,7 +41,13 @@ export type DispatchParts = {
 };
 
 /** Headers of an attestation answer that go back to the edge with it. */
-const ATTESTATION_HEADERS = ["content-type", "cache-control", "retry-after", "x-attestation-simulated", "x-sigil-instance"];
+const ATTESTATION_HEADERS = [
+  "content-type",
+  "cache-control",
+  "retry-after",
+  "x-attestation-simulated",
+  "x-sigil-instance",
+];
 /** The longest Idempotency-Key the edge lets through (api.md). */
 const MAX_IDEMPOTENCY_KEY = 255;
 /**
@@ -63,7 +81,10 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
     sigil_action: sigilAction,
     health: () => parts.health(),
     attestation: async (_enclave, input, ctx) => {
-      const ids = { "x-request-id": ctx.requestId, ...(ctx.correlationId ? { "x-correlation-id": ctx.correlationId } : {}) };
+      const ids = {
+        "x-request-id": ctx.requestId,
+        ...(ctx.correlationId ? { "x-correlation-id": ctx.correlationId } : {}),
+      };
       const res = await parts.attestation(input.query, `edge:${input.client}`, ids);
       const headers: Record<string, string> = {};
       for (const name of ATTESTATION_HEADERS) {
@@ -82,12 +103,25 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
  */
 export function errorAnswer(err: unknown, ctx: RequestContext): Extract<OperationAnswer, { ok: false }> {
   if (isExposed(err)) {
-    if (err.status >= 500) ctx.log.error("request failed", { code: err.code, error: err.cause instanceof Error ? err.cause.message : undefined });
-    return { ok: false, status: err.status, error: errorBody(err, ctx.requestId).error, ...(err.retryAfterSeconds === undefined ? {} : { retry_after: err.retryAfterSeconds }) };
+    if (err.status >= 500)
+      ctx.log.error("request failed", {
+        code: err.code,
+        error: err.cause instanceof Error ? err.cause.message : undefined,
+      });
+    return {
+      ok: false,
+      status: err.status,
+      error: errorBody(err, ctx.requestId).error,
+      ...(err.retryAfterSeconds === undefined ? {} : { retry_after: err.retryAfterSeconds }),
+    };
   }
   const e = err instanceof Error ? err : new Error(String(err));
   ctx.log.error("unexpected error", { error: e.message, stack: e.stack?.split("\n").slice(0, 6).join(" | ") });
-  return { ok: false, status: 500, error: errorBody(new SigilError("internal_error", "an internal error occurred"), ctx.requestId).error };
+  return {
+    ok: false,
+    status: 500,
+    error: errorBody(new SigilError("internal_error", "an internal error occurred"), ctx.requestId).error,
+  };
 }
 
 function parseInput<Op extends OperationName>(op: Op, input: unknown): ParsedInput<Op> {
@@ -101,7 +135,10 @@ function parseInput<Op extends OperationName>(op: Op, input: unknown): ParsedInp
 }
 
 /** Answers each opened request (`bytes`: its size inside the seal) by the operation it names. */
-export function createDispatcher(enclave: Enclave, parts: DispatchParts): (request: OperationRequest, bytes: number) => Promise<OperationAnswer> {
+export function createDispatcher(
+  enclave: Enclave,
+  parts: DispatchParts,
+): (request: OperationRequest, bytes: number) => Promise<OperationAnswer> {
   const table = handlers(parts);
   const memory = new OperationMemory();
 
@@ -109,11 +146,13 @@ export function createDispatcher(enclave: Enclave, parts: DispatchParts): (reque
     try {
       const started = performance.now();
       const output = await (table[op] as Handler<OperationName>)(enclave, parseInput(op, input) as never, ctx);
-      if (op !== "health" && op !== "attestation") ctx.log.info("operation done", { op, ms: Math.round(performance.now() - started) });
+      if (op !== "health" && op !== "attestation")
+        ctx.log.info("operation done", { op, ms: Math.round(performance.now() - started) });
       return { ok: true, output };
     } catch (err) {
       const answer = errorAnswer(err, ctx);
-      if (!(operations[op].errors as readonly string[]).includes(answer.error.code)) ctx.log.warn("an operation answered a code its table entry does not list", { op, code: answer.error.code });
+      if (!(operations[op].errors as readonly string[]).includes(answer.error.code))
+        ctx.log.warn("an operation answered a code its table entry does not list", { op, code: answer.error.code });
       return answer;
     }
   };
@@ -123,13 +162,22 @@ export function createDispatcher(enclave: Enclave, parts: DispatchParts): (reque
     const { op, input } = request;
     if (!isOperation(op)) return errorAnswer(new SigilError("not_found", `no operation named ${op}`), ctx);
     const spec = operations[op];
-    if (bytes > spec.bodyLimit + ENVELOPE_BYTES) return errorAnswer(new SigilError("payload_too_large", `the request body must be at most ${spec.bodyLimit} bytes`), ctx);
+    if (bytes > spec.bodyLimit + ENVELOPE_BYTES)
+      return errorAnswer(
+        new SigilError("payload_too_large", `the request body must be at most ${spec.bodyLimit} bytes`),
+        ctx,
+      );
     const key = request.idempotency_key;
     // Only an operation that acts is remembered: a read may be asked again, and an operation refused
     // before it was taken (an unknown name, an oversized body) is nothing to replay.
-    const remembered = key !== undefined && key.length <= MAX_IDEMPOTENCY_KEY && spec.kind !== "read" ? OperationMemory.identify(op, key, input) : undefined;
+    const remembered =
+      key !== undefined && key.length <= MAX_IDEMPOTENCY_KEY && spec.kind !== "read"
+        ? OperationMemory.identify(op, key, input)
+        : undefined;
     if (!remembered) return perform(op, input, ctx);
-    const { answer, replayed } = await memory.once(remembered.scope, remembered.fingerprint, ctx.requestId, () => perform(op, input, ctx));
+    const { answer, replayed } = await memory.once(remembered.scope, remembered.fingerprint, ctx.requestId, () =>
+      perform(op, input, ctx),
+    );
     if (!replayed) return answer;
     ctx.log.info("answered from the idempotency memory", { op });
     return { ...answer, replayed: true };

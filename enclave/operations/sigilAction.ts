@@ -94,13 +94,21 @@ function offerKeys(enclave: Enclave, run: { keyHash: bigint; master: bigint; act
  * it does not derive to the wallet's address; with its encryption key when asked. The one place both
  * a script's request (provideKey) and an offer (offerKeys) make a wallet's key.
  */
-function walletKey(enclave: Enclave, master: bigint, wallet: Address, derivation: bigint, encryption: boolean): KeyMaterial | undefined {
+function walletKey(
+  enclave: Enclave,
+  master: bigint,
+  wallet: Address,
+  derivation: bigint,
+  encryption: boolean,
+): KeyMaterial | undefined {
   const derived = enclave.keyring.pkpKey(master, derivation);
   if (derived.address.toLowerCase() !== wallet) {
     derived.privateKey.fill(0);
     return undefined;
   }
-  return encryption ? { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(master, derivation) } : { privateKey: derived.privateKey };
+  return encryption
+    ? { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(master, derivation) }
+    : { privateKey: derived.privateKey };
 }
 
 /** Node's SHA-256, as the receipt's 0x-hex digests (a few times faster than the JavaScript one). */
@@ -110,9 +118,13 @@ const sha256Hex = (bytes: Uint8Array): Hex => `0x${createHash("sha256").update(b
 const IPFS_RETRY_AFTER_SECONDS = 5;
 
 const ipfsUnavailable = (why: string, cause?: unknown) =>
-  new SigilError("ipfs_unavailable", `the IPFS gateway ${why}; try again shortly`, { retryAfterSeconds: IPFS_RETRY_AFTER_SECONDS, cause });
+  new SigilError("ipfs_unavailable", `the IPFS gateway ${why}; try again shortly`, {
+    retryAfterSeconds: IPFS_RETRY_AFTER_SECONDS,
+    cause,
+  });
 
-const codeTooLarge = (maxCodeBytes: number) => new SigilError("payload_too_large", `the code behind ipfs_id is larger than ${maxCodeBytes} bytes`);
+const codeTooLarge = (maxCodeBytes: number) =>
+  new SigilError("payload_too_large", `the code behind ipfs_id is larger than ${maxCodeBytes} bytes`);
 
 /**
  * The body of a gateway's answer, read chunk by chunk and abandoned (the connection closed) as soon
@@ -158,17 +170,22 @@ async function codeFromIpfs(enclave: Enclave, cid: string): Promise<string> {
   const { ipfsGateway, ipfsTimeoutMs, limits } = enclave.config;
   let response: Response;
   try {
-    response = await fetch(`${ipfsGateway}/ipfs/${cid}`, { signal: AbortSignal.timeout(ipfsTimeoutMs), redirect: "follow" });
+    response = await fetch(`${ipfsGateway}/ipfs/${cid}`, {
+      signal: AbortSignal.timeout(ipfsTimeoutMs),
+      redirect: "follow",
+    });
   } catch (err) {
     throw ipfsUnavailable("could not be reached or did not answer in time", err);
   }
   if (!response.ok) {
     await response.body?.cancel().catch(() => undefined);
-    if (response.status >= 500 || response.status === 408 || response.status === 429) throw ipfsUnavailable(`answered ${response.status}`);
+    if (response.status >= 500 || response.status === 408 || response.status === 429)
+      throw ipfsUnavailable(`answered ${response.status}`);
     throw new SigilError("not_found", `the IPFS gateway has no content for ${cid}`);
   }
   const bytes = await readAtMost(response, limits.maxCodeBytes);
-  if ((await computeCid(bytes)) !== cid) throw new SigilError("invalid_request", "the content the gateway returned does not match ipfs_id");
+  if ((await computeCid(bytes)) !== cid)
+    throw new SigilError("invalid_request", "the content the gateway returned does not match ipfs_id");
   try {
     // The exact bytes the CID names: no replacement characters, no BOM dropped.
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
@@ -177,7 +194,11 @@ async function codeFromIpfs(enclave: Enclave, cid: string): Promise<string> {
   }
 }
 
-export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<"sigil_action">, ctx: RequestContext): Promise<EnclaveResponse<"sigil_action">> {
+export async function sigilAction(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"sigil_action">,
+  ctx: RequestContext,
+): Promise<EnclaveResponse<"sigil_action">> {
   const { limits } = enclave.config;
   if (input.code !== undefined && Buffer.byteLength(input.code) > limits.maxCodeBytes) {
     throw new SigilError("payload_too_large", `code must be at most ${limits.maxCodeBytes} bytes`);
@@ -195,9 +216,13 @@ export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<
   const actionHash = actionHashOf(cid);
   const { value: allowed } = await readChain(() => enclave.cache.canExecute(keyHash, actionHash));
   if (!allowed) {
-    throw new SigilError("permission_denied", "the API key may not run this action: no group of its execute scope lists this CID", {
-      details: { scope: "execute", cid },
-    });
+    throw new SigilError(
+      "permission_denied",
+      "the API key may not run this action: no group of its execute scope lists this CID",
+      {
+        details: { scope: "execute", cid },
+      },
+    );
   }
   const code = input.code ?? (await codeFromIpfs(enclave, cid));
 
@@ -211,7 +236,10 @@ export async function sigilAction(enclave: Enclave, input: ParsedEnclaveRequest<
     if (request.kind === "wallet") noteHint(run, provided.address, request.encryption);
     return provided.material;
   };
-  const offer = { keys: offerKeys(enclave, run), onUse: (pkpId: string, use: KeyUse | undefined) => uses.note(pkpId as Address, false, use) };
+  const offer = {
+    keys: offerKeys(enclave, run),
+    onUse: (pkpId: string, use: KeyUse | undefined) => uses.note(pkpId as Address, false, use),
+  };
   const startedAt = new Date();
   const outcome = await enclave.sandbox.run(
     { code, cid, paramsJson, timeoutMs, requestId: ctx.requestId, correlationId: ctx.correlationId },
@@ -265,7 +293,10 @@ async function provideKey(
     try {
       cid = canonicalCid(request.cid);
     } catch (err) {
-      throw new CodedError("script_error", `cid ${JSON.stringify(request.cid)} names no script, so it has no action identity: ${(err as Error).message}`);
+      throw new CodedError(
+        "script_error",
+        `cid ${JSON.stringify(request.cid)} names no script, so it has no action identity: ${(err as Error).message}`,
+      );
     }
     const derived = enclave.keyring.actionKey(cid);
     return { material: { privateKey: derived.privateKey }, address: derived.address };
@@ -279,9 +310,13 @@ async function provideKey(
     throw new CodedError("chain_unavailable", "the chain could not be reached to authorize the wallet; try again");
   }
   if (!grant.allowed) {
-    throw new CodedError("permission_denied", `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`);
+    throw new CodedError(
+      "permission_denied",
+      `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
+    );
   }
   const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
-  if (!material) throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
+  if (!material)
+    throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
   return { material, address: wallet };
 }

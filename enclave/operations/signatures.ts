@@ -30,7 +30,9 @@ export async function verifySignedRequest(
   });
   if (!checked.ok) throw checked.error;
   const { address, digest } = checked.value;
-  const valid = await readChain(() => isWalletSignature(enclave.chain.client, { address, digest, signature: input.signature }));
+  const valid = await readChain(() =>
+    isWalletSignature(enclave.chain.client, { address, digest, signature: input.signature }),
+  );
   if (!valid) throw new SigilError("invalid_signature", "the signature is not the wallet's");
   return address;
 }
@@ -107,9 +109,14 @@ export async function convertToChainSecuredAccount(
 ): Promise<EnclaveResponse<"convert_to_chain_secured_account">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const newAdmin = await verifySignedRequest(enclave, "ConvertAccount", input, input.new_admin_wallet_address);
-  const { response } = await submitWrite(enclave, { functionName: "convertToChainSecuredAccount", args: [keyHash, newAdmin] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "convertToChainSecuredAccount", args: [keyHash, newAdmin] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }

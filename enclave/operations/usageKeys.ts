@@ -11,7 +11,9 @@ type Permissions = ParsedEnclaveRequest<"add_usage_api_key">;
 function setUsageKeyArgs(accountHash: bigint, usageKeyHash: bigint, p: Omit<Permissions, "api_key">) {
   const expiration = BigInt(p.expires_at ?? 0);
   if (expiration !== 0n && expiration <= BigInt(Math.floor(Date.now() / 1000))) {
-    throw new SigilError("invalid_request", "expires_at must be in the future", { details: [{ path: "expires_at", message: "must be in the future" }] });
+    throw new SigilError("invalid_request", "expires_at must be in the future", {
+      details: [{ path: "expires_at", message: "must be in the future" }],
+    });
   }
   return [
     accountHash,
@@ -38,10 +40,15 @@ export async function addUsageApiKey(
   const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageKey = generateApiKey();
   const usageHash = apiKeyHash(usageKey);
-  const { response } = await submitWrite(enclave, { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   enclave.cache.invalidateKey(usageHash);
   return { ...response, usage_api_key: usageKey };
 }
@@ -54,10 +61,15 @@ export async function updateUsageApiKey(
   const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageHash = usageKeyHashOf(input.usage_api_key);
   await requireUsageKeyOf(enclave, resolution.master, usageHash);
-  const { response } = await submitWrite(enclave, { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }
 
@@ -84,10 +96,15 @@ export async function removeUsageApiKey(
 ): Promise<EnclaveResponse<"remove_usage_api_key">> {
   const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageHash = usageKeyHashOf(input.usage_api_key);
-  const { response } = await submitWrite(enclave, { functionName: "removeUsageApiKey", args: [keyHash, usageHash] }, ctx, {
-    keyHash,
-    master: resolution.master,
-  });
+  const { response } = await submitWrite(
+    enclave,
+    { functionName: "removeUsageApiKey", args: [keyHash, usageHash] },
+    ctx,
+    {
+      keyHash,
+      master: resolution.master,
+    },
+  );
   return response;
 }
 

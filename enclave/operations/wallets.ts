@@ -17,7 +17,10 @@ export async function createWallet(
   key.privateKey.fill(0);
   const { response, events } = await submitWrite(
     enclave,
-    { functionName: "registerWalletDerivation", args: [keyHash, key.address, derivation, input.name ?? "", input.description ?? ""] },
+    {
+      functionName: "registerWalletDerivation",
+      args: [keyHash, key.address, derivation, input.name ?? "", input.description ?? ""],
+    },
     ctx,
     { keyHash, master: resolution.master },
   );

@@ -44,8 +44,22 @@ beforeAll(async () => {
   const { proxy } = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
   const chain = await connectChain(anvil.rpcUrl, proxy, 50);
   keyring = new Keyring(crypto.getRandomValues(new Uint8Array(32)));
-  payers = new PayerPool({ chain, rpcUrl: anvil.rpcUrl, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log });
-  await registerLocalPayers({ rpcUrl: anvil.rpcUrl, publicClient, walletClient, owner, contract: proxy, payers: payers.addresses });
+  payers = new PayerPool({
+    chain,
+    rpcUrl: anvil.rpcUrl,
+    keys: [keyring.payerKey(0)],
+    confirmations: 1,
+    minBalanceWei: 1n,
+    log,
+  });
+  await registerLocalPayers({
+    rpcUrl: anvil.rpcUrl,
+    publicClient,
+    walletClient,
+    owner,
+    contract: proxy,
+    payers: payers.addresses,
+  });
   cache = new PermissionCache(chainPermissionSource(chain));
   enclave = { cache, payers } as unknown as Enclave;
 }, 120_000);
@@ -58,12 +72,18 @@ afterAll(async () => {
 /** A managed account (written by the payer pool, as the enclave writes) with a group listing one action and one wallet. */
 async function accountWithGroup(): Promise<{ master: bigint; groupId: bigint; wallet: Address; cid: bigint }> {
   const master = apiKeyHash(generateApiKey());
-  await payers.write({ functionName: "newAccount", args: [master, "acct", "", privateKeyToAddress(generatePrivateKey()), master] });
+  await payers.write({
+    functionName: "newAccount",
+    args: [master, "acct", "", privateKeyToAddress(generatePrivateKey()), master],
+  });
   const wallet = privateKeyToAddress(generatePrivateKey()).toLowerCase() as Address;
   const cidText = await computeCid(`async function main() { return "${master}" }`);
   await payers.write({ functionName: "registerActions", args: [master, 0n, [cidText]] });
   await payers.write({ functionName: "registerWalletDerivation", args: [master, wallet, 7n, "w", ""] });
-  const { events } = await payers.write({ functionName: "addGroup", args: [master, "g", "", [cidHash(cidText)], [wallet]] });
+  const { events } = await payers.write({
+    functionName: "addGroup",
+    args: [master, "g", "", [cidHash(cidText)], [wallet]],
+  });
   const added = events.find((e) => e.eventName === "GroupAdded");
   if (added?.eventName !== "GroupAdded") throw new Error("addGroup emitted no GroupAdded");
   return { master, groupId: added.args.groupId, wallet, cid: cidHash(cidText) };
@@ -75,23 +95,45 @@ describe("submitWrite", () => {
     expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
     expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n });
 
-    const { response } = await submitWrite(enclave, { functionName: "removePkpFromGroup", args: [master, groupId, wallet] }, ctx, { keyHash: master, master });
+    const { response } = await submitWrite(
+      enclave,
+      { functionName: "removePkpFromGroup", args: [master, groupId, wallet] },
+      ctx,
+      { keyHash: master, master },
+    );
     expect(response.success).toBe(true);
-    expect(cache.cachedWallet(master, cid, wallet), "the revoked wallet's grant outlived the enclave's own write").toBeUndefined();
-    expect(await cache.wallet(master, cid, wallet)).toEqual({ value: { allowed: false, derivation: 0n }, cached: false });
+    expect(
+      cache.cachedWallet(master, cid, wallet),
+      "the revoked wallet's grant outlived the enclave's own write",
+    ).toBeUndefined();
+    expect(await cache.wallet(master, cid, wallet)).toEqual({
+      value: { allowed: false, derivation: 0n },
+      cached: false,
+    });
 
     // The same for the permission to run: an action taken out of the group by the enclave.
     expect(await cache.canExecute(master, cid)).toEqual({ value: true, cached: false });
     expect(await cache.canExecute(master, cid)).toEqual({ value: true, cached: true });
-    await submitWrite(enclave, { functionName: "removeActionFromGroup", args: [master, groupId, cid] }, ctx, { keyHash: master, master });
-    expect(await cache.canExecute(master, cid), "the revoked action's permission outlived the enclave's own write").toEqual({ value: false, cached: false });
+    await submitWrite(enclave, { functionName: "removeActionFromGroup", args: [master, groupId, cid] }, ctx, {
+      keyHash: master,
+      master,
+    });
+    expect(
+      await cache.canExecute(master, cid),
+      "the revoked action's permission outlived the enclave's own write",
+    ).toEqual({ value: false, cached: false });
   });
 
   it("drops them also when the write fails (a write that timed out waiting for its receipt may still land)", async () => {
     const { master, groupId, wallet, cid } = await accountWithGroup();
     expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
     const stranger = privateKeyToAddress(generatePrivateKey());
-    const failed = await submitWrite(enclave, { functionName: "removePkpFromGroup", args: [master, groupId, stranger] }, ctx, { master }).catch((err: unknown) => err);
+    const failed = await submitWrite(
+      enclave,
+      { functionName: "removePkpFromGroup", args: [master, groupId, stranger] },
+      ctx,
+      { master },
+    ).catch((err: unknown) => err);
     expect(failed).toBeInstanceOf(SigilError);
     expect(cache.cachedWallet(master, cid, wallet)).toBeUndefined();
   });

@@ -11,7 +11,10 @@ export async function submitWrite<F extends WriteFunction>(
   scope: { keyHash?: bigint; master: bigint },
 ): Promise<WriteResult & { response: { success: true; transaction_hash: Hex } }> {
   try {
-    const result = await enclave.payers.write(call, { log: ctx.log, ...(scope.keyHash === undefined ? {} : { keyHash: scope.keyHash }) });
+    const result = await enclave.payers.write(call, {
+      log: ctx.log,
+      ...(scope.keyHash === undefined ? {} : { keyHash: scope.keyHash }),
+    });
     return { ...result, response: { success: true, transaction_hash: result.transactionHash } };
   } finally {
     // Also on failure: a write that timed out waiting for its receipt may still land.

@@ -62,7 +62,14 @@ beforeAll(async () => {
     log: createLogger("warn", {}, (line) => logLines.push(JSON.parse(line) as (typeof logLines)[number])),
   });
   payers = pool.addresses;
-  await registerLocalPayers({ rpcUrl: anvil.rpcUrl, publicClient, walletClient, owner, contract: deployment.proxy, payers });
+  await registerLocalPayers({
+    rpcUrl: anvil.rpcUrl,
+    publicClient,
+    walletClient,
+    owner,
+    contract: deployment.proxy,
+    payers,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -75,28 +82,33 @@ afterAll(async () => {
  * it handles as `plan` says, one each: `lose-answer` passes it on and cuts the connection before the
  * answer, `drop` cuts it before passing it on.
  */
-async function lossyRpc(plan: Array<"lose-answer" | "drop">): Promise<{ url: string; readonly lost: number; close(): Promise<void> }> {
+async function lossyRpc(
+  plan: Array<"lose-answer" | "drop">,
+): Promise<{ url: string; readonly lost: number; close(): Promise<void> }> {
   let lost = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString();
-      const fault = (JSON.parse(body) as { method?: string }).method === "eth_sendRawTransaction" ? plan.shift() : undefined;
+      const fault =
+        (JSON.parse(body) as { method?: string }).method === "eth_sendRawTransaction" ? plan.shift() : undefined;
       if (fault === "drop") {
         lost++;
         req.socket.destroy();
         return;
       }
-      void fetch(anvil.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body }).then(async (r) => {
-        const text = await r.text();
-        if (fault === "lose-answer") {
-          lost++;
-          req.socket.destroy();
-          return;
-        }
-        res.writeHead(r.status, { "content-type": "application/json" }).end(text);
-      });
+      void fetch(anvil.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body }).then(
+        async (r) => {
+          const text = await r.text();
+          if (fault === "lose-answer") {
+            lost++;
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(r.status, { "content-type": "application/json" }).end(text);
+        },
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -125,7 +137,9 @@ const addGroup = (master: bigint, name: string) =>
   pool.write({ functionName: "addGroup", args: [master, name, "", [], []] }, { keyHash: master });
 
 function groupIdOf(result: WriteResult): bigint {
-  const added = result.events.filter((e): e is Extract<DecodedEvent, { eventName: "GroupAdded" }> => e.eventName === "GroupAdded");
+  const added = result.events.filter(
+    (e): e is Extract<DecodedEvent, { eventName: "GroupAdded" }> => e.eventName === "GroupAdded",
+  );
   expect(added).toHaveLength(1);
   return (added[0] as Extract<DecodedEvent, { eventName: "GroupAdded" }>).args.groupId;
 }
@@ -146,7 +160,9 @@ async function chainState() {
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     (v) => {
-      throw new Error(`expected a rejection, got ${JSON.stringify(v, (_k, x: unknown) => (typeof x === "bigint" ? x.toString() : x))}`);
+      throw new Error(
+        `expected a rejection, got ${JSON.stringify(v, (_k, x: unknown) => (typeof x === "bigint" ? x.toString() : x))}`,
+      );
     },
     (err: unknown) => err,
   );
@@ -165,13 +181,18 @@ describe("PayerPool", { timeout: 60_000 }, () => {
 
     // The same master again: AccountAlreadyExists → already_exists (409).
     const again = await rejection(
-      pool.write({ functionName: "newAccount", args: [master, "again", "", privateKeyToAddress(generatePrivateKey()), master] }),
+      pool.write({
+        functionName: "newAccount",
+        args: [master, "again", "", privateKeyToAddress(generatePrivateKey()), master],
+      }),
     );
     expect(again).toBeInstanceOf(SigilError);
     expect(again).toMatchObject({ code: "already_exists" });
 
     // A group that does not exist on a real account: GroupDoesNotExist → group_not_found.
-    const missing = await rejection(pool.write({ functionName: "removeGroup", args: [master, 999n] }, { keyHash: master }));
+    const missing = await rejection(
+      pool.write({ functionName: "removeGroup", args: [master, 999n] }, { keyHash: master }),
+    );
     expect(missing).toMatchObject({ code: "group_not_found" });
 
     expect(await chainState()).toEqual(before);
@@ -187,7 +208,9 @@ describe("PayerPool", { timeout: 60_000 }, () => {
 
     for (const r of results) expect(r.receipt.status).toBe("success");
     // Every write got its own group: ids 1..12 in some order, each read from its own receipt.
-    expect(results.map(groupIdOf).sort((a, b) => Number(a - b))).toEqual(Array.from({ length: count }, (_, i) => BigInt(i + 1)));
+    expect(results.map(groupIdOf).sort((a, b) => Number(a - b))).toEqual(
+      Array.from({ length: count }, (_, i) => BigInt(i + 1)),
+    );
     expect(new Set(results.map((r) => r.transactionHash)).size).toBe(count);
     // The pool alone never trips over its own nonces: no conflict had to be resolved on the way.
     expect(logLines).toEqual([]);
@@ -253,18 +276,34 @@ describe("PayerPool", { timeout: 60_000 }, () => {
     const reachable = createPublicClient({ chain: chain.chain, transport: http(anvil.rpcUrl) });
     const transport = custom({
       async request({ method, params }: { method: string; params?: unknown }) {
-        if (method === "eth_getTransactionCount") throw new HttpRequestError({ url: anvil.rpcUrl, details: "fetch failed" });
+        if (method === "eth_getTransactionCount")
+          throw new HttpRequestError({ url: anvil.rpcUrl, details: "fetch failed" });
         return reachable.request({ method, params } as never);
       },
     });
-    const cut: ChainContext = { ...chain, client: createPublicClient({ chain: chain.chain, transport }) as PublicClient };
-    const fresh = new PayerPool({ chain: cut, rpcUrl: anvil.rpcUrl, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("silent") });
+    const cut: ChainContext = {
+      ...chain,
+      client: createPublicClient({ chain: chain.chain, transport }) as PublicClient,
+    };
+    const fresh = new PayerPool({
+      chain: cut,
+      rpcUrl: anvil.rpcUrl,
+      keys: [keyring.payerKey(0)],
+      confirmations: 1,
+      minBalanceWei: 1n,
+      log: createLogger("silent"),
+    });
     const nonceBefore = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
     const master = apiKeyHash(generateApiKey());
-    const err = await fresh.write({ functionName: "newAccount", args: [master, "cut", "", privateKeyToAddress(generatePrivateKey()), master] }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await fresh
+      .write({
+        functionName: "newAccount",
+        args: [master, "cut", "", privateKeyToAddress(generatePrivateKey()), master],
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(SigilError);
     expect((err as SigilError).code).toBe("chain_unavailable");
     expect((err as SigilError).status).toBe(503);
@@ -276,15 +315,28 @@ describe("PayerPool", { timeout: 60_000 }, () => {
     const rpc = await lossyRpc(["lose-answer"]);
     try {
       const lines: Array<{ msg: string }> = [];
-      const lossy = new PayerPool({ chain, rpcUrl: rpc.url, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("warn", {}, (l) => void lines.push(JSON.parse(l) as { msg: string })) });
+      const lossy = new PayerPool({
+        chain,
+        rpcUrl: rpc.url,
+        keys: [keyring.payerKey(0)],
+        confirmations: 1,
+        minBalanceWei: 1n,
+        log: createLogger("warn", {}, (l) => void lines.push(JSON.parse(l) as { msg: string })),
+      });
       const before = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
       const master = apiKeyHash(generateApiKey());
-      const result = await lossy.write({ functionName: "newAccount", args: [master, "lost answer", "", privateKeyToAddress(generatePrivateKey()), master] });
+      const result = await lossy.write({
+        functionName: "newAccount",
+        args: [master, "lost answer", "", privateKeyToAddress(generatePrivateKey()), master],
+      });
       expect(rpc.lost).toBe(1);
       expect(result.events.map((e) => e.eventName)).toContain("AccountCreated");
       expect(lines.map((l) => l.msg)).toContain("a send lost its answer, but the node took the transaction");
       // One transaction for it, and the payer's next write takes the next nonce.
-      const next = await lossy.write({ functionName: "addGroup", args: [master, "after a lost answer", "", [], []] }, { keyHash: master });
+      const next = await lossy.write(
+        { functionName: "addGroup", args: [master, "after a lost answer", "", [], []] },
+        { keyHash: master },
+      );
       expect((await publicClient.getTransaction({ hash: result.transactionHash })).nonce).toBe(before);
       expect((await publicClient.getTransaction({ hash: next.transactionHash })).nonce).toBe(before + 1);
       expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(before + 2);
@@ -297,19 +349,34 @@ describe("PayerPool", { timeout: 60_000 }, () => {
   it("a send cut before the node took the transaction is 503 chain_unavailable naming no transaction (a retry may send it), and nothing is on chain", async () => {
     const rpc = await lossyRpc(["drop"]);
     try {
-      const lossy = new PayerPool({ chain, rpcUrl: rpc.url, keys: [keyring.payerKey(0)], confirmations: 1, minBalanceWei: 1n, log: createLogger("silent") });
+      const lossy = new PayerPool({
+        chain,
+        rpcUrl: rpc.url,
+        keys: [keyring.payerKey(0)],
+        confirmations: 1,
+        minBalanceWei: 1n,
+        log: createLogger("silent"),
+      });
       const before = await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" });
       const master = apiKeyHash(generateApiKey());
-      const err = await lossy.write({ functionName: "newAccount", args: [master, "dropped", "", privateKeyToAddress(generatePrivateKey()), master] }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const err = await lossy
+        .write({
+          functionName: "newAccount",
+          args: [master, "dropped", "", privateKeyToAddress(generatePrivateKey()), master],
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(SigilError);
       expect((err as SigilError).code).toBe("chain_unavailable");
       expect((err as SigilError).details).toBeUndefined();
       expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(before);
       // Sent again (as the retry of the write would be), it is made once.
-      const again = await lossy.write({ functionName: "newAccount", args: [master, "dropped", "", privateKeyToAddress(generatePrivateKey()), master] });
+      const again = await lossy.write({
+        functionName: "newAccount",
+        args: [master, "dropped", "", privateKeyToAddress(generatePrivateKey()), master],
+      });
       expect((await publicClient.getTransaction({ hash: again.transactionHash })).nonce).toBe(before);
     } finally {
       await rpc.close();

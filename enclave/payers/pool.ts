@@ -58,7 +58,9 @@ const DELIVERY_CHECK_MS = 30_000;
  * have taken the transaction; unlike a refusal, which the node answered.
  */
 function answerLost(err: unknown): boolean {
-  return err instanceof BaseError && Boolean(err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError));
+  return (
+    err instanceof BaseError && Boolean(err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError))
+  );
 }
 
 export class PayerPool {
@@ -69,10 +71,20 @@ export class PayerPool {
   readonly #minBalance: bigint;
   readonly #log: Logger;
 
-  constructor(options: { chain: ChainContext; rpcUrl: string; keys: DerivedKey[]; confirmations: number; minBalanceWei: bigint; log: Logger }) {
+  constructor(options: {
+    chain: ChainContext;
+    rpcUrl: string;
+    keys: DerivedKey[];
+    confirmations: number;
+    minBalanceWei: bigint;
+    log: Logger;
+  }) {
     if (options.keys.length === 0) throw new Error("the payer pool needs at least one payer key");
     this.#chain = options.chain;
-    this.#wallet = createWalletClient({ chain: options.chain.chain, transport: http(options.rpcUrl, { retryCount: 0, timeout: 30_000 }) });
+    this.#wallet = createWalletClient({
+      chain: options.chain.chain,
+      transport: http(options.rpcUrl, { retryCount: 0, timeout: 30_000 }),
+    });
     // viem's local account keeps the key as hex for signing; payer keys live as long as the process.
     this.#payers = options.keys.map((k) => {
       const account = privateKeyToAccount(`0x${Buffer.from(k.privateKey).toString("hex")}`);
@@ -93,13 +105,20 @@ export class PayerPool {
    * or 503 `chain_unavailable`, or 500 for anything the caller cannot fix; once the transaction has
    * been sent, the error carries its hash (`details.transaction_hash`).
    */
-  async write<F extends WriteFunction>(call: WriteCall<F>, context: { keyHash?: bigint; log?: Logger } = {}): Promise<WriteResult> {
+  async write<F extends WriteFunction>(
+    call: WriteCall<F>,
+    context: { keyHash?: bigint; log?: Logger } = {},
+  ): Promise<WriteResult> {
     const log = context.log ?? this.#log;
     const payer = this.#leastBusy();
     payer.busy++;
     try {
       const { client, contract } = this.#chain;
-      const data = encodeFunctionData({ abi: accountConfigAbi, functionName: call.functionName, args: call.args } as never);
+      const data = encodeFunctionData({
+        abi: accountConfigAbi,
+        functionName: call.functionName,
+        args: call.args,
+      } as never);
       let gas: bigint;
       try {
         gas = await client.estimateContractGas({
@@ -120,7 +139,10 @@ export class PayerPool {
         return await this.#outcome(transactionHash, payer, call, context.keyHash, log);
       } catch (err) {
         // Sent, then failed: the error says which transaction, and the edge charges the write.
-        throw sentTransactionError(this.#mapped(err, context.keyHash, log, "waiting for the receipt failed"), transactionHash);
+        throw sentTransactionError(
+          this.#mapped(err, context.keyHash, log, "waiting for the receipt failed"),
+          transactionHash,
+        );
       }
     } finally {
       payer.busy--;
@@ -128,14 +150,30 @@ export class PayerPool {
   }
 
   /** The receipt of a sent write, decoded; a revert is simulated again for its reason. */
-  async #outcome(transactionHash: Hex, payer: Payer, call: WriteCall, keyHash: bigint | undefined, log: Logger): Promise<WriteResult> {
+  async #outcome(
+    transactionHash: Hex,
+    payer: Payer,
+    call: WriteCall,
+    keyHash: bigint | undefined,
+    log: Logger,
+  ): Promise<WriteResult> {
     const { client, contract } = this.#chain;
-    const receipt = await client.waitForTransactionReceipt({ hash: transactionHash, confirmations: this.#confirmations, timeout: 120_000 });
+    const receipt = await client.waitForTransactionReceipt({
+      hash: transactionHash,
+      confirmations: this.#confirmations,
+      timeout: 120_000,
+    });
     if (receipt.status !== "success") {
       // Another write changed the state between simulation and inclusion: simulate again, with the
       // ABI so that the contract's custom error is decoded into its API code.
       try {
-        await client.simulateContract({ address: contract, abi: accountConfigAbi, functionName: call.functionName, args: call.args, account: payer.account.address } as never);
+        await client.simulateContract({
+          address: contract,
+          abi: accountConfigAbi,
+          functionName: call.functionName,
+          args: call.args,
+          account: payer.account.address,
+        } as never);
       } catch (err) {
         throw this.#mapped(err, keyHash, log, "the write reverted on chain");
       }
@@ -174,7 +212,10 @@ export class PayerPool {
       for (let attempt = 0; ; attempt++) {
         if (payer.nonce === undefined) {
           try {
-            payer.nonce = await this.#chain.client.getTransactionCount({ address: payer.account.address, blockTag: "pending" });
+            payer.nonce = await this.#chain.client.getTransactionCount({
+              address: payer.account.address,
+              blockTag: "pending",
+            });
           } catch (err) {
             // Nothing sent yet: an unreachable chain is 503 chain_unavailable, like any other read.
             throw this.#mapped(err, undefined, log, "reading the payer's nonce failed");
@@ -183,7 +224,14 @@ export class PayerPool {
         const nonce = payer.nonce;
         let serialized: Hex;
         try {
-          const request = await this.#wallet.prepareTransactionRequest({ account: payer.account, chain: this.#chain.chain, to: tx.to, data: tx.data, gas: tx.gas, nonce });
+          const request = await this.#wallet.prepareTransactionRequest({
+            account: payer.account,
+            chain: this.#chain.chain,
+            to: tx.to,
+            data: tx.data,
+            gas: tx.gas,
+            nonce,
+          });
           serialized = await payer.account.signTransaction(request as never);
         } catch (err) {
           payer.nonce = undefined;
@@ -229,7 +277,10 @@ export class PayerPool {
     for (;;) {
       try {
         await client.getTransaction({ hash });
-        log.warn("a send lost its answer, but the node took the transaction", { tx: hash, payer: payer.account.address });
+        log.warn("a send lost its answer, but the node took the transaction", {
+          tx: hash,
+          payer: payer.account.address,
+        });
         return true;
       } catch (err) {
         if (err instanceof TransactionNotFoundError) {
@@ -242,8 +293,18 @@ export class PayerPool {
         }
       }
       if (Date.now() > deadline) {
-        log.error("a send lost its answer and the chain cannot tell whether it took the transaction", { tx: hash, payer: payer.account.address });
-        throw sentTransactionError(new SigilError("chain_unavailable", "the chain could not be reached to tell whether the transaction was sent; try again shortly", { retryAfterSeconds: 5 }), hash);
+        log.error("a send lost its answer and the chain cannot tell whether it took the transaction", {
+          tx: hash,
+          payer: payer.account.address,
+        });
+        throw sentTransactionError(
+          new SigilError(
+            "chain_unavailable",
+            "the chain could not be reached to tell whether the transaction was sent; try again shortly",
+            { retryAfterSeconds: 5 },
+          ),
+          hash,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -252,7 +313,8 @@ export class PayerPool {
   #mapped(err: unknown, keyHash: bigint | undefined, log: Logger, what: string): SigilError {
     if (isExposed(err)) return err;
     const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
-    if (internal) log.error(what, { error: err instanceof Error ? err.message.split("\n").slice(0, 3).join(" | ") : String(err) });
+    if (internal)
+      log.error(what, { error: err instanceof Error ? err.message.split("\n").slice(0, 3).join(" | ") : String(err) });
     return error;
   }
 }

@@ -5,7 +5,18 @@
 // against a real simulated quote, failing on any changed field, index, size or path, and still
 // checking receipts of version 1.
 import { hexToBytes } from "@noble/hashes/utils";
-import { bytesToHex, hashMessage, keccak256, parseTransaction, recoverAddress, recoverMessageAddress, serializeTransaction, sha256, type Hex, type TransactionSerializable } from "viem";
+import {
+  bytesToHex,
+  hashMessage,
+  keccak256,
+  parseTransaction,
+  recoverAddress,
+  recoverMessageAddress,
+  serializeTransaction,
+  sha256,
+  type Hex,
+  type TransactionSerializable,
+} from "viem";
 import { privateKeyToAddress, signMessage } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runChargeCents, runSeconds } from "../../shared/fees.ts";
@@ -62,7 +73,11 @@ describe("the receipt key", () => {
 });
 
 describe("what a run's keys were used for (hostOps → KeyUses)", () => {
-  const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
+  const limits = readEnclaveConfig({
+    SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+    SIGIL_RPC_URL: "http://127.0.0.1:1",
+    SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+  }).limits;
   const WALLET_KEY = `0x${"42".repeat(32)}` as Hex;
   const wallet = privateKeyToAddress(WALLET_KEY);
   function host() {
@@ -72,7 +87,13 @@ describe("what a run's keys were used for (hostOps → KeyUses)", () => {
       cid: "QmReceiptTest",
       deadline: () => Date.now() + 60_000,
       limits,
-      fetchPolicy: { allowHosts: new Set(), denyPorts: new Set(), timeoutMs: 1000, maxResponseBytes: 1000, maxRedirects: 1 },
+      fetchPolicy: {
+        allowHosts: new Set(),
+        denyPorts: new Set(),
+        timeoutMs: 1000,
+        maxResponseBytes: 1000,
+        maxRedirects: 1,
+      },
       requestKey: async (request) => {
         requests.push(request);
         uses.note(wallet, request.kind === "action", request.use);
@@ -85,10 +106,26 @@ describe("what a run's keys were used for (hostOps → KeyUses)", () => {
   it("records each signature's digest: the hash the key really signed (it recovers to the wallet)", async () => {
     const { h, uses } = host();
     const message = await h.callAsync("signMessage", { pkpId: wallet, message: "hello" });
-    const typedData = { domain: { name: "t", chainId: 1 }, types: { M: [{ name: "x", type: "uint256" }] }, primaryType: "M", message: { x: { $bigint: "5" } } };
+    const typedData = {
+      domain: { name: "t", chainId: 1 },
+      types: { M: [{ name: "x", type: "uint256" }] },
+      primaryType: "M",
+      message: { x: { $bigint: "5" } },
+    };
     const typed = await h.callAsync("signTypedData", { pkpId: wallet, typedData });
-    const tx: TransactionSerializable = { chainId: 1, nonce: 3, to: wallet, value: 7n, gas: 21000n, maxFeePerGas: 10n, maxPriorityFeePerGas: 1n };
-    const signedTx = (await h.callAsync("signTransaction", { pkpId: wallet, transaction: { ...tx, value: "7", gas: "21000", maxFeePerGas: "10", maxPriorityFeePerGas: "1" } })) as Hex;
+    const tx: TransactionSerializable = {
+      chainId: 1,
+      nonce: 3,
+      to: wallet,
+      value: 7n,
+      gas: 21000n,
+      maxFeePerGas: 10n,
+      maxPriorityFeePerGas: 1n,
+    };
+    const signedTx = (await h.callAsync("signTransaction", {
+      pkpId: wallet,
+      transaction: { ...tx, value: "7", gas: "21000", maxFeePerGas: "10", maxPriorityFeePerGas: "1" },
+    })) as Hex;
     const digest = `0x${"ab".repeat(32)}` as Hex;
     const raw = (await h.callAsync("signDigest", { pkpId: wallet, digest })) as { signature: Hex };
     await h.callAsync("getPublicKey", { pkpId: wallet });
@@ -103,7 +140,12 @@ describe("what a run's keys were used for (hostOps → KeyUses)", () => {
     expect(await recoverAddress({ hash: t?.digest as Hex, signature: typed as Hex })).toBe(wallet);
     expect(x?.digest).toBe(keccak256(serializeTransaction(tx)));
     const parsed = parseTransaction(signedTx);
-    expect(await recoverAddress({ hash: x?.digest as Hex, signature: { r: parsed.r as Hex, s: parsed.s as Hex, yParity: parsed.yParity as number } })).toBe(wallet);
+    expect(
+      await recoverAddress({
+        hash: x?.digest as Hex,
+        signature: { r: parsed.r as Hex, s: parsed.s as Hex, yParity: parsed.yParity as number },
+      }),
+    ).toBe(wallet);
     expect(d?.digest).toBe(digest);
     expect(await recoverAddress({ hash: digest, signature: raw.signature })).toBe(wallet);
     // Never the key itself.
@@ -117,16 +159,25 @@ describe("what a run's keys were used for (hostOps → KeyUses)", () => {
     await h.callAsync("getActionPrivateKey", {});
     expect(uses.list()).toEqual([
       { address: wallet.toLowerCase(), action: false, signed: [], key_exported: true },
-      { address: wallet.toLowerCase(), action: true, signed: [{ kind: "message", digest: hashMessage("as the action") }], key_exported: true },
+      {
+        address: wallet.toLowerCase(),
+        action: true,
+        signed: [{ kind: "message", digest: hashMessage("as the action") }],
+        key_exported: true,
+      },
     ]);
   });
 
   it("typed data it cannot hash fails as before, after the wallet's authorization, and records no signature", async () => {
     const { h, requests, uses } = host();
-    await expect(h.callAsync("signTypedData", { pkpId: wallet, typedData: { types: {}, primaryType: "Nope", message: {} } })).rejects.toThrow(/signTypedData: /);
+    await expect(
+      h.callAsync("signTypedData", { pkpId: wallet, typedData: { types: {}, primaryType: "Nope", message: {} } }),
+    ).rejects.toThrow(/signTypedData: /);
     expect(requests).toHaveLength(1);
     expect(uses.list()[0]?.signed).toEqual([]);
-    await expect(h.callAsync("signTransaction", { pkpId: wallet, transaction: { value: "not a number" } })).rejects.toBeInstanceOf(CodedError);
+    await expect(
+      h.callAsync("signTransaction", { pkpId: wallet, transaction: { value: "not a number" } }),
+    ).rejects.toBeInstanceOf(CodedError);
     expect(uses.list()[0]?.signed).toEqual([]);
   });
 });
@@ -143,7 +194,12 @@ describe("signing and verifying a receipt", () => {
   beforeAll(async () => {
     source = await SimulatedSource.create({ appCompose: APP_COMPOSE, instanceId: hexToBytes(INSTANCE) });
     const info = await source.info();
-    signer = new ReceiptSigner({ keyring: keyring(), instanceId: info.instance_id, composeHash: info.compose_hash, quote: async (rd) => ({ ...(await source.getQuote(rd)), simulated: true }) });
+    signer = new ReceiptSigner({
+      keyring: keyring(),
+      instanceId: info.instance_id,
+      composeHash: info.compose_hash,
+      quote: async (rd) => ({ ...(await source.getQuote(rd)), simulated: true }),
+    });
     attestation = await signer.attestation();
     receipt = await signer.sign({
       version: RECEIPT_VERSION,
@@ -154,7 +210,14 @@ describe("signing and verifying a receipt", () => {
       response_sha256: jsonSha256(answer.response),
       logs_sha256: textSha256(answer.logs),
       has_error: false,
-      wallets: [{ address: `0x${"22".repeat(20)}`, action: false, signed: [{ kind: "hash", digest: `0x${"33".repeat(32)}` }], key_exported: false }],
+      wallets: [
+        {
+          address: `0x${"22".repeat(20)}`,
+          action: false,
+          signed: [{ kind: "hash", digest: `0x${"33".repeat(32)}` }],
+          key_exported: false,
+        },
+      ],
       started_at: "2026-01-01T00:00:00.000Z",
       ended_at: "2026-01-01T00:00:01.500Z",
       duration_ms: 1500,
@@ -168,22 +231,33 @@ describe("signing and verifying a receipt", () => {
     expect(receipt.batch).toEqual({ index: 0, size: 1, proof: [] });
     const leaf = receiptLeaf(receipt);
     expect(bytesToHex(leaf)).toBe(sha256(new Uint8Array([0, ...new TextEncoder().encode(receiptMessage(receipt))])));
-    expect((await recoverMessageAddress({ message: { raw: batchHead(leaf, 1) }, signature: receipt.signature })).toLowerCase()).toBe(signer.address);
+    expect(
+      (
+        await recoverMessageAddress({ message: { raw: batchHead(leaf, 1) }, signature: receipt.signature })
+      ).toLowerCase(),
+    ).toBe(signer.address);
     // Canonical: the key order of the object signed does not matter, the values do.
-    expect(receiptMessage(receipt)).toBe(receiptMessage(Object.fromEntries(Object.entries(receipt).reverse()) as RunReceipt));
+    expect(receiptMessage(receipt)).toBe(
+      receiptMessage(Object.fromEntries(Object.entries(receipt).reverse()) as RunReceipt),
+    );
     expect(receiptMessage(receipt)).not.toContain("signature");
     expect(receiptMessage(receipt)).not.toContain("batch");
   });
 
   it("asked for in one turn, share one signature over their batch's Merkle root; each verifies with its own path, and no path serves another receipt", async () => {
     const before = { ...signer.stats };
-    const bodies = Array.from({ length: 13 }, (_, i) => ({ ...bodyOf(receipt), request_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}` }));
+    const bodies = Array.from({ length: 13 }, (_, i) => ({
+      ...bodyOf(receipt),
+      request_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+    }));
     const batch = await Promise.all(bodies.map((b) => signer.sign(b)));
     expect(signer.stats.batches - before.batches).toBe(1);
     expect(signer.stats.receipts - before.receipts).toBe(13);
     expect(new Set(batch.map((r) => r.signature)).size).toBe(1);
     expect(batch.map((r) => r.batch.index)).toEqual(bodies.map((_, i) => i));
-    expect(batch.every((r) => r.batch.size === 13 && r.batch.proof.length >= 2 && r.batch.proof.length <= 4)).toBe(true);
+    expect(batch.every((r) => r.batch.size === 13 && r.batch.proof.length >= 2 && r.batch.proof.length <= 4)).toBe(
+      true,
+    );
     for (const r of batch) expect((await verifyReceipt(r, attestation)).ok).toBe(true);
     const [a, b] = batch as [RunReceipt, RunReceipt];
     // The path, index or size of another receipt, or a path cut short or made longer: another root, or none.
@@ -205,7 +279,13 @@ describe("signing and verifying a receipt", () => {
   it("batches by the runs in flight: alone, a receipt is signed at once; with many in flight it waits for others, up to its wait or until 16 are waiting", async () => {
     const info = await source.info();
     let inFlight = 0;
-    const batching = new ReceiptSigner({ keyring: keyring(), instanceId: info.instance_id, composeHash: info.compose_hash, quote: (rd) => source.getQuote(rd), batching: { waitMs: 200, inFlight: () => inFlight } });
+    const batching = new ReceiptSigner({
+      keyring: keyring(),
+      instanceId: info.instance_id,
+      composeHash: info.compose_hash,
+      quote: (rd) => source.getQuote(rd),
+      batching: { waitMs: 200, inFlight: () => inFlight },
+    });
     const body = bodyOf(receipt);
     // Alone: its own batch, before any timer could run.
     let alone: RunReceipt | undefined;
@@ -224,33 +304,65 @@ describe("signing and verifying a receipt", () => {
     const twenty = await Promise.all(Array.from({ length: 20 }, () => batching.sign(body)));
     expect(performance.now() - before).toBeLessThan(150);
     expect(twenty.map((r) => r.batch.size)).toEqual(Array(20).fill(20));
-    for (const r of [alone as RunReceipt, ...three, ...twenty]) expect((await verifyReceipt(r, attestation)).ok).toBe(true);
+    for (const r of [alone as RunReceipt, ...three, ...twenty])
+      expect((await verifyReceipt(r, attestation)).ok).toBe(true);
   });
 
   it("a receipt of version 1 (signed over its own message, before batches) still verifies, and fails when changed", async () => {
     const { batch: _batch, signature: _signature, ...rest } = receipt;
     const body = { ...rest, version: 1 as const };
     const key = keyring().receiptKey(INSTANCE);
-    const v1: RunReceiptV1 = { ...body, signature: await signMessage({ message: receiptMessage(body), privateKey: bytesToHex(key.privateKey) }) };
+    const v1: RunReceiptV1 = {
+      ...body,
+      signature: await signMessage({ message: receiptMessage(body), privateKey: bytesToHex(key.privateKey) }),
+    };
     const v = await verifyReceipt({ ...answer, receipt: v1 }, attestation, { params });
     expect(v.checks.filter((c) => !c.ok)).toEqual([]);
-    expect(v.checks.map((c) => c.check)).toEqual(["shape", "signature", "key", "report_data", "instance", "params", "response", "logs"]);
+    expect(v.checks.map((c) => c.check)).toEqual([
+      "shape",
+      "signature",
+      "key",
+      "report_data",
+      "instance",
+      "params",
+      "response",
+      "logs",
+    ]);
     expect((await verifyReceipt({ ...v1, duration_ms: 1 }, attestation)).ok).toBe(false);
     // A version 1 receipt is not a version 2 one without its batch, nor the other way round.
-    expect((await verifyReceipt({ ...v1, version: 2 } as unknown as RunReceipt, attestation)).checks[0]?.ok).toBe(false);
+    expect((await verifyReceipt({ ...v1, version: 2 } as unknown as RunReceipt, attestation)).checks[0]?.ok).toBe(
+      false,
+    );
     expect((await verifyReceipt({ ...receipt, version: 1 } as unknown as RunReceiptV1, attestation)).ok).toBe(false);
   });
 
-  it("is bound by a quote over SHA-512(\"sigil-receipt-v1:\" ‖ public key), made once", async () => {
-    expect(attestation).toMatchObject({ address: signer.address, public_key: signer.publicKey, instance_id: INSTANCE, simulated: true });
-    expect(quoteReportData(attestation.quote)).toEqual(await receiptKeyReportData(hexToBytes(signer.publicKey.slice(2))));
+  it('is bound by a quote over SHA-512("sigil-receipt-v1:" ‖ public key), made once', async () => {
+    expect(attestation).toMatchObject({
+      address: signer.address,
+      public_key: signer.publicKey,
+      instance_id: INSTANCE,
+      simulated: true,
+    });
+    expect(quoteReportData(attestation.quote)).toEqual(
+      await receiptKeyReportData(hexToBytes(signer.publicKey.slice(2))),
+    );
     expect(await signer.attestation()).toBe(attestation);
   });
 
   it("verifies with the SDK, with the answer's response and logs and the params sent", async () => {
     const v = await verifyReceipt({ ...answer, receipt }, attestation, { params: { a: "x", b: 2 } });
     expect(v.checks.filter((c) => !c.ok)).toEqual([]);
-    expect(v.checks.map((c) => c.check)).toEqual(["shape", "batch", "signature", "key", "report_data", "instance", "params", "response", "logs"]);
+    expect(v.checks.map((c) => c.check)).toEqual([
+      "shape",
+      "batch",
+      "signature",
+      "key",
+      "report_data",
+      "instance",
+      "params",
+      "response",
+      "logs",
+    ]);
     expect(v.ok).toBe(true);
     expect(v.simulated).toBe(true);
   });
@@ -259,9 +371,26 @@ describe("signing and verifying a receipt", () => {
     const flips: Array<[string, (r: RunReceipt) => RunReceipt]> = Object.keys(receipt)
       .filter((k) => k !== "signature")
       .map((k) => [k, (r) => ({ ...r, [k]: flip((r as Record<string, unknown>)[k]) })]);
-    flips.push(["signature", (r) => ({ ...r, signature: `${r.signature.slice(0, 10)}${r.signature[10] === "0" ? "1" : "0"}${r.signature.slice(11)}` as Hex })]);
+    flips.push([
+      "signature",
+      (r) => ({
+        ...r,
+        signature: `${r.signature.slice(0, 10)}${r.signature[10] === "0" ? "1" : "0"}${r.signature.slice(11)}` as Hex,
+      }),
+    ]);
     flips.push(["added field", (r) => ({ ...r, extra: 1 }) as RunReceipt]);
-    flips.push(["wallet digest", (r) => ({ ...r, wallets: [{ ...(r.wallets[0] as RunReceipt["wallets"][number]), signed: [{ kind: "hash", digest: `0x${"34".repeat(32)}` }] }] })]);
+    flips.push([
+      "wallet digest",
+      (r) => ({
+        ...r,
+        wallets: [
+          {
+            ...(r.wallets[0] as RunReceipt["wallets"][number]),
+            signed: [{ kind: "hash", digest: `0x${"34".repeat(32)}` }],
+          },
+        ],
+      }),
+    ]);
     flips.push(["batch index", (r) => ({ ...r, batch: { ...r.batch, index: r.batch.index + 1 } })]);
     flips.push(["batch size", (r) => ({ ...r, batch: { ...r.batch, size: r.batch.size + 1 } })]);
     flips.push(["batch path", (r) => ({ ...r, batch: { ...r.batch, proof: [`0x${"00".repeat(32)}`] } })]);
@@ -272,9 +401,17 @@ describe("signing and verifying a receipt", () => {
   });
 
   it("fails against another instance's attestation, a forged attestation field, or a response that is not the answer's", async () => {
-    const other = await SimulatedSource.create({ appCompose: APP_COMPOSE, instanceId: hexToBytes("beef".padEnd(40, "0")) });
+    const other = await SimulatedSource.create({
+      appCompose: APP_COMPOSE,
+      instanceId: hexToBytes("beef".padEnd(40, "0")),
+    });
     const otherInfo = await other.info();
-    const otherSigner = new ReceiptSigner({ keyring: keyring(), instanceId: otherInfo.instance_id, composeHash: otherInfo.compose_hash, quote: (rd) => other.getQuote(rd) });
+    const otherSigner = new ReceiptSigner({
+      keyring: keyring(),
+      instanceId: otherInfo.instance_id,
+      composeHash: otherInfo.compose_hash,
+      quote: (rd) => other.getQuote(rd),
+    });
     const otherAttestation = await otherSigner.attestation();
     const v = await verifyReceipt(receipt, otherAttestation);
     expect(v.ok).toBe(false);
@@ -288,7 +425,9 @@ describe("signing and verifying a receipt", () => {
     expect(response.checks.filter((c) => !c.ok).map((c) => c.check)).toEqual(["response"]);
     const logs = await verifyReceipt(receipt, attestation, { logs: "other\n" });
     expect(logs.checks.filter((c) => !c.ok).map((c) => c.check)).toEqual(["logs"]);
-    expect((await verifyReceipt({ version: 2 } as unknown as RunReceipt, attestation)).checks).toEqual([{ check: "shape", ok: false, detail: expect.any(String) }]);
+    expect((await verifyReceipt({ version: 2 } as unknown as RunReceipt, attestation)).checks).toEqual([
+      { check: "shape", ok: false, detail: expect.any(String) },
+    ]);
   });
 });
 
@@ -308,7 +447,10 @@ describe("the Merkle batches of receipts (RFC 9162 §2.1, SHA-256)", () => {
       const { root, proofs } = merkleBatch(leaves);
       expect(bytesToHex(root), `size ${n}`).toBe(bytesToHex(mth(leaves)));
       for (let i = 0; i < n; i++) {
-        expect(bytesToHex(rootFromProof(leaves[i] as Uint8Array, i, n, proofs[i] as Uint8Array[]) ?? new Uint8Array()), `leaf ${i} of ${n}`).toBe(bytesToHex(root));
+        expect(
+          bytesToHex(rootFromProof(leaves[i] as Uint8Array, i, n, proofs[i] as Uint8Array[]) ?? new Uint8Array()),
+          `leaf ${i} of ${n}`,
+        ).toBe(bytesToHex(root));
         if (n > 1) {
           const elsewhere = rootFromProof(leaves[i] as Uint8Array, (i + 1) % n, n, proofs[i] as Uint8Array[]);
           expect(elsewhere && bytesToHex(elsewhere)).not.toBe(bytesToHex(root));
@@ -339,7 +481,8 @@ function bodyOf(r: RunReceipt): Omit<RunReceiptBody, "instance_id" | "compose_ha
 function flip(value: unknown): unknown {
   if (typeof value === "number") return value + 1;
   if (typeof value === "boolean") return !value;
-  if (typeof value === "string") return /^0x[0-9a-f]+$/.test(value) ? `${value.slice(0, -1)}${value.endsWith("0") ? "1" : "0"}` : `${value}x`;
+  if (typeof value === "string")
+    return /^0x[0-9a-f]+$/.test(value) ? `${value.slice(0, -1)}${value.endsWith("0") ? "1" : "0"}` : `${value}x`;
   if (Array.isArray(value)) return [];
   return { changed: true };
 }

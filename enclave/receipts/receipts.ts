@@ -23,7 +23,9 @@ import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
 import type { KeyUse } from "../sandbox/hostOps.ts";
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
-export type ReceiptQuoteSource = (reportData: Uint8Array) => Promise<{ quote: string; event_log: string; vm_config?: string; simulated?: true }>;
+export type ReceiptQuoteSource = (
+  reportData: Uint8Array,
+) => Promise<{ quote: string; event_log: string; vm_config?: string; simulated?: true }>;
 
 export class ReceiptSigner {
   readonly instanceId: string;
@@ -40,7 +42,13 @@ export class ReceiptSigner {
    * `batching`: how long a receipt may wait for others while `inFlight()` other operations are still
    * to end (many: up to `waitMs`; none: it is signed at once); by default none waits beyond its turn.
    */
-  constructor(args: { keyring: Keyring; instanceId: string; composeHash: string; quote: ReceiptQuoteSource; batching?: { waitMs: number; inFlight: () => number } }) {
+  constructor(args: {
+    keyring: Keyring;
+    instanceId: string;
+    composeHash: string;
+    quote: ReceiptQuoteSource;
+    batching?: { waitMs: number; inFlight: () => number };
+  }) {
     // Without a count of the runs in flight, a receipt is never taken to be alone: those asked for
     // in one turn still share a batch.
     this.#batching = args.batching ?? { waitMs: 0, inFlight: () => 1 };
@@ -123,14 +131,20 @@ export class ReceiptSigner {
         let signature: Hex;
         try {
           // EIP-191 (personal_sign) of the 32 raw bytes of the batch's head, as viem's signMessage({ raw }) makes it.
-          signature = serializeSignature(signDigest(hexToBytes(hashMessage({ raw: batchHead(root, batch.length, nodeSha256) })), key.privateKey));
+          signature = serializeSignature(
+            signDigest(hexToBytes(hashMessage({ raw: batchHead(root, batch.length, nodeSha256) })), key.privateKey),
+          );
         } finally {
           key.privateKey.fill(0);
         }
         this.stats.batches++;
         this.stats.receipts += batch.length;
         for (const [index, b] of batch.entries()) {
-          b.resolve({ ...b.body, batch: { index, size: batch.length, proof: (proofs[index] as Uint8Array[]).map((p) => bytesToHex(p)) }, signature });
+          b.resolve({
+            ...b.body,
+            batch: { index, size: batch.length, proof: (proofs[index] as Uint8Array[]).map((p) => bytesToHex(p)) },
+            signature,
+          });
         }
       } catch (err) {
         for (const b of batch) b.reject(err instanceof Error ? err : new Error(String(err)));

@@ -18,18 +18,29 @@ describe("the engine's memory-safety probes on the sandbox (test/fuzz/engineCase
   });
 
   it("no probe finds memory-unsafety: each is refused, safe, or ends its own run with its instance dropped", () => {
-    const unsafe = results.filter((r) => r.verdict === "violation" || r.verdict === "no verdict").map((r) => `${r.id}: ${r.verdict}: ${r.detail}`);
+    const unsafe = results
+      .filter((r) => r.verdict === "violation" || r.verdict === "no verdict")
+      .map((r) => `${r.id}: ${r.verdict}: ${r.detail}`);
     expect(unsafe).toEqual([]);
   });
 
   it("no probe leaves anything behind: every memory its image, no canary, the next run's world unchanged (a trap only where the run ended and its instance was dropped)", () => {
-    const harmful = results.filter((r) => r.findings.some((f) => f !== "trap") || (r.findings.includes("trap") && r.verdict !== "ended")).map((r) => `${r.id}: ${r.findings.join(", ")}`);
+    const harmful = results
+      .filter((r) => r.findings.some((f) => f !== "trap") || (r.findings.includes("trap") && r.verdict !== "ended"))
+      .map((r) => `${r.id}: ${r.findings.join(", ")}`);
     expect(harmful).toEqual([]);
   });
 
   it("the issue's class of bugs is refused: SharedArrayBuffer's grow, a typed array or DataView over a buffer resized or detached under it, Array's copying methods under a collection", () => {
     const verdict = (id: string) => results.find((r) => r.id === id)?.verdict;
-    for (const id of ["sab-grow-read", "sab-grow-write", "ta-ctor-newtarget-shrink", "ta-ctor-newtarget-detach", "ta-ctor-ta-newtarget-shrink", "ta-with-valueOf-shrink"]) {
+    for (const id of [
+      "sab-grow-read",
+      "sab-grow-write",
+      "ta-ctor-newtarget-shrink",
+      "ta-ctor-newtarget-detach",
+      "ta-ctor-ta-newtarget-shrink",
+      "ta-with-valueOf-shrink",
+    ]) {
       expect(["refused", "script_error"], id).toContain(verdict(id));
     }
     expect(verdict("array-toReversed-gc-uninit")).toBe("safe");

@@ -19,7 +19,9 @@ describe("the sandbox under generated scripts (test/fuzz)", { timeout: 120_000 }
   it("120 cases from seed 20261128: no finding breaks isolation or memory safety", async () => {
     const report = await runInWorker({ seed: 20_261_128, cases: 120 });
     expect(report.cases).toBe(120);
-    const failures = report.findings.filter(isFailure).map((f) => `seed ${f.seed}: ${f.kind}: ${f.detail} (${reproduction(f.seed)})`);
+    const failures = report.findings
+      .filter(isFailure)
+      .map((f) => `seed ${f.seed}: ${f.kind}: ${f.detail} (${reproduction(f.seed)})`);
     expect(failures).toEqual([]);
     // Most scripts ran to their end and checked themselves; the engine refused some operations.
     expect(report.endings.completed ?? 0).toBeGreaterThan(100);

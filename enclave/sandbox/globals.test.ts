@@ -12,24 +12,42 @@ import { createInstance } from "./instance.ts";
 import { CodedError, prepareRuntime, runScript, type RunOutcome } from "./runtime.ts";
 
 const CID = "QmGlobalsTestCid";
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
+const limits = readEnclaveConfig({
+  SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+  SIGIL_RPC_URL: "http://127.0.0.1:1",
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+}).limits;
 /** Runs `async function main() { body }` in a fresh sandbox. */
 async function run(body: string): Promise<RunOutcome> {
   const host = createRunHost({
     cid: CID,
     deadline: () => Date.now() + 60_000,
     limits,
-    fetchPolicy: { allowHosts: new Set(), denyPorts: new Set(), timeoutMs: 1000, maxResponseBytes: 1000, maxRedirects: 1 },
+    fetchPolicy: {
+      allowHosts: new Set(),
+      denyPorts: new Set(),
+      timeoutMs: 1000,
+      maxResponseBytes: 1000,
+      maxRedirects: 1,
+    },
     requestKey: async () => {
       throw new CodedError("permission_denied", "no");
     },
   });
-  const request = { code: `async function main() {\n${body}\n}`, cid: CID, paramsJson: "null", timeoutMs: 30_000, requestId: "globals-test", correlationId: null };
+  const request = {
+    code: `async function main() {\n${body}\n}`,
+    cid: CID,
+    paramsJson: "null",
+    timeoutMs: 30_000,
+    requestId: "globals-test",
+    correlationId: null,
+  };
   return runScript(await prepareRuntime(await createInstance(limits), limits), request, limits, host);
 }
 
 function succeeded(outcome: RunOutcome): RunOutcome & { responseJson: string } {
-  if (outcome.error !== undefined || outcome.responseJson === undefined) throw new Error(`the script failed: ${JSON.stringify(outcome)}`);
+  if (outcome.error !== undefined || outcome.responseJson === undefined)
+    throw new Error(`the script failed: ${JSON.stringify(outcome)}`);
   return outcome as RunOutcome & { responseJson: string };
 }
 
@@ -67,15 +85,34 @@ async function same(body: string): Promise<unknown> {
 const ATTEMPT = `const attempt = (f) => { try { return ["ok", f()]; } catch (e) { return ["throws", e && e.name]; } };`;
 
 describe("TextEncoder and TextDecoder", () => {
-  const STRINGS = ["", "hello", "héllo wörld", "€ 100", "日本語テキスト", "😀 emoji 👍🏽 family 👨‍👩‍👧", "𝄞 music", "\u0000\u007f\u0080\u07ff\u0800\uffff", "\ud800", "a\udc00b", "\udbff\udfff", "\ud83d", "x\ud83d\ude00\ud83d", "\udc00\ud800"];
+  const STRINGS = [
+    "",
+    "hello",
+    "héllo wörld",
+    "€ 100",
+    "日本語テキスト",
+    "😀 emoji 👍🏽 family 👨‍👩‍👧",
+    "𝄞 music",
+    "\u0000\u007f\u0080\u07ff\u0800\uffff",
+    "\ud800",
+    "a\udc00b",
+    "\udbff\udfff",
+    "\ud83d",
+    "x\ud83d\ude00\ud83d",
+    "\udc00\ud800",
+  ];
 
   it("encode gives Node's bytes for ASCII, Latin-1, CJK, emoji, astral characters and lone surrogates (as U+FFFD)", async () => {
-    const bytes = (await same(`const e = new TextEncoder(); return ${JSON.stringify(STRINGS)}.map((s) => Array.from(e.encode(s)));`)) as number[][];
+    const bytes = (await same(
+      `const e = new TextEncoder(); return ${JSON.stringify(STRINGS)}.map((s) => Array.from(e.encode(s)));`,
+    )) as number[][];
     expect(bytes[8]).toEqual([0xef, 0xbf, 0xbd]);
   });
 
   it("decode(encode(s)) round-trips every well-formed string and turns lone surrogates into U+FFFD, as in Node", async () => {
-    const decoded = (await same(`const e = new TextEncoder(), d = new TextDecoder(); return ${JSON.stringify(STRINGS)}.map((s) => d.decode(e.encode(s)));`)) as string[];
+    const decoded = (await same(
+      `const e = new TextEncoder(), d = new TextDecoder(); return ${JSON.stringify(STRINGS)}.map((s) => d.decode(e.encode(s)));`,
+    )) as string[];
     STRINGS.forEach((s, i) => {
       // Well-formed: survives a UTF-8 round trip through Node's Buffer.
       if (Buffer.from(s, "utf8").toString("utf8") === s) expect(decoded[i]).toBe(s);
@@ -84,24 +121,53 @@ describe("TextEncoder and TextDecoder", () => {
   });
 
   it("encoding, encode() without input and non-string input are Node's", async () => {
-    await same(`const e = new TextEncoder(); return [e.encoding, Array.from(e.encode()), Array.from(e.encode(12.5)), Array.from(e.encode(null)), e.encode("a") instanceof Uint8Array];`);
+    await same(
+      `const e = new TextEncoder(); return [e.encoding, Array.from(e.encode()), Array.from(e.encode(12.5)), Array.from(e.encode(null)), e.encode("a") instanceof Uint8Array];`,
+    );
   });
 
   const BAD_BYTES = [
-    [0x80], [0xbf, 0x41], [0xc0, 0xaf], [0xc1, 0xbf], [0xc2], [0xc2, 0x41], [0xe0, 0x80, 0x80], [0xe0, 0x9f, 0xbf], [0xe0, 0xa0, 0x80],
-    [0xed, 0x9f, 0xbf], [0xed, 0xa0, 0x80], [0xed, 0xbf, 0xbf], [0xee, 0x80], [0xe2, 0x82], [0xe2, 0x41, 0x42], [0xf0, 0x80, 0x80, 0x80],
-    [0xf0, 0x90, 0x80, 0x80], [0xf0, 0x9f, 0x98], [0xf0, 0x9f, 0x98, 0x80], [0xf4, 0x8f, 0xbf, 0xbf], [0xf4, 0x90, 0x80, 0x80], [0xf5, 0x80, 0x80, 0x80],
-    [0xf8, 0x88, 0x80, 0x80, 0x80], [0xfe, 0xff], [0xff, 0xfe, 0x41, 0x00], [0x61, 0xf0, 0x9f, 0x98, 0x62, 0xe2, 0x82, 0xac], [0xef, 0xbb, 0xbf, 0xff],
+    [0x80],
+    [0xbf, 0x41],
+    [0xc0, 0xaf],
+    [0xc1, 0xbf],
+    [0xc2],
+    [0xc2, 0x41],
+    [0xe0, 0x80, 0x80],
+    [0xe0, 0x9f, 0xbf],
+    [0xe0, 0xa0, 0x80],
+    [0xed, 0x9f, 0xbf],
+    [0xed, 0xa0, 0x80],
+    [0xed, 0xbf, 0xbf],
+    [0xee, 0x80],
+    [0xe2, 0x82],
+    [0xe2, 0x41, 0x42],
+    [0xf0, 0x80, 0x80, 0x80],
+    [0xf0, 0x90, 0x80, 0x80],
+    [0xf0, 0x9f, 0x98],
+    [0xf0, 0x9f, 0x98, 0x80],
+    [0xf4, 0x8f, 0xbf, 0xbf],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xf5, 0x80, 0x80, 0x80],
+    [0xf8, 0x88, 0x80, 0x80, 0x80],
+    [0xfe, 0xff],
+    [0xff, 0xfe, 0x41, 0x00],
+    [0x61, 0xf0, 0x9f, 0x98, 0x62, 0xe2, 0x82, 0xac],
+    [0xef, 0xbb, 0xbf, 0xff],
   ];
 
   it("invalid UTF-8 decodes to U+FFFD per maximal subpart, exactly as Node's TextDecoder", async () => {
-    const out = (await same(`const d = new TextDecoder(); return ${JSON.stringify(BAD_BYTES)}.map((b) => d.decode(new Uint8Array(b)));`)) as string[];
+    const out = (await same(
+      `const d = new TextDecoder(); return ${JSON.stringify(BAD_BYTES)}.map((b) => d.decode(new Uint8Array(b)));`,
+    )) as string[];
     expect(out[6]).toBe("\ufffd\ufffd\ufffd");
   });
 
   it("with {fatal: true} the same inputs throw a TypeError, and only those, as in Node", async () => {
     const out = (await same(`${ATTEMPT} const d = new TextDecoder("utf-8", { fatal: true });
-      return ${JSON.stringify([...BAD_BYTES, [0x41, 0xc3, 0xa9], [0xf0, 0x9f, 0x98, 0x80]])}.map((b) => attempt(() => d.decode(new Uint8Array(b))));`)) as Array<[string, string]>;
+      return ${JSON.stringify([...BAD_BYTES, [0x41, 0xc3, 0xa9], [0xf0, 0x9f, 0x98, 0x80]])}.map((b) => attempt(() => d.decode(new Uint8Array(b))));`)) as Array<
+      [string, string]
+    >;
     expect(out.filter(([kind]) => kind === "throws").length).toBeGreaterThan(10);
     expect(out.every(([kind, v]) => kind === "ok" || v === "TypeError")).toBe(true);
   });
@@ -119,18 +185,36 @@ describe("TextEncoder and TextDecoder", () => {
   });
 
   it("encodeInto writes whole characters only and reports read/written as Node does", async () => {
-    const cases: Array<[string, number]> = [["héllo", 2], ["héllo", 3], ["a😀b", 3], ["a😀b", 4], ["a😀b", 5], ["a😀b", 6], ["\ud800x", 4], ["abc", 10], ["", 4], ["€€", 5], ["x", 0]];
+    const cases: Array<[string, number]> = [
+      ["héllo", 2],
+      ["héllo", 3],
+      ["a😀b", 3],
+      ["a😀b", 4],
+      ["a😀b", 5],
+      ["a😀b", 6],
+      ["\ud800x", 4],
+      ["abc", 10],
+      ["", 4],
+      ["€€", 5],
+      ["x", 0],
+    ];
     await same(`const e = new TextEncoder(); return ${JSON.stringify(cases)}.map(([s, n]) => {
         const buf = new Uint8Array(n + 2); const dst = new Uint8Array(buf.buffer, 1, n); const r = e.encodeInto(s, dst);
         return [r.read, r.written, Array.from(buf)]; });`);
   });
 
   it("accepts the UTF-8 labels (any case, surrounding whitespace) and refuses unknown ones with a RangeError, as Node does", async () => {
-    await same(`${ATTEMPT} return ["utf-8", "UTF-8", "utf8", " Unicode-1-1-UTF-8\\n", "unicode11utf8", "x-unicode20utf8", "foo", "utf-9", ""].map((l) => attempt(() => new TextDecoder(l).encoding));`);
+    await same(
+      `${ATTEMPT} return ["utf-8", "UTF-8", "utf8", " Unicode-1-1-UTF-8\\n", "unicode11utf8", "x-unicode20utf8", "foo", "utf-9", ""].map((l) => attempt(() => new TextDecoder(l).encoding));`,
+    );
   });
 
   it("supports only UTF-8: labels Node would decode (utf-16le, latin1) are a RangeError in the sandbox", async () => {
-    expect(await evaluate(`${ATTEMPT} return ["utf-16le", "latin1", "windows-1252"].map((l) => attempt(() => new TextDecoder(l)));`)).toEqual([
+    expect(
+      await evaluate(
+        `${ATTEMPT} return ["utf-16le", "latin1", "windows-1252"].map((l) => attempt(() => new TextDecoder(l)));`,
+      ),
+    ).toEqual([
       ["throws", "RangeError"],
       ["throws", "RangeError"],
       ["throws", "RangeError"],
@@ -139,12 +223,62 @@ describe("TextEncoder and TextDecoder", () => {
 });
 
 describe("atob and btoa", () => {
-  const ATOB = ["", "YQ==", "YQ", "YQ=", "YWI=", "YWJj", " Y W J j ", "\tYW\nJj\r\f", "YWJ", "Y", "YQ===", "YQ=a", "Y$==", "YW Jj=", "YWJj====", "//79", "+/+/",
-    "-_", "YQ\u00a0", "AAAA", "ab==", "abc=", "a===", "====", "=", "ab=c", "undefined", "YWJjZA", "YWJjZA=", "YWJjZA==", "YWJjZ", "\u0130", "YW\u000bJj", "Y W = =", "aGVsbG8gd29ybGQ"];
-  const BTOA = ["", "a", "ab", "abc", "abcd", "\u00ff\u00fe\u0000", "é", "\u0100", "😀", "hello world", "\x80\x81", "\ud800"];
+  const ATOB = [
+    "",
+    "YQ==",
+    "YQ",
+    "YQ=",
+    "YWI=",
+    "YWJj",
+    " Y W J j ",
+    "\tYW\nJj\r\f",
+    "YWJ",
+    "Y",
+    "YQ===",
+    "YQ=a",
+    "Y$==",
+    "YW Jj=",
+    "YWJj====",
+    "//79",
+    "+/+/",
+    "-_",
+    "YQ\u00a0",
+    "AAAA",
+    "ab==",
+    "abc=",
+    "a===",
+    "====",
+    "=",
+    "ab=c",
+    "undefined",
+    "YWJjZA",
+    "YWJjZA=",
+    "YWJjZA==",
+    "YWJjZ",
+    "\u0130",
+    "YW\u000bJj",
+    "Y W = =",
+    "aGVsbG8gd29ybGQ",
+  ];
+  const BTOA = [
+    "",
+    "a",
+    "ab",
+    "abc",
+    "abcd",
+    "\u00ff\u00fe\u0000",
+    "é",
+    "\u0100",
+    "😀",
+    "hello world",
+    "\x80\x81",
+    "\ud800",
+  ];
 
   it("atob decodes, skips ASCII whitespace, accepts missing padding and refuses what Node refuses (InvalidCharacterError)", async () => {
-    const out = (await same(`${ATTEMPT} return ${JSON.stringify(ATOB)}.map((s) => attempt(() => atob(s)));`)) as Array<[string, string]>;
+    const out = (await same(`${ATTEMPT} return ${JSON.stringify(ATOB)}.map((s) => attempt(() => atob(s)));`)) as Array<
+      [string, string]
+    >;
     expect(out.some(([kind, v]) => kind === "throws" && v === "InvalidCharacterError")).toBe(true);
   });
 
@@ -158,18 +292,53 @@ describe("atob and btoa", () => {
   });
 
   it("the error is an Error named InvalidCharacterError (Node throws a DOMException of that name)", async () => {
-    expect(await evaluate(`try { atob("*"); } catch (e) { return [e instanceof Error, e.name, typeof e.message]; }`)).toEqual([true, "InvalidCharacterError", "string"]);
+    expect(
+      await evaluate(`try { atob("*"); } catch (e) { return [e instanceof Error, e.name, typeof e.message]; }`),
+    ).toEqual([true, "InvalidCharacterError", "string"]);
   });
 });
 
 describe("URL and URLSearchParams", () => {
   const URLS: Array<[string, string?]> = [
-    ["https://user:pw@Example.COM:8080/a/../b/./c?x=1&y=%20#frag"], ["http://example.com:80/"], ["https://例子.测试/path"], ["/rel?q=1", "https://base.org/dir/file"],
-    ["../up", "http://h/a/b/c"], ["mailto:someone@example.com"], ["file:///etc/passwd"], ["http://[::1]:3000/x"], ["http://192.168.0.1.:80"], ["data:text/plain,hi"],
-    ["HTTP://EXAMPLE.com/%7Efoo/a b"], ["//x.org/p", "https://b"], ["?only", "https://b/c?d#e"], ["#h", "https://b/c?d"], ["http://0x7f.1/"], ["blob:https://a.com/uuid"],
-    ["ws://x:81/"], ["https://x/?a=b c&d=é"], ["  https://trim.me/  "], ["https://x.org/%zz"], ["not a url"], ["http://"], ["https://x:99999/"], ["/relative"], ["", "https://b/c"],
+    ["https://user:pw@Example.COM:8080/a/../b/./c?x=1&y=%20#frag"],
+    ["http://example.com:80/"],
+    ["https://例子.测试/path"],
+    ["/rel?q=1", "https://base.org/dir/file"],
+    ["../up", "http://h/a/b/c"],
+    ["mailto:someone@example.com"],
+    ["file:///etc/passwd"],
+    ["http://[::1]:3000/x"],
+    ["http://192.168.0.1.:80"],
+    ["data:text/plain,hi"],
+    ["HTTP://EXAMPLE.com/%7Efoo/a b"],
+    ["//x.org/p", "https://b"],
+    ["?only", "https://b/c?d#e"],
+    ["#h", "https://b/c?d"],
+    ["http://0x7f.1/"],
+    ["blob:https://a.com/uuid"],
+    ["ws://x:81/"],
+    ["https://x/?a=b c&d=é"],
+    ["  https://trim.me/  "],
+    ["https://x.org/%zz"],
+    ["not a url"],
+    ["http://"],
+    ["https://x:99999/"],
+    ["/relative"],
+    ["", "https://b/c"],
   ];
-  const GETTERS = ["href", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash", "origin"];
+  const GETTERS = [
+    "href",
+    "protocol",
+    "username",
+    "password",
+    "host",
+    "hostname",
+    "port",
+    "pathname",
+    "search",
+    "hash",
+    "origin",
+  ];
 
   it("every getter equals Node's new URL for a table of URLs, relative ones resolved against a base, invalid ones a TypeError", async () => {
     const out = (await same(`return ${JSON.stringify(URLS)}.map(([input, base]) => {
@@ -193,13 +362,34 @@ describe("URL and URLSearchParams", () => {
   });
 
   it("an invalid href assigned to a URL is a TypeError and leaves it as it was, as in Node", async () => {
-    await same(`const u = new URL("https://a.org/x"); try { u.href = "nope"; } catch (e) { return [e.name, u.href]; } return "no error";`);
+    await same(
+      `const u = new URL("https://a.org/x"); try { u.href = "nope"; } catch (e) { return [e.name, u.href]; } return "no error";`,
+    );
   });
 
-  const QUERIES = ["a=1&b=2&a=3", "?x=%20y+z", "a=%zz+b&c=%FF&d=%E2%82%AC", "=&=x&y=&&z", "a+b=c+d", "%61=%62", "k=v=w", "a=%", "a=%2", "é=ü", "x=%F0%9F%98%80", "&&", "?", "??a=1", "a=%2B%26%3D", "\ud800=\udc00"];
+  const QUERIES = [
+    "a=1&b=2&a=3",
+    "?x=%20y+z",
+    "a=%zz+b&c=%FF&d=%E2%82%AC",
+    "=&=x&y=&&z",
+    "a+b=c+d",
+    "%61=%62",
+    "k=v=w",
+    "a=%",
+    "a=%2",
+    "é=ü",
+    "x=%F0%9F%98%80",
+    "&&",
+    "?",
+    "??a=1",
+    "a=%2B%26%3D",
+    "\ud800=\udc00",
+  ];
 
   it("URLSearchParams parses query strings (percent-decoding, '+' as space, bad escapes and bad UTF-8 kept or U+FFFD) like Node", async () => {
-    await same(`return ${JSON.stringify(QUERIES)}.map((q) => { const p = new URLSearchParams(q); return [Array.from(p), p.toString(), p.size]; });`);
+    await same(
+      `return ${JSON.stringify(QUERIES)}.map((q) => { const p = new URLSearchParams(q); return [Array.from(p), p.toString(), p.size]; });`,
+    );
   });
 
   it("URLSearchParams from a record, from pairs and from another instance serializes like Node (spaces as '+', !'()~ encoded)", async () => {
@@ -221,22 +411,33 @@ describe("URL and URLSearchParams", () => {
   });
 
   it("sort is stable and compares UTF-16 code units, as in Node", async () => {
-    await same(`const q = new URLSearchParams("b=1&a=1&\\ud83d\\ude00=1&\\uffff=1&a=2&B=1&b=2&a=0"); q.sort(); return q.toString();`);
+    await same(
+      `const q = new URLSearchParams("b=1&a=1&\\ud83d\\ude00=1&\\uffff=1&a=2&B=1&b=2&a=0"); q.sort(); return q.toString();`,
+    );
   });
 
   it("a pair that is not two items long is a TypeError, as in Node", async () => {
-    await same(`${ATTEMPT} return [attempt(() => new URLSearchParams([["a"]])), attempt(() => new URLSearchParams([["a", "b", "c"]]))];`);
+    await same(
+      `${ATTEMPT} return [attempt(() => new URLSearchParams([["a"]])), attempt(() => new URLSearchParams([["a", "b", "c"]]))];`,
+    );
   });
 });
 
 describe("crypto", () => {
   it("getRandomValues fills integer typed arrays in place and returns them", async () => {
-    const out = (await evaluate(`const a = new Uint8Array(64), b = new Uint32Array(16), c = new BigInt64Array(4), d = new Int16Array(new ArrayBuffer(20), 4, 4);
+    const out =
+      (await evaluate(`const a = new Uint8Array(64), b = new Uint32Array(16), c = new BigInt64Array(4), d = new Int16Array(new ArrayBuffer(20), 4, 4);
       const same = crypto.getRandomValues(a) === a && crypto.getRandomValues(b) === b && crypto.getRandomValues(c) === c && crypto.getRandomValues(d) === d;
       const u8c = crypto.getRandomValues(new Uint8ClampedArray(8));
       return { same, a: Array.from(a), b: Array.from(b), c: Array.from(c, String), d: Array.from(new Uint8Array(d.buffer)), clamped: u8c.length, empty: crypto.getRandomValues(new Uint8Array(0)).length };`)) as {
-      same: boolean; a: number[]; b: number[]; c: string[]; d: number[]; clamped: number; empty: number;
-    };
+        same: boolean;
+        a: number[];
+        b: number[];
+        c: string[];
+        d: number[];
+        clamped: number;
+        empty: number;
+      };
     expect(out.same).toBe(true);
     expect(new Set(out.a).size).toBeGreaterThan(16);
     expect(out.b.some((x) => x > 0xffffff)).toBe(true);
@@ -256,7 +457,9 @@ describe("crypto", () => {
   });
 
   it("randomUUID returns distinct version-4 UUIDs", async () => {
-    const ids = (await evaluate(`const ids = []; for (let i = 0; i < 200; i++) ids.push(crypto.randomUUID()); return ids;`)) as string[];
+    const ids = (await evaluate(
+      `const ids = []; for (let i = 0; i < 200; i++) ids.push(crypto.randomUUID()); return ids;`,
+    )) as string[];
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(new Set(ids).size).toBe(200);
   });
@@ -332,49 +535,155 @@ describe("structuredClone", () => {
 describe("console formatting", () => {
   // Each expression is built in the sandbox and, from the same source, on the host.
   const INSPECT_CASES = [
-    "{ a: 1 }", "{}", "[]", "[1, 'two', null, undefined, true]", "{ a: { b: { c: { d: 1 } } } }", "{ a: [{ b: { c: 1 } }] }", "[[[[1]]]]", "[[[[]]]]",
-    "{ a: { b: { c: [] } } }", "{ a: { b: { c: {} } } }", "{ a: { b: { c: [1] } } }", "{ a: { b: { c: new Map([[1, 2]]) } } }", "{ a: { b: { c: new Set([1]) } } }",
-    "{ a: { b: { c: new Map() } } }", "{ a: { b: { c: new (class Foo { constructor() { this.x = 1; } })() } } }", "{ a: { b: { c: Object.assign(Object.create(null), { x: 1 }) } } }",
-    "{ a: { b: { c: new Uint8Array(2) } } }", "{ a: { b: { c: new Uint8Array(0) } } }", "{ a: { b: { c: new Date(0) } } }", "{ a: { b: { c: new Number(1) } } }",
-    "{ a: { b: { c: function f() {} } } }", "{ a: { b: { c: Object.assign(function f() {}, { z: 1 }) } } }", "{ a: { b: { c: new ArrayBuffer(2) } } }",
-    "{ a: { b: { c: new WeakMap() } } }", "new Map([[1, new Map([[2, new Map([[3, { x: 1 }]])]])]])", "new Map([[new Map([[1, { a: { b: 1 } }]]), 1]])",
-    "Array.from({ length: 5 }, (_, i) => i * 2)", "[1, , 3]", "new Array(5)", "[1, , , , 5, , ]", "[, ]", "Object.assign(new Array(3), { x: 1 })", "Object.assign(new Array(300), { 150: 1 })",
+    "{ a: 1 }",
+    "{}",
+    "[]",
+    "[1, 'two', null, undefined, true]",
+    "{ a: { b: { c: { d: 1 } } } }",
+    "{ a: [{ b: { c: 1 } }] }",
+    "[[[[1]]]]",
+    "[[[[]]]]",
+    "{ a: { b: { c: [] } } }",
+    "{ a: { b: { c: {} } } }",
+    "{ a: { b: { c: [1] } } }",
+    "{ a: { b: { c: new Map([[1, 2]]) } } }",
+    "{ a: { b: { c: new Set([1]) } } }",
+    "{ a: { b: { c: new Map() } } }",
+    "{ a: { b: { c: new (class Foo { constructor() { this.x = 1; } })() } } }",
+    "{ a: { b: { c: Object.assign(Object.create(null), { x: 1 }) } } }",
+    "{ a: { b: { c: new Uint8Array(2) } } }",
+    "{ a: { b: { c: new Uint8Array(0) } } }",
+    "{ a: { b: { c: new Date(0) } } }",
+    "{ a: { b: { c: new Number(1) } } }",
+    "{ a: { b: { c: function f() {} } } }",
+    "{ a: { b: { c: Object.assign(function f() {}, { z: 1 }) } } }",
+    "{ a: { b: { c: new ArrayBuffer(2) } } }",
+    "{ a: { b: { c: new WeakMap() } } }",
+    "new Map([[1, new Map([[2, new Map([[3, { x: 1 }]])]])]])",
+    "new Map([[new Map([[1, { a: { b: 1 } }]]), 1]])",
+    "Array.from({ length: 5 }, (_, i) => i * 2)",
+    "[1, , 3]",
+    "new Array(5)",
+    "[1, , , , 5, , ]",
+    "[, ]",
+    "Object.assign(new Array(3), { x: 1 })",
+    "Object.assign(new Array(300), { 150: 1 })",
     "Object.assign([1, 2], { foo: 'bar', 'a-b': 1 })",
-    "new Set(Array.from({ length: 102 }, (_, k) => k))", "new Map(Array.from({ length: 101 }, (_, k) => [k, k]))", "new Uint8Array(101).buffer",
-    "new Map([['a', 1], [{ x: 1 }, [2]]])", "new Set([1, 'a', { b: 2 }])", "new Map()", "new Set()", "[new Set([[1, { a: {} }]])]",
-    "new Uint8Array([1, 2, 3])", "new Float32Array([1.5, -0])", "new BigInt64Array([1n, -2n])", "new Uint8Array(0)", "new Float64Array([NaN, Infinity, -Infinity])",
-    "new ArrayBuffer(3)", "new Uint8Array([1, 2, 255]).buffer", "new ArrayBuffer(0)", "new DataView(new ArrayBuffer(2))",
-    "new (class Foo { constructor() { this.a = 1; } })()", "new (class Foo {})()", "new (class {})()", "Object.create(null)", "Object.assign(Object.create(null), { a: 1 })",
-    "new (class Bar extends Map {})([[1, 2]])", "new (class Baz extends Array {})(1, 2)", "new (class U8 extends Uint8Array {})(2)", "Object.create(Array.prototype)",
-    "new (class Tagged { get [Symbol.toStringTag]() { return 'T'; } })()", "Object.assign(Object.create({ [Symbol.toStringTag]: 'Q' }), { a: 1 })", "{ [Symbol.toStringTag]: 'T', a: 1 }",
-    "Symbol('s')", "Symbol()", "{ [Symbol('k')]: Symbol(), [Symbol.iterator]: 1, [Symbol.for('x')]: 2, [Symbol('a b')]: 3 }", "10n", "-0", "[-0, 0, -1.5, 1e21, 1e-7]", "{ n: -0, b: 10n }",
-    "null", "undefined", "true", "NaN", "Infinity", "123.456",
-    "(() => { const o = { a: 1 }; o.self = o; return o; })()", "(() => { const o = { a: [1] }; o.a.push(o); return { x: o, y: o }; })()",
-    "(() => { const a = {}; const b = { a }; a.b = b; return [a, b]; })()", "(() => { const a = [1]; a.push(a); return a; })()",
-    "(() => { const m = new Map(); m.set('self', m); return m; })()", "(() => { const s = new Set(); s.add(s); return { s }; })()",
+    "new Set(Array.from({ length: 102 }, (_, k) => k))",
+    "new Map(Array.from({ length: 101 }, (_, k) => [k, k]))",
+    "new Uint8Array(101).buffer",
+    "new Map([['a', 1], [{ x: 1 }, [2]]])",
+    "new Set([1, 'a', { b: 2 }])",
+    "new Map()",
+    "new Set()",
+    "[new Set([[1, { a: {} }]])]",
+    "new Uint8Array([1, 2, 3])",
+    "new Float32Array([1.5, -0])",
+    "new BigInt64Array([1n, -2n])",
+    "new Uint8Array(0)",
+    "new Float64Array([NaN, Infinity, -Infinity])",
+    "new ArrayBuffer(3)",
+    "new Uint8Array([1, 2, 255]).buffer",
+    "new ArrayBuffer(0)",
+    "new DataView(new ArrayBuffer(2))",
+    "new (class Foo { constructor() { this.a = 1; } })()",
+    "new (class Foo {})()",
+    "new (class {})()",
+    "Object.create(null)",
+    "Object.assign(Object.create(null), { a: 1 })",
+    "new (class Bar extends Map {})([[1, 2]])",
+    "new (class Baz extends Array {})(1, 2)",
+    "new (class U8 extends Uint8Array {})(2)",
+    "Object.create(Array.prototype)",
+    "new (class Tagged { get [Symbol.toStringTag]() { return 'T'; } })()",
+    "Object.assign(Object.create({ [Symbol.toStringTag]: 'Q' }), { a: 1 })",
+    "{ [Symbol.toStringTag]: 'T', a: 1 }",
+    "Symbol('s')",
+    "Symbol()",
+    "{ [Symbol('k')]: Symbol(), [Symbol.iterator]: 1, [Symbol.for('x')]: 2, [Symbol('a b')]: 3 }",
+    "10n",
+    "-0",
+    "[-0, 0, -1.5, 1e21, 1e-7]",
+    "{ n: -0, b: 10n }",
+    "null",
+    "undefined",
+    "true",
+    "NaN",
+    "Infinity",
+    "123.456",
+    "(() => { const o = { a: 1 }; o.self = o; return o; })()",
+    "(() => { const o = { a: [1] }; o.a.push(o); return { x: o, y: o }; })()",
+    "(() => { const a = {}; const b = { a }; a.b = b; return [a, b]; })()",
+    "(() => { const a = [1]; a.push(a); return a; })()",
+    "(() => { const m = new Map(); m.set('self', m); return m; })()",
+    "(() => { const s = new Set(); s.add(s); return { s }; })()",
     "(() => { const a = {}; const b = { a }; a.b = b; return { a, b, c: { a } }; })()",
-    "function foo() {}", "(() => {})", "class A {}", "class B extends Array {}", "class extends Object {}", "class C { static x = 1 }", "async function af() {}", "function* gf() {}",
-    "async function* agf() {}", "async () => {}", "{ f: function () {}, g: () => 1, h() {} }", "Object.assign(function f() {}, { a: 1 })",
-    "new Date(0)", "new Date(NaN)", "Object.assign(new Date(0), { a: 1 })", "/a+b/gi", "Object.assign(/x/y, { a: 1 })",
+    "function foo() {}",
+    "(() => {})",
+    "class A {}",
+    "class B extends Array {}",
+    "class extends Object {}",
+    "class C { static x = 1 }",
+    "async function af() {}",
+    "function* gf() {}",
+    "async function* agf() {}",
+    "async () => {}",
+    "{ f: function () {}, g: () => 1, h() {} }",
+    "Object.assign(function f() {}, { a: 1 })",
+    "new Date(0)",
+    "new Date(NaN)",
+    "Object.assign(new Date(0), { a: 1 })",
+    "/a+b/gi",
+    "Object.assign(/x/y, { a: 1 })",
     "{ get a() { return 1; }, set b(v) {}, get c() { return 1; }, set c(v) {} }",
-    "new Number(3)", "new Number(-0)", "new String('ab')", "new String(\"it's\")", "new String('')", "new Boolean(false)", "Object(Symbol('x'))", "Object(10n)", "Object.assign(new Number(3), { a: 1 })",
-    "new WeakMap()", "new WeakSet()",
-    "{ s: \"it's\" }", "{ s: 'a\"b' }", "{ s: 'a\"b\\'c' }", "{ s: 'a\\'b\"c`d' }", "{ s: '${x}\"\\'' }", "{ s: 'tab\\there\\u0001\\u007f\\u009f\\u00a0' }",
-    "{ s: '\\u0000\\b\\t\\n\\u000b\\f\\r\\u001b' }", "{ s: 'line\\nbreak\\\\' }", "['\\\\', '\\\\\\'']", "{ a: '\\ud800x', b: '\\udc00', c: '😀' }", "{ s: 'x'.repeat(10001) }", "['x'.repeat(10002)]",
-    "{ $x: 1, _y: 2, 'a-b': 3, '1': 4, '': 5, 'a b': 6, é: 7, A9: 8, '9a': 9 }", "{ \"it's\": 1, 'a\"b': 2, '\\n': 3 }", "{ '__proto__': 1 }", "JSON.parse('{\"__proto__\": 1}')",
-    "Object.defineProperty({ shown: 1 }, 'hidden', { value: 1, enumerable: false })", "{ a: undefined, b: null }", "[undefined, null]",
+    "new Number(3)",
+    "new Number(-0)",
+    "new String('ab')",
+    'new String("it\'s")',
+    "new String('')",
+    "new Boolean(false)",
+    "Object(Symbol('x'))",
+    "Object(10n)",
+    "Object.assign(new Number(3), { a: 1 })",
+    "new WeakMap()",
+    "new WeakSet()",
+    '{ s: "it\'s" }',
+    "{ s: 'a\"b' }",
+    "{ s: 'a\"b\\'c' }",
+    "{ s: 'a\\'b\"c`d' }",
+    "{ s: '${x}\"\\'' }",
+    "{ s: 'tab\\there\\u0001\\u007f\\u009f\\u00a0' }",
+    "{ s: '\\u0000\\b\\t\\n\\u000b\\f\\r\\u001b' }",
+    "{ s: 'line\\nbreak\\\\' }",
+    "['\\\\', '\\\\\\'']",
+    "{ a: '\\ud800x', b: '\\udc00', c: '😀' }",
+    "{ s: 'x'.repeat(10001) }",
+    "['x'.repeat(10002)]",
+    "{ $x: 1, _y: 2, 'a-b': 3, '1': 4, '': 5, 'a b': 6, é: 7, A9: 8, '9a': 9 }",
+    "{ \"it's\": 1, 'a\"b': 2, '\\n': 3 }",
+    "{ '__proto__': 1 }",
+    "JSON.parse('{\"__proto__\": 1}')",
+    "Object.defineProperty({ shown: 1 }, 'hidden', { value: 1, enumerable: false })",
+    "{ a: undefined, b: null }",
+    "[undefined, null]",
     "{ a: 1, b: 'two', c: [3], d: { e: { f: { g: 4 } } }, h: null, i: undefined, j: true, k: 5n, l: Symbol('m'), n: -0 }",
-    "Object.assign(Object.create(null), { x: { y: { z: { w: 1 } } } })", "(() => { const e = new Error('no stack'); e.stack = ''; return e; })()",
+    "Object.assign(Object.create(null), { x: { y: { z: { w: 1 } } } })",
+    "(() => { const e = new Error('no stack'); e.stack = ''; return e; })()",
     "(() => { const e = new TypeError('no stack'); e.stack = undefined; return { e }; })()",
   ];
   // Node breaks arrays of more than 6 items into rows even with breakLength: Infinity; the sandbox
   // keeps every value on one line, which is what Node prints with compact: true.
   const ROW_CASES = [
-    "[1, 2, 3, 4, 5, 6, 7, 8]", "Array.from({ length: 101 }, (_, i) => i)", "Array.from({ length: 150 }, (_, i) => i)", "new Uint8Array(150)",
-    "Array.from({ length: 120 }, (_, k) => (k % 2 ? k : undefined))", "{ list: Array.from({ length: 12 }, (_, i) => 'item' + i) }",
+    "[1, 2, 3, 4, 5, 6, 7, 8]",
+    "Array.from({ length: 101 }, (_, i) => i)",
+    "Array.from({ length: 150 }, (_, i) => i)",
+    "new Uint8Array(150)",
+    "Array.from({ length: 120 }, (_, k) => (k % 2 ? k : undefined))",
+    "{ list: Array.from({ length: 12 }, (_, i) => 'item' + i) }",
   ];
   const hostValue = (expression: string): unknown => (new Function(`return (${expression});`) as () => unknown)();
-  const nodeLine = (value: unknown, compact: boolean): string => inspect(value, { depth: 2, breakLength: Infinity, ...(compact ? { compact: true } : {}) });
+  const nodeLine = (value: unknown, compact: boolean): string =>
+    inspect(value, { depth: 2, breakLength: Infinity, ...(compact ? { compact: true } : {}) });
 
   let inspectLines: string[];
   let rowLines: string[];
@@ -388,32 +697,79 @@ describe("console formatting", () => {
     expect(rowLines).toHaveLength(ROW_CASES.length);
   });
 
-  it.each(INSPECT_CASES.map((c, i) => [c, i] as const))("console.log(%s) prints Node's util.inspect(value, {depth: 2, breakLength: Infinity})", (expression, i) => {
-    const expected = nodeLine(hostValue(expression), false);
-    expect(expected).not.toContain("\n");
-    expect(inspectLines[i]).toBe(expected);
-  });
+  it.each(INSPECT_CASES.map((c, i) => [c, i] as const))(
+    "console.log(%s) prints Node's util.inspect(value, {depth: 2, breakLength: Infinity})",
+    (expression, i) => {
+      const expected = nodeLine(hostValue(expression), false);
+      expect(expected).not.toContain("\n");
+      expect(inspectLines[i]).toBe(expected);
+    },
+  );
 
-  it.each(ROW_CASES.map((c, i) => [c, i] as const))("console.log(%s) stays on one line where Node breaks the array into rows (equal to Node's compact: true)", (expression, i) => {
-    const value = hostValue(expression);
-    expect(nodeLine(value, false)).toContain("\n");
-    expect(rowLines[i]).toBe(nodeLine(value, true));
-  });
+  it.each(ROW_CASES.map((c, i) => [c, i] as const))(
+    "console.log(%s) stays on one line where Node breaks the array into rows (equal to Node's compact: true)",
+    (expression, i) => {
+      const value = hostValue(expression);
+      expect(nodeLine(value, false)).toContain("\n");
+      expect(rowLines[i]).toBe(nodeLine(value, true));
+    },
+  );
 
   it("prints top-level strings raw and joins the arguments with spaces, as Node's console.log", async () => {
-    const args = [`"it's"`, `'a"b'`, `5`, `"x"`, `{ s: "it's" }`, `-0`, `"%s"`, `null`, `undefined`, `10n`, `Symbol("q")`];
-    const lines = await logLines(`console.log(${args.join(", ")}); console.log(""); console.log(); console.log("100%%"); console.log(-0); console.log("a", "%s");`);
-    expect(lines).toEqual([format(...(new Function(`return [${args.join(", ")}];`) as () => unknown[])()), "", "", "100%%", "-0", "a %s"]);
+    const args = [
+      `"it's"`,
+      `'a"b'`,
+      `5`,
+      `"x"`,
+      `{ s: "it's" }`,
+      `-0`,
+      `"%s"`,
+      `null`,
+      `undefined`,
+      `10n`,
+      `Symbol("q")`,
+    ];
+    const lines = await logLines(
+      `console.log(${args.join(", ")}); console.log(""); console.log(); console.log("100%%"); console.log(-0); console.log("a", "%s");`,
+    );
+    expect(lines).toEqual([
+      format(...(new Function(`return [${args.join(", ")}];`) as () => unknown[])()),
+      "",
+      "",
+      "100%%",
+      "-0",
+      "a %s",
+    ]);
   });
 
   const FORMAT_CASES = [
     `"%s|%s|%s|%s|%s|%s|%s", -0, 1n, { a: { b: 1 } }, [1, [2, [3]]], new (class X { toString() { return "xx"; } })(), new Date(0), Symbol("s")`,
-    `"%s|%s|%s|%s", null, undefined, "str", function f() {}`, `"%s", [1, "a"]`, `"%s", new Map([[1, 2]])`, `"%s", Object.create(null)`, `"%s", { toString() { return "own"; } }`,
-    `"%d|%i|%f|%d|%i|%f|%d|%i", -0, -0.5, "-0", "0x10", "0x10", "1e3x", {}, 42n`, `"%i|%f|%d|%d|%f", 3.9, "3.5abc", "", Symbol("x"), 2n`,
-    `"%O|%O", "s", { a: { b: { c: { d: 1 } } } }`, `"%o", "s"`, `"%o", { a: 1 }`,
-    `"%j|%j|%j|%j", { a: 1 }, undefined, "s", [1, "x"]`, `"%j", (() => { const o = {}; o.o = o; return o; })()`,
-    `"100%% %s %", "sure"`, `"%s %s", "only"`, `"%% %s", "a", "b", { c: 1 }`, `"%x %s", 1`, `"a%", 1`, `"%c%s", "color: red", "x"`, `"%s:%s", "a"`, `"%", 1`, `"%%%s%%", 1`,
-    `"no placeholders", 1, "two", { three: 3 }`, `1, "%s", 2`, `{ a: 1 }, "x"`, `"%s %O", "x", ["y"]`, `"%s", "%s", "y"`,
+    `"%s|%s|%s|%s", null, undefined, "str", function f() {}`,
+    `"%s", [1, "a"]`,
+    `"%s", new Map([[1, 2]])`,
+    `"%s", Object.create(null)`,
+    `"%s", { toString() { return "own"; } }`,
+    `"%d|%i|%f|%d|%i|%f|%d|%i", -0, -0.5, "-0", "0x10", "0x10", "1e3x", {}, 42n`,
+    `"%i|%f|%d|%d|%f", 3.9, "3.5abc", "", Symbol("x"), 2n`,
+    `"%O|%O", "s", { a: { b: { c: { d: 1 } } } }`,
+    `"%o", "s"`,
+    `"%o", { a: 1 }`,
+    `"%j|%j|%j|%j", { a: 1 }, undefined, "s", [1, "x"]`,
+    `"%j", (() => { const o = {}; o.o = o; return o; })()`,
+    `"100%% %s %", "sure"`,
+    `"%s %s", "only"`,
+    `"%% %s", "a", "b", { c: 1 }`,
+    `"%x %s", 1`,
+    `"a%", 1`,
+    `"%c%s", "color: red", "x"`,
+    `"%s:%s", "a"`,
+    `"%", 1`,
+    `"%%%s%%", 1`,
+    `"no placeholders", 1, "two", { three: 3 }`,
+    `1, "%s", 2`,
+    `{ a: 1 }, "x"`,
+    `"%s %O", "x", ["y"]`,
+    `"%s", "%s", "y"`,
   ];
 
   it.each(FORMAT_CASES)("console.log(%s) prints Node's util.format", async (args) => {
@@ -422,11 +778,19 @@ describe("console formatting", () => {
   });
 
   it("info, warn, error and debug log one line each, formatted like log", async () => {
-    expect(await logLines(`console.info("i %d", 1); console.warn({ w: 1 }); console.error("e", [2]); console.debug("%s!", "d");`)).toEqual(["i 1", "{ w: 1 }", "e [ 2 ]", "d!"]);
+    expect(
+      await logLines(
+        `console.info("i %d", 1); console.warn({ w: 1 }); console.error("e", [2]); console.debug("%s!", "d");`,
+      ),
+    ).toEqual(["i 1", "{ w: 1 }", "e [ 2 ]", "d!"]);
   });
 
   it("prints an error as `Name: message` and QuickJS's stack (sandbox layout, not Node's indented stack with extra properties)", async () => {
-    const { logs } = succeeded(await run(`function thrower() { return new TypeError("boom"); }\nconsole.log(thrower());\nconsole.log({ e: new RangeError("inner") });`));
+    const { logs } = succeeded(
+      await run(
+        `function thrower() { return new TypeError("boom"); }\nconsole.log(thrower());\nconsole.log({ e: new RangeError("inner") });`,
+      ),
+    );
     const [first, ...rest] = logs.split("\n");
     expect(first).toBe("TypeError: boom");
     expect(rest[0]).toMatch(/^ {4}at thrower \(action\.js:\d+(:\d+)?\)$/);
@@ -434,22 +798,42 @@ describe("console formatting", () => {
   });
 
   it("prints a promise as `Promise { <unknown> }`: its state cannot be read inside QuickJS (Node prints the value)", async () => {
-    expect(await logLines(`console.log(Promise.resolve(1)); console.log({ p: new Promise(() => {}) });`)).toEqual(["Promise { <unknown> }", "{ p: Promise { <unknown> } }"]);
+    expect(await logLines(`console.log(Promise.resolve(1)); console.log({ p: new Promise(() => {}) });`)).toEqual([
+      "Promise { <unknown> }",
+      "{ p: Promise { <unknown> } }",
+    ]);
   });
 
   it("prints %o like %O at depth 4 on one line, without the hidden properties Node's %o adds (such as [length])", async () => {
-    expect(await logLines(`console.log("%o", [1, 2]); console.log("%o", { a: { b: { c: { d: { e: { f: 1 } } } } } });`)).toEqual([
-      "[ 1, 2 ]",
-      "{ a: { b: { c: { d: { e: [Object] } } } } }",
-    ]);
+    expect(
+      await logLines(`console.log("%o", [1, 2]); console.log("%o", { a: { b: { c: { d: { e: { f: 1 } } } } } });`),
+    ).toEqual(["[ 1, 2 ]", "{ a: { b: { c: { d: { e: [Object] } } } } }"]);
   });
 });
 
 describe("the globals are lazy but behave like plain properties", () => {
-  const NAMES = ["TextEncoder", "TextDecoder", "atob", "btoa", "URL", "URLSearchParams", "crypto", "structuredClone", "console", "setTimeout", "clearTimeout", "queueMicrotask", "fetch", "Headers", "Response"];
+  const NAMES = [
+    "TextEncoder",
+    "TextDecoder",
+    "atob",
+    "btoa",
+    "URL",
+    "URLSearchParams",
+    "crypto",
+    "structuredClone",
+    "console",
+    "setTimeout",
+    "clearTimeout",
+    "queueMicrotask",
+    "fetch",
+    "Headers",
+    "Response",
+  ];
 
   it("typeof gives the same answers as in Node", async () => {
-    await same(`return ${JSON.stringify(NAMES)}.map((n) => typeof globalThis[n]).concat([typeof TextEncoder, typeof crypto.getRandomValues, typeof console.log]);`);
+    await same(
+      `return ${JSON.stringify(NAMES)}.map((n) => typeof globalThis[n]).concat([typeof TextEncoder, typeof crypto.getRandomValues, typeof console.log]);`,
+    );
   });
 
   it("are non-enumerable, and after the first read are writable, configurable data properties that keep their identity", async () => {
@@ -459,8 +843,18 @@ describe("the globals are lazy but behave like plain properties", () => {
       const first = TextEncoder;
       const d = Object.getOwnPropertyDescriptor(globalThis, "TextEncoder");
       return { listed, keys, descriptor: [typeof d.value, d.writable, d.enumerable, d.configurable, "get" in d], stable: first === TextEncoder && globalThis.TextEncoder === first && new first() instanceof TextEncoder,
-        hasAll: names.every((n) => n in globalThis), own: names.every((n) => Object.prototype.hasOwnProperty.call(globalThis, n)) };`)) as Record<string, unknown>;
-    expect(out).toEqual({ listed: [], keys: [], descriptor: ["function", true, false, true, false], stable: true, hasAll: true, own: true });
+        hasAll: names.every((n) => n in globalThis), own: names.every((n) => Object.prototype.hasOwnProperty.call(globalThis, n)) };`)) as Record<
+      string,
+      unknown
+    >;
+    expect(out).toEqual({
+      listed: [],
+      keys: [],
+      descriptor: ["function", true, false, true, false],
+      stable: true,
+      hasAll: true,
+      own: true,
+    });
   });
 
   it("can be replaced, assigned before their first read, redefined and deleted like any property", async () => {
@@ -505,37 +899,37 @@ describe("built-ins tampered with before the first use of the globals", () => {
 
   const expectedValues = (): unknown => onHost(`${PREPARE}\n${VALUES}\nreturn out;`);
   const expectedLogs = (): string[] => {
-    const { graph, extras } = (new Function(`${PREPARE}\nreturn { graph, extras };`) as () => { graph: unknown; extras: unknown })();
+    const { graph, extras } = (
+      new Function(`${PREPARE}\nreturn { graph, extras };`) as () => { graph: unknown; extras: unknown }
+    )();
     const line = (v: unknown) => inspect(v, { depth: 2, breakLength: Infinity });
     return [line(graph), line(graph), line(extras), format("%s|%d|%i|%j|%O|%%", "str", -0, 42.9, { j: [1] }, [1])];
   };
 
   const TAMPERINGS: Record<string, string> = {
-    "Array.prototype.push, String.prototype.charCodeAt, JSON.stringify, Object.prototype.toString and RegExp.prototype.test":
-      `Array.prototype.push = null; String.prototype.charCodeAt = null; JSON.stringify = null; Object.prototype.toString = () => "x"; RegExp.prototype.test = () => false;`,
+    "Array.prototype.push, String.prototype.charCodeAt, JSON.stringify, Object.prototype.toString and RegExp.prototype.test": `Array.prototype.push = null; String.prototype.charCodeAt = null; JSON.stringify = null; Object.prototype.toString = () => "x"; RegExp.prototype.test = () => false;`,
     "RegExp.prototype.exec, Symbol.replace and Symbol.split": `RegExp.prototype.exec = () => null; RegExp.prototype[Symbol.replace] = () => "forged"; RegExp.prototype[Symbol.split] = () => ["forged"];`,
-    "Array.prototype[Symbol.iterator], join, map, slice and indexOf":
-      `Array.prototype[Symbol.iterator] = function* () { yield "forged"; }; Array.prototype.join = () => "forged"; Array.prototype.map = () => []; Array.prototype.slice = () => []; Array.prototype.indexOf = () => -1;`,
-    "String.prototype methods and String.fromCharCode":
-      `for (const m of ["slice", "indexOf", "split", "toLowerCase", "toUpperCase", "replace", "charAt", "codePointAt", "substring", "trim"]) String.prototype[m] = () => "forged"; String.fromCharCode = () => "forged";`,
+    "Array.prototype[Symbol.iterator], join, map, slice and indexOf": `Array.prototype[Symbol.iterator] = function* () { yield "forged"; }; Array.prototype.join = () => "forged"; Array.prototype.map = () => []; Array.prototype.slice = () => []; Array.prototype.indexOf = () => -1;`,
+    "String.prototype methods and String.fromCharCode": `for (const m of ["slice", "indexOf", "split", "toLowerCase", "toUpperCase", "replace", "charAt", "codePointAt", "substring", "trim"]) String.prototype[m] = () => "forged"; String.fromCharCode = () => "forged";`,
     "JSON.parse and JSON.stringify": `JSON.parse = () => ({ ok: true, value: "forged" }); JSON.stringify = () => "forged";`,
     "Object and Reflect functions": `Object.keys = () => []; Object.defineProperty = () => { throw new Error("dp"); }; Object.getOwnPropertyDescriptor = () => undefined; Object.getPrototypeOf = () => null;
       Object.setPrototypeOf = () => { throw new Error("sp"); }; Object.freeze = (o) => o; Reflect.apply = () => { throw new Error("apply"); }; Reflect.ownKeys = () => [];`,
     "Map, Set and WeakSet methods": `Map.prototype.get = () => undefined; Map.prototype.set = () => { throw new Error("map"); }; Map.prototype.has = () => true; Map.prototype.entries = () => [][Symbol.iterator]();
       Set.prototype.add = () => { throw new Error("set"); }; Set.prototype.values = () => [][Symbol.iterator](); WeakSet.prototype.has = () => true; WeakSet.prototype.add = () => { throw new Error("ws"); };`,
-    "getters and setters on Object.prototype (descriptor keys)":
-      `for (const k of ["get", "set", "value", "writable", "enumerable", "configurable", "ok", "name"]) Object.defineProperty(Object.prototype, k, { __proto__: null, get() { return () => "forged"; }, set() {}, configurable: true });`,
-    "Function.prototype methods, Symbol.prototype.toString and Number.prototype.toString":
-      `Function.prototype.call = Function.prototype.apply = Function.prototype.bind = () => "forged"; Function.prototype.toString = () => "forged"; Symbol.prototype.toString = () => "forged"; Number.prototype.toString = () => "forged";`,
+    "getters and setters on Object.prototype (descriptor keys)": `for (const k of ["get", "set", "value", "writable", "enumerable", "configurable", "ok", "name"]) Object.defineProperty(Object.prototype, k, { __proto__: null, get() { return () => "forged"; }, set() {}, configurable: true });`,
+    "Function.prototype methods, Symbol.prototype.toString and Number.prototype.toString": `Function.prototype.call = Function.prototype.apply = Function.prototype.bind = () => "forged"; Function.prototype.toString = () => "forged"; Symbol.prototype.toString = () => "forged"; Number.prototype.toString = () => "forged";`,
     "global functions and constructors": `globalThis.encodeURIComponent = globalThis.decodeURIComponent = globalThis.parseInt = () => "forged"; globalThis.String = () => "forged"; globalThis.Number = () => 0;
       globalThis.Object = function () { return {}; }; globalThis.Uint8Array = function () {}; globalThis.Map = function () {}; globalThis.Symbol = () => "forged"; globalThis.Error = function () {};`,
   };
 
-  it.each(Object.entries(TAMPERINGS))("with %s tampered, the text, URL, clone and crypto globals and console.log still work", async (_name, tamper) => {
-    const outcome = succeeded(await run(`${PREPARE}\n${tamper}\n${VALUES}\n${LOGS}\nreturn out;`));
-    expect(JSON.parse(outcome.responseJson)).toEqual(expectedValues());
-    expect(outcome.logs.slice(0, -1).split("\n")).toEqual(expectedLogs());
-  });
+  it.each(Object.entries(TAMPERINGS))(
+    "with %s tampered, the text, URL, clone and crypto globals and console.log still work",
+    async (_name, tamper) => {
+      const outcome = succeeded(await run(`${PREPARE}\n${tamper}\n${VALUES}\n${LOGS}\nreturn out;`));
+      expect(JSON.parse(outcome.responseJson)).toEqual(expectedValues());
+      expect(outcome.logs.slice(0, -1).split("\n")).toEqual(expectedLogs());
+    },
+  );
 });
 
 describe("timers and microtasks", () => {
@@ -557,17 +951,26 @@ describe("timers and microtasks", () => {
 
   it("0 ms timers fire in the order they were set, after the microtasks, clearTimeout cancels, later timers fire later: as in Node", async () => {
     const expected = await onHostAsync(ORDER);
-    expect(expected).toEqual([["sync", "micro1", "promise", "micro2", "micro3", "t0-a", "t0-b", "args:ab", "t5", "t20"], "object"]);
+    expect(expected).toEqual([
+      ["sync", "micro1", "promise", "micro2", "micro3", "t0-a", "t0-b", "args:ab", "t5", "t20"],
+      "object",
+    ]);
     // The sandbox's ids are numbers, as in browsers (Node returns a Timeout object).
     expect(await evaluate(ORDER)).toEqual([(expected as unknown[])[0], "number"]);
   });
 
   it("setTimeout and queueMicrotask refuse a callback that is not a function with a TypeError, as Node does", async () => {
-    await same(`${ATTEMPT} return [attempt(() => setTimeout("order.push(1)", 0)), attempt(() => setTimeout(undefined)), attempt(() => queueMicrotask(1)), attempt(() => queueMicrotask())];`);
+    await same(
+      `${ATTEMPT} return [attempt(() => setTimeout("order.push(1)", 0)), attempt(() => setTimeout(undefined)), attempt(() => queueMicrotask(1)), attempt(() => queueMicrotask())];`,
+    );
   });
 
   it("a timer callback that throws is logged as uncaught and the run goes on", async () => {
-    const outcome = succeeded(await run(`setTimeout(() => { throw new RangeError("late"); }, 0); await new Promise((r) => setTimeout(r, 10)); return "done";`));
+    const outcome = succeeded(
+      await run(
+        `setTimeout(() => { throw new RangeError("late"); }, 0); await new Promise((r) => setTimeout(r, 10)); return "done";`,
+      ),
+    );
     expect(outcome.responseJson).toBe('"done"');
     expect(outcome.logs).toBe("Uncaught RangeError: late\n");
   });
@@ -584,15 +987,24 @@ describe("fetch's Headers (no network)", () => {
 describe("what main returns", () => {
   it("a BigInt, alone or inside the value, becomes its decimal string (JSON has no BigInt)", async () => {
     expect(await evaluate("return 1n << 70n;")).toBe("1180591620717411303424");
-    expect(await evaluate("return { balance: -12345678901234567890n, list: [1n, 2] };")).toEqual({ balance: "-12345678901234567890", list: ["1", 2] });
-    expect(await evaluate("Sigil.Actions.setResponse({ wei: 10n ** 18n }); return undefined;")).toEqual({ wei: "1000000000000000000" });
+    expect(await evaluate("return { balance: -12345678901234567890n, list: [1n, 2] };")).toEqual({
+      balance: "-12345678901234567890",
+      list: ["1", 2],
+    });
+    expect(await evaluate("Sigil.Actions.setResponse({ wei: 10n ** 18n }); return undefined;")).toEqual({
+      wei: "1000000000000000000",
+    });
   });
 
   it("Sigil.Actions has exactly the functions of actions.js, each a frozen stub of the same name", async () => {
-    const names = (await evaluate("return Object.keys(Sigil.Actions).map((n) => [n, Sigil.Actions[n].name, Object.isFrozen(Sigil.Actions[n])]);")) as Array<[string, string, boolean]>;
+    const names = (await evaluate(
+      "return Object.keys(Sigil.Actions).map((n) => [n, Sigil.Actions[n].name, Object.isFrozen(Sigil.Actions[n])]);",
+    )) as Array<[string, string, boolean]>;
     // actions.js defines what the stubs of core.js forward to: the two lists must not drift apart.
     const source = readFileSync(new URL("./globals/actions.js", import.meta.url), "utf8");
-    const defined = [...source.slice(source.indexOf("const Actions = {")).matchAll(/^ {4}(\w+)(?::|\()/gm)].map((m) => m[1]);
+    const defined = [...source.slice(source.indexOf("const Actions = {")).matchAll(/^ {4}(\w+)(?::|\()/gm)].map(
+      (m) => m[1],
+    );
     expect(names.map(([n]) => n).sort()).toEqual([...defined].sort());
     for (const [n, fnName, frozen] of names) expect([fnName, frozen]).toEqual([n, true]);
   });

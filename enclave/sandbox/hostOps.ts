@@ -47,7 +47,9 @@ export type KeyMaterial = { privateKey: Uint8Array; encryptionKey?: Uint8Array }
  */
 export type KeyUse = { kind: SignedKind; digest: Hex } | { kind: "export" };
 
-export type KeyRequest = ({ kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string }) & { use?: KeyUse };
+export type KeyRequest = ({ kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string }) & {
+  use?: KeyUse;
+};
 
 /**
  * A wallet's key the service thread authorized for a run and derived before its script asked for it
@@ -92,10 +94,15 @@ const NUMBER_FIELDS = ["nonce", "chainId"] as const;
 function toTransaction(raw: unknown): TransactionSerializable {
   const tx = { ...(revive(raw) as Record<string, unknown>) };
   try {
-    for (const f of BIGINT_FIELDS) if (tx[f] !== undefined && tx[f] !== null) tx[f] = BigInt(tx[f] as string | number | bigint);
+    for (const f of BIGINT_FIELDS)
+      if (tx[f] !== undefined && tx[f] !== null) tx[f] = BigInt(tx[f] as string | number | bigint);
     for (const f of NUMBER_FIELDS) if (tx[f] !== undefined && tx[f] !== null) tx[f] = Number(tx[f]);
   } catch {
-    throw new CodedError(null, "signTransaction: numeric fields must be numbers, bigints or decimal/hex strings", "TypeError");
+    throw new CodedError(
+      null,
+      "signTransaction: numeric fields must be numbers, bigints or decimal/hex strings",
+      "TypeError",
+    );
   }
   return tx as TransactionSerializable;
 }
@@ -113,14 +120,16 @@ function messageOf(op: string, message: unknown, field = "message"): string | { 
 }
 
 function requireObject(op: string, field: string, value: unknown): true {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new CodedError(null, `${op}: ${field} must be an object`, "TypeError");
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new CodedError(null, `${op}: ${field} must be an object`, "TypeError");
   return true;
 }
 
 /** keccak256 / sha256 input: bytes (sent as hex), a 0x hex string (its bytes), or text (its UTF-8). */
 function dataOf(op: string, args: Args): Uint8Array {
   const value = args.value;
-  if (typeof value !== "string") throw new CodedError(null, `${op} expects a string (hex or text) or bytes`, "TypeError");
+  if (typeof value !== "string")
+    throw new CodedError(null, `${op} expects a string (hex or text) or bytes`, "TypeError");
   if (args.bytes === true || HEX.test(value)) return hexToBytes(value as Hex);
   return new TextEncoder().encode(value);
 }
@@ -154,7 +163,10 @@ export function createRunHost(run: RunContext): RunHost {
 
   const countWalletOp = () => {
     if (++walletOps > run.limits.maxWalletOperations) {
-      throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxWalletOperations} wallet operations`);
+      throw new CodedError(
+        "limit_exceeded",
+        `a run may make at most ${run.limits.maxWalletOperations} wallet operations`,
+      );
     }
   };
 
@@ -186,7 +198,9 @@ export function createRunHost(run: RunContext): RunHost {
   const asyncOps: Record<string, (args: Args) => Promise<unknown>> = {
     signMessage: (args) => {
       const digest = hashMessage(messageOf("signMessage", args.message));
-      return withKey(wallet("signMessage", args, false, { kind: "message", digest }), (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)));
+      return withKey(wallet("signMessage", args, false, { kind: "message", digest }), (k) =>
+        serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
+      );
     },
     signTypedData: async (args) => {
       requireObject("signTypedData", "typedData", args.typedData);
@@ -218,19 +232,23 @@ export function createRunHost(run: RunContext): RunHost {
         // EIP-4844 transaction without its sidecars, the network wrapper).
         digest = keccak256(serializeTransaction(tx.type === "eip4844" ? { ...tx, sidecars: false as const } : tx));
       } catch (err) {
-        invalid = err instanceof CodedError ? err : new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
+        invalid =
+          err instanceof CodedError ? err : new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
       }
-      return withKey(wallet("signTransaction", args, false, digest ? { kind: "transaction", digest } : undefined), (k) => {
-        if (invalid || !digest) throw invalid;
-        // As viem's signTransaction: the signature over the unsigned serialization's hash, then the
-        // transaction serialized with it (v from the chain id for a legacy EIP-155 one).
-        const signature = signDigest(hexToBytes(digest), k.privateKey);
-        try {
-          return serializeTransaction(tx as TransactionSerializable, signature);
-        } catch (err) {
-          throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
-        }
-      });
+      return withKey(
+        wallet("signTransaction", args, false, digest ? { kind: "transaction", digest } : undefined),
+        (k) => {
+          if (invalid || !digest) throw invalid;
+          // As viem's signTransaction: the signature over the unsigned serialization's hash, then the
+          // transaction serialized with it (v from the chain id for a legacy EIP-155 one).
+          const signature = signDigest(hexToBytes(digest), k.privateKey);
+          try {
+            return serializeTransaction(tx as TransactionSerializable, signature);
+          } catch (err) {
+            throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
+          }
+        },
+      );
     },
     signDigest: (args) => {
       if (typeof args.digest !== "string" || !DIGEST.test(args.digest)) {
@@ -243,14 +261,19 @@ export function createRunHost(run: RunContext): RunHost {
       });
     },
     getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(publicKeyOf(k.privateKey))),
-    getPrivateKey: (args) => withKey(wallet("getPrivateKey", args, false, { kind: "export" }), (k) => keyHex(k.privateKey)),
+    getPrivateKey: (args) =>
+      withKey(wallet("getPrivateKey", args, false, { kind: "export" }), (k) => keyHex(k.privateKey)),
     encrypt: (args) => {
       const m = messageOf("encrypt", args.plaintext, "plaintext");
       const plaintext = typeof m === "string" ? new TextEncoder().encode(m) : hexToBytes(m.raw);
       return withKey(wallet("encrypt", args, true), async (k) => {
-        const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["encrypt"]);
+        const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, [
+          "encrypt",
+        ]);
         const nonce = crypto.getRandomValues(new Uint8Array(12));
-        const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, Uint8Array.from(plaintext)));
+        const sealed = new Uint8Array(
+          await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, Uint8Array.from(plaintext)),
+        );
         const out = new Uint8Array(12 + sealed.length);
         out.set(nonce);
         out.set(sealed, 12);
@@ -264,23 +287,34 @@ export function createRunHost(run: RunContext): RunHost {
       return withKey(wallet("decrypt", args, true), async (k) => {
         const data = hexToBytes(args.ciphertext as Hex);
         if (data.length < 12 + 16) throw new CodedError(null, "decrypt: the ciphertext is too short", "TypeError");
-        const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["decrypt"]);
+        const key = await crypto.subtle.importKey("raw", k.encryptionKey as Uint8Array<ArrayBuffer>, "AES-GCM", false, [
+          "decrypt",
+        ]);
         let plain: Uint8Array;
         try {
-          plain = new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: data.slice(0, 12) }, key, data.slice(12)));
+          plain = new Uint8Array(
+            await crypto.subtle.decrypt({ name: "AES-GCM", iv: data.slice(0, 12) }, key, data.slice(12)),
+          );
         } catch {
           throw new CodedError(null, "decrypt: the ciphertext was not made by this wallet or was altered");
         }
         return args.raw === true ? bytesToHex(plain) : new TextDecoder().decode(plain);
       });
     },
-    getActionWalletAddress: (args) => withKey(action("getActionWalletAddress", args.cid), (k) => bytesToHex(keccak_256(publicKeyOf(k.privateKey).subarray(1)).subarray(12))),
-    getActionPublicKey: (args) => withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(publicKeyOf(k.privateKey))),
+    getActionWalletAddress: (args) =>
+      withKey(action("getActionWalletAddress", args.cid), (k) =>
+        bytesToHex(keccak_256(publicKeyOf(k.privateKey).subarray(1)).subarray(12)),
+      ),
+    getActionPublicKey: (args) =>
+      withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     signMessageAsAction: (args) => {
       const digest = hashMessage(messageOf("signMessageAsAction", args.message));
-      return withKey({ ...action("signMessageAsAction", undefined), use: { kind: "message", digest } }, (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)));
+      return withKey({ ...action("signMessageAsAction", undefined), use: { kind: "message", digest } }, (k) =>
+        serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
+      );
     },
-    getActionPrivateKey: () => withKey({ ...action("getActionPrivateKey", undefined), use: { kind: "export" } }, (k) => keyHex(k.privateKey)),
+    getActionPrivateKey: () =>
+      withKey({ ...action("getActionPrivateKey", undefined), use: { kind: "export" } }, (k) => keyHex(k.privateKey)),
     fetch: async (args) => {
       if (++fetches > run.limits.maxFetchCount) {
         throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxFetchCount} fetches`);
@@ -291,21 +325,38 @@ export function createRunHost(run: RunContext): RunHost {
         method: String(args.method),
         headers: (args.headers as Array<[string, string]>) ?? [],
         ...(typeof args.body === "string" ? { body: Uint8Array.from(Buffer.from(args.body, "base64")) } : {}),
-        ...(args.redirect === "manual" || args.redirect === "error" || args.redirect === "follow" ? { redirect: args.redirect } : {}),
+        ...(args.redirect === "manual" || args.redirect === "error" || args.redirect === "follow"
+          ? { redirect: args.redirect }
+          : {}),
       };
       const { guardedFetch, FetchError } = await net();
       try {
-        const r = await guardedFetch(request, { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) }, {
-          budget: inFlight,
-          ...(run.resolve ? { resolve: run.resolve } : {}),
-          ...(run.signal ? { signal: run.signal() } : {}),
-        });
+        const r = await guardedFetch(
+          request,
+          { ...run.fetchPolicy, timeoutMs: Math.max(1, Math.min(run.fetchPolicy.timeoutMs, remaining)) },
+          {
+            budget: inFlight,
+            ...(run.resolve ? { resolve: run.resolve } : {}),
+            ...(run.signal ? { signal: run.signal() } : {}),
+          },
+        );
         // The runtime copies the body into the VM as this resolves: from then on it counts there.
         inFlight.give(r.body.byteLength);
-        return { status: r.status, statusText: r.statusText, headers: r.headers, url: r.url, redirected: r.redirected, body: r.body };
+        return {
+          status: r.status,
+          statusText: r.statusText,
+          headers: r.headers,
+          url: r.url,
+          redirected: r.redirected,
+          body: r.body,
+        };
       } catch (err) {
         if (err instanceof FetchError) {
-          throw new CodedError(err.reason === "limit_exceeded" ? "limit_exceeded" : null, err.message, err.reason === "limit_exceeded" ? "Error" : "TypeError");
+          throw new CodedError(
+            err.reason === "limit_exceeded" ? "limit_exceeded" : null,
+            err.message,
+            err.reason === "limit_exceeded" ? "Error" : "TypeError",
+          );
         }
         throw new CodedError(null, "fetch failed", "TypeError");
       }
@@ -328,14 +379,27 @@ export function createRunHost(run: RunContext): RunHost {
         case "parseUrl": {
           try {
             const u = new URL(String(args.input), args.base === undefined ? undefined : String(args.base));
-            return { href: u.href, protocol: u.protocol, username: u.username, password: u.password, host: u.host, hostname: u.hostname, port: u.port, pathname: u.pathname, search: u.search, hash: u.hash, origin: u.origin };
+            return {
+              href: u.href,
+              protocol: u.protocol,
+              username: u.username,
+              password: u.password,
+              host: u.host,
+              hostname: u.hostname,
+              port: u.port,
+              pathname: u.pathname,
+              search: u.search,
+              hash: u.hash,
+              origin: u.origin,
+            };
           } catch {
             return null;
           }
         }
         case "randomBytes": {
           const n = Number(args.n);
-          if (!Number.isInteger(n) || n < 0 || n > 65_536) throw new CodedError(null, "randomBytes: n must be 0 to 65536", "RangeError");
+          if (!Number.isInteger(n) || n < 0 || n > 65_536)
+            throw new CodedError(null, "randomBytes: n must be 0 to 65536", "RangeError");
           return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
         }
         default:

@@ -7,12 +7,27 @@ import { readEnclaveConfig } from "../config.ts";
 import { createInstance, type SandboxInstance } from "./instance.ts";
 import { prepareRuntime, runScript, type PreparedRuntime } from "./runtime.ts";
 
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
+const limits = readEnclaveConfig({
+  SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+  SIGIL_RPC_URL: "http://127.0.0.1:1",
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+}).limits;
 const host = { callAsync: async () => null, callSync: () => null };
-const request = (code: string) => ({ code, cid: "QmImageTest", paramsJson: JSON.stringify({ secret: "image-test-secret" }), timeoutMs: 10_000, requestId: "image-test", correlationId: null });
+const request = (code: string) => ({
+  code,
+  cid: "QmImageTest",
+  paramsJson: JSON.stringify({ secret: "image-test-secret" }),
+  timeoutMs: 10_000,
+  requestId: "image-test",
+  correlationId: null,
+});
 
 /** An instance and the memory it was given (tests only: a real instance's memory is its own). */
-async function instanceWithMemory(): Promise<{ instance: SandboxInstance; memory: WebAssembly.Memory; prepared: PreparedRuntime }> {
+async function instanceWithMemory(): Promise<{
+  instance: SandboxInstance;
+  memory: WebAssembly.Memory;
+  prepared: PreparedRuntime;
+}> {
   let memory: WebAssembly.Memory | undefined;
   const original = WebAssembly.Memory;
   // biome-ignore lint/complexity/useArrowFunction: called with `new`, which an arrow function refuses
@@ -48,7 +63,14 @@ describe("the image of a prepared instance (enclave/sandbox/image.ts)", () => {
   it("sees one byte out of place anywhere in the memory — in the statics, the stack, the heap or above the break — until the image is written back", async () => {
     const { instance, memory } = await instanceWithMemory();
     const bytes = new Uint8Array(memory.buffer);
-    for (const at of [16, instance.layout.staticEnd + 8, instance.layout.heapStart - 1, instance.layout.heapStart + 100, instance.imageHeapEnd, bytes.length - 1]) {
+    for (const at of [
+      16,
+      instance.layout.staticEnd + 8,
+      instance.layout.heapStart - 1,
+      instance.layout.heapStart + 100,
+      instance.imageHeapEnd,
+      bytes.length - 1,
+    ]) {
       bytes[at] = (bytes[at] as number) ^ 0x5a;
       expect(instance.isPristine(), `a byte changed at ${at}`).toBe(false);
       instance.restore();
@@ -87,7 +109,14 @@ describe("the image of a prepared instance (enclave/sandbox/image.ts)", () => {
       },
       callSync: () => null,
     };
-    const outcome = await runScript(prepared, request(`async function main(p) { globalThis.kept = p.secret.repeat(100); await fetch("https://example.invalid/"); return 1 }`), limits, watching);
+    const outcome = await runScript(
+      prepared,
+      request(
+        `async function main(p) { globalThis.kept = p.secret.repeat(100); await fetch("https://example.invalid/"); return 1 }`,
+      ),
+      limits,
+      watching,
+    );
     expect(outcome.responseJson ?? outcome.error).toBeDefined();
     expect(seenWhileRunning).toBe(false);
     expect(instance.isPristine()).toBe(true);

@@ -14,7 +14,12 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
 import { MemoryImage } from "./image.ts";
 import { relayBuild, STACK_MARGIN_BYTES, type MemoryLayout } from "./layout.ts";
 
@@ -80,7 +85,10 @@ export type SandboxInstance = {
  * A new instance whose heap may grow to the run's memory limit and a margin, and no further; `onGrow`
  * is told of every growth (the worker adds them up).
  */
-export async function createInstance(limits: { memoryLimitBytes: number; stackLimitBytes: number }, onGrow?: (bytes: number) => void): Promise<SandboxInstance> {
+export async function createInstance(
+  limits: { memoryLimitBytes: number; stackLimitBytes: number },
+  onGrow?: (bytes: number) => void,
+): Promise<SandboxInstance> {
   const { module: wasmModule, layout } = await compiledModule(limits.stackLimitBytes + STACK_MARGIN_BYTES);
   const pages = (bytes: number) => Math.ceil(bytes / PAGE);
   const memory = new WebAssembly.Memory({
@@ -102,7 +110,9 @@ export async function createInstance(limits: { memoryLimitBytes: number; stackLi
     }
   };
   // The package is dual-format; under NodeNext its types resolve to the CommonJS namespace.
-  const module = await newQuickJSWASMModuleFromVariant(newVariant(variant as unknown as QuickJSSyncVariant, { wasmModule, wasmMemory: memory }));
+  const module = await newQuickJSWASMModuleFromVariant(
+    newVariant(variant as unknown as QuickJSSyncVariant, { wasmModule, wasmMemory: memory }),
+  );
   let image: MemoryImage | undefined;
   let preparedBytes = 0;
   // The static data as the instance was made: what has changed in it by the time the image is

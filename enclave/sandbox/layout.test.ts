@@ -66,7 +66,9 @@ describe("the QuickJS build's memory layout (enclave/sandbox/layout.ts)", () => 
     // throws; before the image is written back, the lowest non-zero byte of the stack tells how deep
     // it went.
     const deepest = await new Promise<Record<string, number>>((resolve, reject) => {
-      const worker = new Worker(new URL("../../test/harness/stackDepth.ts", import.meta.url), { resourceLimits: { stackSizeMb: 8 } });
+      const worker = new Worker(new URL("../../test/harness/stackDepth.ts", import.meta.url), {
+        resourceLimits: { stackSizeMb: 8 },
+      });
       worker.once("message", resolve);
       worker.once("error", reject);
     });

@@ -157,7 +157,9 @@ export function readMemoryLayout(wasm: Uint8Array, stackBytes = QUICKJS_STACK_BY
   // The stack sits right above the data and bss: a bss of more than 64 KiB, or a stack that overlaps
   // the data, means the layout (or the stack size) is not the one assumed here.
   if (staticEnd < end || staticEnd - end > 64 << 10) {
-    throw new Error(`the QuickJS build's memory layout is not [data][${stackBytes}-byte stack][heap] (stack top ${stackTop}, data end ${end})`);
+    throw new Error(
+      `the QuickJS build's memory layout is not [data][${stackBytes}-byte stack][heap] (stack top ${stackTop}, data end ${end})`,
+    );
   }
   return { staticEnd, heapStart: stackTop };
 }
@@ -167,7 +169,8 @@ function occurrences(wasm: Uint8Array, pattern: number[], start: number, end: nu
   const found: number[] = [];
   const bytes = Buffer.from(wasm.buffer, wasm.byteOffset, wasm.byteLength);
   const needle = Buffer.from(pattern);
-  for (let i = bytes.indexOf(needle, start); i !== -1 && i + needle.length <= end; i = bytes.indexOf(needle, i + 1)) found.push(i);
+  for (let i = bytes.indexOf(needle, start); i !== -1 && i + needle.length <= end; i = bytes.indexOf(needle, i + 1))
+    found.push(i);
   return found;
 }
 
@@ -184,7 +187,10 @@ function functionAround(wasm: Uint8Array, code: Section, at: number): [number, n
 }
 
 const exactlyOne = (found: number[], what: string): number => {
-  if (found.length !== 1) throw new Error(`the QuickJS build has ${found.length} ${what}, not one: it is not laid out as the sandbox expects`);
+  if (found.length !== 1)
+    throw new Error(
+      `the QuickJS build has ${found.length} ${what}, not one: it is not laid out as the sandbox expects`,
+    );
   return found[0] as number;
 };
 
@@ -198,7 +204,8 @@ export type RelaidBuild = { wasm: Uint8Array; layout: MemoryLayout; original: Me
 export function relayBuild(wasm: Uint8Array, stackBytes: number): RelaidBuild {
   const original = readMemoryLayout(wasm);
   const size = Math.ceil(stackBytes / 16) * 16;
-  if (size > original.heapStart - original.staticEnd) throw new Error(`a stack of ${stackBytes} bytes is larger than the build's own`);
+  if (size > original.heapStart - original.staticEnd)
+    throw new Error(`a stack of ${stackBytes} bytes is larger than the build's own`);
   const top = original.staticEnd + size;
   const out = Uint8Array.from(wasm);
   const all = sections(out);
@@ -219,7 +226,10 @@ export function relayBuild(wasm: Uint8Array, stackBytes: number): RelaidBuild {
   const at = exactlyOne(occurrences(out, topConst, code.start, code.end), "code constants of the stack's top");
   const [fnStart, fnEnd] = functionAround(out, code, at);
   const sizeConst = [0x41, ...encodeSleb(original.heapStart - original.staticEnd)];
-  const sizeAt = exactlyOne(occurrences(out, sizeConst, fnStart, fnEnd), "constants of the stack's size beside its top");
+  const sizeAt = exactlyOne(
+    occurrences(out, sizeConst, fnStart, fnEnd),
+    "constants of the stack's size beside its top",
+  );
   writePaddedLeb(out, at + 1, topConst.length - 1, top);
   writePaddedLeb(out, sizeAt + 1, sizeConst.length - 1, size);
 

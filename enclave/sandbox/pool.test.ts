@@ -44,11 +44,13 @@ function request(code: string, timeoutMs = 5_000): RunRequest {
 }
 
 /** A script that waits `ms` on a timer (holding its slot without using the CPU), then answers. */
-const waits = (ms: number, answer: string) => request(`async function main() { await new Promise((r) => setTimeout(r, ${ms})); return ${JSON.stringify(answer)} }`);
+const waits = (ms: number, answer: string) =>
+  request(`async function main() { await new Promise((r) => setTimeout(r, ${ms})); return ${JSON.stringify(answer)} }`);
 const quick = (answer: string) => request(`async function main() { return ${JSON.stringify(answer)} }`);
 
 function answer(outcome: RunOutcome): unknown {
-  if (outcome.error !== undefined || outcome.responseJson === undefined) throw new Error(`the run failed: ${JSON.stringify(outcome)}`);
+  if (outcome.error !== undefined || outcome.responseJson === undefined)
+    throw new Error(`the run failed: ${JSON.stringify(outcome)}`);
   return JSON.parse(outcome.responseJson) as unknown;
 }
 
@@ -70,15 +72,32 @@ async function preparedInstanceBytes(): Promise<number> {
   return instance.preparedBytes;
 }
 
-async function startPool(options: { runsPerWorker?: number; allowHosts?: string[]; workerHeapBytes?: number; memoryBudgetBytes?: number; log?: Logger } = {}): Promise<SandboxPool> {
+async function startPool(
+  options: {
+    runsPerWorker?: number;
+    allowHosts?: string[];
+    workerHeapBytes?: number;
+    memoryBudgetBytes?: number;
+    log?: Logger;
+  } = {},
+): Promise<SandboxPool> {
   started.length = 0;
   pool = await SandboxPool.start({
     workers: config.sandboxWorkers,
     runsPerWorker: options.runsPerWorker ?? config.runsPerWorker,
     limits: config.limits,
-    fetchPolicy: { allowHosts: options.allowHosts ?? [], denyPorts: [], timeoutMs: 30_000, maxResponseBytes: config.limits.maxFetchBytes, maxRedirects: 1 },
+    fetchPolicy: {
+      allowHosts: options.allowHosts ?? [],
+      denyPorts: [],
+      timeoutMs: 30_000,
+      maxResponseBytes: config.limits.maxFetchBytes,
+      maxRedirects: 1,
+    },
     dns: config.dns,
-    recycle: { ...config.sandboxRecycle, ...(options.workerHeapBytes === undefined ? {} : { workerHeapBytes: options.workerHeapBytes }) },
+    recycle: {
+      ...config.sandboxRecycle,
+      ...(options.workerHeapBytes === undefined ? {} : { workerHeapBytes: options.workerHeapBytes }),
+    },
     log: options.log ?? createLogger("silent"),
     watchdogGraceMs: config.watchdogGraceMs,
     ...(options.memoryBudgetBytes === undefined ? {} : { memoryBudgetBytes: options.memoryBudgetBytes }),
@@ -158,7 +177,9 @@ describe("SandboxPool", { timeout: 30_000 }, () => {
 
 // The limits as the outside review broke them (issue 11, points 1 and 2), held from outside the
 // run: every case on one worker, so a neighbour shares the thread with the offender.
-describe("SandboxPool: a run's limits hold whatever its code calls, and its neighbours do not pay for it", { timeout: 60_000 }, () => {
+describe("SandboxPool: a run's limits hold whatever its code calls, and its neighbours do not pay for it", {
+  timeout: 60_000,
+}, () => {
   let target: FetchTarget;
   beforeAll(async () => {
     target = await startFetchTarget();
@@ -181,7 +202,10 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
     const offender = p.run(request(INDEXOF_LOOP, 2_000), noKeys);
     // Started while the offender holds the thread: its 1.5 s budget does not count that time.
     await new Promise((r) => setTimeout(r, 300));
-    const neighbour = p.run(request(`async function main() { await new Promise((r) => setTimeout(r, 200)); return "neighbour" }`, 1_500), noKeys);
+    const neighbour = p.run(
+      request(`async function main() { await new Promise((r) => setTimeout(r, 200)); return "neighbour" }`, 1_500),
+      noKeys,
+    );
 
     const ended = await offender;
     const wallMs = performance.now() - t0;
@@ -207,9 +231,12 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
     );
     expect(memoryGetter.error?.code).toBe("memory_limit");
     const slowGetter = await p.run(
-      request(`async function main() {
+      request(
+        `async function main() {
         throw { get message() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return String(n); } };
-      }`, 1_500),
+      }`,
+        1_500,
+      ),
       noKeys,
     );
     expect(slowGetter.error?.code).toBe("timeout");
@@ -219,7 +246,8 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
 
   it("50 parallel 10 MiB fetches cannot put more than the run's memory limit into it, six such runs leave the worker serving, and no instance outgrows its limit", async () => {
     const p = await startPool({ runsPerWorker: 8, allowHosts: [`127.0.0.1:${target.port}`] });
-    const greedy = request(`async function main() {
+    const greedy = request(
+      `async function main() {
       const settled = await Promise.allSettled(Array.from({ length: 50 }, () => fetch(${JSON.stringify(`${target.url}/big?bytes=${10 << 20}`)}).then((r) => r.arrayBuffer())));
       let bytes = 0, refused = 0;
       for (const s of settled) {
@@ -227,7 +255,9 @@ describe("SandboxPool: a run's limits hold whatever its code calls, and its neig
         else if (s.reason.code === "limit_exceeded") refused++;
       }
       return { bytes, refused };
-    }`, 30_000);
+    }`,
+      30_000,
+    );
     const outcomes = await Promise.all(Array.from({ length: 6 }, () => p.run(greedy, noKeys)));
     for (const outcome of outcomes) {
       if (outcome.error) {
@@ -253,7 +283,13 @@ describe("SandboxPool: a burst of runs on a worker with too few runtimes ready",
     const holders = [p.run(waits(3_000, "a"), noKeys), p.run(waits(3_000, "b"), noKeys)];
     const burst = Array.from({ length: 20 }, (_, i) => p.run(quick(`run ${i}`), noKeys));
     const order: number[] = [];
-    burst.forEach((run, i) => void run.then(() => order.push(i), () => order.push(-1)));
+    burst.forEach(
+      (run, i) =>
+        void run.then(
+          () => order.push(i),
+          () => order.push(-1),
+        ),
+    );
     await Promise.race(burst);
     // Each instance counts its memory from its making: had every waiting run made its own side by side,
     // all twenty would exist before the first of them could start.
@@ -271,7 +307,9 @@ describe("SandboxPool: workers whose heap grew are recycled between runs", { tim
     const p = await startPool({ runsPerWorker: 8, memoryBudgetBytes: 32 << 20 });
     expect(answer(await p.run(quick("before"), noKeys))).toBe("before");
     const hoarder = p.run(
-      request(`async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); await new Promise((r) => setTimeout(r, 1500)); return keep.length }`),
+      request(
+        `async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); await new Promise((r) => setTimeout(r, 1500)); return keep.length }`,
+      ),
       noKeys,
     );
     for (let i = 0; p.heapBytes <= 32 << 20; i++) {
@@ -301,10 +339,14 @@ describe("SandboxPool: workers whose heap grew are recycled between runs", { tim
 
   it("a run that grew its heap leaves the next run on the same worker its whole memory limit", async () => {
     const p = await startPool({ runsPerWorker: 1 });
-    const grows = request(`async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); return keep.length }`);
+    const grows = request(
+      `async function main() { const keep = []; for (let i = 0; i < 40; i++) keep.push("x".repeat(1 << 20) + i); return keep.length }`,
+    );
     for (let i = 0; i < 5; i++) expect(answer(await p.run(grows, noKeys))).toBe(40);
     // 56 MiB of strings: fits a 64 MiB limit only if nothing of the runs before is left in its way.
-    const big = request(`async function main() { const keep = []; for (let i = 0; i < 56; i++) keep.push("y".repeat(1 << 20) + i); return keep.length }`);
+    const big = request(
+      `async function main() { const keep = []; for (let i = 0; i < 56; i++) keep.push("y".repeat(1 << 20) + i); return keep.length }`,
+    );
     expect(answer(await p.run(big, noKeys))).toBe(56);
     expect(p.restarts).toBe(0);
   });
@@ -313,7 +355,9 @@ describe("SandboxPool: workers whose heap grew are recycled between runs", { tim
 // What a terminated slice must leave alone (review of issue 11): the host copies a fetch's reply
 // into the VM outside any slice, so no script code may run there; and a slice is ended only in a
 // turn of its own, so the other runs' queued continuations survive it.
-describe("SandboxPool: nothing of a script runs outside its watched slices, and a terminated slice takes nothing else down", { timeout: 120_000 }, () => {
+describe("SandboxPool: nothing of a script runs outside its watched slices, and a terminated slice takes nothing else down", {
+  timeout: 120_000,
+}, () => {
   let target: FetchTarget;
   beforeAll(async () => {
     target = await startFetchTarget();
@@ -352,7 +396,13 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
   async function beside900msSlice(p: SandboxPool, first: ReturnType<typeof request>) {
     const held = p.run(first, noKeys);
     await new Promise((r) => setTimeout(r, 50));
-    const loop = p.run(request(`async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`, 5_000), noKeys);
+    const loop = p.run(
+      request(
+        `async function main() { const end = Date.now() + 900; while (Date.now() < end); return "looped" }`,
+        5_000,
+      ),
+      noKeys,
+    );
     const [outcome, loopOutcome] = await Promise.all([held, loop]);
     expect(answer(loopOutcome)).toBe("looped");
     return outcome;
@@ -362,7 +412,10 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
     const p = await startPool({ runsPerWorker: 8 });
     // Started first, with 700 ms: its 300 ms timer comes due while the loop below holds the thread
     // (300 ms, not nearer the limit: on a busy machine the run's own time, which counts, is longer).
-    const heldOutcome = await beside900msSlice(p, request(`async function main() { await new Promise((r) => setTimeout(r, 300)); return "held" }`, 700));
+    const heldOutcome = await beside900msSlice(
+      p,
+      request(`async function main() { await new Promise((r) => setTimeout(r, 300)); return "held" }`, 700),
+    );
     // Its answer came ~950 ms after it started, past its 700 ms: the held time did not count.
     expect(answer(heldOutcome)).toBe("held");
     expect(heldOutcome.durationMs).toBeLessThan(700);
@@ -372,7 +425,10 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
   it("a timer longer than the run's limit never fires, even when a neighbour's long slice moves the run's deadline on: the run ends in timeout", async () => {
     const p = await startPool({ runsPerWorker: 8 });
     // Its 60 s timer must not come due before its deadline, however far that moves.
-    const waitingOutcome = await beside900msSlice(p, request(`async function main() { await new Promise((r) => setTimeout(r, 60000)); return "never" }`, 700));
+    const waitingOutcome = await beside900msSlice(
+      p,
+      request(`async function main() { await new Promise((r) => setTimeout(r, 60000)); return "never" }`, 700),
+    );
     expect(waitingOutcome.error?.code).toBe("timeout");
     expect(p.restarts).toBe(0);
   });
@@ -380,16 +436,23 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
   it("a long built-in ended from outside in a batch of runs is answered by the watchdog, not given up on, and the runs batched after it are answered", async () => {
     const errors: string[] = [];
     const p = await startPool({ runsPerWorker: 64, log: createLogger("error", {}, (line) => errors.push(line)) });
-    const scans = request('async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }', 1000);
+    const scans = request(
+      'async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }',
+      1000,
+    );
     for (let round = 0; round < 3; round++) {
       // Sent in one turn of the pool's thread: they go to the worker as one message, the first run
       // in that message's turn, the others each in a turn of its own, the scans before two more.
-      const [before, ended, ...after] = await Promise.all([quick("before"), scans, quick("after 1"), quick("after 2")].map((r) => p.run(r, noKeys)));
+      const [before, ended, ...after] = await Promise.all(
+        [quick("before"), scans, quick("after 1"), quick("after 2")].map((r) => p.run(r, noKeys)),
+      );
       expect(answer(before!)).toBe("before");
       expect(ended!.error?.code).toBe("timeout");
       expect(after.map(answer)).toEqual(["after 1", "after 2"]);
     }
-    expect(errors.filter((line) => /did not answer long after its deadline|replacing a sandbox worker/.test(line))).toEqual([]);
+    expect(
+      errors.filter((line) => /did not answer long after its deadline|replacing a sandbox worker/.test(line)),
+    ).toEqual([]);
     expect(p.terminations).toBeGreaterThanOrEqual(3);
     expect(p.restarts).toBe(0);
   });
@@ -408,7 +471,8 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
       }`,
       700,
     );
-    const neighbour = (n: number) => request(`async function main() { await new Promise((r) => setTimeout(r, 1500)); return ${n} }`);
+    const neighbour = (n: number) =>
+      request(`async function main() { await new Promise((r) => setTimeout(r, 1500)); return ${n} }`);
     for (let round = 0; round < 2; round++) {
       const neighbours = Array.from({ length: 8 }, (_, n) => p.run(neighbour(n), noKeys));
       await new Promise((r) => setTimeout(r, 50));
@@ -421,7 +485,9 @@ describe("SandboxPool: nothing of a script runs outside its watched slices, and 
   });
 });
 
-describe("SandboxPool: nothing a run sets is visible to the next run on the same worker (each starts from its runtime's image)", { timeout: 60_000 }, () => {
+describe("SandboxPool: nothing a run sets is visible to the next run on the same worker (each starts from its runtime's image)", {
+  timeout: 60_000,
+}, () => {
   /**
    * What a run can see of the world it starts in: every own property of the global object and of
    * the built-ins' constructors and prototypes (their names, and the kind and text of each value),
@@ -472,7 +538,16 @@ describe("SandboxPool: nothing a run sets is visible to the next run on the same
   it("globals, prototypes, frozen built-ins, timers and promises a run leaves are gone for the next run on the worker; Math.random is seeded afresh", async () => {
     const p = await startPool({ runsPerWorker: 1 });
     const baseline = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
-    expect(baseline.behaviour).toEqual(["6,2,4", '{"a":[1]}', null, "undefined", "undefined", "sigil-test", "1970-01-01T00:00:00.000Z", 2]);
+    expect(baseline.behaviour).toEqual([
+      "6,2,4",
+      '{"a":[1]}',
+      null,
+      "undefined",
+      "undefined",
+      "sigil-test",
+      "1970-01-01T00:00:00.000Z",
+      2,
+    ]);
     for (let round = 0; round < 3; round++) {
       expect(answer(await p.run(polluter, noKeys))).toBe("polluted");
       const after = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
@@ -501,7 +576,11 @@ describe("SandboxPool: nothing a run sets is visible to the next run on the same
       const outcome = await p.run(request(code, 1_000), noKeys);
       expect(outcome.error?.code).toMatch(/script_error|memory_limit|timeout/);
       const after = answer(await p.run(observer, noKeys)) as Record<string, unknown>;
-      expect([after.global, after.builtins, after.behaviour]).toEqual([baseline.global, baseline.builtins, baseline.behaviour]);
+      expect([after.global, after.builtins, after.behaviour]).toEqual([
+        baseline.global,
+        baseline.builtins,
+        baseline.behaviour,
+      ]);
     }
   });
 });
@@ -525,20 +604,30 @@ describe("SandboxPool: keys offered with a run", { timeout: 60_000 }, () => {
     const asked: string[] = [];
     const keys: KeyProvider = async (r) => {
       asked.push(r.kind === "wallet" ? `${r.pkpId.toLowerCase()}${r.encryption ? "+enc" : ""}` : r.kind);
-      if (r.kind === "wallet" && r.pkpId.toLowerCase() === askedWallet.toLowerCase()) return { privateKey: askedKey.slice() };
-      if (r.kind === "wallet" && r.encryption) return { privateKey: offeredKey.slice(), encryptionKey: new Uint8Array(32).fill(7) };
+      if (r.kind === "wallet" && r.pkpId.toLowerCase() === askedWallet.toLowerCase())
+        return { privateKey: askedKey.slice() };
+      if (r.kind === "wallet" && r.encryption)
+        return { privateKey: offeredKey.slice(), encryptionKey: new Uint8Array(32).fill(7) };
       throw new SigilError("permission_denied", "not this one");
     };
     const used: Array<{ pkpId: string; digest: string | undefined }> = [];
     const offer = () => ({
       keys: [{ pkpId: offeredWallet.toLowerCase(), material: { privateKey: offeredKey.slice() } }],
-      onUse: (pkpId: string, use: KeyUse | undefined) => used.push({ pkpId, digest: use && "digest" in use ? use.digest : undefined }),
+      onUse: (pkpId: string, use: KeyUse | undefined) =>
+        used.push({ pkpId, digest: use && "digest" in use ? use.digest : undefined }),
     });
 
     // Offered twice in one run, the asked-for wallet once; then an encryption key the offer lacks.
     const material = offer();
     const signed = answer(
-      await p.run(signs([offeredWallet, askedWallet, offeredWallet], `out.push(await Sigil.Actions.encrypt({ pkpId: ${JSON.stringify(offeredWallet)}, plaintext: "x" }));`), keys, material),
+      await p.run(
+        signs(
+          [offeredWallet, askedWallet, offeredWallet],
+          `out.push(await Sigil.Actions.encrypt({ pkpId: ${JSON.stringify(offeredWallet)}, plaintext: "x" }));`,
+        ),
+        keys,
+        material,
+      ),
     ) as string[];
     expect(material.keys[0]?.material.privateKey.every((b) => b === 0)).toBe(true); // the caller's copy was zeroed
     const digest = hashMessage("hi");

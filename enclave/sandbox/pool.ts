@@ -108,7 +108,10 @@ export class SandboxPool {
 
   static async start(options: SandboxPoolOptions): Promise<SandboxPool> {
     const terminator = await Terminator.shared();
-    if (!terminator) options.log.warn("this Node has no inspector: a run stuck in a long built-in can only be ended by replacing its whole sandbox worker");
+    if (!terminator)
+      options.log.warn(
+        "this Node has no inspector: a run stuck in a long built-in can only be ended by replacing its whole sandbox worker",
+      );
     const pool = new SandboxPool(options, terminator);
     for (let i = 0; i < options.workers; i++) pool.#slots.push(pool.#spawn(i));
     await Promise.all(pool.#slots.map((s) => s.ready));
@@ -133,11 +136,13 @@ export class SandboxPool {
    * is spent. The offered keys move to the worker (the caller's copies are zeroed), refused or not.
    */
   run(request: RunRequest, keys: KeyProvider, offer?: KeyOffer): Promise<RunOutcome> {
-    const offered = offer?.keys.map(({ pkpId, material }): OfferedKeyBytes => ({
-      pkpId,
-      privateKey: toTransferable(material.privateKey),
-      ...(material.encryptionKey ? { encryptionKey: toTransferable(material.encryptionKey) } : {}),
-    }));
+    const offered = offer?.keys.map(
+      ({ pkpId, material }): OfferedKeyBytes => ({
+        pkpId,
+        privateKey: toTransferable(material.privateKey),
+        ...(material.encryptionKey ? { encryptionKey: toTransferable(material.encryptionKey) } : {}),
+      }),
+    );
     const slot = this.#admit();
     if (slot instanceof SigilError) {
       for (const k of offered ?? []) zeroKeys(k);
@@ -150,19 +155,29 @@ export class SandboxPool {
       const backstopMs = request.timeoutMs + Math.max(BACKSTOP_MIN_MS, request.timeoutMs);
       const backstop = setTimeout(() => this.#giveUp(slot, runId), backstopMs);
       slot.runs.set(runId, { resolve, reject, keys, onOfferedUse: offer?.onUse, request, backstop });
-      const transfer = (offered ?? []).flatMap((k) => (k.encryptionKey ? [k.privateKey, k.encryptionKey] : [k.privateKey]));
-      void slot.ready.then(() => this.#post(slot, { type: "run", runId, request, ...(offered?.length ? { offered } : {}) }, transfer));
+      const transfer = (offered ?? []).flatMap((k) =>
+        k.encryptionKey ? [k.privateKey, k.encryptionKey] : [k.privateKey],
+      );
+      void slot.ready.then(() =>
+        this.#post(slot, { type: "run", runId, request, ...(offered?.length ? { offered } : {}) }, transfer),
+      );
     });
   }
 
   /** The worker a new run goes to, or why none can take it now (429 / 503). */
   #admit(): Slot | SigilError {
-    if (this.#closed) return new SigilError("enclave_unavailable", "the executor is shutting down", { retryAfterSeconds: 1 });
+    if (this.#closed)
+      return new SigilError("enclave_unavailable", "the executor is shutting down", { retryAfterSeconds: 1 });
     const budget = this.#o.memoryBudgetBytes;
     if (budget !== undefined && this.heapBytes > budget) {
-      return new SigilError("executor_busy", "the executors' memory is taken by the runs in flight; retry shortly", { retryAfterSeconds: 1 });
+      return new SigilError("executor_busy", "the executors' memory is taken by the runs in flight; retry shortly", {
+        retryAfterSeconds: 1,
+      });
     }
-    return this.#choose() ?? new SigilError("executor_busy", "every executor is busy; retry shortly", { retryAfterSeconds: 1 });
+    return (
+      this.#choose() ??
+      new SigilError("executor_busy", "every executor is busy; retry shortly", { retryAfterSeconds: 1 })
+    );
   }
 
   async close(): Promise<void> {
@@ -186,7 +201,8 @@ export class SandboxPool {
       const better =
         !best ||
         (bestHeld && !held) ||
-        (held === bestHeld && (s.runs.size < best.runs.size || (s.runs.size === best.runs.size && s.lastRunAt < best.lastRunAt)));
+        (held === bestHeld &&
+          (s.runs.size < best.runs.size || (s.runs.size === best.runs.size && s.lastRunAt < best.lastRunAt)));
       if (better) {
         best = s;
         bestHeld = held;
@@ -198,16 +214,38 @@ export class SandboxPool {
 
   #spawn(index: number): Slot {
     const sliceBoard = new SharedArrayBuffer(SLICE_BOARD_BYTES);
-    const init: WorkerInit = { limits: this.#o.limits, fetchPolicy: this.#o.fetchPolicy, dns: this.#o.dns, sliceBoard, recycle: this.#o.recycle };
+    const init: WorkerInit = {
+      limits: this.#o.limits,
+      fetchPolicy: this.#o.fetchPolicy,
+      dns: this.#o.dns,
+      sliceBoard,
+      recycle: this.#o.recycle,
+    };
     // QuickJS recursion runs on the thread's native stack; 8 MiB leaves room for the 1 MiB script stack limit.
     // A unique name: the terminator finds the worker's inspector session by it.
     const name = `sigil-sandbox-${index}-${randomUUID()}`;
     // The young generation is kept small (12 MiB instead of V8's up to 48): a worker's garbage is the
     // short-lived objects of each run, and a larger one only adds resident memory (bench:enclave).
-    const worker = new Worker(new URL("./worker.ts", import.meta.url), { name, workerData: init, resourceLimits: { stackSizeMb: 8, maxYoungGenerationSizeMb: 12 } });
+    const worker = new Worker(new URL("./worker.ts", import.meta.url), {
+      name,
+      workerData: init,
+      resourceLimits: { stackSizeMb: 8, maxYoungGenerationSizeMb: 12 },
+    });
     let markReady: () => void = () => {};
     const ready = new Promise<void>((resolve) => (markReady = resolve));
-    const slot: Slot = { worker, name, ready, runs: new Map(), index, watch: new SliceWatch(sliceBoard), killing: undefined, retiring: false, lastRunAt: 0, outbox: [], outboxTransfer: [] };
+    const slot: Slot = {
+      worker,
+      name,
+      ready,
+      runs: new Map(),
+      index,
+      watch: new SliceWatch(sliceBoard),
+      killing: undefined,
+      retiring: false,
+      lastRunAt: 0,
+      outbox: [],
+      outboxTransfer: [],
+    };
     worker.on("message", (message: FromWorker) => {
       if (message.type === "ready") markReady();
       else if (message.type === "retire") this.#retire(slot);
@@ -261,7 +299,8 @@ export class SandboxPool {
       if (!pending) return;
       clearTimeout(pending.backstop);
       slot.runs.delete(message.runId);
-      if (message.outcome.hostFailure) this.#o.log.error("sandbox host failure during a run", { error: message.outcome.hostFailure });
+      if (message.outcome.hostFailure)
+        this.#o.log.error("sandbox host failure during a run", { error: message.outcome.hostFailure });
       // Its killed slice was reaped: the worker is no longer held.
       if (slot.killing?.runId === message.runId) slot.killing = undefined;
       for (const u of message.offeredUses ?? []) {
@@ -276,7 +315,13 @@ export class SandboxPool {
     const { callId } = message;
     this.keysAsked++;
     if (!pending) {
-      this.#post(slot, { type: "keyReply", callId, ok: false, code: "permission_denied", message: "the run has ended" });
+      this.#post(slot, {
+        type: "keyReply",
+        callId,
+        ok: false,
+        code: "permission_denied",
+        message: "the run has ended",
+      });
       return;
     }
     pending.keys(message.request).then(
@@ -293,9 +338,14 @@ export class SandboxPool {
         // A CodedError's code for the script is its scriptCode; the other errors whose message is
         // not for the client (channel, attestation, fetch) are unknown, though they carry a code.
         const coded: { code?: unknown; message?: unknown } =
-          err instanceof CodedError ? { code: err.scriptCode, message: err.message } : err instanceof SigilError && !err.expose ? {} : (err as { code?: unknown; message?: unknown });
+          err instanceof CodedError
+            ? { code: err.scriptCode, message: err.message }
+            : err instanceof SigilError && !err.expose
+              ? {}
+              : (err as { code?: unknown; message?: unknown });
         const known = isExposed(err) || typeof coded.code === "string";
-        if (!known) this.#o.log.error("key request failed", { error: err instanceof Error ? err.message : String(err) });
+        if (!known)
+          this.#o.log.error("key request failed", { error: err instanceof Error ? err.message : String(err) });
         this.#post(slot, {
           type: "keyReply",
           callId,
@@ -314,7 +364,8 @@ export class SandboxPool {
     for (const slot of this.#slots) {
       if (slot.killing !== undefined) {
         if (!slot.watch.killing()) slot.killing = undefined;
-        else if (now - slot.killing.since > TERMINATION_TIMEOUT_MS) this.#replaceStuck(slot, "its termination did not land");
+        else if (now - slot.killing.since > TERMINATION_TIMEOUT_MS)
+          this.#replaceStuck(slot, "its termination did not land");
         continue;
       }
       if (!this.#terminator?.attached(slot.name)) {
@@ -364,7 +415,12 @@ export class SandboxPool {
     for (const [runId, pending] of slot.runs) {
       clearTimeout(pending.backstop);
       if (stuckRun === runId) {
-        pending.resolve({ logs: "", durationMs: pending.request.timeoutMs, endedByWatchdog: true, error: { code: "timeout", message: "the script ran past its time limit and was stopped" } });
+        pending.resolve({
+          logs: "",
+          durationMs: pending.request.timeoutMs,
+          endedByWatchdog: true,
+          error: { code: "timeout", message: "the script ran past its time limit and was stopped" },
+        });
       } else {
         pending.reject(new SigilError("internal_error", "the executor restarted during the run; try again"));
       }
@@ -377,7 +433,9 @@ export class SandboxPool {
 
   #retire(slot: Slot): void {
     if (slot.retiring || this.#slots[slot.index] !== slot) return;
-    this.#o.log.info("a sandbox worker's heap passed its threshold; replacing it once its runs end", { worker: slot.index });
+    this.#o.log.info("a sandbox worker's heap passed its threshold; replacing it once its runs end", {
+      worker: slot.index,
+    });
     slot.retiring = true;
     if (slot.runs.size === 0) this.#replace(slot);
   }

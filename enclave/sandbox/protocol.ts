@@ -6,7 +6,13 @@ import type { RunOutcome, RunRequest } from "./runtime.ts";
 
 export type WorkerInit = {
   limits: SandboxLimits;
-  fetchPolicy: { allowHosts: string[]; denyPorts: number[]; timeoutMs: number; maxResponseBytes: number; maxRedirects: number };
+  fetchPolicy: {
+    allowHosts: string[];
+    denyPorts: number[];
+    timeoutMs: number;
+    maxResponseBytes: number;
+    maxRedirects: number;
+  };
   /** How scripts' host names are resolved (c-ares, off the libuv thread pool). */
   dns: DnsSettings;
   /** The worker's slice board (slices.ts), which the pool watches. */

@@ -29,14 +29,16 @@ function tenantSecrets(targetUrl: string) {
   const key = Uint8Array.from(randomBytes(32));
   const secrets = tenantCanaries({ target: targetUrl, wallet: privateKeyToAccount(bytesToHex(key)).address, key });
   const keys: KeyProvider = async (r) => {
-    if (r.kind === "wallet" && r.pkpId.toLowerCase() === secrets.params.wallet.toLowerCase()) return { privateKey: key.slice() };
+    if (r.kind === "wallet" && r.pkpId.toLowerCase() === secrets.params.wallet.toLowerCase())
+      return { privateKey: key.slice() };
     throw new Error("this tenant has one wallet");
   };
   return { ...secrets, keys };
 }
 
 const answer = (outcome: RunOutcome): Record<string, unknown> => {
-  if (outcome.error !== undefined || outcome.responseJson === undefined) throw new Error(`the run failed: ${JSON.stringify(outcome)}`);
+  if (outcome.error !== undefined || outcome.responseJson === undefined)
+    throw new Error(`the run failed: ${JSON.stringify(outcome)}`);
   return JSON.parse(outcome.responseJson) as Record<string, unknown>;
 };
 
@@ -49,7 +51,13 @@ beforeAll(async () => {
     workers: 1,
     runsPerWorker: config.runsPerWorker,
     limits: config.limits,
-    fetchPolicy: { allowHosts: [`127.0.0.1:${target.port}`], denyPorts: [], timeoutMs: 10_000, maxResponseBytes: config.limits.maxFetchBytes, maxRedirects: 1 },
+    fetchPolicy: {
+      allowHosts: [`127.0.0.1:${target.port}`],
+      denyPorts: [],
+      timeoutMs: 10_000,
+      maxResponseBytes: config.limits.maxFetchBytes,
+      maxRedirects: 1,
+    },
     dns: config.dns,
     recycle: config.sandboxRecycle,
     log: createLogger("silent"),
@@ -61,9 +69,18 @@ afterAll(async () => {
   await target?.close();
 });
 
-const request = (code: string, params: unknown, requestId: string) => ({ code, cid: "QmResidueTest", paramsJson: JSON.stringify(params), timeoutMs: 20_000, requestId, correlationId: null });
+const request = (code: string, params: unknown, requestId: string) => ({
+  code,
+  cid: "QmResidueTest",
+  paramsJson: JSON.stringify(params),
+  timeoutMs: 20_000,
+  requestId,
+  correlationId: null,
+});
 
-describe("no residue of a run in any instance's memory, through the pool with one worker (issue 26)", { timeout: 60_000 }, () => {
+describe("no residue of a run in any instance's memory, through the pool with one worker (issue 26)", {
+  timeout: 60_000,
+}, () => {
   it("the oracle sees every kind of canary in its instance's memory while the run that holds them is under way", async () => {
     const { params, canaries, keys } = tenantSecrets(target.url);
     const holding = pool.run(request(TENANT, { ...params, hold: 1_500 }, "residue-live"), keys);
@@ -88,12 +105,23 @@ describe("no residue of a run in any instance's memory, through the pool with on
     // The run did handle every secret: its answer holds what only it could have made from them.
     expect(ok.answer).toBe(tenant.canaries.response);
     expect(ok.fetched).toBe(tenant.canaries.fetchBody);
-    expect(await recoverAddress({ hash: tenant.params.digest as Hex, signature: ok.signature as Hex })).toBe(tenant.params.wallet);
-    const failed = await pool.run(request(TENANT, { ...tenant.params, fail: true }, "residue-tenant-fails"), tenant.keys);
+    expect(await recoverAddress({ hash: tenant.params.digest as Hex, signature: ok.signature as Hex })).toBe(
+      tenant.params.wallet,
+    );
+    const failed = await pool.run(
+      request(TENANT, { ...tenant.params, fail: true }, "residue-tenant-fails"),
+      tenant.keys,
+    );
     expect(failed.error?.message).toContain(tenant.canaries.errorMessage as string);
     expect(failed.logs).toContain(tenant.canaries.logs as string);
     // Runs of other code on the same instances afterwards change nothing: still none.
-    for (let i = 0; i < 5; i++) answer(await pool.run(request(`async function main() { return [1, 2, 3].join() }`, null, `residue-after-${i}`), tenant.keys));
+    for (let i = 0; i < 5; i++)
+      answer(
+        await pool.run(
+          request(`async function main() { return [1, 2, 3].join() }`, null, `residue-after-${i}`),
+          tenant.keys,
+        ),
+      );
     const scan = scanResidue("self", tenant.canaries);
     expect(scan.memories).toBeGreaterThanOrEqual(1);
     expect(scan.hits).toEqual([]);
@@ -123,7 +151,11 @@ describe("no residue of a run in any instance's memory, through the pool with on
       tenant.keys,
     );
     const result = answer(attacker);
-    expect(result).toEqual({ refused: "ReferenceError: 'SharedArrayBuffer' is not defined", shared: "undefined", atomics: "undefined" });
+    expect(result).toEqual({
+      refused: "ReferenceError: 'SharedArrayBuffer' is not defined",
+      shared: "undefined",
+      atomics: "undefined",
+    });
     expect(scanResidue("self", tenant.canaries).hits).toEqual([]);
   });
 });

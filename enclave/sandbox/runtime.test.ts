@@ -11,7 +11,11 @@ import { createInstance } from "./instance.ts";
 import { CodedError, nextTurn, prepareRuntime, ScriptRun, type RunOutcome } from "./runtime.ts";
 import { SLICE_BOARD_BYTES, SliceBoard } from "./slices.ts";
 
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
+const limits = readEnclaveConfig({
+  SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+  SIGIL_RPC_URL: "http://127.0.0.1:1",
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+}).limits;
 
 /** A slice board that records, in order with the run's reaps, each slice the run enters. */
 class RecordingBoard extends SliceBoard {
@@ -34,7 +38,13 @@ describe("ScriptRun and the slice board", () => {
       cid: "QmRuntimeTest",
       deadline: () => Date.now() + 60_000,
       limits,
-      fetchPolicy: { allowHosts: new Set(), denyPorts: new Set(), timeoutMs: 1000, maxResponseBytes: 1000, maxRedirects: 1 },
+      fetchPolicy: {
+        allowHosts: new Set(),
+        denyPorts: new Set(),
+        timeoutMs: 1000,
+        maxResponseBytes: 1000,
+        maxRedirects: 1,
+      },
       requestKey: async () => {
         throw new CodedError("permission_denied", "no");
       },

@@ -22,7 +22,19 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 // The sandbox's own JavaScript (globals/): core.js and every chunk are evaluated once per instance,
 // when its runtime is prepared, into the image each run starts from (image.ts); the globals each
 // chunk defines are still installed at a script's first touch, from the chunk already parsed.
-const chunkNames = ["host", "console", "timers", "text", "url", "crypto", "clone", "inspect", "actions", "fetch", "fixed"] as const;
+const chunkNames = [
+  "host",
+  "console",
+  "timers",
+  "text",
+  "url",
+  "crypto",
+  "clone",
+  "inspect",
+  "actions",
+  "fetch",
+  "fixed",
+] as const;
 /**
  * QuickJS parses about 10 KB per millisecond here: comment lines and indentation are dropped before
  * evaluation (line breaks stay, so nothing else changes), which makes preparing an instance cheaper.
@@ -31,7 +43,15 @@ function loadChunk(name: string): string {
   return readFileSync(new URL(`./globals/${name}.js`, import.meta.url), "utf8")
     .split("\n")
     .map((line) => line.trim())
-    .filter((line) => line !== "" && !line.startsWith("//") && !line.startsWith("/*") && !line.startsWith("* ") && line !== "*" && line !== "*/")
+    .filter(
+      (line) =>
+        line !== "" &&
+        !line.startsWith("//") &&
+        !line.startsWith("/*") &&
+        !line.startsWith("* ") &&
+        line !== "*" &&
+        line !== "*/",
+    )
     .join("\n");
 }
 const coreSource = loadChunk("core");
@@ -117,7 +137,13 @@ class LogBuffer {
   }
 }
 
-type Internal = { callMain: QuickJSHandle; fireTimer: QuickJSHandle; classify: QuickJSHandle; begin: QuickJSHandle; preload: QuickJSHandle };
+type Internal = {
+  callMain: QuickJSHandle;
+  fireTimer: QuickJSHandle;
+  classify: QuickJSHandle;
+  begin: QuickJSHandle;
+  preload: QuickJSHandle;
+};
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -193,8 +219,16 @@ export async function prepareRuntime(
   try {
     // Host entry points the core captures; the script never sees them.
     const hostObject = own(ctx.newObject());
-    ctx.setProp(hostObject, "call", own(ctx.newFunction("call", (op, args) => bound().call(ctx.getString(op), ctx.getString(args)))));
-    ctx.setProp(hostObject, "callAsync", own(ctx.newFunction("callAsync", (op, args) => bound().callAsync(ctx.getString(op), ctx.getString(args)))));
+    ctx.setProp(
+      hostObject,
+      "call",
+      own(ctx.newFunction("call", (op, args) => bound().call(ctx.getString(op), ctx.getString(args)))),
+    );
+    ctx.setProp(
+      hostObject,
+      "callAsync",
+      own(ctx.newFunction("callAsync", (op, args) => bound().callAsync(ctx.getString(op), ctx.getString(args)))),
+    );
     ctx.setProp(hostObject, "log", own(ctx.newFunction("log", (_level, line) => bound().log(ctx.getString(line)))));
     ctx.setProp(
       hostObject,
@@ -404,7 +438,10 @@ export class ScriptRun {
     this.#abandoned = true;
     this.#end({
       logs: this.#logs.text(),
-      error: { code: "timeout", message: `the script ran past its time limit of ${this.#request.timeoutMs} ms and was stopped` },
+      error: {
+        code: "timeout",
+        message: `the script ran past its time limit of ${this.#request.timeoutMs} ms and was stopped`,
+      },
       durationMs: this.#request.timeoutMs,
       endedByWatchdog: true,
     });
@@ -432,7 +469,12 @@ export class ScriptRun {
     return {
       ...(outcome.responseJson === undefined ? {} : { responseJson: outcome.responseJson }),
       ...(outcome.error === undefined ? {} : { error: outcome.error }),
-      ...(outcome.internalError === undefined ? {} : { hostFailure: outcome.internalError instanceof Error ? outcome.internalError.message : String(outcome.internalError) }),
+      ...(outcome.internalError === undefined
+        ? {}
+        : {
+            hostFailure:
+              outcome.internalError instanceof Error ? outcome.internalError.message : String(outcome.internalError),
+          }),
       logs: this.#logs.text(),
       durationMs: Math.max(0, performance.now() - this.#started - this.#stolenMs),
     };
@@ -514,8 +556,14 @@ export class ScriptRun {
     /** Set when a host call must end the whole run (not just fail in the script). */
     let stopWith = undefined as RunStop | undefined;
 
-    const timeoutError = (): RunError => ({ code: "timeout", message: `the script ran past its time limit of ${request.timeoutMs} ms` });
-    const memoryError = (): RunError => ({ code: "memory_limit", message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB` });
+    const timeoutError = (): RunError => ({
+      code: "timeout",
+      message: `the script ran past its time limit of ${request.timeoutMs} ms`,
+    });
+    const memoryError = (): RunError => ({
+      code: "memory_limit",
+      message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB`,
+    });
 
     /** Turns a value thrown inside the VM into a run error; the script's getters run in a slice, under its limits. */
     const describe = (errorHandle: QuickJSHandle, internal: Internal): RunError => {
@@ -527,7 +575,13 @@ export class ScriptRun {
         if (memoryExceeded || instance.refused) return memoryError();
         return interrupted ? timeoutError() : { code: "script_error", message: "the script failed" };
       }
-      const info = JSON.parse(ctx.getString(r.value)) as { code: string | null; name: string; message: string; stack?: string; undescribable?: true };
+      const info = JSON.parse(ctx.getString(r.value)) as {
+        code: string | null;
+        name: string;
+        message: string;
+        stack?: string;
+        undescribable?: true;
+      };
       r.value.dispose();
       if (memoryExceeded || instance.refused) return memoryError();
       if (interrupted) return timeoutError();
@@ -535,26 +589,43 @@ export class ScriptRun {
       // Its getters threw while the host read it: out of memory, if that is where the run now is.
       if (info.undescribable && memoryInUse() > limits.memoryLimitBytes * 0.75) return memoryError();
       // With no memory left QuickJS cannot even build its error and throws null.
-      if (info.name === "Uncaught" && info.message === "null" && (instance.refused || memoryInUse() > limits.memoryLimitBytes * 0.75)) return memoryError();
+      if (
+        info.name === "Uncaught" &&
+        info.message === "null" &&
+        (instance.refused || memoryInUse() > limits.memoryLimitBytes * 0.75)
+      )
+        return memoryError();
       if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
-      const message = info.code ? info.message : info.name && info.name !== "Uncaught" ? `${info.name}: ${info.message}` : info.message;
+      const message = info.code
+        ? info.message
+        : info.name && info.name !== "Uncaught"
+          ? `${info.name}: ${info.message}`
+          : info.message;
       // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
       // A runaway recursion has thousands: the innermost and the outermost tell where, with a count of the rest.
-      const frames = info.stack?.split("\n").filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"));
+      const frames = info.stack
+        ?.split("\n")
+        .filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"));
       const half = MAX_STACK_FRAMES / 2;
       const stack =
         frames && frames.length > MAX_STACK_FRAMES
-          ? [...frames.slice(0, half), `    … ${frames.length - MAX_STACK_FRAMES} frames left out …`, ...frames.slice(-half)].join("\n")
+          ? [
+              ...frames.slice(0, half),
+              `    … ${frames.length - MAX_STACK_FRAMES} frames left out …`,
+              ...frames.slice(-half),
+            ].join("\n")
           : frames?.join("\n");
       return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
     };
 
-    const result = (hostResult: { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string }) =>
-      JSON.stringify(hostResult, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+    const result = (
+      hostResult: { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string },
+    ) => JSON.stringify(hostResult, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
 
     const hostFailure = (err: unknown) => {
       if (err instanceof RunStop) throw err;
-      if (err instanceof CodedError) return { ok: false as const, code: err.scriptCode, message: err.message, name: err.kind };
+      if (err instanceof CodedError)
+        return { ok: false as const, code: err.scriptCode, message: err.message, name: err.kind };
       return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
     };
 
@@ -572,7 +643,10 @@ export class ScriptRun {
         const body = value?.body instanceof Uint8Array ? value.body : undefined;
         const text = result(body ? { ok: true, value: { ...value, body: null } } : reply);
         const bytes = text.length + (body?.byteLength ?? 0);
-        if (bytes >= LARGE_REPLY_BYTES && Buffer.byteLength(text) * 2 + (body?.byteLength ?? 0) + memoryInUse() > limits.memoryLimitBytes) {
+        if (
+          bytes >= LARGE_REPLY_BYTES &&
+          Buffer.byteLength(text) * 2 + (body?.byteLength ?? 0) + memoryInUse() > limits.memoryLimitBytes
+        ) {
           throw new RunStop(memoryError());
         }
         // No script code may run here (this is no slice): a string reply is a primitive, and a reply
@@ -585,7 +659,11 @@ export class ScriptRun {
           // guardedFetch's body owns its whole buffer: copied once, into the VM. A view of part of
           // a buffer (none is made today) would carry its neighbours' bytes, so it is cut first.
           const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
-          const buffer = ctx.newArrayBuffer((whole ? body.buffer : body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)) as ArrayBuffer);
+          const buffer = ctx.newArrayBuffer(
+            (whole
+              ? body.buffer
+              : body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)) as ArrayBuffer,
+          );
           ctx.defineProp(h, "json", { value: json, enumerable: true });
           ctx.defineProp(h, "body", { value: buffer, enumerable: true });
           json.dispose();
@@ -666,7 +744,6 @@ export class ScriptRun {
           logs.add(line);
         },
       });
-
     };
     /**
      * Ends the run once: its outcome, its timers, and (unless abandoned) the runtime as it was
@@ -753,7 +830,12 @@ export class ScriptRun {
           }
           if (firedTimers.length > 0 || runtime.hasPendingJob()) continue;
           if (deferreds.size === 0 && timers.size === 0) {
-            return { error: { code: "script_error", message: "main(params) never settled: it awaits something that can never happen" } };
+            return {
+              error: {
+                code: "script_error",
+                message: "main(params) never settled: it awaits something that can never happen",
+              },
+            };
           }
           return undefined;
         }
@@ -787,7 +869,9 @@ export class ScriptRun {
       // ended first, or this run's first slice would take the board's word and the pool's kill with it.
       env.reap?.();
       setup();
-      const requestJson = ctx.newString(JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid }));
+      const requestJson = ctx.newString(
+        JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid }),
+      );
       const randomSeed = ctx.newString(nextSeed());
       ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson, randomSeed)).dispose();
 
@@ -797,13 +881,17 @@ export class ScriptRun {
         const json = ctx.getString(settled.value);
         settled.value.dispose();
         if (Buffer.byteLength(json) > limits.maxResponseBytes) {
-          return done({ error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` } });
+          return done({
+            error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` },
+          });
         }
         done({ responseJson: json });
       };
       const callMain = (moduleNamespace: QuickJSHandle | undefined) => {
         const params = ctx.newString(request.paramsJson);
-        const called = slice(() => ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]));
+        const called = slice(() =>
+          ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]),
+        );
         if (called.error) {
           const e = describe(called.error, internal);
           called.error.dispose();

@@ -16,7 +16,9 @@ export class Terminator {
 
   private constructor(session: inspector.Session) {
     this.#post = (method, params) =>
-      new Promise((resolve, reject) => session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
+      new Promise((resolve, reject) =>
+        session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))),
+      );
   }
 
   static #shared: Promise<Terminator | undefined> | undefined;
@@ -66,11 +68,13 @@ export class Terminator {
     const sessionId = this.#sessions.get(name);
     if (sessionId === undefined) return false;
     try {
-      await this.#post("NodeWorker.sendMessageToWorker", { sessionId, message: JSON.stringify({ id: 1, method: "Runtime.terminateExecution" }) });
+      await this.#post("NodeWorker.sendMessageToWorker", {
+        sessionId,
+        message: JSON.stringify({ id: 1, method: "Runtime.terminateExecution" }),
+      });
       return true;
     } catch {
       return false;
     }
   }
-
 }

@@ -84,7 +84,10 @@ type OfferedKeys = ReturnType<typeof offeredKeys>;
 function offeredKeys(offered: OfferedKeyBytes[] | undefined) {
   const keys = new Map<string, KeyMaterial>();
   for (const k of offered ?? []) {
-    keys.set(k.pkpId, { privateKey: new Uint8Array(k.privateKey), ...(k.encryptionKey ? { encryptionKey: new Uint8Array(k.encryptionKey) } : {}) });
+    keys.set(k.pkpId, {
+      privateKey: new Uint8Array(k.privateKey),
+      ...(k.encryptionKey ? { encryptionKey: new Uint8Array(k.encryptionKey) } : {}),
+    });
   }
   const uses: OfferedKeyUse[] = [];
   return {
@@ -95,7 +98,10 @@ function offeredKeys(offered: OfferedKeyBytes[] | undefined) {
       const key = keys.get(pkpId);
       if (!key || (request.encryption && !key.encryptionKey)) return undefined;
       uses.push({ pkpId, ...(request.use ? { use: request.use } : {}) });
-      return { privateKey: key.privateKey.slice(), ...(request.encryption && key.encryptionKey ? { encryptionKey: key.encryptionKey.slice() } : {}) };
+      return {
+        privateKey: key.privateKey.slice(),
+        ...(request.encryption && key.encryptionKey ? { encryptionKey: key.encryptionKey.slice() } : {}),
+      };
     },
     zero(): void {
       for (const key of keys.values()) {
@@ -301,7 +307,16 @@ function handle(message: ToWorker, ownTurn: boolean): void {
       const offer = offeredKeys(message.offered);
       void run(message.runId, message.request, offer, ownTurn).catch((err: unknown) => {
         offer.zero();
-        post({ type: "done", runId: message.runId, outcome: { logs: "", durationMs: 0, error: { code: "script_error", message: "the script could not be run" }, hostFailure: String(err) } });
+        post({
+          type: "done",
+          runId: message.runId,
+          outcome: {
+            logs: "",
+            durationMs: 0,
+            error: { code: "script_error", message: "the script could not be run" },
+            hostFailure: String(err),
+          },
+        });
       });
       break;
     }
@@ -330,7 +345,11 @@ function handle(message: ToWorker, ownTurn: boolean): void {
       const pending = pendingKeys.get(message.callId);
       if (!pending) break;
       pendingKeys.delete(message.callId);
-      if (message.ok) pending.resolve({ privateKey: new Uint8Array(message.privateKey), ...(message.encryptionKey ? { encryptionKey: new Uint8Array(message.encryptionKey) } : {}) });
+      if (message.ok)
+        pending.resolve({
+          privateKey: new Uint8Array(message.privateKey),
+          ...(message.encryptionKey ? { encryptionKey: new Uint8Array(message.encryptionKey) } : {}),
+        });
       else pending.reject(new CodedError(message.code, message.message));
       break;
     }

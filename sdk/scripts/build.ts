@@ -27,5 +27,9 @@ await build({
   legalComments: "none",
   logLevel: "warning",
 });
-execFileSync(process.execPath, [join(sdk, "../node_modules/typescript/bin/tsc"), "-p", join(sdk, "tsconfig.build.json")], { stdio: "inherit" });
+execFileSync(
+  process.execPath,
+  [join(sdk, "../node_modules/typescript/bin/tsc"), "-p", join(sdk, "tsconfig.build.json")],
+  { stdio: "inherit" },
+);
 console.log("sdk: built sdk/dist (index.js, types/)");

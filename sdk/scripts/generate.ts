@@ -19,7 +19,13 @@ import { computeCid } from "../../shared/cid.ts";
 import { SIGNER_CODE } from "../src/signer.ts";
 
 type Schema = JSONSchema & { pattern?: string };
-type Parameter = { name: string; in: "query" | "path" | "header" | "cookie"; required?: boolean; schema: Schema; description?: string };
+type Parameter = {
+  name: string;
+  in: "query" | "path" | "header" | "cookie";
+  required?: boolean;
+  schema: Schema;
+  description?: string;
+};
 type Operation = {
   operationId?: string;
   summary?: string;
@@ -55,18 +61,31 @@ function queryType(schema: Schema): Schema {
  * edge with x-sigil-paging: `cursor` and `limit` in, `next_cursor` and the items' array field out;
  * checked here so a wrong mark fails the build), or null.
  */
-function pagingOf(path: string, op: Operation, doc: Document): { paging: "page" | "cursor" | null; pageItems: string | null } {
+function pagingOf(
+  path: string,
+  op: Operation,
+  doc: Document,
+): { paging: "page" | "cursor" | null; pageItems: string | null } {
   const params = op.parameters ?? [];
   const mark = op["x-sigil-paging"];
-  if (mark === undefined) return { paging: params.some((p) => p.in === "query" && p.name === "page_number") ? "page" : null, pageItems: null };
-  const answer = deref(op.responses["200"]?.content?.["application/json"]?.schema, doc) as { properties?: Record<string, Schema> };
+  if (mark === undefined)
+    return {
+      paging: params.some((p) => p.in === "query" && p.name === "page_number") ? "page" : null,
+      pageItems: null,
+    };
+  const answer = deref(op.responses["200"]?.content?.["application/json"]?.schema, doc) as {
+    properties?: Record<string, Schema>;
+  };
   const items = answer.properties?.[mark.items] as Schema | undefined;
   const ok =
     mark.style === "cursor" &&
     ["cursor", "limit"].every((name) => params.some((p) => p.in === "query" && p.name === name)) &&
     answer.properties?.next_cursor !== undefined &&
     items?.type === "array";
-  if (!ok) throw new Error(`${path}: x-sigil-paging needs style "cursor", query cursor and limit, and an answer with next_cursor and the array ${mark.items}`);
+  if (!ok)
+    throw new Error(
+      `${path}: x-sigil-paging needs style "cursor", query cursor and limit, and an answer with next_cursor and the array ${mark.items}`,
+    );
   return { paging: "cursor", pageItems: mark.items };
 }
 
@@ -81,11 +100,14 @@ function deref(schema: Schema | undefined, doc: Document): Schema {
 function inputSchema(op: Operation): Schema {
   const params = (op.parameters ?? []).filter((p) => p.in === "query" || p.in === "path");
   const body = op.requestBody?.content["application/json"]?.schema;
-  if (body && params.length > 0) throw new Error("an operation with both a JSON body and parameters: the SDK's input cannot be one of them");
+  if (body && params.length > 0)
+    throw new Error("an operation with both a JSON body and parameters: the SDK's input cannot be one of them");
   if (body) return body;
   return {
     type: "object",
-    properties: Object.fromEntries(params.map((p) => [p.name, { ...queryType(p.schema), ...(p.description ? { description: p.description } : {}) }])),
+    properties: Object.fromEntries(
+      params.map((p) => [p.name, { ...queryType(p.schema), ...(p.description ? { description: p.description } : {}) }]),
+    ),
     required: params.filter((p) => p.required).map((p) => p.name),
     additionalProperties: false,
   };
@@ -99,7 +121,8 @@ function inputSchema(op: Operation): Schema {
 function outputSchema(op: Operation): { schema: Schema; json: boolean } {
   const content = op.responses["200"]?.content ?? {};
   const json = content["application/json"]?.schema;
-  if (json && Object.keys(content).every((type) => type === "application/json" || type === "text/csv")) return { schema: json, json: true };
+  if (json && Object.keys(content).every((type) => type === "application/json" || type === "text/csv"))
+    return { schema: json, json: true };
   return { schema: { tsType: "string" } as Schema, json: false };
 }
 
@@ -112,7 +135,10 @@ const pascal = (name: string) => name[0]!.toUpperCase() + name.slice(1);
 function openFreeObjects(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(openFreeObjects);
   if (value === null || typeof value !== "object") return value;
-  const o = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, openFreeObjects(v)])) as Record<string, unknown>;
+  const o = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, openFreeObjects(v)])) as Record<
+    string,
+    unknown
+  >;
   const isObject = o.type === "object" || (Array.isArray(o.type) && o.type.includes("object"));
   if (isObject && o.properties === undefined && o.additionalProperties === undefined) o.additionalProperties = true;
   return o;

@@ -4,7 +4,15 @@
 // (and sends them) with a Sigil wallet. The calling key must be allowed to run that action with the
 // wallet: a group with SIGNER_CID and the wallet (grantSigner makes one).
 import { toAccount } from "viem/accounts";
-import { getAddress, serializeTransaction, type Address, type Hex, type LocalAccount, type SignableMessage, type TransactionSerializable } from "viem";
+import {
+  getAddress,
+  serializeTransaction,
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type SignableMessage,
+  type TransactionSerializable,
+} from "viem";
 import { SigilError } from "./errors.ts";
 import { SIGNER_CID } from "./generated/api.ts";
 import { SIGNER_CODE } from "./signer.ts";
@@ -17,7 +25,12 @@ function toWire(value: unknown): unknown {
   if (typeof value === "bigint") return { $bigint: value.toString() };
   if (value instanceof Uint8Array) return `0x${Array.from(value, (b) => b.toString(16).padStart(2, "0")).join("")}`;
   if (Array.isArray(value)) return value.map(toWire);
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, toWire(v)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, toWire(v)]),
+    );
   return value;
 }
 
@@ -31,15 +44,22 @@ function messageOf(message: SignableMessage): string | { raw: Hex } {
  * Runs the signing action with `params` and answers its response; a run that fails throws a
  * SigilError with the run's error code (`run_failed` when it has none) and its logs in details.
  */
-async function runSigner(client: SigilClient, params: Record<string, unknown>, options: CallOptions | undefined): Promise<unknown> {
+async function runSigner(
+  client: SigilClient,
+  params: Record<string, unknown>,
+  options: CallOptions | undefined,
+): Promise<unknown> {
   let info: { requestId: string | undefined } = { requestId: undefined };
-  const run = await client.sigilAction({ code: SIGNER_CODE, js_params: toWire(params) as Record<string, unknown> }, {
-    ...options,
-    onResponse: (r) => {
-      info = r;
-      options?.onResponse?.(r);
+  const run = await client.sigilAction(
+    { code: SIGNER_CODE, js_params: toWire(params) as Record<string, unknown> },
+    {
+      ...options,
+      onResponse: (r) => {
+        info = r;
+        options?.onResponse?.(r);
+      },
     },
-  });
+  );
   if (run.has_error) {
     throw new SigilError({
       code: run.error?.code ?? "run_failed",
@@ -57,7 +77,11 @@ async function runSigner(client: SigilClient, params: Record<string, unknown>, o
  * signTransaction and sign (a raw 32-byte hash) each run inside the enclave. `options` apply to
  * every run (an AbortSignal, a timeout).
  */
-export function toSigilAccount(args: { client: SigilClient; wallet: Address | string; options?: CallOptions }): LocalAccount<"sigil"> {
+export function toSigilAccount(args: {
+  client: SigilClient;
+  wallet: Address | string;
+  options?: CallOptions;
+}): LocalAccount<"sigil"> {
   const { client, options } = args;
   const wallet = getAddress(args.wallet);
   const account = toAccount({
@@ -77,7 +101,9 @@ export function toSigilAccount(args: { client: SigilClient; wallet: Address | st
       if (opts?.serializer && opts.serializer !== serializeTransaction) {
         const theirs = await opts.serializer(transaction as TransactionSerializable);
         if (theirs !== serializeTransaction(transaction as TransactionSerializable)) {
-          throw new TypeError("this chain serializes this transaction its own way; the Sigil signer signs Ethereum's serialization only");
+          throw new TypeError(
+            "this chain serializes this transaction its own way; the Sigil signer signs Ethereum's serialization only",
+          );
         }
       }
       return (await runSigner(client, { op: "signTransaction", wallet, transaction }, options)) as Hex;
@@ -90,7 +116,11 @@ export function toSigilAccount(args: { client: SigilClient; wallet: Address | st
  * Lets the client's key sign with `wallet` through toSigilAccount: adds a group with the signing
  * action's CID and the wallet (add_group; the key needs group:create). Resolves with the new group.
  */
-export async function grantSigner(client: SigilClient, args: { wallet: Address | string; groupName?: string; description?: string }, options?: CallOptions) {
+export async function grantSigner(
+  client: SigilClient,
+  args: { wallet: Address | string; groupName?: string; description?: string },
+  options?: CallOptions,
+) {
   return client.addGroup(
     {
       group_name: args.groupName ?? `sigil signer ${args.wallet.slice(0, 10)}`,

@@ -5,7 +5,12 @@
 import { SigilError } from "./errors.ts";
 import type { CallOptions, SigilClient } from "./client.ts";
 
-export type TopUpResult = { paymentIntentId: string; creditedCents: number; alreadyCredited: boolean; balanceCents: number };
+export type TopUpResult = {
+  paymentIntentId: string;
+  creditedCents: number;
+  alreadyCredited: boolean;
+  balanceCents: number;
+};
 
 /**
  * Buys `amountCents` of credit (at least 500) for the client's account (its API key, or its
@@ -25,15 +30,31 @@ export async function topUp(
   try {
     paid = await doFetch(`${stripeBase}/v1/payment_intents/${encodeURIComponent(intent.payment_intent_id)}/confirm`, {
       method: "POST",
-      headers: { authorization: `Bearer ${config.publishable_key}`, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ payment_method: args.paymentMethod ?? "pm_card_visa", client_secret: intent.client_secret }).toString(),
-      signal: options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(60_000)]) : AbortSignal.timeout(60_000),
+      headers: {
+        authorization: `Bearer ${config.publishable_key}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({
+        payment_method: args.paymentMethod ?? "pm_card_visa",
+        client_secret: intent.client_secret,
+      }).toString(),
+      signal: options.signal
+        ? AbortSignal.any([options.signal, AbortSignal.timeout(60_000)])
+        : AbortSignal.timeout(60_000),
     });
   } catch (err) {
     if (options.signal?.aborted) throw options.signal.reason;
-    throw new SigilError({ code: "payment_not_succeeded", status: 0, message: `Stripe could not be reached at ${stripeBase}`, cause: err });
+    throw new SigilError({
+      code: "payment_not_succeeded",
+      status: 0,
+      message: `Stripe could not be reached at ${stripeBase}`,
+      cause: err,
+    });
   }
-  const payment = (await paid.json().catch(() => ({}))) as { status?: string; error?: { message?: string; decline_code?: string; code?: string } };
+  const payment = (await paid.json().catch(() => ({}))) as {
+    status?: string;
+    error?: { message?: string; decline_code?: string; code?: string };
+  };
   if (!paid.ok) {
     throw new SigilError({
       code: "payment_not_succeeded",
@@ -46,9 +67,17 @@ export async function topUp(
   for (;;) {
     try {
       const r = await client.confirmPayment({ payment_intent_id: intent.payment_intent_id }, options);
-      return { paymentIntentId: intent.payment_intent_id, creditedCents: r.credited_cents, alreadyCredited: r.already_credited, balanceCents: r.balance_cents };
+      return {
+        paymentIntentId: intent.payment_intent_id,
+        creditedCents: r.credited_cents,
+        alreadyCredited: r.already_credited,
+        balanceCents: r.balance_cents,
+      };
     } catch (err) {
-      const processing = err instanceof SigilError && err.code === "payment_not_succeeded" && (err.details as { status?: string } | undefined)?.status === "processing";
+      const processing =
+        err instanceof SigilError &&
+        err.code === "payment_not_succeeded" &&
+        (err.details as { status?: string } | undefined)?.status === "processing";
       if (!processing || Date.now() > deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, 2_000));
     }

@@ -23,12 +23,19 @@ export { accountConfigAbi, walletLookupHash };
 export type { SigilPrimaryType, SigilTypedData };
 
 /** Anything that signs EIP-712 typed data: a local viem Account, or a WalletClient (with its account, or a JSON-RPC one such as a browser wallet). */
-export type TypedDataSigner = Pick<Account & { signTypedData: NonNullable<Account["signTypedData"]> }, "address" | "signTypedData"> | WalletClient<Transport, Chain | undefined, Account | undefined>;
+export type TypedDataSigner =
+  | Pick<Account & { signTypedData: NonNullable<Account["signTypedData"]> }, "address" | "signTypedData">
+  | WalletClient<Transport, Chain | undefined, Account | undefined>;
 
 /** A signature endpoint's body (and X-Wallet-Auth's content): the typed data and its signature. */
-export type SignedTypedData<P extends SigilPrimaryType = SigilPrimaryType> = { typed_data: SigilTypedData<P>; signature: Hex };
+export type SignedTypedData<P extends SigilPrimaryType = SigilPrimaryType> = {
+  typed_data: SigilTypedData<P>;
+  signature: Hex;
+};
 
-function isWalletClient(signer: TypedDataSigner): signer is WalletClient<Transport, Chain | undefined, Account | undefined> {
+function isWalletClient(
+  signer: TypedDataSigner,
+): signer is WalletClient<Transport, Chain | undefined, Account | undefined> {
   return typeof (signer as WalletClient).request === "function";
 }
 
@@ -55,10 +62,18 @@ export async function signSigilTypedData<P extends SigilPrimaryType>(args: {
 }): Promise<SignedTypedData<P>> {
   const chainId = args.chainId ?? (await chainIdOf(args.client));
   const address = args.address ?? (await signerAddress(args.signer));
-  const typed = buildTypedData({ primaryType: args.primaryType, address, chainId, issuedAt: args.issuedAt ?? Math.floor(Date.now() / 1000) });
+  const typed = buildTypedData({
+    primaryType: args.primaryType,
+    address,
+    chainId,
+    issuedAt: args.issuedAt ?? Math.floor(Date.now() / 1000),
+  });
   const definition = signableTypedData(typed);
   const signature = isWalletClient(args.signer)
-    ? await args.signer.signTypedData({ ...definition, account: args.signer.account ?? (await signerAddress(args.signer)) } as never)
+    ? await args.signer.signTypedData({
+        ...definition,
+        account: args.signer.account ?? (await signerAddress(args.signer)),
+      } as never)
     : await args.signer.signTypedData(definition as never);
   return { typed_data: typed, signature };
 }
@@ -73,7 +88,12 @@ async function chainIdOf(client: Pick<SigilClient, "getNodeChainConfig"> | undef
  * JSON `{typed_data, signature}` of a BillingAuth signature, valid for 5 minutes. For a client,
  * pass `() => walletAuthHeader(…)` as its `walletAuth` so each call signs a fresh one.
  */
-export async function walletAuthHeader(args: { signer: TypedDataSigner; chainId?: number | bigint; client?: Pick<SigilClient, "getNodeChainConfig">; address?: Address }): Promise<string> {
+export async function walletAuthHeader(args: {
+  signer: TypedDataSigner;
+  chainId?: number | bigint;
+  client?: Pick<SigilClient, "getNodeChainConfig">;
+  address?: Address;
+}): Promise<string> {
   const signed = await signSigilTypedData({ ...args, primaryType: "BillingAuth" });
   const bytes = new TextEncoder().encode(JSON.stringify(signed));
   let binary = "";
@@ -86,7 +106,15 @@ export function accountConfigCall(functionName: AccountConfigWrite, args: readon
   return encodeFunctionData({ abi: accountConfigAbi, functionName, args } as never);
 }
 
-type AccountConfigWrite = "newChainSecuredAccount" | "registerWalletDerivation" | "setUsageApiKey" | "transferChainSecuredAccountOwnership" | "convertToChainSecuredAccount" | "registerActions" | "addGroup" | "removeUsageApiKey";
+type AccountConfigWrite =
+  | "newChainSecuredAccount"
+  | "registerWalletDerivation"
+  | "setUsageApiKey"
+  | "transferChainSecuredAccountOwnership"
+  | "convertToChainSecuredAccount"
+  | "registerActions"
+  | "addGroup"
+  | "removeUsageApiKey";
 
 /** What a usage key may do, as setUsageApiKey takes it (group ids as bigints; 0 = none/never). */
 export type UsageKeyGrant = {
@@ -108,10 +136,21 @@ export type UsageKeyGrant = {
  * and waited for; each resolves with the mined receipt's transaction hash and what its events say.
  * A revert throws viem's error (its `shortMessage` names the contract's error).
  */
-export function accountConfig(args: { walletClient: WalletClient<Transport, Chain | undefined, Account>; publicClient: Pick<PublicClient, "waitForTransactionReceipt">; address: Address }) {
+export function accountConfig(args: {
+  walletClient: WalletClient<Transport, Chain | undefined, Account>;
+  publicClient: Pick<PublicClient, "waitForTransactionReceipt">;
+  address: Address;
+}) {
   const { walletClient, publicClient, address } = args;
   const send = async (functionName: AccountConfigWrite, callArgs: readonly unknown[]) => {
-    const hash = await walletClient.writeContract({ address, abi: accountConfigAbi, functionName, args: callArgs, chain: walletClient.chain ?? null, account: walletClient.account } as never);
+    const hash = await walletClient.writeContract({
+      address,
+      abi: accountConfigAbi,
+      functionName,
+      args: callArgs,
+      chain: walletClient.chain ?? null,
+      account: walletClient.account,
+    } as never);
     const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error(`${functionName} reverted (transaction ${hash})`);
     return receipt;
@@ -126,8 +165,20 @@ export function accountConfig(args: { walletClient: WalletClient<Transport, Chai
       return { transactionHash: receipt.transactionHash, accountHash: accountHashOf(walletClient.account.address) };
     },
     /** Registers a wallet create_wallet_with_signature derived (its address and derivation_path). */
-    async registerWalletDerivation(a: { wallet: Address; derivationPath: Hex | bigint; name?: string; description?: string; accountHash?: bigint }) {
-      const receipt = await send("registerWalletDerivation", [a.accountHash ?? accountHashOf(walletClient.account.address), a.wallet, BigInt(a.derivationPath), a.name ?? "", a.description ?? ""]);
+    async registerWalletDerivation(a: {
+      wallet: Address;
+      derivationPath: Hex | bigint;
+      name?: string;
+      description?: string;
+      accountHash?: bigint;
+    }) {
+      const receipt = await send("registerWalletDerivation", [
+        a.accountHash ?? accountHashOf(walletClient.account.address),
+        a.wallet,
+        BigInt(a.derivationPath),
+        a.name ?? "",
+        a.description ?? "",
+      ]);
       return { transactionHash: receipt.transactionHash };
     },
     /** Grants a usage key (add_usage_api_key_with_signature's usage_api_key_hash) its permissions. */
@@ -151,19 +202,39 @@ export function accountConfig(args: { walletClient: WalletClient<Transport, Chai
     },
     /** Registers actions (CIDs) with the account, as add_action does for a managed one. */
     async registerActions(a: { cids: string[]; groupId?: bigint; accountHash?: bigint }) {
-      const receipt = await send("registerActions", [a.accountHash ?? accountHashOf(walletClient.account.address), a.groupId ?? 0n, a.cids]);
+      const receipt = await send("registerActions", [
+        a.accountHash ?? accountHashOf(walletClient.account.address),
+        a.groupId ?? 0n,
+        a.cids,
+      ]);
       return { transactionHash: receipt.transactionHash };
     },
     /** Adds a group of actions (CID hashes) and wallets; resolves with its id. */
-    async addGroup(a: { name: string; description?: string; cidHashes: bigint[]; wallets: Address[]; accountHash?: bigint }) {
-      const receipt = await send("addGroup", [a.accountHash ?? accountHashOf(walletClient.account.address), a.name, a.description ?? "", a.cidHashes, a.wallets]);
-      const groupId = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args.groupId;
+    async addGroup(a: {
+      name: string;
+      description?: string;
+      cidHashes: bigint[];
+      wallets: Address[];
+      accountHash?: bigint;
+    }) {
+      const receipt = await send("addGroup", [
+        a.accountHash ?? accountHashOf(walletClient.account.address),
+        a.name,
+        a.description ?? "",
+        a.cidHashes,
+        a.wallets,
+      ]);
+      const groupId = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args
+        .groupId;
       if (groupId === undefined) throw new Error("addGroup: no GroupAdded event in the receipt");
       return { transactionHash: receipt.transactionHash, groupId };
     },
     /** Hands the account to another admin wallet; the sender stops being able to administer it. */
     async transferOwnership(a: { newAdmin: Address; accountHash?: bigint }) {
-      const receipt = await send("transferChainSecuredAccountOwnership", [a.accountHash ?? accountHashOf(walletClient.account.address), a.newAdmin]);
+      const receipt = await send("transferChainSecuredAccountOwnership", [
+        a.accountHash ?? accountHashOf(walletClient.account.address),
+        a.newAdmin,
+      ]);
       return { transactionHash: receipt.transactionHash };
     },
   };

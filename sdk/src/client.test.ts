@@ -14,7 +14,9 @@ function scripted(answers: Array<Response | Error | ((seen: Seen) => Response | 
     const s: Seen = {
       url: String(input),
       method: init?.method ?? "GET",
-      headers: Object.fromEntries(Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v])),
+      headers: Object.fromEntries(
+        Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+      ),
       body: init?.body as string | undefined,
     };
     seen.push(s);
@@ -27,25 +29,38 @@ function scripted(answers: Array<Response | Error | ((seen: Seen) => Response | 
 }
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "x-request-id": "req-1", ...headers } });
-const errorAnswer = (status: number, code: string, headers: Record<string, string> = {}) => json(status, { error: { code, message: `${code} happened`, request_id: "req-err", details: { why: 1 } } }, headers);
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", "x-request-id": "req-1", ...headers },
+  });
+const errorAnswer = (status: number, code: string, headers: Record<string, string> = {}) =>
+  json(status, { error: { code, message: `${code} happened`, request_id: "req-err", details: { why: 1 } } }, headers);
 
 describe("createSigilClient", () => {
   it("has one method per operation of the table, named by its operationId", () => {
     const client = createSigilClient({ baseUrl: "http://127.0.0.1:1" });
-    for (const name of Object.keys(operations)) expect(typeof (client as unknown as Record<string, unknown>)[name], name).toBe("function");
+    for (const name of Object.keys(operations))
+      expect(typeof (client as unknown as Record<string, unknown>)[name], name).toBe("function");
   });
 
   it("sends the key, the JSON body and a fresh Idempotency-Key on a write; parameters as the query on a read", async () => {
     const { fetch, seen } = scripted([json(200, { success: true }), json(200, [])]);
     const client = createSigilClient({ baseUrl: "http://h.test/core/v1/", apiKey: "k1", fetch });
-    await client.addGroup({ group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } as never);
+    await client.addGroup({
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [],
+    } as never);
     await client.listWalletsInGroup({ group_id: 7n, page_size: 5 });
     expect(seen[0]).toMatchObject({ url: "http://h.test/core/v1/add_group", method: "POST" });
     expect(seen[0]!.headers["x-api-key"]).toBe("k1");
     expect(seen[0]!.headers["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(JSON.parse(seen[0]!.body!)).toMatchObject({ group_name: "g" });
-    expect(seen[1]).toMatchObject({ url: "http://h.test/core/v1/list_wallets_in_group?group_id=7&page_size=5", method: "GET" });
+    expect(seen[1]).toMatchObject({
+      url: "http://h.test/core/v1/list_wallets_in_group?group_id=7&page_size=5",
+      method: "GET",
+    });
     expect(seen[1]!.headers["idempotency-key"]).toBeUndefined();
   });
 
@@ -58,7 +73,11 @@ describe("createSigilClient", () => {
   });
 
   it("retries a write after a 429's Retry-After with the same Idempotency-Key", async () => {
-    const { fetch, seen } = scripted([errorAnswer(429, "rate_limited", { "retry-after": "0" }), errorAnswer(409, "request_in_progress", { "retry-after": "0" }), json(200, { success: true, wallet_address: "0x1" })]);
+    const { fetch, seen } = scripted([
+      errorAnswer(429, "rate_limited", { "retry-after": "0" }),
+      errorAnswer(409, "request_in_progress", { "retry-after": "0" }),
+      json(200, { success: true, wallet_address: "0x1" }),
+    ]);
     const client = createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch });
     expect(await client.createWallet({}, { idempotencyKey: "same-key" })).toMatchObject({ wallet_address: "0x1" });
     expect(seen.map((s) => s.headers["idempotency-key"])).toEqual(["same-key", "same-key", "same-key"]);
@@ -74,14 +93,21 @@ describe("createSigilClient", () => {
 
   it("does not retry a 503 without Retry-After, nor past the retries allowed; the error keeps code, status, details, request id", async () => {
     const { fetch, seen } = scripted([errorAnswer(503, "enclave_unavailable")]);
-    const err = await createSigilClient({ baseUrl: "http://h.test", fetch }).getVersion().catch((e: unknown) => e);
+    const err = await createSigilClient({ baseUrl: "http://h.test", fetch })
+      .getVersion()
+      .catch((e: unknown) => e);
     expect(seen).toHaveLength(1);
     expect(err).toBeInstanceOf(SigilError);
     expect(err).toMatchObject({ code: "enclave_unavailable", status: 503, details: { why: 1 }, requestId: "req-err" });
     expect(String(err)).toBe("enclave_unavailable: enclave_unavailable happened (request req-err)");
 
-    const again = scripted([errorAnswer(429, "rate_limited", { "retry-after": "0" }), errorAnswer(429, "rate_limited", { "retry-after": "0" })]);
-    const limited = await createSigilClient({ baseUrl: "http://h.test", fetch: again.fetch, retries: 1 }).getVersion().catch((e: unknown) => e);
+    const again = scripted([
+      errorAnswer(429, "rate_limited", { "retry-after": "0" }),
+      errorAnswer(429, "rate_limited", { "retry-after": "0" }),
+    ]);
+    const limited = await createSigilClient({ baseUrl: "http://h.test", fetch: again.fetch, retries: 1 })
+      .getVersion()
+      .catch((e: unknown) => e);
     expect(again.seen).toHaveLength(2);
     expect(limited).toMatchObject({ code: "rate_limited", status: 429, retryAfter: 0 });
   });
@@ -120,7 +146,9 @@ describe("createSigilClient", () => {
     expect(new Set(a.seen.map((s) => s.headers["idempotency-key"])).size).toBe(1);
     // Past BUSY_RETRIES, the call's own retries, then the error.
     const b = scripted(Array.from({ length: BUSY_RETRIES + 2 }, busy));
-    const err = await createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: b.fetch, retries: 1 }).createWallet({}).catch((e: unknown) => e);
+    const err = await createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: b.fetch, retries: 1 })
+      .createWallet({})
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SigilError);
     expect((err as SigilError).code).toBe("edge_busy");
     expect(b.seen).toHaveLength(BUSY_RETRIES + 2);
@@ -131,28 +159,39 @@ describe("createSigilClient", () => {
     await unsafe.updateWebhookSettings({} as never);
     expect(d.seen).toHaveLength(2);
     const e = scripted([errorAnswer(503, "enclave_unavailable", { "retry-after": "0" }), json(200, {})]);
-    await expect(createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: e.fetch }).updateWebhookSettings({} as never)).rejects.toMatchObject({ code: "enclave_unavailable" });
+    await expect(
+      createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: e.fetch }).updateWebhookSettings({} as never),
+    ).rejects.toMatchObject({ code: "enclave_unavailable" });
     expect(e.seen).toHaveLength(1);
     // retries: 0 is no retry at all.
     const c = scripted([busy(), json(200, { success: true, wallet_address: "0x1" })]);
-    await expect(createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: c.fetch, retries: 0 }).createWallet({})).rejects.toMatchObject({ code: "edge_busy" });
+    await expect(
+      createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: c.fetch, retries: 0 }).createWallet({}),
+    ).rejects.toMatchObject({ code: "edge_busy" });
     expect(c.seen).toHaveLength(1);
   });
 
   it("a Retry-After longer than maxRetryDelayMs is the caller's: the error comes at once", async () => {
     const { fetch, seen } = scripted([errorAnswer(429, "rate_limited", { "retry-after": "120" })]);
-    const err = await createSigilClient({ baseUrl: "http://h.test", fetch, maxRetryDelayMs: 1000 }).getVersion().catch((e: unknown) => e);
+    const err = await createSigilClient({ baseUrl: "http://h.test", fetch, maxRetryDelayMs: 1000 })
+      .getVersion()
+      .catch((e: unknown) => e);
     expect(seen).toHaveLength(1);
     expect(err).toMatchObject({ code: "rate_limited", retryAfter: 120 });
   });
 
   it("a failed connection: a read is tried again, a POST with no Idempotency-Key is not", async () => {
     const read = scripted([new TypeError("fetch failed"), json(200, { name: "sigil", version: "1" })]);
-    expect(await createSigilClient({ baseUrl: "http://h.test", fetch: read.fetch }).getVersion()).toEqual({ name: "sigil", version: "1" });
+    expect(await createSigilClient({ baseUrl: "http://h.test", fetch: read.fetch }).getVersion()).toEqual({
+      name: "sigil",
+      version: "1",
+    });
     expect(read.seen).toHaveLength(2);
 
     const hook = scripted([new TypeError("fetch failed")]);
-    const err = await createSigilClient({ baseUrl: "http://h.test", fetch: hook.fetch }).stripeWebhook({} as never).catch((e: unknown) => e);
+    const err = await createSigilClient({ baseUrl: "http://h.test", fetch: hook.fetch })
+      .stripeWebhook({} as never)
+      .catch((e: unknown) => e);
     expect(hook.seen).toHaveLength(1);
     expect(err).toBeInstanceOf(SigilNetworkError);
     expect(err).toMatchObject({ code: "network_error", status: 0 });
@@ -162,9 +201,13 @@ describe("createSigilClient", () => {
     let calls = 0;
     const hang = ((_: unknown, init?: RequestInit) => {
       calls++;
-      return new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
+      return new Promise((_resolve, reject) =>
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)),
+      );
     }) as typeof globalThis.fetch;
-    const err = await createSigilClient({ baseUrl: "http://h.test", fetch: hang, timeoutMs: 50 }).getVersion().catch((e: unknown) => e);
+    const err = await createSigilClient({ baseUrl: "http://h.test", fetch: hang, timeoutMs: 50 })
+      .getVersion()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SigilTimeoutError);
     expect(err).toBeInstanceOf(SigilNetworkError);
     expect(calls).toBe(1);
@@ -173,23 +216,36 @@ describe("createSigilClient", () => {
   it("the caller's abort rejects with the signal's reason, also while waiting to retry", async () => {
     const controller = new AbortController();
     const { fetch } = scripted([errorAnswer(429, "rate_limited", { "retry-after": "5" })]);
-    const pending = createSigilClient({ baseUrl: "http://h.test", fetch }).getVersion(undefined, { signal: controller.signal });
+    const pending = createSigilClient({ baseUrl: "http://h.test", fetch }).getVersion(undefined, {
+      signal: controller.signal,
+    });
     setTimeout(() => controller.abort(new Error("stop")), 20);
     await expect(pending).rejects.toThrow("stop");
   });
 
   it("an answer that is not the service's (no error body, not JSON) is unexpected_response", async () => {
-    const { fetch } = scripted([new Response("<html>bad gateway</html>", { status: 502, statusText: "Bad Gateway" }), new Response("not json", { status: 200 })]);
+    const { fetch } = scripted([
+      new Response("<html>bad gateway</html>", { status: 502, statusText: "Bad Gateway" }),
+      new Response("not json", { status: 200 }),
+    ]);
     const client = createSigilClient({ baseUrl: "http://h.test", fetch, retries: 0 });
     await expect(client.getVersion()).rejects.toMatchObject({ code: "unexpected_response", status: 502 });
     await expect(client.getVersion()).rejects.toMatchObject({ code: "unexpected_response", status: 200 });
   });
 
   it("all.<list> yields every item, page after page, until X-Total-Count", async () => {
-    const page = (items: number[], total: number) => json(200, items.map((i) => ({ id: String(i) })), { "x-total-count": String(total) });
+    const page = (items: number[], total: number) =>
+      json(
+        200,
+        items.map((i) => ({ id: String(i) })),
+        { "x-total-count": String(total) },
+      );
     const { fetch, seen } = scripted([page([0, 1], 5), page([2, 3], 5), page([4], 5)]);
     const ids: string[] = [];
-    for await (const w of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch }).all.listWallets({ page_size: 2 })) ids.push(w.id);
+    for await (const w of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch }).all.listWallets({
+      page_size: 2,
+    }))
+      ids.push(w.id);
     expect(ids).toEqual(["0", "1", "2", "3", "4"]);
     expect(seen.map((s) => new URL(s.url).searchParams.get("page_number"))).toEqual(["0", "1", "2"]);
   });
@@ -197,19 +253,50 @@ describe("createSigilClient", () => {
   it("all.<cursor-paged> (the table's paging: cursor) sends limit, then each next_cursor, until it is null; the items are the answer's pageItems field", async () => {
     expect(operations.audit).toMatchObject({ paging: "cursor", pageItems: "events" });
     expect(operations.listWallets).toMatchObject({ paging: "page", pageItems: null });
-    const event = (n: number) => ({ block_number: n, block_time: null, tx_hash: "0x", log_index: 0, event: "GroupAdded", actor: null, summary: `group ${n} added`, args: {} });
-    const { fetch, seen } = scripted([json(200, { events: [event(9), event(8)], next_cursor: "c1" }), json(200, { events: [event(7)], next_cursor: "c2" }), json(200, { events: [], next_cursor: null })]);
+    const event = (n: number) => ({
+      block_number: n,
+      block_time: null,
+      tx_hash: "0x",
+      log_index: 0,
+      event: "GroupAdded",
+      actor: null,
+      summary: `group ${n} added`,
+      args: {},
+    });
+    const { fetch, seen } = scripted([
+      json(200, { events: [event(9), event(8)], next_cursor: "c1" }),
+      json(200, { events: [event(7)], next_cursor: "c2" }),
+      json(200, { events: [], next_cursor: null }),
+    ]);
     const blocks: number[] = [];
-    for await (const e of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch }).all.audit({ limit: 2, from_block: 5 })) blocks.push(e.block_number);
+    for await (const e of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch }).all.audit({
+      limit: 2,
+      from_block: 5,
+    }))
+      blocks.push(e.block_number);
     expect(blocks).toEqual([9, 8, 7]);
     expect(seen.map((s) => [...new URL(s.url).searchParams].sort())).toEqual([
-      [["from_block", "5"], ["limit", "2"]],
-      [["cursor", "c1"], ["from_block", "5"], ["limit", "2"]],
-      [["cursor", "c2"], ["from_block", "5"], ["limit", "2"]],
+      [
+        ["from_block", "5"],
+        ["limit", "2"],
+      ],
+      [
+        ["cursor", "c1"],
+        ["from_block", "5"],
+        ["limit", "2"],
+      ],
+      [
+        ["cursor", "c2"],
+        ["from_block", "5"],
+        ["limit", "2"],
+      ],
     ]);
     // Resuming from a cursor, with the default page size.
     const resumed = scripted([json(200, { events: [event(1)], next_cursor: null })]);
-    for await (const e of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: resumed.fetch }).all.audit({ cursor: "c9" })) blocks.push(e.block_number);
+    for await (const e of createSigilClient({ baseUrl: "http://h.test", apiKey: "k", fetch: resumed.fetch }).all.audit({
+      cursor: "c9",
+    }))
+      blocks.push(e.block_number);
     expect(new URL(resumed.seen[0]!.url).search).toBe("?limit=100&cursor=c9");
   });
 

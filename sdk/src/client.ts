@@ -60,15 +60,17 @@ type Output<K extends OperationId> = Operations[K]["output"];
 
 /** A method: its input may be left out when every field of it is optional. */
 // biome-ignore lint/complexity/noBannedTypes: `{} extends T` is how a type says every field of T is optional
-export type Method<K extends OperationId> = {} extends Input<K>
-  ? (input?: Input<K>, options?: CallOptions) => Promise<Output<K>>
-  : (input: Input<K>, options?: CallOptions) => Promise<Output<K>>;
+export type Method<K extends OperationId> =
+  {} extends Input<K>
+    ? (input?: Input<K>, options?: CallOptions) => Promise<Output<K>>
+    : (input: Input<K>, options?: CallOptions) => Promise<Output<K>>;
 
 type Op<K extends OperationId> = (typeof operations)[K];
 /** The operations `all` iterates: the page_number lists and the cursor-paged ones (the table's `paging`). */
 type Paged = { [K in OperationId]: Op<K>["paging"] extends "page" | "cursor" ? K : never }[OperationId];
 /** A cursor-paged answer keeps its items in one field (the table's `pageItems`); a page_number list is the array. */
-type PageItems<K extends Paged> = Op<K> extends { paging: "cursor"; pageItems: infer F extends keyof Output<K> } ? Output<K>[F] : Output<K>;
+type PageItems<K extends Paged> =
+  Op<K> extends { paging: "cursor"; pageItems: infer F extends keyof Output<K> } ? Output<K>[F] : Output<K>;
 export type PageItem<K extends Paged> = PageItems<K> extends Array<infer I> ? I : never;
 /** What an iteration takes: the list's own filters and a page size (`limit` by cursor, `page_size` by page); by cursor, a `cursor` to resume from. */
 type PageInput<K extends Paged> = Op<K>["paging"] extends "cursor"
@@ -81,7 +83,11 @@ export type SigilClient = { [K in OperationId]: Method<K> } & {
    * cursor-paged operation each page's `next_cursor` until it is null (`client.all.audit()`).
    */
   // biome-ignore lint/complexity/noBannedTypes: as in Method, every field optional
-  all: { [K in Paged]: {} extends PageInput<K> ? (input?: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> : (input: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>> };
+  all: {
+    [K in Paged]: {} extends PageInput<K>
+      ? (input?: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>>
+      : (input: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>>;
+  };
   /** Calls an operation by its id (what the named methods do). */
   call<K extends OperationId>(operation: K, input: Input<K>, options?: CallOptions): Promise<Output<K>>;
   /** The service's origin the client calls (a trailing /core/v1 removed). */
@@ -97,10 +103,15 @@ const ITERATION_PAGE_SIZE = 100;
 
 export function createSigilClient(options: SigilClientOptions): SigilClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, "").replace(/\/core\/v1$/, "");
-  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL, not ${JSON.stringify(options.baseUrl)}`);
+  if (!/^https?:\/\/[^/]+/.test(baseUrl))
+    throw new TypeError(`baseUrl must be an http(s) URL, not ${JSON.stringify(options.baseUrl)}`);
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
 
-  async function call<K extends OperationId>(operation: K, input: Input<K>, callOptions: CallOptions = {}): Promise<Output<K>> {
+  async function call<K extends OperationId>(
+    operation: K,
+    input: Input<K>,
+    callOptions: CallOptions = {},
+  ): Promise<Output<K>> {
     const op = operations[operation];
     if (!op) throw new TypeError(`unknown operation ${String(operation)}`);
     const { url, body } = requestOf(baseUrl, op, input);
@@ -108,12 +119,14 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     if (body !== undefined) headers["content-type"] = "application/json";
     if (op.auth !== "none" && options.apiKey) headers["x-api-key"] = options.apiKey;
     if (op.auth === "key_or_wallet" && !options.apiKey && options.walletAuth !== undefined) {
-      headers["x-wallet-auth"] = typeof options.walletAuth === "string" ? options.walletAuth : await options.walletAuth();
+      headers["x-wallet-auth"] =
+        typeof options.walletAuth === "string" ? options.walletAuth : await options.walletAuth();
     }
     if (callOptions.correlationId) headers["x-correlation-id"] = callOptions.correlationId;
     // Every operation that takes an Idempotency-Key acts (GET create_wallet too): it always gets one.
     if (op.idempotent) headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
-    const safe = headers["idempotency-key"] !== undefined || (op.method === "GET" && !op.idempotent) || PURE_POSTS.has(operation);
+    const safe =
+      headers["idempotency-key"] !== undefined || (op.method === "GET" && !op.idempotent) || PURE_POSTS.has(operation);
     const allowed = callOptions.retries ?? options.retries ?? 2;
     const retries = safe ? allowed : 0;
     let busyRetries = 0;
@@ -123,7 +136,13 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
-        res = await fetchWithTimeout(doFetch, url, { method: op.method, headers, ...(body === undefined ? {} : { body }) }, timeoutMs, callOptions.signal);
+        res = await fetchWithTimeout(
+          doFetch,
+          url,
+          { method: op.method, headers, ...(body === undefined ? {} : { body }) },
+          timeoutMs,
+          callOptions.signal,
+        );
       } catch (err) {
         if (err instanceof SigilNetworkError && !(err instanceof SigilTimeoutError) && attempt < retries) {
           await sleep(withJitter(Math.min(maxDelay, 250 * 2 ** attempt), maxDelay), callOptions.signal);
@@ -131,7 +150,11 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
         }
         throw err;
       }
-      const info: ResponseInfo = { status: res.status, requestId: res.headers.get("x-request-id") ?? undefined, headers: res.headers };
+      const info: ResponseInfo = {
+        status: res.status,
+        requestId: res.headers.get("x-request-id") ?? undefined,
+        headers: res.headers,
+      };
       if (res.ok) {
         const value = op.json ? await readJson(res, info) : await res.text();
         callOptions.onResponse?.(info);
@@ -139,14 +162,25 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
       }
       const error = await errorOf(res, info);
       const delay = (error.retryAfter ?? 1) * 1000;
-      if (error.code === "edge_busy" && allowed > 0 && busyRetries < BUSY_RETRIES && error.retryAfter !== undefined && delay <= maxDelay) {
+      if (
+        error.code === "edge_busy" &&
+        allowed > 0 &&
+        busyRetries < BUSY_RETRIES &&
+        error.retryAfter !== undefined &&
+        delay <= maxDelay
+      ) {
         busyRetries++;
         await sleep(withJitter(delay, maxDelay), callOptions.signal);
         attempt--; // not one of the call's retries
         continue;
       }
       const waitable = error.status === 429 || error.status === 503 || error.code === "request_in_progress";
-      if (waitable && attempt < retries && delay <= maxDelay && (error.retryAfter !== undefined || error.status !== 503)) {
+      if (
+        waitable &&
+        attempt < retries &&
+        delay <= maxDelay &&
+        (error.retryAfter !== undefined || error.status !== 503)
+      ) {
         await sleep(withJitter(delay, maxDelay), callOptions.signal);
         continue;
       }
@@ -182,14 +216,26 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
 
   /** A cursor-paged operation's items: `limit` per call, each answer's `next_cursor` sent back until it is null. */
   function allByCursor(operation: Paged, itemsField: string) {
-    return ({ cursor, ...input }: Record<string, unknown> = {}, callOptions: CallOptions = {}): AsyncIterable<unknown> => ({
+    return (
+      { cursor, ...input }: Record<string, unknown> = {},
+      callOptions: CallOptions = {},
+    ): AsyncIterable<unknown> => ({
       async *[Symbol.asyncIterator]() {
         const limit = Number(input.limit ?? ITERATION_PAGE_SIZE);
         let next = typeof cursor === "string" && cursor !== "" ? cursor : undefined;
         for (;;) {
-          const answer = (await call(operation, { ...input, limit, ...(next === undefined ? {} : { cursor: next }) } as never, callOptions)) as unknown as Record<string, unknown>;
+          const answer = (await call(
+            operation,
+            { ...input, limit, ...(next === undefined ? {} : { cursor: next }) } as never,
+            callOptions,
+          )) as unknown as Record<string, unknown>;
           const items = answer[itemsField];
-          if (!Array.isArray(items)) throw new SigilError({ code: "unexpected_response", status: 200, message: `the answer has no ${itemsField} list` });
+          if (!Array.isArray(items))
+            throw new SigilError({
+              code: "unexpected_response",
+              status: 200,
+              message: `the answer has no ${itemsField} list`,
+            });
           for (const item of items) yield item;
           if (typeof answer.next_cursor !== "string" || answer.next_cursor === "") return;
           next = answer.next_cursor;
@@ -202,7 +248,11 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     call,
     baseUrl,
     with: (changes: Partial<SigilClientOptions>) => createSigilClient({ ...options, ...changes }),
-    all: Object.fromEntries(Object.entries(operations).filter(([, op]) => op.paging !== null).map(([name]) => [name, all(name as Paged)])),
+    all: Object.fromEntries(
+      Object.entries(operations)
+        .filter(([, op]) => op.paging !== null)
+        .map(([name]) => [name, all(name as Paged)]),
+    ),
   };
   for (const name of Object.keys(operations) as OperationId[]) {
     client[name] = (input: unknown, callOptions?: CallOptions) => call(name, input as never, callOptions);
@@ -215,7 +265,10 @@ type OperationEntry = (typeof operations)[OperationId];
 /** The URL and JSON body of a call: parameters in the path and query, or the input as the body. */
 function requestOf(baseUrl: string, op: OperationEntry, input: unknown): { url: string; body?: string } {
   if (op.input === "body") {
-    return { url: baseUrl + op.path, body: JSON.stringify(input ?? null, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) };
+    return {
+      url: baseUrl + op.path,
+      body: JSON.stringify(input ?? null, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)),
+    };
   }
   const params = { ...((input ?? {}) as Record<string, unknown>) };
   let path: string = op.path;
@@ -231,7 +284,13 @@ function requestOf(baseUrl: string, op: OperationEntry, input: unknown): { url: 
   return { url: baseUrl + path + (q ? `?${q}` : "") };
 }
 
-async function fetchWithTimeout(doFetch: typeof globalThis.fetch, url: string, init: RequestInit, timeoutMs: number, signal: AbortSignal | undefined): Promise<Response> {
+async function fetchWithTimeout(
+  doFetch: typeof globalThis.fetch,
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Response> {
   signal?.throwIfAborted();
   const timeout = AbortSignal.timeout(timeoutMs);
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
@@ -239,8 +298,19 @@ async function fetchWithTimeout(doFetch: typeof globalThis.fetch, url: string, i
     return await doFetch(url, { ...init, signal: combined });
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
-    if (timeout.aborted) throw new SigilTimeoutError({ code: "timeout", status: 0, message: `no answer from ${new URL(url).origin} within ${timeoutMs} ms`, cause: err });
-    throw new SigilNetworkError({ code: "network_error", status: 0, message: `could not reach ${new URL(url).origin}: ${messageOf(err)}`, cause: err });
+    if (timeout.aborted)
+      throw new SigilTimeoutError({
+        code: "timeout",
+        status: 0,
+        message: `no answer from ${new URL(url).origin} within ${timeoutMs} ms`,
+        cause: err,
+      });
+    throw new SigilNetworkError({
+      code: "network_error",
+      status: 0,
+      message: `could not reach ${new URL(url).origin}: ${messageOf(err)}`,
+      cause: err,
+    });
   }
 }
 
@@ -254,7 +324,12 @@ async function readJson(res: Response, info: ResponseInfo): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch {
-    throw new SigilError({ code: "unexpected_response", status: res.status, message: `the answer (${res.status}) is not JSON`, requestId: info.requestId });
+    throw new SigilError({
+      code: "unexpected_response",
+      status: res.status,
+      message: `the answer (${res.status}) is not JSON`,
+      requestId: info.requestId,
+    });
   }
 }
 
@@ -268,7 +343,9 @@ async function errorOf(res: Response, info: ResponseInfo): Promise<SigilError> {
   } catch {
     body = undefined;
   }
-  const error = (body as { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown } } | undefined)?.error;
+  const error = (
+    body as { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown } } | undefined
+  )?.error;
   if (error && typeof error.code === "string" && typeof error.message === "string") {
     return new SigilError({
       code: error.code,
@@ -279,7 +356,13 @@ async function errorOf(res: Response, info: ResponseInfo): Promise<SigilError> {
       retryAfter,
     });
   }
-  return new SigilError({ code: "unexpected_response", status: res.status, message: `the service answered ${res.status} ${res.statusText} without an error body`, requestId: info.requestId, retryAfter });
+  return new SigilError({
+    code: "unexpected_response",
+    status: res.status,
+    message: `the service answered ${res.status} ${res.statusText} without an error body`,
+    requestId: info.requestId,
+    retryAfter,
+  });
 }
 
 /**

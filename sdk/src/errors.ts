@@ -19,7 +19,15 @@ export class SigilError extends Error {
   /** Seconds the service asked to wait before trying again (429, 503, 409 request_in_progress). */
   readonly retryAfter: number | undefined;
 
-  constructor(args: { code: SigilError["code"]; message: string; status: number; details?: unknown; requestId?: string | undefined; retryAfter?: number | undefined; cause?: unknown }) {
+  constructor(args: {
+    code: SigilError["code"];
+    message: string;
+    status: number;
+    details?: unknown;
+    requestId?: string | undefined;
+    retryAfter?: number | undefined;
+    cause?: unknown;
+  }) {
     super(args.message, args.cause === undefined ? undefined : { cause: args.cause });
     this.code = args.code;
     this.status = args.status;
@@ -49,7 +57,11 @@ export function isSigilError(err: unknown): err is SigilError {
 }
 
 /** Why a webhook did not verify (verifyWebhook, webhooks.ts). */
-export type WebhookErrorCode = "webhook_signature_missing" | "webhook_signature_invalid" | "webhook_timestamp_out_of_tolerance" | "webhook_payload_invalid";
+export type WebhookErrorCode =
+  | "webhook_signature_missing"
+  | "webhook_signature_invalid"
+  | "webhook_timestamp_out_of_tolerance"
+  | "webhook_payload_invalid";
 
 /**
  * A webhook delivery that verifyWebhook refused: answer it 400 and act on nothing in it. Not a

@@ -2,8 +2,26 @@
 // ChainSecured helpers (EIP-712 signatures, X-Wallet-Auth, AccountConfig calls), and `verifyReceipt`
 // for the signed receipt of a run. Runs wherever
 // `fetch` does; viem is its only peer dependency.
-export { BUSY_RETRIES, createSigilClient, type CallOptions, type Method, type PageItem, type ResponseInfo, type SigilClient, type SigilClientOptions, type WalletAuth } from "./client.ts";
-export { SigilError, SigilNetworkError, SigilTimeoutError, SigilWebhookError, isSigilError, type ClientErrorCode, type WebhookErrorCode } from "./errors.ts";
+export {
+  BUSY_RETRIES,
+  createSigilClient,
+  type CallOptions,
+  type Method,
+  type PageItem,
+  type ResponseInfo,
+  type SigilClient,
+  type SigilClientOptions,
+  type WalletAuth,
+} from "./client.ts";
+export {
+  SigilError,
+  SigilNetworkError,
+  SigilTimeoutError,
+  SigilWebhookError,
+  isSigilError,
+  type ClientErrorCode,
+  type WebhookErrorCode,
+} from "./errors.ts";
 export {
   verifyWebhook,
   DEFAULT_TOLERANCE_SECONDS,

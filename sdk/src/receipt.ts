@@ -47,7 +47,11 @@ export {
 } from "../../shared/receipt.ts";
 
 /** One check of `verifyReceipt`: its name, whether it passed, and what was found. */
-export type ReceiptCheck = { check: "shape" | "batch" | "signature" | "key" | "report_data" | "instance" | "params" | "response" | "logs"; ok: boolean; detail: string };
+export type ReceiptCheck = {
+  check: "shape" | "batch" | "signature" | "key" | "report_data" | "instance" | "params" | "response" | "logs";
+  ok: boolean;
+  detail: string;
+};
 
 export type ReceiptVerification = {
   /** Every check passed. */
@@ -69,10 +73,18 @@ export type VerifyReceiptOptions = {
 };
 
 /** `T` as JSON carries it: every string a plain string (hex fields are not `0x${string}` once parsed or generated). */
-export type AsJson<T> = T extends string ? string : T extends readonly (infer U)[] ? AsJson<U>[] : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T;
+export type AsJson<T> = T extends string
+  ? string
+  : T extends readonly (infer U)[]
+    ? AsJson<U>[]
+    : T extends object
+      ? { [K in keyof T]: AsJson<T[K]> }
+      : T;
 
 /** A run answer (what `sigil_action` answered, with its receipt: `client.sigilAction`'s result) or a receipt alone. */
-export type ReceiptInput = AsJson<RunReceipt | RunReceiptV1> | { receipt: AsJson<RunReceipt | RunReceiptV1>; response?: unknown; logs?: string };
+export type ReceiptInput =
+  | AsJson<RunReceipt | RunReceiptV1>
+  | { receipt: AsJson<RunReceipt | RunReceiptV1>; response?: unknown; logs?: string };
 
 const HEX65 = /^0x[0-9a-fA-F]{130}$/;
 
@@ -109,7 +121,11 @@ function wellFormedBatch(batch: unknown): batch is RunReceipt["batch"] {
  * of the instance named by the receipt's `instance_id`). Never throws for a bad receipt: every
  * check answers, and `ok` is true only if all passed.
  */
-export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<ReceiptKeyAttestation>, options: VerifyReceiptOptions = {}): Promise<ReceiptVerification> {
+export async function verifyReceipt(
+  input: ReceiptInput,
+  attestation: AsJson<ReceiptKeyAttestation>,
+  options: VerifyReceiptOptions = {},
+): Promise<ReceiptVerification> {
   const answer = typeof input === "object" && input !== null && "receipt" in input ? input : undefined;
   const receipt = (answer ? answer.receipt : input) as RunReceipt | RunReceiptV1;
   const simulated = attestation.simulated === true;
@@ -119,11 +135,15 @@ export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<Rec
   const version = typeof receipt === "object" && receipt !== null ? receipt.version : undefined;
   const batch = version === 2 ? (receipt as RunReceipt).batch : undefined;
   const shaped =
-    (version === 1 || (version === 2 && wellFormedBatch(batch))) && typeof receipt.signature === "string" && HEX65.test(receipt.signature);
+    (version === 1 || (version === 2 && wellFormedBatch(batch))) &&
+    typeof receipt.signature === "string" &&
+    HEX65.test(receipt.signature);
   add(
     "shape",
     shaped,
-    shaped ? `a version ${version} receipt with a 65-byte signature` : "not a receipt of version 1, or of version 2 with its batch, with a 65-byte signature",
+    shaped
+      ? `a version ${version} receipt with a 65-byte signature`
+      : "not a receipt of version 1, or of version 2 with its batch, with a 65-byte signature",
   );
   if (!shaped) return { ok: false, checks, receipt, simulated };
 
@@ -145,34 +165,58 @@ export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<Rec
   const attested = String(attestation.address ?? "").toLowerCase();
   let signer: string | undefined;
   try {
-    if (message !== undefined) signer = (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
+    if (message !== undefined)
+      signer = (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
     else add("signature", false, "no root to check the signature against");
   } catch (err) {
     add("signature", false, `the signature does not recover: ${(err as Error).message.split("\n")[0]}`);
   }
   if (signer !== undefined) {
-    add("signature", signer === attested, signer === attested ? `signed by the attested receipt key ${attested}` : `signed by ${signer}, not by the attested receipt key ${attested}`);
+    add(
+      "signature",
+      signer === attested,
+      signer === attested
+        ? `signed by the attested receipt key ${attested}`
+        : `signed by ${signer}, not by the attested receipt key ${attested}`,
+    );
   }
 
   let publicKey: Uint8Array | undefined;
   try {
     const address = receiptKeyAddress(attestation.public_key as Hex);
     publicKey = hexBytes(attestation.public_key);
-    add("key", address === attested, address === attested ? "the attested public key is the receipt key's" : `the attested public key is ${address}'s, not ${attested}'s`);
+    add(
+      "key",
+      address === attested,
+      address === attested
+        ? "the attested public key is the receipt key's"
+        : `the attested public key is ${address}'s, not ${attested}'s`,
+    );
   } catch (err) {
-    add("key", false, `the attested public key is not a secp256k1 public key: ${(err as Error).message.split("\n")[0]}`);
+    add(
+      "key",
+      false,
+      `the attested public key is not a secp256k1 public key: ${(err as Error).message.split("\n")[0]}`,
+    );
   }
 
   try {
     const have = quoteReportData(attestation.quote);
     const want = publicKey ? await receiptKeyReportData(publicKey) : undefined;
     const bound = want !== undefined && same(have, want);
-    add("report_data", bound, bound ? 'the quote\'s report_data is SHA-512("sigil-receipt-v1:" ‖ public key)' : "the quote's report_data does not bind this public key");
+    add(
+      "report_data",
+      bound,
+      bound
+        ? 'the quote\'s report_data is SHA-512("sigil-receipt-v1:" ‖ public key)'
+        : "the quote's report_data does not bind this public key",
+    );
   } catch (err) {
     add("report_data", false, `no report_data: ${(err as Error).message}`);
   }
 
-  const instanceOk = receipt.instance_id === attestation.instance_id && receipt.compose_hash === attestation.compose_hash;
+  const instanceOk =
+    receipt.instance_id === attestation.instance_id && receipt.compose_hash === attestation.compose_hash;
   add(
     "instance",
     instanceOk,
@@ -181,12 +225,21 @@ export async function verifyReceipt(input: ReceiptInput, attestation: AsJson<Rec
       : `the receipt names instance ${receipt.instance_id} (compose hash ${receipt.compose_hash}); the attestation is of ${attestation.instance_id} (${attestation.compose_hash})`,
   );
 
-  const hashCheck = (check: "params" | "response" | "logs", field: "params_sha256" | "response_sha256" | "logs_sha256", actual: Hex) => {
+  const hashCheck = (
+    check: "params" | "response" | "logs",
+    field: "params_sha256" | "response_sha256" | "logs_sha256",
+    actual: Hex,
+  ) => {
     const ok = receipt[field] === actual;
     add(check, ok, ok ? `${field} matches` : `${field} is ${receipt[field]}, the ${check} given hash to ${actual}`);
   };
   if ("params" in options) hashCheck("params", "params_sha256", jsonSha256(options.params));
-  const response = "response" in options ? { value: options.response } : answer && "response" in answer ? { value: answer.response } : undefined;
+  const response =
+    "response" in options
+      ? { value: options.response }
+      : answer && "response" in answer
+        ? { value: answer.response }
+        : undefined;
   if (response) hashCheck("response", "response_sha256", jsonSha256(response.value));
   const logs = options.logs ?? (answer && typeof answer.logs === "string" ? answer.logs : undefined);
   if (logs !== undefined) hashCheck("logs", "logs_sha256", textSha256(logs));

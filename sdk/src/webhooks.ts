@@ -5,10 +5,24 @@
 // further than the tolerance (300 s by default) from now — a replayed old delivery. WebCrypto HMAC
 // only: runs in Node ≥ 20, browsers and Workers. De-duplicate by the event's id: delivery is at
 // least once.
-import { constantTimeEqual, DEFAULT_TOLERANCE_SECONDS, hmacSha256Hex, parseSignatureHeader, WEBHOOK_EVENT_TYPES, type WebhookEvent } from "../../shared/webhooks.ts";
+import {
+  constantTimeEqual,
+  DEFAULT_TOLERANCE_SECONDS,
+  hmacSha256Hex,
+  parseSignatureHeader,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEvent,
+} from "../../shared/webhooks.ts";
 import { SigilWebhookError } from "./errors.ts";
 
-export { DEFAULT_TOLERANCE_SECONDS, EVENT_ID_HEADER, SIGNATURE_HEADER, WEBHOOK_EVENT_TYPES, type WebhookEvent, type WebhookEventType } from "../../shared/webhooks.ts";
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEvent,
+  type WebhookEventType,
+} from "../../shared/webhooks.ts";
 
 export type VerifyWebhookOptions = {
   /** How far the signature's timestamp may be from now, in seconds (default 300). */
@@ -23,19 +37,36 @@ export type VerifyWebhookOptions = {
  * `webhook_timestamp_out_of_tolerance` otherwise (and `webhook_payload_invalid` for a signed body
  * that is not an event).
  */
-export async function verifyWebhook(body: string, header: string | null | undefined, secret: string, options: VerifyWebhookOptions = {}): Promise<WebhookEvent> {
-  if (header === undefined || header === null || header.trim() === "") throw new SigilWebhookError("webhook_signature_missing", "the Sigil-Signature header is missing");
+export async function verifyWebhook(
+  body: string,
+  header: string | null | undefined,
+  secret: string,
+  options: VerifyWebhookOptions = {},
+): Promise<WebhookEvent> {
+  if (header === undefined || header === null || header.trim() === "")
+    throw new SigilWebhookError("webhook_signature_missing", "the Sigil-Signature header is missing");
   const parsed = parseSignatureHeader(header);
-  if (!parsed) throw new SigilWebhookError("webhook_signature_missing", "the Sigil-Signature header has no t=<unix seconds> and v1=<hex> parts");
+  if (!parsed)
+    throw new SigilWebhookError(
+      "webhook_signature_missing",
+      "the Sigil-Signature header has no t=<unix seconds> and v1=<hex> parts",
+    );
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const now = options.now ?? Math.floor(Date.now() / 1000);
   // Checked after the signature: a forged header learns nothing from which check failed first.
   const expected = await hmacSha256Hex(secret, `${parsed.timestamp}.${body}`);
   if (!parsed.signatures.some((s) => constantTimeEqual(s, expected))) {
-    throw new SigilWebhookError("webhook_signature_invalid", "no signature in Sigil-Signature signs this body with this secret (check the secret, and pass the raw body as it arrived)");
+    throw new SigilWebhookError(
+      "webhook_signature_invalid",
+      "no signature in Sigil-Signature signs this body with this secret (check the secret, and pass the raw body as it arrived)",
+    );
   }
   if (Math.abs(now - parsed.timestamp) > tolerance) {
-    throw new SigilWebhookError("webhook_timestamp_out_of_tolerance", `the signature's timestamp is ${Math.abs(now - parsed.timestamp)} s from now, more than the ${tolerance} s tolerance`, { timestamp: parsed.timestamp, now, tolerance });
+    throw new SigilWebhookError(
+      "webhook_timestamp_out_of_tolerance",
+      `the signature's timestamp is ${Math.abs(now - parsed.timestamp)} s from now, more than the ${tolerance} s tolerance`,
+      { timestamp: parsed.timestamp, now, tolerance },
+    );
   }
   let event: unknown;
   try {
@@ -44,7 +75,13 @@ export async function verifyWebhook(body: string, header: string | null | undefi
     throw new SigilWebhookError("webhook_payload_invalid", "the signed body is not JSON");
   }
   const e = event as Partial<WebhookEvent> | null;
-  if (!e || typeof e !== "object" || typeof e.id !== "string" || !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(String(e.type)) || typeof e.created !== "number") {
+  if (
+    !e ||
+    typeof e !== "object" ||
+    typeof e.id !== "string" ||
+    !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(String(e.type)) ||
+    typeof e.created !== "number"
+  ) {
     throw new SigilWebhookError("webhook_payload_invalid", "the signed body is not a Sigil event");
   }
   return e as WebhookEvent;

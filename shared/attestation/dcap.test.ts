@@ -55,7 +55,9 @@ describe("the real quotes verify UpToDate", () => {
   it("the dstack quote at both ends of its collateral's window, and not a second outside", () => {
     expect(verifyQuote(dstack.quote, dstackCollateral, { now: at("2026-02-18T10:58:51Z") }).status).toBe("UpToDate");
     expect(verifyQuote(dstack.quote, dstackCollateral, { now: at("2026-03-20T10:42:15Z") }).status).toBe("UpToDate");
-    expect(refused(dstack.quote, dstackCollateral, { now: at("2026-02-18T10:58:50Z") })).toBe("TCBInfo issue date is in the future");
+    expect(refused(dstack.quote, dstackCollateral, { now: at("2026-02-18T10:58:50Z") })).toBe(
+      "TCBInfo issue date is in the future",
+    );
     // The QE identity's nextUpdate comes 16 minutes before the TCB info's.
     expect(refused(dstack.quote, dstackCollateral, { now: at("2026-03-20T10:42:16Z") })).toBe("QE Identity expired");
   });
@@ -90,7 +92,9 @@ describe("negative cases, each with dcap-qvl's message", () => {
     // The other way round never reaches the FMSPC check: the two collateral windows do not overlap
     // and the dstack quote's PCK certificate was not yet valid in the second one's.
     expect(refused(dstack.quote, binCollateral, { now: NOW })).toBe("TCBInfo expired");
-    expect(refused(dstack.quote, binCollateral, { now: at("2025-07-01T00:00:00Z") })).toBe("Certificate is expired or not yet valid");
+    expect(refused(dstack.quote, binCollateral, { now: at("2025-07-01T00:00:00Z") })).toBe(
+      "Certificate is expired or not yet valid",
+    );
   });
 
   it("the lite quote: no public collateral covers its PCK certificate", () => {
@@ -154,18 +158,24 @@ describe("roots", () => {
 
   it("collateral signed under a mock root does not verify under Intel's root", () => {
     const simulated = { ...dstackCollateral, tcb_info_issuer_chain: mockChainPem };
-    expect(refused(dstack.quote, simulated, { now: NOW })).toBe("Failed to verify certificate chain - intermediate signature invalid");
+    expect(refused(dstack.quote, simulated, { now: NOW })).toBe(
+      "Failed to verify certificate chain - intermediate signature invalid",
+    );
   });
 
   it("with a custom root, Intel's chain no longer verifies: the given root is the one trusted", () => {
-    expect(refused(dstack.quote, dstackCollateral, { now: NOW, rootCaDer: mockRootDer })).toBe("Failed to verify certificate chain - intermediate signature invalid");
+    expect(refused(dstack.quote, dstackCollateral, { now: NOW, rootCaDer: mockRootDer })).toBe(
+      "Failed to verify certificate chain - intermediate signature invalid",
+    );
   });
 });
 
 describe("inputs that are not a quote, collateral or time", () => {
   it("now in milliseconds, negative or fractional", () => {
     for (const now of [NOW * 1000, -1, NOW + 0.5, Number.NaN]) {
-      expect(() => verifyQuote(dstack.quote, dstackCollateral, { now })).toThrow(new AttestationError("invalid_input", "now must be Unix seconds"));
+      expect(() => verifyQuote(dstack.quote, dstackCollateral, { now })).toThrow(
+        new AttestationError("invalid_input", "now must be Unix seconds"),
+      );
     }
   });
 

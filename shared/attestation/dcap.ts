@@ -52,7 +52,10 @@ export function parseCollateral(input: unknown): Collateral {
   const parsed = collateralSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new AttestationError("invalid_input", `collateral${issue && issue.path.length > 0 ? `.${issue.path.join(".")}` : ""}: ${issue?.message ?? "invalid"}`);
+    throw new AttestationError(
+      "invalid_input",
+      `collateral${issue && issue.path.length > 0 ? `.${issue.path.join(".")}` : ""}: ${issue?.message ?? "invalid"}`,
+    );
   }
   return parsed.data as Collateral;
 }
@@ -69,14 +72,21 @@ const DcapBuffer = dcap.constants.TRUSTED_ROOT_CA_DER.constructor as unknown as 
  * mismatched collateral, revoked or unknown TCB, debug TD, …), and `AttestationError`
  * (`invalid_input`) for inputs that are not a quote, collateral or time at all.
  */
-export function verifyQuote(quote: string | Uint8Array, collateral: Collateral, options: VerifyQuoteOptions): QuoteVerification {
+export function verifyQuote(
+  quote: string | Uint8Array,
+  collateral: Collateral,
+  options: VerifyQuoteOptions,
+): QuoteVerification {
   const { now } = options;
   // dcap-qvl takes seconds; a millisecond clock would make every collateral look expired.
-  if (!Number.isSafeInteger(now) || now < 0 || now > 1e11) throw new AttestationError("invalid_input", "now must be Unix seconds");
+  if (!Number.isSafeInteger(now) || now < 0 || now > 1e11)
+    throw new AttestationError("invalid_input", "now must be Unix seconds");
   const bytes = toBytes(quote, "quote");
   const checked = parseCollateral(collateral);
   const verifier =
-    options.rootCaDer === undefined ? dcap.QuoteVerifier.newProd() : dcap.QuoteVerifier.newWithRootCa(DcapBuffer.from(options.rootCaDer) as never);
+    options.rootCaDer === undefined
+      ? dcap.QuoteVerifier.newProd()
+      : dcap.QuoteVerifier.newWithRootCa(DcapBuffer.from(options.rootCaDer) as never);
 
   let verified: dcap.VerifiedReport;
   try {
@@ -93,7 +103,11 @@ export function verifyQuote(quote: string | Uint8Array, collateral: Collateral, 
     advisoryIds: [...verified.advisory_ids],
     fmspc: String(tcbInfo.fmspc ?? "").toLowerCase(),
     tcbInfoNextUpdate: String(tcbInfo.nextUpdate ?? ""),
-    report: { mrTd: toHex(td.mrTd), rtmrs: [toHex(td.rtMr0), toHex(td.rtMr1), toHex(td.rtMr2), toHex(td.rtMr3)], reportData: toHex(td.reportData) },
+    report: {
+      mrTd: toHex(td.mrTd),
+      rtmrs: [toHex(td.rtMr0), toHex(td.rtMr1), toHex(td.rtMr2), toHex(td.rtMr3)],
+      reportData: toHex(td.reportData),
+    },
     customRoot: options.rootCaDer !== undefined,
   };
 }

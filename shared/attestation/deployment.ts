@@ -71,12 +71,24 @@ export const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
 type Answer = { status: number; text: string; bytes: Uint8Array; simulated: boolean; instance: string | null };
 
 async function getFrom(url: string, instance?: string): Promise<Answer> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(30_000), ...(instance ? { headers: { [INSTANCE_HEADER]: instance } } : {}) });
+  const res = await fetch(url, {
+    signal: AbortSignal.timeout(30_000),
+    ...(instance ? { headers: { [INSTANCE_HEADER]: instance } } : {}),
+  });
   const bytes = new Uint8Array(await res.arrayBuffer());
-  return { status: res.status, text: new TextDecoder().decode(bytes), bytes, simulated: res.headers.get("x-attestation-simulated") === "1", instance: res.headers.get(INSTANCE_HEADER) };
+  return {
+    status: res.status,
+    text: new TextDecoder().decode(bytes),
+    bytes,
+    simulated: res.headers.get("x-attestation-simulated") === "1",
+    instance: res.headers.get(INSTANCE_HEADER),
+  };
 }
 
-async function getJson<T>(get: (url: string) => Promise<Answer>, url: string): Promise<{ body: T; simulated: boolean }> {
+async function getJson<T>(
+  get: (url: string) => Promise<Answer>,
+  url: string,
+): Promise<{ body: T; simulated: boolean }> {
   const r = await get(url);
   if (r.status !== 200) throw new Error(`${url} answered ${r.status}`);
   try {
@@ -102,12 +114,14 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   const lines: CheckLine[] = [];
   let simulated = false;
   const pin = options.instance?.toLowerCase();
-  const add = (check: string, status: Status, detail: string) => lines.push({ check, status, detail, simulated, ...(pin ? { instance: pin } : {}) });
+  const add = (check: string, status: Status, detail: string) =>
+    lines.push({ check, status, detail, simulated, ...(pin ? { instance: pin } : {}) });
   /** Answers that named an instance other than the pinned one: they came from another VM. */
   const strays: string[] = [];
   const get = async (url: string) => {
     const answer = await getFrom(url, pin);
-    if (pin && answer.instance !== null && answer.instance.toLowerCase() !== pin) strays.push(`${new URL(url).pathname} came from instance ${answer.instance}`);
+    if (pin && answer.instance !== null && answer.instance.toLowerCase() !== pin)
+      strays.push(`${new URL(url).pathname} came from instance ${answer.instance}`);
     return answer;
   };
 
@@ -115,7 +129,10 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   const nonce = bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
   let bundle: { quote: string; event_log: string; simulated?: boolean };
   try {
-    const answer = await getJson<typeof bundle>(get, options.noNonce ? `${base}/attestation` : `${base}/attestation?nonce=${nonce}`);
+    const answer = await getJson<typeof bundle>(
+      get,
+      options.noNonce ? `${base}/attestation` : `${base}/attestation?nonce=${nonce}`,
+    );
     bundle = answer.body;
     simulated = answer.simulated || bundle.simulated === true;
   } catch (err) {
@@ -126,14 +143,22 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   // Whose root, and which collateral.
   let rootCaDer: Uint8Array | undefined;
   let collateral: Collateral | undefined = options.collateral;
-  const collateralFor = async (quote: string): Promise<Collateral> => collateral ?? parseCollateral(await getCollateral(options.pccsUrl ?? DEFAULT_PCCS, hexToBytes(quote)));
+  const collateralFor = async (quote: string): Promise<Collateral> =>
+    collateral ?? parseCollateral(await getCollateral(options.pccsUrl ?? DEFAULT_PCCS, hexToBytes(quote)));
   if (simulated) {
     if (!options.allowSimulated) {
-      add("quote", "fail", "the deployment serves a SIMULATED TEE (its quotes are signed by a mock root, not by Intel): pass --allow-simulated to check it as a development stack");
+      add(
+        "quote",
+        "fail",
+        "the deployment serves a SIMULATED TEE (its quotes are signed by a mock root, not by Intel): pass --allow-simulated to check it as a development stack",
+      );
       return lines;
     }
     try {
-      const served = await getJson<{ root_ca_der: string; collateral: unknown }>(get, `${base}/attestation/simulated-collateral`);
+      const served = await getJson<{ root_ca_der: string; collateral: unknown }>(
+        get,
+        `${base}/attestation/simulated-collateral`,
+      );
       rootCaDer = hexToBytes(served.body.root_ca_der);
       collateral = parseCollateral(served.body.collateral);
     } catch (err) {
@@ -147,14 +172,21 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   try {
     result = verifyAttestation(
       { quote: bundle.quote, event_log: bundle.event_log },
-      { collateral: await collateralFor(bundle.quote), now, ...(rootCaDer ? { rootCaDer } : {}), ...(options.noNonce ? {} : { expectedReportData: nonceReportData(nonce) }) },
+      {
+        collateral: await collateralFor(bundle.quote),
+        now,
+        ...(rootCaDer ? { rootCaDer } : {}),
+        ...(options.noNonce ? {} : { expectedReportData: nonceReportData(nonce) }),
+      },
     );
   } catch (err) {
     add("quote", "fail", `no collateral for the quote: ${(err as Error).message}`);
     return lines;
   }
-  for (const c of result.checks) add(c.check === "report_data" ? "freshness" : c.check, c.ok ? "pass" : "fail", c.detail);
-  if (options.noNonce) add("freshness", "skipped", "--no-nonce: the cached quote was checked, not one made for this run");
+  for (const c of result.checks)
+    add(c.check === "report_data" ? "freshness" : c.check, c.ok ? "pass" : "fail", c.detail);
+  if (options.noNonce)
+    add("freshness", "skipped", "--no-nonce: the cached quote was checked, not one made for this run");
 
   // Check 4: /info.
   let info: ReturnType<typeof parseInfo> | undefined;
@@ -171,7 +203,13 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   if (options.expectComposeHash) {
     const expected = options.expectComposeHash.replace(/^0x/, "").toLowerCase();
     const got = result.claims?.composeHash;
-    add("info.expected_compose_hash", got === expected ? "pass" : "fail", got === expected ? `compose hash ${got} is the expected one` : `compose hash ${got ?? "(unknown)"}, expected ${expected}`);
+    add(
+      "info.expected_compose_hash",
+      got === expected ? "pass" : "fail",
+      got === expected
+        ? `compose hash ${got} is the expected one`
+        : `compose hash ${got ?? "(unknown)"}, expected ${expected}`,
+    );
   }
 
   // Check 5: evidences.
@@ -190,7 +228,11 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
     let parsed: TdxQuote | undefined;
     try {
       parsed = parseQuote(evidenceQuote);
-      const { result: q } = quoteCheck(parsed, { collateral: await collateralFor(evidenceQuote), now, ...(rootCaDer ? { rootCaDer } : {}) });
+      const { result: q } = quoteCheck(parsed, {
+        collateral: await collateralFor(evidenceQuote),
+        now,
+        ...(rootCaDer ? { rootCaDer } : {}),
+      });
       add("evidence.quote", q.ok ? "pass" : "fail", q.detail);
     } catch (err) {
       add("evidence.quote", "fail", (err as Error).message);
@@ -242,7 +284,13 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   } else {
     try {
       const allowed = await governanceAllows(options.rpcClient(options.rpcUrl), appId, composeHash);
-      add("governance", allowed ? "pass" : "fail", allowed ? `0x${appId} allows compose hash ${composeHash}` : `0x${appId} does not allow compose hash ${composeHash}`);
+      add(
+        "governance",
+        allowed ? "pass" : "fail",
+        allowed
+          ? `0x${appId} allows compose hash ${composeHash}`
+          : `0x${appId} does not allow compose hash ${composeHash}`,
+      );
     } catch (err) {
       add("governance", "fail", `allowedComposeHashes on 0x${appId} failed: ${(err as Error).message.split("\n")[0]}`);
     }
@@ -252,7 +300,12 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   if (pin) {
     const claimed = result.claims?.instanceId;
     if (strays.length > 0) add("instance", "fail", `pinned to instance ${pin}, but ${strays.join("; ")}`);
-    else if (claimed !== pin) add("instance", "fail", `pinned to instance ${pin}, but the quote's RTMR3 claims instance ${claimed || "(none)"}`);
+    else if (claimed !== pin)
+      add(
+        "instance",
+        "fail",
+        `pinned to instance ${pin}, but the quote's RTMR3 claims instance ${claimed || "(none)"}`,
+      );
     else add("instance", "pass", `every answer came from instance ${pin}, which the quote's RTMR3 names`);
   }
 
@@ -264,8 +317,20 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
     add("os", "fail", "no quote to read the measurements from");
   } else {
     const n = (hex: string) => hex.replace(/^0x/, "").toLowerCase();
-    const ok = options.osAllow.some((m) => n(m.mrtd) === n(q.mrTd) && n(m.rtmr0) === n(q.rtmrs[0]) && n(m.rtmr1) === n(q.rtmrs[1]) && n(m.rtmr2) === n(q.rtmrs[2]));
-    add("os", ok ? "pass" : "fail", ok ? "MRTD and RTMR0–2 are on the allow-list" : `MRTD ${q.mrTd.slice(0, 16)}… and RTMR0–2 are not on the allow-list`);
+    const ok = options.osAllow.some(
+      (m) =>
+        n(m.mrtd) === n(q.mrTd) &&
+        n(m.rtmr0) === n(q.rtmrs[0]) &&
+        n(m.rtmr1) === n(q.rtmrs[1]) &&
+        n(m.rtmr2) === n(q.rtmrs[2]),
+    );
+    add(
+      "os",
+      ok ? "pass" : "fail",
+      ok
+        ? "MRTD and RTMR0–2 are on the allow-list"
+        : `MRTD ${q.mrTd.slice(0, 16)}… and RTMR0–2 are not on the allow-list`,
+    );
   }
   return lines;
 }
@@ -289,7 +354,9 @@ export async function servingInstances(baseUrl: string): Promise<string[] | unde
   };
   const edge = (await read("/core/v1/health")) as { enclaves?: Array<{ instance_id?: unknown }> } | undefined;
   if (Array.isArray(edge?.enclaves)) {
-    const ids = edge.enclaves.map((e) => e.instance_id).filter((id): id is string => typeof id === "string" && id !== "");
+    const ids = edge.enclaves
+      .map((e) => e.instance_id)
+      .filter((id): id is string => typeof id === "string" && id !== "");
     return [...new Set(ids.map((id) => id.toLowerCase()))];
   }
   const own = (await read("/health")) as { instance_id?: unknown } | undefined;
@@ -306,9 +373,22 @@ export async function verifyEveryInstance(baseUrl: string, options: VerifyOption
   const instances = options.instance ? [options.instance.toLowerCase()] : await servingInstances(baseUrl);
   if (instances === undefined) return [{ instance: null, lines: await verifyDeployment(baseUrl, options) }];
   if (instances.length === 0) {
-    return [{ instance: null, lines: [{ check: "instances", status: "fail", detail: "the deployment lists no enclave instance that answers (GET /core/v1/health)", simulated: false }] }];
+    return [
+      {
+        instance: null,
+        lines: [
+          {
+            check: "instances",
+            status: "fail",
+            detail: "the deployment lists no enclave instance that answers (GET /core/v1/health)",
+            simulated: false,
+          },
+        ],
+      },
+    ];
   }
   const runs: InstanceRun[] = [];
-  for (const instance of instances) runs.push({ instance, lines: await verifyDeployment(baseUrl, { ...options, instance }) });
+  for (const instance of instances)
+    runs.push({ instance, lines: await verifyDeployment(baseUrl, { ...options, instance }) });
   return runs;
 }

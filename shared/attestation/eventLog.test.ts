@@ -4,7 +4,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { AttestationError } from "./errors.ts";
-import { RUNTIME_EVENT_TYPE, parseEventLog, replayRtmrs, rtmr3Claims, runtimeEventDigest, type EventLogEntry } from "./eventLog.ts";
+import {
+  RUNTIME_EVENT_TYPE,
+  parseEventLog,
+  replayRtmrs,
+  rtmr3Claims,
+  runtimeEventDigest,
+  type EventLogEntry,
+} from "./eventLog.ts";
 import { parseQuote } from "./quote.ts";
 
 const FIXTURES = join(import.meta.dirname, "../../../shared/fixtures/attestation");
@@ -58,14 +65,20 @@ describe("replay", () => {
 
   it("a runtime digest is SHA-384(le32(type) ‖ ':' ‖ name ‖ ':' ‖ payload), whatever digest was logged", () => {
     const logged = parseEventLog(dstack.event_log).find((e) => e.event === "compose-hash")!;
-    expect(Buffer.from(runtimeEventDigest(logged.event, Buffer.from(logged.event_payload, "hex"))).toString("hex")).toBe(logged.digest);
-    const forged = parseEventLog(dstack.event_log).map((e) => (e.event === "compose-hash" ? { ...e, digest: "00".repeat(48) } : e));
+    expect(
+      Buffer.from(runtimeEventDigest(logged.event, Buffer.from(logged.event_payload, "hex"))).toString("hex"),
+    ).toBe(logged.digest);
+    const forged = parseEventLog(dstack.event_log).map((e) =>
+      e.event === "compose-hash" ? { ...e, digest: "00".repeat(48) } : e,
+    );
     expect(replayRtmrs(forged)).toEqual(parseQuote(dstack.quote).rtmrs);
   });
 
   it("an edited payload changes RTMR3 and nothing else", () => {
     const quote = parseQuote(dstack.quote);
-    const edited = parseEventLog(dstack.event_log).map((e) => (e.event === "compose-hash" ? { ...e, event_payload: `ff${e.event_payload.slice(2)}` } : e));
+    const edited = parseEventLog(dstack.event_log).map((e) =>
+      e.event === "compose-hash" ? { ...e, event_payload: `ff${e.event_payload.slice(2)}` } : e,
+    );
     const replayed = replayRtmrs(edited);
     expect(replayed.slice(0, 3)).toEqual(quote.rtmrs.slice(0, 3));
     expect(replayed[3]).not.toBe(quote.rtmrs[3]);
@@ -97,11 +110,18 @@ describe("parseEventLog", () => {
     expect(refusal(() => parseEventLog("{oops"), "invalid_event_log")).toBe("event log is not valid JSON");
     expect(refusal(() => parseEventLog("{}"), "invalid_event_log")).toBe("event log must be a JSON array of entries");
     const entries = JSON.parse(dstack.event_log) as EventLogEntry[];
-    const bad = (i: number, patch: Record<string, unknown>) => JSON.stringify(entries.map((e, j) => (j === i ? { ...e, ...patch } : e)));
+    const bad = (i: number, patch: Record<string, unknown>) =>
+      JSON.stringify(entries.map((e, j) => (j === i ? { ...e, ...patch } : e)));
     expect(refusal(() => parseEventLog(bad(2, { imr: 4 })), "invalid_event_log")).toMatch(/^event log entry 2\.imr: /);
-    expect(refusal(() => parseEventLog(bad(21, { event_payload: "xyz" })), "invalid_event_log")).toBe("event log entry 21.event_payload: must be hex with an even number of digits");
-    expect(refusal(() => parseEventLog(bad(0, { digest: "" })), "invalid_event_log")).toBe("event log entry 0: a non-runtime event must log a 48-byte digest");
-    expect(refusal(() => parseEventLog(bad(5, { event: undefined })), "invalid_event_log")).toMatch(/^event log entry 5\.event: /);
+    expect(refusal(() => parseEventLog(bad(21, { event_payload: "xyz" })), "invalid_event_log")).toBe(
+      "event log entry 21.event_payload: must be hex with an even number of digits",
+    );
+    expect(refusal(() => parseEventLog(bad(0, { digest: "" })), "invalid_event_log")).toBe(
+      "event log entry 0: a non-runtime event must log a 48-byte digest",
+    );
+    expect(refusal(() => parseEventLog(bad(5, { event: undefined })), "invalid_event_log")).toMatch(
+      /^event log entry 5\.event: /,
+    );
   });
 });
 
@@ -112,7 +132,11 @@ describe("rtmr3Claims", () => {
       appId: "3763bc34552cf3a27ff71ad5f7a90471562a1a2d",
       composeHash: "3763bc34552cf3a27ff71ad5f7a90471562a1a2df552dfc1998cba2d60da27e7",
       instanceId: "c3714eb66990eace777b4e664c16e09375dec4c9",
-      keyProvider: { name: "local-sgx", id: "1b7a49378403249b6986a907844cab0921eca32dd47e657f3c10311ccaeccf8b", raw: '{"name":"local-sgx","id":"1b7a49378403249b6986a907844cab0921eca32dd47e657f3c10311ccaeccf8b"}' },
+      keyProvider: {
+        name: "local-sgx",
+        id: "1b7a49378403249b6986a907844cab0921eca32dd47e657f3c10311ccaeccf8b",
+        raw: '{"name":"local-sgx","id":"1b7a49378403249b6986a907844cab0921eca32dd47e657f3c10311ccaeccf8b"}',
+      },
     });
     expect(claims.composeHash.startsWith(claims.appId)).toBe(true);
   });
@@ -145,7 +169,9 @@ describe("rtmr3Claims", () => {
 
   it("refuses a claim the app emitted after system-ready", () => {
     const late = [...rtmr3Log({ instanceId: null }), runtime("instance-id", "22".repeat(20))];
-    expect(refusal(() => rtmr3Claims(late), "invalid_claims")).toBe("RTMR3 logs instance-id after system-ready, where the app can emit events");
+    expect(refusal(() => rtmr3Claims(late), "invalid_claims")).toBe(
+      "RTMR3 logs instance-id after system-ready, where the app can emit events",
+    );
   });
 
   it("refuses a missing app-id, compose-hash or key-provider", () => {

@@ -79,11 +79,17 @@ export function parseEventLog(input: unknown): EventLogEntry[] {
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const where = issue && issue.path.length > 0 ? `.${issue.path.join(".")}` : "";
-      throw new AttestationError("invalid_event_log", `event log entry ${index}${where}: ${issue?.message ?? "invalid"}`);
+      throw new AttestationError(
+        "invalid_event_log",
+        `event log entry ${index}${where}: ${issue?.message ?? "invalid"}`,
+      );
     }
     const entry = parsed.data;
     if (entry.event_type !== RUNTIME_EVENT_TYPE && entry.digest.length !== 96) {
-      throw new AttestationError("invalid_event_log", `event log entry ${index}: a non-runtime event must log a 48-byte digest`);
+      throw new AttestationError(
+        "invalid_event_log",
+        `event log entry ${index}: a non-runtime event must log a 48-byte digest`,
+      );
     }
     return entry;
   });
@@ -93,7 +99,11 @@ export function parseEventLog(input: unknown): EventLogEntry[] {
 export const CLAIM_EVENTS = ["app-id", "compose-hash", "instance-id", "key-provider", "os-image-hash"] as const;
 export type ClaimEvent = (typeof CLAIM_EVENTS)[number];
 /** Claims every dstack boot records; instance-id and os-image-hash may be missing (see rtmr3Claims). */
-export const REQUIRED_CLAIM_EVENTS = ["app-id", "compose-hash", "key-provider"] as const satisfies readonly ClaimEvent[];
+export const REQUIRED_CLAIM_EVENTS = [
+  "app-id",
+  "compose-hash",
+  "key-provider",
+] as const satisfies readonly ClaimEvent[];
 /** The runtime event dstack emits when boot is over and the app's containers start. */
 export const SYSTEM_READY_EVENT = "system-ready";
 

@@ -26,11 +26,15 @@ export function parseSha256Sums(text: string | Uint8Array): Sha256SumEntry[] {
     const line = rawLine.endsWith("\r") ? rawLine.slice(0, -1) : rawLine;
     if (line.trim() === "") return;
     const match = LINE.exec(line);
-    if (!match) throw new AttestationError("invalid_evidence", `sha256sum.txt line ${index + 1} is not "<sha256>  <name>"`);
+    if (!match)
+      throw new AttestationError("invalid_evidence", `sha256sum.txt line ${index + 1} is not "<sha256>  <name>"`);
     const [, digest, name] = match as unknown as [string, string, string];
     // biome-ignore lint/suspicious/noControlCharactersInRegex: a file name with a control character is refused
     if (name === "." || name === ".." || /[/\\\u0000-\u001f\u007f]/.test(name)) {
-      throw new AttestationError("invalid_evidence", `sha256sum.txt line ${index + 1} names ${JSON.stringify(name)}, not a file under /evidences/`);
+      throw new AttestationError(
+        "invalid_evidence",
+        `sha256sum.txt line ${index + 1} names ${JSON.stringify(name)}, not a file under /evidences/`,
+      );
     }
     if (seen.has(name)) throw new AttestationError("invalid_evidence", `sha256sum.txt lists ${name} more than once`);
     seen.add(name);
@@ -45,7 +49,10 @@ export function parseSha256Sums(text: string | Uint8Array): Sha256SumEntry[] {
  * digest. `files` maps names to the bytes served (a string is taken as UTF-8); a listed name without
  * bytes fails.
  */
-export function checkEvidenceFiles(sha256sum: string | Uint8Array, files: Readonly<Record<string, Uint8Array | string | undefined>>): CheckResult[] {
+export function checkEvidenceFiles(
+  sha256sum: string | Uint8Array,
+  files: Readonly<Record<string, Uint8Array | string | undefined>>,
+): CheckResult[] {
   let entries: Sha256SumEntry[];
   try {
     entries = parseSha256Sums(sha256sum);
@@ -57,12 +64,17 @@ export function checkEvidenceFiles(sha256sum: string | Uint8Array, files: Readon
     const body = Object.hasOwn(files, name) ? files[name] : undefined;
     if (body === undefined) return failed(check, `${name} is listed in sha256sum.txt but was not provided`);
     const actual = toHex(sha256(typeof body === "string" ? utf8ToBytes(body) : body));
-    return actual === expected ? passed(check, `${name} has SHA-256 ${actual}`) : failed(check, `${name} has SHA-256 ${actual}, sha256sum.txt says ${expected}`);
+    return actual === expected
+      ? passed(check, `${name} has SHA-256 ${actual}`)
+      : failed(check, `${name} has SHA-256 ${actual}, sha256sum.txt says ${expected}`);
   });
 }
 
 /** `evidence.report_data`: the evidence quote's report_data starts with SHA-256(sha256sum.txt). */
-export function checkEvidenceReportData(quote: string | Uint8Array | TdxQuote, sha256sum: string | Uint8Array): CheckResult {
+export function checkEvidenceReportData(
+  quote: string | Uint8Array | TdxQuote,
+  sha256sum: string | Uint8Array,
+): CheckResult {
   const check = "evidence.report_data";
   let parsed: TdxQuote;
   try {

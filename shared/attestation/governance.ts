@@ -3,11 +3,21 @@
 import type { Address, PublicClient } from "viem";
 
 export const governanceAbi = [
-  { type: "function", name: "allowedComposeHashes", stateMutability: "view", inputs: [{ name: "", type: "bytes32" }], outputs: [{ name: "", type: "bool" }] },
+  {
+    type: "function",
+    name: "allowedComposeHashes",
+    stateMutability: "view",
+    inputs: [{ name: "", type: "bytes32" }],
+    outputs: [{ name: "", type: "bool" }],
+  },
 ] as const;
 
 /** Whether `0x<appId>` allows `composeHash` (both hex, 0x optional). Throws when the call fails. */
-export async function governanceAllows(client: Pick<PublicClient, "readContract">, appId: string, composeHash: string): Promise<boolean> {
+export async function governanceAllows(
+  client: Pick<PublicClient, "readContract">,
+  appId: string,
+  composeHash: string,
+): Promise<boolean> {
   return client.readContract({
     address: `0x${appId.replace(/^0x/, "")}` as Address,
     abi: governanceAbi,

@@ -88,7 +88,9 @@ export function composeImages(dockerCompose: string): { images: string[]; unpinn
     .join("\n");
   const images: string[] = [];
   for (const match of text.matchAll(IMAGE_KEY)) images.push(match[1] ?? match[2] ?? match[3] ?? "");
-  const unpinned = images.filter((image) => !PINNED.test(image)).map((image) => (image === "" ? "(image: without a value on its line)" : image));
+  const unpinned = images
+    .filter((image) => !PINNED.test(image))
+    .map((image) => (image === "" ? "(image: without a value on its line)" : image));
   if (BUILD_KEY.test(text)) unpinned.push("(build: an image built at boot)");
   return { images, unpinned };
 }
@@ -103,9 +105,16 @@ export function checkInfo(info: Info, claims: Rtmr3Claims): CheckResult[] {
   const computed = composeHash(info.tcb_info.app_compose);
   const served = normalizeHex(info.compose_hash);
   if (computed !== claims.composeHash) {
-    results.push(failed("info.compose_hash", `SHA-256 of app_compose is ${computed}, but RTMR3 claims compose-hash ${claims.composeHash}`));
+    results.push(
+      failed(
+        "info.compose_hash",
+        `SHA-256 of app_compose is ${computed}, but RTMR3 claims compose-hash ${claims.composeHash}`,
+      ),
+    );
   } else if (served !== computed) {
-    results.push(failed("info.compose_hash", `/info says compose_hash ${served}, but SHA-256 of its app_compose is ${computed}`));
+    results.push(
+      failed("info.compose_hash", `/info says compose_hash ${served}, but SHA-256 of its app_compose is ${computed}`),
+    );
   } else {
     results.push(passed("info.compose_hash", `compose_hash ${computed} = SHA-256(app_compose) = RTMR3 compose-hash`));
   }
@@ -119,8 +128,14 @@ export function checkInfo(info: Info, claims: Rtmr3Claims): CheckResult[] {
   const instanceId = normalizeHex(info.instance_id);
   results.push(
     instanceId === claims.instanceId
-      ? passed("info.instance_id", instanceId === "" ? "no instance id, as in RTMR3" : `instance_id ${instanceId} = RTMR3 instance-id`)
-      : failed("info.instance_id", `/info says instance_id ${instanceId || "(none)"}, RTMR3 claims ${claims.instanceId || "(none)"}`),
+      ? passed(
+          "info.instance_id",
+          instanceId === "" ? "no instance id, as in RTMR3" : `instance_id ${instanceId} = RTMR3 instance-id`,
+        )
+      : failed(
+          "info.instance_id",
+          `/info says instance_id ${instanceId || "(none)"}, RTMR3 claims ${claims.instanceId || "(none)"}`,
+        ),
   );
 
   try {

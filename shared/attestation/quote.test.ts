@@ -43,7 +43,9 @@ describe("parseQuote, v4", () => {
     const q = parseQuote(dstack.quote);
     expect(q).toMatchObject({ version: 4, attestationKeyType: 2, teeType: 0x81, reportOffset: 48, signedLength: 632 });
     expect(q.bodyType).toBeUndefined();
-    expect(q.mrTd).toBe("b24d3b24e9e3c16012376b52362ca09856c4adecb709d5fac33addf1c47e193da075b125b6c364115771390a5461e217");
+    expect(q.mrTd).toBe(
+      "b24d3b24e9e3c16012376b52362ca09856c4adecb709d5fac33addf1c47e193da075b125b6c364115771390a5461e217",
+    );
     expect(q.rtmrs).toEqual([
       "2e3843265f8ecdd4e2282694747f6f2f111605c33f2a8882f5734ee6f3a6ce63d8f34aeef06093dcda76fa5f9d33d8d6",
       "a1b79d76021970f57c45c4a7c395f780bab37011a4df27fe44e8559bd1abb4d6e52f12f866d1d08405448eb797a5970f",
@@ -136,8 +138,12 @@ describe("parseQuote refuses what is not a TDX quote", () => {
   it("short or truncated input", () => {
     expect(invalid("")).toBe("quote is 0 bytes, shorter than its 48-byte header");
     expect(invalid(bytes.subarray(0, 47))).toBe("quote is 47 bytes, shorter than its 48-byte header");
-    expect(invalid(bytes.subarray(0, 600))).toBe("quote is 600 bytes, too short for a version 4 TD report (636 bytes with the signature data's length)");
-    expect(invalid(bytes.subarray(0, 4000))).toBe("quote is truncated: its signature data declares 4300 bytes, 3364 follow");
+    expect(invalid(bytes.subarray(0, 600))).toBe(
+      "quote is 600 bytes, too short for a version 4 TD report (636 bytes with the signature data's length)",
+    );
+    expect(invalid(bytes.subarray(0, 4000))).toBe(
+      "quote is truncated: its signature data declares 4300 bytes, 3364 follow",
+    );
   });
 
   it("garbage: not hex, odd length, another version or TEE", () => {

@@ -58,32 +58,40 @@ export function parseQuote(input: string | Uint8Array): TdxQuote {
   const fail = (message: string): never => {
     throw new AttestationError("invalid_quote", message);
   };
-  if (bytes.length < QUOTE_HEADER_BYTES) fail(`quote is ${bytes.length} bytes, shorter than its ${QUOTE_HEADER_BYTES}-byte header`);
+  if (bytes.length < QUOTE_HEADER_BYTES)
+    fail(`quote is ${bytes.length} bytes, shorter than its ${QUOTE_HEADER_BYTES}-byte header`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = view.getUint16(0, true);
   const attestationKeyType = view.getUint16(2, true);
   const teeType = view.getUint32(4, true);
   if (version !== 4 && version !== 5) fail(`quote version ${version} is not a TDX quote (versions 4 and 5)`);
-  if (teeType !== TEE_TYPE_TDX) fail(`quote tee type 0x${teeType.toString(16).padStart(8, "0")} is not TDX (0x00000081)`);
+  if (teeType !== TEE_TYPE_TDX)
+    fail(`quote tee type 0x${teeType.toString(16).padStart(8, "0")} is not TDX (0x00000081)`);
 
   let reportOffset = QUOTE_HEADER_BYTES;
   let reportBytes = TD_REPORT10_BYTES;
   let bodyType: number | undefined;
   if (version === 5) {
-    if (bytes.length < QUOTE_HEADER_BYTES + QUOTE_V5_BODY_DESCRIPTOR_BYTES) fail(`quote is ${bytes.length} bytes, too short for a v5 body descriptor`);
+    if (bytes.length < QUOTE_HEADER_BYTES + QUOTE_V5_BODY_DESCRIPTOR_BYTES)
+      fail(`quote is ${bytes.length} bytes, too short for a v5 body descriptor`);
     bodyType = view.getUint16(QUOTE_HEADER_BYTES, true);
     const bodySize = view.getUint32(QUOTE_HEADER_BYTES + 2, true);
     if (bodyType === BODY_TD_REPORT10) reportBytes = TD_REPORT10_BYTES;
     else if (bodyType === BODY_TD_REPORT15) reportBytes = TD_REPORT15_BYTES;
     else fail(`quote v5 body type ${bodyType} is not a TD report (2 or 3)`);
-    if (bodySize !== reportBytes) fail(`quote v5 body size ${bodySize} does not match its type ${bodyType} (${reportBytes} bytes)`);
+    if (bodySize !== reportBytes)
+      fail(`quote v5 body size ${bodySize} does not match its type ${bodyType} (${reportBytes} bytes)`);
     reportOffset += QUOTE_V5_BODY_DESCRIPTOR_BYTES;
   }
   const signedLength = reportOffset + reportBytes;
-  if (bytes.length < signedLength + 4) fail(`quote is ${bytes.length} bytes, too short for a version ${version} TD report (${signedLength + 4} bytes with the signature data's length)`);
+  if (bytes.length < signedLength + 4)
+    fail(
+      `quote is ${bytes.length} bytes, too short for a version ${version} TD report (${signedLength + 4} bytes with the signature data's length)`,
+    );
   const authDataSize = view.getUint32(signedLength, true);
   const remaining = bytes.length - signedLength - 4;
-  if (authDataSize > remaining) fail(`quote is truncated: its signature data declares ${authDataSize} bytes, ${remaining} follow`);
+  if (authDataSize > remaining)
+    fail(`quote is truncated: its signature data declares ${authDataSize} bytes, ${remaining} follow`);
 
   let td: dcap.TDReport10 | null;
   try {

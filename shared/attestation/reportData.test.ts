@@ -19,7 +19,9 @@ describe("nonceReportData", () => {
 
   it("takes up to 32 bytes", () => {
     expect(nonceReportData("ff".repeat(32))).toEqual(sha512(bytes("sigil-nonce:"), new Uint8Array(32).fill(0xff)));
-    expect(() => nonceReportData("ff".repeat(33))).toThrow(new AttestationError("invalid_input", "nonce is 33 bytes; at most 32"));
+    expect(() => nonceReportData("ff".repeat(33))).toThrow(
+      new AttestationError("invalid_input", "nonce is 33 bytes; at most 32"),
+    );
     expect(() => nonceReportData("")).toThrow("nonce is empty");
     expect(() => nonceReportData("abc")).toThrow("nonce has an odd number of hex digits");
     expect(() => nonceReportData("nonce")).toThrow("nonce is not hex");

@@ -18,7 +18,8 @@ export const CHANNEL_LABEL = "sigil-channel-v1:";
 export function nonceReportData(nonceHex: string): Uint8Array {
   const nonce = toBytes(nonceHex, "nonce");
   if (nonce.length === 0) throw new AttestationError("invalid_input", "nonce is empty");
-  if (nonce.length > MAX_NONCE_BYTES) throw new AttestationError("invalid_input", `nonce is ${nonce.length} bytes; at most ${MAX_NONCE_BYTES}`);
+  if (nonce.length > MAX_NONCE_BYTES)
+    throw new AttestationError("invalid_input", `nonce is ${nonce.length} bytes; at most ${MAX_NONCE_BYTES}`);
   return sha512(concatBytes(utf8ToBytes(NONCE_LABEL), nonce));
 }
 

@@ -4,7 +4,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { nonceReportData, verifyAttestation, type AttestationVerification, type Collateral, type EventLogEntry } from "./index.ts";
+import {
+  nonceReportData,
+  verifyAttestation,
+  type AttestationVerification,
+  type Collateral,
+  type EventLogEntry,
+} from "./index.ts";
 
 const FIXTURES = join(import.meta.dirname, "../../../shared/fixtures/attestation");
 const json = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name), "utf8"));
@@ -33,7 +39,12 @@ describe("verifyAttestation", () => {
     expect(v.ok).toBe(true);
     expect(v.simulated).toBe(false);
     expect(v.checks).toEqual([
-      { check: "quote", ok: true, detail: "signature chain to Intel's root is valid; TCB UpToDate; FMSPC 90c06f000000; TCB info valid until 2026-03-20T10:58:51Z" },
+      {
+        check: "quote",
+        ok: true,
+        detail:
+          "signature chain to Intel's root is valid; TCB UpToDate; FMSPC 90c06f000000; TCB info valid until 2026-03-20T10:58:51Z",
+      },
       { check: "event_log", ok: true, detail: "28 events replay to the quote's RTMR0–3" },
       { check: "claims", ok: true, detail: CLAIMS },
     ]);
@@ -43,13 +54,22 @@ describe("verifyAttestation", () => {
   });
 
   it("checks report_data when one is expected", () => {
-    const good = verifyAttestation({ quote: dstack.quote, event_log: dstack.event_log }, { collateral, now: NOW, expectedReportData: `0x${dstack.report_data}` });
+    const good = verifyAttestation(
+      { quote: dstack.quote, event_log: dstack.event_log },
+      { collateral, now: NOW, expectedReportData: `0x${dstack.report_data}` },
+    );
     expect(table(good).report_data).toEqual([true, "report_data is the expected value"]);
     expect(good.ok).toBe(true);
     const nonce = nonceReportData("abcd");
-    const bad = verifyAttestation({ quote: dstack.quote, event_log: dstack.event_log }, { collateral, now: NOW, expectedReportData: nonce });
+    const bad = verifyAttestation(
+      { quote: dstack.quote, event_log: dstack.event_log },
+      { collateral, now: NOW, expectedReportData: nonce },
+    );
     expect(bad.ok).toBe(false);
-    expect(table(bad).report_data).toEqual([false, `report_data is 1234${"0".repeat(124)}, expected ${Buffer.from(nonce).toString("hex")}`]);
+    expect(table(bad).report_data).toEqual([
+      false,
+      `report_data is 1234${"0".repeat(124)}, expected ${Buffer.from(nonce).toString("hex")}`,
+    ]);
     expect(table(bad).quote![0]).toBe(true);
   });
 
@@ -76,7 +96,10 @@ describe("verifyAttestation", () => {
   });
 
   it("expired collateral and collateral for another FMSPC", () => {
-    const expired = verifyAttestation({ quote: dstack.quote, event_log: dstack.event_log }, { collateral, now: Date.parse("2026-03-21T00:00:00Z") / 1000 });
+    const expired = verifyAttestation(
+      { quote: dstack.quote, event_log: dstack.event_log },
+      { collateral, now: Date.parse("2026-03-21T00:00:00Z") / 1000 },
+    );
     expect(table(expired).quote).toEqual([false, "dcap-qvl refused the quote: TCBInfo expired"]);
     expect(expired.ok).toBe(false);
     const fmspc = verifyAttestation({ quote: binQuote, event_log: [] }, { collateral, now: NOW });
@@ -84,7 +107,9 @@ describe("verifyAttestation", () => {
   });
 
   it("an edited event-log payload: replay mismatch on RTMR3", () => {
-    const edited = entries().map((e) => (e.event === "key-provider" ? { ...e, event_payload: Buffer.from('{"name":"none"}').toString("hex") } : e));
+    const edited = entries().map((e) =>
+      e.event === "key-provider" ? { ...e, event_payload: Buffer.from('{"name":"none"}').toString("hex") } : e,
+    );
     const v = verifyAttestation({ quote: dstack.quote, event_log: JSON.stringify(edited) }, { collateral, now: NOW });
     const t = table(v);
     expect(t.quote![0]).toBe(true);
@@ -125,21 +150,37 @@ describe("verifyAttestation", () => {
     const v = verifyAttestation({ quote: lite.quote, event_log: lite.event_log }, { collateral, now: NOW });
     expect(table(v).quote).toEqual([false, "dcap-qvl refused the quote: Certificate is expired or not yet valid"]);
     expect(table(v).event_log).toEqual([true, "29 events replay to the quote's RTMR0–3"]);
-    expect(table(v).claims![1]).toMatch(/^app-id 86b0e55f2fa8e4fb69d890f14f54d5612707646e, .*key-provider kms, os-image-hash 07a2388c/);
+    expect(table(v).claims![1]).toMatch(
+      /^app-id 86b0e55f2fa8e4fb69d890f14f54d5612707646e, .*key-provider kms, os-image-hash 07a2388c/,
+    );
   });
 
   it("a TCB status outside the accepted ones fails", () => {
-    const v = verifyAttestation({ quote: dstack.quote, event_log: dstack.event_log }, { collateral, now: NOW, acceptedStatuses: ["SWHardeningNeeded"] });
-    expect(table(v).quote).toEqual([false, "signature chain to Intel's root is valid but TCB status UpToDate is not accepted (SWHardeningNeeded)"]);
+    const v = verifyAttestation(
+      { quote: dstack.quote, event_log: dstack.event_log },
+      { collateral, now: NOW, acceptedStatuses: ["SWHardeningNeeded"] },
+    );
+    expect(table(v).quote).toEqual([
+      false,
+      "signature chain to Intel's root is valid but TCB status UpToDate is not accepted (SWHardeningNeeded)",
+    ]);
   });
 
   it("with another root every check is marked simulated, and Intel's chain does not verify under it", () => {
-    const firstCert = /-----BEGIN CERTIFICATE-----([^-]+)-----END CERTIFICATE-----/.exec(collateral.tcb_info_issuer_chain)![1]!;
+    const firstCert = /-----BEGIN CERTIFICATE-----([^-]+)-----END CERTIFICATE-----/.exec(
+      collateral.tcb_info_issuer_chain,
+    )![1]!;
     const notIntelRoot = new Uint8Array(Buffer.from(firstCert.replace(/\s+/g, ""), "base64"));
-    const v = verifyAttestation({ quote: dstack.quote, event_log: dstack.event_log }, { collateral, now: NOW, rootCaDer: notIntelRoot });
+    const v = verifyAttestation(
+      { quote: dstack.quote, event_log: dstack.event_log },
+      { collateral, now: NOW, rootCaDer: notIntelRoot },
+    );
     expect(v.simulated).toBe(true);
     expect(v.checks.every((c) => c.simulated === true)).toBe(true);
-    expect(table(v).quote).toEqual([false, "dcap-qvl refused the quote: Failed to verify certificate chain - intermediate signature invalid"]);
+    expect(table(v).quote).toEqual([
+      false,
+      "dcap-qvl refused the quote: Failed to verify certificate chain - intermediate signature invalid",
+    ]);
   });
 
   it("never throws: garbage quote, garbage log, bad options", () => {
@@ -150,10 +191,19 @@ describe("verifyAttestation", () => {
       claims: [false, "the event log does not replay to the quote's RTMR3, so its claims are unproven"],
     });
     const noLog = verifyAttestation({ quote: dstack.quote, event_log: "{oops" }, { collateral, now: NOW });
-    expect(table(noLog)).toMatchObject({ event_log: [false, "event log is not valid JSON"], claims: [false, "no event log to read claims from"] });
-    const badNow = verifyAttestation({ quote: dstack.quote, event_log: dstack.event_log }, { collateral, now: Date.now() });
+    expect(table(noLog)).toMatchObject({
+      event_log: [false, "event log is not valid JSON"],
+      claims: [false, "no event log to read claims from"],
+    });
+    const badNow = verifyAttestation(
+      { quote: dstack.quote, event_log: dstack.event_log },
+      { collateral, now: Date.now() },
+    );
     expect(table(badNow).quote).toEqual([false, "now must be Unix seconds"]);
-    const nothing = verifyAttestation({ quote: undefined as unknown as string, event_log: undefined }, { collateral: {} as Collateral, now: NOW });
+    const nothing = verifyAttestation(
+      { quote: undefined as unknown as string, event_log: undefined },
+      { collateral: {} as Collateral, now: NOW },
+    );
     expect(nothing.ok).toBe(false);
     expect(table(nothing).quote).toEqual([false, "quote must be hex or bytes"]);
   });

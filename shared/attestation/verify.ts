@@ -6,7 +6,14 @@ import { bytesEqual, toBytes, toHex } from "./bytes.ts";
 import { failed, passed, type CheckResult } from "./check.ts";
 import { verifyQuote, type Collateral, type QuoteVerification, type TcbStatus } from "./dcap.ts";
 import { QuoteVerificationError } from "./errors.ts";
-import { parseEventLog, replayRtmrs, rtmr3Claims, type EventLogEntry, type Rtmr3Claims, type Rtmrs } from "./eventLog.ts";
+import {
+  parseEventLog,
+  replayRtmrs,
+  rtmr3Claims,
+  type EventLogEntry,
+  type Rtmr3Claims,
+  type Rtmrs,
+} from "./eventLog.ts";
 import { parseQuote, type TdxQuote } from "./quote.ts";
 
 /** TCB statuses accepted unless the caller says otherwise. */
@@ -55,26 +62,47 @@ export function quoteCheck(
   let tcb: QuoteVerification;
   try {
     parsed = typeof quote === "object" && !(quote instanceof Uint8Array) ? quote : parseQuote(quote);
-    tcb = verifyQuote(parsed.bytes, options.collateral, { now: options.now, ...(options.rootCaDer ? { rootCaDer: options.rootCaDer } : {}) });
+    tcb = verifyQuote(parsed.bytes, options.collateral, {
+      now: options.now,
+      ...(options.rootCaDer ? { rootCaDer: options.rootCaDer } : {}),
+    });
   } catch (err) {
-    const message = err instanceof QuoteVerificationError ? `dcap-qvl refused the quote: ${err.message}` : (err as Error).message;
+    const message =
+      err instanceof QuoteVerificationError ? `dcap-qvl refused the quote: ${err.message}` : (err as Error).message;
     return { result: failed(check, message) };
   }
   // Our offsets and dcap-qvl's must name the same signed bytes; a disagreement is a parser bug.
   const sameReport =
-    parsed.mrTd === tcb.report.mrTd && parsed.reportData === tcb.report.reportData && parsed.rtmrs.every((r, i) => r === tcb.report.rtmrs[i]);
+    parsed.mrTd === tcb.report.mrTd &&
+    parsed.reportData === tcb.report.reportData &&
+    parsed.rtmrs.every((r, i) => r === tcb.report.rtmrs[i]);
   if (!sameReport) return { result: failed(check, "the quote parser and dcap-qvl read different report fields"), tcb };
   const accepted = options.acceptedStatuses ?? DEFAULT_ACCEPTED_STATUSES;
   const advisories = tcb.advisoryIds.length > 0 ? `, advisories ${tcb.advisoryIds.join(" ")}` : "";
   const root = options.rootCaDer ? "a non-Intel root" : "Intel's root";
   if (!accepted.includes(tcb.status)) {
-    return { result: failed(check, `signature chain to ${root} is valid but TCB status ${tcb.status} is not accepted (${accepted.join(", ")})${advisories}`), tcb };
+    return {
+      result: failed(
+        check,
+        `signature chain to ${root} is valid but TCB status ${tcb.status} is not accepted (${accepted.join(", ")})${advisories}`,
+      ),
+      tcb,
+    };
   }
-  return { result: passed(check, `signature chain to ${root} is valid; TCB ${tcb.status}${advisories}; FMSPC ${tcb.fmspc}; TCB info valid until ${tcb.tcbInfoNextUpdate}`), tcb };
+  return {
+    result: passed(
+      check,
+      `signature chain to ${root} is valid; TCB ${tcb.status}${advisories}; FMSPC ${tcb.fmspc}; TCB info valid until ${tcb.tcbInfoNextUpdate}`,
+    ),
+    tcb,
+  };
 }
 
 /** Checks 1–3 (and report_data when expected): one result per check, in order; never throws. */
-export function verifyAttestation(bundle: AttestationBundle, options: VerifyAttestationOptions): AttestationVerification {
+export function verifyAttestation(
+  bundle: AttestationBundle,
+  options: VerifyAttestationOptions,
+): AttestationVerification {
   const checks: CheckResult[] = [];
   const out: Omit<AttestationVerification, "ok" | "checks" | "simulated"> = {};
 
@@ -109,7 +137,12 @@ export function verifyAttestation(bundle: AttestationBundle, options: VerifyAtte
       checks.push(
         mismatches.length === 0
           ? passed("event_log", `${entries.length} events replay to the quote's RTMR0–3`)
-          : failed("event_log", mismatches.map((i) => `RTMR${i} replays to ${replayed[i]} but the quote has ${quote.rtmrs[i]}`).join("; ")),
+          : failed(
+              "event_log",
+              mismatches
+                .map((i) => `RTMR${i} replays to ${replayed[i]} but the quote has ${quote.rtmrs[i]}`)
+                .join("; "),
+            ),
       );
     }
   } catch (err) {

@@ -19,9 +19,16 @@ import {
 } from "./channel.ts";
 import { junkOpening } from "../../test/harness/channel.ts";
 
-const REQUEST = { op: "sigil_action", ids: { request_id: "r-1", correlation_id: "order-1" }, input: { api_key: "k", code: "x" }, idempotency_key: "idem-1" };
+const REQUEST = {
+  op: "sigil_action",
+  ids: { request_id: "r-1", correlation_id: "order-1" },
+  input: { api_key: "k", code: "x" },
+  idempotency_key: "idem-1",
+};
 
-async function setup(options: { now?: () => number; maxSessions?: number; openings?: { capacity: number; perSecond: number } } = {}) {
+async function setup(
+  options: { now?: () => number; maxSessions?: number; openings?: { capacity: number; perSecond: number } } = {},
+) {
   const key = await generateChannelKeyPair();
   const edge = await edgeIdentityFromSeed(newEdgeIdentitySeed());
   const recipient = new ChannelRecipient({
@@ -102,16 +109,22 @@ describe("the channel", () => {
       now = t0 + at;
       // Other traffic meanwhile, each request of which makes the enclave forget what it may.
       await recipient.open((await session.seal(REQUEST, now)).sealed);
-      expect(await refusal(recipient.open(first.sealed), `the first request, replayed ${at} ms after`)).toBe("replayed");
+      expect(await refusal(recipient.open(first.sealed), `the first request, replayed ${at} ms after`)).toBe(
+        "replayed",
+      );
       expect(await refusal(recipient.open(later), `a later request, replayed ${at} ms after`)).toBe("replayed");
-      expect(await refusal(recipient.open(ahead), `a request stamped 60 s ahead, replayed ${at} ms after`)).toBe("replayed");
+      expect(await refusal(recipient.open(ahead), `a request stamped 60 s ahead, replayed ${at} ms after`)).toBe(
+        "replayed",
+      );
     }
     now = t0 + 60_001;
     expect(await refusal(recipient.open(later))).toBe("stale");
     for (const at of [61_000, 119_999, 120_000]) {
       now = t0 + at;
       await recipient.open((await session.seal(REQUEST, now)).sealed);
-      expect(await refusal(recipient.open(ahead), `a request stamped 60 s ahead, replayed ${at} ms after`)).toBe("replayed");
+      expect(await refusal(recipient.open(ahead), `a request stamped 60 s ahead, replayed ${at} ms after`)).toBe(
+        "replayed",
+      );
     }
     now = t0 + 120_001;
     expect(await refusal(recipient.open(ahead))).toBe("stale");
@@ -120,9 +133,24 @@ describe("the channel", () => {
   it("refuses a request outside ±60 s of the enclave's clock, either way", async () => {
     const now = 1_000_000_000_000;
     const { key, edge, recipient } = await setup({ now: () => now });
-    const old = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST, now: now - 61_000 });
-    const future = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST, now: now + 61_000 });
-    const edgeOfWindow = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST, now: now - 59_000 });
+    const old = await sealRequest({
+      enclavePublicKey: key.publicKey,
+      identity: edge,
+      request: REQUEST,
+      now: now - 61_000,
+    });
+    const future = await sealRequest({
+      enclavePublicKey: key.publicKey,
+      identity: edge,
+      request: REQUEST,
+      now: now + 61_000,
+    });
+    const edgeOfWindow = await sealRequest({
+      enclavePublicKey: key.publicKey,
+      identity: edge,
+      request: REQUEST,
+      now: now - 59_000,
+    });
     expect(await refusal(recipient.open(old.sealed))).toBe("stale");
     expect(await refusal(recipient.open(future.sealed))).toBe("stale");
     await recipient.open(edgeOfWindow.sealed);
@@ -142,14 +170,21 @@ describe("the channel", () => {
     const init = call.sealed.init!;
     const sig = fromBase64Url(init.sig);
     sig[0] = (sig[0] as number) ^ 1;
-    expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: toBase64Url(sig) } }))).toBe("bad_signature");
+    expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: toBase64Url(sig) } }))).toBe(
+      "bad_signature",
+    );
     // The edge's own valid signatures, but over what does not name this enclave's key: the enc alone,
     // or another key's id with it (a session meant for another enclave).
     const enc = fromBase64Url(init.enc);
-    const signed = async (digest: Uint8Array) => toBase64Url(new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, edge.privateKey, new Uint8Array(digest))));
+    const signed = async (digest: Uint8Array) =>
+      toBase64Url(
+        new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, edge.privateKey, new Uint8Array(digest))),
+      );
     const otherKey = await generateChannelKeyPair();
     for (const digest of [sha256(enc), sha256(concatBytes(utf8ToBytes(channelKeyId(otherKey.publicKey)), enc))]) {
-      expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: await signed(digest) } }))).toBe("bad_signature");
+      expect(await refusal(recipient.open({ ...call.sealed, init: { ...init, sig: await signed(digest) } }))).toBe(
+        "bad_signature",
+      );
     }
     const other = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
     expect(await refusal(recipient.open({ ...call.sealed, init: other.sealed.init }))).toBe("malformed");
@@ -198,7 +233,9 @@ describe("the channel", () => {
 
   it("dropSessions forgets every session it holds, so each edge's next request is refused unknown_session, and still refuses a replay", async () => {
     const { key, edge, recipient } = await setup();
-    const sessions = await Promise.all([0, 1].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge })));
+    const sessions = await Promise.all(
+      [0, 1].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge })),
+    );
     const inits = [];
     for (const s of sessions) {
       const first = await s.seal(REQUEST);
@@ -222,7 +259,9 @@ describe("the channel", () => {
   it("drops its least recently used session when it holds too many, and sessions past their lifetime", async () => {
     let now = 1_000_000_000_000;
     const { key, edge, recipient } = await setup({ maxSessions: 2, now: () => now });
-    const sessions = await Promise.all([0, 1, 2].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge, now })));
+    const sessions = await Promise.all(
+      [0, 1, 2].map(() => ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge, now })),
+    );
     const later = async (s: ChannelSession) => {
       const { init: _init, ...sealed } = (await s.seal(REQUEST, now)).sealed;
       return sealed;
@@ -255,7 +294,12 @@ describe("the channel", () => {
 });
 
 /** A session the enclave holds: its first request (with the init) has been answered. */
-async function liveSession(recipient: ChannelRecipient, key: { publicKey: Uint8Array }, edge: Awaited<ReturnType<typeof edgeIdentityFromSeed>>, source = "edge") {
+async function liveSession(
+  recipient: ChannelRecipient,
+  key: { publicKey: Uint8Array },
+  edge: Awaited<ReturnType<typeof edgeIdentityFromSeed>>,
+  source = "edge",
+) {
   const session = await ChannelSession.open({ enclavePublicKey: key.publicKey, identity: edge });
   const first = await session.seal(REQUEST);
   await first.openResponse(await (await recipient.open(first.sealed, { source })).sealResponse("ok"));
@@ -274,7 +318,11 @@ describe("the session flood (issue 11, point 6)", () => {
     const live = await liveSession(recipient, key, edge);
     const stranger = toBase64Url((await edgeIdentityFromSeed(newEdgeIdentitySeed())).publicKey);
     // All in flight together, as a flood over many connections arrives, each a new session id.
-    const refusals = await Promise.all(Array.from({ length: 4200 }, () => refusal(recipient.open(junkOpening(key.publicKey, stranger), { source: "junk" }))));
+    const refusals = await Promise.all(
+      Array.from({ length: 4200 }, () =>
+        refusal(recipient.open(junkOpening(key.publicKey, stranger), { source: "junk" })),
+      ),
+    );
     expect(new Set(refusals)).toEqual(new Set(["edge_not_allowed"]));
     expect(recipient.sessions).toBe(1);
     expect((await live.next()).request.op).toBe(REQUEST.op);
@@ -306,9 +354,14 @@ describe("the session flood (issue 11, point 6)", () => {
     expect(limited[0]?.retryAfterSeconds).toBe(1);
     // An opening with a key that is not allowed costs the source nothing (it is refused first).
     const stranger = await edgeIdentityFromSeed(newEdgeIdentitySeed());
-    expect(await refusal(recipient.open((await sealRequest({ enclavePublicKey: key.publicKey, identity: stranger, request: REQUEST })).sealed, { source: "attacker" }))).toBe(
-      "edge_not_allowed",
-    );
+    expect(
+      await refusal(
+        recipient.open(
+          (await sealRequest({ enclavePublicKey: key.publicKey, identity: stranger, request: REQUEST })).sealed,
+          { source: "attacker" },
+        ),
+      ),
+    ).toBe("edge_not_allowed");
     // Another source opens a session; the live one goes on; nothing of the flood was stored.
     const other = await sealRequest({ enclavePublicKey: key.publicKey, identity: edge, request: REQUEST });
     expect((await recipient.open(other.sealed, { source: "another edge" })).request.op).toBe(REQUEST.op);

@@ -90,7 +90,13 @@ export type ChannelRequest = OperationRequest & { ts: number; nonce: string };
  */
 export type OperationAnswer =
   | { ok: true; output: unknown; replayed?: true }
-  | { ok: false; status: number; error: { code: string; message: string; request_id: string; details?: unknown }; retry_after?: number; replayed?: true };
+  | {
+      ok: false;
+      status: number;
+      error: { code: string; message: string; request_id: string; details?: unknown };
+      retry_after?: number;
+      replayed?: true;
+    };
 
 export const operationAnswerSchema = z.union([
   z.strictObject({ ok: z.literal(true), output: z.unknown(), replayed: z.literal(true).optional() }),
@@ -126,7 +132,9 @@ const requestSchema = z.strictObject({
   nonce: z.string().regex(/^[0-9a-f]{32}$/),
 });
 
-const BASE64URL_CODES = Uint8Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", (c) => c.charCodeAt(0));
+const BASE64URL_CODES = Uint8Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", (c) =>
+  c.charCodeAt(0),
+);
 const latin1 = new TextDecoder("latin1");
 
 /**
@@ -169,7 +177,9 @@ export function channelKeyId(publicKey: Uint8Array): string {
 
 /** What the enclave's quote binds: SHA-512("sigil-channel-v1:" ‖ public key), its 64-byte report_data. */
 export async function channelReportData(publicKey: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-512", bytes(concatBytes(utf8ToBytes("sigil-channel-v1:"), publicKey))));
+  return new Uint8Array(
+    await crypto.subtle.digest("SHA-512", bytes(concatBytes(utf8ToBytes("sigil-channel-v1:"), publicKey))),
+  );
 }
 
 export type ChannelKeyPair = { publicKey: Uint8Array; keyPair: CryptoKeyPair };
@@ -231,14 +241,29 @@ export type Aead = {
 export const webCryptoAead: Aead = {
   key: (raw) => crypto.subtle.importKey("raw", bytes(raw), { name: "AES-GCM" }, false, ["encrypt", "decrypt"]),
   seal: async (key, iv, plaintext, aad) =>
-    new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) }, key as CryptoKey, bytes(plaintext))),
+    new Uint8Array(
+      await crypto.subtle.encrypt(
+        { name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) },
+        key as CryptoKey,
+        bytes(plaintext),
+      ),
+    ),
   open: async (key, iv, ciphertext, aad) =>
-    new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) }, key as CryptoKey, bytes(ciphertext))),
+    new Uint8Array(
+      await crypto.subtle.decrypt(
+        { name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) },
+        key as CryptoKey,
+        bytes(ciphertext),
+      ),
+    ),
 };
 
 type SessionKeys = { aead: Aead; request: unknown; response: unknown };
 
-async function sessionKeys(context: { export(label: ArrayBuffer | Uint8Array, length: number): Promise<ArrayBuffer> }, aead: Aead): Promise<SessionKeys> {
+async function sessionKeys(
+  context: { export(label: ArrayBuffer | Uint8Array, length: number): Promise<ArrayBuffer> },
+  aead: Aead,
+): Promise<SessionKeys> {
   const [request, response] = await Promise.all(
     [REQUEST_KEY_LABEL, RESPONSE_KEY_LABEL].map(async (label) => {
       const raw = new Uint8Array(await context.export(label, 16));
@@ -270,7 +295,13 @@ export class ChannelSession {
   #confirmed = false;
   #messages = 0;
 
-  private constructor(args: { keyId: string; sid: string; init: z.infer<typeof sessionInitSchema>; keys: SessionKeys; expiresAt: number }) {
+  private constructor(args: {
+    keyId: string;
+    sid: string;
+    init: z.infer<typeof sessionInitSchema>;
+    keys: SessionKeys;
+    expiresAt: number;
+  }) {
     this.keyId = args.keyId;
     this.sid = args.sid;
     this.#init = args.init;
@@ -279,19 +310,28 @@ export class ChannelSession {
   }
 
   /** A new session to the enclave key `enclavePublicKey`, signed as `identity`. */
-  static async open(args: { enclavePublicKey: Uint8Array; identity: EdgeIdentity; lifetimeMs?: number; now?: number; aead?: Aead }): Promise<ChannelSession> {
+  static async open(args: {
+    enclavePublicKey: Uint8Array;
+    identity: EdgeIdentity;
+    lifetimeMs?: number;
+    now?: number;
+    aead?: Aead;
+  }): Promise<ChannelSession> {
     const recipientPublicKey = await suite.kem.deserializePublicKey(args.enclavePublicKey);
     const sender = await suite.createSenderContext({ recipientPublicKey, info: INFO });
     const keyId = channelKeyId(args.enclavePublicKey);
     const enc = new Uint8Array(sender.enc);
-    const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, args.identity.privateKey, sessionDigest(keyId, enc)));
+    const sig = new Uint8Array(
+      await crypto.subtle.sign({ name: "Ed25519" }, args.identity.privateKey, sessionDigest(keyId, enc)),
+    );
     return new ChannelSession({
       keyId,
       sid: sessionId(enc),
       init: { enc: toBase64Url(enc), edge_key: toBase64Url(args.identity.publicKey), sig: toBase64Url(sig) },
       keys: await sessionKeys(sender, args.aead ?? webCryptoAead),
       // Well inside the enclave's own limit, so the enclave never drops a session still in use.
-      expiresAt: (args.now ?? Date.now()) + Math.min(args.lifetimeMs ?? SESSION_LIFETIME_MS / 2, SESSION_LIFETIME_MS / 2),
+      expiresAt:
+        (args.now ?? Date.now()) + Math.min(args.lifetimeMs ?? SESSION_LIFETIME_MS / 2, SESSION_LIFETIME_MS / 2),
     });
   }
 
@@ -303,11 +343,27 @@ export class ChannelSession {
   /** Seals `request` in this session; `openResponse` opens the enclave's answer to it, and only that. */
   async seal(request: OperationRequest, now?: number): Promise<SealedCall> {
     this.#messages++;
-    const plaintext: ChannelRequest = { ...request, ts: now ?? Date.now(), nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))) };
+    const plaintext: ChannelRequest = {
+      ...request,
+      ts: now ?? Date.now(),
+      nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(16))),
+    };
     const iv = crypto.getRandomValues(new Uint8Array(12));
     const keys = this.#keys;
-    const ct = await keys.aead.seal(keys.request, iv, utf8ToBytes(JSON.stringify(plaintext)), requestAad(this.keyId, this.sid));
-    const sealed: SealedRequest = { v: 2, key_id: this.keyId, sid: this.sid, ...(this.#confirmed ? {} : { init: this.#init }), iv: toBase64Url(iv), ct: toBase64Url(ct) };
+    const ct = await keys.aead.seal(
+      keys.request,
+      iv,
+      utf8ToBytes(JSON.stringify(plaintext)),
+      requestAad(this.keyId, this.sid),
+    );
+    const sealed: SealedRequest = {
+      v: 2,
+      key_id: this.keyId,
+      sid: this.sid,
+      ...(this.#confirmed ? {} : { init: this.#init }),
+      iv: toBase64Url(iv),
+      ct: toBase64Url(ct),
+    };
     const session = this;
     return {
       sealed,
@@ -316,9 +372,17 @@ export class ChannelSession {
         if (!parsed.success) throw new ChannelError("malformed", "the enclave's answer is not a sealed response");
         let plain: Uint8Array;
         try {
-          plain = await keys.aead.open(keys.response, fromBase64Url(parsed.data.iv), fromBase64Url(parsed.data.ct), responseAad(plaintext.nonce));
+          plain = await keys.aead.open(
+            keys.response,
+            fromBase64Url(parsed.data.iv),
+            fromBase64Url(parsed.data.ct),
+            responseAad(plaintext.nonce),
+          );
         } catch {
-          throw new ChannelError("undecryptable", "the enclave's answer does not open: it was altered in transit or not sealed for this request");
+          throw new ChannelError(
+            "undecryptable",
+            "the enclave's answer does not open: it was altered in transit or not sealed for this request",
+          );
         }
         // The enclave holds the session now: later requests need not carry its init.
         session.#confirmed = true;
@@ -342,7 +406,13 @@ export async function sealRequest(args: {
 // --- the enclave's side -------------------------------------------------------------------------
 
 /** An opened request: the operation, who sent it, its size in bytes (for the operation's body limit), and how to seal its answer (JSON text). */
-export type OpenedRequest = { request: ChannelRequest; edgeKey: string; sid: string; bytes: number; sealResponse(body: string): Promise<SealedResponse> };
+export type OpenedRequest = {
+  request: ChannelRequest;
+  edgeKey: string;
+  sid: string;
+  bytes: number;
+  sealResponse(body: string): Promise<SealedResponse>;
+};
 
 type HeldSession = { edgeKey: string; keys: SessionKeys; expiresAt: number };
 
@@ -401,7 +471,10 @@ export class ChannelRecipient {
     this.#now = args.now ?? Date.now;
     this.#openings = new TokenBuckets(args.openings ?? DEFAULT_OPENINGS, { now: this.#now });
     this.#allowed = new Map(
-      args.allowedEdgeKeys.map((k) => [toBase64Url(k), crypto.subtle.importKey("raw", bytes(k), { name: "Ed25519" }, false, ["verify"])] as const),
+      args.allowedEdgeKeys.map(
+        (k) =>
+          [toBase64Url(k), crypto.subtle.importKey("raw", bytes(k), { name: "Ed25519" }, false, ["verify"])] as const,
+      ),
     );
   }
 
@@ -426,11 +499,20 @@ export class ChannelRecipient {
     const parsed = sealedRequestSchema.safeParse(input);
     if (!parsed.success) throw new ChannelError("malformed", "not a sealed request");
     const sealed = parsed.data;
-    if (sealed.key_id !== this.keyId) throw new ChannelError("unknown_channel_key", "sealed to a channel key this enclave does not hold; fetch /channel again");
+    if (sealed.key_id !== this.keyId)
+      throw new ChannelError(
+        "unknown_channel_key",
+        "sealed to a channel key this enclave does not hold; fetch /channel again",
+      );
     const session = await this.#session(sealed, from.source ?? "unknown");
     let plain: Uint8Array;
     try {
-      plain = await session.keys.aead.open(session.keys.request, fromBase64Url(sealed.iv), fromBase64Url(sealed.ct), requestAad(this.keyId, sealed.sid));
+      plain = await session.keys.aead.open(
+        session.keys.request,
+        fromBase64Url(sealed.iv),
+        fromBase64Url(sealed.ct),
+        requestAad(this.keyId, sealed.sid),
+      );
     } catch {
       throw new ChannelError("undecryptable", "the request does not open with this session's key");
     }
@@ -441,7 +523,11 @@ export class ChannelRecipient {
       throw new ChannelError("malformed", "the sealed request's contents are not a request");
     }
     const now = this.#now();
-    if (Math.abs(now - request.ts) > this.#windowMs) throw new ChannelError("stale", `the request's timestamp is more than ${this.#windowMs / 1000} s from the enclave's clock`);
+    if (Math.abs(now - request.ts) > this.#windowMs)
+      throw new ChannelError(
+        "stale",
+        `the request's timestamp is more than ${this.#windowMs / 1000} s from the enclave's clock`,
+      );
     this.#forgetOld(now);
     if (this.#seen.has(request.nonce)) throw new ChannelError("replayed", "this request was already received");
     // Kept while a request with this nonce could still pass the time check: until its timestamp
@@ -480,9 +566,14 @@ export class ChannelRecipient {
     if (!init) throw new ChannelError("unknown_session", "this enclave holds no such session; open a new one");
     // The cheap refusals first, before any cryptography is spent on the opening.
     const edgeKey = this.#allowed.get(init.edge_key);
-    if (!edgeKey) throw new ChannelError("edge_not_allowed", "the session is signed by an edge key that is not on this enclave's allow-list");
+    if (!edgeKey)
+      throw new ChannelError(
+        "edge_not_allowed",
+        "the session is signed by an edge key that is not on this enclave's allow-list",
+      );
     const enc = fromBase64Url(init.enc);
-    if (sessionId(enc) !== sealed.sid) throw new ChannelError("malformed", "the session id is not the one its init names");
+    if (sessionId(enc) !== sealed.sid)
+      throw new ChannelError("malformed", "the session id is not the one its init names");
     // Keyed by the whole init, so a forged signature over a live opening's enc cannot fail it.
     const openingKey = `${sealed.sid}:${init.edge_key}:${init.sig}`;
     let opening = this.#opening.get(openingKey);
@@ -497,7 +588,12 @@ export class ChannelRecipient {
         },
         (err: unknown) => {
           const waitMs = this.#openings.take(source);
-          if (waitMs > 0) throw new ChannelError("too_many_openings", "too many refused session openings from this source; retry later", { retryAfterSeconds: Math.ceil(waitMs / 1000) });
+          if (waitMs > 0)
+            throw new ChannelError(
+              "too_many_openings",
+              "too many refused session openings from this source; retry later",
+              { retryAfterSeconds: Math.ceil(waitMs / 1000) },
+            );
           throw err;
         },
       );
@@ -518,8 +614,18 @@ export class ChannelRecipient {
     while (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
   }
 
-  async #authenticate(init: z.infer<typeof sessionInitSchema>, enc: Uint8Array, edgeKey: Promise<CryptoKey>, now: number): Promise<HeldSession> {
-    const signatureOk = await crypto.subtle.verify({ name: "Ed25519" }, await edgeKey, bytes(fromBase64Url(init.sig)), sessionDigest(this.keyId, enc));
+  async #authenticate(
+    init: z.infer<typeof sessionInitSchema>,
+    enc: Uint8Array,
+    edgeKey: Promise<CryptoKey>,
+    now: number,
+  ): Promise<HeldSession> {
+    const signatureOk = await crypto.subtle.verify(
+      { name: "Ed25519" },
+      await edgeKey,
+      bytes(fromBase64Url(init.sig)),
+      sessionDigest(this.keyId, enc),
+    );
     if (!signatureOk) throw new ChannelError("bad_signature", "the edge's signature does not cover this session");
     let keys: SessionKeys;
     try {

@@ -4,14 +4,26 @@
 // (the enclave may have acted on it: no second enclave for a write). Refusals that the client mends
 // by itself are retried once.
 import { describe, expect, it } from "vitest";
-import { ChannelError, ChannelRecipient, edgeIdentityFromSeed, generateChannelKeyPair, newEdgeIdentitySeed, toBase64Url } from "./channel.ts";
+import {
+  ChannelError,
+  ChannelRecipient,
+  edgeIdentityFromSeed,
+  generateChannelKeyPair,
+  newEdgeIdentitySeed,
+  toBase64Url,
+} from "./channel.ts";
 import { ChannelClient, ChannelDeliveryError, ChannelUnavailableError } from "./client.ts";
 
 const BASE = "http://enclave.test";
 const REQUEST = { op: "add_group", ids: { request_id: "r-1" }, input: {} };
 
 /** A client and the enclave end it talks to through `fetch`; `post` may replace how POST /channel/v1 is answered. */
-async function setup(options: { post?: (sealed: unknown, enclave: (sealed: unknown) => Promise<Response>) => Promise<Response>; verify?: () => Promise<void> } = {}) {
+async function setup(
+  options: {
+    post?: (sealed: unknown, enclave: (sealed: unknown) => Promise<Response>) => Promise<Response>;
+    verify?: () => Promise<void>;
+  } = {},
+) {
   const edge = await edgeIdentityFromSeed(newEdgeIdentitySeed());
   let key = await generateChannelKeyPair();
   let recipient = new ChannelRecipient({ key, allowedEdgeKeys: [edge.publicKey] });
@@ -22,7 +34,10 @@ async function setup(options: { post?: (sealed: unknown, enclave: (sealed: unkno
       return Response.json(await opened.sealResponse(JSON.stringify({ ok: true, output: { op: opened.request.op } })));
     } catch (err) {
       if (!(err instanceof ChannelError)) throw err;
-      return Response.json({ channel_error: err.reason }, { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401 });
+      return Response.json(
+        { channel_error: err.reason },
+        { status: err.reason === "unknown_channel_key" || err.reason === "unknown_session" ? 409 : 401 },
+      );
     }
   };
   const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -91,12 +106,16 @@ describe("ChannelClient", () => {
     expect(await thrown(tampered.client.call(BASE, REQUEST))).toBeInstanceOf(ChannelDeliveryError);
     const notJson = await setup({ post: async () => new Response("<html>bad gateway</html>", { status: 502 }) });
     expect(await thrown(notJson.client.call(BASE, REQUEST))).toBeInstanceOf(ChannelDeliveryError);
-    const failed = await setup({ post: async () => Response.json({ error: { code: "internal_error" } }, { status: 500 }) });
+    const failed = await setup({
+      post: async () => Response.json({ error: { code: "internal_error" } }, { status: 500 }),
+    });
     expect(await thrown(failed.client.call(BASE, REQUEST))).toBeInstanceOf(ChannelDeliveryError);
   });
 
   it("nothing delivered is a ChannelUnavailableError: a 503 outside the seal (not ready), a key that cannot be fetched or verified", async () => {
-    const starting = await setup({ post: async () => Response.json({ error: { code: "enclave_unavailable" } }, { status: 503 }) });
+    const starting = await setup({
+      post: async () => Response.json({ error: { code: "enclave_unavailable" } }, { status: 503 }),
+    });
     expect(await thrown(starting.client.call(BASE, REQUEST))).toBeInstanceOf(ChannelUnavailableError);
     const unverified = await setup({
       verify: async () => {
@@ -138,7 +157,9 @@ describe("ChannelClient", () => {
   });
 
   it("a refusal it cannot mend (an edge key not allowed) is a ChannelError with the reason, not retried", async () => {
-    const { client, seen } = await setup({ post: async () => Response.json({ channel_error: "edge_not_allowed" }, { status: 401 }) });
+    const { client, seen } = await setup({
+      post: async () => Response.json({ channel_error: "edge_not_allowed" }, { status: 401 }),
+    });
     const err = await thrown(client.call(BASE, REQUEST));
     expect(err).toBeInstanceOf(ChannelError);
     expect((err as ChannelError).reason).toBe("edge_not_allowed");

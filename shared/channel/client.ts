@@ -6,7 +6,18 @@
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
 import { SigilError } from "../errors.ts";
-import { ChannelError, ChannelSession, channelReportData, fromBase64Url, operationAnswerSchema, toBase64Url, type Aead, type EdgeIdentity, type OperationAnswer, type OperationRequest } from "./channel.ts";
+import {
+  ChannelError,
+  ChannelSession,
+  channelReportData,
+  fromBase64Url,
+  operationAnswerSchema,
+  toBase64Url,
+  type Aead,
+  type EdgeIdentity,
+  type OperationAnswer,
+  type OperationRequest,
+} from "./channel.ts";
 
 /** What `GET /channel` answers: the key and the evidence that binds it to the enclave's code. */
 export const channelDocumentSchema = z.object({
@@ -60,7 +71,13 @@ export class ChannelClient {
   readonly #pins = new Map<string, Promise<Pin>>();
   readonly #aead: Aead | undefined;
 
-  constructor(args: { identity: Promise<EdgeIdentity> | EdgeIdentity; verify: ChannelVerifier; repinAfterMs?: number; fetch?: typeof fetch; aead?: Aead }) {
+  constructor(args: {
+    identity: Promise<EdgeIdentity> | EdgeIdentity;
+    verify: ChannelVerifier;
+    repinAfterMs?: number;
+    fetch?: typeof fetch;
+    aead?: Aead;
+  }) {
     this.#aead = args.aead;
     this.#identity = Promise.resolve(args.identity);
     this.#verify = args.verify;
@@ -104,7 +121,12 @@ export class ChannelClient {
       if (session && session !== refused && session.usable()) return session;
       if (pin.session !== known) return this.#session(pin, refused);
     }
-    const opening = (async () => ChannelSession.open({ enclavePublicKey: pin.publicKey, identity: await this.#identity, ...(this.#aead ? { aead: this.#aead } : {}) }))();
+    const opening = (async () =>
+      ChannelSession.open({
+        enclavePublicKey: pin.publicKey,
+        identity: await this.#identity,
+        ...(this.#aead ? { aead: this.#aead } : {}),
+      }))();
     pin.session = opening;
     opening.catch(() => {
       if (pin.session === opening) delete pin.session;
@@ -121,7 +143,10 @@ export class ChannelClient {
     try {
       res = await this.#fetch(`${base}/channel`, { method: "HEAD", signal: AbortSignal.timeout(5_000) });
     } catch (err) {
-      throw new ChannelUnavailableError(`${base} does not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new ChannelUnavailableError(
+        `${base} does not answer: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
     if (!res.ok) throw new ChannelUnavailableError(`${base}/channel answered ${res.status}`);
   }
@@ -170,7 +195,9 @@ export class ChannelClient {
         call = await session.seal(request);
       } catch (err) {
         if (err instanceof ChannelUnavailableError) throw err;
-        throw new ChannelUnavailableError(`${base}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new ChannelUnavailableError(`${base}: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
       }
       let res: Response;
       let text: string;
@@ -183,7 +210,10 @@ export class ChannelClient {
         });
         text = await res.text();
       } catch (err) {
-        throw new ChannelDeliveryError(`no answer from ${base}/channel/v1: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new ChannelDeliveryError(
+          `no answer from ${base}/channel/v1: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
       }
       let json: unknown;
       try {
@@ -212,7 +242,10 @@ export class ChannelClient {
       try {
         opened = await call.openResponse(json);
       } catch (err) {
-        throw new ChannelDeliveryError(`the answer of ${base} does not open: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new ChannelDeliveryError(
+          `the answer of ${base} does not open: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
       }
       const answer = operationAnswerSchema.safeParse(JSON.parse(opened));
       if (!answer.success) throw new ChannelDeliveryError("the enclave's sealed answer is not an answer");

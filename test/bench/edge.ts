@@ -14,11 +14,22 @@ import { nodeAead } from "../../enclave/channel/nodeAead.ts";
 import { newTestChannel } from "../harness/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
-import { agentFetch, channelTarget, closeAgent, httpTarget, measure, measureInTurn, measureRepeated, post, type Measured } from "./measure.ts";
+import {
+  agentFetch,
+  channelTarget,
+  closeAgent,
+  httpTarget,
+  measure,
+  measureInTurn,
+  measureRepeated,
+  post,
+  type Measured,
+} from "./measure.ts";
 import { startWorkerd } from "./workerd.ts";
 
 const HELLO = "async function main() { return 'hello' }";
-const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
+const SIGN =
+  "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
 
 async function main(): Promise<void> {
   const stack = await startTestStack();
@@ -53,7 +64,12 @@ async function main(): Promise<void> {
     };
     const { api_key: apiKey } = await json("/new_account", undefined, { account_name: "bench" });
     const { wallet_address: wallet } = await json("/create_wallet", apiKey, {});
-    await json("/add_group", apiKey, { group_name: "bench", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [await computeCid(HELLO), await computeCid(SIGN)] });
+    await json("/add_group", apiKey, {
+      group_name: "bench",
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: [await computeCid(HELLO), await computeCid(SIGN)],
+    });
 
     const edgeUrl = new URL(`${api}/sigil_action`);
     const edgeHeaders = { "x-api-key": apiKey as string };
@@ -70,9 +86,15 @@ async function main(): Promise<void> {
       await measure(t.enclave, 32, 1_500);
     }
     const pids = { edge: edge.pid, enclave: stack.enclavePid, client: process.pid };
-    const repeats = Number(process.argv.includes("--repeats") ? process.argv[process.argv.indexOf("--repeats") + 1] : 3);
-    console.log(`latency: one client, the two paths taking turns; runs/s and CPU: each path alone, the median of ${repeats} measurements; CPU = user + system time of each process over the window, per run`);
-    console.log("script  c    edge p50   edge p99   enclave p50  edge adds  edge runs/s  edge CPU/run  enclave CPU/run  client CPU/run  RSS edge / enclave (steady)");
+    const repeats = Number(
+      process.argv.includes("--repeats") ? process.argv[process.argv.indexOf("--repeats") + 1] : 3,
+    );
+    console.log(
+      `latency: one client, the two paths taking turns; runs/s and CPU: each path alone, the median of ${repeats} measurements; CPU = user + system time of each process over the window, per run`,
+    );
+    console.log(
+      "script  c    edge p50   edge p99   enclave p50  edge adds  edge runs/s  edge CPU/run  enclave CPU/run  client CPU/run  RSS edge / enclave (steady)",
+    );
     const results = [];
     for (const name of ["hello", "sign"] as const) {
       const { edge: viaEdge, enclave: direct } = byName[name];

@@ -24,12 +24,18 @@ import { agentFetch, channelTarget, closeAgent, measure, measureRepeated, type T
 import { summarizeProfiles } from "./profile.ts";
 
 const HELLO = "async function main() { return 'hello' }";
-const SIGN = "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
+const SIGN =
+  "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
 /** 300 scans of a 16 MiB string: no interrupt poll for tens of milliseconds at a time. */
-const INDEXOF_LOOP = 'async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
+const INDEXOF_LOOP =
+  'async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
 
 const { values: args } = parseArgs({
-  options: { profile: { type: "boolean", default: false }, "long-runs": { type: "string", default: "100000" }, repeats: { type: "string", default: "3" } },
+  options: {
+    profile: { type: "boolean", default: false },
+    "long-runs": { type: "string", default: "100000" },
+    repeats: { type: "string", default: "3" },
+  },
 });
 const root = join(import.meta.dirname, "../..");
 
@@ -77,15 +83,23 @@ async function profile(): Promise<void> {
       const target: Target = bench[name];
       await measure(target, 32, warm);
       measured = await measure(target, 32, runs, { enclave: stack.enclavePid, client: process.pid });
-      console.log(`${name} c=32: p50 ${ms(measured.p50_ms)}  ${measured.rps} runs/s  enclave CPU ${cpu(measured.cpu_ms_per_run?.enclave)}/run`);
+      console.log(
+        `${name} c=32: p50 ${ms(measured.p50_ms)}  ${measured.rps} runs/s  enclave CPU ${cpu(measured.cpu_ms_per_run?.enclave)}/run`,
+      );
     } finally {
       // SIGTERM: the enclave closes its workers and exits, and Node writes each thread's profile.
       await stack.stop();
     }
     // The profile covers the whole process: set-up (a few operations) and warm-up are counted in the runs.
-    console.log(`\n=== ${name}: where the enclave's CPU time goes (${runs} runs at concurrency 32 after ${warm} warm-up runs) ===`);
+    console.log(
+      `\n=== ${name}: where the enclave's CPU time goes (${runs} runs at concurrency 32 after ${warm} warm-up runs) ===`,
+    );
     const threads = summarizeProfiles(dir, runs + warm);
-    results.push({ name, ...measured, threads: threads.map((t) => ({ file: t.file, busy_ms: t.busyMs, top: t.functions.slice(0, 10) })) });
+    results.push({
+      name,
+      ...measured,
+      threads: threads.map((t) => ({ file: t.file, busy_ms: t.busyMs, top: t.functions.slice(0, 10) })),
+    });
   }
   closeAgent();
   console.log(JSON.stringify({ bench: "enclave-profile", results }));
@@ -109,11 +123,19 @@ async function main(): Promise<void> {
     await measure(hello, 32, 2_000);
     await measure(sign, 32, 2_000);
 
-    console.log(`each row: the median of ${repeats} measurements in a row; CPU = user + system time of the process over the window, per run`);
+    console.log(
+      `each row: the median of ${repeats} measurements in a row; CPU = user + system time of the process over the window, per run`,
+    );
     console.log("script  c    p50        p99        runs/s   enclave CPU/run  client CPU/run  enclave RSS steady/peak");
     const results = [];
-    for (const [name, target] of [["hello", hello], ["sign", sign]] as const) {
-      for (const [concurrency, runs] of [[1, 1_000], [32, 4_000]] as const) {
+    for (const [name, target] of [
+      ["hello", hello],
+      ["sign", sign],
+    ] as const) {
+      for (const [concurrency, runs] of [
+        [1, 1_000],
+        [32, 4_000],
+      ] as const) {
         const r = { name, concurrency, runs, ...(await measureRepeated(target, concurrency, runs, pids, repeats)) };
         results.push(r);
         const rss = r.rss_mib?.enclave;
@@ -135,16 +157,28 @@ async function main(): Promise<void> {
           while (!done) await call("sigil_action", { api_key: apiKey, code: HELLO, js_params: null });
         });
         const started = performance.now();
-        const answer = await call("sigil_action", { api_key: apiKey, code: INDEXOF_LOOP, js_params: null, timeout_ms: 1000 });
+        const answer = await call("sigil_action", {
+          api_key: apiKey,
+          code: INDEXOF_LOOP,
+          js_params: null,
+          timeout_ms: 1000,
+        });
         late.push(performance.now() - started - 1000);
         done = true;
         await Promise.all(traffic);
-        if ((answer.error as unknown as { code?: string } | undefined)?.code !== "timeout") throw new Error(`the long built-in did not end in timeout: ${JSON.stringify(answer)}`);
+        if ((answer.error as unknown as { code?: string } | undefined)?.code !== "timeout")
+          throw new Error(`the long built-in did not end in timeout: ${JSON.stringify(answer)}`);
       }
       late.sort((a, b) => a - b);
-      const r = { neighbours, p50_ms: Math.round(late[Math.floor(late.length / 2)] as number), max_ms: Math.round(late[late.length - 1] as number) };
+      const r = {
+        neighbours,
+        p50_ms: Math.round(late[Math.floor(late.length / 2)] as number),
+        max_ms: Math.round(late[late.length - 1] as number),
+      };
       overshoot.push(r);
-      console.log(`deadline overshoot, ${neighbours} clients of hello runs beside it: p50 ${r.p50_ms} ms  max ${r.max_ms} ms (bound 250 ms)`);
+      console.log(
+        `deadline overshoot, ${neighbours} clients of hello runs beside it: p50 ${r.p50_ms} ms  max ${r.max_ms} ms (bound 250 ms)`,
+      );
     }
     await stopStack();
 
@@ -160,13 +194,17 @@ async function main(): Promise<void> {
         const r = await measure(freshHello, 32, longRuns, { enclave: fresh.enclavePid, client: process.pid });
         const rss = r.rss_mib?.enclave;
         long = { name: "hello", concurrency: 32, runs: longRuns, ...r };
-        console.log(`long run: ${longRuns} hello runs at c=32 on a fresh enclave: ${r.rps} runs/s, enclave CPU ${cpu(r.cpu_ms_per_run?.enclave)}/run, enclave RSS steady ${rss?.steady} MiB, peak ${rss?.peak} MiB`);
+        console.log(
+          `long run: ${longRuns} hello runs at c=32 on a fresh enclave: ${r.rps} runs/s, enclave CPU ${cpu(r.cpu_ms_per_run?.enclave)}/run, enclave RSS steady ${rss?.steady} MiB, peak ${rss?.peak} MiB`,
+        );
       } finally {
         await fresh.stop();
       }
     }
     console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}`);
-    console.log(JSON.stringify({ bench: "enclave", results: results.map(({ each: _each, ...r }) => r), long, overshoot }));
+    console.log(
+      JSON.stringify({ bench: "enclave", results: results.map(({ each: _each, ...r }) => r), long, overshoot }),
+    );
   } finally {
     closeAgent();
     await stopStack();

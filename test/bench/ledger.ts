@@ -99,7 +99,10 @@ async function serve(request, env) {
 };
 
 /** Runs `work` and answers its result with each of `pids`' CPU ms over it. */
-async function withCpu<T>(pids: number[], work: () => Promise<T>): Promise<{ result: T; cpu: number[]; seconds: number }> {
+async function withCpu<T>(
+  pids: number[],
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: number[]; seconds: number }> {
   const before = pids.map(cpuMs);
   const started = performance.now();
   const result = await work();
@@ -134,13 +137,21 @@ async function main(): Promise<void> {
     };
     const on = await startWorkerd({ dir: join(stateDir, "on"), vars, side: SIDE });
     edges.push(on);
-    const off = await startWorkerd({ dir: join(stateDir, "off"), vars: { ...vars, SIGIL_BILLING: "off" }, bundleDir: on.bundleDir });
+    const off = await startWorkerd({
+      dir: join(stateDir, "off"),
+      vars: { ...vars, SIGIL_BILLING: "off" },
+      bundleDir: on.bundleDir,
+    });
     edges.push(off);
     const hooked = await startWorkerd({ dir: join(stateDir, "hooked"), vars, bundleDir: on.bundleDir, side: SIDE });
     edges.push(hooked);
 
     const call = async (edge: Workerd, path: string, key: string | undefined, body: unknown) => {
-      const r = await post(new URL(`${edge.url}/core/v1${path}`), key ? { "x-api-key": key } : {}, JSON.stringify(body));
+      const r = await post(
+        new URL(`${edge.url}/core/v1${path}`),
+        key ? { "x-api-key": key } : {},
+        JSON.stringify(body),
+      );
       if (r.status !== 200) throw new Error(`${path}: ${r.status} ${r.text}`);
       return JSON.parse(r.text) as Record<string, unknown>;
     };
@@ -154,17 +165,33 @@ async function main(): Promise<void> {
     const account = async (edge: Workerd, name: string) => {
       const key = (await call(edge, "/new_account", undefined, { account_name: name })).api_key as string;
       if (edge.sideUrl) await side(edge, `/credit?account=${accountOf(key)}&cents=100000000`);
-      await call(edge, "/add_group", key, { group_name: "bench", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(HELLO)] });
+      await call(edge, "/add_group", key, {
+        group_name: "bench",
+        group_description: "",
+        pkp_ids_permitted: [],
+        cid_hashes_permitted: [await computeCid(HELLO)],
+      });
       return key;
     };
-    const keys = { off: await account(off, "bench off"), on: await account(on, "bench on"), hooked: await account(hooked, "bench hooked") };
+    const keys = {
+      off: await account(off, "bench off"),
+      on: await account(on, "bench on"),
+      hooked: await account(hooked, "bench hooked"),
+    };
     // An endpoint nobody listens at: a successful run raises no event, so what is measured is the
     // Webhooks object being told of each settle (balance.low's check), not deliveries.
     await call(hooked, "/webhooks", keys.hooked, { url: "http://127.0.0.1:9/hook" });
 
     const body = JSON.stringify({ code: HELLO, js_params: null });
-    const target = (name: string, edge: Workerd, key: string): Target => ({ ...httpTarget(new URL(`${edge.url}/core/v1/sigil_action`), { "x-api-key": key }, body), name });
-    const targets = { off: target("billing off", off, keys.off), on: target("billing on", on, keys.on), hooked: target("billing on + webhooks", hooked, keys.hooked) };
+    const target = (name: string, edge: Workerd, key: string): Target => ({
+      ...httpTarget(new URL(`${edge.url}/core/v1/sigil_action`), { "x-api-key": key }, body),
+      name,
+    });
+    const targets = {
+      off: target("billing off", off, keys.off),
+      on: target("billing on", on, keys.on),
+      hooked: target("billing on + webhooks", hooked, keys.hooked),
+    };
 
     // A real run's settle detail (its CID, duration and signed receipt), for the raw pairs.
     const sample = await call(on, "/sigil_action", keys.on, { code: HELLO, js_params: null });
@@ -182,7 +209,11 @@ async function main(): Promise<void> {
       [128, 10_000],
     ] as const) {
       const { result, cpu, seconds } = await withCpu([on.pid], () =>
-        side<{ ms: number; latencies: number[] }>(on, `/pairs?account=${accountOf(keys.on)}&n=${pairs}&c=${concurrency}&hold=${RUN_HOLD_CENTS}`, detail),
+        side<{ ms: number; latencies: number[] }>(
+          on,
+          `/pairs?account=${accountOf(keys.on)}&n=${pairs}&c=${concurrency}&hold=${RUN_HOLD_CENTS}`,
+          detail,
+        ),
       );
       const sorted = result.latencies.sort((a, b) => a - b);
       const row = {
@@ -203,22 +234,57 @@ async function main(): Promise<void> {
     let chainRead: { reads: number; p50_ms: number; workerd_cpu_ms_per_read: number };
     {
       const reads = 1_000;
-      const data = encodeFunctionData({ abi: accountConfigAbi, functionName: "billingOf", args: [apiKeyHash(keys.on)] });
-      const { result, cpu } = await withCpu([on.pid], () => side<{ latencies: number[] }>(on, `/reads?n=${reads}`, { rpc: stack.rpcUrl, to: stack.contract, data }));
-      chainRead = { reads, p50_ms: percentile(result.latencies.sort((a, b) => a - b), 0.5), workerd_cpu_ms_per_read: round(cpu[0]! / reads, 3) };
-      console.log(`chain read (billingOf eth_call) p50 ${chainRead.p50_ms.toFixed(2)} ms  workerd CPU ${chainRead.workerd_cpu_ms_per_read.toFixed(3)} ms/read`);
+      const data = encodeFunctionData({
+        abi: accountConfigAbi,
+        functionName: "billingOf",
+        args: [apiKeyHash(keys.on)],
+      });
+      const { result, cpu } = await withCpu([on.pid], () =>
+        side<{ latencies: number[] }>(on, `/reads?n=${reads}`, { rpc: stack.rpcUrl, to: stack.contract, data }),
+      );
+      chainRead = {
+        reads,
+        p50_ms: percentile(
+          result.latencies.sort((a, b) => a - b),
+          0.5,
+        ),
+        workerd_cpu_ms_per_read: round(cpu[0]! / reads, 3),
+      };
+      console.log(
+        `chain read (billingOf eth_call) p50 ${chainRead.p50_ms.toFixed(2)} ms  workerd CPU ${chainRead.workerd_cpu_ms_per_read.toFixed(3)} ms/read`,
+      );
     }
 
     // (b) Metered hello runs through the edge.
-    const runRows: Array<Measured & { path: string; concurrency: number; runs: number; workerd_cpu_ms_per_run: number; enclave_cpu_ms_per_run: number }> = [];
+    const runRows: Array<
+      Measured & {
+        path: string;
+        concurrency: number;
+        runs: number;
+        workerd_cpu_ms_per_run: number;
+        enclave_cpu_ms_per_run: number;
+      }
+    > = [];
     const order = ["off", "on", "hooked"] as const;
     const pidOf = { off: off.pid, on: on.pid, hooked: hooked.pid };
     {
       const runs = 1_000;
       // One client, the three paths in turn; each path's CPU is its own process's.
-      const { result, cpu } = await withCpu([off.pid, on.pid, hooked.pid, stack.enclavePid], () => measureInTurn(order.map((k) => targets[k]), runs));
+      const { result, cpu } = await withCpu([off.pid, on.pid, hooked.pid, stack.enclavePid], () =>
+        measureInTurn(
+          order.map((k) => targets[k]),
+          runs,
+        ),
+      );
       for (const [i, k] of order.entries()) {
-        runRows.push({ path: targets[k].name, concurrency: 1, runs, ...result[i]!, workerd_cpu_ms_per_run: round(cpu[i]! / runs, 3), enclave_cpu_ms_per_run: round(cpu[3]! / (3 * runs), 3) });
+        runRows.push({
+          path: targets[k].name,
+          concurrency: 1,
+          runs,
+          ...result[i]!,
+          workerd_cpu_ms_per_run: round(cpu[i]! / runs, 3),
+          enclave_cpu_ms_per_run: round(cpu[3]! / (3 * runs), 3),
+        });
       }
     }
     for (const [concurrency, runs] of [
@@ -226,23 +292,40 @@ async function main(): Promise<void> {
       [128, 3_000],
     ] as const) {
       for (const k of order) {
-        const { result, cpu } = await withCpu([pidOf[k], stack.enclavePid], () => measure(targets[k], concurrency, runs));
-        runRows.push({ path: targets[k].name, concurrency, runs, ...result, workerd_cpu_ms_per_run: round(cpu[0]! / runs, 3), enclave_cpu_ms_per_run: round(cpu[1]! / runs, 3) });
+        const { result, cpu } = await withCpu([pidOf[k], stack.enclavePid], () =>
+          measure(targets[k], concurrency, runs),
+        );
+        runRows.push({
+          path: targets[k].name,
+          concurrency,
+          runs,
+          ...result,
+          workerd_cpu_ms_per_run: round(cpu[0]! / runs, 3),
+          enclave_cpu_ms_per_run: round(cpu[1]! / runs, 3),
+        });
       }
     }
     console.log("");
     console.log("| path | concurrency | p50 | p99 | runs/s | workerd CPU/run | enclave CPU/run |");
     console.log("|---|---:|---:|---:|---:|---:|---:|");
     for (const r of runRows) {
-      console.log(`| ${r.path} | ${r.concurrency} | ${r.p50_ms.toFixed(2)} ms | ${r.p99_ms.toFixed(2)} ms | ${r.rps} | ${r.workerd_cpu_ms_per_run.toFixed(3)} ms | ${r.enclave_cpu_ms_per_run.toFixed(3)} ms |`);
+      console.log(
+        `| ${r.path} | ${r.concurrency} | ${r.p50_ms.toFixed(2)} ms | ${r.p99_ms.toFixed(2)} ms | ${r.rps} | ${r.workerd_cpu_ms_per_run.toFixed(3)} ms | ${r.enclave_cpu_ms_per_run.toFixed(3)} ms |`,
+      );
     }
     const at = (path: string, c: number) => runRows.find((r) => r.path === path && r.concurrency === c)!;
     const added = [1, 32, 128].map((c) => ({
       concurrency: c,
       ledger_p50_ms: round(at(targets.on.name, c).p50_ms - at(targets.off.name, c).p50_ms),
       webhooks_p50_ms: round(at(targets.hooked.name, c).p50_ms - at(targets.on.name, c).p50_ms),
-      ledger_cpu_ms: round(at(targets.on.name, c).workerd_cpu_ms_per_run - at(targets.off.name, c).workerd_cpu_ms_per_run, 3),
-      webhooks_cpu_ms: round(at(targets.hooked.name, c).workerd_cpu_ms_per_run - at(targets.on.name, c).workerd_cpu_ms_per_run, 3),
+      ledger_cpu_ms: round(
+        at(targets.on.name, c).workerd_cpu_ms_per_run - at(targets.off.name, c).workerd_cpu_ms_per_run,
+        3,
+      ),
+      webhooks_cpu_ms: round(
+        at(targets.hooked.name, c).workerd_cpu_ms_per_run - at(targets.on.name, c).workerd_cpu_ms_per_run,
+        3,
+      ),
     }));
     console.log("");
     for (const a of added) {
@@ -259,8 +342,19 @@ async function main(): Promise<void> {
       const audit = await side<{ consistent: boolean; heldCents: number }>(edge, `/audit?account=${accountOf(key)}`);
       if (!audit.consistent || audit.heldCents !== 0) throw new Error(`ledger audit failed: ${JSON.stringify(audit)}`);
     }
-    console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(2)} after`);
-    console.log(JSON.stringify({ bench: "ledger", ledger: ledgerRows, chain_read: chainRead, runs: runRows, added, load_average: [Number(loadBefore), Number(loadavg()[0]!.toFixed(2))] }));
+    console.log(
+      `machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, node ${process.version}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(2)} after`,
+    );
+    console.log(
+      JSON.stringify({
+        bench: "ledger",
+        ledger: ledgerRows,
+        chain_read: chainRead,
+        runs: runRows,
+        added,
+        load_average: [Number(loadBefore), Number(loadavg()[0]!.toFixed(2))],
+      }),
+    );
   } finally {
     closeAgent();
     for (const e of edges.reverse()) await e.stop();

@@ -25,10 +25,21 @@ export function closeAgent(): void {
   agent.destroy();
 }
 
-export function post(url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+export function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: `${url.pathname}${url.search}`,
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers },
+      },
       (res) => {
         let text = "";
         res.setEncoding("utf8");
@@ -50,16 +61,34 @@ export const agentFetch: typeof fetch = (input, init) =>
   new Promise((resolve, reject) => {
     const url = new URL(String(input));
     const body = typeof init?.body === "string" ? init.body : undefined;
-    const headers = { ...(init?.headers as Record<string, string> | undefined), ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }) };
-    const req = request({ host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: init?.method ?? "GET", agent, headers }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => {
-        const status = res.statusCode ?? 0;
-        resolve({ status, ok: status >= 200 && status < 300, text: async () => text, json: async () => JSON.parse(text) as unknown } as Response);
-      });
-    });
+    const headers = {
+      ...(init?.headers as Record<string, string> | undefined),
+      ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }),
+    };
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: `${url.pathname}${url.search}`,
+        method: init?.method ?? "GET",
+        agent,
+        headers,
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => {
+          const status = res.statusCode ?? 0;
+          resolve({
+            status,
+            ok: status >= 200 && status < 300,
+            text: async () => text,
+            json: async () => JSON.parse(text) as unknown,
+          } as Response);
+        });
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -84,14 +113,17 @@ export function channelTarget(client: ChannelClient, base: string, op: string, i
     name: `channel ${op}`,
     async send() {
       const answer = await client.call(base, { op, ids: { request_id: crypto.randomUUID() }, input });
-      return answer.ok ? { status: 200, body: answer.output } : { status: answer.status, body: { error: answer.error } };
+      return answer.ok
+        ? { status: 200, body: answer.output }
+        : { status: answer.status, body: { error: answer.error } };
     },
   };
 }
 
 /** A successful run's answer, or the benchmark stops: a fast error is not a result. */
 function check(target: Target, r: { status: number; body: unknown }): void {
-  if (r.status !== 200 || (r.body as { has_error: boolean }).has_error) throw new Error(`${target.name}: ${r.status} ${JSON.stringify(r.body)}`);
+  if (r.status !== 200 || (r.body as { has_error: boolean }).has_error)
+    throw new Error(`${target.name}: ${r.status} ${JSON.stringify(r.body)}`);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -135,7 +167,12 @@ function perRun(costs: Record<string, ProcessCost>, runs: number): Pick<Measured
  * `runs` runs from `concurrency` clients at once; with `pids`, the CPU time and memory of those
  * processes over the same window (the benchmark's own process may be one: process.pid).
  */
-export async function measure(target: Target, concurrency: number, runs: number, pids?: Record<string, number>): Promise<Measured> {
+export async function measure(
+  target: Target,
+  concurrency: number,
+  runs: number,
+  pids?: Record<string, number>,
+): Promise<Measured> {
   const watch = pids ? watchProcesses(pids) : undefined;
   const latencies: number[] = [];
   let next = 0;
@@ -153,7 +190,12 @@ export async function measure(target: Target, concurrency: number, runs: number,
   const seconds = (performance.now() - started) / 1000;
   const costs = watch?.stop();
   latencies.sort((a, b) => a - b);
-  return { p50_ms: percentile(latencies, 0.5), p99_ms: percentile(latencies, 0.99), rps: Math.round(runs / seconds), ...(costs ? perRun(costs, runs) : {}) };
+  return {
+    p50_ms: percentile(latencies, 0.5),
+    p99_ms: percentile(latencies, 0.99),
+    rps: Math.round(runs / seconds),
+    ...(costs ? perRun(costs, runs) : {}),
+  };
 }
 
 /**
@@ -161,18 +203,33 @@ export async function measure(target: Target, concurrency: number, runs: number,
  * machine one slow window should move none of them).
  */
 export function medianOf(all: Measured[]): Measured {
-  const pick = (f: (m: Measured) => number | undefined) => median(all.map(f).filter((v): v is number => v !== undefined));
+  const pick = (f: (m: Measured) => number | undefined) =>
+    median(all.map(f).filter((v): v is number => v !== undefined));
   const first = all[0] as Measured;
   const out: Measured = { p50_ms: pick((m) => m.p50_ms), p99_ms: pick((m) => m.p99_ms), rps: pick((m) => m.rps) };
-  if (first.cpu_ms_per_run) out.cpu_ms_per_run = Object.fromEntries(Object.keys(first.cpu_ms_per_run).map((n) => [n, pick((m) => m.cpu_ms_per_run?.[n])]));
+  if (first.cpu_ms_per_run)
+    out.cpu_ms_per_run = Object.fromEntries(
+      Object.keys(first.cpu_ms_per_run).map((n) => [n, pick((m) => m.cpu_ms_per_run?.[n])]),
+    );
   if (first.rss_mib) {
-    out.rss_mib = Object.fromEntries(Object.keys(first.rss_mib).map((n) => [n, { peak: Math.max(...all.map((m) => m.rss_mib?.[n]?.peak ?? 0)), steady: pick((m) => m.rss_mib?.[n]?.steady) }]));
+    out.rss_mib = Object.fromEntries(
+      Object.keys(first.rss_mib).map((n) => [
+        n,
+        { peak: Math.max(...all.map((m) => m.rss_mib?.[n]?.peak ?? 0)), steady: pick((m) => m.rss_mib?.[n]?.steady) },
+      ]),
+    );
   }
   return out;
 }
 
 /** `measure` `repeats` times in a row, and the median of each figure (medianOf), with every single one. */
-export async function measureRepeated(target: Target, concurrency: number, runs: number, pids: Record<string, number>, repeats = 3): Promise<Measured & { each: Measured[] }> {
+export async function measureRepeated(
+  target: Target,
+  concurrency: number,
+  runs: number,
+  pids: Record<string, number>,
+  repeats = 3,
+): Promise<Measured & { each: Measured[] }> {
   const each: Measured[] = [];
   for (let i = 0; i < repeats; i++) each.push(await measure(target, concurrency, runs, pids));
   return { ...medianOf(each), each };

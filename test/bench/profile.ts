@@ -6,7 +6,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
-type ProfileNode = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] };
+type ProfileNode = {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+};
 type CpuProfile = { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
 
 /** Frames that are not work: the thread waiting, or the profiler's own. */
@@ -29,7 +33,12 @@ function top(map: Map<string, number>, busyUs: number, runs: number, n: number):
   return [...map.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
-    .map(([name, us]) => ({ name, us: Math.round(us), share: Math.round((us / busyUs) * 1000) / 10, usPerRun: Math.round((us / Math.max(1, runs)) * 10) / 10 }));
+    .map(([name, us]) => ({
+      name,
+      us: Math.round(us),
+      share: Math.round((us / busyUs) * 1000) / 10,
+      usPerRun: Math.round((us / Math.max(1, runs)) * 10) / 10,
+    }));
 }
 
 /** Self time by function and by file of one profile. */
@@ -53,23 +62,36 @@ export function summarizeProfile(profile: CpuProfile, runs: number, file: string
     functions.set(fn, (functions.get(fn) ?? 0) + us);
     files.set(loc, (files.get(loc) ?? 0) + us);
   }
-  return { file, busyMs: Math.round(busy / 100) / 10, functions: top(functions, busy, runs, n), files: top(files, busy, runs, n) };
+  return {
+    file,
+    busyMs: Math.round(busy / 100) / 10,
+    functions: top(functions, busy, runs, n),
+    files: top(files, busy, runs, n),
+  };
 }
 
 /** Every profile in `dir`, summarized, printed, and returned (per thread, busiest first). */
-export function summarizeProfiles(dir: string, runs: number, print: (line: string) => void = console.log): ThreadSummary[] {
+export function summarizeProfiles(
+  dir: string,
+  runs: number,
+  print: (line: string) => void = console.log,
+): ThreadSummary[] {
   const summaries = readdirSync(dir)
     .filter((f) => f.endsWith(".cpuprofile"))
     .map((f) => summarizeProfile(JSON.parse(readFileSync(join(dir, f), "utf8")) as CpuProfile, runs, f))
     .sort((a, b) => b.busyMs - a.busyMs);
   const total = summaries.reduce((n, s) => n + s.busyMs, 0);
-  print(`profiles in ${dir}: ${summaries.length} threads, ${total.toFixed(0)} ms busy in all, ${((total * 1000) / Math.max(1, runs)).toFixed(1)} µs per run over ${runs} runs`);
+  print(
+    `profiles in ${dir}: ${summaries.length} threads, ${total.toFixed(0)} ms busy in all, ${((total * 1000) / Math.max(1, runs)).toFixed(1)} µs per run over ${runs} runs`,
+  );
   for (const s of summaries) {
     print(`\n${s.file}: ${s.busyMs} ms busy (${((s.busyMs * 1000) / Math.max(1, runs)).toFixed(1)} µs per run)`);
     print("  by file:");
-    for (const c of s.files.slice(0, 10)) print(`    ${c.share.toFixed(1).padStart(5)} %  ${c.usPerRun.toFixed(1).padStart(7)} µs/run  ${c.name}`);
+    for (const c of s.files.slice(0, 10))
+      print(`    ${c.share.toFixed(1).padStart(5)} %  ${c.usPerRun.toFixed(1).padStart(7)} µs/run  ${c.name}`);
     print("  by function:");
-    for (const c of s.functions) print(`    ${c.share.toFixed(1).padStart(5)} %  ${c.usPerRun.toFixed(1).padStart(7)} µs/run  ${c.name}`);
+    for (const c of s.functions)
+      print(`    ${c.share.toFixed(1).padStart(5)} %  ${c.usPerRun.toFixed(1).padStart(7)} µs/run  ${c.name}`);
   }
   return summaries;
 }

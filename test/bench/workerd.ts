@@ -19,13 +19,27 @@ const root = join(import.meta.dirname, "../..");
 const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
 /** The path of the workerd binary that wrangler runs (the `workerd` package's default export). */
 const workerdBinary = (createRequire(import.meta.url)("workerd") as { default: string }).default;
-const quiet = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", WRANGLER_LOG: "warn", NO_COLOR: "1" };
+const quiet = {
+  ...process.env,
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_LOG: "warn",
+  NO_COLOR: "1",
+};
 
 function run(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [wranglerBin, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: quiet });
+    const child = spawn(process.execPath, [wranglerBin, ...args], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: quiet,
+    });
     const output = captureOutput(child, () => {});
-    child.once("exit", (code) => (code === 0 ? resolve(output()) : reject(new Error(`wrangler ${args[0]} exited ${code}:\n${output().slice(-3000)}`))));
+    child.once("exit", (code) =>
+      code === 0
+        ? resolve(output())
+        : reject(new Error(`wrangler ${args[0]} exited ${code}:\n${output().slice(-3000)}`)),
+    );
   });
 }
 
@@ -52,7 +66,12 @@ export type Workerd = {
   stop(): Promise<void>;
 };
 
-export async function startWorkerd(options: { dir: string; vars: Record<string, string>; bundleDir?: string; side?: SideWorker }): Promise<Workerd> {
+export async function startWorkerd(options: {
+  dir: string;
+  vars: Record<string, string>;
+  bundleDir?: string;
+  side?: SideWorker;
+}): Promise<Workerd> {
   mkdirSync(options.dir, { recursive: true });
   const bundleDir = options.bundleDir ?? join(options.dir, "bundle");
   if (!options.bundleDir) {
@@ -66,14 +85,20 @@ export async function startWorkerd(options: { dir: string; vars: Record<string, 
   const vars = { ...(wrangler.vars as Record<string, string>), ...options.vars };
   const objects = wrangler.durable_objects.bindings;
   const bindings = [
-    ...objects.map((o: { name: string; class_name: string }) => `(name = ${text(o.name)}, durableObjectNamespace = ${text(o.class_name)})`),
+    ...objects.map(
+      (o: { name: string; class_name: string }) =>
+        `(name = ${text(o.name)}, durableObjectNamespace = ${text(o.class_name)})`,
+    ),
     ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
   ];
   const objectsDir = join(options.dir, "objects");
   mkdirSync(objectsDir, { recursive: true });
   const side = options.side;
   if (side) writeFileSync(join(options.dir, "side.js"), side.module);
-  const sideBindings = Object.entries(side?.objects ?? {}).map(([name, className]) => `(name = ${text(name)}, durableObjectNamespace = (className = ${text(className)}, serviceName = "edge"))`);
+  const sideBindings = Object.entries(side?.objects ?? {}).map(
+    ([name, className]) =>
+      `(name = ${text(name)}, durableObjectNamespace = (className = ${text(className)}, serviceName = "edge"))`,
+  );
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
@@ -83,8 +108,12 @@ const config :Workerd.Config = (
     (name = "loopback", network = (allow = ["public", "private", "local"])),
     # The Durable Objects' SQLite files (workerd's in-memory storage has no SQL API, which the
     # Ledger, Idempotency and Webhooks objects use).
-    (name = "objects", disk = (path = ${text(objectsDir)}, writable = true)),${side ? `
-    (name = "side", worker = .side),` : ""}
+    (name = "objects", disk = (path = ${text(objectsDir)}, writable = true)),${
+      side
+        ? `
+    (name = "side", worker = .side),`
+        : ""
+    }
   ],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "edge")${side ? `, (name = "side", address = "127.0.0.1:${sidePort}", http = (), service = "side")` : ""}],
 );${
@@ -109,9 +138,20 @@ const edge :Workerd.Worker = (
 `;
   const configFile = join(options.dir, "edge.capnp");
   writeFileSync(configFile, config, { mode: 0o600 });
-  const child = spawn(workerdBinary, ["serve", configFile, "--experimental"], { cwd: options.dir, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(workerdBinary, ["serve", configFile, "--experimental"], {
+    cwd: options.dir,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const output = captureOutput(child, () => {});
   const url = `http://127.0.0.1:${port}`;
   await waitForEdge("workerd", child, url, output, 30_000);
-  return { url, ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}), pid: child.pid!, bundleDir, output, stop: () => stopGroup(child) };
+  return {
+    url,
+    ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}),
+    pid: child.pid!,
+    bundleDir,
+    output,
+    stop: () => stopGroup(child),
+  };
 }

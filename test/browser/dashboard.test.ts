@@ -27,7 +27,12 @@ beforeAll(async () => {
   client = createSigilClient({ baseUrl: stack.origin, apiKey: key });
   await topUp(client, { amountCents: 500 });
   const { wallet_address } = await client.createWallet({});
-  await client.addGroup({ group_name: "g", group_description: "", pkp_ids_permitted: [wallet_address], cid_hashes_permitted: [await computeCid(SIGN), await computeCid(FAIL)] });
+  await client.addGroup({
+    group_name: "g",
+    group_description: "",
+    pkp_ids_permitted: [wallet_address],
+    cid_hashes_permitted: [await computeCid(SIGN), await computeCid(FAIL)],
+  });
   await client.sigilAction({ code: SIGN, js_params: { wallet: wallet_address } });
   await client.sigilAction({ code: FAIL });
 }, 180_000);
@@ -57,7 +62,9 @@ describe("the dashboard", () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("style-src 'self'");
     expect(csp).not.toContain("unsafe-inline");
-    const stripe = new URL(((await (await fetch(`${stack.api}/billing/stripe_config`)).json()) as { api_base: string }).api_base).origin;
+    const stripe = new URL(
+      ((await (await fetch(`${stack.api}/billing/stripe_config`)).json()) as { api_base: string }).api_base,
+    ).origin;
     expect(csp).toContain(`connect-src 'self' ${stripe} https://pccs.phala.network;`);
     const html = await res.text();
     const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
@@ -138,7 +145,10 @@ describe("the dashboard", () => {
     await page.getByLabel("Spend cap (cents)").fill("100");
     await page.getByRole("button", { name: "Add key" }).click();
     const shownKey = (await page.getByTestId("new-key").textContent({ timeout: 60_000 })) as string;
-    expect(await createSigilClient({ baseUrl: stack.origin, apiKey: shownKey }).accountExists()).toEqual({ exists: true, managed: true });
+    expect(await createSigilClient({ baseUrl: stack.origin, apiKey: shownKey }).accountExists()).toEqual({
+      exists: true,
+      managed: true,
+    });
     expect(await page.getByRole("button", { name: `Copy key: ${shownKey}` }).count()).toBe(1);
     const table = page.getByRole("table", { name: "The account's usage keys" });
     await expect.poll(() => table.textContent()).toContain("run in groups 1");
@@ -150,7 +160,12 @@ describe("the dashboard", () => {
     await page.getByRole("checkbox", { name: "Create wallets" }).check();
     await page.getByRole("button", { name: "Save changes" }).click();
     await expect.poll(() => table.textContent(), { timeout: 60_000 }).toContain("create wallets");
-    expect((await client.listApiKeys())[0]).toMatchObject({ name: "browser key", can_create_pkps: true, execute_in_groups: ["1"], spend_limit_cents: 100 });
+    expect((await client.listApiKeys())[0]).toMatchObject({
+      name: "browser key",
+      can_create_pkps: true,
+      execute_in_groups: ["1"],
+      spend_limit_cents: 100,
+    });
 
     page.once("dialog", (d) => void d.accept());
     await page.getByRole("button", { name: "Remove browser key" }).click();
@@ -213,7 +228,9 @@ describe("the dashboard", () => {
     await page.getByLabel("Parameters (JSON)").fill("{}");
     await page.getByLabel("Wallet").selectOption(wallet);
     await page.getByRole("button", { name: "Run" }).click();
-    const response = JSON.parse((await page.getByTestId("run-response").textContent({ timeout: 60_000 })) as string) as `0x${string}`;
+    const response = JSON.parse(
+      (await page.getByTestId("run-response").textContent({ timeout: 60_000 })) as string,
+    ) as `0x${string}`;
     expect(await recoverMessageAddress({ message: "dashboard", signature: response })).toBe(getAddress(wallet));
     expect(await page.getByTestId("run-cost").textContent()).toBe("$0.01");
     expect(await page.locator("pre.editor-highlight .token.keyword").count()).toBeGreaterThan(0);
@@ -240,7 +257,9 @@ describe("the dashboard", () => {
     await page.getByLabel("Amount in dollars").fill("5");
     await page.getByLabel("Card").selectOption("pm_card_chargeDeclined");
     await page.getByRole("button", { name: "Pay" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), { timeout: 60_000 }).toMatch(/declined.*payment_not_succeeded/i);
+    await expect
+      .poll(() => page.getByRole("alert").textContent(), { timeout: 60_000 })
+      .toMatch(/declined.*payment_not_succeeded/i);
 
     await page.getByLabel("Card").selectOption("pm_card_visa");
     await page.getByRole("button", { name: "Pay" }).click();
@@ -261,7 +280,9 @@ describe("the dashboard", () => {
     expect(await page.getByText("Nothing spent in the last 30 days.").isVisible()).toBe(true);
     await page.getByRole("navigation").getByRole("link", { name: "Playground" }).click();
     await page.getByRole("button", { name: "Run" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), { timeout: 30_000 }).toMatch(/insufficient_credits.*request [0-9a-f-]{36}/);
+    await expect
+      .poll(() => page.getByRole("alert").textContent(), { timeout: 30_000 })
+      .toMatch(/insufficient_credits.*request [0-9a-f-]{36}/);
     expect(problems).toEqual([]);
     await page.context().close();
   });
@@ -285,7 +306,8 @@ describe("the dashboard", () => {
     const { page, problems } = await signedIn("");
     const chart = page.getByTestId("spend-chart");
     await chart.waitFor({ timeout: 30_000 });
-    const spent = async () => Math.round(Number(/\$([\d.]+) in all/.exec((await chart.getAttribute("aria-label")) ?? "")?.[1]) * 100);
+    const spent = async () =>
+      Math.round(Number(/\$([\d.]+) in all/.exec((await chart.getAttribute("aria-label")) ?? "")?.[1]) * 100);
     const before = { spent: await spent(), balance: cents(await page.getByTestId("balance").textContent()) };
     // The chart names its days, today's under the newest bar.
     const today = new Date().toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
@@ -306,7 +328,9 @@ describe("the dashboard", () => {
     await page.getByRole("status").filter({ hasText: "Paid" }).waitFor({ timeout: 60_000 });
 
     await nav.getByRole("link", { name: "Overview" }).click();
-    await expect.poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 }).then(cents)).toBe(before.balance + 500 - 1);
+    await expect
+      .poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 }).then(cents))
+      .toBe(before.balance + 500 - 1);
     await expect.poll(spent).toBe(before.spent + 1);
     const runs = page.getByRole("table", { name: "The latest runs" });
     expect(await runs.locator("tbody tr").first().textContent()).toMatch(/ok.*\$0\.01/);
@@ -319,19 +343,32 @@ describe("the dashboard", () => {
   it("Attestation: the checks `sigil verify` makes, run in the page against the deployment, each with its result; the simulated TEE said first", async () => {
     const { page, problems } = await signedIn("attestation");
     const verdict = page.getByRole("status").filter({ hasText: /verified/i });
-    await expect.poll(() => verdict.textContent({ timeout: 60_000 }), { timeout: 60_000 }).toBe("Verified: every required check passed on 1 instance(s) (simulated).");
+    await expect
+      .poll(() => verdict.textContent({ timeout: 60_000 }), { timeout: 60_000 })
+      .toBe("Verified: every required check passed on 1 instance(s) (simulated).");
     expect(await page.getByRole("note").textContent()).toMatch(/Simulated TEE\..*not by Intel/);
     const table = page.getByRole("table", { name: /^Instance [0-9a-f]+$/ });
     const rows = Object.fromEntries(
-      await Promise.all((await table.locator("tbody tr").all()).map(async (r) => [await r.locator("td").nth(0).textContent(), await r.locator("td").nth(1).textContent()])),
+      await Promise.all(
+        (await table.locator("tbody tr").all()).map(async (r) => [
+          await r.locator("td").nth(0).textContent(),
+          await r.locator("td").nth(1).textContent(),
+        ]),
+      ),
     ) as Record<string, string>;
-    for (const check of ["quote", "freshness", "event_log", "claims", "evidence.quote", "instance"]) expect(rows[check], check).toBe("Passed");
+    for (const check of ["quote", "freshness", "event_log", "claims", "evidence.quote", "instance"])
+      expect(rows[check], check).toBe("Passed");
     // What a page cannot do is skipped and says why, as the CLI says it for a simulated TEE.
     expect(rows.tls).toBe("Skipped");
     expect(rows.governance).toBe("Skipped");
     expect(await table.textContent()).toContain("http: not TLS, no certificate to compare");
     // The verifier is a chunk of its own, fetched when this page opened.
-    const scripts = await page.evaluate(() => performance.getEntriesByType("resource").map((e) => e.name).filter((n) => n.endsWith(".js")));
+    const scripts = await page.evaluate(() =>
+      performance
+        .getEntriesByType("resource")
+        .map((e) => e.name)
+        .filter((n) => n.endsWith(".js")),
+    );
     expect(scripts.some((n) => /\/dashboard\/chunk-[A-Z0-9]+\.js$/.test(n))).toBe(true);
     expect(await seriousViolations(page)).toEqual([]);
     await screenshots(page, "attestation");

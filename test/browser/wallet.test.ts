@@ -5,12 +5,30 @@
 // account: it signs in (X-Wallet-Auth on every read), sees its balance, and registers a usage key by
 // signature — the key made by the service, granted by the wallet's own setUsageApiKey transaction —
 // which then runs a signing script and signs in to the dashboard itself.
-import { createPublicClient, createTestClient, createWalletClient, getAddress, http, numberToHex, parseEther, verifyMessage, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  getAddress,
+  http,
+  numberToHex,
+  parseEther,
+  verifyMessage,
+  type Address,
+  type Hex,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { accountConfig, createSigilClient, signSigilTypedData, topUp, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
+import {
+  accountConfig,
+  createSigilClient,
+  signSigilTypedData,
+  topUp,
+  walletAuthHeader,
+  type SigilClient,
+} from "../../sdk/src/index.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash } from "../../shared/hashing.ts";
 import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
@@ -32,15 +50,27 @@ beforeAll(async () => {
   browser = await launchBrowser();
   anon = createSigilClient({ baseUrl: stack.origin });
   const transport = http(stack.rpcUrl);
-  await createTestClient({ chain: foundry, mode: "anvil", transport }).setBalance({ address: admin.address, value: parseEther("100") });
+  await createTestClient({ chain: foundry, mode: "anvil", transport }).setBalance({
+    address: admin.address,
+    value: parseEther("100"),
+  });
   const walletClient = createWalletClient({ account: admin, chain: foundry, transport });
   const publicClient = createPublicClient({ chain: foundry, transport, pollingInterval: 50 });
   chainId = (await anon.getNodeChainConfig()).chain_id;
   // A ChainSecured account the wallet administers, with one wallet, credit and a group for SIGN.
   const contract = accountConfig({ walletClient, publicClient, address: stack.contract });
-  const first = await anon.createWalletWithSignature(await signSigilTypedData({ signer: admin, primaryType: "CreateWallet", chainId }));
-  await contract.newChainSecuredAccount({ name: "browser wallet", masterWallet: first.master_wallet_address as Address });
-  await contract.registerWalletDerivation({ wallet: first.wallet_address as Address, derivationPath: first.derivation_path as Hex, name: "first" });
+  const first = await anon.createWalletWithSignature(
+    await signSigilTypedData({ signer: admin, primaryType: "CreateWallet", chainId }),
+  );
+  await contract.newChainSecuredAccount({
+    name: "browser wallet",
+    masterWallet: first.master_wallet_address as Address,
+  });
+  await contract.registerWalletDerivation({
+    wallet: first.wallet_address as Address,
+    derivationPath: first.derivation_path as Hex,
+    name: "first",
+  });
   pkp = first.wallet_address as Address;
   await topUp(anon.with({ walletAuth: () => walletAuthHeader({ signer: admin, chainId }) }), { amountCents: 500 });
   const cid = await computeCid(SIGN);
@@ -74,9 +104,19 @@ async function withTestWallet(page: Page): Promise<string[]> {
         case "eth_chainId":
           return numberToHex(chainId);
         case "eth_signTypedData_v4": {
-          const typed = JSON.parse(params[1] as string) as { domain: never; types: Record<string, never>; primaryType: string; message: { address: Address; issuedAt: string } };
+          const typed = JSON.parse(params[1] as string) as {
+            domain: never;
+            types: Record<string, never>;
+            primaryType: string;
+            message: { address: Address; issuedAt: string };
+          };
           const { EIP712Domain: _, ...types } = typed.types;
-          return admin.signTypedData({ domain: typed.domain, types, primaryType: typed.primaryType, message: { ...typed.message, issuedAt: BigInt(typed.message.issuedAt) } } as never);
+          return admin.signTypedData({
+            domain: typed.domain,
+            types,
+            primaryType: typed.primaryType,
+            message: { ...typed.message, issuedAt: BigInt(typed.message.issuedAt) },
+          } as never);
         }
         case "eth_sendTransaction": {
           const tx = params[0] as { to: Address; data: Hex; value?: Hex };
@@ -89,9 +129,11 @@ async function withTestWallet(page: Page): Promise<string[]> {
     return JSON.stringify(await answer());
   });
   await page.addInitScript(() => {
-    const call = (globalThis as unknown as { sigilTestWallet(method: string, params: string): Promise<string> }).sigilTestWallet;
+    const call = (globalThis as unknown as { sigilTestWallet(method: string, params: string): Promise<string> })
+      .sigilTestWallet;
     (globalThis as unknown as { ethereum: unknown }).ethereum = {
-      request: async ({ method, params }: { method: string; params?: unknown[] }) => JSON.parse(await call(method, JSON.stringify(params ?? []))) as unknown,
+      request: async ({ method, params }: { method: string; params?: unknown[] }) =>
+        JSON.parse(await call(method, JSON.stringify(params ?? []))) as unknown,
     };
   });
   return asked;
@@ -107,7 +149,14 @@ describe("the dashboard with a browser wallet", () => {
     expect(await page.getByText(`wallet ${admin.address}`).isVisible()).toBe(true);
     // The managed-account pages are not offered to a wallet; its keys page is.
     const nav = page.getByRole("navigation");
-    expect(await nav.getByRole("link").allTextContents()).toEqual(["Overview", "Keys", "Billing", "Audit log", "Webhooks", "Attestation"]);
+    expect(await nav.getByRole("link").allTextContents()).toEqual([
+      "Overview",
+      "Keys",
+      "Billing",
+      "Audit log",
+      "Webhooks",
+      "Attestation",
+    ]);
     expect(asked).toContain("eth_signTypedData_v4");
     expect(await seriousViolations(page)).toEqual([]);
     await screenshots(page, "wallet-overview");
@@ -132,7 +181,13 @@ describe("the dashboard with a browser wallet", () => {
     // The key the wallet granted runs a signing script in the group it was given.
     const run = await anon.with({ apiKey: key }).sigilAction({ code: SIGN, js_params: { wallet: pkp } });
     expect(run.has_error).toBe(false);
-    expect(await verifyMessage({ address: getAddress(pkp), message: "from a wallet-made key", signature: run.response as Hex })).toBe(true);
+    expect(
+      await verifyMessage({
+        address: getAddress(pkp),
+        message: "from a wallet-made key",
+        signature: run.response as Hex,
+      }),
+    ).toBe(true);
 
     // And signs in to the dashboard as that usage key.
     await page.getByRole("button", { name: "Sign out" }).click();

@@ -7,7 +7,14 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser } from "playwright-core";
-import { createSigilClient, EVENT_ID_HEADER, SIGNATURE_HEADER, topUp, verifyWebhook, type SigilClient } from "../../sdk/src/index.ts";
+import {
+  createSigilClient,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  topUp,
+  verifyWebhook,
+  type SigilClient,
+} from "../../sdk/src/index.ts";
 import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
 
@@ -28,7 +35,11 @@ beforeAll(async () => {
     let body = "";
     req.on("data", (c: Buffer) => (body += c.toString()));
     req.on("end", () => {
-      received.push({ body, signature: req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined, eventId: req.headers[EVENT_ID_HEADER.toLowerCase()] as string | undefined });
+      received.push({
+        body,
+        signature: req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined,
+        eventId: req.headers[EVENT_ID_HEADER.toLowerCase()] as string | undefined,
+      });
       res.writeHead(200).end();
     });
   });
@@ -82,7 +93,11 @@ describe("the Webhooks page", () => {
     const endpoints = page.getByRole("table", { name: "The account's webhook endpoints" });
     await expect.poll(() => endpoints.textContent()).toContain(receiverUrl);
     const [endpoint] = await client.listWebhooks();
-    expect(endpoint).toMatchObject({ url: receiverUrl, events: ["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached"], disabled: false });
+    expect(endpoint).toMatchObject({
+      url: receiverUrl,
+      events: ["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached"],
+      disabled: false,
+    });
     expect(await endpoints.textContent()).toContain("enabled");
 
     // The balance is $5.00: a threshold of $5.00 is armed, and a 1-cent wallet takes the balance under it.
@@ -91,7 +106,9 @@ describe("the Webhooks page", () => {
     await page.getByRole("button", { name: "Save threshold" }).click();
     await page.getByRole("status").filter({ hasText: "Saved: the threshold is $5.00" }).waitFor({ timeout: 30_000 });
     expect(await client.getWebhookSettings()).toEqual({ balance_low_cents: 500 });
-    await expect.poll(() => page.getByTestId("balance-low-now").textContent()).toBe("balance.low fires when the balance goes under $5.00.");
+    await expect
+      .poll(() => page.getByTestId("balance-low-now").textContent())
+      .toBe("balance.low fires when the balance goes under $5.00.");
     await client.createWallet({});
     await expect.poll(() => received.length, { timeout: 60_000 }).toBe(1);
     const event = await verifyWebhook(received[0]!.body, received[0]!.signature, secret);
@@ -120,7 +137,10 @@ describe("the Webhooks page", () => {
     await page.getByRole("status").filter({ hasText: "again now" }).waitFor({ timeout: 30_000 });
     await expect.poll(() => received.length, { timeout: 60_000 }).toBe(2);
     expect(received[1]!.eventId).toBe(event.id);
-    await expect(verifyWebhook(received[1]!.body, received[1]!.signature, secret)).resolves.toMatchObject({ id: event.id, type: "balance.low" });
+    await expect(verifyWebhook(received[1]!.body, received[1]!.signature, secret)).resolves.toMatchObject({
+      id: event.id,
+      type: "balance.low",
+    });
     await expect
       .poll(
         async () => {
@@ -167,7 +187,9 @@ describe("the Webhooks page", () => {
     });
     const { page, problems } = await signedIn("webhooks", usage_api_key, 360);
     const alert = page.getByRole("alert");
-    await expect.poll(() => alert.textContent(), { timeout: 30_000 }).toMatch(/master key.*account_key_required.*request [0-9a-f-]{36}/);
+    await expect
+      .poll(() => alert.textContent(), { timeout: 30_000 })
+      .toMatch(/master key.*account_key_required.*request [0-9a-f-]{36}/);
     expect(await page.getByText("Sign in with the master key to see them.").isVisible()).toBe(true);
     expect(await page.getByRole("heading", { name: "Webhooks" }).isVisible()).toBe(true);
     expect(await seriousViolations(page)).toEqual([]);

@@ -44,7 +44,13 @@ function call<N extends WriteName>(fn: N, args: WriteArgs<N>): Call {
     write: (from) => f.write(from, fn, args),
     revert: (from) => f.revert(from, fn, args),
     async simulate(from) {
-      await f.publicClient.simulateContract({ address: f.address, abi, functionName: fn, args, account: from } as never);
+      await f.publicClient.simulateContract({
+        address: f.address,
+        abi,
+        functionName: fn,
+        args,
+        account: from,
+      } as never);
     },
   };
 }
@@ -159,7 +165,9 @@ const CASES: Case[] = [
       };
     },
     exact: { label: "pkp:create", perms: () => ({ canCreatePkps: true }) },
-    missing: () => [{ label: "without pkp:create", perms: allBut({ canCreatePkps: false }), error: notAllowed("pkp:create", 0n) }],
+    missing: () => [
+      { label: "without pkp:create", perms: allBut({ canCreatePkps: false }), error: notAllowed("pkp:create", 0n) },
+    ],
   },
   {
     fn: "addGroup",
@@ -177,7 +185,13 @@ const CASES: Case[] = [
       };
     },
     exact: { label: "group:create", perms: () => ({ canCreateGroups: true }) },
-    missing: () => [{ label: "without group:create", perms: allBut({ canCreateGroups: false }), error: notAllowed("group:create", 0n) }],
+    missing: () => [
+      {
+        label: "without group:create",
+        perms: allBut({ canCreateGroups: false }),
+        error: notAllowed("group:create", 0n),
+      },
+    ],
   },
   {
     fn: "updateGroup",
@@ -190,7 +204,12 @@ const CASES: Case[] = [
         h,
         call: (k) => call("updateGroup", [k, g, "updated", "replaced", [x], [ZERO]]),
         async verify() {
-          expect(await groupOf(a.master, g)).toMatchObject({ name: "updated", description: "replaced", cidHashes: [x], wallets: [ZERO] });
+          expect(await groupOf(a.master, g)).toMatchObject({
+            name: "updated",
+            description: "replaced",
+            cidHashes: [x],
+            wallets: [ZERO],
+          });
         },
       };
     },
@@ -200,7 +219,11 @@ const CASES: Case[] = [
     },
     wildcard: { manageIpfsIdsInGroups: [0n], addPkpToGroups: [0n], removePkpFromGroups: [0n] },
     missing: ({ g }) =>
-      GROUP_SCOPES.map(([scope, list]) => ({ label: `without ${scope}`, perms: allBut({ [list]: [] }), error: notAllowed(scope, g) })),
+      GROUP_SCOPES.map(([scope, list]) => ({
+        label: `without ${scope}`,
+        perms: allBut({ [list]: [] }),
+        error: notAllowed(scope, g),
+      })),
     otherGroup: ({ g, h }) => [
       ...GROUP_SCOPES.map(([scope, list]) => ({
         label: `with ${scope} for another group only (the other two for the group)`,
@@ -231,7 +254,13 @@ const CASES: Case[] = [
       };
     },
     exact: { label: "group:delete", perms: () => ({ canDeleteGroups: true }) },
-    missing: () => [{ label: "without group:delete", perms: allBut({ canDeleteGroups: false }), error: notAllowed("group:delete", 0n) }],
+    missing: () => [
+      {
+        label: "without group:delete",
+        perms: allBut({ canDeleteGroups: false }),
+        error: notAllowed("group:delete", 0n),
+      },
+    ],
   },
   {
     fn: "addActionToGroup",
@@ -250,9 +279,19 @@ const CASES: Case[] = [
     },
     exact: { label: "group:manageActions for that group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
     wildcard: { manageIpfsIdsInGroups: [0n] },
-    missing: ({ g }) => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", g) }],
+    missing: ({ g }) => [
+      {
+        label: "without group:manageActions",
+        perms: allBut({ manageIpfsIdsInGroups: [] }),
+        error: notAllowed("group:manageActions", g),
+      },
+    ],
     otherGroup: ({ g, h }) => [
-      { label: "with group:manageActions for another group only", perms: allBut({ manageIpfsIdsInGroups: [h] }), error: notAllowed("group:manageActions", g) },
+      {
+        label: "with group:manageActions for another group only",
+        perms: allBut({ manageIpfsIdsInGroups: [h] }),
+        error: notAllowed("group:manageActions", g),
+      },
     ],
   },
   {
@@ -272,9 +311,19 @@ const CASES: Case[] = [
     },
     exact: { label: "group:manageActions for that group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
     wildcard: { manageIpfsIdsInGroups: [0n] },
-    missing: ({ g }) => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", g) }],
+    missing: ({ g }) => [
+      {
+        label: "without group:manageActions",
+        perms: allBut({ manageIpfsIdsInGroups: [] }),
+        error: notAllowed("group:manageActions", g),
+      },
+    ],
     otherGroup: ({ g, h }) => [
-      { label: "with group:manageActions for another group only", perms: allBut({ manageIpfsIdsInGroups: [h] }), error: notAllowed("group:manageActions", g) },
+      {
+        label: "with group:manageActions for another group only",
+        perms: allBut({ manageIpfsIdsInGroups: [h] }),
+        error: notAllowed("group:manageActions", g),
+      },
     ],
   },
   {
@@ -294,9 +343,15 @@ const CASES: Case[] = [
     },
     exact: { label: "group:addPkp for that group", perms: ({ g }) => ({ addPkpToGroups: [g] }) },
     wildcard: { addPkpToGroups: [0n] },
-    missing: ({ g }) => [{ label: "without group:addPkp", perms: allBut({ addPkpToGroups: [] }), error: notAllowed("group:addPkp", g) }],
+    missing: ({ g }) => [
+      { label: "without group:addPkp", perms: allBut({ addPkpToGroups: [] }), error: notAllowed("group:addPkp", g) },
+    ],
     otherGroup: ({ g, h }) => [
-      { label: "with group:addPkp for another group only", perms: allBut({ addPkpToGroups: [h] }), error: notAllowed("group:addPkp", g) },
+      {
+        label: "with group:addPkp for another group only",
+        perms: allBut({ addPkpToGroups: [h] }),
+        error: notAllowed("group:addPkp", g),
+      },
     ],
   },
   {
@@ -316,9 +371,19 @@ const CASES: Case[] = [
     },
     exact: { label: "group:removePkp for that group", perms: ({ g }) => ({ removePkpFromGroups: [g] }) },
     wildcard: { removePkpFromGroups: [0n] },
-    missing: ({ g }) => [{ label: "without group:removePkp", perms: allBut({ removePkpFromGroups: [] }), error: notAllowed("group:removePkp", g) }],
+    missing: ({ g }) => [
+      {
+        label: "without group:removePkp",
+        perms: allBut({ removePkpFromGroups: [] }),
+        error: notAllowed("group:removePkp", g),
+      },
+    ],
     otherGroup: ({ g, h }) => [
-      { label: "with group:removePkp for another group only", perms: allBut({ removePkpFromGroups: [h] }), error: notAllowed("group:removePkp", g) },
+      {
+        label: "with group:removePkp for another group only",
+        perms: allBut({ removePkpFromGroups: [h] }),
+        error: notAllowed("group:removePkp", g),
+      },
     ],
   },
   {
@@ -340,7 +405,13 @@ const CASES: Case[] = [
     // "group:manageActions in some group": one group's id is enough, whichever group it is.
     exact: { label: "group:manageActions for one group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
     wildcard: { manageIpfsIdsInGroups: [0n] },
-    missing: () => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", 0n) }],
+    missing: () => [
+      {
+        label: "without group:manageActions",
+        perms: allBut({ manageIpfsIdsInGroups: [] }),
+        error: notAllowed("group:manageActions", 0n),
+      },
+    ],
   },
   {
     fn: "registerActions",
@@ -360,9 +431,19 @@ const CASES: Case[] = [
     // The CIDs are for group g: it needs what adding them to g needs.
     exact: { label: "group:manageActions for that group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
     wildcard: { manageIpfsIdsInGroups: [0n] },
-    missing: ({ g }) => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", g) }],
+    missing: ({ g }) => [
+      {
+        label: "without group:manageActions",
+        perms: allBut({ manageIpfsIdsInGroups: [] }),
+        error: notAllowed("group:manageActions", g),
+      },
+    ],
     otherGroup: ({ g, h }) => [
-      { label: "with group:manageActions for another group only", perms: allBut({ manageIpfsIdsInGroups: [h] }), error: notAllowed("group:manageActions", g) },
+      {
+        label: "with group:manageActions for another group only",
+        perms: allBut({ manageIpfsIdsInGroups: [h] }),
+        error: notAllowed("group:manageActions", g),
+      },
     ],
   },
   {
@@ -384,7 +465,13 @@ const CASES: Case[] = [
     },
     exact: { label: "group:manageActions for one group", perms: ({ g }) => ({ manageIpfsIdsInGroups: [g] }) },
     wildcard: { manageIpfsIdsInGroups: [0n] },
-    missing: () => [{ label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", 0n) }],
+    missing: () => [
+      {
+        label: "without group:manageActions",
+        perms: allBut({ manageIpfsIdsInGroups: [] }),
+        error: notAllowed("group:manageActions", 0n),
+      },
+    ],
   },
   {
     fn: "removeAction",
@@ -407,7 +494,11 @@ const CASES: Case[] = [
     // The scope it needs *is* the wildcard, so (b) and (c) are the same key.
     exact: { label: "group:manageActions via wildcard 0", perms: () => ({ manageIpfsIdsInGroups: [0n] }) },
     missing: ({ g, h }) => [
-      { label: "without group:manageActions", perms: allBut({ manageIpfsIdsInGroups: [] }), error: notAllowed("group:manageActions", 0n) },
+      {
+        label: "without group:manageActions",
+        perms: allBut({ manageIpfsIdsInGroups: [] }),
+        error: notAllowed("group:manageActions", 0n),
+      },
       {
         label: "with group:manageActions for every group by id but not wildcard 0",
         perms: allBut({ manageIpfsIdsInGroups: [g, h] }),
@@ -426,7 +517,10 @@ const CASES: Case[] = [
         h: 0n,
         call: (k) => call("setUsageApiKey", usageKeyArgs(k, u, { executeInGroups: [0n] }, "new key")),
         async verify() {
-          expect((await usageKeysOf(master)).find((k) => k.keyHash === u)).toMatchObject({ name: "new key", executeInGroups: [0n] });
+          expect((await usageKeysOf(master)).find((k) => k.keyHash === u)).toMatchObject({
+            name: "new key",
+            executeInGroups: [0n],
+          });
           expect((await f.read("resolveKey", [u]))[0]).toBe(master);
         },
       };
@@ -443,7 +537,10 @@ const CASES: Case[] = [
         h: 0n,
         call: (k) => call("updateUsageApiKeyMetadata", [k, u, "renamed", "new description"]),
         async verify() {
-          expect((await usageKeysOf(master)).find((k) => k.keyHash === u)).toMatchObject({ name: "renamed", description: "new description" });
+          expect((await usageKeysOf(master)).find((k) => k.keyHash === u)).toMatchObject({
+            name: "renamed",
+            description: "new description",
+          });
         },
       };
     },
@@ -541,7 +638,14 @@ for (const c of CASES) {
 
     // d. and e. The test names come from the table with placeholder group ids; each test takes
     // the same row again with the ids of the groups it prepared.
-    const placeholder: Prepared = { g: 1n, h: 2n, call: () => { throw new Error("placeholder"); }, verify: async () => {} };
+    const placeholder: Prepared = {
+      g: 1n,
+      h: 2n,
+      call: () => {
+        throw new Error("placeholder");
+      },
+      verify: async () => {},
+    };
     for (const kind of ["missing", "otherGroup"] as const) {
       const make = c[kind];
       if (!make) continue;
@@ -677,7 +781,14 @@ describe("a usage key naming a removed group", () => {
     x = cidHash(cid);
     await f.write(f.payer, "addAction", [master, x, cid, "a", ""]);
     removed = await f.group(master);
-    key = (await f.usageKey(master, { manageIpfsIdsInGroups: [removed], addPkpToGroups: [removed], removePkpFromGroups: [removed], executeInGroups: [removed] })).hash;
+    key = (
+      await f.usageKey(master, {
+        manageIpfsIdsInGroups: [removed],
+        addPkpToGroups: [removed],
+        removePkpFromGroups: [removed],
+        executeInGroups: [removed],
+      })
+    ).hash;
     await f.write(f.payer, "removeGroup", [master, removed]);
     fresh = await f.group(master, [x], [wallet]);
   });
@@ -688,11 +799,15 @@ describe("a usage key naming a removed group", () => {
   });
 
   it("addActionToGroup on the new group → NotAllowed(group:manageActions)", async () => {
-    expect(await f.revert(f.payer, "addActionToGroup", [key, fresh, cidHash(randomCid())])).toEqual(notAllowed("group:manageActions", fresh));
+    expect(await f.revert(f.payer, "addActionToGroup", [key, fresh, cidHash(randomCid())])).toEqual(
+      notAllowed("group:manageActions", fresh),
+    );
   });
 
   it("removeActionFromGroup on the new group → NotAllowed(group:manageActions)", async () => {
-    expect(await f.revert(f.payer, "removeActionFromGroup", [key, fresh, x])).toEqual(notAllowed("group:manageActions", fresh));
+    expect(await f.revert(f.payer, "removeActionFromGroup", [key, fresh, x])).toEqual(
+      notAllowed("group:manageActions", fresh),
+    );
   });
 
   it("addPkpToGroup on the new group → NotAllowed(group:addPkp)", async () => {
@@ -700,11 +815,15 @@ describe("a usage key naming a removed group", () => {
   });
 
   it("removePkpFromGroup on the new group → NotAllowed(group:removePkp)", async () => {
-    expect(await f.revert(f.payer, "removePkpFromGroup", [key, fresh, wallet])).toEqual(notAllowed("group:removePkp", fresh));
+    expect(await f.revert(f.payer, "removePkpFromGroup", [key, fresh, wallet])).toEqual(
+      notAllowed("group:removePkp", fresh),
+    );
   });
 
   it("updateGroup on the new group → NotAllowed(group:manageActions)", async () => {
-    expect(await f.revert(f.payer, "updateGroup", [key, fresh, "n", "", [], []])).toEqual(notAllowed("group:manageActions", fresh));
+    expect(await f.revert(f.payer, "updateGroup", [key, fresh, "n", "", [], []])).toEqual(
+      notAllowed("group:manageActions", fresh),
+    );
   });
 
   it("removeAction → NotAllowed(group:manageActions, 0)", async () => {
@@ -716,11 +835,15 @@ describe("a usage key naming a removed group", () => {
   // (AccountConfigStorage: "a stale group id in a key grants nothing").
   it("addAction (manageActions in some group) → NotAllowed(group:manageActions, 0)", async () => {
     const other = randomCid();
-    expect(await f.revert(f.payer, "addAction", [key, cidHash(other), other, "n", ""])).toEqual(notAllowed("group:manageActions", 0n));
+    expect(await f.revert(f.payer, "addAction", [key, cidHash(other), other, "n", ""])).toEqual(
+      notAllowed("group:manageActions", 0n),
+    );
   });
 
   it("updateActionMetadata (manageActions in some group) → NotAllowed(group:manageActions, 0)", async () => {
-    expect(await f.revert(f.payer, "updateActionMetadata", [key, x, "renamed", ""])).toEqual(notAllowed("group:manageActions", 0n));
+    expect(await f.revert(f.payer, "updateActionMetadata", [key, x, "renamed", ""])).toEqual(
+      notAllowed("group:manageActions", 0n),
+    );
   });
 });
 
@@ -745,12 +868,48 @@ describe("addGroup with content, by a usage key", () => {
 
   const createOnly: Perms = { canCreateGroups: true, executeInGroups: [0n] };
   // Functions, because `existing`, `action` and `amw` exist only once beforeAll has run.
-  const refusals: { label: string; perms: () => Perms; cids: () => bigint[]; wallets: () => Address[]; scope: string }[] = [
-    { label: "create-only: the wildcard action and the wildcard wallet", perms: () => createOnly, cids: () => [0n], wallets: () => [ZERO], scope: "group:manageActions" },
-    { label: "create-only: the wildcard action", perms: () => createOnly, cids: () => [0n], wallets: () => [], scope: "group:manageActions" },
-    { label: "create-only: a registered action", perms: () => createOnly, cids: () => [action], wallets: () => [], scope: "group:manageActions" },
-    { label: "create-only: the wildcard wallet", perms: () => createOnly, cids: () => [], wallets: () => [ZERO], scope: "group:addPkp" },
-    { label: "create-only: the master wallet by address", perms: () => createOnly, cids: () => [], wallets: () => [amw], scope: "group:addPkp" },
+  const refusals: {
+    label: string;
+    perms: () => Perms;
+    cids: () => bigint[];
+    wallets: () => Address[];
+    scope: string;
+  }[] = [
+    {
+      label: "create-only: the wildcard action and the wildcard wallet",
+      perms: () => createOnly,
+      cids: () => [0n],
+      wallets: () => [ZERO],
+      scope: "group:manageActions",
+    },
+    {
+      label: "create-only: the wildcard action",
+      perms: () => createOnly,
+      cids: () => [0n],
+      wallets: () => [],
+      scope: "group:manageActions",
+    },
+    {
+      label: "create-only: a registered action",
+      perms: () => createOnly,
+      cids: () => [action],
+      wallets: () => [],
+      scope: "group:manageActions",
+    },
+    {
+      label: "create-only: the wildcard wallet",
+      perms: () => createOnly,
+      cids: () => [],
+      wallets: () => [ZERO],
+      scope: "group:addPkp",
+    },
+    {
+      label: "create-only: the master wallet by address",
+      perms: () => createOnly,
+      cids: () => [],
+      wallets: () => [amw],
+      scope: "group:addPkp",
+    },
     {
       label: "group:manageActions and group:addPkp for an existing group only",
       perms: () => ({ ...createOnly, manageIpfsIdsInGroups: [existing], addPkpToGroups: [existing] }),
@@ -769,7 +928,9 @@ describe("addGroup with content, by a usage key", () => {
   for (const r of refusals) {
     it(`${r.label} → NotAllowed(${r.scope}, 0)`, async () => {
       const usage = await f.usageKey(master, r.perms());
-      expect(await f.revert(f.payer, "addGroup", [usage.hash, "mine", "", r.cids(), r.wallets()])).toEqual(notAllowed(r.scope, 0n));
+      expect(await f.revert(f.payer, "addGroup", [usage.hash, "mine", "", r.cids(), r.wallets()])).toEqual(
+        notAllowed(r.scope, 0n),
+      );
     });
   }
 
@@ -778,7 +939,11 @@ describe("addGroup with content, by a usage key", () => {
     const code = cidHash(randomCid());
     // It may create an empty group, and nothing it can put there lets it use a wallet.
     await f.write(f.payer, "addGroup", [usage.hash, "empty", "", [], []]);
-    for (const [cids, wallets] of [[[0n], [ZERO]], [[0n], [amw]], [[action], [amw]]] as [bigint[], Address[]][]) {
+    for (const [cids, wallets] of [
+      [[0n], [ZERO]],
+      [[0n], [amw]],
+      [[action], [amw]],
+    ] as [bigint[], Address[]][]) {
       expect((await f.revert(f.payer, "addGroup", [usage.hash, "g", "", cids, wallets])).errorName).toBe("NotAllowed");
     }
     const [canExecute, walletAllowed] = await f.read("authorizeExecution", [usage.hash, code, [amw]]);
@@ -787,7 +952,11 @@ describe("addGroup with content, by a usage key", () => {
   });
 
   it("group:create with group:manageActions [0] and group:addPkp [0] may create {cids: [0], wallets: [0]}", async () => {
-    const usage = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [0n], addPkpToGroups: [0n] });
+    const usage = await f.usageKey(master, {
+      canCreateGroups: true,
+      manageIpfsIdsInGroups: [0n],
+      addPkpToGroups: [0n],
+    });
     const id = await f.group(usage.hash, [0n, action], [ZERO, amw]);
     expect(await f.read("getGroup", [master, id])).toMatchObject({ cidHashes: [0n, action], wallets: [ZERO, amw] });
   });
@@ -804,19 +973,26 @@ describe("addGroup with content, by a usage key", () => {
     const admin = await f.impersonate();
     const sovereign = await f.chainSecuredAccount(admin);
     const sid = await f.group(sovereign.master, [0n], [ZERO, sovereign.amw], admin);
-    expect(await f.read("getGroup", [sovereign.master, sid])).toMatchObject({ cidHashes: [0n], wallets: [ZERO, sovereign.amw] });
+    expect(await f.read("getGroup", [sovereign.master, sid])).toMatchObject({
+      cidHashes: [0n],
+      wallets: [ZERO, sovereign.amw],
+    });
   });
 
   it("registerActions for a group about to be created (group id 0) needs group:manageActions [0], like the group's actions", async () => {
     const cid = randomCid();
     const g = await f.group(master);
     const byId = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [g] });
-    expect(await f.revert(f.payer, "registerActions", [byId.hash, 0n, [cid]])).toEqual(notAllowed("group:manageActions", 0n));
+    expect(await f.revert(f.payer, "registerActions", [byId.hash, 0n, [cid]])).toEqual(
+      notAllowed("group:manageActions", 0n),
+    );
     const wildcard = await f.usageKey(master, { canCreateGroups: true, manageIpfsIdsInGroups: [0n] });
-    await f.write(f.payer, "multicall", [[
-      encodeFunctionData({ abi, functionName: "registerActions", args: [wildcard.hash, 0n, [cid]] }),
-      encodeFunctionData({ abi, functionName: "addGroup", args: [wildcard.hash, "g", "", [cidHash(cid)], []] }),
-    ]]);
+    await f.write(f.payer, "multicall", [
+      [
+        encodeFunctionData({ abi, functionName: "registerActions", args: [wildcard.hash, 0n, [cid]] }),
+        encodeFunctionData({ abi, functionName: "addGroup", args: [wildcard.hash, "g", "", [cidHash(cid)], []] }),
+      ],
+    ]);
   });
 
   it("an existing group's own scopes still cover its wildcards (addActionToGroup 0, addPkpToGroup address(0))", async () => {
@@ -893,7 +1069,9 @@ describe("payers", () => {
     await f.write(f.owner, "setApiPayers", [[f.otherPayer]]);
     expect(await f.revert(f.payer, "addGroup", [master, "g", "", [], []])).toEqual(noAccess(master, f.payer));
     expect(await f.revert(f.payer, "addGroup", [usage.hash, "g", "", [], []])).toEqual(noAccess(usage.hash, f.payer));
-    expect(await f.revert(f.payer, "newAccount", [randomHash(), "n", "", randomAddress(), 1n])).toMatchObject({ errorName: "NoAccountAccess" });
+    expect(await f.revert(f.payer, "newAccount", [randomHash(), "n", "", randomAddress(), 1n])).toMatchObject({
+      errorName: "NoAccountAccess",
+    });
     await f.write(f.otherPayer, "addGroup", [usage.hash, "g", "", [], []]);
     expect((await f.read("getAccount", [master])).groupCount).toBe(1n);
   });

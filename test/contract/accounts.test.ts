@@ -69,9 +69,13 @@ describe("newAccount", () => {
 
   it("rejects a zero hash, wallet or derivation", async () => {
     const key = apiKeyHash(generateApiKey());
-    expect((await f.revert(f.payer, "newAccount", [0n, "n", "", randomAddress(), 1n])).errorName).toBe("InvalidRequest");
+    expect((await f.revert(f.payer, "newAccount", [0n, "n", "", randomAddress(), 1n])).errorName).toBe(
+      "InvalidRequest",
+    );
     expect((await f.revert(f.payer, "newAccount", [key, "n", "", ZERO, 1n])).errorName).toBe("InvalidRequest");
-    expect((await f.revert(f.payer, "newAccount", [key, "n", "", randomAddress(), 0n])).errorName).toBe("InvalidRequest");
+    expect((await f.revert(f.payer, "newAccount", [key, "n", "", randomAddress(), 0n])).errorName).toBe(
+      "InvalidRequest",
+    );
   });
 });
 
@@ -79,9 +83,18 @@ describe("newChainSecuredAccount", () => {
   it("creates an unmanaged account whose master hash is the sender's wallet lookup hash and whose wallet 0 is the named AMW", async () => {
     const { master, amw, receipt } = await f.chainSecuredAccount(f.bob, "Bob's");
     expect(master).toBe(walletLookupHash(f.bob));
-    expect(await f.read("getAccount", [master])).toMatchObject({ master, admin: f.bob, managed: false, name: "Bob's", walletCount: 1n });
+    expect(await f.read("getAccount", [master])).toMatchObject({
+      master,
+      admin: f.bob,
+      managed: false,
+      name: "Bob's",
+      walletCount: 1n,
+    });
     // Wallet 0 is the Account Master Wallet: the PKP whose derivation is the master hash.
-    expect(await f.read("listWallets", [master, 0n, 10n])).toEqual([[{ id: 0n, wallet: amw, name: "", description: "" }], 1n]);
+    expect(await f.read("listWallets", [master, 0n, 10n])).toEqual([
+      [{ id: 0n, wallet: amw, name: "", description: "" }],
+      1n,
+    ]);
     expect(await f.read("getWalletDerivation", [master, amw])).toBe(master);
     // The master of a wallet-created account is the wallet's alias, never an API key.
     expect(await f.read("accountOfWallet", [f.bob])).toEqual([master, f.bob, false]);
@@ -147,7 +160,14 @@ describe("convertToChainSecuredAccount", () => {
     expect(parseEventLogs({ abi, logs: receipt.logs }).map((e) => [e.eventName, e.args])).toEqual([
       ["AccountConvertedToChainSecured", { master, newAdmin }],
     ]);
-    expect(await f.read("getAccount", [master])).toMatchObject({ master, admin: newAdmin, managed: false, walletCount: 1n, groupCount: 1n, usageKeyCount: 1n });
+    expect(await f.read("getAccount", [master])).toMatchObject({
+      master,
+      admin: newAdmin,
+      managed: false,
+      walletCount: 1n,
+      groupCount: 1n,
+      usageKeyCount: 1n,
+    });
     // The old master key still resolves (reads) but is no longer live; the usage key still is.
     expect(await f.read("resolveKey", [master])).toEqual([master, true, false, false]);
     expect(await f.read("resolveKey", [usage.hash])).toEqual([master, false, false, true]);
@@ -178,7 +198,10 @@ describe("convertToChainSecuredAccount", () => {
     const { master, amw } = await f.managedAccount();
     const usage = await f.usageKey(master);
     for (const hash of [usage.hash, walletLookupHash(amw)]) {
-      expect(await f.revert(f.payer, "convertToChainSecuredAccount", [hash, randomAddress()])).toEqual({ errorName: "NotOwner", args: [] });
+      expect(await f.revert(f.payer, "convertToChainSecuredAccount", [hash, randomAddress()])).toEqual({
+        errorName: "NotOwner",
+        args: [],
+      });
     }
   });
 
@@ -230,7 +253,10 @@ describe("transferChainSecuredAccountOwnership", () => {
     // Both wallets' lookup hashes resolve to the account; only the new admin may write.
     expect(await f.read("accountOfWallet", [next])).toEqual([master, next, false]);
     expect(await f.read("accountOfWallet", [admin])).toEqual([master, next, false]);
-    expect(await f.revert(admin, "addGroup", [master, "g", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [master, admin] });
+    expect(await f.revert(admin, "addGroup", [master, "g", "", [], []])).toEqual({
+      errorName: "NoAccountAccess",
+      args: [master, admin],
+    });
     await f.write(next, "addGroup", [master, "g", "", [], []]);
   });
 
@@ -311,13 +337,21 @@ describe("transferChainSecuredAccountOwnership", () => {
     const { admin, master } = await sovereign();
     const managed = await f.managedAccount();
     // zero address beats an unknown hash
-    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [12345n, ZERO])).errorName).toBe("InvalidRequest");
+    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [12345n, ZERO])).errorName).toBe(
+      "InvalidRequest",
+    );
     // managed beats a caller that is not the admin
-    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [managed.master, admin])).args).toEqual(["account is managed"]);
+    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [managed.master, admin])).args).toEqual([
+      "account is managed",
+    ]);
     // not the admin beats new admin == current admin and new admin already an admin
-    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [master, admin])).errorName).toBe("NoAccountAccess");
+    expect((await f.revert(f.stranger, "transferChainSecuredAccountOwnership", [master, admin])).errorName).toBe(
+      "NoAccountAccess",
+    );
     // same admin beats "already an admin" (the current admin is, of course, an admin)
-    expect((await f.revert(admin, "transferChainSecuredAccountOwnership", [master, admin])).errorName).toBe("InvalidRequest");
+    expect((await f.revert(admin, "transferChainSecuredAccountOwnership", [master, admin])).errorName).toBe(
+      "InvalidRequest",
+    );
   });
 });
 
@@ -430,7 +464,10 @@ describe("a usage key registered as a wallet's lookup hash (squatting)", () => {
     const victim = await f.impersonate();
     const { attacker, squatted } = await squat(victim);
     await f.chainSecuredAccount(victim);
-    expect(await f.revert(attacker, "addGroup", [squatted, "x", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [squatted, attacker] });
+    expect(await f.revert(attacker, "addGroup", [squatted, "x", "", [], []])).toEqual({
+      errorName: "NoAccountAccess",
+      args: [squatted, attacker],
+    });
     expect(await f.revert(attacker, "transferChainSecuredAccountOwnership", [squatted, randomAddress()])).toEqual({
       errorName: "NoAccountAccess",
       args: [squatted, attacker],

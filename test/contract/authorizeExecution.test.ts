@@ -14,7 +14,11 @@ import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { abi, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
-const CIDS = ["QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o", "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD", "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6"];
+const CIDS = [
+  "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o",
+  "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD",
+  "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6",
+];
 const [C1, C2, C3] = CIDS.map(cidHash) as [bigint, bigint, bigint]; // C3 is listed by no group by name
 
 let f: Fixture;
@@ -101,34 +105,167 @@ type Row = { name: string; key: string; cid: bigint; ask: string[]; can: boolean
 // lists those that must come back allowed, every other one must come back refused with derivation 0.
 const rows: Row[] = [
   // master key of a managed account: every group of the account
-  { name: "master, action in g1 and (by wildcard) g3: the wallets those groups list", key: "mA", cid: C1, ask: ["w1", "w2", "w3"], can: true, allowed: ["w1", "w2"] },
-  { name: "master, action of g2 (any wallet of A) and g3: every wallet of A", key: "mA", cid: C2, ask: ["w1", "w2", "w3"], can: true, allowed: ["w1", "w2", "w3"] },
-  { name: "master, an action only g3's wildcard covers: only g3's wallet", key: "mA", cid: C3, ask: ["w1", "w2", "w3"], can: true, allowed: ["w2"] },
-  { name: "master, wallets of other accounts are refused even where the group allows any wallet", key: "mA", cid: C2, ask: ["wb", "wd", "ws"], can: true, allowed: [] },
-  { name: "master, address(0) and an unregistered address are never wallets", key: "mA", cid: C2, ask: ["ZERO", "stranger"], can: true, allowed: [] },
-  { name: "master, asking for the same wallet twice answers both", key: "mA", cid: C1, ask: ["w1", "w1"], can: true, allowed: ["w1"] },
+  {
+    name: "master, action in g1 and (by wildcard) g3: the wallets those groups list",
+    key: "mA",
+    cid: C1,
+    ask: ["w1", "w2", "w3"],
+    can: true,
+    allowed: ["w1", "w2"],
+  },
+  {
+    name: "master, action of g2 (any wallet of A) and g3: every wallet of A",
+    key: "mA",
+    cid: C2,
+    ask: ["w1", "w2", "w3"],
+    can: true,
+    allowed: ["w1", "w2", "w3"],
+  },
+  {
+    name: "master, an action only g3's wildcard covers: only g3's wallet",
+    key: "mA",
+    cid: C3,
+    ask: ["w1", "w2", "w3"],
+    can: true,
+    allowed: ["w2"],
+  },
+  {
+    name: "master, wallets of other accounts are refused even where the group allows any wallet",
+    key: "mA",
+    cid: C2,
+    ask: ["wb", "wd", "ws"],
+    can: true,
+    allowed: [],
+  },
+  {
+    name: "master, address(0) and an unregistered address are never wallets",
+    key: "mA",
+    cid: C2,
+    ask: ["ZERO", "stranger"],
+    can: true,
+    allowed: [],
+  },
+  {
+    name: "master, asking for the same wallet twice answers both",
+    key: "mA",
+    cid: C1,
+    ask: ["w1", "w1"],
+    can: true,
+    allowed: ["w1"],
+  },
   { name: "master, the run may execute with no wallets asked", key: "mA", cid: C1, ask: [], can: true, allowed: [] },
-  { name: "cid hash 0 is never an action, even where a group allows any action", key: "mA", cid: 0n, ask: ["w1", "w2"], can: false, allowed: [] },
+  {
+    name: "cid hash 0 is never an action, even where a group allows any action",
+    key: "mA",
+    cid: 0n,
+    ask: ["w1", "w2"],
+    can: false,
+    allowed: [],
+  },
   // usage keys: only the groups in executeInGroups
-  { name: "usage key for g1: g1's action and wallet, not g3's", key: "k1", cid: C1, ask: ["w1", "w2"], can: true, allowed: ["w1"] },
+  {
+    name: "usage key for g1: g1's action and wallet, not g3's",
+    key: "k1",
+    cid: C1,
+    ask: ["w1", "w2"],
+    can: true,
+    allowed: ["w1"],
+  },
   { name: "usage key for g1: an action g1 does not list", key: "k1", cid: C2, ask: ["w1"], can: false, allowed: [] },
-  { name: "usage key for g2 (any wallet of A): every wallet of A, none of B", key: "k3", cid: C2, ask: ["w1", "w3", "wb"], can: true, allowed: ["w1", "w3"] },
-  { name: "usage key for g1 and g3: the union of what both groups allow", key: "k13", cid: C1, ask: ["w1", "w2", "w3"], can: true, allowed: ["w1", "w2"] },
-  { name: "usage key with wildcard 0: every group of its account", key: "k2", cid: C3, ask: ["w1", "w2"], can: true, allowed: ["w2"] },
+  {
+    name: "usage key for g2 (any wallet of A): every wallet of A, none of B",
+    key: "k3",
+    cid: C2,
+    ask: ["w1", "w3", "wb"],
+    can: true,
+    allowed: ["w1", "w3"],
+  },
+  {
+    name: "usage key for g1 and g3: the union of what both groups allow",
+    key: "k13",
+    cid: C1,
+    ask: ["w1", "w2", "w3"],
+    can: true,
+    allowed: ["w1", "w2"],
+  },
+  {
+    name: "usage key with wildcard 0: every group of its account",
+    key: "k2",
+    cid: C3,
+    ask: ["w1", "w2"],
+    can: true,
+    allowed: ["w2"],
+  },
   { name: "usage key with no execute groups", key: "kNone", cid: C1, ask: ["w1"], can: false, allowed: [] },
-  { name: "usage key holding every other scope but not execute", key: "kAdminOnly", cid: C1, ask: ["w1"], can: false, allowed: [] },
-  { name: "expired usage key authorizes nothing", key: "kExpired", cid: C1, ask: ["w1", "w2"], can: false, allowed: [] },
+  {
+    name: "usage key holding every other scope but not execute",
+    key: "kAdminOnly",
+    cid: C1,
+    ask: ["w1"],
+    can: false,
+    allowed: [],
+  },
+  {
+    name: "expired usage key authorizes nothing",
+    key: "kExpired",
+    cid: C1,
+    ask: ["w1", "w2"],
+    can: false,
+    allowed: [],
+  },
   { name: "removed usage key authorizes nothing", key: "kRemoved", cid: C1, ask: ["w1"], can: false, allowed: [] },
   // keys of other accounts
-  { name: "another account's key may run its own groups' action but never A's wallets", key: "kB", cid: C1, ask: ["w1", "wb"], can: true, allowed: ["wb"] },
-  { name: "another account's master key never touches A's wallets", key: "mB", cid: C1, ask: ["w1", "w2", "w3", "wb"], can: true, allowed: ["wb"] },
+  {
+    name: "another account's key may run its own groups' action but never A's wallets",
+    key: "kB",
+    cid: C1,
+    ask: ["w1", "wb"],
+    can: true,
+    allowed: ["wb"],
+  },
+  {
+    name: "another account's master key never touches A's wallets",
+    key: "mB",
+    cid: C1,
+    ask: ["w1", "w2", "w3", "wb"],
+    can: true,
+    allowed: ["wb"],
+  },
   // converted and ChainSecured accounts
   { name: "master key after conversion authorizes nothing", key: "mD", cid: C1, ask: ["wd"], can: false, allowed: [] },
-  { name: "a usage key of a converted account still executes", key: "kD", cid: C3, ask: ["wd"], can: true, allowed: ["wd"] },
-  { name: "master hash of a ChainSecured account is not a key", key: "mS", cid: C1, ask: ["ws"], can: false, allowed: [] },
-  { name: "a usage key of a ChainSecured account executes in its groups", key: "kS", cid: C1, ask: ["ws", "w1"], can: true, allowed: ["ws"] },
+  {
+    name: "a usage key of a converted account still executes",
+    key: "kD",
+    cid: C3,
+    ask: ["wd"],
+    can: true,
+    allowed: ["wd"],
+  },
+  {
+    name: "master hash of a ChainSecured account is not a key",
+    key: "mS",
+    cid: C1,
+    ask: ["ws"],
+    can: false,
+    allowed: [],
+  },
+  {
+    name: "a usage key of a ChainSecured account executes in its groups",
+    key: "kS",
+    cid: C1,
+    ask: ["ws", "w1"],
+    can: true,
+    allowed: ["ws"],
+  },
   // hashes that are not keys
-  { name: "an admin wallet's alias hash is not a key", key: "amwAliasA", cid: C1, ask: ["w1"], can: false, allowed: [] },
+  {
+    name: "an admin wallet's alias hash is not a key",
+    key: "amwAliasA",
+    cid: C1,
+    ask: ["w1"],
+    can: false,
+    allowed: [],
+  },
   { name: "an unknown hash authorizes nothing", key: "unknown", cid: C1, ask: ["w1"], can: false, allowed: [] },
 ];
 
@@ -174,7 +311,11 @@ describe("authorizeExecution reads groups only until its answer is whole", () =>
     await registerActions(a.master);
     await f.group(a.master, [C1], [w]);
     const gas = async (ask: Address[]) =>
-      f.publicClient.estimateGas({ to: f.address, data: encodeFunctionData({ abi, functionName: "authorizeExecution", args: [a.master, C1, ask] }), account: f.payer });
+      f.publicClient.estimateGas({
+        to: f.address,
+        data: encodeFunctionData({ abi, functionName: "authorizeExecution", args: [a.master, C1, ask] }),
+        account: f.payer,
+      });
     const alone = { run: await gas([]), wallet: await gas([w]) };
     for (let i = 0; i < 59; i++) await f.group(a.master, [C2], []);
     await f.group(a.master, [C1], [late]);

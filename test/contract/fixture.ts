@@ -78,7 +78,14 @@ export async function deployFixture() {
     return a;
   };
   const [owner, payer, otherPayer, alice, bob, carol, dave, stranger] = [0, 1, 2, 3, 4, 5, 6, 7].map(actor) as [
-    Address, Address, Address, Address, Address, Address, Address, Address,
+    Address,
+    Address,
+    Address,
+    Address,
+    Address,
+    Address,
+    Address,
+    Address,
   ];
 
   const deployment: Deployment = await deployAccountConfig(
@@ -87,14 +94,27 @@ export async function deployFixture() {
   );
   const address = deployment.proxy;
 
-  async function read<N extends ReadName>(functionName: N, args: ReadArgs<N>): Promise<ContractFunctionReturnType<Abi, "view" | "pure", N>> {
+  async function read<N extends ReadName>(
+    functionName: N,
+    args: ReadArgs<N>,
+  ): Promise<ContractFunctionReturnType<Abi, "view" | "pure", N>> {
     // viem's generic overloads cannot follow N through a wrapper; the result type is restored above.
     return (await publicClient.readContract({ address, abi, functionName, args } as never)) as never;
   }
 
   /** Simulates then sends a write from `from`; fails the test if it reverts. */
-  async function write<N extends WriteName>(from: Address, functionName: N, args: WriteArgs<N>): Promise<TransactionReceipt> {
-    const { request } = await publicClient.simulateContract({ address, abi, functionName, args, account: from } as never);
+  async function write<N extends WriteName>(
+    from: Address,
+    functionName: N,
+    args: WriteArgs<N>,
+  ): Promise<TransactionReceipt> {
+    const { request } = await publicClient.simulateContract({
+      address,
+      abi,
+      functionName,
+      args,
+      account: from,
+    } as never);
     const hash = await walletClient.writeContract(request as never);
     const receipt = await receiptOf(hash);
     if (receipt.status !== "success") throw new Error(`${functionName} reverted on chain`);
@@ -180,7 +200,13 @@ export async function deployFixture() {
   /** A registered wallet of the account (through the payer and master key of a managed account). */
   async function wallet(keyHash: bigint, sender: Address = payer, name = "w") {
     const w = randomAddress();
-    const receipt = await write(sender, "registerWalletDerivation", [keyHash, w, BigInt(generatePrivateKey()), name, ""]);
+    const receipt = await write(sender, "registerWalletDerivation", [
+      keyHash,
+      w,
+      BigInt(generatePrivateKey()),
+      name,
+      "",
+    ]);
     return { address: w, receipt };
   }
 
@@ -244,7 +270,13 @@ export async function deployFixture() {
 
 export type Fixture = Awaited<ReturnType<typeof deployFixture>>;
 
-export function usageKeyArgs(master: bigint, hash: bigint, p: Perms = {}, name = "key", description = ""): WriteArgs<"setUsageApiKey"> {
+export function usageKeyArgs(
+  master: bigint,
+  hash: bigint,
+  p: Perms = {},
+  name = "key",
+  description = "",
+): WriteArgs<"setUsageApiKey"> {
   return [
     master,
     hash,
@@ -275,7 +307,9 @@ export function hashEntrySlot(hash: bigint): bigint {
 
 /** Storage slot of `Layout.aliases[hash]`, member 7 (after payers' two slots and adminPayer). */
 export function aliasSlot(hash: bigint): bigint {
-  return hexToBigInt(keccak256(encodeAbiParameters([{ type: "uint256" }, { type: "uint256" }], [hash, layoutSlot() + 7n])));
+  return hexToBigInt(
+    keccak256(encodeAbiParameters([{ type: "uint256" }, { type: "uint256" }], [hash, layoutSlot() + 7n])),
+  );
 }
 
 export function decodeRevert(err: unknown): Revert {

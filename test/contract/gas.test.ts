@@ -3,7 +3,15 @@
 // when the table no longer matches, and `npm run gas` rewrites it.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { encodeFunctionData, getAddress, keccak256, parseEventLogs, stringToHex, type Address, type TransactionReceipt } from "viem";
+import {
+  encodeFunctionData,
+  getAddress,
+  keccak256,
+  parseEventLogs,
+  stringToHex,
+  type Address,
+  type TransactionReceipt,
+} from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { abi, deployFixture, usageKeyArgs, type Fixture } from "./fixture.ts";
@@ -21,7 +29,8 @@ type Row = { fn: string; scenario: string; gas: bigint };
 
 async function measure(f: Fixture): Promise<Row[]> {
   const rows: Row[] = [];
-  const record = (fn: string, scenario: string, receipt: TransactionReceipt) => rows.push({ fn, scenario, gas: receipt.gasUsed });
+  const record = (fn: string, scenario: string, receipt: TransactionReceipt) =>
+    rows.push({ fn, scenario, gas: receipt.gasUsed });
 
   const master = apiKeyHash("gas-fixture-master-key");
   const amw = fixedAddress("gas-amw");
@@ -29,33 +38,71 @@ async function measure(f: Fixture): Promise<Row[]> {
   const cid2 = "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD";
   const cid3 = "QmXoMqm4sckyYxbqarxfyfY36qj9bvmVFihXEYNqK4Uri6";
   const cid4 = "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG";
-  const [w1, w2, w3, w4] = ["gas-w1", "gas-w2", "gas-w3", "gas-w4"].map(fixedAddress) as [Address, Address, Address, Address];
+  const [w1, w2, w3, w4] = ["gas-w1", "gas-w2", "gas-w3", "gas-w4"].map(fixedAddress) as [
+    Address,
+    Address,
+    Address,
+    Address,
+  ];
 
-  record("newAccount", "managed account with its Account Master Wallet", await f.write(f.payer, "newAccount", [master, "Gas Co", "measured", amw, master]));
+  record(
+    "newAccount",
+    "managed account with its Account Master Wallet",
+    await f.write(f.payer, "newAccount", [master, "Gas Co", "measured", amw, master]),
+  );
   for (const [i, w] of [w1, w2, w3, w4].entries()) {
-    const receipt = await f.write(f.payer, "registerWalletDerivation", [master, w, BigInt(keccak256(stringToHex(`d${i}`))), "wallet", ""]);
+    const receipt = await f.write(f.payer, "registerWalletDerivation", [
+      master,
+      w,
+      BigInt(keccak256(stringToHex(`d${i}`))),
+      "wallet",
+      "",
+    ]);
     if (i === 0) record("registerWalletDerivation", "new wallet with a name", receipt);
   }
   // Groups list registered actions only.
-  record("addAction", "register a CIDv0 with metadata", await f.write(f.payer, "addAction", [master, cidHash(cid1), cid1, "hello", "says hello"]));
+  record(
+    "addAction",
+    "register a CIDv0 with metadata",
+    await f.write(f.payer, "addAction", [master, cidHash(cid1), cid1, "hello", "says hello"]),
+  );
   record("registerActions", "2 new CIDv0s", await f.write(f.payer, "registerActions", [master, 0n, [cid2, cid3]]));
   record("addGroup", "empty group", await f.write(f.payer, "addGroup", [master, "empty", "", [], []]));
-  const withItems = await f.write(f.payer, "addGroup", [master, "signers", "two actions, two wallets", [cidHash(cid1), cidHash(cid2)], [w1, w2]]);
+  const withItems = await f.write(f.payer, "addGroup", [
+    master,
+    "signers",
+    "two actions, two wallets",
+    [cidHash(cid1), cidHash(cid2)],
+    [w1, w2],
+  ]);
   record("addGroup", "2 actions, 2 wallets", withItems);
   const groupId = parseEventLogs({ abi, logs: withItems.logs, eventName: "GroupAdded" })[0]!.args.groupId;
   record(
     "updateGroup",
     "replace 2 actions and 2 wallets",
-    await f.write(f.payer, "updateGroup", [master, groupId, "signers", "replaced", [cidHash(cid2), cidHash(cid3)], [w2, w3]]),
+    await f.write(f.payer, "updateGroup", [
+      master,
+      groupId,
+      "signers",
+      "replaced",
+      [cidHash(cid2), cidHash(cid3)],
+      [w2, w3],
+    ]),
   );
-  record("addActionToGroup", "third action", await f.write(f.payer, "addActionToGroup", [master, groupId, cidHash(cid1)]));
+  record(
+    "addActionToGroup",
+    "third action",
+    await f.write(f.payer, "addActionToGroup", [master, groupId, cidHash(cid1)]),
+  );
   record(
     "multicall",
     "registerActions + addActionToGroup: a new CID into a group (the edge's add_action_to_group)",
-    await f.write(f.payer, "multicall", [[
-      encodeFunctionData({ abi, functionName: "registerActions", args: [master, groupId, [cid4]] }),
-      encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, groupId, cidHash(cid4)] }),
-    ]]),
+    await f.write(f.payer, "multicall", [
+      [
+        encodeFunctionData({ abi, functionName: "registerActions", args: [master, groupId, [cid4]] }),
+        encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, groupId, cidHash(cid4)] }),
+      ],
+    ]),
   );
   record("addPkpToGroup", "third wallet", await f.write(f.payer, "addPkpToGroup", [master, groupId, w4]));
   record("removePkpFromGroup", "one wallet", await f.write(f.payer, "removePkpFromGroup", [master, groupId, w4]));
@@ -64,32 +111,56 @@ async function measure(f: Fixture): Promise<Row[]> {
   record(
     "setUsageApiKey",
     "new key, one group in each list",
-    await f.write(f.payer, "setUsageApiKey", usageKeyArgs(master, usage, {
-      canCreateGroups: true,
-      manageIpfsIdsInGroups: [groupId],
-      addPkpToGroups: [groupId],
-      removePkpFromGroups: [groupId],
-      executeInGroups: [groupId],
-    })),
+    await f.write(
+      f.payer,
+      "setUsageApiKey",
+      usageKeyArgs(master, usage, {
+        canCreateGroups: true,
+        manageIpfsIdsInGroups: [groupId],
+        addPkpToGroups: [groupId],
+        removePkpFromGroups: [groupId],
+        executeInGroups: [groupId],
+      }),
+    ),
   );
-  record("updateUsageApiKeyMetadata", "new name", await f.write(f.payer, "updateUsageApiKeyMetadata", [master, usage, "renamed", ""]));
-  record("addGroup", "by a usage key with group:create", await f.write(f.payer, "addGroup", [usage, "by key", "", [], []]));
+  record(
+    "updateUsageApiKeyMetadata",
+    "new name",
+    await f.write(f.payer, "updateUsageApiKeyMetadata", [master, usage, "renamed", ""]),
+  );
+  record(
+    "addGroup",
+    "by a usage key with group:create",
+    await f.write(f.payer, "addGroup", [usage, "by key", "", [], []]),
+  );
 
   const authorizeGas = await f.publicClient.estimateGas({
     to: f.address,
     data: encodeFunctionData({ abi, functionName: "authorizeExecution", args: [usage, cidHash(cid2), [w2]] }),
     account: f.payer,
   });
-  rows.push({ fn: "authorizeExecution", scenario: "view (eth_estimateGas): usage key, 1 group, 1 wallet", gas: authorizeGas });
+  rows.push({
+    fn: "authorizeExecution",
+    scenario: "view (eth_estimateGas): usage key, 1 group, 1 wallet",
+    gas: authorizeGas,
+  });
 
   record("removeAction", "registered and in 1 group", await f.write(f.payer, "removeAction", [master, cidHash(cid1)]));
   record("removeGroup", "2 actions, 2 wallets", await f.write(f.payer, "removeGroup", [master, groupId]));
   record("removeUsageApiKey", "key with 4 lists", await f.write(f.payer, "removeUsageApiKey", [master, usage]));
 
   const admin = await f.impersonate(fixedAddress("gas-admin"));
-  record("convertToChainSecuredAccount", "managed to ChainSecured", await f.write(f.payer, "convertToChainSecuredAccount", [master, admin]));
+  record(
+    "convertToChainSecuredAccount",
+    "managed to ChainSecured",
+    await f.write(f.payer, "convertToChainSecuredAccount", [master, admin]),
+  );
   const next = await f.impersonate(fixedAddress("gas-next-admin"));
-  record("transferChainSecuredAccountOwnership", "to a fresh wallet", await f.write(admin, "transferChainSecuredAccountOwnership", [master, next]));
+  record(
+    "transferChainSecuredAccountOwnership",
+    "to a fresh wallet",
+    await f.write(admin, "transferChainSecuredAccountOwnership", [master, next]),
+  );
   const sovereign = await f.impersonate(fixedAddress("gas-sovereign"));
   record(
     "newChainSecuredAccount",
@@ -97,7 +168,11 @@ async function measure(f: Fixture): Promise<Row[]> {
     await f.write(sovereign, "newChainSecuredAccount", ["Sovereign", "", fixedAddress("gas-sovereign-amw")]),
   );
   await f.write(sovereign, "registerActions", [walletLookupHash(sovereign), 0n, [cid1]]);
-  record("addGroup", "by a ChainSecured admin, 1 action", await f.write(sovereign, "addGroup", [walletLookupHash(sovereign), "mine", "", [cidHash(cid1)], []]));
+  record(
+    "addGroup",
+    "by a ChainSecured admin, 1 action",
+    await f.write(sovereign, "addGroup", [walletLookupHash(sovereign), "mine", "", [cidHash(cid1)], []]),
+  );
   return rows;
 }
 
@@ -137,9 +212,22 @@ describe("gas", () => {
   it("measures every main write", () => {
     const measured = new Set(rows.map((r) => r.fn));
     for (const fn of [
-      "newAccount", "newChainSecuredAccount", "convertToChainSecuredAccount", "transferChainSecuredAccountOwnership",
-      "setUsageApiKey", "removeUsageApiKey", "registerWalletDerivation", "addGroup", "updateGroup", "removeGroup",
-      "addActionToGroup", "addPkpToGroup", "addAction", "registerActions", "multicall", "removeAction",
+      "newAccount",
+      "newChainSecuredAccount",
+      "convertToChainSecuredAccount",
+      "transferChainSecuredAccountOwnership",
+      "setUsageApiKey",
+      "removeUsageApiKey",
+      "registerWalletDerivation",
+      "addGroup",
+      "updateGroup",
+      "removeGroup",
+      "addActionToGroup",
+      "addPkpToGroup",
+      "addAction",
+      "registerActions",
+      "multicall",
+      "removeAction",
     ]) {
       expect(measured, fn).toContain(fn);
     }

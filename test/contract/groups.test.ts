@@ -107,7 +107,10 @@ describe("addGroup", () => {
     const w = await f.wallet(master);
     const [c] = (await f.actions(master)) as [bigint];
     const id = await f.group(master, [c, 0n, c, 0n, c], [amw, w.address, amw, ZERO, w.address, ZERO]);
-    expect(await f.read("getGroup", [master, id])).toMatchObject({ cidHashes: [c, 0n], wallets: [amw, w.address, ZERO] });
+    expect(await f.read("getGroup", [master, id])).toMatchObject({
+      cidHashes: [c, 0n],
+      wallets: [amw, w.address, ZERO],
+    });
   });
 });
 
@@ -135,7 +138,13 @@ describe("updateGroup", () => {
 
     // Replacing with empty lists empties the group.
     await f.write(f.payer, "updateGroup", [master, id, "", "", [], []]);
-    expect(await f.read("getGroup", [master, id])).toEqual({ id, name: "", description: "", cidHashes: [], wallets: [] });
+    expect(await f.read("getGroup", [master, id])).toEqual({
+      id,
+      name: "",
+      description: "",
+      cidHashes: [],
+      wallets: [],
+    });
   });
 
   it("checks the new wallets like addGroup does", async () => {
@@ -187,7 +196,10 @@ describe("removeGroup", () => {
     expect(groups.map((g) => g.id)).toEqual([keep]);
     expect((await f.read("getAccount", [master])).groupCount).toBe(1n);
     // Removing it again: it does not exist.
-    expect(await f.revert(f.payer, "removeGroup", [master, id])).toEqual({ errorName: "GroupDoesNotExist", args: [id] });
+    expect(await f.revert(f.payer, "removeGroup", [master, id])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [id],
+    });
   });
 
   it("never reuses ids: the next group after removing the last one gets a higher id", async () => {
@@ -207,7 +219,13 @@ describe("removeGroup", () => {
     const id = await f.group(master, [...(await f.actions(master)), 0n], [amw, ZERO]);
     await f.write(f.payer, "removeGroup", [master, id]);
     const next = await f.group(master);
-    expect(await f.read("getGroup", [master, next])).toEqual({ id: next, name: "g", description: "", cidHashes: [], wallets: [] });
+    expect(await f.read("getGroup", [master, next])).toEqual({
+      id: next,
+      name: "g",
+      description: "",
+      cidHashes: [],
+      wallets: [],
+    });
   });
 });
 
@@ -260,12 +278,21 @@ describe("actions in groups", () => {
   it("both revert GroupDoesNotExist(id) on a nonexistent group", async () => {
     const { master } = await f.managedAccount();
     const c = newCid().hash;
-    expect(await f.revert(f.payer, "addActionToGroup", [master, 7n, c])).toEqual({ errorName: "GroupDoesNotExist", args: [7n] });
-    expect(await f.revert(f.payer, "removeActionFromGroup", [master, 7n, c])).toEqual({ errorName: "GroupDoesNotExist", args: [7n] });
+    expect(await f.revert(f.payer, "addActionToGroup", [master, 7n, c])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [7n],
+    });
+    expect(await f.revert(f.payer, "removeActionFromGroup", [master, 7n, c])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [7n],
+    });
     // Another account's group id is not this account's group.
     const other = await f.managedAccount();
     const otherId = await f.group(other.master, await f.actions(other.master));
-    expect(await f.revert(f.payer, "addActionToGroup", [master, otherId, c])).toEqual({ errorName: "GroupDoesNotExist", args: [otherId] });
+    expect(await f.revert(f.payer, "addActionToGroup", [master, otherId, c])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [otherId],
+    });
   });
 });
 
@@ -277,9 +304,18 @@ describe("only registered actions go into groups", () => {
     const id = await f.group(master);
     const [registered] = (await f.actions(master)) as [bigint];
     const { hash: unregistered } = newCid();
-    expect(await f.revert(f.payer, "addActionToGroup", [master, id, unregistered])).toEqual({ errorName: "ActionDoesNotExist", args: [unregistered] });
-    expect(await f.revert(f.payer, "addGroup", [master, "g", "", [registered, unregistered], []])).toEqual({ errorName: "ActionDoesNotExist", args: [unregistered] });
-    expect(await f.revert(f.payer, "updateGroup", [master, id, "g", "", [0n, unregistered], []])).toEqual({ errorName: "ActionDoesNotExist", args: [unregistered] });
+    expect(await f.revert(f.payer, "addActionToGroup", [master, id, unregistered])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [unregistered],
+    });
+    expect(await f.revert(f.payer, "addGroup", [master, "g", "", [registered, unregistered], []])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [unregistered],
+    });
+    expect(await f.revert(f.payer, "updateGroup", [master, id, "g", "", [0n, unregistered], []])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [unregistered],
+    });
     expect((await f.read("getGroup", [master, id])).cidHashes).toEqual([]);
   });
 
@@ -288,7 +324,10 @@ describe("only registered actions go into groups", () => {
     const other = await f.managedAccount();
     const id = await f.group(master);
     const [theirs] = (await f.actions(other.master)) as [bigint];
-    expect(await f.revert(f.payer, "addActionToGroup", [master, id, theirs])).toEqual({ errorName: "ActionDoesNotExist", args: [theirs] });
+    expect(await f.revert(f.payer, "addActionToGroup", [master, id, theirs])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [theirs],
+    });
   });
 
   it("a ChainSecured admin is held to it too", async () => {
@@ -296,7 +335,10 @@ describe("only registered actions go into groups", () => {
     const { master } = await f.chainSecuredAccount(admin);
     const id = await f.group(master, [], [], admin);
     const { cid, hash } = newCid();
-    expect(await f.revert(admin, "addActionToGroup", [master, id, hash])).toEqual({ errorName: "ActionDoesNotExist", args: [hash] });
+    expect(await f.revert(admin, "addActionToGroup", [master, id, hash])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [hash],
+    });
     await f.write(admin, "addAction", [master, hash, cid, "mine", ""]);
     await f.write(admin, "addActionToGroup", [master, id, hash]);
     expect((await f.read("getGroup", [master, id])).cidHashes).toEqual([hash]);
@@ -307,7 +349,10 @@ describe("only registered actions go into groups", () => {
     const [c] = (await f.actions(master)) as [bigint];
     const id = await f.group(master, [c]);
     await f.write(f.payer, "removeAction", [master, c]);
-    expect(await f.revert(f.payer, "addActionToGroup", [master, id, c])).toEqual({ errorName: "ActionDoesNotExist", args: [c] });
+    expect(await f.revert(f.payer, "addActionToGroup", [master, id, c])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [c],
+    });
   });
 });
 
@@ -330,15 +375,27 @@ describe("registerActions and multicall", () => {
 
   it("refuses an empty or over-long CID and more than 64 CIDs", async () => {
     const { master } = await f.managedAccount();
-    expect(await f.revert(f.payer, "registerActions", [master, 0n, [""]])).toEqual({ errorName: "InvalidRequest", args: ["cid is empty"] });
-    expect(await f.revert(f.payer, "registerActions", [master, 0n, ["b".repeat(129)]])).toEqual({ errorName: "LimitExceeded", args: ["cid", 128n] });
+    expect(await f.revert(f.payer, "registerActions", [master, 0n, [""]])).toEqual({
+      errorName: "InvalidRequest",
+      args: ["cid is empty"],
+    });
+    expect(await f.revert(f.payer, "registerActions", [master, 0n, ["b".repeat(129)]])).toEqual({
+      errorName: "LimitExceeded",
+      args: ["cid", 128n],
+    });
     const many = Array.from({ length: 65 }, () => newCid().cid);
-    expect(await f.revert(f.payer, "registerActions", [master, 0n, many])).toEqual({ errorName: "LimitExceeded", args: ["cids", 64n] });
+    expect(await f.revert(f.payer, "registerActions", [master, 0n, many])).toEqual({
+      errorName: "LimitExceeded",
+      args: ["cids", 64n],
+    });
   });
 
   it("refuses a group id the account does not have (0 stands for a group about to be created)", async () => {
     const { master } = await f.managedAccount();
-    expect(await f.revert(f.payer, "registerActions", [master, 5n, [newCid().cid]])).toEqual({ errorName: "GroupDoesNotExist", args: [5n] });
+    expect(await f.revert(f.payer, "registerActions", [master, 5n, [newCid().cid]])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [5n],
+    });
   });
 
   it("multicall registers raw CIDs and puts them in a group in one transaction, all or nothing", async () => {
@@ -346,25 +403,40 @@ describe("registerActions and multicall", () => {
     const id = await f.group(master);
     const a = newCid();
     const b = newCid();
-    const receipt = await f.write(f.payer, "multicall", [[
-      encodeFunctionData({ abi, functionName: "registerActions", args: [master, 0n, [a.cid, b.cid]] }),
-      encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, id, a.hash] }),
-      encodeFunctionData({ abi, functionName: "addGroup", args: [master, "both", "", [a.hash, b.hash], [amw]] }),
-    ]]);
-    expect(events(receipt).map(([name]) => name)).toEqual(["ActionAdded", "ActionAdded", "ActionAddedToGroup", "GroupAdded"]);
+    const receipt = await f.write(f.payer, "multicall", [
+      [
+        encodeFunctionData({ abi, functionName: "registerActions", args: [master, 0n, [a.cid, b.cid]] }),
+        encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, id, a.hash] }),
+        encodeFunctionData({ abi, functionName: "addGroup", args: [master, "both", "", [a.hash, b.hash], [amw]] }),
+      ],
+    ]);
+    expect(events(receipt).map(([name]) => name)).toEqual([
+      "ActionAdded",
+      "ActionAdded",
+      "ActionAddedToGroup",
+      "GroupAdded",
+    ]);
     expect((await f.read("getGroup", [master, id])).cidHashes).toEqual([a.hash]);
     expect((await f.read("getGroup", [master, id + 1n])).cidHashes).toEqual([a.hash, b.hash]);
     // A failing call reverts the batch with its own custom error, and the registration with it.
     const c = newCid();
-    expect(await f.revert(f.payer, "multicall", [[
-      encodeFunctionData({ abi, functionName: "registerActions", args: [master, 0n, [c.cid]] }),
-      encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, 99n, c.hash] }),
-    ]])).toEqual({ errorName: "GroupDoesNotExist", args: [99n] });
+    expect(
+      await f.revert(f.payer, "multicall", [
+        [
+          encodeFunctionData({ abi, functionName: "registerActions", args: [master, 0n, [c.cid]] }),
+          encodeFunctionData({ abi, functionName: "addActionToGroup", args: [master, 99n, c.hash] }),
+        ],
+      ]),
+    ).toEqual({ errorName: "GroupDoesNotExist", args: [99n] });
   });
 
   it("multicall keeps the sender: a stranger's batch is refused like its calls", async () => {
     const { master } = await f.managedAccount();
-    expect(await f.revert(f.stranger, "multicall", [[encodeFunctionData({ abi, functionName: "registerActions", args: [master, 0n, [newCid().cid]] })]])).toEqual({
+    expect(
+      await f.revert(f.stranger, "multicall", [
+        [encodeFunctionData({ abi, functionName: "registerActions", args: [master, 0n, [newCid().cid]] })],
+      ]),
+    ).toEqual({
       errorName: "NoAccountAccess",
       args: [master, f.stranger],
     });
@@ -406,8 +478,14 @@ describe("wallets in groups", () => {
     const id = await f.group(master);
     const stray = randomAddress();
     for (const w of [other.amw, stray]) {
-      expect(await f.revert(f.payer, "addPkpToGroup", [master, id, w])).toEqual({ errorName: "WalletNotRegistered", args: [w] });
-      expect(await f.revert(f.payer, "removePkpFromGroup", [master, id, w])).toEqual({ errorName: "WalletNotRegistered", args: [w] });
+      expect(await f.revert(f.payer, "addPkpToGroup", [master, id, w])).toEqual({
+        errorName: "WalletNotRegistered",
+        args: [w],
+      });
+      expect(await f.revert(f.payer, "removePkpFromGroup", [master, id, w])).toEqual({
+        errorName: "WalletNotRegistered",
+        args: [w],
+      });
     }
   });
 
@@ -425,8 +503,14 @@ describe("wallets in groups", () => {
 
   it("both revert GroupDoesNotExist(id) on a nonexistent group", async () => {
     const { master, amw } = await f.managedAccount();
-    expect(await f.revert(f.payer, "addPkpToGroup", [master, 3n, amw])).toEqual({ errorName: "GroupDoesNotExist", args: [3n] });
-    expect(await f.revert(f.payer, "removePkpFromGroup", [master, 3n, amw])).toEqual({ errorName: "GroupDoesNotExist", args: [3n] });
+    expect(await f.revert(f.payer, "addPkpToGroup", [master, 3n, amw])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [3n],
+    });
+    expect(await f.revert(f.payer, "removePkpFromGroup", [master, 3n, amw])).toEqual({
+      errorName: "GroupDoesNotExist",
+      args: [3n],
+    });
   });
 });
 
@@ -509,7 +593,10 @@ describe("actions registry", () => {
     expect(events(receipt)).toEqual([["ActionAdded", { master, cidHash: hash }]]);
     const [log] = parseEventLogs({ abi, logs: receipt.logs });
     expect(log!.topics.slice(1)).toEqual([toHash32(master), toHash32(hash)]);
-    expect(await f.read("listActions", [master, 0n, 10n])).toEqual([[{ cidHash: hash, cid, name: "Deploy", description: "ships the app" }], 1n]);
+    expect(await f.read("listActions", [master, 0n, 10n])).toEqual([
+      [{ cidHash: hash, cid, name: "Deploy", description: "ships the app" }],
+      1n,
+    ]);
     expect((await f.read("getAccount", [master])).actionCount).toBe(1n);
   });
 
@@ -537,7 +624,10 @@ describe("actions registry", () => {
     await f.write(f.payer, "addAction", [master, hash, cid, "first", "one"]);
     const receipt = await f.write(f.payer, "addAction", [master, hash, cid, "second", ""]);
     expect(events(receipt)).toEqual([["ActionAdded", { master, cidHash: hash }]]);
-    expect(await f.read("listActions", [master, 0n, 10n])).toEqual([[{ cidHash: hash, cid, name: "second", description: "" }], 1n]);
+    expect(await f.read("listActions", [master, 0n, 10n])).toEqual([
+      [{ cidHash: hash, cid, name: "second", description: "" }],
+      1n,
+    ]);
   });
 
   it("updateActionMetadata changes name and description only and emits ActionMetadataUpdated(master, cidHash)", async () => {
@@ -548,13 +638,19 @@ describe("actions registry", () => {
     expect(events(receipt)).toEqual([["ActionMetadataUpdated", { master, cidHash: hash }]]);
     const [log] = parseEventLogs({ abi, logs: receipt.logs });
     expect(log!.topics.slice(1)).toEqual([toHash32(master), toHash32(hash)]);
-    expect(await f.read("listActions", [master, 0n, 10n])).toEqual([[{ cidHash: hash, cid, name: "new", description: "new words" }], 1n]);
+    expect(await f.read("listActions", [master, 0n, 10n])).toEqual([
+      [{ cidHash: hash, cid, name: "new", description: "new words" }],
+      1n,
+    ]);
   });
 
   it("updateActionMetadata on an action that is not registered reverts ActionDoesNotExist(cidHash)", async () => {
     const { master } = await f.managedAccount();
     const { hash } = newCid();
-    expect(await f.revert(f.payer, "updateActionMetadata", [master, hash, "n", ""])).toEqual({ errorName: "ActionDoesNotExist", args: [hash] });
+    expect(await f.revert(f.payer, "updateActionMetadata", [master, hash, "n", ""])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [hash],
+    });
     // Another account's registered action is not this account's.
     const other = await f.managedAccount();
     const theirs = newCid();
@@ -588,7 +684,10 @@ describe("actions registry", () => {
     expect((await f.read("getGroup", [master, g2])).cidHashes).toEqual([keep]);
     expect((await f.read("getGroup", [master, g3])).cidHashes).toEqual([0n]);
     // And it is gone: removing again finds nothing.
-    expect(await f.revert(f.payer, "removeAction", [master, hash])).toEqual({ errorName: "ActionDoesNotExist", args: [hash] });
+    expect(await f.revert(f.payer, "removeAction", [master, hash])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [hash],
+    });
   });
 
   it("removeAction of a registered action in no group emits only ActionRemoved", async () => {
@@ -605,14 +704,19 @@ describe("actions registry", () => {
     const { master } = await f.managedAccount();
     await f.group(master, await f.actions(master));
     const { hash } = newCid();
-    expect(await f.revert(f.payer, "removeAction", [master, hash])).toEqual({ errorName: "ActionDoesNotExist", args: [hash] });
+    expect(await f.revert(f.payer, "removeAction", [master, hash])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [hash],
+    });
     // Registered by another account does not count for this one.
     const other = await f.managedAccount();
     const theirs = newCid();
     await f.write(f.payer, "addAction", [other.master, theirs.hash, theirs.cid, "n", ""]);
-    expect(await f.revert(f.payer, "removeAction", [master, theirs.hash])).toEqual({ errorName: "ActionDoesNotExist", args: [theirs.hash] });
+    expect(await f.revert(f.payer, "removeAction", [master, theirs.hash])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [theirs.hash],
+    });
   });
-
 });
 
 // A group of version 1 may list an unregistered hash; upgradeV1.test.ts reads one back.

@@ -40,7 +40,7 @@ describe("cids per group (64)", () => {
     const sixtyFour = await cids(64);
     const id = await f.group(master, sixtyFour);
     expect((await f.read("getGroup", [master, id])).cidHashes).toEqual(sixtyFour);
-    expect(await f.revert(f.payer, "addGroup", [master, "g", "", (await cids(65)), []])).toEqual(limit("cids", 64n));
+    expect(await f.revert(f.payer, "addGroup", [master, "g", "", await cids(65), []])).toEqual(limit("cids", 64n));
   });
 
   it("addActionToGroup refuses to push a group from 64 to 65 cids, but re-adding one already there is fine", async () => {
@@ -62,7 +62,9 @@ describe("cids per group (64)", () => {
     const sixtyFour = await cids(64);
     await f.write(f.payer, "updateGroup", [master, id, "g", "", sixtyFour, []]);
     expect((await f.read("getGroup", [master, id])).cidHashes).toEqual(sixtyFour);
-    expect(await f.revert(f.payer, "updateGroup", [master, id, "g", "", (await cids(65)), []])).toEqual(limit("cids", 64n));
+    expect(await f.revert(f.payer, "updateGroup", [master, id, "g", "", await cids(65), []])).toEqual(
+      limit("cids", 64n),
+    );
   });
 });
 
@@ -86,7 +88,7 @@ describe("wallets per group (64)", () => {
 
   it("updateGroup takes 64 wallets (with 64 cids) and refuses 65", async () => {
     const id = await f.group(master);
-    await f.write(f.payer, "updateGroup", [master, id, "g", "", (await cids(64)), wallets.slice(1, 65)]);
+    await f.write(f.payer, "updateGroup", [master, id, "g", "", await cids(64), wallets.slice(1, 65)]);
     expect((await f.read("getGroup", [master, id])).wallets).toEqual(wallets.slice(1, 65));
     expect(await f.revert(f.payer, "updateGroup", [master, id, "g", "", [], wallets])).toEqual(limit("wallets", 64n));
   });
@@ -112,9 +114,9 @@ describe("group ids per usage-key list (64)", () => {
   it("setUsageApiKey refuses 65 ids in any one list", async () => {
     const sixtyFive = Array.from({ length: 65 }, () => 0n);
     for (const list of lists) {
-      expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, freshHash(), { [list]: sixtyFive }))).toEqual(
-        limit("group ids", 64n),
-      );
+      expect(
+        await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, freshHash(), { [list]: sixtyFive })),
+      ).toEqual(limit("group ids", 64n));
     }
   });
 });
@@ -138,14 +140,26 @@ describe("names (128 bytes)", () => {
     await f.write(f.payer, "addAction", [master, cidHash(cid), cid, "", ""]);
     const usage = await f.usageKey(master);
     const fresh = freshHash();
-    expect(await f.revert(f.payer, "newAccount", [fresh, long, "", randomAddress(), fresh])).toEqual(limit("name", 128n));
-    expect(await f.revert(await f.impersonate(), "newChainSecuredAccount", [long, "", randomAddress()])).toEqual(limit("name", 128n));
+    expect(await f.revert(f.payer, "newAccount", [fresh, long, "", randomAddress(), fresh])).toEqual(
+      limit("name", 128n),
+    );
+    expect(await f.revert(await f.impersonate(), "newChainSecuredAccount", [long, "", randomAddress()])).toEqual(
+      limit("name", 128n),
+    );
     expect(await f.revert(f.payer, "updateGroup", [master, id, long, "", [], []])).toEqual(limit("name", 128n));
-    expect(await f.revert(f.payer, "registerWalletDerivation", [master, randomAddress(), 1n, long, ""])).toEqual(limit("name", 128n));
+    expect(await f.revert(f.payer, "registerWalletDerivation", [master, randomAddress(), 1n, long, ""])).toEqual(
+      limit("name", 128n),
+    );
     expect(await f.revert(f.payer, "addAction", [master, cidHash(cid), cid, long, ""])).toEqual(limit("name", 128n));
-    expect(await f.revert(f.payer, "updateActionMetadata", [master, cidHash(cid), long, ""])).toEqual(limit("name", 128n));
-    expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, freshHash(), {}, long))).toEqual(limit("name", 128n));
-    expect(await f.revert(f.payer, "updateUsageApiKeyMetadata", [master, usage.hash, long, ""])).toEqual(limit("name", 128n));
+    expect(await f.revert(f.payer, "updateActionMetadata", [master, cidHash(cid), long, ""])).toEqual(
+      limit("name", 128n),
+    );
+    expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, freshHash(), {}, long))).toEqual(
+      limit("name", 128n),
+    );
+    expect(await f.revert(f.payer, "updateUsageApiKeyMetadata", [master, usage.hash, long, ""])).toEqual(
+      limit("name", 128n),
+    );
     // And takes exactly 128.
     await f.write(f.payer, "updateUsageApiKeyMetadata", [master, usage.hash, "n".repeat(128), ""]);
   });
@@ -157,13 +171,17 @@ describe("descriptions (1024 bytes)", () => {
     expect(receipt.status).toBe("success");
     await f.write(f.payer, "addGroup", [master, "g", "é".repeat(512), [], []]);
     for (const description of ["d".repeat(1025), `${"é".repeat(512)}d`]) {
-      expect(await f.revert(f.payer, "addGroup", [master, "g", description, [], []])).toEqual(limit("description", 1024n));
+      expect(await f.revert(f.payer, "addGroup", [master, "g", description, [], []])).toEqual(
+        limit("description", 1024n),
+      );
     }
   });
 
   it("newChainSecuredAccount takes a 1024-byte description and refuses 1025 bytes", async () => {
     const refused = await f.impersonate();
-    expect(await f.revert(refused, "newChainSecuredAccount", ["n", "d".repeat(1025), randomAddress()])).toEqual(limit("description", 1024n));
+    expect(await f.revert(refused, "newChainSecuredAccount", ["n", "d".repeat(1025), randomAddress()])).toEqual(
+      limit("description", 1024n),
+    );
     const other = await f.impersonate();
     await f.write(other, "newChainSecuredAccount", ["n", "d".repeat(1024), randomAddress()]);
     expect((await f.read("getAccount", [walletLookupHash(other)])).description).toBe("d".repeat(1024));
@@ -178,13 +196,27 @@ describe("descriptions on every other write (1024 bytes)", () => {
     await f.write(f.payer, "addAction", [master, cidHash(cid), cid, "", ""]);
     const usage = await f.usageKey(master);
     const fresh = freshHash();
-    expect(await f.revert(f.payer, "newAccount", [fresh, "n", long, randomAddress(), fresh])).toEqual(limit("description", 1024n));
-    expect(await f.revert(f.payer, "updateGroup", [master, id, "n", long, [], []])).toEqual(limit("description", 1024n));
-    expect(await f.revert(f.payer, "registerWalletDerivation", [master, randomAddress(), 1n, "n", long])).toEqual(limit("description", 1024n));
-    expect(await f.revert(f.payer, "addAction", [master, cidHash(cid), cid, "n", long])).toEqual(limit("description", 1024n));
-    expect(await f.revert(f.payer, "updateActionMetadata", [master, cidHash(cid), "n", long])).toEqual(limit("description", 1024n));
-    expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, freshHash(), {}, "n", long))).toEqual(limit("description", 1024n));
-    expect(await f.revert(f.payer, "updateUsageApiKeyMetadata", [master, usage.hash, "n", long])).toEqual(limit("description", 1024n));
+    expect(await f.revert(f.payer, "newAccount", [fresh, "n", long, randomAddress(), fresh])).toEqual(
+      limit("description", 1024n),
+    );
+    expect(await f.revert(f.payer, "updateGroup", [master, id, "n", long, [], []])).toEqual(
+      limit("description", 1024n),
+    );
+    expect(await f.revert(f.payer, "registerWalletDerivation", [master, randomAddress(), 1n, "n", long])).toEqual(
+      limit("description", 1024n),
+    );
+    expect(await f.revert(f.payer, "addAction", [master, cidHash(cid), cid, "n", long])).toEqual(
+      limit("description", 1024n),
+    );
+    expect(await f.revert(f.payer, "updateActionMetadata", [master, cidHash(cid), "n", long])).toEqual(
+      limit("description", 1024n),
+    );
+    expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, freshHash(), {}, "n", long))).toEqual(
+      limit("description", 1024n),
+    );
+    expect(await f.revert(f.payer, "updateUsageApiKeyMetadata", [master, usage.hash, "n", long])).toEqual(
+      limit("description", 1024n),
+    );
     await f.write(f.payer, "updateUsageApiKeyMetadata", [master, usage.hash, "n", "d".repeat(1024)]);
   });
 });
@@ -194,7 +226,10 @@ describe("cid (128 bytes)", () => {
     const at = `b${"a".repeat(127)}`;
     const { master } = await f.managedAccount(); // the shared one holds more actions than a page
     await f.write(f.payer, "addAction", [master, cidHash(at), at, "long", ""]);
-    expect(await f.read("listActions", [master, 0n, 100n])).toEqual([[{ cidHash: cidHash(at), cid: at, name: "long", description: "" }], 1n]);
+    expect(await f.read("listActions", [master, 0n, 100n])).toEqual([
+      [{ cidHash: cidHash(at), cid: at, name: "long", description: "" }],
+      1n,
+    ]);
     const over = `b${"a".repeat(128)}`;
     expect(await f.revert(f.payer, "addAction", [master, cidHash(over), over, "long", ""])).toEqual(limit("cid", 128n));
   });

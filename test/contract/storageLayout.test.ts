@@ -18,7 +18,10 @@ type StorageType = {
   value?: string;
   base?: string;
 };
-type StorageLayout = { storage: { label: string; slot: string; offset: number; type: string }[]; types: Record<string, StorageType> };
+type StorageLayout = {
+  storage: { label: string; slot: string; offset: number; type: string }[];
+  types: Record<string, StorageType>;
+};
 
 /** solc's storage layout of `Layout` as declared in the AccountConfigStorage.sol at `storagePath`. */
 function layoutOf(storagePath: string, edit: (source: string) => string = (s) => s): StorageLayout {
@@ -30,7 +33,11 @@ function layoutOf(storagePath: string, edit: (source: string) => string = (s) =>
       content: `pragma solidity 0.8.37;\nimport {AccountConfigStorage} from "${storagePath}";\ncontract LayoutProbe is AccountConfigStorage { Layout internal probe; }\n`,
     },
   };
-  const input = { language: "Solidity", sources, settings: { evmVersion: "cancun", outputSelection: { "LayoutProbe.sol": { LayoutProbe: ["storageLayout"] } } } };
+  const input = {
+    language: "Solidity",
+    sources,
+    settings: { evmVersion: "cancun", outputSelection: { "LayoutProbe.sol": { LayoutProbe: ["storageLayout"] } } },
+  };
   const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImport })) as {
     errors?: { severity: string; formattedMessage: string }[];
     contracts?: Record<string, Record<string, { storageLayout: StorageLayout }>>;
@@ -58,13 +65,18 @@ function layoutProblems(deployed: StorageLayout, next: StorageLayout): string[] 
       x.members.forEach((m, i) => {
         const n = y.members?.[i];
         if (!n || n.label !== m.label || n.slot !== m.slot || n.offset !== m.offset) {
-          problems.push(`${path}.${m.label}: slot ${m.slot}+${m.offset} is now ${n ? `${n.label} at ${n.slot}+${n.offset}` : "gone"}`);
+          problems.push(
+            `${path}.${m.label}: slot ${m.slot}+${m.offset} is now ${n ? `${n.label} at ${n.slot}+${n.offset}` : "gone"}`,
+          );
         } else {
           compare(m.type, n.type, `${path}.${m.label}`, false);
         }
       });
     }
-    if (x.numberOfBytes !== y.numberOfBytes && !(mayGrow && x.members && Number(y.numberOfBytes) > Number(x.numberOfBytes))) {
+    if (
+      x.numberOfBytes !== y.numberOfBytes &&
+      !(mayGrow && x.members && Number(y.numberOfBytes) > Number(x.numberOfBytes))
+    ) {
       problems.push(`${path}: ${x.numberOfBytes} bytes became ${y.numberOfBytes}`);
     }
     if (x.key && y.key) compare(x.key, y.key, `${path}[key]`, false);
@@ -93,12 +105,24 @@ describe("storage layout against the deployed version", () => {
 
   // The check itself must be able to fail.
   it("reports a member inserted before others, a retyped member and a grown struct inside another", () => {
-    const inserted = layoutOf(CURRENT, (s) => s.replace("mapping(uint256 => Account) accounts;", "uint256 inserted;\n        mapping(uint256 => Account) accounts;"));
+    const inserted = layoutOf(CURRENT, (s) =>
+      s.replace(
+        "mapping(uint256 => Account) accounts;",
+        "uint256 inserted;\n        mapping(uint256 => Account) accounts;",
+      ),
+    );
     expect(layoutProblems(layoutOf(DEPLOYED), inserted)).toContain("Layout.accounts: slot 1+0 is now inserted at 1+0");
     const retyped = layoutOf(CURRENT, (s) => s.replace("uint256 nextGroupId;", "uint128 nextGroupId;"));
     expect(layoutProblems(layoutOf(DEPLOYED), retyped).join("\n")).toMatch(/nextGroupId: uint256 became uint128/);
     // Group sits inside a mapping, but its EnumerableSet members are structs in place: growing one moves `wallets`.
-    const grown = layoutOf(CURRENT, (s) => s.replace("EnumerableSet.UintSet cids; // 0 = any action", "EnumerableSet.UintSet cids; uint256 extra; // 0 = any action"));
-    expect(layoutProblems(layoutOf(DEPLOYED), grown).join("\n")).toMatch(/Layout\.accounts\[value\]\.groups\[value\]\.wallets: slot/);
+    const grown = layoutOf(CURRENT, (s) =>
+      s.replace(
+        "EnumerableSet.UintSet cids; // 0 = any action",
+        "EnumerableSet.UintSet cids; uint256 extra; // 0 = any action",
+      ),
+    );
+    expect(layoutProblems(layoutOf(DEPLOYED), grown).join("\n")).toMatch(
+      /Layout\.accounts\[value\]\.groups\[value\]\.wallets: slot/,
+    );
   });
 });

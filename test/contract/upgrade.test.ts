@@ -62,12 +62,21 @@ describe("storage layout", () => {
 
 describe("initialization", () => {
   it("cannot initialize the proxy a second time", async () => {
-    expect(await f.revert(f.stranger, "initialize", [f.stranger])).toEqual({ errorName: "InvalidInitialization", args: [] });
+    expect(await f.revert(f.stranger, "initialize", [f.stranger])).toEqual({
+      errorName: "InvalidInitialization",
+      args: [],
+    });
   });
 
   it("cannot initialize the bare implementation", async () => {
     try {
-      await f.publicClient.simulateContract({ address: f.deployment.implementation, abi, functionName: "initialize", args: [f.stranger], account: f.stranger });
+      await f.publicClient.simulateContract({
+        address: f.deployment.implementation,
+        abi,
+        functionName: "initialize",
+        args: [f.stranger],
+        account: f.stranger,
+      });
       expect.unreachable("initialize on the implementation should revert");
     } catch (err) {
       expect(decodeRevert(err).errorName).toBe("InvalidInitialization");
@@ -130,7 +139,9 @@ describe("upgrades", () => {
 
     const next = await deployImplementation(clients(), { implementationName: "AccountConfigNext" });
     const receipt = await f.write(f.owner, "upgradeToAndCall", [next.implementation, "0x"]);
-    expect(parseEventLogs({ abi, logs: receipt.logs, eventName: "Upgraded" })[0]!.args.implementation).toBe(getAddress(next.implementation));
+    expect(parseEventLogs({ abi, logs: receipt.logs, eventName: "Upgraded" })[0]!.args.implementation).toBe(
+      getAddress(next.implementation),
+    );
     expect(await implementationOf(f.address)).toBe(getAddress(next.implementation));
     expect(await f.read("version", [])).toBe("next");
     expect(await snapshot()).toEqual(before);
@@ -148,8 +159,14 @@ describe("upgrades", () => {
     expect(await g.read("pendingOwner", [])).toBe(newOwner);
     await g.write(newOwner, "acceptOwnership", []);
     expect(await g.read("owner", [])).toBe(newOwner);
-    const next = await deployImplementation({ publicClient: g.publicClient, walletClient: g.walletClient, account: g.owner });
-    expect((await g.revert(g.owner, "upgradeToAndCall", [next.implementation, "0x"])).errorName).toBe("OwnableUnauthorizedAccount");
+    const next = await deployImplementation({
+      publicClient: g.publicClient,
+      walletClient: g.walletClient,
+      account: g.owner,
+    });
+    expect((await g.revert(g.owner, "upgradeToAndCall", [next.implementation, "0x"])).errorName).toBe(
+      "OwnableUnauthorizedAccount",
+    );
     await g.write(newOwner, "upgradeToAndCall", [next.implementation, "0x"]);
     const word = await g.publicClient.getStorageAt({ address: g.address, slot: IMPLEMENTATION_SLOT });
     expect(getAddress(`0x${word!.slice(-40)}`)).toBe(getAddress(next.implementation));

@@ -37,7 +37,9 @@ function compileV1() {
     if (!("contents" in src)) throw new Error(src.error);
     sources[`${V1}/${f}`] = { content: src.contents };
   }
-  const output = JSON.parse(solc.compile(JSON.stringify({ language: "Solidity", sources, settings }), { import: findImport })) as {
+  const output = JSON.parse(
+    solc.compile(JSON.stringify({ language: "Solidity", sources, settings }), { import: findImport }),
+  ) as {
     errors?: { severity: string; formattedMessage: string }[];
     contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>;
   };
@@ -63,8 +65,16 @@ let owner: Address;
 let payer: Address;
 
 async function send(abi: Abi, from: Address, functionName: string, args: readonly unknown[]) {
-  const { request } = await publicClient.simulateContract({ address: proxy, abi, functionName, args, account: from } as never);
-  const receipt = await publicClient.waitForTransactionReceipt({ hash: await walletClient.writeContract(request as never) });
+  const { request } = await publicClient.simulateContract({
+    address: proxy,
+    abi,
+    functionName,
+    args,
+    account: from,
+  } as never);
+  const receipt = await publicClient.waitForTransactionReceipt({
+    hash: await walletClient.writeContract(request as never),
+  });
   if (receipt.status !== "success") throw new Error(`${functionName} reverted`);
   return receipt;
 }
@@ -95,7 +105,16 @@ async function wallet(): Promise<Address> {
 
 /** State written through v1. */
 const s = {} as {
-  a: { master: bigint; amw: Address; wallet: Address; derivation: bigint; group: bigint; usage: bigint; registered: bigint; unregistered: bigint };
+  a: {
+    master: bigint;
+    amw: Address;
+    wallet: Address;
+    derivation: bigint;
+    group: bigint;
+    usage: bigint;
+    registered: bigint;
+    unregistered: bigint;
+  };
   converted: { master: bigint; amw: Address; admin: Address };
   sovereign: { master: bigint; creator: Address; admin: Address };
   squat: { attacker: Address; master: bigint; victim: Address; hash: bigint };
@@ -134,13 +153,24 @@ beforeAll(async () => {
   [owner, payer] = [accounts[0]!, accounts[9]!];
   const clients = { publicClient, walletClient, account: owner };
   const deploy = async (c: { abi: Abi; bytecode: Hex }, args: readonly unknown[]) => {
-    const hash = await walletClient.deployContract({ abi: c.abi, bytecode: c.bytecode, args, account: owner, chain: foundry });
+    const hash = await walletClient.deployContract({
+      abi: c.abi,
+      bytecode: c.bytecode,
+      args,
+      account: owner,
+      chain: foundry,
+    });
     return getAddress((await publicClient.waitForTransactionReceipt({ hash })).contractAddress!);
   };
   const views = await deploy(v1.views, []);
   const implementation = await deploy(v1.core, [views]);
   // The proxy is the same contract in both versions.
-  proxy = (await deployContract(clients, "AccountConfigProxy", [implementation, encodeFunctionData({ abi: v1Abi, functionName: "initialize", args: [owner] })])).address;
+  proxy = (
+    await deployContract(clients, "AccountConfigProxy", [
+      implementation,
+      encodeFunctionData({ abi: v1Abi, functionName: "initialize", args: [owner] }),
+    ])
+  ).address;
   await send(v1Abi, owner, "setApiPayers", [[payer]]);
 
   // A managed account with a wallet, a registered action, a group that also lists an action it
@@ -155,9 +185,27 @@ beforeAll(async () => {
   await send(v1Abi, payer, "addAction", [aMaster, cidHash(regCid), regCid, "Registered", "kept"]);
   const unregistered = cidHash(randomCid());
   const receipt = await send(v1Abi, payer, "addGroup", [aMaster, "g", "", [cidHash(regCid), unregistered], [w, amw]]);
-  const group = (parseEventLogs({ abi: v1Abi, logs: receipt.logs, eventName: "GroupAdded" })[0] as unknown as { args: { groupId: bigint } }).args.groupId;
+  const group = (
+    parseEventLogs({ abi: v1Abi, logs: receipt.logs, eventName: "GroupAdded" })[0] as unknown as {
+      args: { groupId: bigint };
+    }
+  ).args.groupId;
   const usage = apiKeyHash(generateApiKey());
-  await send(v1Abi, payer, "setUsageApiKey", [aMaster, usage, 0n, 300n, "k", "", true, false, false, [], [], [], [group]]);
+  await send(v1Abi, payer, "setUsageApiKey", [
+    aMaster,
+    usage,
+    0n,
+    300n,
+    "k",
+    "",
+    true,
+    false,
+    false,
+    [],
+    [],
+    [],
+    [group],
+  ]);
   s.a = { master: aMaster, amw, wallet: w, derivation, group, usage, registered: cidHash(regCid), unregistered };
 
   // A managed account converted to ChainSecured (its admin's alias kept as v1's `Alias` kind).
@@ -180,7 +228,21 @@ beforeAll(async () => {
   await send(v1Abi, attacker, "newChainSecuredAccount", ["attacker", ""]);
   const victim = await wallet();
   const squatted = walletLookupHash(victim);
-  await send(v1Abi, attacker, "setUsageApiKey", [walletLookupHash(attacker), squatted, 0n, 0n, "squat", "", false, false, false, [], [], [], [0n]]);
+  await send(v1Abi, attacker, "setUsageApiKey", [
+    walletLookupHash(attacker),
+    squatted,
+    0n,
+    0n,
+    "squat",
+    "",
+    false,
+    false,
+    false,
+    [],
+    [],
+    [],
+    [0n],
+  ]);
   s.squat = { attacker, master: walletLookupHash(attacker), victim, hash: squatted };
   v1Squat = {
     victimCreates: await refused(v1Abi, victim, "newChainSecuredAccount", ["victim", ""]),
@@ -219,23 +281,35 @@ describe("the upgrade from version 1", () => {
     }
     // And they still keep their wallets from taking a second account.
     for (const w of [converted.admin, sovereign.creator, sovereign.admin]) {
-      expect(await v2.refused(w, "newChainSecuredAccount", ["again", "", randomAddress()])).toEqual({ errorName: "AccountAlreadyExists", args: [walletLookupHash(w)] });
+      expect(await v2.refused(w, "newChainSecuredAccount", ["again", "", randomAddress()])).toEqual({
+        errorName: "AccountAlreadyExists",
+        args: [walletLookupHash(w)],
+      });
     }
   });
 
   it("ends v1's squat: the victim creates its account, is looked up as itself, and writes; the attacker cannot", async () => {
     const { victim, attacker, master: attackerMaster, hash } = s.squat;
     // In v1 the victim was refused and its lookup named the attacker's account.
-    expect((await v2.read("resolveKey", [hash]) as unknown[])[0]).toBe(attackerMaster);
+    expect(((await v2.read("resolveKey", [hash])) as unknown[])[0]).toBe(attackerMaster);
     expect(await v2.read("accountOfWallet", [victim])).toEqual([0n, ZERO, false]);
 
     const amw = randomAddress();
     await v2.send(victim, "newChainSecuredAccount", ["victim", "", amw]);
     expect(await v2.read("accountOfWallet", [victim])).toEqual([hash, victim, false]);
-    expect(await v2.read("listWallets", [hash, 0n, 10n])).toEqual([[{ id: 0n, wallet: amw, name: "", description: "" }], 1n]);
+    expect(await v2.read("listWallets", [hash, 0n, 10n])).toEqual([
+      [{ id: 0n, wallet: amw, name: "", description: "" }],
+      1n,
+    ]);
     await v2.send(victim, "addGroup", [hash, "mine", "", [], []]);
-    expect((await v2.read("getAccount", [hash]) as { admin: Address; groupCount: bigint })).toMatchObject({ admin: victim, groupCount: 1n });
-    expect(await v2.refused(attacker, "addGroup", [hash, "x", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [hash, attacker] });
+    expect((await v2.read("getAccount", [hash])) as { admin: Address; groupCount: bigint }).toMatchObject({
+      admin: victim,
+      groupCount: 1n,
+    });
+    expect(await v2.refused(attacker, "addGroup", [hash, "x", "", [], []])).toEqual({
+      errorName: "NoAccountAccess",
+      args: [hash, attacker],
+    });
   });
 
   it("keeps writes working on v1's state: payer + usage key, the converted and transferred accounts' admins", async () => {
@@ -246,25 +320,43 @@ describe("the upgrade from version 1", () => {
     const next = await wallet();
     await v2.send(sovereign.admin, "transferChainSecuredAccountOwnership", [walletLookupHash(sovereign.admin), next]);
     expect(await v2.read("accountOfWallet", [next])).toEqual([sovereign.master, next, false]);
-    expect(await v2.refused(sovereign.admin, "addGroup", [sovereign.master, "g", "", [], []])).toEqual({ errorName: "NoAccountAccess", args: [sovereign.master, sovereign.admin] });
+    expect(await v2.refused(sovereign.admin, "addGroup", [sovereign.master, "g", "", [], []])).toEqual({
+      errorName: "NoAccountAccess",
+      args: [sovereign.master, sovereign.admin],
+    });
   });
 
   it("keeps a v1 group's unregistered action: listed without a CID, still authorized, removable, and not addable again unregistered", async () => {
     const { a } = s;
-    const [items] = (await v2.read("listActionsInGroup", [a.master, a.group, 0n, 10n])) as [{ cidHash: bigint; cid: string }[]];
+    const [items] = (await v2.read("listActionsInGroup", [a.master, a.group, 0n, 10n])) as [
+      { cidHash: bigint; cid: string }[],
+    ];
     expect(items.find((x) => x.cidHash === a.unregistered)).toMatchObject({ cid: "" });
-    expect(await v2.read("authorizeExecution", [a.usage, a.unregistered, [a.wallet]])).toEqual([true, [true], [a.derivation]]);
+    expect(await v2.read("authorizeExecution", [a.usage, a.unregistered, [a.wallet]])).toEqual([
+      true,
+      [true],
+      [a.derivation],
+    ]);
     const receipt = await v2.send(payer, "removeAction", [a.master, a.unregistered]);
-    expect(parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).map((e) => e.eventName)).toEqual(["ActionRemovedFromGroup", "ActionRemoved"]);
-    expect(await v2.refused(payer, "addActionToGroup", [a.master, a.group, a.unregistered])).toEqual({ errorName: "ActionDoesNotExist", args: [a.unregistered] });
+    expect(parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).map((e) => e.eventName)).toEqual([
+      "ActionRemovedFromGroup",
+      "ActionRemoved",
+    ]);
+    expect(await v2.refused(payer, "addActionToGroup", [a.master, a.group, a.unregistered])).toEqual({
+      errorName: "ActionDoesNotExist",
+      args: [a.unregistered],
+    });
   });
 
   it("leaves a v1 wallet-created account without a wallet 0, which its admin can register as the AMW", async () => {
     const { sovereign } = s;
-    const admin = (await v2.read("getAccount", [sovereign.master]) as { admin: Address; walletCount: bigint });
+    const admin = (await v2.read("getAccount", [sovereign.master])) as { admin: Address; walletCount: bigint };
     expect(admin.walletCount).toBe(0n);
     const amw = randomAddress();
     await v2.send(admin.admin, "registerWalletDerivation", [sovereign.master, amw, sovereign.master, "", ""]);
-    expect(await v2.read("listWallets", [sovereign.master, 0n, 10n])).toEqual([[{ id: 0n, wallet: amw, name: "", description: "" }], 1n]);
+    expect(await v2.read("listWallets", [sovereign.master, 0n, 10n])).toEqual([
+      [{ id: 0n, wallet: amw, name: "", description: "" }],
+      1n,
+    ]);
   });
 });

@@ -85,9 +85,37 @@ describe("setUsageApiKey", () => {
     const g1 = await f.group(master);
     const g2 = await f.group(master);
     const hash = freshHash();
-    await f.write(f.payer, "setUsageApiKey", [master, hash, 0n, 50n, "first", "one", true, true, true, [g1, 0n], [g1], [g2], [0n]]);
+    await f.write(f.payer, "setUsageApiKey", [
+      master,
+      hash,
+      0n,
+      50n,
+      "first",
+      "one",
+      true,
+      true,
+      true,
+      [g1, 0n],
+      [g1],
+      [g2],
+      [0n],
+    ]);
     const expiration = (await f.now()) + 5_000n;
-    const receipt = await f.write(f.payer, "setUsageApiKey", [master, hash, expiration, 0n, "second", "", false, true, false, [g2], [], [], [g1]]);
+    const receipt = await f.write(f.payer, "setUsageApiKey", [
+      master,
+      hash,
+      expiration,
+      0n,
+      "second",
+      "",
+      false,
+      true,
+      false,
+      [g2],
+      [],
+      [],
+      [g1],
+    ]);
     expect(events(receipt)).toEqual([["UsageApiKeySet", { master, keyHash: hash }]]);
     expect(await listKeys(master)).toEqual([
       [
@@ -139,7 +167,11 @@ describe("setUsageApiKey", () => {
     const { master, amw } = await f.managedAccount();
     const other = await f.managedAccount();
     const sovereign = await f.chainSecuredAccount(await f.impersonate());
-    for (const [wallet, owner] of [[amw, master], [other.amw, other.master], [sovereign.admin, sovereign.master]] as const) {
+    for (const [wallet, owner] of [
+      [amw, master],
+      [other.amw, other.master],
+      [sovereign.admin, sovereign.master],
+    ] as const) {
       const hash = walletLookupHash(wallet);
       await f.setUsageKey(master, hash, { executeInGroups: [0n] });
       expect(await f.read("resolveKey", [hash])).toEqual([master, false, true, true]);
@@ -159,15 +191,27 @@ describe("setUsageApiKey", () => {
     const otherOnly = await f.group(other.master); // id 3: exists in the other account only
     const hash = freshHash();
     for (const missing of [99n, removed, otherOnly]) {
-      for (const list of ["manageIpfsIdsInGroups", "addPkpToGroups", "removePkpFromGroups", "executeInGroups"] as const) {
-        expect(await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, hash, { [list]: [0n, g, missing] }))).toEqual({
+      for (const list of [
+        "manageIpfsIdsInGroups",
+        "addPkpToGroups",
+        "removePkpFromGroups",
+        "executeInGroups",
+      ] as const) {
+        expect(
+          await f.revert(f.payer, "setUsageApiKey", usageKeyArgs(master, hash, { [list]: [0n, g, missing] })),
+        ).toEqual({
           errorName: "GroupDoesNotExist",
           args: [missing],
         });
       }
     }
     // 0 and existing ids are fine in every list.
-    await f.setUsageKey(master, hash, { manageIpfsIdsInGroups: [0n, g], addPkpToGroups: [g], removePkpFromGroups: [0n], executeInGroups: [g, 0n] });
+    await f.setUsageKey(master, hash, {
+      manageIpfsIdsInGroups: [0n, g],
+      addPkpToGroups: [g],
+      removePkpFromGroups: [0n],
+      executeInGroups: [g, 0n],
+    });
     expect((await listKeys(master))[1]).toBe(1n);
   });
 });
@@ -279,9 +323,15 @@ describe("removeUsageApiKey", () => {
     expect((await f.read("getAccount", [master])).usageKeyCount).toBe(1n);
     // Reads through the removed key fail as for an unknown hash.
     expect(await f.readRevert("getAccount", [hash])).toEqual({ errorName: "AccountDoesNotExist", args: [hash] });
-    expect(await f.readRevert("listGroups", [hash, 0n, 10n])).toEqual({ errorName: "AccountDoesNotExist", args: [hash] });
+    expect(await f.readRevert("listGroups", [hash, 0n, 10n])).toEqual({
+      errorName: "AccountDoesNotExist",
+      args: [hash],
+    });
     // Removing it again: the account no longer has it.
-    expect(await f.revert(f.payer, "removeUsageApiKey", [master, hash])).toEqual({ errorName: "AccountDoesNotExist", args: [hash] });
+    expect(await f.revert(f.payer, "removeUsageApiKey", [master, hash])).toEqual({
+      errorName: "AccountDoesNotExist",
+      args: [hash],
+    });
   });
 
   it("reverts AccountDoesNotExist(hash) for a key the account does not have", async () => {
@@ -289,7 +339,10 @@ describe("removeUsageApiKey", () => {
     const other = await f.managedAccount();
     const theirs = await f.usageKey(other.master);
     for (const hash of [freshHash(), theirs.hash, master]) {
-      expect(await f.revert(f.payer, "removeUsageApiKey", [master, hash])).toEqual({ errorName: "AccountDoesNotExist", args: [hash] });
+      expect(await f.revert(f.payer, "removeUsageApiKey", [master, hash])).toEqual({
+        errorName: "AccountDoesNotExist",
+        args: [hash],
+      });
     }
     expect(await f.read("resolveKey", [theirs.hash])).toEqual([other.master, false, true, true]);
   });
@@ -316,7 +369,7 @@ describe("removeUsageApiKey", () => {
       args: ["usage key hash is already in use"],
     });
     // Not as a new account's master either.
-    expect(await f.revert(f.payer, "newAccount", [hash, "n", "", (await f.impersonate()), hash])).toEqual({
+    expect(await f.revert(f.payer, "newAccount", [hash, "n", "", await f.impersonate(), hash])).toEqual({
       errorName: "AccountAlreadyExists",
       args: [hash],
     });
@@ -331,7 +384,11 @@ describe("usage keys of a ChainSecured account", () => {
     const g = await f.group(master, [], [], admin);
     const hash = freshHash();
 
-    const set = await f.write(admin, "setUsageApiKey", usageKeyArgs(master, hash, { canCreateGroups: true, executeInGroups: [g] }, "ops", "d"));
+    const set = await f.write(
+      admin,
+      "setUsageApiKey",
+      usageKeyArgs(master, hash, { canCreateGroups: true, executeInGroups: [g] }, "ops", "d"),
+    );
     expect(events(set)).toEqual([["UsageApiKeySet", { master, keyHash: hash }]]);
     // A usage key of an unmanaged account is live (it reads), its account is not managed.
     expect(await f.read("resolveKey", [hash])).toEqual([master, false, false, true]);

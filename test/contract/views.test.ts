@@ -113,15 +113,26 @@ describe("pagination", () => {
     expect(await f.read("listGroups", [empty, 0n, 10n])).toEqual([[], 0n]);
     expect(await f.read("listUsageApiKeys", [empty, 0n, 10n])).toEqual([[], 0n]);
     expect(await f.read("listActions", [empty, 0n, 10n])).toEqual([[], 0n]);
-    expect(await f.read("listWallets", [empty, 0n, 10n])).toEqual([[{ id: 0n, wallet: amw, name: "", description: "" }], 1n]);
+    expect(await f.read("listWallets", [empty, 0n, 10n])).toEqual([
+      [{ id: 0n, wallet: amw, name: "", description: "" }],
+      1n,
+    ]);
     expect(await f.read("listWallets", [empty, 1n, 10n])).toEqual([[], 1n]);
     expect(await f.read("listGroups", [empty, HUGE_PAGE, 10n])).toEqual([[], 0n]);
 
     const admin = await f.impersonate();
     const sovereign = await f.chainSecuredAccount(admin);
     // Every account starts with wallet 0, a wallet-created one too.
-    expect(await f.read("listWallets", [sovereign.master, 0n, 10n])).toEqual([[{ id: 0n, wallet: sovereign.amw, name: "", description: "" }], 1n]);
-    expect(await f.read("getAccount", [sovereign.master])).toMatchObject({ walletCount: 1n, groupCount: 0n, usageKeyCount: 0n, actionCount: 0n });
+    expect(await f.read("listWallets", [sovereign.master, 0n, 10n])).toEqual([
+      [{ id: 0n, wallet: sovereign.amw, name: "", description: "" }],
+      1n,
+    ]);
+    expect(await f.read("getAccount", [sovereign.master])).toMatchObject({
+      walletCount: 1n,
+      groupCount: 0n,
+      usageKeyCount: 0n,
+      actionCount: 0n,
+    });
 
     // An empty group pages like an empty list.
     const id = await f.group(empty);

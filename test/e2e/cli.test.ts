@@ -39,7 +39,9 @@ describe("node contracts/deploy.ts", () => {
     expect(out).toContain("chain id        31337");
     const proxy = getAddress(/AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(out)![1]!);
     const client = createPublicClient({ transport: http(chain.rpcUrl) });
-    expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "owner" })).toBe(getAddress(owner));
+    expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "owner" })).toBe(
+      getAddress(owner),
+    );
     expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "version" })).toBe("2");
   });
 
@@ -55,7 +57,9 @@ describe("node contracts/deploy.ts", () => {
     const implementation = getAddress(/implementation\s+(0x[0-9a-fA-F]{40})/.exec(out)![1]!);
     expect(out).toMatch(/upgraded .* from version 2 to 2 in 0x[0-9a-f]{64}/);
     expect(implementation).not.toBe(before);
-    expect(implementationOf(await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT }))).toBe(implementation);
+    expect(implementationOf(await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT }))).toBe(
+      implementation,
+    );
     expect(await client.readContract({ address: proxy, abi: accountConfigAbi, functionName: "owner" })).toBe(owner);
   });
 
@@ -71,7 +75,10 @@ describe("node contracts/deploy.ts", () => {
     const implementation = getAddress(/implementation\s+(0x[0-9a-fA-F]{40})/.exec(out)![1]!);
     expect(out).toContain(`not sent: the proxy's owner ${getAddress(owner)} must send to ${proxy} the data`);
     const data = /\n(0x[0-9a-f]+)\n/.exec(out)![1] as `0x${string}`;
-    expect(decodeFunctionData({ abi: accountConfigAbi, data })).toEqual({ functionName: "upgradeToAndCall", args: [implementation, "0x"] });
+    expect(decodeFunctionData({ abi: accountConfigAbi, data })).toEqual({
+      functionName: "upgradeToAndCall",
+      args: [implementation, "0x"],
+    });
     expect(await client.getStorageAt({ address: proxy, slot: IMPLEMENTATION_SLOT })).toBe(before);
 
     const bad = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl, "--upgrade", "0x123"]);
@@ -84,7 +91,9 @@ describe("node contracts/deploy.ts", () => {
     const { mnemonicToAccount } = await import("viem/accounts");
     const dev = mnemonicToAccount("test test test test test test test test test test test junk", { addressIndex: 1 });
     const key = `0x${Buffer.from(dev.getHdKey().privateKey!).toString("hex")}`;
-    const { code, out } = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl], { SIGIL_DEPLOYER_PRIVATE_KEY: key });
+    const { code, out } = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl], {
+      SIGIL_DEPLOYER_PRIVATE_KEY: key,
+    });
     expect(code, out).toBe(0);
     expect(out).toContain(`owner           ${dev.address}`);
   });
@@ -99,7 +108,9 @@ describe("node contracts/deploy.ts", () => {
     expect(badOwner.out).toContain("--owner is not an address: 0x123");
 
     const secret = "0xnot-a-real-key-but-do-not-print-it";
-    const badKey = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl], { SIGIL_DEPLOYER_PRIVATE_KEY: secret });
+    const badKey = await run(["contracts/deploy.ts", "--rpc-url", chain.rpcUrl], {
+      SIGIL_DEPLOYER_PRIVATE_KEY: secret,
+    });
     expect(badKey.code).toBe(1);
     expect(badKey.out).toContain("SIGIL_DEPLOYER_PRIVATE_KEY must be 0x followed by 64 hex digits");
     expect(badKey.out).not.toContain(secret);

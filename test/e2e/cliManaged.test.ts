@@ -33,7 +33,8 @@ const WRONG_KEY = randomBytes(32).toString("base64");
 let stack: SharedLocalStack;
 let work: string;
 /** How many times the IPFS gateway emulator the stack's enclave fetches `run --cid` scripts from was asked for `cid`. */
-const gatewayRequests = async (cid: string) => ((await (await fetch(`${stack.gatewayUrl}/log?cid=${cid}`)).json()) as GatewayLog).requests.length;
+const gatewayRequests = async (cid: string) =>
+  ((await (await fetch(`${stack.gatewayUrl}/log?cid=${cid}`)).json()) as GatewayLog).requests.length;
 const profileFile = () => join(work, "profiles.json");
 
 beforeAll(async () => {
@@ -42,7 +43,9 @@ beforeAll(async () => {
   writeFileSync(join(work, "fail.js"), FAIL);
   stack = inject("localStack");
   // The stack's gateway is given SIGN; the requests for it and for this file's other CIDs are this file's alone.
-  expect(await (await fetch(`${stack.gatewayUrl}/add`, { method: "POST", body: SIGN })).json()).toEqual({ cid: await computeCid(new TextEncoder().encode(SIGN)) });
+  expect(await (await fetch(`${stack.gatewayUrl}/add`, { method: "POST", body: SIGN })).json()).toEqual({
+    cid: await computeCid(new TextEncoder().encode(SIGN)),
+  });
 }, 150_000);
 
 afterAll(async () => {
@@ -50,7 +53,10 @@ afterAll(async () => {
 });
 
 /** `sigil …` in the test's folder: the stack found through SIGIL_STATE_DIR, the key through the profile file. */
-function sigil(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; input?: string } = {}): Promise<CliResult> {
+function sigil(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string; input?: string } = {},
+): Promise<CliResult> {
   return runSigil(args, {
     env: { SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: profileFile(), ...options.env },
     cwd: options.cwd ?? work,
@@ -98,10 +104,22 @@ describe("account", () => {
     expect(saved.stdout).toMatch(/^master wallet\s+0x[0-9a-f]{40}$/m);
     expect(saved.stderr).toContain(`saved the key and ${stack.edgeUrl} as profile "default"`);
     expect(statSync(profileFile()).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(profileFile(), "utf8"))).toEqual({ profiles: { default: { api: stack.edgeUrl, key: masterKey } } });
+    expect(JSON.parse(readFileSync(profileFile(), "utf8"))).toEqual({
+      profiles: { default: { api: stack.edgeUrl, key: masterKey } },
+    });
 
-    const created = await json<{ api_key: string; account_id: string; wallet_address: string; transaction_hash: string; success: true }>(["account", "create", "--name", "json"]);
-    expect(created).toMatchObject({ success: true, api_key: expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/), account_id: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    const created = await json<{
+      api_key: string;
+      account_id: string;
+      wallet_address: string;
+      transaction_hash: string;
+      success: true;
+    }>(["account", "create", "--name", "json"]);
+    expect(created).toMatchObject({
+      success: true,
+      api_key: expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/),
+      account_id: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
   });
 
   it("show: the profile's key is the master key of a managed account with no credit yet", async () => {
@@ -111,7 +129,13 @@ describe("account", () => {
     expect(out).toMatch(/^balance\s+\$0\.00 \(0 cents\)$/m);
     expect(out).toContain(`${stack.edgeUrl}   (from profile "default"`);
     expect(out).not.toContain(masterKey);
-    expect(await json(["account", "show"])).toMatchObject({ exists: true, managed: true, key_kind: "master", balance_cents: 0, api: stack.edgeUrl });
+    expect(await json(["account", "show"])).toMatchObject({
+      exists: true,
+      managed: true,
+      key_kind: "master",
+      balance_cents: 0,
+      api: stack.edgeUrl,
+    });
     await refusesWrongKey("account show");
   });
 });
@@ -128,16 +152,23 @@ describe("profile", () => {
   });
 
   it("set writes a named profile (the key from stdin with --key -); flags and the environment beat it", async () => {
-    const set = await sigil(["profile", "set", "--name", "other", "--api", "http://127.0.0.1:9", "--key", "-"], { input: `${masterKey}\n` });
+    const set = await sigil(["profile", "set", "--name", "other", "--api", "http://127.0.0.1:9", "--key", "-"], {
+      input: `${masterKey}\n`,
+    });
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).not.toContain(masterKey);
-    expect(JSON.parse(readFileSync(profileFile(), "utf8")).profiles.other).toEqual({ api: "http://127.0.0.1:9", key: masterKey });
+    expect(JSON.parse(readFileSync(profileFile(), "utf8")).profiles.other).toEqual({
+      api: "http://127.0.0.1:9",
+      key: masterKey,
+    });
     // The profile's URL answers nothing; the flag's and the environment's do.
     const unreachable = await sigil(["balance", "--profile", "other"]);
     expect(unreachable.code).toBe(1);
     expect(errorLineOf(unreachable).code).toBe("network_error");
     expect(await ok(["balance", "--profile", "other", "--api", stack.edgeUrl])).toContain("balance $0.00");
-    expect((await sigil(["balance", "--profile", "other"], { env: { SIGIL_API_URL: `${stack.edgeUrl}/core/v1` } })).stdout).toContain("balance $0.00");
+    expect(
+      (await sigil(["balance", "--profile", "other"], { env: { SIGIL_API_URL: `${stack.edgeUrl}/core/v1` } })).stdout,
+    ).toContain("balance $0.00");
   });
 
   it("without SIGIL_STATE_DIR, the stack is found in .sigil/local.json of the current folder or one above it", async () => {
@@ -145,7 +176,10 @@ describe("profile", () => {
     mkdirSync(join(project, ".sigil"), { recursive: true });
     mkdirSync(join(project, "src"), { recursive: true });
     copyFileSync(join(stack.stateDir, "local.json"), join(project, ".sigil", "local.json"));
-    const r = await runSigil(["balance", "--key", masterKey], { env: { SIGIL_PROFILE_FILE: join(work, "no-profiles.json") }, cwd: join(project, "src") });
+    const r = await runSigil(["balance", "--key", masterKey], {
+      env: { SIGIL_PROFILE_FILE: join(work, "no-profiles.json") },
+      cwd: join(project, "src"),
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("balance $0.00 (0 cents)");
   });
@@ -153,7 +187,9 @@ describe("profile", () => {
 
 describe("balance and topup", () => {
   it("topup buys credit with the test card and prints the balance; balance shows it", async () => {
-    expect(await ok(["topup", "--amount", "500"])).toMatch(/^credited(?: by Stripe's webhook)?: \$5\.00; balance \$5\.00 \(500 cents\)$/m);
+    expect(await ok(["topup", "--amount", "500"])).toMatch(
+      /^credited(?: by Stripe's webhook)?: \$5\.00; balance \$5\.00 \(500 cents\)$/m,
+    );
     expect((await ok(["balance"])).trim()).toBe("balance $5.00 (500 cents)");
     expect(await json(["balance"])).toEqual({ balance_cents: 500, balance_display: "$5.00" });
   });
@@ -192,8 +228,12 @@ describe("cid and action", () => {
     const out = await ok(["action", "add", "sign.js", "--description", "signs a message"]);
     expect(out).toMatch(new RegExp(`^action\\s+${cid}$`, "m"));
     expect(out).toMatch(new RegExp(`^hash\\s+${toHash32(cidHash(cid))}$`, "m"));
-    expect(await ok(["action", "list"])).toMatch(new RegExp(`^${toHash32(cidHash(cid))}\\s+${cid}\\s+sign\\.js\\s+signs a message$`, "m"));
-    expect(await json(["action", "list"])).toEqual([{ hashed_cid: toHash32(cidHash(cid)), action_ipfs_cid: cid, name: "sign.js", description: "signs a message" }]);
+    expect(await ok(["action", "list"])).toMatch(
+      new RegExp(`^${toHash32(cidHash(cid))}\\s+${cid}\\s+sign\\.js\\s+signs a message$`, "m"),
+    );
+    expect(await json(["action", "list"])).toEqual([
+      { hashed_cid: toHash32(cidHash(cid)), action_ipfs_cid: cid, name: "sign.js", description: "signs a message" },
+    ]);
     await refusesWrongKey("action list");
     await refusesWrongKey("action add", [cid]);
   });
@@ -201,16 +241,49 @@ describe("cid and action", () => {
 
 describe("group", () => {
   it("add binds the wallet to the action; list, update (the rest kept), and the group's wallets and actions", async () => {
-    const added = await json<{ group_id: string; transaction_hash: string }>(["group", "add", "--name", "signers", "--wallet", wallet, "--action", cid]);
+    const added = await json<{ group_id: string; transaction_hash: string }>([
+      "group",
+      "add",
+      "--name",
+      "signers",
+      "--wallet",
+      wallet,
+      "--action",
+      cid,
+    ]);
     groupId = added.group_id;
     expect(groupId).toMatch(/^\d+$/);
     const table = await ok(["group", "list"]);
-    expect(table).toMatch(new RegExp(`^${groupId}\\s+signers\\s+${wallet.toLowerCase()}\\s+${toHash32(cidHash(cid))}$`, "m"));
-    expect(await ok(["group", "update", groupId, "--name", "renamed", "--description", "now described"])).toMatch(new RegExp(`^updated\\s+group ${groupId}$`, "m"));
-    const [group] = await json<Array<{ id: string; group_name: string; group_description: string; pkp_ids_permitted: string[]; cid_hashes_permitted: string[] }>>(["group", "list"]);
-    expect(group).toEqual({ id: groupId, group_name: "renamed", group_description: "now described", pkp_ids_permitted: [wallet.toLowerCase()], cid_hashes_permitted: [toHash32(cidHash(cid))] });
-    expect((await json<Array<{ wallet_address: string }>>(["wallet", "list", "--group", groupId])).map((w) => w.wallet_address)).toEqual([wallet.toLowerCase()]);
-    expect((await json<Array<{ hashed_cid: string }>>(["action", "list", "--group", groupId])).map((a) => a.hashed_cid)).toEqual([toHash32(cidHash(cid))]);
+    expect(table).toMatch(
+      new RegExp(`^${groupId}\\s+signers\\s+${wallet.toLowerCase()}\\s+${toHash32(cidHash(cid))}$`, "m"),
+    );
+    expect(await ok(["group", "update", groupId, "--name", "renamed", "--description", "now described"])).toMatch(
+      new RegExp(`^updated\\s+group ${groupId}$`, "m"),
+    );
+    const [group] = await json<
+      Array<{
+        id: string;
+        group_name: string;
+        group_description: string;
+        pkp_ids_permitted: string[];
+        cid_hashes_permitted: string[];
+      }>
+    >(["group", "list"]);
+    expect(group).toEqual({
+      id: groupId,
+      group_name: "renamed",
+      group_description: "now described",
+      pkp_ids_permitted: [wallet.toLowerCase()],
+      cid_hashes_permitted: [toHash32(cidHash(cid))],
+    });
+    expect(
+      (await json<Array<{ wallet_address: string }>>(["wallet", "list", "--group", groupId])).map(
+        (w) => w.wallet_address,
+      ),
+    ).toEqual([wallet.toLowerCase()]);
+    expect(
+      (await json<Array<{ hashed_cid: string }>>(["action", "list", "--group", groupId])).map((a) => a.hashed_cid),
+    ).toEqual([toHash32(cidHash(cid))]);
     await refusesWrongKey("group list");
     await refusesWrongKey("group remove", [groupId]);
   });
@@ -225,7 +298,12 @@ describe("run", () => {
     expect(out).toMatch(/^logs:\n {2}signing from the CLI$/m);
     expect(out).toMatch(new RegExp(`^cid\\s+${cid}$`, "m"));
     expect(out).toMatch(/^charged\s+1 cent$/m);
-    const answer = await json<{ response: Hex; has_error: boolean; charged_cents: number; cid: string }>(["run", "sign.js", "--params", params]);
+    const answer = await json<{ response: Hex; has_error: boolean; charged_cents: number; cid: string }>([
+      "run",
+      "sign.js",
+      "--params",
+      params,
+    ]);
     expect(answer).toMatchObject({ has_error: false, charged_cents: 1, cid });
     expect(await recoverMessageAddress({ message: "from the CLI", signature: answer.response })).toBe(wallet);
   });
@@ -235,7 +313,12 @@ describe("run", () => {
     const r = await sigil(["run", "fail.js"]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain("about to fail");
-    expect(errorLineOf(r)).toMatchObject({ command: "run", code: "script_error", message: expect.stringContaining("refused on purpose"), requestId: expect.stringMatching(/^[0-9a-f-]+$/) });
+    expect(errorLineOf(r)).toMatchObject({
+      command: "run",
+      code: "script_error",
+      message: expect.stringContaining("refused on purpose"),
+      requestId: expect.stringMatching(/^[0-9a-f-]+$/),
+    });
     const asJson = await sigil(["run", "fail.js", "--json"]);
     expect(asJson.code).toBe(1);
     expect(JSON.parse(asJson.stdout)).toMatchObject({ has_error: true, error: { code: "script_error" } });
@@ -254,7 +337,11 @@ describe("run", () => {
     const failCid = (await ok(["cid", "fail.js"])).trim();
     const missing = await sigil(["run", "--cid", failCid]);
     expect(missing.code).toBe(1);
-    expect(errorLineOf(missing)).toMatchObject({ command: "run", code: "not_found", message: expect.stringContaining(failCid) });
+    expect(errorLineOf(missing)).toMatchObject({
+      command: "run",
+      code: "not_found",
+      message: expect.stringContaining(failCid),
+    });
     // A CID no group grants is refused before the gateway is asked.
     const ungranted = (await sigil(["cid", "-"], { input: "async function main() { return 1 }" })).stdout.trim();
     expect(ungranted).toMatch(/^Qm/);
@@ -271,33 +358,86 @@ describe("usage", () => {
     expect(lines[0]).toMatch(/^TIME\s+KIND\s+AMOUNT\s+BALANCE\s+DETAIL$/);
     expect(lines).toHaveLength(4);
     expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z\s+run\s+-\$0\.01\s+\$\d+\.\d\d\s+Qm/);
-    const events = await json<Array<{ kind: string; amount_cents: number; balance_after_cents: number }>>(["usage", "--all"]);
+    const events = await json<Array<{ kind: string; amount_cents: number; balance_after_cents: number }>>([
+      "usage",
+      "--all",
+    ]);
     expect(events.at(-1)).toMatchObject({ kind: "top_up", amount_cents: 500, balance_after_cents: 500 });
-    expect(events.reduce((sum, e) => sum + e.amount_cents, 0)).toBe((await json<{ balance_cents: number }>(["balance"])).balance_cents);
-    expect(new Set((await json<Array<{ kind: string }>>(["usage", "--all", "--kind", "run"])).map((e) => e.kind))).toEqual(new Set(["run"]));
+    expect(events.reduce((sum, e) => sum + e.amount_cents, 0)).toBe(
+      (await json<{ balance_cents: number }>(["balance"])).balance_cents,
+    );
+    expect(
+      new Set((await json<Array<{ kind: string }>>(["usage", "--all", "--kind", "run"])).map((e) => e.kind)),
+    ).toEqual(new Set(["run"]));
     await refusesWrongKey("usage");
   });
 });
 
 describe("key", () => {
   it("add prints the key once; list shows its permissions; the key runs in its group; update keeps the rest; remove ends it", async () => {
-    const out = await ok(["key", "add", "--name", "runner", "--execute-in-groups", groupId, "--can-create-wallets", "--spend-limit-cents", "100", "--expires-at", "2099-01-01"]);
+    const out = await ok([
+      "key",
+      "add",
+      "--name",
+      "runner",
+      "--execute-in-groups",
+      groupId,
+      "--can-create-wallets",
+      "--spend-limit-cents",
+      "100",
+      "--expires-at",
+      "2099-01-01",
+    ]);
     const usageKey = /^usage key\s+(\S{44})\s+\(shown once: keep it\)$/m.exec(out)?.[1] as string;
     const hash = /^hash\s+(0x[0-9a-f]{64})$/m.exec(out)?.[1] as string;
     expect(usageKey).toBeDefined();
-    expect(await ok(["key", "list"])).toMatch(new RegExp(`^${hash}\\s+runner\\s+2099-01-01T00:00:00Z\\s+0 cents\\s+100 cents\\s+create-wallets execute:${groupId}$`, "m"));
+    expect(await ok(["key", "list"])).toMatch(
+      new RegExp(
+        `^${hash}\\s+runner\\s+2099-01-01T00:00:00Z\\s+0 cents\\s+100 cents\\s+create-wallets execute:${groupId}$`,
+        "m",
+      ),
+    );
     expect(await ok(["key", "list"])).not.toContain(usageKey);
 
-    const run = await sigil(["run", "sign.js", "--params", JSON.stringify({ wallet, message: "as the usage key" }), "--key", usageKey, "--json"]);
+    const run = await sigil([
+      "run",
+      "sign.js",
+      "--params",
+      JSON.stringify({ wallet, message: "as the usage key" }),
+      "--key",
+      usageKey,
+      "--json",
+    ]);
     expect(run.code, run.stderr).toBe(0);
-    expect(await recoverMessageAddress({ message: "as the usage key", signature: (JSON.parse(run.stdout) as { response: Hex }).response })).toBe(wallet);
-    expect(await json(["account", "show", "--key", usageKey])).toMatchObject({ key_kind: "usage", key_name: "runner", key_hash: hash });
+    expect(
+      await recoverMessageAddress({
+        message: "as the usage key",
+        signature: (JSON.parse(run.stdout) as { response: Hex }).response,
+      }),
+    ).toBe(wallet);
+    expect(await json(["account", "show", "--key", usageKey])).toMatchObject({
+      key_kind: "usage",
+      key_name: "runner",
+      key_hash: hash,
+    });
 
     await ok(["key", "update", usageKey, "--no-can-create-wallets", "--can-create-groups", "--name", "runner2"]);
     const [updated] = await json<Array<Record<string, unknown>>>(["key", "list"]);
-    expect(updated).toMatchObject({ id: hash, name: "runner2", can_create_groups: true, can_create_pkps: false, execute_in_groups: [groupId], spend_limit_cents: 100, spent_cents: 1, expires_at: Date.UTC(2099, 0, 1) / 1000 });
+    expect(updated).toMatchObject({
+      id: hash,
+      name: "runner2",
+      can_create_groups: true,
+      can_create_pkps: false,
+      execute_in_groups: [groupId],
+      spend_limit_cents: 100,
+      spent_cents: 1,
+      expires_at: Date.UTC(2099, 0, 1) / 1000,
+    });
     await ok(["key", "update", hash, "--description", "metadata only"]);
-    expect((await json<Array<{ description: string; can_create_groups: boolean }>>(["key", "list"]))[0]).toMatchObject({ description: "metadata only", can_create_groups: true });
+    expect((await json<Array<{ description: string; can_create_groups: boolean }>>(["key", "list"]))[0]).toMatchObject({
+      description: "metadata only",
+      can_create_groups: true,
+    });
 
     expect(await ok(["key", "remove", hash])).toMatch(new RegExp(`^removed\\s+${hash}$`, "m"));
     expect((await ok(["key", "list"])).trim()).toBe("no usage keys");
@@ -312,8 +452,12 @@ describe("key", () => {
 describe("removing", () => {
   it("action remove takes the action out of the account and its group; group remove ends the group", async () => {
     expect(await ok(["action", "remove", cid])).toMatch(new RegExp(`^removed\\s+${toHash32(cidHash(cid))}$`, "m"));
-    expect((await json<Array<{ hashed_cid: string }>>(["action", "list"])).map((a) => a.hashed_cid)).not.toContain(toHash32(cidHash(cid)));
-    expect((await json<Array<{ hashed_cid: string }>>(["action", "list", "--group", groupId])).map((a) => a.hashed_cid)).not.toContain(toHash32(cidHash(cid)));
+    expect((await json<Array<{ hashed_cid: string }>>(["action", "list"])).map((a) => a.hashed_cid)).not.toContain(
+      toHash32(cidHash(cid)),
+    );
+    expect(
+      (await json<Array<{ hashed_cid: string }>>(["action", "list", "--group", groupId])).map((a) => a.hashed_cid),
+    ).not.toContain(toHash32(cidHash(cid)));
     await ok(["group", "remove", groupId]);
     expect((await ok(["group", "list"])).trim()).toBe("no groups");
     await refusesWrongKey("action remove", [cid]);
@@ -325,7 +469,11 @@ describe("audit", () => {
     const table = await ok(["audit"]);
     const lines = table.trim().split("\n");
     expect(lines[0]).toMatch(/^BLOCK\s+TIME\s+WHAT\s+SENDER\s+TRANSACTION$/);
-    expect(lines[1]).toMatch(new RegExp(`^\\d+\\s+\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\s+group ${groupId} removed\\s+0x[0-9a-f]{40}\\s+0x[0-9a-f]{64}$`));
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^\\d+\\s+\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\s+group ${groupId} removed\\s+0x[0-9a-f]{40}\\s+0x[0-9a-f]{64}$`,
+      ),
+    );
     expect(lines.at(-1)).toMatch(/managed account created, master wallet 0x[0-9a-f]{40}/);
     expect(table).toContain(`action ${cid} unregistered`);
     expect(table).toContain(`wallet ${wallet.toLowerCase()} registered (id 1)`);
@@ -343,8 +491,21 @@ describe("the README", () => {
     const folder = mkdtempSync(join(work, "readme-"));
     const script = `${(block as string).replaceAll("npx sigil", `"${process.execPath}" "${join(root, "bin/sigil.ts")}"`)}\necho "WALLET=$W"`;
     const out = await new Promise<string>((resolve, reject) =>
-      execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: folder, timeout: 120_000, env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, HOME: folder, SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(folder, "profiles.json") } }, (err, stdout, stderr) =>
-        err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
+      execFile(
+        "bash",
+        ["-euo", "pipefail", "-c", script],
+        {
+          cwd: folder,
+          timeout: 120_000,
+          env: {
+            PATH: process.env.PATH,
+            NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE,
+            HOME: folder,
+            SIGIL_STATE_DIR: stack.stateDir,
+            SIGIL_PROFILE_FILE: join(folder, "profiles.json"),
+          },
+        },
+        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
       ),
     );
     const readmeWallet = getAddress(/WALLET=(0x[0-9a-f]{40})/.exec(out)?.[1] as string);

@@ -39,7 +39,10 @@ afterAll(async () => {
 
 /** `sigil …` with the stack found through SIGIL_STATE_DIR and no profile. */
 function sigil(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  return runSigil(args, { env: { SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(work, "profiles.json"), ...env }, cwd: work });
+  return runSigil(args, {
+    env: { SIGIL_STATE_DIR: stack.stateDir, SIGIL_PROFILE_FILE: join(work, "profiles.json"), ...env },
+    cwd: work,
+  });
 }
 
 async function ok(args: string[], env: Record<string, string | undefined> = {}): Promise<string> {
@@ -48,7 +51,8 @@ async function ok(args: string[], env: Record<string, string | undefined> = {}):
   return r.stdout;
 }
 
-const fund = (address: `0x${string}`) => createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({ address, value: 10n ** 20n });
+const fund = (address: `0x${string}`) =>
+  createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({ address, value: 10n ** 20n });
 
 let usageKey = "";
 
@@ -56,14 +60,27 @@ describe("chain-secured create", () => {
   it("refuses a signer with no ether to pay for its transactions, before anything is made", async () => {
     const r = await sigil(["chain-secured", "create", "--name", "broke"], { SIGIL_PRIVATE_KEY: adminKey });
     expect(r.code).toBe(1);
-    expect(errorLineOf(r)).toMatchObject({ command: "chain-secured create", code: "insufficient_funds", message: expect.stringContaining(admin.address) });
+    expect(errorLineOf(r)).toMatchObject({
+      command: "chain-secured create",
+      code: "insufficient_funds",
+      message: expect.stringContaining(admin.address),
+    });
     expect(r.stderr).not.toContain(adminKey.slice(2));
   });
 
   it("makes the signer's account on chain with its master wallet and a first wallet", async () => {
     await fund(admin.address);
-    const out = await ok(["chain-secured", "create", "--name", "cli chain secured", "--wallet-name", "first", "--json"], { SIGIL_PRIVATE_KEY: adminKey });
-    const created = JSON.parse(out) as { account_id: string; admin_wallet_address: string; master_wallet_address: string; wallet_address: string; transaction_hashes: Hex[] };
+    const out = await ok(
+      ["chain-secured", "create", "--name", "cli chain secured", "--wallet-name", "first", "--json"],
+      { SIGIL_PRIVATE_KEY: adminKey },
+    );
+    const created = JSON.parse(out) as {
+      account_id: string;
+      admin_wallet_address: string;
+      master_wallet_address: string;
+      wallet_address: string;
+      transaction_hashes: Hex[];
+    };
     expect(created.account_id).toBe(toHash32(walletLookupHash(admin.address)));
     expect(created.admin_wallet_address).toBe(admin.address);
     expect(created.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
@@ -88,19 +105,49 @@ describe("wallet create --sign and key add --sign", () => {
   });
 
   it("key add --sign with the keystore makes a usage key, grants its permissions on chain, and prints it once", async () => {
-    const out = await ok(["key", "add", "--sign", "--keystore", keystore, "--name", "cli runner", "--execute-in-groups", "0", "--can-create-groups"], { SIGIL_KEYSTORE_PASSWORD: PASSWORD });
+    const out = await ok(
+      [
+        "key",
+        "add",
+        "--sign",
+        "--keystore",
+        keystore,
+        "--name",
+        "cli runner",
+        "--execute-in-groups",
+        "0",
+        "--can-create-groups",
+      ],
+      { SIGIL_KEYSTORE_PASSWORD: PASSWORD },
+    );
     usageKey = /^usage key\s+(\S{44})\s+\(shown once: keep it\)$/m.exec(out)?.[1] as string;
     expect(usageKey).toMatch(/^[A-Za-z0-9+/]{43}=$/);
     expect(out).toMatch(new RegExp(`^admin\\s+${admin.address}$`, "m"));
     // The key reads the account: its own grant, and the three wallets (master, first, second).
-    expect(await ok(["key", "list", "--key", usageKey])).toMatch(/^0x[0-9a-f]{64}\s+cli runner\s+never\s+0 cents\s+none\s+create-groups execute:all$/m);
-    const wallets = JSON.parse(await ok(["wallet", "list", "--key", usageKey, "--json"])) as Array<{ id: string; name: string }>;
-    expect(wallets.map((w) => [w.id, w.name])).toEqual([["0", ""], ["1", "first"], ["2", "second"]]);
-    expect(JSON.parse(await ok(["account", "show", "--key", usageKey, "--json"]))).toMatchObject({ exists: true, managed: false, key_kind: "usage", key_name: "cli runner" });
+    expect(await ok(["key", "list", "--key", usageKey])).toMatch(
+      /^0x[0-9a-f]{64}\s+cli runner\s+never\s+0 cents\s+none\s+create-groups execute:all$/m,
+    );
+    const wallets = JSON.parse(await ok(["wallet", "list", "--key", usageKey, "--json"])) as Array<{
+      id: string;
+      name: string;
+    }>;
+    expect(wallets.map((w) => [w.id, w.name])).toEqual([
+      ["0", ""],
+      ["1", "first"],
+      ["2", "second"],
+    ]);
+    expect(JSON.parse(await ok(["account", "show", "--key", usageKey, "--json"]))).toMatchObject({
+      exists: true,
+      managed: false,
+      key_kind: "usage",
+      key_name: "cli runner",
+    });
   });
 
   it("refuses a keystore whose password is wrong, in one line, before anything is sent", async () => {
-    const r = await sigil(["key", "add", "--sign", "--keystore", keystore, "--name", "never"], { SIGIL_KEYSTORE_PASSWORD: "wrong" });
+    const r = await sigil(["key", "add", "--sign", "--keystore", keystore, "--name", "never"], {
+      SIGIL_KEYSTORE_PASSWORD: "wrong",
+    });
     expect(r.code).toBe(1);
     expect(errorLineOf(r)).toMatchObject({ command: "key add", code: "keystore_password_wrong" });
     const noPassword = await sigil(["wallet", "create", "--sign", "--keystore", keystore]);
@@ -113,38 +160,61 @@ describe("wallet create --sign and key add --sign", () => {
     await fund(privateKeyToAccount(stranger).address);
     const r = await sigil(["key", "add", "--sign", "--name", "not mine"], { SIGIL_PRIVATE_KEY: stranger });
     expect(r.code).toBe(1);
-    expect(errorLineOf(r)).toMatchObject({ command: "key add", code: "chain_error", message: expect.stringMatching(/"setUsageApiKey" reverted: AccountDoesNotExist\(0x[0-9a-f]{64}\)$/) });
+    expect(errorLineOf(r)).toMatchObject({
+      command: "key add",
+      code: "chain_error",
+      message: expect.stringMatching(/"setUsageApiKey" reverted: AccountDoesNotExist\(0x[0-9a-f]{64}\)$/),
+    });
     expect(r.stdout).toBe("");
   });
 });
 
 describe("billing with X-Wallet-Auth", () => {
   it("topup --sign and balance --sign pay and read as the admin wallet, with no key", async () => {
-    expect(await ok(["topup", "--sign", "--keystore", keystore, "--amount", "500"], { SIGIL_KEYSTORE_PASSWORD: PASSWORD })).toMatch(/balance \$5\.00 \(500 cents\)/);
+    expect(
+      await ok(["topup", "--sign", "--keystore", keystore, "--amount", "500"], { SIGIL_KEYSTORE_PASSWORD: PASSWORD }),
+    ).toMatch(/balance \$5\.00 \(500 cents\)/);
     expect((await ok(["balance", "--sign"], { SIGIL_PRIVATE_KEY: adminKey })).trim()).toBe("balance $5.00 (500 cents)");
     // The usage key sees the same credit.
-    expect(JSON.parse(await ok(["balance", "--key", usageKey, "--json"]))).toEqual({ balance_cents: 500, balance_display: "$5.00" });
+    expect(JSON.parse(await ok(["balance", "--key", usageKey, "--json"]))).toEqual({
+      balance_cents: 500,
+      balance_display: "$5.00",
+    });
   });
 });
 
 describe("convert", () => {
   it("turns a managed account into one the signer administers; its master key may then only read", async () => {
-    const { api_key: master } = JSON.parse(await ok(["account", "create", "--name", "to convert", "--json"])) as { api_key: string };
+    const { api_key: master } = JSON.parse(await ok(["account", "create", "--name", "to convert", "--json"])) as {
+      api_key: string;
+    };
     await ok(["topup", "--key", master, "--amount", "500"]);
     const newAdmin = generatePrivateKey();
     // The service sends the conversion (a managed write, 1 cent): the new admin needs no ether.
     const out = await ok(["convert", "--key", master], { SIGIL_PRIVATE_KEY: newAdmin });
     expect(out).toContain(`administered by ${privateKeyToAccount(newAdmin).address}`);
-    expect(JSON.parse(await ok(["account", "show", "--key", master, "--json"]))).toMatchObject({ exists: true, managed: false, key_kind: "master" });
+    expect(JSON.parse(await ok(["account", "show", "--key", master, "--json"]))).toMatchObject({
+      exists: true,
+      managed: false,
+      key_kind: "master",
+    });
     const write = await sigil(["wallet", "create", "--key", master]);
     expect(write.code).toBe(1);
-    expect(errorLineOf(write)).toMatchObject({ command: "wallet create", code: "chain_secured_account", requestId: expect.stringMatching(/^[0-9a-f-]+$/) });
+    expect(errorLineOf(write)).toMatchObject({
+      command: "wallet create",
+      code: "chain_secured_account",
+      requestId: expect.stringMatching(/^[0-9a-f-]+$/),
+    });
   });
 
   it("a wrong key is refused in one line with its request id", async () => {
     const r = await sigil(["convert", "--key", WRONG_KEY], { SIGIL_PRIVATE_KEY: generatePrivateKey() });
     expect(r.code).toBe(1);
-    expect(errorLineOf(r)).toMatchObject({ command: "convert", code: "invalid_api_key", requestId: expect.stringMatching(/^[0-9a-f-]+$/) });
+    expect(errorLineOf(r)).toMatchObject({
+      command: "convert",
+      code: "invalid_api_key",
+      requestId: expect.stringMatching(/^[0-9a-f-]+$/),
+    });
     expect(r.stderr).not.toContain(WRONG_KEY);
   });
 });

@@ -47,16 +47,28 @@ afterAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-async function post(path: string, body: unknown, key?: string): Promise<{ status: number; retryAfter: string | null; body: Record<string, unknown> }> {
+async function post(
+  path: string,
+  body: unknown,
+  key?: string,
+): Promise<{ status: number; retryAfter: string | null; body: Record<string, unknown> }> {
   const res = await fetch(`${edge.url}/core/v1/${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(key ? { "x-api-key": key } : {}) },
     body: JSON.stringify(body),
   });
-  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as Record<string, unknown> };
+  return {
+    status: res.status,
+    retryAfter: res.headers.get("retry-after"),
+    body: (await res.json()) as Record<string, unknown>,
+  };
 }
 
-const pins = () => edge.output().split("\n").filter((l) => l.includes("enclave channel key pinned")).length;
+const pins = () =>
+  edge
+    .output()
+    .split("\n")
+    .filter((l) => l.includes("enclave channel key pinned")).length;
 
 /** The count of pins once the edge's output has caught up (its lines arrive through a pipe, a little after its answers). */
 async function pinsSoon(expected: number): Promise<number> {
@@ -68,15 +80,24 @@ it("a crashed enclave: 503 with Retry-After while it is down, then served again 
   const created = await post("new_account", { account_name: "restart" });
   expect(created.status, JSON.stringify(created.body)).toBe(200);
   const key = created.body.api_key as string;
-  const run = () => post("sigil_action", { code: "async function main(p) { return p.n * 2 }", js_params: { n: 21 } }, key);
+  const run = () =>
+    post("sigil_action", { code: "async function main(p) { return p.n * 2 }", js_params: { n: 21 } }, key);
   // Even the master key runs only actions a group lists: this one lists any action.
-  const group = await post("add_group", { group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] }, key);
+  const group = await post(
+    "add_group",
+    { group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] },
+    key,
+  );
   expect(group.status, JSON.stringify(group.body)).toBe(200);
   expect((await run()).body.response).toBe(42);
   expect(await pinsSoon(1), edge.output().slice(-3000)).toBe(1);
 
   await stack.restartEnclave({ start: false });
-  const down = await post("add_group", { group_name: "while down", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }, key);
+  const down = await post(
+    "add_group",
+    { group_name: "while down", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+    key,
+  );
   expect(down.status).toBe(503);
   expect((down.body.error as { code: string }).code).toBe("enclave_unavailable");
   expect(Number(down.retryAfter)).toBeGreaterThan(0);
@@ -87,6 +108,10 @@ it("a crashed enclave: 503 with Retry-After while it is down, then served again 
   expect(after.body.response).toBe(42);
   // The new key was verified by the edge's own verifier before anything was sealed to it.
   expect(await pinsSoon(2), edge.output().slice(-3000)).toBe(2);
-  const write = await post("add_group", { group_name: "after", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }, key);
+  const write = await post(
+    "add_group",
+    { group_name: "after", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+    key,
+  );
   expect(write.status, JSON.stringify(write.body)).toBe(200);
 });

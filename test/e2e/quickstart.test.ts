@@ -16,8 +16,7 @@ let stack: SharedLocalStack;
 beforeAll(async () => {
   stack = inject("localStack");
 }, 120_000);
-afterAll(async () => {
-});
+afterAll(async () => {});
 
 /** The fenced block of `lang` right after the `<!-- quickstart:NAME … -->` marker. */
 function block(name: string, lang: string): string {
@@ -26,10 +25,17 @@ function block(name: string, lang: string): string {
   return found.replaceAll("http://127.0.0.1:8787", stack.origin);
 }
 
-function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<{ code: number; out: string; err: string }> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string> },
+): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) =>
-    execFile(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: 120_000 }, (error, out, err) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, out, err }),
+    execFile(
+      command,
+      args,
+      { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: 120_000 },
+      (error, out, err) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, out, err }),
     ),
   );
 }
@@ -47,8 +53,12 @@ describe("the README's quickstart", () => {
       const [, address, second] = /^viem (0x[0-9a-fA-F]{40}) (0x[0-9a-f]{130})$/m.exec(r.out) ?? [];
       expect(signature, r.out).toBeDefined();
       expect(cost).toBe("1");
-      expect(await verifyMessage({ address: getAddress(address!), message: "hello", signature: signature as Hex })).toBe(true);
-      expect(await verifyMessage({ address: getAddress(address!), message: "hello again", signature: second as Hex })).toBe(true);
+      expect(
+        await verifyMessage({ address: getAddress(address!), message: "hello", signature: signature as Hex }),
+      ).toBe(true);
+      expect(
+        await verifyMessage({ address: getAddress(address!), message: "hello again", signature: second as Hex }),
+      ).toBe(true);
     } finally {
       rmSync(file, { force: true });
     }
@@ -61,7 +71,10 @@ describe("the README's quickstart", () => {
     const account = sigil.with({ apiKey: api_key });
     await topUp(account, { amountCents: 500 });
     await expect(
-      account.sigilAction({ code: "async function main({ w }) { return Sigil.Actions.signMessage({ pkpId: w, message: 'x' }) }", js_params: { w: wallet_address } }),
+      account.sigilAction({
+        code: "async function main({ w }) { return Sigil.Actions.signMessage({ pkpId: w, message: 'x' }) }",
+        js_params: { w: wallet_address },
+      }),
     ).rejects.toMatchObject({ status: 403, code: "permission_denied" });
   });
 });

@@ -21,7 +21,14 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createSigilClient, topUp, verifyReceipt, type ReceiptKeyAttestation, type RunReceipt, type SigilClient } from "../../sdk/src/index.ts";
+import {
+  createSigilClient,
+  topUp,
+  verifyReceipt,
+  type ReceiptKeyAttestation,
+  type RunReceipt,
+  type SigilClient,
+} from "../../sdk/src/index.ts";
 import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { verifyReceiptFile } from "../../bin/verify/receipt.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
@@ -45,7 +52,16 @@ const SIGN_ALL = `async function main({ wallet, digest }) {
 const FAILS = `async function main() { console.log("about to fail"); throw new Error("on purpose") }`;
 const DIGEST = `0x${"5a".repeat(32)}` as Hex;
 
-type RunAnswer = { response: unknown; logs: string; has_error: boolean; error?: { code: string }; cid: string; duration_ms: number; charged_cents: number; receipt: RunReceipt };
+type RunAnswer = {
+  response: unknown;
+  logs: string;
+  has_error: boolean;
+  error?: { code: string };
+  cid: string;
+  duration_ms: number;
+  charged_cents: number;
+  receipt: RunReceipt;
+};
 
 /** The project's shared local stack (test/e2e or test/browser globalSetup). */
 let stack: SharedLocalStack;
@@ -65,7 +81,12 @@ beforeAll(async () => {
   client = anon.with({ apiKey });
   await topUp(client, { amountCents: 500 });
   wallet = (await client.createWallet({ name: "signer", description: "" })).wallet_address as Hex;
-  await client.addGroup({ group_name: "all", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: ["0"] });
+  await client.addGroup({
+    group_name: "all",
+    group_description: "",
+    pkp_ids_permitted: [wallet],
+    cid_hashes_permitted: ["0"],
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -74,7 +95,10 @@ afterAll(async () => {
 });
 
 /** One run through the API as any client makes it: the answer, its request id and charge header. */
-async function run(code: string, jsParams: unknown): Promise<{ answer: RunAnswer; requestId: string | null; chargedHeader: string | null }> {
+async function run(
+  code: string,
+  jsParams: unknown,
+): Promise<{ answer: RunAnswer; requestId: string | null; chargedHeader: string | null }> {
   const res = await fetch(`${stack.api}/sigil_action`, {
     method: "POST",
     headers: { "x-api-key": apiKey, "content-type": "application/json" },
@@ -82,7 +106,11 @@ async function run(code: string, jsParams: unknown): Promise<{ answer: RunAnswer
   });
   const answer = (await res.json()) as RunAnswer;
   if (res.status !== 200) throw new Error(`sigil_action answered ${res.status}: ${JSON.stringify(answer)}`);
-  return { answer, requestId: res.headers.get("x-request-id"), chargedHeader: res.headers.get("x-sigil-charged-cents") };
+  return {
+    answer,
+    requestId: res.headers.get("x-request-id"),
+    chargedHeader: res.headers.get("x-sigil-charged-cents"),
+  };
 }
 
 /** Canonical JSON as the README defines it, written here independently of shared/canonicalJson.ts. */
@@ -102,7 +130,8 @@ const sha256 = (text: string) => `0x${createHash("sha256").update(text, "utf8").
 function flip(value: unknown): unknown {
   if (typeof value === "number") return value + 1;
   if (typeof value === "boolean") return !value;
-  if (typeof value === "string") return /^0x[0-9a-f]+$/.test(value) ? `${value.slice(0, -1)}${value.endsWith("0") ? "1" : "0"}` : `${value}x`;
+  if (typeof value === "string")
+    return /^0x[0-9a-f]+$/.test(value) ? `${value.slice(0, -1)}${value.endsWith("0") ? "1" : "0"}` : `${value}x`;
   if (Array.isArray(value)) return value.length > 0 ? value.slice(1) : [{}];
   return { changed: true };
 }
@@ -124,7 +153,13 @@ describe("a signing run's receipt", () => {
     const { answer, requestId } = signing;
     expect(answer.has_error, JSON.stringify(answer)).toBe(false);
     const r = answer.receipt;
-    expect(r).toMatchObject({ version: 2, request_id: requestId, cid: answer.cid, has_error: false, duration_ms: answer.duration_ms });
+    expect(r).toMatchObject({
+      version: 2,
+      request_id: requestId,
+      cid: answer.cid,
+      has_error: false,
+      duration_ms: answer.duration_ms,
+    });
     expect(r.account).toMatch(/^0x[0-9a-f]{64}$/);
     expect(r.params_sha256).toBe(sha256(canonical(params)));
     expect(r.response_sha256).toBe(sha256(canonical(answer.response)));
@@ -134,7 +169,9 @@ describe("a signing run's receipt", () => {
   });
 
   it("lists the wallet and the digest of each signature, in order: each recovers to the wallet", async () => {
-    const { response, receipt } = signing.answer as RunAnswer & { response: { message: Hex; typed: Hex; tx: Hex; raw: Hex } };
+    const { response, receipt } = signing.answer as RunAnswer & {
+      response: { message: Hex; typed: Hex; tx: Hex; raw: Hex };
+    };
     expect(receipt.wallets).toHaveLength(1);
     const [entry] = receipt.wallets;
     expect(entry).toMatchObject({ address: wallet.toLowerCase(), action: false, key_exported: false });
@@ -142,7 +179,12 @@ describe("a signing run's receipt", () => {
     const [m, t, x, d] = entry?.signed ?? [];
     expect(m?.digest).toBe(hashMessage("receipt me"));
     expect(t?.digest).toBe(
-      hashTypedData({ domain: { name: "receipts", version: "1", chainId: 31337 }, types: { Note: [{ name: "text", type: "string" }] }, primaryType: "Note", message: { text: "typed" } }),
+      hashTypedData({
+        domain: { name: "receipts", version: "1", chainId: 31337 },
+        types: { Note: [{ name: "text", type: "string" }] },
+        primaryType: "Note",
+        message: { text: "typed" },
+      }),
     );
     const tx = parseTransaction(response.tx);
     const { r: sigR, s: sigS, yParity, ...unsigned } = tx;
@@ -153,7 +195,12 @@ describe("a signing run's receipt", () => {
     const signer = getAddress(wallet);
     expect(await recoverAddress({ hash: m?.digest as Hex, signature: response.message })).toBe(signer);
     expect(await recoverAddress({ hash: t?.digest as Hex, signature: response.typed })).toBe(signer);
-    expect(await recoverAddress({ hash: x?.digest as Hex, signature: { r: tx.r as Hex, s: tx.s as Hex, yParity: yParity as number } })).toBe(signer);
+    expect(
+      await recoverAddress({
+        hash: x?.digest as Hex,
+        signature: { r: tx.r as Hex, s: tx.s as Hex, yParity: yParity as number },
+      }),
+    ).toBe(signer);
     expect(await recoverAddress({ hash: DIGEST, signature: response.raw })).toBe(signer);
   });
 
@@ -169,7 +216,9 @@ describe("a signing run's receipt", () => {
     const v = await verifyReceipt(signing.answer, attestation, { params });
     expect(v.checks.filter((c) => !c.ok)).toEqual([]);
     expect(v.ok).toBe(true);
-    expect((await verifyReceipt(signing.answer, attestation, { params: { ...params, digest: `0x${"00".repeat(32)}` } })).ok).toBe(false);
+    expect(
+      (await verifyReceipt(signing.answer, attestation, { params: { ...params, digest: `0x${"00".repeat(32)}` } })).ok,
+    ).toBe(false);
   });
 
   it("verifies with sigil verify-receipt: from the API, and offline from saved files", async () => {
@@ -177,7 +226,10 @@ describe("a signing run's receipt", () => {
     writeFileSync(file, JSON.stringify(signing.answer));
     const paramsFile = join(dir, "params.json");
     writeFileSync(paramsFile, JSON.stringify(params));
-    const online = await runSigil(["verify-receipt", file, "--api", stack.origin, "--allow-simulated", "--params", paramsFile], { env: {}, cwd: dir });
+    const online = await runSigil(
+      ["verify-receipt", file, "--api", stack.origin, "--allow-simulated", "--params", paramsFile],
+      { env: {}, cwd: dir },
+    );
     expect(online.code, online.stdout + online.stderr).toBe(0);
     expect(online.stdout).toContain("verified: the receipt is signed by the attested receipt key");
     expect(online.stdout).toMatch(/PASS\s+quote/);
@@ -186,12 +238,30 @@ describe("a signing run's receipt", () => {
     const attestationFile = join(dir, "receipt-key.json");
     writeFileSync(attestationFile, JSON.stringify(attestation));
     const collateralFile = join(dir, "collateral.json");
-    writeFileSync(collateralFile, JSON.stringify(await anon.getSimulatedCollateral({ instance: signing.answer.receipt.instance_id })));
+    writeFileSync(
+      collateralFile,
+      JSON.stringify(await anon.getSimulatedCollateral({ instance: signing.answer.receipt.instance_id })),
+    );
     const receiptOnly = join(dir, "receipt.json");
     writeFileSync(receiptOnly, JSON.stringify(signing.answer.receipt));
-    const offline = await runSigil(["verify-receipt", receiptOnly, "--attestation", attestationFile, "--collateral", collateralFile, "--allow-simulated", "--json"], { env: {}, cwd: dir });
+    const offline = await runSigil(
+      [
+        "verify-receipt",
+        receiptOnly,
+        "--attestation",
+        attestationFile,
+        "--collateral",
+        collateralFile,
+        "--allow-simulated",
+        "--json",
+      ],
+      { env: {}, cwd: dir },
+    );
     expect(offline.code, offline.stdout + offline.stderr).toBe(0);
-    const lines = offline.stdout.trim().split("\n").map((l) => JSON.parse(l) as { check: string; status: string });
+    const lines = offline.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { check: string; status: string });
     expect(lines.every((l) => l.status === "pass")).toBe(true);
     expect(lines.map((l) => l.check)).toContain("quote");
 
@@ -203,7 +273,10 @@ describe("a signing run's receipt", () => {
     });
     expect(ran.code, ran.stderr).toBe(0);
     writeFileSync(join(dir, "ran.json"), ran.stdout);
-    const fromRun = await runSigil(["verify-receipt", "ran.json", "--api", stack.origin, "--allow-simulated", "--params", paramsFile], { env: {}, cwd: dir });
+    const fromRun = await runSigil(
+      ["verify-receipt", "ran.json", "--api", stack.origin, "--allow-simulated", "--params", paramsFile],
+      { env: {}, cwd: dir },
+    );
     expect(fromRun.code, fromRun.stdout + fromRun.stderr).toBe(0);
 
     // Without --allow-simulated a simulated TEE's receipt is not verified.
@@ -218,33 +291,72 @@ describe("a signing run's receipt", () => {
       .filter((k) => k !== "signature")
       .map((k) => [k, { ...receipt, [k]: flip((receipt as Record<string, unknown>)[k]) } as RunReceipt]);
     const sig = receipt.signature;
-    changed.push(["signature byte", { ...receipt, signature: `${sig.slice(0, 20)}${sig[20] === "f" ? "e" : "f"}${sig.slice(21)}` as Hex }]);
-    changed.push(["wallet digest", { ...receipt, wallets: receipt.wallets.map((w) => ({ ...w, signed: w.signed.map((s, i) => (i === 0 ? { ...s, digest: flip(s.digest) as Hex } : s)) })) }]);
+    changed.push([
+      "signature byte",
+      { ...receipt, signature: `${sig.slice(0, 20)}${sig[20] === "f" ? "e" : "f"}${sig.slice(21)}` as Hex },
+    ]);
+    changed.push([
+      "wallet digest",
+      {
+        ...receipt,
+        wallets: receipt.wallets.map((w) => ({
+          ...w,
+          signed: w.signed.map((s, i) => (i === 0 ? { ...s, digest: flip(s.digest) as Hex } : s)),
+        })),
+      },
+    ]);
     // Every field the receipt has is flipped (a field added later is flipped too).
-    expect(Object.keys(receipt).sort()).toEqual(
-      ["account", "batch", "charged_cents", "cid", "compose_hash", "duration_ms", "ended_at", "has_error", "instance_id", "logs_sha256", "params_sha256", "request_id", "response_sha256", "signature", "started_at", "version", "wallets"],
-    );
+    expect(Object.keys(receipt).sort()).toEqual([
+      "account",
+      "batch",
+      "charged_cents",
+      "cid",
+      "compose_hash",
+      "duration_ms",
+      "ended_at",
+      "has_error",
+      "instance_id",
+      "logs_sha256",
+      "params_sha256",
+      "request_id",
+      "response_sha256",
+      "signature",
+      "started_at",
+      "version",
+      "wallets",
+    ]);
     // And where it sits in its batch: another index, size or audit path leads to another root.
     changed.push(["batch index", { ...receipt, batch: { ...receipt.batch, index: receipt.batch.index + 1 } }]);
     changed.push(["batch size", { ...receipt, batch: { ...receipt.batch, size: receipt.batch.size + 1 } }]);
-    changed.push(["batch path", { ...receipt, batch: { ...receipt.batch, proof: [...receipt.batch.proof, `0x${"00".repeat(32)}` as Hex] } }]);
+    changed.push([
+      "batch path",
+      { ...receipt, batch: { ...receipt.batch, proof: [...receipt.batch.proof, `0x${"00".repeat(32)}` as Hex] } },
+    ]);
     expect(changed).toHaveLength(21);
     for (const [name, r] of changed) {
       expect((await verifyReceipt(r, attestation)).ok, `SDK: ${name}`).toBe(false);
       const lines = await verifyReceiptFile(r, { attestation, api: stack.origin, allowSimulated: true });
-      expect(lines.some((l) => l.status === "fail"), `CLI: ${name}`).toBe(true);
+      expect(
+        lines.some((l) => l.status === "fail"),
+        `CLI: ${name}`,
+      ).toBe(true);
     }
     // And through the command itself, for one field and the signature.
     for (const [name, r] of changed.filter(([n]) => n === "charged_cents" || n === "signature byte")) {
       const file = join(dir, `flipped-${name.replace(/\W/g, "_")}.json`);
       writeFileSync(file, JSON.stringify(r));
-      const out = await runSigil(["verify-receipt", file, "--api", stack.origin, "--allow-simulated"], { env: {}, cwd: dir });
+      const out = await runSigil(["verify-receipt", file, "--api", stack.origin, "--allow-simulated"], {
+        env: {},
+        cwd: dir,
+      });
       expect(out.code, name).toBe(1);
       expect(out.stdout).toMatch(/FAIL\s+receipt\.signature/);
     }
   });
 
-  it("fails against the attestation of another instance (a second enclave, another instance id)", { timeout: 120_000 }, async () => {
+  it("fails against the attestation of another instance (a second enclave, another instance id)", {
+    timeout: 120_000,
+  }, async () => {
     second = await spawnEnclave({
       SIGIL_ENV: "test",
       SIGIL_ENCLAVE_PORT: "0",
@@ -268,7 +380,10 @@ describe("a signing run's receipt", () => {
     writeFileSync(otherFile, JSON.stringify(other));
     const otherCollateral = join(dir, "other-collateral.json");
     writeFileSync(otherCollateral, await (await fetch(`${second.url}/attestation/simulated-collateral`)).text());
-    const out = await runSigil(["verify-receipt", file, "--attestation", otherFile, "--collateral", otherCollateral, "--allow-simulated"], { env: {}, cwd: dir });
+    const out = await runSigil(
+      ["verify-receipt", file, "--attestation", otherFile, "--collateral", otherCollateral, "--allow-simulated"],
+      { env: {}, cwd: dir },
+    );
     expect(out.code).toBe(1);
     // Its quote is genuine (it verifies), but it is another instance's: the key and RTMR3's claims are not this receipt's.
     expect(out.stdout).toMatch(/PASS\s+quote/);
@@ -282,7 +397,14 @@ describe("a failed run", () => {
     const before = (await client.getBalance()).balance_cents;
     const { answer, chargedHeader } = await run(FAILS, null);
     expect(answer.has_error).toBe(true);
-    expect(answer.receipt).toMatchObject({ has_error: true, wallets: [], charged_cents: 1, params_sha256: sha256("null"), response_sha256: sha256("null"), logs_sha256: sha256(answer.logs) });
+    expect(answer.receipt).toMatchObject({
+      has_error: true,
+      wallets: [],
+      charged_cents: 1,
+      params_sha256: sha256("null"),
+      response_sha256: sha256("null"),
+      logs_sha256: sha256(answer.logs),
+    });
     expect(answer.logs).toContain("about to fail");
     expect(chargedHeader).toBe("1");
     expect(before - (await client.getBalance()).balance_cents).toBe(1);

@@ -67,7 +67,10 @@ afterAll(async () => {
 
 type Answer = { status: number; headers: Headers; body: Record<string, unknown> };
 
-async function call(path: string, options: { key?: string; body?: unknown; idempotencyKey?: string } = {}): Promise<Answer> {
+async function call(
+  path: string,
+  options: { key?: string; body?: unknown; idempotencyKey?: string } = {},
+): Promise<Answer> {
   const res = await fetch(`${edge.url}/core/v1/${path}`, {
     method: options.body === undefined ? "GET" : "POST",
     headers: {
@@ -84,7 +87,11 @@ async function call(path: string, options: { key?: string; body?: unknown; idemp
  * Sends a request again while its key answers 409 request_in_progress, waiting as Retry-After says.
  * `onWaiting` is called once an attempt has not answered for a while (a 409 comes back at once).
  */
-async function retry(path: string, options: { key: string; body: unknown; idempotencyKey: string }, onWaiting?: () => Promise<void>): Promise<Answer> {
+async function retry(
+  path: string,
+  options: { key: string; body: unknown; idempotencyKey: string },
+  onWaiting?: () => Promise<void>,
+): Promise<Answer> {
   for (let i = 0; ; i++) {
     const pending = call(path, options);
     let r = await Promise.race([pending, new Promise<undefined>((resolve) => setTimeout(resolve, 3000))]);
@@ -99,7 +106,11 @@ async function retry(path: string, options: { key: string; body: unknown; idempo
 }
 
 async function rpc<T>(method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(stack.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const res = await fetch(stack.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   const body = (await res.json()) as { result?: T; error?: unknown };
   if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
   return body.result as T;
@@ -130,7 +141,10 @@ it("a write retried with its Idempotency-Key after the edge was killed mid-reque
   await rpc("evm_setAutomine", [false]);
   try {
     const lost = call("add_group", { key, body: group, idempotencyKey }).catch((err: unknown) => err);
-    await until("the enclave sent the write", async () => Object.keys((await rpc<{ pending: object }>("txpool_content")).pending).length > 0);
+    await until(
+      "the enclave sent the write",
+      async () => Object.keys((await rpc<{ pending: object }>("txpool_content")).pending).length > 0,
+    );
     process.kill(-edge.pid, "SIGKILL");
     await edge.exited;
     expect(await lost).toBeInstanceOf(Error);
@@ -150,8 +164,13 @@ it("a write retried with its Idempotency-Key after the edge was killed mid-reque
     expect(answer.headers.get("original-request")).toMatch(/^[0-9a-f-]{36}$/);
     expect(answer.headers.get("x-sigil-charged-cents")).toBe("1");
 
-    const groups = (await call("list_groups?page_size=100", { key })).body as unknown as Array<{ id: string; group_name: string }>;
-    expect(groups.filter((g) => g.group_name === "made once")).toEqual([expect.objectContaining({ id: answer.body.group_id })]);
+    const groups = (await call("list_groups?page_size=100", { key })).body as unknown as Array<{
+      id: string;
+      group_name: string;
+    }>;
+    expect(groups.filter((g) => g.group_name === "made once")).toEqual([
+      expect.objectContaining({ id: answer.body.group_id }),
+    ]);
     expect(await balance()).toBe(499);
     // Once more: the kept answer, nothing sent, nothing charged.
     const again = await call("add_group", { key, body: group, idempotencyKey });
@@ -166,7 +185,10 @@ it("a write retried with its Idempotency-Key after the edge was killed mid-reque
 
 it("a run retried with its Idempotency-Key after the enclave was killed mid-run is charged once, and its answer says the first attempt was interrupted", async () => {
   const { key, balance } = await newPayingAccount("enclave killed");
-  const anyAction = await call("add_group", { key, body: { group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] } });
+  const anyAction = await call("add_group", {
+    key,
+    body: { group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] },
+  });
   expect(anyAction.status, JSON.stringify(anyAction.body)).toBe(200);
   const before = await balance();
   const run = { code: "async function main() { await new Promise((r) => setTimeout(r, 4000)); return 'ran' }" };
@@ -186,7 +208,11 @@ it("a run retried with its Idempotency-Key after the enclave was killed mid-run 
   const answer = await retry("sigil_action", { key, body: run, idempotencyKey });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   expect(answer.body.response).toBe("ran");
-  expect(answer.body.first_attempt).toEqual({ request_id: interrupted.headers.get("x-request-id"), outcome: "interrupted", message: expect.stringMatching(/not charged/) });
+  expect(answer.body.first_attempt).toEqual({
+    request_id: interrupted.headers.get("x-request-id"),
+    outcome: "interrupted",
+    message: expect.stringMatching(/not charged/),
+  });
   expect(answer.headers.get("original-request")).toBe(interrupted.headers.get("x-request-id"));
   const charged = answer.body.charged_cents as number;
   expect(charged).toBe(Math.ceil((answer.body.duration_ms as number) / 1000));

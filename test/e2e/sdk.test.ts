@@ -64,8 +64,7 @@ beforeAll(async () => {
   anon = createSigilClient({ baseUrl: stack.origin, fetch: recordingFetch });
 }, 120_000);
 
-afterAll(async () => {
-});
+afterAll(async () => {});
 
 const rpc = () => {
   const transport = http(stack.rpcUrl);
@@ -102,21 +101,40 @@ describe("the API-mode workflow through the SDK", () => {
     const cid = await client.getSigilActionIpfsId(SIGN);
     expect(cid).toBe(await computeCid(SIGN));
     await client.addAction({ action_ipfs_cid: cid, name: "sign", description: "" });
-    const group = await client.addGroup({ group_name: "g", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] });
+    const group = await client.addGroup({
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [wallet.wallet_address],
+      cid_hashes_permitted: [cid],
+    });
 
-    const run = await client.sigilAction({ code: SIGN, js_params: { wallet: wallet.wallet_address, message: "through the sdk" } });
+    const run = await client.sigilAction({
+      code: SIGN,
+      js_params: { wallet: wallet.wallet_address, message: "through the sdk" },
+    });
     expect(run.has_error).toBe(false);
-    expect(await verifyMessage({ address: getAddress(wallet.wallet_address), message: "through the sdk", signature: run.response as Hex })).toBe(true);
+    expect(
+      await verifyMessage({
+        address: getAddress(wallet.wallet_address),
+        message: "through the sdk",
+        signature: run.response as Hex,
+      }),
+    ).toBe(true);
     // The run's receipt verifies against the receipt key of the instance that signed it.
     const receiptKey = await anon.getReceiptKey({ instance: run.receipt.instance_id });
-    expect((await verifyReceipt(run, receiptKey, { params: { wallet: wallet.wallet_address, message: "through the sdk" } })).ok).toBe(true);
+    expect(
+      (await verifyReceipt(run, receiptKey, { params: { wallet: wallet.wallet_address, message: "through the sdk" } }))
+        .ok,
+    ).toBe(true);
 
     const wallets = [];
     for await (const w of client.all.listWallets({ page_size: 1 })) wallets.push(w.wallet_address.toLowerCase());
     expect(wallets).toEqual([created.wallet_address.toLowerCase(), wallet.wallet_address.toLowerCase()]);
     expect((await client.listGroups()).map((g) => g.id)).toEqual([group.group_id]);
     expect((await client.listActions({ group_id: group.group_id })).map((a) => a.action_ipfs_cid)).toEqual([cid]);
-    expect((await client.listWalletsInGroup({ group_id: group.group_id })).map((w) => w.wallet_address.toLowerCase())).toEqual([wallet.wallet_address.toLowerCase()]);
+    expect(
+      (await client.listWalletsInGroup({ group_id: group.group_id })).map((w) => w.wallet_address.toLowerCase()),
+    ).toEqual([wallet.wallet_address.toLowerCase()]);
     // Three writes and a run at a cent each.
     expect((await client.getBalance()).balance_cents).toBe(496);
     // The usage history says the same, newest first, page by page.
@@ -127,7 +145,9 @@ describe("the API-mode workflow through the SDK", () => {
 
   it("a card Stripe declines: topUp throws payment_not_succeeded with Stripe's reason, and nothing is credited", async () => {
     const { client } = await newManagedAccount("sdk declined");
-    const err = await topUp(client, { amountCents: 500, paymentMethod: "pm_card_chargeDeclined" }).catch((e: unknown) => e);
+    const err = await topUp(client, { amountCents: 500, paymentMethod: "pm_card_chargeDeclined" }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SigilError);
     expect(err).toMatchObject({ code: "payment_not_succeeded" });
     expect(String(err)).toMatch(/declined/i);
@@ -143,7 +163,9 @@ describe("the API-mode workflow through the SDK", () => {
     expect(await client.updateWebhookSettings({ balance_low_cents: 100 })).toEqual({ balance_low_cents: 100 });
     expect(await client.getWebhookSettings()).toEqual({ balance_low_cents: 100 });
     expect(await client.listWebhookDeliveries({ webhook_id: hook.id })).toEqual([]);
-    await expect(client.resendWebhookDelivery({ webhook_id: hook.id, delivery_id: `evt_${"0".repeat(24)}` })).rejects.toMatchObject({ status: 404, code: "delivery_not_found" });
+    await expect(
+      client.resendWebhookDelivery({ webhook_id: hook.id, delivery_id: `evt_${"0".repeat(24)}` }),
+    ).rejects.toMatchObject({ status: 404, code: "delivery_not_found" });
     expect(await client.deleteWebhook({ webhook_id: hook.id })).toEqual({ deleted: true, id: hook.id });
   });
 
@@ -151,7 +173,12 @@ describe("the API-mode workflow through the SDK", () => {
     const { client } = await newManagedAccount("sdk writes");
     const w1 = await client.createWallet({});
     const w2 = await client.createWalletByGet();
-    const g = await client.addGroup({ group_name: "g", group_description: "", pkp_ids_permitted: [w1.wallet_address], cid_hashes_permitted: [] });
+    const g = await client.addGroup({
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [w1.wallet_address],
+      cid_hashes_permitted: [],
+    });
     const cid = await client.getSigilActionIpfsId(SIGN);
     await client.addActionToGroup({ group_id: g.group_id, action_ipfs_cid: cid });
     await client.addPkpToGroup({ group_id: g.group_id, pkp_id: w2.wallet_address });
@@ -159,24 +186,48 @@ describe("the API-mode workflow through the SDK", () => {
     const hashed = `0x${cidHash(cid).toString(16).padStart(64, "0")}`;
     await client.updateActionMetadata({ hashed_cid: hashed, name: "renamed", description: "d" });
     await client.removeActionFromGroup({ group_id: g.group_id, hashed_cid: hashed });
-    await client.updateGroup({ group_id: g.group_id, name: "g2", description: "", pkp_ids_permitted: [w1.wallet_address], cid_hashes_permitted: [cid] });
+    await client.updateGroup({
+      group_id: g.group_id,
+      name: "g2",
+      description: "",
+      pkp_ids_permitted: [w1.wallet_address],
+      cid_hashes_permitted: [cid],
+    });
     expect((await client.listGroups())[0]).toMatchObject({ group_name: "g2" });
     await client.deleteAction({ hashed_cid: hashed });
 
     const key = await client.addUsageApiKey({
-      name: "runner", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: false,
-      manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [g.group_id],
+      name: "runner",
+      description: "",
+      can_create_groups: false,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [g.group_id],
     });
     await client.updateUsageApiKey({
-      usage_api_key: key.usage_api_key, name: "runner", description: "", can_create_groups: true, can_delete_groups: false, can_create_pkps: false,
-      manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [g.group_id],
+      usage_api_key: key.usage_api_key,
+      name: "runner",
+      description: "",
+      can_create_groups: true,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [g.group_id],
     });
     await client.updateUsageApiKeyMetadata({ usage_api_key: key.usage_api_key, name: "renamed", description: "x" });
     const keys = [];
     for await (const k of client.all.listApiKeys()) keys.push(k);
     expect(keys).toMatchObject([{ name: "renamed", can_create_groups: true }]);
     await client.removeUsageApiKey({ usage_api_key: key.usage_api_key });
-    await expect(client.with({ apiKey: key.usage_api_key }).listGroups()).rejects.toMatchObject({ code: "invalid_api_key", status: 401 });
+    await expect(client.with({ apiKey: key.usage_api_key }).listGroups()).rejects.toMatchObject({
+      code: "invalid_api_key",
+      status: 401,
+    });
     await client.removeGroup({ group_id: g.group_id });
     expect(await client.listGroups()).toEqual([]);
   });
@@ -209,28 +260,58 @@ describe("ChainSecured through the SDK", () => {
     const chainId = (await anon.getNodeChainConfig()).chain_id;
     const contract = accountConfig({ walletClient, publicClient, address: stack.contract });
 
-    const first = await anon.createWalletWithSignature(await signSigilTypedData({ signer: admin, primaryType: "CreateWallet", chainId }));
+    const first = await anon.createWalletWithSignature(
+      await signSigilTypedData({ signer: admin, primaryType: "CreateWallet", chainId }),
+    );
     await contract.newChainSecuredAccount({ name: "sdk eoa", masterWallet: first.master_wallet_address as Address });
-    await contract.registerWalletDerivation({ wallet: first.wallet_address as Address, derivationPath: first.derivation_path as Hex, name: "first" });
+    await contract.registerWalletDerivation({
+      wallet: first.wallet_address as Address,
+      derivationPath: first.derivation_path as Hex,
+      name: "first",
+    });
     // A second wallet by signature, the client asking the chain id itself.
-    const second = await anon.createWalletWithSignature(await signSigilTypedData({ signer: walletClient, primaryType: "CreateWallet", client: anon }));
-    await contract.registerWalletDerivation({ wallet: second.wallet_address as Address, derivationPath: second.derivation_path as Hex });
+    const second = await anon.createWalletWithSignature(
+      await signSigilTypedData({ signer: walletClient, primaryType: "CreateWallet", client: anon }),
+    );
+    await contract.registerWalletDerivation({
+      wallet: second.wallet_address as Address,
+      derivationPath: second.derivation_path as Hex,
+    });
 
     // Billing under the admin wallet, a fresh X-Wallet-Auth per call.
     const asAdmin = anon.with({ walletAuth: () => walletAuthHeader({ signer: admin, chainId }) });
     await topUp(asAdmin, { amountCents: 500 });
     expect((await asAdmin.getBalance()).balance_cents).toBe(500);
 
-    const usage = await anon.addUsageApiKeyWithSignature(await signSigilTypedData({ signer: admin, primaryType: "AddUsageApiKey", chainId }));
+    const usage = await anon.addUsageApiKeyWithSignature(
+      await signSigilTypedData({ signer: admin, primaryType: "AddUsageApiKey", chainId }),
+    );
     const cid = await computeCid(SIGN);
     await contract.registerActions({ cids: [cid] });
-    const { groupId } = await contract.addGroup({ name: "g", cidHashes: [cidHash(cid)], wallets: [first.wallet_address as Address] });
-    await contract.setUsageApiKey({ keyHash: usage.usage_api_key_hash as Hex, name: "runner", executeInGroups: [groupId] });
+    const { groupId } = await contract.addGroup({
+      name: "g",
+      cidHashes: [cidHash(cid)],
+      wallets: [first.wallet_address as Address],
+    });
+    await contract.setUsageApiKey({
+      keyHash: usage.usage_api_key_hash as Hex,
+      name: "runner",
+      executeInGroups: [groupId],
+    });
 
     const runner = anon.with({ apiKey: usage.usage_api_key });
-    const run = await runner.sigilAction({ code: SIGN, js_params: { wallet: first.wallet_address, message: "chain secured" } });
+    const run = await runner.sigilAction({
+      code: SIGN,
+      js_params: { wallet: first.wallet_address, message: "chain secured" },
+    });
     expect(run.has_error).toBe(false);
-    expect(await verifyMessage({ address: getAddress(first.wallet_address), message: "chain secured", signature: run.response as Hex })).toBe(true);
+    expect(
+      await verifyMessage({
+        address: getAddress(first.wallet_address),
+        message: "chain secured",
+        signature: run.response as Hex,
+      }),
+    ).toBe(true);
     // A wallet-owned account refuses the managed writes.
     await expect(runner.createWallet({})).rejects.toBeInstanceOf(SigilError);
 
@@ -239,12 +320,21 @@ describe("ChainSecured through the SDK", () => {
     await contract.transferOwnership({ newAdmin: next.address });
     // The account's history through the SDK's cursor iterator, read by the new admin under X-Wallet-Auth.
     const history: string[] = [];
-    for await (const e of anon.with({ walletAuth: () => walletAuthHeader({ signer: next, chainId }) }).all.audit({ limit: 2 })) history.push(e.event);
+    for await (const e of anon
+      .with({ walletAuth: () => walletAuthHeader({ signer: next, chainId }) })
+      .all.audit({ limit: 2 }))
+      history.push(e.event);
     expect(history[0]).toBe("ChainSecuredAccountOwnershipTransferred");
     expect(history.at(-1)).toBe("AccountCreated");
     expect(history.filter((e) => e === "WalletRegistered")).toHaveLength(3);
     await expect(
-      publicClient.simulateContract({ address: stack.contract, abi: accountConfigAbi, functionName: "addGroup", args: [walletLookupHash(admin.address), "x", "", [], []], account: admin.address }),
+      publicClient.simulateContract({
+        address: stack.contract,
+        abi: accountConfigAbi,
+        functionName: "addGroup",
+        args: [walletLookupHash(admin.address), "x", "", [], []],
+        account: admin.address,
+      }),
     ).rejects.toThrow();
   });
 
@@ -252,26 +342,68 @@ describe("ChainSecured through the SDK", () => {
     const { account: owner, walletClient } = await fundedEoa();
     const { publicClient } = rpc();
     const { abi, bytecode } = compileErc1271Wallet();
-    const deployed = await publicClient.waitForTransactionReceipt({ hash: await walletClient.deployContract({ abi, bytecode, args: [owner.address, false] }) });
+    const deployed = await publicClient.waitForTransactionReceipt({
+      hash: await walletClient.deployContract({ abi, bytecode, args: [owner.address, false] }),
+    });
     const smart = deployed.contractAddress!;
     const viaWallet = async (data: Hex) => {
-      const hash = await walletClient.writeContract({ address: smart, abi, functionName: "execute", args: [stack.contract, 0n, data] });
+      const hash = await walletClient.writeContract({
+        address: smart,
+        abi,
+        functionName: "execute",
+        args: [stack.contract, 0n, data],
+      });
       expect((await publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
     };
     const chainId = (await anon.getNodeChainConfig()).chain_id;
 
-    const pkp = await anon.createWalletWithSignature(await signSigilTypedData({ signer: owner, address: smart, primaryType: "CreateWallet", chainId }));
+    const pkp = await anon.createWalletWithSignature(
+      await signSigilTypedData({ signer: owner, address: smart, primaryType: "CreateWallet", chainId }),
+    );
     await viaWallet(accountConfigCall("newChainSecuredAccount", ["sdk 1271", "", pkp.master_wallet_address]));
     const accountHash = walletLookupHash(smart);
-    await viaWallet(accountConfigCall("registerWalletDerivation", [accountHash, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]));
-    const usage = await anon.addUsageApiKeyWithSignature(await signSigilTypedData({ signer: owner, address: smart, primaryType: "AddUsageApiKey", chainId }));
-    await viaWallet(accountConfigCall("setUsageApiKey", [accountHash, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], []]));
+    await viaWallet(
+      accountConfigCall("registerWalletDerivation", [
+        accountHash,
+        pkp.wallet_address,
+        BigInt(pkp.derivation_path),
+        "pkp",
+        "",
+      ]),
+    );
+    const usage = await anon.addUsageApiKeyWithSignature(
+      await signSigilTypedData({ signer: owner, address: smart, primaryType: "AddUsageApiKey", chainId }),
+    );
+    await viaWallet(
+      accountConfigCall("setUsageApiKey", [
+        accountHash,
+        BigInt(usage.usage_api_key_hash),
+        0n,
+        0n,
+        "k",
+        "",
+        false,
+        false,
+        false,
+        [],
+        [],
+        [],
+        [],
+      ]),
+    );
     const asWallet = anon.with({ walletAuth: () => walletAuthHeader({ signer: owner, address: smart, chainId }) });
     expect((await asWallet.getBalance()).balance_cents).toBe(0);
-    expect(await anon.with({ apiKey: usage.usage_api_key }).accountExists()).toMatchObject({ exists: true, managed: false });
+    expect(await anon.with({ apiKey: usage.usage_api_key }).accountExists()).toMatchObject({
+      exists: true,
+      managed: false,
+    });
     // A signature by someone else for the same wallet is refused with the service's code.
     const stranger = privateKeyToAccount(generatePrivateKey());
-    await expect(anon.createWalletWithSignature(await signSigilTypedData({ signer: stranger, address: smart, primaryType: "CreateWallet", chainId }))).rejects.toMatchObject({
+    await expect(
+      anon.createWalletWithSignature(
+        await signSigilTypedData({ signer: stranger, address: smart, primaryType: "CreateWallet", chainId }),
+      ),
+    ).rejects.toMatchObject({
       code: "invalid_signature",
       status: 401,
     });
@@ -312,8 +444,19 @@ describe("toSigilAccount", () => {
     expect(await verifyMessage({ address: wallet, message: { raw: "0xdeadbeef" }, signature: raw })).toBe(true);
 
     const typedData = {
-      domain: { name: "Mail", version: "1", chainId: 1, verifyingContract: "0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC" },
-      types: { Mail: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }, { name: "note", type: "string" }] },
+      domain: {
+        name: "Mail",
+        version: "1",
+        chainId: 1,
+        verifyingContract: "0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC",
+      },
+      types: {
+        Mail: [
+          { name: "to", type: "address" },
+          { name: "amount", type: "uint256" },
+          { name: "note", type: "string" },
+        ],
+      },
       primaryType: "Mail",
       message: { to: "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB", amount: 2n ** 130n, note: "big" },
     } as const;
@@ -345,12 +488,19 @@ describe("toSigilAccount", () => {
     // Malformed typed data: a type that does not exist.
     const account = toSigilAccount({ client, wallet });
     const malformed = await account
-      .signTypedData({ domain: {}, types: { M: [{ name: "v", type: "uint257" }] }, primaryType: "M", message: { v: 1n } } as never)
+      .signTypedData({
+        domain: {},
+        types: { M: [{ name: "v", type: "uint257" }] },
+        primaryType: "M",
+        message: { v: 1n },
+      } as never)
       .catch((e: unknown) => e);
     expect(malformed).toBeInstanceOf(SigilError);
     expect(String(malformed)).toMatch(/signTypedData/);
     // A wrong key.
-    await expect(toSigilAccount({ client: client.with({ apiKey: "sk_wrong" }), wallet }).signMessage({ message: "x" })).rejects.toMatchObject({ code: "invalid_api_key", status: 401 });
+    await expect(
+      toSigilAccount({ client: client.with({ apiKey: "sk_wrong" }), wallet }).signMessage({ message: "x" }),
+    ).rejects.toMatchObject({ code: "invalid_api_key", status: 401 });
     // The server down: a typed network error, at once, not a hang.
     const closed = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, "127.0.0.1", () => {
@@ -358,7 +508,9 @@ describe("toSigilAccount", () => {
         server.close(() => resolve(port));
       });
     });
-    const down = await createSigilClient({ baseUrl: `http://127.0.0.1:${closed}`, apiKey: "k", retries: 0 }).listWallets().catch((e: unknown) => e);
+    const down = await createSigilClient({ baseUrl: `http://127.0.0.1:${closed}`, apiKey: "k", retries: 0 })
+      .listWallets()
+      .catch((e: unknown) => e);
     expect(down).toBeInstanceOf(SigilNetworkError);
     expect((down as SigilError).code).toBe("network_error");
   });

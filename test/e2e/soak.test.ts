@@ -28,9 +28,14 @@ it("a short soak with each fault once keeps every rule", async () => {
     log: (line) => lines.push(line),
   });
   const failed = report.rules.filter((r) => !r.ok);
-  expect(failed.map((r) => `${r.name}:\n  ${r.detail.join("\n  ")}`), [...lines, ...report.lines].join("\n")).toEqual([]);
+  expect(
+    failed.map((r) => `${r.name}:\n  ${r.detail.join("\n  ")}`),
+    [...lines, ...report.lines].join("\n"),
+  ).toEqual([]);
   // Each fault happened, and the run did something worth judging.
   const faults = report.json.faults as Array<{ name: string }>;
-  expect(new Set(faults.map((f) => f.name))).toEqual(new Set(["session_drop", "stripe_chaos", "enclave_kill", "rpc_stop"]));
+  expect(new Set(faults.map((f) => f.name))).toEqual(
+    new Set(["session_drop", "stripe_chaos", "enclave_kill", "rpc_stop"]),
+  );
   expect(report.json.calls_started as number).toBeGreaterThan(100);
 }, 600_000);

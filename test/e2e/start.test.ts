@@ -19,7 +19,6 @@ const root = join(import.meta.dirname, "../..");
 
 type Started = { child: ChildProcess; output: () => string; exit: Promise<number | null>; spawnedAt: number };
 
-
 const running: ChildProcess[] = [];
 const anvils: Anvil[] = [];
 const strayPids: number[] = [];
@@ -39,7 +38,14 @@ function startStack(env: Record<string, string>, stateDir = newStateDir()): Star
     cwd: root,
     // A state folder of its own, so a test never overwrites a developer's .sigil/local.json.
     // A free port for the enclave too, so parallel stacks never collide on the default 8790.
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0", ...env },
+    env: {
+      ...process.env,
+      SIGIL_STATE_DIR: stateDir,
+      SIGIL_ENCLAVE_PORT: "0",
+      SIGIL_EDGE_PORT: "0",
+      SIGIL_STRIPE_PORT: "0",
+      ...env,
+    },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -63,8 +69,10 @@ async function msUntilServing(started: Started, api: string, timeoutMs = 90_000)
     } catch {
       // not listening yet
     }
-    if (started.child.exitCode !== null) throw new Error(`sigil start exited before it served the API:\n${started.output()}`);
-    if (performance.now() - started.spawnedAt > timeoutMs) throw new Error(`the API did not answer within ${timeoutMs} ms:\n${started.output()}`);
+    if (started.child.exitCode !== null)
+      throw new Error(`sigil start exited before it served the API:\n${started.output()}`);
+    if (performance.now() - started.spawnedAt > timeoutMs)
+      throw new Error(`the API did not answer within ${timeoutMs} ms:\n${started.output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -103,7 +111,11 @@ function isAlive(pid: number): boolean {
 }
 
 async function up(started: Started) {
-  const address = await waitFor("AccountConfig address", () => /AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(started.output())?.[1] as Address | undefined, started);
+  const address = await waitFor(
+    "AccountConfig address",
+    () => /AccountConfig\s+(0x[0-9a-fA-F]{40})/.exec(started.output())?.[1] as Address | undefined,
+    started,
+  );
   const rpcUrl = /rpc url\s+(\S+)/.exec(started.output())![1]!;
   const anvilPid = Number(/anvil \(pid (\d+)\)/.exec(started.output())?.[1] ?? 0) || undefined;
   if (anvilPid) strayPids.push(anvilPid);
@@ -112,7 +124,15 @@ async function up(started: Started) {
   const enclave = /enclave \(pid (\d+)\) listening on (\S+)/.exec(started.output());
   const enclavePid = Number(enclave?.[1] ?? 0) || undefined;
   if (enclavePid) strayPids.push(enclavePid);
-  return { address, rpcUrl, anvilPid, enclavePid, enclaveUrl: enclave?.[2], edgePid: Number(edgeMatch?.[1] ?? 0) || undefined, edgeUrl: edgeMatch?.[2] };
+  return {
+    address,
+    rpcUrl,
+    anvilPid,
+    enclavePid,
+    enclaveUrl: enclave?.[2],
+    edgePid: Number(edgeMatch?.[1] ?? 0) || undefined,
+    edgeUrl: edgeMatch?.[2],
+  };
 }
 
 function killGroup(pid: number): void {
@@ -129,16 +149,30 @@ async function stopStack(started: Started): Promise<void> {
   expect(await exitWithin(started)).toBe(0);
 }
 
-async function api<T = Record<string, unknown>>(base: string, method: "GET" | "POST", path: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; body: T }> {
+async function api<T = Record<string, unknown>>(
+  base: string,
+  method: "GET" | "POST",
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: T }> {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { ...(options.key ? { "x-api-key": options.key } : {}), ...(options.body === undefined ? {} : { "content-type": "application/json" }), ...options.headers },
+    headers: {
+      ...(options.key ? { "x-api-key": options.key } : {}),
+      ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+      ...options.headers,
+    },
     ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
   });
   return { status: res.status, body: (await res.json()) as T };
 }
 
-async function ok<T = Record<string, unknown>>(base: string, method: "GET" | "POST", path: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
+async function ok<T = Record<string, unknown>>(
+  base: string,
+  method: "GET" | "POST",
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<T> {
   const r = await api<T>(base, method, path, options);
   if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body;
@@ -168,7 +202,9 @@ describe("npm start", () => {
     const edgePort = await freePort();
     const started = startStack({ SIGIL_ANVIL_PORT: "0", SIGIL_EDGE_PORT: String(edgePort) }, stateDir);
     const servedAfterMs = await msUntilServing(started, `http://127.0.0.1:${edgePort}/core/v1`);
-    console.log(`npm start: the API answered ${(servedAfterMs / 1000).toFixed(1)} s after the start (the acceptance asks for 30 s)`);
+    console.log(
+      `npm start: the API answered ${(servedAfterMs / 1000).toFixed(1)} s after the start (the acceptance asks for 30 s)`,
+    );
     const { address, rpcUrl, anvilPid, enclavePid, enclaveUrl, edgePid, edgeUrl } = await up(started);
     expect(edgeUrl).toBe(`http://127.0.0.1:${edgePort}`);
     expect(enclavePid).toBeDefined();
@@ -203,7 +239,11 @@ describe("npm start", () => {
     expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/root.key"), "utf8").trim());
     expect(started.output()).not.toContain(readFileSync(join(stateDir, "dev/edge-identity.key"), "utf8").trim());
     expect(anvilPid).toBeDefined();
-    expect(JSON.parse(readFileSync(join(stateDir, "local.json"), "utf8"))).toMatchObject({ rpcUrl, chainId: 31337, accountConfig: address });
+    expect(JSON.parse(readFileSync(join(stateDir, "local.json"), "utf8"))).toMatchObject({
+      rpcUrl,
+      chainId: 31337,
+      accountConfig: address,
+    });
 
     const client = createPublicClient({ transport: http(rpcUrl) });
     expect(await client.getChainId()).toBe(31337);
@@ -245,32 +285,53 @@ describe("npm start", () => {
       const { port } = await occupiedPort();
       const started = startStack({ SIGIL_ANVIL_PORT: "0", [variable]: String(port) });
       expect(await exitWithin(started), variable).toBe(1);
-      const line = started.output().split("\n").find((l) => l.includes(String(port)) && /in use/.test(l));
+      const line = started
+        .output()
+        .split("\n")
+        .find((l) => l.includes(String(port)) && /in use/.test(l));
       expect(line, `${variable}:\n${started.output()}`).toContain(variable);
       expect(line, variable).toMatch(new RegExp(`${variable}=0`));
       expect(started.output(), variable).not.toContain("anvil (pid");
     }
   });
 
-  it("keeps the chain with the ledgers across a restart: after Ctrl-C and npm start again, the account, its wallet and its credit are all there, and it can act and buy more", { timeout: 360_000 }, async () => {
+  it("keeps the chain with the ledgers across a restart: after Ctrl-C and npm start again, the account, its wallet and its credit are all there, and it can act and buy more", {
+    timeout: 360_000,
+  }, async () => {
     const stateDir = newStateDir();
     const first = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
     const before = await up(first);
     const base = `${before.edgeUrl}/core/v1`;
-    const account = await ok<{ api_key: string; account_id: string }>(base, "POST", "/new_account", { body: { account_name: "kept" } });
+    const account = await ok<{ api_key: string; account_id: string }>(base, "POST", "/new_account", {
+      body: { account_name: "kept" },
+    });
     await topUp({ api: base, key: account.api_key, amountCents: 500 });
-    const wallet = await ok<{ wallet_address: string }>(base, "POST", "/create_wallet", { key: account.api_key, body: {} });
-    expect((await ok<{ balance_cents: number }>(base, "GET", "/billing/balance", { key: account.api_key })).balance_cents).toBe(499);
+    const wallet = await ok<{ wallet_address: string }>(base, "POST", "/create_wallet", {
+      key: account.api_key,
+      body: {},
+    });
+    expect(
+      (await ok<{ balance_cents: number }>(base, "GET", "/billing/balance", { key: account.api_key })).balance_cents,
+    ).toBe(499);
     await stopStack(first);
 
     const second = startStack({ SIGIL_ANVIL_PORT: "0" }, stateDir);
     const after = await up(second);
     const again = `${after.edgeUrl}/core/v1`;
     expect(after.address).toBe(before.address);
-    expect(await ok(again, "GET", "/account_exists", { key: account.api_key })).toEqual({ exists: true, managed: true });
-    expect((await ok<{ balance_cents: number }>(again, "GET", "/billing/balance", { key: account.api_key })).balance_cents).toBe(499);
+    expect(await ok(again, "GET", "/account_exists", { key: account.api_key })).toEqual({
+      exists: true,
+      managed: true,
+    });
+    expect(
+      (await ok<{ balance_cents: number }>(again, "GET", "/billing/balance", { key: account.api_key })).balance_cents,
+    ).toBe(499);
     expect(second.output()).toContain(`keeping the AccountConfig of an earlier run at ${before.address}`);
-    expect((await ok<Array<{ wallet_address: string }>>(again, "GET", "/list_wallets", { key: account.api_key })).map((w) => w.wallet_address)).toContain(wallet.wallet_address);
+    expect(
+      (await ok<Array<{ wallet_address: string }>>(again, "GET", "/list_wallets", { key: account.api_key })).map(
+        (w) => w.wallet_address,
+      ),
+    ).toContain(wallet.wallet_address);
     // It still acts (its payers, registered in the first run, still pay) and buys credit (its
     // Stripe customer, made in the first run, is still known).
     await ok(again, "POST", "/create_wallet", { key: account.api_key, body: {} });

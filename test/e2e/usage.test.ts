@@ -31,8 +31,7 @@ beforeAll(async () => {
   master = createSigilClient({ baseUrl: stack.origin, apiKey: masterKey });
 }, 150_000);
 
-afterAll(async () => {
-});
+afterAll(async () => {});
 
 /** GET /usage with `key` and the query `q`; the answer as it came. */
 function usage(key: string, q: Record<string, string> = {}, accept = "application/json"): Promise<Response> {
@@ -75,7 +74,12 @@ describe("the usage history", () => {
     const created = await master.createWallet({ name: "signer", description: "" });
     wallet = created.wallet_address;
     const cid = await computeCid(SIGN);
-    const group = await master.addGroup({ group_name: "g", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [cid, await computeCid(HELLO)] });
+    const group = await master.addGroup({
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: [cid, await computeCid(HELLO)],
+    });
     const runRes = await fetch(`${stack.api}/sigil_action`, {
       method: "POST",
       headers: { "x-api-key": masterKey, "content-type": "application/json" },
@@ -84,9 +88,22 @@ describe("the usage history", () => {
     expect(runRes.status).toBe(200);
     const runRequest = runRes.headers.get("x-request-id") as string;
     const runAnswer = (await runRes.json()) as { receipt: { instance_id: string } };
-    const key = await master.addUsageApiKey({ name: "runner", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: false, manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [group.group_id] });
+    const key = await master.addUsageApiKey({
+      name: "runner",
+      description: "",
+      can_create_groups: false,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [group.group_id],
+    });
     usageKey = key.usage_api_key;
-    const byKey = await createSigilClient({ baseUrl: stack.origin, apiKey: usageKey }).sigilAction({ code: SIGN, js_params: { wallet } });
+    const byKey = await createSigilClient({ baseUrl: stack.origin, apiKey: usageKey }).sigilAction({
+      code: SIGN,
+      js_params: { wallet },
+    });
     expect(byKey.has_error).toBe(false);
 
     // A refund of $1 from Stripe: its refund.created webhook takes the cents back.
@@ -113,7 +130,15 @@ describe("the usage history", () => {
       ["write", "create_wallet", -1, 1, 499],
       ["top_up", null, 500, 0, 500],
     ]);
-    const [refunded, keyRun, keyWrite, run, groupWrite, walletWrite, topUpEvent] = events as [UsageEvent, UsageEvent, UsageEvent, UsageEvent, UsageEvent, UsageEvent, UsageEvent];
+    const [refunded, keyRun, keyWrite, run, groupWrite, walletWrite, topUpEvent] = events as [
+      UsageEvent,
+      UsageEvent,
+      UsageEvent,
+      UsageEvent,
+      UsageEvent,
+      UsageEvent,
+      UsageEvent,
+    ];
     expect(refunded).toMatchObject({ payment_intent: paid.paymentIntentId, key_hash: null, request_id: null });
     expect(refunded.id).not.toBe(refundId);
     expect(topUpEvent).toMatchObject({ payment_intent: paid.paymentIntentId, key_hash: null });
@@ -167,18 +192,28 @@ describe("the usage history", () => {
   });
 
   it("filters by kind, key and time, and answers CSV for Accept: text/csv", async () => {
-    expect((await everything(masterKey, { kind: "write" })).map((e) => e.operation)).toEqual(["add_usage_api_key", "add_group", "create_wallet"]);
-    expect((await everything(masterKey, { kind: "top_up,refund" })).map((e) => e.kind)).toEqual(["top_up", "refund", "top_up"]);
+    expect((await everything(masterKey, { kind: "write" })).map((e) => e.operation)).toEqual([
+      "add_usage_api_key",
+      "add_group",
+      "create_wallet",
+    ]);
+    expect((await everything(masterKey, { kind: "top_up,refund" })).map((e) => e.kind)).toEqual([
+      "top_up",
+      "refund",
+      "top_up",
+    ]);
     expect((await everything(masterKey, { key_hash: usageKeyHash })).map((e) => e.kind)).toEqual(["run"]);
     expect(await everything(masterKey, { from: String(Math.floor(Date.now() / 1000) + 3600) })).toEqual([]);
-    expect((await everything(masterKey, { to: "2000-01-01T00:00:00Z" }))).toEqual([]);
+    expect(await everything(masterKey, { to: "2000-01-01T00:00:00Z" })).toEqual([]);
     expect((await everything(masterKey, { from: "2000-01-01T00:00:00Z" })).length).toBeGreaterThan(250);
 
     const csv = await usage(masterKey, { limit: "3", kind: "write" }, "text/csv");
     expect(csv.status).toBe(200);
     expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
     const lines = (await csv.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("id,time,kind,key_hash,cid,operation,duration_ms,amount_cents,charged_cents,balance_after_cents,request_id,transaction_hash,payment_intent,error_code,hold_expired");
+    expect(lines[0]).toBe(
+      "id,time,kind,key_hash,cid,operation,duration_ms,amount_cents,charged_cents,balance_after_cents,request_id,transaction_hash,payment_intent,error_code,hold_expired",
+    );
     expect(lines.slice(1).map((l) => l.split(",")[5])).toEqual(["add_usage_api_key", "add_group", "create_wallet"]);
     expect(csv.headers.get("x-next-cursor")).toBeNull();
     const paged = await usage(masterKey, { limit: "1", kind: "write" }, "text/csv");
@@ -208,6 +243,8 @@ describe("the usage history", () => {
     expect(await code(await usage(masterKey, { from: "yesterday" }))).toEqual([400, "invalid_request"]);
     expect(await code(await usage(masterKey, { key_hash: "0x12" }))).toEqual([400, "invalid_request"]);
     expect(await code(await usage(btoa("k".repeat(32))))).toEqual([401, "invalid_api_key"]);
-    await expect(createSigilClient({ baseUrl: stack.origin, apiKey: btoa("k".repeat(32)) }).listUsage({})).rejects.toBeInstanceOf(SigilError);
+    await expect(
+      createSigilClient({ baseUrl: stack.origin, apiKey: btoa("k".repeat(32)) }).listUsage({}),
+    ).rejects.toBeInstanceOf(SigilError);
   });
 });

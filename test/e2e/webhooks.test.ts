@@ -9,7 +9,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSigilClient, EVENT_ID_HEADER, SIGNATURE_HEADER, SigilWebhookError, topUp, verifyWebhook, type SigilClient, type WebhookEvent } from "../../sdk/src/index.ts";
+import {
+  createSigilClient,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  SigilWebhookError,
+  topUp,
+  verifyWebhook,
+  type SigilClient,
+  type WebhookEvent,
+} from "../../sdk/src/index.ts";
 import { errorLineOf, runSigil } from "../harness/cli.ts";
 import { startLocalStack, type LocalStack } from "../harness/localStack.ts";
 
@@ -81,7 +90,11 @@ async function receiver(answer: (n: number) => number | "hang" = () => 200, port
   };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -109,28 +122,46 @@ describe("webhooks on the local stack", () => {
     r.setSecret(endpoint.secret);
     // The secret is shown once: the list never has it.
     const listed = await client.listWebhooks();
-    expect(listed).toEqual([{ id: endpoint.id, url: r.url, events: ["payment.credited"], created: endpoint.created, disabled: false }]);
+    expect(listed).toEqual([
+      { id: endpoint.id, url: r.url, events: ["payment.credited"], created: endpoint.created, disabled: false },
+    ]);
     expect(JSON.stringify(listed)).not.toContain(endpoint.secret);
 
     const paid = await topUp(client, { amountCents: 700 });
     const event = (await waitFor("payment.credited", () => r.of("payment.credited")[0]))!;
-    expect(event).toMatchObject({ type: "payment.credited", account_id: created.account_id, data: { payment_intent_id: paid.paymentIntentId, amount_cents: 700, balance_cents: 700 } });
+    expect(event).toMatchObject({
+      type: "payment.credited",
+      account_id: created.account_id,
+      data: { payment_intent_id: paid.paymentIntentId, amount_cents: 700, balance_cents: 700 },
+    });
     expect(event.id).toMatch(/^evt_/);
 
     const { body, signature } = r.requests[0]!;
     expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     expect(r.requests[0]!.eventId).toBe(event.id);
     await expect(verifyWebhook(body, signature, endpoint.secret)).resolves.toMatchObject({ id: event.id });
-    const tampered = await verifyWebhook(body.replace('"amount_cents":700', '"amount_cents":70000'), signature, endpoint.secret).catch((e: unknown) => e);
+    const tampered = await verifyWebhook(
+      body.replace('"amount_cents":700', '"amount_cents":70000'),
+      signature,
+      endpoint.secret,
+    ).catch((e: unknown) => e);
     expect(tampered).toBeInstanceOf(SigilWebhookError);
     expect(tampered).toMatchObject({ code: "webhook_signature_invalid" });
     const t = Number(/t=(\d+)/.exec(signature!)![1]);
-    await expect(verifyWebhook(body, signature, endpoint.secret, { now: t + 301 })).rejects.toMatchObject({ code: "webhook_timestamp_out_of_tolerance" });
+    await expect(verifyWebhook(body, signature, endpoint.secret, { now: t + 301 })).rejects.toMatchObject({
+      code: "webhook_timestamp_out_of_tolerance",
+    });
 
     // confirm_payment and Stripe's webhook both credited-or-saw the intent: one event, one delivery.
     const deliveries = await client.listWebhookDeliveries({ webhook_id: endpoint.id });
     expect(deliveries).toHaveLength(1);
-    expect(deliveries[0]).toMatchObject({ event_id: event.id, event_type: "payment.credited", status: "succeeded", next_attempt_at: null, attempts: [{ n: 1, status_code: 200, error: null }] });
+    expect(deliveries[0]).toMatchObject({
+      event_id: event.id,
+      event_type: "payment.credited",
+      status: "succeeded",
+      next_attempt_at: null,
+      attempts: [{ n: 1, status_code: 200, error: null }],
+    });
   });
 
   it("a receiver that answers 500 three times then 200 gets the event handled exactly once; a re-send carries the same event id", async () => {
@@ -164,8 +195,12 @@ describe("webhooks on the local stack", () => {
     });
     expect(after.attempts[4]).toMatchObject({ n: 5, status_code: 200 });
     // By event id too; an unknown one is 404.
-    await expect(client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: event.id })).resolves.toMatchObject({ event_id: event.id });
-    await expect(client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: `evt_${"0".repeat(24)}` })).rejects.toMatchObject({ status: 404, code: "delivery_not_found" });
+    await expect(
+      client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: event.id }),
+    ).resolves.toMatchObject({ event_id: event.id });
+    await expect(
+      client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: `evt_${"0".repeat(24)}` }),
+    ).rejects.toMatchObject({ status: 404, code: "delivery_not_found" });
   });
 
   it("a receiver that never answers is retried with backoff, and the delivery log shows each attempt", async () => {
@@ -184,13 +219,20 @@ describe("webhooks on the local stack", () => {
     );
     expect(delivery.status).toBe("pending");
     expect(delivery.next_attempt_at).toBeGreaterThan(0);
-    for (const a of delivery.attempts.slice(0, 2)) expect(a).toMatchObject({ status_code: null, error: "no answer within 10 s" });
+    for (const a of delivery.attempts.slice(0, 2))
+      expect(a).toMatchObject({ status_code: null, error: "no answer within 10 s" });
     expect(delivery.attempts[1]!.at).toBeGreaterThan(delivery.attempts[0]!.at);
     expect(r.requests.length).toBeGreaterThanOrEqual(2);
     expect(new Set(r.requests.map((q) => q.eventId)).size).toBe(1);
     // Removing the endpoint stops its deliveries and drops its log.
-    await expect(client.deleteWebhook({ webhook_id: endpoint.id })).resolves.toEqual({ deleted: true, id: endpoint.id });
-    await expect(client.listWebhookDeliveries({ webhook_id: endpoint.id })).rejects.toMatchObject({ status: 404, code: "webhook_not_found" });
+    await expect(client.deleteWebhook({ webhook_id: endpoint.id })).resolves.toEqual({
+      deleted: true,
+      id: endpoint.id,
+    });
+    await expect(client.listWebhookDeliveries({ webhook_id: endpoint.id })).rejects.toMatchObject({
+      status: 404,
+      code: "webhook_not_found",
+    });
   }, 150_000);
 
   it("payment.failed from a declined card; balance.low once per crossing, re-armed by a credit; usage_key.cap_reached once; run.failed only when subscribed", async () => {
@@ -201,9 +243,15 @@ describe("webhooks on the local stack", () => {
     expect(all.events).toEqual(["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached"]);
     r.setSecret(all.secret);
 
-    await expect(topUp(client, { amountCents: 500, paymentMethod: "pm_card_chargeDeclined" })).rejects.toMatchObject({ code: "payment_not_succeeded" });
+    await expect(topUp(client, { amountCents: 500, paymentMethod: "pm_card_chargeDeclined" })).rejects.toMatchObject({
+      code: "payment_not_succeeded",
+    });
     const failed = await waitFor("payment.failed", () => r.of("payment.failed")[0]);
-    expect(failed.data).toMatchObject({ amount_cents: 500, failure_code: "card_declined", decline_code: "generic_decline" });
+    expect(failed.data).toMatchObject({
+      amount_cents: 500,
+      failure_code: "card_declined",
+      decline_code: "generic_decline",
+    });
 
     // 500 cents now, threshold 500: armed. A wallet (1 cent) takes it under: balance.low; the next, nothing.
     await expect(client.updateWebhookSettings({ balance_low_cents: 500 })).resolves.toEqual({ balance_low_cents: 500 });
@@ -225,8 +273,16 @@ describe("webhooks on the local stack", () => {
 
     // A usage key with a 1-cent cap: its first wallet brings it to the cap, its second is refused (402) — one event.
     const { usage_api_key } = await client.addUsageApiKey({
-      name: "capped", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: true,
-      manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [], spend_limit_cents: 1,
+      name: "capped",
+      description: "",
+      can_create_groups: false,
+      can_delete_groups: false,
+      can_create_pkps: true,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [],
+      spend_limit_cents: 1,
     });
     const capped = client.with({ apiKey: usage_api_key });
     await capped.createWallet({});
@@ -244,7 +300,12 @@ describe("webhooks on the local stack", () => {
     const code = 'async function main() { throw new Error("boom"); }';
     const cid = await client.getSigilActionIpfsId(code);
     await client.addAction({ action_ipfs_cid: cid, name: "boom", description: "" });
-    await client.addGroup({ group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
+    await client.addGroup({
+      group_name: "runs",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [cid],
+    });
     const run = await client.sigilAction({ code, js_params: null });
     expect(run.has_error).toBe(true);
     const runFailed = await waitFor("run.failed", () => optIn.of("run.failed")[0]);
@@ -255,23 +316,50 @@ describe("webhooks on the local stack", () => {
 
   it("bad input: a malformed or non-http URL, an unknown event → 400 with a clear code; an eleventh endpoint → 409; an unknown id → 404; a wrong key → 401", async () => {
     const { client } = await newAccount("webhooks limits", 0);
-    await expect(client.createWebhook({ url: "not a url" })).rejects.toMatchObject({ status: 400, code: "invalid_webhook_url", details: { reason: "malformed" } });
-    await expect(client.createWebhook({ url: "ftp://127.0.0.1/hook" })).rejects.toMatchObject({ status: 400, code: "invalid_webhook_url", details: { reason: "scheme" } });
-    await expect(client.createWebhook({ url: "http://user:pw@127.0.0.1/hook" })).rejects.toMatchObject({ status: 400, code: "invalid_webhook_url", details: { reason: "credentials" } });
-    await expect(client.createWebhook({ url: "http://127.0.0.1:9/hook", events: ["payment.refunded" as never] })).rejects.toMatchObject({ status: 400, code: "invalid_request" });
+    await expect(client.createWebhook({ url: "not a url" })).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_webhook_url",
+      details: { reason: "malformed" },
+    });
+    await expect(client.createWebhook({ url: "ftp://127.0.0.1/hook" })).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_webhook_url",
+      details: { reason: "scheme" },
+    });
+    await expect(client.createWebhook({ url: "http://user:pw@127.0.0.1/hook" })).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_webhook_url",
+      details: { reason: "credentials" },
+    });
+    await expect(
+      client.createWebhook({ url: "http://127.0.0.1:9/hook", events: ["payment.refunded" as never] }),
+    ).rejects.toMatchObject({ status: 400, code: "invalid_request" });
     for (let i = 0; i < 10; i++) await client.createWebhook({ url: `http://127.0.0.1:9/hook${i}` });
-    await expect(client.createWebhook({ url: "http://127.0.0.1:9/hook10" })).rejects.toMatchObject({ status: 409, code: "webhook_limit" });
+    await expect(client.createWebhook({ url: "http://127.0.0.1:9/hook10" })).rejects.toMatchObject({
+      status: 409,
+      code: "webhook_limit",
+    });
     expect(await client.listWebhooks()).toHaveLength(10);
-    await expect(client.deleteWebhook({ webhook_id: `we_${"0".repeat(24)}` })).rejects.toMatchObject({ status: 404, code: "webhook_not_found" });
-    await expect(client.deleteWebhook({ webhook_id: "nope" })).rejects.toMatchObject({ status: 400, code: "invalid_request" });
-    await expect(anon.with({ apiKey: `${"A".repeat(43)}=` }).listWebhooks()).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
+    await expect(client.deleteWebhook({ webhook_id: `we_${"0".repeat(24)}` })).rejects.toMatchObject({
+      status: 404,
+      code: "webhook_not_found",
+    });
+    await expect(client.deleteWebhook({ webhook_id: "nope" })).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_request",
+    });
+    await expect(anon.with({ apiKey: `${"A".repeat(43)}=` }).listWebhooks()).rejects.toMatchObject({
+      status: 401,
+      code: "invalid_api_key",
+    });
     await expect(anon.listWebhooks()).rejects.toMatchObject({ status: 401, code: "missing_api_key" });
   });
 
   it("sigil webhook add|list|deliveries|resend|settings|remove on the stack; a wrong key is one error line, exit 1", async () => {
     const { client, created } = await newAccount("webhooks cli", 0);
     const cwd = mkdtempSync(join(tmpdir(), "sigil-webhook-cli-"));
-    const cli = (args: string[], key = created.api_key) => runSigil([...args, "--api", stack.origin, "--key", key], { env: {}, cwd });
+    const cli = (args: string[], key = created.api_key) =>
+      runSigil([...args, "--api", stack.origin, "--key", key], { env: {}, cwd });
     try {
       const r = await receiver();
       const added = await cli(["webhook", "add", r.url, "--event", "payment.credited", "--json"]);
@@ -335,6 +423,8 @@ describe("webhooks on the local stack", () => {
     const [delivery] = await again.listWebhookDeliveries({ webhook_id: endpoint.id });
     expect(delivery!.status).toBe("succeeded");
     expect(delivery!.attempts.at(-1)).toMatchObject({ status_code: 200 });
-    expect(delivery!.attempts.slice(0, -1).every((a) => a.status_code === null && a.error?.startsWith("could not connect"))).toBe(true);
+    expect(
+      delivery!.attempts.slice(0, -1).every((a) => a.status_code === null && a.error?.startsWith("could not connect")),
+    ).toBe(true);
   }, 300_000);
 });

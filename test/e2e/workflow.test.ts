@@ -9,7 +9,17 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  getAddress,
+  http,
+  parseEventLogs,
+  recoverMessageAddress,
+  type Address,
+  type Hex,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTypedData, signableTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
@@ -36,19 +46,29 @@ beforeAll(async () => {
   ({ api, rpcUrl, contract } = stack);
 }, 120_000);
 
-afterAll(async () => {
-});
+afterAll(async () => {});
 
-async function call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: T; headers: Headers }> {
+async function call<T = Record<string, unknown>>(
+  method: "GET" | "POST",
+  path: string,
+  options: { key?: string; body?: unknown } = {},
+): Promise<{ status: number; body: T; headers: Headers }> {
   const res = await fetch(`${api}${path}`, {
     method,
-    headers: { ...(options.key ? { "x-api-key": options.key } : {}), ...(options.body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      ...(options.key ? { "x-api-key": options.key } : {}),
+      ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+    },
     ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
   });
   return { status: res.status, body: (await res.json()) as T, headers: res.headers };
 }
 
-async function ok<T = Record<string, unknown>>(method: "GET" | "POST", path: string, options: { key?: string; body?: unknown } = {}): Promise<T> {
+async function ok<T = Record<string, unknown>>(
+  method: "GET" | "POST",
+  path: string,
+  options: { key?: string; body?: unknown } = {},
+): Promise<T> {
   const r = await call<T>(method, path, options);
   if (r.status !== 200) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body;
@@ -56,7 +76,9 @@ async function ok<T = Record<string, unknown>>(method: "GET" | "POST", path: str
 
 describe("the typical workflow over HTTP", () => {
   it("account → usage key → wallet → group with the action → a run that signs with the wallet", async () => {
-    const account = await ok<{ api_key: string; wallet_address: string }>("POST", "/new_account", { body: { account_name: "e2e" } });
+    const account = await ok<{ api_key: string; wallet_address: string }>("POST", "/new_account", {
+      body: { account_name: "e2e" },
+    });
     expect(await topUp({ api, key: account.api_key, amountCents: 500 })).toMatchObject({ balanceCents: 500 });
     const usage = await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", {
       key: account.api_key,
@@ -67,11 +89,19 @@ describe("the typical workflow over HTTP", () => {
         execute_in_groups: [0],
       },
     });
-    const wallet = await ok<{ wallet_address: Address }>("POST", "/create_wallet", { key: account.api_key, body: { name: "signer" } });
+    const wallet = await ok<{ wallet_address: Address }>("POST", "/create_wallet", {
+      key: account.api_key,
+      body: { name: "signer" },
+    });
     const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
     const group = await ok<{ group_id: string }>("POST", "/add_group", {
       key: account.api_key,
-      body: { group_name: "signers", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] },
+      body: {
+        group_name: "signers",
+        group_description: "",
+        pkp_ids_permitted: [wallet.wallet_address],
+        cid_hashes_permitted: [cid],
+      },
     });
     expect(group.group_id).toMatch(/^\d+$/);
 
@@ -81,7 +111,9 @@ describe("the typical workflow over HTTP", () => {
     });
     expect(run.has_error).toBe(false);
     expect(run.cid).toBe(cid);
-    expect(await recoverMessageAddress({ message: "end to end", signature: run.response })).toBe(getAddress(wallet.wallet_address));
+    expect(await recoverMessageAddress({ message: "end to end", signature: run.response })).toBe(
+      getAddress(wallet.wallet_address),
+    );
 
     const groups = await call<Array<{ id: string }>>("GET", "/list_groups", { key: usage.usage_api_key });
     expect(groups.status).toBe(200);
@@ -97,30 +129,64 @@ describe("the ChainSecured path", () => {
     await createTestClient({ mode: "anvil", transport }).setBalance({ address: admin.address, value: 10n ** 20n });
     const walletClient = createWalletClient({ account: admin, transport });
     const send = async (functionName: string, args: readonly unknown[]) => {
-      const hash = await walletClient.writeContract({ address: contract, abi: accountConfigAbi, functionName, args, chain: null } as never);
+      const hash = await walletClient.writeContract({
+        address: contract,
+        abi: accountConfigAbi,
+        functionName,
+        args,
+        chain: null,
+      } as never);
       const receipt = await publicClient.waitForTransactionReceipt({ hash });
       expect(receipt.status).toBe("success");
       return receipt;
     };
     const chainId = await publicClient.getChainId();
     const signed = async (primaryType: SigilPrimaryType) => {
-      const typed = buildTypedData({ primaryType, chainId, address: admin.address, issuedAt: BigInt(Math.floor(Date.now() / 1000)) });
+      const typed = buildTypedData({
+        primaryType,
+        chainId,
+        address: admin.address,
+        issuedAt: BigInt(Math.floor(Date.now() / 1000)),
+      });
       return { typed_data: typed, signature: await admin.signTypedData(signableTypedData(typed)) };
     };
     const master = walletLookupHash(admin.address);
 
-    const pkp = await ok<{ wallet_address: Address; derivation_path: Hex; master_wallet_address: Address }>("POST", "/create_wallet_with_signature", {
-      body: await signed("CreateWallet"),
-    });
+    const pkp = await ok<{ wallet_address: Address; derivation_path: Hex; master_wallet_address: Address }>(
+      "POST",
+      "/create_wallet_with_signature",
+      {
+        body: await signed("CreateWallet"),
+      },
+    );
     await send("newChainSecuredAccount", ["e2e chain secured", "", pkp.master_wallet_address]);
     await send("registerWalletDerivation", [master, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]);
-    const usage = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("POST", "/add_usage_api_key_with_signature", { body: await signed("AddUsageApiKey") });
+    const usage = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>(
+      "POST",
+      "/add_usage_api_key_with_signature",
+      { body: await signed("AddUsageApiKey") },
+    );
     const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
     // The admin's own transactions: the action registered, then a group listing it (by its CID hash) and the PKP.
     await send("registerActions", [master, 0n, [cid]]);
     const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [pkp.wallet_address]]);
-    const groupId = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args.groupId ?? 0n;
-    await send("setUsageApiKey", [master, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [groupId]]);
+    const groupId =
+      parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0]?.args.groupId ?? 0n;
+    await send("setUsageApiKey", [
+      master,
+      BigInt(usage.usage_api_key_hash),
+      0n,
+      0n,
+      "k",
+      "",
+      false,
+      false,
+      false,
+      [],
+      [],
+      [],
+      [groupId],
+    ]);
     // Its runs are billed too: the usage key buys the credit (its admin could, with X-Wallet-Auth).
     await topUp({ api, key: usage.usage_api_key, amountCents: 500 });
 
@@ -129,7 +195,9 @@ describe("the ChainSecured path", () => {
       body: { code: SIGN, js_params: { wallet: pkp.wallet_address, message: "chain secured" } },
     });
     expect(run.has_error).toBe(false);
-    expect(await recoverMessageAddress({ message: "chain secured", signature: run.response })).toBe(getAddress(pkp.wallet_address));
+    expect(await recoverMessageAddress({ message: "chain secured", signature: run.response })).toBe(
+      getAddress(pkp.wallet_address),
+    );
   });
 });
 
@@ -139,7 +207,15 @@ describe("conversion and ownership transfer", () => {
     await topUp({ api, key: account.api_key, amountCents: 500 });
     const wallet = await ok<{ wallet_address: Address }>("POST", "/create_wallet", { key: account.api_key, body: {} });
     const cid = await ok<string>("POST", "/get_sigil_action_ipfs_id", { body: SIGN });
-    await ok("POST", "/add_group", { key: account.api_key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cid] } });
+    await ok("POST", "/add_group", {
+      key: account.api_key,
+      body: {
+        group_name: "g",
+        group_description: "",
+        pkp_ids_permitted: [wallet.wallet_address],
+        cid_hashes_permitted: [cid],
+      },
+    });
     const usage = await ok<{ usage_api_key: string }>("POST", "/add_usage_api_key", {
       key: account.api_key,
       body: { name: "runner", description: "", ...NO_PERMISSIONS, execute_in_groups: [0] },
@@ -149,10 +225,19 @@ describe("conversion and ownership transfer", () => {
     const publicClient = createPublicClient({ transport, pollingInterval: 50 });
     const chainId = await publicClient.getChainId();
     const first = privateKeyToAccount(generatePrivateKey());
-    const typed = buildTypedData({ primaryType: "ConvertAccount", chainId, address: first.address, issuedAt: BigInt(Math.floor(Date.now() / 1000)) });
+    const typed = buildTypedData({
+      primaryType: "ConvertAccount",
+      chainId,
+      address: first.address,
+      issuedAt: BigInt(Math.floor(Date.now() / 1000)),
+    });
     const converted = await call("POST", "/convert_to_chain_secured_account", {
       key: account.api_key,
-      body: { new_admin_wallet_address: first.address, typed_data: typed, signature: await first.signTypedData(signableTypedData(typed)) },
+      body: {
+        new_admin_wallet_address: first.address,
+        typed_data: typed,
+        signature: await first.signTypedData(signableTypedData(typed)),
+      },
     });
     expect(converted.status, JSON.stringify(converted.body)).toBe(200);
     // The old master key may still read, but no longer write.
@@ -168,29 +253,61 @@ describe("conversion and ownership transfer", () => {
     await test.setBalance({ address: second.address, value: 10n ** 20n });
     const asFirst = createWalletClient({ account: first, transport });
     const master = walletLookupHash(first.address);
-    const hash = await asFirst.writeContract({ address: contract, abi: accountConfigAbi, functionName: "transferChainSecuredAccountOwnership", args: [master, second.address], chain: null });
+    const hash = await asFirst.writeContract({
+      address: contract,
+      abi: accountConfigAbi,
+      functionName: "transferChainSecuredAccountOwnership",
+      args: [master, second.address],
+      chain: null,
+    });
     expect((await publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
     // The former admin can no longer write; the new one can.
     await expect(
-      publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName: "addGroup", args: [master, "x", "", [], []], account: first.address }),
+      publicClient.simulateContract({
+        address: contract,
+        abi: accountConfigAbi,
+        functionName: "addGroup",
+        args: [master, "x", "", [], []],
+        account: first.address,
+      }),
     ).rejects.toThrow(/NoAccountAccess/);
-    await publicClient.simulateContract({ address: contract, abi: accountConfigAbi, functionName: "addGroup", args: [master, "x", "", [], []], account: second.address });
+    await publicClient.simulateContract({
+      address: contract,
+      abi: accountConfigAbi,
+      functionName: "addGroup",
+      args: [master, "x", "", [], []],
+      account: second.address,
+    });
 
     // The account's usage key still runs the script with its wallet.
-    const run = await ok<{ response: Hex; has_error: boolean }>("POST", "/sigil_action", { key: usage.usage_api_key, body: { code: SIGN, js_params: { wallet: wallet.wallet_address, message: "after transfer" } } });
+    const run = await ok<{ response: Hex; has_error: boolean }>("POST", "/sigil_action", {
+      key: usage.usage_api_key,
+      body: { code: SIGN, js_params: { wallet: wallet.wallet_address, message: "after transfer" } },
+    });
     expect(run.has_error).toBe(false);
-    expect(await recoverMessageAddress({ message: "after transfer", signature: run.response })).toBe(getAddress(wallet.wallet_address));
+    expect(await recoverMessageAddress({ message: "after transfer", signature: run.response })).toBe(
+      getAddress(wallet.wallet_address),
+    );
   });
 });
 
 describe("Stripe's webhook, delivered by the local Stripe", () => {
   it("credits a paid intent by itself, once, before anyone calls confirm_payment", async () => {
-    const { api_key: key } = await ok<{ api_key: string }>("POST", "/new_account", { body: { account_name: "webhook" } });
+    const { api_key: key } = await ok<{ api_key: string }>("POST", "/new_account", {
+      body: { account_name: "webhook" },
+    });
     const config = await ok<{ publishable_key: string; api_base: string }>("GET", "/billing/stripe_config");
-    const intent = await ok<{ payment_intent_id: string; client_secret: string }>("POST", "/billing/create_payment_intent", { key, body: { amount_cents: 700 } });
+    const intent = await ok<{ payment_intent_id: string; client_secret: string }>(
+      "POST",
+      "/billing/create_payment_intent",
+      { key, body: { amount_cents: 700 } },
+    );
     const paid = await fetch(`${config.api_base}/v1/payment_intents/${intent.payment_intent_id}/confirm`, {
       method: "POST",
-      headers: { authorization: `Bearer ${config.publishable_key}`, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        authorization: `Bearer ${config.publishable_key}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: new URLSearchParams({ payment_method: "pm_card_visa", client_secret: intent.client_secret }).toString(),
     });
     expect(paid.status).toBe(200);
@@ -201,7 +318,9 @@ describe("Stripe's webhook, delivered by the local Stripe", () => {
       if (balance === 0) await new Promise((r) => setTimeout(r, 100));
     }
     expect(balance).toBe(700);
-    expect(await ok("POST", "/billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id } })).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 700 });
+    expect(
+      await ok("POST", "/billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id } }),
+    ).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 700 });
   });
 });
 
@@ -209,7 +328,9 @@ describe("Stripe's webhook, delivered by the local Stripe", () => {
 function runReadme(block: string, suffix = ""): Promise<string> {
   const script = `${block.replace("http://127.0.0.1:8787/core/v1", api)}\n${suffix}`;
   return new Promise<string>((resolve, reject) =>
-    execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: root, timeout: 90_000 }, (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${out}\n${errOut}`)) : resolve(out))),
+    execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: root, timeout: 90_000 }, (err, out, errOut) =>
+      err ? reject(new Error(`${err.message}\n${out}\n${errOut}`)) : resolve(out),
+    ),
   );
 }
 
@@ -223,7 +344,11 @@ describe("the README", () => {
     const stdout = await runReadme(block as string, 'echo; echo "WALLET=$W"; echo "KEY=$KEY"');
     const wallet = /WALLET=(0x[0-9a-f]{40})/.exec(stdout)?.[1] as Address;
     const key = /KEY=(\S+)/.exec(stdout)?.[1] ?? "";
-    const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as { response: Hex; has_error: boolean; charged_cents: number };
+    const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as {
+      response: Hex;
+      has_error: boolean;
+      charged_cents: number;
+    };
     expect(answer.has_error).toBe(false);
     expect(await recoverMessageAddress({ message: "hello", signature: answer.response })).toBe(getAddress(wallet));
     // README: "it cost 1 cent (`charged_cents`), as did the wallet and the group".
@@ -241,7 +366,10 @@ describe("the README", () => {
     expect(blocks[0], "the walkthrough's first block").toMatch(/^A=http:\/\/127\.0\.0\.1:8787\/core\/v1;/);
     expect(blocks[1], "the steps by hand").toContain("/billing/confirm_payment");
     const stdout = await runReadme(blocks.join("\n"));
-    const balances = [...stdout.matchAll(/\{"balance_cents":(\d+),"balance_display":"([^"]+)"\}/g)].map((m) => [Number(m[1]), m[2]]);
+    const balances = [...stdout.matchAll(/\{"balance_cents":(\d+),"balance_display":"([^"]+)"\}/g)].map((m) => [
+      Number(m[1]),
+      m[2],
+    ]);
     expect(balances).toEqual([
       [0, "$0.00"],
       [2500, "$25.00"],
@@ -255,7 +383,10 @@ describe("the README", () => {
 });
 
 /** A proxy in front of the edge that alters what `tamper` says (by path) on the way back. */
-async function tamperingProxy(target: string, tamper: (path: string, body: Buffer) => Buffer): Promise<{ url: string; close(): Promise<void> }> {
+async function tamperingProxy(
+  target: string,
+  tamper: (path: string, body: Buffer) => Buffer,
+): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer(async (req, res) => {
     const upstream = await fetch(`${target}${req.url ?? "/"}`);
     const body = tamper(new URL(req.url ?? "/", "http://x").pathname, Buffer.from(await upstream.arrayBuffer()));
@@ -267,7 +398,10 @@ async function tamperingProxy(target: string, tamper: (path: string, body: Buffe
     res.writeHead(upstream.status, headers).end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 const statusOf = (lines: CheckLine[]) => Object.fromEntries(lines.map((l) => [l.check, l.status]));
@@ -277,7 +411,10 @@ describe("sigil verify against the local stack", () => {
 
   it("with --allow-simulated, passes every check that can run locally, each labelled SIMULATED; the CLI exits 0", async () => {
     const lines = await verifyDeployment(base(), { allowSimulated: true });
-    expect(lines.filter((l) => l.status === "fail"), JSON.stringify(lines, null, 1)).toEqual([]);
+    expect(
+      lines.filter((l) => l.status === "fail"),
+      JSON.stringify(lines, null, 1),
+    ).toEqual([]);
     expect(lines.every((l) => l.simulated)).toBe(true);
     expect(statusOf(lines)).toMatchObject({
       quote: "pass",
@@ -293,15 +430,29 @@ describe("sigil verify against the local stack", () => {
       os: "skipped",
     });
     const cli = await new Promise<{ code: number; out: string }>((resolve) =>
-      execFile(process.execPath, ["bin/sigil.ts", "verify", base(), "--allow-simulated", "--json"], { cwd: root }, (err, out) => resolve({ code: err ? Number(err.code) : 0, out })),
+      execFile(
+        process.execPath,
+        ["bin/sigil.ts", "verify", base(), "--allow-simulated", "--json"],
+        { cwd: root },
+        (err, out) => resolve({ code: err ? Number(err.code) : 0, out }),
+      ),
     );
     expect(cli.code, cli.out).toBe(0);
-    expect(cli.out.trim().split("\n").map((l) => (JSON.parse(l) as CheckLine).check)).toContain("evidence.report_data");
+    expect(
+      cli.out
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as CheckLine).check),
+    ).toContain("evidence.report_data");
   });
 
   it("without --allow-simulated, the quote check fails and the CLI exits 1", async () => {
     expect(statusOf(await verifyDeployment(base()))).toEqual({ quote: "fail" });
-    const code = await new Promise<number>((resolve) => execFile(process.execPath, ["bin/sigil.ts", "verify", base()], { cwd: root }, (err) => resolve(err ? Number(err.code) : 0)));
+    const code = await new Promise<number>((resolve) =>
+      execFile(process.execPath, ["bin/sigil.ts", "verify", base()], { cwd: root }, (err) =>
+        resolve(err ? Number(err.code) : 0),
+      ),
+    );
     expect(code).toBe(1);
   });
 
@@ -312,7 +463,9 @@ describe("sigil verify against the local stack", () => {
       info.tcb_info.app_compose = info.tcb_info.app_compose.replace("sigil", "sig1l");
       return Buffer.from(JSON.stringify(info));
     });
-    const evidence = await tamperingProxy(base(), (path, body) => (path === "/evidences/acme-account.json" ? Buffer.concat([body, Buffer.from(" ")]) : body));
+    const evidence = await tamperingProxy(base(), (path, body) =>
+      path === "/evidences/acme-account.json" ? Buffer.concat([body, Buffer.from(" ")]) : body,
+    );
     try {
       const a = statusOf(await verifyDeployment(compose.url, { allowSimulated: true }));
       expect(a["info.compose_hash"]).toBe("fail");
@@ -328,7 +481,15 @@ describe("sigil verify against the local stack", () => {
 
   it("--expect-compose-hash: the stack's own hash passes, another fails", async () => {
     const info = (await (await fetch(`${base()}/info`)).json()) as { compose_hash: string };
-    expect(statusOf(await verifyDeployment(base(), { allowSimulated: true, expectComposeHash: info.compose_hash }))["info.expected_compose_hash"]).toBe("pass");
-    expect(statusOf(await verifyDeployment(base(), { allowSimulated: true, expectComposeHash: "11".repeat(32) }))["info.expected_compose_hash"]).toBe("fail");
+    expect(
+      statusOf(await verifyDeployment(base(), { allowSimulated: true, expectComposeHash: info.compose_hash }))[
+        "info.expected_compose_hash"
+      ],
+    ).toBe("pass");
+    expect(
+      statusOf(await verifyDeployment(base(), { allowSimulated: true, expectComposeHash: "11".repeat(32) }))[
+        "info.expected_compose_hash"
+      ],
+    ).toBe("fail");
   });
 });

@@ -133,8 +133,16 @@ const exec = (script: Script, params: unknown = null) => run(apiKey, SCRIPTS[scr
 beforeAll(async () => {
   for (const name of Object.keys(SCRIPTS) as Script[]) cids[name] = await computeCid(SCRIPTS[name]);
   apiKey = (await ok<{ api_key: string }>("new_account", { account_name: "actions" })).api_key;
-  wallet = getAddress((await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "w" })).wallet_address);
-  await ok("add_group", { api_key: apiKey, group_name: "actions", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: Object.values(cids) });
+  wallet = getAddress(
+    (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "w" })).wallet_address,
+  );
+  await ok("add_group", {
+    api_key: apiKey,
+    group_name: "actions",
+    group_description: "",
+    pkp_ids_permitted: [wallet],
+    cid_hashes_permitted: Object.values(cids),
+  });
   const master = apiKeyHash(apiKey);
   const derivation = await walletDerivation(master, wallet);
   const derived = keyring.pkpKey(master, derivation);
@@ -144,7 +152,19 @@ beforeAll(async () => {
 });
 
 describe("the action identity (getActionWalletAddress, getActionPublicKey, signMessageAsAction, getActionPrivateKey)", () => {
-  type ActionOut = Record<"address" | "addressWithEmptyArgs" | "otherAddress" | "publicKey" | "otherPublicKey" | "signature" | "rawSignature" | "signatureNamingOtherCid" | "privateKey" | "privateKeyNamingOtherCid", Hex>;
+  type ActionOut = Record<
+    | "address"
+    | "addressWithEmptyArgs"
+    | "otherAddress"
+    | "publicKey"
+    | "otherPublicKey"
+    | "signature"
+    | "rawSignature"
+    | "signatureNamingOtherCid"
+    | "privateKey"
+    | "privateKeyNamingOtherCid",
+    Hex
+  >;
   let out: ActionOut;
   const message = "signed by the code itself";
 
@@ -172,11 +192,15 @@ describe("the action identity (getActionWalletAddress, getActionPublicKey, signM
 
   it("signMessageAsAction signs with the running code's identity: text and {raw} messages recover to its action address", async () => {
     expect(await recoverMessageAddress({ message, signature: out.signature })).toBe(getAddress(out.address));
-    expect(await recoverMessageAddress({ message: { raw: "0x0102ff" }, signature: out.rawSignature })).toBe(getAddress(out.address));
+    expect(await recoverMessageAddress({ message: { raw: "0x0102ff" }, signature: out.rawSignature })).toBe(
+      getAddress(out.address),
+    );
   });
 
   it("signMessageAsAction ignores a cid argument: a script cannot sign as another action", async () => {
-    expect(await recoverMessageAddress({ message, signature: out.signatureNamingOtherCid })).toBe(getAddress(out.address));
+    expect(await recoverMessageAddress({ message, signature: out.signatureNamingOtherCid })).toBe(
+      getAddress(out.address),
+    );
   });
 
   it("getActionPrivateKey() is the key of the running code's action address, whatever cid it is given", () => {
@@ -242,26 +266,66 @@ describe("signing with the wallet", () => {
   it("signTransaction signs legacy, EIP-2930, EIP-1559 and EIP-7702 transactions that viem parses with their fields and recovers to the wallet", async () => {
     const authorizer = privateKeyToAccount(generatePrivateKey());
     const delegate = getAddress("0x00000000000000000000000000000000000c0de1");
-    const { v: _v, ...authorization } = await authorizer.signAuthorization({ address: delegate, chainId: 31337, nonce: 7 });
-    const out = succeeded(await exec("transactions", { wallet, authorization })) as Record<"legacy" | "eip2930" | "eip1559" | "eip7702", Hex>;
+    const { v: _v, ...authorization } = await authorizer.signAuthorization({
+      address: delegate,
+      chainId: 31337,
+      nonce: 7,
+    });
+    const out = succeeded(await exec("transactions", { wallet, authorization })) as Record<
+      "legacy" | "eip2930" | "eip1559" | "eip7702",
+      Hex
+    >;
     // parseTransaction gives addresses as they were serialized: lowercase.
     const to = "0x000000000000000000000000000000000000dead";
 
     const legacy = parseTransaction(out.legacy);
-    expect(legacy).toMatchObject({ type: "legacy", to, value: 1n, nonce: 1, gas: 21000n, gasPrice: 1_000_000_000n, chainId: 31337 });
+    expect(legacy).toMatchObject({
+      type: "legacy",
+      to,
+      value: 1n,
+      nonce: 1,
+      gas: 21000n,
+      gasPrice: 1_000_000_000n,
+      chainId: 31337,
+    });
     expect([31337n * 2n + 35n, 31337n * 2n + 36n]).toContain(legacy.v); // EIP-155
 
     const eip2930 = parseTransaction(out.eip2930);
-    expect(eip2930).toMatchObject({ type: "eip2930", to, value: 2n, nonce: 2, gas: 30000n, gasPrice: 1_000_000_000n, chainId: 31337 });
+    expect(eip2930).toMatchObject({
+      type: "eip2930",
+      to,
+      value: 2n,
+      nonce: 2,
+      gas: 30000n,
+      gasPrice: 1_000_000_000n,
+      chainId: 31337,
+    });
     expect(eip2930.accessList).toEqual([{ address: to, storageKeys: [`0x${"00".repeat(31)}01`] }]);
 
     const eip1559 = parseTransaction(out.eip1559);
-    expect(eip1559).toMatchObject({ type: "eip1559", to, value: 3n, nonce: 3, gas: 21000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n, chainId: 31337, data: "0xabcdef" });
+    expect(eip1559).toMatchObject({
+      type: "eip1559",
+      to,
+      value: 3n,
+      nonce: 3,
+      gas: 21000n,
+      maxFeePerGas: 2_000_000_000n,
+      maxPriorityFeePerGas: 1_000_000_000n,
+      chainId: 31337,
+      data: "0xabcdef",
+    });
 
     const eip7702 = parseTransaction(out.eip7702);
     expect(eip7702).toMatchObject({ type: "eip7702", to, nonce: 4, gas: 100000n, chainId: 31337 });
     expect(eip7702.authorizationList).toHaveLength(1);
-    expect(eip7702.authorizationList?.[0]).toMatchObject({ address: delegate.toLowerCase(), chainId: 31337, nonce: 7, r: authorization.r, s: authorization.s, yParity: authorization.yParity });
+    expect(eip7702.authorizationList?.[0]).toMatchObject({
+      address: delegate.toLowerCase(),
+      chainId: 31337,
+      nonce: 7,
+      r: authorization.r,
+      s: authorization.s,
+      yParity: authorization.yParity,
+    });
 
     for (const [type, serialized] of Object.entries(out)) {
       expect(await recoverTransactionAddress({ serializedTransaction: serialized as never }), type).toBe(wallet);
@@ -271,7 +335,12 @@ describe("signing with the wallet", () => {
   it("signDigest returns {r, s, v, signature} with low s (s ≤ n/2) for 16 digests, each recovering to the wallet and equal to viem's signature with the wallet's key", async () => {
     // About half of raw ECDSA signatures have a high s: 16 low ones by chance is a 2^-16 event.
     const digests = Array.from({ length: 16 }, () => bytesToHex(crypto.getRandomValues(new Uint8Array(32))));
-    const out = succeeded(await exec("digests", { wallet, digests })) as Array<{ r: Hex; s: Hex; v: number; signature: Hex }>;
+    const out = succeeded(await exec("digests", { wallet, digests })) as Array<{
+      r: Hex;
+      s: Hex;
+      v: number;
+      signature: Hex;
+    }>;
     expect(out).toHaveLength(16);
     for (const [i, sig] of out.entries()) {
       const hash = digests[i] as Hex;
@@ -301,22 +370,38 @@ describe("the wallet's keys", () => {
 
 describe("encrypt and decrypt", () => {
   const text = "attack at dawn ✓";
-  const aesKey = () => crypto.subtle.importKey("raw", Uint8Array.from(walletEncryptionKey), "AES-GCM", false, ["encrypt", "decrypt"]);
+  const aesKey = () =>
+    crypto.subtle.importKey("raw", Uint8Array.from(walletEncryptionKey), "AES-GCM", false, ["encrypt", "decrypt"]);
 
   it("round-trip text and {raw} bytes; each encryption takes a fresh nonce; the ciphertext is nonce(12) ‖ ct ‖ tag(16) under the wallet's encryption key", async () => {
-    const out = succeeded(await exec("encrypt", { wallet, text })) as { ciphertext: Hex; again: Hex; plaintext: string; rawPlaintext: Hex };
+    const out = succeeded(await exec("encrypt", { wallet, text })) as {
+      ciphertext: Hex;
+      again: Hex;
+      plaintext: string;
+      rawPlaintext: Hex;
+    };
     expect(out.plaintext).toBe(text);
     expect(out.rawPlaintext).toBe("0x00ff10");
     expect(out.again).not.toBe(out.ciphertext);
     const bytes = hexToBytes(out.ciphertext);
     expect(bytes.length).toBe(12 + new TextEncoder().encode(text).length + 16);
-    const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.slice(0, 12) }, await aesKey(), bytes.slice(12));
+    const opened = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: bytes.slice(0, 12) },
+      await aesKey(),
+      bytes.slice(12),
+    );
     expect(new TextDecoder().decode(opened)).toBe(text);
   });
 
   it("decrypt opens a ciphertext made outside the enclave with the wallet's encryption key", async () => {
     const nonce = crypto.getRandomValues(new Uint8Array(12));
-    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, await aesKey(), new TextEncoder().encode("from outside")));
+    const sealed = new Uint8Array(
+      await crypto.subtle.encrypt(
+        { name: "AES-GCM", iv: nonce },
+        await aesKey(),
+        new TextEncoder().encode("from outside"),
+      ),
+    );
     const ciphertext = bytesToHex(Uint8Array.from([...nonce, ...sealed]));
     expect(succeeded(await exec("decrypt", { wallet, ciphertext }))).toBe("from outside");
   });
@@ -336,10 +421,16 @@ describe("encrypt and decrypt", () => {
     ] as const) {
       const r = await exec("decrypt", { wallet, ciphertext });
       expect(r.body.has_error, where).toBe(true);
-      expect(r.body.error, where).toMatchObject({ code: "script_error", message: "Error: decrypt: the ciphertext was not made by this wallet or was altered" });
+      expect(r.body.error, where).toMatchObject({
+        code: "script_error",
+        message: "Error: decrypt: the ciphertext was not made by this wallet or was altered",
+      });
     }
     const truncated = await exec("decrypt", { wallet, ciphertext: bytesToHex(bytes.slice(0, 27)) });
-    expect(truncated.body.error).toMatchObject({ code: "script_error", message: "TypeError: decrypt: the ciphertext is too short" });
+    expect(truncated.body.error).toMatchObject({
+      code: "script_error",
+      message: "TypeError: decrypt: the ciphertext is too short",
+    });
     // The unaltered ciphertext still opens: the failures above are the alterations'.
     expect(succeeded(await exec("decrypt", { wallet, ciphertext: out.ciphertext }))).toBe(text);
   });

@@ -42,11 +42,19 @@ const cids = new Map<DocExample, string>();
 
 beforeAll(async () => {
   apiKey = (await ok<{ api_key: string }>("new_account", { account_name: "actions doc" })).api_key;
-  wallet = getAddress((await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "doc" })).wallet_address);
+  wallet = getAddress(
+    (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "doc" })).wallet_address,
+  );
   for (const example of examples) cids.set(example, await computeCid(example.code));
   const all = [...new Set(cids.values())];
   for (let i = 0; i < all.length; i += CIDS_PER_GROUP) {
-    await ok("add_group", { api_key: apiKey, group_name: `doc ${i / CIDS_PER_GROUP}`, group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: all.slice(i, i + CIDS_PER_GROUP) });
+    await ok("add_group", {
+      api_key: apiKey,
+      group_name: `doc ${i / CIDS_PER_GROUP}`,
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: all.slice(i, i + CIDS_PER_GROUP),
+    });
   }
   const master = apiKeyHash(apiKey);
   const derivation = await walletDerivation(master, wallet);
@@ -64,7 +72,8 @@ function requestValue(token: string): unknown {
 function substitute(value: unknown): unknown {
   if (typeof value === "string" && /^<.*>$/s.test(value)) return requestValue(value);
   if (Array.isArray(value)) return value.map(substitute);
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v)]));
   return value;
 }
 
@@ -72,7 +81,8 @@ type Context = { example: DocExample; cid: string; params: unknown; response: un
 
 function at(root: unknown, path: string): unknown {
   let v = root;
-  for (const key of path.split(".")) v = v !== null && typeof v === "object" ? (v as Record<string, unknown>)[key] : undefined;
+  for (const key of path.split("."))
+    v = v !== null && typeof v === "object" ? (v as Record<string, unknown>)[key] : undefined;
   return v;
 }
 
@@ -84,7 +94,11 @@ function named(ctx: Context, source: string, path: string): unknown {
 }
 
 const actionAddress = (cid: string): Address => keyring.actionKey(canonicalCid(cid)).address;
-const hex = (v: unknown, bytes?: number): v is Hex => typeof v === "string" && isHex(v, { strict: true }) && v === v.toLowerCase() && (bytes === undefined || v.length === 2 + 2 * bytes);
+const hex = (v: unknown, bytes?: number): v is Hex =>
+  typeof v === "string" &&
+  isHex(v, { strict: true }) &&
+  v === v.toLowerCase() &&
+  (bytes === undefined || v.length === 2 + 2 * bytes);
 
 /**
  * Checks `actual` against a response-side placeholder. Each kind is a pattern of docs/actions.md's
@@ -95,12 +109,18 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
   let m: RegExpExecArray | null;
   if ((m = /^<EIP-191 signature of '(.*)' by the (wallet|action)>$/s.exec(token))) {
     expect(hex(actual, 65), where).toBe(true);
-    expect(await verifyMessage({ address: signer(m[2] as string), message: m[1] as string, signature: actual as Hex }), where).toBe(true);
+    expect(
+      await verifyMessage({ address: signer(m[2] as string), message: m[1] as string, signature: actual as Hex }),
+      where,
+    ).toBe(true);
     return;
   }
   if ((m = /^<EIP-191 signature of bytes (0x[0-9a-fA-F]*) by the (wallet|action)>$/.exec(token))) {
     expect(hex(actual, 65), where).toBe(true);
-    expect(await verifyMessage({ address: signer(m[2] as string), message: { raw: m[1] as Hex }, signature: actual as Hex }), where).toBe(true);
+    expect(
+      await verifyMessage({ address: signer(m[2] as string), message: { raw: m[1] as Hex }, signature: actual as Hex }),
+      where,
+    ).toBe(true);
     return;
   }
   if ((m = /^<EIP-712 signature of (js_params|response)\.([\w.]+) by the wallet>$/.exec(token))) {
@@ -115,7 +135,9 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
     expect(await recoverTransactionAddress({ serializedTransaction: actual as never }), where).toBe(wallet);
     return;
   }
-  if ((m = /^<signature of the digest (?:(0x[0-9a-f]{64})|(js_params|response)\.([\w.]+)) by the wallet>$/.exec(token))) {
+  if (
+    (m = /^<signature of the digest (?:(0x[0-9a-f]{64})|(js_params|response)\.([\w.]+)) by the wallet>$/.exec(token))
+  ) {
     expect(hex(actual, 65), where).toBe(true);
     const digest = (m[1] ?? named(ctx, m[2] as string, m[3] as string)) as Hex;
     expect(BigInt(`0x${(actual as string).slice(66, 130)}`) <= N / 2n, `${where}: s is low`).toBe(true);
@@ -129,7 +151,9 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
   if ((m = /^<AES-GCM ciphertext of '(.*)' for the wallet>$/s.exec(token))) {
     expect(hex(actual), where).toBe(true);
     const bytes = hexToBytes(actual as Hex);
-    const key = await crypto.subtle.importKey("raw", Uint8Array.from(walletEncryptionKey), "AES-GCM", false, ["decrypt"]);
+    const key = await crypto.subtle.importKey("raw", Uint8Array.from(walletEncryptionKey), "AES-GCM", false, [
+      "decrypt",
+    ]);
     const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.slice(0, 12) }, key, bytes.slice(12));
     expect(new TextDecoder().decode(plain), where).toBe(m[1]);
     return;
@@ -147,7 +171,9 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
       expect([27, 28], where).toContain(actual);
       return;
     case "<public key of the wallet>":
-      expect(hex(actual, 65) && (actual as string).startsWith("0x04") && publicKeyToAddress(actual as Hex), where).toBe(wallet);
+      expect(hex(actual, 65) && (actual as string).startsWith("0x04") && publicKeyToAddress(actual as Hex), where).toBe(
+        wallet,
+      );
       return;
     case "<private key of the wallet>":
       expect(hex(actual, 32) && privateKeyToAddress(actual as Hex), where).toBe(wallet);
@@ -156,7 +182,9 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
       expect(actual, where).toBe(actionAddress(ctx.cid).toLowerCase());
       return;
     case "<public key of the action>":
-      expect(hex(actual, 65) && (actual as string).startsWith("0x04") && publicKeyToAddress(actual as Hex), where).toBe(actionAddress(ctx.cid));
+      expect(hex(actual, 65) && (actual as string).startsWith("0x04") && publicKeyToAddress(actual as Hex), where).toBe(
+        actionAddress(ctx.cid),
+      );
       return;
     case "<private key of the action>":
       expect(actual, where).toBe(bytesToHex(keyring.actionKey(ctx.cid).privateKey));
@@ -185,9 +213,13 @@ async function matches(actual: unknown, expected: unknown, ctx: Context, where: 
     return;
   }
   if (expected !== null && typeof expected === "object") {
-    expect(actual !== null && typeof actual === "object" && !Array.isArray(actual), `${where} is an object: ${JSON.stringify(actual)}`).toBe(true);
+    expect(
+      actual !== null && typeof actual === "object" && !Array.isArray(actual),
+      `${where} is an object: ${JSON.stringify(actual)}`,
+    ).toBe(true);
     expect(Object.keys(actual as object).sort(), `${where}'s keys`).toEqual(Object.keys(expected).sort());
-    for (const [k, e] of Object.entries(expected)) await matches((actual as Record<string, unknown>)[k], e, ctx, `${where}.${k}`);
+    for (const [k, e] of Object.entries(expected))
+      await matches((actual as Record<string, unknown>)[k], e, ctx, `${where}.${k}`);
     return;
   }
   expect(actual, where).toBe(expected);

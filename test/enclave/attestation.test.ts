@@ -36,13 +36,16 @@ async function get<T = Record<string, unknown>>(path: string): Promise<Answer<T>
 }
 
 const reportData = (quoteHex: string) => bytesToHex(hexToBytes(quoteHex).subarray(568, 632));
-const rtmrs = (quoteHex: string) => [376, 424, 472, 520].map((at) => bytesToHex(hexToBytes(quoteHex).subarray(at, at + 48)));
+const rtmrs = (quoteHex: string) =>
+  [376, 424, 472, 520].map((at) => bytesToHex(hexToBytes(quoteHex).subarray(at, at + 48)));
 
 let root: Buffer;
 let collateral: DcapCollateral;
 
 beforeAll(async () => {
-  const c = await get<{ root_ca_der: string; root_ca_pem: string; collateral: DcapCollateral; simulated: true }>("/attestation/simulated-collateral");
+  const c = await get<{ root_ca_der: string; root_ca_pem: string; collateral: DcapCollateral; simulated: true }>(
+    "/attestation/simulated-collateral",
+  );
   expect(c.status).toBe(200);
   root = Buffer.from(c.body.root_ca_der, "hex");
   collateral = c.body.collateral;
@@ -81,15 +84,19 @@ describe("GET /attestation", () => {
 });
 
 describe("GET /attestation?nonce=", () => {
-  it("gives a fresh quote over SHA-512(\"sigil-nonce:\" ‖ the nonce's bytes)", async () => {
+  it('gives a fresh quote over SHA-512("sigil-nonce:" ‖ the nonce\'s bytes)', async () => {
     const nonce = "0123456789abcdef".repeat(4);
     const a = await get<QuoteBody>(`/attestation?nonce=${nonce}`);
     expect(a.status).toBe(200);
-    expect(reportData(a.body.quote)).toBe(bytesToHex(sha512(concatBytes(utf8ToBytes("sigil-nonce:"), hexToBytes(nonce)))));
+    expect(reportData(a.body.quote)).toBe(
+      bytesToHex(sha512(concatBytes(utf8ToBytes("sigil-nonce:"), hexToBytes(nonce)))),
+    );
     expect(a.body.simulated).toBe(true);
     expect(a.headers.get("x-attestation-simulated")).toBe("1");
     expect(a.headers.get("cache-control")).toBe("no-store");
-    expect(QuoteVerifier.newWithRootCa(root).verify(hexToBytes(a.body.quote), collateral, nowSecs()).status).toBe("UpToDate");
+    expect(QuoteVerifier.newWithRootCa(root).verify(hexToBytes(a.body.quote), collateral, nowSecs()).status).toBe(
+      "UpToDate",
+    );
 
     const again = await get<QuoteBody>(`/attestation?nonce=0x${nonce.toUpperCase()}`);
     expect(reportData(again.body.quote)).toBe(reportData(a.body.quote));
@@ -102,7 +109,9 @@ describe("GET /attestation?nonce=", () => {
     ["33 bytes", "ab".repeat(33)],
     ["empty", ""],
   ])("refuses a nonce that is %s with 400 invalid_request and the error body", async (_label, nonce) => {
-    const a = await get<{ error: { code: string; message: string; request_id: string; details: unknown } }>(`/attestation?nonce=${nonce}`);
+    const a = await get<{ error: { code: string; message: string; request_id: string; details: unknown } }>(
+      `/attestation?nonce=${nonce}`,
+    );
     expect(a.status).toBe(400);
     expect(a.headers.get("x-attestation-simulated")).toBe("1");
     expect(a.body.error.code).toBe("invalid_request");
@@ -122,7 +131,14 @@ describe("GET /info", () => {
       app_id: string;
       instance_id: string;
       compose_hash: string;
-      tcb_info: { app_compose: string; rtmr0: string; rtmr1: string; rtmr2: string; rtmr3: string; event_log: EventLogEntry[] };
+      tcb_info: {
+        app_compose: string;
+        rtmr0: string;
+        rtmr1: string;
+        rtmr2: string;
+        rtmr3: string;
+        event_log: EventLogEntry[];
+      };
       simulated: true;
     }>("/info");
     expect(info.status).toBe(200);
@@ -150,14 +166,26 @@ describe("GET /info", () => {
 
 describe("GET /attestation/simulated-collateral", () => {
   it("serves the mock root (DER and PEM) and collateral in the shape dcap-qvl's verify takes, marked simulated", async () => {
-    const c = await get<{ root_ca_der: string; root_ca_pem: string; collateral: DcapCollateral; simulated: true }>("/attestation/simulated-collateral");
+    const c = await get<{ root_ca_der: string; root_ca_pem: string; collateral: DcapCollateral; simulated: true }>(
+      "/attestation/simulated-collateral",
+    );
     expect(c.body.simulated).toBe(true);
     expect(c.headers.get("x-attestation-simulated")).toBe("1");
     const cert = new X509Certificate(c.body.root_ca_pem);
     expect(cert.raw.toString("hex")).toBe(c.body.root_ca_der);
     expect(cert.subject).toContain("SIMULATED DCAP Root CA (NOT INTEL)");
     expect(Object.keys(c.body.collateral).sort()).toEqual(
-      ["pck_crl", "pck_crl_issuer_chain", "qe_identity", "qe_identity_issuer_chain", "qe_identity_signature", "root_ca_crl", "tcb_info", "tcb_info_issuer_chain", "tcb_info_signature"].sort(),
+      [
+        "pck_crl",
+        "pck_crl_issuer_chain",
+        "qe_identity",
+        "qe_identity_issuer_chain",
+        "qe_identity_signature",
+        "root_ca_crl",
+        "tcb_info",
+        "tcb_info_issuer_chain",
+        "tcb_info_signature",
+      ].sort(),
     );
     expect(JSON.parse(c.body.collateral.tcb_info)).toMatchObject({ id: "TDX", version: 3, fmspc: "53494D554C41" });
   });
@@ -189,12 +217,16 @@ describe("/evidences/ (the dev stand-in for dstack-ingress)", () => {
 
   it("has a quote.json whose quote binds SHA-256(sha256sum.txt) ‖ 32 zero bytes and verifies under the mock root", async () => {
     const sums = new Uint8Array(await (await fetch(url("/evidences/sha256sum.txt"))).arrayBuffer());
-    const q = await get<{ quote: string; event_log: string; report_data: string; vm_config: string; simulated: true }>("/evidences/quote.json");
+    const q = await get<{ quote: string; event_log: string; report_data: string; vm_config: string; simulated: true }>(
+      "/evidences/quote.json",
+    );
     expect(q.body.simulated).toBe(true);
     const expected = `${bytesToHex(sha256(sums))}${"00".repeat(32)}`;
     expect(q.body.report_data).toBe(expected);
     expect(reportData(q.body.quote)).toBe(expected);
-    expect(QuoteVerifier.newWithRootCa(root).verify(hexToBytes(q.body.quote), collateral, nowSecs()).status).toBe("UpToDate");
+    expect(QuoteVerifier.newWithRootCa(root).verify(hexToBytes(q.body.quote), collateral, nowSecs()).status).toBe(
+      "UpToDate",
+    );
     expect(replayRtmrs(JSON.parse(q.body.event_log) as EventLogEntry[])).toEqual(rtmrs(q.body.quote));
   });
 
@@ -218,7 +250,9 @@ describe("/evidences/ (the dev stand-in for dstack-ingress)", () => {
 describe("nonce rate limit", () => {
   // Last: it spends the enclave's nonce tokens (a burst of 10, then 2 per second).
   it("answers 429 rate_limited with Retry-After once a burst of nonce quotes has spent the bucket", async () => {
-    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => fetch(url(`/attestation?nonce=${i.toString(16).padStart(2, "0")}`))));
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => fetch(url(`/attestation?nonce=${i.toString(16).padStart(2, "0")}`))),
+    );
     const limited = answers.filter((r) => r.status === 429);
     expect(answers.filter((r) => r.status === 200).length).toBeGreaterThan(0);
     expect(limited.length).toBeGreaterThanOrEqual(24 - 12);
@@ -232,14 +266,21 @@ describe("nonce rate limit", () => {
 });
 
 /** GET `path` of the enclave from the local address `from` (all of 127.0.0.0/8 is loopback): another client, as the enclave sees it. */
-function getFrom(from: string, path: string): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
+function getFrom(
+  from: string,
+  path: string,
+): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     httpGet(url(path), { localAddress: from }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
         const retry = res.headers["retry-after"];
-        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retry) ? retry[0] : retry, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
+        resolve({
+          status: res.statusCode ?? 0,
+          retryAfter: Array.isArray(retry) ? retry[0] : retry,
+          body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
+        });
       });
     }).once("error", reject);
   });
@@ -250,7 +291,9 @@ const boundTo = (nonce: string) => bytesToHex(sha512(concatBytes(utf8ToBytes("si
 
 describe("the nonce budget is per client (issue 11, point 9)", () => {
   it("a client over its budget gets 429 with Retry-After while another client still gets fresh quotes", async () => {
-    const greedy = await Promise.all(Array.from({ length: 24 }, (_, i) => getFrom("127.0.0.4", `/attestation?nonce=${nonceOf(i)}`)));
+    const greedy = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => getFrom("127.0.0.4", `/attestation?nonce=${nonceOf(i)}`)),
+    );
     const refused = greedy.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThanOrEqual(24 - 12);
     expect(Number(refused[0]?.retryAfter)).toBeGreaterThanOrEqual(1);
@@ -265,7 +308,11 @@ describe("the nonce budget is per client (issue 11, point 9)", () => {
 
   it("through the channel, counts against the client the edge names (the attestation operation's `client`), not against the edge", async () => {
     const ask = async (client: string, nonce: string) => {
-      const reply = await callOperation<{ status: number; headers: Record<string, string>; body: string }>(inject("enclaveUrl"), "attestation", { query: `?nonce=${nonce}`, client });
+      const reply = await callOperation<{ status: number; headers: Record<string, string>; body: string }>(
+        inject("enclaveUrl"),
+        "attestation",
+        { query: `?nonce=${nonce}`, client },
+      );
       if (reply.status !== 200) throw new Error(`the attestation operation answered ${reply.status}`);
       return reply.body;
     };
@@ -276,7 +323,11 @@ describe("the nonce budget is per client (issue 11, point 9)", () => {
     const fresh = await ask("198.51.100.8", "b1");
     expect(fresh.status).toBe(200);
     // The same answer the public route gives: its headers and body.
-    expect(fresh.headers).toMatchObject({ "cache-control": "no-store", "x-attestation-simulated": "1", "content-type": expect.stringMatching(/^application\/json/) });
+    expect(fresh.headers).toMatchObject({
+      "cache-control": "no-store",
+      "x-attestation-simulated": "1",
+      "content-type": expect.stringMatching(/^application\/json/),
+    });
     const body = JSON.parse(fresh.body) as { quote: string; instance_id: string };
     expect(reportData(body.quote)).toBe(boundTo("b1"));
     expect(fresh.headers["x-sigil-instance"]).toBe(body.instance_id);

@@ -5,7 +5,17 @@
 // transaction, the enclave stops honouring it within the listener's poll interval (plus one
 // second), without a restart. A usage key another account registers under a wallet's lookup hash
 // never pulls that wallet's signature flows into the other account.
-import { createPublicClient, createTestClient, createWalletClient, getAddress, http, parseEventLogs, recoverMessageAddress, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  getAddress,
+  http,
+  parseEventLogs,
+  recoverMessageAddress,
+  type Address,
+  type Hex,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
@@ -22,16 +32,30 @@ const publicClient = () => createPublicClient({ transport: http(inject("rpcUrl")
 
 async function adminWallet() {
   const admin = privateKeyToAccount(generatePrivateKey());
-  await createTestClient({ mode: "anvil", transport: http(inject("rpcUrl")) }).setBalance({ address: admin.address, value: 10n ** 20n });
+  await createTestClient({ mode: "anvil", transport: http(inject("rpcUrl")) }).setBalance({
+    address: admin.address,
+    value: 10n ** 20n,
+  });
   const wallet = createWalletClient({ account: admin, transport: http(inject("rpcUrl")) });
   const send = async (functionName: string, args: readonly unknown[]) => {
-    const hash = await wallet.writeContract({ address: inject("contract"), abi: accountConfigAbi, functionName, args, chain: null } as never);
+    const hash = await wallet.writeContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName,
+      args,
+      chain: null,
+    } as never);
     const receipt = await publicClient().waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") throw new Error(`${functionName} reverted`);
     return receipt;
   };
   const signed = async (primaryType: SigilPrimaryType, issuedAt = BigInt(Math.floor(Date.now() / 1000))) => {
-    const typed = buildTypedData({ primaryType, chainId: await publicClient().getChainId(), address: admin.address, issuedAt });
+    const typed = buildTypedData({
+      primaryType,
+      chainId: await publicClient().getChainId(),
+      address: admin.address,
+      issuedAt,
+    });
     return { typed_data: typed, signature: await admin.signTypedData(signableTypedData(typed)) };
   };
   return { admin, send, signed, master: walletLookupHash(admin.address) };
@@ -52,13 +76,39 @@ describe("a ChainSecured account", () => {
     await a.send("newChainSecuredAccount", ["chain secured", "", pkp.master_wallet_address]);
     await a.send("registerWalletDerivation", [a.master, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]);
     usage = await ok("add_usage_api_key_with_signature", await a.signed("AddUsageApiKey"));
-    await a.send("registerWalletDerivation", [a.master, usage.wallet_address, BigInt(usage.derivation_path), "usage key wallet", ""]);
+    await a.send("registerWalletDerivation", [
+      a.master,
+      usage.wallet_address,
+      BigInt(usage.derivation_path),
+      "usage key wallet",
+      "",
+    ]);
     const cid = await computeCid(SIGN);
     await a.send("registerActions", [a.master, 0n, [cid]]);
-    const receipt = await a.send("addGroup", [a.master, "g", "", [cidHash(cid)], [pkp.wallet_address, usage.wallet_address, pkp.master_wallet_address]]);
+    const receipt = await a.send("addGroup", [
+      a.master,
+      "g",
+      "",
+      [cidHash(cid)],
+      [pkp.wallet_address, usage.wallet_address, pkp.master_wallet_address],
+    ]);
     const added = parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs, eventName: "GroupAdded" })[0];
     groupId = added?.args.groupId ?? 0n;
-    await a.send("setUsageApiKey", [a.master, BigInt(usage.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [groupId]]);
+    await a.send("setUsageApiKey", [
+      a.master,
+      BigInt(usage.usage_api_key_hash),
+      0n,
+      0n,
+      "k",
+      "",
+      false,
+      false,
+      false,
+      [],
+      [],
+      [],
+      [groupId],
+    ]);
   });
 
   it("the signature flows answer derivations that register on chain, and the usage key hash is the key's keccak", async () => {
@@ -72,7 +122,12 @@ describe("a ChainSecured account", () => {
     expect(pkp.account_id).toBe(toHash32(a.master));
     const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
     expect(getAddress(pkp.master_wallet_address)).toBe(keyring.accountMasterWallet(a.master).address);
-    const [wallets] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listWallets", args: [a.master, 0n, 1n] });
+    const [wallets] = await publicClient().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "listWallets",
+      args: [a.master, 0n, 1n],
+    });
     expect(wallets[0]).toMatchObject({ id: 0n, wallet: getAddress(pkp.master_wallet_address) });
     expect(await walletDerivation(a.master, getAddress(pkp.master_wallet_address))).toBe(a.master);
   });
@@ -81,17 +136,25 @@ describe("a ChainSecured account", () => {
     for (const wallet of [pkp.wallet_address, usage.wallet_address, pkp.master_wallet_address]) {
       const r = await run(usage.usage_api_key, SIGN, { wallet });
       expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
-      expect(await recoverMessageAddress({ message: "chain secured", signature: r.body.response as Hex })).toBe(getAddress(wallet));
+      expect(await recoverMessageAddress({ message: "chain secured", signature: r.body.response as Hex })).toBe(
+        getAddress(wallet),
+      );
     }
   });
 
   it("refuses the signature flows with a stale or forged signature", async () => {
-    const stale = await callEnclave("create_wallet_with_signature", await a.signed("CreateWallet", BigInt(Math.floor(Date.now() / 1000) - 3600)));
+    const stale = await callEnclave(
+      "create_wallet_with_signature",
+      await a.signed("CreateWallet", BigInt(Math.floor(Date.now() / 1000) - 3600)),
+    );
     expect(stale.status).toBe(401);
     expect((stale.body as { error: { code: string } }).error.code).toBe("signature_expired");
     const other = privateKeyToAccount(generatePrivateKey());
     const good = await a.signed("CreateWallet");
-    const forged = await callEnclave("create_wallet_with_signature", { ...good, signature: await other.signTypedData(signableTypedData(good.typed_data)) });
+    const forged = await callEnclave("create_wallet_with_signature", {
+      ...good,
+      signature: await other.signTypedData(signableTypedData(good.typed_data)),
+    });
     expect(forged.status).toBe(401);
     expect((forged.body as { error: { code: string } }).error.code).toBe("invalid_signature");
     const wrongType = await callEnclave("add_usage_api_key_with_signature", good);
@@ -146,20 +209,47 @@ describe("a usage key registered under a wallet's lookup hash (squatting)", () =
     const minted = await ok<MintedWallet>("create_wallet_with_signature", await attacker.signed("CreateWallet"));
     await attacker.send("newChainSecuredAccount", ["attacker", "", minted.master_wallet_address]);
     const victim = await adminWallet();
-    await attacker.send("setUsageApiKey", [attacker.master, victim.master, 0n, 0n, "squat", "", false, false, false, [], [], [], [0n]]);
+    await attacker.send("setUsageApiKey", [
+      attacker.master,
+      victim.master,
+      0n,
+      0n,
+      "squat",
+      "",
+      false,
+      false,
+      false,
+      [],
+      [],
+      [],
+      [0n],
+    ]);
 
     const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
     const wallet = await ok<MintedWallet>("create_wallet_with_signature", await victim.signed("CreateWallet"));
     expect(wallet.account_id).toBe(toHash32(victim.master));
     expect(getAddress(wallet.master_wallet_address)).toBe(keyring.accountMasterWallet(victim.master).address);
-    expect(getAddress(wallet.wallet_address)).toBe(keyring.pkpKey(victim.master, BigInt(wallet.derivation_path)).address);
-    const key = await ok<{ wallet_address: Address; derivation_path: Hex }>("add_usage_api_key_with_signature", await victim.signed("AddUsageApiKey"));
+    expect(getAddress(wallet.wallet_address)).toBe(
+      keyring.pkpKey(victim.master, BigInt(wallet.derivation_path)).address,
+    );
+    const key = await ok<{ wallet_address: Address; derivation_path: Hex }>(
+      "add_usage_api_key_with_signature",
+      await victim.signed("AddUsageApiKey"),
+    );
     expect(getAddress(key.wallet_address)).toBe(keyring.pkpKey(victim.master, BigInt(key.derivation_path)).address);
 
     // And the victim's account exists after the squat, with what the flows gave it.
     await victim.send("newChainSecuredAccount", ["victim", "", wallet.master_wallet_address]);
-    await victim.send("registerWalletDerivation", [victim.master, wallet.wallet_address, BigInt(wallet.derivation_path), "pkp", ""]);
-    expect(await walletDerivation(victim.master, getAddress(wallet.wallet_address))).toBe(BigInt(wallet.derivation_path));
+    await victim.send("registerWalletDerivation", [
+      victim.master,
+      wallet.wallet_address,
+      BigInt(wallet.derivation_path),
+      "pkp",
+      "",
+    ]);
+    expect(await walletDerivation(victim.master, getAddress(wallet.wallet_address))).toBe(
+      BigInt(wallet.derivation_path),
+    );
   });
 });
 
@@ -167,15 +257,34 @@ describe("conversion of a managed account", () => {
   it("convert_to_chain_secured_account hands the account to the signing wallet; the old master key can no longer write or run", async () => {
     const account = await ok<{ api_key: string }>("new_account", { account_name: "to convert" });
     const code = `async function main() { return 1 }`;
-    await ok("add_group", { api_key: account.api_key, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(code)] });
+    await ok("add_group", {
+      api_key: account.api_key,
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [await computeCid(code)],
+    });
     expect((await run(account.api_key, code)).body.response).toBe(1);
     const a = await adminWallet();
     const signed = await a.signed("ConvertAccount");
-    const mismatch = await callEnclave("convert_to_chain_secured_account", { api_key: account.api_key, new_admin_wallet_address: privateKeyToAccount(generatePrivateKey()).address, ...signed });
+    const mismatch = await callEnclave("convert_to_chain_secured_account", {
+      api_key: account.api_key,
+      new_admin_wallet_address: privateKeyToAccount(generatePrivateKey()).address,
+      ...signed,
+    });
     expect((mismatch.body as { error: { code: string } }).error.code).toBe("invalid_typed_data");
-    const converted = await ok<{ transaction_hash: Hex }>("convert_to_chain_secured_account", { api_key: account.api_key, new_admin_wallet_address: a.admin.address, ...signed });
+    const converted = await ok<{ transaction_hash: Hex }>("convert_to_chain_secured_account", {
+      api_key: account.api_key,
+      new_admin_wallet_address: a.admin.address,
+      ...signed,
+    });
     expect(converted.transaction_hash).toMatch(/^0x[0-9a-f]{64}$/);
-    const [, , managed] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "resolveKey", args: [apiKeyHash(account.api_key)] });
+    const [, , managed] = await publicClient().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "resolveKey",
+      args: [apiKeyHash(account.api_key)],
+    });
     expect(managed).toBe(false);
     const write = await callEnclave("create_wallet", { api_key: account.api_key });
     expect((write.body as { error: { code: string } }).error.code).toBe("chain_secured_account");

@@ -36,7 +36,11 @@ async function channelKey(base: string): Promise<Uint8Array> {
 }
 
 async function send(base: string, sealed: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${base}/channel/v1`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(sealed) });
+  const res = await fetch(`${base}/channel/v1`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(sealed),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -119,17 +123,33 @@ describe("the enclave's end of the channel", () => {
 });
 
 /** POST /channel/v1 from the local address `from` (the whole of 127.0.0.0/8 is loopback): another peer, as the enclave sees it. */
-function sendFrom(agent: Agent, base: string, sealed: unknown): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
+function sendFrom(
+  agent: Agent,
+  base: string,
+  sealed: unknown,
+): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
   const body = JSON.stringify(sealed);
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${base}/channel/v1`, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const retry = res.headers["retry-after"];
-        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retry) ? retry[0] : retry, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
-      });
-    });
+    const req = httpRequest(
+      `${base}/channel/v1`,
+      {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const retry = res.headers["retry-after"];
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: Array.isArray(retry) ? retry[0] : retry,
+            body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
+          });
+        });
+      },
+    );
     req.once("error", reject);
     req.end(body);
   });
@@ -149,12 +169,18 @@ describe("the session flood (issue 11, point 6)", () => {
     const allowed = toBase64Url(edge.publicKey);
     const agent = new Agent({ keepAlive: true, maxSockets: 128, localAddress: "127.0.0.2" });
     try {
-      const answers = await Promise.all(Array.from({ length: 4400 }, (_, i) => sendFrom(agent, base(), junkOpening(publicKey, i % 22 === 0 ? allowed : stranger))));
+      const answers = await Promise.all(
+        Array.from({ length: 4400 }, (_, i) =>
+          sendFrom(agent, base(), junkOpening(publicKey, i % 22 === 0 ? allowed : stranger)),
+        ),
+      );
       const byReason = new Map<string, number>();
-      for (const a of answers) byReason.set(String(a.body.channel_error), (byReason.get(String(a.body.channel_error)) ?? 0) + 1);
+      for (const a of answers)
+        byReason.set(String(a.body.channel_error), (byReason.get(String(a.body.channel_error)) ?? 0) + 1);
       expect([...byReason.keys()].sort()).toEqual(["bad_signature", "edge_not_allowed", "too_many_openings"]);
       expect(byReason.get("edge_not_allowed")).toBe(4200);
-      for (const a of answers) expect(a.status, String(a.body.channel_error)).toBe(a.body.channel_error === "too_many_openings" ? 429 : 401);
+      for (const a of answers)
+        expect(a.status, String(a.body.channel_error)).toBe(a.body.channel_error === "too_many_openings" ? 429 : 401);
       expect(Number(answers.find((a) => a.status === 429)?.retryAfter)).toBeGreaterThanOrEqual(1);
     } finally {
       agent.destroy();

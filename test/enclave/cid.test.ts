@@ -50,26 +50,60 @@ describe("grants given as a script's CIDv1 (bafy…)", () => {
       cid_hashes_permitted: [v1(cid)],
     });
     expectRan(await run(apiKey, script("add_group")), "add_group", cid);
-    const group = await chain().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "getGroup", args: [master, BigInt(group_id)] });
-    expect(JSON.stringify(group, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))).toContain(cidHash(cid).toString());
+    const group = await chain().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "getGroup",
+      args: [master, BigInt(group_id)],
+    });
+    expect(JSON.stringify(group, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))).toContain(
+      cidHash(cid).toString(),
+    );
   });
 
   it("add_action_to_group and update_group take the bafy form the same way; add_action_to_group answers the Qm's hash", async () => {
     const [a, b] = [await computeCid(script("add_action_to_group")), await computeCid(script("update_group"))];
-    const { group_id } = await ok<{ group_id: string }>("add_group", { api_key: apiKey, group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] });
-    const added = await ok<{ hashed_cid: string }>("add_action_to_group", { api_key: apiKey, group_id, action_ipfs_cid: v1(a) });
+    const { group_id } = await ok<{ group_id: string }>("add_group", {
+      api_key: apiKey,
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [],
+    });
+    const added = await ok<{ hashed_cid: string }>("add_action_to_group", {
+      api_key: apiKey,
+      group_id,
+      action_ipfs_cid: v1(a),
+    });
     expect(added.hashed_cid).toBe(toHash32(cidHash(a)));
     expectRan(await run(apiKey, script("add_action_to_group")), "add_action_to_group", a);
     expect((await run(apiKey, script("update_group"))).status).toBe(403);
-    await ok("update_group", { api_key: apiKey, group_id, name: "g", description: "", pkp_ids_permitted: [], cid_hashes_permitted: [v1(a), v1(b)] });
+    await ok("update_group", {
+      api_key: apiKey,
+      group_id,
+      name: "g",
+      description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [v1(a), v1(b)],
+    });
     expectRan(await run(apiKey, script("update_group")), "update_group", b);
   });
 
   it("add_action registers the canonical Qm CID and its hash: the contract's list holds the Qm form, never the bafy one", async () => {
     const cid = await computeCid(script("add_action"));
-    const added = await ok<{ hashed_cid: string }>("add_action", { api_key: apiKey, action_ipfs_cid: v1(cid), name: "a", description: "" });
+    const added = await ok<{ hashed_cid: string }>("add_action", {
+      api_key: apiKey,
+      action_ipfs_cid: v1(cid),
+      name: "a",
+      description: "",
+    });
     expect(added.hashed_cid).toBe(toHash32(cidHash(cid)));
-    const [items] = await chain().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listActions", args: [master, 0n, 100n] });
+    const [items] = await chain().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "listActions",
+      args: [master, 0n, 100n],
+    });
     const listed = items.find((i) => i.cidHash === cidHash(cid));
     expect(listed?.cid).toBe(cid);
     expect(items.some((i) => i.cid === v1(cid))).toBe(false);
@@ -79,9 +113,20 @@ describe("grants given as a script's CIDv1 (bafy…)", () => {
 describe("ipfs_id given as a CIDv1", () => {
   it("fetches, verifies and runs the code, and reports its canonical Qm CID", async () => {
     const code = script("by bafy");
-    const cid = ((await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: code })).json()) as { cid: string }).cid;
-    await ok("add_group", { api_key: apiKey, group_name: "ipfs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
-    const r = await callEnclave<Awaited<ReturnType<typeof run>>["body"]>("sigil_action", { api_key: apiKey, ipfs_id: v1(cid) });
+    const cid = (
+      (await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: code })).json()) as { cid: string }
+    ).cid;
+    await ok("add_group", {
+      api_key: apiKey,
+      group_name: "ipfs",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [cid],
+    });
+    const r = await callEnclave<Awaited<ReturnType<typeof run>>["body"]>("sigil_action", {
+      api_key: apiKey,
+      ipfs_id: v1(cid),
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ response: "by bafy", cid, has_error: false });
   });
@@ -99,7 +144,13 @@ describe("the action identity of a CID in either form", () => {
       };
     }`;
     const cid = await computeCid(code);
-    await ok("add_group", { api_key: apiKey, group_name: "identity", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
+    await ok("add_group", {
+      api_key: apiKey,
+      group_name: "identity",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [cid],
+    });
     const r = await run(apiKey, code, { bafy: v1(cid) });
     expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
     const out = r.body.response as { own: string; named: string; ownKey: string; namedKey: string };
@@ -114,7 +165,13 @@ describe("the action identity of a CID in either form", () => {
       catch (e) { return { code: e.code, message: e.message }; }
     }`;
     const cid = await computeCid(code);
-    await ok("add_group", { api_key: apiKey, group_name: "raw identity", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
+    await ok("add_group", {
+      api_key: apiKey,
+      group_name: "raw identity",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [cid],
+    });
     const raw = CID.createV1(RAW_CODEC, CID.parse(cid).multihash).toString();
     const r = await run(apiKey, code, { raw });
     expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
@@ -136,17 +193,34 @@ describe("CIDs that can name no script", () => {
   });
 
   it("are refused (400 invalid_request, naming the field) by every grant and as ipfs_id, so no grant silently authorizes nothing", async () => {
-    const { group_id } = await ok<{ group_id: string }>("add_group", { api_key: apiKey, group_name: "refusals", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] });
+    const { group_id } = await ok<{ group_id: string }>("add_group", {
+      api_key: apiKey,
+      group_name: "refusals",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [],
+    });
     for (const bad of [raw, otherHash]) {
       const attempts: Array<[string, Record<string, unknown>, string]> = [
-        ["add_group", { group_name: "x", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [bad] }, "cid_hashes_permitted.0"],
-        ["update_group", { group_id, name: "x", description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0", bad] }, "cid_hashes_permitted.1"],
+        [
+          "add_group",
+          { group_name: "x", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [bad] },
+          "cid_hashes_permitted.0",
+        ],
+        [
+          "update_group",
+          { group_id, name: "x", description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0", bad] },
+          "cid_hashes_permitted.1",
+        ],
         ["add_action_to_group", { group_id, action_ipfs_cid: bad }, "action_ipfs_cid"],
         ["add_action", { action_ipfs_cid: bad, name: "x", description: "" }, "action_ipfs_cid"],
         ["sigil_action", { ipfs_id: bad }, "ipfs_id"],
       ];
       for (const [op, body, path] of attempts) {
-        const r = await callEnclave<{ error: { code: string; details: Array<{ path: string; message: string }> } }>(op, { api_key: apiKey, ...body });
+        const r = await callEnclave<{ error: { code: string; details: Array<{ path: string; message: string }> } }>(
+          op,
+          { api_key: apiKey, ...body },
+        );
         expect(r.status, `${op} ${bad}: ${JSON.stringify(r.body)}`).toBe(400);
         expect(r.body.error.code).toBe("invalid_request");
         expect(r.body.error.details.map((d) => d.path)).toContain(path);

@@ -9,7 +9,11 @@ import { callOperation, type Reply } from "../harness/channel.ts";
 
 export type { Reply } from "../harness/channel.ts";
 
-export function callEnclave<T = Record<string, unknown>>(op: EnclaveOperation | string, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
+export function callEnclave<T = Record<string, unknown>>(
+  op: EnclaveOperation | string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply<T>> {
   return callOperation<T>(inject("enclaveUrl"), op, body, headers);
 }
 
@@ -29,7 +33,12 @@ export type RunResult = {
   duration_ms: number;
 };
 
-export async function run(apiKey: string, code: string, params: unknown = null, extra: Record<string, unknown> = {}): Promise<Reply<RunResult>> {
+export async function run(
+  apiKey: string,
+  code: string,
+  params: unknown = null,
+  extra: Record<string, unknown> = {},
+): Promise<Reply<RunResult>> {
   return callEnclave<RunResult>("sigil_action", { api_key: apiKey, code, js_params: params, ...extra });
 }
 

@@ -22,7 +22,14 @@ describe("GET /health (public)", () => {
     const res = await fetch(`${inject("enclaveUrl")}/health`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as PublicHealth;
-    expect(Object.keys(body).sort()).toEqual(["account_event_listener_lag_seconds", "chain", "instance_id", "listener", "payers", "status"]);
+    expect(Object.keys(body).sort()).toEqual([
+      "account_event_listener_lag_seconds",
+      "chain",
+      "instance_id",
+      "listener",
+      "payers",
+      "status",
+    ]);
     expect(Object.keys(body.listener).sort()).toEqual(["chain_head", "last_block", "stalled", "stalled_after_seconds"]);
     expect(Object.keys(body.chain).sort()).toEqual(["chain_id", "contract_address"]);
     expect(body.status).toBe("ok");
@@ -34,7 +41,8 @@ describe("GET /health (public)", () => {
     expect(body.instance_id).toBe(info.instance_id);
     expect(res.headers.get("x-sigil-instance")).toBe(info.instance_id);
     const text = JSON.stringify(body);
-    for (const secret of ["balance", "last_error", "memory", "rss", "heap", "sandbox", "worker", "cache", "sessions"]) expect(text).not.toContain(secret);
+    for (const secret of ["balance", "last_error", "memory", "rss", "heap", "sandbox", "worker", "cache", "sessions"])
+      expect(text).not.toContain(secret);
   });
 
   it("keeps the rest for the internal report, which the channel reaches: payer balances, the listener's last error, sandbox, cache, channel and memory", async () => {
@@ -65,7 +73,10 @@ describe("an enclave whose chain listener has stalled", () => {
   it("answers GET /health with 503 degraded and listener.stalled, although it answers: its lag is past the threshold", async () => {
     // One poll at start, the next in ten minutes: the listener goes quiet at once, as a stuck one
     // would, and its threshold of one second is crossed within a second of that poll.
-    enclave = await startOwnEnclave({ instanceIndex: 31, env: { SIGIL_LISTENER_POLL_MS: "600000", SIGIL_LISTENER_STALLED_AFTER_MS: "1000" } });
+    enclave = await startOwnEnclave({
+      instanceIndex: 31,
+      env: { SIGIL_LISTENER_POLL_MS: "600000", SIGIL_LISTENER_STALLED_AFTER_MS: "1000" },
+    });
     let res: Response | undefined;
     let body: PublicHealth | undefined;
     // Bounded: it turns within a second or two; 30 s is only for a loaded machine.

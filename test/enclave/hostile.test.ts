@@ -74,11 +74,20 @@ beforeAll(async () => {
   const account = await ok<{ api_key: string; wallet_address: Address }>("new_account", { account_name: "hostile" });
   apiKey = account.api_key;
   masterWallet = account.wallet_address;
-  wallet = (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "in group" })).wallet_address;
-  walletOutsideGroup = (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "outside" })).wallet_address;
-  await ok("add_group", { api_key: apiKey, group_name: "any action", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: ["0"] });
+  wallet = (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "in group" }))
+    .wallet_address;
+  walletOutsideGroup = (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "outside" }))
+    .wallet_address;
+  await ok("add_group", {
+    api_key: apiKey,
+    group_name: "any action",
+    group_description: "",
+    pkp_ids_permitted: [wallet],
+    cid_hashes_permitted: ["0"],
+  });
   const other = await ok<{ api_key: string }>("new_account", { account_name: "hostile neighbour" });
-  foreignWallet = (await ok<{ wallet_address: Address }>("create_wallet", { api_key: other.api_key, name: "theirs" })).wallet_address;
+  foreignWallet = (await ok<{ wallet_address: Address }>("create_wallet", { api_key: other.api_key, name: "theirs" }))
+    .wallet_address;
   knownRestarts = (await health()).sandbox.worker_restarts;
   await expectEnclaveHealthy();
 });
@@ -93,15 +102,29 @@ describe("infinite loops", () => {
   });
 
   it("a loop in a promise job ends in timeout", async () => {
-    const r = await run(apiKey, `async function main() { await Promise.resolve().then(() => { while (true) {} }); }`, null, { timeout_ms: 1000 });
+    const r = await run(
+      apiKey,
+      `async function main() { await Promise.resolve().then(() => { while (true) {} }); }`,
+      null,
+      { timeout_ms: 1000 },
+    );
     // Ended at its limit, by the interrupt handler or, on a machine too busy to run the thread within
     // the watchdog's grace, by the watchdog ("… and was stopped"); the first test pins the handler.
-    expect(expectRunError(r, "timeout").message).toMatch(/^the script ran past its time limit of 1000 ms( and was stopped)?$/);
+    expect(expectRunError(r, "timeout").message).toMatch(
+      /^the script ran past its time limit of 1000 ms( and was stopped)?$/,
+    );
   });
 
   it("a loop in a timer callback ends in timeout", async () => {
-    const r = await run(apiKey, `async function main() { await new Promise((resolve) => setTimeout(() => { while (true) {} resolve(); }, 10)); }`, null, { timeout_ms: 1000 });
-    expect(expectRunError(r, "timeout").message).toMatch(/^the script ran past its time limit of 1000 ms( and was stopped)?$/);
+    const r = await run(
+      apiKey,
+      `async function main() { await new Promise((resolve) => setTimeout(() => { while (true) {} resolve(); }, 10)); }`,
+      null,
+      { timeout_ms: 1000 },
+    );
+    expect(expectRunError(r, "timeout").message).toMatch(
+      /^the script ran past its time limit of 1000 ms( and was stopped)?$/,
+    );
   });
 
   it("a hello-world run completes while another run is busy looping on a worker", async () => {
@@ -120,12 +143,22 @@ describe("infinite loops", () => {
 
 describe("memory and stack", () => {
   it("an array of small objects growing forever ends in memory_limit", async () => {
-    const r = await run(apiKey, `async function main() { const hoard = []; for (let i = 0; ; i++) hoard.push({ i }); }`, null, { timeout_ms: 10_000 });
+    const r = await run(
+      apiKey,
+      `async function main() { const hoard = []; for (let i = 0; ; i++) hoard.push({ i }); }`,
+      null,
+      { timeout_ms: 10_000 },
+    );
     expectRunError(r, "memory_limit");
   });
 
   it("an array of objects holding fresh strings and arrays, growing forever, ends in memory_limit", async () => {
-    const r = await run(apiKey, `async function main() { const hoard = []; for (let i = 0; ; i++) hoard.push({ i, tag: "x" + i, list: [i, i] }); }`, null, { timeout_ms: 10_000 });
+    const r = await run(
+      apiKey,
+      `async function main() { const hoard = []; for (let i = 0; ; i++) hoard.push({ i, tag: "x" + i, list: [i, i] }); }`,
+      null,
+      { timeout_ms: 10_000 },
+    );
     expectRunError(r, "memory_limit");
   });
 
@@ -169,11 +202,17 @@ describe("memory and stack", () => {
       try { new ArrayBuffer(1e9); } catch (e) { caught = { name: e.name, message: e.message }; }
       return { caught, after: new ArrayBuffer(16).byteLength };
     }`;
-    expect(expectSuccess(await run(apiKey, code))).toEqual({ caught: { name: "InternalError", message: "out of memory" }, after: 16 });
+    expect(expectSuccess(await run(apiKey, code))).toEqual({
+      caught: { name: "InternalError", message: "out of memory" },
+      after: 16,
+    });
   });
 
   it("deep recursion ends in script_error saying the stack overflowed", async () => {
-    const r = await run(apiKey, `function down(n) { return down(n + 1) + 1; }\nasync function main() { return down(0); }`);
+    const r = await run(
+      apiKey,
+      `function down(n) { return down(n + 1) + 1; }\nasync function main() { return down(0); }`,
+    );
     const error = expectRunError(r, "script_error");
     expect(error.message).toMatch(/stack overflow|call stack/i);
   });
@@ -213,7 +252,10 @@ describe("logs, responses and timers", () => {
   });
 
   it("a single 10 MiB log line is dropped with the marker, and the run succeeds", async () => {
-    const r = await run(apiKey, `async function main() { console.log("z".repeat(10 << 20)); console.log("after"); return "done"; }`);
+    const r = await run(
+      apiKey,
+      `async function main() { console.log("z".repeat(10 << 20)); console.log("after"); return "done"; }`,
+    );
     expect(expectSuccess(r)).toBe("done");
     expect(r.body.logs).toBe(`${MARKER}\n`);
   });
@@ -225,7 +267,10 @@ describe("logs, responses and timers", () => {
   });
 
   it("5000 pending setTimeout calls end in limit_exceeded when not caught", async () => {
-    const r = await run(apiKey, `async function main() { for (let i = 0; i < 5000; i++) setTimeout(() => {}, 30000); return "unreachable"; }`);
+    const r = await run(
+      apiKey,
+      `async function main() { for (let i = 0; i < 5000; i++) setTimeout(() => {}, 30000); return "unreachable"; }`,
+    );
     expectRunError(r, "limit_exceeded");
   });
 
@@ -241,7 +286,10 @@ describe("logs, responses and timers", () => {
 
   it("a 50 s timer that never fires does not keep the run alive after main returns", async () => {
     const started = Date.now();
-    const r = await run(apiKey, `async function main() { setTimeout(() => console.log("late"), 50000); return "returned"; }`);
+    const r = await run(
+      apiKey,
+      `async function main() { setTimeout(() => console.log("late"), 50000); return "returned"; }`,
+    );
     expect(expectSuccess(r)).toBe("returned");
     expect(r.body.logs).toBe("");
     expect(Date.now() - started).toBeLessThan(3000);
@@ -345,7 +393,8 @@ describe("tampering with built-ins and with Sigil", () => {
       signature: Hex;
     };
     // Every attempt failed: by a TypeError, by `delete` answering false, or silently (sloppy-mode assignment).
-    for (const [what, result] of Object.entries(out.outcome)) expect(["TypeError", "refused", "no error"], what).toContain(result);
+    for (const [what, result] of Object.entries(out.outcome))
+      expect(["TypeError", "refused", "no error"], what).toContain(result);
     expect(out.same).toBe(true);
     expect(out.frozen).toEqual([true, true, true, true]);
     expect(out.prototypes).toEqual([true, true, true]);
@@ -364,7 +413,12 @@ describe("tampering with built-ins and with Sigil", () => {
       out.same = globalThis.Sigil === original;
       return out;
     }`;
-    expect(expectSuccess(await run(apiKey, code))).toEqual({ defineProperty: "TypeError", defineProperties: "TypeError", reflect: false, same: true });
+    expect(expectSuccess(await run(apiKey, code))).toEqual({
+      defineProperty: "TypeError",
+      defineProperties: "TypeError",
+      reflect: false,
+      same: true,
+    });
   });
 
   it("tampering with Object.prototype (toJSON, descriptor keys) does not change a host error's code", async () => {
@@ -430,12 +484,16 @@ describe("reaching for the host", () => {
     expect(out.walked).toBeGreaterThan(500);
     expect(out.found).toEqual([]);
     for (const [what, result] of Object.entries(out.escapes)) expect(result, what).toBe("EvalError");
-    for (const [specifier, result] of Object.entries(out.imports)) expect(result, specifier).toMatch(/^\w*Error: .*could not load module/);
+    for (const [specifier, result] of Object.entries(out.imports))
+      expect(result, specifier).toMatch(/^\w*Error: .*could not load module/);
     expect(out.protoIsObject).toBe(true);
   });
 
   it("a module importing a host module fails with script_error, not a crash", async () => {
-    const r = await run(apiKey, `import * as fs from "fs";\nexport default async function main() { return typeof fs.readFileSync; }`);
+    const r = await run(
+      apiKey,
+      `import * as fs from "fs";\nexport default async function main() { return typeof fs.readFileSync; }`,
+    );
     const error = expectRunError(r, "script_error");
     expect(error.message).toMatch(/could not load module 'fs'/);
   });
@@ -463,7 +521,10 @@ describe("reaching for the host", () => {
       try { setTimeout("globalThis.ran = 1", 0); timerString = "accepted"; } catch (e) { timerString = e.name; }
       return { out, timerString };
     }`;
-    const { out, timerString } = expectSuccess(await run(apiKey, code)) as { out: Record<string, string>; timerString: string };
+    const { out, timerString } = expectSuccess(await run(apiKey, code)) as {
+      out: Record<string, string>;
+      timerString: string;
+    };
     expect(Object.keys(out)).toHaveLength(11);
     for (const [what, result] of Object.entries(out)) expect(result, what).toBe("EvalError");
     expect(timerString).toBe("TypeError");
@@ -561,14 +622,23 @@ describe("fetch to loopback and to the enclave", () => {
   });
 
   it("a response over 10 MiB ends in limit_exceeded", async () => {
-    const r = await run(apiKey, `async function main({ url }) { const res = await fetch(url); return (await res.arrayBuffer()).byteLength; }`, { url: `${targetUrl()}/big` });
+    const r = await run(
+      apiKey,
+      `async function main({ url }) { const res = await fetch(url); return (await res.arrayBuffer()).byteLength; }`,
+      { url: `${targetUrl()}/big` },
+    );
     const error = expectRunError(r, "limit_exceeded");
     expect(error.message).toMatch(/larger than 10485760 bytes/);
   });
 
   it("a fetch that never answers ends the run at its timeout instead of hanging it", async () => {
     const started = Date.now();
-    const r = await run(apiKey, `async function main({ url }) { const res = await fetch(url); return res.status; }`, { url: `${targetUrl()}/hang` }, { timeout_ms: 1500 });
+    const r = await run(
+      apiKey,
+      `async function main({ url }) { const res = await fetch(url); return res.status; }`,
+      { url: `${targetUrl()}/hang` },
+      { timeout_ms: 1500 },
+    );
     expect(r.status).toBe(200);
     expect(r.body.has_error).toBe(true);
     // Either the run's deadline or the fetch's own timeout (capped at the time left) fires first.
@@ -603,7 +673,10 @@ describe("wallets that are not the script's", () => {
   });
 
   it("a random address is permission_denied", async () => {
-    expectRunError(await run(apiKey, STEAL, { pkpId: privateKeyToAccount(generatePrivateKey()).address }), "permission_denied");
+    expectRunError(
+      await run(apiKey, STEAL, { pkpId: privateKeyToAccount(generatePrivateKey()).address }),
+      "permission_denied",
+    );
   });
 
   it("a forged pkpId that is not an address is a TypeError (script_error) before the host is asked", async () => {
@@ -612,7 +685,9 @@ describe("wallets that are not the script's", () => {
       expect(error.message, String(pkpId)).toMatch(/^TypeError: signMessage: pkpId must be a wallet address/);
     }
     const objectPkp = `async function main({ wallet }) { return await Sigil.Actions.signMessage({ pkpId: { toString: () => wallet }, message: "x" }); }`;
-    expect(expectRunError(await run(apiKey, objectPkp, { wallet }), "script_error").message).toMatch(/^TypeError: signMessage: pkpId must be a wallet address/);
+    expect(expectRunError(await run(apiKey, objectPkp, { wallet }), "script_error").message).toMatch(
+      /^TypeError: signMessage: pkpId must be a wallet address/,
+    );
   });
 
   it("a refused wallet does not stop the script from using its own wallet in the same run", async () => {
@@ -621,7 +696,10 @@ describe("wallets that are not the script's", () => {
       try { await Sigil.Actions.signMessage({ pkpId: foreign, message: "steal" }); } catch (e) { refused = e.code; }
       return { refused, signature: await Sigil.Actions.signMessage({ pkpId: wallet, message: "mine" }) };
     }`;
-    const out = expectSuccess(await run(apiKey, code, { foreign: foreignWallet, wallet })) as { refused: string; signature: Hex };
+    const out = expectSuccess(await run(apiKey, code, { foreign: foreignWallet, wallet })) as {
+      refused: string;
+      signature: Hex;
+    };
     expect(out.refused).toBe("permission_denied");
     expect(await recoverMessageAddress({ message: "mine", signature: out.signature })).toBe(getAddress(wallet));
   });
@@ -633,7 +711,11 @@ describe("wallets that are not the script's", () => {
       catch (e) { return { done, code: e.code, message: e.message }; }
       return { done };
     }`;
-    expect(expectSuccess(await run(apiKey, code, { wallet }))).toEqual({ done: 200, code: "limit_exceeded", message: "a run may make at most 200 wallet operations" });
+    expect(expectSuccess(await run(apiKey, code, { wallet }))).toEqual({
+      done: 200,
+      code: "limit_exceeded",
+      message: "a run may make at most 200 wallet operations",
+    });
   });
 
   it("the enclave is alive and answers hello world after the wallet cases", expectEnclaveHealthy);
@@ -641,7 +723,10 @@ describe("wallets that are not the script's", () => {
 
 describe("error codes and isolation", () => {
   it("a script throwing its own object with code permission_denied gets script_error", async () => {
-    const withError = await run(apiKey, `async function main() { throw Object.assign(new Error("mine"), { code: "permission_denied" }); }`);
+    const withError = await run(
+      apiKey,
+      `async function main() { throw Object.assign(new Error("mine"), { code: "permission_denied" }); }`,
+    );
     expect(expectRunError(withError, "script_error").message).toBe("Error: mine");
     const plain = await run(apiKey, `async function main() { throw { code: "limit_exceeded", message: "mine too" }; }`);
     expectRunError(plain, "script_error");
@@ -727,13 +812,23 @@ describe("limits that hold whatever the script calls, and neighbours that do not
   });
 
   it("a thrown object whose name getter allocates without end ends in memory_limit; one whose message getter scans in a loop ends in timeout", async () => {
-    const memory = await run(apiKey, `async function main() {
+    const memory = await run(
+      apiKey,
+      `async function main() {
       throw { get name() { const a = []; for (;;) a.push("x".repeat(1 << 20) + a.length); }, message: "m" };
-    }`, null, { timeout_ms: 20_000 });
+    }`,
+      null,
+      { timeout_ms: 20_000 },
+    );
     expectRunError(memory, "memory_limit");
-    const slow = await run(apiKey, `async function main() {
+    const slow = await run(
+      apiKey,
+      `async function main() {
       throw { get message() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return String(n); } };
-    }`, null, { timeout_ms: 1500 });
+    }`,
+      null,
+      { timeout_ms: 1500 },
+    );
     expectRunError(slow, "timeout");
   });
 
@@ -747,7 +842,9 @@ describe("limits that hold whatever the script calls, and neighbours that do not
       }
       return { bytes, refused };
     }`;
-    const replies = await Promise.all(Array.from({ length: 6 }, () => run(apiKey, greedy, null, { timeout_ms: 60_000 })));
+    const replies = await Promise.all(
+      Array.from({ length: 6 }, () => run(apiKey, greedy, null, { timeout_ms: 60_000 })),
+    );
     for (const r of replies) {
       expect(r.status).toBe(200);
       if (r.body.has_error) {
@@ -760,7 +857,10 @@ describe("limits that hold whatever the script calls, and neighbours that do not
     }
   });
 
-  it("the enclave is alive and answers hello world after the long built-ins, the getters and the fetches", expectEnclaveHealthy);
+  it(
+    "the enclave is alive and answers hello world after the long built-ins, the getters and the fetches",
+    expectEnclaveHealthy,
+  );
 
   describe("on an enclave with one sandbox worker", () => {
     let own: EnclaveProcess;
@@ -769,7 +869,11 @@ describe("limits that hold whatever the script calls, and neighbours that do not
       dns = await startDnsServer({ answers: { "fast.test": "127.0.0.1" }, silent: ["slow.test"] });
       own = await startOwnEnclave({
         instanceIndex: 23,
-        env: { SIGIL_DNS_SERVERS: dns.address, SIGIL_DNS_TIMEOUT_MS: "3000", SIGIL_FETCH_ALLOW: `fast.test:${targetPort()}` },
+        env: {
+          SIGIL_DNS_SERVERS: dns.address,
+          SIGIL_DNS_TIMEOUT_MS: "3000",
+          SIGIL_FETCH_ALLOW: `fast.test:${targetPort()}`,
+        },
       });
     });
     afterAll(async () => {
@@ -784,25 +888,37 @@ describe("limits that hold whatever the script calls, and neighbours that do not
       await sleep(300);
       // Shorter limits than the offender's: the time it holds the thread is not theirs. (2 s, not 1:
       // on a machine busy with the other suites a neighbour's own 100 ms took more than 1 s.)
-      const neighbours = [0, 1, 2].map((n) => runOn(`async function main(p) { await new Promise((r) => setTimeout(r, 100)); return "neighbour " + p.n; }`, { n }, { timeout_ms: 2000 }));
+      const neighbours = [0, 1, 2].map((n) =>
+        runOn(
+          `async function main(p) { await new Promise((r) => setTimeout(r, 100)); return "neighbour " + p.n; }`,
+          { n },
+          { timeout_ms: 2000 },
+        ),
+      );
       expect((await Promise.all(neighbours)).map(expectSuccess)).toEqual(["neighbour 0", "neighbour 1", "neighbour 2"]);
       expectRunError(await offender, "timeout");
     });
 
     it("a name server that never answers costs the fetches their DNS timeout, and WebCrypto work of another run goes on meanwhile", async () => {
-      const stuck = runOn(`async function main() {
+      const stuck = runOn(
+        `async function main() {
         const settled = await Promise.allSettled(Array.from({ length: 16 }, () => fetch("http://slow.test/")));
         return settled.map((s) => s.status === "rejected" ? s.reason.message : "answered");
-      }`, null);
+      }`,
+        null,
+      );
       let stuckDone = false;
       void stuck.then(() => (stuckDone = true));
       await sleep(300);
-      const crypto = await runOn(`async function main({ wallet }) {
+      const crypto = await runOn(
+        `async function main({ wallet }) {
         const sealed = await Sigil.Actions.encrypt({ pkpId: wallet, plaintext: "kept" });
         const opened = await Sigil.Actions.decrypt({ pkpId: wallet, ciphertext: sealed });
         const hello = await (await fetch(${JSON.stringify(`http://fast.test:${targetPort()}/hello`)})).text();
         return { opened, hello };
-      }`, { wallet });
+      }`,
+        { wallet },
+      );
       expect(expectSuccess(crypto)).toEqual({ opened: "kept", hello: "hello from the target" });
       // The 16 lookups were still waiting for their name server when the other run was done.
       expect(stuckDone).toBe(false);

@@ -17,7 +17,13 @@ beforeAll(async () => {
   if (made.status !== 200) throw new Error(`new_account answered ${made.status}: ${JSON.stringify(made.body)}`);
   apiKey = made.body.api_key;
   // "0" lists every action: this test is about the runtime, not about groups.
-  const group = await callOperation(stack.enclaveUrl, "add_group", { api_key: apiKey, group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] });
+  const group = await callOperation(stack.enclaveUrl, "add_group", {
+    api_key: apiKey,
+    group_name: "any",
+    group_description: "",
+    pkp_ids_permitted: [],
+    cid_hashes_permitted: ["0"],
+  });
   if (group.status !== 200) throw new Error(`add_group answered ${group.status}: ${JSON.stringify(group.body)}`);
 }, 120_000);
 
@@ -26,11 +32,14 @@ afterAll(async () => {
 });
 
 describe("10 000 sequential executions", () => {
-  it("leak no QuickJS handles: every run answers, the process stays up, and its RSS grows by less than 288 MiB from run 1 000 to run 10 000", { timeout: 600_000 }, async () => {
+  it("leak no QuickJS handles: every run answers, the process stays up, and its RSS grows by less than 288 MiB from run 1 000 to run 10 000", {
+    timeout: 600_000,
+  }, async () => {
     const pid = stack.enclavePid;
     // The whole process: the service thread and the sandbox workers (threads of this process).
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-    const heap = async () => (await internalHealthOf<{ memory: { heap_used_mb: number } }>(stack.enclaveUrl)).memory.heap_used_mb;
+    const heap = async () =>
+      (await internalHealthOf<{ memory: { heap_used_mb: number } }>(stack.enclaveUrl)).memory.heap_used_mb;
     // Each run exercises the paths that create handles: host calls, promises, timers, logs, errors.
     const code = `async function main(i) {
       await new Promise((r) => setTimeout(r, 0));
@@ -44,7 +53,11 @@ describe("10 000 sequential executions", () => {
     const samples = new Map<number, { rss: number; heap: number }>();
     let failures = 0;
     for (let i = 0; i < runs; i++) {
-      const r = await callOperation<RunResult>(stack.enclaveUrl, "sigil_action", { api_key: apiKey, code, js_params: i });
+      const r = await callOperation<RunResult>(stack.enclaveUrl, "sigil_action", {
+        api_key: apiKey,
+        code,
+        js_params: i,
+      });
       if (r.status !== 200) throw new Error(`run ${i} answered ${r.status}: ${JSON.stringify(r.body)}`);
       if (i % 5 === 0) {
         if (r.body.error?.code !== "script_error") throw new Error(`run ${i}: ${JSON.stringify(r.body)}`);

@@ -18,7 +18,13 @@ let apiKey: string;
 
 beforeAll(async () => {
   apiKey = (await ok<{ api_key: string }>("new_account", { account_name: "limits" })).api_key;
-  await ok("add_group", { api_key: apiKey, group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] });
+  await ok("add_group", {
+    api_key: apiKey,
+    group_name: "any",
+    group_description: "",
+    pkp_ids_permitted: [],
+    cid_hashes_permitted: ["0"],
+  });
 });
 
 async function workerRestarts(base: string): Promise<number> {
@@ -27,7 +33,11 @@ async function workerRestarts(base: string): Promise<number> {
 
 describe("the defaults, as configured", () => {
   /** Only the variables the enclave requires: every limit at its default. */
-  const REQUIRED = { SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:8545", SIGIL_CONTRACT_ADDRESS: `0x${"ab".repeat(20)}` };
+  const REQUIRED = {
+    SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+    SIGIL_RPC_URL: "http://127.0.0.1:8545",
+    SIGIL_CONTRACT_ADDRESS: `0x${"ab".repeat(20)}`,
+  };
   const defaults = readEnclaveConfig(REQUIRED).limits;
 
   it("a run's time limit is 60 s, at most 900 s, and an operator cannot raise the maximum past 900 s", () => {
@@ -75,13 +85,17 @@ describe("on an enclave with a 2 s maximum time limit and a 500 ms per-fetch tim
     await enclave?.stop();
   });
 
-  const execute = (code: string, extra: Record<string, unknown> = {}) => callAt<RunResult>(enclave.url, "sigil_action", { api_key: apiKey, code, ...extra });
+  const execute = (code: string, extra: Record<string, unknown> = {}) =>
+    callAt<RunResult>(enclave.url, "sigil_action", { api_key: apiKey, code, ...extra });
 
   it("a timeout_ms of 900 s asked for a looping script is capped to the 2 s maximum", async () => {
     const started = Date.now();
     const r = await execute(LOOP, { timeout_ms: 900_000 });
     expect(r.status).toBe(200);
-    expect(r.body.error).toEqual({ code: "timeout", message: `the script ran past its time limit of ${SMALL_MAX_TIMEOUT_MS} ms` });
+    expect(r.body.error).toEqual({
+      code: "timeout",
+      message: `the script ran past its time limit of ${SMALL_MAX_TIMEOUT_MS} ms`,
+    });
     expect(Date.now() - started).toBeLessThan(SMALL_MAX_TIMEOUT_MS + 3_000);
   });
 
@@ -99,7 +113,11 @@ describe("on an enclave with a 2 s maximum time limit and a 500 ms per-fetch tim
     const r = await execute(code, { js_params: { url: `${inject("fetchTargetUrl")}/hang` } });
     expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
     const out = r.body.response as { name: string; message: string; code: string | null; ms: number };
-    expect(out).toMatchObject({ name: "TypeError", message: `fetch timed out after ${SMALL_FETCH_TIMEOUT_MS} ms.`, code: null });
+    expect(out).toMatchObject({
+      name: "TypeError",
+      message: `fetch timed out after ${SMALL_FETCH_TIMEOUT_MS} ms.`,
+      code: null,
+    });
     expect(out.ms).toBeGreaterThanOrEqual(SMALL_FETCH_TIMEOUT_MS - 50);
     expect(out.ms).toBeLessThan(SMALL_MAX_TIMEOUT_MS);
   });

@@ -41,7 +41,11 @@ beforeAll(async () => {
   enclave = await startOwnEnclave({
     instanceIndex: INSTANCE_INDEX,
     registerPayers: true,
-    env: { SIGIL_LOG_LEVEL: "debug", SIGIL_PAYERS_PER_INSTANCE: String(PAYERS_PER_INSTANCE), SIGIL_LISTENER_POLL_MS: "200" },
+    env: {
+      SIGIL_LOG_LEVEL: "debug",
+      SIGIL_PAYERS_PER_INSTANCE: String(PAYERS_PER_INSTANCE),
+      SIGIL_LISTENER_POLL_MS: "200",
+    },
   });
 });
 
@@ -53,7 +57,8 @@ describe("the enclave's logs, at debug level, after operations with known keys",
   const keyring = new Keyring(hexToBytes(TEST_ROOT_KEY));
   /** name → secret text that must not appear in the logs. */
   const secrets = new Map<string, string>();
-  const hexSecret = (name: string, bytes: Uint8Array | Hex) => secrets.set(name, (typeof bytes === "string" ? bytes : bytesToHex(bytes)).slice(2).toLowerCase());
+  const hexSecret = (name: string, bytes: Uint8Array | Hex) =>
+    secrets.set(name, (typeof bytes === "string" ? bytes : bytesToHex(bytes)).slice(2).toLowerCase());
   const apiKeySecret = (name: string, key: string) => {
     secrets.set(name, key);
     secrets.set(`${name} (base64url)`, Buffer.from(key, "base64").toString("base64url"));
@@ -65,8 +70,13 @@ describe("the enclave's logs, at debug level, after operations with known keys",
 
   beforeAll(async () => {
     const base = enclave.url;
-    const account = await okAt<{ api_key: string; wallet_address: string }>(base, "new_account", { account_name: "logged" });
-    const wallet = getAddress((await okAt<{ wallet_address: Address }>(base, "create_wallet", { api_key: account.api_key, name: "w" })).wallet_address);
+    const account = await okAt<{ api_key: string; wallet_address: string }>(base, "new_account", {
+      account_name: "logged",
+    });
+    const wallet = getAddress(
+      (await okAt<{ wallet_address: Address }>(base, "create_wallet", { api_key: account.api_key, name: "w" }))
+        .wallet_address,
+    );
     const { usage_api_key: usageKey } = await okAt<{ usage_api_key: string }>(base, "add_usage_api_key", {
       api_key: account.api_key,
       name: "runner",
@@ -75,17 +85,35 @@ describe("the enclave's logs, at debug level, after operations with known keys",
       execute_in_groups: [0],
     });
     const [useCid, failCid] = [await computeCid(USE_EVERY_KEY), await computeCid(FAIL_WITH_KEY)];
-    await okAt(base, "add_group", { api_key: account.api_key, group_name: "g", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [useCid, failCid] });
+    await okAt(base, "add_group", {
+      api_key: account.api_key,
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: [useCid, failCid],
+    });
 
-    const used = await callAt<RunResult>(base, "sigil_action", { api_key: account.api_key, code: USE_EVERY_KEY, js_params: { wallet } });
+    const used = await callAt<RunResult>(base, "sigil_action", {
+      api_key: account.api_key,
+      code: USE_EVERY_KEY,
+      js_params: { wallet },
+    });
     expect(used.body.has_error, JSON.stringify(used.body)).toBe(false);
     const out = used.body.response as { privateKey: Hex; actionPrivateKey: Hex };
-    const failedRun = await callAt<RunResult>(base, "sigil_action", { api_key: usageKey, code: FAIL_WITH_KEY, js_params: { wallet } });
+    const failedRun = await callAt<RunResult>(base, "sigil_action", {
+      api_key: usageKey,
+      code: FAIL_WITH_KEY,
+      js_params: { wallet },
+    });
     expect(failedRun.body.error).toMatchObject({ code: "script_error", message: `Error: leaking ${out.privateKey}` });
     // Refused before running: code in no group (403), and a well-formed key nobody holds (401).
-    expect((await callAt(base, "sigil_action", { api_key: account.api_key, code: "async function main() {}" })).status).toBe(403);
+    expect(
+      (await callAt(base, "sigil_action", { api_key: account.api_key, code: "async function main() {}" })).status,
+    ).toBe(403);
     const strangerKey = Buffer.alloc(32, 0x5a).toString("base64");
-    expect((await callAt(base, "sigil_action", { api_key: strangerKey, code: "async function main() {}" })).status).toBe(401);
+    expect(
+      (await callAt(base, "sigil_action", { api_key: strangerKey, code: "async function main() {}" })).status,
+    ).toBe(401);
 
     masterHash = apiKeyHash(account.api_key);
     usageHash = apiKeyHash(usageKey);
@@ -96,7 +124,9 @@ describe("the enclave's logs, at debug level, after operations with known keys",
     expect(bytesToHex(walletKey.privateKey)).toBe(out.privateKey);
     expect(bytesToHex(keyring.actionKey(useCid).privateKey)).toBe(out.actionPrivateKey);
     expect(keyring.accountMasterWallet(masterHash).address.toLowerCase()).toBe(account.wallet_address);
-    const payerKeys = Array.from({ length: PAYERS_PER_INSTANCE }, (_, i) => keyring.payerKey(INSTANCE_INDEX * PAYERS_PER_INSTANCE + i));
+    const payerKeys = Array.from({ length: PAYERS_PER_INSTANCE }, (_, i) =>
+      keyring.payerKey(INSTANCE_INDEX * PAYERS_PER_INSTANCE + i),
+    );
     expect(payerKeys.map((k) => k.address)).toEqual(enclave.payers.map((a) => getAddress(a)));
 
     apiKeySecret("the master API key", account.api_key);
@@ -113,13 +143,15 @@ describe("the enclave's logs, at debug level, after operations with known keys",
 
     // The chain listener's debug line comes after the writes' events are polled: wait for it, so
     // that debug output is part of what is searched.
-    for (let waited = 0; waited < 10_000 && !enclave.output().includes('"level":"debug"'); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let waited = 0; waited < 10_000 && !enclave.output().includes('"level":"debug"'); waited += 100)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     logs = enclave.output();
     expect(logs, "no debug line within 10 s").toContain('"level":"debug"');
   });
 
   it("were captured: they name the operations, the runs and their outcome, with keys as 6-digit hash references", () => {
-    for (const msg of ["account created", "write sent", "run finished", "operation done"]) expect(logs, msg).toContain(`"msg":"${msg}"`);
+    for (const msg of ["account created", "write sent", "run finished", "operation done"])
+      expect(logs, msg).toContain(`"msg":"${msg}"`);
     expect(logs).toContain(`"key":"${keyRef(masterHash)}"`);
     expect(logs).toContain(`"key":"${keyRef(usageHash)}"`);
     expect(logs).toContain('"error":"script_error"');
@@ -135,7 +167,10 @@ describe("the enclave's logs, at debug level, after operations with known keys",
   });
 
   it("contain no more of a key's hash than its first 6 hex digits", () => {
-    for (const [name, hash] of [["master key hash", masterHash], ["usage key hash", usageHash]] as const) {
+    for (const [name, hash] of [
+      ["master key hash", masterHash],
+      ["usage key hash", usageHash],
+    ] as const) {
       const hex = hash.toString(16).padStart(64, "0");
       expect(logs.toLowerCase().includes(hex.slice(0, 7)), name).toBe(false);
     }

@@ -14,7 +14,11 @@ import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "./constants.ts";
  * Starts an enclave on a free port. Its payers are registered and funded only when it is to write
  * (`registerPayers`); one that only executes reads accounts made through the shared enclave.
  */
-export async function startOwnEnclave(options: { instanceIndex: number; env?: Record<string, string>; registerPayers?: boolean }): Promise<EnclaveProcess> {
+export async function startOwnEnclave(options: {
+  instanceIndex: number;
+  env?: Record<string, string>;
+  registerPayers?: boolean;
+}): Promise<EnclaveProcess> {
   const enclave = await spawnEnclave({
     SIGIL_ENV: "test",
     SIGIL_ENCLAVE_PORT: "0",
@@ -47,7 +51,12 @@ export async function startOwnEnclave(options: { instanceIndex: number; env?: Re
 }
 
 /** `callEnclave` of client.ts, against the given enclave. */
-export function callAt<T = Record<string, unknown>>(base: string, op: EnclaveOperation, body: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
+export function callAt<T = Record<string, unknown>>(
+  base: string,
+  op: EnclaveOperation,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply<T>> {
   return callOperation<T>(base, op, body, headers);
 }
 

@@ -12,7 +12,13 @@ let apiKey: string;
 beforeAll(async () => {
   apiKey = (await ok<{ api_key: string }>("new_account", { account_name: "program shape" })).api_key;
   // "0" lists every action: these tests are about the runtime, not about groups.
-  await ok("add_group", { api_key: apiKey, group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] });
+  await ok("add_group", {
+    api_key: apiKey,
+    group_name: "any",
+    group_description: "",
+    pkp_ids_permitted: [],
+    cid_hashes_permitted: ["0"],
+  });
 });
 
 function succeeded(r: Reply<RunResult>): unknown {
@@ -32,7 +38,12 @@ function failed(r: Reply<RunResult>, code: string): NonNullable<RunResult["error
 
 describe("main", () => {
   it("a script without main ends in script_error: the script must define main(params)", async () => {
-    for (const code of [`async function helper() { return 1; }`, `const main = 42;`, `export const x = 1;`, `export function helper() {}`]) {
+    for (const code of [
+      `async function helper() { return 1; }`,
+      `const main = 42;`,
+      `export const x = 1;`,
+      `export function helper() {}`,
+    ]) {
       const error = failed(await run(apiKey, code), "script_error");
       expect(error.message, code).toBe("the script must define main(params)");
     }
@@ -41,7 +52,9 @@ describe("main", () => {
   it("main receives js_params, and null when none were sent", async () => {
     const code = `async function main(params) { return { params }; }`;
     expect(succeeded(await run(apiKey, code, { a: [1, "b"] }))).toEqual({ params: { a: [1, "b"] } });
-    expect(succeeded(await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }))).toEqual({ params: null });
+    expect(succeeded(await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }))).toEqual({
+      params: null,
+    });
   });
 
   it("main returning undefined (or nothing) gives response null", async () => {
@@ -60,7 +73,11 @@ describe("main", () => {
   it("any JSON value main resolves to is the response as that value: numbers, booleans, arrays, nested objects", async () => {
     expect(succeeded(await run(apiKey, `async function main() { return 0; }`))).toBe(0);
     expect(succeeded(await run(apiKey, `async function main() { return false; }`))).toBe(false);
-    expect(succeeded(await run(apiKey, `async function main() { return [1, null, { x: ["y"] }]; }`))).toEqual([1, null, { x: ["y"] }]);
+    expect(succeeded(await run(apiKey, `async function main() { return [1, null, { x: ["y"] }]; }`))).toEqual([
+      1,
+      null,
+      { x: ["y"] },
+    ]);
     // A synchronous main too: its value is awaited the same way.
     expect(succeeded(await run(apiKey, `function main() { return { sync: true }; }`))).toEqual({ sync: true });
   });
@@ -68,11 +85,15 @@ describe("main", () => {
 
 describe("the module form", () => {
   it("export default async function is main", async () => {
-    expect(succeeded(await run(apiKey, `export default async function (params) { return { from: "default", params }; }`, 7))).toEqual({ from: "default", params: 7 });
+    expect(
+      succeeded(await run(apiKey, `export default async function (params) { return { from: "default", params }; }`, 7)),
+    ).toEqual({ from: "default", params: 7 });
   });
 
   it("export async function main is main", async () => {
-    expect(succeeded(await run(apiKey, `export async function main(params) { return { from: "named", params }; }`, "p"))).toEqual({ from: "named", params: "p" });
+    expect(
+      succeeded(await run(apiKey, `export async function main(params) { return { from: "named", params }; }`, "p")),
+    ).toEqual({ from: "named", params: "p" });
   });
 
   it("a module with both prefers the default export", async () => {
@@ -97,7 +118,13 @@ describe("errors", () => {
   });
 
   it("the stack names the user's line numbers through nested calls in the module form too", async () => {
-    const code = ["function inner() {", "  return null.x;", "}", "function outer() { return inner(); }", "export async function main() { return outer(); }"].join("\n");
+    const code = [
+      "function inner() {",
+      "  return null.x;",
+      "}",
+      "function outer() { return inner(); }",
+      "export async function main() { return outer(); }",
+    ].join("\n");
     const error = failed(await run(apiKey, code), "script_error");
     expect(error.message).toMatch(/^TypeError: /);
     const lines = (error.stack ?? "").split("\n").map((l) => l.trim());
@@ -107,30 +134,54 @@ describe("errors", () => {
   });
 
   it("a rejected promise awaited by main is script_error with the rejection's name and message", async () => {
-    const error = failed(await run(apiKey, `async function main() { await Promise.reject(new RangeError("rejected")); }`), "script_error");
+    const error = failed(
+      await run(apiKey, `async function main() { await Promise.reject(new RangeError("rejected")); }`),
+      "script_error",
+    );
     expect(error.message).toBe("RangeError: rejected");
   });
 
   it("a thrown non-Error value is script_error with the value as its message", async () => {
-    expect(failed(await run(apiKey, `async function main() { throw "just a string"; }`), "script_error").message).toBe("just a string");
+    expect(failed(await run(apiKey, `async function main() { throw "just a string"; }`), "script_error").message).toBe(
+      "just a string",
+    );
   });
 
   it("a syntax error in the script is script_error naming SyntaxError", async () => {
-    expect(failed(await run(apiKey, `async function main() { return 1 +; }`), "script_error").message).toMatch(/^SyntaxError: /);
+    expect(failed(await run(apiKey, `async function main() { return 1 +; }`), "script_error").message).toMatch(
+      /^SyntaxError: /,
+    );
   });
 
   it("a script throwing its own object with a code property gets script_error, not that code", async () => {
-    const own = failed(await run(apiKey, `async function main() { const e = new Error("mine"); e.code = "permission_denied"; throw e; }`), "script_error");
+    const own = failed(
+      await run(
+        apiKey,
+        `async function main() { const e = new Error("mine"); e.code = "permission_denied"; throw e; }`,
+      ),
+      "script_error",
+    );
     expect(own.message).toBe("Error: mine");
-    failed(await run(apiKey, `async function main() { throw { code: "limit_exceeded", message: "not the host's" }; }`), "script_error");
-    failed(await run(apiKey, `export default async function () { throw Object.assign(new TypeError("t"), { code: "timeout" }); }`), "script_error");
+    failed(
+      await run(apiKey, `async function main() { throw { code: "limit_exceeded", message: "not the host's" }; }`),
+      "script_error",
+    );
+    failed(
+      await run(
+        apiKey,
+        `export default async function () { throw Object.assign(new TypeError("t"), { code: "timeout" }); }`,
+      ),
+      "script_error",
+    );
   });
 
   it("a host error escaping main keeps its code and message (permission_denied for a wallet that is not the script's)", async () => {
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     const code = `async function main({ wallet }) { return await Sigil.Actions.signMessage({ pkpId: wallet, message: "x" }); }`;
     const error = failed(await run(apiKey, code, { wallet: stranger }), "permission_denied");
-    expect(error.message).toBe(`wallet ${stranger.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`);
+    expect(error.message).toBe(
+      `wallet ${stranger.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
+    );
   });
 
   it("a host error caught and rethrown from a nested async function still gives the run its code", async () => {
@@ -164,7 +215,11 @@ describe("Sigil.request", () => {
 
   it("requestId is the x-request-id the edge sent, correlationId the x-correlation-id, cid the running code's", async () => {
     const requestId = crypto.randomUUID();
-    const r = await callEnclave<RunResult>("sigil_action", { api_key: apiKey, code }, { "x-request-id": requestId, "x-correlation-id": "order-1234" });
+    const r = await callEnclave<RunResult>(
+      "sigil_action",
+      { api_key: apiKey, code },
+      { "x-request-id": requestId, "x-correlation-id": "order-1234" },
+    );
     expect(succeeded(r)).toEqual({ requestId, correlationId: "order-1234", cid: await computeCid(code) });
   });
 
@@ -202,8 +257,32 @@ describe("Sigil cannot be replaced or changed", () => {
       };
     }`;
     // The functions of sandbox.md's Sigil.Actions table, and no others.
-    const functions = ["decrypt", "encrypt", "getActionPrivateKey", "getActionPublicKey", "getActionWalletAddress", "getPrivateKey", "getPublicKey", "keccak256", "setResponse", "sha256", "signDigest", "signMessage", "signMessageAsAction", "signTransaction", "signTypedData"];
-    expect(succeeded(await run(apiKey, code))).toEqual({ dataProperty: true, writable: false, configurable: false, setter: "undefined", frozen: [true, true, true], functions, allFunctionsFrozen: true });
+    const functions = [
+      "decrypt",
+      "encrypt",
+      "getActionPrivateKey",
+      "getActionPublicKey",
+      "getActionWalletAddress",
+      "getPrivateKey",
+      "getPublicKey",
+      "keccak256",
+      "setResponse",
+      "sha256",
+      "signDigest",
+      "signMessage",
+      "signMessageAsAction",
+      "signTransaction",
+      "signTypedData",
+    ];
+    expect(succeeded(await run(apiKey, code))).toEqual({
+      dataProperty: true,
+      writable: false,
+      configurable: false,
+      setter: "undefined",
+      frozen: [true, true, true],
+      functions,
+      allFunctionsFrozen: true,
+    });
   });
 
   it("in strict code, every attempt to replace or change Sigil throws TypeError, and Sigil still works afterwards", async () => {
@@ -229,7 +308,12 @@ describe("Sigil cannot be replaced or changed", () => {
       }
       return { thrown, still: Sigil.Actions.keccak256("0x"), request: Sigil.request.requestId !== "forged", extra: "extra" in Sigil.Actions };
     }`;
-    const out = succeeded(await run(apiKey, code)) as { thrown: Record<string, string>; still: string; request: boolean; extra: boolean };
+    const out = succeeded(await run(apiKey, code)) as {
+      thrown: Record<string, string>;
+      still: string;
+      request: boolean;
+      extra: boolean;
+    };
     for (const [attempt, name] of Object.entries(out.thrown)) expect(name, attempt).toBe("TypeError");
     expect(Object.keys(out.thrown)).toHaveLength(12);
     expect(out.still).toBe("0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470");
@@ -246,6 +330,10 @@ describe("Sigil cannot be replaced or changed", () => {
       Sigil.Actions.sha256 = () => "forged";
       return { same: Sigil === before, deleted, hash: Sigil.Actions.sha256("") };
     }`;
-    expect(succeeded(await run(apiKey, code))).toEqual({ same: true, deleted: false, hash: "0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" });
+    expect(succeeded(await run(apiKey, code))).toEqual({
+      same: true,
+      deleted: false,
+      hash: "0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    });
   });
 });

@@ -39,8 +39,16 @@ beforeAll(async () => {
   const cids = await Promise.all([TENANT_SCRIPT, ATTACKER, HOARDER].map((code) => computeCid(code)));
   for (const name of ["residue A", "residue B"]) {
     const apiKey = (await ok<{ api_key: string }>("new_account", { account_name: name })).api_key;
-    const wallet = getAddress((await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "w" })).wallet_address);
-    await ok("add_group", { api_key: apiKey, group_name: "residue", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: cids });
+    const wallet = getAddress(
+      (await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey, name: "w" })).wallet_address,
+    );
+    await ok("add_group", {
+      api_key: apiKey,
+      group_name: "residue",
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: cids,
+    });
     const master = apiKeyHash(apiKey);
     const derived = keyring.pkpKey(master, await walletDerivation(master, wallet));
     expect(derived.address).toBe(wallet);
@@ -57,18 +65,28 @@ function succeeded(r: Reply<RunResult>): Record<string, unknown> {
 
 /** One run of TENANT_SCRIPT for `tenant`, with fresh canaries. */
 function tenantRun(tenant: Tenant, extra: { fail?: boolean; hold?: number } = {}) {
-  const { params, canaries } = tenantCanaries({ target: inject("fetchTargetUrl"), wallet: tenant.wallet, key: tenant.key });
+  const { params, canaries } = tenantCanaries({
+    target: inject("fetchTargetUrl"),
+    wallet: tenant.wallet,
+    key: tenant.key,
+  });
   return { canaries, params, reply: run(tenant.apiKey, TENANT_SCRIPT, { ...params, ...extra }) };
 }
 
 describe("no residue of a run in any instance's memory, through the enclave with two workers and two accounts at once (issue 26)", () => {
   // The run holds its secrets for 5 s: each scan reads every memory of the process, which takes a
   // while on a machine busy with other suites, and every kind must be seen before the run ends.
-  it("the oracle sees every kind of canary in the enclave's sandbox memory while a run holds them, and none once it has ended", { timeout: 120_000 }, async () => {
+  it("the oracle sees every kind of canary in the enclave's sandbox memory while a run holds them, and none once it has ended", {
+    timeout: 120_000,
+  }, async () => {
     const [a] = tenants as [Tenant];
     const held = tenantRun(a, { hold: 5_000 });
     let during = scan(held.canaries);
-    for (let i = 0; i < 100 && new Set(during.hits.map((h) => h.canary)).size < Object.keys(held.canaries).length; i++) {
+    for (
+      let i = 0;
+      i < 100 && new Set(during.hits.map((h) => h.canary)).size < Object.keys(held.canaries).length;
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 50));
       during = scan(held.canaries);
     }
@@ -92,9 +110,13 @@ describe("no residue of a run in any instance's memory, through the enclave with
       }
       const response = succeeded(reply);
       expect(response.fetched).toBe(canaries.fetchBody);
-      expect(await recoverAddress({ hash: params.digest as Hex, signature: response.signature as Hex })).toBe(params.wallet);
+      expect(await recoverAddress({ hash: params.digest as Hex, signature: response.signature as Hex })).toBe(
+        params.wallet,
+      );
     }
-    const all = Object.fromEntries(runs.flatMap((r, i) => Object.entries(r.canaries).map(([kind, c]) => [`${kind} of run ${i}`, c])));
+    const all = Object.fromEntries(
+      runs.flatMap((r, i) => Object.entries(r.canaries).map(([kind, c]) => [`${kind} of run ${i}`, c])),
+    );
     const after = scan(all);
     expect(after.memories).toBeGreaterThanOrEqual(2);
     expect(after.hits).toEqual([]);
@@ -106,7 +128,8 @@ describe("no residue of a run in any instance's memory, through the enclave with
     const hoards = Array.from({ length: 4 }, () => run(a.apiKey, HOARDER, { secret }));
     expect((await Promise.all(hoards)).map((r) => succeeded(r))).toEqual([3000, 3000, 3000, 3000]);
     const attacks = await Promise.all(Array.from({ length: 4 }, () => run(b.apiKey, ATTACKER, { needle: secret })));
-    for (const r of attacks) expect(succeeded(r)).toEqual({ refused: "ReferenceError: 'SharedArrayBuffer' is not defined" });
+    for (const r of attacks)
+      expect(succeeded(r)).toEqual({ refused: "ReferenceError: 'SharedArrayBuffer' is not defined" });
     expect(scan({ secret }).hits).toEqual([]);
   });
 });

@@ -18,11 +18,20 @@ let apiKey: string;
 beforeAll(async () => {
   apiKey = (await ok<{ api_key: string }>("new_account", { account_name: "execute edges" })).api_key;
   // "0" lists every action: these tests are about the runtime, not about groups.
-  await ok("add_group", { api_key: apiKey, group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] });
+  await ok("add_group", {
+    api_key: apiKey,
+    group_name: "any",
+    group_description: "",
+    pkp_ids_permitted: [],
+    cid_hashes_permitted: ["0"],
+  });
 });
 
 async function addToGateway(content: string, asCid?: string): Promise<string> {
-  const res = await fetch(`${inject("gatewayUrl")}/add${asCid ? `?cid=${asCid}` : ""}`, { method: "POST", body: content });
+  const res = await fetch(`${inject("gatewayUrl")}/add${asCid ? `?cid=${asCid}` : ""}`, {
+    method: "POST",
+    body: content,
+  });
   return ((await res.json()) as { cid: string }).cid;
 }
 
@@ -91,7 +100,10 @@ describe("code by ipfs_id", () => {
       expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
       expect(await gatewayLog(cid)).toHaveLength(1);
     }
-    const missing = await callEnclave("sigil_action", { api_key: apiKey, ipfs_id: await computeCid("never added either") });
+    const missing = await callEnclave("sigil_action", {
+      api_key: apiKey,
+      ipfs_id: await computeCid("never added either"),
+    });
     expect(missing.status).toBe(404);
     expect(errorCode(missing.body)).toBe("not_found");
   });
@@ -104,7 +116,10 @@ describe("code by ipfs_id", () => {
     expect(errorCode(r.body)).toBe("payload_too_large");
     // A read of the whole body would have taken all ENDLESS_CAP_BYTES (16 times the limit) and
     // then waited for an end that never comes.
-    await vi.waitFor(async () => expect((await gatewayLog(cid))[0]?.closed_before_end).toBe(true), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect((await gatewayLog(cid))[0]?.closed_before_end).toBe(true), {
+      timeout: 10_000,
+      interval: 100,
+    });
     expect((await gatewayLog(cid))[0]?.bytes_sent).toBeLessThan(ENDLESS_CAP_BYTES);
   });
 
@@ -120,7 +135,10 @@ describe("code by ipfs_id, on an enclave whose IPFS fetches time out after 1 s",
   let enclave: EnclaveProcess;
 
   beforeAll(async () => {
-    enclave = await startOwnEnclave({ instanceIndex: 21, env: { SIGIL_IPFS_GATEWAY: inject("gatewayUrl"), SIGIL_IPFS_TIMEOUT_MS: "1000" } });
+    enclave = await startOwnEnclave({
+      instanceIndex: 21,
+      env: { SIGIL_IPFS_GATEWAY: inject("gatewayUrl"), SIGIL_IPFS_TIMEOUT_MS: "1000" },
+    });
   });
 
   afterAll(async () => {
@@ -139,10 +157,17 @@ describe("code by ipfs_id, on an enclave whose IPFS fetches time out after 1 s",
 
 describe("requests refused before anything runs", () => {
   it("code over 4 MiB → 413, js_params over 1 MiB → 413", async () => {
-    const big = await callEnclave("sigil_action", { api_key: apiKey, code: `async function main(){}//${"x".repeat(4 << 20)}` });
+    const big = await callEnclave("sigil_action", {
+      api_key: apiKey,
+      code: `async function main(){}//${"x".repeat(4 << 20)}`,
+    });
     expect(big.status).toBe(413);
     expect(errorCode(big.body)).toBe("payload_too_large");
-    const params = await callEnclave("sigil_action", { api_key: apiKey, code: "async function main(){}", js_params: "x".repeat((1 << 20) + 10) });
+    const params = await callEnclave("sigil_action", {
+      api_key: apiKey,
+      code: "async function main(){}",
+      js_params: "x".repeat((1 << 20) + 10),
+    });
     expect(params.status).toBe(413);
   });
 
@@ -152,14 +177,19 @@ describe("requests refused before anything runs", () => {
     // the whole body races the enclave's close: the client's write fails and the answer is lost.)
     const url = new URL(`${inject("enclaveUrl")}/channel/v1`);
     const socket = connect(Number(url.port), url.hostname);
-    socket.write(`POST /channel/v1 HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${10 << 20}\r\n\r\n{"v":2,"ct":"xxxx`);
+    socket.write(
+      `POST /channel/v1 HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${10 << 20}\r\n\r\n{"v":2,"ct":"xxxx`,
+    );
     const text = await new Promise<string>((resolve, reject) => {
       let received = "";
       socket.setEncoding("utf8");
       socket.on("data", (chunk: string) => (received += chunk));
       socket.on("end", () => resolve(received));
       socket.on("error", reject);
-      setTimeout(() => reject(new Error(`the enclave kept the connection open; it answered: ${received}`)), 10_000).unref();
+      setTimeout(
+        () => reject(new Error(`the enclave kept the connection open; it answered: ${received}`)),
+        10_000,
+      ).unref();
     });
     socket.destroy();
     const [head = "", body = ""] = text.split("\r\n\r\n");
@@ -170,7 +200,11 @@ describe("requests refused before anything runs", () => {
 
   it("an input that is not an object → 400 invalid_request; unknown or missing fields → 400 invalid_request with details", async () => {
     expect(errorCode((await callEnclave("sigil_action", "{not json")).body)).toBe("invalid_request");
-    const unknown = await callEnclave("sigil_action", { api_key: apiKey, code: "async function main(){}", colour: "blue" });
+    const unknown = await callEnclave("sigil_action", {
+      api_key: apiKey,
+      code: "async function main(){}",
+      colour: "blue",
+    });
     expect(unknown.status).toBe(400);
     expect(JSON.stringify(unknown.body)).toContain("colour");
     const both = await callEnclave("sigil_action", { api_key: apiKey, code: "x", ipfs_id: "y" });
@@ -182,7 +216,10 @@ describe("requests refused before anything runs", () => {
   it("a malformed key → 400 (never hashed), an unknown well-formed key → 401", async () => {
     const malformed = await callEnclave("sigil_action", { api_key: "0x1234", code: "async function main(){}" });
     expect(malformed.status).toBe(400);
-    const unknown = await callEnclave("sigil_action", { api_key: btoa("k".repeat(32)), code: "async function main(){}" });
+    const unknown = await callEnclave("sigil_action", {
+      api_key: btoa("k".repeat(32)),
+      code: "async function main(){}",
+    });
     expect(unknown.status).toBe(401);
     expect(errorCode(unknown.body)).toBe("invalid_api_key");
   });
@@ -203,7 +240,10 @@ describe("requests refused before anything runs", () => {
 
   it("its internal health report, through the channel, gives the listener lag, the chain and funded payers", async () => {
     const health = await internalHealthOf<
-      Record<string, unknown> & { payers: Array<{ address: string; balance_wei: string; low: boolean }>; listener: { last_block: string; chain_head: string } }
+      Record<string, unknown> & {
+        payers: Array<{ address: string; balance_wei: string; low: boolean }>;
+        listener: { last_block: string; chain_head: string };
+      }
     >(inject("enclaveUrl"));
     expect(health.status).toBe("ok");
     expect(typeof health.account_event_listener_lag_seconds).toBe("number");

@@ -1,7 +1,21 @@
 // The enclave end to end against anvil: an account made through the internal API, a wallet, a
 // group, and scripts that sign with the wallet — each signature checked by viem against the
 // wallet's address — and every way a script may try to use a wallet it should not have.
-import { bytesToHex, createPublicClient, createWalletClient, getAddress, hashMessage, http, parseEventLogs, recoverMessageAddress, recoverTypedDataAddress, parseTransaction, recoverTransactionAddress, type Address, type Hex } from "viem";
+import {
+  bytesToHex,
+  createPublicClient,
+  createWalletClient,
+  getAddress,
+  hashMessage,
+  http,
+  parseEventLogs,
+  recoverMessageAddress,
+  recoverTypedDataAddress,
+  parseTransaction,
+  recoverTransactionAddress,
+  type Address,
+  type Hex,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
@@ -22,7 +36,16 @@ const SIGN = `async function main({ wallet, message }) {
 }`;
 
 /** Every operation a script may ask a wallet's key for. */
-const WALLET_OPERATIONS = ["getPrivateKey", "getPublicKey", "signMessage", "signDigest", "signTypedData", "signTransaction", "encrypt", "decrypt"] as const;
+const WALLET_OPERATIONS = [
+  "getPrivateKey",
+  "getPublicKey",
+  "signMessage",
+  "signDigest",
+  "signTypedData",
+  "signTransaction",
+  "encrypt",
+  "decrypt",
+] as const;
 
 /** Tries each of WALLET_OPERATIONS with `wallet` and answers, per operation, the error code it threw or what it gave. */
 const EVERY_WALLET_OPERATION = `async function main({ wallet }) {
@@ -48,7 +71,9 @@ const transport = () => http(inject("rpcUrl"));
 const publicClient = () => createPublicClient({ transport: transport(), pollingInterval: 50 });
 
 async function newAccount(name = "test account") {
-  return ok<{ api_key: string; wallet_address: string; account_id: string; transaction_hash: string }>("new_account", { account_name: name });
+  return ok<{ api_key: string; wallet_address: string; account_id: string; transaction_hash: string }>("new_account", {
+    account_name: name,
+  });
 }
 
 async function newWallet(apiKey: string) {
@@ -89,7 +114,12 @@ describe("a managed account signs through its wallet", () => {
     const keyring = new Keyring(Buffer.from(TEST_ROOT_KEY.slice(2), "hex"));
     const master = apiKeyHash(account.api_key);
     expect(account.wallet_address).toBe(keyring.accountMasterWallet(master).address.toLowerCase());
-    const [items] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listWallets", args: [master, 0n, 10n] });
+    const [items] = await publicClient().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "listWallets",
+      args: [master, 0n, 10n],
+    });
     expect(items[0]?.wallet.toLowerCase()).toBe(account.wallet_address);
     expect(items[0]?.id).toBe(0n);
   });
@@ -133,8 +163,17 @@ describe("a managed account signs through its wallet", () => {
     expect(after.offered_keys_used - between.offered_keys_used).toBe(1);
     const { signature } = second.body.response as { signature: Hex };
     expect(await recoverMessageAddress({ message: "second", signature })).toBe(getAddress(wallet));
-    const receipt = (second.body as unknown as { receipt: { wallets: Array<{ address: string; signed: Array<{ kind: string; digest: string }> }> } }).receipt;
-    expect(receipt.wallets).toEqual([expect.objectContaining({ address: wallet.toLowerCase(), signed: [{ kind: "message", digest: hashMessage("second") }] })]);
+    const receipt = (
+      second.body as unknown as {
+        receipt: { wallets: Array<{ address: string; signed: Array<{ kind: string; digest: string }> }> };
+      }
+    ).receipt;
+    expect(receipt.wallets).toEqual([
+      expect.objectContaining({
+        address: wallet.toLowerCase(),
+        signed: [{ kind: "message", digest: hashMessage("second") }],
+      }),
+    ]);
   });
 
   it("signTypedData, signTransaction, signDigest and getPublicKey all use the wallet's key", async () => {
@@ -161,9 +200,13 @@ describe("a managed account signs through its wallet", () => {
     });
     expect(typedSigner).toBe(getAddress(wallet));
     expect(parseTransaction(out.tx).value).toBe(1000n);
-    expect(await recoverTransactionAddress({ serializedTransaction: out.tx as `0x02${string}` })).toBe(getAddress(wallet));
+    expect(await recoverTransactionAddress({ serializedTransaction: out.tx as `0x02${string}` })).toBe(
+      getAddress(wallet),
+    );
     const { recoverAddress } = await import("viem");
-    expect(await recoverAddress({ hash: `0x${"11".repeat(32)}`, signature: out.digest.signature })).toBe(getAddress(wallet));
+    expect(await recoverAddress({ hash: `0x${"11".repeat(32)}`, signature: out.digest.signature })).toBe(
+      getAddress(wallet),
+    );
     expect(out.publicKey).toMatch(/^0x04[0-9a-f]{128}$/);
   });
 
@@ -269,7 +312,9 @@ describe("a managed account signs through its wallet", () => {
       expect(derivation, "the wallet is the account's own, registered on chain").not.toBe(0n);
       const r = await run(account.api_key, code, { wallet: own });
       expect(r.body.has_error, JSON.stringify(r.body)).toBe(false);
-      expect(r.body.response, own).toEqual(Object.fromEntries(WALLET_OPERATIONS.map((op) => [op, "permission_denied"])));
+      expect(r.body.response, own).toEqual(
+        Object.fromEntries(WALLET_OPERATIONS.map((op) => [op, "permission_denied"])),
+      );
       const privateKey = bytesToHex(keyring.pkpKey(master, derivation).privateKey).slice(2);
       expect(JSON.stringify(r.body)).not.toContain(privateKey);
       expect((r.body as unknown as { receipt: { wallets: unknown[] } }).receipt.wallets).toEqual([]);
@@ -296,17 +341,32 @@ describe("a managed account signs through its wallet", () => {
     const elsewhere = (await newWallet(owner.api_key)).wallet_address;
     const g1 = (await groupFor(owner.api_key, [await computeCid(code)], [listed])).group_id;
     const g2 = (await groupFor(owner.api_key, [await computeCid(other)], [elsewhere])).group_id;
-    const usage = (await ok<{ usage_api_key: string }>("add_usage_api_key", { api_key: owner.api_key, name: "both groups", description: "", ...NO_PERMISSIONS, execute_in_groups: [g1, g2] })).usage_api_key;
+    const usage = (
+      await ok<{ usage_api_key: string }>("add_usage_api_key", {
+        api_key: owner.api_key,
+        name: "both groups",
+        description: "",
+        ...NO_PERMISSIONS,
+        execute_in_groups: [g1, g2],
+      })
+    ).usage_api_key;
     for (const key of [owner.api_key, usage]) {
       const refused = await run(key, code, { wallet: elsewhere });
       expect(refused.body.has_error, JSON.stringify(refused.body)).toBe(false);
-      expect(refused.body.response).toEqual(Object.fromEntries(WALLET_OPERATIONS.map((op) => [op, "permission_denied"])));
+      expect(refused.body.response).toEqual(
+        Object.fromEntries(WALLET_OPERATIONS.map((op) => [op, "permission_denied"])),
+      );
       // The same run's own wallet works, and the other wallet works for the action its group lists.
       const own = await run(key, code, { wallet: listed });
-      expect(Object.values(own.body.response as Record<string, unknown>).every((v) => v !== "permission_denied"), JSON.stringify(own.body.response)).toBe(true);
+      expect(
+        Object.values(own.body.response as Record<string, unknown>).every((v) => v !== "permission_denied"),
+        JSON.stringify(own.body.response),
+      ).toBe(true);
       const theirs = await run(key, other, { wallet: elsewhere });
       expect(theirs.body.has_error, JSON.stringify(theirs.body)).toBe(false);
-      expect(await recoverMessageAddress({ message: "its own group", signature: theirs.body.response as Hex })).toBe(getAddress(elsewhere));
+      expect(await recoverMessageAddress({ message: "its own group", signature: theirs.body.response as Hex })).toBe(
+        getAddress(elsewhere),
+      );
     }
   });
 
@@ -325,7 +385,13 @@ describe("a managed account signs through its wallet", () => {
     await test.setBalance({ address: attacker.address, value: 10n ** 20n });
     const walletClient = createWalletClient({ account: attacker, transport: transport() });
     const send = async (functionName: string, args: readonly unknown[]) => {
-      const hash = await walletClient.writeContract({ address: inject("contract"), abi: accountConfigAbi, functionName: functionName as never, args: args as never, chain: null } as never);
+      const hash = await walletClient.writeContract({
+        address: inject("contract"),
+        abi: accountConfigAbi,
+        functionName: functionName as never,
+        args: args as never,
+        chain: null,
+      } as never);
       const receipt = await publicClient().waitForTransactionReceipt({ hash });
       expect(receipt.status).toBe("success");
       return receipt;
@@ -343,13 +409,32 @@ describe("a managed account signs through its wallet", () => {
     const chainId = await publicClient().getChainId();
     const typed = buildTypedData({ primaryType: "AddUsageApiKey", chainId, address: attacker.address, issuedAt: now });
     const signature = await attacker.signTypedData(signableTypedData(typed));
-    const minted = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("add_usage_api_key_with_signature", { typed_data: typed, signature });
+    const minted = await ok<{ usage_api_key: string; usage_api_key_hash: Hex }>("add_usage_api_key_with_signature", {
+      typed_data: typed,
+      signature,
+    });
     const code = `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "x" }); }`;
     const cid = await computeCid(code);
     await send("registerActions", [master, 0n, [cid]]);
     const receipt = await send("addGroup", [master, "g", "", [cidHash(cid)], [fake]]);
-    expect(parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).some((e) => e.eventName === "GroupAdded")).toBe(true);
-    await send("setUsageApiKey", [master, BigInt(minted.usage_api_key_hash), 0n, 0n, "k", "", false, false, false, [], [], [], [0n]]);
+    expect(
+      parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).some((e) => e.eventName === "GroupAdded"),
+    ).toBe(true);
+    await send("setUsageApiKey", [
+      master,
+      BigInt(minted.usage_api_key_hash),
+      0n,
+      0n,
+      "k",
+      "",
+      false,
+      false,
+      false,
+      [],
+      [],
+      [],
+      [0n],
+    ]);
     expectRunError(await run(minted.usage_api_key, code, { wallet: fake }), "wallet_key_mismatch");
   });
 });
@@ -357,9 +442,18 @@ describe("a managed account signs through its wallet", () => {
 describe("an operation sent with an idempotency-key (enclave/idempotency.ts)", () => {
   it("is done once: repeats in flight and after get its answer, marked idempotent-replayed; another body is 422; another key acts", async () => {
     const account = await newAccount("idempotent");
-    const body = { api_key: account.api_key, group_name: "once", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] };
+    const body = {
+      api_key: account.api_key,
+      group_name: "once",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [],
+    };
     const headers = { "idempotency-key": "group-once" };
-    const answers = await Promise.all([callEnclave("add_group", body, headers), callEnclave("add_group", body, headers)]);
+    const answers = await Promise.all([
+      callEnclave("add_group", body, headers),
+      callEnclave("add_group", body, headers),
+    ]);
     const later = await callEnclave("add_group", body, headers);
     for (const a of [...answers, later]) expect(a.status, JSON.stringify(a.body)).toBe(200);
     expect(answers[1]?.body).toEqual(answers[0]?.body);
@@ -371,7 +465,12 @@ describe("an operation sent with an idempotency-key (enclave/idempotency.ts)", (
     expect((reused.body as { error: { code: string } }).error.code).toBe("idempotency_key_reused");
     const other = await callEnclave("add_group", body, { "idempotency-key": "group-twice" });
     expect(other.body.group_id).not.toBe(answers[0]?.body.group_id);
-    const [items, total] = await publicClient().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName: "listGroups", args: [apiKeyHash(account.api_key), 0n, 100n] });
+    const [items, total] = await publicClient().readContract({
+      address: inject("contract"),
+      abi: accountConfigAbi,
+      functionName: "listGroups",
+      args: [apiKeyHash(account.api_key), 0n, 100n],
+    });
     expect(total).toBe(2n);
     expect(items.map((g) => g.name)).toEqual(["once", "once"]);
   });

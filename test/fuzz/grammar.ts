@@ -38,9 +38,64 @@ export class Rng {
 }
 
 /** Sizes and indices at and around the limits that matter to buffers, views and strings. */
-const SIZES = ["0", "1", "2", "3", "7", "8", "9", "15", "16", "17", "63", "64", "65", "255", "256", "257", "4095", "4096", "4097", "65535", "65536", "65537", "(1 << 20)", "(1 << 20) + 1", "(1 << 24)"];
-const HUGE = ["-1", "-0", "NaN", "Infinity", "-Infinity", "2 ** 31 - 1", "2 ** 31", "2 ** 32 - 1", "2 ** 32", "2 ** 53", "1e9", "0.5", "undefined", "null", '"8"'];
-const TYPES = ["Uint8Array", "Int8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array", "Float16Array"];
+const SIZES = [
+  "0",
+  "1",
+  "2",
+  "3",
+  "7",
+  "8",
+  "9",
+  "15",
+  "16",
+  "17",
+  "63",
+  "64",
+  "65",
+  "255",
+  "256",
+  "257",
+  "4095",
+  "4096",
+  "4097",
+  "65535",
+  "65536",
+  "65537",
+  "(1 << 20)",
+  "(1 << 20) + 1",
+  "(1 << 24)",
+];
+const HUGE = [
+  "-1",
+  "-0",
+  "NaN",
+  "Infinity",
+  "-Infinity",
+  "2 ** 31 - 1",
+  "2 ** 31",
+  "2 ** 32 - 1",
+  "2 ** 32",
+  "2 ** 53",
+  "1e9",
+  "0.5",
+  "undefined",
+  "null",
+  '"8"',
+];
+const TYPES = [
+  "Uint8Array",
+  "Int8Array",
+  "Uint8ClampedArray",
+  "Int16Array",
+  "Uint16Array",
+  "Int32Array",
+  "Uint32Array",
+  "Float32Array",
+  "Float64Array",
+  "BigInt64Array",
+  "BigUint64Array",
+  "Float16Array",
+];
 
 export type GeneratedScript = { seed: number; code: string; ops: number };
 
@@ -65,7 +120,10 @@ export function generateScript(seed: number, ops = 12): GeneratedScript {
     }
   };
   const typed = () => r.pick(TYPES);
-  const element = (type: string) => (type.startsWith("Big") ? r.pick(["0n", "1n", "-1n", "2n ** 63n"]) : r.pick(["0", "1", "-1", "255", "256", "65537", "0.5", "NaN", "1e300"]));
+  const element = (type: string) =>
+    type.startsWith("Big")
+      ? r.pick(["0n", "1n", "-1n", "2n ** 63n"])
+      : r.pick(["0", "1", "-1", "255", "256", "65537", "0.5", "NaN", "1e300"]);
 
   const grammar: Array<() => string> = [
     // Buffers: fixed and resizable, resized, transferred (the old one detached), sliced with a species.
@@ -77,20 +135,25 @@ export function generateScript(seed: number, ops = 12): GeneratedScript {
     // Shared memory (gone from the sandbox: issue 26's growable SharedArrayBuffer read past its allocation).
     () => `${buf()} = new SharedArrayBuffer(${size()}, { maxByteLength: ${size()} })`,
     () => `${buf()}.grow(${tricky(size())})`,
-    () => `{ const b = new SharedArrayBuffer(${small()}, { maxByteLength: ${size()} }); ${view()} = new ${typed()}(b); b.grow(${size()}); ${buf()} = b }`,
+    () =>
+      `{ const b = new SharedArrayBuffer(${small()}, { maxByteLength: ${size()} }); ${view()} = new ${typed()}(b); b.grow(${size()}); ${buf()} = b }`,
     () => `${buf()} = ${buf()}.slice(${tricky(small())}, ${tricky(size())})`,
-    () => `{ const b = ${buf()}; b.constructor = { [Symbol.species]: function (n) { return new ArrayBuffer(${small()}) } }; ${buf()} = b.slice(${small()}, ${size()}) }`,
+    () =>
+      `{ const b = ${buf()}; b.constructor = { [Symbol.species]: function (n) { return new ArrayBuffer(${small()}) } }; ${buf()} = b.slice(${small()}, ${size()}) }`,
     // Views over them: typed arrays (fixed and length-tracking) and DataViews.
-    () => `${view()} = new ${typed()}(${buf()}${r.chance(0.6) ? `, ${r.pick(["0", "8", "16", "1", "-8"])}` : ""}${r.chance(0.4) ? `, ${small()}` : ""})`,
+    () =>
+      `${view()} = new ${typed()}(${buf()}${r.chance(0.6) ? `, ${r.pick(["0", "8", "16", "1", "-8"])}` : ""}${r.chance(0.4) ? `, ${small()}` : ""})`,
     () => `${view()} = new ${typed()}(${size()})`,
-    () => `${view()} = new DataView(${buf()}${r.chance(0.6) ? `, ${r.pick(["0", "1", "8"])}` : ""}${r.chance(0.4) ? `, ${small()}` : ""})`,
+    () =>
+      `${view()} = new DataView(${buf()}${r.chance(0.6) ? `, ${r.pick(["0", "1", "8"])}` : ""}${r.chance(0.4) ? `, ${small()}` : ""})`,
     () => `${view()} = ${view()}.subarray(${tricky(small())}, ${tricky(small())})`,
     // Typed-array methods with arguments that run code, comparators and callbacks that resize.
     () => {
       const t = typed();
       return `${view()}.fill(${tricky(element(t))}, ${tricky(small())}, ${tricky(size())})`;
     },
-    () => `${view()}.set(${r.chance(0.5) ? view() : `[${element("Uint8Array")}, ${element("Uint8Array")}, ${element("Uint8Array")}]`}, ${tricky(small())})`,
+    () =>
+      `${view()}.set(${r.chance(0.5) ? view() : `[${element("Uint8Array")}, ${element("Uint8Array")}, ${element("Uint8Array")}]`}, ${tricky(small())})`,
     () => `${view()}.copyWithin(${tricky(small())}, ${tricky(small())}, ${tricky(size())})`,
     () => `${view()} = ${view()}.slice(${tricky(small())}, ${tricky(size())})`,
     () => `${view()}.sort((a, b) => { try { ${buf()}.resize(${small()}) } catch {} return a < b ? -1 : 1 })`,
@@ -104,17 +167,22 @@ export function generateScript(seed: number, ops = 12): GeneratedScript {
     () => `${view()} = ${view()}.toSorted()`,
     () => `${view()} = ${view()}.toReversed()`,
     () => `${view()} = ${view()}.map((x, i) => { if (i === 1) try { ${buf()}.resize(${small()}) } catch {} return x })`,
-    () => `${view()} = ${view()}.filter((x, i) => { if (i === 0) try { ${buf()}.resize(${small()}) } catch {} return true })`,
-    () => `{ const v = ${view()}; v.constructor = { [Symbol.species]: function () { return new Uint8Array(${small()}) } }; ${view()} = v.${r.pick(["map((x) => x)", "filter(() => true)", "slice(0)", "subarray(0)"])} }`,
+    () =>
+      `${view()} = ${view()}.filter((x, i) => { if (i === 0) try { ${buf()}.resize(${small()}) } catch {} return true })`,
+    () =>
+      `{ const v = ${view()}; v.constructor = { [Symbol.species]: function () { return new Uint8Array(${small()}) } }; ${view()} = v.${r.pick(["map((x) => x)", "filter(() => true)", "slice(0)", "subarray(0)"])} }`,
     () => `${view()} = ${typed()}.from(${view()}, (x) => { try { ${buf()}.resize(${small()}) } catch {} return x })`,
     () => `${view()}[${tricky(small())}] = ${element("Uint8Array")}`,
     () => `void ${view()}.at(${tricky(small())})`,
-    () => `void Array.prototype.${r.pick(["join", "indexOf", "lastIndexOf", "includes", "reverse", "copyWithin", "fill", "sort"])}.call(${view()}, ${tricky(small())}, ${tricky(small())})`,
+    () =>
+      `void Array.prototype.${r.pick(["join", "indexOf", "lastIndexOf", "includes", "reverse", "copyWithin", "fill", "sort"])}.call(${view()}, ${tricky(small())}, ${tricky(small())})`,
     () => `void Array.from(${view()})`,
     () => `void [].concat(${view()}, ${view()})`,
     // DataView accessors at offsets around their ends.
-    () => `${view()}.${r.pick(["getInt8", "getUint16", "getInt32", "getFloat32", "getFloat64", "getBigInt64", "getFloat16"])}(${tricky(small())}, ${r.chance(0.5)})`,
-    () => `${view()}.${r.pick(["setInt8", "setUint16", "setInt32", "setFloat32", "setFloat64"])}(${tricky(small())}, ${element("Uint8Array")}, ${r.chance(0.5)})`,
+    () =>
+      `${view()}.${r.pick(["getInt8", "getUint16", "getInt32", "getFloat32", "getFloat64", "getBigInt64", "getFloat16"])}(${tricky(small())}, ${r.chance(0.5)})`,
+    () =>
+      `${view()}.${r.pick(["setInt8", "setUint16", "setInt32", "setFloat32", "setFloat64"])}(${tricky(small())}, ${element("Uint8Array")}, ${r.chance(0.5)})`,
     () => `${view()}.setBigInt64(${tricky(small())}, ${element("BigInt64Array")})`,
     // Strings at sizes near the limits, built from views and back.
     () => `S = S.padEnd(${r.pick(["0", "16", "4097", "65537", "(1 << 20)"])}, ${r.pick(['"ab"', '"\\u2603"', '""'])})`,
@@ -125,13 +193,18 @@ export function generateScript(seed: number, ops = 12): GeneratedScript {
     () => `S = S.normalize(${r.pick(['"NFC"', '"NFD"', '"NFKC"', '"NFKD"'])})`,
     () => `S = btoa(S.replace(/[^\\x00-\\xff]/g, "")).slice(0, 1 << 20)`,
     // RegExp with sizes and state the script controls.
-    () => `{ const re = new RegExp(${r.pick(['"(a|b)*c"', '"(?<n>x)+"', '"[\\\\u0000-\\\\uffff]"', '"(?:a{0,8}){0,8}b"', '"\\\\b"'])}, "g"); re.lastIndex = ${tricky(small())}; void re.exec(S) }`,
-    () => `S = S.replace(/(?<first>.)(.)/g, ${r.pick(['"$<first>$2$1"', '(m, a, b) => { try { ' + "B[0].resize(1)" + ' } catch {} return b + a }', '"$$&"'])}).slice(0, 1 << 20)`,
-    () => `void S.split(${r.pick(['""', '/(?:)/u', '","'])}, ${tricky(small())})`,
-    () => `{ const re = /x/g; re.exec = function () { try { ${buf()}.resize(${small()}) } catch {} return null }; void re[Symbol.replace](S, "y") }`,
+    () =>
+      `{ const re = new RegExp(${r.pick(['"(a|b)*c"', '"(?<n>x)+"', '"[\\\\u0000-\\\\uffff]"', '"(?:a{0,8}){0,8}b"', '"\\\\b"'])}, "g"); re.lastIndex = ${tricky(small())}; void re.exec(S) }`,
+    () =>
+      `S = S.replace(/(?<first>.)(.)/g, ${r.pick(['"$<first>$2$1"', "(m, a, b) => { try { " + "B[0].resize(1)" + " } catch {} return b + a }", '"$$&"'])}).slice(0, 1 << 20)`,
+    () => `void S.split(${r.pick(['""', "/(?:)/u", '","'])}, ${tricky(small())})`,
+    () =>
+      `{ const re = /x/g; re.exec = function () { try { ${buf()}.resize(${small()}) } catch {} return null }; void re[Symbol.replace](S, "y") }`,
     // JSON over objects with getters and toJSON that change buffers mid-walk; parse with a reviver.
-    () => `void JSON.stringify({ a: ${view()}, get b() { try { ${buf()}.resize(${small()}) } catch {} return [1, 2] }, c: { toJSON() { try { ${buf()} = ${buf()}.transfer() } catch {} return S.slice(0, 64) } } })`,
-    () => `void JSON.parse(JSON.stringify(Array.from(${view()}).slice(0, 512)), (k, v) => { try { ${buf()}.resize(${small()}) } catch {} return v })`,
+    () =>
+      `void JSON.stringify({ a: ${view()}, get b() { try { ${buf()}.resize(${small()}) } catch {} return [1, 2] }, c: { toJSON() { try { ${buf()} = ${buf()}.transfer() } catch {} return S.slice(0, 64) } } })`,
+    () =>
+      `void JSON.parse(JSON.stringify(Array.from(${view()}).slice(0, 512)), (k, v) => { try { ${buf()}.resize(${small()}) } catch {} return v })`,
     () => `void JSON.stringify(${view()}, null, ${r.pick(["0", "2", "10", '"\\t"'])})`,
     // Arrays: lengths at the limits, holes, sorting and splicing with callbacks that change them.
     // (A length of 2 ** 32 - 1 is refused nowhere, and then every generic method walks it for minutes in

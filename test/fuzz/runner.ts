@@ -41,7 +41,11 @@ export type FuzzOptions = {
  * interrupt) is not a failure of isolation — the pool's watchdog ends such runs from outside — and
  * is reported apart.
  */
-export type Finding = { seed: number; kind: "violation" | "trap" | "not pristine" | "residue" | "world" | "stall"; detail: string };
+export type Finding = {
+  seed: number;
+  kind: "violation" | "trap" | "not pristine" | "residue" | "world" | "stall";
+  detail: string;
+};
 
 /** Whether a finding breaks isolation or memory safety (every kind but a stall). */
 export const isFailure = (f: Finding): boolean => f.kind !== "stall";
@@ -57,7 +61,11 @@ export type FuzzReport = {
 };
 
 const limits = {
-  ...readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits,
+  ...readEnclaveConfig({
+    SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+    SIGIL_RPC_URL: "http://127.0.0.1:1",
+    SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+  }).limits,
   timeoutMs: 3_000,
 };
 
@@ -83,9 +91,21 @@ const PROBE = `async function main() {
 }`;
 
 const host = { callAsync: async () => null, callSync: () => null };
-const request = (code: string, params: unknown, requestId: string) => ({ code, cid: "QmSandboxFuzz", paramsJson: JSON.stringify(params), timeoutMs: limits.timeoutMs, requestId, correlationId: null });
+const request = (code: string, params: unknown, requestId: string) => ({
+  code,
+  cid: "QmSandboxFuzz",
+  paramsJson: JSON.stringify(params),
+  timeoutMs: limits.timeoutMs,
+  requestId,
+  correlationId: null,
+});
 
-async function runOne(prepared: PreparedRuntime, code: string, params: unknown, id: string): Promise<{ outcome: RunOutcome; reusable: boolean }> {
+async function runOne(
+  prepared: PreparedRuntime,
+  code: string,
+  params: unknown,
+  id: string,
+): Promise<{ outcome: RunOutcome; reusable: boolean }> {
   const run = new ScriptRun(prepared, request(code, params, id), limits, host, { runId: 1 });
   const outcome = await run.start();
   return { outcome, reusable: run.instanceReusable };
@@ -99,9 +119,14 @@ async function freshRuntime(breakReset: boolean): Promise<PreparedRuntime> {
 }
 
 /** The sandbox's default recycle threshold (SIGIL_SANDBOX_RECYCLE_MB). */
-const RECYCLE_BYTES = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).sandboxRecycle.instanceGrowthBytes;
+const RECYCLE_BYTES = readEnclaveConfig({
+  SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+  SIGIL_RPC_URL: "http://127.0.0.1:1",
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+}).sandboxRecycle.instanceGrowthBytes;
 
-const TRAP = /memory access out of bounds|unreachable|RuntimeError|table index|null function|divide by zero|integer overflow|indirect call/i;
+const TRAP =
+  /memory access out of bounds|unreachable|RuntimeError|table index|null function|divide by zero|integer overflow|indirect call/i;
 
 /** Runs the cases in this thread; `starting` is told each case's seed before it runs. */
 export async function runCases(options: FuzzOptions, starting: (seed: number) => void = () => {}): Promise<FuzzReport> {
@@ -137,10 +162,15 @@ export async function runCases(options: FuzzOptions, starting: (seed: number) =>
     } else {
       count(outcome.error?.code ?? "failed");
     }
-    if (!prepared.instance.isPristine()) finding("not pristine", "the instance's memory is not its image after the run");
+    if (!prepared.instance.isPristine())
+      finding("not pristine", "the instance's memory is not its image after the run");
     // The canary is text the script keeps as strings: 8-bit or UTF-16 in QuickJS, UTF-8 where C reads it.
     const residue = scanResidue("self", { canary }, ["utf8", "utf16"]);
-    if (residue.hits.length > 0) finding("residue", `${residue.hits.length} copies of the run's canary in memory after it (${[...new Set(residue.hits.map((h) => h.form))].join(", ")})`);
+    if (residue.hits.length > 0)
+      finding(
+        "residue",
+        `${residue.hits.length} copies of the run's canary in memory after it (${[...new Set(residue.hits.map((h) => h.form))].join(", ")})`,
+      );
     const probe = await runOne(prepared, PROBE, null, `probe-${seed}`);
     if (probe.outcome.responseJson !== world) finding("world", "the next run's world differs from a fresh instance's");
     // As the worker does: an instance a run made large is dropped rather than cleared after every run.
@@ -193,7 +223,8 @@ export async function runEngineCases(ids: readonly string[]): Promise<EngineCase
       if (!prepared.instance.isPristine()) findings.push("not pristine");
       if (scanResidue("self", { canary }, ["utf8", "utf16"]).hits.length > 0) findings.push("residue");
     }
-    if ((await runOne(prepared, PROBE, null, `probe-${probe.id}`)).outcome.responseJson !== world) findings.push("world");
+    if ((await runOne(prepared, PROBE, null, `probe-${probe.id}`)).outcome.responseJson !== world)
+      findings.push("world");
     results.push({ id: probe.id, verdict, detail: detail.slice(0, 300), findings });
   }
   return results;
@@ -202,7 +233,10 @@ export async function runEngineCases(ids: readonly string[]): Promise<EngineCase
 /** Runs the engine's probes in a worker thread with the pool's native stack. */
 export function runEngineCasesInWorker(ids: readonly string[]): Promise<EngineCaseResult[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL("./worker.ts", import.meta.url), { workerData: { engineCases: ids }, resourceLimits: { stackSizeMb: 8, maxYoungGenerationSizeMb: 12 } });
+    const worker = new Worker(new URL("./worker.ts", import.meta.url), {
+      workerData: { engineCases: ids },
+      resourceLimits: { stackSizeMb: 8, maxYoungGenerationSizeMb: 12 },
+    });
     worker.on("message", (m: { type: string; results?: EngineCaseResult[] }) => {
       if (m.type !== "engine") return;
       resolve(m.results as EngineCaseResult[]);
@@ -220,7 +254,10 @@ const STALL_MS = 20_000;
  * case that holds its thread past STALL_MS is recorded as a stall, its worker ended, and the cases
  * after it go on in a new one.
  */
-export async function runInWorker(options: FuzzOptions, onProgress: (cases: number) => void = () => {}): Promise<FuzzReport> {
+export async function runInWorker(
+  options: FuzzOptions,
+  onProgress: (cases: number) => void = () => {},
+): Promise<FuzzReport> {
   const started = performance.now();
   const total: FuzzReport = { cases: 0, ms: 0, findings: [], endings: {}, refusedOps: 0 };
   const stride = options.stride ?? 1;
@@ -269,7 +306,11 @@ export async function runInWorker(options: FuzzOptions, onProgress: (cases: numb
     // The stalled case counts; the rest go on after it, in a new worker.
     const seed = part.stalledAt as number;
     total.cases += part.ran;
-    total.findings.push({ seed, kind: "stall", detail: `one run held its thread for more than ${STALL_MS / 1000} s in a single built-in call` });
+    total.findings.push({
+      seed,
+      kind: "stall",
+      detail: `one run held its thread for more than ${STALL_MS / 1000} s in a single built-in call`,
+    });
     total.endings.stalled = (total.endings.stalled ?? 0) + 1;
     next = { ...next, seed: seed + stride, cases: next.cases - part.ran };
   }

@@ -37,7 +37,9 @@ for (const [name, v] of Object.entries({ minutes: budgetMs, seed, cases, workers
 if (values.print) {
   for (let i = 0; i < Math.min(cases, 20); i++) console.log(generateScript(seed + i, ops).code, "\n");
 }
-console.log(`fuzz:sandbox: ${workers} worker(s) from seed ${seed}, for ${values.minutes} min${values.cases ? ` or ${cases} cases` : ""}`);
+console.log(
+  `fuzz:sandbox: ${workers} worker(s) from seed ${seed}, for ${values.minutes} min${values.cases ? ` or ${cases} cases` : ""}`,
+);
 const started = performance.now();
 const done = new Array<number>(workers).fill(0);
 const progress = setInterval(() => {
@@ -46,7 +48,9 @@ const progress = setInterval(() => {
 }, 10_000);
 const perWorker = Math.ceil(cases / workers);
 const reports: FuzzReport[] = await Promise.all(
-  Array.from({ length: workers }, (_, k) => runInWorker({ seed: seed + k, stride: workers, cases: perWorker, budgetMs, ops }, (n) => (done[k] = n))),
+  Array.from({ length: workers }, (_, k) =>
+    runInWorker({ seed: seed + k, stride: workers, cases: perWorker, budgetMs, ops }, (n) => (done[k] = n)),
+  ),
 );
 clearInterval(progress);
 const total = reports.reduce((t, r) => ({
@@ -54,10 +58,22 @@ const total = reports.reduce((t, r) => ({
   ms: Math.max(t.ms, r.ms),
   findings: [...t.findings, ...r.findings],
   refusedOps: t.refusedOps + r.refusedOps,
-  endings: Object.fromEntries([...new Set([...Object.keys(t.endings), ...Object.keys(r.endings)])].map((k) => [k, (t.endings[k] ?? 0) + (r.endings[k] ?? 0)])),
+  endings: Object.fromEntries(
+    [...new Set([...Object.keys(t.endings), ...Object.keys(r.endings)])].map((k) => [
+      k,
+      (t.endings[k] ?? 0) + (r.endings[k] ?? 0),
+    ]),
+  ),
 }));
-console.log(`fuzz:sandbox: ${total.cases} cases in ${(total.ms / 1000).toFixed(1)} s, ${((total.cases / total.ms) * 1000).toFixed(1)} cases/s; runs ${JSON.stringify(total.endings)}; ${total.refusedOps} operations refused by the engine`);
-for (const f of total.findings) console.log(`  seed ${f.seed}: ${f.kind}: ${f.detail} — reproduce: ${reproduction(f.seed)}`);
+console.log(
+  `fuzz:sandbox: ${total.cases} cases in ${(total.ms / 1000).toFixed(1)} s, ${((total.cases / total.ms) * 1000).toFixed(1)} cases/s; runs ${JSON.stringify(total.endings)}; ${total.refusedOps} operations refused by the engine`,
+);
+for (const f of total.findings)
+  console.log(`  seed ${f.seed}: ${f.kind}: ${f.detail} — reproduce: ${reproduction(f.seed)}`);
 const failures = total.findings.filter(isFailure);
-console.log(failures.length === 0 ? "fuzz:sandbox: no finding broke isolation" : `fuzz:sandbox: ${failures.length} finding(s) broke isolation or memory safety`);
+console.log(
+  failures.length === 0
+    ? "fuzz:sandbox: no finding broke isolation"
+    : `fuzz:sandbox: ${failures.length} finding(s) broke isolation or memory safety`,
+);
 process.exit(failures.length === 0 ? 0 : 1);

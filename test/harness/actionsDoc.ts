@@ -53,7 +53,13 @@ export function codeBlocks(markdown: string): CodeBlock[] {
     let end = start;
     while (end < lines.length && !/^```\s*$/.test(lines[end] as string)) end++;
     if (end >= lines.length) throw new Error(`docs/actions.md:${i + 1}: a code block is never closed`);
-    blocks.push({ lang: open[1] as string, content: lines.slice(start, end).join("\n"), line: start + 1, endLine: end + 1, heading });
+    blocks.push({
+      lang: open[1] as string,
+      content: lines.slice(start, end).join("\n"),
+      line: start + 1,
+      endLine: end + 1,
+      heading,
+    });
     i = end;
   }
   return blocks;
@@ -67,16 +73,21 @@ function parseExpected(block: CodeBlock): ExpectedRun {
   } catch (err) {
     throw new Error(`${where}: the json block is not JSON: ${(err as Error).message}`);
   }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error(`${where}: the json block must be an object`);
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new Error(`${where}: the json block must be an object`);
   const o = value as Record<string, unknown>;
-  for (const key of Object.keys(o)) if (!EXPECTED_KEYS.has(key)) throw new Error(`${where}: unknown field ${key} (allowed: ${[...EXPECTED_KEYS].join(", ")})`);
+  for (const key of Object.keys(o))
+    if (!EXPECTED_KEYS.has(key))
+      throw new Error(`${where}: unknown field ${key} (allowed: ${[...EXPECTED_KEYS].join(", ")})`);
   if (typeof o.has_error !== "boolean") throw new Error(`${where}: has_error (true or false) is required`);
   if (!("response" in o)) throw new Error(`${where}: response is required`);
   if (o.has_error) {
     if (o.response !== null) throw new Error(`${where}: a failed run's response is null`);
     const e = o.error as Record<string, unknown> | undefined;
-    if (!e || typeof e.code !== "string" || typeof e.message !== "string") throw new Error(`${where}: a failed run shows its error's code and message`);
-    for (const key of Object.keys(e)) if (!["code", "message", "stack"].includes(key)) throw new Error(`${where}: unknown error field ${key}`);
+    if (!e || typeof e.code !== "string" || typeof e.message !== "string")
+      throw new Error(`${where}: a failed run shows its error's code and message`);
+    for (const key of Object.keys(e))
+      if (!["code", "message", "stack"].includes(key)) throw new Error(`${where}: unknown error field ${key}`);
   } else if ("error" in o) {
     throw new Error(`${where}: a run without error shows no error`);
   }
@@ -91,17 +102,29 @@ export function examplesOf(markdown: string): DocExample[] {
   const examples: DocExample[] = [];
   for (let i = 0; i < blocks.length; i++) {
     const block = blocks[i] as CodeBlock;
-    if (block.lang === "json") throw new Error(`docs/actions.md:${block.line}: a json block that follows no js example`);
+    if (block.lang === "json")
+      throw new Error(`docs/actions.md:${block.line}: a json block that follows no js example`);
     if (block.lang !== "js") {
-      if (!OTHER_LANGUAGES.has(block.lang)) throw new Error(`docs/actions.md:${block.line}: a code block in "${block.lang}": examples are js, followed by json; other blocks are ${[...OTHER_LANGUAGES].join(", ")}`);
+      if (!OTHER_LANGUAGES.has(block.lang))
+        throw new Error(
+          `docs/actions.md:${block.line}: a code block in "${block.lang}": examples are js, followed by json; other blocks are ${[...OTHER_LANGUAGES].join(", ")}`,
+        );
       continue;
     }
     const next = blocks[i + 1];
     const between = next ? lines.slice(block.endLine, next.line - 2) : [];
     if (next?.lang !== "json" || between.some((l) => l.trim() !== "")) {
-      throw new Error(`docs/actions.md:${block.line}: the js example is not followed by its json block (blank lines only between them)`);
+      throw new Error(
+        `docs/actions.md:${block.line}: the js example is not followed by its json block (blank lines only between them)`,
+      );
     }
-    examples.push({ index: examples.length + 1, heading: block.heading, line: block.line, code: block.content, expected: parseExpected(next) });
+    examples.push({
+      index: examples.length + 1,
+      heading: block.heading,
+      line: block.line,
+      code: block.content,
+      expected: parseExpected(next),
+    });
     i++;
   }
   return examples;

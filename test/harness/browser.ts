@@ -27,7 +27,8 @@ export async function watchedPage(browser: Browser, width = 1280): Promise<Watch
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource: the server responded with a status of")) problems.push(`console: ${m.text()}`);
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource: the server responded with a status of"))
+      problems.push(`console: ${m.text()}`);
   });
   page.on("pageerror", (e) => problems.push(`uncaught: ${e.message}`));
   return { page, problems };
@@ -56,8 +57,16 @@ export async function seriousViolations(page: Page): Promise<string[]> {
   // <script> would be refused by it, as it should be).
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: unknown[] }> }> } }).axe.run();
+    const result = await (
+      globalThis as unknown as {
+        axe: {
+          run(): Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: unknown[] }> }>;
+        };
+      }
+    ).axe.run();
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length }));
   });
-  return violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.help} (${v.nodes} nodes)`);
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id}: ${v.help} (${v.nodes} nodes)`);
 }

@@ -4,12 +4,21 @@
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex } from "@noble/hashes/utils";
 import { parseQuote } from "../../shared/attestation/index.ts";
-import { channelKeyId, edgeIdentityFromSeed, toBase64Url, type Aead, type OperationAnswer, type OperationRequest, type SealedRequest } from "../../shared/channel/channel.ts";
+import {
+  channelKeyId,
+  edgeIdentityFromSeed,
+  toBase64Url,
+  type Aead,
+  type OperationAnswer,
+  type OperationRequest,
+  type SealedRequest,
+} from "../../shared/channel/channel.ts";
 import { ChannelClient, type ChannelVerifier } from "../../shared/channel/client.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 
 const bindsKey: ChannelVerifier = async (doc, _base, expected) => {
-  if (parseQuote(doc.quote).reportData !== bytesToHex(expected)) throw new Error("the channel quote does not bind the channel key");
+  if (parseQuote(doc.quote).reportData !== bytesToHex(expected))
+    throw new Error("the channel quote does not bind the channel key");
 };
 
 let client: ChannelClient | undefined;
@@ -41,12 +50,21 @@ export function replyOf<T>(answer: OperationAnswer): Reply<T> {
  * it: `x-request-id`, `x-correlation-id` and `idempotency-key` of `headers` become the request's ids
  * and key (a request id is made when none is given, as the edge does).
  */
-export async function callOperation<T = Record<string, unknown>>(base: string, op: string, input: unknown, headers: Record<string, string> = {}, client: ChannelClient = testChannel()): Promise<Reply<T>> {
+export async function callOperation<T = Record<string, unknown>>(
+  base: string,
+  op: string,
+  input: unknown,
+  headers: Record<string, string> = {},
+  client: ChannelClient = testChannel(),
+): Promise<Reply<T>> {
   const correlation = headers["x-correlation-id"];
   const key = headers["idempotency-key"];
   const request: OperationRequest = {
     op,
-    ids: { request_id: headers["x-request-id"] ?? crypto.randomUUID(), ...(correlation === undefined ? {} : { correlation_id: correlation }) },
+    ids: {
+      request_id: headers["x-request-id"] ?? crypto.randomUUID(),
+      ...(correlation === undefined ? {} : { correlation_id: correlation }),
+    },
     input,
     ...(key === undefined ? {} : { idempotency_key: key }),
   };
@@ -56,7 +74,8 @@ export async function callOperation<T = Record<string, unknown>>(base: string, o
 /** The enclave's whole health report (its `health` operation), read through the channel as the edge reads it. */
 export async function internalHealthOf<T = Record<string, unknown>>(base: string): Promise<T> {
   const reply = await callOperation<T>(base, "health", {});
-  if (reply.status !== 200) throw new Error(`the enclave's internal health answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+  if (reply.status !== 200)
+    throw new Error(`the enclave's internal health answered ${reply.status}: ${JSON.stringify(reply.body)}`);
   return reply.body;
 }
 

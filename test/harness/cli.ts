@@ -10,15 +10,28 @@ export const root = join(import.meta.dirname, "../..");
 export type CliResult = { code: number; stdout: string; stderr: string };
 
 /** Runs `node bin/sigil.ts …` in `cwd` with exactly `env` on top of PATH and HOME; never rejects. */
-export function runSigil(args: string[], options: { env: Record<string, string | undefined>; cwd: string; input?: string }): Promise<CliResult> {
+export function runSigil(
+  args: string[],
+  options: { env: Record<string, string | undefined>; cwd: string; input?: string },
+): Promise<CliResult> {
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
       [join(root, "bin/sigil.ts"), ...args],
       // Only what the test gives: no SIGIL_* of the developer's shell leaks in (Node's compile cache,
       // which npm test sets, is Node's setting, not the command's).
-      { cwd: options.cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, ...options.env }, timeout: 150_000 },
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      {
+        cwd: options.cwd,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE,
+          ...options.env,
+        },
+        timeout: 150_000,
+      },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
     if (options.input !== undefined) child.stdin?.end(options.input);
     else child.stdin?.end();
@@ -26,7 +39,12 @@ export function runSigil(args: string[], options: { env: Record<string, string |
 }
 
 /** The one error line a failed command prints: `sigil <command>: <code>: <message> (request <id>)`. */
-export function errorLineOf(result: CliResult): { command: string; code: string; message: string; requestId: string | undefined } {
+export function errorLineOf(result: CliResult): {
+  command: string;
+  code: string;
+  message: string;
+  requestId: string | undefined;
+} {
   const lines = result.stderr.trim().split("\n");
   if (lines.length !== 1) throw new Error(`expected one line on stderr, got ${lines.length}:\n${result.stderr}`);
   const m = /^sigil ([a-z -]+?): ([a-z_]+): (.*?)(?: \(request ([0-9a-f-]+)\))?$/.exec(lines[0] as string);

@@ -11,7 +11,11 @@ import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
 /** A v3 keystore of `privateKey` under `password`; small work factors by default, for tests. */
-export function encryptKeystore(privateKey: Hex, password: string, options: { kdf?: "scrypt" | "pbkdf2"; n?: number; c?: number } = {}): string {
+export function encryptKeystore(
+  privateKey: Hex,
+  password: string,
+  options: { kdf?: "scrypt" | "pbkdf2"; n?: number; c?: number } = {},
+): string {
   const salt = randomBytes(32);
   const iv = randomBytes(16);
   const kdf = options.kdf ?? "scrypt";
@@ -30,6 +34,13 @@ export function encryptKeystore(privateKey: Hex, password: string, options: { kd
     version: 3,
     id: randomUUID(),
     address: privateKeyToAccount(privateKey).address.slice(2).toLowerCase(),
-    crypto: { cipher: "aes-128-ctr", cipherparams: { iv: bytesToHex(iv) }, ciphertext: ciphertext.toString("hex"), kdf, kdfparams, mac: bytesToHex(mac) },
+    crypto: {
+      cipher: "aes-128-ctr",
+      cipherparams: { iv: bytesToHex(iv) },
+      ciphertext: ciphertext.toString("hex"),
+      kdf,
+      kdfparams,
+      mac: bytesToHex(mac),
+    },
   });
 }

@@ -24,5 +24,8 @@ export async function listenerHasRead(enclaveUrl: string, block: bigint): Promis
 /** Mines empty blocks past the listener's re-read window and waits until it has read them: no earlier event is read again. */
 export async function leaveReadWindow(rpcUrl: string, enclaveUrl: string): Promise<void> {
   await createTestClient({ mode: "anvil", transport: http(rpcUrl) }).mine({ blocks: REORG_DEPTH + 1 });
-  await listenerHasRead(enclaveUrl, await createPublicClient({ transport: http(rpcUrl) }).getBlockNumber({ cacheTime: 0 }));
+  await listenerHasRead(
+    enclaveUrl,
+    await createPublicClient({ transport: http(rpcUrl) }).getBlockNumber({ cacheTime: 0 }),
+  );
 }

@@ -29,12 +29,22 @@ const root = join(import.meta.dirname, "../..");
  * adds to its environment. `stop()` removes the state folder, unless `keepState`; `stateDir` starts
  * on a folder kept by an earlier stack (a restart: the chain, the edge's Durable Objects, the keys).
  */
-export async function startLocalStack(options: { timeoutMs?: number; env?: Record<string, string>; keepState?: boolean; stateDir?: string } = {}): Promise<LocalStack> {
+export async function startLocalStack(
+  options: { timeoutMs?: number; env?: Record<string, string>; keepState?: boolean; stateDir?: string } = {},
+): Promise<LocalStack> {
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "sigil-stack-"));
   let output = "";
   const child: ChildProcess = spawn(process.execPath, ["bin/sigil.ts", "start"], {
     cwd: root,
-    env: { ...process.env, SIGIL_STATE_DIR: stateDir, SIGIL_ANVIL_PORT: "0", SIGIL_ENCLAVE_PORT: "0", SIGIL_EDGE_PORT: "0", SIGIL_STRIPE_PORT: "0", ...options.env },
+    env: {
+      ...process.env,
+      SIGIL_STATE_DIR: stateDir,
+      SIGIL_ANVIL_PORT: "0",
+      SIGIL_ENCLAVE_PORT: "0",
+      SIGIL_EDGE_PORT: "0",
+      SIGIL_STRIPE_PORT: "0",
+      ...options.env,
+    },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -24,7 +24,16 @@ declare module "vitest" {
   }
 }
 
-const keys = ["rpcUrl", "contract", "owner", "enclaveUrl", "enclavePid", "gatewayUrl", "fetchTargetUrl", "listenerPollMs"] as const;
+const keys = [
+  "rpcUrl",
+  "contract",
+  "owner",
+  "enclaveUrl",
+  "enclavePid",
+  "gatewayUrl",
+  "fetchTargetUrl",
+  "listenerPollMs",
+] as const;
 
 export function provideStack(project: TestProject, stack: TestStack): void {
   for (const key of keys) project.provide(key, stack[key] as never);

@@ -77,7 +77,14 @@ export function quickjsMemories(pid: number | "self"): WasmMemory[] {
     for (let i = 0; i + 1 < maps.length; i++) {
       const used = maps[i]!;
       const guard = maps[i + 1]!;
-      if (used.prot !== "rw-p" || guard.prot !== "---p" || !used.anonymous || used.to !== guard.from || guard.to - used.from !== RESERVATION) continue;
+      if (
+        used.prot !== "rw-p" ||
+        guard.prot !== "---p" ||
+        !used.anonymous ||
+        used.to !== guard.from ||
+        guard.to - used.from !== RESERVATION
+      )
+        continue;
       const bytes = Buffer.alloc(Number(used.to - used.from));
       try {
         readSync(fd, bytes, 0, bytes.length, used.from);
@@ -87,7 +94,8 @@ export function quickjsMemories(pid: number | "self"): WasmMemory[] {
         if ((err as NodeJS.ErrnoException).code === "EIO") continue;
         throw err;
       }
-      if (bytes.subarray(signature.offset, signature.offset + signature.bytes.length).equals(signature.bytes)) found.push({ start: used.from, bytes });
+      if (bytes.subarray(signature.offset, signature.offset + signature.bytes.length).equals(signature.bytes))
+        found.push({ start: used.from, bytes });
     }
     return found;
   } finally {
@@ -125,7 +133,11 @@ export type ResidueHit = { canary: string; form: string; memory: string; offset:
  * Every place in `memories` where one of `canaries` (by name) is found, in any of its forms. Reads
  * the memories given, whole.
  */
-export function findResidue(memories: WasmMemory[], canaries: Record<string, Canary>, only?: readonly string[]): ResidueHit[] {
+export function findResidue(
+  memories: WasmMemory[],
+  canaries: Record<string, Canary>,
+  only?: readonly string[],
+): ResidueHit[] {
   // Memories with the same bytes are searched once: idle instances that were made the same image
   // again are byte for byte alike (and with many canaries, each searched alone, that is most of the cost).
   const alike = new Map<string, WasmMemory[]>();
@@ -141,7 +153,8 @@ export function findResidue(memories: WasmMemory[], canaries: Record<string, Can
       for (const group of alike.values()) {
         const bytes = (group[0] as WasmMemory).bytes;
         for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + 1)) {
-          for (const memory of group) hits.push({ canary: name, form, memory: `0x${memory.start.toString(16)}`, offset: at });
+          for (const memory of group)
+            hits.push({ canary: name, form, memory: `0x${memory.start.toString(16)}`, offset: at });
         }
       }
     }
@@ -153,9 +166,17 @@ export function findResidue(memories: WasmMemory[], canaries: Record<string, Can
  * Reads the QuickJS memories of `pid` now and returns every canary found in them (in every form, or
  * in the forms named in `only`).
  */
-export function scanResidue(pid: number | "self", canaries: Record<string, Canary>, only?: readonly string[]): { memories: number; bytes: number; hits: ResidueHit[] } {
+export function scanResidue(
+  pid: number | "self",
+  canaries: Record<string, Canary>,
+  only?: readonly string[],
+): { memories: number; bytes: number; hits: ResidueHit[] } {
   const memories = quickjsMemories(pid);
-  return { memories: memories.length, bytes: memories.reduce((n, m) => n + m.bytes.length, 0), hits: findResidue(memories, canaries, only) };
+  return {
+    memories: memories.length,
+    bytes: memories.reduce((n, m) => n + m.bytes.length, 0),
+    hits: findResidue(memories, canaries, only),
+  };
 }
 
 /**

@@ -60,11 +60,19 @@ export type TestStackOptions = {
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const listenerPollMs = options.listenerPollMs ?? 500;
-  const anvil = await startAnvil({ accounts: 10, ...(options.chainBlockSeconds === undefined ? {} : { blockTimeSeconds: options.chainBlockSeconds }) });
+  const anvil = await startAnvil({
+    accounts: 10,
+    ...(options.chainBlockSeconds === undefined ? {} : { blockTimeSeconds: options.chainBlockSeconds }),
+  });
   const gateway = await startIpfsGateway();
   const target = await startFetchTarget();
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-test-stack-"));
-  const stops: Array<() => Promise<void>> = [async () => rmSync(stateDir, { recursive: true, force: true }), () => anvil.stop(), () => gateway.close(), () => target.close()];
+  const stops: Array<() => Promise<void>> = [
+    async () => rmSync(stateDir, { recursive: true, force: true }),
+    () => anvil.stop(),
+    () => gateway.close(),
+    () => target.close(),
+  ];
   let chainProxy: TcpProxy | undefined;
   const stop = async () => {
     for (const s of stops) await s().catch(() => undefined);
@@ -83,22 +91,25 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     }
     const serviceRpcUrl = chainProxy?.url ?? anvil.rpcUrl;
     const enclaveEnv = {
-        SIGIL_ENV: "test",
-        SIGIL_ENCLAVE_PORT: "0",
-        // The tests' stand-in edge and the edge under test sign with this identity.
-        SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED)).publicKey),
-        SIGIL_RPC_URL: serviceRpcUrl,
-        SIGIL_CONTRACT_ADDRESS: deployment.proxy,
-        SIGIL_DEV_ROOT_KEY: TEST_ROOT_KEY,
-        SIGIL_STATE_DIR: stateDir,
-        SIGIL_LISTENER_POLL_MS: String(listenerPollMs),
-        SIGIL_IPFS_GATEWAY: gateway.url,
-        SIGIL_FETCH_ALLOW: `127.0.0.1:${target.port}`,
-        SIGIL_SANDBOX_WORKERS: "2",
-        SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
-        ...options.enclaveEnv,
+      SIGIL_ENV: "test",
+      SIGIL_ENCLAVE_PORT: "0",
+      // The tests' stand-in edge and the edge under test sign with this identity.
+      SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(TEST_EDGE_IDENTITY_SEED)).publicKey),
+      SIGIL_RPC_URL: serviceRpcUrl,
+      SIGIL_CONTRACT_ADDRESS: deployment.proxy,
+      SIGIL_DEV_ROOT_KEY: TEST_ROOT_KEY,
+      SIGIL_STATE_DIR: stateDir,
+      SIGIL_LISTENER_POLL_MS: String(listenerPollMs),
+      SIGIL_IPFS_GATEWAY: gateway.url,
+      SIGIL_FETCH_ALLOW: `127.0.0.1:${target.port}`,
+      SIGIL_SANDBOX_WORKERS: "2",
+      SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
+      ...options.enclaveEnv,
     };
-    const echo = { ...(options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {}), ...(options.enclaveExecArgv ? { execArgv: options.enclaveExecArgv } : {}) };
+    const echo = {
+      ...(options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave] ${line}`) } : {}),
+      ...(options.enclaveExecArgv ? { execArgv: options.enclaveExecArgv } : {}),
+    };
     let enclave = await spawnEnclave(enclaveEnv, echo);
     /** What the enclave's earlier processes printed. */
     let pastOutput = "";
@@ -120,7 +131,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       running = false;
       if (start) await startEnclave();
     };
-    await registerLocalPayers({ rpcUrl: anvil.rpcUrl, publicClient, walletClient, owner, contract: deployment.proxy, payers: enclave.payers });
+    await registerLocalPayers({
+      rpcUrl: anvil.rpcUrl,
+      publicClient,
+      walletClient,
+      owner,
+      contract: deployment.proxy,
+      payers: enclave.payers,
+    });
     return {
       rpcUrl: anvil.rpcUrl,
       serviceRpcUrl,

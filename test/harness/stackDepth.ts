@@ -22,10 +22,15 @@ export const RECURSIONS: Record<string, string> = {
   asyncFunction: "async function d(n) { return await d(n + 1) }",
   generator: "function* g() { yield* g() } function d() { return [...g()] }",
   structuredClone: "function d() { let a = {}; for (let i = 0; i < 100000; i++) a = { a }; return structuredClone(a) }",
-  classChain: "function d() { let C = class {}; for (let i = 0; i < 50000; i++) C = class extends C {}; return new C() }",
+  classChain:
+    "function d() { let C = class {}; for (let i = 0; i < 50000; i++) C = class extends C {}; return new C() }",
 };
 
-const limits = readEnclaveConfig({ SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32), SIGIL_RPC_URL: "http://127.0.0.1:1", SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}` }).limits;
+const limits = readEnclaveConfig({
+  SIGIL_ALLOWED_EDGE_KEYS: "ab".repeat(32),
+  SIGIL_RPC_URL: "http://127.0.0.1:1",
+  SIGIL_CONTRACT_ADDRESS: `0x${"11".repeat(20)}`,
+}).limits;
 let memory: WebAssembly.Memory | undefined;
 const OriginalMemory = WebAssembly.Memory;
 // biome-ignore lint/complexity/useArrowFunction: called with `new`, which an arrow function refuses
@@ -51,8 +56,14 @@ const deepest: Record<string, number> = {};
 for (const [name, source] of Object.entries(RECURSIONS)) {
   depth = 0;
   const code = `${source}\nasync function main() { try { await d(0) } catch (e) { return String(e) } }`;
-  const outcome = await runScript(prepared, { code, cid: "QmStackDepth", paramsJson: "null", timeoutMs: 20_000, requestId: name, correlationId: null }, limits, host);
-  if (!outcome.responseJson?.includes("overflow")) throw new Error(`${name} did not end in a stack overflow: ${JSON.stringify(outcome)}`);
+  const outcome = await runScript(
+    prepared,
+    { code, cid: "QmStackDepth", paramsJson: "null", timeoutMs: 20_000, requestId: name, correlationId: null },
+    limits,
+    host,
+  );
+  if (!outcome.responseJson?.includes("overflow"))
+    throw new Error(`${name} did not end in a stack overflow: ${JSON.stringify(outcome)}`);
   deepest[name] = depth;
 }
 parentPort?.postMessage(deepest);

@@ -24,7 +24,13 @@ function roleOf(pid: number): SoakRole {
     } catch {
       // gone meanwhile
     }
-    role = /anvil/.test(cmdline) ? "anvil" : /workerd/.test(cmdline) ? "workerd" : /enclave/.test(cmdline) ? "enclave" : "other";
+    role = /anvil/.test(cmdline)
+      ? "anvil"
+      : /workerd/.test(cmdline)
+        ? "workerd"
+        : /enclave/.test(cmdline)
+          ? "enclave"
+          : "other";
     roles.set(pid, role);
   }
   return role;
@@ -59,7 +65,9 @@ export const CPU_SAMPLE_MS = 5_000;
 /** Samples every `everyMs` until stopped; percentages are of the whole machine (all cores). */
 export function sampleCpu(clock: () => number, everyMs = CPU_SAMPLE_MS): { samples: CpuSample[]; stop(): void } {
   const samples: CpuSample[] = [];
-  let prev: { procs: Map<number, { ppid: number; ticks: number }>; machine: { busy: number; total: number } } | undefined;
+  let prev:
+    | { procs: Map<number, { ppid: number; ticks: number }>; machine: { busy: number; total: number } }
+    | undefined;
   const tick = () => {
     let procs: Map<number, { ppid: number; ticks: number }>;
     let m: { busy: number; total: number };
@@ -94,7 +102,12 @@ export function sampleCpu(clock: () => number, everyMs = CPU_SAMPLE_MS): { sampl
       if (totalTicks > 0) {
         const pct = (ticks: number) => Math.min(100, Math.max(0, (100 * ticks) / totalTicks));
         const byRole = Object.fromEntries(SOAK_ROLES.map((r) => [r, pct(byRoleTicks[r])])) as Record<SoakRole, number>;
-        samples.push({ at: clock(), machinePct: (100 * (m.busy - prev.machine.busy)) / totalTicks, soakPct: pct(soakTicks), byRole });
+        samples.push({
+          at: clock(),
+          machinePct: (100 * (m.busy - prev.machine.busy)) / totalTicks,
+          soakPct: pct(soakTicks),
+          byRole,
+        });
       }
     }
     prev = { procs, machine: m };

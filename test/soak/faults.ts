@@ -28,7 +28,13 @@ export const FAULT_NAMES: FaultName[] = ["enclave_kill", "rpc_stop", "stripe_cha
 export type FaultPlan = { name: FaultName; firstAtMs: number; everyMs: number };
 
 /** One fault as it happened: when (ms on the traffic's clock), how long, and what it did. */
-export type FaultEvent = { name: FaultName; at: number; ms: number; effect: Record<string, number | string | boolean | null>; ok: boolean };
+export type FaultEvent = {
+  name: FaultName;
+  at: number;
+  ms: number;
+  effect: Record<string, number | string | boolean | null>;
+  ok: boolean;
+};
 
 /** The recovery bound after an enclave restart (the acceptance rule). */
 export const RECOVERY_BOUND_MS = 5_000;
@@ -44,7 +50,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * clock. `tries` counts the attempts that reached the service: one the edge refused at its door for
  * load (503 edge_busy, nothing tried) says nothing of the fault.
  */
-async function firstSuccess(traffic: Traffic, attempt: () => Promise<Probe>, limitMs: number): Promise<{ at: number | null; tries: number; refused: number }> {
+async function firstSuccess(
+  traffic: Traffic,
+  attempt: () => Promise<Probe>,
+  limitMs: number,
+): Promise<{ at: number | null; tries: number; refused: number }> {
   const deadline = traffic.recorder.now() + limitMs;
   let tries = 0;
   let refused = 0;
@@ -58,7 +68,10 @@ async function firstSuccess(traffic: Traffic, attempt: () => Promise<Probe>, lim
   return { at: null, tries, refused };
 }
 
-export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultName, () => Promise<Omit<FaultEvent, "name" | "at">>> {
+export function faultActions(
+  stack: SoakStack,
+  traffic: Traffic,
+): Record<FaultName, () => Promise<Omit<FaultEvent, "name" | "at">>> {
   const clock = () => traffic.recorder.now();
   return {
     async enclave_kill() {
@@ -72,7 +85,13 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
         ms: (served.at ?? clock()) - killedAt,
         // Back at all; the bound is judged by the report, which also counts the traffic's own runs.
         ok: recovery !== null,
-        effect: { kill_to_ready_ms: Math.round(readyAt - killedAt), ready_to_served_ms: recovery === null ? null : Math.round(recovery), probes: served.tries, probes_refused_for_load: served.refused, calls_in_flight_at_ready: inFlight },
+        effect: {
+          kill_to_ready_ms: Math.round(readyAt - killedAt),
+          ready_to_served_ms: recovery === null ? null : Math.round(recovery),
+          probes: served.tries,
+          probes_refused_for_load: served.refused,
+          calls_in_flight_at_ready: inFlight,
+        },
       };
     },
     async rpc_stop() {
@@ -87,7 +106,11 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
       return {
         ms: (served.at ?? clock()) - stoppedAt,
         ok: served.at !== null,
-        effect: { down_ms: Math.round(backAt - stoppedAt), connections_cut: cut, back_to_read_ms: served.at === null ? null : Math.round(served.at - backAt) },
+        effect: {
+          down_ms: Math.round(backAt - stoppedAt),
+          connections_cut: cut,
+          back_to_read_ms: served.at === null ? null : Math.round(served.at - backAt),
+        },
       };
     },
     async stripe_chaos() {
@@ -104,10 +127,18 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
         sent = await stack.stripe.releaseHeld("reverse");
       }
       // Then some past events again: payments that succeeded or failed, and refunds.
-      const past = stack.stripe.events().filter((e) => ["payment_intent.succeeded", "payment_intent.payment_failed", "refund.created"].includes(e.type));
+      const past = stack.stripe
+        .events()
+        .filter((e) =>
+          ["payment_intent.succeeded", "payment_intent.payment_failed", "refund.created"].includes(e.type),
+        );
       const replayed = [...past].sort(() => Math.random() - 0.5).slice(0, 6);
       for (const e of replayed) await stack.stripe.resend(e.id);
-      const types = (ids: string[]) => stack.stripe.events().filter((e) => ids.includes(e.id)).map((e) => e.type.replace("payment_intent.", ""));
+      const types = (ids: string[]) =>
+        stack.stripe
+          .events()
+          .filter((e) => ids.includes(e.id))
+          .map((e) => e.type.replace("payment_intent.", ""));
       return {
         ms: clock() - started,
         ok: true,
@@ -128,12 +159,24 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
       let dropped: number | null = null;
       for (let i = 0; i < 50 && dropped === null; i++) {
         await sleep(20);
-        const line = stack.chain.enclaveOutput().slice(marker).split("\n").find((l) => l.includes("channel sessions dropped"));
+        const line = stack.chain
+          .enclaveOutput()
+          .slice(marker)
+          .split("\n")
+          .find((l) => l.includes("channel sessions dropped"));
         if (line) dropped = Number((JSON.parse(line) as { sessions?: number }).sessions ?? 0);
       }
       // The next run through the edge must work without an error the client sees.
       const served = await firstSuccess(traffic, () => traffic.probeRun(), 10_000);
-      return { ms: clock() - at, ok: dropped !== null && served.at !== null && served.tries === 1, effect: { sessions_dropped: dropped, next_run_ok_first_try: served.tries === 1, probes_refused_for_load: served.refused } };
+      return {
+        ms: clock() - at,
+        ok: dropped !== null && served.at !== null && served.tries === 1,
+        effect: {
+          sessions_dropped: dropped,
+          next_run_ok_first_try: served.tries === 1,
+          probes_refused_for_load: served.refused,
+        },
+      };
     },
   };
 }
@@ -141,7 +184,12 @@ export function faultActions(stack: SoakStack, traffic: Traffic): Record<FaultNa
 /** Refunds 100 cents of a random earlier top-up that Stripe took (as from Stripe's dashboard); the cents refunded (0 if none). */
 async function refundOne(stack: SoakStack, traffic: Traffic): Promise<number> {
   const names = new Set(traffic.accounts.map((a) => a.name));
-  const succeeded = new Set(stack.stripe.events().filter((e) => e.type === "payment_intent.succeeded").map((e) => String(e.data.object.id)));
+  const succeeded = new Set(
+    stack.stripe
+      .events()
+      .filter((e) => e.type === "payment_intent.succeeded")
+      .map((e) => String(e.data.object.id)),
+  );
   const candidates = traffic.recorder.topUps.filter((t) => names.has(t.account) && succeeded.has(t.paymentIntentId));
   const chosen = candidates[Math.floor(Math.random() * candidates.length)];
   if (!chosen) return 0;
@@ -158,7 +206,12 @@ async function refundOne(stack: SoakStack, traffic: Traffic): Promise<number> {
  * Runs each plan's fault at its times until `stop()`, the enclave kill, the chain's outage and the
  * session drop one at a time; every fault as it happened goes to `events`.
  */
-export function scheduleFaults(plans: FaultPlan[], actions: Record<FaultName, () => Promise<Omit<FaultEvent, "name" | "at">>>, clock: () => number, log: (line: string) => void) {
+export function scheduleFaults(
+  plans: FaultPlan[],
+  actions: Record<FaultName, () => Promise<Omit<FaultEvent, "name" | "at">>>,
+  clock: () => number,
+  log: (line: string) => void,
+) {
   const events: FaultEvent[] = [];
   let stopped = false;
   let wake: Array<() => void> = [];
@@ -187,7 +240,13 @@ export function scheduleFaults(plans: FaultPlan[], actions: Record<FaultName, ()
           events.push({ name: plan.name, at, ...done });
           log(`fault ${plan.name}: ${JSON.stringify(done.effect)}${done.ok ? "" : " — NOT OK"}`);
         } catch (err) {
-          events.push({ name: plan.name, at, ms: clock() - at, ok: false, effect: { error: err instanceof Error ? err.message : String(err) } });
+          events.push({
+            name: plan.name,
+            at,
+            ms: clock() - at,
+            ok: false,
+            effect: { error: err instanceof Error ? err.message : String(err) },
+          });
           log(`fault ${plan.name} failed: ${err instanceof Error ? err.stack : String(err)}`);
         }
       };

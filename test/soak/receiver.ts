@@ -6,7 +6,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { verifyWebhook } from "../../sdk/src/index.ts";
 
-export type ReceivedEvent = { endpoint: string; id: string; type: string; created: number; data: Record<string, unknown>; deliveries: number; firstAt: number };
+export type ReceivedEvent = {
+  endpoint: string;
+  id: string;
+  type: string;
+  created: number;
+  data: Record<string, unknown>;
+  deliveries: number;
+  firstAt: number;
+};
 
 export type WebhookReceiver = {
   /** The URL of the endpoint `name`. */
@@ -42,7 +50,16 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
           received.set(name, byId);
           const known = byId.get(event.id);
           if (known) known.deliveries++;
-          else byId.set(event.id, { endpoint: name, id: event.id, type: event.type, created: event.created, data: event.data as Record<string, unknown>, deliveries: 1, firstAt: Date.now() });
+          else
+            byId.set(event.id, {
+              endpoint: name,
+              id: event.id,
+              type: event.type,
+              created: event.created,
+              data: event.data as Record<string, unknown>,
+              deliveries: 1,
+              firstAt: Date.now(),
+            });
           res.writeHead(200).end();
         },
         () => {

@@ -42,7 +42,11 @@ import { LOAD_KINDS } from "./traffic.ts";
 /** The managed writes the soak sends (metered: a cent each once sent). */
 const WRITE_OPS = new Set(["create_wallet", "add_group", "add_usage_api_key"]);
 
-const DOCUMENTED_503 = new Set(Object.entries(errorStatus).filter(([, s]) => s === 503).map(([c]) => c));
+const DOCUMENTED_503 = new Set(
+  Object.entries(errorStatus)
+    .filter(([, s]) => s === 503)
+    .map(([c]) => c),
+);
 
 export type SoakData = {
   startedAt: Date;
@@ -82,9 +86,17 @@ export type Rule = { name: string; ok: boolean; detail: string[] };
  * `fiveXx`: every 5xx answer (and every request with no answer), one line each, in time order;
  * `markdown`: the run's summary as the README shows it.
  */
-export type SoakReport = { lines: string[]; rules: Rule[]; ok: boolean; json: Record<string, unknown>; fiveXx: string[]; markdown: string[] };
+export type SoakReport = {
+  lines: string[];
+  rules: Rule[];
+  ok: boolean;
+  json: Record<string, unknown>;
+  fiveXx: string[];
+  markdown: string[];
+};
 
-const pct = (sorted: number[], p: number) => (sorted.length === 0 ? null : (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number));
+const pct = (sorted: number[], p: number) =>
+  sorted.length === 0 ? null : (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number);
 const round = (n: number | null, digits = 1) => (n === null ? null : Math.round(n * 10 ** digits) / 10 ** digits);
 const fmtMs = (n: number | null) => (n === null ? "—" : n < 10 ? n.toFixed(1) : String(Math.round(n)));
 const pad = (s: string | number, n: number) => String(s).padStart(n);
@@ -92,7 +104,8 @@ const padEnd = (s: string | number, n: number) => String(s).padEnd(n);
 
 function table(header: string[], rows: Array<Array<string | number>>): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? "").length)));
-  const line = (cells: Array<string | number>) => cells.map((c, i) => (i === 0 ? padEnd(c, widths[i]!) : pad(c, widths[i]!))).join("  ");
+  const line = (cells: Array<string | number>) =>
+    cells.map((c, i) => (i === 0 ? padEnd(c, widths[i]!) : pad(c, widths[i]!))).join("  ");
   return [line(header), ...rows.map(line)];
 }
 
@@ -121,19 +134,50 @@ export function buildReport(d: SoakData): SoakReport {
     .map((k) => {
       const as = edge.filter((a) => a.kind === k);
       const calls = d.calls.filter((c) => c.kind === k);
-      const row: Record<string, number> = { calls: calls.length, failed_calls: calls.filter((c) => !c.ok).length, attempts: as.length, retries: as.filter((a) => a.n > 0).length };
+      const row: Record<string, number> = {
+        calls: calls.length,
+        failed_calls: calls.filter((c) => !c.ok).length,
+        attempts: as.length,
+        retries: as.filter((a) => a.n > 0).length,
+      };
       for (const s of statuses) row[String(s)] = as.filter((a) => a.status === s).length;
       byKind[k] = row;
-      return [k, row.calls!, row.failed_calls!, row.attempts!, row.retries!, ...statuses.map((s) => row[String(s)] || "")];
+      return [
+        k,
+        row.calls!,
+        row.failed_calls!,
+        row.attempts!,
+        row.retries!,
+        ...statuses.map((s) => row[String(s)] || ""),
+      ];
     })
     .filter((r) => r[1] !== 0);
-  for (const l of table(["kind", "calls", "failed", "attempts", "retries", ...statuses.map((s) => (s === 0 ? "no answer" : String(s)))], kindRows)) out(l);
+  for (const l of table(
+    ["kind", "calls", "failed", "attempts", "retries", ...statuses.map((s) => (s === 0 ? "no answer" : String(s)))],
+    kindRows,
+  ))
+    out(l);
   const codes = new Map<string, number>();
-  for (const a of edge) if (a.status >= 400) codes.set(`${a.status} ${a.code ?? "?"}`, (codes.get(`${a.status} ${a.code ?? "?"}`) ?? 0) + 1);
-  if (codes.size) out(`error codes: ${[...codes].sort().map(([c, n]) => `${c} ×${n}`).join(", ")}`);
+  for (const a of edge)
+    if (a.status >= 400)
+      codes.set(`${a.status} ${a.code ?? "?"}`, (codes.get(`${a.status} ${a.code ?? "?"}`) ?? 0) + 1);
+  if (codes.size)
+    out(
+      `error codes: ${[...codes]
+        .sort()
+        .map(([c, n]) => `${c} ×${n}`)
+        .join(", ")}`,
+    );
   const failedCalls = new Map<string, number>();
-  for (const c of d.calls) if (!c.ok) failedCalls.set(`${c.kind} ${c.code}`, (failedCalls.get(`${c.kind} ${c.code}`) ?? 0) + 1);
-  if (failedCalls.size) out(`calls that ended in an error (after the SDK's retries): ${[...failedCalls].sort().map(([c, n]) => `${c} ×${n}`).join(", ")}`);
+  for (const c of d.calls)
+    if (!c.ok) failedCalls.set(`${c.kind} ${c.code}`, (failedCalls.get(`${c.kind} ${c.code}`) ?? 0) + 1);
+  if (failedCalls.size)
+    out(
+      `calls that ended in an error (after the SDK's retries): ${[...failedCalls]
+        .sort()
+        .map(([c, n]) => `${c} ×${n}`)
+        .join(", ")}`,
+    );
 
   // --- latency per kind per minute ----------------------------------------------------------------
   out();
@@ -156,7 +200,10 @@ export function buildReport(d: SoakData): SoakReport {
   const overall: Record<string, { n: number; p50: number | null; p99: number | null }> = {};
   const allRow: Array<string | number> = ["all"];
   for (const k of LOAD_KINDS) {
-    const ms = edge.filter((a) => a.kind === k && inLoad(a)).map((a) => a.ms).sort((x, y) => x - y);
+    const ms = edge
+      .filter((a) => a.kind === k && inLoad(a))
+      .map((a) => a.ms)
+      .sort((x, y) => x - y);
     overall[k] = { n: ms.length, p50: round(pct(ms, 0.5)), p99: round(pct(ms, 0.99)) };
     allRow.push(`${fmtMs(pct(ms, 0.5))} / ${fmtMs(pct(ms, 0.99))}`);
   }
@@ -166,25 +213,38 @@ export function buildReport(d: SoakData): SoakReport {
     const xs = d.cpu.filter((c) => c.at >= from && c.at < to);
     if (xs.length === 0) return null;
     const avg = (f: (c: CpuSample) => number) => xs.reduce((t, c) => t + f(c), 0) / xs.length;
-    return { machine: avg((c) => c.machinePct), soak: avg((c) => c.soakPct), others: avg((c) => Math.max(0, c.machinePct - c.soakPct)) };
+    return {
+      machine: avg((c) => c.machinePct),
+      soak: avg((c) => c.soakPct),
+      others: avg((c) => Math.max(0, c.machinePct - c.soakPct)),
+    };
   };
   for (const [m, row] of latRows.entries()) {
     const c = cpuOf(d.loadFrom + m * 60_000, d.loadFrom + (m + 1) * 60_000);
     row.push(c ? `${Math.round(c.machine)} / ${Math.round(c.soak)} / ${Math.round(c.others)}` : "—");
   }
   const cpuAll = cpuOf(d.loadFrom, d.loadTo);
-  allRow.push(cpuAll ? `${Math.round(cpuAll.machine)} / ${Math.round(cpuAll.soak)} / ${Math.round(cpuAll.others)}` : "—");
+  allRow.push(
+    cpuAll ? `${Math.round(cpuAll.machine)} / ${Math.round(cpuAll.soak)} / ${Math.round(cpuAll.others)}` : "—",
+  );
   latRows.push(allRow);
   const capacityRow: Array<string | number> = ["cap."];
   for (const k of LOAD_KINDS) {
-    const ms = edge.filter((a) => a.kind === k && a.at < d.loadFrom).map((a) => a.ms).sort((x, y) => x - y);
+    const ms = edge
+      .filter((a) => a.kind === k && a.at < d.loadFrom)
+      .map((a) => a.ms)
+      .sort((x, y) => x - y);
     capacityRow.push(`${fmtMs(pct(ms, 0.5))} / ${fmtMs(pct(ms, 0.99))}`);
   }
   const cpuCap = cpuOf(Number.NEGATIVE_INFINITY, d.loadFrom);
-  capacityRow.push(cpuCap ? `${Math.round(cpuCap.machine)} / ${Math.round(cpuCap.soak)} / ${Math.round(cpuCap.others)}` : "—");
+  capacityRow.push(
+    cpuCap ? `${Math.round(cpuCap.machine)} / ${Math.round(cpuCap.soak)} / ${Math.round(cpuCap.others)}` : "—",
+  );
   latRows.push(capacityRow);
   for (const l of table(["min", ...LOAD_KINDS, "cpu % all / soak / others"], latRows)) out(l);
-  out("(cap.: during the closed-loop capacity measurement and its warm-up, before the load; cpu: of the whole machine, the soak's processes — this one, anvil, the enclave, workerd — and the rest)");
+  out(
+    "(cap.: during the closed-loop capacity measurement and its warm-up, before the load; cpu: of the whole machine, the soak's processes — this one, anvil, the enclave, workerd — and the rest)",
+  );
 
   // The soak's CPU per process per minute, and per call answered: a share that grows while the
   // load stays the same is a process whose cost per call grows (state that piles up).
@@ -205,7 +265,7 @@ export function buildReport(d: SoakData): SoakReport {
         if (xs.length === 0) return "—";
         const pctAvg = xs.reduce((t, c) => t + (c.byRole?.[r] ?? 0), 0) / xs.length;
         // % of the machine's cores over the minute → CPU ms in the minute → per call answered.
-        const msPerCall = answered > 0 ? (pctAvg / 100) * cpus().length * seconds * 1000 / answered : NaN;
+        const msPerCall = answered > 0 ? ((pctAvg / 100) * cpus().length * seconds * 1000) / answered : NaN;
         return `${Math.round(pctAvg)} (${Number.isFinite(msPerCall) ? msPerCall.toFixed(1) : "—"})`;
       }),
       answered,
@@ -215,7 +275,9 @@ export function buildReport(d: SoakData): SoakReport {
 
   // --- every 5xx --------------------------------------------------------------------------------
   out();
-  out("-- every 5xx answer (and every request the edge did not answer), consecutive alike ones merged (when answered, on the load's clock; negative: before it; one by one in 5xx.txt)");
+  out(
+    "-- every 5xx answer (and every request the edge did not answer), consecutive alike ones merged (when answered, on the load's clock; negative: before it; one by one in 5xx.txt)",
+  );
   // By when each was answered (sent + latency): what a client saw, when.
   const answeredAt = (a: Attempt) => a.at + a.ms;
   const bad = edge.filter((a) => a.status >= 500 || a.status === 0).sort((a, b) => answeredAt(a) - answeredAt(b));
@@ -225,27 +287,55 @@ export function buildReport(d: SoakData): SoakReport {
       `${a.retryAfter === undefined ? "no Retry-After" : `Retry-After: ${a.retryAfter}`}  request ${a.requestId ?? "?"}  attempt ${a.n + 1}, sent ${((a.at - d.loadFrom) / 1000).toFixed(3)} s`,
   );
   const undocumented: string[] = [];
-  const fiveGroups: Array<{ from: number; to: number; status: number; code: string; retryAfter: string | null; kinds: Set<string>; n: number }> = [];
+  const fiveGroups: Array<{
+    from: number;
+    to: number;
+    status: number;
+    code: string;
+    retryAfter: string | null;
+    kinds: Set<string>;
+    n: number;
+  }> = [];
   for (const a of bad) {
     const code = a.status === 0 ? `no answer: ${a.error ?? "?"}` : (a.code ?? "?");
     const retryAfter = a.retryAfter ?? null;
     const at = answeredAt(a);
     const last = fiveGroups[fiveGroups.length - 1];
-    if (last && last.status === a.status && last.code === code && last.retryAfter === retryAfter && at - last.to < 5_000) {
+    if (
+      last &&
+      last.status === a.status &&
+      last.code === code &&
+      last.retryAfter === retryAfter &&
+      at - last.to < 5_000
+    ) {
       last.to = at;
       last.n++;
       last.kinds.add(a.kind);
     } else {
       fiveGroups.push({ from: at, to: at, status: a.status, code, retryAfter, kinds: new Set([a.kind]), n: 1 });
     }
-    const documented = a.status === 503 && a.retryAfter !== undefined && /^\d+$/.test(a.retryAfter) && a.code !== undefined && DOCUMENTED_503.has(a.code);
-    if (!documented) undocumented.push(`${sec(at - d.loadFrom)} ${a.kind} ${a.op} ${a.status} ${code}${retryAfter ? ` Retry-After ${retryAfter}` : " (no Retry-After)"} request ${a.requestId ?? "?"}`);
+    const documented =
+      a.status === 503 &&
+      a.retryAfter !== undefined &&
+      /^\d+$/.test(a.retryAfter) &&
+      a.code !== undefined &&
+      DOCUMENTED_503.has(a.code);
+    if (!documented)
+      undocumented.push(
+        `${sec(at - d.loadFrom)} ${a.kind} ${a.op} ${a.status} ${code}${retryAfter ? ` Retry-After ${retryAfter}` : " (no Retry-After)"} request ${a.requestId ?? "?"}`,
+      );
   }
   if (fiveGroups.length === 0) out("none");
   for (const g of fiveGroups) {
-    out(`${pad(sec(g.from - d.loadFrom), 8)}${g.n > 1 ? ` – ${sec(g.to - d.loadFrom)}` : ""}  ${g.status} ${g.code}  ${g.retryAfter === null ? "no Retry-After" : `Retry-After: ${g.retryAfter}`}  ×${g.n}  (${[...g.kinds].join(", ")})`);
+    out(
+      `${pad(sec(g.from - d.loadFrom), 8)}${g.n > 1 ? ` – ${sec(g.to - d.loadFrom)}` : ""}  ${g.status} ${g.code}  ${g.retryAfter === null ? "no Retry-After" : `Retry-After: ${g.retryAfter}`}  ×${g.n}  (${[...g.kinds].join(", ")})`,
+    );
   }
-  rules.push({ name: "no 5xx but documented 503s with Retry-After (and every request answered)", ok: undocumented.length === 0, detail: undocumented.slice(0, 50) });
+  rules.push({
+    name: "no 5xx but documented 503s with Retry-After (and every request answered)",
+    ok: undocumented.length === 0,
+    detail: undocumented.slice(0, 50),
+  });
 
   // --- faults ------------------------------------------------------------------------------------
   out();
@@ -253,9 +343,16 @@ export function buildReport(d: SoakData): SoakReport {
   for (const f of [...d.faults].sort((a, b) => a.at - b.at)) {
     const window = edge.filter((a) => a.at >= f.at && a.at < f.at + Math.max(f.ms, 10_000));
     const errors = new Map<string, number>();
-    for (const a of window) if (a.status >= 500 || a.status === 0) errors.set(`${a.status} ${a.code ?? a.error ?? "?"}`, (errors.get(`${a.status} ${a.code ?? a.error ?? "?"}`) ?? 0) + 1);
+    for (const a of window)
+      if (a.status >= 500 || a.status === 0)
+        errors.set(
+          `${a.status} ${a.code ?? a.error ?? "?"}`,
+          (errors.get(`${a.status} ${a.code ?? a.error ?? "?"}`) ?? 0) + 1,
+        );
     out(
-      `${pad(sec(f.at - d.loadFrom), 8)}  ${padEnd(f.name, 12)}  ${f.ok ? "ok " : "NOT OK"}  ${Object.entries(f.effect).map(([k, v]) => `${k}=${v}`).join(" ")}` +
+      `${pad(sec(f.at - d.loadFrom), 8)}  ${padEnd(f.name, 12)}  ${f.ok ? "ok " : "NOT OK"}  ${Object.entries(f.effect)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(" ")}` +
         `  | ${window.length} answers, 5xx: ${errors.size ? [...errors].map(([c, n]) => `${c} ×${n}`).join(", ") : "none"}`,
     );
   }
@@ -266,15 +363,25 @@ export function buildReport(d: SoakData): SoakReport {
   const recoveries = kills.map((f) => {
     const readyAt = f.at + Number(f.effect.kill_to_ready_ms);
     const byTraffic = edge
-      .filter((a) => (a.kind === "run" || a.kind === "sign") && a.status === 200 && a.run && !a.run.hasError && a.at + a.ms > readyAt)
+      .filter(
+        (a) =>
+          (a.kind === "run" || a.kind === "sign") &&
+          a.status === 200 &&
+          a.run &&
+          !a.run.hasError &&
+          a.at + a.ms > readyAt,
+      )
       .reduce((m, a) => Math.min(m, a.at + a.ms - readyAt), Number.POSITIVE_INFINITY);
-    const byProbe = f.effect.ready_to_served_ms === null ? Number.POSITIVE_INFINITY : Number(f.effect.ready_to_served_ms);
+    const byProbe =
+      f.effect.ready_to_served_ms === null ? Number.POSITIVE_INFINITY : Number(f.effect.ready_to_served_ms);
     const served = Math.min(byTraffic, byProbe);
     return { f, served, byTraffic, byProbe };
   });
   const msOrNever = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : "never");
   out();
-  out(`-- enclave restarts: from the new process ready to the first run answered through the edge (bound ${RECOVERY_BOUND_MS / 1000} s)`);
+  out(
+    `-- enclave restarts: from the new process ready to the first run answered through the edge (bound ${RECOVERY_BOUND_MS / 1000} s)`,
+  );
   for (const r of recoveries) {
     out(
       `${pad(sec(r.f.at - d.loadFrom), 8)}  kill→ready ${r.f.effect.kill_to_ready_ms} ms, ready→served ${msOrNever(r.served)} ` +
@@ -284,14 +391,20 @@ export function buildReport(d: SoakData): SoakReport {
   rules.push({
     name: `the edge serves again within ${RECOVERY_BOUND_MS / 1000} s of each enclave restart`,
     ok: recoveries.length > 0 && recoveries.every((r) => r.served <= RECOVERY_BOUND_MS),
-    detail: recoveries.map((r) => `${sec(r.f.at - d.loadFrom)}: ready→served ${msOrNever(r.served)} (kill→ready ${r.f.effect.kill_to_ready_ms} ms)`),
+    detail: recoveries.map(
+      (r) =>
+        `${sec(r.f.at - d.loadFrom)}: ready→served ${msOrNever(r.served)} (kill→ready ${r.f.effect.kill_to_ready_ms} ms)`,
+    ),
   });
   const missing = d.plannedFaults.filter((n) => !d.faults.some((f) => f.name === n));
   const notOk = d.faults.filter((f) => f.name !== "enclave_kill" && !f.ok);
   rules.push({
     name: "every planned fault happened and did what it should (a dropped session mended on the next request, the chain's RPC back)",
     ok: missing.length === 0 && notOk.length === 0,
-    detail: [...missing.map((n) => `${n} never happened`), ...notOk.map((f) => `${f.name} at ${sec(f.at - d.loadFrom)}: ${JSON.stringify(f.effect)}`)],
+    detail: [
+      ...missing.map((n) => `${n} never happened`),
+      ...notOk.map((f) => `${f.name} at ${sec(f.at - d.loadFrom)}: ${JSON.stringify(f.effect)}`),
+    ],
   });
 
   // --- ledger audit per account ------------------------------------------------------------------
@@ -327,7 +440,8 @@ export function buildReport(d: SoakData): SoakReport {
     const problems: string[] = [];
     if (!audit.consistent) problems.push(`audit() inconsistent: ${JSON.stringify(audit)}`);
     if (audit.heldCents !== 0) problems.push(`${audit.heldCents} cents still held after the traffic drained`);
-    if (audit.entriesSumCents + audit.prunedCents !== audit.settledCents) problems.push(`settled ${audit.settledCents} ≠ entries ${audit.entriesSumCents} + pruned ${audit.prunedCents}`);
+    if (audit.entriesSumCents + audit.prunedCents !== audit.settledCents)
+      problems.push(`settled ${audit.settledCents} ≠ entries ${audit.entriesSumCents} + pruned ${audit.prunedCents}`);
     // Credits: each succeeded intent of the account once, of what Stripe received.
     const credits = entries.filter((e) => e.kind === "credit");
     const expectedPis = [...succeededOf].filter(([, v]) => v.account === acct.master);
@@ -335,18 +449,27 @@ export function buildReport(d: SoakData): SoakReport {
     for (const c of credits) creditByRef.set(c.ref, [...(creditByRef.get(c.ref) ?? []), c.cents]);
     for (const [pi, v] of expectedPis) {
       const got = creditByRef.get(pi);
-      if (!got) problems.push(`payment ${pi} (${v.amount} cents) succeeded at Stripe but was never credited (credit lost)`);
-      else if (got.length !== 1 || got[0] !== v.amount) problems.push(`payment ${pi}: credited ${JSON.stringify(got)}, expected once ${v.amount}`);
+      if (!got)
+        problems.push(`payment ${pi} (${v.amount} cents) succeeded at Stripe but was never credited (credit lost)`);
+      else if (got.length !== 1 || got[0] !== v.amount)
+        problems.push(`payment ${pi}: credited ${JSON.stringify(got)}, expected once ${v.amount}`);
     }
-    for (const ref of creditByRef.keys()) if (!expectedPis.some(([pi]) => pi === ref)) problems.push(`credit ${ref} has no payment Stripe says succeeded for this account`);
+    for (const ref of creditByRef.keys())
+      if (!expectedPis.some(([pi]) => pi === ref))
+        problems.push(`credit ${ref} has no payment Stripe says succeeded for this account`);
     // Refunds: each refund of the account's intents once.
     const adjustments = entries.filter((e) => e.kind === "adjustment");
     const expectedRefunds = [...refundsOf].filter(([, v]) => v.account === acct.master);
     for (const [re, v] of expectedRefunds) {
       const got = adjustments.filter((a) => a.ref === re);
-      if (got.length !== 1 || got[0]!.cents !== -v.amount) problems.push(`refund ${re} of ${v.amount} cents: debited ${JSON.stringify(got.map((g) => g.cents))}, expected once`);
+      if (got.length !== 1 || got[0]!.cents !== -v.amount)
+        problems.push(
+          `refund ${re} of ${v.amount} cents: debited ${JSON.stringify(got.map((g) => g.cents))}, expected once`,
+        );
     }
-    for (const a of adjustments) if (!expectedRefunds.some(([re]) => re === a.ref)) problems.push(`adjustment ${a.ref} (${a.cents}) matches no refund`);
+    for (const a of adjustments)
+      if (!expectedRefunds.some(([re]) => re === a.ref))
+        problems.push(`adjustment ${a.ref} (${a.cents}) matches no refund`);
     // Charges: what the answers claimed, under their billing refs, against the Ledger's charges.
     const charges = entries.filter((e) => e.kind === "charge");
     const chargeByRef = new Map<string, LedgerEntry>();
@@ -357,7 +480,9 @@ export function buildReport(d: SoakData): SoakReport {
     const claims = new Map<string, Set<number>>();
     const claim = (ref: string, cents: number) => claims.set(ref, (claims.get(ref) ?? new Set()).add(cents));
     const answered = edge.filter((a) => a.account === acct.name && a.status !== 0);
-    for (const a of answered) if (a.chargedCents !== undefined && a.chargedCents > 0) claim(a.originalRequest ?? a.requestId ?? "?", a.chargedCents);
+    for (const a of answered)
+      if (a.chargedCents !== undefined && a.chargedCents > 0)
+        claim(a.originalRequest ?? a.requestId ?? "?", a.chargedCents);
     // A call's last answer claims its charge even when it is 0 (nothing may be charged then).
     const lastOfCall = new Map<number, Attempt>();
     for (const a of answered) lastOfCall.set(a.call, a);
@@ -365,14 +490,19 @@ export function buildReport(d: SoakData): SoakReport {
     let clientCharged = 0;
     for (const [ref, cents] of claims) {
       const positive = [...cents].filter((c) => c > 0);
-      if (positive.length > 1) problems.push(`request ${ref}: answers claim different charges ${JSON.stringify([...cents])}`);
+      if (positive.length > 1)
+        problems.push(`request ${ref}: answers claim different charges ${JSON.stringify([...cents])}`);
       const got = chargeByRef.get(ref);
       if (positive.length) {
         clientCharged += positive[0]!;
-        if (!got) problems.push(`request ${ref}: answered charged ${positive[0]} cents, but the Ledger has no charge for it`);
-        else if (-got.cents !== positive[0]) problems.push(`request ${ref}: answered charged ${positive[0]}, the Ledger charged ${-got.cents}`);
+        if (!got)
+          problems.push(`request ${ref}: answered charged ${positive[0]} cents, but the Ledger has no charge for it`);
+        else if (-got.cents !== positive[0])
+          problems.push(`request ${ref}: answered charged ${positive[0]}, the Ledger charged ${-got.cents}`);
       } else if (got) {
-        problems.push(`request ${ref}: answered charged 0, the Ledger charged ${-got.cents}${got.detail.hold_expired ? " (its hold expired)" : ""}`);
+        problems.push(
+          `request ${ref}: answered charged 0, the Ledger charged ${-got.cents}${got.detail.hold_expired ? " (its hold expired)" : ""}`,
+        );
       }
     }
     // Charges no answer claims: a request the client got no answer for (it gave up waiting; it is
@@ -381,14 +511,18 @@ export function buildReport(d: SoakData): SoakReport {
     let expired = 0;
     let unanswered = 0;
     const unclaimed = charges.filter((c) => !claims.has(c.ref));
-    const noAnswer = edge.filter((a) => a.account === acct.name && a.status === 0 && (a.op === "sigil_action" || WRITE_OPS.has(a.op))).length;
+    const noAnswer = edge.filter(
+      (a) => a.account === acct.name && a.status === 0 && (a.op === "sigil_action" || WRITE_OPS.has(a.op)),
+    ).length;
     for (const c of unclaimed) {
       if (c.detail.hold_expired) expired += -c.cents;
       else unanswered += -c.cents;
     }
     if (unclaimed.length > noAnswer) {
       for (const c of unclaimed) {
-        problems.push(`charge ${c.ref} (${-c.cents} cents, ${c.op ?? "?"}${c.detail.hold_expired ? ", its hold expired" : ""}) answers no request the client got an answer for (${unclaimed.length} such charges, ${noAnswer} requests without an answer)`);
+        problems.push(
+          `charge ${c.ref} (${-c.cents} cents, ${c.op ?? "?"}${c.detail.hold_expired ? ", its hold expired" : ""}) answers no request the client got an answer for (${unclaimed.length} such charges, ${noAnswer} requests without an answer)`,
+        );
       }
     }
     const ledgerCharged = charges.reduce((s, c) => s - c.cents, 0);
@@ -398,7 +532,21 @@ export function buildReport(d: SoakData): SoakReport {
     unansweredTotal += unanswered;
     const creditsSum = credits.reduce((s, c) => s + c.cents, 0);
     const refundsSum = -adjustments.reduce((s, c) => s + c.cents, 0);
-    ledgerRows.push([acct.name, expectedPis.length, creditsSum, refundsSum, charges.length, ledgerCharged, clientCharged, unanswered, expired, audit.settledCents, audit.heldCents, audit.consistent ? "yes" : "NO", problems.length]);
+    ledgerRows.push([
+      acct.name,
+      expectedPis.length,
+      creditsSum,
+      refundsSum,
+      charges.length,
+      ledgerCharged,
+      clientCharged,
+      unanswered,
+      expired,
+      audit.settledCents,
+      audit.heldCents,
+      audit.consistent ? "yes" : "NO",
+      problems.length,
+    ]);
     ledgerJson.push({
       account: acct.name,
       payments: expectedPis.length,
@@ -416,11 +564,35 @@ export function buildReport(d: SoakData): SoakReport {
     });
     for (const p of problems) ledgerProblems.push(`${acct.name}: ${p}`);
   }
-  for (const l of table(["account", "payments", "credited", "refunded", "charges", "ledger charged", "client charged", "not answered", "expired holds", "settled", "held", "audit ok", "problems"], ledgerRows)) out(l);
-  out("(charged, in cents: what the Ledger charged; what the answers said; requests the client got no answer for; holds that expired unsettled)");
+  for (const l of table(
+    [
+      "account",
+      "payments",
+      "credited",
+      "refunded",
+      "charges",
+      "ledger charged",
+      "client charged",
+      "not answered",
+      "expired holds",
+      "settled",
+      "held",
+      "audit ok",
+      "problems",
+    ],
+    ledgerRows,
+  ))
+    out(l);
+  out(
+    "(charged, in cents: what the Ledger charged; what the answers said; requests the client got no answer for; holds that expired unsettled)",
+  );
   for (const p of ledgerProblems.slice(0, 40)) out(`  ${p}`);
   if (ledgerProblems.length > 40) out(`  … ${ledgerProblems.length - 40} more`);
-  rules.push({ name: "no credit lost or counted twice, every charge once and as answered (the ledger audit)", ok: ledgerProblems.length === 0, detail: ledgerProblems.slice(0, 50) });
+  rules.push({
+    name: "no credit lost or counted twice, every charge once and as answered (the ledger audit)",
+    ok: ledgerProblems.length === 0,
+    detail: ledgerProblems.slice(0, 50),
+  });
 
   // --- runs answered twice -----------------------------------------------------------------------
   out();
@@ -435,10 +607,15 @@ export function buildReport(d: SoakData): SoakReport {
   for (const [, as] of byReceipt) {
     if (as.length < 2) continue;
     const keys = new Set(as.map((a) => a.idempotencyKey));
-    if (keys.size > 1 || as.filter((a) => !a.replayed).length > 1) twice.push(`receipt of request ${as[0]!.run!.receiptRequestId} on ${as.length} answers (${[...keys].join(", ")})`);
+    if (keys.size > 1 || as.filter((a) => !a.replayed).length > 1)
+      twice.push(
+        `receipt of request ${as[0]!.run!.receiptRequestId} on ${as.length} answers (${[...keys].join(", ")})`,
+      );
   }
   let reruns = 0;
-  const runCalls = d.calls.filter((c) => c.token !== undefined && (c.kind === "run" || c.kind === "sign" || c.kind === "probe"));
+  const runCalls = d.calls.filter(
+    (c) => c.token !== undefined && (c.kind === "run" || c.kind === "sign" || c.kind === "probe"),
+  );
   for (const c of runCalls) {
     const executed = d.counts[c.token!] ?? 0;
     const attempts = edge.filter((a) => a.call === c.id);
@@ -446,7 +623,10 @@ export function buildReport(d: SoakData): SoakReport {
     const answeredOk = attempts.some((a) => a.status === 200 && a.run && !a.run.hasError);
     if (answeredOk && executed === 0) twice.push(`run ${c.token} answered but never executed`);
     if (executed > 1) {
-      if (executed > 1 + lost) twice.push(`run ${c.token} executed ${executed} times for one Idempotency-Key (attempts lost with their enclave: ${lost})`);
+      if (executed > 1 + lost)
+        twice.push(
+          `run ${c.token} executed ${executed} times for one Idempotency-Key (attempts lost with their enclave: ${lost})`,
+        );
       else reruns++;
     }
   }
@@ -466,7 +646,8 @@ export function buildReport(d: SoakData): SoakReport {
   for (const c of writeCalls) {
     const n = d.namesOnChain.get(c.account)?.get(c.token!) ?? 0;
     if (n > 1) writeProblems.push(`${c.op} ${c.token} (${c.account}): made ${n} times for one Idempotency-Key`);
-    else if (c.ok && n !== 1) writeProblems.push(`${c.op} ${c.token} (${c.account}): answered, but the chain has it ${n} times`);
+    else if (c.ok && n !== 1)
+      writeProblems.push(`${c.op} ${c.token} (${c.account}): answered, but the chain has it ${n} times`);
     else if (!c.ok && n === 1) unansweredActed++;
   }
   out();
@@ -475,14 +656,20 @@ export function buildReport(d: SoakData): SoakReport {
       `ended in an error yet made on chain: ${unansweredActed} (write_outcome_unknown and the like: the client must look)`,
   );
   for (const p of writeProblems.slice(0, 20)) out(`  ${p}`);
-  rules.push({ name: "zero writes made twice, every answered write made once", ok: writeProblems.length === 0, detail: writeProblems.slice(0, 50) });
+  rules.push({
+    name: "zero writes made twice, every answered write made once",
+    ok: writeProblems.length === 0,
+    detail: writeProblems.slice(0, 50),
+  });
 
   // --- webhooks ---------------------------------------------------------------------------------
   out();
   out("-- webhooks");
   const stripeProblems: string[] = [];
   const deliveredOk = new Set(d.stripeDeliveries.filter((x) => x.ok).map((x) => x.eventId));
-  for (const e of d.stripeEvents) if (!deliveredOk.has(e.id)) stripeProblems.push(`Stripe event ${e.id} (${e.type}) never delivered to the edge with a 2xx`);
+  for (const e of d.stripeEvents)
+    if (!deliveredOk.has(e.id))
+      stripeProblems.push(`Stripe event ${e.id} (${e.type}) never delivered to the edge with a 2xx`);
   const resent = d.stripeDeliveries.filter((x) => x.resent && x.attempt === 1).length;
   const stripeFailedAttempts = d.stripeDeliveries.filter((x) => !x.ok);
   out(
@@ -499,9 +686,14 @@ export function buildReport(d: SoakData): SoakReport {
     const credited = (d.ledgers.get(acct.name)?.entries ?? []).filter((e) => e.kind === "credit").map((e) => e.ref);
     for (const pi of credited) {
       const told = events.filter((e) => e.type === "payment.credited" && e.data.payment_intent_id === pi);
-      if (told.length !== 1) userProblems.push(`${acct.name}: payment ${pi} credited, told by ${told.length} payment.credited events`);
+      if (told.length !== 1)
+        userProblems.push(`${acct.name}: payment ${pi} credited, told by ${told.length} payment.credited events`);
     }
-    for (const e of events) if (e.type === "payment.credited" && !credited.includes(String(e.data.payment_intent_id))) userProblems.push(`${acct.name}: payment.credited ${e.id} for ${e.data.payment_intent_id}, which was not credited`);
+    for (const e of events)
+      if (e.type === "payment.credited" && !credited.includes(String(e.data.payment_intent_id)))
+        userProblems.push(
+          `${acct.name}: payment.credited ${e.id} for ${e.data.payment_intent_id}, which was not credited`,
+        );
     const failedAtStripe = new Map<string, Set<string>>();
     for (const ev of d.stripeEvents) {
       if (ev.type !== "payment_intent.payment_failed") continue;
@@ -511,16 +703,29 @@ export function buildReport(d: SoakData): SoakReport {
     }
     for (const [pi, ids] of failedAtStripe) {
       const told = events.filter((e) => e.type === "payment.failed" && e.data.payment_intent_id === pi).length;
-      if (told !== ids.size) userProblems.push(`${acct.name}: payment ${pi} failed ${ids.size} time(s) at Stripe, told by ${told} payment.failed events`);
+      if (told !== ids.size)
+        userProblems.push(
+          `${acct.name}: payment ${pi} failed ${ids.size} time(s) at Stripe, told by ${told} payment.failed events`,
+        );
     }
   }
-  out(`edge → accounts' endpoints: ${userEvents} events, ${userDeliveries} deliveries (${userDeliveries - userEvents} repeats of an event already received), ${d.receiverRefused} refused by the receiver`);
+  out(
+    `edge → accounts' endpoints: ${userEvents} events, ${userDeliveries} deliveries (${userDeliveries - userEvents} repeats of an event already received), ${d.receiverRefused} refused by the receiver`,
+  );
   for (const p of [...stripeProblems, ...userProblems].slice(0, 20)) out(`  ${p}`);
-  rules.push({ name: "every Stripe event reached the edge; each payment told to the account's webhook once (failures once per Stripe event)", ok: stripeProblems.length === 0 && userProblems.length === 0, detail: [...stripeProblems, ...userProblems].slice(0, 50) });
+  rules.push({
+    name: "every Stripe event reached the edge; each payment told to the account's webhook once (failures once per Stripe event)",
+    ok: stripeProblems.length === 0 && userProblems.length === 0,
+    detail: [...stripeProblems, ...userProblems].slice(0, 50),
+  });
 
   if (Object.keys(d.edgeErrors).length) {
     out();
-    out(`-- the edge's error-level log lines: ${Object.entries(d.edgeErrors).map(([m, n]) => `"${m}" ×${n}`).join(", ")}`);
+    out(
+      `-- the edge's error-level log lines: ${Object.entries(d.edgeErrors)
+        .map(([m, n]) => `"${m}" ×${n}`)
+        .join(", ")}`,
+    );
   }
 
   // --- acceptance --------------------------------------------------------------------------------
@@ -531,7 +736,14 @@ export function buildReport(d: SoakData): SoakReport {
     if (!r.ok) for (const x of r.detail.slice(0, 10)) out(`        ${x}`);
   }
   const ok = rules.every((r) => r.ok);
-  const fiveJson = fiveGroups.map((g) => ({ from_s: round((g.from - d.loadFrom) / 1000), to_s: round((g.to - d.loadFrom) / 1000), status: g.status, code: g.code, retry_after: g.retryAfter, count: g.n }));
+  const fiveJson = fiveGroups.map((g) => ({
+    from_s: round((g.from - d.loadFrom) / 1000),
+    to_s: round((g.to - d.loadFrom) / 1000),
+    status: g.status,
+    code: g.code,
+    retry_after: g.retryAfter,
+    count: g.n,
+  }));
   const json = {
     soak: "sigil",
     ok,
@@ -550,7 +762,11 @@ export function buildReport(d: SoakData): SoakReport {
     cpu_pct: cpuAll ? { machine: round(cpuAll.machine), soak: round(cpuAll.soak), others: round(cpuAll.others) } : null,
     five_xx: fiveJson,
     faults: d.faults.map((f) => ({ name: f.name, at_s: round((f.at - d.loadFrom) / 1000), ok: f.ok, ...f.effect })),
-    restarts: recoveries.map((r) => ({ at_s: round((r.f.at - d.loadFrom) / 1000), kill_to_ready_ms: r.f.effect.kill_to_ready_ms, ready_to_served_ms: Number.isFinite(r.served) ? Math.round(r.served) : null })),
+    restarts: recoveries.map((r) => ({
+      at_s: round((r.f.at - d.loadFrom) / 1000),
+      kill_to_ready_ms: r.f.effect.kill_to_ready_ms,
+      ready_to_served_ms: Number.isFinite(r.served) ? Math.round(r.served) : null,
+    })),
     ledger: ledgerJson,
     client_charged_cents: clientChargedTotal,
     ledger_charged_cents: ledgerChargedTotal,
@@ -569,7 +785,13 @@ export function buildReport(d: SoakData): SoakReport {
   const statusCounts = new Map<number, number>();
   for (const a of loadEdge) statusCounts.set(a.status, (statusCounts.get(a.status) ?? 0) + 1);
   const codeCounts = new Map<string, number>();
-  for (const a of edge) if (a.status >= 500) codeCounts.set(`${a.status} ${a.code ?? "?"}${a.retryAfter === undefined ? " (no Retry-After)" : ""}`, (codeCounts.get(`${a.status} ${a.code ?? "?"}${a.retryAfter === undefined ? " (no Retry-After)" : ""}`) ?? 0) + 1);
+  for (const a of edge)
+    if (a.status >= 500)
+      codeCounts.set(
+        `${a.status} ${a.code ?? "?"}${a.retryAfter === undefined ? " (no Retry-After)" : ""}`,
+        (codeCounts.get(`${a.status} ${a.code ?? "?"}${a.retryAfter === undefined ? " (no Retry-After)" : ""}`) ?? 0) +
+          1,
+      );
   const loadCalls = d.calls.filter((c) => (LOAD_KINDS as readonly string[]).includes(c.kind) && c.at >= d.loadFrom);
   const faultCount = (n: FaultName) => d.faults.filter((f) => f.name === n).length;
   const credited = ledgerJson.reduce((t, l) => t + Number(l.credited_cents), 0);
@@ -579,7 +801,10 @@ export function buildReport(d: SoakData): SoakReport {
     `| | |`,
     `|---|---|`,
     `| load | ${d.minutes} min, open loop at ${Math.round(d.load * 100)} % of the measured ${d.capacity.callsPerSecond.toFixed(1)} calls/s = ${d.rate.toFixed(1)} calls/s; ${loadCalls.length} calls (${loadCalls.filter((c) => !c.ok).length} ended in an error after the SDK's retries), ${loadEdge.length} requests, ${loadEdge.filter((a) => a.n > 0).length} of them retries |`,
-    `| requests by status | ${[...statusCounts].sort((a, b) => a[0] - b[0]).map(([st, n]) => `${st === 0 ? "no answer" : st} × ${n}`).join(", ")} |`,
+    `| requests by status | ${[...statusCounts]
+      .sort((a, b) => a[0] - b[0])
+      .map(([st, n]) => `${st === 0 ? "no answer" : st} × ${n}`)
+      .join(", ")} |`,
     `| 5xx (whole run) | ${codeCounts.size ? [...codeCounts].map(([c, n]) => `${c} × ${n}`).join(", ") : "none"} |`,
     `| p50 / p99 (ms) | ${LOAD_KINDS.map((k) => `${k} ${fmtMs(overall[k]!.p50)} / ${fmtMs(overall[k]!.p99)}`).join(", ")} |`,
     `| CPU (of the machine's ${cpus().length} cores, load phase) | ${cpuAll ? `busy ${Math.round(cpuAll.machine)} %: the soak's processes ${Math.round(cpuAll.soak)} %, other processes ${Math.round(cpuAll.others)} %` : "not measured"} |`,
@@ -589,7 +814,14 @@ export function buildReport(d: SoakData): SoakReport {
     `| runs answered twice | ${twice.length} (${runCalls.length} runs; ${reruns} re-run after an attempt lost with its enclave, as documented) |`,
     `| writes made twice | ${writeProblems.filter((p) => p.includes("times for one")).length} (${writeCalls.length} writes) |`,
     `| webhooks | Stripe → edge ${d.stripeEvents.length} events, ${d.stripeDeliveries.length} deliveries; edge → accounts ${userEvents} events, each payment told once: ${userProblems.length === 0 ? "yes" : "NO"} |`,
-    `| acceptance | ${rules.every((r) => r.ok) ? "every rule passed" : `FAILED: ${rules.filter((r) => !r.ok).map((r) => r.name).join("; ")}`} |`,
+    `| acceptance | ${
+      rules.every((r) => r.ok)
+        ? "every rule passed"
+        : `FAILED: ${rules
+            .filter((r) => !r.ok)
+            .map((r) => r.name)
+            .join("; ")}`
+    } |`,
   ];
   return { lines, rules, ok, json, fiveXx, markdown };
 }

@@ -42,10 +42,19 @@ export type SoakOptions = {
 /** The faults every `every` seconds (0: never), each first at a share of its interval so that they spread out. */
 export function faultPlans(every: Record<FaultName, number>): FaultPlan[] {
   const first: Record<FaultName, number> = { enclave_kill: 0.5, rpc_stop: 0.55, stripe_chaos: 0.5, session_drop: 0.4 };
-  return FAULT_NAMES.filter((name) => every[name] > 0).map((name) => ({ name, firstAtMs: every[name] * 1000 * first[name], everyMs: every[name] * 1000 }));
+  return FAULT_NAMES.filter((name) => every[name] > 0).map((name) => ({
+    name,
+    firstAtMs: every[name] * 1000 * first[name],
+    everyMs: every[name] * 1000,
+  }));
 }
 
-export const DEFAULT_INTERVALS: Record<FaultName, number> = { enclave_kill: 120, rpc_stop: 180, stripe_chaos: 60, session_drop: 50 };
+export const DEFAULT_INTERVALS: Record<FaultName, number> = {
+  enclave_kill: 120,
+  rpc_stop: 180,
+  stripe_chaos: 60,
+  session_drop: 50,
+};
 
 /** A closed loop this busy (% of the machine) has found the capacity… */
 const CAPACITY_BUSY_PCT = 85;
@@ -75,7 +84,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const { log } = options;
   const startedAt = new Date();
   const blockSeconds = options.chainBlockSeconds ?? DEFAULT_CHAIN_BLOCK_SECONDS;
-  log(`starting the stack (anvil behind a proxy, ${blockSeconds > 0 ? `a block every ${blockSeconds} s` : "a block per transaction"}; enclave, Stripe emulator, edge under workerd)…`);
+  log(
+    `starting the stack (anvil behind a proxy, ${blockSeconds > 0 ? `a block every ${blockSeconds} s` : "a block per transaction"}; enclave, Stripe emulator, edge under workerd)…`,
+  );
   const stack = await startSoakStack({ chainBlockSeconds: blockSeconds });
   /** Every request the clients made, written to the logs folder whatever happens. */
   let recorded: Recorder | undefined;
@@ -95,42 +106,70 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const from = recorder.now();
       const m = await measureCapacity(traffic, { concurrency: clients, durationMs: options.capacitySeconds * 1000 });
       const busyPct = machineBusyPct(cpu.samples, from, recorder.now());
-      log(`capacity with ${clients} clients: ${m.callsPerSecond.toFixed(1)} calls/s, the machine ${busyPct === null ? "?" : Math.round(busyPct)} % busy`);
+      log(
+        `capacity with ${clients} clients: ${m.callsPerSecond.toFixed(1)} calls/s, the machine ${busyPct === null ? "?" : Math.round(busyPct)} % busy`,
+      );
       const rose = m.callsPerSecond > measured.callsPerSecond * CAPACITY_GAIN;
       if (m.callsPerSecond > measured.callsPerSecond) measured = { ...m, concurrency: clients };
       if (busyPct === null || busyPct >= CAPACITY_BUSY_PCT || !rose) break;
     }
     const rate = measured.callsPerSecond * options.load;
-    log(`capacity ${measured.callsPerSecond.toFixed(1)} calls/s; driving ${rate.toFixed(1)} calls/s open-loop for ${options.minutes} min`);
+    log(
+      `capacity ${measured.callsPerSecond.toFixed(1)} calls/s; driving ${rate.toFixed(1)} calls/s open-loop for ${options.minutes} min`,
+    );
 
     const loadFrom = recorder.now();
     const clock = () => recorder.now() - loadFrom;
     const faults = scheduleFaults(options.faults, faultActions(stack, traffic), clock, log);
     // The faults' own times are on the load's clock; the report's are the recorder's.
-    const drive = await driveOpenLoop(traffic, { rate, durationMs: options.minutes * 60_000, maxInFlight: options.maxInFlight });
+    const drive = await driveOpenLoop(traffic, {
+      rate,
+      durationMs: options.minutes * 60_000,
+      maxInFlight: options.maxInFlight,
+    });
     const loadTo = recorder.now();
     await faults.stop();
     // The enclave must be up for what follows (a kill under way has restarted it by now).
-    log(`load done: ${drive.started} calls, ${drive.shed} shed; waiting for the traffic's webhooks and settlements to finish…`);
+    log(
+      `load done: ${drive.started} calls, ${drive.shed} shed; waiting for the traffic's webhooks and settlements to finish…`,
+    );
 
     // Drain: Stripe's deliveries (retries and re-sends), the accounts' webhooks for every credit and
     // failed payment, the Ledgers' holds (settled after the answers, under waitUntil).
     const stripeDrained = await waitFor(() => stack.stripe.pendingDeliveries() === 0, 120_000);
     const everyone = [...traffic.accounts.map((a) => ({ ...a, traffic: true })), { ...traffic.probe, traffic: false }];
-    const heldNone = await waitFor(async () => (await Promise.all(everyone.map((a) => stack.ledger.audit(a.master)))).every((x) => x.heldCents === 0), 60_000);
+    const heldNone = await waitFor(
+      async () =>
+        (await Promise.all(everyone.map((a) => stack.ledger.audit(a.master)))).every((x) => x.heldCents === 0),
+      60_000,
+    );
     const toldAll = await waitFor(async () => {
       for (const a of traffic.accounts) {
         const credited = (await stack.ledger.entries(a.master)).filter((e) => e.kind === "credit").map((e) => e.ref);
-        const told = new Set(stack.receiver.events(a.name).filter((e) => e.type === "payment.credited").map((e) => String(e.data.payment_intent_id)));
+        const told = new Set(
+          stack.receiver
+            .events(a.name)
+            .filter((e) => e.type === "payment.credited")
+            .map((e) => String(e.data.payment_intent_id)),
+        );
         if (credited.some((pi) => !told.has(pi))) return false;
       }
       return true;
     }, 120_000);
     cpu.stop();
-    log(`drained: Stripe deliveries ${stripeDrained ? "done" : "NOT done"}, holds ${heldNone ? "none left" : "STILL HELD"}, payments told ${toldAll ? "all" : "NOT all"}`);
+    log(
+      `drained: Stripe deliveries ${stripeDrained ? "done" : "NOT done"}, holds ${heldNone ? "none left" : "STILL HELD"}, payments told ${toldAll ? "all" : "NOT all"}`,
+    );
 
-    const ledgers = new Map<string, { audit: Awaited<ReturnType<typeof stack.ledger.audit>>; entries: Awaited<ReturnType<typeof stack.ledger.entries>> }>();
-    for (const a of everyone) ledgers.set(a.name, { audit: await stack.ledger.audit(a.master), entries: await stack.ledger.entries(a.master) });
+    const ledgers = new Map<
+      string,
+      {
+        audit: Awaited<ReturnType<typeof stack.ledger.audit>>;
+        entries: Awaited<ReturnType<typeof stack.ledger.entries>>;
+      }
+    >();
+    for (const a of everyone)
+      ledgers.set(a.name, { audit: await stack.ledger.audit(a.master), entries: await stack.ledger.entries(a.master) });
     const counts = (await (await fetch(`${stack.counterUrl}/counts`)).json()) as Record<string, number>;
     const namesOnChain = new Map<string, Map<string, number>>();
     for (const a of traffic.accounts) namesOnChain.set(a.name, await traffic.namesOnChain(a));
@@ -150,7 +189,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     return buildReport({
       startedAt,
       minutes: options.minutes,
-      capacity: { callsPerSecond: measured.callsPerSecond, concurrency: measured.concurrency, seconds: measured.seconds },
+      capacity: {
+        callsPerSecond: measured.callsPerSecond,
+        concurrency: measured.concurrency,
+        seconds: measured.seconds,
+      },
       load: options.load,
       rate,
       loadFrom,
@@ -161,7 +204,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       calls: recorder.calls,
       topUps: recorder.topUps,
       faults: faults.events.map((f) => ({ ...f, at: f.at + loadFrom })),
-      plannedFaults: [...new Set(options.faults.filter((p) => p.firstAtMs < options.minutes * 60_000).map((p) => p.name))],
+      plannedFaults: [
+        ...new Set(options.faults.filter((p) => p.firstAtMs < options.minutes * 60_000).map((p) => p.name)),
+      ],
       accounts: everyone.map((a) => ({ name: a.name, master: a.master, traffic: a.traffic })),
       ledgers,
       stripeEvents: stack.stripe.events(),
@@ -176,7 +221,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     if (options.logsDir) {
       mkdirSync(options.logsDir, { recursive: true });
-      if (recorded) writeFileSync(join(options.logsDir, "attempts.jsonl"), recorded.attempts.map((a) => `${JSON.stringify(a)}\n`).join(""));
+      if (recorded)
+        writeFileSync(
+          join(options.logsDir, "attempts.jsonl"),
+          recorded.attempts.map((a) => `${JSON.stringify(a)}\n`).join(""),
+        );
       writeFileSync(join(options.logsDir, "enclave.log"), stack.chain.enclaveOutput());
       writeFileSync(join(options.logsDir, "edge.log"), stack.edge.output());
     }

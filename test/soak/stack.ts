@@ -16,7 +16,14 @@ import type { TcpProxy } from "../harness/tcpProxy.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "./receiver.ts";
 
 /** What the Ledger's own audit() answers (workers/billing/ledger.ts, LedgerAudit). */
-export type LedgerAudit = { settledCents: number; heldCents: number; freeCents: number; entriesSumCents: number; prunedCents: number; consistent: boolean };
+export type LedgerAudit = {
+  settledCents: number;
+  heldCents: number;
+  freeCents: number;
+  entriesSumCents: number;
+  prunedCents: number;
+  consistent: boolean;
+};
 /** One Ledger entry as `Ledger.usage` answers it. */
 export type LedgerEntry = {
   id: number;
@@ -78,7 +85,9 @@ export const DEFAULT_CHAIN_BLOCK_SECONDS = 1;
  * with the chain's length in anvil 1.7.1 (bin/stack/anvil.ts), so that a long soak would measure
  * the chain's slowdown more than the service.
  */
-export async function startSoakStack(options: { sandboxWorkers?: number; chainBlockSeconds?: number } = {}): Promise<SoakStack> {
+export async function startSoakStack(
+  options: { sandboxWorkers?: number; chainBlockSeconds?: number } = {},
+): Promise<SoakStack> {
   const blockSeconds = options.chainBlockSeconds ?? DEFAULT_CHAIN_BLOCK_SECONDS;
   const chain = await startTestStack({
     chainProxy: true,
@@ -147,7 +156,9 @@ export async function startSoakStack(options: { sandboxWorkers?: number; chainBl
           const all: LedgerEntry[] = [];
           let before: number | undefined;
           for (;;) {
-            const page = await inspect<{ entries: LedgerEntry[]; more: boolean }>(`/usage?account=${master}${before === undefined ? "" : `&before=${before}`}`);
+            const page = await inspect<{ entries: LedgerEntry[]; more: boolean }>(
+              `/usage?account=${master}${before === undefined ? "" : `&before=${before}`}`,
+            );
             all.push(...page.entries);
             if (!page.more || page.entries.length === 0) break;
             before = page.entries[page.entries.length - 1]!.id;

@@ -61,7 +61,13 @@ export type Attempt = {
    * A run's answer: `receipt`, the SHA-256 of its receipt's signed message (the receipt without its
    * signature and batch path, which a batch of receipts shares: shared/receipt.ts), which names it.
    */
-  run?: { receipt?: string; receiptRequestId?: string; hasError: boolean; errorCode?: string; firstAttempt?: { request_id: string; outcome: string } };
+  run?: {
+    receipt?: string;
+    receiptRequestId?: string;
+    hasError: boolean;
+    errorCode?: string;
+    firstAttempt?: { request_id: string; outcome: string };
+  };
   /** A network error's message. */
   error?: string;
 };
@@ -73,10 +79,26 @@ export type Probe = "served" | "edge_busy" | "failed";
  * One logical call (an SDK method, or a whole top-up), with how it ended; `token`: a run's (what the
  * fetch target counts, and its Idempotency-Key) or a write's (the name of what it makes, unique).
  */
-export type Call = { id: number; kind: Kind; op: string; account: string; at: number; ms: number; ok: boolean; code?: string; token?: string };
+export type Call = {
+  id: number;
+  kind: Kind;
+  op: string;
+  account: string;
+  at: number;
+  ms: number;
+  ok: boolean;
+  code?: string;
+  token?: string;
+};
 
 /** A top-up as the client made it; what Stripe did with it is in the emulator's events. */
-export type TopUp = { account: string; paymentIntentId: string; amountCents: number; cards: string[]; confirmed: boolean };
+export type TopUp = {
+  account: string;
+  paymentIntentId: string;
+  amountCents: number;
+  cards: string[];
+  confirmed: boolean;
+};
 
 export class Recorder {
   readonly attempts: Attempt[] = [];
@@ -98,7 +120,13 @@ export class Recorder {
   }
 
   /** Runs `work` as one call of `kind`, given a fetch that records its attempts; records how it ended. */
-  async call<T>(kind: Kind, op: string, account: string, work: (fetch: typeof globalThis.fetch, callId: number) => Promise<T>, token?: string): Promise<T | undefined> {
+  async call<T>(
+    kind: Kind,
+    op: string,
+    account: string,
+    work: (fetch: typeof globalThis.fetch, callId: number) => Promise<T>,
+    token?: string,
+  ): Promise<T | undefined> {
     const id = this.#nextCall++;
     const at = this.now();
     /** How many times each request of the call was sent: the same URL (and Idempotency-Key) again is a retry. */
@@ -130,10 +158,17 @@ export class Recorder {
         attempt.status = res.status;
         readAnswer(attempt, res.headers, text);
         this.attempts.push(attempt);
-        return new Response([101, 204, 205, 304].includes(res.status) ? null : text, { status: res.status, statusText: res.statusText, headers: res.headers });
+        return new Response([101, 204, 205, 304].includes(res.status) ? null : text, {
+          status: res.status,
+          statusText: res.statusText,
+          headers: res.headers,
+        });
       } catch (err) {
         attempt.ms = performance.now() - started;
-        attempt.error = err instanceof Error ? `${err.name}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ""}` : String(err);
+        attempt.error =
+          err instanceof Error
+            ? `${err.name}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ""}`
+            : String(err);
         this.attempts.push(attempt);
         throw err;
       }
@@ -145,7 +180,17 @@ export class Recorder {
       return result;
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      this.calls.push({ id, kind, op, account, at, ms: this.now() - at, ok: false, code: typeof code === "string" ? code : String(err), ...(token ? { token } : {}) });
+      this.calls.push({
+        id,
+        kind,
+        op,
+        account,
+        at,
+        ms: this.now() - at,
+        ok: false,
+        code: typeof code === "string" ? code : String(err),
+        ...(token ? { token } : {}),
+      });
       return undefined;
     } finally {
       this.active--;
@@ -155,7 +200,10 @@ export class Recorder {
 
 /** The endpoint of a path under /core/v1, ids left out. */
 function opOf(pathname: string): string {
-  return pathname.replace(/^\/core\/v1\//, "").replace(/\/we_\w+/, "/{id}").replace(/\/(dlv|evt)_\w+/, "/{id}");
+  return pathname
+    .replace(/^\/core\/v1\//, "")
+    .replace(/\/we_\w+/, "/{id}")
+    .replace(/\/(dlv|evt)_\w+/, "/{id}");
 }
 
 function readAnswer(attempt: Attempt, headers: Headers, text: string): void {
@@ -186,7 +234,14 @@ function readAnswer(attempt: Attempt, headers: Headers, text: string): void {
       ...(body.receipt ? { receipt: createHash("sha256").update(receiptMessage(body.receipt)).digest("hex") } : {}),
       ...(body.receipt?.request_id ? { receiptRequestId: String(body.receipt.request_id) } : {}),
       ...(body.error?.code ? { errorCode: String(body.error.code) } : {}),
-      ...(body.first_attempt ? { firstAttempt: { request_id: String(body.first_attempt.request_id), outcome: String(body.first_attempt.outcome) } } : {}),
+      ...(body.first_attempt
+        ? {
+            firstAttempt: {
+              request_id: String(body.first_attempt.request_id),
+              outcome: String(body.first_attempt.outcome),
+            },
+          }
+        : {}),
     };
   }
 }
@@ -236,12 +291,26 @@ export type Traffic = {
 const INITIAL_CREDIT_CENTS = 1_000_000;
 
 /** Makes the accounts (credit, a wallet in a group with both scripts, a usage key, a webhook endpoint) and the traffic on them. */
-export async function startTraffic(stack: SoakStack, options: { accounts: number; log?: (line: string) => void }): Promise<Traffic> {
+export async function startTraffic(
+  stack: SoakStack,
+  options: { accounts: number; log?: (line: string) => void },
+): Promise<Traffic> {
   const recorder = new Recorder(stack.api);
   const [runCid, signCid] = await Promise.all([computeCid(RUN_CODE), computeCid(SIGN_CODE)]);
   const clientOf = (apiKey: string | undefined, fetch: typeof globalThis.fetch, retries = 3): SigilClient =>
-    createSigilClient({ baseUrl: stack.api, ...(apiKey ? { apiKey } : {}), fetch, retries, maxRetryDelayMs: 30_000, timeoutMs: 120_000 });
-  const must = async <T>(what: string, account: string, work: (client: (key?: string) => SigilClient) => Promise<T>): Promise<T> => {
+    createSigilClient({
+      baseUrl: stack.api,
+      ...(apiKey ? { apiKey } : {}),
+      fetch,
+      retries,
+      maxRetryDelayMs: 30_000,
+      timeoutMs: 120_000,
+    });
+  const must = async <T>(
+    what: string,
+    account: string,
+    work: (client: (key?: string) => SigilClient) => Promise<T>,
+  ): Promise<T> => {
     let failure: unknown;
     const result = await recorder.call("setup", what, account, async (fetch) => {
       try {
@@ -251,7 +320,10 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
         throw err;
       }
     });
-    if (result === undefined) throw new Error(`soak setup: ${what} for ${account} failed: ${failure instanceof Error ? failure.message : String(failure)}`);
+    if (result === undefined)
+      throw new Error(
+        `soak setup: ${what} for ${account} failed: ${failure instanceof Error ? failure.message : String(failure)}`,
+      );
     return result;
   };
 
@@ -264,12 +336,25 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
     await must("top_up", name, (c) => topUp(c(apiKey), { amountCents: INITIAL_CREDIT_CENTS }));
     const { wallet_address: wallet } = await must("create_wallet", name, (c) => c(apiKey).createWallet({}));
     const { group_id: groupId } = await must("add_group", name, (c) =>
-      c(apiKey).addGroup({ group_name: "soak", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [runCid, signCid] }),
+      c(apiKey).addGroup({
+        group_name: "soak",
+        group_description: "",
+        pkp_ids_permitted: [wallet],
+        cid_hashes_permitted: [runCid, signCid],
+      }),
     );
     const { usage_api_key: usageKey } = await must("add_usage_api_key", name, (c) =>
       c(apiKey).addUsageApiKey(usageKeyBody("runner", { execute_in_groups: [groupId] })),
     );
-    return { name, apiKey, master: created.account_id.replace(/^0x/, ""), wallet, groupId, usageKey, webhookId: hook.id };
+    return {
+      name,
+      apiKey,
+      master: created.account_id.replace(/^0x/, ""),
+      wallet,
+      groupId,
+      usageKey,
+      webhookId: hook.id,
+    };
   };
 
   // The accounts at once: each waits for its writes' blocks, not for the others'.
@@ -303,8 +388,14 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
       "sigil_action",
       a.name,
       async (fetch) => {
-        const answer = await clientOf(key, fetch, retries).sigilAction({ code, js_params: { counter: stack.counterUrl, token, wallet: a.wallet } }, { idempotencyKey: token });
-        if (answer.has_error) throw Object.assign(new Error(answer.error?.message ?? "the run failed"), { code: answer.error?.code ?? "script_error" });
+        const answer = await clientOf(key, fetch, retries).sigilAction(
+          { code, js_params: { counter: stack.counterUrl, token, wallet: a.wallet } },
+          { idempotencyKey: token },
+        );
+        if (answer.has_error)
+          throw Object.assign(new Error(answer.error?.message ?? "the run failed"), {
+            code: answer.error?.code ?? "script_error",
+          });
         return answer;
       },
       token,
@@ -315,19 +406,36 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
   const write = (a: SoakAccount) => {
     const r = Math.random();
     const name = `w-${randomUUID()}`;
-    if (r < 0.5) return recorder.call("write", "create_wallet", a.name, (fetch) => clientOf(a.apiKey, fetch).createWallet({ name }), name);
+    if (r < 0.5)
+      return recorder.call(
+        "write",
+        "create_wallet",
+        a.name,
+        (fetch) => clientOf(a.apiKey, fetch).createWallet({ name }),
+        name,
+      );
     if (r < 0.8) {
       return recorder.call(
         "write",
         "add_group",
         a.name,
-        (fetch) => clientOf(a.apiKey, fetch).addGroup({ group_name: name, group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }),
+        (fetch) =>
+          clientOf(a.apiKey, fetch).addGroup({
+            group_name: name,
+            group_description: "",
+            pkp_ids_permitted: [],
+            cid_hashes_permitted: [],
+          }),
         name,
       );
     }
-    return recorder.call("write", "add_usage_api_key", a.name, (fetch) =>
-      clientOf(a.apiKey, fetch).addUsageApiKey(usageKeyBody(name, { spend_limit_cents: 100 })),
-    name);
+    return recorder.call(
+      "write",
+      "add_usage_api_key",
+      a.name,
+      (fetch) => clientOf(a.apiKey, fetch).addUsageApiKey(usageKeyBody(name, { spend_limit_cents: 100 })),
+      name,
+    );
   };
 
   const read = (a: SoakAccount) => {
@@ -345,25 +453,46 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
   const webhook = (a: SoakAccount) =>
     Math.random() < 0.5
       ? recorder.call("webhook", "webhooks", a.name, (fetch) => clientOf(a.apiKey, fetch).listWebhooks())
-      : recorder.call("webhook", "webhooks/{id}/deliveries", a.name, (fetch) => clientOf(a.apiKey, fetch).listWebhookDeliveries({ webhook_id: a.webhookId, page_size: 10 }));
+      : recorder.call("webhook", "webhooks/{id}/deliveries", a.name, (fetch) =>
+          clientOf(a.apiKey, fetch).listWebhookDeliveries({ webhook_id: a.webhookId, page_size: 10 }),
+        );
 
   /** Pays an intent at the Stripe emulator as a browser would (the publishable key and the client secret). */
-  const pay = async (fetch: typeof globalThis.fetch, intent: { payment_intent_id: string; client_secret: string }, card: string, config: { api_base?: string; publishable_key: string }) => {
+  const pay = async (
+    fetch: typeof globalThis.fetch,
+    intent: { payment_intent_id: string; client_secret: string },
+    card: string,
+    config: { api_base?: string; publishable_key: string },
+  ) => {
     const res = await fetch(`${config.api_base}/v1/payment_intents/${intent.payment_intent_id}/confirm`, {
       method: "POST",
-      headers: { authorization: `Bearer ${config.publishable_key}`, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        authorization: `Bearer ${config.publishable_key}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: new URLSearchParams({ payment_method: card, client_secret: intent.client_secret }).toString(),
     });
     return res.ok;
   };
 
   /** A top-up paid with `cards` in turn (until one is accepted); confirm_payment after, or left to Stripe's webhook. */
-  const topUpWith = (a: SoakAccount, cards: string[], confirm: boolean, amountCents = 500 + 100 * Math.floor(Math.random() * 16)) =>
+  const topUpWith = (
+    a: SoakAccount,
+    cards: string[],
+    confirm: boolean,
+    amountCents = 500 + 100 * Math.floor(Math.random() * 16),
+  ) =>
     recorder.call("topup", confirm ? "top-up (confirm_payment)" : "top-up (webhook only)", a.name, async (fetch) => {
       const client = clientOf(a.apiKey, fetch);
       const config = (await client.getStripeConfig()) as { api_base?: string; publishable_key: string };
       const intent = await client.createPaymentIntent({ amount_cents: amountCents });
-      const record: TopUp = { account: a.name, paymentIntentId: intent.payment_intent_id, amountCents, cards: [], confirmed: false };
+      const record: TopUp = {
+        account: a.name,
+        paymentIntentId: intent.payment_intent_id,
+        amountCents,
+        cards: [],
+        confirmed: false,
+      };
       recorder.topUps.push(record);
       let paid = false;
       for (const card of cards) {
@@ -384,7 +513,13 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
       return recorder.call("topup", "top-up (sdk)", a.name, async (fetch) => {
         const amountCents = 500 + 100 * Math.floor(Math.random() * 16);
         const done = await topUp(clientOf(a.apiKey, fetch), { amountCents, fetch });
-        recorder.topUps.push({ account: a.name, paymentIntentId: done.paymentIntentId, amountCents, cards: ["pm_card_visa"], confirmed: true });
+        recorder.topUps.push({
+          account: a.name,
+          paymentIntentId: done.paymentIntentId,
+          amountCents,
+          cards: ["pm_card_visa"],
+          confirmed: true,
+        });
       });
     }
     if (r < 0.7) return topUpWith(a, ["pm_card_visa"], false);
@@ -405,9 +540,18 @@ export async function startTraffic(stack: SoakStack, options: { accounts: number
       else await webhook(a);
     },
     probeRun: async () => probeOutcome((await run("probe", probe, 0)) !== undefined),
-    probeRead: async () => probeOutcome((await recorder.call("probe", "billing/balance", probe.name, (fetch) => clientOf(probe.apiKey, fetch, 0).getBalance())) !== undefined),
+    probeRead: async () =>
+      probeOutcome(
+        (await recorder.call("probe", "billing/balance", probe.name, (fetch) =>
+          clientOf(probe.apiKey, fetch, 0).getBalance(),
+        )) !== undefined,
+      ),
     async declinedThenPaid(account) {
-      await topUpWith(account ? byName(account.name) : pick(accounts), ["pm_card_chargeDeclined", "pm_card_visa"], false);
+      await topUpWith(
+        account ? byName(account.name) : pick(accounts),
+        ["pm_card_chargeDeclined", "pm_card_visa"],
+        false,
+      );
     },
     async namesOnChain(a) {
       const client = createSigilClient({ baseUrl: stack.api, apiKey: a.apiKey, retries: 5 });
@@ -437,7 +581,10 @@ export function pickKind(mix: Record<LoadKind, number> = MIX): LoadKind {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `concurrency` clients each sending the mix back to back for `durationMs`: calls per second completed. */
-export async function measureCapacity(traffic: Traffic, options: { concurrency: number; durationMs: number }): Promise<{ callsPerSecond: number; calls: number; seconds: number }> {
+export async function measureCapacity(
+  traffic: Traffic,
+  options: { concurrency: number; durationMs: number },
+): Promise<{ callsPerSecond: number; calls: number; seconds: number }> {
   const end = performance.now() + options.durationMs;
   let calls = 0;
   const started = performance.now();
@@ -458,7 +605,10 @@ export async function measureCapacity(traffic: Traffic, options: { concurrency: 
  * not earlier ones have ended, for `durationMs`; at most `maxInFlight` at once (an arrival over it
  * is shed and counted). Resolves when every call started has ended.
  */
-export async function driveOpenLoop(traffic: Traffic, options: { rate: number; durationMs: number; maxInFlight: number; stopped?: () => boolean }): Promise<{ started: number; shed: number }> {
+export async function driveOpenLoop(
+  traffic: Traffic,
+  options: { rate: number; durationMs: number; maxInFlight: number; stopped?: () => boolean },
+): Promise<{ started: number; shed: number }> {
   const inFlight = new Set<Promise<void>>();
   let started = 0;
   let shed = 0;

@@ -18,7 +18,9 @@ describe("imports", () => {
   it("form no circle in the shipped folders (workers, enclave, shared, bin, emulators, deploy, contracts)", async () => {
     const tree = await shippedTree();
     // The check reads the files it was meant to read.
-    expect(Object.keys(tree)).toEqual(expect.arrayContaining(["workers/app.ts", "enclave/main.ts", "shared/errors.ts", "bin/sigil.ts"]));
+    expect(Object.keys(tree)).toEqual(
+      expect.arrayContaining(["workers/app.ts", "enclave/main.ts", "shared/errors.ts", "bin/sigil.ts"]),
+    );
     expect(parseCircular(tree).map((circle) => circle.join(" -> "))).toEqual([]);
   });
 
@@ -26,7 +28,9 @@ describe("imports", () => {
     const tree = await shippedTree();
     const intoTests = Object.entries(tree)
       .filter(([file]) => !file.startsWith("test/"))
-      .flatMap(([file, deps]) => (deps ?? []).filter((d) => d.id?.startsWith("test/")).map((d) => `${file} -> ${d.id}`));
+      .flatMap(([file, deps]) =>
+        (deps ?? []).filter((d) => d.id?.startsWith("test/")).map((d) => `${file} -> ${d.id}`),
+      );
     expect(intoTests).toEqual([]);
   });
 });

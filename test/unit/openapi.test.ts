@@ -10,7 +10,11 @@ import { createApp } from "../../workers/app.ts";
 /** Where `npm start` serves the edge: the document names the origin it was asked from as its server. */
 const ORIGIN = "http://127.0.0.1:8787";
 
-type Doc = { openapi: string; servers?: Array<{ url: string }>; paths: Record<string, Record<string, Record<string, unknown>>> };
+type Doc = {
+  openapi: string;
+  servers?: Array<{ url: string }>;
+  paths: Record<string, Record<string, Record<string, unknown>>>;
+};
 
 async function servedDocument(): Promise<Doc> {
   const res = await createApp().request(`${ORIGIN}/core/v1/openapi.json`, {}, { SIGIL_ENV: "test" });
@@ -41,7 +45,8 @@ async function lint(doc: unknown): Promise<NormalizedProblem[]> {
   return lintFromString({ source: JSON.stringify(doc), absoluteRef: SOURCE, config });
 }
 
-const describeProblem = (p: NormalizedProblem) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer ?? "?"}: ${p.message}`;
+const describeProblem = (p: NormalizedProblem) =>
+  `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer ?? "?"}: ${p.message}`;
 
 describe("GET /core/v1/openapi.json", () => {
   it("is a valid OpenAPI 3.1 document", async () => {
@@ -51,7 +56,9 @@ describe("GET /core/v1/openapi.json", () => {
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
     // Every route of api.md: 44 operations (create_wallet has a GET and a POST).
-    const operations = Object.values(doc.paths).flatMap((item) => Object.keys(item).filter((k) => ["get", "post", "put", "patch", "delete"].includes(k)));
+    const operations = Object.values(doc.paths).flatMap((item) =>
+      Object.keys(item).filter((k) => ["get", "post", "put", "patch", "delete"].includes(k)),
+    );
     expect(operations.length).toBeGreaterThanOrEqual(44);
   });
 
@@ -64,7 +71,9 @@ describe("GET /core/v1/openapi.json", () => {
     // fix them, or accept one above with its reason.
     expect(found.filter((p) => p.severity === "warn").map(describeProblem)).toEqual([]);
     // Every accepted finding still occurs, so none outlives its reason.
-    expect(problems.filter((p) => p.ignored).map((p) => `${p.ruleId} ${p.location[0]?.pointer}`)).toEqual(ACCEPTED.map((a) => `${a.rule} ${a.pointer}`));
+    expect(problems.filter((p) => p.ignored).map((p) => `${p.ruleId} ${p.location[0]?.pointer}`)).toEqual(
+      ACCEPTED.map((a) => `${a.rule} ${a.pointer}`),
+    );
   });
 
   it("fails the same lint when the document loses what generators need: its server, an operation's security, operationId or 4xx answers", async () => {
@@ -76,14 +85,21 @@ describe("GET /core/v1/openapi.json", () => {
     version.responses = { 200: (version.responses as Record<string, unknown>)["200"] };
     const found = (await lint(doc)).filter((p) => !p.ignored);
     expect(found.map((p) => `${p.severity} ${p.ruleId}`)).toEqual(
-      expect.arrayContaining(["error no-empty-servers", "error security-defined", "warn operation-operationId", "warn operation-4xx-response"]),
+      expect.arrayContaining([
+        "error no-empty-servers",
+        "error security-defined",
+        "warn operation-operationId",
+        "warn operation-4xx-response",
+      ]),
     );
   });
 
   it("names the origin it was asked from as its one server, and carries a license", async () => {
     const doc = (await servedDocument()) as Doc & { info: { license?: unknown } };
     expect(doc.servers).toEqual([{ url: ORIGIN }]);
-    const elsewhere = (await (await createApp().request("https://sigil.example.org/core/v1/openapi.json", {}, { SIGIL_ENV: "test" })).json()) as Doc;
+    const elsewhere = (await (
+      await createApp().request("https://sigil.example.org/core/v1/openapi.json", {}, { SIGIL_ENV: "test" })
+    ).json()) as Doc;
     expect(elsewhere.servers).toEqual([{ url: "https://sigil.example.org" }]);
     expect(doc.info.license).toEqual({ name: "Apache-2.0", identifier: "Apache-2.0" });
   });
@@ -104,6 +120,8 @@ type Schema = { type?: string | string[]; properties?: Record<string, Schema>; [
 /** The properties of an operation's JSON request body, as the served document states them. */
 async function bodyProperties(path: string): Promise<Record<string, Schema>> {
   const res = await createApp().request("/core/v1/openapi.json", {}, { SIGIL_ENV: "test" });
-  const doc = (await res.json()) as { paths: Record<string, { post: { requestBody: { content: { "application/json": { schema: Schema } } } } }> };
+  const doc = (await res.json()) as {
+    paths: Record<string, { post: { requestBody: { content: { "application/json": { schema: Schema } } } } }>;
+  };
   return doc.paths[path]?.post.requestBody.content["application/json"].schema.properties ?? {};
 }

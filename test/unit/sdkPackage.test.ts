@@ -40,7 +40,16 @@ async function run(command: string, args: string[], cwd: string): Promise<{ code
 }
 
 const TSCONFIG = JSON.stringify({
-  compilerOptions: { target: "es2022", module: "nodenext", moduleResolution: "nodenext", strict: true, noEmit: true, lib: ["es2022", "dom"], types: [], skipLibCheck: false },
+  compilerOptions: {
+    target: "es2022",
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    strict: true,
+    noEmit: true,
+    lib: ["es2022", "dom"],
+    types: [],
+    skipLibCheck: false,
+  },
   include: ["*.ts"],
 });
 
@@ -70,7 +79,9 @@ export async function use(wallet: Address): Promise<string> {
 
 describe("@sigil/sdk, built", () => {
   it("imports nothing at run time but viem", () => {
-    const specifiers = [...built.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[^'"]*?from\s*)?["']([^"']+)["']/g)].map((m) => m[1]);
+    const specifiers = [...built.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[^'"]*?from\s*)?["']([^"']+)["']/g)].map(
+      (m) => m[1],
+    );
     expect(specifiers.length).toBeGreaterThan(0);
     expect(specifiers.filter((s) => s !== "viem" && !s!.startsWith("viem/"))).toEqual([]);
     expect(built).not.toMatch(/\bnode:|require\(|process\.env/);
@@ -84,7 +95,10 @@ describe("@sigil/sdk, built", () => {
       expect(good.out).toBe("");
       expect(good.code).toBe(0);
 
-      writeFileSync(join(dir, "bad.ts"), `import { createSigilClient } from "@sigil/sdk";\nconst c = createSigilClient({ baseUrl: "x" });\nawait c.addGroup({ group_name: 1 });\nawait c.listWalets();\n`);
+      writeFileSync(
+        join(dir, "bad.ts"),
+        `import { createSigilClient } from "@sigil/sdk";\nconst c = createSigilClient({ baseUrl: "x" });\nawait c.addGroup({ group_name: 1 });\nawait c.listWalets();\n`,
+      );
       const bad = await run(process.execPath, [tsc, "-p", "."], dir);
       expect(bad.code).not.toBe(0);
       expect(bad.out).toMatch(/bad\.ts\(3,/);
@@ -100,8 +114,16 @@ describe("@sigil/sdk, built", () => {
     let origin = "";
     beforeAll(async () => {
       server = createServer((req, res) => {
-        const body = req.url === "/core/v1/list_wallets?page_number=0&page_size=100" ? [{ id: "0", wallet_address: "0x1", name: "", description: "" }] : { error: { code: "invalid_api_key", message: "no", request_id: "r1" } };
-        res.writeHead(req.headers["x-api-key"] === "good" ? 200 : 401, { "content-type": "application/json", "x-total-count": "1" }).end(JSON.stringify(body));
+        const body =
+          req.url === "/core/v1/list_wallets?page_number=0&page_size=100"
+            ? [{ id: "0", wallet_address: "0x1", name: "", description: "" }]
+            : { error: { code: "invalid_api_key", message: "no", request_id: "r1" } };
+        res
+          .writeHead(req.headers["x-api-key"] === "good" ? 200 : 401, {
+            "content-type": "application/json",
+            "x-total-count": "1",
+          })
+          .end(JSON.stringify(body));
       });
       await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
       origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

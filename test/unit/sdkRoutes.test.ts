@@ -17,7 +17,10 @@ describe("@sigil/sdk covers the edge", () => {
     const client = createSigilClient({ baseUrl: "http://127.0.0.1:1" }) as unknown as Record<string, unknown>;
     for (const op of served) {
       expect(op.name, `${op.method} ${op.path} has no operationId`).toBeTypeOf("string");
-      expect(operations[op.name as keyof typeof operations], `${op.name}: no SDK operation`).toMatchObject({ method: op.method, path: op.path });
+      expect(operations[op.name as keyof typeof operations], `${op.name}: no SDK operation`).toMatchObject({
+        method: op.method,
+        path: op.path,
+      });
       expect(typeof client[op.name!], `${op.name}: no SDK method`).toBe("function");
     }
     expect(Object.keys(operations).sort()).toEqual(served.map((op) => op.name).sort());

@@ -38,16 +38,28 @@ function typeCheck(dir: string, files: Record<string, string>): Diagnostic[] {
   for (const [name, source] of Object.entries(files)) writeFileSync(join(dir, name), source);
   const tsconfig = { compilerOptions: documentedCompilerOptions(), files: [DTS, ...Object.keys(files)] };
   writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
-  const r = spawnSync(process.execPath, [TSC, "-p", join(dir, "tsconfig.json"), "--pretty", "false"], { cwd: dir, encoding: "utf8", timeout: 120_000 });
+  const r = spawnSync(process.execPath, [TSC, "-p", join(dir, "tsconfig.json"), "--pretty", "false"], {
+    cwd: dir,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   if (r.error) throw r.error;
   const out = `${r.stdout}${r.stderr}`;
   const diagnostics: Diagnostic[] = [];
   for (const line of out.split("\n")) {
     const m = /^(.+?)\((\d+),\d+\): error (TS\d+): (.*)$/.exec(line);
-    if (m) diagnostics.push({ file: (m[1] as string).split(/[\\/]/).pop() as string, line: Number(m[2]), code: m[3] as string, message: m[4] as string });
+    if (m)
+      diagnostics.push({
+        file: (m[1] as string).split(/[\\/]/).pop() as string,
+        line: Number(m[2]),
+        code: m[3] as string,
+        message: m[4] as string,
+      });
   }
   // Anything else tsc says (a bad option, a file it cannot read) is a failure of this test itself.
-  const other = out.split("\n").filter((l) => l.trim() !== "" && !/^(.+?)\(\d+,\d+\): error TS\d+: /.test(l) && !/^\s/.test(l));
+  const other = out
+    .split("\n")
+    .filter((l) => l.trim() !== "" && !/^(.+?)\(\d+,\d+\): error TS\d+: /.test(l) && !/^\s/.test(l));
   expect(other, out).toEqual([]);
   expect(r.status === 0, out).toBe(diagnostics.length === 0);
   return diagnostics;
@@ -115,22 +127,30 @@ describe("sdk/sigil-actions.d.ts", () => {
     const lines = WRONG.split("\n");
     const wrong = lines.flatMap((line, i) => (line.includes("// wrong:") ? [i + 1] : []));
     expect(wrong.length).toBeGreaterThan(20);
-    const reported = [...new Set(diagnostics.filter((d) => d.file === "wrong.js").map((d) => d.line))].sort((a, b) => a - b);
+    const reported = [...new Set(diagnostics.filter((d) => d.file === "wrong.js").map((d) => d.line))].sort(
+      (a, b) => a - b,
+    );
     const unreported = wrong.filter((l) => !reported.includes(l)).map((l) => lines[l - 1]?.trim());
     expect(unreported, "wrong calls the declarations let through").toEqual([]);
-    expect(reported.filter((l) => !wrong.includes(l)).map((l) => `${l}: ${lines[l - 1]}`), "errors on lines that are right").toEqual([]);
+    expect(
+      reported.filter((l) => !wrong.includes(l)).map((l) => `${l}: ${lines[l - 1]}`),
+      "errors on lines that are right",
+    ).toEqual([]);
   });
 
   it("the first wrong call is reported as the error it is: signMessage's argument has no pkpId and its message is not text or {raw}", () => {
     const first = diagnostics.filter((d) => d.file === "wrong.js" && d.line === 3);
-    expect(first.map((d) => `${d.code} ${d.message}`)).toEqual(["TS2322 Type 'number' is not assignable to type 'SignableMessage'."]);
+    expect(first.map((d) => `${d.code} ${d.message}`)).toEqual([
+      "TS2322 Type 'number' is not assignable to type 'SignableMessage'.",
+    ]);
   });
 });
 
 describe("the sandbox's names, declared and documented", () => {
   const core = readFileSync(CORE_JS, "utf8");
   const dts = readFileSync(DTS, "utf8");
-  const listed = (name: string) => (new RegExp(`const ${name} = apply\\(P\\.strSplit, "([^"]+)"`).exec(core)?.[1] ?? "").split(" ");
+  const listed = (name: string) =>
+    (new RegExp(`const ${name} = apply\\(P\\.strSplit, "([^"]+)"`).exec(core)?.[1] ?? "").split(" ");
 
   it("every function of Sigil.Actions (core.js ACTION_NAMES) has its section in docs/actions.md and its declaration in SigilActions", () => {
     const names = listed("ACTION_NAMES");
@@ -139,7 +159,11 @@ describe("the sandbox's names, declared and documented", () => {
     const declared = [...new Set([...actions.matchAll(/^ {2}(\w+)\(/gm)].map((m) => m[1]))].sort();
     expect(declared).toEqual([...names].sort());
     const headings = [...markdown.matchAll(/^###\s+(.*)$/gm)].map((m) => m[1] as string);
-    for (const name of names) expect(headings.some((h) => new RegExp(`\\b${name}\\b`).test(h)), name).toBe(true);
+    for (const name of names)
+      expect(
+        headings.some((h) => new RegExp(`\\b${name}\\b`).test(h)),
+        name,
+      ).toBe(true);
   });
 
   it("every global the sandbox installs (core.js LAZY) is declared in sdk/sigil-actions.d.ts and named in docs/actions.md's Other globals", () => {
@@ -175,10 +199,18 @@ describe("docs/actions.md's example convention", () => {
   });
 
   it("refuses an example in another language name, and an expectation without has_error or response, or with unknown fields", () => {
-    expect(() => examplesOf(page(`${fence}javascript\nasync function main() {}\n${fence}`))).toThrow(/a code block in "javascript"/);
+    expect(() => examplesOf(page(`${fence}javascript\nasync function main() {}\n${fence}`))).toThrow(
+      /a code block in "javascript"/,
+    );
     expect(() => examplesOf(page(js, `${fence}json\n{ "response": 1 }\n${fence}`))).toThrow(/has_error/);
-    expect(() => examplesOf(page(js, `${fence}json\n{ "has_error": false }\n${fence}`))).toThrow(/response is required/);
-    expect(() => examplesOf(page(js, `${fence}json\n{ "has_error": false, "response": 1, "respones": 2 }\n${fence}`))).toThrow(/unknown field respones/);
-    expect(() => examplesOf(page(js, `${fence}json\n{ "has_error": true, "response": null }\n${fence}`))).toThrow(/code and message/);
+    expect(() => examplesOf(page(js, `${fence}json\n{ "has_error": false }\n${fence}`))).toThrow(
+      /response is required/,
+    );
+    expect(() =>
+      examplesOf(page(js, `${fence}json\n{ "has_error": false, "response": 1, "respones": 2 }\n${fence}`)),
+    ).toThrow(/unknown field respones/);
+    expect(() => examplesOf(page(js, `${fence}json\n{ "has_error": true, "response": null }\n${fence}`))).toThrow(
+      /code and message/,
+    );
   });
 });

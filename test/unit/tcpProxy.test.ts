@@ -24,7 +24,11 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-const failure = (p: Promise<unknown>) => p.then(() => "answered", (e: unknown) => String((e as { cause?: { code?: string } }).cause?.code ?? e));
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => "answered",
+    (e: unknown) => String((e as { cause?: { code?: string } }).cause?.code ?? e),
+  );
 
 it("passes requests through, refuses new connections and cuts open ones while stopped, and serves again on the same port", async () => {
   expect(await (await fetch(`${proxy.url}/`)).text()).toBe("ok");

@@ -38,17 +38,29 @@ describe("admission against bodies that never end (issue 26)", () => {
   it("130 slow-body requests from one client leave another tenant's list_wallets and create_wallet served, not 503; each of the 130 is refused 408 body_timeout", async () => {
     const app = createApp();
     const call = (path: string, init: RequestInit & { duplex?: "half" }, ip: string) =>
-      app.request(`http://edge/core/v1/${path}`, { ...init, headers: { "cf-connecting-ip": ip, ...(init.headers as Record<string, string>) } } as RequestInit, e);
+      app.request(
+        `http://edge/core/v1/${path}`,
+        { ...init, headers: { "cf-connecting-ip": ip, ...(init.headers as Record<string, string>) } } as RequestInit,
+        e,
+      );
     const json = { "content-type": "application/json" };
 
-    const account = await call("new_account", { method: "POST", headers: json, body: JSON.stringify({ account_name: "tenant" }) }, TENANT);
+    const account = await call(
+      "new_account",
+      { method: "POST", headers: json, body: JSON.stringify({ account_name: "tenant" }) },
+      TENANT,
+    );
     expect(account.status).toBe(200);
     const { api_key: key } = (await account.json()) as { api_key: string };
 
     let attackOver = false;
     const attack = Promise.all(
       Array.from({ length: 130 }, () =>
-        call("sigil_action", { method: "POST", headers: { ...json, "x-api-key": generateApiKey() }, body: neverEnding(), duplex: "half" }, ATTACKER),
+        call(
+          "sigil_action",
+          { method: "POST", headers: { ...json, "x-api-key": generateApiKey() }, body: neverEnding(), duplex: "half" },
+          ATTACKER,
+        ),
       ),
     ).finally(() => {
       attackOver = true;
@@ -59,7 +71,11 @@ describe("admission against bodies that never end (issue 26)", () => {
     expect(wallets.status, await wallets.clone().text()).toBe(200);
     expect(Array.isArray(await wallets.json())).toBe(true);
     expect(admittedNow()).toBe(0);
-    const created = await call("create_wallet", { method: "POST", headers: { ...json, "x-api-key": key }, body: JSON.stringify({ name: "meanwhile" }) }, TENANT);
+    const created = await call(
+      "create_wallet",
+      { method: "POST", headers: { ...json, "x-api-key": key }, body: JSON.stringify({ name: "meanwhile" }) },
+      TENANT,
+    );
     expect(created.status, await created.clone().text()).toBe(200);
     expect(((await created.json()) as { wallet_address: string }).wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
     // Both were answered while every one of the 130 was still sending its body.

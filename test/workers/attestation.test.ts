@@ -13,12 +13,20 @@ function edge(path: string, headers: Record<string, string> = {}): Promise<Respo
   return Promise.resolve(createApp().request(`http://edge${path}`, { headers }, { ...env, SIGIL_ENCLAVE_URLS: urls }));
 }
 
-const instanceOf = async (base: string) => ((await (await fetch(`${base}/health`)).json()) as { instance_id: string }).instance_id;
+const instanceOf = async (base: string) =>
+  ((await (await fetch(`${base}/health`)).json()) as { instance_id: string }).instance_id;
 
 describe("answers name their instance", () => {
   it("/attestation, /info and /evidences/… through the edge carry X-Sigil-Instance; /attestation's body names it too", async () => {
     const instance = await instanceOf(inject("enclaveUrl"));
-    for (const path of ["/attestation", "/info", "/attestation/simulated-collateral", "/evidences/", "/evidences/sha256sum.txt", "/evidences/quote.json"]) {
+    for (const path of [
+      "/attestation",
+      "/info",
+      "/attestation/simulated-collateral",
+      "/evidences/",
+      "/evidences/sha256sum.txt",
+      "/evidences/quote.json",
+    ]) {
       const res = await SELF.fetch(`http://edge${path}`);
       expect(res.status, path).toBe(200);
       expect(res.headers.get("x-sigil-instance"), path).toBe(instance);
@@ -36,7 +44,9 @@ describe("pinning one instance (issue 11, point 15)", () => {
       const direct = async (path: string) => (await fetch(`${base}${path}`)).text();
       for (const pin of [{ header: instance }, { query: instance.toUpperCase() }]) {
         const ask = (path: string) =>
-          pin.header ? edge(path, { "X-Sigil-Instance": pin.header }) : edge(`${path}${path.includes("?") ? "&" : "?"}instance=${pin.query}`);
+          pin.header
+            ? edge(path, { "X-Sigil-Instance": pin.header })
+            : edge(`${path}${path.includes("?") ? "&" : "?"}instance=${pin.query}`);
         // Several times each: the edge rotates over its enclaves from call to call.
         for (let i = 0; i < 4; i++) {
           for (const path of ["/attestation", "/info", "/evidences/sha256sum.txt", "/evidences/quote.json"]) {
@@ -76,7 +86,10 @@ describe("pinning one instance (issue 11, point 15)", () => {
 
   it("a nonce quote pinned to an instance is made by that instance", async () => {
     const instance = await instanceOf(inject("stalledEnclaveUrl"));
-    const res = await edge("/attestation?nonce=c0ffee", { "X-Sigil-Instance": instance, "CF-Connecting-IP": "203.0.113.77" });
+    const res = await edge("/attestation?nonce=c0ffee", {
+      "X-Sigil-Instance": instance,
+      "CF-Connecting-IP": "203.0.113.77",
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-sigil-instance")).toBe(instance);
     expect(res.headers.get("cache-control")).toBe("no-store");
@@ -103,8 +116,11 @@ describe("pinning one instance (issue 11, point 15)", () => {
 
 describe("nonce quotes through the edge (issue 11, point 9)", () => {
   it("count against the client the edge saw: one over its budget gets 429 with Retry-After while another still gets fresh quotes", async () => {
-    const ask = (ip: string, nonce: string) => SELF.fetch(`http://edge/attestation?nonce=${nonce}`, { headers: { "CF-Connecting-IP": ip } });
-    const greedy = await Promise.all(Array.from({ length: 24 }, (_, i) => ask("198.51.100.21", i.toString(16).padStart(2, "0"))));
+    const ask = (ip: string, nonce: string) =>
+      SELF.fetch(`http://edge/attestation?nonce=${nonce}`, { headers: { "CF-Connecting-IP": ip } });
+    const greedy = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => ask("198.51.100.21", i.toString(16).padStart(2, "0"))),
+    );
     const refused = greedy.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThanOrEqual(24 - 12);
     expect(Number(refused[0]?.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);

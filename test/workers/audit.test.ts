@@ -23,7 +23,16 @@ import { edgeClient, type EdgeCall } from "./stack.ts";
 const CHAIN_ID = 31337;
 const { edge, ok200, expectError } = edgeClient(SELF);
 
-type AuditEvent = { block_number: number; block_time: number | null; tx_hash: string; log_index: number; event: string; actor: string | null; summary: string; args: Record<string, string | boolean> };
+type AuditEvent = {
+  block_number: number;
+  block_time: number | null;
+  tx_hash: string;
+  log_index: number;
+  event: string;
+  actor: string | null;
+  summary: string;
+  args: Record<string, string | boolean>;
+};
 type Page = { events: AuditEvent[]; next_cursor: string | null };
 type Write = { success: true; transaction_hash: string };
 
@@ -56,17 +65,37 @@ async function payers(): Promise<string[]> {
 
 /** X-Wallet-Auth signed as BillingAuth by `signer`. */
 async function walletAuth(signer: PrivateKeyAccount): Promise<EdgeCall> {
-  const typed_data = buildTypedData({ primaryType: "BillingAuth" as SigilPrimaryType, address: signer.address, chainId: CHAIN_ID, issuedAt: Math.floor(Date.now() / 1000) });
+  const typed_data = buildTypedData({
+    primaryType: "BillingAuth" as SigilPrimaryType,
+    address: signer.address,
+    chainId: CHAIN_ID,
+    issuedAt: Math.floor(Date.now() / 1000),
+  });
   const signature = await signer.signTypedData(signableTypedData(typed_data));
   const bytes = new TextEncoder().encode(JSON.stringify({ typed_data, signature }));
-  return { headers: { "x-wallet-auth": btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "") } };
+  return {
+    headers: {
+      "x-wallet-auth": btoa(String.fromCharCode(...bytes))
+        .replace(/\+/g, "-")
+        .replace(/\//g, "_")
+        .replace(/=+$/, ""),
+    },
+  };
 }
 
 /** Sends `functionName` to AccountConfig from `wallet` (given gas first); the transaction's hash. */
 async function sendAs(wallet: PrivateKeyAccount, functionName: string, args: readonly unknown[]): Promise<Hex> {
-  await createTestClient({ chain: foundry, mode: "anvil", transport: transport() }).setBalance({ address: wallet.address, value: parseEther("1") });
+  await createTestClient({ chain: foundry, mode: "anvil", transport: transport() }).setBalance({
+    address: wallet.address,
+    value: parseEther("1"),
+  });
   const client = createWalletClient({ chain: foundry, transport: transport(), account: wallet });
-  const hash = await client.writeContract({ address: inject("contract"), abi: accountConfigAbi, functionName, args } as never);
+  const hash = await client.writeContract({
+    address: inject("contract"),
+    abi: accountConfigAbi,
+    functionName,
+    args,
+  } as never);
   expect((await publicClient().waitForTransactionReceipt({ hash })).status).toBe("success");
   return hash;
 }
@@ -86,14 +115,39 @@ describe("a managed account's history", () => {
     const cidA = await computeCid("async function main() { return 'audit a' }");
     const cidB = await computeCid("async function main() { return 'audit b' }");
     const usage = await write<Write & { usage_api_key: string }>("add_usage_api_key", {
-      name: "ops", description: "", can_create_groups: true, can_delete_groups: false, can_create_pkps: false,
-      manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [],
+      name: "ops",
+      description: "",
+      can_create_groups: true,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [],
     });
-    const renamed = await write("update_usage_api_key_metadata", { usage_api_key: usage.usage_api_key, name: "ops 2", description: "" });
-    const wallet = await write<Write & { wallet_address: string; wallet_id: string }>("create_wallet", { name: "w", description: "" });
-    const group = await write<Write & { group_id: string }>("add_group", { group_name: "g", group_description: "", pkp_ids_permitted: [wallet.wallet_address], cid_hashes_permitted: [cidA] });
-    const added = await write<Write & { hashed_cid: string }>("add_action_to_group", { group_id: group.group_id, action_ipfs_cid: cidB });
-    const removedPkp = await write("remove_pkp_from_group", { group_id: group.group_id, pkp_id: wallet.wallet_address });
+    const renamed = await write("update_usage_api_key_metadata", {
+      usage_api_key: usage.usage_api_key,
+      name: "ops 2",
+      description: "",
+    });
+    const wallet = await write<Write & { wallet_address: string; wallet_id: string }>("create_wallet", {
+      name: "w",
+      description: "",
+    });
+    const group = await write<Write & { group_id: string }>("add_group", {
+      group_name: "g",
+      group_description: "",
+      pkp_ids_permitted: [wallet.wallet_address],
+      cid_hashes_permitted: [cidA],
+    });
+    const added = await write<Write & { hashed_cid: string }>("add_action_to_group", {
+      group_id: group.group_id,
+      action_ipfs_cid: cidB,
+    });
+    const removedPkp = await write("remove_pkp_from_group", {
+      group_id: group.group_id,
+      pkp_id: wallet.wallet_address,
+    });
     const removedKey = await write("remove_usage_api_key", { usage_api_key: usage.usage_api_key });
     const g = group.group_id;
     const w = lower(wallet.wallet_address);
@@ -113,7 +167,9 @@ describe("a managed account's history", () => {
       ["WalletRegistered", `wallet ${lower(created.wallet_address)} registered (id 0)`],
       ["AccountCreated", `managed account created, master wallet ${lower(created.wallet_address)}`],
     ];
-    txs = [removedKey, removedPkp, added, added, group, group, wallet, renamed, usage, created, created].map((r) => r.transaction_hash);
+    txs = [removedKey, removedPkp, added, added, group, group, wallet, renamed, usage, created, created].map(
+      (r) => r.transaction_hash,
+    );
     expect(cidHash(cidA)).not.toBe(cidHash(cidB));
   });
 
@@ -122,7 +178,9 @@ describe("a managed account's history", () => {
     expect(page.next_cursor).toBeNull();
     const keyHash = page.events.find((e) => e.event === "UsageApiKeySet")?.args.keyHash as string;
     expect(keyHash).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(view(page.events)).toEqual(expected.map(([event, summary]) => [event, summary.replace("KEY", short(keyHash))]));
+    expect(view(page.events)).toEqual(
+      expected.map(([event, summary]) => [event, summary.replace("KEY", short(keyHash))]),
+    );
     expect(page.events.map((e) => e.tx_hash)).toEqual(txs);
     for (const e of page.events) {
       expect(payerSet).toContain(e.actor);
@@ -137,7 +195,17 @@ describe("a managed account's history", () => {
   it("a usage key of the account reads the same history", async () => {
     const usage = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
       key,
-      body: { name: "reader", description: "", can_create_groups: false, can_delete_groups: false, can_create_pkps: false, manage_ipfs_ids_in_groups: [], add_pkp_to_groups: [], remove_pkp_from_groups: [], execute_in_groups: [] },
+      body: {
+        name: "reader",
+        description: "",
+        can_create_groups: false,
+        can_delete_groups: false,
+        can_create_pkps: false,
+        manage_ipfs_ids_in_groups: [],
+        add_pkp_to_groups: [],
+        remove_pkp_from_groups: [],
+        execute_in_groups: [],
+      },
     });
     const asUsage = await ok200<Page>("audit", { key: usage.usage_api_key });
     const asMaster = await ok200<Page>("audit", { key });
@@ -149,9 +217,14 @@ describe("a managed account's history", () => {
     const before = await ok200<Page>("audit", { key });
     let n = 0;
     const paged = await allEvents({ key }, 2, async () => {
-      await ok200("add_group", { key, body: { group_name: `between ${n++}`, group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
+      await ok200("add_group", {
+        key,
+        body: { group_name: `between ${n++}`, group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+      });
     });
-    expect(paged.map((e) => `${e.tx_hash}:${e.log_index}`)).toEqual(before.events.map((e) => `${e.tx_hash}:${e.log_index}`));
+    expect(paged.map((e) => `${e.tx_hash}:${e.log_index}`)).toEqual(
+      before.events.map((e) => `${e.tx_hash}:${e.log_index}`),
+    );
     expect(n).toBeGreaterThan(3);
     const after = await ok200<Page>(`audit?limit=${n}`, { key });
     expect(after.events.map((e) => e.event)).toEqual(Array.from({ length: n }, () => "GroupAdded"));
@@ -174,10 +247,19 @@ describe("a managed account's history", () => {
     expectError(await edge("audit?cursor=bm90IGEgY3Vyc29y", { key }), 400, "invalid_cursor"); // "not a cursor"
     const page = await ok200<Page>("audit?limit=1", { key });
     const real = page.next_cursor as string;
-    const text = atob(real.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(real.length / 4) * 4, "="));
+    const text = atob(
+      real
+        .replace(/-/g, "+")
+        .replace(/_/g, "/")
+        .padEnd(Math.ceil(real.length / 4) * 4, "="),
+    );
     const [, , block, index] = text.split(":");
     const forge = (t: string) => btoa(t).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-    expectError(await edge(`audit?cursor=${forge(`1:e:${block}:${Number(index) + 50}`)}`, { key }), 400, "invalid_cursor");
+    expectError(
+      await edge(`audit?cursor=${forge(`1:e:${block}:${Number(index) + 50}`)}`, { key }),
+      400,
+      "invalid_cursor",
+    );
     const other = await ok200<{ api_key: string }>("new_account", { body: { account_name: "other" } });
     expectError(await edge(`audit?cursor=${real}`, { key: other.api_key }), 400, "invalid_cursor");
     // The real one still works for its account.
@@ -201,14 +283,28 @@ describe("ChainSecured accounts' histories", () => {
     const admin = privateKeyToAccount(generatePrivateKey());
     const next = privateKeyToAccount(generatePrivateKey());
     const master = walletLookupHash(admin.address);
-    const pkp = await ok200<{ wallet_address: string; derivation_path: string; master_wallet_address: string }>("create_wallet_with_signature", {
-      body: await (async () => {
-        const typed_data = buildTypedData({ primaryType: "CreateWallet", address: admin.address, chainId: CHAIN_ID, issuedAt: Math.floor(Date.now() / 1000) });
-        return { typed_data, signature: await admin.signTypedData(signableTypedData(typed_data)) };
-      })(),
-    });
+    const pkp = await ok200<{ wallet_address: string; derivation_path: string; master_wallet_address: string }>(
+      "create_wallet_with_signature",
+      {
+        body: await (async () => {
+          const typed_data = buildTypedData({
+            primaryType: "CreateWallet",
+            address: admin.address,
+            chainId: CHAIN_ID,
+            issuedAt: Math.floor(Date.now() / 1000),
+          });
+          return { typed_data, signature: await admin.signTypedData(signableTypedData(typed_data)) };
+        })(),
+      },
+    );
     const createdTx = await sendAs(admin, "newChainSecuredAccount", ["cs", "", pkp.master_wallet_address]);
-    const walletTx = await sendAs(admin, "registerWalletDerivation", [master, pkp.wallet_address, BigInt(pkp.derivation_path), "pkp", ""]);
+    const walletTx = await sendAs(admin, "registerWalletDerivation", [
+      master,
+      pkp.wallet_address,
+      BigInt(pkp.derivation_path),
+      "pkp",
+      "",
+    ]);
     const groupTx = await sendAs(admin, "addGroup", [master, "g", "", [], [pkp.wallet_address]]);
     const pkpTx = await sendAs(admin, "removePkpFromGroup", [master, 1n, pkp.wallet_address]);
     const transferTx = await sendAs(admin, "transferChainSecuredAccountOwnership", [master, next.address]);
@@ -229,29 +325,52 @@ describe("ChainSecured accounts' histories", () => {
     // The former admin no longer reads it.
     expectError(await edge("audit", await walletAuth(admin)), 403, "permission_denied");
     // A wallet that administers nothing has nothing to read.
-    expectError(await edge("audit", await walletAuth(privateKeyToAccount(generatePrivateKey()))), 404, "account_not_found");
+    expectError(
+      await edge("audit", await walletAuth(privateKeyToAccount(generatePrivateKey()))),
+      404,
+      "account_not_found",
+    );
   });
 
   it("a managed account converted, then handed to another wallet: its old master key reads the conversion and the transfer", async () => {
     const payerSet = await payers();
     const { api_key: key } = await ok200<{ api_key: string }>("new_account", { body: { account_name: "to convert" } });
-    const group = await ok200<Write & { group_id: string }>("add_group", { key, body: { group_name: "before", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
+    const group = await ok200<Write & { group_id: string }>("add_group", {
+      key,
+      body: { group_name: "before", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+    });
     const admin = privateKeyToAccount(generatePrivateKey());
-    const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: admin.address, chainId: CHAIN_ID, issuedAt: Math.floor(Date.now() / 1000) });
+    const typed_data = buildTypedData({
+      primaryType: "ConvertAccount",
+      address: admin.address,
+      chainId: CHAIN_ID,
+      issuedAt: Math.floor(Date.now() / 1000),
+    });
     const converted = await ok200<Write>("convert_to_chain_secured_account", {
       key,
-      body: { new_admin_wallet_address: admin.address, typed_data, signature: await admin.signTypedData(signableTypedData(typed_data)) },
+      body: {
+        new_admin_wallet_address: admin.address,
+        typed_data,
+        signature: await admin.signTypedData(signableTypedData(typed_data)),
+      },
     });
     const next = privateKeyToAccount(generatePrivateKey());
     const transferTx = await sendAs(admin, "transferChainSecuredAccountOwnership", [apiKeyHash(key), next.address]);
 
     const page = await ok200<Page>("audit", { key });
     expect(view(page.events).slice(0, 3)).toEqual([
-      ["ChainSecuredAccountOwnershipTransferred", `ownership transferred to ${lower(next.address)} (from ${lower(admin.address)})`],
+      [
+        "ChainSecuredAccountOwnershipTransferred",
+        `ownership transferred to ${lower(next.address)} (from ${lower(admin.address)})`,
+      ],
       ["AccountConvertedToChainSecured", `account converted to ChainSecured, admin ${lower(admin.address)}`],
       ["GroupAdded", `group ${group.group_id} added`],
     ]);
-    expect(page.events.slice(0, 3).map((e) => e.tx_hash)).toEqual([transferTx, converted.transaction_hash, group.transaction_hash]);
+    expect(page.events.slice(0, 3).map((e) => e.tx_hash)).toEqual([
+      transferTx,
+      converted.transaction_hash,
+      group.transaction_hash,
+    ]);
     // The transfer was sent by the admin wallet; the conversion and the earlier writes by the service's payers.
     expect(page.events[0]?.actor).toBe(lower(admin.address));
     for (const e of page.events.slice(1)) expect(payerSet).toContain(e.actor);

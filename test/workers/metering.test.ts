@@ -13,7 +13,17 @@ let groupId: string;
 
 beforeAll(async () => {
   key = (await ok200<{ api_key: string }>("new_account", { body: { account_name: "metering" } })).api_key;
-  groupId = (await ok200<{ group_id: string }>("add_group", { key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(CODE)] } })).group_id;
+  groupId = (
+    await ok200<{ group_id: string }>("add_group", {
+      key,
+      body: {
+        group_name: "g",
+        group_description: "",
+        pkp_ids_permitted: [],
+        cid_hashes_permitted: [await computeCid(CODE)],
+      },
+    })
+  ).group_id;
 });
 
 function charged(r: Reply<unknown>): string | null {
@@ -25,9 +35,25 @@ describe("X-Sigil-Charged-Cents", () => {
   it("is on every kind of managed write and on sigil_action", async () => {
     expect(charged(await edge("create_wallet", { key, method: "POST" }))).toBe("0");
     expect(charged(await edge("create_wallet", { key }))).toBe("0");
-    expect(charged(await edge("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS } }))).toBe("0");
-    expect(charged(await edge("add_group", { key, body: { group_name: "h", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } }))).toBe("0");
-    expect(charged(await edge("add_action", { key, body: { action_ipfs_cid: await computeCid(CODE), name: "a", description: "" } }))).toBe("0");
+    expect(
+      charged(await edge("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS } })),
+    ).toBe("0");
+    expect(
+      charged(
+        await edge("add_group", {
+          key,
+          body: { group_name: "h", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+        }),
+      ),
+    ).toBe("0");
+    expect(
+      charged(
+        await edge("add_action", {
+          key,
+          body: { action_ipfs_cid: await computeCid(CODE), name: "a", description: "" },
+        }),
+      ),
+    ).toBe("0");
     expect(charged(await edge("sigil_action", { key, body: { code: CODE } }))).toBe("0");
   });
 

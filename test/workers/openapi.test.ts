@@ -10,11 +10,27 @@ import { beforeAll, describe, expect, it } from "vitest";
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = { [k: string]: Json };
-type Doc = Obj & { openapi: string; info: Obj; paths: Record<string, Record<string, Obj>>; components?: Record<string, Record<string, Obj>> };
+type Doc = Obj & {
+  openapi: string;
+  info: Obj;
+  paths: Record<string, Record<string, Obj>>;
+  components?: Record<string, Record<string, Obj>>;
+};
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 const PATH_ITEM_FIELDS = [...METHODS, "$ref", "summary", "description", "servers", "parameters"];
-const TOP_LEVEL_FIELDS = ["openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"];
+const TOP_LEVEL_FIELDS = [
+  "openapi",
+  "info",
+  "jsonSchemaDialect",
+  "servers",
+  "paths",
+  "webhooks",
+  "components",
+  "security",
+  "tags",
+  "externalDocs",
+];
 const isExtension = (k: string) => k.startsWith("x-");
 
 /**
@@ -125,10 +141,26 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
 const camelCase = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 /** The document's tags, one per capability, in this order. */
-const TAG_NAMES = ["Accounts", "Usage keys", "Wallets", "Groups", "Actions", "Execution", "Signatures", "Audit", "Billing", "Webhooks", "Public", "Attestation"];
+const TAG_NAMES = [
+  "Accounts",
+  "Usage keys",
+  "Wallets",
+  "Groups",
+  "Actions",
+  "Execution",
+  "Signatures",
+  "Audit",
+  "Billing",
+  "Webhooks",
+  "Public",
+  "Attestation",
+];
 
 /** Operations that are neither GET nor take a body: they are named entirely by their path. */
-const BODYLESS = new Set(["delete /core/v1/webhooks/{webhook_id}", "post /core/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"]);
+const BODYLESS = new Set([
+  "delete /core/v1/webhooks/{webhook_id}",
+  "post /core/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend",
+]);
 
 /** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have), and 408 body_timeout, which the table lacks. */
 const OPERATION_4XX = ["400", "401", "402", "403", "404", "408", "409", "413", "422", "429"];
@@ -143,7 +175,11 @@ beforeAll(async () => {
 });
 
 function operations(): Array<{ method: string; path: string; op: Obj }> {
-  return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).filter(([m]) => METHODS.includes(m)).map(([method, op]) => ({ method, path, op })));
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([m]) => METHODS.includes(m))
+      .map(([method, op]) => ({ method, path, op })),
+  );
 }
 
 /** Resolves a local JSON pointer (`#/a/b~1c`) in the document; undefined when it names nothing. */
@@ -164,15 +200,23 @@ function resolve(ref: string): Json | undefined {
  * properties, an array its items. A schema of only a description accepts anything and says nothing.
  */
 function schemaGap(schema: Json | undefined): string | undefined {
-  if (schema === undefined || schema === null || typeof schema !== "object" || Array.isArray(schema)) return "no schema";
+  if (schema === undefined || schema === null || typeof schema !== "object" || Array.isArray(schema))
+    return "no schema";
   const s = (typeof schema.$ref === "string" ? resolve(schema.$ref) : schema) as Obj | undefined;
   if (s === undefined || s === null || typeof s !== "object") return `an unresolved $ref ${String(schema.$ref)}`;
-  const alternatives = (["anyOf", "oneOf", "allOf"] as const).flatMap((k) => (Array.isArray(s[k]) ? (s[k] as Json[]) : []));
+  const alternatives = (["anyOf", "oneOf", "allOf"] as const).flatMap((k) =>
+    Array.isArray(s[k]) ? (s[k] as Json[]) : [],
+  );
   if (alternatives.length > 0) return alternatives.map(schemaGap).find((gap) => gap !== undefined);
   if (Array.isArray(s.enum) || "const" in s) return undefined;
   const types = Array.isArray(s.type) ? s.type : s.type === undefined ? [] : [s.type];
   if (types.length === 0) return `only ${Object.keys(s).join(", ") || "nothing"}, no type`;
-  if (types.includes("object") && Object.keys((s.properties ?? {}) as Obj).length === 0 && typeof s.additionalProperties !== "object") return "an object without properties";
+  if (
+    types.includes("object") &&
+    Object.keys((s.properties ?? {}) as Obj).length === 0 &&
+    typeof s.additionalProperties !== "object"
+  )
+    return "an object without properties";
   if (types.includes("array") && (s.items === undefined || s.items === null)) return "an array without items";
   return undefined;
 }
@@ -193,15 +237,20 @@ describe("the OpenAPI document", () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.info.title).toBeTypeOf("string");
     expect(doc.info.version).toBeTypeOf("string");
-    for (const k of Object.keys(doc)) expect(TOP_LEVEL_FIELDS.includes(k) || isExtension(k), `top-level field ${k}`).toBe(true);
+    for (const k of Object.keys(doc))
+      expect(TOP_LEVEL_FIELDS.includes(k) || isExtension(k), `top-level field ${k}`).toBe(true);
   });
 
   it("has paths under /core/v1 (or api.md's attestation endpoints at the base URL), path items with only 3.1's fields, and at least one operation each", () => {
     expect(Object.keys(doc.paths).length).toBeGreaterThan(0);
     for (const [path, item] of Object.entries(doc.paths)) {
       if (!ATTESTATION_PATHS.has(path)) expect(path).toMatch(/^\/core\/v1\//);
-      for (const k of Object.keys(item)) expect(PATH_ITEM_FIELDS.includes(k) || isExtension(k), `${path}: field ${k}`).toBe(true);
-      expect(Object.keys(item).some((k) => METHODS.includes(k)), `${path} has an operation`).toBe(true);
+      for (const k of Object.keys(item))
+        expect(PATH_ITEM_FIELDS.includes(k) || isExtension(k), `${path}: field ${k}`).toBe(true);
+      expect(
+        Object.keys(item).some((k) => METHODS.includes(k)),
+        `${path} has an operation`,
+      ).toBe(true);
     }
   });
 
@@ -211,23 +260,32 @@ describe("the OpenAPI document", () => {
       const responses = op.responses as Record<string, Obj> | undefined;
       expect(responses, where).toBeTypeOf("object");
       expect(Object.keys(responses ?? {}).length, where).toBeGreaterThan(0);
-      expect(Object.keys(responses ?? {}).some((s) => /^2\d\d$/.test(s)), `${where} has a 2xx answer`).toBe(true);
+      expect(
+        Object.keys(responses ?? {}).some((s) => /^2\d\d$/.test(s)),
+        `${where} has a 2xx answer`,
+      ).toBe(true);
       for (const [status, response] of Object.entries(responses ?? {})) {
         expect(status, where).toMatch(/^([1-5](\d\d|XX)|default)$/);
         const r = (typeof response.$ref === "string" ? resolve(response.$ref) : response) as Obj;
         expect(r.description, `${where} ${status} has a description`).toBeTypeOf("string");
         if (/^[45]/.test(status)) {
-          const schema = (r.content as Record<string, Obj> | undefined)?.["application/json"]?.schema as Obj | undefined;
+          const schema = (r.content as Record<string, Obj> | undefined)?.["application/json"]?.schema as
+            | Obj
+            | undefined;
           expect(schema, `${where} ${status} declares its body`).toBeTypeOf("object");
           // /health's 503 is its report, not an error (api.md: "200 when serving, 503 when not").
           if (path === "/core/v1/health" && status === "503") {
-            expect(schema).toEqual(((responses?.["200"]?.content as Record<string, Obj>)["application/json"] as Obj).schema);
+            expect(schema).toEqual(
+              ((responses?.["200"]?.content as Record<string, Obj>)["application/json"] as Obj).schema,
+            );
             continue;
           }
           const s = (typeof schema?.$ref === "string" ? resolve(schema.$ref) : schema) as Obj;
           const error = (s.properties as Record<string, Obj>).error as Obj;
           const e = (typeof error.$ref === "string" ? resolve(error.$ref) : error) as Obj;
-          expect(Object.keys(e.properties as Obj), `${where} ${status}`).toEqual(expect.arrayContaining(["code", "message", "request_id"]));
+          expect(Object.keys(e.properties as Obj), `${where} ${status}`).toEqual(
+            expect.arrayContaining(["code", "message", "request_id"]),
+          );
           expect(e.required, `${where} ${status}`).toEqual(expect.arrayContaining(["code", "message", "request_id"]));
         }
       }
@@ -244,13 +302,22 @@ describe("the OpenAPI document", () => {
         const r = (typeof response.$ref === "string" ? resolve(response.$ref) : response) as Obj;
         const content = (r.content ?? {}) as Record<string, Obj>;
         // The evidence files are what dstack-ingress makes: HTML, text and PEM as well as JSON, each with its schema.
-        const gap = ATTESTATION_PATHS.has(path) && path.startsWith("/evidences/")
-          ? Object.keys(content).length === 0
-            ? "no content"
-            : Object.entries(content).map(([type, c]) => (type === "application/json" ? schemaGap(c.schema) : c.schema === undefined ? `${type} without a schema` : undefined)).find((g) => g !== undefined)
-          : content["application/json"] === undefined
-            ? "no application/json content"
-            : schemaGap(content["application/json"].schema);
+        const gap =
+          ATTESTATION_PATHS.has(path) && path.startsWith("/evidences/")
+            ? Object.keys(content).length === 0
+              ? "no content"
+              : Object.entries(content)
+                  .map(([type, c]) =>
+                    type === "application/json"
+                      ? schemaGap(c.schema)
+                      : c.schema === undefined
+                        ? `${type} without a schema`
+                        : undefined,
+                  )
+                  .find((g) => g !== undefined)
+            : content["application/json"] === undefined
+              ? "no application/json content"
+              : schemaGap(content["application/json"].schema);
         if (gap) gaps.push(`${method.toUpperCase()} ${path} ${status}: ${gap}`);
       }
     }
@@ -262,7 +329,11 @@ describe("the OpenAPI document", () => {
     const gaps: string[] = [];
     for (const { method, path, op } of operations()) {
       const where = `${method.toUpperCase()} ${path}`;
-      const body = (typeof (op.requestBody as Obj | undefined)?.$ref === "string" ? resolve((op.requestBody as Obj).$ref as string) : op.requestBody) as Obj | undefined;
+      const body = (
+        typeof (op.requestBody as Obj | undefined)?.$ref === "string"
+          ? resolve((op.requestBody as Obj).$ref as string)
+          : op.requestBody
+      ) as Obj | undefined;
       if (method === "get" || BODYLESS.has(`${method} ${path}`)) {
         if (body !== undefined) gaps.push(`${where}: a ${method.toUpperCase()} with a body`);
         continue;
@@ -299,14 +370,17 @@ describe("the OpenAPI document", () => {
     }
     for (const { method, path, op } of operations()) {
       for (const requirement of (op.security ?? []) as Obj[]) {
-        for (const name of Object.keys(requirement)) expect(Object.keys(schemes), `${method} ${path} names ${name}`).toContain(name);
+        for (const name of Object.keys(requirement))
+          expect(Object.keys(schemes), `${method} ${path} names ${name}`).toContain(name);
       }
     }
   });
 
   it("has well-formed parameters: a name, a valid `in`, path parameters required and in the template", () => {
     for (const { method, path, op } of operations()) {
-      const params = ((op.parameters ?? []) as Obj[]).map((p) => (typeof p.$ref === "string" ? resolve(p.$ref) : p) as Obj);
+      const params = ((op.parameters ?? []) as Obj[]).map(
+        (p) => (typeof p.$ref === "string" ? resolve(p.$ref) : p) as Obj,
+      );
       const seen = new Set<string>();
       for (const p of params) {
         const where = `${method.toUpperCase()} ${path} parameter ${String(p.name)}`;
@@ -320,7 +394,11 @@ describe("the OpenAPI document", () => {
           expect(path, where).toContain(`{${String(p.name)}}`);
         }
       }
-      for (const [, name] of path.matchAll(/\{([^}]+)\}/g)) expect(params.some((p) => p.in === "path" && p.name === name), `${path}: {${name}} is declared`).toBe(true);
+      for (const [, name] of path.matchAll(/\{([^}]+)\}/g))
+        expect(
+          params.some((p) => p.in === "path" && p.name === name),
+          `${path}: {${name}} is declared`,
+        ).toBe(true);
     }
   });
 
@@ -330,14 +408,19 @@ describe("the OpenAPI document", () => {
       if (op.requestBody === undefined) continue;
       bodies++;
       const where = `${method.toUpperCase()} ${path}`;
-      const body = (typeof (op.requestBody as Obj).$ref === "string" ? resolve((op.requestBody as Obj).$ref as string) : op.requestBody) as Obj;
+      const body = (
+        typeof (op.requestBody as Obj).$ref === "string"
+          ? resolve((op.requestBody as Obj).$ref as string)
+          : op.requestBody
+      ) as Obj;
       const content = body.content as Record<string, Obj>;
       expect(Object.keys(content), where).toEqual(["application/json"]);
       const schema = content["application/json"]?.schema as Obj | undefined;
       expect(schema, where).toBeTypeOf("object");
       expect(Object.keys(schema ?? {}).length, `${where}: a schema that says something`).toBeGreaterThan(0);
       // Unknown fields are rejected (api.md), so an object body says so.
-      if (schema?.type === "object" && !UNVALIDATED_BODIES.has(`${method} ${path}`)) expect(schema.additionalProperties, `${where} refuses unknown fields`).toBe(false);
+      if (schema?.type === "object" && !UNVALIDATED_BODIES.has(`${method} ${path}`))
+        expect(schema.additionalProperties, `${where} refuses unknown fields`).toBe(false);
       expect(method, `${where}: GET takes no body`).not.toBe("get");
     }
     expect(bodies).toBeGreaterThan(0);
@@ -353,8 +436,11 @@ describe("the OpenAPI document", () => {
         expect(op?.security, `${where} is public`).toEqual([]);
         continue;
       }
-      const walletAuth = path.startsWith("/billing/") || path.startsWith("/webhooks") || path === "/usage" || path === "/audit";
-      const schemes = walletAuth ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
+      const walletAuth =
+        path.startsWith("/billing/") || path.startsWith("/webhooks") || path === "/usage" || path === "/audit";
+      const schemes = walletAuth
+        ? [{ ApiKey: [] }, { Bearer: [] }, { WalletAuth: [] }]
+        : [{ ApiKey: [] }, { Bearer: [] }];
       expect(op?.security, `${where} is keyed`).toEqual(schemes);
       // A keyed operation documents its key errors.
       expect(Object.keys(op?.responses as Obj), where).toContain("401");
@@ -372,7 +458,11 @@ describe("the OpenAPI document", () => {
     const ids = operations().map(({ op }) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
     // Every exception names an operation the document has.
-    for (const key of Object.keys(OPERATION_ID_EXCEPTIONS)) expect(operations().map(({ method, path }) => `${method} ${path}`), key).toContain(key);
+    for (const key of Object.keys(OPERATION_ID_EXCEPTIONS))
+      expect(
+        operations().map(({ method, path }) => `${method} ${path}`),
+        key,
+      ).toContain(key);
     expect(doc.paths["/core/v1/create_wallet"]?.get?.deprecated).toBe(true);
     expect(doc.paths["/core/v1/create_wallet"]?.post?.deprecated).toBeUndefined();
   });
@@ -389,8 +479,10 @@ describe("the OpenAPI document", () => {
       used.add(name as string);
     }
     expect([...used].sort()).toEqual([...TAG_NAMES].sort());
-    for (const [method, path, , tag] of API_MD_ROUTES) expect(doc.paths[`/core/v1${path}`]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual([tag]);
-    for (const [method, path] of ATTESTATION_ROUTES) expect(doc.paths[path]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual(["Attestation"]);
+    for (const [method, path, , tag] of API_MD_ROUTES)
+      expect(doc.paths[`/core/v1${path}`]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual([tag]);
+    for (const [method, path] of ATTESTATION_ROUTES)
+      expect(doc.paths[path]?.[method]?.tags, `${method.toUpperCase()} ${path}`).toEqual(["Attestation"]);
   });
 
   it("documents the 4xx answers each operation's middleware gives: 429 under /core/v1 (the rate limit), 400, 408 and 413 with a body (validation, the body deadline, the body limit), 400 with parameters, 400 and 401 with a key", () => {
@@ -405,7 +497,8 @@ describe("the OpenAPI document", () => {
       if (((op.security ?? []) as unknown[]).length > 0) ["400", "401"].forEach((s) => must.add(s));
       if (statuses.length === 0) gaps.push(`${where}: no 4xx answer`);
       for (const s of must) if (!statuses.includes(s)) gaps.push(`${where}: no ${s}`);
-      for (const s of statuses) if (!OPERATION_4XX.includes(s)) gaps.push(`${where}: ${s} is not an answer of an operation`);
+      for (const s of statuses)
+        if (!OPERATION_4XX.includes(s)) gaps.push(`${where}: ${s} is not an answer of an operation`);
     }
     expect(gaps).toEqual([]);
     // 429 comes with Retry-After (api.md, Errors).
@@ -427,26 +520,54 @@ describe("the OpenAPI document", () => {
       expect(op, where).toBeDefined();
       expect(((op?.security ?? []) as unknown[]).length, where).toBe(0);
       const params = (op?.parameters ?? []) as Obj[];
-      expect(params.some((p) => p.in === "header" && String(p.name).toLowerCase() === "x-sigil-instance"), `${where} takes X-Sigil-Instance`).toBe(true);
-      expect(params.some((p) => p.in === "query" && p.name === "instance"), `${where} takes ?instance=`).toBe(true);
-      expect(Object.keys((op?.responses as Record<string, Obj>)["200"]?.headers as Obj), `${where} names its instance`).toContain("X-Sigil-Instance");
+      expect(
+        params.some((p) => p.in === "header" && String(p.name).toLowerCase() === "x-sigil-instance"),
+        `${where} takes X-Sigil-Instance`,
+      ).toBe(true);
+      expect(
+        params.some((p) => p.in === "query" && p.name === "instance"),
+        `${where} takes ?instance=`,
+      ).toBe(true);
+      expect(
+        Object.keys((op?.responses as Record<string, Obj>)["200"]?.headers as Obj),
+        `${where} names its instance`,
+      ).toContain("X-Sigil-Instance");
       expect(Object.keys(op?.responses as Obj), `${where}: an instance not served`).toContain("404");
     }
-    expect(((doc.paths["/attestation"]?.get?.parameters ?? []) as Obj[]).some((p) => p.in === "query" && p.name === "nonce")).toBe(true);
+    expect(
+      ((doc.paths["/attestation"]?.get?.parameters ?? []) as Obj[]).some((p) => p.in === "query" && p.name === "nonce"),
+    ).toBe(true);
   });
 
   it("documents Idempotency-Key on every write and sigil_action — every POST but get_sigil_action_ipfs_id (which writes nothing) and Stripe's webhook, and GET create_wallet: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
-    const idempotent = API_MD_ROUTES.filter(([m, p]) => (m === "post" || p === "/create_wallet") && p !== "/get_sigil_action_ipfs_id" && p !== "/billing/webhook");
+    const idempotent = API_MD_ROUTES.filter(
+      ([m, p]) =>
+        (m === "post" || p === "/create_wallet") && p !== "/get_sigil_action_ipfs_id" && p !== "/billing/webhook",
+    );
     expect(idempotent.map(([m, p]) => `${m} ${p}`)).toEqual(
-      expect.arrayContaining(["post /new_account", "post /create_wallet_with_signature", "post /add_usage_api_key_with_signature", "post /billing/create_payment_intent", "post /billing/confirm_payment"]),
+      expect.arrayContaining([
+        "post /new_account",
+        "post /create_wallet_with_signature",
+        "post /add_usage_api_key_with_signature",
+        "post /billing/create_payment_intent",
+        "post /billing/confirm_payment",
+      ]),
     );
     expect(idempotent.length).toBeGreaterThanOrEqual(22);
     // The writes that take no API key, and the billing writes (X-Wallet-Auth), say the key must be unguessable.
-    const keyless = new Set(["/new_account", "/create_wallet_with_signature", "/add_usage_api_key_with_signature", "/billing/create_payment_intent", "/billing/confirm_payment"]);
+    const keyless = new Set([
+      "/new_account",
+      "/create_wallet_with_signature",
+      "/add_usage_api_key_with_signature",
+      "/billing/create_payment_intent",
+      "/billing/confirm_payment",
+    ]);
     for (const [method, path, auth] of idempotent) {
       const where = `${method.toUpperCase()} ${path}`;
       const op = doc.paths[`/core/v1${path}`]?.[method] as Obj;
-      const header = ((op.parameters ?? []) as Obj[]).find((p) => p.in === "header" && String(p.name).toLowerCase() === "idempotency-key");
+      const header = ((op.parameters ?? []) as Obj[]).find(
+        (p) => p.in === "header" && String(p.name).toLowerCase() === "idempotency-key",
+      );
       expect(header, `${where} documents Idempotency-Key`).toBeDefined();
       expect(header?.required ?? false, where).toBe(false);
       const description = String((header?.schema as Obj | undefined)?.description ?? header?.description);
@@ -456,16 +577,34 @@ describe("the OpenAPI document", () => {
       expect(Object.keys(responses), where).toEqual(expect.arrayContaining(["409", "422"]));
       // Only the metered writes (keyed, not billing) say what they cost.
       const metered = auth === "key" && !path.startsWith("/billing/") && !path.startsWith("/webhooks");
-      expect(Object.keys((responses["200"]?.headers ?? {}) as Obj), where).toEqual(expect.arrayContaining(["Idempotent-Replayed", "Original-Request", ...(metered ? ["X-Sigil-Charged-Cents"] : [])]));
+      expect(Object.keys((responses["200"]?.headers ?? {}) as Obj), where).toEqual(
+        expect.arrayContaining([
+          "Idempotent-Replayed",
+          "Original-Request",
+          ...(metered ? ["X-Sigil-Charged-Cents"] : []),
+        ]),
+      );
     }
-    const run = ((doc.paths["/core/v1/sigil_action"]?.post?.responses as Record<string, Obj>)["200"]?.content as Record<string, Obj>)["application/json"]?.schema as Obj;
+    const run = (
+      (doc.paths["/core/v1/sigil_action"]?.post?.responses as Record<string, Obj>)["200"]?.content as Record<
+        string,
+        Obj
+      >
+    )["application/json"]?.schema as Obj;
     const firstAttempt = (run.properties as Record<string, Obj>).first_attempt as Obj;
     expect(Object.keys(firstAttempt.properties as Obj)).toEqual(["request_id", "outcome", "message"]);
-    expect(((firstAttempt.properties as Record<string, Obj>).outcome as Obj).enum).toEqual(["interrupted", "abandoned", "resumed"]);
+    expect(((firstAttempt.properties as Record<string, Obj>).outcome as Obj).enum).toEqual([
+      "interrupted",
+      "abandoned",
+      "resumed",
+    ]);
   });
 
   it("documents nothing api.md does not list (a new route is added to api.md first)", () => {
-    const listed = new Set([...API_MD_ROUTES.map(([m, p]) => `${m} /core/v1${p}`), ...ATTESTATION_ROUTES.map(([m, p]) => `${m} ${p}`)]);
+    const listed = new Set([
+      ...API_MD_ROUTES.map(([m, p]) => `${m} /core/v1${p}`),
+      ...ATTESTATION_ROUTES.map(([m, p]) => `${m} ${p}`),
+    ]);
     const extra = operations()
       .map(({ method, path }) => `${method} ${path}`)
       .filter((k) => !listed.has(k));

@@ -29,7 +29,6 @@ type Perms = {
 type FlagField = "can_create_groups" | "can_delete_groups" | "can_create_pkps";
 type ListField = "manage_ipfs_ids_in_groups" | "add_pkp_to_groups" | "remove_pkp_from_groups" | "execute_in_groups";
 
-
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 const EXEC_CODE = "async function main() { return 'permission matrix' }";
 const hashOf = (cid: string) => toHash32(cidHash(cid));
@@ -40,10 +39,21 @@ const freshCid = () => computeCid(`async function main() { return ${++counter} }
 
 const newAccount = (name: string) => ok200<Account>("new_account", { body: { account_name: name } });
 const newUsageKey = async (master: string, perms: Perms, extra: Record<string, unknown> = {}) =>
-  (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: master, body: { name: "matrix", description: "", ...perms, ...extra } })).usage_api_key;
+  (
+    await ok200<{ usage_api_key: string }>("add_usage_api_key", {
+      key: master,
+      body: { name: "matrix", description: "", ...perms, ...extra },
+    })
+  ).usage_api_key;
 const newGroup = async (master: string, wallets: string[] = [], cids: string[] = []) =>
-  (await ok200<{ group_id: string }>("add_group", { key: master, body: { group_name: "g", group_description: "", pkp_ids_permitted: wallets, cid_hashes_permitted: cids } })).group_id;
-const newWallet = async (master: string) => (await ok200<{ wallet_address: string }>("create_wallet", { key: master, body: {} })).wallet_address;
+  (
+    await ok200<{ group_id: string }>("add_group", {
+      key: master,
+      body: { group_name: "g", group_description: "", pkp_ids_permitted: wallets, cid_hashes_permitted: cids },
+    })
+  ).group_id;
+const newWallet = async (master: string) =>
+  (await ok200<{ wallet_address: string }>("create_wallet", { key: master, body: {} })).wallet_address;
 
 // ─── the matrix ────────────────────────────────────────────────────────────────────────────
 
@@ -51,7 +61,9 @@ const newWallet = async (master: string) => (await ok200<{ wallet_address: strin
 type Prepared = { path: string; method?: "GET" | "POST"; body?: unknown; groupId?: string };
 
 /** A scope a usage key needs: a boolean permission, or a group list (per group, in some group, in all). */
-type Need = { scope: string; field: FlagField } | { scope: string; field: ListField; mode: "group" | "some" | "all" | "execute" };
+type Need =
+  | { scope: string; field: FlagField }
+  | { scope: string; field: ListField; mode: "group" | "some" | "all" | "execute" };
 
 type Row = {
   endpoint: string;
@@ -84,19 +96,32 @@ let execGroup: string;
 let execCid: string;
 let chainId: number;
 
-const allBut = (field: FlagField | ListField): Perms => ({ ...ALL_PERMISSIONS, [field]: field.startsWith("can_") ? false : [] });
+const allBut = (field: FlagField | ListField): Perms => ({
+  ...ALL_PERMISSIONS,
+  [field]: field.startsWith("can_") ? false : [],
+});
 
-const write = (body: unknown) => expect(body).toMatchObject({ success: true, transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+const write = (body: unknown) =>
+  expect(body).toMatchObject({ success: true, transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
 const list = (body: unknown) => expect(Array.isArray(body)).toBe(true);
 
 const post = (path: string, body: unknown): Prepared => ({ path, method: "POST", body });
 const get = (path: string): Prepared => ({ path, method: "GET" });
 
-const manage = (mode: "group" | "some" | "all"): Need => ({ scope: "group:manageActions", field: "manage_ipfs_ids_in_groups", mode });
+const manage = (mode: "group" | "some" | "all"): Need => ({
+  scope: "group:manageActions",
+  field: "manage_ipfs_ids_in_groups",
+  mode,
+});
 
 const rows: Row[] = [
   // Accounts and keys
-  { endpoint: "account_exists", auth: "read", prepare: async () => get("account_exists"), check: (b) => expect(b).toEqual({ exists: true, managed: true }) },
+  {
+    endpoint: "account_exists",
+    auth: "read",
+    prepare: async () => get("account_exists"),
+    check: (b) => expect(b).toEqual({ exists: true, managed: true }),
+  },
   {
     endpoint: "add_usage_api_key",
     auth: "acct",
@@ -106,13 +131,25 @@ const rows: Row[] = [
   {
     endpoint: "update_usage_api_key",
     auth: "acct",
-    prepare: async (a) => post("update_usage_api_key", { usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS), name: "updated", description: "", ...NO_PERMISSIONS, can_create_groups: true }),
+    prepare: async (a) =>
+      post("update_usage_api_key", {
+        usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS),
+        name: "updated",
+        description: "",
+        ...NO_PERMISSIONS,
+        can_create_groups: true,
+      }),
     check: write,
   },
   {
     endpoint: "update_usage_api_key_metadata",
     auth: "acct",
-    prepare: async (a) => post("update_usage_api_key_metadata", { usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS), name: "renamed", description: "d" }),
+    prepare: async (a) =>
+      post("update_usage_api_key_metadata", {
+        usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS),
+        name: "renamed",
+        description: "d",
+      }),
     check: write,
   },
   {
@@ -139,14 +176,20 @@ const rows: Row[] = [
     check: (b) => expect(b).toMatchObject({ success: true, wallet_address: expect.stringMatching(/^0x[0-9a-f]{40}$/) }),
   },
   { endpoint: "list_wallets", auth: "read", prepare: async () => get("list_wallets"), check: list },
-  { endpoint: "list_wallets_in_group", auth: "read", prepare: async () => get(`list_wallets_in_group?group_id=${otherGroup}`), check: list },
+  {
+    endpoint: "list_wallets_in_group",
+    auth: "read",
+    prepare: async () => get(`list_wallets_in_group?group_id=${otherGroup}`),
+    check: list,
+  },
 
   // Groups and actions
   {
     endpoint: "add_group",
     auth: "scoped",
     needs: [{ scope: "group:create", field: "can_create_groups" }],
-    prepare: async () => post("add_group", { group_name: "new", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }),
+    prepare: async () =>
+      post("add_group", { group_name: "new", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }),
     check: (b) => expect(b).toMatchObject({ success: true, group_id: expect.stringMatching(/^[1-9]\d*$/) }),
   },
   { endpoint: "list_groups", auth: "read", prepare: async () => get("list_groups"), check: list },
@@ -160,10 +203,23 @@ const rows: Row[] = [
   {
     endpoint: "update_group",
     auth: "scoped",
-    needs: [manage("group"), { scope: "group:addPkp", field: "add_pkp_to_groups", mode: "group" }, { scope: "group:removePkp", field: "remove_pkp_from_groups", mode: "group" }],
+    needs: [
+      manage("group"),
+      { scope: "group:addPkp", field: "add_pkp_to_groups", mode: "group" },
+      { scope: "group:removePkp", field: "remove_pkp_from_groups", mode: "group" },
+    ],
     prepare: async (a) => {
       const groupId = await newGroup(a.api_key, [a.wallet_address]);
-      return { ...post("update_group", { group_id: groupId, name: "updated", description: "", pkp_ids_permitted: [ZERO_ADDRESS], cid_hashes_permitted: ["0"] }), groupId };
+      return {
+        ...post("update_group", {
+          group_id: groupId,
+          name: "updated",
+          description: "",
+          pkp_ids_permitted: [ZERO_ADDRESS],
+          cid_hashes_permitted: ["0"],
+        }),
+        groupId,
+      };
     },
     check: write,
   },
@@ -214,7 +270,10 @@ const rows: Row[] = [
     endpoint: "add_action",
     auth: "scoped",
     needs: [manage("some")],
-    prepare: async (a) => ({ ...post("add_action", { action_ipfs_cid: await freshCid(), name: "a", description: "" }), groupId: await newGroup(a.api_key) }),
+    prepare: async (a) => ({
+      ...post("add_action", { action_ipfs_cid: await freshCid(), name: "a", description: "" }),
+      groupId: await newGroup(a.api_key),
+    }),
     check: write,
   },
   {
@@ -224,7 +283,10 @@ const rows: Row[] = [
     prepare: async (a) => {
       const cid = await freshCid();
       await ok200("add_action", { key: a.api_key, body: { action_ipfs_cid: cid, name: "a", description: "" } });
-      return { ...post("update_action_metadata", { hashed_cid: hashOf(cid), name: "renamed", description: "d" }), groupId: await newGroup(a.api_key) };
+      return {
+        ...post("update_action_metadata", { hashed_cid: hashOf(cid), name: "renamed", description: "d" }),
+        groupId: await newGroup(a.api_key),
+      };
     },
     check: write,
   },
@@ -241,7 +303,12 @@ const rows: Row[] = [
     check: write,
   },
   { endpoint: "list_actions", auth: "read", prepare: async () => get("list_actions"), check: list },
-  { endpoint: "list_actions?group_id", auth: "read", prepare: async () => get(`list_actions?group_id=${otherGroup}`), check: list },
+  {
+    endpoint: "list_actions?group_id",
+    auth: "read",
+    prepare: async () => get(`list_actions?group_id=${otherGroup}`),
+    check: list,
+  },
 
   // Execution
   {
@@ -259,8 +326,17 @@ const rows: Row[] = [
     freshAccount: true,
     prepare: async () => {
       const admin = privateKeyToAccount(generatePrivateKey());
-      const typed = buildTypedData({ primaryType: "ConvertAccount", chainId, address: admin.address, issuedAt: BigInt(Math.floor(Date.now() / 1000)) });
-      return post("convert_to_chain_secured_account", { new_admin_wallet_address: admin.address, typed_data: typed, signature: await admin.signTypedData(signableTypedData(typed)) });
+      const typed = buildTypedData({
+        primaryType: "ConvertAccount",
+        chainId,
+        address: admin.address,
+        issuedAt: BigInt(Math.floor(Date.now() / 1000)),
+      });
+      return post("convert_to_chain_secured_account", {
+        new_admin_wallet_address: admin.address,
+        typed_data: typed,
+        signature: await admin.signTypedData(signableTypedData(typed)),
+      });
     },
     check: write,
   },
@@ -269,11 +345,20 @@ const rows: Row[] = [
 function casesOf(row: Row): Case[] {
   const master: Case = { name: "master key → 200", key: "master", status: 200 };
   if (row.auth === "read") {
-    return [master, { name: "usage key without scopes → 200", key: () => NO_PERMISSIONS, status: 200 }, { name: "usage key with every scope → 200", key: () => ALL_PERMISSIONS, status: 200 }];
+    return [
+      master,
+      { name: "usage key without scopes → 200", key: () => NO_PERMISSIONS, status: 200 },
+      { name: "usage key with every scope → 200", key: () => ALL_PERMISSIONS, status: 200 },
+    ];
   }
   if (row.auth === "acct") {
     return [
-      { name: "usage key with every scope → 403", key: () => ALL_PERMISSIONS, status: 403, code: "account_key_required" },
+      {
+        name: "usage key with every scope → 403",
+        key: () => ALL_PERMISSIONS,
+        status: 403,
+        code: "account_key_required",
+      },
       { name: "usage key without scopes → 403", key: () => NO_PERMISSIONS, status: 403, code: "account_key_required" },
       master,
     ];
@@ -283,25 +368,48 @@ function casesOf(row: Row): Case[] {
   // Refused: every scope but the one needed (or, per group, that scope for another group only).
   for (const need of needs) {
     const deniedGroup: Case["deniedGroup"] = "mode" in need && need.mode === "group" ? "row" : "0";
-    const refusal = { status: 403 as const, code: "permission_denied" as const, scope: need.scope, ...(need.scope === "execute" ? {} : { deniedGroup }) };
+    const refusal = {
+      status: 403 as const,
+      code: "permission_denied" as const,
+      scope: need.scope,
+      ...(need.scope === "execute" ? {} : { deniedGroup }),
+    };
     cases.push({ name: `usage key without ${need.scope} → 403`, key: () => allBut(need.field), ...refusal });
     if ("mode" in need && (need.mode === "group" || need.mode === "execute")) {
-      cases.push({ name: `usage key with ${need.scope} for another group only → 403`, key: () => ({ ...ALL_PERMISSIONS, [need.field]: [Number(otherGroup)] }), ...refusal });
+      cases.push({
+        name: `usage key with ${need.scope} for another group only → 403`,
+        key: () => ({ ...ALL_PERMISSIONS, [need.field]: [Number(otherGroup)] }),
+        ...refusal,
+      });
     }
   }
   // Allowed: exactly the scopes needed, and nothing else.
   const flags = needs.filter((n): n is Need & { field: FlagField } => !("mode" in n));
-  const lists = needs.filter((n): n is Need & { field: ListField; mode: "group" | "some" | "all" | "execute" } => "mode" in n);
+  const lists = needs.filter(
+    (n): n is Need & { field: ListField; mode: "group" | "some" | "all" | "execute" } => "mode" in n,
+  );
   const scopeNames = needs.map((n) => n.scope).join(" + ");
   if (flags.length > 0) {
-    cases.push({ name: `usage key with only ${scopeNames} → 200`, key: () => flags.reduce((p, n) => ({ ...p, [n.field]: true }), NO_PERMISSIONS), status: 200 });
+    cases.push({
+      name: `usage key with only ${scopeNames} → 200`,
+      key: () => flags.reduce((p, n) => ({ ...p, [n.field]: true }), NO_PERMISSIONS),
+      status: 200,
+    });
   }
   if (lists.length > 0) {
-    const only = (ids: (g: string) => GroupList) => (g: string) => lists.reduce((p, n) => ({ ...p, [n.field]: ids(g) }), NO_PERMISSIONS);
+    const only = (ids: (g: string) => GroupList) => (g: string) =>
+      lists.reduce((p, n) => ({ ...p, [n.field]: ids(g) }), NO_PERMISSIONS);
     const allMode = lists.some((n) => n.mode === "all");
     cases.push(
       allMode
-        ? { name: `usage key with only ${scopeNames}(group id) → 403`, key: only((g) => [Number(g)]), status: 403, code: "permission_denied", scope: lists[0]?.scope, deniedGroup: "0" }
+        ? {
+            name: `usage key with only ${scopeNames}(group id) → 403`,
+            key: only((g) => [Number(g)]),
+            status: 403,
+            code: "permission_denied",
+            scope: lists[0]?.scope,
+            deniedGroup: "0",
+          }
         : { name: `usage key with only ${scopeNames}(group id) → 200`, key: only((g) => [g]), status: 200 },
       { name: `usage key with only ${scopeNames}([0]) → 200`, key: only(() => [0]), status: 200 },
     );
@@ -325,7 +433,11 @@ describe.each(rows)("$endpoint", (row) => {
       const prepared = await row.prepare(account);
       const groupId = prepared.groupId ?? otherGroup;
       const key = c.key === "master" ? account.api_key : await newUsageKey(account.api_key, c.key(groupId));
-      const r: Reply<unknown> = await edge(prepared.path, { key, method: prepared.method ?? "POST", ...(prepared.body === undefined ? {} : { body: prepared.body }) });
+      const r: Reply<unknown> = await edge(prepared.path, {
+        key,
+        method: prepared.method ?? "POST",
+        ...(prepared.body === undefined ? {} : { body: prepared.body }),
+      });
       if (c.status === 200) {
         expect(r.status, JSON.stringify(r.body)).toBe(200);
         row.check?.(r.body, prepared);

@@ -6,18 +6,31 @@ import { createApp } from "../../workers/app.ts";
 type Health = {
   status: string;
   account_event_listener_lag_seconds: number | null;
-  enclaves: Array<{ index: number; instance_id: string | null; status: string; account_event_listener_lag_seconds: number | null; last_block: string | null; chain_head: string | null }>;
+  enclaves: Array<{
+    index: number;
+    instance_id: string | null;
+    status: string;
+    account_event_listener_lag_seconds: number | null;
+    last_block: string | null;
+    chain_head: string | null;
+  }>;
 };
 
 /** The edge under test with another list of enclaves (its other bindings as configured). */
-const edgeWith = (enclaveUrls: string[]) => (path: string) => createApp().request(`http://edge${path}`, {}, { ...env, SIGIL_ENCLAVE_URLS: enclaveUrls.join(",") });
-const instanceOf = async (base: string) => ((await (await fetch(`${base}/health`)).json()) as { instance_id: string }).instance_id;
+const edgeWith = (enclaveUrls: string[]) => (path: string) =>
+  createApp().request(`http://edge${path}`, {}, { ...env, SIGIL_ENCLAVE_URLS: enclaveUrls.join(",") });
+const instanceOf = async (base: string) =>
+  ((await (await fetch(`${base}/health`)).json()) as { instance_id: string }).instance_id;
 
 describe("the edge with a live enclave", () => {
   it("/health aggregates the enclave's state: 200, the listener's lag, the chain", async () => {
     const res = await SELF.fetch("http://edge/core/v1/health");
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { status: string; enclaves: Array<{ status: string }>; account_event_listener_lag_seconds: number | null };
+    const body = (await res.json()) as {
+      status: string;
+      enclaves: Array<{ status: string }>;
+      account_event_listener_lag_seconds: number | null;
+    };
     expect(body.status).toBe("ok");
     expect(body.enclaves).toHaveLength(1);
     expect(body.enclaves[0]?.status).toBe("ok");
@@ -60,13 +73,26 @@ describe("the edge with a live enclave", () => {
   it("get_sigil_action_client_config reports the run limits the edge shares with the enclave", async () => {
     const res = await SELF.fetch("http://edge/core/v1/get_sigil_action_client_config");
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ timeout_ms: 60_000, memory_limit_mb: 64, max_code_bytes: 4 << 20, max_fetch_count: 50, max_wallet_operations: 200 });
+    expect(await res.json()).toMatchObject({
+      timeout_ms: 60_000,
+      memory_limit_mb: 64,
+      max_code_bytes: 4 << 20,
+      max_fetch_count: 50,
+      max_wallet_operations: 200,
+    });
   });
 });
 
 describe("the attestation endpoints", () => {
   it("pass /attestation, /info, the simulated collateral and /evidences/… through from an enclave unchanged: status, type, body, the simulated mark", async () => {
-    for (const path of ["/attestation", "/info", "/attestation/simulated-collateral", "/evidences/", "/evidences/sha256sum.txt", "/evidences/quote.json"]) {
+    for (const path of [
+      "/attestation",
+      "/info",
+      "/attestation/simulated-collateral",
+      "/evidences/",
+      "/evidences/sha256sum.txt",
+      "/evidences/quote.json",
+    ]) {
       const res = await SELF.fetch(`http://edge${path}`);
       const direct = await fetch(`${inject("enclaveUrl")}${path}`);
       expect(res.status, path).toBe(200);

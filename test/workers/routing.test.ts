@@ -17,7 +17,14 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     env: "test",
     version: "0.0.0",
     enclaveUrls,
-    channel: { identityKey: TEST_EDGE_IDENTITY_SEED, allowSimulated: true, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/", checkGovernance: false, ...channel },
+    channel: {
+      identityKey: TEST_EDGE_IDENTITY_SEED,
+      allowSimulated: true,
+      allowedComposeHashes: [],
+      pccsUrl: "http://127.0.0.1:1/",
+      checkGovernance: false,
+      ...channel,
+    },
     rpcUrl: inject("rpcUrl"),
     publicRpcUrl: inject("rpcUrl"),
     chainId: 31337,
@@ -42,16 +49,25 @@ describe("routing across enclaves", () => {
   it("succeeds through the live enclave when the other one is dead, whichever is tried first", async () => {
     const live = inject("enclaveUrl");
     // The list rotates from call to call, so some of these calls try the dead enclave first.
-    for (const urls of [[DEAD[0] as string, live], [live, DEAD[0] as string], [...DEAD, live]]) {
+    for (const urls of [
+      [DEAD[0] as string, live],
+      [live, DEAD[0] as string],
+      [...DEAD, live],
+    ]) {
       for (let i = 0; i < 3; i++) expect(await health(config(urls))).toMatchObject({ sandbox: expect.any(Object) });
     }
   });
 
   it("reaches the live enclave's authorization: its own 4xx comes back as it is, not as unavailable", async () => {
-    const err = await enclave.call("add_usage_api_key", { api_key: "garbage" } as never, { config: config([DEAD[0] as string, inject("enclaveUrl")]), ids: ids() }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await enclave
+      .call("add_usage_api_key", { api_key: "garbage" } as never, {
+        config: config([DEAD[0] as string, inject("enclaveUrl")]),
+        ids: ids(),
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(SigilError);
     expect((err as SigilError).status).toBeGreaterThanOrEqual(400);
     expect((err as SigilError).status).toBeLessThan(500);
@@ -81,7 +97,9 @@ describe("the attested channel, from the edge", () => {
 
   it("reaches the enclave when its quote verifies against the mock root and its compose hash is allowed", async () => {
     const info = (await (await fetch(`${inject("enclaveUrl")}/info`)).json()) as { compose_hash: string };
-    expect(await health(config([inject("enclaveUrl")], { allowedComposeHashes: [info.compose_hash] }))).toMatchObject({ sandbox: expect.any(Object) });
+    expect(await health(config([inject("enclaveUrl")], { allowedComposeHashes: [info.compose_hash] }))).toMatchObject({
+      sandbox: expect.any(Object),
+    });
   });
 
   it("refuses a simulated enclave unless configured for one", async () => {
@@ -97,7 +115,8 @@ describe("the attested channel, from the edge", () => {
     const app = `0x${info.app_id.replace(/^0x/, "")}` as `0x${string}`;
     const test = createTestClient({ mode: "anvil", transport: http(inject("rpcUrl")) });
     // Each case its own configuration, so no key pinned by another case is reused.
-    const governed = (n: number) => config([inject("enclaveUrl")], { checkGovernance: true, pccsUrl: `http://127.0.0.1:${n}/` });
+    const governed = (n: number) =>
+      config([inject("enclaveUrl")], { checkGovernance: true, pccsUrl: `http://127.0.0.1:${n}/` });
     await test.setCode({ address: app, bytecode: "0x" });
     await unavailable(governed(2));
     // allowedComposeHashes answering false, then true (the smallest contracts that return 0 or 1).

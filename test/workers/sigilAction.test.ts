@@ -22,13 +22,25 @@ const SIGN = `async function main({ wallet, message }) {
   return { signature };
 }`;
 
-type Run = { response: unknown; logs: string; has_error: boolean; error?: { code: string; message: string }; cid: string; duration_ms: number; charged_cents: number };
+type Run = {
+  response: unknown;
+  logs: string;
+  has_error: boolean;
+  error?: { code: string; message: string };
+  cid: string;
+  duration_ms: number;
+  charged_cents: number;
+};
 
 const { edge, expectError } = edgeClient(SELF);
 
 /** A POST with the key in `Authorization: Bearer` (the other header form than most suites use). */
 function post<T = Record<string, unknown>>(path: string, key: string | undefined, body: unknown): Promise<Reply<T>> {
-  return edge<T>(path.slice(1), { method: "POST", body, ...(key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } }) });
+  return edge<T>(path.slice(1), {
+    method: "POST",
+    body,
+    ...(key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } }),
+  });
 }
 
 async function ok<T = Record<string, unknown>>(path: string, key: string | undefined, body: unknown): Promise<T> {
@@ -46,15 +58,32 @@ describe("sigil_action", () => {
     key = (await ok<{ api_key: string }>("/new_account", undefined, { account_name: "execution" })).api_key;
     wallet = (await ok<{ wallet_address: string }>("/create_wallet", key, {})).wallet_address;
     signCid = await computeCid(SIGN);
-    await ok("/add_group", key, { group_name: "signers", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: [signCid] });
+    await ok("/add_group", key, {
+      group_name: "signers",
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: [signCid],
+    });
   });
 
   it("runs a script that signs with the wallet: the signature recovers to it; nothing is charged while billing is off", async () => {
-    const r = await post<Run>("/sigil_action", key, { code: SIGN, js_params: { wallet, message: "hello from the edge" } });
+    const r = await post<Run>("/sigil_action", key, {
+      code: SIGN,
+      js_params: { wallet, message: "hello from the edge" },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ has_error: false, cid: signCid, logs: "signed hello from the edge\n", charged_cents: 0 });
+    expect(r.body).toMatchObject({
+      has_error: false,
+      cid: signCid,
+      logs: "signed hello from the edge\n",
+      charged_cents: 0,
+    });
     // The signed receipt says so too (billing off: 0), and lists the wallet with the message it signed.
-    expect((r.body as Run & { receipt: unknown }).receipt).toMatchObject({ charged_cents: 0, cid: signCid, wallets: [{ address: wallet.toLowerCase(), signed: [{ kind: "message" }] }] });
+    expect((r.body as Run & { receipt: unknown }).receipt).toMatchObject({
+      charged_cents: 0,
+      cid: signCid,
+      wallets: [{ address: wallet.toLowerCase(), signed: [{ kind: "message" }] }],
+    });
     expect(r.body.duration_ms).toBeGreaterThanOrEqual(0);
     expect(r.headers.get("x-sigil-charged-cents")).toBe("0");
     const { signature } = r.body.response as { signature: Hex };
@@ -63,7 +92,12 @@ describe("sigil_action", () => {
 
   it("a script failure is a 200 with has_error, the error's code and the logs so far", async () => {
     const code = `async function main() { console.log("before"); throw new Error("boom"); }`;
-    await ok("/add_group", key, { group_name: "failing", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(code)] });
+    await ok("/add_group", key, {
+      group_name: "failing",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [await computeCid(code)],
+    });
     const r = await post<Run>("/sigil_action", key, { code, js_params: null });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ has_error: true, logs: "before\n", error: { code: "script_error" } });
@@ -71,12 +105,18 @@ describe("sigil_action", () => {
   });
 
   it("code whose CID no group of the key lists is 403 permission_denied, before it runs", async () => {
-    const error = expectError(await post("/sigil_action", key, { code: `async function main() { return 1 }` }), 403, "permission_denied");
+    const error = expectError(
+      await post("/sigil_action", key, { code: `async function main() { return 1 }` }),
+      403,
+      "permission_denied",
+    );
     expect(error.details).toMatchObject({ scope: "execute" });
   });
 
   it("runs code by ipfs_id, fetched from the gateway and checked against its CID", async () => {
-    const added = (await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: SIGN })).json()) as { cid: string };
+    const added = (await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: SIGN })).json()) as {
+      cid: string;
+    };
     expect(added.cid).toBe(signCid);
     const r = await post<Run>("/sigil_action", key, { ipfs_id: signCid, js_params: { wallet, message: "by cid" } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -87,10 +127,17 @@ describe("sigil_action", () => {
 
   it("a grant of the script's CIDv1 (bafy…) authorizes its run by code and by ipfs_id in either form; the run reports the canonical Qm CID", async () => {
     const code = `async function main() { return "granted as bafy" }`;
-    const added = (await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: code })).json()) as { cid: string };
+    const added = (await (await fetch(`${inject("gatewayUrl")}/add`, { method: "POST", body: code })).json()) as {
+      cid: string;
+    };
     const bafy = CID.parse(added.cid).toV1().toString();
     expectError(await post("/sigil_action", key, { code }), 403, "permission_denied");
-    await ok("/add_group", key, { group_name: "bafy", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [bafy] });
+    await ok("/add_group", key, {
+      group_name: "bafy",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [bafy],
+    });
     for (const body of [{ code }, { ipfs_id: added.cid }, { ipfs_id: bafy }]) {
       const r = await post<Run>("/sigil_action", key, body);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -101,7 +148,12 @@ describe("sigil_action", () => {
   it("ipfs_id whose gateway answers 503 is 503 ipfs_unavailable with Retry-After, and the enclave stays in service", async () => {
     const cid = await computeCid(`async function main() { return "the gateway is down" }`);
     await fetch(`${inject("gatewayUrl")}/misbehave?cid=${cid}&as=503`, { method: "POST" });
-    await ok("/add_group", key, { group_name: "gateway down", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] });
+    await ok("/add_group", key, {
+      group_name: "gateway down",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [cid],
+    });
     const r = await post("/sigil_action", key, { ipfs_id: cid });
     expectError(r, 503, "ipfs_unavailable");
     expect(r.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
@@ -123,12 +175,23 @@ describe("sigil_action", () => {
 
   it("js_params is a JSON object or null (the specification's): an array, a string, a number or a boolean is 400 invalid_request naming js_params; an object, null or none runs", async () => {
     const code = "async function main(p) { return p }";
-    await ok("/add_group", key, { group_name: "echo", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [await computeCid(code)] });
+    await ok("/add_group", key, {
+      group_name: "echo",
+      group_description: "",
+      pkp_ids_permitted: [],
+      cid_hashes_permitted: [await computeCid(code)],
+    });
     for (const js_params of [[1, 2], "a string", 7, true]) {
       const error = expectError(await post("/sigil_action", key, { code, js_params }), 400, "invalid_request");
-      expect(error.details, JSON.stringify(js_params)).toEqual([{ path: "js_params", message: "must be a JSON object or null" }]);
+      expect(error.details, JSON.stringify(js_params)).toEqual([
+        { path: "js_params", message: "must be a JSON object or null" },
+      ]);
     }
-    for (const [body, response] of [[{ code, js_params: { n: [1, 2] } }, { n: [1, 2] }], [{ code, js_params: null }, null], [{ code }, null]] as const) {
+    for (const [body, response] of [
+      [{ code, js_params: { n: [1, 2] } }, { n: [1, 2] }],
+      [{ code, js_params: null }, null],
+      [{ code }, null],
+    ] as const) {
       const r = await ok<Run>("/sigil_action", key, body);
       expect(r.response).toEqual(response);
     }
@@ -145,8 +208,16 @@ describe("sigil_action", () => {
         controller.close();
       },
     });
-    const res = await SELF.fetch(`${BASE}/sigil_action`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body: stream });
-    const streamed = expectError({ status: res.status, body: await res.json(), headers: res.headers }, 413, "payload_too_large");
+    const res = await SELF.fetch(`${BASE}/sigil_action`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": key },
+      body: stream,
+    });
+    const streamed = expectError(
+      { status: res.status, body: await res.json(), headers: res.headers },
+      413,
+      "payload_too_large",
+    );
     expect(streamed.message).toContain(String(6 << 20));
   });
 

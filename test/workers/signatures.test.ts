@@ -7,7 +7,13 @@ import { createPublicClient, createWalletClient, getAddress, http, type Abi, typ
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildTypedData, signableTypedData, typedDataDigest, type SigilPrimaryType, type SigilTypedData } from "../../shared/eip712.ts";
+import {
+  buildTypedData,
+  signableTypedData,
+  typedDataDigest,
+  type SigilPrimaryType,
+  type SigilTypedData,
+} from "../../shared/eip712.ts";
 import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
 import type { Env } from "../../workers/env.ts";
 import erc1271Wallet from "./fixtures/erc1271Wallet.json";
@@ -39,7 +45,12 @@ async function signed(
   signer: PrivateKeyAccount,
   options: { address?: Address; issuedAt?: number; chainId?: number } = {},
 ): Promise<{ typed_data: SigilTypedData; signature: Hex }> {
-  const typedData = buildTypedData({ primaryType, address: options.address ?? signer.address, chainId: options.chainId ?? CHAIN_ID, issuedAt: options.issuedAt ?? now() });
+  const typedData = buildTypedData({
+    primaryType,
+    address: options.address ?? signer.address,
+    chainId: options.chainId ?? CHAIN_ID,
+    issuedAt: options.issuedAt ?? now(),
+  });
   return { typed_data: typedData, signature: await signer.signTypedData(signableTypedData(typedData)) };
 }
 
@@ -53,7 +64,11 @@ type Endpoint = {
   path: string;
   primaryType: SigilPrimaryType;
   /** The request for a signed envelope (conversion adds the new admin and sends `key`, by default the shared account's). */
-  send(envelope: { typed_data: unknown; signature: string }, admin: Address, key?: string): Promise<Reply<Record<string, unknown>>>;
+  send(
+    envelope: { typed_data: unknown; signature: string },
+    admin: Address,
+    key?: string,
+  ): Promise<Reply<Record<string, unknown>>>;
   /** Checks a 200 answer. */
   expectOk(body: Record<string, unknown>): void;
 };
@@ -85,7 +100,8 @@ const endpoints: Endpoint[] = [
   {
     path: "/convert_to_chain_secured_account",
     primaryType: "ConvertAccount",
-    send: (envelope, admin, key) => post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin, ...envelope }, key ?? conversionKey),
+    send: (envelope, admin, key) =>
+      post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin, ...envelope }, key ?? conversionKey),
     expectOk(body) {
       expect(body.success).toBe(true);
       expect(body.transaction_hash).toMatch(/^0x[0-9a-f]{64}$/);
@@ -112,7 +128,11 @@ describe.each(endpoints)("POST $path", (endpoint) => {
   });
 
   it("a signature by another wallet than message.address is 401 invalid_signature", async () => {
-    expectError(await endpoint.send(await signed(primaryType, mallory, { address: alice.address }), alice.address), 401, "invalid_signature");
+    expectError(
+      await endpoint.send(await signed(primaryType, mallory, { address: alice.address }), alice.address),
+      401,
+      "invalid_signature",
+    );
   });
 
   it("a signature that is not hex or not 65 bytes is 401 invalid_signature", async () => {
@@ -122,14 +142,36 @@ describe.each(endpoints)("POST $path", (endpoint) => {
   });
 
   it("issuedAt more than 300 s in the past or the future is 401 signature_expired", async () => {
-    expectError(await endpoint.send(await signed(primaryType, alice, { issuedAt: now() - 360 }), alice.address), 401, "signature_expired");
-    expectError(await endpoint.send(await signed(primaryType, alice, { issuedAt: now() + 360 }), alice.address), 401, "signature_expired");
+    expectError(
+      await endpoint.send(await signed(primaryType, alice, { issuedAt: now() - 360 }), alice.address),
+      401,
+      "signature_expired",
+    );
+    expectError(
+      await endpoint.send(await signed(primaryType, alice, { issuedAt: now() + 360 }), alice.address),
+      401,
+      "signature_expired",
+    );
   });
 
   it("issuedAt within the window, past or future, is accepted by the checks", async () => {
     // A wrong signer shows the window check passed: the next check (the signature) is what fails.
-    expectError(await endpoint.send(await signed(primaryType, mallory, { address: alice.address, issuedAt: now() - 240 }), alice.address), 401, "invalid_signature");
-    expectError(await endpoint.send(await signed(primaryType, mallory, { address: alice.address, issuedAt: now() + 240 }), alice.address), 401, "invalid_signature");
+    expectError(
+      await endpoint.send(
+        await signed(primaryType, mallory, { address: alice.address, issuedAt: now() - 240 }),
+        alice.address,
+      ),
+      401,
+      "invalid_signature",
+    );
+    expectError(
+      await endpoint.send(
+        await signed(primaryType, mallory, { address: alice.address, issuedAt: now() + 240 }),
+        alice.address,
+      ),
+      401,
+      "invalid_signature",
+    );
   });
 
   it("another flow's typed data is 400 wrong_primary_type", async () => {
@@ -140,37 +182,68 @@ describe.each(endpoints)("POST $path", (endpoint) => {
   it("the message fields in another order are 400 invalid_typed_data", async () => {
     const envelope = await signed(primaryType, alice);
     const types = envelope.typed_data.types as unknown as Record<string, Array<{ name: string; type: string }>>;
-    const typed_data = { ...envelope.typed_data, types: { ...types, [primaryType]: [...(types[primaryType] ?? [])].reverse() } };
-    expectError(await endpoint.send({ typed_data, signature: envelope.signature }, alice.address), 400, "invalid_typed_data");
+    const typed_data = {
+      ...envelope.typed_data,
+      types: { ...types, [primaryType]: [...(types[primaryType] ?? [])].reverse() },
+    };
+    expectError(
+      await endpoint.send({ typed_data, signature: envelope.signature }, alice.address),
+      400,
+      "invalid_typed_data",
+    );
   });
 
   it("an extra type or a wrong domain name is 400 invalid_typed_data", async () => {
     const envelope = await signed(primaryType, alice);
     const extraType = { ...envelope.typed_data, types: { ...envelope.typed_data.types, Extra: [] } };
-    expectError(await endpoint.send({ typed_data: extraType, signature: envelope.signature }, alice.address), 400, "invalid_typed_data");
+    expectError(
+      await endpoint.send({ typed_data: extraType, signature: envelope.signature }, alice.address),
+      400,
+      "invalid_typed_data",
+    );
     const wrongDomain = { ...envelope.typed_data, domain: { ...envelope.typed_data.domain, name: "Someone Else" } };
-    expectError(await endpoint.send({ typed_data: wrongDomain, signature: envelope.signature }, alice.address), 400, "invalid_typed_data");
+    expectError(
+      await endpoint.send({ typed_data: wrongDomain, signature: envelope.signature }, alice.address),
+      400,
+      "invalid_typed_data",
+    );
   });
 
   it("another chain's id is 400 wrong_chain_id", async () => {
-    expectError(await endpoint.send(await signed(primaryType, alice, { chainId: 1 }), alice.address), 400, "wrong_chain_id");
+    expectError(
+      await endpoint.send(await signed(primaryType, alice, { chainId: 1 }), alice.address),
+      400,
+      "wrong_chain_id",
+    );
   });
 
   it("typed data over 4 KiB is 413 payload_too_large, before any other check", async () => {
     const envelope = await signed("BillingAuth", mallory, { chainId: 1, issuedAt: 0 });
     const typed_data = { ...envelope.typed_data, padding: "x".repeat(5 << 10) };
-    expectError(await endpoint.send({ typed_data, signature: envelope.signature }, alice.address), 413, "payload_too_large");
+    expectError(
+      await endpoint.send({ typed_data, signature: envelope.signature }, alice.address),
+      413,
+      "payload_too_large",
+    );
   });
 
   it("a signature over 4 KiB is 413 payload_too_large", async () => {
     const { typed_data } = await signed(primaryType, alice);
-    expectError(await endpoint.send({ typed_data, signature: `0x${"ab".repeat(5 << 10)}` }, alice.address), 413, "payload_too_large");
+    expectError(
+      await endpoint.send({ typed_data, signature: `0x${"ab".repeat(5 << 10)}` }, alice.address),
+      413,
+      "payload_too_large",
+    );
   });
 
   it("a body with an unknown field, or without typed_data, is 400 invalid_request", async () => {
     const envelope = await signed(primaryType, alice);
     const admin = primaryType === "ConvertAccount" ? { new_admin_wallet_address: alice.address } : {};
-    expectError(await post(endpoint.path, { ...envelope, ...admin, extra: true }, conversionKey), 400, "invalid_request");
+    expectError(
+      await post(endpoint.path, { ...envelope, ...admin, extra: true }, conversionKey),
+      400,
+      "invalid_request",
+    );
     const missing = await post<ErrorBody>(endpoint.path, { signature: envelope.signature, ...admin }, conversionKey);
     expectError(missing, 400, "invalid_request");
     expect(JSON.stringify(missing.body)).toContain("typed_data");
@@ -183,12 +256,24 @@ describe("POST /convert_to_chain_secured_account", () => {
   it("message.address other than new_admin_wallet_address is 400 invalid_typed_data", async () => {
     const other = privateKeyToAccount(generatePrivateKey());
     const envelope = await signed("ConvertAccount", other);
-    expectError(await post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin.address, ...envelope }, conversionKey), 400, "invalid_typed_data");
+    expectError(
+      await post(
+        "/convert_to_chain_secured_account",
+        { new_admin_wallet_address: admin.address, ...envelope },
+        conversionKey,
+      ),
+      400,
+      "invalid_typed_data",
+    );
   });
 
   it("needs the account's key: none is 401 missing_api_key; a usage key is 403 account_key_required", async () => {
     const envelope = await signed("ConvertAccount", admin);
-    expectError(await post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin.address, ...envelope }), 401, "missing_api_key");
+    expectError(
+      await post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin.address, ...envelope }),
+      401,
+      "missing_api_key",
+    );
     const usage = await post<{ usage_api_key: string }>(
       "/add_usage_api_key",
       {
@@ -205,18 +290,42 @@ describe("POST /convert_to_chain_secured_account", () => {
       conversionKey,
     );
     expect(usage.status, JSON.stringify(usage.body)).toBe(200);
-    expectError(await post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin.address, ...envelope }, usage.body.usage_api_key), 403, "account_key_required");
+    expectError(
+      await post(
+        "/convert_to_chain_secured_account",
+        { new_admin_wallet_address: admin.address, ...envelope },
+        usage.body.usage_api_key,
+      ),
+      403,
+      "account_key_required",
+    );
   });
 
   it("after a conversion the old master key may read but not write (403 chain_secured_account), and a second conversion is refused", async () => {
     const key = await newAccount();
-    const converted = await post("/convert_to_chain_secured_account", { new_admin_wallet_address: admin.address, ...(await signed("ConvertAccount", admin)) }, key);
+    const converted = await post(
+      "/convert_to_chain_secured_account",
+      { new_admin_wallet_address: admin.address, ...(await signed("ConvertAccount", admin)) },
+      key,
+    );
     expect(converted.status, JSON.stringify(converted.body)).toBe(200);
     const list = await SELF.fetch(`${BASE}/list_groups`, { headers: { "x-api-key": key } });
     expect(list.status).toBe(200);
-    expectError(await post("/add_group", { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }, key), 403, "chain_secured_account");
+    expectError(
+      await post(
+        "/add_group",
+        { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+        key,
+      ),
+      403,
+      "chain_secured_account",
+    );
     const again = privateKeyToAccount(generatePrivateKey());
-    const second = await post("/convert_to_chain_secured_account", { new_admin_wallet_address: again.address, ...(await signed("ConvertAccount", again)) }, key);
+    const second = await post(
+      "/convert_to_chain_secured_account",
+      { new_admin_wallet_address: again.address, ...(await signed("ConvertAccount", again)) },
+      key,
+    );
     expect(second.status).toBe(403);
   });
 });
@@ -236,7 +345,12 @@ describe("a contract wallet (ERC-1271)", () => {
     const [deployer] = await walletClient.getAddresses();
     if (!deployer) throw new Error("anvil unlocked no account");
     const deploy = async (refuses: boolean): Promise<Address> => {
-      const hash = await walletClient.deployContract({ abi: erc1271Wallet.abi as Abi, bytecode: erc1271Wallet.bytecode as Hex, args: [owner.address, refuses], account: deployer });
+      const hash = await walletClient.deployContract({
+        abi: erc1271Wallet.abi as Abi,
+        bytecode: erc1271Wallet.bytecode as Hex,
+        args: [owner.address, refuses],
+        account: deployer,
+      });
       const receipt = await publicClient.waitForTransactionReceipt({ hash });
       if (!receipt.contractAddress) throw new Error("the wallet was not deployed");
       return getAddress(receipt.contractAddress);
@@ -246,7 +360,11 @@ describe("a contract wallet (ERC-1271)", () => {
   });
 
   /** The wallet's typed data, signed by `signer` as the contract checks it: raw ECDSA over the EIP-712 digest. */
-  async function signedFor(address: Address, signer: PrivateKeyAccount, primaryType: SigilPrimaryType = "CreateWallet") {
+  async function signedFor(
+    address: Address,
+    signer: PrivateKeyAccount,
+    primaryType: SigilPrimaryType = "CreateWallet",
+  ) {
     const issuedAt = now();
     const typed_data = buildTypedData({ primaryType, address, chainId: CHAIN_ID, issuedAt });
     const digest = typedDataDigest({ primaryType, chainId: CHAIN_ID, address, issuedAt: BigInt(issuedAt) });
@@ -254,10 +372,12 @@ describe("a contract wallet (ERC-1271)", () => {
   }
 
   it("create_wallet_with_signature accepts the owner's signature for the contract wallet", async () => {
-    const r = await post<{ wallet_address: string; derivation_path: string; master_wallet_address: string; account_id: string }>(
-      "/create_wallet_with_signature",
-      await signedFor(wallet, owner),
-    );
+    const r = await post<{
+      wallet_address: string;
+      derivation_path: string;
+      master_wallet_address: string;
+      account_id: string;
+    }>("/create_wallet_with_signature", await signedFor(wallet, owner));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(r.body.derivation_path).toMatch(/^0x[0-9a-f]{64}$/);
@@ -268,16 +388,27 @@ describe("a contract wallet (ERC-1271)", () => {
   });
 
   it("add_usage_api_key_with_signature accepts it too", async () => {
-    const r = await post<{ usage_api_key: string }>("/add_usage_api_key_with_signature", await signedFor(wallet, owner, "AddUsageApiKey"));
+    const r = await post<{ usage_api_key: string }>(
+      "/add_usage_api_key_with_signature",
+      await signedFor(wallet, owner, "AddUsageApiKey"),
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.usage_api_key).toMatch(/^[A-Za-z0-9+/]{43}=$/);
   });
 
   it("a stranger's signature for the contract wallet is 401 invalid_signature", async () => {
-    expectError(await post("/create_wallet_with_signature", await signedFor(wallet, stranger)), 401, "invalid_signature");
+    expectError(
+      await post("/create_wallet_with_signature", await signedFor(wallet, stranger)),
+      401,
+      "invalid_signature",
+    );
   });
 
   it("a contract wallet whose check reverts is 401 invalid_signature", async () => {
-    expectError(await post("/create_wallet_with_signature", await signedFor(refusing, owner)), 401, "invalid_signature");
+    expectError(
+      await post("/create_wallet_with_signature", await signedFor(refusing, owner)),
+      401,
+      "invalid_signature",
+    );
   });
 });

@@ -16,11 +16,20 @@ export function chain(): PublicClient {
 }
 
 export function readContract<T>(functionName: string, args: readonly unknown[] = []): Promise<T> {
-  return chain().readContract({ address: inject("contract"), abi: accountConfigAbi, functionName, args } as never) as Promise<T>;
+  return chain().readContract({
+    address: inject("contract"),
+    abi: accountConfigAbi,
+    functionName,
+    args,
+  } as never) as Promise<T>;
 }
 
 /** A group made through the enclave directly (setup for tests of other endpoints). */
-export async function addGroupThroughEnclave(apiKey: string, wallets: string[], cids: Array<string | 0> = []): Promise<string> {
+export async function addGroupThroughEnclave(
+  apiKey: string,
+  wallets: string[],
+  cids: Array<string | 0> = [],
+): Promise<string> {
   const res = await ok<{ group_id: string }>("add_group", {
     api_key: apiKey,
     group_name: "g",
@@ -32,7 +41,9 @@ export async function addGroupThroughEnclave(apiKey: string, wallets: string[], 
 }
 
 export type Reply<T> = { status: number; body: T; headers: Headers };
-export type ErrorReply = { error: { code: string; message: string; request_id: string; details?: Array<{ path: string; message: string }> } };
+export type ErrorReply = {
+  error: { code: string; message: string; request_id: string; details?: Array<{ path: string; message: string }> };
+};
 export type EdgeCall = { method?: string; key?: string; body?: unknown; headers?: Record<string, string> };
 
 /**
@@ -42,12 +53,17 @@ export type EdgeCall = { method?: string; key?: string; body?: unknown; headers?
  */
 export function edgeClient(self: { fetch(input: string, init?: RequestInit): Promise<Response> }) {
   async function edge<T = Record<string, unknown>>(path: string, options: EdgeCall = {}): Promise<Reply<T>> {
-    const headers: Record<string, string> = { ...(options.key === undefined ? {} : { "x-api-key": options.key }), ...options.headers };
+    const headers: Record<string, string> = {
+      ...(options.key === undefined ? {} : { "x-api-key": options.key }),
+      ...options.headers,
+    };
     if (options.body !== undefined) headers["content-type"] = "application/json";
     const res = await self.fetch(`http://edge/core/v1/${path}`, {
       method: options.method ?? (options.body === undefined ? "GET" : "POST"),
       headers,
-      ...(options.body === undefined ? {} : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) }),
+      ...(options.body === undefined
+        ? {}
+        : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) }),
     });
     return { status: res.status, body: (await res.json()) as T, headers: res.headers };
   }

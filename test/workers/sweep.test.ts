@@ -33,7 +33,10 @@ type Operation = {
   requestBody?: { content?: Record<string, { schema?: Schema }> };
   responses?: Record<string, unknown>;
 };
-type OpenApiDoc = { paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, Schema> } };
+type OpenApiDoc = {
+  paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, Schema> };
+};
 
 /** The statuses a client mistake may get (api.md, Errors); 5xx is never one of them. */
 const CLIENT_MISTAKE_STATUSES = [400, 401, 403, 404, 409, 413, 429];
@@ -57,7 +60,8 @@ const doc = (await (await SELF.fetch("http://edge/core/v1/openapi.json")).json()
 
 function deref(schema: Schema | undefined): Schema {
   let s = schema ?? {};
-  for (let i = 0; s.$ref && i < 10; i++) s = doc.components?.schemas?.[s.$ref.replace("#/components/schemas/", "")] ?? {};
+  for (let i = 0; s.$ref && i < 10; i++)
+    s = doc.components?.schemas?.[s.$ref.replace("#/components/schemas/", "")] ?? {};
   return s;
 }
 
@@ -111,9 +115,14 @@ const JSON_HEADERS = { "content-type": "application/json" };
  * the wrong type is refused as such even from a caller who may do everything.
  */
 const validKey = await (async () => {
-  const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ account_name: "sweep" }) });
+  const res = await SELF.fetch("http://edge/core/v1/new_account", {
+    method: "POST",
+    headers: JSON_HEADERS,
+    body: JSON.stringify({ account_name: "sweep" }),
+  });
   const body = (await res.json()) as { api_key?: string };
-  if (res.status !== 200 || typeof body.api_key !== "string") throw new Error(`new_account answered ${res.status}: ${JSON.stringify(body)}`);
+  if (res.status !== 200 || typeof body.api_key !== "string")
+    throw new Error(`new_account answered ${res.status}: ${JSON.stringify(body)}`);
   return body.api_key;
 })();
 
@@ -165,12 +174,22 @@ function casesFor(path: string, op: Operation): Case[] {
     const isObject = schema.type === "object";
     const headers = { ...JSON_HEADERS, ...auth };
     cases.push({ name: "malformed JSON", headers, body: '{"oops": ', expect: NOT_JSON });
-    cases.push({ name: "JSON sent as text/plain", headers: { ...auth, "content-type": "text/plain" }, body: JSON.stringify(sample(bodySchema)), expect: NOT_JSON });
+    cases.push({
+      name: "JSON sent as text/plain",
+      headers: { ...auth, "content-type": "text/plain" },
+      body: JSON.stringify(sample(bodySchema)),
+      expect: NOT_JSON,
+    });
     cases.push({ name: "no body at all", headers, expect: NOT_JSON });
     cases.push({ name: "a JSON array", headers, body: "[1, 2]", expect: { status: 400, code: "invalid_request" } });
     cases.push({ name: "a JSON number", headers, body: "42", expect: { status: 400, code: "invalid_request" } });
     cases.push({ name: "JSON null", headers, body: "null", expect: { status: 400, code: "invalid_request" } });
-    cases.push({ name: "an empty object", headers, body: "{}", ...(isObject && (schema.required?.length ?? 0) > 0 ? { expect: { status: 400, code: "invalid_request" } } : {}) });
+    cases.push({
+      name: "an empty object",
+      headers,
+      body: "{}",
+      ...(isObject && (schema.required?.length ?? 0) > 0 ? { expect: { status: 400, code: "invalid_request" } } : {}),
+    });
     if (isObject) {
       cases.push({
         name: "a valid-looking body plus an unknown field",
@@ -190,45 +209,101 @@ function casesFor(path: string, op: Operation): Case[] {
         });
       }
     } else {
-      cases.push({ name: "an object instead of the declared type", headers, body: JSON.stringify({ surely_not_a_field: true }), expect: { status: 400, code: "invalid_request" } });
+      cases.push({
+        name: "an object instead of the declared type",
+        headers,
+        body: JSON.stringify({ surely_not_a_field: true }),
+        expect: { status: 400, code: "invalid_request" },
+      });
     }
     const limit = BODY_LIMITS[path] ?? DEFAULT_LIMIT;
     const size = limit + 1;
     const filler = "x".repeat(size);
-    const firstString = Object.entries(schema.properties ?? {}).find(([, v]) => deref(v).type === "string")?.[0] ?? "padding";
+    const firstString =
+      Object.entries(schema.properties ?? {}).find(([, v]) => deref(v).type === "string")?.[0] ?? "padding";
     cases.push({
       name: `a body over the size limit (${size} bytes)`,
       headers,
-      body: isObject ? JSON.stringify({ ...(sample(bodySchema) as object), [firstString]: filler }) : JSON.stringify(filler),
+      body: isObject
+        ? JSON.stringify({ ...(sample(bodySchema) as object), [firstString]: filler })
+        : JSON.stringify(filler),
       expect: { status: 413, code: "payload_too_large" },
     });
   }
   const query = (op.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name);
   if (query.includes("page_size")) {
-    cases.push({ name: "page_size over 100", headers: auth, query: "?page_size=101", expect: { status: 400, code: "invalid_request" } });
-    cases.push({ name: "a negative page_number", headers: auth, query: "?page_number=-1", expect: { status: 400, code: "invalid_request" } });
-    cases.push({ name: "a page_size that is not a number", headers: auth, query: "?page_size=ten", expect: { status: 400, code: "invalid_request" } });
+    cases.push({
+      name: "page_size over 100",
+      headers: auth,
+      query: "?page_size=101",
+      expect: { status: 400, code: "invalid_request" },
+    });
+    cases.push({
+      name: "a negative page_number",
+      headers: auth,
+      query: "?page_number=-1",
+      expect: { status: 400, code: "invalid_request" },
+    });
+    cases.push({
+      name: "a page_size that is not a number",
+      headers: auth,
+      query: "?page_size=ten",
+      expect: { status: 400, code: "invalid_request" },
+    });
   }
   if (query.includes("group_id")) {
-    cases.push({ name: "a group_id that is not a number", headers: auth, query: "?group_id=abc", expect: { status: 400, code: "invalid_request" } });
-    cases.push({ name: "a group_id over u64", headers: auth, query: `?group_id=${"9".repeat(25)}`, expect: { status: 400, code: "invalid_request" } });
+    cases.push({
+      name: "a group_id that is not a number",
+      headers: auth,
+      query: "?group_id=abc",
+      expect: { status: 400, code: "invalid_request" },
+    });
+    cases.push({
+      name: "a group_id over u64",
+      headers: auth,
+      query: `?group_id=${"9".repeat(25)}`,
+      expect: { status: 400, code: "invalid_request" },
+    });
   }
   if (keyed) {
     // Auth is checked before the body (workers/routes/openapi.ts, requireKey), so a valid-looking
     // body gets the key's error whatever it holds.
     const body = op.requestBody ? JSON.stringify(sample(bodySchema)) : undefined;
-    const withBody = (headers: Record<string, string>) => ({ headers: body === undefined ? headers : { ...JSON_HEADERS, ...headers }, ...(body === undefined ? {} : { body }) });
-    cases.push({ name: "a garbage key", ...withBody({ "x-api-key": "garbage" }), expect: { status: 401, code: "invalid_api_key" } });
-    cases.push({ name: "a 64-hex hash as the key", ...withBody({ "x-api-key": "ab".repeat(32) }), expect: { status: 401, code: "invalid_api_key" } });
-    cases.push({ name: "a 0x hash as the Bearer key", ...withBody({ authorization: `Bearer 0x${"ab".repeat(32)}` }), expect: { status: 401, code: "invalid_api_key" } });
-    cases.push({ name: "an Authorization header that is not Bearer", ...withBody({ authorization: `Basic ${wellFormedKey}` }), expect: { status: 401, code: "invalid_api_key" } });
+    const withBody = (headers: Record<string, string>) => ({
+      headers: body === undefined ? headers : { ...JSON_HEADERS, ...headers },
+      ...(body === undefined ? {} : { body }),
+    });
+    cases.push({
+      name: "a garbage key",
+      ...withBody({ "x-api-key": "garbage" }),
+      expect: { status: 401, code: "invalid_api_key" },
+    });
+    cases.push({
+      name: "a 64-hex hash as the key",
+      ...withBody({ "x-api-key": "ab".repeat(32) }),
+      expect: { status: 401, code: "invalid_api_key" },
+    });
+    cases.push({
+      name: "a 0x hash as the Bearer key",
+      ...withBody({ authorization: `Bearer 0x${"ab".repeat(32)}` }),
+      expect: { status: 401, code: "invalid_api_key" },
+    });
+    cases.push({
+      name: "an Authorization header that is not Bearer",
+      ...withBody({ authorization: `Basic ${wellFormedKey}` }),
+      expect: { status: 401, code: "invalid_api_key" },
+    });
     cases.push({
       name: "conflicting X-Api-Key and Authorization",
       ...withBody({ "x-api-key": wellFormedKey, authorization: `Bearer ${generateApiKey()}` }),
       expect: { status: 400, code: "conflicting_credentials" },
     });
     cases.push({ name: "no key", ...withBody({}), expect: { status: 401, code: "missing_api_key" } });
-    cases.push({ name: "an empty key", ...withBody({ "x-api-key": "" }), expect: { status: 401, code: "missing_api_key" } });
+    cases.push({
+      name: "an empty key",
+      ...withBody({ "x-api-key": "" }),
+      expect: { status: 401, code: "missing_api_key" },
+    });
   }
   if (takesWalletAuth(op)) {
     const body = VALID_BODIES[path];
@@ -241,7 +316,10 @@ function casesFor(path: string, op: Operation): Case[] {
       });
     }
   }
-  if (SIGNED_BODY_ROUTES.has(path)) return cases.map(({ detail: _, detailPaths: __, ...c }) => (c.expect?.status === 413 ? c : { ...c, expect: UNSIGNED }));
+  if (SIGNED_BODY_ROUTES.has(path))
+    return cases.map(({ detail: _, detailPaths: __, ...c }) =>
+      c.expect?.status === 413 ? c : { ...c, expect: UNSIGNED },
+    );
   return cases;
 }
 
@@ -262,9 +340,14 @@ describe("the sweep itself", () => {
   it("found billing's X-Wallet-Auth operations, and has a valid body for each that takes one", () => {
     const walletAuthOps = operations.filter((o) => takesWalletAuth(o.op));
     expect(walletAuthOps.map((o) => `${o.method} ${o.path}`).sort()).toEqual(
-      expect.arrayContaining(["GET /core/v1/billing/balance", "POST /core/v1/billing/confirm_payment", "POST /core/v1/billing/create_payment_intent"]),
+      expect.arrayContaining([
+        "GET /core/v1/billing/balance",
+        "POST /core/v1/billing/confirm_payment",
+        "POST /core/v1/billing/create_payment_intent",
+      ]),
     );
-    for (const o of walletAuthOps) if (o.op.requestBody) expect(VALID_BODIES[o.path], `a valid body for ${o.method} ${o.path}`).toBeDefined();
+    for (const o of walletAuthOps)
+      if (o.op.requestBody) expect(VALID_BODIES[o.path], `a valid body for ${o.method} ${o.path}`).toBeDefined();
   });
 });
 
@@ -281,8 +364,17 @@ for (const { method, path, op, cases } of operations.filter((o) => o.cases.lengt
         const summary = `${res.status} ${text.slice(0, 500)}`;
         expect(CLIENT_MISTAKE_STATUSES, summary).toContain(res.status);
         // The document lists what the operation answers: a client mistake it gets is one of them.
-        expect(Object.keys(op.responses ?? {}), `${res.status} is documented for ${method} ${path}`).toContain(String(res.status));
-        let body: { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: Array<{ path: string; message: string }> } };
+        expect(Object.keys(op.responses ?? {}), `${res.status} is documented for ${method} ${path}`).toContain(
+          String(res.status),
+        );
+        let body: {
+          error?: {
+            code?: unknown;
+            message?: unknown;
+            request_id?: unknown;
+            details?: Array<{ path: string; message: string }>;
+          };
+        };
         try {
           body = JSON.parse(text) as typeof body;
         } catch {
@@ -291,7 +383,10 @@ for (const { method, path, op, cases } of operations.filter((o) => o.cases.lengt
         const error = body.error;
         expect(error, summary).toBeTypeOf("object");
         expect(error?.code, summary).toBeTypeOf("string");
-        const usualStatus = SIGNED_BODY_ROUTES.has(path) && error?.code === UNSIGNED.code ? UNSIGNED.status : errorStatus[error?.code as keyof typeof errorStatus];
+        const usualStatus =
+          SIGNED_BODY_ROUTES.has(path) && error?.code === UNSIGNED.code
+            ? UNSIGNED.status
+            : errorStatus[error?.code as keyof typeof errorStatus];
         expect(usualStatus, `${String(error?.code)} is a documented code of this status`).toBe(res.status);
         expect(error?.message, summary).toBeTypeOf("string");
         expect((error?.message as string).length).toBeGreaterThan(0);
@@ -307,8 +402,12 @@ for (const { method, path, op, cases } of operations.filter((o) => o.cases.lengt
           ).toBe(true);
         }
         if (c.detailPaths) {
-          expect(Array.isArray(error?.details) && error.details.length > 0, `details is a non-empty list: ${summary}`).toBe(true);
-          for (const d of error?.details ?? []) expect(d, summary).toEqual({ path: expect.any(String), message: expect.any(String) });
+          expect(
+            Array.isArray(error?.details) && error.details.length > 0,
+            `details is a non-empty list: ${summary}`,
+          ).toBe(true);
+          for (const d of error?.details ?? [])
+            expect(d, summary).toEqual({ path: expect.any(String), message: expect.any(String) });
           expect(
             error?.details?.some((d) => c.detailPaths?.includes(d.path.split(".")[0] as string)),
             `a detail names one of ${c.detailPaths.join(", ")}: ${summary}`,
@@ -324,7 +423,14 @@ for (const { method, path, op, cases } of operations.filter((o) => o.cases.lengt
 // passes the answer through, so its errors must still be the one error body, with the edge's
 // request id, and never a 5xx.
 
-type ErrorBody = { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: Array<{ path: string; message: string }> } };
+type ErrorBody = {
+  error?: {
+    code?: unknown;
+    message?: unknown;
+    request_id?: unknown;
+    details?: Array<{ path: string; message: string }>;
+  };
+};
 
 async function expectErrorBody(res: Response, status: number, code: string): Promise<NonNullable<ErrorBody["error"]>> {
   const text = await res.text();
@@ -359,7 +465,10 @@ describe("GET /attestation?nonce=…", () => {
     const res = await SELF.fetch(`http://edge/attestation?nonce=0x${"ab".repeat(32)}`);
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    expect(await res.json()).toMatchObject({ quote: expect.stringMatching(/^[0-9a-f]+$/), event_log: expect.any(String) });
+    expect(await res.json()).toMatchObject({
+      quote: expect.stringMatching(/^[0-9a-f]+$/),
+      event_log: expect.any(String),
+    });
   });
 });
 
@@ -369,7 +478,11 @@ describe("GET /info", () => {
       const res = await SELF.fetch(`http://edge/info${query}`);
       expect(res.status, query).toBe(200);
       const info = (await res.json()) as Record<string, unknown>;
-      expect(info, query).toMatchObject({ app_id: expect.any(String), compose_hash: expect.stringMatching(/^[0-9a-f]{64}$/), instance_id: expect.any(String) });
+      expect(info, query).toMatchObject({
+        app_id: expect.any(String),
+        compose_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+        instance_id: expect.any(String),
+      });
       expect(info.tcb_info, query).toMatchObject({ app_compose: expect.any(String) });
     }
   });

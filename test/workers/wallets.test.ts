@@ -17,11 +17,18 @@ const ZERO = "0x0000000000000000000000000000000000000000";
 
 const newAccount = () => ok200<NewAccount>("new_account", { body: { account_name: "wallets" } });
 const usageKey = async (master: string, perms: Partial<typeof NO_PERMISSIONS> = {}) =>
-  (await ok200<{ usage_api_key: string }>("add_usage_api_key", { key: master, body: { name: "u", description: "", ...NO_PERMISSIONS, ...perms } })).usage_api_key;
+  (
+    await ok200<{ usage_api_key: string }>("add_usage_api_key", {
+      key: master,
+      body: { name: "u", description: "", ...NO_PERMISSIONS, ...perms },
+    })
+  ).usage_api_key;
 
 /** The wallet registered on chain under `address`, as the contract's wallet list reports it. */
 async function onChainWallets(apiKey: string) {
-  const [items] = await readContract<readonly [ReadonlyArray<{ id: bigint; wallet: string; name: string; description: string }>, bigint]>("listWallets", [apiKeyHash(apiKey), 0n, 100n]);
+  const [items] = await readContract<
+    readonly [ReadonlyArray<{ id: bigint; wallet: string; name: string; description: string }>, bigint]
+  >("listWallets", [apiKeyHash(apiKey), 0n, 100n]);
   return items;
 }
 
@@ -32,12 +39,17 @@ describe("POST /create_wallet", () => {
   });
 
   it("creates a wallet with a name and a description: registered on chain to the account with the next id", async () => {
-    const created = await ok200<Created>("create_wallet", { key: account.api_key, body: { name: "treasury", description: "cold" } });
+    const created = await ok200<Created>("create_wallet", {
+      key: account.api_key,
+      body: { name: "treasury", description: "cold" },
+    });
     expect(created.success).toBe(true);
     expect(created.transaction_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(created.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(created.wallet_id).toBe("1");
-    const onChain = (await onChainWallets(account.api_key)).find((w) => w.wallet.toLowerCase() === created.wallet_address);
+    const onChain = (await onChainWallets(account.api_key)).find(
+      (w) => w.wallet.toLowerCase() === created.wallet_address,
+    );
     expect(onChain).toMatchObject({ id: 1n, name: "treasury", description: "cold" });
   });
 
@@ -49,10 +61,18 @@ describe("POST /create_wallet", () => {
   });
 
   it("refuses unknown fields and wrong types with 400, and a missing key with 401 before looking at the body", async () => {
-    const unknown = expectError(await edge("create_wallet", { key: account.api_key, body: { name: "x", label: "y" } }), 400, "invalid_request");
+    const unknown = expectError(
+      await edge("create_wallet", { key: account.api_key, body: { name: "x", label: "y" } }),
+      400,
+      "invalid_request",
+    );
     expect(unknown.details?.[0]?.message).toContain("label");
     expectError(await edge("create_wallet", { key: account.api_key, body: { name: 7 } }), 400, "invalid_request");
-    expectError(await edge("create_wallet", { key: account.api_key, body: { name: "x".repeat(1025) } }), 400, "invalid_request");
+    expectError(
+      await edge("create_wallet", { key: account.api_key, body: { name: "x".repeat(1025) } }),
+      400,
+      "invalid_request",
+    );
     expectError(await edge("create_wallet", { body: { label: "y" } }), 401, "missing_api_key");
     expectError(await edge("create_wallet", { key: generateApiKey(), body: {} }), 401, "invalid_api_key");
   });
@@ -60,7 +80,9 @@ describe("POST /create_wallet", () => {
   it("a usage key with can_create_pkps may create one (for its account); without it, 403 permission_denied", async () => {
     const allowed = await usageKey(account.api_key, { can_create_pkps: true });
     const created = await ok200<Created>("create_wallet", { key: allowed, body: { name: "by usage key" } });
-    expect((await onChainWallets(account.api_key)).map((w) => w.wallet.toLowerCase())).toContain(created.wallet_address);
+    expect((await onChainWallets(account.api_key)).map((w) => w.wallet.toLowerCase())).toContain(
+      created.wallet_address,
+    );
 
     const refused = await usageKey(account.api_key, { can_create_groups: true });
     const error = expectError(await edge("create_wallet", { key: refused, body: {} }), 403, "permission_denied");
@@ -68,7 +90,10 @@ describe("POST /create_wallet", () => {
   });
 
   it("takes the key as Authorization: Bearer", async () => {
-    const created = await ok200<Created>("create_wallet", { headers: { authorization: `Bearer ${account.api_key}` }, body: {} });
+    const created = await ok200<Created>("create_wallet", {
+      headers: { authorization: `Bearer ${account.api_key}` },
+      body: {},
+    });
     expect(created.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
   });
 });
@@ -82,7 +107,9 @@ describe("GET /create_wallet (deprecated)", () => {
     expect(res.body.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(res.headers.get("deprecation")).toBe("true");
     expect(res.headers.get("link")).toBe('</core/v1/create_wallet>; rel="successor-version"');
-    expect((await onChainWallets(account.api_key)).map((w) => w.wallet.toLowerCase())).toContain(res.body.wallet_address);
+    expect((await onChainWallets(account.api_key)).map((w) => w.wallet.toLowerCase())).toContain(
+      res.body.wallet_address,
+    );
   });
 
   it("keeps the same rules: 401 without a key, 403 for a usage key without can_create_pkps", async () => {
@@ -98,7 +125,10 @@ describe("GET /list_wallets", () => {
 
   beforeAll(async () => {
     account = await newAccount();
-    for (const name of ["w1", "w2", "w3"]) created.push(await ok200<Created>("create_wallet", { key: account.api_key, body: { name, description: `${name} wallet` } }));
+    for (const name of ["w1", "w2", "w3"])
+      created.push(
+        await ok200<Created>("create_wallet", { key: account.api_key, body: { name, description: `${name} wallet` } }),
+      );
   });
 
   it("lists the account's wallets from the Account Master Wallet (id 0) on, lowercase, with X-Total-Count", async () => {
@@ -107,7 +137,12 @@ describe("GET /list_wallets", () => {
     expect(res.headers.get("x-total-count")).toBe("4");
     expect(res.body).toEqual([
       { id: "0", wallet_address: account.wallet_address, name: expect.any(String), description: expect.any(String) },
-      ...created.map((c, i) => ({ id: c.wallet_id, wallet_address: c.wallet_address, name: `w${i + 1}`, description: `w${i + 1} wallet` })),
+      ...created.map((c, i) => ({
+        id: c.wallet_id,
+        wallet_address: c.wallet_address,
+        name: `w${i + 1}`,
+        description: `w${i + 1} wallet`,
+      })),
     ]);
   });
 
@@ -117,14 +152,21 @@ describe("GET /list_wallets", () => {
     expect(second.headers.get("x-total-count")).toBe("4");
     const first = await edge<WalletItem[]>("list_wallets?page_size=2", { key: account.api_key });
     expect(first.body.map((w) => w.id)).toEqual(["0", "1"]);
-    const error = expectError(await edge("list_wallets?page_size=101", { key: account.api_key }), 400, "invalid_request");
+    const error = expectError(
+      await edge("list_wallets?page_size=101", { key: account.api_key }),
+      400,
+      "invalid_request",
+    );
     expect(error.details?.[0]?.path).toBe("page_size");
   });
 
   it("a usage key of the account (any scope) reads the same list; another account sees only its own", async () => {
     const usage = await edge<WalletItem[]>("list_wallets", { key: await usageKey(account.api_key) });
     expect(usage.headers.get("x-total-count")).toBe("4");
-    expect(usage.body.map((w) => w.wallet_address)).toEqual([account.wallet_address, ...created.map((c) => c.wallet_address)]);
+    expect(usage.body.map((w) => w.wallet_address)).toEqual([
+      account.wallet_address,
+      ...created.map((c) => c.wallet_address),
+    ]);
     const other = await newAccount();
     const theirs = await edge<WalletItem[]>("list_wallets", { key: other.api_key });
     expect(theirs.body.map((w) => w.wallet_address)).toEqual([other.wallet_address]);
@@ -134,7 +176,11 @@ describe("GET /list_wallets", () => {
     expectError(await edge("list_wallets"), 401, "missing_api_key");
     expectError(await edge("list_wallets", { key: "x".repeat(44) }), 401, "invalid_api_key");
     expectError(await edge("list_wallets", { key: generateApiKey() }), 401, "invalid_api_key");
-    expectError(await edge("list_wallets", { key: account.api_key, headers: { authorization: `Bearer ${generateApiKey()}` } }), 400, "conflicting_credentials");
+    expectError(
+      await edge("list_wallets", { key: account.api_key, headers: { authorization: `Bearer ${generateApiKey()}` } }),
+      400,
+      "conflicting_credentials",
+    );
   });
 });
 
@@ -146,7 +192,10 @@ describe("GET /list_wallets_in_group", () => {
 
   beforeAll(async () => {
     account = await newAccount();
-    wallet = await ok200<Created>("create_wallet", { key: account.api_key, body: { name: "in group", description: "g" } });
+    wallet = await ok200<Created>("create_wallet", {
+      key: account.api_key,
+      body: { name: "in group", description: "g" },
+    });
     await ok200<Created>("create_wallet", { key: account.api_key, body: { name: "not in group" } });
     groupId = await addGroupThroughEnclave(account.api_key, [wallet.wallet_address, account.wallet_address]);
     anyGroupId = await addGroupThroughEnclave(account.api_key, [ZERO, wallet.wallet_address]);
@@ -160,7 +209,9 @@ describe("GET /list_wallets_in_group", () => {
       { id: wallet.wallet_id, wallet_address: wallet.wallet_address, name: "in group", description: "g" },
       { id: "0", wallet_address: account.wallet_address, name: expect.any(String), description: expect.any(String) },
     ]);
-    const paged = await edge<WalletItem[]>(`list_wallets_in_group?group_id=${groupId}&page_number=1&page_size=1`, { key: account.api_key });
+    const paged = await edge<WalletItem[]>(`list_wallets_in_group?group_id=${groupId}&page_number=1&page_size=1`, {
+      key: account.api_key,
+    });
     expect(paged.body.map((w) => w.id)).toEqual(["0"]);
     expect(paged.headers.get("x-total-count")).toBe("2");
   });
@@ -174,21 +225,35 @@ describe("GET /list_wallets_in_group", () => {
   });
 
   it("a usage key of the account reads it too", async () => {
-    const res = await edge<WalletItem[]>(`list_wallets_in_group?group_id=${groupId}`, { key: await usageKey(account.api_key) });
+    const res = await edge<WalletItem[]>(`list_wallets_in_group?group_id=${groupId}`, {
+      key: await usageKey(account.api_key),
+    });
     expect(res.headers.get("x-total-count")).toBe("2");
   });
 
   it("an unknown group, or another account's, is 404 group_not_found", async () => {
     expectError(await edge("list_wallets_in_group?group_id=999999", { key: account.api_key }), 404, "group_not_found");
     const other = await newAccount();
-    expectError(await edge(`list_wallets_in_group?group_id=${groupId}`, { key: other.api_key }), 404, "group_not_found");
+    expectError(
+      await edge(`list_wallets_in_group?group_id=${groupId}`, { key: other.api_key }),
+      404,
+      "group_not_found",
+    );
   });
 
   it("needs group_id as a decimal number: missing, negative, hex or over 64 bits is 400", async () => {
     for (const query of ["", "?group_id=", "?group_id=-1", "?group_id=0x1", "?group_id=18446744073709551616"]) {
-      const error = expectError(await edge(`list_wallets_in_group${query}`, { key: account.api_key }), 400, "invalid_request");
+      const error = expectError(
+        await edge(`list_wallets_in_group${query}`, { key: account.api_key }),
+        400,
+        "invalid_request",
+      );
       expect(error.details?.[0]?.path, query).toBe("group_id");
     }
-    expectError(await edge(`list_wallets_in_group?group_id=${groupId}&page_size=101`, { key: account.api_key }), 400, "invalid_request");
+    expectError(
+      await edge(`list_wallets_in_group?group_id=${groupId}&page_size=101`, { key: account.api_key }),
+      400,
+      "invalid_request",
+    );
   });
 });

@@ -47,7 +47,10 @@ export function callerAccount(config: EdgeConfig, key: PresentedKey): Promise<Ca
 export const hashHex = (hash: bigint) => hash.toString(16).padStart(64, "0");
 
 /** The Ledger of the account whose master hash is `master`, among the worker's `ledgers` (its LEDGER binding). */
-export function ledgerOf(ledgers: DurableObjectNamespace<Ledger> | undefined, master: bigint): DurableObjectStub<Ledger> {
+export function ledgerOf(
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  master: bigint,
+): DurableObjectStub<Ledger> {
   if (!ledgers) throw new Error("billing needs the LEDGER Durable Object, which is not bound");
   return ledgers.get(ledgers.idFromName(hashHex(master)));
 }
@@ -65,7 +68,11 @@ export type BillingCredentials = { key: PresentedKey } | { walletAuth: string };
  * The account a billing request is for. `pay` (create or confirm a payment) needs a key that may
  * act for the account; `read` (the balance) also lets a converted account's old master key look.
  */
-export async function billingCaller(config: EdgeConfig, credentials: BillingCredentials, use: "read" | "pay"): Promise<BillingCaller> {
+export async function billingCaller(
+  config: EdgeConfig,
+  credentials: BillingCredentials,
+  use: "read" | "pay",
+): Promise<BillingCaller> {
   if ("walletAuth" in credentials) return walletCaller(config, credentials.walletAuth);
   const { keyHash } = credentials.key;
   const [master, live] = await readView(config, "billingOf", [keyHash], keyHash);
@@ -79,9 +86,17 @@ export async function billingCaller(config: EdgeConfig, credentials: BillingCred
 
 /** X-Wallet-Auth's value decoded (not yet verified): a value that is not base64url JSON with both fields is 401 invalid_signature, 413 when oversized. */
 export function decodeWalletAuth(value: string): { typed_data: unknown; signature: string } {
-  if (value.length > MAX_WALLET_AUTH_CHARS) throw new SigilError("payload_too_large", `${WALLET_AUTH_HEADER} must be at most ${MAX_WALLET_AUTH_CHARS} characters`);
+  if (value.length > MAX_WALLET_AUTH_CHARS)
+    throw new SigilError(
+      "payload_too_large",
+      `${WALLET_AUTH_HEADER} must be at most ${MAX_WALLET_AUTH_CHARS} characters`,
+    );
   // api.md (Signature endpoints): a value that is not base64url JSON with both fields is 401.
-  const bad = () => new SigilError("invalid_signature", `${WALLET_AUTH_HEADER} must be base64url(JSON {"typed_data": {…}, "signature": "0x…"})`);
+  const bad = () =>
+    new SigilError(
+      "invalid_signature",
+      `${WALLET_AUTH_HEADER} must be base64url(JSON {"typed_data": {…}, "signature": "0x…"})`,
+    );
   const text = value.trim();
   if (!/^[A-Za-z0-9_-]+={0,2}$/.test(text)) throw bad();
   let parsed: unknown;
@@ -94,7 +109,8 @@ export function decodeWalletAuth(value: string): { typed_data: unknown; signatur
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw bad();
   const { typed_data, signature, ...rest } = parsed as Record<string, unknown>;
-  if (Object.keys(rest).length > 0 || typed_data === undefined || typeof signature !== "string" || signature === "") throw bad();
+  if (Object.keys(rest).length > 0 || typed_data === undefined || typeof signature !== "string" || signature === "")
+    throw bad();
   return { typed_data, signature };
 }
 
@@ -103,7 +119,8 @@ async function walletCaller(config: EdgeConfig, header: string): Promise<Billing
   // A wallet that is or was an account's admin names it among the contract's aliases; a usage key
   // registered under the wallet's lookup hash is a key, not the wallet, and is never read here.
   const [master, admin] = await readView(config, "accountOfWallet", [wallet]);
-  if (master === 0n) throw new SigilError("account_not_found", "no account is administered by the wallet that signed X-Wallet-Auth");
+  if (master === 0n)
+    throw new SigilError("account_not_found", "no account is administered by the wallet that signed X-Wallet-Auth");
   if (admin.toLowerCase() !== wallet.toLowerCase()) {
     throw new SigilError("permission_denied", "the wallet that signed X-Wallet-Auth is no longer this account's admin");
   }

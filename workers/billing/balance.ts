@@ -14,7 +14,10 @@ export function centsDisplay(cents: number): string {
 export const shownBalanceCents = (freeCents: number) => Math.max(0, freeCents);
 
 /** The credit free to spend in the account `master`'s Ledger among `ledgers`, and the same in dollars. */
-export async function accountBalance(ledgers: DurableObjectNamespace<Ledger> | undefined, master: bigint): Promise<{ cents: number; display: string }> {
+export async function accountBalance(
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  master: bigint,
+): Promise<{ cents: number; display: string }> {
   const { freeCents } = await ledgerOf(ledgers, master).balance();
   const cents = shownBalanceCents(freeCents);
   return { cents, display: centsDisplay(cents) };

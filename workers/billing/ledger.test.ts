@@ -127,7 +127,12 @@ describe("the ledger", () => {
     const l = ledger();
     await l.credit("pi", 5);
     await l.hold("first", 3, -1);
-    expect(await l.hold("first", 3, 60_000)).toEqual({ granted: 3, freeCents: 2, alreadyCharged: true, webhooks: true });
+    expect(await l.hold("first", 3, 60_000)).toEqual({
+      granted: 3,
+      freeCents: 2,
+      alreadyCharged: true,
+      webhooks: true,
+    });
     expect(await l.balance()).toEqual({ settledCents: 2, heldCents: 0, freeCents: 2 });
     expect(await l.settle("first", 1)).toEqual({ chargedCents: 3, freeCents: 2, webhooks: true });
     // A settled one too: nothing new is held when it is asked for again.
@@ -168,7 +173,12 @@ describe("the ledger", () => {
     const fresh = ledger();
     await fresh.opened("new@example.com");
     expect(await fresh.contactEmail()).toBe("new@example.com");
-    expect(await fresh.hold("refused", 1, 60_000)).toEqual({ granted: 0, freeCents: 0, refusedBy: "balance", webhooks: false });
+    expect(await fresh.hold("refused", 1, 60_000)).toEqual({
+      granted: 0,
+      freeCents: 0,
+      refusedBy: "balance",
+      webhooks: false,
+    });
     await fresh.credit("pi_w", 10);
     expect(await said(fresh, "a")).toBe(false);
     // The Webhooks object says what it has; opened() never overrides it.
@@ -185,7 +195,12 @@ describe("the ledger", () => {
     const l = ledger();
     await l.credit("pi_a", 100);
     await l.hold("run-1", 30, 60_000, { keyHash: "k1", capCents: 0 }, { op: "run", detail: { cid: "QmRun" } });
-    await l.settle("run-1", 2, { keyHash: "k1", capCents: 0 }, { op: "run", detail: { duration_ms: 1500, receipt: '{"v":1}' } });
+    await l.settle(
+      "run-1",
+      2,
+      { keyHash: "k1", capCents: 0 },
+      { op: "run", detail: { duration_ms: 1500, receipt: '{"v":1}' } },
+    );
     await l.hold("write-1", 1, 60_000, undefined, { op: "write", detail: { operation: "add_group" } });
     await l.settle("write-1", 1, undefined, { op: "write", detail: { transaction_hash: "0xabc" } });
     await l.hold("lost", 3, -1, { keyHash: "k2", capCents: 0 }, { op: "run", detail: { cid: "QmLost" } });
@@ -207,7 +222,13 @@ describe("the ledger", () => {
     const l = ledger();
     await l.credit("pi", 1_000);
     for (let i = 0; i < 25; i++) {
-      await l.hold(`r${i}`, 1, 60_000, { keyHash: i % 2 ? "odd" : "even", capCents: 0 }, { op: i % 5 ? "run" : "write" });
+      await l.hold(
+        `r${i}`,
+        1,
+        60_000,
+        { keyHash: i % 2 ? "odd" : "even", capCents: 0 },
+        { op: i % 5 ? "run" : "write" },
+      );
       await l.settle(`r${i}`, 1);
     }
     const seen: string[] = [];
@@ -222,7 +243,13 @@ describe("the ledger", () => {
       before = got.entries.at(-1)?.id;
     }
     expect(seen).toEqual([...Array.from({ length: 25 }, (_, i) => `r${24 - i}`), "pi"]);
-    expect((await l.usage({ limit: 100, ops: ["write"] })).entries.map((e) => e.ref)).toEqual(["r20", "r15", "r10", "r5", "r0"]);
+    expect((await l.usage({ limit: 100, ops: ["write"] })).entries.map((e) => e.ref)).toEqual([
+      "r20",
+      "r15",
+      "r10",
+      "r5",
+      "r0",
+    ]);
     expect((await l.usage({ limit: 100, keyHash: "odd", ops: ["run"] })).entries).toHaveLength(10);
     expect((await l.usage({ limit: 100, ops: ["top_up"] })).entries.map((e) => e.cents)).toEqual([1_000]);
     expect((await l.usage({ limit: 100, from: Date.now() + 60_000 })).entries).toEqual([]);
@@ -239,7 +266,14 @@ describe("the ledger", () => {
     expect(await l.balance()).toEqual({ settledCents: -400, heldCents: 0, freeCents: 0 });
     expect((await l.hold("nothing", 5, 60_000)).granted).toBe(0);
     const [refund] = (await l.usage({ limit: 1 })).entries;
-    expect(refund).toMatchObject({ op: "refund", kind: "adjustment", cents: -500, ref: "re_1", balanceAfterCents: -400, detail: { payment_intent: "pi_r" } });
+    expect(refund).toMatchObject({
+      op: "refund",
+      kind: "adjustment",
+      cents: -500,
+      ref: "re_1",
+      balanceAfterCents: -400,
+      detail: { payment_intent: "pi_r" },
+    });
     await l.credit("pi_more", 1_000);
     expect((await l.balance()).freeCents).toBe(600);
   });

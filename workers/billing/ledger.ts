@@ -48,7 +48,13 @@ import { DurableObject } from "cloudflare:workers";
 export type HoldRefusal = "balance" | "spend_limit";
 /** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
 /** `webhooks`: whether the account's Webhooks object must hear of this request (false: it has no endpoint and no balance.low threshold). */
-export type HoldResult = { granted: number; freeCents: number; refusedBy?: HoldRefusal; alreadyCharged?: true; webhooks: boolean };
+export type HoldResult = {
+  granted: number;
+  freeCents: number;
+  refusedBy?: HoldRefusal;
+  alreadyCharged?: true;
+  webhooks: boolean;
+};
 /** `keySpentCents`: for a usage key's request, its charges plus holds after the settle (webhooks' usage_key.cap_reached). */
 export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number; webhooks: boolean };
 export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
@@ -101,7 +107,14 @@ export type UsageEntry = {
   detail: UsageDetail;
 };
 /** Which entries `usage` answers: older than `before` (an id), in [from, to) ms, of `ops`, of `keyHash`. */
-export type UsageQuery = { before?: number; limit: number; from?: number; to?: number; ops?: UsageOp[]; keyHash?: string };
+export type UsageQuery = {
+  before?: number;
+  limit: number;
+  from?: number;
+  to?: number;
+  ops?: UsageOp[];
+  keyHash?: string;
+};
 export type UsagePage = { entries: UsageEntry[]; more: boolean };
 export type RefundResult = { debitedCents: number; alreadyDebited: boolean; freeCents: number };
 
@@ -141,10 +154,17 @@ export class Ledger extends DurableObject {
     this.#addColumns("account", { email: "TEXT", pruned_cents: "INTEGER NOT NULL DEFAULT 0", webhooks: "INTEGER" });
     this.#addColumns("entries", { op: "TEXT", detail: "TEXT", balance_after: "INTEGER" });
     this.#addColumns("holds", { op: "TEXT", detail: "TEXT" });
-    const tables = new Set(this.#sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().map((r) => r.name));
+    const tables = new Set(
+      this.#sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .toArray()
+        .map((r) => r.name),
+    );
     if (!tables.has("key_spend")) {
       this.#sql.exec("CREATE TABLE key_spend (key_hash TEXT PRIMARY KEY, spent_cents INTEGER NOT NULL)");
-      this.#sql.exec("INSERT INTO key_spend SELECT key_hash, SUM(-cents) FROM entries WHERE kind = 'charge' AND key_hash IS NOT NULL GROUP BY key_hash");
+      this.#sql.exec(
+        "INSERT INTO key_spend SELECT key_hash, SUM(-cents) FROM entries WHERE kind = 'charge' AND key_hash IS NOT NULL GROUP BY key_hash",
+      );
     }
     if (!tables.has("payment_refs")) {
       this.#sql.exec("CREATE TABLE payment_refs (ref TEXT PRIMARY KEY)");
@@ -158,8 +178,14 @@ export class Ledger extends DurableObject {
   }
 
   #addColumns(table: string, columns: Record<string, string>): void {
-    const present = new Set(this.#sql.exec<{ name: string }>(`PRAGMA table_info(${table})`).toArray().map((r) => r.name));
-    for (const [name, type] of Object.entries(columns)) if (!present.has(name)) this.#sql.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+    const present = new Set(
+      this.#sql
+        .exec<{ name: string }>(`PRAGMA table_info(${table})`)
+        .toArray()
+        .map((r) => r.name),
+    );
+    for (const [name, type] of Object.entries(columns))
+      if (!present.has(name)) this.#sql.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
   }
 
   /**
@@ -169,11 +195,14 @@ export class Ledger extends DurableObject {
   hold(requestId: string, maxCents: number, holdMs: number, key?: KeyCap, meta?: UsageMeta): HoldResult {
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
-      const existing = this.#sql.exec<{ cents: number }>("SELECT cents FROM holds WHERE request_id = ?", requestId).toArray()[0];
+      const existing = this.#sql
+        .exec<{ cents: number }>("SELECT cents FROM holds WHERE request_id = ?", requestId)
+        .toArray()[0];
       const webhooks = this.#webhooks();
       if (existing) return { granted: existing.cents, freeCents: this.#free(now), webhooks };
       const charged = this.#charged(requestId);
-      if (charged !== undefined) return { granted: charged, freeCents: this.#free(now), alreadyCharged: true, webhooks };
+      if (charged !== undefined)
+        return { granted: charged, freeCents: this.#free(now), alreadyCharged: true, webhooks };
       const free = this.#free(now);
       let granted = Math.min(Math.floor(maxCents), free);
       let refusedBy: HoldRefusal = "balance";
@@ -212,7 +241,10 @@ export class Ledger extends DurableObject {
         return { chargedCents: done, freeCents: this.#free(now), webhooks: this.#webhooks() };
       }
       const hold = this.#sql
-        .exec<{ cents: number; key_hash: string | null; op: string | null; detail: string | null }>("SELECT cents, key_hash, op, detail FROM holds WHERE request_id = ?", requestId)
+        .exec<{ cents: number; key_hash: string | null; op: string | null; detail: string | null }>(
+          "SELECT cents, key_hash, op, detail FROM holds WHERE request_id = ?",
+          requestId,
+        )
         .toArray()[0];
       const cents = Math.max(0, Math.floor(hold ? Math.min(chargedCents, hold.cents) : chargedCents));
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
@@ -221,7 +253,12 @@ export class Ledger extends DurableObject {
         const detail = { ...parseDetail(hold?.detail ?? null), ...meta?.detail };
         this.#charge(requestId, cents, keyHash, now, meta?.op ?? hold?.op ?? null, detail);
       }
-      return { chargedCents: cents, freeCents: this.#free(now), ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }), webhooks: this.#webhooks() };
+      return {
+        chargedCents: cents,
+        freeCents: this.#free(now),
+        ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }),
+        webhooks: this.#webhooks(),
+      };
     });
   }
 
@@ -241,7 +278,8 @@ export class Ledger extends DurableObject {
   credit(paymentIntentId: string, cents: number): CreditResult {
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
-      if (!this.#newPaymentRef(paymentIntentId)) return { creditedCents: 0, alreadyCredited: true, freeCents: this.#free(now) };
+      if (!this.#newPaymentRef(paymentIntentId))
+        return { creditedCents: 0, alreadyCredited: true, freeCents: this.#free(now) };
       const amount = Math.floor(cents);
       this.#entry("credit", amount, paymentIntentId, null, now, "top_up", {});
       return { creditedCents: amount, alreadyCredited: false, freeCents: this.#free(now) };
@@ -279,7 +317,17 @@ export class Ledger extends DurableObject {
       if (query.keyHash !== undefined) when("key_hash = ?", query.keyHash);
       if (query.ops?.length) when(`op IN (${query.ops.map(() => "?").join(", ")})`, ...query.ops);
       const rows = this.#sql
-        .exec<{ id: number; created_at: number; kind: UsageEntry["kind"]; op: UsageOp | null; cents: number; ref: string; key_hash: string | null; balance_after: number | null; detail: string | null }>(
+        .exec<{
+          id: number;
+          created_at: number;
+          kind: UsageEntry["kind"];
+          op: UsageOp | null;
+          cents: number;
+          ref: string;
+          key_hash: string | null;
+          balance_after: number | null;
+          detail: string | null;
+        }>(
           `SELECT id, created_at, kind, op, cents, ref, key_hash, balance_after, detail FROM entries ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`,
           ...args,
           query.limit + 1,
@@ -306,7 +354,10 @@ export class Ledger extends DurableObject {
   keySpend(keyHashes: string[]): Record<string, number> {
     const spent: Record<string, number> = {};
     for (const hash of keyHashes) {
-      spent[hash] = this.#sql.exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", hash).toArray()[0]?.spent_cents ?? 0;
+      spent[hash] =
+        this.#sql
+          .exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", hash)
+          .toArray()[0]?.spent_cents ?? 0;
     }
     return spent;
   }
@@ -328,7 +379,12 @@ export class Ledger extends DurableObject {
         .toArray()[0]?.id;
       const old = "created_at < ? OR id <= ?";
       const args = [now - USAGE_RETENTION_DAYS * DAY_MS, cutoff ?? 0];
-      const { n, s } = this.#sql.exec<{ n: number; s: number }>(`SELECT COUNT(*) AS n, COALESCE(SUM(cents), 0) AS s FROM entries WHERE ${old}`, ...args).one();
+      const { n, s } = this.#sql
+        .exec<{ n: number; s: number }>(
+          `SELECT COUNT(*) AS n, COALESCE(SUM(cents), 0) AS s FROM entries WHERE ${old}`,
+          ...args,
+        )
+        .one();
       if (n === 0) return 0;
       this.#sql.exec(`DELETE FROM entries WHERE ${old}`, ...args);
       this.#sql.exec("UPDATE account SET pruned_cents = pruned_cents + ? WHERE id = 1", s);
@@ -343,7 +399,8 @@ export class Ledger extends DurableObject {
   /** The account's Stripe customer: the stored one, else `candidate` becomes it (first one wins). */
   customer(candidate?: string): string | null {
     if (candidate) this.#sql.exec("UPDATE account SET customer_id = ? WHERE id = 1 AND customer_id IS NULL", candidate);
-    return this.#sql.exec<{ customer_id: string | null }>("SELECT customer_id FROM account WHERE id = 1").one().customer_id;
+    return this.#sql.exec<{ customer_id: string | null }>("SELECT customer_id FROM account WHERE id = 1").one()
+      .customer_id;
   }
 
   /** The account's contact email from new_account (kept for its Stripe customer); `email` replaces it. (Not `email`: that name is the Email Workers handler.) */
@@ -374,8 +431,15 @@ export class Ledger extends DurableObject {
     return this.ctx.storage.transactionSync(() => {
       const b = this.#balance(this.#chargeExpired());
       const entriesSum = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM entries").one().s;
-      const pruned = this.#sql.exec<{ pruned_cents: number }>("SELECT pruned_cents FROM account WHERE id = 1").one().pruned_cents;
-      return { ...b, entriesSumCents: entriesSum, prunedCents: pruned, consistent: entriesSum + pruned === b.settledCents };
+      const pruned = this.#sql
+        .exec<{ pruned_cents: number }>("SELECT pruned_cents FROM account WHERE id = 1")
+        .one().pruned_cents;
+      return {
+        ...b,
+        entriesSumCents: entriesSum,
+        prunedCents: pruned,
+        consistent: entriesSum + pruned === b.settledCents,
+      };
     });
   }
 
@@ -386,14 +450,21 @@ export class Ledger extends DurableObject {
   #chargeExpired(): number {
     const now = Date.now();
     const expired = this.#sql
-      .exec<{ request_id: string; cents: number; key_hash: string | null; expires_at: number; op: string | null; detail: string | null }>(
-        "SELECT request_id, cents, key_hash, expires_at, op, detail FROM holds WHERE expires_at <= ?",
-        now,
-      )
+      .exec<{
+        request_id: string;
+        cents: number;
+        key_hash: string | null;
+        expires_at: number;
+        op: string | null;
+        detail: string | null;
+      }>("SELECT request_id, cents, key_hash, expires_at, op, detail FROM holds WHERE expires_at <= ?", now)
       .toArray();
     for (const hold of expired) {
       if (this.#charged(hold.request_id) === undefined) {
-        this.#charge(hold.request_id, hold.cents, hold.key_hash, hold.expires_at, hold.op, { ...parseDetail(hold.detail), hold_expired: true });
+        this.#charge(hold.request_id, hold.cents, hold.key_hash, hold.expires_at, hold.op, {
+          ...parseDetail(hold.detail),
+          hold_expired: true,
+        });
       }
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", hold.request_id);
     }
@@ -401,15 +472,34 @@ export class Ledger extends DurableObject {
   }
 
   /** Records a charge of `cents` (> 0) under `requestId`, and the key's spend. */
-  #charge(requestId: string, cents: number, keyHash: string | null, at: number, op: string | null, detail: UsageDetail): void {
+  #charge(
+    requestId: string,
+    cents: number,
+    keyHash: string | null,
+    at: number,
+    op: string | null,
+    detail: UsageDetail,
+  ): void {
     this.#entry("charge", -cents, requestId, keyHash, at, op, detail);
     if (keyHash !== null) {
-      this.#sql.exec("INSERT INTO key_spend (key_hash, spent_cents) VALUES (?, ?) ON CONFLICT (key_hash) DO UPDATE SET spent_cents = spent_cents + excluded.spent_cents", keyHash, cents);
+      this.#sql.exec(
+        "INSERT INTO key_spend (key_hash, spent_cents) VALUES (?, ?) ON CONFLICT (key_hash) DO UPDATE SET spent_cents = spent_cents + excluded.spent_cents",
+        keyHash,
+        cents,
+      );
     }
   }
 
   /** Adds an entry of `cents` (signed) and moves the cached sum by it; the entry records the sum after it. */
-  #entry(kind: UsageEntry["kind"], cents: number, ref: string, keyHash: string | null, at: number, op: string | null, detail: UsageDetail): void {
+  #entry(
+    kind: UsageEntry["kind"],
+    cents: number,
+    ref: string,
+    keyHash: string | null,
+    at: number,
+    op: string | null,
+    detail: UsageDetail,
+  ): void {
     this.#sql.exec("UPDATE account SET settled_cents = settled_cents + ? WHERE id = 1", cents);
     this.#sql.exec(
       "INSERT INTO entries (kind, cents, ref, key_hash, created_at, op, detail, balance_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -433,7 +523,9 @@ export class Ledger extends DurableObject {
 
   /** What `requestId` was charged, if it was. */
   #charged(requestId: string): number | undefined {
-    const row = this.#sql.exec<{ cents: number }>("SELECT cents FROM entries WHERE ref = ? AND kind = 'charge'", requestId).toArray()[0];
+    const row = this.#sql
+      .exec<{ cents: number }>("SELECT cents FROM entries WHERE ref = ? AND kind = 'charge'", requestId)
+      .toArray()[0];
     return row === undefined ? undefined : -row.cents;
   }
 
@@ -446,15 +538,20 @@ export class Ledger extends DurableObject {
 
   /** Whether the account's Webhooks object must hear of a request: unless it said it has nothing to hear of. */
   #webhooks(): boolean {
-    return this.#sql.exec<{ webhooks: number | null }>("SELECT webhooks FROM account WHERE id = 1").one().webhooks !== 0;
+    return (
+      this.#sql.exec<{ webhooks: number | null }>("SELECT webhooks FROM account WHERE id = 1").one().webhooks !== 0
+    );
   }
 
   #settled(): number {
-    return this.#sql.exec<{ settled_cents: number }>("SELECT settled_cents FROM account WHERE id = 1").one().settled_cents;
+    return this.#sql.exec<{ settled_cents: number }>("SELECT settled_cents FROM account WHERE id = 1").one()
+      .settled_cents;
   }
 
   #held(now: number): number {
-    return this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE expires_at > ?", now).one().s;
+    return this.#sql
+      .exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE expires_at > ?", now)
+      .one().s;
   }
 
   #free(now: number): number {
@@ -463,8 +560,17 @@ export class Ledger extends DurableObject {
 
   /** A key's charges plus its live holds. */
   #keySpent(keyHash: string, now: number): number {
-    const charged = this.#sql.exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", keyHash).toArray()[0]?.spent_cents ?? 0;
-    const held = this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE key_hash = ? AND expires_at > ?", keyHash, now).one().s;
+    const charged =
+      this.#sql
+        .exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", keyHash)
+        .toArray()[0]?.spent_cents ?? 0;
+    const held = this.#sql
+      .exec<{ s: number }>(
+        "SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE key_hash = ? AND expires_at > ?",
+        keyHash,
+        now,
+      )
+      .one().s;
     return charged + held;
   }
 }

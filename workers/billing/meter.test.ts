@@ -22,7 +22,14 @@ function fakePayer(granted: number): { payer: Payer; settled: number[] } {
 }
 
 const answer = (durationMs: number, receiptCents: number) =>
-  ({ response: null, logs: "", has_error: false, cid: "Qm", duration_ms: durationMs, receipt: { charged_cents: receiptCents } }) as unknown as SigilActionResponse;
+  ({
+    response: null,
+    logs: "",
+    has_error: false,
+    cid: "Qm",
+    duration_ms: durationMs,
+    receipt: { charged_cents: receiptCents },
+  }) as unknown as SigilActionResponse;
 
 function recordingLog() {
   const lines: Array<{ level: string; msg: string; receiptCents?: number; chargedCents?: number }> = [];
@@ -45,12 +52,16 @@ describe("meteredRun and the run's receipt", () => {
     const r = await meteredRun(payer, 30_000, "ref", undefined, async () => answer(2500, 1), log);
     expect(r.chargedCents).toBe(3);
     expect(r.result.receipt.charged_cents).toBe(1);
-    expect(lines.filter((l) => l.level === "error")).toEqual([expect.objectContaining({ msg: "run receipt disagrees with the ledger", receiptCents: 1, chargedCents: 3 })]);
+    expect(lines.filter((l) => l.level === "error")).toEqual([
+      expect.objectContaining({ msg: "run receipt disagrees with the ledger", receiptCents: 1, chargedCents: 3 }),
+    ]);
   });
 
   it("with billing off expects a receipt of 0 cents, and logs an answer that has no receipt instead of failing", async () => {
     const { log, lines } = recordingLog();
-    expect((await meteredRun(undefined, 30_000, "ref", undefined, async () => answer(10, 0), log)).chargedCents).toBe(0);
+    expect((await meteredRun(undefined, 30_000, "ref", undefined, async () => answer(10, 0), log)).chargedCents).toBe(
+      0,
+    );
     expect(lines).toEqual([]);
     const bare = { ...answer(10, 0), receipt: undefined } as unknown as SigilActionResponse;
     expect((await meteredRun(undefined, 30_000, "ref", undefined, async () => bare, log)).chargedCents).toBe(0);

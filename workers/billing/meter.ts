@@ -27,7 +27,10 @@ import type { HoldResult, KeyCap, Ledger, SettleResult, UsageDetail } from "./le
 /** What a run came to and what it was charged; `settled`: the Ledger's settle (the balance after it, for webhooks), when billing is on. */
 export type Charged<T> = { result: T; chargedCents: number; settled?: SettleResult };
 /** What a write came to, its result or the error it ended in, and what it was charged either way (`settled` as for a run, when it was settled). */
-export type Metered<T> = ({ ok: true; result: T } | { ok: false; error: unknown }) & { chargedCents: number; settled?: SettleResult };
+export type Metered<T> = ({ ok: true; result: T } | { ok: false; error: unknown }) & {
+  chargedCents: number;
+  settled?: SettleResult;
+};
 
 /** A write's hold outlives its enclave call (150 s, after reaching an enclave) with room to settle. */
 const WRITE_HOLD_MS = 5 * 60_000;
@@ -44,7 +47,11 @@ export type Payer = { ledger: DurableObjectStub<Ledger>; key: KeyCap | undefined
  * and the key's cap, from one live read of the chain (a key that may not act is refused here, 401
  * or 403). Undefined while billing is off: nothing is held or charged, and nothing is read.
  */
-export async function payerOf(config: EdgeConfig, ledgers: DurableObjectNamespace<Ledger> | undefined, key: PresentedKey): Promise<Payer | undefined> {
+export async function payerOf(
+  config: EdgeConfig,
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  key: PresentedKey,
+): Promise<Payer | undefined> {
   if (!config.billing) return undefined;
   const account = await callerAccount(config, key);
   return {
@@ -64,8 +71,12 @@ export function refusedWithoutWebhooks(err: unknown): boolean {
 function refused(hold: HoldResult): SigilError {
   const error =
     hold.refusedBy === "spend_limit"
-      ? new SigilError("insufficient_credits", "this API key has spent its spend limit", { details: { spend_limit: true } })
-      : new SigilError("insufficient_credits", "the account has no credit left; top up through /billing", { details: { balance_cents: hold.freeCents } });
+      ? new SigilError("insufficient_credits", "this API key has spent its spend limit", {
+          details: { spend_limit: true },
+        })
+      : new SigilError("insufficient_credits", "the account has no credit left; top up through /billing", {
+          details: { balance_cents: hold.freeCents },
+        });
   if (!hold.webhooks) refusedQuietly.add(error);
   return error;
 }
@@ -75,7 +86,12 @@ function refused(hold: HoldResult): SigilError {
  * sent, nothing if it was refused before. A write without credit for its cent is refused (thrown,
  * 402) before `send`; what `send` throws comes back as the outcome, with what it cost.
  */
-export async function meteredWrite<T>(payer: Payer | undefined, ref: string, operation: string, send: () => Promise<T>): Promise<Metered<T>> {
+export async function meteredWrite<T>(
+  payer: Payer | undefined,
+  ref: string,
+  operation: string,
+  send: () => Promise<T>,
+): Promise<Metered<T>> {
   if (!payer) {
     try {
       return { ok: true, result: await send(), chargedCents: 0 };
@@ -100,7 +116,10 @@ export async function meteredWrite<T>(payer: Payer | undefined, ref: string, ope
     return { ok: false, error, chargedCents: settled.chargedCents, settled };
   }
   const sent = transactionHashIn(result);
-  const settled = await ledger.settle(ref, 1, key, { op: "write", detail: { operation, ...(sent ? { transaction_hash: sent } : {}) } });
+  const settled = await ledger.settle(ref, 1, key, {
+    op: "write",
+    detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
+  });
   return { ok: true, result, chargedCents: settled.chargedCents, settled };
 }
 
@@ -130,14 +149,22 @@ export async function meteredRun(
     // The enclave's answer is not parsed on the way back: an enclave that sent no receipt is logged, not a crash.
     const receiptCents = (answer.receipt as SigilActionResponse["receipt"] | undefined)?.charged_cents;
     if (receiptCents !== chargedCents) {
-      log?.error("run receipt disagrees with the ledger", { ref, receiptCents: receiptCents ?? null, chargedCents, durationMs: answer.duration_ms });
+      log?.error("run receipt disagrees with the ledger", {
+        ref,
+        receiptCents: receiptCents ?? null,
+        chargedCents,
+        durationMs: answer.duration_ms,
+      });
     }
     return { result: answer, chargedCents };
   };
   if (!payer) return checked(await run(undefined), 0);
   const { ledger, key } = payer;
   const maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-  const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, { op: "run", ...(cid ? { detail: { cid } } : {}) });
+  const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, {
+    op: "run",
+    ...(cid ? { detail: { cid } } : {}),
+  });
   if (hold.granted === 0) throw refused(hold);
   let answer: SigilActionResponse;
   try {
@@ -146,9 +173,18 @@ export async function meteredRun(
     await ledger.release(ref);
     throw err;
   }
-  const settled = await ledger.settle(ref, runSeconds(answer.duration_ms), key, { op: "run", detail: runDetail(answer) });
+  const settled = await ledger.settle(ref, runSeconds(answer.duration_ms), key, {
+    op: "run",
+    detail: runDetail(answer),
+  });
   if (hold.granted < maxSeconds && answer.error?.code === "timeout") {
-    answer = { ...answer, error: { code: "insufficient_credits", message: `the run used up the credit it could hold (${hold.granted} s) and was stopped` } };
+    answer = {
+      ...answer,
+      error: {
+        code: "insufficient_credits",
+        message: `the run used up the credit it could hold (${hold.granted} s) and was stopped`,
+      },
+    };
   }
   return { ...checked(answer, settled.chargedCents), settled };
 }

@@ -16,7 +16,13 @@ import { retrieveIntent, stripeClient, verifiedEvent } from "./stripe.ts";
  * balance after (as shown, and the Ledger's free cents); the payment's amount (what was credited,
  * by this call or the first).
  */
-export type Credited = { creditedCents: number; alreadyCredited: boolean; balanceCents: number; amountCents: number; freeCents: number };
+export type Credited = {
+  creditedCents: number;
+  alreadyCredited: boolean;
+  balanceCents: number;
+  amountCents: number;
+  freeCents: number;
+};
 
 /**
  * What a Stripe webhook did: the cents it credited, and the payment it was about, for the account's
@@ -25,7 +31,15 @@ export type Credited = { creditedCents: number; alreadyCredited: boolean; balanc
 export type WebhookOutcome = {
   creditedCents: number;
   succeeded?: { master: bigint; paymentIntentId: string; amountCents: number; freeCents: number };
-  failed?: { master: bigint; stripeEventId: string; paymentIntentId: string; amountCents: number; code: string | null; declineCode: string | null; message: string | null };
+  failed?: {
+    master: bigint;
+    stripeEventId: string;
+    paymentIntentId: string;
+    amountCents: number;
+    code: string | null;
+    declineCode: string | null;
+    message: string | null;
+  };
 };
 
 /**
@@ -46,10 +60,20 @@ export async function creditPayment(
     throw new SigilError("payment_belongs_to_another_account", "this payment intent was not made for this account");
   }
   if (intent.status !== "succeeded" || intent.currency !== "usd") {
-    throw new SigilError("payment_not_succeeded", `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`, { details: { status: intent.status } });
+    throw new SigilError(
+      "payment_not_succeeded",
+      `the payment has not succeeded (its status is ${intent.status}); confirm it with Stripe first`,
+      { details: { status: intent.status } },
+    );
   }
   const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "confirm_payment", log);
-  return { creditedCents: credit.creditedCents, alreadyCredited: credit.alreadyCredited, balanceCents: shownBalanceCents(credit.freeCents), amountCents: intent.amount_received, freeCents: credit.freeCents };
+  return {
+    creditedCents: credit.creditedCents,
+    alreadyCredited: credit.alreadyCredited,
+    balanceCents: shownBalanceCents(credit.freeCents),
+    amountCents: intent.amount_received,
+    freeCents: credit.freeCents,
+  };
 }
 
 /**
@@ -72,7 +96,8 @@ export async function creditWebhook(
     await debitRefund(config, ledgers, event.data.object, log);
     return { creditedCents: 0 };
   }
-  if (event.type !== "payment_intent.succeeded" && event.type !== "payment_intent.payment_failed") return { creditedCents: 0 };
+  if (event.type !== "payment_intent.succeeded" && event.type !== "payment_intent.payment_failed")
+    return { creditedCents: 0 };
   const intent = event.data.object;
   const account = intent.metadata?.account;
   // Stripe retries what is not answered 2xx; an intent that is not a Sigil top-up never will be.
@@ -85,15 +110,32 @@ export async function creditWebhook(
     const failure = intent.last_payment_error;
     return {
       creditedCents: 0,
-      failed: { master, stripeEventId: event.id, paymentIntentId: intent.id, amountCents: intent.amount, code: failure?.code ?? null, declineCode: failure?.decline_code ?? null, message: failure?.message ?? null },
+      failed: {
+        master,
+        stripeEventId: event.id,
+        paymentIntentId: intent.id,
+        amountCents: intent.amount,
+        code: failure?.code ?? null,
+        declineCode: failure?.decline_code ?? null,
+        message: failure?.message ?? null,
+      },
     };
   }
   const credit = await creditIntent(ledgerOf(ledgers, master), master, intent, "webhook", log);
-  return { creditedCents: credit.creditedCents, succeeded: { master, paymentIntentId: intent.id, amountCents: intent.amount_received, freeCents: credit.freeCents } };
+  return {
+    creditedCents: credit.creditedCents,
+    succeeded: { master, paymentIntentId: intent.id, amountCents: intent.amount_received, freeCents: credit.freeCents },
+  };
 }
 
 /** Credits a succeeded intent to the account `master` (its `ledger`); what it added (0 if known). */
-async function creditIntent(ledger: DurableObjectStub<Ledger>, master: bigint, intent: Stripe.PaymentIntent, path: "confirm_payment" | "webhook", log: Logger): Promise<CreditResult> {
+async function creditIntent(
+  ledger: DurableObjectStub<Ledger>,
+  master: bigint,
+  intent: Stripe.PaymentIntent,
+  path: "confirm_payment" | "webhook",
+  log: Logger,
+): Promise<CreditResult> {
   const credit = await ledger.credit(intent.id, intent.amount_received);
   log.info(credit.alreadyCredited ? "payment already credited" : "payment credited", {
     path,
@@ -111,7 +153,12 @@ async function creditIntent(ledger: DurableObjectStub<Ledger>, master: bigint, i
  * names only its intent. A refund not (yet) succeeded, or of an intent that is not a Sigil top-up,
  * takes nothing.
  */
-async function debitRefund(config: EdgeConfig, ledgers: DurableObjectNamespace<Ledger> | undefined, refund: Stripe.Refund, log: Logger): Promise<void> {
+async function debitRefund(
+  config: EdgeConfig,
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  refund: Stripe.Refund,
+  log: Logger,
+): Promise<void> {
   const intentId = typeof refund.payment_intent === "string" ? refund.payment_intent : refund.payment_intent?.id;
   if (refund.status !== "succeeded" || !intentId || refund.currency !== "usd") {
     log.info("refund not debited", { refund: refund.id, status: refund.status });
@@ -125,5 +172,10 @@ async function debitRefund(config: EdgeConfig, ledgers: DurableObjectNamespace<L
   }
   const master = BigInt(`0x${account}`);
   const debit = await ledgerOf(ledgers, master).refund(refund.id, intentId, refund.amount);
-  log.info(debit.alreadyDebited ? "refund already debited" : "refund debited", { refund: refund.id, payment_intent: intentId, account: account.slice(0, 12), cents: debit.debitedCents });
+  log.info(debit.alreadyDebited ? "refund already debited" : "refund debited", {
+    refund: refund.id,
+    payment_intent: intentId,
+    account: account.slice(0, 12),
+    cents: debit.debitedCents,
+  });
 }

@@ -32,7 +32,11 @@ export function stripeClient(config: EdgeConfig): Stripe {
       maxNetworkRetries: 2,
       timeout: 20_000,
       ...(target instanceof URL
-        ? { protocol: target.protocol === "http:" ? "http" : "https", host: target.hostname, port: target.port || (target.protocol === "http:" ? 80 : 443) }
+        ? {
+            protocol: target.protocol === "http:" ? "http" : "https",
+            host: target.hostname,
+            port: target.port || (target.protocol === "http:" ? 80 : 443),
+          }
         : {}),
     });
     clients.set(cacheKey, client);
@@ -50,9 +54,19 @@ export async function stripeCall<T>(what: string, run: () => Promise<T>): Promis
     // The client's Idempotency-Key reused for another request is the client's mistake; the edge's
     // own record says so first, this only once the record is gone (evicted) and Stripe's is not.
     if (e.type === "StripeIdempotencyError") {
-      throw new SigilError("idempotency_key_reused", "this Idempotency-Key was already used for a different request; use a new key for a new top-up");
+      throw new SigilError(
+        "idempotency_key_reused",
+        "this Idempotency-Key was already used for a different request; use a new key for a new top-up",
+      );
     }
-    edgeLog.error("stripe call failed", { what, type: e.type, status: e.statusCode, code: e.code, stripe_request_id: e.requestId, error: e.message?.split("\n")[0] });
+    edgeLog.error("stripe call failed", {
+      what,
+      type: e.type,
+      status: e.statusCode,
+      code: e.code,
+      stripe_request_id: e.requestId,
+      error: e.message?.split("\n")[0],
+    });
     throw unavailable("the payment processor could not be reached; try again shortly");
   }
 }
@@ -74,17 +88,32 @@ export async function retrieveIntent(stripe: Stripe, id: string): Promise<Stripe
  * The verified event of a webhook request: its `Stripe-Signature` must be the webhook secret's
  * HMAC of the exact body, signed within the tolerance; else 400 invalid_signature.
  */
-export async function verifiedEvent(config: EdgeConfig, rawBody: string, signatureHeader: string | undefined): Promise<Stripe.Event> {
-  if (!signatureHeader) throw new SigilError("invalid_signature", "the Stripe-Signature header is missing", { status: 400 });
+export async function verifiedEvent(
+  config: EdgeConfig,
+  rawBody: string,
+  signatureHeader: string | undefined,
+): Promise<Stripe.Event> {
+  if (!signatureHeader)
+    throw new SigilError("invalid_signature", "the Stripe-Signature header is missing", { status: 400 });
   const secret = config.stripe.webhookSecret;
   if (!secret) throw unavailable("payments are not configured on this deployment");
   try {
     // The SDK's static webhooks helper needs no key; the client of this deployment has it too.
-    return await Stripe.webhooks.constructEventAsync(rawBody, signatureHeader, secret, WEBHOOK_TOLERANCE_SECONDS, cryptoProvider);
+    return await Stripe.webhooks.constructEventAsync(
+      rawBody,
+      signatureHeader,
+      secret,
+      WEBHOOK_TOLERANCE_SECONDS,
+      cryptoProvider,
+    );
   } catch (err) {
     const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
     edgeLog.warn("webhook refused", { reason: message });
     const stale = /tolerance/i.test(message ?? "");
-    throw new SigilError("invalid_signature", stale ? "the webhook's signature is too old" : "the webhook's signature does not match its body", { status: 400 });
+    throw new SigilError(
+      "invalid_signature",
+      stale ? "the webhook's signature is too old" : "the webhook's signature does not match its body",
+      { status: 400 },
+    );
   }
 }

@@ -31,14 +31,25 @@ export async function startTopUp(
   intentKey: string,
 ): Promise<TopUp> {
   if (amountCents < MIN_TOP_UP_CENTS) {
-    throw new SigilError("amount_below_minimum", `a top-up is at least ${MIN_TOP_UP_CENTS} cents (${centsDisplay(MIN_TOP_UP_CENTS)})`, { details: { minimum_cents: MIN_TOP_UP_CENTS } });
+    throw new SigilError(
+      "amount_below_minimum",
+      `a top-up is at least ${MIN_TOP_UP_CENTS} cents (${centsDisplay(MIN_TOP_UP_CENTS)})`,
+      { details: { minimum_cents: MIN_TOP_UP_CENTS } },
+    );
   }
   const stripe = stripeClient(config);
   const customer = await customerOf(stripe, ledgerOf(ledgers, master), master);
   const account = hashHex(master);
   const intent = await stripeCall("create payment intent", () =>
     stripe.paymentIntents.create(
-      { amount: amountCents, currency: "usd", customer, automatic_payment_methods: { enabled: true }, metadata: { account }, description: "Sigil credits" },
+      {
+        amount: amountCents,
+        currency: "usd",
+        customer,
+        automatic_payment_methods: { enabled: true },
+        metadata: { account },
+        description: "Sigil credits",
+      },
       { idempotencyKey: `sigil-intent-${intentKey}` },
     ),
   );
@@ -54,7 +65,10 @@ async function customerOf(stripe: Stripe, ledger: DurableObjectStub<Ledger>, mas
   const account = hashHex(master);
   // One customer per account even when two first top-ups race: Stripe answers the same key alike.
   const created = await stripeCall("create customer", () =>
-    stripe.customers.create({ metadata: { account }, ...(email ? { email } : {}) }, { idempotencyKey: `sigil-customer-${account}` }),
+    stripe.customers.create(
+      { metadata: { account }, ...(email ? { email } : {}) },
+      { idempotencyKey: `sigil-customer-${account}` },
+    ),
   );
   return (await ledger.customer(created.id)) ?? created.id;
 }

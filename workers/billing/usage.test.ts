@@ -25,7 +25,15 @@ describe("usage cursors", () => {
       expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
       expect(decodeCursor(cursor)).toBe(id);
     }
-    for (const bad of ["", "!!!", btoa("u1.0"), btoa("u1.-3"), btoa("u1.1e3"), btoa("u2.5"), btoa("u1.99999999999999999")]) {
+    for (const bad of [
+      "",
+      "!!!",
+      btoa("u1.0"),
+      btoa("u1.-3"),
+      btoa("u1.1e3"),
+      btoa("u2.5"),
+      btoa("u1.99999999999999999"),
+    ]) {
       expect(() => decodeCursor(bad), bad).toThrow(expect.objectContaining({ code: "invalid_cursor" }));
     }
   });
@@ -54,7 +62,9 @@ describe("usage events", () => {
   });
 
   it("a top-up names its payment intent and charges nothing; an entry from before kinds were recorded is a top_up or a charge", () => {
-    expect(usageEvent(entry({ kind: "credit", op: "top_up", cents: 500, ref: "pi_1", keyHash: null, detail: {} }))).toMatchObject({
+    expect(
+      usageEvent(entry({ kind: "credit", op: "top_up", cents: 500, ref: "pi_1", keyHash: null, detail: {} })),
+    ).toMatchObject({
       kind: "top_up",
       amount_cents: 500,
       charged_cents: 0,

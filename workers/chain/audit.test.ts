@@ -15,8 +15,16 @@ const TX = (n: number) => numberToHex(n, { size: 32 });
 function log(block: number, logIndex: number, event: "GroupAdded" | "AccountCreated" = "GroupAdded") {
   const topics =
     event === "GroupAdded"
-      ? encodeEventTopics({ abi: accountConfigAbi, eventName: "GroupAdded", args: { master: MASTER, groupId: BigInt(block) } })
-      : encodeEventTopics({ abi: accountConfigAbi, eventName: "AccountCreated", args: { master: MASTER, admin: "0x00000000000000000000000000000000000000aa" } });
+      ? encodeEventTopics({
+          abi: accountConfigAbi,
+          eventName: "GroupAdded",
+          args: { master: MASTER, groupId: BigInt(block) },
+        })
+      : encodeEventTopics({
+          abi: accountConfigAbi,
+          eventName: "AccountCreated",
+          args: { master: MASTER, admin: "0x00000000000000000000000000000000000000aa" },
+        });
   return {
     address: CONTRACT,
     topics,
@@ -35,7 +43,13 @@ function fakeChain(head: number, logs: ReturnType<typeof log>[]) {
   const ranges: Array<[number, number]> = [];
   const client = {
     getBlockNumber: async () => BigInt(head),
-    request: async ({ method, params }: { method: string; params: [{ fromBlock: Hex; toBlock: Hex; topics: unknown[] }] }) => {
+    request: async ({
+      method,
+      params,
+    }: {
+      method: string;
+      params: [{ fromBlock: Hex; toBlock: Hex; topics: unknown[] }];
+    }) => {
       expect(method).toBe("eth_getLogs");
       const { fromBlock, toBlock, topics } = params[0];
       // Topic 1 is the master hash: the RPC filters by account, not the edge.
@@ -44,8 +58,15 @@ function fakeChain(head: number, logs: ReturnType<typeof log>[]) {
       ranges.push([from, to]);
       return logs.filter((l) => Number(l.blockNumber) >= from && Number(l.blockNumber) <= to);
     },
-    getTransaction: async ({ hash }: { hash: Hex }) => ({ hash, from: "0x00000000000000000000000000000000000000Bb", input: "0x" }),
-    getBlock: async ({ blockNumber }: { blockNumber: bigint }) => ({ number: blockNumber, timestamp: 1000n + blockNumber }),
+    getTransaction: async ({ hash }: { hash: Hex }) => ({
+      hash,
+      from: "0x00000000000000000000000000000000000000Bb",
+      input: "0x",
+    }),
+    getBlock: async ({ blockNumber }: { blockNumber: bigint }) => ({
+      number: blockNumber,
+      timestamp: 1000n + blockNumber,
+    }),
   };
   return { client: client as unknown as PublicClient, ranges };
 }
@@ -62,15 +83,36 @@ const query = (client: PublicClient, extra: Partial<Parameters<typeof auditPage>
 
 describe("auditPage", () => {
   it("walks back window by window only until the page has one event more than its limit", async () => {
-    const { client, ranges } = fakeChain(1000, [log(100, 0, "AccountCreated"), log(955, 0), log(975, 1), log(975, 3), log(998, 0)]);
+    const { client, ranges } = fakeChain(1000, [
+      log(100, 0, "AccountCreated"),
+      log(955, 0),
+      log(975, 1),
+      log(975, 3),
+      log(998, 0),
+    ]);
     const page = await auditPage(query(client));
-    expect(page.events.map((e) => [e.block_number, e.log_index])).toEqual([[998, 0], [975, 3]]);
-    expect(ranges).toEqual([[991, 1000], [981, 990], [971, 980]]);
-    expect(page.events[0]).toMatchObject({ actor: "0x00000000000000000000000000000000000000bb", block_time: 1998, summary: "group 998 added", args: { groupId: "998" } });
+    expect(page.events.map((e) => [e.block_number, e.log_index])).toEqual([
+      [998, 0],
+      [975, 3],
+    ]);
+    expect(ranges).toEqual([
+      [991, 1000],
+      [981, 990],
+      [971, 980],
+    ]);
+    expect(page.events[0]).toMatchObject({
+      actor: "0x00000000000000000000000000000000000000bb",
+      block_time: 1998,
+      summary: "group 998 added",
+      args: { groupId: "998" },
+    });
 
     // The next page starts at the cursor's block, just before its event, and reads on.
     const next = await auditPage(query(client, { cursor: decodeCursor(page.next_cursor as string) }));
-    expect(next.events.map((e) => [e.block_number, e.log_index])).toEqual([[975, 1], [955, 0]]);
+    expect(next.events.map((e) => [e.block_number, e.log_index])).toEqual([
+      [975, 1],
+      [955, 0],
+    ]);
   });
 
   it("stops at the account's creation however far the first block is, with no next cursor", async () => {
@@ -85,10 +127,16 @@ describe("auditPage", () => {
     const { client, ranges } = fakeChain(1000, [log(500, 0, "AccountCreated"), log(999, 0)]);
     const page = await auditPage(query(client, { limit: 50, maxWindows: 3 }));
     expect(page.events.map((e) => e.block_number)).toEqual([999]);
-    expect(ranges).toEqual([[991, 1000], [981, 990], [971, 980]]);
+    expect(ranges).toEqual([
+      [991, 1000],
+      [981, 990],
+      [971, 980],
+    ]);
     expect(decodeCursor(page.next_cursor as string)).toEqual({ kind: "below", block: 971n });
     ranges.length = 0;
-    const next = await auditPage(query(client, { limit: 50, maxWindows: 3, cursor: decodeCursor(page.next_cursor as string) }));
+    const next = await auditPage(
+      query(client, { limit: 50, maxWindows: 3, cursor: decodeCursor(page.next_cursor as string) }),
+    );
     expect(next.events).toEqual([]);
     expect(ranges[0]).toEqual([961, 970]);
   });
@@ -98,20 +146,39 @@ describe("auditPage", () => {
     const page = await auditPage(query(client, { limit: 50, fromBlock: 985n }));
     expect(page.events).toHaveLength(1);
     expect(page.next_cursor).toBeNull();
-    expect(ranges).toEqual([[991, 1000], [985, 990]]);
+    expect(ranges).toEqual([
+      [991, 1000],
+      [985, 990],
+    ]);
   });
 
   it("refuses a well-formed cursor that names no event of the account, and a 'below' cursor past the head", async () => {
     const { client } = fakeChain(1000, [log(995, 0)]);
-    await expect(auditPage(query(client, { cursor: { kind: "event", block: 995n, logIndex: 1 } }))).rejects.toMatchObject({ code: "invalid_cursor" });
-    await expect(auditPage(query(client, { cursor: { kind: "below", block: 1002n } }))).rejects.toMatchObject({ code: "invalid_cursor" });
+    await expect(
+      auditPage(query(client, { cursor: { kind: "event", block: 995n, logIndex: 1 } })),
+    ).rejects.toMatchObject({ code: "invalid_cursor" });
+    await expect(auditPage(query(client, { cursor: { kind: "below", block: 1002n } }))).rejects.toMatchObject({
+      code: "invalid_cursor",
+    });
   });
 });
 
 describe("cursors", () => {
   it("round-trip, and anything else is 400 invalid_cursor naming cursor", () => {
-    for (const c of [{ kind: "event", block: 12n, logIndex: 3 }, { kind: "below", block: 9n }] as const) expect(decodeCursor(encodeCursor(c))).toEqual(c);
-    for (const bad of ["", "!!!", btoa("1:e:01:2"), btoa("2:e:1:2"), btoa("1:b:0"), btoa("1:e:1:2:3"), "a".repeat(65)]) {
+    for (const c of [
+      { kind: "event", block: 12n, logIndex: 3 },
+      { kind: "below", block: 9n },
+    ] as const)
+      expect(decodeCursor(encodeCursor(c))).toEqual(c);
+    for (const bad of [
+      "",
+      "!!!",
+      btoa("1:e:01:2"),
+      btoa("2:e:1:2"),
+      btoa("1:b:0"),
+      btoa("1:e:1:2:3"),
+      "a".repeat(65),
+    ]) {
       let error: unknown;
       try {
         decodeCursor(bad.replace(/=+$/, ""));
@@ -127,7 +194,9 @@ describe("cursors", () => {
 describe("summaries", () => {
   it("name the any-action and any-wallet entries, and an action by its CID when the write said it", () => {
     expect(summarize("ActionAddedToGroup", { groupId: 3n, cidHash: 0n })).toBe("any action added to group 3");
-    expect(summarize("PkpAddedToGroup", { groupId: 3n, wallet: "0x0000000000000000000000000000000000000000" })).toBe("any wallet of the account added to group 3");
+    expect(summarize("PkpAddedToGroup", { groupId: 3n, wallet: "0x0000000000000000000000000000000000000000" })).toBe(
+      "any wallet of the account added to group 3",
+    );
     expect(summarize("ActionRemoved", { cidHash: 5n }, new Map([[5n, "QmCid"]]))).toBe("action QmCid unregistered");
     expect(summarize("UsageApiKeyRemoved", { keyHash: 0xabcdn << 240n })).toBe("usage key 0xabcd…0000 removed");
   });

@@ -46,7 +46,8 @@ export const MAX_AUDIT_LIMIT = 100;
 type AccountConfigEvent = Extract<(typeof accountConfigAbi)[number], { type: "event" }>;
 /** The account events: every event of the contract whose first input is the indexed master hash (the payer events name none). */
 export const accountEvents = accountConfigAbi.filter(
-  (item): item is AccountConfigEvent => item.type === "event" && item.inputs[0]?.name === "master" && item.inputs[0]?.indexed === true,
+  (item): item is AccountConfigEvent =>
+    item.type === "event" && item.inputs[0]?.name === "master" && item.inputs[0]?.indexed === true,
 );
 export type AccountEventName = AccountConfigEvent["name"];
 
@@ -57,12 +58,17 @@ const CURSOR_VERSION = "1";
 
 /** A cursor as clients see it: base64url of `1:e:<block>:<logIndex>` or `1:b:<block>`, opaque to them. */
 export function encodeCursor(cursor: AuditCursor): string {
-  const text = cursor.kind === "event" ? `${CURSOR_VERSION}:e:${cursor.block}:${cursor.logIndex}` : `${CURSOR_VERSION}:b:${cursor.block}`;
+  const text =
+    cursor.kind === "event"
+      ? `${CURSOR_VERSION}:e:${cursor.block}:${cursor.logIndex}`
+      : `${CURSOR_VERSION}:b:${cursor.block}`;
   return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 const invalidCursor = (why: string) =>
-  new SigilError("invalid_cursor", `the cursor is not one this endpoint gave: ${why}; start again without one`, { details: [{ path: "cursor", message: why }] });
+  new SigilError("invalid_cursor", `the cursor is not one this endpoint gave: ${why}; start again without one`, {
+    details: [{ path: "cursor", message: why }],
+  });
 
 /** A cursor from a query string, or 400 invalid_cursor (details: `cursor`) for anything encodeCursor did not make. */
 export function decodeCursor(value: string): AuditCursor {
@@ -108,23 +114,45 @@ export type AuditQuery = {
   maxWindows?: number;
 };
 
-type DecodedLog = Log<bigint, number, false, AccountConfigEvent, true, readonly AccountConfigEvent[]> & { eventName: AccountEventName; args: Record<string, unknown> };
+type DecodedLog = Log<bigint, number, false, AccountConfigEvent, true, readonly AccountConfigEvent[]> & {
+  eventName: AccountEventName;
+  args: Record<string, unknown>;
+};
 
 /** The account's logs in [from, to], newest first: one eth_getLogs with the master in topic 1. */
 async function accountLogs(q: AuditQuery, from: bigint, to: bigint): Promise<DecodedLog[]> {
   const selectors = accountEvents.map((e) => toEventSelector(e as AbiEvent));
   // encodeEventTopics gives [selector, master] for the master-only filter of any account event.
-  const [, masterTopic] = encodeEventTopics({ abi: accountEvents, eventName: "GroupAdded", args: { master: q.master } } as never) as Hex[];
+  const [, masterTopic] = encodeEventTopics({
+    abi: accountEvents,
+    eventName: "GroupAdded",
+    args: { master: q.master },
+  } as never) as Hex[];
   const raw = (await q.client.request({
     method: "eth_getLogs",
-    params: [{ address: q.contract, topics: [selectors, masterTopic as Hex], fromBlock: numberToHex(from), toBlock: numberToHex(to) }],
+    params: [
+      {
+        address: q.contract,
+        topics: [selectors, masterTopic as Hex],
+        fromBlock: numberToHex(from),
+        toBlock: numberToHex(to),
+      },
+    ],
   })) as RpcLog[];
-  const logs = parseEventLogs({ abi: accountEvents, logs: raw.map((l) => formatLog(l)), strict: true }) as unknown as DecodedLog[];
-  return logs.sort((a, b) => (a.blockNumber === b.blockNumber ? b.logIndex - a.logIndex : a.blockNumber > b.blockNumber ? -1 : 1));
+  const logs = parseEventLogs({
+    abi: accountEvents,
+    logs: raw.map((l) => formatLog(l)),
+    strict: true,
+  }) as unknown as DecodedLog[];
+  return logs.sort((a, b) =>
+    a.blockNumber === b.blockNumber ? b.logIndex - a.logIndex : a.blockNumber > b.blockNumber ? -1 : 1,
+  );
 }
 
 const before = (log: DecodedLog, cursor: AuditCursor) =>
-  cursor.kind === "below" ? log.blockNumber < cursor.block : log.blockNumber < cursor.block || (log.blockNumber === cursor.block && log.logIndex < cursor.logIndex);
+  cursor.kind === "below"
+    ? log.blockNumber < cursor.block
+    : log.blockNumber < cursor.block || (log.blockNumber === cursor.block && log.logIndex < cursor.logIndex);
 
 /** One page of the account's events, newest first, and the cursor of the next (null at the account's creation or the first block). */
 export async function auditPage(q: AuditQuery): Promise<AuditPage> {
@@ -136,10 +164,12 @@ export async function auditPage(q: AuditQuery): Promise<AuditPage> {
   else if (cursor.kind === "event") hi = cursor.block;
   else {
     // A page cut short ends below a block it read, so at most one past the head.
-    if (cursor.block > (await q.client.getBlockNumber({ cacheTime: 0 })) + 1n) throw invalidCursor("it is past the chain's head");
+    if (cursor.block > (await q.client.getBlockNumber({ cacheTime: 0 })) + 1n)
+      throw invalidCursor("it is past the chain's head");
     hi = cursor.block - 1n;
   }
-  if (cursor?.kind === "event" && cursor.block < q.fromBlock) throw invalidCursor("it is before the first block read (from_block)");
+  if (cursor?.kind === "event" && cursor.block < q.fromBlock)
+    throw invalidCursor("it is before the first block read (from_block)");
 
   const found: DecodedLog[] = [];
   let created = false;
@@ -151,7 +181,8 @@ export async function auditPage(q: AuditQuery): Promise<AuditPage> {
     windows++;
     if (!checked && cursor?.kind === "event") {
       // The cursor must name an event of this account: a made-up or another account's position is refused.
-      if (!logs.some((l) => l.blockNumber === cursor.block && l.logIndex === cursor.logIndex)) throw invalidCursor("no event of this account is there");
+      if (!logs.some((l) => l.blockNumber === cursor.block && l.logIndex === cursor.logIndex))
+        throw invalidCursor("no event of this account is there");
       checked = true;
     }
     if (cursor) logs = logs.filter((l) => before(l, cursor));
@@ -215,7 +246,8 @@ export function cidsOfInput(input: Hex, depth = 0): string[] {
   const args = (call.args ?? []) as readonly unknown[];
   if (call.functionName === "addAction") return [args[2] as string];
   if (call.functionName === "registerActions") return [...(args[2] as readonly string[])];
-  if (call.functionName === "multicall" && depth === 0) return (args[0] as readonly Hex[]).flatMap((inner) => cidsOfInput(inner, 1));
+  if (call.functionName === "multicall" && depth === 0)
+    return (args[0] as readonly Hex[]).flatMap((inner) => cidsOfInput(inner, 1));
   return [];
 }
 
@@ -240,7 +272,11 @@ export const shortHash = (value: bigint) => {
 };
 
 /** A sentence for a person: what the event did, in the API's words. */
-export function summarize(event: AccountEventName, args: Record<string, unknown>, cids: ReadonlyMap<bigint, string> = new Map()): string {
+export function summarize(
+  event: AccountEventName,
+  args: Record<string, unknown>,
+  cids: ReadonlyMap<bigint, string> = new Map(),
+): string {
   const address = (name: string) => String(args[name]).toLowerCase();
   const id = (name: string) => String(args[name]);
   const key = () => `usage key ${shortHash(args.keyHash as bigint)}`;
@@ -249,10 +285,13 @@ export function summarize(event: AccountEventName, args: Record<string, unknown>
     if (hash === 0n) return "any action";
     return `action ${cids.get(hash) ?? shortHash(hash)}`;
   };
-  const wallet = () => (address("wallet") === ZERO_ADDRESS ? "any wallet of the account" : `wallet ${address("wallet")}`);
+  const wallet = () =>
+    address("wallet") === ZERO_ADDRESS ? "any wallet of the account" : `wallet ${address("wallet")}`;
   switch (event) {
     case "AccountCreated":
-      return args.managed ? `managed account created, master wallet ${address("admin")}` : `ChainSecured account created, admin ${address("admin")}`;
+      return args.managed
+        ? `managed account created, master wallet ${address("admin")}`
+        : `ChainSecured account created, admin ${address("admin")}`;
     case "AccountConvertedToChainSecured":
       return `account converted to ChainSecured, admin ${address("newAdmin")}`;
     case "ChainSecuredAccountOwnershipTransferred":

@@ -1,6 +1,13 @@
 // Live reads of AccountConfig from the Worker (api.md: reads are eth_calls, never cached). A
 // revert becomes the api.md error for it; an unreachable chain 503 chain_unavailable.
-import { createPublicClient, http, type ContractFunctionArgs, type ContractFunctionName, type ContractFunctionReturnType, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  http,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
+  type ContractFunctionReturnType,
+  type PublicClient,
+} from "viem";
 import { mapContractError } from "../../shared/contractErrors.ts";
 import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
@@ -29,14 +36,17 @@ export function batchedChainClient(config: EdgeConfig): PublicClient {
   if (!config.rpcUrl) throw new SigilError("chain_unavailable", "no chain is configured", { retryAfterSeconds: 30 });
   let client = batchedClients.get(config.rpcUrl);
   if (!client) {
-    client = createPublicClient({ transport: http(config.rpcUrl, { batch: { batchSize: 200 }, retryCount: 1, timeout: 10_000 }) }) as PublicClient;
+    client = createPublicClient({
+      transport: http(config.rpcUrl, { batch: { batchSize: 200 }, retryCount: 1, timeout: 10_000 }),
+    }) as PublicClient;
     batchedClients.set(config.rpcUrl, client);
   }
   return client;
 }
 
 export function contractAddress(config: EdgeConfig): `0x${string}` {
-  if (!config.contractAddress) throw new SigilError("chain_unavailable", "no AccountConfig address is configured", { retryAfterSeconds: 30 });
+  if (!config.contractAddress)
+    throw new SigilError("chain_unavailable", "no AccountConfig address is configured", { retryAfterSeconds: 30 });
   return config.contractAddress;
 }
 
@@ -47,7 +57,8 @@ export async function read<T>(run: () => Promise<T>, keyHash?: bigint): Promise<
   } catch (err) {
     if (isExposed(err)) throw err;
     const { error, internal } = mapContractError(err, keyHash === undefined ? {} : { keyHash });
-    if (internal) edgeLog.error("chain read failed", { error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
+    if (internal)
+      edgeLog.error("chain read failed", { error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
     throw error;
   }
 }
@@ -63,7 +74,13 @@ export function readView<F extends ViewName>(
   keyHash?: bigint,
 ): Promise<ContractFunctionReturnType<Abi, "view" | "pure", F>> {
   return read(
-    () => chainClient(config).readContract({ address: contractAddress(config), abi: accountConfigAbi, functionName, args } as never) as never,
+    () =>
+      chainClient(config).readContract({
+        address: contractAddress(config),
+        abi: accountConfigAbi,
+        functionName,
+        args,
+      } as never) as never,
     keyHash,
   );
 }

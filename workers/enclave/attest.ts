@@ -6,7 +6,12 @@
 // (0x<app id>, on the edge's chain) allows it too.
 // Any failure is thrown with its reason; the client skips that enclave and logs why.
 import { getCollateral } from "@phala/dcap-qvl";
-import { governanceAllows, parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
+import {
+  governanceAllows,
+  parseCollateral,
+  verifyAttestation,
+  type Collateral,
+} from "../../shared/attestation/index.ts";
 import type { ChannelDocument, ChannelVerifier } from "../../shared/channel/client.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { chainClient } from "../chain/client.ts";
@@ -32,9 +37,14 @@ function derFromServed(value: string): Uint8Array {
 }
 
 /** The collateral (and, for a simulated enclave, its mock root) to check `doc`'s quote with. */
-async function collateralFor(config: EdgeConfig, doc: ChannelDocument, base: string): Promise<{ collateral: Collateral; rootCaDer?: Uint8Array }> {
+async function collateralFor(
+  config: EdgeConfig,
+  doc: ChannelDocument,
+  base: string,
+): Promise<{ collateral: Collateral; rootCaDer?: Uint8Array }> {
   if (doc.simulated) {
-    if (!config.channel.allowSimulated) throw new AttestationRefused("the enclave runs a simulated TEE, which this edge does not accept");
+    if (!config.channel.allowSimulated)
+      throw new AttestationRefused("the enclave runs a simulated TEE, which this edge does not accept");
     const res = await fetch(`${base}/attestation/simulated-collateral`, { signal: AbortSignal.timeout(15_000) });
     if (!res.ok) throw new AttestationRefused(`the simulated enclave's collateral answered ${res.status}`);
     const served = (await res.json()) as { root_ca_der?: string; root_ca_pem?: string; collateral?: unknown };
@@ -42,7 +52,9 @@ async function collateralFor(config: EdgeConfig, doc: ChannelDocument, base: str
     if (!root) throw new AttestationRefused("the simulated enclave served no root");
     return { collateral: parseCollateral(served.collateral), rootCaDer: derFromServed(root) };
   }
-  const quote = Uint8Array.from((doc.quote.replace(/^0x/, "").match(/../g) ?? []) as string[], (b) => Number.parseInt(b, 16));
+  const quote = Uint8Array.from((doc.quote.replace(/^0x/, "").match(/../g) ?? []) as string[], (b) =>
+    Number.parseInt(b, 16),
+  );
   return { collateral: parseCollateral(await getCollateral(config.channel.pccsUrl, quote)) };
 }
 
@@ -60,21 +72,34 @@ export function enclaveVerifier(config: EdgeConfig): ChannelVerifier {
     const composeHash = result.claims?.composeHash.replace(/^0x/, "").toLowerCase();
     const allowed = config.channel.allowedComposeHashes;
     if (allowed.length > 0 && (!composeHash || !allowed.includes(composeHash))) {
-      throw new AttestationRefused(`the enclave runs compose hash ${composeHash ?? "(none)"}, which this edge does not allow`);
+      throw new AttestationRefused(
+        `the enclave runs compose hash ${composeHash ?? "(none)"}, which this edge does not allow`,
+      );
     }
     if (config.channel.checkGovernance) {
       const appId = result.claims?.appId;
-      if (!appId || !composeHash) throw new AttestationRefused("the enclave's RTMR3 names no app id to ask the governance contract");
+      if (!appId || !composeHash)
+        throw new AttestationRefused("the enclave's RTMR3 names no app id to ask the governance contract");
       let allowed: boolean;
       try {
         allowed = await governanceAllows(chainClient(config), appId, composeHash);
       } catch (err) {
-        throw new AttestationRefused(`the governance contract 0x${appId} could not be asked: ${(err as Error).message.split("\n")[0]}`);
+        throw new AttestationRefused(
+          `the governance contract 0x${appId} could not be asked: ${(err as Error).message.split("\n")[0]}`,
+        );
       }
-      if (!allowed) throw new AttestationRefused(`the governance contract 0x${appId} does not allow compose hash ${composeHash}`);
+      if (!allowed)
+        throw new AttestationRefused(`the governance contract 0x${appId} does not allow compose hash ${composeHash}`);
     }
     console.log(
-      JSON.stringify({ level: "info", msg: "enclave channel key pinned", enclave: base, compose_hash: composeHash, simulated: result.simulated, instance_id: doc.instance_id ?? null }),
+      JSON.stringify({
+        level: "info",
+        msg: "enclave channel key pinned",
+        enclave: base,
+        compose_hash: composeHash,
+        simulated: result.simulated,
+        instance_id: doc.instance_id ?? null,
+      }),
     );
   };
 }

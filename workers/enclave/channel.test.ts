@@ -1,7 +1,13 @@
 // The channel's crypto inside workerd, where the edge seals: X25519 (HPKE), Ed25519 and AES-GCM
 // from the runtime's WebCrypto, the same code the enclave opens with in Node.
 import { describe, expect, it } from "vitest";
-import { ChannelRecipient, ChannelSession, edgeIdentityFromSeed, generateChannelKeyPair, newEdgeIdentitySeed } from "../../shared/channel/channel.ts";
+import {
+  ChannelRecipient,
+  ChannelSession,
+  edgeIdentityFromSeed,
+  generateChannelKeyPair,
+  newEdgeIdentitySeed,
+} from "../../shared/channel/channel.ts";
 
 describe("the channel in workerd", () => {
   it("opens a session, seals operations in it, opens them, and carries each answer back", async () => {

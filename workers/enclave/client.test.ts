@@ -10,7 +10,14 @@ import { SigilError } from "../../shared/errors.ts";
 import { runLimitsSchema } from "../../shared/limits.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { OperationName } from "../../shared/operations.ts";
-import { enclave, EnclaveLostError, proxyToEnclave, type CallContext, type EnclaveTransport, type Idempotent } from "./client.ts";
+import {
+  enclave,
+  EnclaveLostError,
+  proxyToEnclave,
+  type CallContext,
+  type EnclaveTransport,
+  type Idempotent,
+} from "./client.ts";
 
 const ids = { requestId: "9b2f4c1e-0d7a-4e55-8b1a-2f6c3d4e5f60", correlationId: "trace-1" };
 
@@ -19,7 +26,13 @@ function config(enclaveUrls: string[]): EdgeConfig {
     env: "test",
     version: "0.0.0",
     enclaveUrls,
-    channel: { identityKey: undefined, allowSimulated: false, allowedComposeHashes: [], pccsUrl: "http://127.0.0.1:1/", checkGovernance: false },
+    channel: {
+      identityKey: undefined,
+      allowSimulated: false,
+      allowedComposeHashes: [],
+      pccsUrl: "http://127.0.0.1:1/",
+      checkGovernance: false,
+    },
     rpcUrl: "",
     publicRpcUrl: "",
     chainId: 31337,
@@ -89,15 +102,29 @@ const plain: EnclaveTransport = {
     } catch (err) {
       throw new ChannelUnavailableError(`${base}: ${String(err)}`);
     }
-    const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": request.ids.request_id };
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "x-request-id": request.ids.request_id,
+    };
     if (request.ids.correlation_id) headers["x-correlation-id"] = request.ids.correlation_id;
     if (request.idempotency_key) headers["idempotency-key"] = request.idempotency_key;
-    const res = await fetch(`${base}/operation/${request.op}`, { method: "POST", headers, body: JSON.stringify(request.input), signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(`${base}/operation/${request.op}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(request.input),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     const body = (await res.json()) as { error?: { code: string; message: string; details?: unknown } };
     const replayed = res.headers.get("idempotent-replayed") === "true" ? { replayed: true as const } : {};
     if (res.ok) return { ok: true, output: body, ...replayed };
     const retry = res.headers.get("retry-after");
-    return { ok: false, status: res.status, error: { request_id: request.ids.request_id, ...(body.error as { code: string; message: string }) }, ...(retry === null ? {} : { retry_after: Number(retry) }), ...replayed };
+    return {
+      ok: false,
+      status: res.status,
+      error: { request_id: request.ids.request_id, ...(body.error as { code: string; message: string }) },
+      ...(retry === null ? {} : { retry_after: Number(retry) }),
+      ...replayed,
+    };
   },
   async probe(base) {
     await fetch(`${base}/channel`, { method: "HEAD" });
@@ -108,8 +135,12 @@ const plain: EnclaveTransport = {
 };
 
 /** `enclave.call` over the plain transport, as the request with ids `ids`. */
-const call = (c: EdgeConfig, op: OperationName, input: unknown, extra: Omit<CallContext, "config" | "ids"> = {}): Promise<unknown> =>
-  enclave.call(op, input as never, { config: c, ids, transport: plain, ...extra });
+const call = (
+  c: EdgeConfig,
+  op: OperationName,
+  input: unknown,
+  extra: Omit<CallContext, "config" | "ids"> = {},
+): Promise<unknown> => enclave.call(op, input as never, { config: c, ids, transport: plain, ...extra });
 
 describe("enclave.call without a reachable enclave", () => {
   it("with no enclave configured, throws 503 enclave_unavailable with a Retry-After", async () => {
@@ -127,8 +158,13 @@ describe("enclave.call without a reachable enclave", () => {
       urls.push(String(input));
       return realFetch(input, init);
     });
-    const withIdentity = { ...config(["http://127.0.0.1:1", "http://127.0.0.1:9"]), channel: { ...config([]).channel, identityKey: "11".repeat(32) } };
-    const err = await failure(enclave.call("new_account", { account_name: "x" }, { config: withIdentity, ids, timeoutMs: 5_000 }));
+    const withIdentity = {
+      ...config(["http://127.0.0.1:1", "http://127.0.0.1:9"]),
+      channel: { ...config([]).channel, identityKey: "11".repeat(32) },
+    };
+    const err = await failure(
+      enclave.call("new_account", { account_name: "x" }, { config: withIdentity, ids, timeoutMs: 5_000 }),
+    );
     expect(err.code).toBe("enclave_unavailable");
     expect(err.status).toBe(503);
     expect(err.retryAfterSeconds).toBe(5);
@@ -138,13 +174,19 @@ describe("enclave.call without a reachable enclave", () => {
   });
 
   it("without a channel identity, the edge's own client refuses with 503 enclave_unavailable rather than send anything", async () => {
-    const err = await failure(enclave.call("new_account", { account_name: "x" }, { config: config(["http://127.0.0.1:1"]), ids }));
+    const err = await failure(
+      enclave.call("new_account", { account_name: "x" }, { config: config(["http://127.0.0.1:1"]), ids }),
+    );
     expect(err.code).toBe("enclave_unavailable");
     expect(err.message).toMatch(/channel identity/);
   });
 
   it("through the edge: a request that needs an enclave gets 503, the error body and Retry-After", async () => {
-    const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ account_name: "x" }) });
+    const res = await SELF.fetch("http://edge/core/v1/new_account", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ account_name: "x" }),
+    });
     expect(res.status).toBe(503);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     const body = (await res.json()) as { error: { code: string; request_id: string } };
@@ -174,7 +216,10 @@ describe("enclave.call routing (stubbed network)", () => {
   it("treats an enclave's 503 like a dead one and tries the next", async () => {
     const busy = host("busy");
     const live = host("live");
-    network({ [busy]: () => Response.json({ error: { code: "enclave_unavailable", message: "starting" } }, { status: 503 }), [live]: () => Response.json({ ok: 2 }) });
+    network({
+      [busy]: () => Response.json({ error: { code: "enclave_unavailable", message: "starting" } }, { status: 503 }),
+      [live]: () => Response.json({ ok: 2 }),
+    });
     expect(await call(config([busy, live]), "add_group", {})).toEqual({ ok: 2 });
     expect(await call(config([live, busy]), "add_group", {})).toEqual({ ok: 2 });
   });
@@ -195,8 +240,16 @@ describe("enclave.call routing (stubbed network)", () => {
     const a = host("a");
     const b = host("b");
     const calls = network({
-      [a]: () => Response.json({ error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } }, { status: 429, headers: { "retry-after": "7" } }),
-      [b]: () => Response.json({ error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } }, { status: 429, headers: { "retry-after": "7" } }),
+      [a]: () =>
+        Response.json(
+          { error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } },
+          { status: 429, headers: { "retry-after": "7" } },
+        ),
+      [b]: () =>
+        Response.json(
+          { error: { code: "executor_busy", message: "all sandboxes are busy", details: { queue: 3 } } },
+          { status: 429, headers: { "retry-after": "7" } },
+        ),
     });
     const err = await failure(call(config([a, b]), "sigil_action", {}));
     expect(err.code).toBe("executor_busy");
@@ -209,7 +262,13 @@ describe("enclave.call routing (stubbed network)", () => {
 
   it("hides what the client must not see: an unknown code or a 500 becomes internal_error with a generic message", async () => {
     const odd = host("odd");
-    network({ [odd]: () => Response.json({ error: { code: "revert_0xdeadbeef", message: "execution reverted: secret detail" } }, { status: 500 }) });
+    network({
+      [odd]: () =>
+        Response.json(
+          { error: { code: "revert_0xdeadbeef", message: "execution reverted: secret detail" } },
+          { status: 500 },
+        ),
+    });
     const err = await failure(call(config([odd]), "add_group", {}));
     expect(err.code).toBe("internal_error");
     expect(err.message).not.toMatch(/revert|secret/);
@@ -253,9 +312,15 @@ describe("enclave.call routing (stubbed network)", () => {
       [b]: () => Response.json({ ok: "b" }, { headers: { "idempotent-replayed": "true" } }),
     });
     const targets: string[] = [];
-    const sent = { key: "order-7", beforeSend: async (base: string, instance: string) => void targets.push(`${base} ${instance}`) };
+    const sent = {
+      key: "order-7",
+      beforeSend: async (base: string, instance: string) => void targets.push(`${base} ${instance}`),
+    };
     const onlyB = { base: b, instance: `key of ${b}` };
-    for (let i = 0; i < 3; i++) expect(await call(config([a, b]), "add_group", {}, { idempotent: { ...sent, only: onlyB } })).toEqual({ ok: "b" });
+    for (let i = 0; i < 3; i++)
+      expect(await call(config([a, b]), "add_group", {}, { idempotent: { ...sent, only: onlyB } })).toEqual({
+        ok: "b",
+      });
     expect(calls.map((c) => c.url)).toEqual(Array(3).fill(`${b}/operation/add_group`));
     expect(new Headers(calls[0]?.init?.headers).get("idempotency-key")).toBe("order-7");
     expect(targets).toEqual(Array(3).fill(`${b} key of ${b}`));
@@ -272,9 +337,18 @@ describe("enclave.call routing (stubbed network)", () => {
     const calls = network({ [a]: () => Response.json({ ok: "a" }) });
     let told = 0;
     const err = await failure(
-      call(config([a]), "add_group", {}, {
-        idempotent: { key: "order-8", only: { base: a, instance: "the key it had before it restarted" }, beforeSend: async () => void told++ },
-      }),
+      call(
+        config([a]),
+        "add_group",
+        {},
+        {
+          idempotent: {
+            key: "order-8",
+            only: { base: a, instance: "the key it had before it restarted" },
+            beforeSend: async () => void told++,
+          },
+        },
+      ),
     );
     expect(err.code).toBe("enclave_unavailable");
     expect(err).not.toBeInstanceOf(EnclaveLostError);
@@ -284,13 +358,31 @@ describe("enclave.call routing (stubbed network)", () => {
 
   it("a nonce quote whose operation fails comes back as the error it names, an internal one with nothing of the enclave's message", async () => {
     const odd = host("odd");
-    network({ [odd]: () => Response.json({ error: { code: "revert_0xdeadbeef", message: "secret detail" } }, { status: 500 }) });
-    const err = await failure(proxyToEnclave(config([odd]), ids, new URL("http://edge/attestation?nonce=ab"), { clientIp: "198.51.100.7" }, plain));
+    network({
+      [odd]: () => Response.json({ error: { code: "revert_0xdeadbeef", message: "secret detail" } }, { status: 500 }),
+    });
+    const err = await failure(
+      proxyToEnclave(
+        config([odd]),
+        ids,
+        new URL("http://edge/attestation?nonce=ab"),
+        { clientIp: "198.51.100.7" },
+        plain,
+      ),
+    );
     expect(err.code).toBe("internal_error");
     expect(err.message).not.toMatch(/secret/);
     const busy = host("busy");
-    network({ [busy]: () => Response.json({ error: { code: "rate_limited", message: "too many nonce quotes" } }, { status: 429, headers: { "retry-after": "3" } }) });
-    const limited = await failure(proxyToEnclave(config([busy]), ids, new URL("http://edge/attestation?nonce=ab"), {}, plain));
+    network({
+      [busy]: () =>
+        Response.json(
+          { error: { code: "rate_limited", message: "too many nonce quotes" } },
+          { status: 429, headers: { "retry-after": "3" } },
+        ),
+    });
+    const limited = await failure(
+      proxyToEnclave(config([busy]), ids, new URL("http://edge/attestation?nonce=ab"), {}, plain),
+    );
     expect(limited).toMatchObject({ code: "rate_limited", message: "too many nonce quotes", retryAfterSeconds: 3 });
   });
 
@@ -311,7 +403,11 @@ describe("enclave.call routing (stubbed network)", () => {
     const live = host("live");
     const tx = `0x${"ab".repeat(32)}`;
     const calls = network({
-      [sent]: () => Response.json({ error: { code: "chain_unavailable", message: "no receipt yet", details: { transaction_hash: tx } } }, { status: 503, headers: { "retry-after": "3" } }),
+      [sent]: () =>
+        Response.json(
+          { error: { code: "chain_unavailable", message: "no receipt yet", details: { transaction_hash: tx } } },
+          { status: 503, headers: { "retry-after": "3" } },
+        ),
       [live]: () => Response.json({ ok: 5 }),
     });
     const err = await failure(call(config([sent, live]), "add_group", {}));
@@ -324,7 +420,11 @@ describe("enclave.call routing (stubbed network)", () => {
     const gatewayDown = host("gateway-down");
     const other = host("other");
     const calls = network({
-      [gatewayDown]: () => Response.json({ error: { code: "ipfs_unavailable", message: "the IPFS gateway answered 503; try again shortly" } }, { status: 503, headers: { "retry-after": "5" } }),
+      [gatewayDown]: () =>
+        Response.json(
+          { error: { code: "ipfs_unavailable", message: "the IPFS gateway answered 503; try again shortly" } },
+          { status: 503, headers: { "retry-after": "5" } },
+        ),
       [other]: () => Response.json({ ok: 6 }),
     });
     const err = await failure(call(config([gatewayDown]), "sigil_action", {}));
@@ -343,7 +443,11 @@ describe("enclave.call routing (stubbed network)", () => {
   it("an enclave's 503 chain_unavailable (the chain unreachable from it, nothing sent): another enclave is asked, and when none does better the client gets chain_unavailable with its Retry-After, the enclave kept in rotation", async () => {
     const chainDown = host("chain-down");
     const other = host("other");
-    const answer = () => Response.json({ error: { code: "chain_unavailable", message: "the chain could not be reached; try again shortly" } }, { status: 503, headers: { "retry-after": "5" } });
+    const answer = () =>
+      Response.json(
+        { error: { code: "chain_unavailable", message: "the chain could not be reached; try again shortly" } },
+        { status: 503, headers: { "retry-after": "5" } },
+      );
     const calls = network({ [chainDown]: answer, [other]: () => Response.json({ ok: 7 }) });
     // Alone, its answer is the client's: the chain is down, not the enclave.
     for (const op of ["sigil_action", "add_group", "health"] as const) {

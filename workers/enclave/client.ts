@@ -75,19 +75,30 @@ function declined(answer: EnclaveAnswer): boolean {
  * (its code and Retry-After), not enclave_unavailable, which would blame the enclave.
  */
 function chainDown(answer: EnclaveAnswer): boolean {
-  return !answer.ok && answer.status === 503 && answer.error.code === "chain_unavailable" && transactionHashIn(answer.error.details) === undefined;
+  return (
+    !answer.ok &&
+    answer.status === 503 &&
+    answer.error.code === "chain_unavailable" &&
+    transactionHashIn(answer.error.details) === undefined
+  );
 }
 
 /** Takes `base` out of rotation for a while; `err`, what it failed with, goes to the request's log. */
 function skip(base: string, ids: RequestIds, err?: unknown): void {
   if (err !== undefined) {
-    requestLog(ids).error("enclave skipped", { enclave: base, error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err) });
+    requestLog(ids).error("enclave skipped", {
+      enclave: base,
+      error: err instanceof Error ? `${err.name}: ${err.message.split("\n")[0]}` : String(err),
+    });
   }
   failedUntil.set(base, Date.now() + SKIP_FAILED_MS);
   suspect.add(base);
 }
 
-const unavailable = () => new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", { retryAfterSeconds: 5 });
+const unavailable = () =>
+  new SigilError("enclave_unavailable", "no enclave is reachable right now; try again shortly", {
+    retryAfterSeconds: 5,
+  });
 
 /**
  * 503 enclave_unavailable for a request that was delivered to an enclave and got no answer that
@@ -97,7 +108,9 @@ export class EnclaveLostError extends SigilError {
   readonly enclave: string;
 
   constructor(enclave: string) {
-    super("enclave_unavailable", "the enclave handling this request was lost before it answered; try again shortly", { retryAfterSeconds: 5 });
+    super("enclave_unavailable", "the enclave handling this request was lost before it answered; try again shortly", {
+      retryAfterSeconds: 5,
+    });
     this.enclave = enclave;
   }
 }
@@ -178,9 +191,16 @@ let channelClient: { key: string; client: ChannelClient } | undefined;
 /** The isolate's channel client for this configuration (its pins live as long as the isolate). */
 function channel(config: EdgeConfig): ChannelClient {
   const seed = config.channel.identityKey;
-  if (!seed) throw new SigilError("enclave_unavailable", "this edge has no channel identity (SIGIL_EDGE_IDENTITY_KEY)", { retryAfterSeconds: 30 });
+  if (!seed)
+    throw new SigilError("enclave_unavailable", "this edge has no channel identity (SIGIL_EDGE_IDENTITY_KEY)", {
+      retryAfterSeconds: 30,
+    });
   const key = JSON.stringify(config.channel);
-  if (channelClient?.key !== key) channelClient = { key, client: new ChannelClient({ identity: edgeIdentityFromSeed(seed), verify: enclaveVerifier(config) }) };
+  if (channelClient?.key !== key)
+    channelClient = {
+      key,
+      client: new ChannelClient({ identity: edgeIdentityFromSeed(seed), verify: enclaveVerifier(config) }),
+    };
   return channelClient.client;
 }
 
@@ -192,7 +212,12 @@ export type EnclaveTransport = {
    * the request may have been acted on. `beforeSeal` is awaited with the enclave's channel key
    * before the request is sealed to it; if it throws, nothing is sent (ChannelUnavailableError).
    */
-  send(base: string, request: OperationRequest, timeoutMs: number, beforeSeal?: (instance: string) => Promise<void>): Promise<EnclaveAnswer>;
+  send(
+    base: string,
+    request: OperationRequest,
+    timeoutMs: number,
+    beforeSeal?: (instance: string) => Promise<void>,
+  ): Promise<EnclaveAnswer>;
   /** Resolves when the enclave at `base` answers at all; throws ChannelUnavailableError if not. */
   probe(base: string): Promise<void>;
   /**
@@ -207,7 +232,8 @@ export type EnclaveTransport = {
 export function channelTransport(config: EdgeConfig): EnclaveTransport {
   const client = channel(config);
   return {
-    send: (base, request, timeoutMs, beforeSeal) => client.call(base, request, { timeoutMs, ...(beforeSeal ? { beforeSeal } : {}) }),
+    send: (base, request, timeoutMs, beforeSeal) =>
+      client.call(base, request, { timeoutMs, ...(beforeSeal ? { beforeSeal } : {}) }),
     probe: (base) => client.probe(base),
     instance: (base) => client.currentKey(base),
   };
@@ -235,14 +261,23 @@ export type CallContext = {
  * operation takes one) on an enclave and returns its output; an enclave's error answer is thrown as
  * the SigilError it names, with its details and Retry-After.
  */
-async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>, ctx: CallContext): Promise<OperationOutput<Op>> {
+async function call<Op extends OperationName>(
+  op: Op,
+  input: OperationInput<Op>,
+  ctx: CallContext,
+): Promise<OperationOutput<Op>> {
   const { config } = ctx;
   if (config.enclaveUrls.length === 0) {
     throw new SigilError("enclave_unavailable", "no enclave is configured", { retryAfterSeconds: 30 });
   }
   const send = ctx.transport ?? channelTransport(config);
   const idempotent = ctx.idempotent;
-  const request: OperationRequest = { op, ids: channelIds(ctx.ids), input, ...(idempotent ? { idempotency_key: idempotent.key } : {}) };
+  const request: OperationRequest = {
+    op,
+    ids: channelIds(ctx.ids),
+    input,
+    ...(idempotent ? { idempotency_key: idempotent.key } : {}),
+  };
   const answer = await firstAnswer(
     config,
     ctx.ids,
@@ -254,7 +289,8 @@ async function call<Op extends OperationName>(op: Op, input: OperationInput<Op>,
         idempotent &&
           (async (instance) => {
             // A retry bound to one process is not sealed to another that took its place.
-            if (idempotent.only && instance !== idempotent.only.instance) throw new ChannelUnavailableError(`${base} is no longer the enclave process an earlier attempt reached`);
+            if (idempotent.only && instance !== idempotent.only.instance)
+              throw new ChannelUnavailableError(`${base} is no longer the enclave process an earlier attempt reached`);
             await idempotent.beforeSend(base, instance);
           }),
       ),
@@ -301,7 +337,10 @@ export async function askEnclave<Op extends OperationName>(
   const request: OperationRequest = { op: call.op, ids: channelIds(ids), input: call.input };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ChannelUnavailableError(`${base} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new ChannelUnavailableError(`${base} did not answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([send.send(base, request, timeoutMs), timedOut]);
@@ -315,7 +354,15 @@ export async function askEnclave<Op extends OperationName>(
 }
 
 /** The headers of an attestation answer that reach the client. */
-const PASSED_HEADERS = ["content-type", "cache-control", "etag", "last-modified", "retry-after", "x-attestation-simulated", "x-sigil-instance"];
+const PASSED_HEADERS = [
+  "content-type",
+  "cache-control",
+  "etag",
+  "last-modified",
+  "retry-after",
+  "x-attestation-simulated",
+  "x-sigil-instance",
+];
 
 /**
  * Passes a public attestation GET (`/attestation`, `/info`, `/evidences/…`) through to an enclave
@@ -371,7 +418,12 @@ export async function proxyToEnclave(
 }
 
 /** The answer of instance `instanceId` alone; once more after finding it elsewhere, when the enclave asked says it is now another. */
-async function pinnedAnswer<R extends { base: string; res: Response }>(config: EdgeConfig, ids: RequestIds, instanceId: string, ask: (base: string) => Promise<R>): Promise<R> {
+async function pinnedAnswer<R extends { base: string; res: Response }>(
+  config: EdgeConfig,
+  ids: RequestIds,
+  instanceId: string,
+  ask: (base: string) => Promise<R>,
+): Promise<R> {
   for (let attempt = 0; ; attempt++) {
     const base = await enclaveOfInstance(config, instanceId);
     let answer: R;

@@ -40,13 +40,20 @@ export async function enclaveOfInstance(config: EdgeConfig, instanceId: string):
       try {
         const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(5_000) });
         const body = (await res.json()) as { instance_id?: unknown };
-        noteInstance(base, typeof body.instance_id === "string" ? body.instance_id : res.headers.get("x-sigil-instance"));
+        noteInstance(
+          base,
+          typeof body.instance_id === "string" ? body.instance_id : res.headers.get("x-sigil-instance"),
+        );
       } catch {
         // not answering: it serves no instance now
       }
     }),
   );
   const found = config.enclaveUrls.find((base) => instanceAt(base) === instanceId);
-  if (!found) throw new SigilError("instance_not_found", `no enclave this service routes to is instance ${instanceId}; GET /core/v1/health lists the serving instances`);
+  if (!found)
+    throw new SigilError(
+      "instance_not_found",
+      `no enclave this service routes to is instance ${instanceId}; GET /core/v1/health lists the serving instances`,
+    );
   return found;
 }

@@ -83,7 +83,9 @@ export const openIdempotencyHeaders = z.object({
 /** What the answer of a retry says of the first attempt, which gave no answer (sigil_action). */
 export const firstAttemptSchema = z
   .object({
-    request_id: z.string().describe("the first attempt's X-Request-Id; every attempt under the key is charged under it, once"),
+    request_id: z
+      .string()
+      .describe("the first attempt's X-Request-Id; every attempt under the key is charged under it, once"),
     outcome: z
       .enum(["interrupted", "abandoned", "resumed"])
       .describe(
@@ -91,13 +93,23 @@ export const firstAttemptSchema = z
       ),
     message: z.string(),
   })
-  .describe("present when this answer comes from a retry (same Idempotency-Key) of a request whose first attempt gave no answer");
+  .describe(
+    "present when this answer comes from a retry (same Idempotency-Key) of a request whose first attempt gave no answer",
+  );
 export type FirstAttempt = z.infer<typeof firstAttemptSchema>;
 
 /** The headers an answer under an Idempotency-Key may carry, for the OpenAPI document. */
 export const idempotentAnswerHeaders = {
-  "Idempotent-Replayed": z.string().optional().describe("`true` when this is the answer an earlier request with the same Idempotency-Key got (nothing was done or charged again)"),
-  "Original-Request": z.string().optional().describe("the request id of the first request with this Idempotency-Key, on replays and retries"),
+  "Idempotent-Replayed": z
+    .string()
+    .optional()
+    .describe(
+      "`true` when this is the answer an earlier request with the same Idempotency-Key got (nothing was done or charged again)",
+    ),
+  "Original-Request": z
+    .string()
+    .optional()
+    .describe("the request id of the first request with this Idempotency-Key, on replays and retries"),
 };
 
 /** One attempt of a request sent under an Idempotency-Key. */
@@ -140,13 +152,21 @@ export type HolderOf = (c: Context<EdgeEnv>, key: string, body: unknown) => Prom
  * outlives the client. Budgets a route left for later (`openWriteLimit`) are taken only when the
  * request is not a replay.
  */
-export function serveOnce(c: Context<EdgeEnv>, body: unknown, work: Work, holderOf: HolderOf = apiKeyHolder): Promise<Response> {
+export function serveOnce(
+  c: Context<EdgeEnv>,
+  body: unknown,
+  work: Work,
+  holderOf: HolderOf = apiKeyHolder,
+): Promise<Response> {
   const key = c.req.header("idempotency-key");
   const run: Work = async (a) => {
     await takeDeferredLimits(c);
     return work(a);
   };
-  const done = key === undefined ? run(undefined) : holderOf(c, key, body).then((holder) => (holder ? attempt(c, key, holder, body, run) : run(undefined)));
+  const done =
+    key === undefined
+      ? run(undefined)
+      : holderOf(c, key, body).then((holder) => (holder ? attempt(c, key, holder, body, run) : run(undefined)));
   outliveClient(c, done);
   return done;
 }
@@ -183,7 +203,11 @@ const keylessSecret = (key: string, body: unknown) => `${key}\n${canonicalJson(b
  * the key and the body.
  */
 export async function walletHolder(master: bigint, wallet: string, key: string, body: unknown): Promise<KeyHolder> {
-  return { object: hashHex(master), scope: `wallet:${wallet.toLowerCase()}:${await sha256Hex(key)}`, secret: keylessSecret(key, body) };
+  return {
+    object: hashHex(master),
+    scope: `wallet:${wallet.toLowerCase()}:${await sha256Hex(key)}`,
+    secret: keylessSecret(key, body),
+  };
 }
 
 /**
@@ -238,16 +262,29 @@ function fateOf(err: unknown, forwarded: boolean): "keep" | "interrupted" | "unu
   return "keep";
 }
 
-async function attempt(c: Context<EdgeEnv>, key: string, holder: KeyHolder, body: unknown, work: Work): Promise<Response> {
+async function attempt(
+  c: Context<EdgeEnv>,
+  key: string,
+  holder: KeyHolder,
+  body: unknown,
+  work: Work,
+): Promise<Response> {
   const store = idempotencyOf(c, holder.object);
   const { scope } = holder;
   const { requestId } = c.get("ids");
   const begun = await store.begin(scope, await fingerprint(c, body), requestId, LEASE_MS);
   if (begun.kind === "reused") {
-    throw new SigilError("idempotency_key_reused", "this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request");
+    throw new SigilError(
+      "idempotency_key_reused",
+      "this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request",
+    );
   }
   if (begun.kind === "in_progress") {
-    throw new SigilError("request_in_progress", "a request with this Idempotency-Key is still in progress; retry when it has answered", { retryAfterSeconds: begun.retryAfterSeconds });
+    throw new SigilError(
+      "request_in_progress",
+      "a request with this Idempotency-Key is still in progress; retry when it has answered",
+      { retryAfterSeconds: begun.retryAfterSeconds },
+    );
   }
   const seal = await answerKey(holder.secret, scope);
   if (begun.kind === "replay") return replay(await open(seal, begun.answer), begun.ref);
@@ -256,17 +293,23 @@ async function attempt(c: Context<EdgeEnv>, key: string, holder: KeyHolder, body
   const current: Attempt = {
     ref: begun.ref,
     record: await sha256Hex(`${holder.object}\n${scope}`),
-    ...(begun.kind === "retry" ? { retry: { outcome: begun.firstOutcome, enclave: begun.enclave, instance: begun.instance } } : {}),
+    ...(begun.kind === "retry"
+      ? { retry: { outcome: begun.firstOutcome, enclave: begun.enclave, instance: begun.instance } }
+      : {}),
     send: {
       key: holder.enclaveKey ?? key,
       beforeSend: async (base, instance) => {
         // An attempt whose lease lapsed while it was slow must not act beside the one that took over.
-        if (!(await store.target(scope, requestId, base, instance))) throw new Error("another attempt has taken this Idempotency-Key over");
+        if (!(await store.target(scope, requestId, base, instance)))
+          throw new Error("another attempt has taken this Idempotency-Key over");
         forwarded = true;
       },
     },
   };
-  const heartbeat = setInterval(() => void store.renew(scope, requestId, LEASE_MS).catch(() => undefined), RENEW_EVERY_MS);
+  const heartbeat = setInterval(
+    () => void store.renew(scope, requestId, LEASE_MS).catch(() => undefined),
+    RENEW_EVERY_MS,
+  );
   let res: Response;
   let fate: ReturnType<typeof fateOf>;
   try {
@@ -307,7 +350,12 @@ async function kept(res: Response): Promise<StoredAnswer> {
 async function answerKey(secret: string, scope: string): Promise<CryptoKey> {
   const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), "HKDF", false, ["deriveKey"]);
   return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: new TextEncoder().encode("sigil-idempotency-answer-v1"), info: new TextEncoder().encode(scope) },
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: new TextEncoder().encode("sigil-idempotency-answer-v1"),
+      info: new TextEncoder().encode(scope),
+    },
     material,
     { name: "AES-GCM", length: 256 },
     false,
@@ -317,7 +365,9 @@ async function answerKey(secret: string, scope: string): Promise<CryptoKey> {
 
 async function sealed(key: CryptoKey, answer: StoredAnswer): Promise<StoredAnswer> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(answer.body)));
+  const cipher = new Uint8Array(
+    await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(answer.body)),
+  );
   const out = new Uint8Array(iv.length + cipher.length);
   out.set(iv);
   out.set(cipher, iv.length);
@@ -341,7 +391,10 @@ function fromBase64(text: string): Uint8Array {
 }
 
 function replay(answer: StoredAnswer, ref: string): Response {
-  return new Response(answer.body, { status: answer.status, headers: { ...answer.headers, "Idempotent-Replayed": "true", "Original-Request": ref } });
+  return new Response(answer.body, {
+    status: answer.status,
+    headers: { ...answer.headers, "Idempotent-Replayed": "true", "Original-Request": ref },
+  });
 }
 
 /**
@@ -367,7 +420,11 @@ export async function routeRetry(c: Context<EdgeEnv>, attempt: Attempt, kind: "w
   }
   if (kind === "run") return;
   if (now === undefined) {
-    throw new SigilError("enclave_unavailable", "the enclave an earlier attempt with this Idempotency-Key reached cannot be reached; try again shortly", { retryAfterSeconds: 5 });
+    throw new SigilError(
+      "enclave_unavailable",
+      "the enclave an earlier attempt with this Idempotency-Key reached cannot be reached; try again shortly",
+      { retryAfterSeconds: 5 },
+    );
   }
   await releaseHold(await payerOf(c.get("config"), c.env.LEDGER, callerKey(c)), attempt.ref);
   throw new SigilError(
@@ -382,9 +439,12 @@ export function firstAttemptOf(attempt: Attempt | undefined): { first_attempt?: 
   if (!attempt?.retry) return {};
   const outcome = attempt.send.replayed ? "resumed" : attempt.retry.outcome;
   const messages = {
-    interrupted: "the enclave running the first attempt was lost before it answered; that attempt was not charged, and this is a new run",
-    abandoned: "the edge serving the first attempt stopped before it answered, and the run it may have started is lost; this is a new run, charged once for this key",
-    resumed: "the edge serving the first attempt stopped before it answered; this is that attempt's own run, which the enclave finished",
+    interrupted:
+      "the enclave running the first attempt was lost before it answered; that attempt was not charged, and this is a new run",
+    abandoned:
+      "the edge serving the first attempt stopped before it answered, and the run it may have started is lost; this is a new run, charged once for this key",
+    resumed:
+      "the edge serving the first attempt stopped before it answered; this is that attempt's own run, which the enclave finished",
   } as const;
   return { first_attempt: { request_id: attempt.ref, outcome, message: messages[outcome] } };
 }

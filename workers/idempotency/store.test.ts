@@ -11,16 +11,25 @@ const namespace = (env as unknown as Env).IDEMPOTENCY!;
 let n = 0;
 
 /** A fresh account's store. */
-const store = (): DurableObjectStub<Idempotency> => namespace.get(namespace.idFromName(`idempotency-test-${Date.now()}-${n++}`));
+const store = (): DurableObjectStub<Idempotency> =>
+  namespace.get(namespace.idFromName(`idempotency-test-${Date.now()}-${n++}`));
 
-const answer = (body: string, status = 200): StoredAnswer => ({ status, headers: { "content-type": "application/json", "x-sigil-charged-cents": "1" }, body });
+const answer = (body: string, status = 200): StoredAnswer => ({
+  status,
+  headers: { "content-type": "application/json", "x-sigil-charged-cents": "1" },
+  body,
+});
 
 describe("the Idempotency store", () => {
   it("makes the first attempt the key's ref, replays its kept answer, and refuses another body with the same key", async () => {
     const s = store();
     expect(await s.begin("k:a", "fp1", "req-1", 15_000)).toEqual({ kind: "first", ref: "req-1" });
     await s.finish("k:a", answer('{"group_id":"7"}'));
-    expect(await s.begin("k:a", "fp1", "req-2", 15_000)).toEqual({ kind: "replay", ref: "req-1", answer: answer('{"group_id":"7"}') });
+    expect(await s.begin("k:a", "fp1", "req-2", 15_000)).toEqual({
+      kind: "replay",
+      ref: "req-1",
+      answer: answer('{"group_id":"7"}'),
+    });
     expect(await s.begin("k:a", "fp2", "req-3", 15_000)).toEqual({ kind: "reused" });
     // Another caller key's record of the same idempotency key is its own.
     expect(await s.begin("other:a", "fp2", "req-4", 15_000)).toEqual({ kind: "first", ref: "req-4" });
@@ -41,7 +50,13 @@ describe("the Idempotency store", () => {
     const s = store();
     await s.begin("k:c", "fp", "req-1", -1);
     expect(await s.target("k:c", "req-1", "http://enclave-a", "key-a")).toBe(true);
-    expect(await s.begin("k:c", "fp", "req-2", 15_000)).toEqual({ kind: "retry", ref: "req-1", enclave: "http://enclave-a", instance: "key-a", firstOutcome: "abandoned" });
+    expect(await s.begin("k:c", "fp", "req-2", 15_000)).toEqual({
+      kind: "retry",
+      ref: "req-1",
+      enclave: "http://enclave-a",
+      instance: "key-a",
+      firstOutcome: "abandoned",
+    });
     // The new attempt holds the lease now; the old one can no longer renew or retarget it.
     expect(await s.renew("k:c", "req-1", 15_000)).toBe(false);
     expect(await s.target("k:c", "req-1", "http://enclave-b", "key-b")).toBe(false);
@@ -53,10 +68,20 @@ describe("the Idempotency store", () => {
     await s.begin("k:d", "fp", "req-1", 15_000);
     await s.target("k:d", "req-1", "http://enclave-a", "key-a");
     await s.interrupted("k:d", "req-1");
-    expect(await s.begin("k:d", "fp", "req-2", 15_000)).toEqual({ kind: "retry", ref: "req-1", enclave: "http://enclave-a", instance: "key-a", firstOutcome: "interrupted" });
+    expect(await s.begin("k:d", "fp", "req-2", 15_000)).toEqual({
+      kind: "retry",
+      ref: "req-1",
+      enclave: "http://enclave-a",
+      instance: "key-a",
+      firstOutcome: "interrupted",
+    });
     // That retry did nothing (no enclave reachable): the record stays, for the next, with what it knows.
     await s.unused("k:d", "req-2");
-    expect(await s.begin("k:d", "fp", "req-3", 15_000)).toMatchObject({ kind: "retry", ref: "req-1", firstOutcome: "interrupted" });
+    expect(await s.begin("k:d", "fp", "req-3", 15_000)).toMatchObject({
+      kind: "retry",
+      ref: "req-1",
+      firstOutcome: "interrupted",
+    });
     await s.finish("k:d", answer('{"response":1}'));
     expect(await s.begin("k:d", "fp", "req-4", 15_000)).toMatchObject({ kind: "replay", ref: "req-1" });
   });
@@ -91,7 +116,14 @@ describe("the Idempotency store", () => {
     const s = store();
     await s.begin("k:h", "fp", "req-1", 15_000);
     await s.finish("k:h", answer("old"));
-    await runInDurableObject(s, (_o, state) => void state.storage.sql.exec("UPDATE records SET created_at = created_at - ? WHERE scope = 'k:h'", RECORD_TTL_MS));
+    await runInDurableObject(
+      s,
+      (_o, state) =>
+        void state.storage.sql.exec(
+          "UPDATE records SET created_at = created_at - ? WHERE scope = 'k:h'",
+          RECORD_TTL_MS,
+        ),
+    );
     expect(await s.begin("k:h", "fp", "req-2", 15_000)).toEqual({ kind: "first", ref: "req-2" });
   });
 
@@ -111,15 +143,42 @@ describe("the Idempotency store", () => {
       state.storage.sql.exec("UPDATE records SET created_at = ? WHERE scope = 'k:j'", young);
     });
     expect(await runDurableObjectAlarm(s)).toBe(true);
-    const scopes = () => runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ scope: string }>("SELECT scope FROM records").toArray().map((r) => r.scope));
+    const scopes = () =>
+      runInDurableObject(s, (_o, state) =>
+        state.storage.sql
+          .exec<{ scope: string }>("SELECT scope FROM records")
+          .toArray()
+          .map((r) => r.scope),
+      );
     expect(await scopes()).toEqual(["k:j"]);
-    expect(await runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM answer_chunks WHERE scope = 'k:i'").one().n)).toBe(0);
+    expect(
+      await runInDurableObject(
+        s,
+        (_o, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM answer_chunks WHERE scope = 'k:i'").one().n,
+      ),
+    ).toBe(0);
     expect(await alarm()).toBe(young + RECORD_TTL_MS);
     // Once k:j has expired too, nothing is left: the object's storage goes, alarm and all.
-    await runInDurableObject(s, (_o, state) => void state.storage.sql.exec("UPDATE records SET created_at = ? WHERE scope = 'k:j'", Date.now() - RECORD_TTL_MS));
+    await runInDurableObject(
+      s,
+      (_o, state) =>
+        void state.storage.sql.exec(
+          "UPDATE records SET created_at = ? WHERE scope = 'k:j'",
+          Date.now() - RECORD_TTL_MS,
+        ),
+    );
     expect(await runDurableObjectAlarm(s)).toBe(true);
     expect(await alarm()).toBeNull();
-    expect(await runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE name IN ('records', 'answer_chunks')").one().n)).toBe(0);
+    expect(
+      await runInDurableObject(
+        s,
+        (_o, state) =>
+          state.storage.sql
+            .exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE name IN ('records', 'answer_chunks')")
+            .one().n,
+      ),
+    ).toBe(0);
     // The object still serves: its tables are made again, and a new record arms a new alarm.
     expect(await s.begin("k:j", "fp", "req-3", 15_000)).toEqual({ kind: "first", ref: "req-3" });
     expect(await alarm()).not.toBeNull();
@@ -133,10 +192,21 @@ describe("the Idempotency store", () => {
     await runInDurableObject(s, (_o, state) => {
       const sql = state.storage.sql;
       sql.exec("UPDATE records SET created_at = ? WHERE scope = 'k:live'", anHourAgo);
-      for (let i = 0; i < MAX_RECORDS - 1; i++) sql.exec("INSERT INTO records (scope, fingerprint, ref, state, created_at) VALUES (?, 'fp', ?, 'done', ?)", `k:${i}`, `r${i}`, anHourAgo + 1 + i);
+      for (let i = 0; i < MAX_RECORDS - 1; i++)
+        sql.exec(
+          "INSERT INTO records (scope, fingerprint, ref, state, created_at) VALUES (?, 'fp', ?, 'done', ?)",
+          `k:${i}`,
+          `r${i}`,
+          anHourAgo + 1 + i,
+        );
     });
     expect(await s.begin("k:new", "fp", "new", 15_000)).toEqual({ kind: "first", ref: "new" });
-    const scopes = await runInDurableObject(s, (_o, state) => state.storage.sql.exec<{ scope: string }>("SELECT scope FROM records").toArray().map((r) => r.scope));
+    const scopes = await runInDurableObject(s, (_o, state) =>
+      state.storage.sql
+        .exec<{ scope: string }>("SELECT scope FROM records")
+        .toArray()
+        .map((r) => r.scope),
+    );
     expect(scopes).toHaveLength(MAX_RECORDS);
     expect(scopes).toContain("k:live");
     expect(scopes).toContain("k:new");

@@ -133,11 +133,18 @@ export class Idempotency extends DurableObject {
       }
       // The attempt in flight stopped renewing its lease: its edge is gone.
       const firstOutcome: FirstOutcome = row.first_outcome ?? "abandoned";
-      this.#sql.exec("UPDATE records SET state = 'in_progress', owner = ?, lease_until = ?, first_outcome = ? WHERE scope = ?", requestId, now + leaseMs, firstOutcome, scope);
+      this.#sql.exec(
+        "UPDATE records SET state = 'in_progress', owner = ?, lease_until = ?, first_outcome = ? WHERE scope = ?",
+        requestId,
+        now + leaseMs,
+        firstOutcome,
+        scope,
+      );
       return { kind: "retry", ref: row.ref, enclave: row.enclave, instance: row.instance, firstOutcome };
     });
     // A new record expires at the latest when an alarm already set fires (it is for an older one).
-    if (begun.kind === "first" && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + RECORD_TTL_MS);
+    if (begun.kind === "first" && (await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(Date.now() + RECORD_TTL_MS);
     return begun;
   }
 
@@ -158,13 +165,28 @@ export class Idempotency extends DurableObject {
   renew(scope: string, owner: string, leaseMs: number): boolean {
     this.#schema();
     const now = Date.now();
-    return this.#sql.exec("UPDATE records SET lease_until = ? WHERE scope = ? AND owner = ? AND state = 'in_progress'", now + leaseMs, scope, owner).rowsWritten > 0;
+    return (
+      this.#sql.exec(
+        "UPDATE records SET lease_until = ? WHERE scope = ? AND owner = ? AND state = 'in_progress'",
+        now + leaseMs,
+        scope,
+        owner,
+      ).rowsWritten > 0
+    );
   }
 
   /** Notes, before it is sent, which enclave (and which channel key of it) `owner`'s attempt goes to. */
   target(scope: string, owner: string, enclave: string, instance: string): boolean {
     this.#schema();
-    return this.#sql.exec("UPDATE records SET enclave = ?, instance = ? WHERE scope = ? AND owner = ? AND state = 'in_progress'", enclave, instance, scope, owner).rowsWritten > 0;
+    return (
+      this.#sql.exec(
+        "UPDATE records SET enclave = ?, instance = ? WHERE scope = ? AND owner = ? AND state = 'in_progress'",
+        enclave,
+        instance,
+        scope,
+        owner,
+      ).rowsWritten > 0
+    );
   }
 
   /**
@@ -178,7 +200,12 @@ export class Idempotency extends DurableObject {
       if (!row || row.state === "done") return;
       this.#sql.exec("DELETE FROM answer_chunks WHERE scope = ?", scope);
       for (let seq = 0; seq * CHUNK_CHARS < answer.body.length || seq === 0; seq++) {
-        this.#sql.exec("INSERT INTO answer_chunks (scope, seq, data) VALUES (?, ?, ?)", scope, seq, answer.body.slice(seq * CHUNK_CHARS, (seq + 1) * CHUNK_CHARS));
+        this.#sql.exec(
+          "INSERT INTO answer_chunks (scope, seq, data) VALUES (?, ?, ?)",
+          scope,
+          seq,
+          answer.body.slice(seq * CHUNK_CHARS, (seq + 1) * CHUNK_CHARS),
+        );
       }
       this.#sql.exec(
         "UPDATE records SET state = 'done', owner = NULL, lease_until = 0, status = ?, headers = ?, bytes = ? WHERE scope = ?",
@@ -224,7 +251,10 @@ export class Idempotency extends DurableObject {
 
   #row(scope: string): Row | undefined {
     return this.#sql
-      .exec<Row>("SELECT fingerprint, ref, state, owner, lease_until, enclave, instance, first_outcome, status, headers FROM records WHERE scope = ?", scope)
+      .exec<Row>(
+        "SELECT fingerprint, ref, state, owner, lease_until, enclave, instance, first_outcome, status, headers FROM records WHERE scope = ?",
+        scope,
+      )
       .toArray()[0];
   }
 
@@ -243,7 +273,10 @@ export class Idempotency extends DurableObject {
   }
 
   #expire(now: number): void {
-    for (const { scope } of this.#sql.exec<{ scope: string }>("SELECT scope FROM records WHERE created_at <= ?", now - RECORD_TTL_MS).toArray()) this.#delete(scope);
+    for (const { scope } of this.#sql
+      .exec<{ scope: string }>("SELECT scope FROM records WHERE created_at <= ?", now - RECORD_TTL_MS)
+      .toArray())
+      this.#delete(scope);
   }
 
   /**
@@ -251,11 +284,17 @@ export class Idempotency extends DurableObject {
    * record whose lease is live stays.
    */
   #evict(now: number): void {
-    const totals = () => this.#sql.exec<{ n: number; bytes: number }>("SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS bytes FROM records").one();
+    const totals = () =>
+      this.#sql
+        .exec<{ n: number; bytes: number }>("SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS bytes FROM records")
+        .one();
     let t = totals();
     if (t.n < MAX_RECORDS && t.bytes <= MAX_STORED_BYTES) return;
     const candidates = this.#sql
-      .exec<{ scope: string; bytes: number }>("SELECT scope, bytes FROM records WHERE NOT (state = 'in_progress' AND lease_until > ?) ORDER BY state <> 'done', created_at", now)
+      .exec<{ scope: string; bytes: number }>(
+        "SELECT scope, bytes FROM records WHERE NOT (state = 'in_progress' AND lease_until > ?) ORDER BY state <> 'done', created_at",
+        now,
+      )
       .toArray();
     for (const c of candidates) {
       if (t.n < MAX_RECORDS && t.bytes <= MAX_STORED_BYTES) return;

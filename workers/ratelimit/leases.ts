@@ -38,7 +38,12 @@ export class Leases {
         current.remaining = Math.min(current.remaining, lease.remaining);
         held = current;
       } else {
-        held = { left: lease.granted, lastGrant: Math.max(1, lease.granted), remaining: lease.remaining, windowEndMs: lease.windowEndMs };
+        held = {
+          left: lease.granted,
+          lastGrant: Math.max(1, lease.granted),
+          remaining: lease.remaining,
+          windowEndMs: lease.windowEndMs,
+        };
       }
     }
     this.#held.delete(bucket);

@@ -9,33 +9,51 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { enclave } from "../enclave/client.ts";
-import { idempotentAnswerHeaders, newAccountHolder, openIdempotencyHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
+import {
+  idempotentAnswerHeaders,
+  newAccountHolder,
+  openIdempotencyHeaders,
+  routeRetry,
+  serveOnce,
+} from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
-import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, registerKeySecurity, tag } from "./openapi.ts";
+import {
+  endpoint,
+  errors,
+  jsonBody as body,
+  jsonResponse as json,
+  keySecurity,
+  registerKeySecurity,
+  tag,
+} from "./openapi.ts";
 
 const newAccount = createRoute({
   method: "post",
   ...endpoint("new_account"),
   tags: tag("Accounts"),
-  summary: "Create a managed account: its master API key (shown once, or again to a retry with the same Idempotency-Key), the Account Master Wallet and the account id",
+  summary:
+    "Create a managed account: its master API key (shown once, or again to a retry with the same Idempotency-Key), the Account Master Wallet and the account id",
   // Anyone may call it, and the enclave's payers pay for the account's transaction.
   security: [],
   middleware: [operationBodyLimit("new_account"), openWriteLimit({ spendsGas: true })] as const,
   request: { headers: openIdempotencyHeaders, body: body(requestSchemas.new_account) },
-  responses: { 200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) }, ...errors(400, 408, 409, 413, 422, 429, 503) },
+  responses: {
+    200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) },
+    ...errors(400, 408, 409, 413, 422, 429, 503),
+  },
 });
 
 const accountExists = createRoute({
   method: "get",
   ...endpoint("account_exists"),
   tags: tag("Accounts"),
-  summary: "Whether the key in the header is the master or a usage key of an existing account, and whether that account is managed",
+  summary:
+    "Whether the key in the header is the master or a usage key of an existing account, and whether that account is managed",
   security: keySecurity,
   responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), ...errors(400, 401, 429, 503) },
 });
-
 
 export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
@@ -53,7 +71,11 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
         // live only in the answer): nobody can use that account, so a new one is made, as the
         // client would with a new key, rather than answering write_outcome_unknown for good.
         if (attempt) await routeRetry(c, attempt, "run");
-        const res = await enclave.call("new_account", input, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send });
+        const res = await enclave.call("new_account", input, {
+          config: c.get("config"),
+          ids: c.get("ids"),
+          idempotent: attempt?.send,
+        });
         // The email is kept only in the account's ledger, for its Stripe customer (billing.md), and
         // with billing on the ledger learns that the new account has no webhooks yet, so its runs
         // make no call to a Webhooks object until it has some (ledger.ts, `opened`). The account
@@ -62,7 +84,9 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
         if (c.env.LEDGER && (input.email || c.get("config").billing)) {
           await ledgerOf(c.env.LEDGER, apiKeyHash(res.api_key))
             .opened(input.email)
-            .catch((err: unknown) => c.get("log").error("could not open the new account's ledger", { error: String(err) }));
+            .catch((err: unknown) =>
+              c.get("log").error("could not open the new account's ledger", { error: String(err) }),
+            );
         }
         return c.json(res, 200);
       },

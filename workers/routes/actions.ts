@@ -12,9 +12,21 @@ import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
-  writeRoute("add_action", "Actions", "Register an action (raw CID) with a name and a description; answers its hashed_cid. Needs group:manageActions in some group"),
-  writeRoute("delete_action", "Actions", "Unregister an action and remove it from every group. Needs group:manageActions for all groups"),
-  writeRoute("update_action_metadata", "Actions", "Rename or re-describe a registered action. Needs group:manageActions in some group"),
+  writeRoute(
+    "add_action",
+    "Actions",
+    "Register an action (raw CID) with a name and a description; answers its hashed_cid. Needs group:manageActions in some group",
+  ),
+  writeRoute(
+    "delete_action",
+    "Actions",
+    "Unregister an action and remove it from every group. Needs group:manageActions for all groups",
+  ),
+  writeRoute(
+    "update_action_metadata",
+    "Actions",
+    "Rename or re-describe a registered action. Needs group:manageActions in some group",
+  ),
 ];
 
 const actionItem = z.object({
@@ -32,7 +44,6 @@ const listActions = listRoute({
   item: actionItem,
   notFound: true,
 });
-
 
 export function actionsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();

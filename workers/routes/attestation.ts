@@ -20,8 +20,12 @@ const instanceId = z
 
 /** The two ways to pin an instance; either alone, or both naming the same one. */
 const pin = {
-  query: z.object({ instance: instanceId.optional().describe("Only this enclave instance answers (as X-Sigil-Instance names it)") }),
-  headers: z.object({ "x-sigil-instance": instanceId.optional().describe("Only this enclave instance answers; the same as ?instance=") }),
+  query: z.object({
+    instance: instanceId.optional().describe("Only this enclave instance answers (as X-Sigil-Instance names it)"),
+  }),
+  headers: z.object({
+    "x-sigil-instance": instanceId.optional().describe("Only this enclave instance answers; the same as ?instance="),
+  }),
 };
 
 /**
@@ -33,7 +37,12 @@ const pin = {
 const pinErrors = errors(400, 404, 503);
 
 const answeredBy = z.object({ "X-Sigil-Instance": z.string().describe("The enclave instance that answered") });
-const simulatedMark = { simulated: z.literal(true).optional().describe("Present only on a simulated TEE's answers (also X-Attestation-Simulated: 1)") };
+const simulatedMark = {
+  simulated: z
+    .literal(true)
+    .optional()
+    .describe("Present only on a simulated TEE's answers (also X-Attestation-Simulated: 1)"),
+};
 
 const quoteSchema = z.object({
   quote: z.string().describe("The TDX quote, hex"),
@@ -49,14 +58,15 @@ const attestation = createRoute({
   operationId: "getAttestation",
   tags: tag("Attestation"),
   security: [],
-  summary: "A TDX quote of an enclave, with its event log: cached over 64 zero bytes, or fresh over SHA-512(\"sigil-nonce:\" ‖ nonce) (rate-limited per client)",
+  summary:
+    'A TDX quote of an enclave, with its event log: cached over 64 zero bytes, or fresh over SHA-512("sigil-nonce:" ‖ nonce) (rate-limited per client)',
   request: {
     query: pin.query.extend({
       nonce: z
         .string()
         .regex(/^(0x)?([0-9a-fA-F]{2}){1,32}$/, "must be 1 to 32 bytes of hex")
         .optional()
-        .describe("Hex, at most 32 bytes: the quote's report_data is SHA-512(\"sigil-nonce:\" ‖ these bytes)"),
+        .describe('Hex, at most 32 bytes: the quote\'s report_data is SHA-512("sigil-nonce:" ‖ these bytes)'),
     }),
     headers: pin.headers,
   },
@@ -74,7 +84,8 @@ const info = createRoute({
   operationId: "getInfo",
   tags: tag("Attestation"),
   security: [],
-  summary: "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
+  summary:
+    "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
   request: { query: pin.query, headers: pin.headers },
   responses: {
     200: {
@@ -108,7 +119,16 @@ const collateral = createRoute({
     200: {
       description: "the mock root (DER hex and PEM) and collateral",
       headers: answeredBy,
-      content: { "application/json": { schema: z.object({ root_ca_der: z.string(), root_ca_pem: z.string(), collateral: z.record(z.string(), z.string()), ...simulatedMark }) } },
+      content: {
+        "application/json": {
+          schema: z.object({
+            root_ca_der: z.string(),
+            root_ca_pem: z.string(),
+            collateral: z.record(z.string(), z.string()),
+            ...simulatedMark,
+          }),
+        },
+      },
     },
     ...pinErrors,
   },
@@ -121,18 +141,21 @@ const receiptKey = createRoute({
   tags: tag("Attestation"),
   security: [],
   summary:
-    "The key an enclave instance signs run receipts with, and its TDX quote over SHA-512(\"sigil-receipt-v1:\" ‖ public key): verify a receipt against it (pin the receipt's instance_id)",
+    'The key an enclave instance signs run receipts with, and its TDX quote over SHA-512("sigil-receipt-v1:" ‖ public key): verify a receipt against it (pin the receipt\'s instance_id)',
   request: { query: pin.query, headers: pin.headers },
   responses: {
     200: {
-      description: "the receipt key, the quote that binds it and its event log, and the instance and compose hash it belongs to",
+      description:
+        "the receipt key, the quote that binds it and its event log, and the instance and compose hash it belongs to",
       headers: answeredBy,
       content: {
         "application/json": {
           schema: z.object({
             address: z.string().describe("the receipt key's address, lowercase"),
             public_key: z.string().describe("its uncompressed secp256k1 public key (0x04 ‖ x ‖ y)"),
-            quote: z.string().describe("the TDX quote, hex; report_data = SHA-512(\"sigil-receipt-v1:\" ‖ public key bytes)"),
+            quote: z
+              .string()
+              .describe('the TDX quote, hex; report_data = SHA-512("sigil-receipt-v1:" ‖ public key bytes)'),
             event_log: z.string().describe("the event log, a JSON-encoded array"),
             vm_config: z.string().optional(),
             instance_id: z.string(),
@@ -174,7 +197,9 @@ const evidenceFile = createRoute({
       description: "the file, as it was made",
       headers: answeredBy,
       content: {
-        "application/json": { schema: z.looseObject({}).describe("quote.json (quote, event_log, report_data) or acme-account.json") },
+        "application/json": {
+          schema: z.looseObject({}).describe("quote.json (quote, event_log, report_data) or acme-account.json"),
+        },
         "text/plain": { schema: z.string().describe("sha256sum.txt") },
         "application/x-pem-file": { schema: z.string().describe("cert-<domain>.pem") },
       },
@@ -188,13 +213,18 @@ function pinned(c: Context<EdgeEnv>): string | undefined {
   const read = (value: string | undefined) => {
     if (value === undefined) return undefined;
     const parsed = instanceId.safeParse(value);
-    if (!parsed.success) throw new SigilError("invalid_request", "the instance pin is not an instance id", { details: [{ path: "instance", message: parsed.error.issues[0]?.message ?? "invalid" }] });
+    if (!parsed.success)
+      throw new SigilError("invalid_request", "the instance pin is not an instance id", {
+        details: [{ path: "instance", message: parsed.error.issues[0]?.message ?? "invalid" }],
+      });
     return parsed.data;
   };
   const fromHeader = read(c.req.header("x-sigil-instance"));
   const fromQuery = read(c.req.query("instance"));
   if (fromHeader && fromQuery && fromHeader !== fromQuery) {
-    throw new SigilError("invalid_request", "X-Sigil-Instance and ?instance= name different instances", { details: [{ path: "instance", message: "two different instances" }] });
+    throw new SigilError("invalid_request", "X-Sigil-Instance and ?instance= name different instances", {
+      details: [{ path: "instance", message: "two different instances" }],
+    });
   }
   return fromHeader ?? fromQuery;
 }
@@ -202,7 +232,10 @@ function pinned(c: Context<EdgeEnv>): string | undefined {
 export function attestationRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
   const pass = (c: Context<EdgeEnv>) =>
-    proxyToEnclave(c.get("config"), c.get("ids"), new URL(c.req.url), { instance: pinned(c), clientIp: c.req.header("cf-connecting-ip") }) as never;
+    proxyToEnclave(c.get("config"), c.get("ids"), new URL(c.req.url), {
+      instance: pinned(c),
+      clientIp: c.req.header("cf-connecting-ip"),
+    }) as never;
   r.openapi(attestation, pass);
   r.openapi(collateral, pass);
   r.openapi(info, pass);

@@ -15,7 +15,11 @@ import { errors, jsonResponse, keySecurity, tag } from "./openapi.ts";
 const cursorParam = z
   .string()
   .optional()
-  .openapi({ param: { name: "cursor", in: "query" }, description: "next_cursor of the previous page (opaque); absent: the newest events. One this endpoint did not give is 400 invalid_request" });
+  .openapi({
+    param: { name: "cursor", in: "query" },
+    description:
+      "next_cursor of the previous page (opaque); absent: the newest events. One this endpoint did not give is 400 invalid_request",
+  });
 
 const limitParam = z
   .string()
@@ -23,14 +27,22 @@ const limitParam = z
   .optional()
   .transform((v) => (v === undefined ? DEFAULT_AUDIT_LIMIT : Number(v)))
   .refine((v) => v >= 1 && v <= MAX_AUDIT_LIMIT, `must be between 1 and ${MAX_AUDIT_LIMIT}`)
-  .openapi({ param: { name: "limit", in: "query" }, description: `events per page (default ${DEFAULT_AUDIT_LIMIT}, max ${MAX_AUDIT_LIMIT})`, example: "50" });
+  .openapi({
+    param: { name: "limit", in: "query" },
+    description: `events per page (default ${DEFAULT_AUDIT_LIMIT}, max ${MAX_AUDIT_LIMIT})`,
+    example: "50",
+  });
 
 const fromBlockParam = z
   .string()
   .regex(/^\d{1,16}$/, "must be a block number")
   .optional()
   .transform((v) => (v === undefined ? undefined : BigInt(v)))
-  .openapi({ param: { name: "from_block", in: "query" }, description: "read no event older than this block (default: the contract's deployment block)", example: "0" });
+  .openapi({
+    param: { name: "from_block", in: "query" },
+    description: "read no event older than this block (default: the contract's deployment block)",
+    example: "0",
+  });
 
 const eventNames = accountEvents.map((e) => e.name) as [string, ...string[]];
 
@@ -47,8 +59,16 @@ const auditEvent = z
       .describe(
         "the transaction's sender, lowercase: for a managed account's writes one of the service's payers (the enclave sent it on the API key's behalf; get_api_payers lists them), for a ChainSecured account's the admin wallet (or whoever called the contract wallet that sent it)",
       ),
-    summary: z.string().describe('what it did, for a person: "usage key 0xab…cd removed", "wallet 0x… registered (id 2)", "account converted to ChainSecured, admin 0x…"'),
-    args: z.record(z.string(), z.union([z.string(), z.boolean()])).describe("the event's arguments but the master hash, by their ABI names: hashes as 0x + 64 hex, ids as decimal strings, addresses lowercase"),
+    summary: z
+      .string()
+      .describe(
+        'what it did, for a person: "usage key 0xab…cd removed", "wallet 0x… registered (id 2)", "account converted to ChainSecured, admin 0x…"',
+      ),
+    args: z
+      .record(z.string(), z.union([z.string(), z.boolean()]))
+      .describe(
+        "the event's arguments but the master hash, by their ABI names: hashes as 0x + 64 hex, ids as decimal strings, addresses lowercase",
+      ),
   })
   .openapi("AuditEvent");
 
@@ -57,14 +77,20 @@ const audit = createRoute({
   path: "/audit",
   operationId: "audit",
   tags: tag("Audit"),
-  summary: "The account's administrative history from the contract's events (keys, wallets, groups, actions, conversion, ownership), newest first, in cursor pages",
+  summary:
+    "The account's administrative history from the contract's events (keys, wallets, groups, actions, conversion, ownership), newest first, in cursor pages",
   description:
     "Read from the chain with eth_getLogs on the account's master hash, in block windows walking back from the cursor. next_cursor is null when the account's creation (or from_block) is reached; events written while paging are in later blocks and never shift a page. API key (master or usage), or X-Wallet-Auth signed as BillingAuth by a ChainSecured account's admin wallet.",
   security: [...keySecurity, { WalletAuth: [] }],
   middleware: [requireCredentials] as const,
   request: { query: z.object({ cursor: cursorParam, limit: limitParam, from_block: fromBlockParam }) },
   responses: {
-    200: jsonResponse(z.object({ events: z.array(auditEvent), next_cursor: z.string().nullable().describe("the next page's cursor; null when there is none") })),
+    200: jsonResponse(
+      z.object({
+        events: z.array(auditEvent),
+        next_cursor: z.string().nullable().describe("the next page's cursor; null when there is none"),
+      }),
+    ),
     // 400: the query or the cursor, two credentials; 401: the key or signature; 403: a wallet no
     // longer the admin; 404: a wallet that administers no account; 413: an oversized X-Wallet-Auth.
     ...errors(400, 401, 403, 404, 413, 429, 503),

@@ -13,7 +13,14 @@ import { billingCaller, WALLET_AUTH_HEADER, type BillingCaller, type BillingCred
 import { accountBalance } from "../billing/balance.ts";
 import { creditPayment, creditWebhook } from "../billing/payments.ts";
 import { MAX_TOP_UP_CENTS, MIN_TOP_UP_CENTS, startTopUp } from "../billing/topUp.ts";
-import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
+import {
+  idempotencyHeaders,
+  idempotentAnswerHeaders,
+  keyHolder,
+  serveOnce,
+  walletHolder,
+  type HolderOf,
+} from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { emitterOf, paymentCredited, paymentFailed } from "../webhooks/emit.ts";
@@ -69,7 +76,11 @@ function billingHolder(caller: BillingCaller): HolderOf {
 }
 
 const balanceSchema = z.object({
-  balance_cents: z.number().int().nonnegative().describe("credit free to spend, in cents (credit in flight for running work is not included)"),
+  balance_cents: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("credit free to spend, in cents (credit in flight for running work is not included)"),
   balance_display: z.string().describe('the same in dollars, e.g. "$12.34"'),
 });
 
@@ -84,9 +95,15 @@ const stripeConfig = createRoute({
   operationId: "getStripeConfig",
   tags: tag("Billing"),
   security: [],
-  summary: "Stripe's publishable key for confirming payments client-side (and api_base when the local Stripe emulator stands in for Stripe)",
+  summary:
+    "Stripe's publishable key for confirming payments client-side (and api_base when the local Stripe emulator stands in for Stripe)",
   responses: {
-    200: json(z.object({ publishable_key: z.string(), api_base: z.url().optional().describe("the local Stripe emulator's URL; absent with real Stripe") })),
+    200: json(
+      z.object({
+        publishable_key: z.string(),
+        api_base: z.url().optional().describe("the local Stripe emulator's URL; absent with real Stripe"),
+      }),
+    ),
     ...errors(429, 503),
   },
 });
@@ -135,7 +152,8 @@ const confirmPayment = createRoute({
   method: "post",
   ...endpoint("billing/confirm_payment"),
   tags: tag("Billing"),
-  summary: "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
+  summary:
+    "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
   security: billingSecurity,
   middleware: [defaultBodyLimit, requireCredentials] as const,
   request: { headers: billingIdempotencyHeaders, body: body(z.strictObject({ payment_intent_id: intentIdField })) },
@@ -143,9 +161,19 @@ const confirmPayment = createRoute({
     200: {
       ...json(
         z.object({
-          credited_cents: z.number().int().nonnegative().describe("what this call added; 0 when the payment was already credited (a replay under an Idempotency-Key answers what the first call added)"),
+          credited_cents: z
+            .number()
+            .int()
+            .nonnegative()
+            .describe(
+              "what this call added; 0 when the payment was already credited (a replay under an Idempotency-Key answers what the first call added)",
+            ),
           already_credited: z.boolean(),
-          balance_cents: z.number().int().nonnegative().describe("the credit after this call (on a replay, after the first call)"),
+          balance_cents: z
+            .number()
+            .int()
+            .nonnegative()
+            .describe("the credit after this call (on a replay, after the first call)"),
         }),
       ),
       headers: replayHeaders,
@@ -161,8 +189,14 @@ const confirmPayment = createRoute({
 const stripeEventSchema = z
   .looseObject({
     id: z.string().describe("the event's id, evt_…"),
-    type: z.string().describe("the event's type; payment_intent.succeeded credits, payment_intent.payment_failed is told to the account's webhooks (payment.failed), others are acknowledged"),
-    data: z.looseObject({ object: z.looseObject({}).describe("the event's object: for payment_intent.* events, the payment intent") }),
+    type: z
+      .string()
+      .describe(
+        "the event's type; payment_intent.succeeded credits, payment_intent.payment_failed is told to the account's webhooks (payment.failed), others are acknowledged",
+      ),
+    data: z.looseObject({
+      object: z.looseObject({}).describe("the event's object: for payment_intent.* events, the payment intent"),
+    }),
   })
   .describe("a Stripe event, signed in Stripe-Signature");
 
@@ -173,16 +207,23 @@ const webhook = createRoute({
   tags: tag("Billing"),
   // Stripe's signature (Stripe-Signature), not a key, says who sent it.
   security: [],
-  summary: "Stripe's webhook (payment_intent.succeeded credits the intent's account); signed with the webhook secret, at most 5 minutes old",
+  summary:
+    "Stripe's webhook (payment_intent.succeeded credits the intent's account); signed with the webhook secret, at most 5 minutes old",
   request: {
-    headers: z.object({ "stripe-signature": z.string().optional().describe("t=<unix seconds>,v1=<HMAC-SHA256 of `t.body`>") }),
+    headers: z.object({
+      "stripe-signature": z.string().optional().describe("t=<unix seconds>,v1=<HMAC-SHA256 of `t.body`>"),
+    }),
     // Stripe's event object as Stripe sends it: the edge reads the exact bytes the signature covers.
     body: { required: true, content: { "application/json": { schema: stripeEventSchema } } },
   },
   responses: {
     200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })),
     // A bad or stale signature is 400 invalid_signature here (api.md, Billing): the payload is refused.
-    400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_signature: Stripe-Signature is missing, does not sign this body, or is older than 5 minutes)" },
+    400: {
+      ...errorAnswer(400),
+      description:
+        "Bad Request (error.code: invalid_signature: Stripe-Signature is missing, does not sign this body, or is older than 5 minutes)",
+    },
     ...errors(408, 413, 429, 503),
   },
 });
@@ -193,12 +234,16 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
     type: "apiKey",
     in: "header",
     name: WALLET_AUTH_HEADER,
-    description: 'base64url(JSON {"typed_data": …, "signature": "0x…"}), typed data of primaryType BillingAuth signed by the account\'s admin wallet',
+    description:
+      'base64url(JSON {"typed_data": …, "signature": "0x…"}), typed data of primaryType BillingAuth signed by the account\'s admin wallet',
   });
 
   r.openapi(stripeConfig, (c) => {
     const { publishableKey, apiBase } = c.get("config").stripe;
-    if (!publishableKey) throw new SigilError("payments_unavailable", "payments are not configured on this deployment", { retryAfterSeconds: 30 });
+    if (!publishableKey)
+      throw new SigilError("payments_unavailable", "payments are not configured on this deployment", {
+        retryAfterSeconds: 30,
+      });
     return c.json({ publishable_key: publishableKey, ...(apiBase === undefined ? {} : { api_base: apiBase }) }, 200);
   });
 
@@ -238,10 +283,27 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       input,
       async () => {
-        const credited = await creditPayment(c.get("config"), c.env.LEDGER, caller.master, input.payment_intent_id, c.get("log"));
+        const credited = await creditPayment(
+          c.get("config"),
+          c.env.LEDGER,
+          caller.master,
+          input.payment_intent_id,
+          c.get("log"),
+        );
         // payment.credited once per intent, whichever path credited it (the event is keyed by the intent).
-        paymentCredited(emitterOf(c), caller.master, { paymentIntentId: input.payment_intent_id, amountCents: credited.amountCents, freeCents: credited.freeCents });
-        return c.json({ credited_cents: credited.creditedCents, already_credited: credited.alreadyCredited, balance_cents: credited.balanceCents }, 200);
+        paymentCredited(emitterOf(c), caller.master, {
+          paymentIntentId: input.payment_intent_id,
+          amountCents: credited.amountCents,
+          freeCents: credited.freeCents,
+        });
+        return c.json(
+          {
+            credited_cents: credited.creditedCents,
+            already_credited: credited.alreadyCredited,
+            balance_cents: credited.balanceCents,
+          },
+          200,
+        );
       },
       billingHolder(caller),
     ) as never;
@@ -259,7 +321,13 @@ export function stripeWebhookRoutes(): OpenAPIHono<EdgeEnv> {
   // Documented, not validated: the signature covers the exact bytes, so nothing may parse the body first.
   r.openAPIRegistry.registerPath(webhook);
   r.post(webhook.path, defaultBodyLimit, async (c) => {
-    const outcome = await creditWebhook(c.get("config"), c.env.LEDGER, await c.req.text(), c.req.header("stripe-signature"), c.get("log"));
+    const outcome = await creditWebhook(
+      c.get("config"),
+      c.env.LEDGER,
+      await c.req.text(),
+      c.req.header("stripe-signature"),
+      c.get("log"),
+    );
     // The account's own webhooks: payment.credited (keyed by the intent, so once with confirm_payment) and payment.failed.
     if (outcome.succeeded) paymentCredited(emitterOf(c), outcome.succeeded.master, outcome.succeeded);
     if (outcome.failed) paymentFailed(emitterOf(c), outcome.failed.master, outcome.failed);

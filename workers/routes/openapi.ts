@@ -32,7 +32,8 @@ export const TAGS = {
   Signatures: "ChainSecured accounts: what a wallet's EIP-712 signature authorizes instead of a key",
   Audit: "The account's administrative history, read from the contract's events",
   Billing: "Prepaid credit: the balance, buying credit through Stripe, and Stripe's webhook",
-  Webhooks: "Signed events the service POSTs to the account's own endpoints (payments, low balance, spend caps, failed runs), their delivery log and re-sends",
+  Webhooks:
+    "Signed events the service POSTs to the account's own endpoints (payments, low balance, spend caps, failed runs), their delivery log and re-sends",
   Public: "What the service is and whether it can serve: version, health, chain, payers",
   Attestation: "The enclaves' TDX quotes, app info and evidence files, at the base URL, for verifiers",
 } as const;
@@ -79,14 +80,21 @@ const REASONS: Record<ErrorAnswerStatus, string> = {
 
 const retryAfter = z.string().describe("seconds to wait before retrying");
 
-type ErrorAnswer = { description: string; headers?: z.ZodObject; content: { "application/json": { schema: typeof errorBody } } };
+type ErrorAnswer = {
+  description: string;
+  headers?: z.ZodObject;
+  content: { "application/json": { schema: typeof errorBody } };
+};
 
 /** One error answer: the status's reason and the codes of that status (shared/errors.ts), with the one error body. */
 export function errorAnswer(status: ErrorAnswerStatus): ErrorAnswer {
   const codes = Object.entries(errorStatus)
     .filter(([, s]) => s === status)
     .map(([code]) => code);
-  const answer: ErrorAnswer = { description: `${REASONS[status]} (error.code: ${codes.join(", ")})`, content: { "application/json": { schema: errorBody } } };
+  const answer: ErrorAnswer = {
+    description: `${REASONS[status]} (error.code: ${codes.join(", ")})`,
+    content: { "application/json": { schema: errorBody } },
+  };
   // api.md, Errors: 429 always comes with Retry-After, 503 when the edge knows when to retry.
   if (status === 429) answer.headers = z.object({ "Retry-After": retryAfter });
   if (status === 503) answer.headers = z.object({ "Retry-After": retryAfter.optional() });
@@ -114,8 +122,17 @@ export function jsonBody<T extends z.ZodType>(schema: T) {
 export const keySecurity: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];
 
 export function registerKeySecurity(r: OpenAPIHono<EdgeEnv>): void {
-  r.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-Api-Key", description: "The account's master key or a usage key" });
-  r.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "The same key as `Authorization: Bearer <key>`" });
+  r.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-Api-Key",
+    description: "The account's master key or a usage key",
+  });
+  r.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "The same key as `Authorization: Bearer <key>`",
+  });
 }
 
 /** Checks the caller's key headers before the request is validated, so auth failures come first. */
@@ -134,7 +151,14 @@ export function toWire(value: unknown): unknown {
  * (the page fields, maybe more), a JSON array of `item`, and the total in X-Total-Count. `notFound`
  * when the query names something that may not exist (a group).
  */
-export function listRoute<N extends string, Q extends z.ZodObject, I extends z.ZodType>(args: { name: N; tag: Tag; summary: string; query: Q; item: I; notFound?: boolean }) {
+export function listRoute<N extends string, Q extends z.ZodObject, I extends z.ZodType>(args: {
+  name: N;
+  tag: Tag;
+  summary: string;
+  query: Q;
+  item: I;
+  notFound?: boolean;
+}) {
   return createRoute({
     method: "get",
     ...endpoint(args.name),

@@ -21,7 +21,11 @@ const pageSize = z
   .optional()
   .transform((v) => (v === undefined ? DEFAULT_PAGE_SIZE : Number(v)))
   .refine((v) => v >= 1 && v <= MAX_PAGE_SIZE, `must be between 1 and ${MAX_PAGE_SIZE}`)
-  .openapi({ param: { name: "page_size", in: "query" }, description: `items per page (default ${DEFAULT_PAGE_SIZE}, max ${MAX_PAGE_SIZE})`, example: "10" });
+  .openapi({
+    param: { name: "page_size", in: "query" },
+    description: `items per page (default ${DEFAULT_PAGE_SIZE}, max ${MAX_PAGE_SIZE})`,
+    example: "10",
+  });
 
 /** The query of every list endpoint; parsed: `{page_number: number, page_size: number}`. */
 export const pageQuerySchema = z.object({ page_number: pageNumber, page_size: pageSize });
@@ -41,7 +45,11 @@ export function pageArgs(q: PageQuery): [bigint, bigint] {
 }
 
 /** A list answer: one page of a list view's `[items, total]`, each item as `toItem` shows it, the total in `X-Total-Count`. */
-export function pageAnswer<T, U>(c: Context, [items, total]: readonly [readonly T[], bigint | number], toItem: (item: T) => U) {
+export function pageAnswer<T, U>(
+  c: Context,
+  [items, total]: readonly [readonly T[], bigint | number],
+  toItem: (item: T) => U,
+) {
   c.header("X-Total-Count", String(total));
   return c.json(items.map(toItem), 200);
 }

@@ -21,7 +21,13 @@ const version = createRoute({
   tags: tag("Public"),
   summary: "The service's name and version",
   security: [],
-  responses: { 200: { description: "ok", content: { "application/json": { schema: z.object({ name: z.string(), version: z.string() }) } } }, ...errors(429) },
+  responses: {
+    200: {
+      description: "ok",
+      content: { "application/json": { schema: z.object({ name: z.string(), version: z.string() }) } },
+    },
+    ...errors(429),
+  },
 });
 
 const chainConfig = createRoute({
@@ -53,11 +59,22 @@ const ipfsId = createRoute({
   method: "post",
   ...endpoint("get_sigil_action_ipfs_id"),
   tags: tag("Actions"),
-  summary: "The CIDv0 of a script (ipfs add defaults, exact bytes); scripts up to max_code_bytes (UTF-8), as sigil_action takes them",
+  summary:
+    "The CIDv0 of a script (ipfs add defaults, exact bytes); scripts up to max_code_bytes (UTF-8), as sigil_action takes them",
   security: [],
   middleware: [scriptBodyLimit] as const,
-  request: { body: { required: true, content: { "application/json": { schema: z.string().describe("the script's source, at most max_code_bytes (UTF-8)") } } } },
-  responses: { 200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } }, ...errors(400, 408, 413, 429) },
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": { schema: z.string().describe("the script's source, at most max_code_bytes (UTF-8)") },
+      },
+    },
+  },
+  responses: {
+    200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } },
+    ...errors(400, 408, 413, 429),
+  },
 });
 
 const clientConfig = createRoute({
@@ -66,13 +83,21 @@ const clientConfig = createRoute({
   tags: tag("Execution"),
   summary: "The effective limits of a script run",
   security: [],
-  responses: { 200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } }, ...errors(429) },
+  responses: {
+    200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } },
+    ...errors(429),
+  },
 });
 
 const enclaveHealth = z.object({
   index: z.number().describe("the enclave's place in SIGIL_ENCLAVE_URLS"),
-  instance_id: z.string().nullable().describe("the instance it says it is (pin it for the attestation endpoints); null when it did not answer"),
-  status: z.enum(["ok", "stalled", "degraded", "unreachable"]).describe("stalled: its chain listener has not polled for too long; degraded: it cannot reach the chain"),
+  instance_id: z
+    .string()
+    .nullable()
+    .describe("the instance it says it is (pin it for the attestation endpoints); null when it did not answer"),
+  status: z
+    .enum(["ok", "stalled", "degraded", "unreachable"])
+    .describe("stalled: its chain listener has not polled for too long; degraded: it cannot reach the chain"),
   account_event_listener_lag_seconds: z.number().nullable(),
   last_block: z.string().nullable(),
   chain_head: z.string().nullable(),
@@ -80,8 +105,13 @@ const enclaveHealth = z.object({
 const healthSchema = z.object({
   status: z
     .enum(["ok", "degraded", "unavailable"])
-    .describe("ok (200): every enclave that answers is healthy (unreachable ones are routed around); degraded (503): one that answers is not, e.g. its listener stalled; unavailable (503): none answers"),
-  account_event_listener_lag_seconds: z.number().nullable().describe("the worst (largest) lag of the enclaves that answer"),
+    .describe(
+      "ok (200): every enclave that answers is healthy (unreachable ones are routed around); degraded (503): one that answers is not, e.g. its listener stalled; unavailable (503): none answers",
+    ),
+  account_event_listener_lag_seconds: z
+    .number()
+    .nullable()
+    .describe("the worst (largest) lag of the enclaves that answer"),
   enclaves: z.array(enclaveHealth),
   chain: z.object({ chain_id: z.number(), contract_address: z.string().nullable() }),
 });
@@ -95,7 +125,10 @@ const health = createRoute({
   responses: {
     200: { description: "serving", content: { "application/json": { schema: healthSchema } } },
     // Not an error body: the same report, with the status that says it cannot serve (api.md).
-    503: { description: "not serving, or an enclave that answers is not healthy (a stalled listener)", content: { "application/json": { schema: healthSchema } } },
+    503: {
+      description: "not serving, or an enclave that answers is not healthy (a stalled listener)",
+      content: { "application/json": { schema: healthSchema } },
+    },
     ...errors(429),
   },
 });
@@ -114,7 +147,10 @@ const apiPayers = createRoute({
   tags: tag("Public"),
   summary: "The addresses that submit the service's transactions (the contract's payer set), lowercase",
   security: [],
-  responses: { 200: { description: "ok", content: { "application/json": { schema: z.array(z.string()) } } }, ...errors(429, 503) },
+  responses: {
+    200: { description: "ok", content: { "application/json": { schema: z.array(z.string()) } } },
+    ...errors(429, 503),
+  },
 });
 
 const adminApiPayer = createRoute({
@@ -123,7 +159,10 @@ const adminApiPayer = createRoute({
   tags: tag("Public"),
   summary: "The admin payer's address, lowercase (the zero address when none is set)",
   security: [],
-  responses: { 200: { description: "the address, as a JSON string", content: { "application/json": { schema: z.string() } } }, ...errors(429, 503) },
+  responses: {
+    200: { description: "the address, as a JSON string", content: { "application/json": { schema: z.string() } } },
+    ...errors(429, 503),
+  },
 });
 
 export function publicRoutes(): OpenAPIHono<EdgeEnv> {
@@ -148,7 +187,8 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(ipfsId, async (c) => {
     const code = new TextEncoder().encode(c.req.valid("json"));
     const { maxCodeBytes } = c.get("config").limits;
-    if (code.byteLength > maxCodeBytes) throw new SigilError("payload_too_large", `the script must be at most ${maxCodeBytes} bytes (UTF-8)`);
+    if (code.byteLength > maxCodeBytes)
+      throw new SigilError("payload_too_large", `the script must be at most ${maxCodeBytes} bytes (UTF-8)`);
     return c.json(await computeCid(code), 200);
   });
 
@@ -157,7 +197,10 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(apiPayers, async (c) => {
     const payers = await readView(c.get("config"), "apiPayers", []);
-    return c.json(payers.map((p) => p.toLowerCase()), 200);
+    return c.json(
+      payers.map((p) => p.toLowerCase()),
+      200,
+    );
   });
 
   r.openapi(adminApiPayer, async (c) => {
@@ -186,14 +229,22 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
             chain_head: report.listener?.chain_head ?? null,
           };
         } catch {
-          return { index, instance_id: null, status: "unreachable", account_event_listener_lag_seconds: null, last_block: null, chain_head: null };
+          return {
+            index,
+            instance_id: null,
+            status: "unreachable",
+            account_event_listener_lag_seconds: null,
+            last_block: null,
+            chain_head: null,
+          };
         }
       }),
     );
     const answering = enclaves.filter((e) => e.status !== "unreachable");
     const lags = answering.map((e) => e.account_event_listener_lag_seconds).filter((l): l is number => l !== null);
     // Unreachable enclaves are routed around; one that answers but is unhealthy still gets requests.
-    const status = answering.length === 0 ? "unavailable" : answering.every((e) => e.status === "ok") ? "ok" : "degraded";
+    const status =
+      answering.length === 0 ? "unavailable" : answering.every((e) => e.status === "ok") ? "ok" : "degraded";
     const body = {
       status,
       // The worst: the minimum would hide a stalled instance behind a healthy one.

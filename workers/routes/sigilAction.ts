@@ -5,12 +5,19 @@
 // first attempt gave no answer says what became of it (`first_attempt`; idempotency/).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { sigilActionResponseSchema, sigilActionRequestSchema, } from "../../shared/operations.ts";
+import { sigilActionResponseSchema, sigilActionRequestSchema } from "../../shared/operations.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { meteredRun, payerOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { firstAttemptOf, firstAttemptSchema, idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce } from "../idempotency/index.ts";
+import {
+  firstAttemptOf,
+  firstAttemptSchema,
+  idempotencyHeaders,
+  idempotentAnswerHeaders,
+  routeRetry,
+  serveOnce,
+} from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { afterMetered, emitterOf } from "../webhooks/emit.ts";
 import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
@@ -19,7 +26,8 @@ const sigilAction = createRoute({
   method: "post",
   ...endpoint("sigil_action"),
   tags: tag("Execution"),
-  summary: "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
+  summary:
+    "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
   security: keySecurity,
   middleware: [requireKey, operationBodyLimit("sigil_action")] as const,
   request: { headers: idempotencyHeaders, body: body(sigilActionRequestSchema) },
@@ -27,7 +35,13 @@ const sigilAction = createRoute({
     200: {
       ...json(
         sigilActionResponseSchema.extend({
-          charged_cents: z.number().int().nonnegative().describe("credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once"),
+          charged_cents: z
+            .number()
+            .int()
+            .nonnegative()
+            .describe(
+              "credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once",
+            ),
           first_attempt: firstAttemptSchema.optional(),
         }),
         "the run's outcome (a script failure is has_error: true with error)",
@@ -65,7 +79,9 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
                 ...input,
                 api_key: key.apiKey,
                 // Billing on: the seconds granted, so the enclave signs into the receipt what the ledger charges.
-                ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs, billing: { granted_seconds: Math.floor(timeoutMs / 1000) } }),
+                ...(timeoutMs === undefined
+                  ? {}
+                  : { timeout_ms: timeoutMs, billing: { granted_seconds: Math.floor(timeoutMs / 1000) } }),
               },
               {
                 config,

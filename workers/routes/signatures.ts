@@ -12,7 +12,14 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { enclave } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { idempotencyHeaders, idempotentAnswerHeaders, openIdempotencyHeaders, serveOnce, walletHolder, type KeyHolder } from "../idempotency/index.ts";
+import {
+  idempotencyHeaders,
+  idempotentAnswerHeaders,
+  openIdempotencyHeaders,
+  serveOnce,
+  walletHolder,
+  type KeyHolder,
+} from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
 import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
@@ -24,7 +31,10 @@ const envelope = {
     .unknown()
     .refine((v) => v !== undefined, "required")
     .describe("the full EIP-712 object: types, primaryType, domain, message {address, issuedAt}"),
-  signature: z.string().min(1).describe("hex: a 65-byte ECDSA signature, or a contract wallet's ERC-1271 signature (at most 4 KiB)"),
+  signature: z
+    .string()
+    .min(1)
+    .describe("hex: a 65-byte ECDSA signature, or a contract wallet's ERC-1271 signature (at most 4 KiB)"),
 };
 const envelopeSchema = z.strictObject(envelope);
 const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, ...envelope });
@@ -38,7 +48,10 @@ const openWrite = openWriteLimit({ spendsGas: false });
 const replayHeaders = z.object(idempotentAnswerHeaders);
 
 /** The route of a derivation a wallet signed for (open to anyone, its body the typed-data envelope). */
-function derivationRoute<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(op: Op, summary: string) {
+function derivationRoute<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(
+  op: Op,
+  summary: string,
+) {
   return createRoute({
     method: "post",
     ...endpoint(op),
@@ -48,7 +61,11 @@ function derivationRoute<Op extends "create_wallet_with_signature" | "add_usage_
     security: [],
     middleware: [operationBodyLimit(op), openWrite] as const,
     request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
-    responses: { 200: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders }, ...signatureErrors, ...errors(409, 422) },
+    responses: {
+      200: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders },
+      ...signatureErrors,
+      ...errors(409, 422),
+    },
   });
 }
 
@@ -71,7 +88,7 @@ const addUsageKey = derivationRoute(
  * check frees at once. Typed data naming no address is served without a record (its check fails).
  */
 async function signerHolder(_c: Context<EdgeEnv>, key: string, input: unknown): Promise<KeyHolder | undefined> {
-  const address = ((input as { typed_data?: { message?: { address?: unknown } } }).typed_data?.message?.address);
+  const address = (input as { typed_data?: { message?: { address?: unknown } } }).typed_data?.message?.address;
   if (typeof address !== "string" || !isAddress(address, { strict: false })) return undefined;
   return walletHolder(walletLookupHash(address), address, key, input);
 }
@@ -93,7 +110,11 @@ function serveDerivation<Op extends "create_wallet_with_signature" | "add_usage_
     input,
     async () => {
       await verifyWalletSignature(c.get("config"), primaryType, input);
-      const res = await enclave.call(op, { typed_data: input.typed_data, signature: input.signature } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids") });
+      const res = await enclave.call(
+        op,
+        { typed_data: input.typed_data, signature: input.signature } as OperationInput<Op>,
+        { config: c.get("config"), ids: c.get("ids") },
+      );
       return c.json(res as object, 200);
     },
     signerHolder,
@@ -104,7 +125,8 @@ const convert = createRoute({
   method: "post",
   ...endpoint("convert_to_chain_secured_account"),
   tags: tag("Signatures"),
-  summary: "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
+  summary:
+    "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
   security: keySecurity,
   middleware: [operationBodyLimit("convert_to_chain_secured_account"), requireKey] as const,
   request: { headers: idempotencyHeaders, body: body(convertSchema) },
@@ -118,9 +140,15 @@ const convert = createRoute({
 export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
 
-  r.openapi(createWallet, (c) => serveDerivation(c, "create_wallet_with_signature", "CreateWallet", c.req.valid("json")) as never);
+  r.openapi(
+    createWallet,
+    (c) => serveDerivation(c, "create_wallet_with_signature", "CreateWallet", c.req.valid("json")) as never,
+  );
 
-  r.openapi(addUsageKey, (c) => serveDerivation(c, "add_usage_api_key_with_signature", "AddUsageApiKey", c.req.valid("json")) as never);
+  r.openapi(
+    addUsageKey,
+    (c) => serveDerivation(c, "add_usage_api_key_with_signature", "AddUsageApiKey", c.req.valid("json")) as never,
+  );
 
   r.openapi(convert, async (c) => {
     const input = c.req.valid("json");
@@ -128,8 +156,20 @@ export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
     return serveWrite(
       c,
       "convert_to_chain_secured_account",
-      { new_admin_wallet_address: input.new_admin_wallet_address, typed_data: input.typed_data, signature: input.signature },
-      { check: () => verifyWalletSignature(c.get("config"), "ConvertAccount", input, input.new_admin_wallet_address as Address).then(() => undefined) },
+      {
+        new_admin_wallet_address: input.new_admin_wallet_address,
+        typed_data: input.typed_data,
+        signature: input.signature,
+      },
+      {
+        check: () =>
+          verifyWalletSignature(
+            c.get("config"),
+            "ConvertAccount",
+            input,
+            input.new_admin_wallet_address as Address,
+          ).then(() => undefined),
+      },
     ) as never;
   });
 

@@ -36,14 +36,21 @@ const usageQuery = z.object({
     .string()
     .max(64)
     .optional()
-    .openapi({ param: { name: "cursor", in: "query" }, description: "next_cursor of the page before; absent for the newest page" }),
+    .openapi({
+      param: { name: "cursor", in: "query" },
+      description: "next_cursor of the page before; absent for the newest page",
+    }),
   limit: z
     .string()
     .regex(/^\d{1,9}$/, "must be a positive integer")
     .optional()
     .transform((v) => (v === undefined ? DEFAULT_USAGE_LIMIT : Number(v)))
     .refine((v) => v >= 1 && v <= MAX_USAGE_LIMIT, `must be between 1 and ${MAX_USAGE_LIMIT}`)
-    .openapi({ param: { name: "limit", in: "query" }, description: `events per page (default ${DEFAULT_USAGE_LIMIT}, max ${MAX_USAGE_LIMIT})`, example: "50" }),
+    .openapi({
+      param: { name: "limit", in: "query" },
+      description: `events per page (default ${DEFAULT_USAGE_LIMIT}, max ${MAX_USAGE_LIMIT})`,
+      example: "50",
+    }),
   from: instant("from").describe("only events at or after this time"),
   to: instant("to").describe("only events before this time"),
   kind: z
@@ -54,37 +61,71 @@ const usageQuery = z.object({
       const kinds = v.split(",");
       const unknown = kinds.filter((k) => !(USAGE_KINDS as readonly string[]).includes(k));
       if (unknown.length) {
-        ctx.addIssue({ code: "custom", message: `unknown kind ${unknown.join(", ")}; kinds are ${USAGE_KINDS.join(", ")}` });
+        ctx.addIssue({
+          code: "custom",
+          message: `unknown kind ${unknown.join(", ")}; kinds are ${USAGE_KINDS.join(", ")}`,
+        });
         return z.NEVER;
       }
       return kinds as UsageKind[];
     })
-    .openapi({ param: { name: "kind", in: "query" }, description: `only these kinds, comma-separated: ${USAGE_KINDS.join(", ")}`, example: "run,write" }),
+    .openapi({
+      param: { name: "kind", in: "query" },
+      description: `only these kinds, comma-separated: ${USAGE_KINDS.join(", ")}`,
+      example: "run,write",
+    }),
   key_hash: z
     .string()
     .regex(/^0x[0-9a-fA-F]{64}$/, "must be a key hash, 0x and 64 hex digits")
     .optional()
-    .openapi({ param: { name: "key_hash", in: "query" }, description: "only the runs and writes of this usage key (its hash, as list_api_keys shows it)" }),
+    .openapi({
+      param: { name: "key_hash", in: "query" },
+      description: "only the runs and writes of this usage key (its hash, as list_api_keys shows it)",
+    }),
 });
 
 const usageEventSchema = z
   .object({
     id: z.string().describe("the event's id in this account's history"),
     time: z.string().describe("when it was recorded, ISO 8601"),
-    kind: z.enum([...USAGE_KINDS, "charge"]).describe('run, write, top_up or refund ("charge" for charges recorded before kinds were)'),
-    key_hash: z.string().nullable().describe("the usage key that ran or wrote (its hash; null for the master key, a top-up or a refund)"),
+    kind: z
+      .enum([...USAGE_KINDS, "charge"])
+      .describe('run, write, top_up or refund ("charge" for charges recorded before kinds were)'),
+    key_hash: z
+      .string()
+      .nullable()
+      .describe("the usage key that ran or wrote (its hash; null for the master key, a top-up or a refund)"),
     cid: z.string().nullable().describe("a run's action CID"),
     operation: z.string().nullable().describe("a write's endpoint, e.g. add_group"),
     duration_ms: z.number().int().nullable().describe("a run's duration"),
-    amount_cents: z.number().int().describe("how this event moved the balance: + for a top-up, − for a charge or a refund"),
-    charged_cents: z.number().int().nonnegative().describe("what a run or write was charged (0 for a top-up or refund)"),
-    balance_after_cents: z.number().int().nullable().describe("the settled balance right after this event (credit held by work in flight not subtracted)"),
-    request_id: z.string().nullable().describe("the request a charge was for (under an Idempotency-Key, its first attempt's)"),
+    amount_cents: z
+      .number()
+      .int()
+      .describe("how this event moved the balance: + for a top-up, − for a charge or a refund"),
+    charged_cents: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe("what a run or write was charged (0 for a top-up or refund)"),
+    balance_after_cents: z
+      .number()
+      .int()
+      .nullable()
+      .describe("the settled balance right after this event (credit held by work in flight not subtracted)"),
+    request_id: z
+      .string()
+      .nullable()
+      .describe("the request a charge was for (under an Idempotency-Key, its first attempt's)"),
     transaction_hash: z.string().nullable().describe("a write's transaction"),
     payment_intent: z.string().nullable().describe("a top-up's or refund's Stripe payment intent"),
     error_code: z.string().nullable().describe("a failed run's error code"),
     hold_expired: z.boolean().describe("charged in full because its hold expired before the edge could settle it"),
-    receipt: z.union([runReceiptSchema, runReceiptV1Schema]).nullable().describe("a run's signed receipt, as the run answered it (null for other kinds, and for runs from before receipts)"),
+    receipt: z
+      .union([runReceiptSchema, runReceiptV1Schema])
+      .nullable()
+      .describe(
+        "a run's signed receipt, as the run answered it (null for other kinds, and for runs from before receipts)",
+      ),
   })
   .openapi("UsageEvent");
 
@@ -93,7 +134,8 @@ const usage = createRoute({
   path: "/usage",
   operationId: "listUsage",
   tags: tag("Billing"),
-  summary: "The account's usage history, newest first: runs, writes, top-ups and refunds with their cost and the balance after; pages by cursor (JSON, or CSV with Accept: text/csv)",
+  summary:
+    "The account's usage history, newest first: runs, writes, top-ups and refunds with their cost and the balance after; pages by cursor (JSON, or CSV with Accept: text/csv)",
   security: billingSecurity,
   middleware: [requireCredentials] as const,
   request: { query: usageQuery },
@@ -102,7 +144,9 @@ const usage = createRoute({
       description: "a page of events; next_cursor (also in X-Next-Cursor) asks for the next, null on the last",
       headers: z.object({ "X-Next-Cursor": z.string().optional() }),
       content: {
-        "application/json": { schema: z.object({ events: z.array(usageEventSchema), next_cursor: z.string().nullable() }) },
+        "application/json": {
+          schema: z.object({ events: z.array(usageEventSchema), next_cursor: z.string().nullable() }),
+        },
         "text/csv": { schema: z.string().describe(`a header row (${CSV_COLUMNS.join(",")}) and one row per event`) },
       },
     },
@@ -125,7 +169,8 @@ export function usageRoutes(): OpenAPIHono<EdgeEnv> {
     let keyHash = query.key_hash?.slice(2).toLowerCase();
     if ("key" in credentials && credentials.key.keyHash !== master) {
       const own = hashHex(credentials.key.keyHash);
-      if (keyHash !== undefined && keyHash !== own) throw new SigilError("permission_denied", "a usage key sees only its own usage");
+      if (keyHash !== undefined && keyHash !== own)
+        throw new SigilError("permission_denied", "a usage key sees only its own usage");
       keyHash = own;
     }
     const page = usagePage(

@@ -14,8 +14,16 @@ import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const routes = [
-  writeRoute("add_usage_api_key", "Usage keys", "Create a usage key with the given permissions (the key is shown once)"),
-  writeRoute("update_usage_api_key", "Usage keys", "Replace all permissions of a usage key (named by the key or its 0x hash)"),
+  writeRoute(
+    "add_usage_api_key",
+    "Usage keys",
+    "Create a usage key with the given permissions (the key is shown once)",
+  ),
+  writeRoute(
+    "update_usage_api_key",
+    "Usage keys",
+    "Replace all permissions of a usage key (named by the key or its 0x hash)",
+  ),
   writeRoute("update_usage_api_key_metadata", "Usage keys", "Rename or re-describe a usage key"),
   writeRoute("remove_usage_api_key", "Usage keys", "Remove a usage key; it stops working at once"),
 ];
@@ -27,7 +35,13 @@ const usageKeyItem = z.object({
   description: z.string(),
   expires_at: z.number().describe("unix seconds; 0 = never"),
   spend_limit_cents: z.number().describe("0 = no cap"),
-  spent_cents: z.number().int().nonnegative().describe("what the key's runs and writes have been charged so far, against spend_limit_cents (0 while billing is off)"),
+  spent_cents: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe(
+      "what the key's runs and writes have been charged so far, against spend_limit_cents (0 while billing is off)",
+    ),
   can_create_groups: z.boolean(),
   can_delete_groups: z.boolean(),
   can_create_pkps: z.boolean(),

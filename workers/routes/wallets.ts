@@ -8,7 +8,16 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { endpoint, errors, jsonResponse as json, keySecurity, registerKeySecurity, requireKey, listRoute, tag } from "./openapi.ts";
+import {
+  endpoint,
+  errors,
+  jsonResponse as json,
+  keySecurity,
+  registerKeySecurity,
+  requireKey,
+  listRoute,
+  tag,
+} from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { chargedHeader, serveWrite } from "./write.ts";
@@ -27,8 +36,14 @@ const createWalletPost = createRoute({
   summary: "Create a wallet (PKP) for the caller's account",
   security: keySecurity,
   middleware: [operationBodyLimit("create_wallet"), requireKey] as const,
-  request: { headers: idempotencyHeaders, body: { required: false, content: { "application/json": { schema: createWalletBody } } } },
-  responses: { 200: { ...json(responseSchemas.create_wallet), headers: chargedHeader }, ...errors(400, 401, 402, 403, 408, 409, 413, 422, 429, 503) },
+  request: {
+    headers: idempotencyHeaders,
+    body: { required: false, content: { "application/json": { schema: createWalletBody } } },
+  },
+  responses: {
+    200: { ...json(responseSchemas.create_wallet), headers: chargedHeader },
+    ...errors(400, 401, 402, 403, 408, 409, 413, 422, 429, 503),
+  },
 });
 
 const createWalletGet = createRoute({
@@ -45,21 +60,35 @@ const createWalletGet = createRoute({
   responses: {
     200: {
       ...json(responseSchemas.create_wallet),
-      headers: z.object({ Deprecation: z.string(), Link: z.string(), "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
+      headers: z.object({
+        Deprecation: z.string(),
+        Link: z.string(),
+        "X-Sigil-Charged-Cents": z.string(),
+        ...idempotentAnswerHeaders,
+      }),
     },
     ...errors(400, 401, 402, 403, 409, 422, 429, 503),
   },
 });
 
 const walletItem = z.object({
-  id: z.string().describe(`the wallet id (decimal; 0 is the Account Master Wallet), or "${ANY_WALLET}" for a group's any-wallet entry`),
+  id: z
+    .string()
+    .describe(
+      `the wallet id (decimal; 0 is the Account Master Wallet), or "${ANY_WALLET}" for a group's any-wallet entry`,
+    ),
   wallet_address: z.string().describe("lowercase; the zero address for the any-wallet entry"),
   name: z.string(),
   description: z.string(),
 });
 
-const listWallets = listRoute({ name: "list_wallets", tag: "Wallets", summary: "The account's wallets", query: pageQuerySchema, item: walletItem });
-
+const listWallets = listRoute({
+  name: "list_wallets",
+  tag: "Wallets",
+  summary: "The account's wallets",
+  query: pageQuerySchema,
+  item: walletItem,
+});
 
 const listWalletsInGroup = listRoute({
   name: "list_wallets_in_group",
@@ -69,7 +98,6 @@ const listWalletsInGroup = listRoute({
   item: walletItem,
   notFound: true,
 });
-
 
 type WalletView = { id: bigint; wallet: string; name: string; description: string };
 
@@ -91,23 +119,36 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(
     createWalletGet,
     (c) =>
-      serveWrite(c, "create_wallet", {}, {
-        decorate: () => {
-          c.header("Deprecation", "true");
-          c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
+      serveWrite(
+        c,
+        "create_wallet",
+        {},
+        {
+          decorate: () => {
+            c.header("Deprecation", "true");
+            c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
+          },
         },
-      }) as never,
+      ) as never,
   );
 
   r.openapi(listWallets, async (c) => {
     const { keyHash } = callerKey(c);
-    return pageAnswer(c, await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash), walletItemOf);
+    return pageAnswer(
+      c,
+      await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+      walletItemOf,
+    );
   });
 
   r.openapi(listWalletsInGroup, async (c) => {
     const { keyHash } = callerKey(c);
     const query = c.req.valid("query");
-    return pageAnswer(c, await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash), walletItemOf);
+    return pageAnswer(
+      c,
+      await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash),
+      walletItemOf,
+    );
   });
 
   return r;

@@ -16,7 +16,14 @@ import { SigilError } from "../../shared/errors.ts";
 import { DEFAULT_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../shared/webhooks.ts";
 import { billingCaller, decodeWalletAuth, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
-import { idempotencyHeaders, idempotentAnswerHeaders, keyHolder, serveOnce, walletHolder, type HolderOf } from "../idempotency/index.ts";
+import {
+  idempotencyHeaders,
+  idempotentAnswerHeaders,
+  keyHolder,
+  serveOnce,
+  walletHolder,
+  type HolderOf,
+} from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
@@ -62,7 +69,10 @@ async function webhookCaller(c: Context<EdgeEnv>, use: "read" | "change"): Promi
   if (keyHash !== master) {
     const refusal = keyRefusal({ known: true, isMaster: false, live });
     if (refusal) throw refusal;
-    throw new SigilError("account_key_required", "webhooks are managed with the account's master key (or X-Wallet-Auth of a ChainSecured account's admin wallet), not a usage key");
+    throw new SigilError(
+      "account_key_required",
+      "webhooks are managed with the account's master key (or X-Wallet-Auth of a ChainSecured account's admin wallet), not a usage key",
+    );
   }
   if (use === "change") {
     const refusal = keyRefusal({ known: true, isMaster: true, live });
@@ -107,7 +117,11 @@ const endpointSchema = z
 const attemptSchema = z.object({
   n: z.number().int().describe("1 for the first attempt"),
   at: z.number().int().describe("unix seconds when it was sent"),
-  status_code: z.number().int().nullable().describe("the receiver's HTTP status; null when none came (timeout, connection refused)"),
+  status_code: z
+    .number()
+    .int()
+    .nullable()
+    .describe("the receiver's HTTP status; null when none came (timeout, connection refused)"),
   error: z.string().nullable().describe("why the attempt failed; null when it delivered (2xx)"),
   duration_ms: z.number().int(),
 });
@@ -117,14 +131,20 @@ const deliverySchema = z
     endpoint_id: z.string(),
     event_id: z.string().describe("the event's id, evt_… (also the Sigil-Event-Id header): the same on every attempt"),
     event_type: eventType,
-    status: z.enum(["pending", "succeeded", "failed"]).describe("pending: retrying on the schedule; succeeded: a 2xx came; failed: the 24 h window is over"),
+    status: z
+      .enum(["pending", "succeeded", "failed"])
+      .describe("pending: retrying on the schedule; succeeded: a 2xx came; failed: the 24 h window is over"),
     created: z.number().int().describe("unix seconds"),
     next_attempt_at: z.number().int().nullable().describe("unix seconds of the next attempt while pending"),
     attempts: z.array(attemptSchema).describe("every attempt, oldest first"),
   })
   .openapi("WebhookDelivery");
 const settingsSchema = z.object({
-  balance_low_cents: z.number().int().nonnegative().describe("balance.low fires when the free balance goes from at least this to under it; 0 = off"),
+  balance_low_cents: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("balance.low fires when the free balance goes from at least this to under it; 0 = off"),
 });
 
 const webhookIdParam = z.object({
@@ -153,25 +173,48 @@ const createWebhook = createRoute({
     headers: webhookIdempotencyHeaders,
     body: body(
       z.strictObject({
-        url: z.string().min(1).max(MAX_WEBHOOK_URL_CHARS).describe("https URL that receives the events (http and loopback only on a local deployment); never a private, loopback or link-local address in production"),
+        url: z
+          .string()
+          .min(1)
+          .max(MAX_WEBHOOK_URL_CHARS)
+          .describe(
+            "https URL that receives the events (http and loopback only on a local deployment); never a private, loopback or link-local address in production",
+          ),
         events: z
           .array(eventType)
           .min(1)
           .max(WEBHOOK_EVENT_TYPES.length)
           .refine((e) => new Set(e).size === e.length, "each event type once")
           .optional()
-          .describe(`the event types to receive (default: ${DEFAULT_WEBHOOK_EVENT_TYPES.join(", ")}; run.failed only when named)`),
+          .describe(
+            `the event types to receive (default: ${DEFAULT_WEBHOOK_EVENT_TYPES.join(", ")}; run.failed only when named)`,
+          ),
       }),
     ),
   },
   responses: {
     200: {
-      ...json(endpointSchema.extend({ secret: z.string().describe("whsec_…: the key of every delivery's Sigil-Signature; shown only here (and to a replay under the same Idempotency-Key), keep it") })),
+      ...json(
+        endpointSchema.extend({
+          secret: z
+            .string()
+            .describe(
+              "whsec_…: the key of every delivery's Sigil-Signature; shown only here (and to a replay under the same Idempotency-Key), keep it",
+            ),
+        }),
+      ),
       headers: replayHeaders,
     },
-    400: { ...errorAnswer(400), description: "Bad Request (error.code: invalid_request, invalid_json, conflicting_credentials, invalid_webhook_url: malformed, not https in production, or a private/loopback/link-local host; details.reason says which)" },
+    400: {
+      ...errorAnswer(400),
+      description:
+        "Bad Request (error.code: invalid_request, invalid_json, conflicting_credentials, invalid_webhook_url: malformed, not https in production, or a private/loopback/link-local host; details.reason says which)",
+    },
     ...errors(401, 403, 404, 408, 413, 422, 429, 503),
-    409: { ...errorAnswer(409), description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already; request_in_progress: the Idempotency-Key's first request is in flight)` },
+    409: {
+      ...errorAnswer(409),
+      description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already; request_in_progress: the Idempotency-Key's first request is in flight)`,
+    },
   },
 });
 
@@ -183,7 +226,10 @@ const listWebhooks = createRoute({
   summary: "The account's webhook endpoints (never their secrets); the total is in X-Total-Count",
   security,
   middleware: [requireCredentials] as const,
-  responses: { 200: { ...json(z.array(endpointSchema)), headers: totalHeader }, ...errors(400, 401, 403, 404, 413, 429, 503) },
+  responses: {
+    200: { ...json(z.array(endpointSchema)), headers: totalHeader },
+    ...errors(400, 401, 403, 404, 413, 429, 503),
+  },
 });
 
 const deleteWebhook = createRoute({
@@ -195,7 +241,10 @@ const deleteWebhook = createRoute({
   security,
   middleware: [requireCredentials] as const,
   request: { params: webhookIdParam },
-  responses: { 200: json(z.object({ deleted: z.literal(true), id: z.string() })), ...errors(400, 401, 403, 404, 413, 429, 503) },
+  responses: {
+    200: json(z.object({ deleted: z.literal(true), id: z.string() })),
+    ...errors(400, 401, 403, 404, 413, 429, 503),
+  },
 });
 
 const listDeliveries = createRoute({
@@ -207,7 +256,10 @@ const listDeliveries = createRoute({
   security,
   middleware: [requireCredentials] as const,
   request: { params: webhookIdParam, query: pageQuerySchema },
-  responses: { 200: { ...json(z.array(deliverySchema)), headers: totalHeader }, ...errors(400, 401, 403, 404, 413, 429, 503) },
+  responses: {
+    200: { ...json(z.array(deliverySchema)), headers: totalHeader },
+    ...errors(400, 401, 403, 404, 413, 429, 503),
+  },
 });
 
 const resendDelivery = createRoute({
@@ -215,11 +267,15 @@ const resendDelivery = createRoute({
   path: "/webhooks/{webhook_id}/deliveries/{delivery_id}/resend",
   operationId: "resendWebhookDelivery",
   tags: tag("Webhooks"),
-  summary: "Send a delivery (dlv_…) or an event (evt_…) to this endpoint again, now, with a new 24 h retry window; the event keeps its id",
+  summary:
+    "Send a delivery (dlv_…) or an event (evt_…) to this endpoint again, now, with a new 24 h retry window; the event keeps its id",
   security,
   middleware: [requireCredentials] as const,
   request: { params: deliveryParams, headers: webhookIdempotencyHeaders },
-  responses: { 200: { ...json(deliverySchema), headers: replayHeaders }, ...errors(400, 401, 403, 404, 409, 413, 422, 429, 503) },
+  responses: {
+    200: { ...json(deliverySchema), headers: replayHeaders },
+    ...errors(400, 401, 403, 404, 409, 413, 422, 429, 503),
+  },
 });
 
 const getSettings = createRoute({
@@ -238,7 +294,8 @@ const putSettings = createRoute({
   path: "/webhooks/settings",
   operationId: "updateWebhookSettings",
   tags: tag("Webhooks"),
-  summary: "Set balance.low's threshold in cents (0 turns it off); it fires when the free balance goes from at least the threshold to under it, once per crossing",
+  summary:
+    "Set balance.low's threshold in cents (0 turns it off); it fires when the free balance goes from at least the threshold to under it, once per crossing",
   security,
   middleware: [defaultBodyLimit, requireCredentials] as const,
   request: { body: body(z.strictObject({ balance_low_cents: z.number().int().min(0).max(99_999_999) })) },
@@ -259,9 +316,17 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       input,
       async () => {
-        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(accountIdOf(caller.master), url.href, input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES]);
+        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(
+          accountIdOf(caller.master),
+          url.href,
+          input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES],
+        );
         if ("limit" in added) {
-          throw new SigilError("webhook_limit", `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`, { details: { limit: MAX_ENDPOINTS } });
+          throw new SigilError(
+            "webhook_limit",
+            `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`,
+            { details: { limit: MAX_ENDPOINTS } },
+          );
         }
         return c.json({ ...added.endpoint, secret: added.secret }, 200);
       },
@@ -288,14 +353,19 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
     const master = await webhookAccount(c, "change");
     // Armed only when the balance is at the threshold or above now: it fires on the way down.
     const freeCents = c.env.LEDGER ? (await ledgerOf(c.env.LEDGER, master).balance()).freeCents : 0;
-    const s = await webhooksOf(c.env.WEBHOOKS, master).setBalanceLow(accountIdOf(master), input.balance_low_cents, freeCents);
+    const s = await webhooksOf(c.env.WEBHOOKS, master).setBalanceLow(
+      accountIdOf(master),
+      input.balance_low_cents,
+      freeCents,
+    );
     return c.json({ balance_low_cents: s.balanceLowCents }, 200);
   });
 
   r.openapi(deleteWebhook, async (c) => {
     const { webhook_id } = c.req.valid("param");
     const master = await webhookAccount(c, "change");
-    if (!(await webhooksOf(c.env.WEBHOOKS, master).removeEndpoint(accountIdOf(master), webhook_id))) throw notFound(webhook_id);
+    if (!(await webhooksOf(c.env.WEBHOOKS, master).removeEndpoint(accountIdOf(master), webhook_id)))
+      throw notFound(webhook_id);
     return c.json({ deleted: true as const, id: webhook_id }, 200);
   });
 
@@ -318,7 +388,8 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
       async () => {
         const result = await webhooksOf(c.env.WEBHOOKS, caller.master).resend(webhook_id, delivery_id);
         if (result === "endpoint_not_found") throw notFound(webhook_id);
-        if (result === "delivery_not_found") throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
+        if (result === "delivery_not_found")
+          throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
         return c.json(result, 200);
       },
       webhookHolder(caller),

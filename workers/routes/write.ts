@@ -7,17 +7,44 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
-import { requestSchemas, responseSchemas, type EnclaveOperation, type EnclaveResponse, type OperationInput } from "../../shared/operations.ts";
+import {
+  requestSchemas,
+  responseSchemas,
+  type EnclaveOperation,
+  type EnclaveResponse,
+  type OperationInput,
+} from "../../shared/operations.ts";
 import type { EdgeEnv } from "../router.ts";
 import { meteredWrite, payerOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
-import { idempotencyHeaders, idempotentAnswerHeaders, routeRetry, serveOnce, type Attempt } from "../idempotency/index.ts";
+import {
+  idempotencyHeaders,
+  idempotentAnswerHeaders,
+  routeRetry,
+  serveOnce,
+  type Attempt,
+} from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { afterMetered, emitterOf } from "../webhooks/emit.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag, toWire, type Tag } from "./openapi.ts";
+import {
+  endpoint,
+  errors,
+  jsonBody as body,
+  jsonResponse as json,
+  keySecurity,
+  requireKey,
+  tag,
+  toWire,
+  type Tag,
+} from "./openapi.ts";
 
-async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op: Op, input: unknown, attempt: Attempt | undefined): Promise<EnclaveResponse<Op>> {
+async function forwardWrite<Op extends EnclaveOperation>(
+  c: Context<EdgeEnv>,
+  op: Op,
+  input: unknown,
+  attempt: Attempt | undefined,
+): Promise<EnclaveResponse<Op>> {
   if (attempt) await routeRetry(c, attempt, "write");
   const key = callerKey(c);
   // Every metered answer says what it cost: a refusal before the write was sent, nothing.
@@ -27,7 +54,11 @@ async function forwardWrite<Op extends EnclaveOperation>(c: Context<EdgeEnv>, op
   let write: Awaited<ReturnType<typeof meteredWrite<EnclaveResponse<Op>>>>;
   try {
     write = await meteredWrite(payer, ref, op, () =>
-      enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, { config: c.get("config"), ids: c.get("ids"), idempotent: attempt?.send }),
+      enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, {
+        config: c.get("config"),
+        ids: c.get("ids"),
+        idempotent: attempt?.send,
+      }),
     );
   } catch (error) {
     afterMetered(emitterOf(c), c.get("config"), key, ref, { error });
@@ -82,7 +113,10 @@ export type PlainWrite =
  * the contract's refusals; 409 and 422 also for an Idempotency-Key in flight or reused).
  */
 export const writeErrors = errors(400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503);
-export const chargedHeader = z.object({ "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents"), ...idempotentAnswerHeaders });
+export const chargedHeader = z.object({
+  "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents"),
+  ...idempotentAnswerHeaders,
+});
 
 export function writeRoute<Op extends PlainWrite>(op: Op, tagName: Tag, summary: string) {
   return createRoute({

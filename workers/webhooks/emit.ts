@@ -23,7 +23,10 @@ export type Emitter = {
 };
 
 /** The Webhooks object of the account `master` among `namespace` (the WEBHOOKS binding). */
-export function webhooksOf(namespace: DurableObjectNamespace<Webhooks> | undefined, master: bigint): DurableObjectStub<Webhooks> {
+export function webhooksOf(
+  namespace: DurableObjectNamespace<Webhooks> | undefined,
+  master: bigint,
+): DurableObjectStub<Webhooks> {
   if (!namespace) throw new Error("webhooks need the WEBHOOKS Durable Object, which is not bound");
   return namespace.get(namespace.idFromName(hashHex(master)));
 }
@@ -44,13 +47,22 @@ export function emitterOf(c: Context<EdgeEnv>): Emitter {
 }
 
 /** Runs `work` on the account's object after the answer; a failure is logged, never thrown. */
-function later(emitter: Emitter, master: bigint, what: string, work: (stub: DurableObjectStub<Webhooks>, accountId: string) => Promise<unknown>): void {
+function later(
+  emitter: Emitter,
+  master: bigint,
+  what: string,
+  work: (stub: DurableObjectStub<Webhooks>, accountId: string) => Promise<unknown>,
+): void {
   if (!emitter.namespace) return;
   const run = (async () => {
     try {
       await work(webhooksOf(emitter.namespace, master), accountIdOf(master));
     } catch (err) {
-      emitter.log.warn("webhook emission failed", { what, account: hashHex(master).slice(0, 12), error: err instanceof Error ? err.message : String(err) });
+      emitter.log.warn("webhook emission failed", {
+        what,
+        account: hashHex(master).slice(0, 12),
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   })();
   emitter.waitUntil(run);
@@ -61,7 +73,11 @@ function emit(emitter: Emitter, master: bigint, emission: Emission): void {
 }
 
 /** `payment.credited`, once per payment intent (from confirm_payment or Stripe's webhook), and the balance it left. */
-export function paymentCredited(emitter: Emitter, master: bigint, credit: { paymentIntentId: string; amountCents: number; freeCents: number }): void {
+export function paymentCredited(
+  emitter: Emitter,
+  master: bigint,
+  credit: { paymentIntentId: string; amountCents: number; freeCents: number },
+): void {
   later(emitter, master, "payment.credited", async (stub, accountId) => {
     // A credit that lifts the balance to the threshold or above re-arms balance.low (before the
     // event goes out, so a receiver that got payment.credited knows the next crossing will fire).
@@ -69,7 +85,11 @@ export function paymentCredited(emitter: Emitter, master: bigint, credit: { paym
     await stub.emit(accountId, {
       type: "payment.credited",
       dedupe: `payment.credited:${credit.paymentIntentId}`,
-      data: { payment_intent_id: credit.paymentIntentId, amount_cents: credit.amountCents, balance_cents: Math.max(0, credit.freeCents) },
+      data: {
+        payment_intent_id: credit.paymentIntentId,
+        amount_cents: credit.amountCents,
+        balance_cents: Math.max(0, credit.freeCents),
+      },
     });
   });
 }
@@ -78,12 +98,25 @@ export function paymentCredited(emitter: Emitter, master: bigint, credit: { paym
 export function paymentFailed(
   emitter: Emitter,
   master: bigint,
-  failure: { stripeEventId: string; paymentIntentId: string; amountCents: number; code: string | null; declineCode: string | null; message: string | null },
+  failure: {
+    stripeEventId: string;
+    paymentIntentId: string;
+    amountCents: number;
+    code: string | null;
+    declineCode: string | null;
+    message: string | null;
+  },
 ): void {
   emit(emitter, master, {
     type: "payment.failed",
     dedupe: `payment.failed:${failure.stripeEventId}`,
-    data: { payment_intent_id: failure.paymentIntentId, amount_cents: failure.amountCents, failure_code: failure.code, decline_code: failure.declineCode, failure_message: failure.message },
+    data: {
+      payment_intent_id: failure.paymentIntentId,
+      amount_cents: failure.amountCents,
+      failure_code: failure.code,
+      decline_code: failure.declineCode,
+      failure_message: failure.message,
+    },
   });
 }
 
@@ -101,7 +134,11 @@ export function capRefused(emitter: Emitter, master: bigint, key: KeyCap): void 
 
 /** Whether `err` is meter.ts's refusal of a hold for a usage key's spend limit (402 with details.spend_limit). */
 export function isSpendLimitRefusal(err: unknown): boolean {
-  return err instanceof SigilError && err.code === "insufficient_credits" && (err.details as { spend_limit?: unknown } | undefined)?.spend_limit === true;
+  return (
+    err instanceof SigilError &&
+    err.code === "insufficient_credits" &&
+    (err.details as { spend_limit?: unknown } | undefined)?.spend_limit === true
+  );
 }
 
 /**
@@ -112,14 +149,22 @@ export function isSpendLimitRefusal(err: unknown): boolean {
  * Webhooks object has no endpoint and no balance.low threshold (store.ts says why that is safe): a
  * call would change nothing there, and it costs the edge a Durable Object call per run.
  */
-export function afterMetered(emitter: Emitter, config: EdgeConfig, key: PresentedKey, ref: string, outcome: { settled?: SettleResult | undefined; error?: unknown; run?: SigilActionResponse }): void {
+export function afterMetered(
+  emitter: Emitter,
+  config: EdgeConfig,
+  key: PresentedKey,
+  ref: string,
+  outcome: { settled?: SettleResult | undefined; error?: unknown; run?: SigilActionResponse },
+): void {
   if (!emitter.namespace) return;
   if (!outcome.settled && !isSpendLimitRefusal(outcome.error) && !outcome.run?.has_error) return;
   if (outcome.settled ? !outcome.settled.webhooks : refusedWithoutWebhooks(outcome.error)) return;
   emitter.waitUntil(
     callerAccount(config, key)
       .then((account) => {
-        const cap = account.isMaster ? undefined : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents };
+        const cap = account.isMaster
+          ? undefined
+          : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents };
         if (cap && cap.capCents > 0 && isSpendLimitRefusal(outcome.error)) capRefused(emitter, account.master, cap);
         settled(emitter, account.master, ref, outcome.settled, cap);
         if (outcome.run?.has_error) runFailed(emitter, account.master, ref, outcome.run, cap);
@@ -132,14 +177,27 @@ export function afterMetered(emitter: Emitter, config: EdgeConfig, key: Presente
  * After a metered write or run settled under `ref`: balance.low if the balance went under the
  * threshold, and usage_key.cap_reached if the settle brought a usage key to its cap.
  */
-export function settled(emitter: Emitter, master: bigint, ref: string, result: SettleResult | undefined, key: KeyCap | undefined): void {
+export function settled(
+  emitter: Emitter,
+  master: bigint,
+  ref: string,
+  result: SettleResult | undefined,
+  key: KeyCap | undefined,
+): void {
   if (!result) return;
   later(emitter, master, "balance.low", (stub, accountId) => stub.observeBalance(accountId, result.freeCents, ref));
-  if (key && key.capCents > 0 && result.keySpentCents !== undefined && result.keySpentCents >= key.capCents) emit(emitter, master, capReached(key, result.keySpentCents));
+  if (key && key.capCents > 0 && result.keySpentCents !== undefined && result.keySpentCents >= key.capCents)
+    emit(emitter, master, capReached(key, result.keySpentCents));
 }
 
 /** A run whose answer has an error: `run.failed` (only endpoints that subscribed to it get it), once per request. */
-export function runFailed(emitter: Emitter, master: bigint, ref: string, run: { cid?: string | undefined; error?: { code: string; message: string } | undefined; duration_ms: number }, key: KeyCap | undefined): void {
+export function runFailed(
+  emitter: Emitter,
+  master: bigint,
+  ref: string,
+  run: { cid?: string | undefined; error?: { code: string; message: string } | undefined; duration_ms: number },
+  key: KeyCap | undefined,
+): void {
   emit(emitter, master, {
     type: "run.failed",
     dedupe: `run.failed:${ref}`,

@@ -23,14 +23,26 @@ describe("nextAttemptAt", () => {
 describe("webhookPolicy", () => {
   it("is local unless SIGIL_ENV is production, and takes the base when it is a sane integer", () => {
     expect(webhookPolicy({})).toEqual({ local: true, retryBaseMs: 10_000 });
-    expect(webhookPolicy({ SIGIL_ENV: "test", SIGIL_WEBHOOK_RETRY_BASE_MS: "200" })).toEqual({ local: true, retryBaseMs: 200 });
-    expect(webhookPolicy({ SIGIL_ENV: "production", SIGIL_WEBHOOK_RETRY_BASE_MS: "1" })).toEqual({ local: false, retryBaseMs: 10_000 });
+    expect(webhookPolicy({ SIGIL_ENV: "test", SIGIL_WEBHOOK_RETRY_BASE_MS: "200" })).toEqual({
+      local: true,
+      retryBaseMs: 200,
+    });
+    expect(webhookPolicy({ SIGIL_ENV: "production", SIGIL_WEBHOOK_RETRY_BASE_MS: "1" })).toEqual({
+      local: false,
+      retryBaseMs: 10_000,
+    });
   });
 
   it("a local deployment's URL check still refuses what is not a URL, another scheme or credentials", () => {
     expect(checkWebhookUrl("http://127.0.0.1:3000/hook", { local: true }).href).toBe("http://127.0.0.1:3000/hook");
-    for (const [url, reason] of [["nope", "malformed"], ["file:///etc/passwd", "scheme"], ["https://a:b@example.com/", "credentials"]] as const) {
-      expect(() => checkWebhookUrl(url, { local: true })).toThrow(expect.objectContaining({ code: "invalid_webhook_url", details: { reason } }));
+    for (const [url, reason] of [
+      ["nope", "malformed"],
+      ["file:///etc/passwd", "scheme"],
+      ["https://a:b@example.com/", "credentials"],
+    ] as const) {
+      expect(() => checkWebhookUrl(url, { local: true })).toThrow(
+        expect.objectContaining({ code: "invalid_webhook_url", details: { reason } }),
+      );
     }
   });
 });

@@ -18,12 +18,16 @@ export type WebhookPolicy = {
   retryBaseMs: number;
 };
 
-export function webhookPolicy(vars: { SIGIL_ENV?: string | undefined; SIGIL_WEBHOOK_RETRY_BASE_MS?: string | undefined }): WebhookPolicy {
+export function webhookPolicy(vars: {
+  SIGIL_ENV?: string | undefined;
+  SIGIL_WEBHOOK_RETRY_BASE_MS?: string | undefined;
+}): WebhookPolicy {
   const base = Number(vars.SIGIL_WEBHOOK_RETRY_BASE_MS ?? DEFAULT_RETRY_BASE_MS);
   const env = vars.SIGIL_ENV ?? "development";
   return {
     local: env !== "production",
-    retryBaseMs: Number.isInteger(base) && base >= MIN_RETRY_BASE_MS && base <= MAX_RETRY_BASE_MS ? base : DEFAULT_RETRY_BASE_MS,
+    retryBaseMs:
+      Number.isInteger(base) && base >= MIN_RETRY_BASE_MS && base <= MAX_RETRY_BASE_MS ? base : DEFAULT_RETRY_BASE_MS,
   };
 }
 
@@ -39,7 +43,12 @@ export const WINDOW_BASES = 8_640;
  * undefined once the window (24 h at the default base) is over: base × 3^(n−1), at most 360 bases.
  * At the default base: 10 s, 30 s, 90 s, 4.5 min, 13.5 min, 40.5 min, then every hour, for 24 h.
  */
-export function nextAttemptAt(now: number, windowStart: number, failedAttempts: number, baseMs: number): number | undefined {
+export function nextAttemptAt(
+  now: number,
+  windowStart: number,
+  failedAttempts: number,
+  baseMs: number,
+): number | undefined {
   const delay = Math.min(baseMs * 3 ** Math.max(0, failedAttempts - 1), baseMs * MAX_DELAY_BASES);
   const at = now + delay;
   return at > windowStart + baseMs * WINDOW_BASES ? undefined : at;

@@ -15,7 +15,8 @@ import { Webhooks } from "./store.ts";
 const namespace = (env as unknown as Env).WEBHOOKS!;
 let n = 0;
 /** A fresh account's object. */
-const webhooks = (): DurableObjectStub<Webhooks> => namespace.get(namespace.idFromName(`webhooks-test-${Date.now()}-${n++}`));
+const webhooks = (): DurableObjectStub<Webhooks> =>
+  namespace.get(namespace.idFromName(`webhooks-test-${Date.now()}-${n++}`));
 const ACCOUNT = `0x${"26".repeat(32)}`;
 /** A receiver on this machine, as a local deployment lets one register. */
 const LOOPBACK_URL = "http://127.0.0.1:9/hook";
@@ -59,7 +60,11 @@ async function deliverOnce(url: string, deliverer: (state: DurableObjectState, r
     const instance = deliverer(state, registered);
     // Held against the object's own alarm, which emit sets for now: this round is the only one.
     await state.blockConcurrencyWhile(async () => {
-      const emitted = await instance.emit(ACCOUNT, { type: "run.failed", dedupe: "run.failed:r-26", data: { request_id: "r-26" } });
+      const emitted = await instance.emit(ACCOUNT, {
+        type: "run.failed",
+        dedupe: "run.failed:r-26",
+        data: { request_id: "r-26" },
+      });
       expect(emitted.deliveries).toBe(1);
       await state.storage.deleteAlarm();
       await instance.alarm();
@@ -71,12 +76,22 @@ async function deliverOnce(url: string, deliverer: (state: DurableObjectState, r
 }
 
 describe("a delivery", () => {
-  it.each(REFUSED_IN_PRODUCTION)("to %s, registered while the deployment was local, is refused at the attempt under production: nothing is sent, and the delivery fails at once", async (url, refusal) => {
-    const sent = network();
-    const [delivery] = await deliverOnce(url, (state) => new Webhooks(state, { ...(env as Record<string, unknown>), SIGIL_ENV: "production" }));
-    expect(sent, "the event was sent to an address production refuses").toEqual([]);
-    expect(delivery).toMatchObject({ status: "failed", next_attempt_at: null, attempts: [{ n: 1, status_code: null, error: expect.stringMatching(refusal) }] });
-  });
+  it.each(REFUSED_IN_PRODUCTION)(
+    "to %s, registered while the deployment was local, is refused at the attempt under production: nothing is sent, and the delivery fails at once",
+    async (url, refusal) => {
+      const sent = network();
+      const [delivery] = await deliverOnce(
+        url,
+        (state) => new Webhooks(state, { ...(env as Record<string, unknown>), SIGIL_ENV: "production" }),
+      );
+      expect(sent, "the event was sent to an address production refuses").toEqual([]);
+      expect(delivery).toMatchObject({
+        status: "failed",
+        next_attempt_at: null,
+        attempts: [{ n: 1, status_code: null, error: expect.stringMatching(refusal) }],
+      });
+    },
+  );
 
   it("to a URL the policy allows is sent (the stubbed network sees the object's requests)", async () => {
     const sent = network();

@@ -44,7 +44,13 @@
 // webhooks before its key was answered, and a flag this object has set is left alone.
 import { DurableObject } from "cloudflare:workers";
 import type { Ledger } from "../billing/ledger.ts";
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, signatureHeaderValue, type WebhookEvent, type WebhookEventType } from "../../shared/webhooks.ts";
+import {
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  signatureHeaderValue,
+  type WebhookEvent,
+  type WebhookEventType,
+} from "../../shared/webhooks.ts";
 import { checkWebhookUrl } from "./url.ts";
 import { ATTEMPT_TIMEOUT_MS, MAX_ENDPOINTS, nextAttemptAt, webhookPolicy, type WebhookPolicy } from "./policy.ts";
 
@@ -58,7 +64,13 @@ const RETENTION_MS = 30 * 24 * 3600_000;
 const MAX_ERROR_CHARS = 300;
 
 export type EndpointView = { id: string; url: string; events: WebhookEventType[]; created: number; disabled: boolean };
-export type AttemptView = { n: number; at: number; status_code: number | null; error: string | null; duration_ms: number };
+export type AttemptView = {
+  n: number;
+  at: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+};
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 export type DeliveryView = {
   id: string;
@@ -75,9 +87,19 @@ export type Emission = { type: WebhookEventType; dedupe: string; data: Record<st
 export type Emitted = { eventId: string | null; deliveries: number; duplicate: boolean };
 
 type EndpointRow = { id: string; url: string; events: string; secret: string; created_at: number; disabled: number };
-type DeliveryRow = { id: string; endpoint_id: string; event_id: string; status: DeliveryStatus; attempts: number; next_at: number | null; window_start: number; created_at: number };
+type DeliveryRow = {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_at: number | null;
+  window_start: number;
+  created_at: number;
+};
 
-const randomHex = (bytes: number) => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+const randomHex = (bytes: number) =>
+  Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
 
 export class Webhooks extends DurableObject {
   readonly #sql: SqlStorage;
@@ -136,8 +158,14 @@ export class Webhooks extends DurableObject {
         PRIMARY KEY (delivery_id, n)
       );
     `);
-    const settingsColumns = new Set(this.#sql.exec<{ name: string }>("PRAGMA table_info(settings)").toArray().map((r) => r.name));
-    if (!settingsColumns.has("ledger_synced")) this.#sql.exec("ALTER TABLE settings ADD COLUMN ledger_synced INTEGER NOT NULL DEFAULT 0");
+    const settingsColumns = new Set(
+      this.#sql
+        .exec<{ name: string }>("PRAGMA table_info(settings)")
+        .toArray()
+        .map((r) => r.name),
+    );
+    if (!settingsColumns.has("ledger_synced"))
+      this.#sql.exec("ALTER TABLE settings ADD COLUMN ledger_synced INTEGER NOT NULL DEFAULT 0");
     // Whatever is pending has its alarm, also after a restart that lost the one set before.
     void ctx.blockConcurrencyWhile(() => this.#schedule());
   }
@@ -149,7 +177,11 @@ export class Webhooks extends DurableObject {
    * here and never again. `limit`: the account has MAX_ENDPOINTS already. The Ledger hears first
    * that this object has something to hear of (thrown, and nothing made, if it cannot be told).
    */
-  async addEndpoint(accountId: string, url: string, events: WebhookEventType[]): Promise<{ endpoint: EndpointView; secret: string } | { limit: true }> {
+  async addEndpoint(
+    accountId: string,
+    url: string,
+    events: WebhookEventType[],
+  ): Promise<{ endpoint: EndpointView; secret: string } | { limit: true }> {
     return this.#serialized(async () => {
       const count = this.#sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM endpoints").one().n;
       if (count >= MAX_ENDPOINTS) return { limit: true as const };
@@ -157,7 +189,14 @@ export class Webhooks extends DurableObject {
       const id = `we_${randomHex(12)}`;
       const secret = `whsec_${randomHex(32)}`;
       const created = Date.now();
-      this.#sql.exec("INSERT INTO endpoints (id, url, events, secret, created_at) VALUES (?, ?, ?, ?, ?)", id, url, JSON.stringify(events), secret, created);
+      this.#sql.exec(
+        "INSERT INTO endpoints (id, url, events, secret, created_at) VALUES (?, ?, ?, ?, ?)",
+        id,
+        url,
+        JSON.stringify(events),
+        secret,
+        created,
+      );
       return { endpoint: { id, url, events, created: Math.floor(created / 1000), disabled: false }, secret };
     });
   }
@@ -171,7 +210,10 @@ export class Webhooks extends DurableObject {
     return this.#serialized(async () => {
       const removed = this.ctx.storage.transactionSync(() => {
         if (!this.#endpoint(id)) return false;
-        this.#sql.exec("DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)", id);
+        this.#sql.exec(
+          "DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)",
+          id,
+        );
         this.#sql.exec("DELETE FROM deliveries WHERE endpoint_id = ?", id);
         this.#sql.exec("DELETE FROM endpoints WHERE id = ?", id);
         return true;
@@ -184,7 +226,11 @@ export class Webhooks extends DurableObject {
   // ---- settings -------------------------------------------------------------------------------
 
   settings(): { balanceLowCents: number } {
-    return { balanceLowCents: this.#sql.exec<{ balance_low_cents: number }>("SELECT balance_low_cents FROM settings WHERE id = 1").one().balance_low_cents };
+    return {
+      balanceLowCents: this.#sql
+        .exec<{ balance_low_cents: number }>("SELECT balance_low_cents FROM settings WHERE id = 1")
+        .one().balance_low_cents,
+    };
   }
 
   /**
@@ -195,7 +241,11 @@ export class Webhooks extends DurableObject {
     return this.#serialized(async () => {
       // A threshold is something to hear of: the Ledger hears it first. Off, it hears what is left.
       if (cents > 0) await this.#tellLedger(accountId, true);
-      this.#sql.exec("UPDATE settings SET balance_low_cents = ?, balance_low_armed = ? WHERE id = 1", cents, freeCents >= cents ? 1 : 0);
+      this.#sql.exec(
+        "UPDATE settings SET balance_low_cents = ?, balance_low_armed = ? WHERE id = 1",
+        cents,
+        freeCents >= cents ? 1 : 0,
+      );
       if (cents === 0) await this.#tellLedgerWhatIsLeft(accountId);
       return this.settings();
     });
@@ -222,7 +272,11 @@ export class Webhooks extends DurableObject {
   async observeBalance(accountId: string, freeCents: number, ref: string): Promise<Emitted | undefined> {
     await this.#syncLedger(accountId);
     const emitted = this.ctx.storage.transactionSync(() => {
-      const s = this.#sql.exec<{ balance_low_cents: number; balance_low_armed: number }>("SELECT balance_low_cents, balance_low_armed FROM settings WHERE id = 1").one();
+      const s = this.#sql
+        .exec<{ balance_low_cents: number; balance_low_armed: number }>(
+          "SELECT balance_low_cents, balance_low_armed FROM settings WHERE id = 1",
+        )
+        .one();
       if (s.balance_low_cents <= 0) return undefined;
       if (freeCents >= s.balance_low_cents) {
         if (!s.balance_low_armed) this.#sql.exec("UPDATE settings SET balance_low_armed = 1 WHERE id = 1");
@@ -230,7 +284,11 @@ export class Webhooks extends DurableObject {
       }
       if (!s.balance_low_armed) return undefined;
       this.#sql.exec("UPDATE settings SET balance_low_armed = 0 WHERE id = 1");
-      return this.#record(accountId, { type: "balance.low", dedupe: `balance.low:${ref}`, data: { balance_cents: Math.max(0, freeCents), threshold_cents: s.balance_low_cents } });
+      return this.#record(accountId, {
+        type: "balance.low",
+        dedupe: `balance.low:${ref}`,
+        data: { balance_cents: Math.max(0, freeCents), threshold_cents: s.balance_low_cents },
+      });
     });
     if (emitted && emitted.deliveries > 0) await this.#schedule();
     return emitted;
@@ -241,7 +299,9 @@ export class Webhooks extends DurableObject {
   /** An endpoint's deliveries, newest first, each with its attempts; undefined for an unknown endpoint. */
   deliveries(endpointId: string, offset: number, limit: number): { total: number; items: DeliveryView[] } | undefined {
     if (!this.#endpoint(endpointId)) return undefined;
-    const total = this.#sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries WHERE endpoint_id = ?", endpointId).one().n;
+    const total = this.#sql
+      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries WHERE endpoint_id = ?", endpointId)
+      .one().n;
     const rows = this.#sql
       .exec<DeliveryRow & { type: WebhookEventType }>(
         "SELECT d.*, e.type FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.endpoint_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?",
@@ -257,18 +317,42 @@ export class Webhooks extends DurableObject {
    * Sends a delivery again, now, with a new 24 h window: named by its id (dlv_…) or its event's
    * (evt_…, which makes a delivery to this endpoint if it had none, e.g. it subscribed later).
    */
-  async resend(endpointId: string, deliveryOrEventId: string): Promise<DeliveryView | "endpoint_not_found" | "delivery_not_found"> {
+  async resend(
+    endpointId: string,
+    deliveryOrEventId: string,
+  ): Promise<DeliveryView | "endpoint_not_found" | "delivery_not_found"> {
     const result = this.ctx.storage.transactionSync(() => {
       if (!this.#endpoint(endpointId)) return "endpoint_not_found" as const;
       const now = Date.now();
-      let row = this.#sql.exec<DeliveryRow>("SELECT * FROM deliveries WHERE endpoint_id = ? AND (id = ? OR event_id = ?)", endpointId, deliveryOrEventId, deliveryOrEventId).toArray()[0];
+      let row = this.#sql
+        .exec<DeliveryRow>(
+          "SELECT * FROM deliveries WHERE endpoint_id = ? AND (id = ? OR event_id = ?)",
+          endpointId,
+          deliveryOrEventId,
+          deliveryOrEventId,
+        )
+        .toArray()[0];
       if (!row) {
-        if (!deliveryOrEventId.startsWith("evt_") || !this.#event(deliveryOrEventId)) return "delivery_not_found" as const;
+        if (!deliveryOrEventId.startsWith("evt_") || !this.#event(deliveryOrEventId))
+          return "delivery_not_found" as const;
         const id = `dlv_${randomHex(12)}`;
-        this.#sql.exec("INSERT INTO deliveries (id, endpoint_id, event_id, status, next_at, window_start, created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?)", id, endpointId, deliveryOrEventId, now, now, now);
+        this.#sql.exec(
+          "INSERT INTO deliveries (id, endpoint_id, event_id, status, next_at, window_start, created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?)",
+          id,
+          endpointId,
+          deliveryOrEventId,
+          now,
+          now,
+          now,
+        );
         row = this.#sql.exec<DeliveryRow>("SELECT * FROM deliveries WHERE id = ?", id).one();
       } else {
-        this.#sql.exec("UPDATE deliveries SET status = 'pending', next_at = ?, window_start = ? WHERE id = ?", now, now, row.id);
+        this.#sql.exec(
+          "UPDATE deliveries SET status = 'pending', next_at = ?, window_start = ? WHERE id = ?",
+          now,
+          now,
+          row.id,
+        );
         row = { ...row, status: "pending", next_at: now, window_start: now };
       }
       return this.#deliveryView(row, this.#event(row.event_id)!.type);
@@ -281,7 +365,13 @@ export class Webhooks extends DurableObject {
   override async alarm(): Promise<void> {
     const now = Date.now();
     const due = this.ctx.storage.transactionSync(() => {
-      const rows = this.#sql.exec<DeliveryRow>("SELECT * FROM deliveries WHERE status = 'pending' AND next_at <= ? ORDER BY next_at LIMIT ?", now, BATCH).toArray();
+      const rows = this.#sql
+        .exec<DeliveryRow>(
+          "SELECT * FROM deliveries WHERE status = 'pending' AND next_at <= ? ORDER BY next_at LIMIT ?",
+          now,
+          BATCH,
+        )
+        .toArray();
       for (const r of rows) this.#sql.exec("UPDATE deliveries SET next_at = ? WHERE id = ?", now + LEASE_MS, r.id);
       return rows;
     });
@@ -333,16 +423,25 @@ export class Webhooks extends DurableObject {
 
   /** A Ledger that has not heard from this object since the flag existed hears its state now (no other change comes in between). */
   async #syncLedger(accountId: string): Promise<void> {
-    if (!this.#ledgers || this.#sql.exec<{ ledger_synced: number }>("SELECT ledger_synced FROM settings WHERE id = 1").one().ledger_synced) return;
+    if (
+      !this.#ledgers ||
+      this.#sql.exec<{ ledger_synced: number }>("SELECT ledger_synced FROM settings WHERE id = 1").one().ledger_synced
+    )
+      return;
     await this.#serialized(async () => {
-      if (this.#sql.exec<{ ledger_synced: number }>("SELECT ledger_synced FROM settings WHERE id = 1").one().ledger_synced) return;
+      if (
+        this.#sql.exec<{ ledger_synced: number }>("SELECT ledger_synced FROM settings WHERE id = 1").one().ledger_synced
+      )
+        return;
       await this.#tellLedger(accountId, this.#hasSomething()).catch(() => undefined);
     });
   }
 
   #record(accountId: string, emission: Emission): Emitted {
     this.#sql.exec("UPDATE settings SET account_id = ? WHERE id = 1 AND account_id IS NOT ?", accountId, accountId);
-    const known = this.#sql.exec<{ id: string }>("SELECT id FROM events WHERE dedupe = ?", emission.dedupe).toArray()[0];
+    const known = this.#sql
+      .exec<{ id: string }>("SELECT id FROM events WHERE dedupe = ?", emission.dedupe)
+      .toArray()[0];
     if (known) return { eventId: known.id, deliveries: 0, duplicate: true };
     const endpoints = this.#sql
       .exec<EndpointRow>("SELECT * FROM endpoints WHERE disabled = 0")
@@ -350,10 +449,31 @@ export class Webhooks extends DurableObject {
       .filter((e) => (JSON.parse(e.events) as string[]).includes(emission.type));
     if (endpoints.length === 0) return { eventId: null, deliveries: 0, duplicate: false };
     const now = Date.now();
-    const event: WebhookEvent = { id: `evt_${randomHex(12)}`, type: emission.type, created: Math.floor(now / 1000), account_id: accountId, data: emission.data };
-    this.#sql.exec("INSERT INTO events (id, type, created_at, body, dedupe) VALUES (?, ?, ?, ?, ?)", event.id, event.type, now, JSON.stringify(event), emission.dedupe);
+    const event: WebhookEvent = {
+      id: `evt_${randomHex(12)}`,
+      type: emission.type,
+      created: Math.floor(now / 1000),
+      account_id: accountId,
+      data: emission.data,
+    };
+    this.#sql.exec(
+      "INSERT INTO events (id, type, created_at, body, dedupe) VALUES (?, ?, ?, ?, ?)",
+      event.id,
+      event.type,
+      now,
+      JSON.stringify(event),
+      emission.dedupe,
+    );
     for (const e of endpoints) {
-      this.#sql.exec("INSERT INTO deliveries (id, endpoint_id, event_id, status, next_at, window_start, created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?)", `dlv_${randomHex(12)}`, e.id, event.id, now, now, now);
+      this.#sql.exec(
+        "INSERT INTO deliveries (id, endpoint_id, event_id, status, next_at, window_start, created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?)",
+        `dlv_${randomHex(12)}`,
+        e.id,
+        event.id,
+        now,
+        now,
+        now,
+      );
     }
     return { eventId: event.id, deliveries: endpoints.length, duplicate: false };
   }
@@ -393,11 +513,15 @@ export class Webhooks extends DurableObject {
         statusCode = res.status;
         await res.body?.cancel().catch(() => undefined);
         if (res.status < 200 || res.status > 299) {
-          error = res.status >= 300 && res.status < 400 ? `redirect ${res.status} (not followed)` : `answered ${res.status}`;
+          error =
+            res.status >= 300 && res.status < 400 ? `redirect ${res.status} (not followed)` : `answered ${res.status}`;
         }
       } catch (err) {
         const name = err instanceof Error ? err.name : "";
-        error = name === "TimeoutError" || name === "AbortError" ? `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` : `could not connect: ${err instanceof Error ? err.message : String(err)}`;
+        error =
+          name === "TimeoutError" || name === "AbortError"
+            ? `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s`
+            : `could not connect: ${err instanceof Error ? err.message : String(err)}`;
       }
     }
     const finished = Date.now();
@@ -414,18 +538,25 @@ export class Webhooks extends DurableObject {
         finished - started,
       );
       if (error === null) {
-        this.#sql.exec("UPDATE deliveries SET status = 'succeeded', attempts = ?, next_at = NULL WHERE id = ?", n, d.id);
+        this.#sql.exec(
+          "UPDATE deliveries SET status = 'succeeded', attempts = ?, next_at = NULL WHERE id = ?",
+          n,
+          d.id,
+        );
         return;
       }
       const next = final ? undefined : nextAttemptAt(finished, current.window_start, n, this.#policy.retryBaseMs);
-      if (next === undefined) this.#sql.exec("UPDATE deliveries SET status = 'failed', attempts = ?, next_at = NULL WHERE id = ?", n, d.id);
+      if (next === undefined)
+        this.#sql.exec("UPDATE deliveries SET status = 'failed', attempts = ?, next_at = NULL WHERE id = ?", n, d.id);
       else this.#sql.exec("UPDATE deliveries SET attempts = ?, next_at = ? WHERE id = ?", n, next, d.id);
     });
   }
 
   /** The alarm at the earliest pending delivery (none pending: no alarm). */
   async #schedule(): Promise<void> {
-    const next = this.#sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM deliveries WHERE status = 'pending'").one().at;
+    const next = this.#sql
+      .exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM deliveries WHERE status = 'pending'")
+      .one().at;
     if (next === null) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
@@ -435,8 +566,12 @@ export class Webhooks extends DurableObject {
   #prune(): void {
     const before = Date.now() - RETENTION_MS;
     this.ctx.storage.transactionSync(() => {
-      const old = "SELECT id FROM events WHERE created_at < ? AND id NOT IN (SELECT event_id FROM deliveries WHERE status = 'pending')";
-      this.#sql.exec(`DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_id IN (${old}))`, before);
+      const old =
+        "SELECT id FROM events WHERE created_at < ? AND id NOT IN (SELECT event_id FROM deliveries WHERE status = 'pending')";
+      this.#sql.exec(
+        `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_id IN (${old}))`,
+        before,
+      );
       this.#sql.exec(`DELETE FROM deliveries WHERE event_id IN (${old})`, before);
       this.#sql.exec(`DELETE FROM events WHERE id IN (${old})`, before);
     });
@@ -447,14 +582,25 @@ export class Webhooks extends DurableObject {
   }
 
   #event(id: string): { id: string; type: WebhookEventType; body: string } | undefined {
-    return this.#sql.exec<{ id: string; type: WebhookEventType; body: string }>("SELECT id, type, body FROM events WHERE id = ?", id).toArray()[0];
+    return this.#sql
+      .exec<{ id: string; type: WebhookEventType; body: string }>("SELECT id, type, body FROM events WHERE id = ?", id)
+      .toArray()[0];
   }
 
   #deliveryView(r: DeliveryRow, type: WebhookEventType): DeliveryView {
     const attempts = this.#sql
-      .exec<AttemptView>("SELECT n, at, status_code, error, duration_ms FROM attempts WHERE delivery_id = ? ORDER BY n", r.id)
+      .exec<AttemptView>(
+        "SELECT n, at, status_code, error, duration_ms FROM attempts WHERE delivery_id = ? ORDER BY n",
+        r.id,
+      )
       .toArray()
-      .map((a) => ({ n: a.n, at: Math.floor(a.at / 1000), status_code: a.status_code, error: a.error, duration_ms: a.duration_ms }));
+      .map((a) => ({
+        n: a.n,
+        at: Math.floor(a.at / 1000),
+        status_code: a.status_code,
+        error: a.error,
+        duration_ms: a.duration_ms,
+      }));
     return {
       id: r.id,
       endpoint_id: r.endpoint_id,
@@ -469,5 +615,11 @@ export class Webhooks extends DurableObject {
 }
 
 function endpointView(r: EndpointRow): EndpointView {
-  return { id: r.id, url: r.url, events: JSON.parse(r.events) as WebhookEventType[], created: Math.floor(r.created_at / 1000), disabled: r.disabled === 1 };
+  return {
+    id: r.id,
+    url: r.url,
+    events: JSON.parse(r.events) as WebhookEventType[],
+    created: Math.floor(r.created_at / 1000),
+    disabled: r.disabled === 1,
+  };
 }

@@ -30,7 +30,8 @@ function refuse(message: string, reason: string): SigilError {
  * `private_address` (with the address's class) or `local_name`.
  */
 export function checkWebhookUrl(raw: string, policy: UrlPolicy): URL {
-  if (raw.length > MAX_WEBHOOK_URL_CHARS) throw refuse(`a webhook URL is at most ${MAX_WEBHOOK_URL_CHARS} characters`, "malformed");
+  if (raw.length > MAX_WEBHOOK_URL_CHARS)
+    throw refuse(`a webhook URL is at most ${MAX_WEBHOOK_URL_CHARS} characters`, "malformed");
   let url: URL;
   try {
     url = new URL(raw);
@@ -38,7 +39,11 @@ export function checkWebhookUrl(raw: string, policy: UrlPolicy): URL {
     throw refuse("the webhook URL is not a valid absolute URL", "malformed");
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") throw refuse("a webhook URL must be http(s)", "scheme");
-  if (url.username !== "" || url.password !== "") throw refuse("a webhook URL may not carry a user name or password; use the signing secret to authenticate Sigil", "credentials");
+  if (url.username !== "" || url.password !== "")
+    throw refuse(
+      "a webhook URL may not carry a user name or password; use the signing secret to authenticate Sigil",
+      "credentials",
+    );
   if (url.hostname === "") throw refuse("the webhook URL has no host", "malformed");
   if (policy.local) return url;
   if (url.protocol !== "https:") throw refuse("a webhook URL must use https", "not_https");
@@ -47,10 +52,15 @@ export function checkWebhookUrl(raw: string, policy: UrlPolicy): URL {
   if (isIPv4(host) || host.startsWith("[")) {
     const cls = classifyAddress(host);
     if (cls !== "public") {
-      throw new SigilError("invalid_webhook_url", `a webhook URL may not point to a ${describeAddressClass(cls)} address`, { details: { reason: "private_address", address_class: cls } });
+      throw new SigilError(
+        "invalid_webhook_url",
+        `a webhook URL may not point to a ${describeAddressClass(cls)} address`,
+        { details: { reason: "private_address", address_class: cls } },
+      );
     }
     return url;
   }
-  if (LOCAL_NAME.test(host) || !host.includes(".")) throw refuse(`a webhook URL may not name a host that only resolves inside a network (${host})`, "local_name");
+  if (LOCAL_NAME.test(host) || !host.includes("."))
+    throw refuse(`a webhook URL may not name a host that only resolves inside a network (${host})`, "local_name");
   return url;
 }

@@ -8,7 +8,10 @@ import { ErrorNote, Loading, Table, useLoad } from "../ui.tsx";
 
 /** What each check establishes (by the name's part before a dot), in the verifier's order. */
 const MEANING: Array<[string, string]> = [
-  ["quote", "The quote is signed by a chain that leads to Intel's root (dcap-qvl) and its platform's TCB status is accepted."],
+  [
+    "quote",
+    "The quote is signed by a chain that leads to Intel's root (dcap-qvl) and its platform's TCB status is accepted.",
+  ],
   ["freshness", "The quote was made now, over a random nonce this page sent."],
   ["event_log", "The event log replays to the quote's RTMR0–3."],
   ["claims", "RTMR3 names the app, its compose hash (the code that runs) and the instance."],
@@ -21,7 +24,8 @@ const MEANING: Array<[string, string]> = [
 ];
 
 /** Why the page cannot make check 6 itself. */
-const NO_TLS = "a web page cannot read the certificate of its own TLS connection: `sigil verify` makes the handshake and compares it";
+const NO_TLS =
+  "a web page cannot read the certificate of its own TLS connection: `sigil verify` makes the handshake and compares it";
 
 async function runChecks(): Promise<InstanceRun[]> {
   const { verifyEveryInstance } = await import("../../../shared/attestation/deployment.ts");
@@ -39,8 +43,9 @@ export function Attestation() {
   return (
     <>
       <p>
-        The checks <code>sigil verify</code> makes, run by this page against <code>{location.origin}</code>. This page was served by the deployment it
-        checks; for a check that does not rest on its code, run <code>npx sigil verify {location.origin}</code> on your own machine.
+        The checks <code>sigil verify</code> makes, run by this page against <code>{location.origin}</code>. This page
+        was served by the deployment it checks; for a check that does not rest on its code, run{" "}
+        <code>npx sigil verify {location.origin}</code> on your own machine.
       </p>
       {checked.loading && <Loading what="the deployment's attestation (fetching the verifier and the quotes)" />}
       <ErrorNote error={checked.error} />
@@ -48,7 +53,8 @@ export function Attestation() {
         <>
           {simulated && (
             <p class="warning" role="note">
-              <strong>Simulated TEE.</strong> This deployment's quotes are signed by a development root, not by Intel: nothing here is about real hardware.
+              <strong>Simulated TEE.</strong> This deployment's quotes are signed by a development root, not by Intel:
+              nothing here is about real hardware.
             </p>
           )}
           <p role="status" class={failed === 0 ? "verdict ok" : "verdict bad"}>
@@ -60,7 +66,11 @@ export function Attestation() {
             <Table
               caption={run.instance ? `Instance ${run.instance}` : "The deployment"}
               head={["Check", "Result", "Detail"]}
-              rows={run.lines.map((l) => [<code>{l.check}</code>, <span class={`result ${l.status}`}>{RESULT[l.status]}</span>, l.detail])}
+              rows={run.lines.map((l) => [
+                <code>{l.check}</code>,
+                <span class={`result ${l.status}`}>{RESULT[l.status]}</span>,
+                l.detail,
+              ])}
             />
           ))}
         </>

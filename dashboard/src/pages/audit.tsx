@@ -23,7 +23,12 @@ export function Audit({ session }: PageProps) {
     setCursor(page.next_cursor);
   });
   if (first.error) return <ErrorNote error={first.error} />;
-  if (!first.data) return <p class="muted" role="status">Loading the audit log…</p>;
+  if (!first.data)
+    return (
+      <p class="muted" role="status">
+        Loading the audit log…
+      </p>
+    );
   return (
     <>
       {events.length === 0 ? (

@@ -38,58 +38,61 @@ export function Billing({ session }: PageProps) {
   });
   return (
     <Load loaded={loaded} what="billing">
-        {({ balance, events }) => (
-          <>
-            <p class="big" data-testid="billing-balance">
-              {balance.balance_display}
-            </p>
-            <h2 id="buy">Buy credit</h2>
-            <form
-              aria-labelledby="buy"
-              class="panel"
-              onSubmit={(e) => {
-                e.preventDefault();
-                void buy.run();
-              }}
-            >
-              <Field label="Amount in dollars" hint={`At least ${dollars(MIN_TOP_UP_CENTS)}`}>
-                <input type="number" inputMode="decimal" step="0.01" required value={dollarsText} onInput={(e) => setDollars(e.currentTarget.value)} />
-              </Field>
-              <Field label="Card" hint="Stripe test cards: this page pays in test mode">
-                <select value={card} onChange={(e) => setCard(e.currentTarget.value)}>
-                  {TEST_CARDS.map(([id, name]) => (
-                    <option value={id}>{name}</option>
-                  ))}
-                </select>
-              </Field>
-              <button type="submit" disabled={buy.busy}>
-                {buy.busy ? "Paying…" : "Pay"}
-              </button>
-              <ErrorNote error={buy.error} />
-              {buy.result && (
-                <p role="status">
-                  Paid: the balance is now {dollars(buy.result.balanceCents)}.
-                </p>
-              )}
-            </form>
-            <h2 id="history">Payments</h2>
-            {events.length === 0 ? (
-              <Empty>No payments yet.</Empty>
-            ) : (
-              <Table
-                caption="Top-ups and refunds, newest first"
-                head={["When", "What", "Amount", "Balance after", "Payment"]}
-                rows={events.map((e) => [
-                  new Date(e.time).toLocaleString(),
-                  e.kind === "top_up" ? "top-up" : "refund",
-                  dollars(e.amount_cents),
-                  e.balance_after_cents === null ? "—" : dollars(e.balance_after_cents),
-                  <code class="mono">{e.payment_intent ?? "—"}</code>,
-                ])}
+      {({ balance, events }) => (
+        <>
+          <p class="big" data-testid="billing-balance">
+            {balance.balance_display}
+          </p>
+          <h2 id="buy">Buy credit</h2>
+          <form
+            aria-labelledby="buy"
+            class="panel"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void buy.run();
+            }}
+          >
+            <Field label="Amount in dollars" hint={`At least ${dollars(MIN_TOP_UP_CENTS)}`}>
+              <input
+                type="number"
+                inputMode="decimal"
+                step="0.01"
+                required
+                value={dollarsText}
+                onInput={(e) => setDollars(e.currentTarget.value)}
               />
-            )}
-          </>
-        )}
-      </Load>
+            </Field>
+            <Field label="Card" hint="Stripe test cards: this page pays in test mode">
+              <select value={card} onChange={(e) => setCard(e.currentTarget.value)}>
+                {TEST_CARDS.map(([id, name]) => (
+                  <option value={id}>{name}</option>
+                ))}
+              </select>
+            </Field>
+            <button type="submit" disabled={buy.busy}>
+              {buy.busy ? "Paying…" : "Pay"}
+            </button>
+            <ErrorNote error={buy.error} />
+            {buy.result && <p role="status">Paid: the balance is now {dollars(buy.result.balanceCents)}.</p>}
+          </form>
+          <h2 id="history">Payments</h2>
+          {events.length === 0 ? (
+            <Empty>No payments yet.</Empty>
+          ) : (
+            <Table
+              caption="Top-ups and refunds, newest first"
+              head={["When", "What", "Amount", "Balance after", "Payment"]}
+              rows={events.map((e) => [
+                new Date(e.time).toLocaleString(),
+                e.kind === "top_up" ? "top-up" : "refund",
+                dollars(e.amount_cents),
+                e.balance_after_cents === null ? "—" : dollars(e.balance_after_cents),
+                <code class="mono">{e.payment_intent ?? "—"}</code>,
+              ])}
+            />
+          )}
+        </>
+      )}
+    </Load>
   );
 }

@@ -33,14 +33,18 @@ export function Groups({ session }: PageProps) {
     loaded.reload();
   });
   const removeAction = useAction(async (a: Action) => {
-    if (!confirm(`Remove the action "${a.name || a.action_ipfs_cid || a.hashed_cid}" from the account and its groups?`)) return;
+    if (!confirm(`Remove the action "${a.name || a.action_ipfs_cid || a.hashed_cid}" from the account and its groups?`))
+      return;
     await session.client.deleteAction({ hashed_cid: a.hashed_cid });
     loaded.reload();
   });
   return (
     <Load loaded={loaded} what="groups and actions">
       {({ groups, wallets, actions }) => {
-        const cidOf = (hash: string) => (hash === "0" ? "any action" : (actions.find((a) => a.hashed_cid.toLowerCase() === hash.toLowerCase())?.action_ipfs_cid ?? hash));
+        const cidOf = (hash: string) =>
+          hash === "0"
+            ? "any action"
+            : (actions.find((a) => a.hashed_cid.toLowerCase() === hash.toLowerCase())?.action_ipfs_cid ?? hash);
         return (
           <>
             {groups.length === 0 ? (
@@ -55,13 +59,30 @@ export function Groups({ session }: PageProps) {
                     {g.group_name}
                     {g.group_description && <div class="muted">{g.group_description}</div>}
                   </>,
-                  g.pkp_ids_permitted.length ? g.pkp_ids_permitted.map((w) => <div>{w === ANY_WALLET ? "any wallet" : <Short value={w} />}</div>) : "none",
-                  g.cid_hashes_permitted.length ? g.cid_hashes_permitted.map((h) => <div>{h === "0" ? "any action" : <Short value={cidOf(h)} />}</div>) : "none",
+                  g.pkp_ids_permitted.length
+                    ? g.pkp_ids_permitted.map((w) => <div>{w === ANY_WALLET ? "any wallet" : <Short value={w} />}</div>)
+                    : "none",
+                  g.cid_hashes_permitted.length
+                    ? g.cid_hashes_permitted.map((h) => (
+                        <div>{h === "0" ? "any action" : <Short value={cidOf(h)} />}</div>
+                      ))
+                    : "none",
                   <span class="row">
-                    <button type="button" class="small secondary" onClick={() => setEditing(g)} aria-label={`Edit group ${g.group_name}`}>
+                    <button
+                      type="button"
+                      class="small secondary"
+                      onClick={() => setEditing(g)}
+                      aria-label={`Edit group ${g.group_name}`}
+                    >
                       Edit
                     </button>
-                    <button type="button" class="small danger" disabled={remove.busy} onClick={() => void remove.run(g)} aria-label={`Remove group ${g.group_name}`}>
+                    <button
+                      type="button"
+                      class="small danger"
+                      disabled={remove.busy}
+                      onClick={() => void remove.run(g)}
+                      aria-label={`Remove group ${g.group_name}`}
+                    >
                       Remove
                     </button>
                   </span>,
@@ -76,8 +97,21 @@ export function Groups({ session }: PageProps) {
               actions={actions}
               onCancel={() => setEditing(undefined)}
               send={async (input) => {
-                if (editing) await session.client.updateGroup({ group_id: editing.id, name: input.name, description: input.description, pkp_ids_permitted: input.wallets, cid_hashes_permitted: input.actions });
-                else await session.client.addGroup({ group_name: input.name, group_description: input.description, pkp_ids_permitted: input.wallets, cid_hashes_permitted: input.actions });
+                if (editing)
+                  await session.client.updateGroup({
+                    group_id: editing.id,
+                    name: input.name,
+                    description: input.description,
+                    pkp_ids_permitted: input.wallets,
+                    cid_hashes_permitted: input.actions,
+                  });
+                else
+                  await session.client.addGroup({
+                    group_name: input.name,
+                    group_description: input.description,
+                    pkp_ids_permitted: input.wallets,
+                    cid_hashes_permitted: input.actions,
+                  });
                 setEditing(undefined);
                 loaded.reload();
               }}
@@ -93,7 +127,13 @@ export function Groups({ session }: PageProps) {
                   a.action_ipfs_cid ? <code class="mono">{a.action_ipfs_cid}</code> : <Short value={a.hashed_cid} />,
                   a.name || "—",
                   a.description || "—",
-                  <button type="button" class="small danger" disabled={removeAction.busy} onClick={() => void removeAction.run(a)} aria-label={`Remove action ${a.name || a.hashed_cid}`}>
+                  <button
+                    type="button"
+                    class="small danger"
+                    disabled={removeAction.busy}
+                    onClick={() => void removeAction.run(a)}
+                    aria-label={`Remove action ${a.name || a.hashed_cid}`}
+                  >
                     Remove
                   </button>,
                 ])}
@@ -110,7 +150,13 @@ export function Groups({ session }: PageProps) {
 
 type GroupInput = { name: string; description: string; wallets: string[]; actions: string[] };
 
-function GroupForm(props: { group: Group | undefined; wallets: Wallet[]; actions: Action[]; send(g: GroupInput): Promise<void>; onCancel(): void }) {
+function GroupForm(props: {
+  group: Group | undefined;
+  wallets: Wallet[];
+  actions: Action[];
+  send(g: GroupInput): Promise<void>;
+  onCancel(): void;
+}) {
   const g = props.group;
   const [name, setName] = useState(g?.group_name ?? "");
   const [description, setDescription] = useState(g?.group_description ?? "");
@@ -121,7 +167,8 @@ function GroupForm(props: { group: Group | undefined; wallets: Wallet[]; actions
     const cids = extra.split(/[\s,]+/).filter(Boolean);
     await props.send({ name: name.trim(), description: description.trim(), wallets, actions: [...actions, ...cids] });
   });
-  const toggle = (list: string[], set: (l: string[]) => void, value: string, on: boolean) => set(on ? [...list, value] : list.filter((v) => v !== value));
+  const toggle = (list: string[], set: (l: string[]) => void, value: string, on: boolean) =>
+    set(on ? [...list, value] : list.filter((v) => v !== value));
   const title = g ? `Edit group "${g.group_name}"` : "Create a group";
   return (
     <section aria-labelledby="group-form">
@@ -142,12 +189,20 @@ function GroupForm(props: { group: Group | undefined; wallets: Wallet[]; actions
         <fieldset>
           <legend>Wallets</legend>
           <label class="row">
-            <input type="checkbox" checked={wallets.includes(ANY_WALLET)} onChange={(e) => toggle(wallets, setWallets, ANY_WALLET, e.currentTarget.checked)} />
+            <input
+              type="checkbox"
+              checked={wallets.includes(ANY_WALLET)}
+              onChange={(e) => toggle(wallets, setWallets, ANY_WALLET, e.currentTarget.checked)}
+            />
             Any wallet of the account
           </label>
           {props.wallets.map((w) => (
             <label class="row">
-              <input type="checkbox" checked={wallets.includes(w.wallet_address)} onChange={(e) => toggle(wallets, setWallets, w.wallet_address, e.currentTarget.checked)} />
+              <input
+                type="checkbox"
+                checked={wallets.includes(w.wallet_address)}
+                onChange={(e) => toggle(wallets, setWallets, w.wallet_address, e.currentTarget.checked)}
+              />
               <span>
                 {w.name || `wallet ${w.id}`} <code class="mono">{w.wallet_address}</code>
               </span>
@@ -157,12 +212,20 @@ function GroupForm(props: { group: Group | undefined; wallets: Wallet[]; actions
         <fieldset>
           <legend>Actions</legend>
           <label class="row">
-            <input type="checkbox" checked={actions.includes("0")} onChange={(e) => toggle(actions, setActions, "0", e.currentTarget.checked)} />
+            <input
+              type="checkbox"
+              checked={actions.includes("0")}
+              onChange={(e) => toggle(actions, setActions, "0", e.currentTarget.checked)}
+            />
             Any action
           </label>
           {props.actions.map((a) => (
             <label class="row">
-              <input type="checkbox" checked={actions.includes(a.hashed_cid.toLowerCase())} onChange={(e) => toggle(actions, setActions, a.hashed_cid.toLowerCase(), e.currentTarget.checked)} />
+              <input
+                type="checkbox"
+                checked={actions.includes(a.hashed_cid.toLowerCase())}
+                onChange={(e) => toggle(actions, setActions, a.hashed_cid.toLowerCase(), e.currentTarget.checked)}
+              />
               <span>
                 {a.name || "unnamed"} <code class="mono">{a.action_ipfs_cid ?? a.hashed_cid}</code>
               </span>
@@ -232,7 +295,10 @@ function AddAction({ client, onAdded }: { client: SigilClient; onAdded(): void }
         </Field>
         {cid && (
           <p role="status">
-            CID <code class="mono" data-testid="computed-cid">{cid}</code>
+            CID{" "}
+            <code class="mono" data-testid="computed-cid">
+              {cid}
+            </code>
           </p>
         )}
         <Field label="Action name">

@@ -47,7 +47,8 @@ async function allKeys(client: SigilClient): Promise<Key[]> {
 /** "1, 2" → ["1", "2"]; "0" is every group. Anything but group ids is refused before sending. */
 function groupIds(text: string, label: string): string[] {
   const ids = text.split(/[\s,]+/).filter(Boolean);
-  for (const id of ids) if (!/^\d{1,20}$/.test(id)) throw new Error(`${label}: "${id}" is not a group id (a number; 0 = every group)`);
+  for (const id of ids)
+    if (!/^\d{1,20}$/.test(id)) throw new Error(`${label}: "${id}" is not a group id (a number; 0 = every group)`);
   return ids;
 }
 
@@ -70,7 +71,8 @@ function permissionsOf(k: Key): Permissions {
 function summary(k: Key): string {
   const parts: string[] = [];
   for (const [flag, label] of FLAGS) if (k[flag]) parts.push(label.toLowerCase());
-  for (const [list, label] of GROUP_LISTS) if (k[list].length) parts.push(`${label.toLowerCase()} ${k[list].map((g) => (g === "0" ? "all" : g)).join(", ")}`);
+  for (const [list, label] of GROUP_LISTS)
+    if (k[list].length) parts.push(`${label.toLowerCase()} ${k[list].map((g) => (g === "0" ? "all" : g)).join(", ")}`);
   return parts.join("; ") || "none";
 }
 
@@ -101,13 +103,26 @@ function AccountKeys({ session }: PageProps) {
                 k.name,
                 <Short value={k.id} />,
                 summary(k),
-                k.spend_limit_cents ? `${dollars(k.spent_cents)} of ${dollars(k.spend_limit_cents)}` : `${dollars(k.spent_cents)} (no cap)`,
+                k.spend_limit_cents
+                  ? `${dollars(k.spent_cents)} of ${dollars(k.spend_limit_cents)}`
+                  : `${dollars(k.spent_cents)} (no cap)`,
                 k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "never",
                 <span class="row">
-                  <button type="button" class="small secondary" onClick={() => setEditing(k)} aria-label={`Edit ${k.name}`}>
+                  <button
+                    type="button"
+                    class="small secondary"
+                    onClick={() => setEditing(k)}
+                    aria-label={`Edit ${k.name}`}
+                  >
                     Edit
                   </button>
-                  <button type="button" class="small danger" disabled={remove.busy} onClick={() => void remove.run(k)} aria-label={`Remove ${k.name}`}>
+                  <button
+                    type="button"
+                    class="small danger"
+                    disabled={remove.busy}
+                    onClick={() => void remove.run(k)}
+                    aria-label={`Remove ${k.name}`}
+                  >
                     Remove
                   </button>
                 </span>,
@@ -147,9 +162,17 @@ function AccountKeys({ session }: PageProps) {
   );
 }
 
-function KeyForm(props: { title: string; initial: Permissions; submit: string; send(p: AddUsageApiKeyInput): Promise<string | undefined>; onCancel?(): void }) {
+function KeyForm(props: {
+  title: string;
+  initial: Permissions;
+  submit: string;
+  send(p: AddUsageApiKeyInput): Promise<string | undefined>;
+  onCancel?(): void;
+}) {
   const [p, setP] = useState<Permissions>(props.initial);
-  const [lists, setLists] = useState<Record<string, string>>(Object.fromEntries(GROUP_LISTS.map(([list]) => [list, props.initial[list].join(", ")])));
+  const [lists, setLists] = useState<Record<string, string>>(
+    Object.fromEntries(GROUP_LISTS.map(([list]) => [list, props.initial[list].join(", ")])),
+  );
   const action = useAction(async () => {
     const input: AddUsageApiKeyInput = {
       name: p.name.trim(),
@@ -181,27 +204,46 @@ function KeyForm(props: { title: string; initial: Permissions; submit: string; s
           <input required maxLength={256} value={p.name} onInput={(e) => setP({ ...p, name: e.currentTarget.value })} />
         </Field>
         <Field label="Description">
-          <input maxLength={1024} value={p.description} onInput={(e) => setP({ ...p, description: e.currentTarget.value })} />
+          <input
+            maxLength={1024}
+            value={p.description}
+            onInput={(e) => setP({ ...p, description: e.currentTarget.value })}
+          />
         </Field>
         <fieldset>
           <legend>May</legend>
           {FLAGS.map(([flag, label]) => (
             <label class="row">
-              <input type="checkbox" class="check" checked={p[flag]} onChange={(e) => setP({ ...p, [flag]: e.currentTarget.checked })} />
+              <input
+                type="checkbox"
+                class="check"
+                checked={p[flag]}
+                onChange={(e) => setP({ ...p, [flag]: e.currentTarget.checked })}
+              />
               {label}
             </label>
           ))}
         </fieldset>
         {GROUP_LISTS.map(([list, label]) => (
           <Field label={label} hint="Group ids, comma-separated; 0 = every group">
-            <input inputMode="numeric" value={lists[list]} onInput={(e) => setLists({ ...lists, [list]: e.currentTarget.value })} />
+            <input
+              inputMode="numeric"
+              value={lists[list]}
+              onInput={(e) => setLists({ ...lists, [list]: e.currentTarget.value })}
+            />
           </Field>
         ))}
         <Field label="Expires on" hint="Empty: never">
           <input type="date" value={p.expires} onInput={(e) => setP({ ...p, expires: e.currentTarget.value })} />
         </Field>
         <Field label="Spend cap (cents)" hint="Empty: no cap">
-          <input type="number" min={0} step={1} value={p.cap} onInput={(e) => setP({ ...p, cap: e.currentTarget.value })} />
+          <input
+            type="number"
+            min={0}
+            step={1}
+            value={p.cap}
+            onInput={(e) => setP({ ...p, cap: e.currentTarget.value })}
+          />
         </Field>
         <div class="row">
           <button type="submit" disabled={action.busy}>

@@ -48,7 +48,8 @@ export function Overview({ session }: PageProps) {
             </p>
             {balance.balance_cents < threshold && (
               <p class="warning" role="status">
-                Low balance: below {dollars(threshold)}. Runs and writes stop when it reaches zero — <a href="#/billing">buy credit</a>.
+                Low balance: below {dollars(threshold)}. Runs and writes stop when it reaches zero —{" "}
+                <a href="#/billing">buy credit</a>.
               </p>
             )}
           </section>
@@ -78,7 +79,8 @@ export function spendByDay(events: UsageEvent[], since: number): Day[] {
   const days: Day[] = [];
   const first = Math.floor(since / DAY_MS);
   const last = Math.floor(Date.now() / DAY_MS);
-  for (let d = first; d <= last; d++) days.push({ day: new Date(d * DAY_MS).toISOString().slice(0, 10), runs: 0, writes: 0 });
+  for (let d = first; d <= last; d++)
+    days.push({ day: new Date(d * DAY_MS).toISOString().slice(0, 10), runs: 0, writes: 0 });
   for (const e of events) {
     const day = days[Math.floor(Date.parse(e.time) / DAY_MS) - first];
     if (!day) continue;
@@ -103,18 +105,40 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
   const labelled = (i: number) => (days.length - 1 - i) % 7 === 0;
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${W} ${H + LABELS}`} role="img" aria-label={`Spend per day over the last 30 days: ${dollars(total)} in all`} data-testid="spend-chart">
+      <svg
+        viewBox={`0 0 ${W} ${H + LABELS}`}
+        role="img"
+        aria-label={`Spend per day over the last 30 days: ${dollars(total)} in all`}
+        data-testid="spend-chart"
+      >
         {days.map((d, i) => {
           const runs = y(d.runs);
           const writes = y(d.writes);
           return (
             <g>
               <title>{`${d.day}: runs ${dollars(d.runs)}, writes ${dollars(d.writes)}`}</title>
-              {d.runs > 0 && <rect class="bar-runs" x={i * bar + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />}
-              {d.writes > 0 && <rect class="bar-writes" x={i * bar + 1} y={H - runs - writes} width={bar - 2} height={writes} data-day={d.day} />}
+              {d.runs > 0 && (
+                <rect class="bar-runs" x={i * bar + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />
+              )}
+              {d.writes > 0 && (
+                <rect
+                  class="bar-writes"
+                  x={i * bar + 1}
+                  y={H - runs - writes}
+                  width={bar - 2}
+                  height={writes}
+                  data-day={d.day}
+                />
+              )}
               {labelled(i) && (
                 // biome-ignore lint/a11y/noAriaHiddenOnFocusable: an SVG text is not focusable; the day is in the bar's title
-                <text class="chart-day" x={Math.min(W - 2, Math.max(2, (i + 0.5) * bar))} y={H + 26} text-anchor={i === days.length - 1 ? "end" : "middle"} aria-hidden="true">
+                <text
+                  class="chart-day"
+                  x={Math.min(W - 2, Math.max(2, (i + 0.5) * bar))}
+                  y={H + 26}
+                  text-anchor={i === days.length - 1 ? "end" : "middle"}
+                  aria-hidden="true"
+                >
                   {dayLabel(d.day)}
                 </text>
               )}
@@ -123,7 +147,8 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
         })}
       </svg>
       <figcaption>
-        <span class="key key-runs" aria-hidden="true" /> runs <span class="key key-writes" aria-hidden="true" /> writes · {dollars(total)} in all, most on one day {dollars(max)}
+        <span class="key key-runs" aria-hidden="true" /> runs <span class="key key-writes" aria-hidden="true" /> writes
+        · {dollars(total)} in all, most on one day {dollars(max)}
       </figcaption>
     </figure>
   );
@@ -131,11 +156,20 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
 
 /** "Nov 25" for "2026-11-25" (a UTC day, as the chart counts them). */
 function dayLabel(day: string): string {
-  return new Date(`${day}T00:00:00Z`).toLocaleDateString(undefined, { month: "short", day: "numeric", timeZone: "UTC" });
+  return new Date(`${day}T00:00:00Z`).toLocaleDateString(undefined, {
+    month: "short",
+    day: "numeric",
+    timeZone: "UTC",
+  });
 }
 
 function RecentPayments({ events }: { events: UsageEvent[] }) {
-  if (events.length === 0) return <Empty>No payments yet. <a href="#/billing">Buy credit</a>.</Empty>;
+  if (events.length === 0)
+    return (
+      <Empty>
+        No payments yet. <a href="#/billing">Buy credit</a>.
+      </Empty>
+    );
   return (
     <Table
       caption="The latest payments"
@@ -151,7 +185,12 @@ function RecentPayments({ events }: { events: UsageEvent[] }) {
 }
 
 function RecentRuns({ events }: { events: UsageEvent[] }) {
-  if (events.length === 0) return <Empty>No runs yet. Try one in the <a href="#/playground">playground</a>.</Empty>;
+  if (events.length === 0)
+    return (
+      <Empty>
+        No runs yet. Try one in the <a href="#/playground">playground</a>.
+      </Empty>
+    );
   return (
     <Table
       caption="The latest runs"

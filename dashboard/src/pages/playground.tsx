@@ -30,7 +30,10 @@ export function parseParams(text: string, wallet: string): Record<string, unknow
       throw Object.assign(new Error(`the parameters are not JSON: ${(e as Error).message}`), { code: "invalid_json" });
     }
   }
-  if (params === null || typeof params !== "object" || Array.isArray(params)) throw Object.assign(new Error("the parameters must be a JSON object, like {\"message\": \"hi\"}"), { code: "invalid_json" });
+  if (params === null || typeof params !== "object" || Array.isArray(params))
+    throw Object.assign(new Error('the parameters must be a JSON object, like {"message": "hi"}'), {
+      code: "invalid_json",
+    });
   return wallet && !("wallet" in params) ? { ...params, wallet } : (params as Record<string, unknown>);
 }
 
@@ -43,7 +46,9 @@ export function Playground({ session }: PageProps) {
   const answer = run.result;
   return (
     <>
-      <p class="muted">A script runs only with a wallet of a group that also lists the script's CID (Groups and actions).</p>
+      <p class="muted">
+        A script runs only with a wallet of a group that also lists the script's CID (Groups and actions).
+      </p>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -72,7 +77,9 @@ export function Playground({ session }: PageProps) {
       {answer && (
         <section aria-labelledby="result" data-testid="run-result">
           <h2 id="result">{answer.has_error ? "The script failed" : "Result"}</h2>
-          {answer.has_error && answer.error && <ErrorNote error={{ message: answer.error.message, code: answer.error.code }} />}
+          {answer.has_error && answer.error && (
+            <ErrorNote error={{ message: answer.error.message, code: answer.error.code }} />
+          )}
           <dl class="facts">
             <dt>Duration</dt>
             <dd>{answer.duration_ms} ms</dd>

@@ -17,7 +17,8 @@ type WalletSession = Extract<Session, { kind: "wallet" }>;
 /** "1, 2" → [1n, 2n]; anything but group ids is refused before the wallet is asked to sign. */
 function groupIds(text: string): bigint[] {
   const ids = text.split(/[\s,]+/).filter(Boolean);
-  for (const id of ids) if (!/^\d{1,20}$/.test(id)) throw new Error(`Run in groups: "${id}" is not a group id (a number)`);
+  for (const id of ids)
+    if (!/^\d{1,20}$/.test(id)) throw new Error(`Run in groups: "${id}" is not a group id (a number)`);
   return ids.map(BigInt);
 }
 
@@ -26,19 +27,23 @@ type Made = { key: string; hash: Hex };
 
 function checkGrant(grant: Grant): void {
   groupIds(grant.groups);
-  if (grant.cap !== "" && !/^\d{1,12}$/.test(grant.cap)) throw new Error("Spend cap: a whole number of cents (empty for none)");
+  if (grant.cap !== "" && !/^\d{1,12}$/.test(grant.cap))
+    throw new Error("Spend cap: a whole number of cents (empty for none)");
 }
 
 async function chainConfig() {
   const config = await anonymous().getNodeChainConfig();
-  if (!config.contract_address) throw new Error("this deployment names no AccountConfig contract (GET /core/v1/get_node_chain_config)");
+  if (!config.contract_address)
+    throw new Error("this deployment names no AccountConfig contract (GET /core/v1/get_node_chain_config)");
   return { chainId: config.chain_id, contract: config.contract_address as Address };
 }
 
 /** Step 1: the wallet signs AddUsageApiKey; the service derives the key and answers it once, with its hash. */
 async function newKey(session: WalletSession): Promise<Made> {
   const { chainId } = await chainConfig();
-  const made = await anonymous().addUsageApiKeyWithSignature(await signSigilTypedData({ signer: session.signer, primaryType: "AddUsageApiKey", chainId }));
+  const made = await anonymous().addUsageApiKeyWithSignature(
+    await signSigilTypedData({ signer: session.signer, primaryType: "AddUsageApiKey", chainId }),
+  );
   return { key: made.usage_api_key, hash: made.usage_api_key_hash as Hex };
 }
 
@@ -48,7 +53,11 @@ async function grantKey(session: WalletSession, made: Made, grant: Grant): Promi
   // The one read accountConfig needs, on a bare client: createPublicClient would bring every public action into the bundle.
   const reader = createClient({ transport: custom(session.provider), pollingInterval: 1_000 });
   const publicClient = { waitForTransactionReceipt: (args: { hash: Hex }) => waitForTransactionReceipt(reader, args) };
-  const { transactionHash } = await accountConfig({ walletClient: session.signer, publicClient, address: contract }).setUsageApiKey({
+  const { transactionHash } = await accountConfig({
+    walletClient: session.signer,
+    publicClient,
+    address: contract,
+  }).setUsageApiKey({
     keyHash: made.hash,
     name: grant.name,
     executeInGroups: groupIds(grant.groups),
@@ -77,8 +86,9 @@ export function WalletKeys({ session }: { session: WalletSession }) {
   return (
     <section aria-labelledby="register">
       <p>
-        This account's usage keys are written on chain by its admin wallet. Registering one takes two signatures in your wallet: one that asks the
-        service for a new key, and the transaction that grants it. Existing keys are in the <a href="#/audit">audit log</a>.
+        This account's usage keys are written on chain by its admin wallet. Registering one takes two signatures in your
+        wallet: one that asks the service for a new key, and the transaction that grants it. Existing keys are in the{" "}
+        <a href="#/audit">audit log</a>.
       </p>
       <h2 id="register">Register a usage key</h2>
       <form

@@ -6,7 +6,13 @@
 // key or a ChainSecured admin wallet: a usage key is refused (account_key_required), said in words.
 import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
-import { WEBHOOK_EVENT_TYPES, type SigilClient, type WebhookDelivery, type WebhookEndpoint, type WebhookEventType } from "../../../sdk/src/index.ts";
+import {
+  WEBHOOK_EVENT_TYPES,
+  type SigilClient,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEventType,
+} from "../../../sdk/src/index.ts";
 import { CopyButton, dollars, Empty, ErrorNote, Field, Loading, Short, Table, useAction, useLoad } from "../ui.tsx";
 
 /** What each event tells, in words (README, "Webhooks"). */
@@ -34,7 +40,8 @@ export function Webhooks({ session }: PageProps) {
   const loaded = useLoad(() => webhooks(session.client));
   const [open, setOpen] = useState<WebhookEndpoint | undefined>();
   const remove = useAction(async (e: WebhookEndpoint) => {
-    if (!confirm(`Remove the webhook endpoint ${e.url}? It gets no more events, and its delivery log goes with it.`)) return undefined;
+    if (!confirm(`Remove the webhook endpoint ${e.url}? It gets no more events, and its delivery log goes with it.`))
+      return undefined;
     await session.client.deleteWebhook({ webhook_id: e.id });
     if (open?.id === e.id) setOpen(undefined);
     loaded.reload();
@@ -45,7 +52,10 @@ export function Webhooks({ session }: PageProps) {
       <>
         <ErrorNote error={loaded.error} />
         {loaded.error.code === "account_key_required" && (
-          <p class="muted">Webhooks configure the account, so only its master key (or a ChainSecured account's admin wallet) manages them. Sign in with the master key to see them.</p>
+          <p class="muted">
+            Webhooks configure the account, so only its master key (or a ChainSecured account's admin wallet) manages
+            them. Sign in with the master key to see them.
+          </p>
         )}
       </>
     );
@@ -55,7 +65,9 @@ export function Webhooks({ session }: PageProps) {
   return (
     <>
       {endpoints.length === 0 ? (
-        <Empty>No webhook endpoints yet. Add one below to have payments, a low balance and spent caps POSTed to your server.</Empty>
+        <Empty>
+          No webhook endpoints yet. Add one below to have payments, a low balance and spent caps POSTed to your server.
+        </Empty>
       ) : (
         <Table
           caption="The account's webhook endpoints"
@@ -75,7 +87,13 @@ export function Webhooks({ session }: PageProps) {
               >
                 Deliveries
               </button>
-              <button type="button" class="small danger" disabled={remove.busy} onClick={() => void remove.run(e)} aria-label={`Remove ${e.url}`}>
+              <button
+                type="button"
+                class="small danger"
+                disabled={remove.busy}
+                onClick={() => void remove.run(e)}
+                aria-label={`Remove ${e.url}`}
+              >
                 Remove
               </button>
             </span>,
@@ -100,7 +118,8 @@ function response(d: WebhookDelivery): string {
 
 function status(d: WebhookDelivery): string {
   const tries = `${d.attempts.length} attempt${d.attempts.length === 1 ? "" : "s"}`;
-  if (d.status === "pending" && d.next_attempt_at !== null) return `pending, ${tries}; next at ${when(d.next_attempt_at)}`;
+  if (d.status === "pending" && d.next_attempt_at !== null)
+    return `pending, ${tries}; next at ${when(d.next_attempt_at)}`;
   return `${d.status}, ${tries}`;
 }
 
@@ -167,7 +186,13 @@ function Deliveries({ client, endpoint }: { client: SigilClient; endpoint: Webho
               </>,
               status(d),
               response(d),
-              <button type="button" class="small secondary" disabled={resend.busy} onClick={() => void resend.run(d)} aria-label={`Resend ${d.event_type} ${d.event_id}`}>
+              <button
+                type="button"
+                class="small secondary"
+                disabled={resend.busy}
+                onClick={() => void resend.run(d)}
+                aria-label={`Resend ${d.event_type} ${d.event_id}`}
+              >
                 Resend
               </button>,
             ])}
@@ -177,7 +202,12 @@ function Deliveries({ client, endpoint }: { client: SigilClient; endpoint: Webho
               <button type="button" class="small secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
                 Newer
               </button>
-              <button type="button" class="small secondary" disabled={page + 1 >= pages} onClick={() => setPage(page + 1)}>
+              <button
+                type="button"
+                class="small secondary"
+                disabled={page + 1 >= pages}
+                onClick={() => setPage(page + 1)}
+              >
                 Older
               </button>
             </nav>
@@ -187,7 +217,8 @@ function Deliveries({ client, endpoint }: { client: SigilClient; endpoint: Webho
       <ErrorNote error={resend.error} />
       {resend.result && (
         <p role="status">
-          Sending {resend.result.event_type} <code class="mono">{resend.result.event_id}</code> again now (the same event id: a receiver that has it already can drop it).
+          Sending {resend.result.event_type} <code class="mono">{resend.result.event_id}</code> again now (the same
+          event id: a receiver that has it already can drop it).
         </p>
       )}
     </section>
@@ -198,9 +229,13 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<WebhookEventType[]>(DEFAULT_EVENTS);
   const add = useAction(async () => {
-    if (events.length === 0) throw Object.assign(new Error("pick at least one event for the endpoint to receive"), { code: "no_events" });
+    if (events.length === 0)
+      throw Object.assign(new Error("pick at least one event for the endpoint to receive"), { code: "no_events" });
     // In the list's order, as the API answers them.
-    const made = await client.createWebhook({ url: url.trim(), events: WEBHOOK_EVENT_TYPES.filter((t) => events.includes(t)) });
+    const made = await client.createWebhook({
+      url: url.trim(),
+      events: WEBHOOK_EVENT_TYPES.filter((t) => events.includes(t)),
+    });
     setUrl("");
     onAdded();
     return made;
@@ -216,7 +251,16 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
         }}
       >
         <Field label="Endpoint URL" hint="An https URL of your server that answers 2xx; at most 10 endpoints">
-          <input type="url" inputMode="url" required spellcheck={false} autoComplete="off" maxLength={2048} value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+          <input
+            type="url"
+            inputMode="url"
+            required
+            spellcheck={false}
+            autoComplete="off"
+            maxLength={2048}
+            value={url}
+            onInput={(e) => setUrl(e.currentTarget.value)}
+          />
         </Field>
         <fieldset>
           <legend>Events it receives</legend>
@@ -242,8 +286,8 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
         {add.result && (
           <div class="panel" role="status">
             <p>
-              <strong>The endpoint's signing secret, shown this once:</strong> it will not be shown again. Keep it on your server: it checks each delivery's
-              Sigil-Signature header (the SDK's <code>verifyWebhook</code>).
+              <strong>The endpoint's signing secret, shown this once:</strong> it will not be shown again. Keep it on
+              your server: it checks each delivery's Sigil-Signature header (the SDK's <code>verifyWebhook</code>).
             </p>
             <p class="row">
               <code class="mono" data-testid="webhook-secret">
@@ -263,7 +307,9 @@ function Settings({ client, cents, onSaved }: { client: SigilClient; cents: numb
   const save = useAction(async () => {
     const amount = Number(text);
     if (text.trim() === "" || !Number.isFinite(amount) || amount < 0 || amount > 999_999.99) {
-      throw Object.assign(new Error("the threshold is an amount in dollars from 0 to 999999.99"), { code: "invalid_amount" });
+      throw Object.assign(new Error("the threshold is an amount in dollars from 0 to 999999.99"), {
+        code: "invalid_amount",
+      });
     }
     const saved = await client.updateWebhookSettings({ balance_low_cents: Math.round(amount * 100) });
     onSaved();
@@ -272,7 +318,9 @@ function Settings({ client, cents, onSaved }: { client: SigilClient; cents: numb
   return (
     <section aria-labelledby="settings">
       <h2 id="settings">Low-balance warning</h2>
-      <p data-testid="balance-low-now">{cents ? `balance.low fires when the balance goes under ${dollars(cents)}.` : "balance.low is off."}</p>
+      <p data-testid="balance-low-now">
+        {cents ? `balance.low fires when the balance goes under ${dollars(cents)}.` : "balance.low is off."}
+      </p>
       <form
         class="panel"
         onSubmit={(e) => {
@@ -284,13 +332,29 @@ function Settings({ client, cents, onSaved }: { client: SigilClient; cents: numb
           label="Low-balance threshold in dollars"
           hint="balance.low fires once each time a charge takes the balance from at least this to under it (set above the balance now, it waits for a top-up first); 0 turns it off"
         >
-          <input type="number" inputMode="decimal" min={0} step="0.01" required value={text} onInput={(e) => setText(e.currentTarget.value)} />
+          <input
+            type="number"
+            inputMode="decimal"
+            min={0}
+            step="0.01"
+            required
+            value={text}
+            onInput={(e) => setText(e.currentTarget.value)}
+          />
         </Field>
         <button type="submit" disabled={save.busy}>
           {save.busy ? "Saving…" : "Save threshold"}
         </button>
         <ErrorNote error={save.error} />
-        {save.result && <p role="status">Saved: {save.result.balance_low_cents ? `the threshold is ${dollars(save.result.balance_low_cents)}` : "balance.low is off"}.</p>}
+        {save.result && (
+          <p role="status">
+            Saved:{" "}
+            {save.result.balance_low_cents
+              ? `the threshold is ${dollars(save.result.balance_low_cents)}`
+              : "balance.low is off"}
+            .
+          </p>
+        )}
       </form>
     </section>
   );

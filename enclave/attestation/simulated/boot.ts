@@ -14,7 +14,11 @@ import type { EventLogEntry } from "../../../shared/attestation/eventLog.ts";
 import { label } from "./pki.ts";
 
 export const SIMULATED_MRTD_LABEL = "SIMULATED-MRTD-NOT-A-REAL-TDX-QUOTE";
-export const SIMULATED_RTMR_LABELS = ["SIMULATED-RTMR0-NOT-A-REAL-FIRMWARE", "SIMULATED-RTMR1-NOT-A-REAL-KERNEL", "SIMULATED-RTMR2-NOT-A-REAL-INITRD"] as const;
+export const SIMULATED_RTMR_LABELS = [
+  "SIMULATED-RTMR0-NOT-A-REAL-FIRMWARE",
+  "SIMULATED-RTMR1-NOT-A-REAL-KERNEL",
+  "SIMULATED-RTMR2-NOT-A-REAL-INITRD",
+] as const;
 /** dstack's runtime events (RTMR3). */
 export const RUNTIME_EVENT_TYPE = 0x08000001;
 /** EV_IPL: the type the labelled RTMR0–2 events are logged with (their digest is the label). */
@@ -34,9 +38,17 @@ export type SimulatedBoot = {
   keyProvider: KeyProvider;
 };
 
-export function simulatedBoot(appCompose: string, options: { instanceId: Uint8Array; keyProvider: KeyProvider }): SimulatedBoot {
+export function simulatedBoot(
+  appCompose: string,
+  options: { instanceId: Uint8Array; keyProvider: KeyProvider },
+): SimulatedBoot {
   if (options.instanceId.length !== 20) throw new Error("the instance id must be 20 bytes");
-  const rtmrs: SimulatedBoot["rtmrs"] = [new Uint8Array(48), new Uint8Array(48), new Uint8Array(48), new Uint8Array(48)];
+  const rtmrs: SimulatedBoot["rtmrs"] = [
+    new Uint8Array(48),
+    new Uint8Array(48),
+    new Uint8Array(48),
+    new Uint8Array(48),
+  ];
   const eventLog: EventLogEntry[] = [];
   const extend = (imr: 0 | 1 | 2 | 3, digest: Uint8Array) => {
     rtmrs[imr] = sha384(concatBytes(rtmrs[imr], digest));
@@ -45,7 +57,13 @@ export function simulatedBoot(appCompose: string, options: { instanceId: Uint8Ar
   SIMULATED_RTMR_LABELS.forEach((text, imr) => {
     const digest = label(text, 48);
     extend(imr as 0 | 1 | 2, digest);
-    eventLog.push({ imr, event_type: SIMULATED_BOOT_EVENT_TYPE, digest: bytesToHex(digest), event: text, event_payload: bytesToHex(utf8ToBytes(text)) });
+    eventLog.push({
+      imr,
+      event_type: SIMULATED_BOOT_EVENT_TYPE,
+      digest: bytesToHex(digest),
+      event: text,
+      event_payload: bytesToHex(utf8ToBytes(text)),
+    });
   });
 
   const composeHash = sha256(utf8ToBytes(appCompose));
@@ -54,7 +72,13 @@ export function simulatedBoot(appCompose: string, options: { instanceId: Uint8Ar
     const type = new Uint8Array(4);
     new DataView(type.buffer).setUint32(0, RUNTIME_EVENT_TYPE, true);
     extend(3, sha384(concatBytes(type, utf8ToBytes(`:${name}:`), payload)));
-    eventLog.push({ imr: 3, event_type: RUNTIME_EVENT_TYPE, digest: "", event: name, event_payload: bytesToHex(payload) });
+    eventLog.push({
+      imr: 3,
+      event_type: RUNTIME_EVENT_TYPE,
+      digest: "",
+      event: name,
+      event_payload: bytesToHex(payload),
+    });
   };
   emit("system-preparing");
   emit("app-id", appId);

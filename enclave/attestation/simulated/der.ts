@@ -31,7 +31,8 @@ export function derOctetString(bytes: Uint8Array): Uint8Array {
 
 /** A non-negative integer below 2^31, minimally encoded (a leading zero keeps it positive). */
 function unsigned(tag: number, value: number): Uint8Array {
-  if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new Error(`DER integer out of range: ${value}`);
+  if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff)
+    throw new Error(`DER integer out of range: ${value}`);
   const bytes: number[] = [];
   for (let v = value; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
   if (bytes.length === 0 || (bytes[0] as number) & 0x80) bytes.unshift(0);

@@ -83,7 +83,12 @@ export async function createMockDcapPki(nowMs: number = Date.now()): Promise<Moc
   const keys = async () => (await crypto.subtle.generateKey(EC, false, ["sign", "verify"])) as CryptoKeyPair;
   const [rootKeys, pckCaKeys, pckKeys, tcbKeys, qeIdKeys] = await Promise.all([keys(), keys(), keys(), keys(), keys()]);
   let serial = 0;
-  const issue = async (subject: string, keyPair: CryptoKeyPair, issuer: { name: string; keys: CryptoKeyPair }, extensions: InstanceType<typeof x509.Extension>[]) =>
+  const issue = async (
+    subject: string,
+    keyPair: CryptoKeyPair,
+    issuer: { name: string; keys: CryptoKeyPair },
+    extensions: InstanceType<typeof x509.Extension>[],
+  ) =>
     x509.X509CertificateGenerator.create({
       serialNumber: (++serial).toString(16).padStart(2, "0"),
       subject,
@@ -100,22 +105,40 @@ export async function createMockDcapPki(nowMs: number = Date.now()): Promise<Moc
       ],
     });
   const caUsage = new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true);
-  const leafUsage = new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.nonRepudiation, true);
+  const leafUsage = new x509.KeyUsagesExtension(
+    x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.nonRepudiation,
+    true,
+  );
 
   const root = { name: dn(SIMULATED_ROOT_CA_NAME), keys: rootKeys };
   const rootCert = await issue(root.name, rootKeys, root, [new x509.BasicConstraintsExtension(true, 1, true), caUsage]);
   const pckCa = { name: dn("SIMULATED SGX PCK Platform CA (NOT INTEL)"), keys: pckCaKeys };
-  const pckCaCert = await issue(pckCa.name, pckCaKeys, root, [new x509.BasicConstraintsExtension(true, 0, true), caUsage]);
+  const pckCaCert = await issue(pckCa.name, pckCaKeys, root, [
+    new x509.BasicConstraintsExtension(true, 0, true),
+    caUsage,
+  ]);
   const pckCert = await issue(dn("SIMULATED SGX PCK Certificate (NOT INTEL)"), pckKeys, pckCa, [
     new x509.BasicConstraintsExtension(false, undefined, false),
     leafUsage,
     new x509.Extension(SGX, false, Uint8Array.from(sgxExtension())),
   ]);
-  const tcbCert = await issue(dn("SIMULATED SGX TCB Signing (NOT INTEL)"), tcbKeys, root, [new x509.BasicConstraintsExtension(false, undefined, false), leafUsage]);
-  const qeIdCert = await issue(dn("SIMULATED SGX QE Identity Signing (NOT INTEL)"), qeIdKeys, root, [new x509.BasicConstraintsExtension(false, undefined, false), leafUsage]);
+  const tcbCert = await issue(dn("SIMULATED SGX TCB Signing (NOT INTEL)"), tcbKeys, root, [
+    new x509.BasicConstraintsExtension(false, undefined, false),
+    leafUsage,
+  ]);
+  const qeIdCert = await issue(dn("SIMULATED SGX QE Identity Signing (NOT INTEL)"), qeIdKeys, root, [
+    new x509.BasicConstraintsExtension(false, undefined, false),
+    leafUsage,
+  ]);
 
   const crl = async (issuer: { name: string; keys: CryptoKeyPair }) => {
-    const list = await x509.X509CrlGenerator.create({ issuer: issuer.name, signingAlgorithm: SIGN, signingKey: issuer.keys.privateKey, thisUpdate: notBefore, nextUpdate: notAfter });
+    const list = await x509.X509CrlGenerator.create({
+      issuer: issuer.name,
+      signingAlgorithm: SIGN,
+      signingKey: issuer.keys.privateKey,
+      thisUpdate: notBefore,
+      nextUpdate: notAfter,
+    });
     return bytesToHex(new Uint8Array(list.rawData));
   };
   const [rootCrl, pckCrl] = await Promise.all([crl(root), crl(pckCa)]);
@@ -126,7 +149,10 @@ export async function createMockDcapPki(nowMs: number = Date.now()): Promise<Moc
     const nextUpdate = isoSeconds(nowSecs * 1000 + 30 * DAY_MS);
     const tcbInfo = JSON.stringify(tcbInfoBody(issueDate, nextUpdate));
     const qeIdentity = JSON.stringify(qeIdentityBody(issueDate, nextUpdate));
-    const [tcbSig, qeSig] = await Promise.all([signP256(tcbKeys.privateKey, utf8ToBytes(tcbInfo)), signP256(qeIdKeys.privateKey, utf8ToBytes(qeIdentity))]);
+    const [tcbSig, qeSig] = await Promise.all([
+      signP256(tcbKeys.privateKey, utf8ToBytes(tcbInfo)),
+      signP256(qeIdKeys.privateKey, utf8ToBytes(qeIdentity)),
+    ]);
     return {
       pck_crl_issuer_chain: chain(pckCaCert, rootCert),
       root_ca_crl: rootCrl,

@@ -39,7 +39,9 @@ const ATTESTATION_KEY_ECDSA_P256 = 2;
 const CERT_DATA_PCK_CHAIN = 5;
 const CERT_DATA_QE_REPORT = 6;
 /** Intel's QE vendor id: the format a verifier expects, not a claim (the PCK chain is the mock's). */
-const INTEL_QE_VENDOR_ID = Uint8Array.from([0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07]);
+const INTEL_QE_VENDOR_ID = Uint8Array.from([
+  0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07,
+]);
 const SGX_REPORT_BYTES = 384;
 
 /** The measured fields of a TD report; the rest is fixed for the mock platform. */
@@ -50,10 +52,17 @@ export type TdMeasurements = {
 };
 
 /** The attestation key and the certification data that vouches for it, made once per PKI. */
-export type QuoteSigner = { attestationKey: CryptoKey; attestationPublicKey: Uint8Array; certificationData: Uint8Array };
+export type QuoteSigner = {
+  attestationKey: CryptoKey;
+  attestationPublicKey: Uint8Array;
+  certificationData: Uint8Array;
+};
 
 export async function createQuoteSigner(pki: MockDcapPki): Promise<QuoteSigner> {
-  const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+  const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair;
   // Raw export is 0x04 ‖ x ‖ y; quotes carry x ‖ y.
   const attestationPublicKey = new Uint8Array(await crypto.subtle.exportKey("raw", keys.publicKey)).slice(1);
   const qeAuthData = Uint8Array.from({ length: 32 }, (_, i) => i);
@@ -63,7 +72,11 @@ export async function createQuoteSigner(pki: MockDcapPki): Promise<QuoteSigner> 
   const qeReportSignature = await signP256(pki.pckKey, qeReport);
   const pckChain = certificationBlock(CERT_DATA_PCK_CHAIN, utf8ToBytes(pki.pckChainPem));
   const qeBlock = concatBytes(qeReport, qeReportSignature, u16(qeAuthData.length), qeAuthData, pckChain);
-  return { attestationKey: keys.privateKey, attestationPublicKey, certificationData: certificationBlock(CERT_DATA_QE_REPORT, qeBlock) };
+  return {
+    attestationKey: keys.privateKey,
+    attestationPublicKey,
+    certificationData: certificationBlock(CERT_DATA_QE_REPORT, qeBlock),
+  };
 }
 
 export async function signTdxQuote(signer: QuoteSigner, measured: TdMeasurements): Promise<Uint8Array> {

@@ -61,7 +61,9 @@ describe("quote signature and collateral (dcap-qvl)", () => {
   ])("refuses a quote with one flipped byte in %s", (_name, at) => {
     const tampered = quote.slice();
     tampered[at] = (tampered[at] as number) ^ 1;
-    expect(() => mockVerifier().verify(tampered, collateral, nowSecs())).toThrow("ISV enclave report signature is invalid");
+    expect(() => mockVerifier().verify(tampered, collateral, nowSecs())).toThrow(
+      "ISV enclave report signature is invalid",
+    );
   });
 
   it("refuses the collateral of another simulated platform (its own signers and root)", async () => {
@@ -86,15 +88,29 @@ describe("quote layout (v4: header 48 bytes, TD report 584)", () => {
 
   it("puts MRTD at 184 (the zero-padded SIMULATED label) and report_data at 568–632", () => {
     const mrtd = quote.subarray(184, 232);
-    expect(new TextDecoder().decode(mrtd.subarray(0, SIMULATED_MRTD_LABEL.length))).toBe("SIMULATED-MRTD-NOT-A-REAL-TDX-QUOTE");
+    expect(new TextDecoder().decode(mrtd.subarray(0, SIMULATED_MRTD_LABEL.length))).toBe(
+      "SIMULATED-MRTD-NOT-A-REAL-TDX-QUOTE",
+    );
     expect([...mrtd.subarray(SIMULATED_MRTD_LABEL.length)].every((b) => b === 0)).toBe(true);
     expect(field(568, 64)).toBe(bytesToHex(REPORT_DATA));
-    expect(TDX_QUOTE_V4.offset).toMatchObject({ mrTd: 184, rtmr0: 376, rtmr1: 424, rtmr2: 472, rtmr3: 520, reportData: 568 });
+    expect(TDX_QUOTE_V4.offset).toMatchObject({
+      mrTd: 184,
+      rtmr0: 376,
+      rtmr1: 424,
+      rtmr2: 472,
+      rtmr3: 520,
+      reportData: 568,
+    });
   });
 
   it("puts RTMR0–3 at 376/424/472/520, the same registers /info reports", async () => {
     const tcb = (await source.info()).tcb_info;
-    expect([field(376, 48), field(424, 48), field(472, 48), field(520, 48)]).toEqual([tcb.rtmr0, tcb.rtmr1, tcb.rtmr2, tcb.rtmr3]);
+    expect([field(376, 48), field(424, 48), field(472, 48), field(520, 48)]).toEqual([
+      tcb.rtmr0,
+      tcb.rtmr1,
+      tcb.rtmr2,
+      tcb.rtmr3,
+    ]);
     expect(field(184, 48)).toBe(tcb.mrtd);
   });
 
@@ -102,7 +118,12 @@ describe("quote layout (v4: header 48 bytes, TD report 584)", () => {
     const td = Quote.parse(quote).report.asTd10();
     if (!td) throw new Error("not a TD 1.0 report");
     expect(bytesToHex(td.mrTd)).toBe(field(184, 48));
-    expect([td.rtMr0, td.rtMr1, td.rtMr2, td.rtMr3].map((r) => bytesToHex(r))).toEqual([field(376, 48), field(424, 48), field(472, 48), field(520, 48)]);
+    expect([td.rtMr0, td.rtMr1, td.rtMr2, td.rtMr3].map((r) => bytesToHex(r))).toEqual([
+      field(376, 48),
+      field(424, 48),
+      field(472, 48),
+      field(520, 48),
+    ]);
     expect(bytesToHex(td.reportData)).toBe(field(568, 64));
   });
 
@@ -120,7 +141,15 @@ describe("event log", () => {
 
   it("holds dstack's boot runtime events in RTMR3, in order, with empty digests like the real agent", () => {
     const runtime = eventLog.filter((e) => e.imr === 3);
-    expect(runtime.map((e) => e.event)).toEqual(["system-preparing", "app-id", "compose-hash", "instance-id", "boot-mr-done", "key-provider", "system-ready"]);
+    expect(runtime.map((e) => e.event)).toEqual([
+      "system-preparing",
+      "app-id",
+      "compose-hash",
+      "instance-id",
+      "boot-mr-done",
+      "key-provider",
+      "system-ready",
+    ]);
     for (const e of runtime) {
       expect(e.event_type).toBe(RUNTIME_EVENT_TYPE);
       expect(e.digest).toBe("");
@@ -133,7 +162,9 @@ describe("event log", () => {
     expect(payload("compose-hash")).toBe(composeHash);
     expect(payload("app-id")).toBe(composeHash.slice(0, 40));
     expect(payload("instance-id")).toBe(bytesToHex(INSTANCE_ID));
-    expect(JSON.parse(new TextDecoder().decode(hexToBytes(payload("key-provider") ?? "")))).toMatchObject({ name: "simulated" });
+    expect(JSON.parse(new TextDecoder().decode(hexToBytes(payload("key-provider") ?? "")))).toMatchObject({
+      name: "simulated",
+    });
   });
 
   it("labels RTMR0–2's single boot events SIMULATED, so they replay yet cannot pass for firmware", () => {

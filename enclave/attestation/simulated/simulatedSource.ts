@@ -36,7 +36,14 @@ export class SimulatedSource implements AttestationSource {
   private readonly now: () => number;
   private issued: { atMs: number; collateral: Promise<DcapCollateral> } | undefined;
 
-  private constructor(parts: { pki: MockDcapPki; signer: QuoteSigner; boot: SimulatedBoot; appCompose: string; keySeed: Uint8Array; now: () => number }) {
+  private constructor(parts: {
+    pki: MockDcapPki;
+    signer: QuoteSigner;
+    boot: SimulatedBoot;
+    appCompose: string;
+    keySeed: Uint8Array;
+    now: () => number;
+  }) {
     this.pki = parts.pki;
     this.signer = parts.signer;
     this.boot = parts.boot;
@@ -62,7 +69,10 @@ export class SimulatedSource implements AttestationSource {
     const signer = await createQuoteSigner(pki);
     const boot = simulatedBoot(options.appCompose, {
       instanceId: options.instanceId ?? crypto.getRandomValues(new Uint8Array(20)),
-      keyProvider: { name: "simulated", id: bytesToHex(sha256(concatBytes(utf8ToBytes("sigil-simulated-key-provider:"), keySeed))) },
+      keyProvider: {
+        name: "simulated",
+        id: bytesToHex(sha256(concatBytes(utf8ToBytes("sigil-simulated-key-provider:"), keySeed))),
+      },
     });
     return new SimulatedSource({ pki, signer, boot, appCompose: options.appCompose, keySeed, now });
   }

@@ -16,17 +16,27 @@
   };
   // The computed key gives each function its name (Sigil.Actions.signMessage.name === "signMessage").
   const walletOp = (name, fields) => ({ [name]: (args) => asyncCall(name, pick(name, args, fields)) })[name];
-  const actionOp = (name, fields) => ({ [name]: (args) => asyncCall(name, args === undefined || args === null ? record({}) : pick(name, args, fields)) })[name];
+  const actionOp = (name, fields) =>
+    ({
+      [name]: (args) => asyncCall(name, args === undefined || args === null ? record({}) : pick(name, args, fields)),
+    })[name];
   // keccak256 / sha256 also take bytes, which cannot cross as JSON: they travel as hex.
-  const digestOp = (name) => ({ [name]: (value) => {
-    if (isView(value) || value instanceof P.ArrayBuffer) {
-      const bytes = value instanceof P.ArrayBuffer ? new P.Uint8Array(value) : new P.Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-      let hex = "0x";
-      for (let i = 0; i < bytes.length; i++) hex += (bytes[i] < 16 ? "0" : "") + apply(P.numToString, bytes[i], [16]);
-      return syncCall(name, record({ value: hex, bytes: true }));
-    }
-    return syncCall(name, record({ value }));
-  } })[name];
+  const digestOp = (name) =>
+    ({
+      [name]: (value) => {
+        if (isView(value) || value instanceof P.ArrayBuffer) {
+          const bytes =
+            value instanceof P.ArrayBuffer
+              ? new P.Uint8Array(value)
+              : new P.Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+          let hex = "0x";
+          for (let i = 0; i < bytes.length; i++)
+            hex += (bytes[i] < 16 ? "0" : "") + apply(P.numToString, bytes[i], [16]);
+          return syncCall(name, record({ value: hex, bytes: true }));
+        }
+        return syncCall(name, record({ value }));
+      },
+    })[name];
   const Actions = {
     signMessage: walletOp("signMessage", ["pkpId", "message"]),
     signTypedData: walletOp("signTypedData", ["pkpId", "typedData"]),
@@ -52,4 +62,4 @@
   };
   for (const name of objectKeys(Actions)) freeze(Actions[name]);
   return { Actions: freeze(Actions) };
-})
+});

@@ -124,7 +124,11 @@
   // Sigil.Actions is a small stub here that forwards to the actions chunk, which is parsed only at the
   // first call (or ahead of it, when the host prepares a runtime while idle): a run that never signs
   // does not pay for it. The names must match actions.js (the sandbox's tests compare them).
-  const ACTION_NAMES = apply(P.strSplit, "signMessage signTypedData signTransaction signDigest getPublicKey getPrivateKey encrypt decrypt getActionWalletAddress getActionPublicKey signMessageAsAction getActionPrivateKey setResponse keccak256 sha256", [" "]);
+  const ACTION_NAMES = apply(
+    P.strSplit,
+    "signMessage signTypedData signTransaction signDigest getPublicKey getPrivateKey encrypt decrypt getActionWalletAddress getActionPublicKey signMessageAsAction getActionPrivateKey setResponse keccak256 sha256",
+    [" "],
+  );
   const Actions = {};
   for (let i = 0; i < ACTION_NAMES.length; i++) {
     const name = ACTION_NAMES[i];
@@ -133,7 +137,11 @@
   }
   freeze(Actions);
   // Each lazy global followed by its chunk, as one string: a literal is the cheapest thing to parse.
-  const LAZY = apply(P.strSplit, "console console setTimeout timers clearTimeout timers queueMicrotask timers TextEncoder text TextDecoder text atob text btoa text URL url URLSearchParams url crypto crypto structuredClone clone fetch fetch Headers fetch Response fetch", [" "]);
+  const LAZY = apply(
+    P.strSplit,
+    "console console setTimeout timers clearTimeout timers queueMicrotask timers TextEncoder text TextDecoder text atob text btoa text URL url URLSearchParams url crypto crypto structuredClone clone fetch fetch Headers fetch Response fetch",
+    [" "],
+  );
   for (let i = 0; i < LAZY.length; i += 2) lazyGlobal(LAZY[i], LAZY[i + 1]);
 
   // The global properties the sandbox fixes (Sigil, eval, Function) stay fixed against the three
@@ -155,9 +163,19 @@
   };
   for (const fn of [function () {}, async function () {}, function* () {}, async function* () {}]) {
     const prototype = P.getPrototypeOf(fn);
-    defineProperty(prototype, "constructor", { value: blockedConstructor(prototype), writable: false, enumerable: false, configurable: false });
+    defineProperty(prototype, "constructor", {
+      value: blockedConstructor(prototype),
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
   }
-  defineProperty(G, "Function", { value: blockedConstructor(Function.prototype), writable: false, enumerable: false, configurable: false });
+  defineProperty(G, "Function", {
+    value: blockedConstructor(Function.prototype),
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
   defineProperty(G, "eval", { value: refuse, writable: false, enumerable: false, configurable: false });
 
   // ─── what this QuickJS build gets wrong ─────────────────────────────────────────────────────
@@ -207,7 +225,8 @@
     if (length > 4294967295) throw new P.RangeError("invalid array length");
     return new ArrayCtor(length);
   };
-  const put = (array, index, value) => defineProperty(array, index, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
+  const put = (array, index, value) =>
+    defineProperty(array, index, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
   const arraySort = ArrayCtor.prototype.sort;
   const copying = {
     toReversed() {
@@ -218,7 +237,8 @@
       return a;
     },
     toSorted(comparefn) {
-      if (comparefn !== undefined && typeof comparefn !== "function") throw new P.TypeError("The comparison function must be either a function or undefined");
+      if (comparefn !== undefined && typeof comparefn !== "function")
+        throw new P.TypeError("The comparison function must be either a function or undefined");
       const o = objectOf(this, "toSorted");
       const length = lengthOf(o);
       const a = arrayOf(length);
@@ -230,7 +250,12 @@
       const length = lengthOf(o);
       const relative = toInteger(start);
       const from = relative === -Infinity ? 0 : relative < 0 ? max(length + relative, 0) : min(relative, length);
-      const skip = arguments.length === 0 ? 0 : arguments.length === 1 ? length - from : min(max(toInteger(skipCount), 0), length - from);
+      const skip =
+        arguments.length === 0
+          ? 0
+          : arguments.length === 1
+            ? length - from
+            : min(max(toInteger(skipCount), 0), length - from);
       const newLength = length + items.length - skip;
       if (newLength > 9007199254740991) throw new P.TypeError("invalid array length");
       const a = arrayOf(newLength);
@@ -252,14 +277,23 @@
     },
   };
   for (const name of ["toReversed", "toSorted", "toSpliced", "with"]) {
-    defineProperty(ArrayCtor.prototype, name, { __proto__: null, value: copying[name], writable: true, enumerable: false, configurable: true });
+    defineProperty(ArrayCtor.prototype, name, {
+      __proto__: null,
+      value: copying[name],
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
   }
 
   // ─── Math.random, seeded for each run ────────────────────────────────────────────────────────
   // Every run starts from the same image of this runtime (image.ts), QuickJS's own generator state
   // included: it would give every run the same numbers. This one (xoshiro128**) is seeded by the
   // host with 128 fresh random bits at `begin`. Not for cryptography (crypto.getRandomValues is).
-  let s0 = 1, s1 = 0, s2 = 0, s3 = 0;
+  let s0 = 1,
+    s1 = 0,
+    s2 = 0,
+    s3 = 0;
   const rotl = (x, k) => (x << k) | (x >>> (32 - k));
   const next32 = () => {
     const out = P.imul(rotl(P.imul(s1, 5), 7), 9) >>> 0;
@@ -278,7 +312,13 @@
       return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
     },
   }.random;
-  defineProperty(Math, "random", { __proto__: null, value: random, writable: true, enumerable: false, configurable: true });
+  defineProperty(Math, "random", {
+    __proto__: null,
+    value: random,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
   const seed = (hex) => {
     s0 = P.parseInt(apply(P.strSlice, hex, [0, 8]), 16) | 0;
     s1 = P.parseInt(apply(P.strSlice, hex, [8, 16]), 16) | 0;
@@ -291,12 +331,15 @@
   async function callMain(paramsJson, moduleNamespace) {
     const params = parse(paramsJson);
     let main;
-    if (moduleNamespace !== undefined) main = typeof moduleNamespace.default === "function" ? moduleNamespace.default : moduleNamespace.main;
+    if (moduleNamespace !== undefined)
+      main = typeof moduleNamespace.default === "function" ? moduleNamespace.default : moduleNamespace.main;
     else main = G.main;
-    if (typeof main !== "function") throw need("host").codedError("script_error", "the script must define main(params)");
+    if (typeof main !== "function")
+      throw need("host").codedError("script_error", "the script must define main(params)");
     const value = await apply(main, undefined, [params]);
     // A response given to Sigil.Actions.setResponse lives in host.js, loaded by any Sigil call.
-    const out = value !== undefined ? value : apply(mapGet, chunks, ["host"]) === undefined ? null : need("host").response();
+    const out =
+      value !== undefined ? value : apply(mapGet, chunks, ["host"]) === undefined ? null : need("host").response();
     let json;
     try {
       json = P.stringify(out);
@@ -314,7 +357,13 @@
   const begin = (json, randomSeed) => {
     seed(randomSeed);
     const Sigil = freeze({ Actions, request: freeze(parse(json)) });
-    defineProperty(G, "Sigil", { __proto__: null, value: Sigil, writable: false, enumerable: false, configurable: false });
+    defineProperty(G, "Sigil", {
+      __proto__: null,
+      value: Sigil,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
   };
   // When the runtime is prepared, before its image is taken: every chunk parsed once, so that no run
   // pays to parse what it touches (the globals stay lazy: the first read of each still settles it).
@@ -324,4 +373,4 @@
     for (let i = 0; i < names.length; i++) need(names[i]);
   };
   return { callMain, fireTimer, classify, begin, preload };
-})
+});

@@ -123,11 +123,22 @@
 
   async function fetchFn(input, init) {
     const options = init === undefined || init === null ? {} : requireObject(init, "fetch: init");
-    const url = typeof input === "string" ? input : input !== null && typeof input === "object" && "href" in input ? StringCtor(input.href) : StringCtor(input);
+    const url =
+      typeof input === "string"
+        ? input
+        : input !== null && typeof input === "object" && "href" in input
+          ? StringCtor(input.href)
+          : StringCtor(input);
     const method = options.method === undefined ? "GET" : apply(P.toUpperCase, StringCtor(options.method), []);
-    const r = await asyncCall("fetch", { url, method, headers: headerPairs(options.headers), body: bodyBase64(options.body), redirect: options.redirect });
+    const r = await asyncCall("fetch", {
+      url,
+      method,
+      headers: headerPairs(options.headers),
+      body: bodyBase64(options.body),
+      redirect: options.redirect,
+    });
     return new ResponseClass(r);
   }
 
   return { fetch: fetchFn, Headers: HeadersClass, Response: ResponseClass };
-})
+});

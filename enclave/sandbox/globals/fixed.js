@@ -10,7 +10,12 @@
   const { apply, getOwnPropertyDescriptor, is } = P;
   const FIXED = P.freeze(["Sigil", "eval", "Function"]);
   const changesFixed = (o, k, d) =>
-    o === G && (k === "Sigil" || k === "eval" || k === "Function") && d !== null && typeof d === "object" && "value" in d && !is(d.value, G[k]);
+    o === G &&
+    (k === "Sigil" || k === "eval" || k === "Function") &&
+    d !== null &&
+    typeof d === "object" &&
+    "value" in d &&
+    !is(d.value, G[k]);
   const refuse = (k) => {
     throw new P.TypeError(`Cannot redefine property: ${k}`);
   };
@@ -38,5 +43,9 @@
       return changesFixed(o, k, attributes) ? false : apply(P.reflectDefineProperty, undefined, [o, k, attributes]);
     },
   };
-  return { objectDefineProperty: fixed.defineProperty, defineProperties: fixed.defineProperties, reflectDefineProperty: reflect.defineProperty };
-})
+  return {
+    objectDefineProperty: fixed.defineProperty,
+    defineProperties: fixed.defineProperties,
+    reflectDefineProperty: reflect.defineProperty,
+  };
+});

@@ -12,7 +12,8 @@
    */
   const record = (o) => P.setPrototypeOf(o, null);
   // `RegExp.prototype.test` looks `exec` up on the regexp: these carry their own, fixed one.
-  const ownRegExp = (re) => defineProperty(re, "exec", record({ value: P.reExec, writable: false, enumerable: false, configurable: false }));
+  const ownRegExp = (re) =>
+    defineProperty(re, "exec", record({ value: P.reExec, writable: false, enumerable: false, configurable: false }));
   /** Errors made here on the host's behalf: only these give a run their `code`. */
   const hostErrors = new P.WeakSet();
 
@@ -72,7 +73,14 @@
         message = typeof reason === "symbol" ? apply(P.symbolToString, reason, []) : P.String(reason);
       }
     } catch {
-      return P.stringify(record({ code: null, name: "Error", message: "the script threw a value that cannot be described", undescribable: true }));
+      return P.stringify(
+        record({
+          code: null,
+          name: "Error",
+          message: "the script threw a value that cannot be described",
+          undescribable: true,
+        }),
+      );
     }
     return P.stringify(record({ code, name, message, stack }));
   }
@@ -92,7 +100,13 @@
     /** An Error whose `name` is `name` (DOMException-like errors the Web APIs throw). */
     namedError(name, message) {
       const e = new P.Error(message);
-      defineProperty(e, "name", { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
+      defineProperty(e, "name", {
+        __proto__: null,
+        value: name,
+        writable: true,
+        enumerable: false,
+        configurable: true,
+      });
       return e;
     },
     setResponse(value) {
@@ -104,5 +118,15 @@
   /** A response as JSON, with every BigInt as its decimal string (JSON has no BigInt). */
   const stringifyWithBigInts = (value) => P.stringify(value, (_key, v) => (typeof v === "bigint" ? P.String(v) : v));
 
-  return { record, ownRegExp, codedError, syncCall, asyncCall, classify, stringifyWithBigInts, kit: chunkKit, response: () => (responseSet ? responseValue : null) };
-})
+  return {
+    record,
+    ownRegExp,
+    codedError,
+    syncCall,
+    asyncCall,
+    classify,
+    stringifyWithBigInts,
+    kit: chunkKit,
+    response: () => (responseSet ? responseValue : null),
+  };
+});

@@ -37,7 +37,8 @@
       if (c === 0x27 && q === "'") escaped = "\\'";
       else if (c === 0x5c) escaped = "\\\\";
       else if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
-        escaped = c === 8 ? "\\b" : c === 9 ? "\\t" : c === 10 ? "\\n" : c === 12 ? "\\f" : c === 13 ? "\\r" : `\\x${hex2(c)}`;
+        escaped =
+          c === 8 ? "\\b" : c === 9 ? "\\t" : c === 10 ? "\\n" : c === 12 ? "\\f" : c === 13 ? "\\r" : `\\x${hex2(c)}`;
       } else if (c >= 0xd800 && c <= 0xdfff) {
         if (c <= 0xdbff && i + 1 < s.length) {
           const d = str(s, charCodeAt, [i + 1]);
@@ -54,7 +55,9 @@
     return q + out + str(s, sliceStr, [last]) + q;
   }
   const quoteValue = (s) =>
-    s.length > MAX_STRING ? `${quote(str(s, sliceStr, [0, MAX_STRING]))}... ${plural(s.length - MAX_STRING, "more character")}` : quote(s);
+    s.length > MAX_STRING
+      ? `${quote(str(s, sliceStr, [0, MAX_STRING]))}... ${plural(s.length - MAX_STRING, "more character")}`
+      : quote(s);
 
   const isDigit = (c) => c >= 0x30 && c <= 0x39;
   /** A key Node prints bare: /^[a-zA-Z_][a-zA-Z_0-9]*$/. */
@@ -74,7 +77,8 @@
     return P.Number(k) < 4294967295;
   }
   const symbolText = (s) => apply(P.symbolToString, s, []);
-  const keyText = (k) => (typeof k === "symbol" ? symbolText(k) : k === "__proto__" ? "['__proto__']" : isPlainKey(k) ? k : quote(k));
+  const keyText = (k) =>
+    typeof k === "symbol" ? symbolText(k) : k === "__proto__" ? "['__proto__']" : isPlainKey(k) ? k : quote(k);
 
   /** An own property's descriptor, without a prototype (the script may have put `get` on Object.prototype). */
   const descriptor = (o, k) => {
@@ -113,7 +117,14 @@
   function constructorName(v) {
     for (let o = v; o !== null; o = P.getPrototypeOf(o)) {
       const d = descriptor(o, "constructor");
-      if (d !== undefined && typeof d.value === "function" && typeof d.value.name === "string" && d.value.name !== "" && v instanceof d.value) return d.value.name;
+      if (
+        d !== undefined &&
+        typeof d.value === "function" &&
+        typeof d.value.name === "string" &&
+        d.value.name !== "" &&
+        v instanceof d.value
+      )
+        return d.value.name;
     }
     return P.getPrototypeOf(v) === null ? null : "Object";
   }
@@ -125,11 +136,17 @@
 
     const fmt = (v, depth) => {
       switch (typeof v) {
-        case "string": return quoteValue(v);
-        case "number": return number(v);
-        case "bigint": return `${StringCtor(v)}n`;
-        case "boolean": case "undefined": return StringCtor(v);
-        case "symbol": return symbolText(v);
+        case "string":
+          return quoteValue(v);
+        case "number":
+          return number(v);
+        case "bigint":
+          return `${StringCtor(v)}n`;
+        case "boolean":
+        case "undefined":
+          return StringCtor(v);
+        case "symbol":
+          return symbolText(v);
       }
       if (v === null) return "null";
       for (let i = 0; i < seen.length; i++) {
@@ -193,7 +210,14 @@
         return `[class ${name}${ctor === null ? " extends [null prototype]" : superName ? ` extends ${superName}` : ""}]`;
       }
       const t = apply(P.objToString, v, []);
-      const type = t === "[object AsyncFunction]" ? "AsyncFunction" : t === "[object GeneratorFunction]" ? "GeneratorFunction" : t === "[object AsyncGeneratorFunction]" ? "AsyncGeneratorFunction" : "Function";
+      const type =
+        t === "[object AsyncFunction]"
+          ? "AsyncFunction"
+          : t === "[object GeneratorFunction]"
+            ? "GeneratorFunction"
+            : t === "[object AsyncGeneratorFunction]"
+              ? "AsyncGeneratorFunction"
+              : "Function";
       return `[${type}${ctor === null ? " (null prototype)" : ""}${v.name ? `: ${v.name}` : " (anonymous)"}]`;
     }
 
@@ -207,7 +231,8 @@
       }
       /** Node's prefix: "Foo(2) [Tag] ", "[Object: null prototype] ". */
       const prefix = (fallback, size = "") => {
-        if (ctor === null) return `[${fallback}${size}: null prototype] ${tag !== "" && tag !== fallback ? `[${tag}] ` : ""}`;
+        if (ctor === null)
+          return `[${fallback}${size}: null prototype] ${tag !== "" && tag !== fallback ? `[${tag}] ` : ""}`;
         return `${ctor}${size} ${tag !== "" && tag !== ctor ? `[${tag}] ` : ""}`;
       };
       const t = apply(P.objToString, v, []);
@@ -282,9 +307,24 @@
           const head = apply(P.errToString, v, []);
           if (typeof s !== "string" || s === "") return `[${head}]`;
           return s[s.length - 1] === "\n" ? `${head}\n${str(s, sliceStr, [0, -1])}` : `${head}\n${s}`;
-        } else if (t === "[object Number]" || t === "[object String]" || t === "[object Boolean]" || t === "[object Symbol]" || t === "[object BigInt]") {
+        } else if (
+          t === "[object Number]" ||
+          t === "[object String]" ||
+          t === "[object Boolean]" ||
+          t === "[object Symbol]" ||
+          t === "[object BigInt]"
+        ) {
           const kind = str(t, sliceStr, [8, -1]);
-          const shown = kind === "Number" ? number(P.Number(v)) : kind === "String" ? quoteValue(StringCtor(v)) : kind === "Symbol" ? symbolText(v) : kind === "BigInt" ? `${StringCtor(v)}n` : StringCtor(v);
+          const shown =
+            kind === "Number"
+              ? number(P.Number(v))
+              : kind === "String"
+                ? quoteValue(StringCtor(v))
+                : kind === "Symbol"
+                  ? symbolText(v)
+                  : kind === "BigInt"
+                    ? `${StringCtor(v)}n`
+                    : StringCtor(v);
           base = `[${kind}: ${shown}]`;
           if (keys.length === 0) return base;
         } else if (t === "[object ArrayBuffer]") {
@@ -292,13 +332,18 @@
           open = `${prefix("ArrayBuffer")}{`;
           entries = () => {
             let hex = "";
-            for (let i = 0; i < bytes.length && i < MAX_ITEMS; i++) hex += (i > 0 ? " " : "") + (bytes[i] < 16 ? "0" : "") + apply(P.numToString, bytes[i], [16]);
+            for (let i = 0; i < bytes.length && i < MAX_ITEMS; i++)
+              hex += (i > 0 ? " " : "") + (bytes[i] < 16 ? "0" : "") + apply(P.numToString, bytes[i], [16]);
             if (bytes.length > MAX_ITEMS) hex += ` ... ${plural(bytes.length - MAX_ITEMS, "more byte")}`;
             return [`[Uint8Contents]: <${hex}>`, `[byteLength]: ${bytes.length}`];
           };
         } else if (v instanceof P.DataView) {
           open = `${prefix("DataView")}{`;
-          entries = () => [`[byteLength]: ${number(v.byteLength)}`, `[byteOffset]: ${number(v.byteOffset)}`, `[buffer]: ${fmt(v.buffer, depth + 1)}`];
+          entries = () => [
+            `[byteLength]: ${number(v.byteLength)}`,
+            `[byteOffset]: ${number(v.byteOffset)}`,
+            `[buffer]: ${fmt(v.buffer, depth + 1)}`,
+          ];
         } else if (t === "[object Promise]") {
           // QuickJS gives no way to read a promise's state from inside the VM.
           open = `${prefix("Promise")}{`;
@@ -361,7 +406,14 @@
           let text;
           if (c === "s") {
             const x = args[++a];
-            text = typeof x === "number" ? number(x) : typeof x === "bigint" ? `${StringCtor(x)}n` : typeof x !== "object" || x === null || !builtInToString(x) ? StringCtor(x) : inspect(x, { depth: 0 });
+            text =
+              typeof x === "number"
+                ? number(x)
+                : typeof x === "bigint"
+                  ? `${StringCtor(x)}n`
+                  : typeof x !== "object" || x === null || !builtInToString(x)
+                    ? StringCtor(x)
+                    : inspect(x, { depth: 0 });
           } else if (c === "j") {
             try {
               text = stringify(args[++a]);
@@ -406,4 +458,4 @@
   }
 
   return { inspect, formatLogLine };
-})
+});

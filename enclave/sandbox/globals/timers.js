@@ -30,4 +30,4 @@
   }
 
   return { setTimeout, clearTimeout, queueMicrotask, fire: fireTimer };
-})
+});

@@ -1,7 +1,16 @@
 // URL and URLSearchParams (sandbox.md, Globals), loaded on first use. URLs are parsed by the host.
 (function installUrl(G, P, need, kit) {
   "use strict";
-  const { apply, objectKeys, String: StringCtor, strSlice: sliceStr, strIndexOf: indexOfStr, strSplit: splitStr, Uint8Array: Uint8ArrayCtor, TypeError: TypeErrorCtor } = P;
+  const {
+    apply,
+    objectKeys,
+    String: StringCtor,
+    strSlice: sliceStr,
+    strIndexOf: indexOfStr,
+    strSplit: splitStr,
+    Uint8Array: Uint8ArrayCtor,
+    TypeError: TypeErrorCtor,
+  } = P;
   const iteratorSymbol = P.iterator;
   const { str } = kit;
   // ─── URLSearchParams and URL ─────────────────────────────────────────────────────────────
@@ -11,7 +20,8 @@
   // encodeURIComponent/decodeURIComponent (captured) do most of it; string splits and joins, never
   // RegExps, adjust the rest.
   const text = need("text");
-  const replaceAll = (s, from, to) => (str(s, indexOfStr, [from]) < 0 ? s : apply(P.arrayJoin, str(s, splitStr, [from]), [to]));
+  const replaceAll = (s, from, to) =>
+    str(s, indexOfStr, [from]) < 0 ? s : apply(P.arrayJoin, str(s, splitStr, [from]), [to]);
   /** A string as the URL standard takes one (a USVString): each lone surrogate becomes U+FFFD. */
   const usv = (v) => str(StringCtor(v), P.toWellFormed, []);
   const formEncode = (s) => {
@@ -24,7 +34,8 @@
     out = replaceAll(out, ")", "%29");
     return replaceAll(out, "~", "%7E");
   };
-  const hexValue = (b) => (b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x41 && b <= 0x46 ? b - 0x37 : b >= 0x61 && b <= 0x66 ? b - 0x57 : -1);
+  const hexValue = (b) =>
+    b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x41 && b <= 0x46 ? b - 0x37 : b >= 0x61 && b <= 0x66 ? b - 0x57 : -1;
   const formDecode = (s) => {
     const spaced = replaceAll(usv(s), "+", " ");
     if (str(spaced, indexOfStr, ["%"]) < 0) return spaced;
@@ -79,20 +90,45 @@
         this.#list[this.#list.length] = [formDecode(name), formDecode(value)];
       }
     }
-    #changed() { if (this.#onChange) this.#onChange(this.toString()); }
-    get size() { return this.#list.length; }
-    append(name, value) { this.#list[this.#list.length] = [usv(name), usv(value)]; this.#changed(); }
+    #changed() {
+      if (this.#onChange) this.#onChange(this.toString());
+    }
+    get size() {
+      return this.#list.length;
+    }
+    append(name, value) {
+      this.#list[this.#list.length] = [usv(name), usv(value)];
+      this.#changed();
+    }
     delete(name, value) {
       const n = usv(name);
       const kept = [];
       const l = this.#list;
-      for (let i = 0; i < l.length; i++) if (!(l[i][0] === n && (value === undefined || l[i][1] === usv(value)))) kept[kept.length] = l[i];
+      for (let i = 0; i < l.length; i++)
+        if (!(l[i][0] === n && (value === undefined || l[i][1] === usv(value)))) kept[kept.length] = l[i];
       this.#list = kept;
       this.#changed();
     }
-    get(name) { const n = usv(name); const l = this.#list; for (let i = 0; i < l.length; i++) if (l[i][0] === n) return l[i][1]; return null; }
-    getAll(name) { const n = usv(name); const l = this.#list; const out = []; for (let i = 0; i < l.length; i++) if (l[i][0] === n) out[out.length] = l[i][1]; return out; }
-    has(name, value) { const n = usv(name); const l = this.#list; for (let i = 0; i < l.length; i++) if (l[i][0] === n && (value === undefined || l[i][1] === usv(value))) return true; return false; }
+    get(name) {
+      const n = usv(name);
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) if (l[i][0] === n) return l[i][1];
+      return null;
+    }
+    getAll(name) {
+      const n = usv(name);
+      const l = this.#list;
+      const out = [];
+      for (let i = 0; i < l.length; i++) if (l[i][0] === n) out[out.length] = l[i][1];
+      return out;
+    }
+    has(name, value) {
+      const n = usv(name);
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++)
+        if (l[i][0] === n && (value === undefined || l[i][1] === usv(value))) return true;
+      return false;
+    }
     set(name, value) {
       const n = usv(name);
       const kept = [];
@@ -101,7 +137,10 @@
       for (let i = 0; i < l.length; i++) {
         const p = l[i];
         if (p[0] !== n) kept[kept.length] = p;
-        else if (!done) { kept[kept.length] = [n, usv(value)]; done = true; }
+        else if (!done) {
+          kept[kept.length] = [n, usv(value)];
+          done = true;
+        }
       }
       if (!done) kept[kept.length] = [n, usv(value)];
       this.#list = kept;
@@ -109,15 +148,37 @@
     }
     sort() {
       const l = this.#list;
-      for (let i = 1; i < l.length; i++) { const x = l[i]; let j = i - 1; while (j >= 0 && l[j][0] > x[0]) { l[j + 1] = l[j]; j--; } l[j + 1] = x; }
+      for (let i = 1; i < l.length; i++) {
+        const x = l[i];
+        let j = i - 1;
+        while (j >= 0 && l[j][0] > x[0]) {
+          l[j + 1] = l[j];
+          j--;
+        }
+        l[j + 1] = x;
+      }
       this.#changed();
     }
     // Indexed loops throughout: `for…of` would use the script's Array.prototype[Symbol.iterator].
-    forEach(fn, thisArg) { const l = this.#list; for (let i = 0; i < l.length; i++) apply(fn, thisArg, [l[i][1], l[i][0], this]); }
-    *entries() { const l = this.#list; for (let i = 0; i < l.length; i++) yield [l[i][0], l[i][1]]; }
-    *keys() { const l = this.#list; for (let i = 0; i < l.length; i++) yield l[i][0]; }
-    *values() { const l = this.#list; for (let i = 0; i < l.length; i++) yield l[i][1]; }
-    [iteratorSymbol]() { return this.entries(); }
+    forEach(fn, thisArg) {
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) apply(fn, thisArg, [l[i][1], l[i][0], this]);
+    }
+    *entries() {
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) yield [l[i][0], l[i][1]];
+    }
+    *keys() {
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) yield l[i][0];
+    }
+    *values() {
+      const l = this.#list;
+      for (let i = 0; i < l.length; i++) yield l[i][1];
+    }
+    [iteratorSymbol]() {
+      return this.entries();
+    }
     toString() {
       let out = "";
       const l = this.#list;
@@ -127,7 +188,11 @@
   }
 
   // The host parses with its WHATWG URL: one implementation, the same answers as everywhere else.
-  const parseUrl = (input, base) => kit.syncCall("parseUrl", base === undefined ? { input: StringCtor(input) } : { input: StringCtor(input), base: StringCtor(base) });
+  const parseUrl = (input, base) =>
+    kit.syncCall(
+      "parseUrl",
+      base === undefined ? { input: StringCtor(input) } : { input: StringCtor(input), base: StringCtor(base) },
+    );
 
   class URL {
     #parts;
@@ -137,28 +202,70 @@
       if (parts === null) throw new TypeErrorCtor(`Invalid URL: ${StringCtor(input)}`);
       this.#parts = parts;
     }
-    static canParse(input, base) { return parseUrl(input, base === undefined ? undefined : StringCtor(base)) !== null; }
+    static canParse(input, base) {
+      return parseUrl(input, base === undefined ? undefined : StringCtor(base)) !== null;
+    }
     #set(href) {
       const parts = parseUrl(href);
       if (parts === null) throw new TypeErrorCtor(`Invalid URL: ${href}`);
       this.#parts = parts;
       if (this.#params) this.#params._parse(parts.search);
     }
-    get href() { return this.#parts.href; }
-    set href(v) { this.#set(StringCtor(v)); }
-    get protocol() { return this.#parts.protocol; }
-    get username() { return this.#parts.username; }
-    get password() { return this.#parts.password; }
-    get host() { return this.#parts.host; }
-    get hostname() { return this.#parts.hostname; }
-    get port() { return this.#parts.port; }
-    get pathname() { return this.#parts.pathname; }
-    set pathname(v) { const p = this.#parts; this.#set(`${p.protocol}//${p.username ? `${p.username}${p.password ? `:${p.password}` : ""}@` : ""}${p.host}${StringCtor(v)[0] === "/" ? "" : "/"}${StringCtor(v)}${p.search}${p.hash}`); }
-    get search() { return this.#parts.search; }
-    set search(v) { const s = StringCtor(v); const p = this.#parts; const h = p.href; const base = str(h, sliceStr, [0, h.length - p.hash.length - p.search.length]); this.#set(`${base}${s === "" || s[0] === "?" ? s : `?${s}`}${p.hash}`); }
-    get hash() { return this.#parts.hash; }
-    set hash(v) { const s = StringCtor(v); const p = this.#parts; const h = p.href; this.#set(`${str(h, sliceStr, [0, h.length - p.hash.length])}${s === "" || s[0] === "#" ? s : `#${s}`}`); }
-    get origin() { return this.#parts.origin; }
+    get href() {
+      return this.#parts.href;
+    }
+    set href(v) {
+      this.#set(StringCtor(v));
+    }
+    get protocol() {
+      return this.#parts.protocol;
+    }
+    get username() {
+      return this.#parts.username;
+    }
+    get password() {
+      return this.#parts.password;
+    }
+    get host() {
+      return this.#parts.host;
+    }
+    get hostname() {
+      return this.#parts.hostname;
+    }
+    get port() {
+      return this.#parts.port;
+    }
+    get pathname() {
+      return this.#parts.pathname;
+    }
+    set pathname(v) {
+      const p = this.#parts;
+      this.#set(
+        `${p.protocol}//${p.username ? `${p.username}${p.password ? `:${p.password}` : ""}@` : ""}${p.host}${StringCtor(v)[0] === "/" ? "" : "/"}${StringCtor(v)}${p.search}${p.hash}`,
+      );
+    }
+    get search() {
+      return this.#parts.search;
+    }
+    set search(v) {
+      const s = StringCtor(v);
+      const p = this.#parts;
+      const h = p.href;
+      const base = str(h, sliceStr, [0, h.length - p.hash.length - p.search.length]);
+      this.#set(`${base}${s === "" || s[0] === "?" ? s : `?${s}`}${p.hash}`);
+    }
+    get hash() {
+      return this.#parts.hash;
+    }
+    set hash(v) {
+      const s = StringCtor(v);
+      const p = this.#parts;
+      const h = p.href;
+      this.#set(`${str(h, sliceStr, [0, h.length - p.hash.length])}${s === "" || s[0] === "#" ? s : `#${s}`}`);
+    }
+    get origin() {
+      return this.#parts.origin;
+    }
     get searchParams() {
       if (!this.#params) {
         this.#params = new URLSearchParams(this.#parts.search, (query) => {
@@ -171,9 +278,13 @@
       }
       return this.#params;
     }
-    toString() { return this.#parts.href; }
-    toJSON() { return this.#parts.href; }
+    toString() {
+      return this.#parts.href;
+    }
+    toJSON() {
+      return this.#parts.href;
+    }
   }
 
   return { URL, URLSearchParams };
-})
+});

@@ -47,16 +47,21 @@ function guardedConnect(this: net.Socket, ...args: unknown[]): net.Socket {
   }
   // http's agent passes `path: null` for TCP, so only a string path without host or port is a Unix socket.
   const unixSocket = typeof path === "string" && path !== "" && host === undefined && port === undefined;
-  if (unixSocket || host === "127.0.0.1" || host === "::1") return (originalConnect as (...a: unknown[]) => net.Socket).apply(this, args);
+  if (unixSocket || host === "127.0.0.1" || host === "::1")
+    return (originalConnect as (...a: unknown[]) => net.Socket).apply(this, args);
   blockedConnects.push(`${String(host)}:${String(port)}`);
-  process.nextTick(() => this.destroy(Object.assign(new Error("connect blocked by the test"), { code: "ETESTBLOCKED" })));
+  process.nextTick(() =>
+    this.destroy(Object.assign(new Error("connect blocked by the test"), { code: "ETESTBLOCKED" })),
+  );
   return this;
 }
 
 type Hit = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string };
 
 /** A loopback server; `routes` answer by path, everything is recorded in `hits`. */
-async function startServer(routes: Record<string, (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void>) {
+async function startServer(
+  routes: Record<string, (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void>,
+) {
   const hits: Hit[] = [];
   const closed: string[] = [];
   const server = http.createServer((req, res) => {
@@ -97,7 +102,12 @@ const resolverOf =
   async () =>
     addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
 
-const get = (url: string, extra: Partial<GuardedRequest> = {}): GuardedRequest => ({ url, method: "GET", headers: [], ...extra });
+const get = (url: string, extra: Partial<GuardedRequest> = {}): GuardedRequest => ({
+  url,
+  method: "GET",
+  headers: [],
+  ...extra,
+});
 
 /** The FetchError a promise rejects with (fails the test if it resolves or throws something else). */
 async function fetchError(promise: Promise<unknown>): Promise<FetchError> {
@@ -115,7 +125,8 @@ beforeAll(async () => {
   net.Socket.prototype.connect = guardedConnect as typeof net.Socket.prototype.connect;
   main = await startServer({
     "/hello": (_req, res) => res.writeHead(200, "Fine", { "X-Test": "yes", "Content-Type": "text/plain" }).end("hello"),
-    "/echo": (req, res, body) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: req.method, body })),
+    "/echo": (req, res, body) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: req.method, body })),
     "/redirect": (req, res) => {
       const q = new URL(req.url ?? "", "http://x").searchParams;
       res.writeHead(Number(q.get("status") ?? 302), { location: q.get("to") ?? "/hello" }).end("moving");
@@ -194,7 +205,9 @@ describe("refusals before any connection", () => {
     const resolve = vi.fn(resolverOf(address));
     const err = await fetchError(guardedFetch(get("http://service.example/x"), policy, { resolve }));
     expect(err.reason).toBe("network_refused");
-    expect(err.message).toMatch(new RegExp(`^fetch to service\\.example:80 refused: it resolves to an? ${words} address\\.$`));
+    expect(err.message).toMatch(
+      new RegExp(`^fetch to service\\.example:80 refused: it resolves to an? ${words} address\\.$`),
+    );
     expect(err.message).not.toContain(address.split("%")[0]); // internal addresses are not echoed to scripts
     expect(resolve).toHaveBeenCalledExactlyOnceWith("service.example");
   });
@@ -244,25 +257,38 @@ describe("refusals before any connection", () => {
   });
 
   it("refuses the main server's own loopback port when it is not allow-listed", async () => {
-    const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/hello`), { ...policy, allowHosts: new Set() }, { resolve: noDns }));
+    const err = await fetchError(
+      guardedFetch(
+        get(`http://127.0.0.1:${main.port}/hello`),
+        { ...policy, allowHosts: new Set() },
+        { resolve: noDns },
+      ),
+    );
     expect(err.reason).toBe("network_refused");
     expect(main.hits).toEqual([]);
   });
 
-  it.each(["ftp://example.com/file", "file:///etc/passwd", "data:text/plain,hello", "javascript:alert(1)", "ws://example.com/", "gopher://example.com/"])(
-    "%s is refused: only http and https",
+  it.each([
+    "ftp://example.com/file",
+    "file:///etc/passwd",
+    "data:text/plain,hello",
+    "javascript:alert(1)",
+    "ws://example.com/",
+    "gopher://example.com/",
+  ])("%s is refused: only http and https", async (url) => {
+    const err = await fetchError(guardedFetch(get(url), policy, { resolve: noDns }));
+    expect(err.reason).toBe("network_refused");
+    expect(err.message).toMatch(/^fetch to an? [a-z]+: URL refused: only http and https are allowed\.$/);
+  });
+
+  it.each(["http://user:pass@example.com/", "http://user@example.com/", `http://u:p@127.0.0.1:0/`])(
+    "%s is refused: credentials in the URL",
     async (url) => {
       const err = await fetchError(guardedFetch(get(url), policy, { resolve: noDns }));
-      expect(err.reason).toBe("network_refused");
-      expect(err.message).toMatch(/^fetch to an? [a-z]+: URL refused: only http and https are allowed\.$/);
+      expect(err.reason).toBe("invalid_request");
+      expect(err.message).toBe("fetch URL must not contain a user name or password.");
     },
   );
-
-  it.each(["http://user:pass@example.com/", "http://user@example.com/", `http://u:p@127.0.0.1:0/`])("%s is refused: credentials in the URL", async (url) => {
-    const err = await fetchError(guardedFetch(get(url), policy, { resolve: noDns }));
-    expect(err.reason).toBe("invalid_request");
-    expect(err.message).toBe("fetch URL must not contain a user name or password.");
-  });
 
   it.each([
     [get("/relative"), "fetch needs an absolute http or https URL."],
@@ -270,8 +296,14 @@ describe("refusals before any connection", () => {
     [get("http://example.com/", { method: "CONNECT" }), "fetch method CONNECT is not allowed."],
     [get("http://example.com/", { method: "GE T" }), 'fetch method "GE T" is not valid.'],
     [get("http://example.com/", { body: new Uint8Array([1]) }), "fetch with method GET cannot have a body."],
-    [get("http://example.com/", { headers: [["x-bad", "a\r\nb"]] }), 'fetch header "x-bad" has an invalid name or value.'],
-    [get("http://example.com/", { headers: [["bad name", "a"]] }), 'fetch header "bad name" has an invalid name or value.'],
+    [
+      get("http://example.com/", { headers: [["x-bad", "a\r\nb"]] }),
+      'fetch header "x-bad" has an invalid name or value.',
+    ],
+    [
+      get("http://example.com/", { headers: [["bad name", "a"]] }),
+      'fetch header "bad name" has an invalid name or value.',
+    ],
   ])("malformed requests are invalid_request (%#)", async (request, message) => {
     const err = await fetchError(guardedFetch(request, policy, { resolve: noDns }));
     expect(err.reason).toBe("invalid_request");
@@ -291,13 +323,24 @@ describe("checkDestination (the decision, never a connection)", () => {
   it("lets a host name resolving only to public addresses through, pinned to the first answer", async () => {
     const resolve = vi.fn(resolverOf("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"));
     const dest = await checkDestination("http://example.test/page?q=1", policy, resolve);
-    expect(dest).toMatchObject({ hostPort: "example.test:80", port: 80, address: "93.184.215.14", family: 4, addressClass: "public", allowListed: false });
+    expect(dest).toMatchObject({
+      hostPort: "example.test:80",
+      port: 80,
+      address: "93.184.215.14",
+      family: 4,
+      addressClass: "public",
+      allowListed: false,
+    });
     expect(dest.url.href).toBe("http://example.test/page?q=1");
     expect(resolve).toHaveBeenCalledExactlyOnceWith("example.test");
   });
 
   it("lets public IP literals through on any port, IPv6 included", async () => {
-    await expect(checkDestination("https://8.8.8.8/", policy, noDns)).resolves.toMatchObject({ hostPort: "8.8.8.8:443", address: "8.8.8.8", family: 4 });
+    await expect(checkDestination("https://8.8.8.8/", policy, noDns)).resolves.toMatchObject({
+      hostPort: "8.8.8.8:443",
+      address: "8.8.8.8",
+      family: 4,
+    });
     await expect(checkDestination("http://[2606:4700::1111]:8080/", policy, noDns)).resolves.toMatchObject({
       hostPort: "[2606:4700::1111]:8080",
       address: "2606:4700::1111",
@@ -307,14 +350,31 @@ describe("checkDestination (the decision, never a connection)", () => {
 
   it("an allow-listed host:port may resolve to private addresses; another port of it may not", async () => {
     const allow = { allowHosts: new Set(["db.internal:5984", "[fd00::5]:80"]), denyPorts: new Set<number>() };
-    await expect(checkDestination("http://DB.internal:5984/", allow, resolverOf("10.0.0.5"))).resolves.toMatchObject({ address: "10.0.0.5", allowListed: true });
-    await expect(checkDestination("http://[fd00::5]/", allow, noDns)).resolves.toMatchObject({ address: "fd00::5", family: 6, allowListed: true });
-    await expect(checkDestination("http://db.internal:5985/", allow, resolverOf("10.0.0.5"))).rejects.toMatchObject({ reason: "network_refused" });
+    await expect(checkDestination("http://DB.internal:5984/", allow, resolverOf("10.0.0.5"))).resolves.toMatchObject({
+      address: "10.0.0.5",
+      allowListed: true,
+    });
+    await expect(checkDestination("http://[fd00::5]/", allow, noDns)).resolves.toMatchObject({
+      address: "fd00::5",
+      family: 6,
+      allowListed: true,
+    });
+    await expect(checkDestination("http://db.internal:5985/", allow, resolverOf("10.0.0.5"))).rejects.toMatchObject({
+      reason: "network_refused",
+    });
   });
 
   it("deny ports win over the allow list on loopback and unspecified addresses", async () => {
-    const allow = { allowHosts: new Set(["127.0.0.1:8443", "localhost:8443", "0.0.0.0:8443", "app.internal:8443", "10.0.0.5:8443"]), denyPorts: new Set([8443]) };
-    for (const url of ["http://127.0.0.1:8443/", "http://localhost:8443/", "http://0.0.0.0:8443/", "http://app.internal:8443/"]) {
+    const allow = {
+      allowHosts: new Set(["127.0.0.1:8443", "localhost:8443", "0.0.0.0:8443", "app.internal:8443", "10.0.0.5:8443"]),
+      denyPorts: new Set([8443]),
+    };
+    for (const url of [
+      "http://127.0.0.1:8443/",
+      "http://localhost:8443/",
+      "http://0.0.0.0:8443/",
+      "http://app.internal:8443/",
+    ]) {
       await expect(checkDestination(url, allow, resolverOf("127.0.0.1"))).rejects.toMatchObject({
         reason: "network_refused",
         message: expect.stringMatching(/refused: port 8443 belongs to the service itself\.$/),
@@ -331,13 +391,18 @@ describe("checkDestination (the decision, never a connection)", () => {
     expect(dns.resolve4).not.toHaveBeenCalled();
     dns.resolve4.mockResolvedValueOnce(["93.184.215.14"]);
     dns.resolve6.mockResolvedValueOnce(["fd00::1"]);
-    await expect(checkDestination("http://mocked.example/", policy)).rejects.toMatchObject({ reason: "network_refused" });
+    await expect(checkDestination("http://mocked.example/", policy)).rejects.toMatchObject({
+      reason: "network_refused",
+    });
     expect(dns.resolve4).toHaveBeenCalledExactlyOnceWith("mocked.example");
     expect(dns.resolve6).toHaveBeenCalledExactlyOnceWith("mocked.example");
     expect(dns.options).toContainEqual({ timeout: 2_000, tries: 2 });
     // A name with an A record and no AAAA record resolves to its A record.
     dns.resolve4.mockResolvedValueOnce(["93.184.215.14"]);
-    await expect(checkDestination("http://mocked.example/", policy)).resolves.toMatchObject({ address: "93.184.215.14", family: 4 });
+    await expect(checkDestination("http://mocked.example/", policy)).resolves.toMatchObject({
+      address: "93.184.215.14",
+      family: 4,
+    });
   });
 });
 
@@ -385,7 +450,9 @@ describe("fetching from an allow-listed loopback server", () => {
 
   it("keeps a caller's accept-encoding", async () => {
     main.hits.length = 0;
-    await guardedFetch(get(`http://127.0.0.1:${main.port}/echo`, { headers: [["Accept-Encoding", "gzip"]] }), policy, { resolve: noDns });
+    await guardedFetch(get(`http://127.0.0.1:${main.port}/echo`, { headers: [["Accept-Encoding", "gzip"]] }), policy, {
+      resolve: noDns,
+    });
     expect(main.hits[0]?.headers["accept-encoding"]).toBe("gzip");
   });
 
@@ -410,18 +477,25 @@ describe("fetching from an allow-listed loopback server", () => {
 
   it("refuses a deny port even when allow-listed", async () => {
     main.hits.length = 0;
-    const denied = { ...policy, allowHosts: new Set([`127.0.0.1:${main.port}`, `localhost:${main.port}`]), denyPorts: new Set([main.port]) };
+    const denied = {
+      ...policy,
+      allowHosts: new Set([`127.0.0.1:${main.port}`, `localhost:${main.port}`]),
+      denyPorts: new Set([main.port]),
+    };
     for (const host of ["127.0.0.1", "localhost"]) {
       const err = await fetchError(guardedFetch(get(`http://${host}:${main.port}/hello`), denied, { resolve: noDns }));
       expect(err.reason).toBe("network_refused");
-      expect(err.message).toBe(`fetch to ${host}:${main.port} refused: port ${main.port} belongs to the service itself.`);
+      expect(err.message).toBe(
+        `fetch to ${host}:${main.port} refused: port ${main.port} belongs to the service itself.`,
+      );
     }
     expect(main.hits).toEqual([]);
   });
 });
 
 describe("redirects", () => {
-  const redirectTo = (to: string, status = 302) => `http://127.0.0.1:${main.port}/redirect?status=${status}&to=${encodeURIComponent(to)}`;
+  const redirectTo = (to: string, status = 302) =>
+    `http://127.0.0.1:${main.port}/redirect?status=${status}&to=${encodeURIComponent(to)}`;
 
   it("follows an allowed redirect and reports the final URL", async () => {
     const res = await guardedFetch(get(redirectTo("/hello")), policy, { resolve: noDns });
@@ -452,7 +526,9 @@ describe("redirects", () => {
 
   it("re-checks DNS on the hop: a name that resolves to a private address is refused there", async () => {
     const resolve = vi.fn(resolverOf("10.0.0.7"));
-    const err = await fetchError(guardedFetch(get(redirectTo("http://internal.example:8080/admin")), policy, { resolve }));
+    const err = await fetchError(
+      guardedFetch(get(redirectTo("http://internal.example:8080/admin")), policy, { resolve }),
+    );
     expect(err.reason).toBe("network_refused");
     expect(err.message).toBe("fetch to internal.example:8080 refused: it resolves to a private address.");
     expect(resolve).toHaveBeenCalledExactlyOnceWith("internal.example");
@@ -470,7 +546,9 @@ describe("redirects", () => {
     const chain = redirectTo(redirectTo(redirectTo("/hello")));
     const res = await guardedFetch(get(chain), policy, { resolve: noDns });
     expect(text(res.body)).toBe("hello");
-    await expect(guardedFetch(get(chain), { ...policy, maxRedirects: 2 }, { resolve: noDns })).rejects.toMatchObject({ reason: "limit_exceeded" });
+    await expect(guardedFetch(get(chain), { ...policy, maxRedirects: 2 }, { resolve: noDns })).rejects.toMatchObject({
+      reason: "limit_exceeded",
+    });
   });
 
   const post = (url: string): GuardedRequest => ({
@@ -500,15 +578,27 @@ describe("redirects", () => {
 
   it("303 turns PUT into GET; 302 keeps PUT", async () => {
     const put = { ...post(redirectTo("/echo", 303)), method: "PUT" };
-    expect(JSON.parse(text((await guardedFetch(put, policy, { resolve: noDns })).body))).toEqual({ method: "GET", body: "" });
+    expect(JSON.parse(text((await guardedFetch(put, policy, { resolve: noDns })).body))).toEqual({
+      method: "GET",
+      body: "",
+    });
     const put302 = { ...post(redirectTo("/echo", 302)), method: "PUT" };
-    expect(JSON.parse(text((await guardedFetch(put302, policy, { resolve: noDns })).body))).toEqual({ method: "PUT", body: "form" });
+    expect(JSON.parse(text((await guardedFetch(put302, policy, { resolve: noDns })).body))).toEqual({
+      method: "PUT",
+      body: "form",
+    });
   });
 
   it("drops credentials when a redirect leaves the origin", async () => {
     main.hits.length = 0;
     const allow = { ...policy, allowHosts: new Set([`127.0.0.1:${main.port}`, `localhost:${main.port}`]) };
-    const request = get(redirectTo(`http://localhost:${main.port}/echo`), { headers: [["authorization", "Bearer x"], ["cookie", "a=b"], ["x-keep", "1"]] });
+    const request = get(redirectTo(`http://localhost:${main.port}/echo`), {
+      headers: [
+        ["authorization", "Bearer x"],
+        ["cookie", "a=b"],
+        ["x-keep", "1"],
+      ],
+    });
     await guardedFetch(request, allow, { resolve: noDns });
     expect(main.hits[0]?.headers.authorization).toBe("Bearer x");
     expect(main.hits[1]?.headers.authorization).toBeUndefined();
@@ -517,12 +607,16 @@ describe("redirects", () => {
   });
 
   it('"manual" returns the redirect itself; "error" fails', async () => {
-    const res = await guardedFetch(get(redirectTo(`http://127.0.0.1:${other.port}/`), { redirect: "manual" }), policy, { resolve: noDns });
+    const res = await guardedFetch(get(redirectTo(`http://127.0.0.1:${other.port}/`), { redirect: "manual" }), policy, {
+      resolve: noDns,
+    });
     expect(res.status).toBe(302);
     expect(res.headers).toContainEqual(["location", `http://127.0.0.1:${other.port}/`]);
     expect(text(res.body)).toBe("moving");
     expect(res.redirected).toBe(false);
-    const err = await fetchError(guardedFetch(get(redirectTo("/hello"), { redirect: "error" }), policy, { resolve: noDns }));
+    const err = await fetchError(
+      guardedFetch(get(redirectTo("/hello"), { redirect: "error" }), policy, { resolve: noDns }),
+    );
     expect(err.reason).toBe("network_error");
   });
 });
@@ -539,7 +633,9 @@ describe("limits", () => {
   });
 
   it("a declared content-length over the cap is refused before the body arrives", async () => {
-    const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/big-declared`), policy, { resolve: noDns }));
+    const err = await fetchError(
+      guardedFetch(get(`http://127.0.0.1:${main.port}/big-declared`), policy, { resolve: noDns }),
+    );
     expect(err.reason).toBe("limit_exceeded");
   });
 
@@ -550,7 +646,9 @@ describe("limits", () => {
 
   it.each(["/hang", "/slow-body"])("%s times out within timeoutMs", async (path) => {
     const started = Date.now();
-    const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}${path}`), { ...policy, timeoutMs: 300 }, { resolve: noDns }));
+    const err = await fetchError(
+      guardedFetch(get(`http://127.0.0.1:${main.port}${path}`), { ...policy, timeoutMs: 300 }, { resolve: noDns }),
+    );
     const elapsed = Date.now() - started;
     expect(err.reason).toBe("timeout");
     expect(err.message).toBe("fetch timed out after 300 ms.");
@@ -560,14 +658,18 @@ describe("limits", () => {
 
   it("the timeout covers DNS resolution too", async () => {
     const never: Resolver = () => new Promise(() => {});
-    const err = await fetchError(guardedFetch(get("http://slow-dns.example/"), { ...policy, timeoutMs: 200 }, { resolve: never }));
+    const err = await fetchError(
+      guardedFetch(get("http://slow-dns.example/"), { ...policy, timeoutMs: 200 }, { resolve: never }),
+    );
     expect(err.reason).toBe("timeout");
   });
 
   it("the caller's signal aborts the fetch", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const err = await fetchError(guardedFetch(get(`http://127.0.0.1:${main.port}/hang`), policy, { resolve: noDns, signal: controller.signal }));
+    const err = await fetchError(
+      guardedFetch(get(`http://127.0.0.1:${main.port}/hang`), policy, { resolve: noDns, signal: controller.signal }),
+    );
     expect(err.reason).toBe("network_error");
     expect(err.message).toBe("fetch was aborted.");
   });

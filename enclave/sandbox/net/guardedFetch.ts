@@ -53,9 +53,17 @@ export class FetchError extends SigilError {
   override readonly name = "FetchError";
   readonly reason: FetchErrorCode;
   constructor(reason: FetchErrorCode, message: string) {
-    super(reason === "network_refused" ? "permission_denied" : reason === "network_error" || reason === "timeout" ? "internal_error" : "invalid_request", message, {
-      expose: false,
-    });
+    super(
+      reason === "network_refused"
+        ? "permission_denied"
+        : reason === "network_error" || reason === "timeout"
+          ? "internal_error"
+          : "invalid_request",
+      message,
+      {
+        expose: false,
+      },
+    );
     this.reason = reason;
   }
 }
@@ -150,7 +158,8 @@ export async function checkDestination(
   let addresses: string[];
   let viaDns = false;
   if (literal !== null) addresses = [literal];
-  else if (isLocalhostName(host)) addresses = ["127.0.0.1"]; // never asks DNS for these names
+  else if (isLocalhostName(host))
+    addresses = ["127.0.0.1"]; // never asks DNS for these names
   else {
     let answers: Array<{ address: string }>;
     try {
@@ -158,7 +167,8 @@ export async function checkDestination(
     } catch {
       throw new FetchError("network_error", `fetch to ${hostPort} failed: the host name could not be resolved.`);
     }
-    if (answers.length === 0) throw new FetchError("network_error", `fetch to ${hostPort} failed: the host name could not be resolved.`);
+    if (answers.length === 0)
+      throw new FetchError("network_error", `fetch to ${hostPort} failed: the host name could not be resolved.`);
     addresses = answers.map((a) => a.address);
     viaDns = true;
   }
@@ -172,7 +182,10 @@ export async function checkDestination(
       continue;
     }
     if ((cls === "loopback" || cls === "unspecified") && policy.denyPorts.has(port)) {
-      throw new FetchError("network_refused", `fetch to ${hostPort} refused: port ${port} belongs to the service itself.`);
+      throw new FetchError(
+        "network_refused",
+        `fetch to ${hostPort} refused: port ${port} belongs to the service itself.`,
+      );
     }
     if (!allowListed) {
       // The resolved address itself is left out: it would let scripts map the host's internal DNS.
@@ -182,7 +195,8 @@ export async function checkDestination(
     }
     chosen ??= { address, cls };
   }
-  if (chosen === undefined) throw new FetchError("network_error", `fetch to ${hostPort} failed: the host name could not be resolved.`);
+  if (chosen === undefined)
+    throw new FetchError("network_error", `fetch to ${hostPort} failed: the host name could not be resolved.`);
   const family = isIP(chosen.address);
   if (family !== 4 && family !== 6) {
     throw new FetchError("network_refused", `fetch to ${hostPort} refused: unrecognized address.`);
@@ -222,9 +236,11 @@ function prepare(request: GuardedRequest): Hop {
     throw new FetchError("invalid_request", "fetch needs an absolute http or https URL.");
   }
   let method = request.method;
-  if (!METHOD_TOKEN.test(method)) throw new FetchError("invalid_request", `fetch method "${method.slice(0, 40)}" is not valid.`);
+  if (!METHOD_TOKEN.test(method))
+    throw new FetchError("invalid_request", `fetch method "${method.slice(0, 40)}" is not valid.`);
   if (NORMALIZED_METHODS.has(method.toUpperCase())) method = method.toUpperCase();
-  if (FORBIDDEN_METHODS.has(method.toUpperCase())) throw new FetchError("invalid_request", `fetch method ${method} is not allowed.`);
+  if (FORBIDDEN_METHODS.has(method.toUpperCase()))
+    throw new FetchError("invalid_request", `fetch method ${method} is not allowed.`);
   if (request.body !== undefined && (method === "GET" || method === "HEAD")) {
     throw new FetchError("invalid_request", `fetch with method ${method} cannot have a body.`);
   }
@@ -299,11 +315,24 @@ const SOCKET_ERRORS: Record<string, string> = {
 
 function networkError(dest: Destination, err: unknown): FetchError {
   const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
-  const reason = SOCKET_ERRORS[code] ?? (code.startsWith("HPE_") ? "invalid HTTP response" : code.includes("CERT") ? "TLS certificate check failed" : "network error");
+  const reason =
+    SOCKET_ERRORS[code] ??
+    (code.startsWith("HPE_")
+      ? "invalid HTTP response"
+      : code.includes("CERT")
+        ? "TLS certificate check failed"
+        : "network error");
   return new FetchError("network_error", `fetch to ${dest.hostPort} failed: ${reason}.`);
 }
 
-type RawResponse = { status: number; statusText: string; headers: Array<[string, string]>; location: string | undefined; res: http.IncomingMessage; req: http.ClientRequest };
+type RawResponse = {
+  status: number;
+  statusText: string;
+  headers: Array<[string, string]>;
+  location: string | undefined;
+  res: http.IncomingMessage;
+  req: http.ClientRequest;
+};
 
 /** Sends one hop to dest.address only and resolves when the response head arrives. */
 function send(dest: Destination, hop: Hop, signal: AbortSignal): Promise<RawResponse> {
@@ -364,20 +393,33 @@ function send(dest: Destination, hop: Hop, signal: AbortSignal): Promise<RawResp
       }
       settled = true;
       const pairs: Array<[string, string]> = [];
-      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) pairs.push([(res.rawHeaders[i] ?? "").toLowerCase(), res.rawHeaders[i + 1] ?? ""]);
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
+        pairs.push([(res.rawHeaders[i] ?? "").toLowerCase(), res.rawHeaders[i + 1] ?? ""]);
       const location = res.headers.location;
       resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", headers: pairs, location, res, req });
     });
-    req.end(hop.body === undefined ? undefined : Buffer.from(hop.body.buffer, hop.body.byteOffset, hop.body.byteLength));
+    req.end(
+      hop.body === undefined ? undefined : Buffer.from(hop.body.buffer, hop.body.byteOffset, hop.body.byteLength),
+    );
   });
 }
 
 /** Reads the body, destroying the socket as soon as it passes the cap or the budget, or the signal aborts. */
-function readBody(dest: Destination, raw: RawResponse, maxBytes: number, signal: AbortSignal, budget: ByteBudget | undefined): Promise<Uint8Array> {
+function readBody(
+  dest: Destination,
+  raw: RawResponse,
+  maxBytes: number,
+  signal: AbortSignal,
+  budget: ByteBudget | undefined,
+): Promise<Uint8Array> {
   const { res, req } = raw;
-  const tooBig = () => new FetchError("limit_exceeded", `fetch to ${dest.hostPort}: the response is larger than ${maxBytes} bytes.`);
+  const tooBig = () =>
+    new FetchError("limit_exceeded", `fetch to ${dest.hostPort}: the response is larger than ${maxBytes} bytes.`);
   const overBudget = () =>
-    new FetchError("limit_exceeded", `fetch to ${dest.hostPort}: the run's fetch responses in flight would pass its memory limit of ${budget?.maxBytes} bytes.`);
+    new FetchError(
+      "limit_exceeded",
+      `fetch to ${dest.hostPort}: the run's fetch responses in flight would pass its memory limit of ${budget?.maxBytes} bytes.`,
+    );
   return new Promise((resolve, reject) => {
     let settled = false;
     let taken = 0;
@@ -412,7 +454,13 @@ function readBody(dest: Destination, raw: RawResponse, maxBytes: number, signal:
     });
     res.on("error", (err) => fail(networkError(dest, err)));
     res.on("close", () => {
-      if (!res.complete) fail(new FetchError("network_error", `fetch to ${dest.hostPort} failed: the connection closed before the response ended.`));
+      if (!res.complete)
+        fail(
+          new FetchError(
+            "network_error",
+            `fetch to ${dest.hostPort} failed: the connection closed before the response ended.`,
+          ),
+        );
     });
   });
 }
@@ -444,11 +492,20 @@ export async function guardedFetch(
       if (next === undefined) {
         const body = await readBody(dest, raw, policy.maxResponseBytes, signal, options.budget);
         raw.req.destroy();
-        return { status: raw.status, statusText: raw.statusText, headers: raw.headers, url: hop.url.href, redirected: redirects > 0, body };
+        return {
+          status: raw.status,
+          statusText: raw.statusText,
+          headers: raw.headers,
+          url: hop.url.href,
+          redirected: redirects > 0,
+          body,
+        };
       }
       raw.req.destroy(); // the redirect's own body is never read
-      if (mode === "error") throw new FetchError("network_error", `fetch to ${dest.hostPort} was redirected, and redirect is "error".`);
-      if (redirects >= policy.maxRedirects) throw new FetchError("limit_exceeded", `fetch followed more than ${policy.maxRedirects} redirects.`);
+      if (mode === "error")
+        throw new FetchError("network_error", `fetch to ${dest.hostPort} was redirected, and redirect is "error".`);
+      if (redirects >= policy.maxRedirects)
+        throw new FetchError("limit_exceeded", `fetch followed more than ${policy.maxRedirects} redirects.`);
       hop = next;
     }
   } catch (err) {

@@ -46,18 +46,28 @@ function sampleOf(keyHash: string | null) {
       keySpentAndHeld:
         keyHash === null
           ? 0
-          : n("SELECT COALESCE((SELECT spent_cents FROM key_spend WHERE key_hash = ?), 0) AS n", keyHash) + n("SELECT COALESCE(SUM(cents), 0) AS n FROM holds WHERE key_hash = ?", keyHash),
+          : n("SELECT COALESCE((SELECT spent_cents FROM key_spend WHERE key_hash = ?), 0) AS n", keyHash) +
+            n("SELECT COALESCE(SUM(cents), 0) AS n FROM holds WHERE key_hash = ?", keyHash),
     };
   };
 }
 
-type RunAnswer = { has_error?: boolean; charged_cents?: number; duration_ms?: number; receipt?: { charged_cents: number } } & Partial<ErrorReply>;
+type RunAnswer = {
+  has_error?: boolean;
+  charged_cents?: number;
+  duration_ms?: number;
+  receipt?: { charged_cents: number };
+} & Partial<ErrorReply>;
 
 /**
  * Sends RUNS runs of NAP at once with `caller`, reading the account's ledger (and its balance through
  * the edge, with `master`) until the last answer is in. Answers the answers and the samples.
  */
-async function crowd(master: string, caller: string, keyHash: string | null): Promise<{ answers: Array<Reply<RunAnswer>>; samples: Sample[]; edgeBalances: number[] }> {
+async function crowd(
+  master: string,
+  caller: string,
+  keyHash: string | null,
+): Promise<{ answers: Array<Reply<RunAnswer>>; samples: Sample[]; edgeBalances: number[] }> {
   const ledger = ledgerOf(master);
   const samples: Sample[] = [];
   const edgeBalances: number[] = [];
@@ -65,11 +75,14 @@ async function crowd(master: string, caller: string, keyHash: string | null): Pr
   const sampling = (async () => {
     for (let i = 0; !done; i++) {
       samples.push(await runInDurableObject(ledger, sampleOf(keyHash)));
-      if (i % 5 === 0) edgeBalances.push((await ok200<{ balance_cents: number }>("billing/balance", { key: master })).balance_cents);
+      if (i % 5 === 0)
+        edgeBalances.push((await ok200<{ balance_cents: number }>("billing/balance", { key: master })).balance_cents);
       await new Promise((r) => setTimeout(r, 10));
     }
   })();
-  const answers = await Promise.all(Array.from({ length: RUNS }, () => edge<RunAnswer>("sigil_action", { key: caller, body: { code: NAP } })));
+  const answers = await Promise.all(
+    Array.from({ length: RUNS }, () => edge<RunAnswer>("sigil_action", { key: caller, body: { code: NAP } })),
+  );
   done = true;
   await sampling;
   samples.push(await runInDurableObject(ledger, sampleOf(keyHash)));
@@ -77,7 +90,10 @@ async function crowd(master: string, caller: string, keyHash: string | null): Pr
 }
 
 /** The checks both crowds answer to; what the successful answers were charged, in sum. */
-function checkAnswers(answers: Array<Reply<RunAnswer>>, refusal: "balance" | "spend_limit"): { ran: number; refused: number; charged: number } {
+function checkAnswers(
+  answers: Array<Reply<RunAnswer>>,
+  refusal: "balance" | "spend_limit",
+): { ran: number; refused: number; charged: number } {
   let ran = 0;
   let refused = 0;
   let charged = 0;
@@ -122,7 +138,10 @@ describe(`${RUNS} runs of one account at once`, () => {
   it(`on credit for ${HOLDS} runs' holds: runs or 402s, never a negative balance, charged exactly what the answers say`, async () => {
     const credit = HOLDS * HOLD_CENTS + 1;
     const key = await newAccount("crowd", { cents: credit });
-    await ok200("add_group", { key, body: { group_name: "crowd", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] } });
+    await ok200("add_group", {
+      key,
+      body: { group_name: "crowd", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] },
+    });
     const { answers, samples, edgeBalances } = await crowd(key, key, null);
     const { ran, charged } = checkAnswers(answers, "balance");
 
@@ -133,12 +152,19 @@ describe(`${RUNS} runs of one account at once`, () => {
       expect(s.settled, JSON.stringify(s)).toBeGreaterThanOrEqual(0);
       expect(s.settled - s.held, JSON.stringify(s)).toBeGreaterThanOrEqual(0);
     }
-    expect(Math.max(...samples.map((s) => s.held)), "the runs in flight held the credit").toBeGreaterThan(credit - 1 - HOLD_CENTS);
+    expect(Math.max(...samples.map((s) => s.held)), "the runs in flight held the credit").toBeGreaterThan(
+      credit - 1 - HOLD_CENTS,
+    );
     for (const b of edgeBalances) expect(b).toBeGreaterThanOrEqual(0);
 
     // Afterwards: nothing held, the audit holds, and the ledger charged what the answers said.
     const audit = await ledgerOf(key).audit();
-    expect(audit).toMatchObject({ consistent: true, heldCents: 0, settledCents: credit - 1 - charged, freeCents: credit - 1 - charged });
+    expect(audit).toMatchObject({
+      consistent: true,
+      heldCents: 0,
+      settledCents: credit - 1 - charged,
+      freeCents: credit - 1 - charged,
+    });
     expect(await runCharges(key)).toEqual({ count: ran, cents: charged });
   });
 
@@ -146,7 +172,10 @@ describe(`${RUNS} runs of one account at once`, () => {
     const credit = 4 * HOLDS * HOLD_CENTS;
     const cap = HOLDS * HOLD_CENTS;
     const master = await newAccount("capped crowd", { cents: credit });
-    await ok200("add_group", { key: master, body: { group_name: "crowd", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] } });
+    await ok200("add_group", {
+      key: master,
+      body: { group_name: "crowd", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [cid] },
+    });
     const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
       key: master,
       body: { name: "crowd", description: "", ...NO_PERMISSIONS, execute_in_groups: [0], spend_limit_cents: cap },
@@ -159,7 +188,9 @@ describe(`${RUNS} runs of one account at once`, () => {
       expect(s.settled - s.held, JSON.stringify(s)).toBeGreaterThanOrEqual(0);
       expect(s.keySpentAndHeld, JSON.stringify(s)).toBeLessThanOrEqual(cap);
     }
-    expect(Math.max(...samples.map((s) => s.keySpentAndHeld)), "the key's runs in flight held its cap").toBeGreaterThan(cap - HOLD_CENTS);
+    expect(Math.max(...samples.map((s) => s.keySpentAndHeld)), "the key's runs in flight held its cap").toBeGreaterThan(
+      cap - HOLD_CENTS,
+    );
 
     const audit = await ledgerOf(master).audit();
     // Two writes (the group and the key) cost a cent each.
@@ -180,7 +211,12 @@ describe(`${RUNS} runs of one account at once`, () => {
       }
     })();
     const answers = await Promise.all(
-      Array.from({ length: RUNS }, (_, i) => edge<Partial<ErrorReply>>("add_group", { key, body: { group_name: `g${i}`, group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } })),
+      Array.from({ length: RUNS }, (_, i) =>
+        edge<Partial<ErrorReply>>("add_group", {
+          key,
+          body: { group_name: `g${i}`, group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+        }),
+      ),
     );
     done = true;
     await sampling;

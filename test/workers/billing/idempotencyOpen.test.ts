@@ -20,7 +20,12 @@ import { billingLedgers, ledgerRows } from "./ledgers.ts";
 
 const { edge, expectError } = edgeClient(SELF);
 const ledgers = (env as unknown as Env).LEDGER!;
-billingLedgers({ self: SELF, namespace: ledgers, listIds: () => listDurableObjectIds(ledgers), rows: (stub) => runInDurableObject(stub, ledgerRows) });
+billingLedgers({
+  self: SELF,
+  namespace: ledgers,
+  listIds: () => listDurableObjectIds(ledgers),
+  rows: (stub) => runInDurableObject(stub, ledgerRows),
+});
 const idempotency = (env as unknown as Env).IDEMPOTENCY!;
 
 let n = 0;
@@ -36,11 +41,17 @@ async function sha256Hex(text: string): Promise<string> {
 
 type NewAccount = { api_key: string; account_id: string; wallet_address: string; transaction_hash: string };
 
-const newAccount = (body: unknown, headers: Record<string, string>) => edge<NewAccount>("new_account", { body, headers });
+const newAccount = (body: unknown, headers: Record<string, string>) =>
+  edge<NewAccount>("new_account", { body, headers });
 
 /** How many accounts the chain has made in the blocks after `block`. */
 async function accountsCreatedSince(block: bigint): Promise<number> {
-  const logs = await chain().getContractEvents({ address: inject("contract"), abi: accountConfigAbi, eventName: "AccountCreated", fromBlock: block });
+  const logs = await chain().getContractEvents({
+    address: inject("contract"),
+    abi: accountConfigAbi,
+    eventName: "AccountCreated",
+    fromBlock: block,
+  });
   return logs.filter((l) => l.blockNumber > block).length;
 }
 
@@ -48,7 +59,10 @@ async function accountsCreatedSince(block: bigint): Promise<number> {
 function storeText(object: string): Promise<string> {
   const stub = idempotency.get(idempotency.idFromName(object));
   return runInDurableObject(stub, (_o, state) =>
-    JSON.stringify([state.storage.sql.exec("SELECT * FROM records").toArray(), state.storage.sql.exec("SELECT * FROM answer_chunks").toArray()]),
+    JSON.stringify([
+      state.storage.sql.exec("SELECT * FROM records").toArray(),
+      state.storage.sql.exec("SELECT * FROM answer_chunks").toArray(),
+    ]),
   );
 }
 
@@ -65,7 +79,10 @@ describe("new_account with an Idempotency-Key", () => {
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.headers.get("idempotent-replayed")).toBeNull();
     // Field order does not matter.
-    const again = await newAccount({ account_description: "once", account_name: "idem new account" }, { "idempotency-key": k, "cf-connecting-ip": ip });
+    const again = await newAccount(
+      { account_description: "once", account_name: "idem new account" },
+      { "idempotency-key": k, "cf-connecting-ip": ip },
+    );
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
@@ -73,7 +90,10 @@ describe("new_account with an Idempotency-Key", () => {
     expect(await accountsCreatedSince(from)).toBe(1);
     expect(first.body.account_id).toBe(toHash32(apiKeyHash(first.body.api_key)));
     // The key works: it is the account's master key.
-    expect((await edge<{ exists: boolean }>("account_exists", { key: again.body.api_key })).body).toEqual({ exists: true, managed: true });
+    expect((await edge<{ exists: boolean }>("account_exists", { key: again.body.api_key })).body).toEqual({
+      exists: true,
+      managed: true,
+    });
     // Sealed: neither the new key nor the Idempotency-Key is in the store.
     const stored = await storeText(await newAccountObject(ip));
     expect(stored).toContain(await sha256Hex(k));
@@ -87,9 +107,15 @@ describe("new_account with an Idempotency-Key", () => {
   it("sent again with another body is 422 idempotency_key_reused and makes nothing", async () => {
     const ip = address();
     const k = idem();
-    expect((await newAccount({ account_name: "a" }, { "idempotency-key": k, "cf-connecting-ip": ip })).status).toBe(200);
+    expect((await newAccount({ account_name: "a" }, { "idempotency-key": k, "cf-connecting-ip": ip })).status).toBe(
+      200,
+    );
     const from = await chain().getBlockNumber();
-    expectError(await newAccount({ account_name: "b" }, { "idempotency-key": k, "cf-connecting-ip": ip }), 422, "idempotency_key_reused");
+    expectError(
+      await newAccount({ account_name: "b" }, { "idempotency-key": k, "cf-connecting-ip": ip }),
+      422,
+      "idempotency_key_reused",
+    );
     expect(await accountsCreatedSince(from)).toBe(0);
   });
 
@@ -106,7 +132,11 @@ describe("new_account with an Idempotency-Key", () => {
   it("a malformed key is 400 invalid_request and makes nothing", async () => {
     const from = await chain().getBlockNumber();
     for (const bad of ["", "two words", "x".repeat(256)]) {
-      expectError(await newAccount({ account_name: "bad key" }, { "idempotency-key": bad, "cf-connecting-ip": address() }), 400, "invalid_request");
+      expectError(
+        await newAccount({ account_name: "bad key" }, { "idempotency-key": bad, "cf-connecting-ip": address() }),
+        400,
+        "invalid_request",
+      );
     }
     expect(await accountsCreatedSince(from)).toBe(0);
   });
@@ -119,7 +149,12 @@ describe("new_account with an Idempotency-Key", () => {
     // An attempt holding the key's lease, beside the model's record (so with its fingerprint).
     await runInDurableObject(idempotency.get(idempotency.idFromName(await newAccountObject(ip))), async (_o, state) => {
       const sql = state.storage.sql;
-      const { fingerprint } = sql.exec<{ fingerprint: string }>("SELECT fingerprint FROM records WHERE scope = ?", `client:${await sha256Hex("model")}`).one();
+      const { fingerprint } = sql
+        .exec<{ fingerprint: string }>(
+          "SELECT fingerprint FROM records WHERE scope = ?",
+          `client:${await sha256Hex("model")}`,
+        )
+        .one();
       sql.exec(
         "INSERT INTO records (scope, fingerprint, ref, state, owner, lease_until, created_at) VALUES (?, ?, 'elsewhere', 'in_progress', 'elsewhere', ?, ?)",
         `client:${await sha256Hex(busy)}`,
@@ -144,7 +179,10 @@ describe("new_account with an Idempotency-Key", () => {
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     // As if the edge had died before it could keep that answer: the record in flight, its lease lapsed.
     await runInDurableObject(idempotency.get(idempotency.idFromName(await newAccountObject(ip))), async (_o, state) => {
-      state.storage.sql.exec("UPDATE records SET state = 'in_progress', owner = 'gone', lease_until = 0 WHERE scope = ?", `client:${await sha256Hex(k)}`);
+      state.storage.sql.exec(
+        "UPDATE records SET state = 'in_progress', owner = 'gone', lease_until = 0 WHERE scope = ?",
+        `client:${await sha256Hex(k)}`,
+      );
       state.storage.sql.exec("DELETE FROM answer_chunks");
     });
     const retried = await newAccount(body, { "idempotency-key": k, "cf-connecting-ip": ip });
@@ -172,11 +210,23 @@ describe("new_account with an Idempotency-Key", () => {
     const ip = address();
     const call = async (body: unknown, headers: Record<string, string> = {}) => {
       asked.length = 0;
-      const res = await app.request("http://edge/core/v1/new_account", { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip, ...headers }, body: JSON.stringify(body) }, appEnv);
+      const res = await app.request(
+        "http://edge/core/v1/new_account",
+        {
+          method: "POST",
+          headers: { "content-type": "application/json", "cf-connecting-ip": ip, ...headers },
+          body: JSON.stringify(body),
+        },
+        appEnv,
+      );
       return { status: res.status, replayed: res.headers.get("idempotent-replayed"), asked: [...asked] };
     };
     const k = idem();
-    expect(await call({ account_name: "budget" }, { "idempotency-key": k })).toMatchObject({ status: 200, replayed: null, asked: expect.arrayContaining([GAS_BUDGET_BUCKET]) });
+    expect(await call({ account_name: "budget" }, { "idempotency-key": k })).toMatchObject({
+      status: 200,
+      replayed: null,
+      asked: expect.arrayContaining([GAS_BUDGET_BUCKET]),
+    });
     const replay = await call({ account_name: "budget" }, { "idempotency-key": k });
     expect(replay).toMatchObject({ status: 200, replayed: "true" });
     expect(replay.asked).toContain(`open-ip:${ip}`);
@@ -193,13 +243,20 @@ describe("new_account with an Idempotency-Key", () => {
 const CHAIN_ID = 31337;
 const now = () => Math.floor(Date.now() / 1000);
 
-async function signed(primaryType: SigilPrimaryType, signer: PrivateKeyAccount, issuedAt = now()): Promise<{ typed_data: unknown; signature: Hex }> {
+async function signed(
+  primaryType: SigilPrimaryType,
+  signer: PrivateKeyAccount,
+  issuedAt = now(),
+): Promise<{ typed_data: unknown; signature: Hex }> {
   const typedData = buildTypedData({ primaryType, address: signer.address, chainId: CHAIN_ID, issuedAt });
   return { typed_data: typedData, signature: await signer.signTypedData(signableTypedData(typedData)) };
 }
 
 const signedCall = <T>(path: string, envelope: unknown, key?: string): Promise<Reply<T>> =>
-  edge<T>(path, { body: envelope, headers: { "cf-connecting-ip": address(), ...(key === undefined ? {} : { "idempotency-key": key }) } });
+  edge<T>(path, {
+    body: envelope,
+    headers: { "cf-connecting-ip": address(), ...(key === undefined ? {} : { "idempotency-key": key }) },
+  });
 
 /** The object a wallet's signature-endpoint records are kept in: its lookup hash's. */
 const walletObject = (wallet: Address) => walletLookupHash(wallet).toString(16).padStart(64, "0");
@@ -218,7 +275,9 @@ describe("the signature endpoints with an Idempotency-Key", () => {
     expect(again.body).toEqual(first.body);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.headers.get("original-request")).toBe(first.headers.get("x-request-id"));
-    expect((await signedCall<Derived>("create_wallet_with_signature", envelope)).body.derivation_path).not.toBe(first.body.derivation_path);
+    expect((await signedCall<Derived>("create_wallet_with_signature", envelope)).body.derivation_path).not.toBe(
+      first.body.derivation_path,
+    );
   });
 
   it("add_usage_api_key_with_signature sent again answers the same usage key and wallet, kept sealed; another body is 422; another wallet's same key is its own", async () => {
@@ -237,9 +296,17 @@ describe("the signature endpoints with an Idempotency-Key", () => {
     expect(stored).not.toContain(k);
     // A new signature is another body: another issuedAt than the first's, whatever the clock says now
     // (signatures are deterministic, so the same issuedAt would be the same body).
-    expectError(await signedCall("add_usage_api_key_with_signature", await signed("AddUsageApiKey", signer, issuedAt - 1), k), 422, "idempotency_key_reused");
+    expectError(
+      await signedCall("add_usage_api_key_with_signature", await signed("AddUsageApiKey", signer, issuedAt - 1), k),
+      422,
+      "idempotency_key_reused",
+    );
     const other = privateKeyToAccount(generatePrivateKey());
-    const theirs = await signedCall<UsageKey>("add_usage_api_key_with_signature", await signed("AddUsageApiKey", other), k);
+    const theirs = await signedCall<UsageKey>(
+      "add_usage_api_key_with_signature",
+      await signed("AddUsageApiKey", other),
+      k,
+    );
     expect(theirs.status).toBe(200);
     expect(theirs.body.usage_api_key).not.toBe(first.body.usage_api_key);
   });
@@ -265,7 +332,15 @@ describe("the signature endpoints with an Idempotency-Key", () => {
 
   it("a malformed key is 400 invalid_request", async () => {
     const signer = privateKeyToAccount(generatePrivateKey());
-    expectError(await signedCall("create_wallet_with_signature", await signed("CreateWallet", signer), "two words"), 400, "invalid_request");
-    expectError(await signedCall("add_usage_api_key_with_signature", await signed("AddUsageApiKey", signer), ""), 400, "invalid_request");
+    expectError(
+      await signedCall("create_wallet_with_signature", await signed("CreateWallet", signer), "two words"),
+      400,
+      "invalid_request",
+    );
+    expectError(
+      await signedCall("add_usage_api_key_with_signature", await signed("AddUsageApiKey", signer), ""),
+      400,
+      "invalid_request",
+    );
   });
 });

@@ -12,7 +12,13 @@ import { apiKeyHash } from "../../../shared/hashing.ts";
 import { edgeClient } from "../stack.ts";
 
 /** What `Ledger.audit()` answers (workers/billing/ledger.ts, LedgerAudit). */
-export type AuditResult = { settledCents: number; heldCents: number; freeCents: number; entriesSumCents: number; consistent: boolean };
+export type AuditResult = {
+  settledCents: number;
+  heldCents: number;
+  freeCents: number;
+  entriesSumCents: number;
+  consistent: boolean;
+};
 
 /** The Ledger stub's methods the suites and the audit use. */
 export type LedgerStub = {
@@ -81,7 +87,9 @@ export function billingLedgers<Id extends { toString(): string }, Stub extends L
 
   /** A new managed account (new_account, free), registered for the audit, with `cents` put in its ledger. */
   async function newAccount(name = "payer", options: { email?: string; cents?: number } = {}): Promise<string> {
-    const { api_key: key } = await ok200<{ api_key: string }>("new_account", { body: { account_name: name, ...(options.email ? { email: options.email } : {}) } });
+    const { api_key: key } = await ok200<{ api_key: string }>("new_account", {
+      body: { account_name: name, ...(options.email ? { email: options.email } : {}) },
+    });
     ledgerOf(key);
     if (options.cents) await credit(key, options.cents);
     return key;
@@ -91,7 +99,8 @@ export function billingLedgers<Id extends { toString(): string }, Stub extends L
   async function allLedgers(): Promise<Map<string, { label: string; stub: Stub }>> {
     const all = new Map(registered);
     for (const id of await deps.listIds()) {
-      if (!all.has(id.toString())) all.set(id.toString(), { label: `ledger ${id.toString().slice(0, 12)}`, stub: deps.namespace.get(id) });
+      if (!all.has(id.toString()))
+        all.set(id.toString(), { label: `ledger ${id.toString().slice(0, 12)}`, stub: deps.namespace.get(id) });
     }
     return all;
   }

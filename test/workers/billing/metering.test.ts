@@ -15,7 +15,12 @@ import { billingLedgers, ledgerRows } from "./ledgers.ts";
 const { edge, ok200, expectError } = edgeClient(SELF);
 const namespace = (env as unknown as Env).LEDGER!;
 // Every account is made through `newAccount`; after each test every ledger is audited (ledgers.ts).
-const { newAccount: makeAccount, credit, ledgerOf, auditFailures } = billingLedgers({
+const {
+  newAccount: makeAccount,
+  credit,
+  ledgerOf,
+  auditFailures,
+} = billingLedgers({
   self: SELF,
   namespace,
   listIds: () => listDurableObjectIds(namespace),
@@ -31,10 +36,13 @@ function charged(r: Reply<unknown>): number {
 }
 
 const QUICK = "async function main() { return 'quick' }";
-const SLOW = "async function main() { console.log('started'); await new Promise((r) => setTimeout(r, 1500)); return 'slow' }";
-const ENDLESS = "async function main() { console.log('working'); await new Promise((r) => setTimeout(r, 60000)); return 'never' }";
+const SLOW =
+  "async function main() { console.log('started'); await new Promise((r) => setTimeout(r, 1500)); return 'slow' }";
+const ENDLESS =
+  "async function main() { console.log('working'); await new Promise((r) => setTimeout(r, 60000)); return 'never' }";
 /** 300 scans of a 16 MiB string: one long built-in call after another, none polling the interrupt handler. */
-const SCANS = 'async function main() { console.log("scanning"); const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
+const SCANS =
+  'async function main() { console.log("scanning"); const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
 let cids: string[];
 
 beforeAll(async () => {
@@ -42,18 +50,30 @@ beforeAll(async () => {
 });
 
 async function groupFor(key: string): Promise<void> {
-  await ok200("add_group", { key, body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids } });
+  await ok200("add_group", {
+    key,
+    body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids },
+  });
 }
 
 /** What the account has on chain, as its list reads show it (every page size 100). */
-async function onChain(key: string): Promise<Record<"list_wallets" | "list_groups" | "list_api_keys" | "list_actions", { total: string | null; body: unknown[] }>> {
+async function onChain(
+  key: string,
+): Promise<
+  Record<"list_wallets" | "list_groups" | "list_api_keys" | "list_actions", { total: string | null; body: unknown[] }>
+> {
   const read = async (path: string) => {
     const r = await edge<unknown[]>(`${path}?page_size=100`, { key });
     expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);
     expect(Array.isArray(r.body), path).toBe(true);
     return { total: r.headers.get("x-total-count"), body: r.body };
   };
-  return { list_wallets: await read("list_wallets"), list_groups: await read("list_groups"), list_api_keys: await read("list_api_keys"), list_actions: await read("list_actions") };
+  return {
+    list_wallets: await read("list_wallets"),
+    list_groups: await read("list_groups"),
+    list_api_keys: await read("list_api_keys"),
+    list_actions: await read("list_actions"),
+  };
 }
 
 describe("managed writes", () => {
@@ -67,7 +87,10 @@ describe("managed writes", () => {
     for (const [path, call] of [
       ["POST create_wallet", { method: "POST" }],
       ["GET create_wallet", { method: "GET" }],
-      ["add_group", { body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } }],
+      [
+        "add_group",
+        { body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } },
+      ],
       ["add_usage_api_key", { body: { name: "u", description: "", ...NO_PERMISSIONS } }],
       ["add_action", { body: { action_ipfs_cid: cids[0], name: "a", description: "" } }],
     ] as const) {
@@ -82,9 +105,20 @@ describe("managed writes", () => {
   it("cost one cent each, to the cent: create_wallet, add_usage_api_key, add_group, add_action", async () => {
     const key = await newAccount("writes", 5);
     expect(charged(await edge("create_wallet", { key, method: "POST" }))).toBe(1);
-    expect(charged(await edge("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS } }))).toBe(1);
-    expect(charged(await edge("add_group", { key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } }))).toBe(1);
-    expect(charged(await edge("add_action", { key, body: { action_ipfs_cid: cids[0], name: "a", description: "" } }))).toBe(1);
+    expect(
+      charged(await edge("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS } })),
+    ).toBe(1);
+    expect(
+      charged(
+        await edge("add_group", {
+          key,
+          body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+        }),
+      ),
+    ).toBe(1);
+    expect(
+      charged(await edge("add_action", { key, body: { action_ipfs_cid: cids[0], name: "a", description: "" } })),
+    ).toBe(1);
     expect(await free(key)).toBe(1);
     expect(charged(await edge("create_wallet", { key, method: "POST" }))).toBe(1);
     expect(await free(key)).toBe(0);
@@ -99,12 +133,19 @@ describe("managed writes", () => {
 
   it("a write sent on chain that then reverts costs its cent, and its error names the transaction", async () => {
     const key = await newAccount("reverted", 10);
-    const { group_id: group } = await ok200<{ group_id: string }>("add_group", { key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
+    const { group_id: group } = await ok200<{ group_id: string }>("add_group", {
+      key,
+      body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+    });
     expect(await free(key)).toBe(9);
     const bindings = env as unknown as Env;
     const contract = bindings.SIGIL_CONTRACT_ADDRESS as `0x${string}`;
     const rpc = async <T = unknown>(method: string, params: unknown[] = []): Promise<T> => {
-      const res = await fetch(bindings.SIGIL_RPC_URL as string, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      const res = await fetch(bindings.SIGIL_RPC_URL as string, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
       const body = (await res.json()) as { result?: T; error?: unknown };
       if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
       return body.result as T;
@@ -122,9 +163,24 @@ describe("managed writes", () => {
     // Another payer, as another enclave instance would be: one of anvil's unlocked accounts, added
     // to the payer set by the contract's owner (anvil's first account).
     const [owner, otherPayer] = await rpc<`0x${string}`[]>("eth_accounts");
-    const payers = decodeFunctionResult({ abi: accountConfigAbi, functionName: "apiPayers", data: await rpc<`0x${string}`>("eth_call", [{ to: contract, data: encodeFunctionData({ abi: accountConfigAbi, functionName: "apiPayers" }) }, "latest"]) });
+    const payers = decodeFunctionResult({
+      abi: accountConfigAbi,
+      functionName: "apiPayers",
+      data: await rpc<`0x${string}`>("eth_call", [
+        { to: contract, data: encodeFunctionData({ abi: accountConfigAbi, functionName: "apiPayers" }) },
+        "latest",
+      ]),
+    });
     if (!payers.some((p) => p.toLowerCase() === otherPayer!.toLowerCase())) {
-      await mined({ from: owner, to: contract, data: encodeFunctionData({ abi: accountConfigAbi, functionName: "setApiPayers", args: [[...payers, otherPayer!]] }) });
+      await mined({
+        from: owner,
+        to: contract,
+        data: encodeFunctionData({
+          abi: accountConfigAbi,
+          functionName: "setApiPayers",
+          args: [[...payers, otherPayer!]],
+        }),
+      });
     }
     // The enclave simulates the removal and sends it; before it is mined the other payer removes the
     // group, with a higher tip so its transaction comes first in the block, and the enclave's reverts.
@@ -135,13 +191,22 @@ describe("managed writes", () => {
       removal = edge("remove_group", { key, body: { group_id: group } });
       // Until the enclave's removal itself waits in the pool (nothing else: another pending
       // transaction must not be taken for it).
-      const removeData = encodeFunctionData({ abi: accountConfigAbi, functionName: "removeGroup", args: [apiKeyHash(key), BigInt(group)] }).toLowerCase();
+      const removeData = encodeFunctionData({
+        abi: accountConfigAbi,
+        functionName: "removeGroup",
+        args: [apiKeyHash(key), BigInt(group)],
+      }).toLowerCase();
       const sentByEnclave = async () => {
         const pool = await rpc<{ pending: Record<string, Record<string, { input: string }>> }>("txpool_content");
-        return Object.values(pool.pending).some((byNonce) => Object.values(byNonce).some((tx) => tx.input.toLowerCase() === removeData));
+        return Object.values(pool.pending).some((byNonce) =>
+          Object.values(byNonce).some((tx) => tx.input.toLowerCase() === removeData),
+        );
       };
       for (let i = 0; !(await sentByEnclave()); i++) {
-        if (i > 200) throw new Error(`the enclave sent no removal: ${JSON.stringify(await Promise.race([removal, new Promise((r) => setTimeout(() => r("(no answer yet)"), 10))]))}`);
+        if (i > 200)
+          throw new Error(
+            `the enclave sent no removal: ${JSON.stringify(await Promise.race([removal, new Promise((r) => setTimeout(() => r("(no answer yet)"), 10))]))}`,
+          );
         await new Promise((r) => setTimeout(r, 25));
       }
       await rpc("eth_sendTransaction", [
@@ -182,16 +247,31 @@ describe("managed writes", () => {
       return r.body;
     }
     // What the writes act on (each a 1-cent write too).
-    const wallet = await costsOneCent<{ wallet_id: string; wallet_address: string }>("create_wallet", { method: "POST", body: { name: "w", description: "" } });
-    const { usage_api_key: usage } = await costsOneCent<{ usage_api_key: string }>("add_usage_api_key", { body: { name: "u", description: "", ...NO_PERMISSIONS } });
-    const { group_id: group } = await costsOneCent<{ group_id: string }>("add_group", { body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
-    const { hashed_cid: action } = await costsOneCent<{ hashed_cid: string }>("add_action", { body: { action_ipfs_cid: cids[0], name: "a", description: "" } });
+    const wallet = await costsOneCent<{ wallet_id: string; wallet_address: string }>("create_wallet", {
+      method: "POST",
+      body: { name: "w", description: "" },
+    });
+    const { usage_api_key: usage } = await costsOneCent<{ usage_api_key: string }>("add_usage_api_key", {
+      body: { name: "u", description: "", ...NO_PERMISSIONS },
+    });
+    const { group_id: group } = await costsOneCent<{ group_id: string }>("add_group", {
+      body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+    });
+    const { hashed_cid: action } = await costsOneCent<{ hashed_cid: string }>("add_action", {
+      body: { action_ipfs_cid: cids[0], name: "a", description: "" },
+    });
     expect(balance).toBe(100 - 4);
 
     const writes: Array<[string, { method?: string; body?: unknown }]> = [
-      ["update_usage_api_key", { body: { usage_api_key: usage, name: "u2", description: "d", ...NO_PERMISSIONS, can_create_groups: true } }],
+      [
+        "update_usage_api_key",
+        { body: { usage_api_key: usage, name: "u2", description: "d", ...NO_PERMISSIONS, can_create_groups: true } },
+      ],
       ["update_usage_api_key_metadata", { body: { usage_api_key: usage, name: "u3", description: "d3" } }],
-      ["update_group", { body: { group_id: group, name: "g2", description: "d", pkp_ids_permitted: [], cid_hashes_permitted: [] } }],
+      [
+        "update_group",
+        { body: { group_id: group, name: "g2", description: "d", pkp_ids_permitted: [], cid_hashes_permitted: [] } },
+      ],
       ["add_action_to_group", { body: { group_id: group, action_ipfs_cid: cids[1] } }],
       ["remove_action_from_group", { body: { group_id: group, hashed_cid: toHash32(cidHash(cids[1]!)) } }],
       ["add_pkp_to_group", { body: { group_id: group, pkp_id: wallet.wallet_id } }],
@@ -209,14 +289,22 @@ describe("managed writes", () => {
     const state = await onChain(key);
     expect(state.list_api_keys.body).toEqual([]);
     expect(state.list_groups.body).toEqual([]);
-    expect(state.list_actions.body).toEqual([{ hashed_cid: toHash32(cidHash(cids[1]!)), action_ipfs_cid: cids[1], name: "", description: "" }]);
+    expect(state.list_actions.body).toEqual([
+      { hashed_cid: toHash32(cidHash(cids[1]!)), action_ipfs_cid: cids[1], name: "", description: "" },
+    ]);
     expect(state.list_wallets.body).toHaveLength(3);
   });
 
   it("reads cost nothing and carry no charge: list_groups, list_actions, list_api_keys, list_wallets, list_wallets_in_group, account_exists, the balance", async () => {
     const key = await newAccount("reader", 10);
-    const { group_id: group } = await ok200<{ group_id: string }>("add_group", { key, body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } });
-    const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS } });
+    const { group_id: group } = await ok200<{ group_id: string }>("add_group", {
+      key,
+      body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+    });
+    const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
+      key,
+      body: { name: "u", description: "", ...NO_PERMISSIONS },
+    });
     expect(await free(key)).toBe(8);
     for (const [path, caller] of [
       ["list_groups", key],
@@ -248,11 +336,18 @@ describe("sigil_action", () => {
   it("costs 1 cent per started second, minimum 1: a quick run 1, a 1.5 s run 2", async () => {
     const key = await newAccount("runner", 20);
     await groupFor(key);
-    const quick = await edge<{ charged_cents: number; response: string }>("sigil_action", { key, body: { code: QUICK } });
+    const quick = await edge<{ charged_cents: number; response: string }>("sigil_action", {
+      key,
+      body: { code: QUICK },
+    });
     expect(charged(quick)).toBe(1);
     // The run's signed receipt says what the ledger charged (shared/fees.ts on both sides).
     expect(quick.body).toMatchObject({ response: "quick", charged_cents: 1, receipt: { charged_cents: 1 } });
-    const slow = await edge<{ charged_cents: number; duration_ms: number; receipt: { charged_cents: number; duration_ms: number } }>("sigil_action", { key, body: { code: SLOW } });
+    const slow = await edge<{
+      charged_cents: number;
+      duration_ms: number;
+      receipt: { charged_cents: number; duration_ms: number };
+    }>("sigil_action", { key, body: { code: SLOW } });
     // Past one second, so at least 2 cents. Not necessarily 1 500 ms: time the sandbox's thread spent
     // on its own work meanwhile (preparing the next runtime) is given back to the run, not billed,
     // which on a busy machine was 70 ms of the 1.5 s.
@@ -265,9 +360,21 @@ describe("sigil_action", () => {
   it("a run that outlives its credit is stopped at the granted seconds, charged exactly that, code insufficient_credits, logs kept", async () => {
     const key = await newAccount("short of credit", 1 + 2);
     await groupFor(key);
-    const r = await edge<{ has_error: boolean; error: { code: string }; logs: string; charged_cents: number; duration_ms: number }>("sigil_action", { key, body: { code: ENDLESS } });
+    const r = await edge<{
+      has_error: boolean;
+      error: { code: string };
+      logs: string;
+      charged_cents: number;
+      duration_ms: number;
+    }>("sigil_action", { key, body: { code: ENDLESS } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "working\n", charged_cents: 2, receipt: { has_error: true, charged_cents: 2 } });
+    expect(r.body).toMatchObject({
+      has_error: true,
+      error: { code: "insufficient_credits" },
+      logs: "working\n",
+      charged_cents: 2,
+      receipt: { has_error: true, charged_cents: 2 },
+    });
     expect(r.body.duration_ms).toBeLessThan(3_000);
     expect(await free(key)).toBe(0);
     expectError(await edge("sigil_action", { key, body: { code: QUICK } }), 402, "insufficient_credits");
@@ -276,9 +383,22 @@ describe("sigil_action", () => {
   it("a run of long built-ins past its granted seconds is ended from outside at the grant and billed exactly the grant, not 1 s and not the scans' 25 s", async () => {
     const key = await newAccount("scans past its credit", 1 + 3);
     await groupFor(key);
-    const r = await edge<{ has_error: boolean; error: { code: string }; logs: string; charged_cents: number; duration_ms: number }>("sigil_action", { key, body: { code: SCANS } });
+    const r = await edge<{
+      has_error: boolean;
+      error: { code: string };
+      logs: string;
+      charged_cents: number;
+      duration_ms: number;
+    }>("sigil_action", { key, body: { code: SCANS } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ has_error: true, error: { code: "insufficient_credits" }, logs: "scanning\n", charged_cents: 3, duration_ms: 3000, receipt: { charged_cents: 3 } });
+    expect(r.body).toMatchObject({
+      has_error: true,
+      error: { code: "insufficient_credits" },
+      logs: "scanning\n",
+      charged_cents: 3,
+      duration_ms: 3000,
+      receipt: { charged_cents: 3 },
+    });
     expect(charged(r)).toBe(3);
     expect(await free(key)).toBe(0);
   });
@@ -325,12 +445,19 @@ describe("spend caps", () => {
   it("a usage key's cap stops that key (402, details.spend_limit) and not the account's other keys", async () => {
     const key = await newAccount("capped", 50);
     await groupFor(key);
-    const usage = (permissions: object) => ok200<{ usage_api_key: string }>("add_usage_api_key", { key, body: { name: "u", description: "", ...NO_PERMISSIONS, execute_in_groups: [0], ...permissions } });
+    const usage = (permissions: object) =>
+      ok200<{ usage_api_key: string }>("add_usage_api_key", {
+        key,
+        body: { name: "u", description: "", ...NO_PERMISSIONS, execute_in_groups: [0], ...permissions },
+      });
     const capped = (await usage({ spend_limit_cents: 2 })).usage_api_key;
     const uncapped = (await usage({})).usage_api_key;
     expect(charged(await edge("sigil_action", { key: capped, body: { code: QUICK } }))).toBe(1);
     expect(charged(await edge("sigil_action", { key: capped, body: { code: QUICK } }))).toBe(1);
-    const stopped = await edge<{ error: { details?: { spend_limit?: boolean } } }>("sigil_action", { key: capped, body: { code: QUICK } });
+    const stopped = await edge<{ error: { details?: { spend_limit?: boolean } } }>("sigil_action", {
+      key: capped,
+      body: { code: QUICK },
+    });
     expectError(stopped, 402, "insufficient_credits");
     expect(stopped.body.error.details?.spend_limit).toBe(true);
     expect(charged(await edge("sigil_action", { key: uncapped, body: { code: QUICK } }))).toBe(1);
@@ -345,13 +472,27 @@ describe("keys that may not act", () => {
     const expiresAt = Math.floor(Date.now() / 1000) + 3;
     const { usage_api_key: usage } = await ok200<{ usage_api_key: string }>("add_usage_api_key", {
       key,
-      body: { name: "u", description: "", ...NO_PERMISSIONS, can_create_groups: true, execute_in_groups: [0], expires_at: expiresAt },
+      body: {
+        name: "u",
+        description: "",
+        ...NO_PERMISSIONS,
+        can_create_groups: true,
+        execute_in_groups: [0],
+        expires_at: expiresAt,
+      },
     });
     while (Date.now() / 1000 <= expiresAt + 1) await new Promise((resolve) => setTimeout(resolve, 250));
     // The chain judges expiry by its latest block: one more (paid) write mines a block past it.
     await groupFor(key);
     expect(await free(key)).toBe(0);
-    expectError(await edge("add_group", { key: usage, body: { group_name: "x", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] } }), 401, "invalid_api_key");
+    expectError(
+      await edge("add_group", {
+        key: usage,
+        body: { group_name: "x", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+      }),
+      401,
+      "invalid_api_key",
+    );
     expectError(await edge("sigil_action", { key: usage, body: { code: QUICK } }), 401, "invalid_api_key");
     const unknown = btoa("u".repeat(32));
     expectError(await edge("create_wallet", { key: unknown, method: "POST" }), 401, "invalid_api_key");
@@ -363,7 +504,11 @@ describe("concurrency", () => {
     const key = await newAccount("crowd", 1);
     await groupFor(key);
     await credit(key, 20);
-    const answers = await Promise.all(Array.from({ length: 50 }, () => edge<{ charged_cents?: number }>("sigil_action", { key, body: { code: QUICK } })));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        edge<{ charged_cents?: number }>("sigil_action", { key, body: { code: QUICK } }),
+      ),
+    );
     const ok = answers.filter((a) => a.status === 200);
     const paid = ok.reduce((sum, a) => sum + Number(a.headers.get("x-sigil-charged-cents")), 0);
     for (const a of answers) expect([200, 402, 429]).toContain(a.status);
@@ -378,7 +523,9 @@ describe("concurrency", () => {
 describe("the audit every billing test ends with (ledgers.ts)", () => {
   it("finds a ledger no helper registered and reports a hold left behind or a balance that is not the sum of its entries", async () => {
     // An account made around the helper; the edge makes its ledger (to keep new_account's email).
-    const { api_key: key } = await ok200<{ api_key: string }>("new_account", { body: { account_name: "unregistered", email: "audit@example.com" } });
+    const { api_key: key } = await ok200<{ api_key: string }>("new_account", {
+      body: { account_name: "unregistered", email: "audit@example.com" },
+    });
     const stub = namespace.get(namespace.idFromName(apiKeyHash(key).toString(16).padStart(64, "0")));
     expect((await listDurableObjectIds(namespace)).map(String)).toContain(stub.id.toString());
     expect(await auditFailures()).toEqual([]);
@@ -389,11 +536,19 @@ describe("the audit every billing test ends with (ledgers.ts)", () => {
     expect(leaked[0]).toContain('"holdRows":1');
     await stub.release("left-behind");
     expect(await auditFailures()).toEqual([]);
-    await runInDurableObject(stub, (_ledger, state) => void state.storage.sql.exec("UPDATE account SET settled_cents = settled_cents + 1 WHERE id = 1"));
+    await runInDurableObject(
+      stub,
+      (_ledger, state) =>
+        void state.storage.sql.exec("UPDATE account SET settled_cents = settled_cents + 1 WHERE id = 1"),
+    );
     const drifted = await auditFailures();
     expect(drifted).toHaveLength(1);
     expect(drifted[0]).toContain('"consistent":false');
-    await runInDurableObject(stub, (_ledger, state) => void state.storage.sql.exec("UPDATE account SET settled_cents = settled_cents - 1 WHERE id = 1"));
+    await runInDurableObject(
+      stub,
+      (_ledger, state) =>
+        void state.storage.sql.exec("UPDATE account SET settled_cents = settled_cents - 1 WHERE id = 1"),
+    );
     expect(await auditFailures()).toEqual([]);
   });
 });

@@ -5,7 +5,19 @@
 // edge in workerd has no address the emulator could reach). Every test ends with the audit of
 // every ledger there is (ledgers.ts).
 import { env, listDurableObjectIds, runInDurableObject, SELF } from "cloudflare:test";
-import { createPublicClient, createTestClient, createWalletClient, encodePacked, getAddress, http, keccak256, parseEther, type Abi, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  encodePacked,
+  getAddress,
+  http,
+  keccak256,
+  parseEther,
+  type Abi,
+  type Address,
+  type Hex,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { beforeAll, describe, expect, inject, it } from "vitest";
@@ -35,18 +47,34 @@ const { newAccount, credit, ledgerOf, ledgerOfMaster, snapshot } = billingLedger
 
 const stripeBase = () => inject("stripeApiBase");
 
-async function stripeApi<T = Record<string, unknown>>(method: "GET" | "POST", path: string, key: string, form?: Record<string, string>): Promise<{ status: number; body: T }> {
+async function stripeApi<T = Record<string, unknown>>(
+  method: "GET" | "POST",
+  path: string,
+  key: string,
+  form?: Record<string, string>,
+): Promise<{ status: number; body: T }> {
   const res = await fetch(`${stripeBase()}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(form ? { "content-type": "application/x-www-form-urlencoded" } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(form ? { "content-type": "application/x-www-form-urlencoded" } : {}),
+    },
     ...(form ? { body: new URLSearchParams(form).toString() } : {}),
   });
   return { status: res.status, body: (await res.json()) as T };
 }
 
 /** What a browser does with Stripe.js: confirm the intent with a test card, with the publishable key. */
-async function payWith(intent: { payment_intent_id: string; client_secret: string }, card = "pm_card_visa"): Promise<number> {
-  const r = await stripeApi("POST", `/v1/payment_intents/${intent.payment_intent_id}/confirm`, inject("stripePublishableKey"), { payment_method: card, client_secret: intent.client_secret });
+async function payWith(
+  intent: { payment_intent_id: string; client_secret: string },
+  card = "pm_card_visa",
+): Promise<number> {
+  const r = await stripeApi(
+    "POST",
+    `/v1/payment_intents/${intent.payment_intent_id}/confirm`,
+    inject("stripePublishableKey"),
+    { payment_method: card, client_secret: intent.client_secret },
+  );
   return r.status;
 }
 
@@ -54,14 +82,24 @@ type Event = { id: string; type: string; data: { object: { id: string } } };
 
 /** The emulator's `type` event for the intent, as Stripe would deliver it. */
 async function eventFor(intentId: string, type = "payment_intent.succeeded"): Promise<Event> {
-  const { body } = await stripeApi<{ data: Event[] }>("GET", `/v1/events?type=${type}&limit=100`, inject("stripeSecretKey"));
+  const { body } = await stripeApi<{ data: Event[] }>(
+    "GET",
+    `/v1/events?type=${type}&limit=100`,
+    inject("stripeSecretKey"),
+  );
   const event = body.data.find((e) => e.data.object.id === intentId);
   if (!event) throw new Error(`the emulator has no ${type} event for ${intentId}`);
   return event;
 }
 
 async function hmacHex(secret: string, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text)));
   return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -72,10 +110,16 @@ async function stripeSignature(payload: string, options: { secret?: string; at?:
   return `t=${t},v1=${await hmacHex(options.secret ?? inject("stripeWebhookSecret"), `${t}.${payload}`)}`;
 }
 
-async function postWebhook(payload: string, signature: string | undefined): Promise<Reply<{ received?: boolean; credited_cents?: number; error?: { code: string } }>> {
+async function postWebhook(
+  payload: string,
+  signature: string | undefined,
+): Promise<Reply<{ received?: boolean; credited_cents?: number; error?: { code: string } }>> {
   const res = await SELF.fetch("http://edge/core/v1/billing/webhook", {
     method: "POST",
-    headers: { "content-type": "application/json", ...(signature === undefined ? {} : { "stripe-signature": signature }) },
+    headers: {
+      "content-type": "application/json",
+      ...(signature === undefined ? {} : { "stripe-signature": signature }),
+    },
     body: payload,
   });
   return { status: res.status, body: (await res.json()) as never, headers: res.headers };
@@ -91,8 +135,13 @@ async function deliver(event: Event) {
 type Intent = { payment_intent_id: string; client_secret: string };
 const createIntent = (key: string, amount_cents: number, headers?: Record<string, string>) =>
   edge<Intent>("billing/create_payment_intent", { key, body: { amount_cents }, ...(headers ? { headers } : {}) });
-const confirm = (key: string, id: string) => edge<{ credited_cents: number; already_credited: boolean; balance_cents: number }>("billing/confirm_payment", { key, body: { payment_intent_id: id } });
-const balanceOf = async (key: string) => (await ok200<{ balance_cents: number; balance_display: string }>("billing/balance", { key })).balance_cents;
+const confirm = (key: string, id: string) =>
+  edge<{ credited_cents: number; already_credited: boolean; balance_cents: number }>("billing/confirm_payment", {
+    key,
+    body: { payment_intent_id: id },
+  });
+const balanceOf = async (key: string) =>
+  (await ok200<{ balance_cents: number; balance_display: string }>("billing/balance", { key })).balance_cents;
 
 async function paidIntent(key: string, cents: number): Promise<Intent> {
   const r = await createIntent(key, cents);
@@ -103,7 +152,10 @@ async function paidIntent(key: string, cents: number): Promise<Intent> {
 
 describe("stripe_config", () => {
   it("gives the publishable key, and the emulator's URL as api_base", async () => {
-    expect(await ok200("billing/stripe_config")).toEqual({ publishable_key: inject("stripePublishableKey"), api_base: stripeBase() });
+    expect(await ok200("billing/stripe_config")).toEqual({
+      publishable_key: inject("stripePublishableKey"),
+      api_base: stripeBase(),
+    });
   });
 });
 
@@ -114,8 +166,16 @@ describe("a top-up by card", () => {
     const intent = await paidIntent(key, 1234);
     expect(intent.payment_intent_id).toMatch(/^pi_/);
     expect(intent.client_secret.startsWith(`${intent.payment_intent_id}_secret_`)).toBe(true);
-    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 1234, already_credited: false, balance_cents: 1234 });
-    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 1234 });
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({
+      credited_cents: 1234,
+      already_credited: false,
+      balance_cents: 1234,
+    });
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({
+      credited_cents: 0,
+      already_credited: true,
+      balance_cents: 1234,
+    });
     expect(await ok200("billing/balance", { key })).toEqual({ balance_cents: 1234, balance_display: "$12.34" });
   });
 
@@ -123,13 +183,36 @@ describe("a top-up by card", () => {
     const key = await newAccount("with email", { email: "owner@example.com" });
     const [a, b] = await Promise.all([createIntent(key, 500), createIntent(key, 600)]);
     const secret = inject("stripeSecretKey");
-    const intents = await Promise.all([a, b].map(async (r) => (await stripeApi<{ customer: string; metadata: Record<string, string>; amount: number; currency: string; automatic_payment_methods: { enabled: boolean } }>("GET", `/v1/payment_intents/${r.body.payment_intent_id}`, secret)).body));
+    const intents = await Promise.all(
+      [a, b].map(
+        async (r) =>
+          (
+            await stripeApi<{
+              customer: string;
+              metadata: Record<string, string>;
+              amount: number;
+              currency: string;
+              automatic_payment_methods: { enabled: boolean };
+            }>("GET", `/v1/payment_intents/${r.body.payment_intent_id}`, secret)
+          ).body,
+      ),
+    );
     const account = apiKeyHash(key).toString(16).padStart(64, "0");
     for (const intent of intents) {
-      expect(intent).toMatchObject({ currency: "usd", metadata: { account }, automatic_payment_methods: { enabled: true } });
+      expect(intent).toMatchObject({
+        currency: "usd",
+        metadata: { account },
+        automatic_payment_methods: { enabled: true },
+      });
       expect(intent.customer).toBe(intents[0]?.customer);
     }
-    const customer = (await stripeApi<{ email: string; metadata: Record<string, string> }>("GET", `/v1/customers/${intents[0]?.customer}`, secret)).body;
+    const customer = (
+      await stripeApi<{ email: string; metadata: Record<string, string> }>(
+        "GET",
+        `/v1/customers/${intents[0]?.customer}`,
+        secret,
+      )
+    ).body;
     expect(customer).toMatchObject({ email: "owner@example.com", metadata: { account } });
     expect(await ledgerOf(key).customer()).toBe(intents[0]?.customer);
   });
@@ -143,7 +226,9 @@ describe("a top-up by card", () => {
     expect(again.body).toEqual(first.body);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.headers.get("original-request")).toBe(first.headers.get("x-request-id"));
-    expect((await createIntent(key, 700, { "idempotency-key": "order-18" })).body.payment_intent_id).not.toBe(first.body.payment_intent_id);
+    expect((await createIntent(key, 700, { "idempotency-key": "order-18" })).body.payment_intent_id).not.toBe(
+      first.body.payment_intent_id,
+    );
     // The same key for another amount is the client's mistake, not Stripe's failure.
     expectError(await createIntent(key, 900, { "idempotency-key": "order-17" }), 422, "idempotency_key_reused");
     expectError(await createIntent(key, 700, { "idempotency-key": "bad key" }), 400, "invalid_request");
@@ -153,23 +238,48 @@ describe("a top-up by card", () => {
     // The kept answer holds the client secret: it is sealed under the caller's key.
     const store = (env as unknown as Env).IDEMPOTENCY!;
     const records = store.get(store.idFromName(apiKeyHash(key).toString(16).padStart(64, "0")));
-    const stored = await runInDurableObject(records, (_o, state) => JSON.stringify(state.storage.sql.exec("SELECT * FROM answer_chunks").toArray()));
+    const stored = await runInDurableObject(records, (_o, state) =>
+      JSON.stringify(state.storage.sql.exec("SELECT * FROM answer_chunks").toArray()),
+    );
     expect(stored).not.toContain(first.body.client_secret);
     // With the edge's record gone (evicted) Stripe still knows the key: another amount is 422 all the same.
-    await runInDurableObject(records, (_o, state) => void state.storage.sql.exec("DELETE FROM records WHERE scope LIKE '%:order-17'"));
+    await runInDurableObject(
+      records,
+      (_o, state) => void state.storage.sql.exec("DELETE FROM records WHERE scope LIKE '%:order-17'"),
+    );
     expectError(await createIntent(key, 900, { "idempotency-key": "order-17" }), 422, "idempotency_key_reused");
   });
 
   it("confirm_payment under an Idempotency-Key replays its first answer (what that call credited); without one a second call says already_credited", async () => {
     const key = await newAccount();
     const intent = await paidIntent(key, 800);
-    const once = await edge("billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id }, headers: { "idempotency-key": "confirm-1" } });
+    const once = await edge("billing/confirm_payment", {
+      key,
+      body: { payment_intent_id: intent.payment_intent_id },
+      headers: { "idempotency-key": "confirm-1" },
+    });
     expect(once.body).toEqual({ credited_cents: 800, already_credited: false, balance_cents: 800 });
-    const again = await edge("billing/confirm_payment", { key, body: { payment_intent_id: intent.payment_intent_id }, headers: { "idempotency-key": "confirm-1" } });
+    const again = await edge("billing/confirm_payment", {
+      key,
+      body: { payment_intent_id: intent.payment_intent_id },
+      headers: { "idempotency-key": "confirm-1" },
+    });
     expect(again.body).toEqual(once.body);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
-    expectError(await edge("billing/confirm_payment", { key, body: { payment_intent_id: "pi_another" }, headers: { "idempotency-key": "confirm-1" } }), 422, "idempotency_key_reused");
-    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 800 });
+    expectError(
+      await edge("billing/confirm_payment", {
+        key,
+        body: { payment_intent_id: "pi_another" },
+        headers: { "idempotency-key": "confirm-1" },
+      }),
+      422,
+      "idempotency_key_reused",
+    );
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({
+      credited_cents: 0,
+      already_credited: true,
+      balance_cents: 800,
+    });
     expect(await balanceOf(key)).toBe(800);
   });
 
@@ -177,9 +287,21 @@ describe("a top-up by card", () => {
     const key = await newAccount();
     const low = expectError(await createIntent(key, 499), 400, "amount_below_minimum");
     expect(low.details).toEqual({ minimum_cents: 500 });
-    expectError(await edge("billing/create_payment_intent", { key, body: { amount_cents: 500.5 } }), 400, "invalid_request");
-    expectError(await edge("billing/create_payment_intent", { key, body: { amount_cents: "500" } }), 400, "invalid_request");
-    expectError(await edge("billing/create_payment_intent", { key, body: { amount_cents: 500, currency: "eur" } }), 400, "invalid_request");
+    expectError(
+      await edge("billing/create_payment_intent", { key, body: { amount_cents: 500.5 } }),
+      400,
+      "invalid_request",
+    );
+    expectError(
+      await edge("billing/create_payment_intent", { key, body: { amount_cents: "500" } }),
+      400,
+      "invalid_request",
+    );
+    expectError(
+      await edge("billing/create_payment_intent", { key, body: { amount_cents: 500, currency: "eur" } }),
+      400,
+      "invalid_request",
+    );
     expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 } }), 401, "missing_api_key");
   });
 
@@ -225,14 +347,28 @@ describe("a top-up by card", () => {
  * through the edge it would cost a cent the new account does not have).
  */
 async function usageKeyOf(master: string, extra: { expires_at?: number } = {}): Promise<string> {
-  return (await enclaveOk<{ usage_api_key: string }>("add_usage_api_key", { api_key: master, name: "billing", description: "", ...NO_PERMISSIONS, ...extra })).usage_api_key;
+  return (
+    await enclaveOk<{ usage_api_key: string }>("add_usage_api_key", {
+      api_key: master,
+      name: "billing",
+      description: "",
+      ...NO_PERMISSIONS,
+      ...extra,
+    })
+  ).usage_api_key;
 }
 
 /** The three keyed billing calls, each with a body it accepts. */
 const keyedBillingCalls = (headers: Record<string, string>) => [
   { path: "billing/balance", call: () => edge("billing/balance", { headers }) },
-  { path: "billing/create_payment_intent", call: () => edge("billing/create_payment_intent", { headers, body: { amount_cents: 500 } }) },
-  { path: "billing/confirm_payment", call: () => edge("billing/confirm_payment", { headers, body: { payment_intent_id: "pi_doesnotexist000000" } }) },
+  {
+    path: "billing/create_payment_intent",
+    call: () => edge("billing/create_payment_intent", { headers, body: { amount_cents: 500 } }),
+  },
+  {
+    path: "billing/confirm_payment",
+    call: () => edge("billing/confirm_payment", { headers, body: { payment_intent_id: "pi_doesnotexist000000" } }),
+  },
 ];
 
 describe("the keyed billing endpoints take any key of the account", () => {
@@ -250,7 +386,13 @@ describe("the keyed billing endpoints take any key of the account", () => {
     const created = await createIntent(usage, 600);
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     // The intent is the account's (the master hash), not the usage key's.
-    const intent = (await stripeApi<{ metadata: Record<string, string> }>("GET", `/v1/payment_intents/${created.body.payment_intent_id}`, inject("stripeSecretKey"))).body;
+    const intent = (
+      await stripeApi<{ metadata: Record<string, string> }>(
+        "GET",
+        `/v1/payment_intents/${created.body.payment_intent_id}`,
+        inject("stripeSecretKey"),
+      )
+    ).body;
     expect(intent.metadata.account).toBe(apiKeyHash(master).toString(16).padStart(64, "0"));
     expect(await payWith(created.body)).toBe(200);
     const confirmed = await confirm(usage, created.body.payment_intent_id);
@@ -258,7 +400,11 @@ describe("the keyed billing endpoints take any key of the account", () => {
     expect(confirmed.body).toEqual({ credited_cents: 600, already_credited: false, balance_cents: 600 });
     expect(await balanceOf(master)).toBe(600);
     // The master key confirms the same intent as already credited: one account, one ledger.
-    expect((await confirm(master, created.body.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 600 });
+    expect((await confirm(master, created.body.payment_intent_id)).body).toEqual({
+      credited_cents: 0,
+      already_credited: true,
+      balance_cents: 600,
+    });
   });
 
   it("no key → 401 missing_api_key; a garbage or unknown key → 401 invalid_api_key, on balance, create_payment_intent and confirm_payment", async () => {
@@ -292,7 +438,10 @@ describe("the keyed billing endpoints take any key of the account", () => {
     for (const key of [expired, removed]) {
       for (const { path, call } of keyedBillingCalls({ "x-api-key": key })) {
         const r = await call();
-        expect(r.status, `${path} with the ${key === expired ? "expired" : "removed"} key: ${JSON.stringify(r.body)}`).toBe(401);
+        expect(
+          r.status,
+          `${path} with the ${key === expired ? "expired" : "removed"} key: ${JSON.stringify(r.body)}`,
+        ).toBe(401);
         expectError(r, 401, "invalid_api_key");
       }
     }
@@ -307,15 +456,27 @@ describe("Stripe's webhook", () => {
     expect((await deliver(event)).body).toEqual({ received: true, credited_cents: 1500 });
     expect((await deliver(event)).body).toEqual({ received: true, credited_cents: 0 });
     expect(await balanceOf(key)).toBe(1500);
-    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({ credited_cents: 0, already_credited: true, balance_cents: 1500 });
+    expect((await confirm(key, intent.payment_intent_id)).body).toEqual({
+      credited_cents: 0,
+      already_credited: true,
+      balance_cents: 1500,
+    });
   });
 
   it("a forged, stale, tampered or unsigned webhook is 400 invalid_signature and credits nothing", async () => {
     const key = await newAccount();
     const intent = await paidIntent(key, 1000);
     const payload = JSON.stringify(await eventFor(intent.payment_intent_id));
-    expectError(await postWebhook(payload, await stripeSignature(payload, { secret: "whsec_not_the_secret" })), 400, "invalid_signature");
-    expectError(await postWebhook(payload, await stripeSignature(payload, { at: Math.floor(Date.now() / 1000) - 600 })), 400, "invalid_signature");
+    expectError(
+      await postWebhook(payload, await stripeSignature(payload, { secret: "whsec_not_the_secret" })),
+      400,
+      "invalid_signature",
+    );
+    expectError(
+      await postWebhook(payload, await stripeSignature(payload, { at: Math.floor(Date.now() / 1000) - 600 })),
+      400,
+      "invalid_signature",
+    );
     const tampered = payload.replace('"amount_received":1000', '"amount_received":100000');
     expect(tampered).not.toBe(payload);
     expectError(await postWebhook(tampered, await stripeSignature(payload)), 400, "invalid_signature");
@@ -325,10 +486,20 @@ describe("Stripe's webhook", () => {
   });
 
   it("an event for a payment that is not a top-up is acknowledged and credits nothing", async () => {
-    const event = { id: "evt_foreign", object: "event", type: "payment_intent.succeeded", data: { object: { id: "pi_foreign", object: "payment_intent", amount_received: 5000, currency: "usd", metadata: {} } } };
+    const event = {
+      id: "evt_foreign",
+      object: "event",
+      type: "payment_intent.succeeded",
+      data: {
+        object: { id: "pi_foreign", object: "payment_intent", amount_received: 5000, currency: "usd", metadata: {} },
+      },
+    };
     const payload = JSON.stringify(event);
     const before = await snapshot();
-    expect((await postWebhook(payload, await stripeSignature(payload))).body).toEqual({ received: true, credited_cents: 0 });
+    expect((await postWebhook(payload, await stripeSignature(payload))).body).toEqual({
+      received: true,
+      credited_cents: 0,
+    });
     // No ledger gained an entry, and none was made.
     expect(await snapshot()).toEqual(before);
   });
@@ -347,7 +518,10 @@ describe("confirm_payment and the webhook racing for one intent credit it once",
     const key = await newAccount();
     const intent = await paidIntent(key, 700);
     expect((await deliver(await eventFor(intent.payment_intent_id))).body.credited_cents).toBe(700);
-    expect((await confirm(key, intent.payment_intent_id)).body).toMatchObject({ credited_cents: 0, already_credited: true });
+    expect((await confirm(key, intent.payment_intent_id)).body).toMatchObject({
+      credited_cents: 0,
+      already_credited: true,
+    });
     expect(await balanceOf(key)).toBe(700);
   });
 
@@ -372,7 +546,10 @@ const publicClient = () => createPublicClient({ chain: foundry, transport: trans
 const now = () => Math.floor(Date.now() / 1000);
 
 /** X-Wallet-Auth for `address`, signed by `signer`: its own typed data, or raw over the digest for a contract wallet. */
-async function walletAuth(signer: PrivateKeyAccount, options: { address?: Address; primaryType?: SigilPrimaryType; issuedAt?: number } = {}): Promise<string> {
+async function walletAuth(
+  signer: PrivateKeyAccount,
+  options: { address?: Address; primaryType?: SigilPrimaryType; issuedAt?: number } = {},
+): Promise<string> {
   const address = options.address ?? signer.address;
   const primaryType = options.primaryType ?? "BillingAuth";
   const issuedAt = options.issuedAt ?? now();
@@ -380,22 +557,35 @@ async function walletAuth(signer: PrivateKeyAccount, options: { address?: Addres
   const signature =
     options.address === undefined
       ? await signer.signTypedData(signableTypedData(typed_data))
-      : await signer.sign({ hash: typedDataDigest({ primaryType, chainId: CHAIN_ID, address, issuedAt: BigInt(issuedAt) }) });
+      : await signer.sign({
+          hash: typedDataDigest({ primaryType, chainId: CHAIN_ID, address, issuedAt: BigInt(issuedAt) }),
+        });
   return base64url(JSON.stringify({ typed_data, signature }));
 }
 
 function base64url(text: string): string {
   const bytes = new TextEncoder().encode(text);
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 const asWallet = (header: string) => ({ headers: { "x-wallet-auth": header } });
 
 /** Sends a transaction from `wallet` (given gas first) to AccountConfig. */
 async function sendAs(wallet: PrivateKeyAccount, functionName: string, args: readonly unknown[]): Promise<void> {
-  await createTestClient({ chain: foundry, mode: "anvil", transport: transport() }).setBalance({ address: wallet.address, value: parseEther("1") });
+  await createTestClient({ chain: foundry, mode: "anvil", transport: transport() }).setBalance({
+    address: wallet.address,
+    value: parseEther("1"),
+  });
   const client = createWalletClient({ chain: foundry, transport: transport(), account: wallet });
-  const hash = await client.writeContract({ address: inject("contract"), abi: accountConfigAbi, functionName, args } as never);
+  const hash = await client.writeContract({
+    address: inject("contract"),
+    abi: accountConfigAbi,
+    functionName,
+    args,
+  } as never);
   const receipt = await publicClient().waitForTransactionReceipt({ hash });
   expect(receipt.status).toBe("success");
 }
@@ -419,28 +609,59 @@ describe("X-Wallet-Auth", () => {
   });
 
   it("lets an EOA admin read its balance, create an intent and confirm it", async () => {
-    expect(await ok200("billing/balance", asWallet(await walletAuth(alice)))).toEqual({ balance_cents: 0, balance_display: "$0.00" });
-    const created = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(await walletAuth(alice)) });
+    expect(await ok200("billing/balance", asWallet(await walletAuth(alice)))).toEqual({
+      balance_cents: 0,
+      balance_display: "$0.00",
+    });
+    const created = await edge<Intent>("billing/create_payment_intent", {
+      body: { amount_cents: 500 },
+      ...asWallet(await walletAuth(alice)),
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     expect(await payWith(created.body)).toBe(200);
-    const confirmed = await edge("billing/confirm_payment", { body: { payment_intent_id: created.body.payment_intent_id }, ...asWallet(await walletAuth(alice)) });
+    const confirmed = await edge("billing/confirm_payment", {
+      body: { payment_intent_id: created.body.payment_intent_id },
+      ...asWallet(await walletAuth(alice)),
+    });
     expect(confirmed.body).toEqual({ credited_cents: 500, already_credited: false, balance_cents: 500 });
   });
 
   it("keeps an Idempotency-Key under the signing wallet: a retry with a fresh X-Wallet-Auth replays the same intent; the answer is not kept readable", async () => {
     const k = crypto.randomUUID();
     const headers = async () => ({ "x-wallet-auth": await walletAuth(alice), "idempotency-key": k });
-    const first = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 600 }, headers: await headers() });
+    const first = await edge<Intent>("billing/create_payment_intent", {
+      body: { amount_cents: 600 },
+      headers: await headers(),
+    });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
-    const again = await edge<Intent>("billing/create_payment_intent", { body: { amount_cents: 600 }, headers: await headers() });
+    const again = await edge<Intent>("billing/create_payment_intent", {
+      body: { amount_cents: 600 },
+      headers: await headers(),
+    });
     expect(again.body).toEqual(first.body);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
-    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 700 }, headers: await headers() }), 422, "idempotency_key_reused");
+    expectError(
+      await edge("billing/create_payment_intent", { body: { amount_cents: 700 }, headers: await headers() }),
+      422,
+      "idempotency_key_reused",
+    );
     // A replay authenticates like any request: a stale X-Wallet-Auth is refused before it.
-    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 600 }, headers: { ...(await headers()), "x-wallet-auth": await walletAuth(alice, { issuedAt: now() - 3600 }) } }), 401, "signature_expired");
+    expectError(
+      await edge("billing/create_payment_intent", {
+        body: { amount_cents: 600 },
+        headers: { ...(await headers()), "x-wallet-auth": await walletAuth(alice, { issuedAt: now() - 3600 }) },
+      }),
+      401,
+      "signature_expired",
+    );
     const store = (env as unknown as Env).IDEMPOTENCY!;
-    const stored = await runInDurableObject(store.get(store.idFromName(masterOfWallet(alice.address).toString(16).padStart(64, "0"))), (_o, state) =>
-      JSON.stringify([state.storage.sql.exec("SELECT * FROM records").toArray(), state.storage.sql.exec("SELECT * FROM answer_chunks").toArray()]),
+    const stored = await runInDurableObject(
+      store.get(store.idFromName(masterOfWallet(alice.address).toString(16).padStart(64, "0"))),
+      (_o, state) =>
+        JSON.stringify([
+          state.storage.sql.exec("SELECT * FROM records").toArray(),
+          state.storage.sql.exec("SELECT * FROM answer_chunks").toArray(),
+        ]),
     );
     expect(stored).toContain(`wallet:${alice.address.toLowerCase()}:`);
     expect(stored).not.toContain(k);
@@ -450,10 +671,22 @@ describe("X-Wallet-Auth", () => {
   it("refuses a wallet that administers no account (404 account_not_found), a wrong primary type, an old signature and an API key sent with it", async () => {
     const nobody = privateKeyToAccount(generatePrivateKey());
     expectError(await edge("billing/balance", asWallet(await walletAuth(nobody))), 404, "account_not_found");
-    expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { primaryType: "CreateWallet" }))), 400, "wrong_primary_type");
-    expectError(await edge("billing/balance", asWallet(await walletAuth(alice, { issuedAt: now() - 3600 }))), 401, "signature_expired");
+    expectError(
+      await edge("billing/balance", asWallet(await walletAuth(alice, { primaryType: "CreateWallet" }))),
+      400,
+      "wrong_primary_type",
+    );
+    expectError(
+      await edge("billing/balance", asWallet(await walletAuth(alice, { issuedAt: now() - 3600 }))),
+      401,
+      "signature_expired",
+    );
     const key = await newAccount();
-    expectError(await edge("billing/balance", { key, ...asWallet(await walletAuth(alice)) }), 400, "conflicting_credentials");
+    expectError(
+      await edge("billing/balance", { key, ...asWallet(await walletAuth(alice)) }),
+      400,
+      "conflicting_credentials",
+    );
   });
 
   // Issue 11, point 3: an account may register any hash as a usage key, a wallet's lookup hash too.
@@ -462,16 +695,41 @@ describe("X-Wallet-Auth", () => {
     const victim = privateKeyToAccount(generatePrivateKey());
     await newChainSecuredAccount(attacker, "attacker");
     await ledgerOfMaster(masterOfWallet(attacker.address)).credit(`pi_direct_attacker_${Date.now()}`, 70);
-    await sendAs(attacker, "setUsageApiKey", [masterOfWallet(attacker.address), masterOfWallet(victim.address), 0n, 0n, "squat", "", false, false, false, [], [], [], [0n]]);
+    await sendAs(attacker, "setUsageApiKey", [
+      masterOfWallet(attacker.address),
+      masterOfWallet(victim.address),
+      0n,
+      0n,
+      "squat",
+      "",
+      false,
+      false,
+      false,
+      [],
+      [],
+      [],
+      [0n],
+    ]);
     expectError(await edge("billing/balance", asWallet(await walletAuth(victim))), 404, "account_not_found");
     await newChainSecuredAccount(victim, "victim");
     await ledgerOfMaster(masterOfWallet(victim.address)).credit(`pi_direct_victim_${Date.now()}`, 30);
-    expect(await ok200("billing/balance", asWallet(await walletAuth(victim)))).toEqual({ balance_cents: 30, balance_display: "$0.30" });
-    expect(await ok200("billing/balance", asWallet(await walletAuth(attacker)))).toEqual({ balance_cents: 70, balance_display: "$0.70" });
+    expect(await ok200("billing/balance", asWallet(await walletAuth(victim)))).toEqual({
+      balance_cents: 30,
+      balance_display: "$0.30",
+    });
+    expect(await ok200("billing/balance", asWallet(await walletAuth(attacker)))).toEqual({
+      balance_cents: 70,
+      balance_display: "$0.70",
+    });
   });
 
   it("a malformed header (not base64url, not JSON, a field missing) is 401 invalid_signature on every billing endpoint", async () => {
-    const typed_data = buildTypedData({ primaryType: "BillingAuth", address: alice.address, chainId: CHAIN_ID, issuedAt: now() });
+    const typed_data = buildTypedData({
+      primaryType: "BillingAuth",
+      address: alice.address,
+      chainId: CHAIN_ID,
+      issuedAt: now(),
+    });
     const signature = await alice.signTypedData(signableTypedData(typed_data));
     const malformed: Array<[string, string]> = [
       ["not base64url", "%%%"],
@@ -487,27 +745,59 @@ describe("X-Wallet-Auth", () => {
       ["JSON with a signature that is not a string", base64url(JSON.stringify({ typed_data, signature: 7 }))],
     ];
     // The well-formed header, for contrast, is accepted.
-    expect(await ok200("billing/balance", asWallet(base64url(JSON.stringify({ typed_data, signature }))))).toMatchObject({ balance_cents: expect.any(Number) });
+    expect(
+      await ok200("billing/balance", asWallet(base64url(JSON.stringify({ typed_data, signature })))),
+    ).toMatchObject({ balance_cents: expect.any(Number) });
     const before = await snapshot();
     for (const [what, header] of malformed) {
       const r = await edge("billing/balance", asWallet(header));
       expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(401);
       expectError(r, 401, "invalid_signature");
     }
-    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet("%%%") }), 401, "invalid_signature");
-    expectError(await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(base64url(JSON.stringify({ typed_data }))) }), 401, "invalid_signature");
-    expectError(await edge("billing/confirm_payment", { body: { payment_intent_id: "pi_doesnotexist000000" }, ...asWallet(base64url("not json")) }), 401, "invalid_signature");
+    expectError(
+      await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet("%%%") }),
+      401,
+      "invalid_signature",
+    );
+    expectError(
+      await edge("billing/create_payment_intent", {
+        body: { amount_cents: 500 },
+        ...asWallet(base64url(JSON.stringify({ typed_data }))),
+      }),
+      401,
+      "invalid_signature",
+    );
+    expectError(
+      await edge("billing/confirm_payment", {
+        body: { payment_intent_id: "pi_doesnotexist000000" },
+        ...asWallet(base64url("not json")),
+      }),
+      401,
+      "invalid_signature",
+    );
     expect(await snapshot()).toEqual(before);
   });
 
   it("a well-formed header whose signature is not the wallet's is 401 invalid_signature", async () => {
     const mallory = privateKeyToAccount(generatePrivateKey());
-    expectError(await edge("billing/balance", asWallet(await walletAuth(mallory, { address: alice.address }))), 401, "invalid_signature");
-    const typed_data = buildTypedData({ primaryType: "BillingAuth", address: alice.address, chainId: CHAIN_ID, issuedAt: now() });
+    expectError(
+      await edge("billing/balance", asWallet(await walletAuth(mallory, { address: alice.address }))),
+      401,
+      "invalid_signature",
+    );
+    const typed_data = buildTypedData({
+      primaryType: "BillingAuth",
+      address: alice.address,
+      chainId: CHAIN_ID,
+      issuedAt: now(),
+    });
     const good = await alice.signTypedData(signableTypedData(typed_data));
     const flipped = `${good.slice(0, 10)}${good[10] === "0" ? "1" : "0"}${good.slice(11)}`;
     for (const signature of [flipped, `0x${"11".repeat(65)}`, "0x1234", "not hex"]) {
-      const r = await edge("billing/create_payment_intent", { body: { amount_cents: 500 }, ...asWallet(base64url(JSON.stringify({ typed_data, signature }))) });
+      const r = await edge("billing/create_payment_intent", {
+        body: { amount_cents: 500 },
+        ...asWallet(base64url(JSON.stringify({ typed_data, signature }))),
+      });
       expect(r.status, `${signature}: ${JSON.stringify(r.body)}`).toBe(401);
       expectError(r, 401, "invalid_signature");
     }
@@ -518,10 +808,19 @@ describe("X-Wallet-Auth", () => {
     const key = await newAccount("converts");
     await credit(key, 1000);
     const first = privateKeyToAccount(generatePrivateKey());
-    const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: first.address, chainId: CHAIN_ID, issuedAt: now() });
+    const typed_data = buildTypedData({
+      primaryType: "ConvertAccount",
+      address: first.address,
+      chainId: CHAIN_ID,
+      issuedAt: now(),
+    });
     const converted = await edge("convert_to_chain_secured_account", {
       key,
-      body: { new_admin_wallet_address: first.address, typed_data, signature: await first.signTypedData(signableTypedData(typed_data)) },
+      body: {
+        new_admin_wallet_address: first.address,
+        typed_data,
+        signature: await first.signTypedData(signableTypedData(typed_data)),
+      },
     });
     expect(converted.status, JSON.stringify(converted.body)).toBe(200);
     expect(converted.headers.get("x-sigil-charged-cents")).toBe("1");
@@ -550,10 +849,32 @@ describe("X-Wallet-Auth", () => {
     const key = await newAccount("to a contract wallet");
     await credit(key, 300);
     const issuedAt = now();
-    const typed_data = buildTypedData({ primaryType: "ConvertAccount", address: contractWallet, chainId: CHAIN_ID, issuedAt });
-    const signature = await owner.sign({ hash: typedDataDigest({ primaryType: "ConvertAccount", chainId: CHAIN_ID, address: contractWallet, issuedAt: BigInt(issuedAt) }) });
-    expect((await edge("convert_to_chain_secured_account", { key, body: { new_admin_wallet_address: contractWallet, typed_data, signature } })).status).toBe(200);
-    expect(await ok200("billing/balance", asWallet(await walletAuth(owner, { address: contractWallet })))).toEqual({ balance_cents: 299, balance_display: "$2.99" });
+    const typed_data = buildTypedData({
+      primaryType: "ConvertAccount",
+      address: contractWallet,
+      chainId: CHAIN_ID,
+      issuedAt,
+    });
+    const signature = await owner.sign({
+      hash: typedDataDigest({
+        primaryType: "ConvertAccount",
+        chainId: CHAIN_ID,
+        address: contractWallet,
+        issuedAt: BigInt(issuedAt),
+      }),
+    });
+    expect(
+      (
+        await edge("convert_to_chain_secured_account", {
+          key,
+          body: { new_admin_wallet_address: contractWallet, typed_data, signature },
+        })
+      ).status,
+    ).toBe(200);
+    expect(await ok200("billing/balance", asWallet(await walletAuth(owner, { address: contractWallet })))).toEqual({
+      balance_cents: 299,
+      balance_display: "$2.99",
+    });
   });
 });
 
@@ -567,7 +888,9 @@ describe("fees of the signature flows", () => {
       ["add_usage_api_key_with_signature", "AddUsageApiKey"],
     ] as const) {
       const typed_data = buildTypedData({ primaryType, address: wallet.address, chainId: CHAIN_ID, issuedAt: now() });
-      const r = await edge(path, { body: { typed_data, signature: await wallet.signTypedData(signableTypedData(typed_data)) } });
+      const r = await edge(path, {
+        body: { typed_data, signature: await wallet.signTypedData(signableTypedData(typed_data)) },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     expect(await ok200("billing/balance", asWallet(await walletAuth(wallet)))).toMatchObject({ balance_cents: 50 });

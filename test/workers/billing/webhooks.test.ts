@@ -41,7 +41,12 @@ async function webhooksObjectExists(key: string): Promise<boolean> {
 }
 
 /** The Ledger's flag as stored: null (not known), 0 (nothing to tell), 1 (tell). */
-const ledgerFlag = (key: string) => runInDurableObject(ledgerOf(key), (_l, state) => state.storage.sql.exec<{ webhooks: number | null }>("SELECT webhooks FROM account WHERE id = 1").one().webhooks);
+const ledgerFlag = (key: string) =>
+  runInDurableObject(
+    ledgerOf(key),
+    (_l, state) =>
+      state.storage.sql.exec<{ webhooks: number | null }>("SELECT webhooks FROM account WHERE id = 1").one().webhooks,
+  );
 
 /** A run; its request id. */
 async function run(key: string, code: string): Promise<string> {
@@ -64,27 +69,43 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined | fal
   }
 }
 
-type Delivery = { event_id: string; event_type: string; status: string; attempts: Array<{ status_code: number | null }> };
+type Delivery = {
+  event_id: string;
+  event_type: string;
+  status: string;
+  attempts: Array<{ status_code: number | null }>;
+};
 
 /** The run.failed event of request `requestId`, once delivered to `endpoint` (2xx from the receiver). */
 async function deliveredRunFailed(key: string, endpoint: string, requestId: string): Promise<Delivery> {
   return waitFor(`run.failed of ${requestId} delivered`, async () => {
     const page = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
     for (const d of page.filter((d) => d.event_type === "run.failed" && d.status === "succeeded")) {
-      const body = await runInDurableObject(webhooksOfKey(key), (_w, state) => state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body);
+      const body = await runInDurableObject(
+        webhooksOfKey(key),
+        (_w, state) =>
+          state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body,
+      );
       if ((JSON.parse(body) as { data: { request_id: string } }).data.request_id === requestId) return d;
     }
     return undefined;
   });
 }
 
-const addEndpoint = (key: string) => ok200<{ id: string }>("webhooks", { key, body: { url: `${inject("fetchTargetUrl")}/echo`, events: ["run.failed", "balance.low"] } });
+const addEndpoint = (key: string) =>
+  ok200<{ id: string }>("webhooks", {
+    key,
+    body: { url: `${inject("fetchTargetUrl")}/echo`, events: ["run.failed", "balance.low"] },
+  });
 
 describe("the Webhooks object of an account that has no webhooks", () => {
   it("is never called by its writes and runs, failed ones included; an endpoint added makes the next run's event arrive", async () => {
     const key = await newAccount("quiet", { cents: 100 });
     expect(await ledgerFlag(key)).toBe(0);
-    await ok200("add_group", { key, body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids } });
+    await ok200("add_group", {
+      key,
+      body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids },
+    });
     await run(key, QUICK);
     await run(key, FAILING);
     await run(key, QUICK);
@@ -100,16 +121,36 @@ describe("the Webhooks object of an account that has no webhooks", () => {
     // Removed again: nothing to tell, and the calls stop (a failed run's emit would record the account id).
     await ok200(`webhooks/${endpoint}`, { key, method: "DELETE" });
     expect(await ledgerFlag(key)).toBe(0);
-    await runInDurableObject(webhooksOfKey(key), (_w, state) => void state.storage.sql.exec("UPDATE settings SET account_id = NULL WHERE id = 1").toArray());
+    await runInDurableObject(
+      webhooksOfKey(key),
+      (_w, state) => void state.storage.sql.exec("UPDATE settings SET account_id = NULL WHERE id = 1").toArray(),
+    );
     await run(key, FAILING);
     await settle();
-    expect(await runInDurableObject(webhooksOfKey(key), (_w, state) => state.storage.sql.exec<{ account_id: string | null }>("SELECT account_id FROM settings WHERE id = 1").one().account_id)).toBeNull();
+    expect(
+      await runInDurableObject(
+        webhooksOfKey(key),
+        (_w, state) =>
+          state.storage.sql.exec<{ account_id: string | null }>("SELECT account_id FROM settings WHERE id = 1").one()
+            .account_id,
+      ),
+    ).toBeNull();
   });
 
   it("with a balance.low threshold alone is still told of every settle (the crossing is tracked); the threshold off, it is not", async () => {
     const key = await newAccount("threshold", { cents: 100 });
-    await ok200("add_group", { key, body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids } });
-    const armed = () => runInDurableObject(webhooksOfKey(key), (_w, state) => state.storage.sql.exec<{ balance_low_armed: number }>("SELECT balance_low_armed FROM settings WHERE id = 1").one().balance_low_armed);
+    await ok200("add_group", {
+      key,
+      body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids },
+    });
+    const armed = () =>
+      runInDurableObject(
+        webhooksOfKey(key),
+        (_w, state) =>
+          state.storage.sql
+            .exec<{ balance_low_armed: number }>("SELECT balance_low_armed FROM settings WHERE id = 1")
+            .one().balance_low_armed,
+      );
     expect((await edge("webhooks/settings", { key, method: "PUT", body: { balance_low_cents: 98 } })).status).toBe(200);
     expect(await ledgerFlag(key)).toBe(1);
     expect(await armed()).toBe(1);
@@ -123,12 +164,24 @@ describe("the Webhooks object of an account that has no webhooks", () => {
 
   it("made before the Ledger kept the flag: the first call tells the Ledger, and an endpoint it had keeps getting events", async () => {
     const forget = async (key: string) => {
-      await runInDurableObject(ledgerOf(key), (_l, state) => void state.storage.sql.exec("UPDATE account SET webhooks = NULL WHERE id = 1").toArray());
-      await runInDurableObject(webhooksOfKey(key), (_w, state) => void state.storage.sql.exec("UPDATE settings SET ledger_synced = 0, account_id = NULL WHERE id = 1").toArray());
+      await runInDurableObject(
+        ledgerOf(key),
+        (_l, state) => void state.storage.sql.exec("UPDATE account SET webhooks = NULL WHERE id = 1").toArray(),
+      );
+      await runInDurableObject(
+        webhooksOfKey(key),
+        (_w, state) =>
+          void state.storage.sql
+            .exec("UPDATE settings SET ledger_synced = 0, account_id = NULL WHERE id = 1")
+            .toArray(),
+      );
     };
     // With an endpoint: the flag unknown, the run calls, its event arrives, the Ledger learns "tell".
     const hooked = await newAccount("old with endpoint", { cents: 100 });
-    await ok200("add_group", { key: hooked, body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids } });
+    await ok200("add_group", {
+      key: hooked,
+      body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids },
+    });
     const { id: endpoint } = await addEndpoint(hooked);
     await forget(hooked);
     expect(await ledgerFlag(hooked)).toBeNull();
@@ -137,14 +190,29 @@ describe("the Webhooks object of an account that has no webhooks", () => {
 
     // With nothing: the first call tells the Ledger "nothing", and the next runs make none.
     const bare = await newAccount("old without", { cents: 100 });
-    await ok200("add_group", { key: bare, body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids } });
-    expect((await edge("webhooks/settings", { key: bare, method: "PUT", body: { balance_low_cents: 0 } })).status).toBe(200);
+    await ok200("add_group", {
+      key: bare,
+      body: { group_name: "runs", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: cids },
+    });
+    expect((await edge("webhooks/settings", { key: bare, method: "PUT", body: { balance_low_cents: 0 } })).status).toBe(
+      200,
+    );
     await forget(bare);
     await run(bare, FAILING);
     await waitFor("the Ledger told", async () => (await ledgerFlag(bare)) === 0);
-    await runInDurableObject(webhooksOfKey(bare), (_w, state) => void state.storage.sql.exec("UPDATE settings SET account_id = NULL WHERE id = 1").toArray());
+    await runInDurableObject(
+      webhooksOfKey(bare),
+      (_w, state) => void state.storage.sql.exec("UPDATE settings SET account_id = NULL WHERE id = 1").toArray(),
+    );
     await run(bare, FAILING);
     await settle();
-    expect(await runInDurableObject(webhooksOfKey(bare), (_w, state) => state.storage.sql.exec<{ account_id: string | null }>("SELECT account_id FROM settings WHERE id = 1").one().account_id)).toBeNull();
+    expect(
+      await runInDurableObject(
+        webhooksOfKey(bare),
+        (_w, state) =>
+          state.storage.sql.exec<{ account_id: string | null }>("SELECT account_id FROM settings WHERE id = 1").one()
+            .account_id,
+      ),
+    ).toBeNull();
   });
 });

@@ -21,7 +21,12 @@ import { admission, admittedNow, EDGE_BUSY_RETRY_AFTER_SECONDS, Places } from ".
  * limit are one client's.
  */
 const envWith = (limit: number, vars: Record<string, string> = {}) =>
-  ({ ...(env as unknown as Env), SIGIL_EDGE_MAX_IN_FLIGHT: String(limit), SIGIL_EDGE_CLIENT_SHARE_PERCENT: "100", ...vars }) as Env;
+  ({
+    ...(env as unknown as Env),
+    SIGIL_EDGE_MAX_IN_FLIGHT: String(limit),
+    SIGIL_EDGE_CLIENT_SHARE_PERCENT: "100",
+    ...vars,
+  }) as Env;
 
 /** A small app behind admission whose /hold requests wait until released, and /fail throws; POST routes read their body through their limit. */
 function holdingApp() {
@@ -85,9 +90,21 @@ const trickle = (parts: string[], gapMs: number) =>
     },
   });
 
-const from = (ip: string, key?: string): Record<string, string> => ({ "cf-connecting-ip": ip, ...(key === undefined ? {} : { "x-api-key": key }) });
+const from = (ip: string, key?: string): Record<string, string> => ({
+  "cf-connecting-ip": ip,
+  ...(key === undefined ? {} : { "x-api-key": key }),
+});
 const post = (app: Hono<EdgeEnv>, path: string, body: BodyInit, e: Env, headers: Record<string, string> = {}) =>
-  app.request(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body, duplex: "half" } as RequestInit, e);
+  app.request(
+    path,
+    {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+      duplex: "half",
+    } as RequestInit,
+    e,
+  );
 const codeOf = async (res: Response) => ((await res.json()) as { error: { code: string; message: string } }).error;
 
 let release: (() => void) | undefined;
@@ -147,7 +164,11 @@ describe("admission", () => {
     const edge = createApp();
     const ask = (path: string, init: RequestInit = {}) => edge.request(`http://edge/core/v1${path}`, init, e);
     expect((await ask("/version")).status).toBe(200);
-    const webhook = await ask("/billing/webhook", { method: "POST", headers: { "stripe-signature": "t=1,v1=00" }, body: "{}" });
+    const webhook = await ask("/billing/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": "t=1,v1=00" },
+      body: "{}",
+    });
     // Answered by its route (here: no Stripe configured, or a bad signature), not refused for load.
     expect(((await webhook.json()) as { error: { code: string } }).error.code).not.toBe("edge_busy");
     const wallets = await ask("/list_wallets", { headers: { "x-api-key": btoa("w".repeat(32)) } });
@@ -164,7 +185,9 @@ describe("admission after the body (issue 26)", () => {
     const { app } = holdingApp();
     // The default limit and share (128, a quarter); 130 is past both.
     const e = envWith(128, { SIGIL_EDGE_CLIENT_SHARE_PERCENT: "25", SIGIL_EDGE_BODY_TIMEOUT_MS: "500" });
-    const slow = Array.from({ length: 130 }, () => post(app, "/hold", neverEnding(), e, from("203.0.113.66", generateApiKey())));
+    const slow = Array.from({ length: 130 }, () =>
+      post(app, "/hold", neverEnding(), e, from("203.0.113.66", generateApiKey())),
+    );
     await sleep(50);
 
     const quick = await app.request("/quick", { headers: from("198.51.100.7") }, e);
@@ -184,7 +207,9 @@ describe("admission after the body (issue 26)", () => {
   it("so do 130 such requests from 130 addresses, which no client's share bounds", async () => {
     const { app } = holdingApp();
     const e = envWith(128, { SIGIL_EDGE_CLIENT_SHARE_PERCENT: "25", SIGIL_EDGE_BODY_TIMEOUT_MS: "500" });
-    const slow = Array.from({ length: 130 }, (_, i) => post(app, "/hold", neverEnding(), e, from(`10.0.${i >> 8}.${i & 255}`, generateApiKey())));
+    const slow = Array.from({ length: 130 }, (_, i) =>
+      post(app, "/hold", neverEnding(), e, from(`10.0.${i >> 8}.${i & 255}`, generateApiKey())),
+    );
     await sleep(50);
     expect((await app.request("/quick", { headers: from("198.51.100.8") }, e)).status).toBe(200);
     expect(admittedNow()).toBe(0);
@@ -225,7 +250,9 @@ describe("admission after the body (issue 26)", () => {
     const e = envWith(4, { SIGIL_EDGE_BODY_TIMEOUT_MS: "5000" });
     const script = JSON.stringify("x".repeat(300 << 10));
     expect(await (await post(app, "/script", script, e)).json()).toEqual({ length: 300 << 10 });
-    expect(await (await post(app, "/script", trickle([script.slice(0, 1000), script.slice(1000)], 10), e)).json()).toEqual({ length: 300 << 10 });
+    expect(
+      await (await post(app, "/script", trickle([script.slice(0, 1000), script.slice(1000)], 10), e)).json(),
+    ).toEqual({ length: 300 << 10 });
     const refused = await post(app, "/echo", script, e);
     expect(refused.status).toBe(413);
     expect((await codeOf(refused)).code).toBe("payload_too_large");

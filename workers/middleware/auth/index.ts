@@ -54,7 +54,8 @@ function readKey(c: Context): CallerKey {
     throw new SigilError("conflicting_credentials", "X-Api-Key and Authorization name different keys; send one");
   }
   const apiKey = header ?? bearer;
-  if (apiKey === undefined || apiKey === "") throw new SigilError("missing_api_key", "send your API key in X-Api-Key or Authorization: Bearer");
+  if (apiKey === undefined || apiKey === "")
+    throw new SigilError("missing_api_key", "send your API key in X-Api-Key or Authorization: Bearer");
   if (!isApiKeyFormat(apiKey)) throw new SigilError("invalid_api_key", "the API key is not valid");
   return { apiKey, keyHash: apiKeyHash(apiKey) };
 }

@@ -13,7 +13,12 @@ import type { EdgeConfig } from "../../config.ts";
 export type SignedEnvelope = { typed_data: unknown; signature: string };
 
 /** The wallet that signed `input` as `primaryType`; throws the first failed check's error. */
-export async function verifyWalletSignature(config: EdgeConfig, primaryType: SigilPrimaryType, input: SignedEnvelope, expectedAddress?: Address): Promise<Address> {
+export async function verifyWalletSignature(
+  config: EdgeConfig,
+  primaryType: SigilPrimaryType,
+  input: SignedEnvelope,
+  expectedAddress?: Address,
+): Promise<Address> {
   const checked = validateTypedData(input.typed_data, {
     primaryType,
     chainId: config.chainId,
@@ -23,7 +28,13 @@ export async function verifyWalletSignature(config: EdgeConfig, primaryType: Sig
   });
   if (!checked.ok) throw checked.error;
   const { address, digest } = checked.value;
-  const valid = await read(() => isWalletSignature(chainClient(config), { address, digest, signature: input.signature }));
-  if (!valid) throw new SigilError("invalid_signature", "the signature is not the wallet's: neither ECDSA recovery nor its ERC-1271 check accepts it");
+  const valid = await read(() =>
+    isWalletSignature(chainClient(config), { address, digest, signature: input.signature }),
+  );
+  if (!valid)
+    throw new SigilError(
+      "invalid_signature",
+      "the signature is not the wallet's: neither ECDSA recovery nor its ERC-1271 check accepts it",
+    );
   return address;
 }

@@ -14,13 +14,18 @@ import { defaultBodyLimit, readBody, scriptBodyLimit } from "./index.ts";
 const DEADLINE_MS = 300;
 
 /** An env of the workers project with this body deadline (a fresh object: its config is read anew). */
-const envWith = (deadlineMs: number) => ({ ...(env as unknown as Env), SIGIL_EDGE_BODY_TIMEOUT_MS: String(deadlineMs) }) as Env;
+const envWith = (deadlineMs: number) =>
+  ({ ...(env as unknown as Env), SIGIL_EDGE_BODY_TIMEOUT_MS: String(deadlineMs) }) as Env;
 
 const encoder = new TextEncoder();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A body that sends `parts` one after another, `gapMs` apart, then ends (or never ends). */
-function bodyOf(parts: string[], gapMs: number, options: { ends?: boolean; breaks?: boolean } = {}): ReadableStream<Uint8Array> {
+function bodyOf(
+  parts: string[],
+  gapMs: number,
+  options: { ends?: boolean; breaks?: boolean } = {},
+): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>({
     async start(controller) {
       for (const [i, part] of parts.entries()) {
@@ -52,26 +57,40 @@ function echoApp() {
   app.post("/echo", defaultBodyLimit, echo);
   app.post("/script", scriptBodyLimit, echo);
   // A route whose first middleware read the body with a large limit, and whose second holds it to a small one.
-  app.post("/twice", async (c, next) => {
-    await readBody(c, 1000);
-    await next();
-  }, async (c, next) => {
-    await readBody(c, 10);
-    await next();
-  }, echo);
+  app.post(
+    "/twice",
+    async (c, next) => {
+      await readBody(c, 1000);
+      await next();
+    },
+    async (c, next) => {
+      await readBody(c, 10);
+      await next();
+    },
+    echo,
+  );
   app.onError((err, c) => errorResponse(c, err));
   return { app, ran: () => ran };
 }
 
 const post = (app: Hono<EdgeEnv>, path: string, body: BodyInit, e: Env, headers: Record<string, string> = {}) =>
-  app.request(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body, duplex: "half" } as RequestInit, e);
+  app.request(
+    path,
+    {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+      duplex: "half",
+    } as RequestInit,
+    e,
+  );
 
 type ErrorBody = { error: { code: string; message: string; request_id: string } };
 
 describe("request bodies", () => {
   it("a body that arrives in pieces within the deadline is read once; the route reads the buffered bytes", async () => {
     const { app } = echoApp();
-    const res = await post(app, "/echo", bodyOf(['{"a":', ' [1, 2', ', "é"]}'], 40), envWith(2_000));
+    const res = await post(app, "/echo", bodyOf(['{"a":', " [1, 2", ', "é"]}'], 40), envWith(2_000));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ json: { a: [1, 2, "é"] }, text: '{"a": [1, 2, "é"]}', used: true });
   });

@@ -42,7 +42,9 @@ export async function readBody(c: Context<EdgeEnv>, maxSize: number): Promise<vo
   readSizes.set(raw, bytes.byteLength);
   // Hono's cache holds each way of reading as a promise (its type says the value): `json()` and
   // `text()` decode these bytes, as they would have decoded the stream.
-  (c.req.bodyCache as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(bytes.buffer as ArrayBuffer);
+  (c.req.bodyCache as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(
+    bytes.buffer as ArrayBuffer,
+  );
 }
 
 async function readWithin(body: ReadableStream<Uint8Array>, maxSize: number, deadlineMs: number): Promise<Uint8Array> {
@@ -60,7 +62,10 @@ async function readWithin(body: ReadableStream<Uint8Array>, maxSize: number, dea
       read.catch(() => {});
       const step = await Promise.race([read, late]);
       if (step === "late") {
-        throw new SigilError("body_timeout", `the request body did not arrive within ${deadlineMs / 1000} s; send it again, whole`);
+        throw new SigilError(
+          "body_timeout",
+          `the request body did not arrive within ${deadlineMs / 1000} s; send it again, whole`,
+        );
       }
       if (step.done) break;
       size += step.value.byteLength;

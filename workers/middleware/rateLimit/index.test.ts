@@ -14,7 +14,11 @@ function get(path: string, ip: string, headers: Record<string, string> = {}) {
 }
 
 function postEmpty(path: string, ip: string) {
-  return SELF.fetch(`http://edge${path}`, { method: "POST", headers: { "cf-connecting-ip": ip, "content-type": "application/json" }, body: "{}" });
+  return SELF.fetch(`http://edge${path}`, {
+    method: "POST",
+    headers: { "cf-connecting-ip": ip, "content-type": "application/json" },
+    body: "{}",
+  });
 }
 
 const BUDGET = 30;
@@ -25,7 +29,10 @@ const BUDGET = 30;
  * the count served is checked against the limit for each window the burst touched (`withinLimit`),
  * not against the limit alone, which failed in CI runs whose burst crossed a minute.
  */
-async function untilRefused(send: (i: number) => Promise<Response>, max: number): Promise<{ served: Response[]; last: Response | undefined; ms: number }> {
+async function untilRefused(
+  send: (i: number) => Promise<Response>,
+  max: number,
+): Promise<{ served: Response[]; last: Response | undefined; ms: number }> {
   const started = Date.now();
   const served: Response[] = [];
   let last: Response | undefined;
@@ -78,7 +85,13 @@ describe("rate limits", () => {
   });
 
   it("a request with a key still counts against its IP: fresh keys from one IP are refused past the IP's limit", async () => {
-    const run = await untilRefused((i) => get("/core/v1/version", "198.51.100.7", { "x-api-key": btoa(`ip-limit-${String(i).padStart(2, "0")}`.padEnd(32, "k")) }), 99);
+    const run = await untilRefused(
+      (i) =>
+        get("/core/v1/version", "198.51.100.7", {
+          "x-api-key": btoa(`ip-limit-${String(i).padStart(2, "0")}`.padEnd(32, "k")),
+        }),
+      99,
+    );
     expect(run.last?.status).toBe(429);
     expect(run.last?.headers.get("ratelimit-limit")).toBe("50");
     expect(Number(run.last?.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -89,7 +102,11 @@ describe("rate limits", () => {
   it("new_account and the signature endpoints are limited by IP more tightly (5 per minute here)", async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
-      const res = await SELF.fetch("http://edge/core/v1/new_account", { method: "POST", headers: { "cf-connecting-ip": "198.51.100.9", "content-type": "application/json" }, body: "{}" });
+      const res = await SELF.fetch("http://edge/core/v1/new_account", {
+        method: "POST",
+        headers: { "cf-connecting-ip": "198.51.100.9", "content-type": "application/json" },
+        body: "{}",
+      });
       statuses.push(res.status);
     }
     expect(statuses[5]).toBe(429);
@@ -99,9 +116,24 @@ describe("rate limits", () => {
   // Every spelling the router resolves to new_account (percent-encoding anywhere in the path, dot
   // segments) counts against the same open-write bucket: the route that matched decides, not the text.
   it("the percent-encoded path: new%5Faccount and the other spellings of new_account share its 5-per-minute bucket", async () => {
-    const spellings = ["/core/v1/new%5Faccount", "/core/v1/new%5faccount", "/core/v1/%6Eew_account", "/%63ore/v1/new_account", "/core/v1/x/../new_account", "/core/v1/new_account"];
+    const spellings = [
+      "/core/v1/new%5Faccount",
+      "/core/v1/new%5faccount",
+      "/core/v1/%6Eew_account",
+      "/%63ore/v1/new_account",
+      "/core/v1/x/../new_account",
+      "/core/v1/new_account",
+    ];
     // The spellings in turn until one is refused (a burst that crosses the minute's end meets a new window).
-    const run = await untilRefused((i) => SELF.fetch(`http://edge${spellings[i % spellings.length]}`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.10", "content-type": "application/json" }, body: "{}" }), 30);
+    const run = await untilRefused(
+      (i) =>
+        SELF.fetch(`http://edge${spellings[i % spellings.length]}`, {
+          method: "POST",
+          headers: { "cf-connecting-ip": "198.51.100.10", "content-type": "application/json" },
+          body: "{}",
+        }),
+      30,
+    );
     // Each spelling reached the route (its validation answered), and each was counted as an open write.
     expect(run.served.map((r) => r.status)).toEqual(run.served.map(() => 400));
     expect(run.served.map((r) => r.headers.get("ratelimit-limit"))).toEqual(run.served.map(() => "5"));
@@ -109,14 +141,34 @@ describe("rate limits", () => {
     expect(run.last?.status).toBe(429);
     expect(((await run.last!.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
     // The spellings the router does not take never reach new_account: nothing there to bypass.
-    for (const path of ["/core/v1//new_account", "/core/v1/new_account/", "/core/v1/NEW_ACCOUNT", "/core/v1/new_account%2F"]) {
+    for (const path of [
+      "/core/v1//new_account",
+      "/core/v1/new_account/",
+      "/core/v1/NEW_ACCOUNT",
+      "/core/v1/new_account%2F",
+    ]) {
       expect((await postEmpty(path, "198.51.100.13")).status, path).toBe(404);
     }
   });
 
   it("the signature endpoints are open writes under any spelling too", async () => {
-    const paths = ["/core/v1/create%5Fwallet%5Fwith%5Fsignature", "/core/v1/add_usage_api_key_with%5Fsignature", "/core/v1/create_wallet_with_signature", "/core/v1/add%5Fusage_api_key_with_signature", "/core/v1/create_wallet_with_%73ignature", "/core/v1/add_usage_api_key_with_signature"];
-    const run = await untilRefused((i) => SELF.fetch(`http://edge${paths[i % paths.length]}`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.11", "content-type": "application/json" }, body: "{}" }), 30);
+    const paths = [
+      "/core/v1/create%5Fwallet%5Fwith%5Fsignature",
+      "/core/v1/add_usage_api_key_with%5Fsignature",
+      "/core/v1/create_wallet_with_signature",
+      "/core/v1/add%5Fusage_api_key_with_signature",
+      "/core/v1/create_wallet_with_%73ignature",
+      "/core/v1/add_usage_api_key_with_signature",
+    ];
+    const run = await untilRefused(
+      (i) =>
+        SELF.fetch(`http://edge${paths[i % paths.length]}`, {
+          method: "POST",
+          headers: { "cf-connecting-ip": "198.51.100.11", "content-type": "application/json" },
+          body: "{}",
+        }),
+      30,
+    );
     expect(run.served.every((r) => r.status !== 404)).toBe(true);
     withinLimit(run.served.length, run.ms, 5);
     expect(run.last?.status).toBe(429);

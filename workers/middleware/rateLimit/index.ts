@@ -32,7 +32,9 @@ const leases = new WeakMap<DurableObjectNamespace<RateLimiter>, Leases>();
 function leasesFor(namespace: DurableObjectNamespace<RateLimiter>): Leases {
   let l = leases.get(namespace);
   if (!l) {
-    l = new Leases((bucket, limit, windowSeconds, want) => namespace.get(namespace.idFromName(bucket)).lease(limit, windowSeconds, want));
+    l = new Leases((bucket, limit, windowSeconds, want) =>
+      namespace.get(namespace.idFromName(bucket)).lease(limit, windowSeconds, want),
+    );
     leases.set(namespace, l);
   }
   return l;
@@ -46,13 +48,23 @@ const takenByRequest = new WeakMap<Request, TakeResult[]>();
  * others, which only errs on the strict side), sets the RateLimit-* headers from the tightest bucket
  * it has taken, and refuses it if any of these is spent.
  */
-async function take(c: Context<EdgeEnv>, namespace: DurableObjectNamespace<RateLimiter>, buckets: Bucket[], refusal: string): Promise<void> {
+async function take(
+  c: Context<EdgeEnv>,
+  namespace: DurableObjectNamespace<RateLimiter>,
+  buckets: Bucket[],
+  refusal: string,
+): Promise<void> {
   const results = await Promise.all(buckets.map((b) => leasesFor(namespace).take(b.name, b.limit, b.windowSeconds)));
   const taken = [...(takenByRequest.get(c.req.raw) ?? []), ...results];
   takenByRequest.set(c.req.raw, taken);
   // Refused by any bucket → the one that frees up last; else the one with the least left.
   const refused = results.filter((r) => !r.allowed).sort((a, b) => b.resetSeconds - a.resetSeconds)[0];
-  const tightest = refused ?? taken.reduce<TakeResult | undefined>((least, r) => (!least || r.remaining < least.remaining ? r : least), undefined);
+  const tightest =
+    refused ??
+    taken.reduce<TakeResult | undefined>(
+      (least, r) => (!least || r.remaining < least.remaining ? r : least),
+      undefined,
+    );
   if (!tightest) return;
   c.header("RateLimit-Limit", String(tightest.limit));
   c.header("RateLimit-Remaining", String(tightest.remaining));
@@ -70,7 +82,8 @@ export function rateLimit(): MiddlewareHandler<EdgeEnv> {
     const limits = c.get("config").rateLimits;
     const buckets: Bucket[] = [{ name: `ip:${clientAddress(c)}`, limit: limits.perIp, windowSeconds: MINUTE }];
     const keyHash = presentedKeyHash(c);
-    if (keyHash !== undefined) buckets.push({ name: `key:${keyHash.toString(16)}`, limit: limits.perKey, windowSeconds: MINUTE });
+    if (keyHash !== undefined)
+      buckets.push({ name: `key:${keyHash.toString(16)}`, limit: limits.perKey, windowSeconds: MINUTE });
     await take(c, namespace, buckets, TOO_MANY);
     await next();
   };
@@ -104,10 +117,20 @@ export function openWriteLimit(options: { spendsGas: boolean }): MiddlewareHandl
     const namespace = c.env.RATE_LIMITER;
     if (!namespace) return next();
     const limits = c.get("config").rateLimits;
-    await take(c, namespace, [{ name: `open-ip:${clientAddress(c)}`, limit: limits.openPerIp, windowSeconds: MINUTE }], TOO_MANY);
+    await take(
+      c,
+      namespace,
+      [{ name: `open-ip:${clientAddress(c)}`, limit: limits.openPerIp, windowSeconds: MINUTE }],
+      TOO_MANY,
+    );
     if (options.spendsGas) {
       const budget = () =>
-        take(c, namespace, [{ name: GAS_BUDGET_BUCKET, limit: limits.openWritesPerHour, windowSeconds: HOUR }], "this service's hourly allowance for this operation is spent; retry after the reset");
+        take(
+          c,
+          namespace,
+          [{ name: GAS_BUDGET_BUCKET, limit: limits.openWritesPerHour, windowSeconds: HOUR }],
+          "this service's hourly allowance for this operation is spent; retry after the reset",
+        );
       if (c.req.header("idempotency-key") === undefined) await budget();
       else deferredByRequest.set(c.req.raw, budget);
     }
