@@ -1,4 +1,4 @@
-// `npm test`: the type checks and every vitest project, in lanes that run side by side. Vitest runs
+// `npm test`: the formatter and linter, the type checks and every vitest project, in lanes that run side by side. Vitest runs
 // a project whose files must take turns (a shared chain, one stack) apart from the others, never
 // beside them, and one vitest process uses its pool for one group of projects at a time; so the
 // suites that wait on processes (the stacks, the chain, the end-to-end runs) would each add their
@@ -8,7 +8,7 @@
 // the totals, the slowest files and each lane's time and CPU.
 //
 //   node test/run.ts            every lane (the README's `npm test`)
-//   node test/run.ts --quick    the type checks, unit and workerd suites only (`npm run test:quick`)
+//   node test/run.ts --quick    the lint, the type checks, unit and workerd suites only (`npm run test:quick`)
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,7 +35,11 @@ const vitest = (name: string, projects: string[]): Step => ({
 const tsc = (project: string): Step => ({
   command: [process.execPath, join(root, "node_modules/typescript/bin/tsc"), "-p", project],
 });
-const types = [tsc("."), tsc("workers"), tsc("dashboard")];
+/** Biome: the formatter and the linter (biome.jsonc); a file it would format or a lint finding fails the run. */
+const lint: Step = {
+  command: [process.execPath, join(root, "node_modules/@biomejs/biome/bin/biome"), "ci", "--error-on-warnings", "--colors=off", "."],
+};
+const types = [lint, tsc("."), tsc("workers"), tsc("dashboard")];
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 

@@ -22,12 +22,10 @@ const create: Command = {
     const name = values.name as string | undefined;
     const description = values.description as string | undefined;
     if (!values.sign) {
-      const answer = await ctx
-        .keyed()
-        .createWallet({
-          ...(name !== undefined ? { name } : {}),
-          ...(description !== undefined ? { description } : {}),
-        });
+      const answer = await ctx.keyed().createWallet({
+        ...(name !== undefined ? { name } : {}),
+        ...(description !== undefined ? { description } : {}),
+      });
       ctx.print(answer, () =>
         fields([
           ["wallet", answer.wallet_address],

