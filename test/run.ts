@@ -37,9 +37,28 @@ const tsc = (project: string): Step => ({
 });
 /** Biome: the formatter and the linter (biome.jsonc); a file it would format or a lint finding fails the run. */
 const lint: Step = {
-  command: [process.execPath, join(root, "node_modules/@biomejs/biome/bin/biome"), "ci", "--error-on-warnings", "--colors=off", "."],
+  command: [
+    process.execPath,
+    join(root, "node_modules/@biomejs/biome/bin/biome"),
+    "ci",
+    "--error-on-warnings",
+    "--colors=off",
+    ".",
+  ],
 };
-const types = [lint, tsc("."), tsc("workers"), tsc("dashboard")];
+/** The edge's Env as `wrangler types` generates it from wrangler.toml (npm run types:edge): a stale one fails the run. */
+const edgeTypes: Step = {
+  command: [
+    process.execPath,
+    join(root, "node_modules/wrangler/bin/wrangler.js"),
+    "types",
+    "workers/worker-configuration.d.ts",
+    "--include-runtime=false",
+    "--strict-vars=false",
+    "--check",
+  ],
+};
+const types = [lint, edgeTypes, tsc("."), tsc("workers"), tsc("dashboard")];
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 

@@ -3,14 +3,6 @@
 import { z } from "zod";
 import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
 import type { Env } from "./env.ts";
-import { DEFAULT_AUDIT_WINDOW_BLOCKS } from "./chain/audit.ts";
-import {
-  DEFAULT_RETRY_BASE_MS,
-  MAX_RETRY_BASE_MS,
-  MIN_RETRY_BASE_MS,
-  webhookPolicy,
-  type WebhookPolicy,
-} from "./webhooks/policy.ts";
 
 /**
  * Requests one isolate serves at once by default (SIGIL_EDGE_MAX_IN_FLIGHT). An isolate runs on one
@@ -36,21 +28,64 @@ export const DEFAULT_CLIENT_SHARE_PERCENT = 25;
  */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 
+/** Blocks per eth_getLogs when SIGIL_AUDIT_WINDOW_BLOCKS does not say (Base's public RPC and most providers take 10,000). */
+export const DEFAULT_AUDIT_WINDOW_BLOCKS = 10_000;
+
+/** The first webhook retry's delay by default (SIGIL_WEBHOOK_RETRY_BASE_MS), and the range it may be set in. */
+export const DEFAULT_RETRY_BASE_MS = 10_000;
+export const MIN_RETRY_BASE_MS = 10;
+export const MAX_RETRY_BASE_MS = 3_600_000;
+
+export type WebhookPolicy = {
+  /** A local deployment: http and loopback/private receivers allowed (never in production). */
+  local: boolean;
+  /** The first retry's delay; the whole schedule scales with it (webhooks/policy.ts). */
+  retryBaseMs: number;
+};
+
+/**
+ * How webhooks behave on this deployment, from two of the edge's variables: whether it is a local one
+ * (SIGIL_ENV development or test: plain http and loopback receivers allowed) and the base of the retry
+ * schedule (10 s by default; tests make it small). The edge's config carries it; the Webhooks Durable
+ * Object, which has the same bindings, reads it with this.
+ */
+export function webhookPolicy(vars: {
+  SIGIL_ENV?: string | undefined;
+  SIGIL_WEBHOOK_RETRY_BASE_MS?: string | undefined;
+}): WebhookPolicy {
+  const base = Number(vars.SIGIL_WEBHOOK_RETRY_BASE_MS ?? DEFAULT_RETRY_BASE_MS);
+  const env = vars.SIGIL_ENV ?? "development";
+  return {
+    local: env !== "production",
+    retryBaseMs:
+      Number.isInteger(base) && base >= MIN_RETRY_BASE_MS && base <= MAX_RETRY_BASE_MS ? base : DEFAULT_RETRY_BASE_MS,
+  };
+}
+
 // Bindings that are not variables (Durable Objects) are left out of the check. The run limits
 // (SIGIL_TIMEOUT_MS, SIGIL_MAX_CODE_BYTES, …) are read by runLimitsSchema, as on the enclaves.
 const schema = z.object({
+  /** `development`, `test` or `production`. */
   SIGIL_ENV: z.enum(["development", "test", "production"]).default("development"),
   SIGIL_VERSION: z.string().default("0.1.0"),
+  /** Comma-separated enclave base URLs; the edge routes to a healthy one. */
   SIGIL_ENCLAVE_URLS: z.string().default(""),
+  /** The edge's Ed25519 identity seed (hex, a Worker secret): it signs each channel session it opens. */
   SIGIL_EDGE_IDENTITY_KEY: z
     .string()
     .regex(/^(0x)?[0-9a-fA-F]{64}$/, "must be 32 bytes of hex")
     .optional(),
+  /** `true` accepts enclaves' simulated quotes (development and tests; refused in production). */
   SIGIL_ATTESTATION_ALLOW_SIMULATED: z.enum(["true", "false"]).default("false"),
+  /** `true` asks each enclave's governance contract too (always on in production). */
   SIGIL_CHECK_GOVERNANCE: z.enum(["true", "false"]).optional(),
+  /** Comma-separated compose hashes (hex) the enclaves' RTMR3 may carry. */
   SIGIL_ALLOWED_COMPOSE_HASHES: z.string().default(""),
+  /** The PCCS the edge takes Intel's collateral from for real quotes. */
   SIGIL_PCCS_URL: z.url({ protocol: /^https?$/ }).default("https://pccs.phala.network/sgx/certification/v4/"),
+  /** JSON-RPC URL the edge reads AccountConfig through. */
   SIGIL_RPC_URL: z.string().default(""),
+  /** A public RPC URL clients may use (get_node_chain_config). */
   SIGIL_PUBLIC_RPC_URL: z.string().optional(),
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),
@@ -58,23 +93,34 @@ const schema = z.object({
     .string()
     .regex(/^0x[0-9a-fA-F]{40}$/)
     .optional(),
+  /** The block AccountConfig was deployed in: the audit log reads no older events (default 0). */
   SIGIL_CONTRACT_FROM_BLOCK: z
     .string()
     .regex(/^\d{1,16}$/, "must be a block number")
     .default("0"),
+  /** Blocks per eth_getLogs of the audit log (default 10000; RPC providers cap a range). */
   SIGIL_AUDIT_WINDOW_BLOCKS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_AUDIT_WINDOW_BLOCKS),
+  /** Requests per minute per API key, per client IP, and per IP on the open writes. */
   SIGIL_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().default(600),
   SIGIL_RATE_LIMIT_PER_IP: z.coerce.number().int().positive().default(1200),
   SIGIL_RATE_LIMIT_OPEN_PER_IP: z.coerce.number().int().positive().default(30),
+  /** Open writes that spend the payers' gas (new_account) per hour, for the whole deployment. */
   SIGIL_OPEN_WRITES_PER_HOUR: z.coerce.number().int().positive().default(500),
+  /** Requests one edge isolate serves at once before it answers 503 edge_busy (default 128; 0: no limit). */
   SIGIL_EDGE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(DEFAULT_MAX_IN_FLIGHT),
+  /** The share of those one client (address, or API key) may hold at once, in percent (default 25). */
   SIGIL_EDGE_CLIENT_SHARE_PERCENT: z.coerce.number().int().min(1).max(100).default(DEFAULT_CLIENT_SHARE_PERCENT),
+  /** How long a request body may take to arrive, in ms, before 408 body_timeout (default 10000). */
   SIGIL_EDGE_BODY_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(DEFAULT_BODY_TIMEOUT_MS),
+  /** `on` (default) or `off`: whether writes and runs are charged. */
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
+  /** Stripe (billing.md): secrets in production; the local emulator's keys under `npm start`. */
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
   STRIPE_WEBHOOK_SECRET: z.string().default(""),
+  /** Where the Stripe SDK sends its calls when not api.stripe.com: the local emulator's URL. */
   STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
+  /** The first webhook retry's delay in ms (default 10000); the whole schedule scales with it. For tests. */
   SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce
     .number()
     .int()

@@ -5,8 +5,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { errorBody, isExposed, SigilError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
-import { requestLog } from "./log.ts";
-import type { RequestIds } from "./middleware/requestId/index.ts";
+import { type RequestIds, requestLog } from "./log.ts";
 
 export function toSigilError(err: unknown): SigilError {
   // Only an error written for the client passes as it is; the rest (channel, attestation, …) is internal_error.

@@ -7,7 +7,7 @@ import { SigilError, type IssueDetail } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import type { EdgeConfig } from "./config.ts";
 import type { Env } from "./env.ts";
-import type { RequestIds } from "./middleware/requestId/index.ts";
+import type { RequestIds } from "./log.ts";
 
 export type EdgeEnv = { Bindings: Env; Variables: { ids: RequestIds; config: EdgeConfig; log: Logger } };
 

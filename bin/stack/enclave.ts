@@ -24,18 +24,20 @@ export async function spawnEnclave(
   env: Record<string, string>,
   options: { timeoutMs?: number; echo?: (line: string) => void; execArgv?: string[] } = {},
 ): Promise<EnclaveProcess> {
+  const childEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "",
+    // Node's compile cache when the caller has one (npm test sets it): a setting of Node's, not the enclave's.
+    ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
+    UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE),
+    ...ENCLAVE_PROCESS.env,
+    ...env,
+  };
   const child = spawn(process.execPath, [...ENCLAVE_PROCESS.nodeFlags, ...(options.execArgv ?? []), mainScript], {
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    // Node's compile cache when the caller has one (npm test sets it): a setting of Node's, not the enclave's.
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
-      ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
-      UV_THREADPOOL_SIZE: String(THREAD_POOL_SIZE),
-      ...ENCLAVE_PROCESS.env,
-      ...env,
-    },
+    // As a ProcessEnv: the edge's typecheck sees the one wrangler generates (the edge's variables), which a child's need not have.
+    env: childEnv as NodeJS.ProcessEnv,
   });
   if (child.pid === undefined) throw new Error("the enclave did not start");
   const pid = child.pid;

@@ -17,7 +17,7 @@ type Endpoint = { id: string; url: string; events: string[]; created: number; di
 /** The same worker under a production configuration: what `wrangler deploy --env production` runs. */
 const production = createApp();
 const productionEnv = {
-  ...(env as Record<string, unknown>),
+  ...(env as unknown as Record<string, unknown>),
   SIGIL_ENV: "production",
   SIGIL_ATTESTATION_ALLOW_SIMULATED: "false",
   SIGIL_ALLOWED_COMPOSE_HASHES: "ab".repeat(32),

@@ -7,7 +7,7 @@ import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { readView } from "../chain/client.ts";
 import type { EdgeConfig } from "../config.ts";
-import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
+import { verifyWalletSignature } from "../chain/walletSignature.ts";
 import type { Ledger } from "./ledger.ts";
 
 export const WALLET_AUTH_HEADER = "X-Wallet-Auth";

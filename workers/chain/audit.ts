@@ -32,8 +32,6 @@ import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
 
-/** Blocks per eth_getLogs when SIGIL_AUDIT_WINDOW_BLOCKS does not say (Base's public RPC and most providers take 10,000). */
-export const DEFAULT_AUDIT_WINDOW_BLOCKS = 10_000;
 /**
  * The most getLogs windows one request reads (a Worker's subrequest budget is 50 on the free plan,
  * and the request makes a few other reads). A longer stretch without the account's events ends the

@@ -18,8 +18,7 @@ import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../.
 import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/operations.ts";
 import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
-import { requestLog } from "../log.ts";
-import type { RequestIds } from "../middleware/requestId/index.ts";
+import { type RequestIds, requestLog } from "../log.ts";
 import { enclaveVerifier } from "./attest.ts";
 import { enclaveOfInstance, forgetInstance, instanceAt, noteInstance } from "./instances.ts";
 

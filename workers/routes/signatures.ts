@@ -1,6 +1,6 @@
 // The signature endpoints of ChainSecured accounts (api.md, Signature endpoints). The edge runs
 // every check of api.md in its order, each with its own code, before anything reaches an enclave
-// (middleware/auth/walletSignature.ts). The enclave checks it all again: it never takes the edge's
+// (chain/walletSignature.ts). The enclave checks it all again: it never takes the edge's
 // word for who signed. Each takes an Idempotency-Key, kept under the signer's wallet (signerHolder).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -10,7 +10,7 @@ import { addressField, responseSchemas, type OperationInput } from "../../shared
 import { walletLookupHash } from "../../shared/hashing.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { enclave } from "../enclave/client.ts";
-import { verifyWalletSignature } from "../middleware/auth/walletSignature.ts";
+import { verifyWalletSignature } from "../chain/walletSignature.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import {
   idempotencyHeaders,

@@ -1,7 +1,8 @@
 // The webhook retry schedule and the deployment's webhook policy, as plain functions.
 import { describe, expect, it } from "vitest";
 import { checkWebhookUrl } from "./url.ts";
-import { DEFAULT_RETRY_BASE_MS, nextAttemptAt, webhookPolicy } from "./policy.ts";
+import { DEFAULT_RETRY_BASE_MS, webhookPolicy } from "../config.ts";
+import { nextAttemptAt } from "./policy.ts";
 
 describe("nextAttemptAt", () => {
   it("grows ×3 from the base (10 s, 30 s, 90 s, …), at most an hour apart, for 24 h", () => {

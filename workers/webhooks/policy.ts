@@ -1,35 +1,8 @@
-// How webhooks behave on this deployment, from two of the edge's variables: whether it is a local one
-// (SIGIL_ENV development or test: plain http and loopback receivers allowed) and the base of the retry
-// schedule (SIGIL_WEBHOOK_RETRY_BASE_MS, 10 s by default; tests make it small). The edge's config
-// (config.ts) validates the variables and carries this; the Webhooks Durable Object, which has the
-// same bindings, reads it here directly.
+// The webhooks' fixed rules: how many endpoints an account may have, how long an attempt may take,
+// and the retry schedule, which scales with the deployment's base (config.ts, `webhooks`).
 
 /** issue 14: at most 10 endpoints per account. */
 export const MAX_ENDPOINTS = 10;
-
-export const DEFAULT_RETRY_BASE_MS = 10_000;
-export const MIN_RETRY_BASE_MS = 10;
-export const MAX_RETRY_BASE_MS = 3_600_000;
-
-export type WebhookPolicy = {
-  /** A local deployment: http and loopback/private receivers allowed (never in production). */
-  local: boolean;
-  /** The first retry's delay; the whole schedule scales with it (schedule.ts). */
-  retryBaseMs: number;
-};
-
-export function webhookPolicy(vars: {
-  SIGIL_ENV?: string | undefined;
-  SIGIL_WEBHOOK_RETRY_BASE_MS?: string | undefined;
-}): WebhookPolicy {
-  const base = Number(vars.SIGIL_WEBHOOK_RETRY_BASE_MS ?? DEFAULT_RETRY_BASE_MS);
-  const env = vars.SIGIL_ENV ?? "development";
-  return {
-    local: env !== "production",
-    retryBaseMs:
-      Number.isInteger(base) && base >= MIN_RETRY_BASE_MS && base <= MAX_RETRY_BASE_MS ? base : DEFAULT_RETRY_BASE_MS,
-  };
-}
 
 /** Every attempt gets this long to answer (issue 14: 10 s). */
 export const ATTEMPT_TIMEOUT_MS = 10_000;

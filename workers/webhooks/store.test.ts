@@ -82,7 +82,7 @@ describe("a delivery", () => {
       const sent = network();
       const [delivery] = await deliverOnce(
         url,
-        (state) => new Webhooks(state, { ...(env as Record<string, unknown>), SIGIL_ENV: "production" }),
+        (state) => new Webhooks(state, { ...(env as unknown as Record<string, unknown>), SIGIL_ENV: "production" }),
       );
       expect(sent, "the event was sent to an address production refuses").toEqual([]);
       expect(delivery).toMatchObject({

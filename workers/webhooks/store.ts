@@ -52,7 +52,8 @@ import {
   type WebhookEventType,
 } from "../../shared/webhooks.ts";
 import { checkWebhookUrl } from "./url.ts";
-import { ATTEMPT_TIMEOUT_MS, MAX_ENDPOINTS, nextAttemptAt, webhookPolicy, type WebhookPolicy } from "./policy.ts";
+import { type WebhookPolicy, webhookPolicy } from "../config.ts";
+import { ATTEMPT_TIMEOUT_MS, MAX_ENDPOINTS, nextAttemptAt } from "./policy.ts";
 
 /** How long a delivery in flight is leased before another alarm may send it again. */
 const LEASE_MS = 60_000;

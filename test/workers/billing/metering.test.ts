@@ -138,7 +138,7 @@ describe("managed writes", () => {
       body: { group_name: "g", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
     });
     expect(await free(key)).toBe(9);
-    const bindings = env as unknown as Env;
+    const bindings = env as unknown as Record<string, string>;
     const contract = bindings.SIGIL_CONTRACT_ADDRESS as `0x${string}`;
     const rpc = async <T = unknown>(method: string, params: unknown[] = []): Promise<T> => {
       const res = await fetch(bindings.SIGIL_RPC_URL as string, {

@@ -5,9 +5,7 @@
 // told to read no header it would only supply the randomUUID() made here, kept a second time.
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "../../../shared/log.ts";
-import { requestLog } from "../../log.ts";
-
-export type RequestIds = { requestId: string; correlationId: string | null };
+import { type RequestIds, requestLog } from "../../log.ts";
 
 const MAX_CORRELATION_ID = 200;
 

@@ -4,11 +4,11 @@
 // on the node's chain (shared/walletSignature.ts). Used by the signature endpoints and by
 // X-Wallet-Auth on the billing endpoints.
 import type { Address } from "viem";
-import { validateTypedData, type SigilPrimaryType } from "../../../shared/eip712.ts";
-import { SigilError } from "../../../shared/errors.ts";
-import { isWalletSignature } from "../../../shared/walletSignature.ts";
-import { chainClient, read } from "../../chain/client.ts";
-import type { EdgeConfig } from "../../config.ts";
+import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts";
+import { SigilError } from "../../shared/errors.ts";
+import { isWalletSignature } from "../../shared/walletSignature.ts";
+import { chainClient, read } from "./client.ts";
+import type { EdgeConfig } from "../config.ts";
 
 export type SignedEnvelope = { typed_data: unknown; signature: string };
 
