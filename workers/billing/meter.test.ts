@@ -1,10 +1,25 @@
-// meteredRun against the receipt the enclave signed (issue 14, point 4): what the ledger settles is
+// A metered run (Meter) against the receipt the enclave signed (issue 14, point 4): what the ledger settles is
 // the run's fee (shared/fees.ts), the figure the receipt carries; when the two differ the edge says
 // so at error level, naming both, and still answers the run with the receipt the enclave signed.
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
-import { meteredRun, type Payer } from "./meter.ts";
+import { Meter, type Payer } from "./meter.ts";
+
+/** A run metered as the route's pipeline meters it: held, given the seconds granted, settled with its answer. */
+async function meteredRun(
+  payer: Payer | undefined,
+  timeoutMs: number,
+  ref: string,
+  cid: string | undefined,
+  run: (grantedMs: number | undefined) => Promise<SigilActionResponse>,
+  log: ReturnType<typeof createLogger>,
+): Promise<{ result: SigilActionResponse; chargedCents: number }> {
+  const meter = new Meter(payer, ref, log);
+  await meter.holdRun(timeoutMs, cid);
+  const result = await meter.settleRun(await run(meter.grantedMs));
+  return { result, chargedCents: meter.chargedCents };
+}
 
 /** A ledger that grants `granted` seconds and settles at most what it held. */
 function fakePayer(granted: number): { payer: Payer; settled: number[] } {

@@ -5,7 +5,8 @@
 // settles 1 once the enclave has sent the transaction — also when it then reverted on chain or its
 // receipt did not come (the enclave's error names the transaction) — and releases the hold when
 // the enclave refused it before sending. Every metered answer, error or not, says what it cost
-// (X-Sigil-Charged-Cents, which the route sets from what these functions return). A run holds min(free balance, key's remaining cap, the run's maximum
+// (X-Sigil-Charged-Cents). A route declares it as a stage of its pipeline (`meteredRun()`,
+// `meteredWrite(op)`, router.ts) and settles with what the enclave answered (`Meter`). A run holds min(free balance, key's remaining cap, the run's maximum
 // seconds) cents, is given that many seconds, and settles max(1, ceil(duration_ms / 1000)) — never
 // more than it held (shared/fees.ts, the same function the enclave signs into the run's receipt). A run that stopped because its credit ran out ends with the code
 // `insufficient_credits`, its logs kept.
@@ -20,17 +21,12 @@ import { runSeconds } from "../../shared/fees.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
 import { SigilError, sentTransactionOf, transactionHashIn } from "../../shared/errors.ts";
+import type { Context } from "hono";
 import type { EdgeConfig } from "../config.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import type { EdgeEnv, Stage } from "../router.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
 import type { HoldResult, KeyCap, Ledger, SettleResult, UsageDetail } from "./ledger.ts";
-
-/** What a run came to and what it was charged; `settled`: the Ledger's settle (the balance after it, for webhooks), when billing is on. */
-export type Charged<T> = { result: T; chargedCents: number; settled?: SettleResult };
-/** What a write came to, its result or the error it ended in, and what it was charged either way (`settled` as for a run, when it was settled). */
-export type Metered<T> = ({ ok: true; result: T } | { ok: false; error: unknown }) & {
-  chargedCents: number;
-  settled?: SettleResult;
-};
 
 /** A write's hold outlives its enclave call (150 s, after reaching an enclave) with room to settle. */
 const WRITE_HOLD_MS = 5 * 60_000;
@@ -82,111 +78,187 @@ function refused(hold: HoldResult): SigilError {
 }
 
 /**
- * Charges `payer` for a managed write under `ref`: 1 cent once `send` has had the transaction
- * sent, nothing if it was refused before. A write without credit for its cent is refused (thrown,
- * 402) before `send`; what `send` throws comes back as the outcome, with what it cost.
+ * What one metered request holds and is charged (the `metered` stages): made by the stage before
+ * the request's handler, settled by the handler with what the enclave answered (`settleRun`,
+ * `settleWrite`), or by the stage after it when the handler threw (a write that was sent costs its
+ * cent; anything else frees the hold). `settled` and `run` say what came of it to the stages before
+ * (the account's webhooks, webhooks/emit.ts).
  */
-export async function meteredWrite<T>(
-  payer: Payer | undefined,
-  ref: string,
-  operation: string,
-  send: () => Promise<T>,
-): Promise<Metered<T>> {
-  if (!payer) {
-    try {
-      return { ok: true, result: await send(), chargedCents: 0 };
-    } catch (error) {
-      return { ok: false, error, chargedCents: 0 };
-    }
+export class Meter {
+  /** The milliseconds the run may last, as many whole seconds as its credit covers; undefined while billing is off. */
+  grantedMs: number | undefined;
+  /** What the request was charged, in cents. */
+  chargedCents = 0;
+  /** The Ledger's settle (the balance after it), when billing is on and the request was settled. */
+  settled: SettleResult | undefined;
+  /** The run's answer, once settled. */
+  run: SigilActionResponse | undefined;
+  #maxSeconds = 0;
+  #done = false;
+
+  readonly payer: Payer | undefined;
+  /** The billing ref: the request id, or under an Idempotency-Key the first attempt's. */
+  readonly ref: string;
+  readonly log: Logger | undefined;
+
+  constructor(payer: Payer | undefined, ref: string, log: Logger | undefined) {
+    this.payer = payer;
+    this.ref = ref;
+    this.log = log;
   }
-  const { ledger, key } = payer;
-  const hold = await ledger.hold(ref, 1, WRITE_HOLD_MS, key, { op: "write", detail: { operation } });
-  if (hold.granted === 0) throw refused(hold);
-  let result: T;
-  try {
-    result = await send();
-  } catch (error) {
-    const sent = sentTransactionOf(error);
-    if (sent === undefined) {
-      await ledger.release(ref);
-      return { ok: false, error, chargedCents: 0 };
-    }
-    // Sent, then reverted on chain or lost: the payer paid gas, and the write costs its cent.
-    const settled = await ledger.settle(ref, 1, key, { op: "write", detail: { operation, transaction_hash: sent } });
-    return { ok: false, error, chargedCents: settled.chargedCents, settled };
+
+  /** Whether the request has been settled (or its hold freed). */
+  get done(): boolean {
+    return this.#done;
   }
-  const sent = transactionHashIn(result);
-  const settled = await ledger.settle(ref, 1, key, {
-    op: "write",
-    detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
-  });
-  return { ok: true, result, chargedCents: settled.chargedCents, settled };
+
+  /**
+   * Holds a run that may last `timeoutMs` (the configured default, limits.timeoutMs): that many
+   * seconds, or as many as the credit covers (`grantedMs`); none at all is a refusal (402, thrown).
+   */
+  async holdRun(timeoutMs: number, cid: string | undefined): Promise<void> {
+    if (!this.payer) return;
+    const { ledger, key } = this.payer;
+    this.#maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+    const hold = await ledger.hold(this.ref, this.#maxSeconds, this.#maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, {
+      op: "run",
+      ...(cid ? { detail: { cid } } : {}),
+    });
+    if (hold.granted === 0) throw refused(hold);
+    this.grantedMs = hold.granted * 1000;
+  }
+
+  /**
+   * Charges the run by its started seconds (shared/fees.ts, the function the enclave signs the run's
+   * receipt with) and answers `answer` as the client gets it: a run stopped because its credit ran
+   * out ends in `insufficient_credits`. What is settled should be the receipt's `charged_cents`: when
+   * it is not (the hold had expired and was charged in full, or an edge and an enclave disagree on
+   * the fee), the log says so loudly, and the answer keeps the receipt the enclave signed.
+   */
+  async settleRun(answer: SigilActionResponse): Promise<SigilActionResponse> {
+    this.#done = true;
+    if (this.payer && this.grantedMs !== undefined) {
+      const { ledger, key } = this.payer;
+      const granted = this.grantedMs / 1000;
+      this.settled = await ledger.settle(this.ref, runSeconds(answer.duration_ms), key, {
+        op: "run",
+        detail: runDetail(answer),
+      });
+      this.chargedCents = this.settled.chargedCents;
+      if (granted < this.#maxSeconds && answer.error?.code === "timeout") {
+        answer = {
+          ...answer,
+          error: {
+            code: "insufficient_credits",
+            message: `the run used up the credit it could hold (${granted} s) and was stopped`,
+          },
+        };
+      }
+    }
+    // The enclave's answer is not parsed on the way back: an enclave that sent no receipt is logged, not a crash.
+    const receiptCents = (answer.receipt as SigilActionResponse["receipt"] | undefined)?.charged_cents;
+    if (receiptCents !== this.chargedCents) {
+      this.log?.error("run receipt disagrees with the ledger", {
+        ref: this.ref,
+        receiptCents: receiptCents ?? null,
+        chargedCents: this.chargedCents,
+        durationMs: answer.duration_ms,
+      });
+    }
+    this.run = answer;
+    return answer;
+  }
+
+  /** Holds a managed write's cent; without credit for it, the write is refused (402, thrown) before it is sent. */
+  async holdWrite(operation: string): Promise<void> {
+    if (!this.payer) return;
+    const { ledger, key } = this.payer;
+    const hold = await ledger.hold(this.ref, 1, WRITE_HOLD_MS, key, { op: "write", detail: { operation } });
+    if (hold.granted === 0) throw refused(hold);
+  }
+
+  /**
+   * Charges a managed write: 1 cent once the enclave has sent its transaction (`result` names it,
+   * or the error it ended in does: it reverted on chain, or its receipt did not come), nothing when
+   * it was refused before it was sent (the hold is freed).
+   */
+  async settleWrite(operation: string, outcome: { result: unknown } | { error: unknown }): Promise<void> {
+    this.#done = true;
+    if (!this.payer) return;
+    const { ledger, key } = this.payer;
+    const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
+    if ("error" in outcome && sent === undefined) {
+      await ledger.release(this.ref);
+      return;
+    }
+    this.settled = await ledger.settle(this.ref, 1, key, {
+      op: "write",
+      detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
+    });
+    this.chargedCents = this.settled.chargedCents;
+  }
+
+  /** Frees the hold without charging (a hold that had expired is a charge already and stays one). */
+  async release(): Promise<void> {
+    this.#done = true;
+    await releaseHold(this.payer, this.ref);
+  }
+}
+
+/** Each metered request's meter. */
+const meters = new WeakMap<Request, Meter>();
+
+/** The meter of a request whose route declared a `metered` stage. */
+export function meterOf(c: Context<EdgeEnv>): Meter | undefined {
+  return meters.get(c.req.raw);
+}
+
+/** A new meter for `c`: its caller's payer (one chain read, when billing is on) and its billing ref. */
+async function startMeter(c: Context<EdgeEnv>): Promise<Meter> {
+  const payer = await payerOf(c.get("config"), c.env.LEDGER, callerKey(c));
+  const meter = new Meter(payer, c.get("ref") ?? c.get("ids").requestId, c.get("log"));
+  meters.set(c.req.raw, meter);
+  return meter;
+}
+
+/**
+ * The stage that charges a run (router.ts `pipeline`): it holds before the handler, which gives the
+ * run `grantedMs` and settles it with the enclave's answer (`settleRun`); a handler that threw frees
+ * the hold. A settled answer says what it cost in X-Sigil-Charged-Cents.
+ */
+export function meteredRun(): Stage {
+  return async (c, next) => {
+    const meter = await startMeter(c);
+    const input = (c.req as { valid(target: "json"): { ipfs_id?: string } | undefined }).valid("json");
+    // The CID is known here only for a run by ipfs_id; the settle records the answer's.
+    await meter.holdRun(c.get("config").limits.timeoutMs, input?.ipfs_id);
+    await next();
+    if (!meter.done) await meter.release();
+    else c.header("X-Sigil-Charged-Cents", String(meter.chargedCents));
+  };
+}
+
+/**
+ * The stage that charges a managed write `operation` 1 cent (router.ts `pipeline`): it holds before
+ * the handler, which settles with the enclave's answer (`settleWrite`); when the handler threw, the
+ * write costs its cent if it was sent, and nothing if not. Every answer, error or not, says what it
+ * cost in X-Sigil-Charged-Cents (0 when it was refused before it was sent).
+ */
+export function meteredWrite(operation: string): Stage {
+  return async (c, next) => {
+    c.header("X-Sigil-Charged-Cents", "0");
+    const meter = await startMeter(c);
+    await meter.holdWrite(operation);
+    await next();
+    if (!meter.done) await meter.settleWrite(operation, { error: c.error });
+    c.header("X-Sigil-Charged-Cents", String(meter.chargedCents));
+  };
 }
 
 /** Frees `ref`'s hold without charging (a hold that had expired is a charge already and stays one). */
 export async function releaseHold(payer: Payer | undefined, ref: string): Promise<void> {
   if (!payer) return;
   await payer.ledger.release(ref);
-}
-
-/**
- * Charges `payer` for a run under `ref` by its started seconds (shared/fees.ts, the function the
- * enclave signs the run's receipt with). A run may last `timeoutMs` (the configured default,
- * limits.timeoutMs) and holds that many seconds; `run` gets the milliseconds the credit allows
- * (undefined: billing off). What is settled should be the receipt's `charged_cents`: when it is
- * not (the hold had expired and was charged in full, or an edge and an enclave disagree on the
- * fee), `log` says so loudly, and the answer keeps the receipt the enclave signed.
- */
-export async function meteredRun(
-  payer: Payer | undefined,
-  timeoutMs: number,
-  ref: string,
-  cid: string | undefined,
-  run: (timeoutMs: number | undefined) => Promise<SigilActionResponse>,
-  log?: Logger,
-): Promise<Charged<SigilActionResponse>> {
-  const checked = (answer: SigilActionResponse, chargedCents: number): Charged<SigilActionResponse> => {
-    // The enclave's answer is not parsed on the way back: an enclave that sent no receipt is logged, not a crash.
-    const receiptCents = (answer.receipt as SigilActionResponse["receipt"] | undefined)?.charged_cents;
-    if (receiptCents !== chargedCents) {
-      log?.error("run receipt disagrees with the ledger", {
-        ref,
-        receiptCents: receiptCents ?? null,
-        chargedCents,
-        durationMs: answer.duration_ms,
-      });
-    }
-    return { result: answer, chargedCents };
-  };
-  if (!payer) return checked(await run(undefined), 0);
-  const { ledger, key } = payer;
-  const maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-  const hold = await ledger.hold(ref, maxSeconds, maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, {
-    op: "run",
-    ...(cid ? { detail: { cid } } : {}),
-  });
-  if (hold.granted === 0) throw refused(hold);
-  let answer: SigilActionResponse;
-  try {
-    answer = await run(hold.granted * 1000);
-  } catch (err) {
-    await ledger.release(ref);
-    throw err;
-  }
-  const settled = await ledger.settle(ref, runSeconds(answer.duration_ms), key, {
-    op: "run",
-    detail: runDetail(answer),
-  });
-  if (hold.granted < maxSeconds && answer.error?.code === "timeout") {
-    answer = {
-      ...answer,
-      error: {
-        code: "insufficient_credits",
-        message: `the run used up the credit it could hold (${hold.granted} s) and was stopped`,
-      },
-    };
-  }
-  return { ...checked(answer, settled.chargedCents), settled };
 }
 
 /** What the usage history keeps of a run: its CID, duration, whether it failed, and its signed receipt. */

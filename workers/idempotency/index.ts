@@ -39,7 +39,7 @@ import { routePath } from "hono/route";
 import { z } from "zod";
 import { ChannelUnavailableError } from "../../shared/channel/client.ts";
 import { isExposed, SigilError, sentTransactionOf } from "../../shared/errors.ts";
-import type { EdgeEnv } from "../router.ts";
+import type { EdgeEnv, Stage } from "../router.ts";
 import { callerAccount, hashHex } from "../billing/account.ts";
 import { payerOf, releaseHold } from "../billing/meter.ts";
 import { EnclaveLostError, enclaveInstance, type Idempotent } from "../enclave/client.ts";
@@ -127,8 +127,6 @@ export type Attempt = {
   send: Idempotent;
 };
 
-type Work = (attempt: Attempt | undefined) => Promise<Response>;
-
 /**
  * Whose record a request's Idempotency-Key names, and what seals the answer kept in it.
  */
@@ -146,29 +144,126 @@ export type KeyHolder = {
 /** The holder of a request's key: undefined to serve it without a record (it names no holder). */
 export type HolderOf = (c: Context<EdgeEnv>, key: string, body: unknown) => Promise<KeyHolder | undefined>;
 
+/** How a stage's request is made once: its records' holder, and where a retry of an attempt that gave no answer goes. */
+export type IdempotentOptions = {
+  /** By default the caller's API key, in its account's object (apiKeyHolder). */
+  holder?: HolderOf;
+  /**
+   * `run` or `write`: the request reaches an enclave, and a retry goes back to the process the
+   * first attempt reached (routeRetry). Unset: nothing the route does needs that (it may simply act
+   * again), and the enclave is not told the key.
+   */
+  retry?: "run" | "write";
+};
+
+/** Each request's attempt under its Idempotency-Key (none without one, or for a holder that named none). */
+const attempts = new WeakMap<Request, Attempt>();
+
+/** The attempt the request is, under its Idempotency-Key: its billing ref, the first attempt's fate, how it is sent. */
+export function attemptOf(c: Context<EdgeEnv>): Attempt | undefined {
+  return attempts.get(c.req.raw);
+}
+
 /**
- * Answers a managed write or a run: `work` under the request's Idempotency-Key when it has one,
- * kept by `holderOf` (by default the caller's API key in its account's object). The whole of it
- * outlives the client. Budgets a route left for later (`openWriteLimit`) are taken only when the
- * request is not a replay.
+ * The stage that makes an acting request once (router.ts `pipeline`): under its Idempotency-Key a
+ * replay answers the kept answer, a reused key or one in flight is refused, and an answer of this
+ * attempt is kept (or the record freed) for the next; the whole of it outlives the client. Budgets a
+ * route left for later (`openWriteLimit`) are taken only when the request is not a replay. The body
+ * the key is fingerprinted with is the validated one (`{}` for a route that takes none).
  */
-export function serveOnce(
-  c: Context<EdgeEnv>,
-  body: unknown,
-  work: Work,
-  holderOf: HolderOf = apiKeyHolder,
-): Promise<Response> {
-  const key = c.req.header("idempotency-key");
-  const run: Work = async (a) => {
-    await takeDeferredLimits(c);
-    return work(a);
+export function idempotent(options: IdempotentOptions = {}): Stage {
+  const holderOf = options.holder ?? apiKeyHolder;
+  return async (c, next) => {
+    const done = serveOnce(c, next, holderOf, options.retry);
+    outliveClient(c, done);
+    await done;
   };
-  const done =
-    key === undefined
-      ? run(undefined)
-      : holderOf(c, key, body).then((holder) => (holder ? attempt(c, key, holder, body, run) : run(undefined)));
-  outliveClient(c, done);
-  return done;
+}
+
+async function serveOnce(
+  c: Context<EdgeEnv>,
+  next: () => Promise<void>,
+  holderOf: HolderOf,
+  retry: IdempotentOptions["retry"],
+): Promise<void> {
+  const key = c.req.header("idempotency-key");
+  // What the request asks besides its route: its body, or for a route that takes none its path's parameters.
+  const req = c.req as { valid(target: "json" | "param"): unknown };
+  const body = req.valid("json") ?? req.valid("param") ?? {};
+  const holder = key === undefined ? undefined : await holderOf(c, key, body);
+  if (key === undefined || holder === undefined) {
+    await takeDeferredLimits(c);
+    return next();
+  }
+  const store = idempotencyOf(c, holder.object);
+  const { scope } = holder;
+  const { requestId } = c.get("ids");
+  const begun = await store.begin(scope, await fingerprint(c, body), requestId, LEASE_MS);
+  if (begun.kind === "reused") {
+    throw new SigilError(
+      "idempotency_key_reused",
+      "this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request",
+    );
+  }
+  if (begun.kind === "in_progress") {
+    throw new SigilError(
+      "request_in_progress",
+      "a request with this Idempotency-Key is still in progress; retry when it has answered",
+      { retryAfterSeconds: begun.retryAfterSeconds },
+    );
+  }
+  const seal = await answerKey(holder.secret, scope);
+  if (begun.kind === "replay") {
+    c.res = replay(await open(seal, begun.answer), begun.ref);
+    return;
+  }
+
+  let forwarded = false;
+  const current: Attempt = {
+    ref: begun.ref,
+    record: await sha256Hex(`${holder.object}\n${scope}`),
+    ...(begun.kind === "retry"
+      ? { retry: { outcome: begun.firstOutcome, enclave: begun.enclave, instance: begun.instance } }
+      : {}),
+    send: {
+      key: holder.enclaveKey ?? key,
+      beforeSend: async (base, instance) => {
+        // An attempt whose lease lapsed while it was slow must not act beside the one that took over.
+        if (!(await store.target(scope, requestId, base, instance)))
+          throw new Error("another attempt has taken this Idempotency-Key over");
+        forwarded = true;
+      },
+    },
+  };
+  attempts.set(c.req.raw, current);
+  c.set("ref", current.ref);
+  const heartbeat = setInterval(
+    () => void store.renew(scope, requestId, LEASE_MS).catch(() => undefined),
+    RENEW_EVERY_MS,
+  );
+  let fate: ReturnType<typeof fateOf>;
+  try {
+    await takeDeferredLimits(c);
+    if (retry) await routeRetry(c, current, retry);
+    c.error = undefined;
+    await next();
+    fate = c.error === undefined ? "keep" : fateOf(c.error, forwarded);
+  } catch (err) {
+    c.res = errorResponse(c, err);
+    fate = fateOf(err, forwarded);
+  } finally {
+    clearInterval(heartbeat);
+  }
+  try {
+    if (fate === "keep") await store.finish(scope, await sealed(seal, await kept(c.res)));
+    else if (fate === "interrupted") await store.interrupted(scope, requestId);
+    else await store.unused(scope, requestId);
+  } catch (err) {
+    // The answer stands; a retry finds the lease lapsed and the enclave's memory of the operation.
+    c.get("log").error("idempotency record not updated", { error: err instanceof Error ? err.message : String(err) });
+  }
+  if (current.retry || current.send.replayed) c.header("Original-Request", begun.ref);
+  if (current.send.replayed) c.header("Idempotent-Replayed", "true");
 }
 
 /** SHA-256 of `text`, hex (WebCrypto's digest: native, where a body may be a 4 MiB script). */
@@ -260,78 +355,6 @@ function fateOf(err: unknown, forwarded: boolean): "keep" | "interrupted" | "unu
   if (sentTransactionOf(err) !== undefined || err.code === "write_outcome_unknown") return "keep";
   if (!forwarded || err.status === 429 || err.status === 503) return "unused";
   return "keep";
-}
-
-async function attempt(
-  c: Context<EdgeEnv>,
-  key: string,
-  holder: KeyHolder,
-  body: unknown,
-  work: Work,
-): Promise<Response> {
-  const store = idempotencyOf(c, holder.object);
-  const { scope } = holder;
-  const { requestId } = c.get("ids");
-  const begun = await store.begin(scope, await fingerprint(c, body), requestId, LEASE_MS);
-  if (begun.kind === "reused") {
-    throw new SigilError(
-      "idempotency_key_reused",
-      "this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request",
-    );
-  }
-  if (begun.kind === "in_progress") {
-    throw new SigilError(
-      "request_in_progress",
-      "a request with this Idempotency-Key is still in progress; retry when it has answered",
-      { retryAfterSeconds: begun.retryAfterSeconds },
-    );
-  }
-  const seal = await answerKey(holder.secret, scope);
-  if (begun.kind === "replay") return replay(await open(seal, begun.answer), begun.ref);
-
-  let forwarded = false;
-  const current: Attempt = {
-    ref: begun.ref,
-    record: await sha256Hex(`${holder.object}\n${scope}`),
-    ...(begun.kind === "retry"
-      ? { retry: { outcome: begun.firstOutcome, enclave: begun.enclave, instance: begun.instance } }
-      : {}),
-    send: {
-      key: holder.enclaveKey ?? key,
-      beforeSend: async (base, instance) => {
-        // An attempt whose lease lapsed while it was slow must not act beside the one that took over.
-        if (!(await store.target(scope, requestId, base, instance)))
-          throw new Error("another attempt has taken this Idempotency-Key over");
-        forwarded = true;
-      },
-    },
-  };
-  const heartbeat = setInterval(
-    () => void store.renew(scope, requestId, LEASE_MS).catch(() => undefined),
-    RENEW_EVERY_MS,
-  );
-  let res: Response;
-  let fate: ReturnType<typeof fateOf>;
-  try {
-    res = await work(current);
-    fate = "keep";
-  } catch (err) {
-    res = errorResponse(c, err);
-    fate = fateOf(err, forwarded);
-  } finally {
-    clearInterval(heartbeat);
-  }
-  try {
-    if (fate === "keep") await store.finish(scope, await sealed(seal, await kept(res)));
-    else if (fate === "interrupted") await store.interrupted(scope, requestId);
-    else await store.unused(scope, requestId);
-  } catch (err) {
-    // The answer stands; a retry finds the lease lapsed and the enclave's memory of the operation.
-    c.get("log").error("idempotency record not updated", { error: err instanceof Error ? err.message : String(err) });
-  }
-  if (current.retry || current.send.replayed) res.headers.set("Original-Request", begun.ref);
-  if (current.send.replayed) res.headers.set("Idempotent-Replayed", "true");
-  return res;
 }
 
 async function kept(res: Response): Promise<StoredAnswer> {

@@ -5,16 +5,16 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
-import { newRouter, type EdgeEnv } from "../router.ts";
+import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import { enclave } from "../enclave/client.ts";
 import {
+  attemptOf,
+  idempotent,
   idempotentAnswerHeaders,
   newAccountHolder,
   openIdempotencyHeaders,
-  routeRetry,
-  serveOnce,
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -59,40 +59,35 @@ export function accountsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
   registerKeySecurity(r);
 
-  r.openapi(newAccount, (c) => {
-    const input = c.req.valid("json");
-    // Under an Idempotency-Key the account is made once per client address and key (newAccountHolder).
-    return serveOnce(
-      c,
-      input,
-      async (attempt) => {
-        // A retry goes back to the enclave process the first attempt reached, whose memory answers
-        // the account it made. If that process is gone, so is the key of any account it made (keys
-        // live only in the answer): nobody can use that account, so a new one is made, as the
-        // client would with a new key, rather than answering write_outcome_unknown for good.
-        if (attempt) await routeRetry(c, attempt, "run");
-        const res = await enclave.call("new_account", input, {
-          config: c.get("config"),
-          ids: c.get("ids"),
-          idempotent: attempt?.send,
-        });
-        // The email is kept only in the account's ledger, for its Stripe customer (billing.md), and
-        // with billing on the ledger learns that the new account has no webhooks yet, so its runs
-        // make no call to a Webhooks object until it has some (ledger.ts, `opened`). The account
-        // exists already: a failure here is logged; the customer is then made without the email, and
-        // the first run asks the Webhooks object.
-        if (c.env.LEDGER && (input.email || c.get("config").billing)) {
-          await ledgerOf(c.env.LEDGER, apiKeyHash(res.api_key))
-            .opened(input.email)
-            .catch((err: unknown) =>
-              c.get("log").error("could not open the new account's ledger", { error: String(err) }),
-            );
-        }
-        return c.json(res, 200);
-      },
-      newAccountHolder,
-    ) as never;
-  });
+  // Under an Idempotency-Key the account is made once per client address and key (newAccountHolder).
+  // A retry goes back to the enclave process the first attempt reached, whose memory answers the
+  // account it made. If that process is gone, so is the key of any account it made (keys live only in
+  // the answer): nobody can use that account, so a new one is made, as the client would with a new
+  // key, rather than answering write_outcome_unknown for good — a run's retry, not a write's.
+  r.openapi(
+    newAccount,
+    pipeline<typeof newAccount>([idempotent({ retry: "run", holder: newAccountHolder })], async (c) => {
+      const input = c.req.valid("json");
+      const res = await enclave.call("new_account", input, {
+        config: c.get("config"),
+        ids: c.get("ids"),
+        idempotent: attemptOf(c)?.send,
+      });
+      // The email is kept only in the account's ledger, for its Stripe customer (billing.md), and
+      // with billing on the ledger learns that the new account has no webhooks yet, so its runs
+      // make no call to a Webhooks object until it has some (ledger.ts, `opened`). The account
+      // exists already: a failure here is logged; the customer is then made without the email, and
+      // the first run asks the Webhooks object.
+      if (c.env.LEDGER && (input.email || c.get("config").billing)) {
+        await ledgerOf(c.env.LEDGER, apiKeyHash(res.api_key))
+          .opened(input.email)
+          .catch((err: unknown) =>
+            c.get("log").error("could not open the new account's ledger", { error: String(err) }),
+          );
+      }
+      return c.json(res, 200);
+    }),
+  );
 
   r.openapi(accountExists, async (c) => {
     const { keyHash } = callerKey(c);

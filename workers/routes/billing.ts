@@ -8,16 +8,17 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
-import { newRouter, type EdgeEnv } from "../router.ts";
+import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
 import { billingCaller, WALLET_AUTH_HEADER, type BillingCaller, type BillingCredentials } from "../billing/account.ts";
 import { accountBalance } from "../billing/balance.ts";
 import { creditPayment, creditWebhook } from "../billing/payments.ts";
 import { MAX_TOP_UP_CENTS, MIN_TOP_UP_CENTS, startTopUp } from "../billing/topUp.ts";
 import {
+  attemptOf,
   idempotencyHeaders,
+  idempotent,
   idempotentAnswerHeaders,
   keyHolder,
-  serveOnce,
   walletHolder,
   type HolderOf,
 } from "../idempotency/index.ts";
@@ -67,13 +68,25 @@ const billingWriteErrors = errors(400, 401, 403, 404, 408, 409, 413, 422, 429, 5
  * caller's API key or the wallet that signed X-Wallet-Auth (authenticated before any replay, like
  * a key: a retry signs X-Wallet-Auth afresh, which is not part of what the key fingerprints).
  */
-function billingHolder(caller: BillingCaller): HolderOf {
-  return async (c, key, body) => {
-    if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
-    const { apiKey, keyHash } = callerKey(c);
-    return keyHolder(caller.master, keyHash, apiKey, key);
-  };
+const billingHolder: HolderOf = async (c, key, body) => {
+  const caller = await payingCaller(c);
+  if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
+  const { apiKey, keyHash } = callerKey(c);
+  return keyHolder(caller.master, keyHash, apiKey, key);
+};
+
+/** Each paying request's caller, read once however many steps ask. */
+const payingCallers = new WeakMap<Request, Promise<BillingCaller>>();
+
+/** The caller of a billing write (X-Wallet-Auth or the API key, allowed to pay): one chain read per request. */
+function payingCaller(c: Context<EdgeEnv>): Promise<BillingCaller> {
+  let caller = payingCallers.get(c.req.raw);
+  if (!caller) payingCallers.set(c.req.raw, (caller = billingCaller(c.get("config"), billingCredentials(c), "pay")));
+  return caller;
 }
+
+/** The billing writes' one stage: made once per Idempotency-Key, kept under the caller (billingHolder). */
+const billingWriteStages = [idempotent({ holder: billingHolder })];
 
 const balanceSchema = z.object({
   balance_cents: z
@@ -255,59 +268,53 @@ export function billingRoutes(): OpenAPIHono<EdgeEnv> {
 
   // Under an Idempotency-Key a retry answers the same intent (idempotency/). Refusals (below the
   // minimum, Stripe unreachable) keep nothing: the key stays free for the corrected request.
-  r.openapi(createIntent, async (c) => {
-    const caller = await billingCaller(c.get("config"), billingCredentials(c), "pay");
-    const input = c.req.valid("json");
-    return serveOnce(
-      c,
-      input,
-      async (attempt) => {
-        // Stripe's own key for the intent: under an Idempotency-Key the record's, so an attempt that
-        // made the intent but kept no answer (Stripe's reply lost, the edge killed) is answered the
-        // same intent when retried; else the request's, for the SDK's own retries.
-        const intentKey = attempt?.record ?? c.get("ids").requestId;
-        const topUp = await startTopUp(c.get("config"), c.env.LEDGER, caller.master, input.amount_cents, intentKey);
-        return c.json({ client_secret: topUp.clientSecret, payment_intent_id: topUp.paymentIntentId }, 200);
-      },
-      billingHolder(caller),
-    ) as never;
-  });
+  // Under an Idempotency-Key a retry answers the same intent (idempotency/). Refusals (below the
+  // minimum, Stripe unreachable) keep nothing: the key stays free for the corrected request.
+  r.openapi(
+    createIntent,
+    pipeline<typeof createIntent>(billingWriteStages, async (c) => {
+      const caller = await payingCaller(c);
+      const input = c.req.valid("json");
+      // Stripe's own key for the intent: under an Idempotency-Key the record's, so an attempt that
+      // made the intent but kept no answer (Stripe's reply lost, the edge killed) is answered the
+      // same intent when retried; else the request's, for the SDK's own retries.
+      const intentKey = attemptOf(c)?.record ?? c.get("ids").requestId;
+      const topUp = await startTopUp(c.get("config"), c.env.LEDGER, caller.master, input.amount_cents, intentKey);
+      return c.json({ client_secret: topUp.clientSecret, payment_intent_id: topUp.paymentIntentId }, 200);
+    }),
+  );
 
   // Idempotent by nature (the Ledger credits an intent once: a second call answers 0 and
   // already_credited); under an Idempotency-Key a retry is answered the first call's answer, like
   // every other write's, and a key reused for another intent is 422.
-  r.openapi(confirmPayment, async (c) => {
-    const caller = await billingCaller(c.get("config"), billingCredentials(c), "pay");
-    const input = c.req.valid("json");
-    return serveOnce(
-      c,
-      input,
-      async () => {
-        const credited = await creditPayment(
-          c.get("config"),
-          c.env.LEDGER,
-          caller.master,
-          input.payment_intent_id,
-          c.get("log"),
-        );
-        // payment.credited once per intent, whichever path credited it (the event is keyed by the intent).
-        paymentCredited(emitterOf(c), caller.master, {
-          paymentIntentId: input.payment_intent_id,
-          amountCents: credited.amountCents,
-          freeCents: credited.freeCents,
-        });
-        return c.json(
-          {
-            credited_cents: credited.creditedCents,
-            already_credited: credited.alreadyCredited,
-            balance_cents: credited.balanceCents,
-          },
-          200,
-        );
-      },
-      billingHolder(caller),
-    ) as never;
-  });
+  r.openapi(
+    confirmPayment,
+    pipeline<typeof confirmPayment>(billingWriteStages, async (c) => {
+      const caller = await payingCaller(c);
+      const input = c.req.valid("json");
+      const credited = await creditPayment(
+        c.get("config"),
+        c.env.LEDGER,
+        caller.master,
+        input.payment_intent_id,
+        c.get("log"),
+      );
+      // payment.credited once per intent, whichever path credited it (the event is keyed by the intent).
+      paymentCredited(emitterOf(c), caller.master, {
+        paymentIntentId: input.payment_intent_id,
+        amountCents: credited.amountCents,
+        freeCents: credited.freeCents,
+      });
+      return c.json(
+        {
+          credited_cents: credited.creditedCents,
+          already_credited: credited.alreadyCredited,
+          balance_cents: credited.balanceCents,
+        },
+        200,
+      );
+    }),
+  );
 
   return r;
 }

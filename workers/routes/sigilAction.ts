@@ -2,24 +2,25 @@
 // enclave with the caller's key as `api_key`; the enclave authorizes the key for that exact code,
 // runs it and answers the run's outcome, which reaches the client as it is, with what it cost.
 // Under an Idempotency-Key a run is charged once however often it is sent, and a retry of one whose
-// first attempt gave no answer says what became of it (`first_attempt`; idempotency/).
+// first attempt gave no answer says what became of it (`first_attempt`; idempotency/). The route is
+// its pipeline (router.ts): made once, the account's webhooks told, metered; then the call.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { sigilActionResponseSchema, sigilActionRequestSchema } from "../../shared/operations.ts";
-import { newRouter, type EdgeEnv } from "../router.ts";
-import { meteredRun, payerOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
+import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
+import { meteredRun, meterOf, RUN_FORWARD_MARGIN_MS } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import {
+  attemptOf,
   firstAttemptOf,
   firstAttemptSchema,
   idempotencyHeaders,
+  idempotent,
   idempotentAnswerHeaders,
-  routeRetry,
-  serveOnce,
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { afterMetered, emitterOf } from "../webhooks/emit.ts";
+import { notices } from "../webhooks/emit.ts";
 import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
 
 const sigilAction = createRoute({
@@ -55,54 +56,36 @@ const sigilAction = createRoute({
 export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
 
-  r.openapi(sigilAction, (c) => {
-    const input = c.req.valid("json");
-    return serveOnce(c, input, async (attempt) => {
-      if (attempt) await routeRetry(c, attempt, "run");
-      const key = callerKey(c);
+  r.openapi(
+    sigilAction,
+    pipeline<typeof sigilAction>([idempotent({ retry: "run" }), notices(), meteredRun()], async (c) => {
+      const input = c.req.valid("json");
       const config = c.get("config");
-      const payer = await payerOf(config, c.env.LEDGER, key);
-      const ref = attempt?.ref ?? c.get("ids").requestId;
-      // Charged by its started seconds and given only the seconds its credit covers (billing/meter.ts).
-      let metered: Awaited<ReturnType<typeof meteredRun>>;
-      try {
-        // The CID is known here only for a run by ipfs_id; the settle records the answer's.
-        metered = await meteredRun(
-          payer,
-          config.limits.timeoutMs,
-          ref,
-          input.ipfs_id,
-          (timeoutMs) =>
-            enclave.call(
-              "sigil_action",
-              {
-                ...input,
-                api_key: key.apiKey,
-                // Billing on: the seconds granted, so the enclave signs into the receipt what the ledger charges.
-                ...(timeoutMs === undefined
-                  ? {}
-                  : { timeout_ms: timeoutMs, billing: { granted_seconds: Math.floor(timeoutMs / 1000) } }),
-              },
-              {
-                config,
-                ids: c.get("ids"),
-                timeoutMs: (timeoutMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
-                idempotent: attempt?.send,
-              },
-            ),
-          c.get("log"),
-        );
-      } catch (error) {
-        afterMetered(emitterOf(c), config, key, ref, { error });
-        throw error;
-      }
-      const { result: run, chargedCents } = metered;
-      // Webhooks (balance.low, usage_key.cap_reached, run.failed) after the answer, never delaying it.
-      afterMetered(emitterOf(c), config, key, ref, { settled: metered.settled, run });
-      c.header("X-Sigil-Charged-Cents", String(chargedCents));
-      return c.json({ ...run, charged_cents: chargedCents, ...firstAttemptOf(attempt) }, 200);
-    }) as never;
-  });
+      const attempt = attemptOf(c);
+      // Billing on: the run is given the seconds its credit covers, and the enclave signs into the
+      // receipt what the ledger charges.
+      const grantedMs = meterOf(c)?.grantedMs;
+      const answer = await enclave.call(
+        "sigil_action",
+        {
+          ...input,
+          api_key: callerKey(c).apiKey,
+          ...(grantedMs === undefined
+            ? {}
+            : { timeout_ms: grantedMs, billing: { granted_seconds: Math.floor(grantedMs / 1000) } }),
+        },
+        {
+          config,
+          ids: c.get("ids"),
+          timeoutMs: (grantedMs ?? config.limits.maxTimeoutMs) + RUN_FORWARD_MARGIN_MS,
+          idempotent: attempt?.send,
+        },
+      );
+      const meter = meterOf(c);
+      const run = meter ? await meter.settleRun(answer) : answer;
+      return c.json({ ...run, charged_cents: meter?.chargedCents ?? 0, ...firstAttemptOf(attempt) }, 200);
+    }),
+  );
 
   return r;
 }

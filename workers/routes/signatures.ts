@@ -6,22 +6,22 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { isAddress, type Address } from "viem";
 import { z } from "zod";
-import { addressField, responseSchemas, type OperationInput } from "../../shared/operations.ts";
+import { addressField, responseSchemas, type EnclaveResponse, type OperationInput } from "../../shared/operations.ts";
 import { walletLookupHash } from "../../shared/hashing.ts";
-import { newRouter, type EdgeEnv } from "../router.ts";
+import { newRouter, pipeline, type EdgeEnv, type Stage } from "../router.ts";
 import { enclave } from "../enclave/client.ts";
 import { verifyWalletSignature } from "../chain/walletSignature.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import {
   idempotencyHeaders,
+  idempotent,
   idempotentAnswerHeaders,
   openIdempotencyHeaders,
-  serveOnce,
   walletHolder,
   type KeyHolder,
 } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
-import { chargedHeader, serveWrite } from "./write.ts";
+import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
 import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
 
 // The envelope's own rules (sizes included) are checked by validateTypedData, in api.md's order,
@@ -94,32 +94,36 @@ async function signerHolder(_c: Context<EdgeEnv>, key: string, input: unknown): 
 }
 
 /**
- * Serves a derivation the signer asked for, once per Idempotency-Key. It is derived afresh (random)
- * each time the enclave is asked and sends nothing on chain, so a retry of an attempt that gave no
- * answer may simply ask again (no enclave memory, no routing back): only the answer the client was
- * given must stay the same. The signature is checked inside, so a replay needs no fresh one.
+ * The stages of a derivation: made once per Idempotency-Key, under the signer's wallet. It is
+ * derived afresh (random) each time the enclave is asked and sends nothing on chain, so a retry of
+ * an attempt that gave no answer may simply ask again (no enclave memory, no routing back): only the
+ * answer the client was given must stay the same.
  */
-function serveDerivation<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(
+const derivationStages = [idempotent({ holder: signerHolder })];
+
+/** A derivation the signer asked for: its signature checked (inside the stages, so a replay needs no fresh one), then derived. */
+async function derive<Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(
   c: Context<EdgeEnv>,
   op: Op,
   primaryType: "CreateWallet" | "AddUsageApiKey",
   input: z.infer<typeof envelopeSchema>,
-): Promise<Response> {
-  return serveOnce(
-    c,
-    input,
-    async () => {
-      await verifyWalletSignature(c.get("config"), primaryType, input);
-      const res = await enclave.call(
-        op,
-        { typed_data: input.typed_data, signature: input.signature } as OperationInput<Op>,
-        { config: c.get("config"), ids: c.get("ids") },
-      );
-      return c.json(res as object, 200);
-    },
-    signerHolder,
-  );
+): Promise<EnclaveResponse<Op>> {
+  await verifyWalletSignature(c.get("config"), primaryType, input);
+  return enclave.call(op, { typed_data: input.typed_data, signature: input.signature } as OperationInput<Op>, {
+    config: c.get("config"),
+    ids: c.get("ids"),
+  });
 }
+
+/**
+ * The stage that refuses a ConvertAccount not signed by the wallet it names, before the write is
+ * held or sent (and not for a replay, whose signature's time window may have passed).
+ */
+const signedByNewAdmin: Stage = async (c, next) => {
+  const input = (c.req as { valid(target: "json"): z.infer<typeof convertSchema> }).valid("json");
+  await verifyWalletSignature(c.get("config"), "ConvertAccount", input, input.new_admin_wallet_address as Address);
+  await next();
+};
 
 const convert = createRoute({
   method: "post",
@@ -142,36 +146,31 @@ export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {
 
   r.openapi(
     createWallet,
-    (c) => serveDerivation(c, "create_wallet_with_signature", "CreateWallet", c.req.valid("json")) as never,
+    pipeline<typeof createWallet>(derivationStages, async (c) =>
+      c.json(await derive(c, "create_wallet_with_signature", "CreateWallet", c.req.valid("json")), 200),
+    ),
   );
 
   r.openapi(
     addUsageKey,
-    (c) => serveDerivation(c, "add_usage_api_key_with_signature", "AddUsageApiKey", c.req.valid("json")) as never,
+    pipeline<typeof addUsageKey>(derivationStages, async (c) =>
+      c.json(await derive(c, "add_usage_api_key_with_signature", "AddUsageApiKey", c.req.valid("json")), 200),
+    ),
   );
 
-  r.openapi(convert, async (c) => {
-    const input = c.req.valid("json");
-    // A managed write like every other: the key is added and the cost reported by serveWrite.
-    return serveWrite(
-      c,
-      "convert_to_chain_secured_account",
-      {
-        new_admin_wallet_address: input.new_admin_wallet_address,
-        typed_data: input.typed_data,
-        signature: input.signature,
-      },
-      {
-        check: () =>
-          verifyWalletSignature(
-            c.get("config"),
-            "ConvertAccount",
-            input,
-            input.new_admin_wallet_address as Address,
-          ).then(() => undefined),
-      },
-    ) as never;
-  });
+  // A managed write like every other, once its signature is checked: the cost is reported by its stages.
+  r.openapi(
+    convert,
+    pipeline<typeof convert>(writeStages("convert_to_chain_secured_account", signedByNewAdmin), async (c) => {
+      const { new_admin_wallet_address, typed_data, signature } = c.req.valid("json");
+      const converted = await forwardWrite(c, "convert_to_chain_secured_account", {
+        new_admin_wallet_address,
+        typed_data,
+        signature,
+      });
+      return c.json(converted, 200);
+    }),
+  );
 
   return r;
 }

@@ -4,7 +4,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
-import { newRouter, type EdgeEnv } from "../router.ts";
+import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -20,7 +20,7 @@ import {
 } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
-import { chargedHeader, serveWrite } from "./write.ts";
+import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
 
 /** `listWalletsInGroup`'s id for the group's `address(0)` entry: any wallet of the account. */
 const ANY_WALLET_ID = (1n << 256n) - 1n;
@@ -114,22 +114,21 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
   registerKeySecurity(r);
 
-  r.openapi(createWalletPost, (c) => serveWrite(c, "create_wallet", c.req.valid("json")) as never);
+  r.openapi(
+    createWalletPost,
+    pipeline<typeof createWalletPost>(writeStages("create_wallet"), async (c) =>
+      c.json(await forwardWrite(c, "create_wallet", c.req.valid("json")), 200),
+    ),
+  );
 
   r.openapi(
     createWalletGet,
-    (c) =>
-      serveWrite(
-        c,
-        "create_wallet",
-        {},
-        {
-          decorate: () => {
-            c.header("Deprecation", "true");
-            c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
-          },
-        },
-      ) as never,
+    pipeline<typeof createWalletGet>(writeStages("create_wallet"), async (c) => {
+      const wallet = await forwardWrite(c, "create_wallet", {});
+      c.header("Deprecation", "true");
+      c.header("Link", '</core/v1/create_wallet>; rel="successor-version"');
+      return c.json(wallet, 200);
+    }),
   );
 
   r.openapi(listWallets, async (c) => {

@@ -20,13 +20,13 @@ import {
   idempotencyHeaders,
   idempotentAnswerHeaders,
   keyHolder,
-  serveOnce,
+  idempotent,
   walletHolder,
   type HolderOf,
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { newRouter, type EdgeEnv } from "../router.ts";
+import { newRouter, pipeline, type EdgeEnv, type Stage } from "../router.ts";
 import { accountIdOf, webhooksOf } from "../webhooks/emit.ts";
 import { MAX_ENDPOINTS } from "../webhooks/policy.ts";
 import { checkWebhookUrl, MAX_WEBHOOK_URL_CHARS } from "../webhooks/url.ts";
@@ -88,12 +88,21 @@ const webhookAccount = async (c: Context<EdgeEnv>, use: "read" | "change") => (a
  * and in it the master key or the wallet that signed X-Wallet-Auth (whose records are sealed under
  * the key and the body, so that key must be unguessable).
  */
-function webhookHolder(caller: WebhookCaller): HolderOf {
-  return async (c, key, body) => {
-    if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
-    const { apiKey, keyHash } = callerKey(c);
-    return keyHolder(caller.master, keyHash, apiKey, key);
-  };
+const webhookHolder: HolderOf = async (c, key, body) => {
+  const caller = await changingCaller(c);
+  if (caller.via === "wallet" && caller.wallet) return walletHolder(caller.master, caller.wallet, key, body);
+  const { apiKey, keyHash } = callerKey(c);
+  return keyHolder(caller.master, keyHash, apiKey, key);
+};
+
+/** Each webhook write's caller, read once however many steps ask. */
+const changingCallers = new WeakMap<Request, Promise<WebhookCaller>>();
+
+/** The caller of a webhook write (allowed to change the account's webhooks): one chain read per request. */
+function changingCaller(c: Context<EdgeEnv>): Promise<WebhookCaller> {
+  let caller = changingCallers.get(c.req.raw);
+  if (!caller) changingCallers.set(c.req.raw, (caller = webhookCaller(c, "change")));
+  return caller;
 }
 
 /** The Idempotency-Key of the webhook writes (idempotency/): a retried registration makes one endpoint and answers its secret again. */
@@ -302,37 +311,39 @@ const putSettings = createRoute({
   responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 408, 413, 429, 503) },
 });
 
+/** The URL first: a registration that could never succeed is refused before the chain is read. */
+const urlFirst: Stage = async (c, next) => {
+  const input = (c.req as { valid(target: "json"): { url: string } }).valid("json");
+  checkWebhookUrl(input.url, c.get("config").webhooks);
+  await next();
+};
+
 const notFound = (id: string) => new SigilError("webhook_not_found", `this account has no webhook endpoint ${id}`);
 
 export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
 
-  r.openapi(createWebhook, async (c) => {
-    const input = c.req.valid("json");
-    // The URL first: a request that could never succeed is refused before the chain is read.
-    const url = checkWebhookUrl(input.url, c.get("config").webhooks);
-    const caller = await webhookCaller(c, "change");
-    return serveOnce(
-      c,
-      input,
-      async () => {
-        const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(
-          accountIdOf(caller.master),
-          url.href,
-          input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES],
+  r.openapi(
+    createWebhook,
+    pipeline<typeof createWebhook>([urlFirst, idempotent({ holder: webhookHolder })], async (c) => {
+      const input = c.req.valid("json");
+      const url = checkWebhookUrl(input.url, c.get("config").webhooks);
+      const caller = await changingCaller(c);
+      const added = await webhooksOf(c.env.WEBHOOKS, caller.master).addEndpoint(
+        accountIdOf(caller.master),
+        url.href,
+        input.events ?? [...DEFAULT_WEBHOOK_EVENT_TYPES],
+      );
+      if ("limit" in added) {
+        throw new SigilError(
+          "webhook_limit",
+          `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`,
+          { details: { limit: MAX_ENDPOINTS } },
         );
-        if ("limit" in added) {
-          throw new SigilError(
-            "webhook_limit",
-            `an account has at most ${MAX_ENDPOINTS} webhook endpoints; remove one first`,
-            { details: { limit: MAX_ENDPOINTS } },
-          );
-        }
-        return c.json({ ...added.endpoint, secret: added.secret }, 200);
-      },
-      webhookHolder(caller),
-    ) as never;
-  });
+      }
+      return c.json({ ...added.endpoint, secret: added.secret }, 200);
+    }),
+  );
 
   r.openapi(listWebhooks, async (c) => {
     const master = await webhookAccount(c, "read");
@@ -379,22 +390,18 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
     return c.json(page.items, 200);
   });
 
-  r.openapi(resendDelivery, async (c) => {
-    const { webhook_id, delivery_id } = c.req.valid("param");
-    const caller = await webhookCaller(c, "change");
-    return serveOnce(
-      c,
-      null,
-      async () => {
-        const result = await webhooksOf(c.env.WEBHOOKS, caller.master).resend(webhook_id, delivery_id);
-        if (result === "endpoint_not_found") throw notFound(webhook_id);
-        if (result === "delivery_not_found")
-          throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
-        return c.json(result, 200);
-      },
-      webhookHolder(caller),
-    ) as never;
-  });
+  r.openapi(
+    resendDelivery,
+    pipeline<typeof resendDelivery>([idempotent({ holder: webhookHolder })], async (c) => {
+      const { webhook_id, delivery_id } = c.req.valid("param");
+      const caller = await changingCaller(c);
+      const result = await webhooksOf(c.env.WEBHOOKS, caller.master).resend(webhook_id, delivery_id);
+      if (result === "endpoint_not_found") throw notFound(webhook_id);
+      if (result === "delivery_not_found")
+        throw new SigilError("delivery_not_found", `endpoint ${webhook_id} has no delivery or event ${delivery_id}`);
+      return c.json(result, 200);
+    }),
+  );
 
   return r;
 }

@@ -14,18 +14,12 @@ import {
   type EnclaveResponse,
   type OperationInput,
 } from "../../shared/operations.ts";
-import type { EdgeEnv } from "../router.ts";
-import { meteredWrite, payerOf } from "../billing/meter.ts";
+import { pipeline, type EdgeEnv, type Stage } from "../router.ts";
+import { meteredWrite, meterOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
-import {
-  idempotencyHeaders,
-  idempotentAnswerHeaders,
-  routeRetry,
-  serveOnce,
-  type Attempt,
-} from "../idempotency/index.ts";
+import { attemptOf, idempotencyHeaders, idempotent, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
-import { afterMetered, emitterOf } from "../webhooks/emit.ts";
+import { notices } from "../webhooks/emit.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import {
   endpoint,
@@ -39,56 +33,33 @@ import {
   type Tag,
 } from "./openapi.ts";
 
-async function forwardWrite<Op extends EnclaveOperation>(
-  c: Context<EdgeEnv>,
-  op: Op,
-  input: unknown,
-  attempt: Attempt | undefined,
-): Promise<EnclaveResponse<Op>> {
-  if (attempt) await routeRetry(c, attempt, "write");
-  const key = callerKey(c);
-  // Every metered answer says what it cost: a refusal before the write was sent, nothing.
-  c.header("X-Sigil-Charged-Cents", "0");
-  const payer = await payerOf(c.get("config"), c.env.LEDGER, key);
-  const ref = attempt?.ref ?? c.get("ids").requestId;
-  let write: Awaited<ReturnType<typeof meteredWrite<EnclaveResponse<Op>>>>;
-  try {
-    write = await meteredWrite(payer, ref, op, () =>
-      enclave.call(op, { ...(toWire(input) as object), api_key: key.apiKey } as OperationInput<Op>, {
-        config: c.get("config"),
-        ids: c.get("ids"),
-        idempotent: attempt?.send,
-      }),
-    );
-  } catch (error) {
-    afterMetered(emitterOf(c), c.get("config"), key, ref, { error });
-    throw error;
-  }
-  // Webhooks (balance.low, usage_key.cap_reached) after the answer, never delaying it.
-  afterMetered(emitterOf(c), c.get("config"), key, ref, { settled: write.settled });
-  c.header("X-Sigil-Charged-Cents", String(write.chargedCents));
-  if (!write.ok) throw write.error;
-  return write.result;
+/**
+ * The stages of a managed write `op` (router.ts `pipeline`): made once per Idempotency-Key (a retry
+ * goes back to the enclave process the first attempt reached, or answers write_outcome_unknown),
+ * then the route's own `checks` (not run for a replay: a check that expires, such as a signature's
+ * time window, must not turn a replay into an error), the account's webhooks told, its cent metered.
+ */
+export function writeStages(op: EnclaveOperation, ...checks: Stage[]): Stage[] {
+  return [idempotent({ retry: "write" }), ...checks, notices(), meteredWrite(op)];
 }
 
 /**
- * Answers a managed write: `input` (the validated body) forwarded as `op`, made once per
- * Idempotency-Key. `check` runs before it is forwarded (not before a replay: a check that expires,
- * such as a signature's time window, must not turn a replay into an error); `decorate` adds what
- * the route's answer carries besides the result.
+ * The call of a managed write: `input` (the validated body) forwarded as `op` with the caller's raw
+ * key, which the enclave checks itself; once it answers, the write is settled (its cent), and its
+ * result is the answer. A write that fails is settled by its stage, by whether it was sent.
  */
-export function serveWrite<Op extends EnclaveOperation>(
+export async function forwardWrite<Op extends EnclaveOperation>(
   c: Context<EdgeEnv>,
   op: Op,
   input: unknown,
-  options: { check?: () => Promise<void>; decorate?: () => void } = {},
-): Promise<Response> {
-  return serveOnce(c, input, async (attempt) => {
-    await options.check?.();
-    const result = await forwardWrite(c, op, input, attempt);
-    options.decorate?.();
-    return c.json(result, 200);
-  });
+): Promise<EnclaveResponse<Op>> {
+  const result = await enclave.call(
+    op,
+    { ...(toWire(input) as object), api_key: callerKey(c).apiKey } as OperationInput<Op>,
+    { config: c.get("config"), ids: c.get("ids"), idempotent: attemptOf(c)?.send },
+  );
+  await meterOf(c)?.settleWrite(op, { result });
+  return result;
 }
 
 /** The writes whose public body is the enclave's request without `api_key` (it comes from the header). */
@@ -135,6 +106,13 @@ export function writeRoute<Op extends PlainWrite>(op: Op, tagName: Tag, summary:
 export function serveWrites(r: OpenAPIHono<EdgeEnv>, routes: ReadonlyArray<ReturnType<typeof writeRoute>>): void {
   for (const route of routes) {
     const op = route.path.slice(1) as PlainWrite;
-    r.openapi(route, (c) => serveWrite(c, op, (c.req as { valid(target: "json"): unknown }).valid("json")) as never);
+    r.openapi(
+      route,
+      pipeline<typeof route>(writeStages(op), async (c) => {
+        // The route is one of several shapes here: its body is validated all the same, as its own schema says.
+        const input = (c.req as { valid(target: "json"): unknown }).valid("json");
+        return c.json(await forwardWrite(c, op, input), 200);
+      }),
+    );
   }
 }

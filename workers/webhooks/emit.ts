@@ -9,10 +9,11 @@ import { SigilError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
 import { callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
-import { refusedWithoutWebhooks } from "../billing/meter.ts";
+import { meterOf, refusedWithoutWebhooks } from "../billing/meter.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { KeyCap, SettleResult } from "../billing/ledger.ts";
-import type { EdgeEnv } from "../router.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import type { EdgeEnv, Stage } from "../router.ts";
 import type { Emission, Webhooks } from "./store.ts";
 
 /** Where an emission goes and how it outlives the request. */
@@ -209,4 +210,20 @@ export function runFailed(
       usage_key_hash: key ? `0x${key.keyHash}` : null,
     },
   });
+}
+
+/**
+ * The stage that tells the account's endpoints what came of a metered request (router.ts
+ * `pipeline`; before the `metered` stage, which it reads): once the request is answered, under
+ * waitUntil, never delaying the answer — a refusal for the key's cap, the balance and the key's
+ * spending after the settle, a run that failed.
+ */
+export function notices(): Stage {
+  return async (c, next) => {
+    await next();
+    const meter = meterOf(c);
+    if (!meter) return;
+    const outcome = meter.settled || meter.run ? { settled: meter.settled, run: meter.run } : { error: c.error };
+    afterMetered(emitterOf(c), c.get("config"), callerKey(c), meter.ref, outcome);
+  };
 }

@@ -19,7 +19,8 @@ import { apiKeyHash } from "../../../shared/hashing.ts";
 import { SigilError, sentTransactionError } from "../../../shared/errors.ts";
 import { requestLog } from "../../../workers/log.ts";
 import type { Env } from "../../../workers/env.ts";
-import { serveOnce, type KeyHolder } from "../../../workers/idempotency/index.ts";
+import { errorResponse } from "../../../workers/errors.ts";
+import { idempotent, type KeyHolder } from "../../../workers/idempotency/index.ts";
 import type { EdgeEnv } from "../../../workers/router.ts";
 import { edgeClient, NO_PERMISSIONS } from "../stack.ts";
 import { billingLedgers, ledgerRows } from "./ledgers.ts";
@@ -483,8 +484,8 @@ describe("a retry of an attempt that gave no answer (its record as the dead edge
 
 describe("an answer kept under an Idempotency-Key", () => {
   it("a 503 that names the transaction it sent is kept with its Retry-After, and replayed with it: the work is done once", async () => {
-    // serveOnce itself, in a route of its own: the enclave cannot be made to lose the chain between
-    // sending a write and learning its fate here, which is when it answers this.
+    // The idempotent stage itself, in a route of its own: the enclave cannot be made to lose the chain
+    // between sending a write and learning its fate here, which is when it answers this.
     let done = 0;
     const app = new Hono<EdgeEnv>();
     app.use(async (c, next) => {
@@ -492,28 +493,21 @@ describe("an answer kept under an Idempotency-Key", () => {
       c.set("log", requestLog({ requestId: c.get("ids").requestId, correlationId: null }));
       await next();
     });
-    app.post("/write", async (c) => {
-      const body = (await c.req.json()) as unknown;
-      const holder = async (_c: unknown, key: string): Promise<KeyHolder> => ({
-        object: "kept-503-test",
-        scope: `test:${key}`,
-        secret: "the holder's secret",
-      });
-      return serveOnce(
-        c,
-        body,
-        async () => {
-          done++;
-          throw sentTransactionError(
-            new SigilError(
-              "chain_unavailable",
-              "the chain could not be reached to tell whether the transaction was sent; try again shortly",
-              { retryAfterSeconds: 5 },
-            ),
-            `0x${"ab".repeat(32)}`,
-          );
-        },
-        holder,
+    app.onError((err, c) => errorResponse(c, err));
+    const holder = async (_c: unknown, key: string): Promise<KeyHolder> => ({
+      object: "kept-503-test",
+      scope: `test:${key}`,
+      secret: "the holder's secret",
+    });
+    app.post("/write", idempotent({ holder }), async () => {
+      done++;
+      throw sentTransactionError(
+        new SigilError(
+          "chain_unavailable",
+          "the chain could not be reached to tell whether the transaction was sent; try again shortly",
+          { retryAfterSeconds: 5 },
+        ),
+        `0x${"ab".repeat(32)}`,
       );
     });
     const k = idem();
