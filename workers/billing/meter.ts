@@ -100,11 +100,14 @@ export class Meter {
   /** The billing ref: the request id, or under an Idempotency-Key the first attempt's. */
   readonly ref: string;
   readonly log: Logger | undefined;
+  /** Says what the request cost, once it is settled (the stage sets X-Sigil-Charged-Cents with it). */
+  readonly #tell: ((chargedCents: number) => void) | undefined;
 
-  constructor(payer: Payer | undefined, ref: string, log: Logger | undefined) {
+  constructor(payer: Payer | undefined, ref: string, log: Logger | undefined, tell?: (chargedCents: number) => void) {
     this.payer = payer;
     this.ref = ref;
     this.log = log;
+    this.#tell = tell;
   }
 
   /** Whether the request has been settled (or its hold freed). */
@@ -166,6 +169,7 @@ export class Meter {
       });
     }
     this.run = answer;
+    this.#tell?.(this.chargedCents);
     return answer;
   }
 
@@ -184,18 +188,18 @@ export class Meter {
    */
   async settleWrite(operation: string, outcome: { result: unknown } | { error: unknown }): Promise<void> {
     this.#done = true;
-    if (!this.payer) return;
-    const { ledger, key } = this.payer;
-    const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
-    if ("error" in outcome && sent === undefined) {
-      await ledger.release(this.ref);
-      return;
+    if (this.payer) {
+      const { ledger, key } = this.payer;
+      const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
+      if ("result" in outcome || sent !== undefined) {
+        this.settled = await ledger.settle(this.ref, 1, key, {
+          op: "write",
+          detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
+        });
+        this.chargedCents = this.settled.chargedCents;
+      } else await ledger.release(this.ref);
     }
-    this.settled = await ledger.settle(this.ref, 1, key, {
-      op: "write",
-      detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
-    });
-    this.chargedCents = this.settled.chargedCents;
+    this.#tell?.(this.chargedCents);
   }
 
   /** Frees the hold without charging (a hold that had expired is a charge already and stays one). */
@@ -216,7 +220,11 @@ export function meterOf(c: Context<EdgeEnv>): Meter | undefined {
 /** A new meter for `c`: its caller's payer (one chain read, when billing is on) and its billing ref. */
 async function startMeter(c: Context<EdgeEnv>): Promise<Meter> {
   const payer = await payerOf(c.get("config"), c.env.LEDGER, callerKey(c));
-  const meter = new Meter(payer, c.get("ref") ?? c.get("ids").requestId, c.get("log"));
+  // What it cost goes out as X-Sigil-Charged-Cents, set as the meter settles: before the handler
+  // answers, when it settles (a header set on an answer already made would copy it).
+  const meter = new Meter(payer, c.get("ref") ?? c.get("ids").requestId, c.get("log"), (cents) =>
+    c.header("X-Sigil-Charged-Cents", String(cents)),
+  );
   meters.set(c.req.raw, meter);
   return meter;
 }
@@ -234,7 +242,6 @@ export function meteredRun(): Stage {
     await meter.holdRun(c.get("config").limits.timeoutMs, input?.ipfs_id);
     await next();
     if (!meter.done) await meter.release();
-    else c.header("X-Sigil-Charged-Cents", String(meter.chargedCents));
   };
 }
 
@@ -251,7 +258,6 @@ export function meteredWrite(operation: string): Stage {
     await meter.holdWrite(operation);
     await next();
     if (!meter.done) await meter.settleWrite(operation, { error: c.error });
-    c.header("X-Sigil-Charged-Cents", String(meter.chargedCents));
   };
 }
 

@@ -187,11 +187,15 @@ async function serveOnce(
   retry: IdempotentOptions["retry"],
 ): Promise<void> {
   const key = c.req.header("idempotency-key");
+  if (key === undefined) {
+    await takeDeferredLimits(c);
+    return next();
+  }
   // What the request asks besides its route: its body, or for a route that takes none its path's parameters.
   const req = c.req as { valid(target: "json" | "param"): unknown };
   const body = req.valid("json") ?? req.valid("param") ?? {};
-  const holder = key === undefined ? undefined : await holderOf(c, key, body);
-  if (key === undefined || holder === undefined) {
+  const holder = await holderOf(c, key, body);
+  if (holder === undefined) {
     await takeDeferredLimits(c);
     return next();
   }
