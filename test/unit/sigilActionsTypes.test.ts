@@ -150,7 +150,7 @@ describe("the sandbox's names, declared and documented", () => {
   const core = readFileSync(CORE_JS, "utf8");
   const dts = readFileSync(DTS, "utf8");
   const listed = (name: string) =>
-    (new RegExp(`const ${name} = apply\\(P\\.strSplit, "([^"]+)"`).exec(core)?.[1] ?? "").split(" ");
+    (new RegExp(`const ${name} = apply\\(\\s*P\\.strSplit,\\s*"([^"]+)"`).exec(core)?.[1] ?? "").split(" ");
 
   it("every function of Sigil.Actions (core.js ACTION_NAMES) has its section in docs/actions.md and its declaration in SigilActions", () => {
     const names = listed("ACTION_NAMES");
