@@ -3,8 +3,8 @@
 // them.
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { callerKey, type Enclave, type RequestContext } from "./context.ts";
-import { submitWrite } from "./write.ts";
+import type { Enclave, RequestContext } from "./context.ts";
+import { writeAsCaller } from "./write.ts";
 
 type Write = EnclaveResponse<"delete_action">;
 
@@ -13,18 +13,12 @@ export async function addAction(
   input: ParsedEnclaveRequest<"add_action">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_action">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const cid = input.action_ipfs_cid;
   const hash = cidHash(cid);
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "addAction", args: [keyHash, hash, cid, input.name, input.description] },
-    ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
-  );
+  const { response } = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
+    functionName: "addAction",
+    args: [keyHash, hash, cid, input.name, input.description],
+  }));
   return { ...response, hashed_cid: toHash32(hash) };
 }
 
@@ -33,17 +27,11 @@ export async function deleteAction(
   input: ParsedEnclaveRequest<"delete_action">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "removeAction", args: [keyHash, BigInt(input.hashed_cid)] },
-    ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
-  );
-  return response;
+  const write = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
+    functionName: "removeAction",
+    args: [keyHash, BigInt(input.hashed_cid)],
+  }));
+  return write.response;
 }
 
 export async function updateActionMetadata(
@@ -51,12 +39,9 @@ export async function updateActionMetadata(
   input: ParsedEnclaveRequest<"update_action_metadata">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "updateActionMetadata", args: [keyHash, BigInt(input.hashed_cid), input.name, input.description] },
-    ctx,
-    { keyHash, master: resolution.master },
-  );
-  return response;
+  const write = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
+    functionName: "updateActionMetadata",
+    args: [keyHash, BigInt(input.hashed_cid), input.name, input.description],
+  }));
+  return write.response;
 }

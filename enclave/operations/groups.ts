@@ -7,8 +7,8 @@ import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import type { WriteCall, WriteFunction } from "../payers/pool.ts";
-import { callerKey, toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
-import { submitWrite } from "./write.ts";
+import { toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
+import { writeAsCaller } from "./write.ts";
 
 type Write = EnclaveResponse<"remove_group">;
 
@@ -61,17 +61,13 @@ export async function addGroup(
   input: ParsedEnclaveRequest<"add_group">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_group">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
-  const { response, events } = await submitWrite(
-    enclave,
-    registeringCids(keyHash, 0n, raw, {
+  const { response, events } = await writeAsCaller(enclave, input.api_key, ctx, async ({ keyHash }) => {
+    const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
+    return registeringCids(keyHash, 0n, raw, {
       functionName: "addGroup",
       args: [keyHash, input.group_name, input.group_description, cids, wallets],
-    }),
-    ctx,
-    { keyHash, master: resolution.master },
-  );
+    });
+  });
   const added = events.find((e) => e.eventName === "GroupAdded");
   if (added?.eventName !== "GroupAdded")
     throw new SigilError("internal_error", "the group id could not be read from the receipt");
@@ -83,17 +79,13 @@ export async function updateGroup(
   input: ParsedEnclaveRequest<"update_group">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
-  const { response } = await submitWrite(
-    enclave,
-    registeringCids(keyHash, input.group_id, raw, {
+  const { response } = await writeAsCaller(enclave, input.api_key, ctx, async ({ keyHash }) => {
+    const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
+    return registeringCids(keyHash, input.group_id, raw, {
       functionName: "updateGroup",
       args: [keyHash, input.group_id, input.name, input.description, cids, wallets],
-    }),
-    ctx,
-    { keyHash, master: resolution.master },
-  );
+    });
+  });
   return response;
 }
 
@@ -102,17 +94,11 @@ export async function removeGroup(
   input: ParsedEnclaveRequest<"remove_group">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "removeGroup", args: [keyHash, input.group_id] },
-    ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
-  );
-  return response;
+  const write = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
+    functionName: "removeGroup",
+    args: [keyHash, input.group_id],
+  }));
+  return write.response;
 }
 
 export async function addActionToGroup(
@@ -120,17 +106,13 @@ export async function addActionToGroup(
   input: ParsedEnclaveRequest<"add_action_to_group">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_action_to_group">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const cid = input.action_ipfs_cid;
   const hash = cidHash(cid);
-  const { response } = await submitWrite(
-    enclave,
+  const { response } = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) =>
     registeringCids(keyHash, input.group_id, [cid], {
       functionName: "addActionToGroup",
       args: [keyHash, input.group_id, hash],
     }),
-    ctx,
-    { keyHash, master: resolution.master },
   );
   return { ...response, hashed_cid: toHash32(hash) };
 }
@@ -140,18 +122,26 @@ export async function removeActionFromGroup(
   input: ParsedEnclaveRequest<"remove_action_from_group">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const hash = toCidHash(input.hashed_cid);
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "removeActionFromGroup", args: [keyHash, input.group_id, hash] },
-    ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
-  );
-  return response;
+  const write = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
+    functionName: "removeActionFromGroup",
+    args: [keyHash, input.group_id, hash],
+  }));
+  return write.response;
+}
+
+/** A wallet added to or removed from a group: named by its id or address, turned into the account's address. */
+async function groupWallet(
+  enclave: Enclave,
+  input: ParsedEnclaveRequest<"add_pkp_to_group" | "remove_pkp_from_group">,
+  ctx: RequestContext,
+  functionName: "addPkpToGroup" | "removePkpFromGroup",
+): Promise<Write> {
+  const write = await writeAsCaller(enclave, input.api_key, ctx, async ({ keyHash }) => ({
+    functionName,
+    args: [keyHash, input.group_id, await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id")],
+  }));
+  return write.response;
 }
 
 export async function addPkpToGroup(
@@ -159,18 +149,7 @@ export async function addPkpToGroup(
   input: ParsedEnclaveRequest<"add_pkp_to_group">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const wallet = await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id");
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "addPkpToGroup", args: [keyHash, input.group_id, wallet] },
-    ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
-  );
-  return response;
+  return groupWallet(enclave, input, ctx, "addPkpToGroup");
 }
 
 export async function removePkpFromGroup(
@@ -178,16 +157,5 @@ export async function removePkpFromGroup(
   input: ParsedEnclaveRequest<"remove_pkp_from_group">,
   ctx: RequestContext,
 ): Promise<Write> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
-  const wallet = await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id");
-  const { response } = await submitWrite(
-    enclave,
-    { functionName: "removePkpFromGroup", args: [keyHash, input.group_id, wallet] },
-    ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
-  );
-  return response;
+  return groupWallet(enclave, input, ctx, "removePkpFromGroup");
 }

@@ -3,12 +3,12 @@
 // hands each opened request `{op, ids, input}`. It checks the operation's body limit, parses the
 // input with the operation's schema, calls the operation and answers its output or its error as
 // the client gets it; operations know nothing of HTTP or of the channel. An operation that acts,
-// sent with an Idempotency-Key, is done once per key (idempotency.ts): a repeat joins it or gets
+// sent with an Idempotency-Key, is done once per key (operationMemory.ts): a repeat joins it or gets
 // its answer, marked `replayed`.
 import type { OperationAnswer, OperationRequest } from "../../shared/channel/channel.ts";
 import { isOperation, operations, type OperationName, type ParsedInput } from "../../shared/operations.ts";
 import { errorBody, isExposed, SigilError, type IssueDetail } from "../../shared/errors.ts";
-import { OperationMemory } from "../idempotency.ts";
+import { OperationMemory } from "../operationMemory.ts";
 import { addAction, deleteAction, updateActionMetadata } from "./actions.ts";
 import { newAccount } from "./accounts.ts";
 import { requestContext, type Enclave, type RequestContext } from "./context.ts";

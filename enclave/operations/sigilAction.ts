@@ -16,32 +16,23 @@ import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
+import { Recent } from "./recent.ts";
 
-const cidCache = new Map<string, string>();
+/** How many scripts' CIDs and actions' hashes are remembered. */
 const CID_CACHE_MAX = 10_000;
+const cids = new Recent<string, string>(CID_CACHE_MAX);
 
 /** The CIDv0 of the code, remembered by the code's SHA-256 (hashing is cheaper than the UnixFS import). */
 async function cidOf(code: string): Promise<string> {
   const digest = createHash("sha256").update(code).digest("base64");
-  const known = cidCache.get(digest);
-  if (known) return known;
-  const cid = await computeCid(code);
-  if (cidCache.size >= CID_CACHE_MAX) cidCache.delete(cidCache.keys().next().value as string);
-  cidCache.set(digest, cid);
-  return cid;
+  return cids.get(digest) ?? cids.set(digest, await computeCid(code));
 }
 
-const actionHashes = new Map<string, bigint>();
+const actionHashes = new Recent<string, bigint>(CID_CACHE_MAX);
 
 /** A CID's action hash (keccak256 of it), remembered: runs of one script ask for it again and again. */
 function actionHashOf(cid: string): bigint {
-  let hash = actionHashes.get(cid);
-  if (hash === undefined) {
-    hash = cidHash(cid);
-    if (actionHashes.size >= CID_CACHE_MAX) actionHashes.delete(actionHashes.keys().next().value as string);
-    actionHashes.set(cid, hash);
-  }
-  return hash;
+  return actionHashes.getOrMake(cid, () => cidHash(cid));
 }
 
 /**
@@ -50,18 +41,13 @@ function actionHashOf(cid: string): bigint {
  * again, so the enclave offers them with the run (offerKeys). Public data (hashes and addresses), a
  * bounded map; a hint is only ever a reason to look in the permission cache, never a grant.
  */
-const walletHints = new Map<string, Map<Address, boolean>>();
 const HINTS_MAX = 10_000;
+const walletHints = new Recent<string, Map<Address, boolean>>(HINTS_MAX);
 /** At most this many wallets are offered to one run (a script that uses more asks for the others). */
 const OFFERED_MAX = 4;
 
 function noteHint(run: { keyHash: bigint; actionHash: bigint }, wallet: Address, encryption: boolean): void {
-  const id = `${run.keyHash}:${run.actionHash}`;
-  let wallets = walletHints.get(id);
-  if (!wallets) {
-    if (walletHints.size >= HINTS_MAX) walletHints.delete(walletHints.keys().next().value as string);
-    walletHints.set(id, (wallets = new Map()));
-  }
+  const wallets = walletHints.getOrMake(`${run.keyHash}:${run.actionHash}`, () => new Map());
   if (wallets.get(wallet) === true || (!wallets.has(wallet) && wallets.size >= OFFERED_MAX)) return;
   wallets.set(wallet, encryption);
 }

@@ -11,8 +11,8 @@ import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts"
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { isWalletSignature } from "../../shared/walletSignature.ts";
 import { derivationPath, newDerivation } from "../keys/derive.ts";
-import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
-import { submitWrite } from "./write.ts";
+import { readChain, type Enclave, type RequestContext } from "./context.ts";
+import { writeAsCaller } from "./write.ts";
 
 /** Validates the envelope and the signature; returns the signing wallet. */
 export async function verifySignedRequest(
@@ -107,16 +107,15 @@ export async function convertToChainSecuredAccount(
   input: ParsedEnclaveRequest<"convert_to_chain_secured_account">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"convert_to_chain_secured_account">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
-  const newAdmin = await verifySignedRequest(enclave, "ConvertAccount", input, input.new_admin_wallet_address);
-  const { response } = await submitWrite(
+  const { response } = await writeAsCaller(
     enclave,
-    { functionName: "convertToChainSecuredAccount", args: [keyHash, newAdmin] },
+    input.api_key,
     ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
+    async ({ keyHash }) => ({
+      functionName: "convertToChainSecuredAccount",
+      args: [keyHash, await verifySignedRequest(enclave, "ConvertAccount", input, input.new_admin_wallet_address)],
+    }),
+    { owner: true },
   );
   return response;
 }

@@ -3,8 +3,8 @@ import { generateApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
-import { callerKey, usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
-import { submitWrite } from "./write.ts";
+import { usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
+import { writeAsCaller } from "./write.ts";
 
 type Permissions = ParsedEnclaveRequest<"add_usage_api_key">;
 
@@ -37,17 +37,14 @@ export async function addUsageApiKey(
   input: ParsedEnclaveRequest<"add_usage_api_key">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_usage_api_key">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageKey = generateApiKey();
   const usageHash = apiKeyHash(usageKey);
-  const { response } = await submitWrite(
+  const { response } = await writeAsCaller(
     enclave,
-    { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) },
+    input.api_key,
     ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
+    ({ keyHash }) => ({ functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) }),
+    { owner: true },
   );
   enclave.cache.invalidateKey(usageHash);
   return { ...response, usage_api_key: usageKey };
@@ -58,17 +55,16 @@ export async function updateUsageApiKey(
   input: ParsedEnclaveRequest<"update_usage_api_key">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"update_usage_api_key">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageHash = usageKeyHashOf(input.usage_api_key);
-  await requireUsageKeyOf(enclave, resolution.master, usageHash);
-  const { response } = await submitWrite(
+  const { response } = await writeAsCaller(
     enclave,
-    { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) },
+    input.api_key,
     ctx,
-    {
-      keyHash,
-      master: resolution.master,
+    async ({ keyHash, resolution }) => {
+      await requireUsageKeyOf(enclave, resolution.master, usageHash);
+      return { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) };
     },
+    { owner: true },
   );
   return response;
 }
@@ -78,13 +74,16 @@ export async function updateUsageApiKeyMetadata(
   input: ParsedEnclaveRequest<"update_usage_api_key_metadata">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"update_usage_api_key_metadata">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageHash = usageKeyHashOf(input.usage_api_key);
-  const { response } = await submitWrite(
+  const { response } = await writeAsCaller(
     enclave,
-    { functionName: "updateUsageApiKeyMetadata", args: [keyHash, usageHash, input.name, input.description] },
+    input.api_key,
     ctx,
-    { keyHash, master: resolution.master },
+    ({ keyHash }) => ({
+      functionName: "updateUsageApiKeyMetadata",
+      args: [keyHash, usageHash, input.name, input.description],
+    }),
+    { owner: true },
   );
   return response;
 }
@@ -94,16 +93,13 @@ export async function removeUsageApiKey(
   input: ParsedEnclaveRequest<"remove_usage_api_key">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"remove_usage_api_key">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key, { owner: true });
   const usageHash = usageKeyHashOf(input.usage_api_key);
-  const { response } = await submitWrite(
+  const { response } = await writeAsCaller(
     enclave,
-    { functionName: "removeUsageApiKey", args: [keyHash, usageHash] },
+    input.api_key,
     ctx,
-    {
-      keyHash,
-      master: resolution.master,
-    },
+    ({ keyHash }) => ({ functionName: "removeUsageApiKey", args: [keyHash, usageHash] }),
+    { owner: true },
   );
   return response;
 }

@@ -3,30 +3,28 @@
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { newDerivation } from "../keys/derive.ts";
-import { callerKey, type Enclave, type RequestContext } from "./context.ts";
-import { submitWrite } from "./write.ts";
+import type { Enclave, RequestContext } from "./context.ts";
+import { writeAsCaller } from "./write.ts";
 
 export async function createWallet(
   enclave: Enclave,
   input: ParsedEnclaveRequest<"create_wallet">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"create_wallet">> {
-  const { keyHash, resolution } = await callerKey(enclave, input.api_key);
   const derivation = newDerivation();
-  const key = enclave.keyring.pkpKey(resolution.master, derivation);
-  key.privateKey.fill(0);
-  const { response, events } = await submitWrite(
-    enclave,
-    {
+  let address = "";
+  const { response, events } = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash, resolution }) => {
+    const key = enclave.keyring.pkpKey(resolution.master, derivation);
+    key.privateKey.fill(0);
+    address = key.address;
+    return {
       functionName: "registerWalletDerivation",
       args: [keyHash, key.address, derivation, input.name ?? "", input.description ?? ""],
-    },
-    ctx,
-    { keyHash, master: resolution.master },
-  );
+    };
+  });
   const registered = events.find((e) => e.eventName === "WalletRegistered");
   if (registered?.eventName !== "WalletRegistered") {
     throw new SigilError("internal_error", "the wallet was registered but its id could not be read from the receipt");
   }
-  return { ...response, wallet_address: key.address.toLowerCase(), wallet_id: registered.args.walletId.toString() };
+  return { ...response, wallet_address: address.toLowerCase(), wallet_id: registered.args.walletId.toString() };
 }

@@ -2,14 +2,34 @@
 // permissions are dropped before the answer goes back (keys-and-authz.md).
 import type { Hex } from "viem";
 import type { WriteCall, WriteFunction, WriteResult } from "../payers/pool.ts";
-import type { Enclave, RequestContext } from "./context.ts";
+import { callerKey, type CallerKey, type Enclave, type RequestContext } from "./context.ts";
+
+/** What a managed write made with the caller's key answers: the transaction, and its receipt's events. */
+export type CallerWrite = WriteResult & { response: { success: true; transaction_hash: Hex } };
+
+/**
+ * A managed write made with the caller's raw key (`apiKey`), the shape of every write but the
+ * account's creation: the key checked (`owner`: only its account's master key may), then `call`,
+ * the contract call for that key (its hash is the call's first argument: the contract decides what
+ * the key may change), sent by a payer.
+ */
+export async function writeAsCaller(
+  enclave: Enclave,
+  apiKey: string,
+  ctx: RequestContext,
+  call: (caller: CallerKey) => WriteCall | Promise<WriteCall>,
+  options: { owner?: boolean } = {},
+): Promise<CallerWrite> {
+  const caller = await callerKey(enclave, apiKey, options);
+  return submitWrite(enclave, await call(caller), ctx, { keyHash: caller.keyHash, master: caller.resolution.master });
+}
 
 export async function submitWrite<F extends WriteFunction>(
   enclave: Enclave,
   call: WriteCall<F>,
   ctx: RequestContext,
   scope: { keyHash?: bigint; master: bigint },
-): Promise<WriteResult & { response: { success: true; transaction_hash: Hex } }> {
+): Promise<CallerWrite> {
   try {
     const result = await enclave.payers.write(call, {
       log: ctx.log,

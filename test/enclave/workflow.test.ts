@@ -439,7 +439,7 @@ describe("a managed account signs through its wallet", () => {
   });
 });
 
-describe("an operation sent with an idempotency-key (enclave/idempotency.ts)", () => {
+describe("an operation sent with an idempotency-key (enclave/operationMemory.ts)", () => {
   it("is done once: repeats in flight and after get its answer, marked idempotent-replayed; another body is 422; another key acts", async () => {
     const account = await newAccount("idempotent");
     const body = {

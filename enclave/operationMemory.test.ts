@@ -3,7 +3,7 @@
 // was done are forgotten; scopes are per caller key; entries expire and are bounded.
 import { describe, expect, it } from "vitest";
 import { generateApiKey } from "../shared/apiKey.ts";
-import { OperationMemory, type RememberedAnswer } from "./idempotency.ts";
+import { OperationMemory, type RememberedAnswer } from "./operationMemory.ts";
 
 const ok = (output: unknown): RememberedAnswer => ({ ok: true, output });
 const error = (status: number, details?: unknown): RememberedAnswer => ({
