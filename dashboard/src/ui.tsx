@@ -113,6 +113,35 @@ export function Table({ caption, head, rows }: { caption: string; head: string[]
   );
 }
 
+/**
+ * A form that does `onSubmit` instead of navigating: in a panel unless `plain`; named by the heading
+ * `labelledBy` when it is not its section's own.
+ */
+export function Form({
+  onSubmit,
+  children,
+  labelledBy,
+  plain,
+}: {
+  onSubmit: () => unknown;
+  children: ComponentChildren;
+  labelledBy?: string;
+  plain?: boolean;
+}) {
+  return (
+    <form
+      aria-labelledby={labelledBy}
+      class={plain ? undefined : "panel"}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void onSubmit();
+      }}
+    >
+      {children}
+    </form>
+  );
+}
+
 /** A labelled control; its hint is outside the label (so the control's name is the label alone) and linked by aria-describedby. */
 export function Field({ label, children, hint }: { label: string; children: VNode; hint?: string }) {
   const hintId = useId();

@@ -5,7 +5,7 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import { topUp, type PageItem, type SigilClient } from "../../../sdk/src/index.ts";
-import { dollars, Empty, ErrorNote, Field, Load, Table, useAction, useLoad } from "../ui.tsx";
+import { dollars, Empty, ErrorNote, Field, Form, Load, Table, useAction, useLoad } from "../ui.tsx";
 
 const TEST_CARDS = [
   ["pm_card_visa", "Visa, succeeds"],
@@ -44,14 +44,7 @@ export function Billing({ session }: PageProps) {
             {balance.balance_display}
           </p>
           <h2 id="buy">Buy credit</h2>
-          <form
-            aria-labelledby="buy"
-            class="panel"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void buy.run();
-            }}
-          >
+          <Form labelledBy="buy" onSubmit={() => buy.run()}>
             <Field label="Amount in dollars" hint={`At least ${dollars(MIN_TOP_UP_CENTS)}`}>
               <input
                 type="number"
@@ -74,7 +67,7 @@ export function Billing({ session }: PageProps) {
             </button>
             <ErrorNote error={buy.error} />
             {buy.result && <p role="status">Paid: the balance is now {dollars(buy.result.balanceCents)}.</p>}
-          </form>
+          </Form>
           <h2 id="history">Payments</h2>
           {events.length === 0 ? (
             <Empty>No payments yet.</Empty>

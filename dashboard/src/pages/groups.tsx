@@ -6,7 +6,7 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
-import { Empty, ErrorNote, Field, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
+import { Empty, ErrorNote, Field, Form, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
 
 type Group = PageItem<"listGroups">;
 type Wallet = PageItem<"listWallets">;
@@ -173,13 +173,7 @@ function GroupForm(props: {
   return (
     <section aria-labelledby="group-form">
       <h2 id="group-form">{title}</h2>
-      <form
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run();
-        }}
-      >
+      <Form onSubmit={() => action.run()}>
         <Field label="Group name">
           <input required maxLength={256} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
@@ -246,7 +240,7 @@ function GroupForm(props: {
           )}
         </div>
         <ErrorNote error={action.error} />
-      </form>
+      </Form>
     </section>
   );
 }
@@ -274,13 +268,7 @@ function AddAction({ client, onAdded }: { client: SigilClient; onAdded(): void }
   return (
     <section aria-labelledby="add-action">
       <h2 id="add-action">Add an action</h2>
-      <form
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void (cid ? add.run() : compute.run());
-        }}
-      >
+      <Form onSubmit={() => (cid ? add.run() : compute.run())}>
         <Field label="Code" hint="The script, as it will run: its CID names exactly these bytes">
           <textarea
             rows={8}
@@ -312,7 +300,7 @@ function AddAction({ client, onAdded }: { client: SigilClient; onAdded(): void }
         </button>
         <ErrorNote error={compute.error ?? add.error} />
         {add.result && <p role="status">Added {add.result}.</p>}
-      </form>
+      </Form>
     </section>
   );
 }

@@ -7,7 +7,7 @@ import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { WalletKeys } from "./walletKeys.tsx";
-import { CopyButton, dollars, Empty, ErrorNote, Field, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
+import { CopyButton, dollars, Empty, ErrorNote, Field, Form, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
 
 type Key = PageItem<"listApiKeys">;
 type Permissions = Omit<AddUsageApiKeyInput, "expires_at" | "spend_limit_cents"> & { expires: string; cap: string };
@@ -193,13 +193,7 @@ function KeyForm(props: {
   return (
     <section aria-labelledby={id}>
       <h2 id={id}>{props.title}</h2>
-      <form
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run();
-        }}
-      >
+      <Form onSubmit={() => action.run()}>
         <Field label="Name">
           <input required maxLength={256} value={p.name} onInput={(e) => setP({ ...p, name: e.currentTarget.value })} />
         </Field>
@@ -269,7 +263,7 @@ function KeyForm(props: {
             </p>
           </div>
         )}
-      </form>
+      </Form>
     </section>
   );
 }

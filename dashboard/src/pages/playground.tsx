@@ -5,7 +5,7 @@ import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { CodeEditor } from "../editor.tsx";
-import { dollars, ErrorNote, Field, useAction, useLoad } from "../ui.tsx";
+import { dollars, ErrorNote, Field, Form, useAction, useLoad } from "../ui.tsx";
 
 const EXAMPLE = `// A script's entry point: main(js_params). Sigil.Actions signs with the account's wallets.
 async function main({ wallet, message }) {
@@ -49,12 +49,7 @@ export function Playground({ session }: PageProps) {
       <p class="muted">
         A script runs only with a wallet of a group that also lists the script's CID (Groups and actions).
       </p>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void run.run();
-        }}
-      >
+      <Form plain onSubmit={() => run.run()}>
         <CodeEditor label="Script" value={code} onInput={setCode} />
         <Field label="Parameters (JSON)" hint="js_params: the object main() gets">
           <textarea rows={3} spellcheck={false} value={params} onInput={(e) => setParams(e.currentTarget.value)} />
@@ -72,7 +67,7 @@ export function Playground({ session }: PageProps) {
         <button type="submit" disabled={run.busy}>
           {run.busy ? "Running…" : "Run"}
         </button>
-      </form>
+      </Form>
       <ErrorNote error={run.error} />
       {answer && (
         <section aria-labelledby="result" data-testid="run-result">

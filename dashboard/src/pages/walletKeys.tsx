@@ -10,7 +10,7 @@ import { createClient, custom, type Address, type Hex } from "viem";
 import { waitForTransactionReceipt } from "viem/actions";
 import { anonymous, type Session } from "../session.ts";
 import { accountConfig, signSigilTypedData } from "../../../sdk/src/index.ts";
-import { CopyButton, ErrorNote, Field, Short, useAction } from "../ui.tsx";
+import { CopyButton, ErrorNote, Field, Form, Short, useAction } from "../ui.tsx";
 
 type WalletSession = Extract<Session, { kind: "wallet" }>;
 
@@ -91,12 +91,7 @@ export function WalletKeys({ session }: { session: WalletSession }) {
         <a href="#/audit">audit log</a>.
       </p>
       <h2 id="register">Register a usage key</h2>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void register.run();
-        }}
-      >
+      <Form plain onSubmit={() => register.run()}>
         <Field label="Name">
           <input required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
@@ -137,7 +132,7 @@ export function WalletKeys({ session }: { session: WalletSession }) {
             )}
           </div>
         )}
-      </form>
+      </Form>
     </section>
   );
 }

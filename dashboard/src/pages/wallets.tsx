@@ -3,7 +3,7 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
-import { CopyButton, Empty, ErrorNote, Field, Load, Table, useAction, useLoad } from "../ui.tsx";
+import { CopyButton, Empty, ErrorNote, Field, Form, Load, Table, useAction, useLoad } from "../ui.tsx";
 
 async function allWallets(client: SigilClient): Promise<Array<PageItem<"listWallets">>> {
   const wallets: Array<PageItem<"listWallets">> = [];
@@ -46,14 +46,7 @@ export function Wallets({ session }: PageProps) {
         }
       </Load>
       <h2 id="new-wallet">Create a wallet</h2>
-      <form
-        aria-labelledby="new-wallet"
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void create.run();
-        }}
-      >
+      <Form labelledBy="new-wallet" onSubmit={() => create.run()}>
         <Field label="Name">
           <input value={name} maxLength={256} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
@@ -69,7 +62,7 @@ export function Wallets({ session }: PageProps) {
             Created <code class="mono">{create.result.wallet_address}</code> (id {create.result.wallet_id}).
           </p>
         )}
-      </form>
+      </Form>
     </>
   );
 }

@@ -13,7 +13,19 @@ import {
   type WebhookEndpoint,
   type WebhookEventType,
 } from "../../../sdk/src/index.ts";
-import { CopyButton, dollars, Empty, ErrorNote, Field, Loading, Short, Table, useAction, useLoad } from "../ui.tsx";
+import {
+  CopyButton,
+  dollars,
+  Empty,
+  ErrorNote,
+  Field,
+  Form,
+  Loading,
+  Short,
+  Table,
+  useAction,
+  useLoad,
+} from "../ui.tsx";
 
 /** What each event tells, in words (README, "Webhooks"). */
 const EVENTS: Record<WebhookEventType, string> = {
@@ -243,13 +255,7 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
   return (
     <section aria-labelledby="add-endpoint">
       <h2 id="add-endpoint">Add an endpoint</h2>
-      <form
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void add.run();
-        }}
-      >
+      <Form onSubmit={() => add.run()}>
         <Field label="Endpoint URL" hint="An https URL of your server that answers 2xx; at most 10 endpoints">
           <input
             type="url"
@@ -297,7 +303,7 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
             </p>
           </div>
         )}
-      </form>
+      </Form>
     </section>
   );
 }
@@ -321,13 +327,7 @@ function Settings({ client, cents, onSaved }: { client: SigilClient; cents: numb
       <p data-testid="balance-low-now">
         {cents ? `balance.low fires when the balance goes under ${dollars(cents)}.` : "balance.low is off."}
       </p>
-      <form
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save.run();
-        }}
-      >
+      <Form onSubmit={() => save.run()}>
         <Field
           label="Low-balance threshold in dollars"
           hint="balance.low fires once each time a charge takes the balance from at least this to under it (set above the balance now, it waits for a top-up first); 0 turns it off"
@@ -355,7 +355,7 @@ function Settings({ client, cents, onSaved }: { client: SigilClient; cents: numb
             .
           </p>
         )}
-      </form>
+      </Form>
     </section>
   );
 }
