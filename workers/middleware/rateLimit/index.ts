@@ -94,7 +94,7 @@ const deferredByRequest = new WeakMap<Request, () => Promise<void>>();
 
 /**
  * Takes the budget the route's middleware deferred for this request, if any (once). Called by
- * serveOnce (idempotency/) when a request under an Idempotency-Key turns out not to be a replay.
+ * the idempotent() stage (idempotency/) when a request under an Idempotency-Key turns out not to be a replay.
  */
 export async function takeDeferredLimits(c: Context<EdgeEnv>): Promise<void> {
   const deferred = deferredByRequest.get(c.req.raw);
@@ -108,8 +108,8 @@ export async function takeDeferredLimits(c: Context<EdgeEnv>): Promise<void> {
  * client IP's tighter per-minute bucket and, when the call spends the payers' gas, the deployment's
  * hourly budget. The budget is taken only once the IP's bucket has let the request through, so a
  * client refused by its own limit never spends what every client shares. A request with an
- * Idempotency-Key may be a replay, which sends no transaction: its budget is left to serveOnce,
- * which takes it only when the request acts (a route that spends gas serves through serveOnce).
+ * Idempotency-Key may be a replay, which sends no transaction: its budget is left to the idempotent() stage,
+ * which takes it only when the request acts (a route that spends gas declares that stage).
  * The IP's bucket is taken either way: it guards the edge itself, which a replay also works.
  */
 export function openWriteLimit(options: { spendsGas: boolean }): MiddlewareHandler<EdgeEnv> {
