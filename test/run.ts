@@ -73,8 +73,10 @@ const { values } = parseArgs({ options: { quick: { type: "boolean", default: fal
  */
 const LANES: Lane[] = values.quick
   ? [
+      // Vitest gives each project one worker on two cores: the two suites as two processes use both.
       { name: "types", steps: types },
-      { name: "unit", steps: [vitest("unit", ["unit", "workers"])] },
+      { name: "unit", steps: [vitest("unit", ["unit"])] },
+      { name: "workers", steps: [vitest("workers", ["workers"])] },
     ]
   : [
       { name: "long", steps: [vitest("long", ["long"]), vitest("contract", ["contract"])] },
