@@ -10,6 +10,7 @@ import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
 import { isExposed, type ErrorCode } from "./errors.ts";
+import { permissionFields } from "./permissions.ts";
 
 /** Every operation a client's request becomes, by its name (the public endpoint's). */
 export const enclaveOperations = [
@@ -101,13 +102,10 @@ const text = z.string().max(MAX_TEXT);
 const usageKeyPermissions = {
   name,
   description: text,
-  can_create_groups: z.boolean(),
-  can_delete_groups: z.boolean(),
-  can_create_pkps: z.boolean(),
-  manage_ipfs_ids_in_groups: groupIdList,
-  add_pkp_to_groups: groupIdList,
-  remove_pkp_from_groups: groupIdList,
-  execute_in_groups: groupIdList,
+  ...permissionFields(
+    () => z.boolean(),
+    () => groupIdList,
+  ),
   /** Unix seconds; absent or 0: never expires. */
   expires_at: z.number().int().nonnegative().optional(),
   /** Per-key spend cap in cents (billing.md); absent or 0: no cap. */

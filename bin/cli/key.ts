@@ -5,6 +5,7 @@
 // permissions on chain (setUsageApiKey).
 import type { ListApiKeysOutput, SigilClient, UsageKeyGrant } from "../../sdk/src/index.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
+import { noPermissions, permissionsOf, toContract } from "../../shared/permissions.ts";
 import { signerOptions, signerUsage, walletOwner } from "./chainSecured.ts";
 import { CliError, fields, groupIds, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
 
@@ -34,19 +35,7 @@ const permissionUsage = `  --description TEXT
   --expires-at WHEN                Unix seconds or an ISO date (0: never)
   --spend-limit-cents CENTS        the most the key may spend (0: no limit)`;
 
-const NONE: Permissions = {
-  name: "",
-  description: "",
-  expires_at: 0,
-  spend_limit_cents: 0,
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [],
-  add_pkp_to_groups: [],
-  remove_pkp_from_groups: [],
-  execute_in_groups: [],
-};
+const NONE: Permissions = { name: "", description: "", expires_at: 0, spend_limit_cents: 0, ...noPermissions() };
 
 function expiry(value: string): number {
   if (/^\d+$/.test(value)) return wholeNumber("--expires-at", value);
@@ -91,13 +80,7 @@ function requestOf(p: Permissions) {
   return {
     name: p.name,
     description: p.description,
-    can_create_groups: p.can_create_groups,
-    can_delete_groups: p.can_delete_groups,
-    can_create_pkps: p.can_create_pkps,
-    manage_ipfs_ids_in_groups: p.manage_ipfs_ids_in_groups,
-    add_pkp_to_groups: p.add_pkp_to_groups,
-    remove_pkp_from_groups: p.remove_pkp_from_groups,
-    execute_in_groups: p.execute_in_groups,
+    ...permissionsOf(p, (g) => g),
     ...(p.expires_at ? { expires_at: p.expires_at } : {}),
     ...(p.spend_limit_cents ? { spend_limit_cents: p.spend_limit_cents } : {}),
   };
@@ -105,19 +88,12 @@ function requestOf(p: Permissions) {
 
 /** The same as setUsageApiKey takes it, for a key granted on chain. */
 function grantOf(p: Permissions): UsageKeyGrant {
-  const ids = (list: string[]) => list.map((g) => BigInt(g));
   return {
     name: p.name,
     description: p.description,
     expiresAt: BigInt(p.expires_at),
     spendLimitCents: BigInt(p.spend_limit_cents),
-    canCreateGroups: p.can_create_groups,
-    canDeleteGroups: p.can_delete_groups,
-    canCreatePkps: p.can_create_pkps,
-    manageIpfsIdsInGroups: ids(p.manage_ipfs_ids_in_groups),
-    addPkpToGroups: ids(p.add_pkp_to_groups),
-    removePkpFromGroups: ids(p.remove_pkp_from_groups),
-    executeInGroups: ids(p.execute_in_groups),
+    ...toContract(p, (g) => BigInt(g)),
   };
 }
 

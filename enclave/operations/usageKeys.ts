@@ -3,6 +3,7 @@ import { generateApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
+import { permissionArgs } from "../../shared/permissions.ts";
 import { usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
 import { writeAsCaller } from "./write.ts";
 
@@ -22,13 +23,7 @@ function setUsageKeyArgs(accountHash: bigint, usageKeyHash: bigint, p: Omit<Perm
     BigInt(p.spend_limit_cents ?? 0),
     p.name,
     p.description,
-    p.can_create_groups,
-    p.can_delete_groups,
-    p.can_create_pkps,
-    p.manage_ipfs_ids_in_groups,
-    p.add_pkp_to_groups,
-    p.remove_pkp_from_groups,
-    p.execute_in_groups,
+    ...permissionArgs(p),
   ] as const;
 }
 

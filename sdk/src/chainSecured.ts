@@ -17,6 +17,7 @@ import {
 import { buildTypedData, signableTypedData, type SigilPrimaryType, type SigilTypedData } from "../../shared/eip712.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { walletLookupHash } from "../../shared/hashing.ts";
+import { camelOf, type ContractPermissions, permissionArgs, permissionFields } from "../../shared/permissions.ts";
 import type { SigilClient } from "./client.ts";
 
 export { accountConfigAbi, walletLookupHash };
@@ -116,20 +117,17 @@ type AccountConfigWrite =
   | "addGroup"
   | "removeUsageApiKey";
 
-/** What a usage key may do, as setUsageApiKey takes it (group ids as bigints; 0 = none/never). */
+/**
+ * What a usage key may do, as setUsageApiKey takes it (group ids as bigints; 0 = none/never): its
+ * permissions in the contract's names (canCreateGroups, …, executeInGroups), each off or empty
+ * when left out.
+ */
 export type UsageKeyGrant = {
   expiresAt?: bigint;
   spendLimitCents?: bigint;
   name?: string;
   description?: string;
-  canCreateGroups?: boolean;
-  canDeleteGroups?: boolean;
-  canCreatePkps?: boolean;
-  manageIpfsIdsInGroups?: bigint[];
-  addPkpToGroups?: bigint[];
-  removePkpFromGroups?: bigint[];
-  executeInGroups?: bigint[];
-};
+} & Partial<ContractPermissions<bigint>>;
 
 /**
  * The wallet-owned lifecycle on AccountConfig, sent by `walletClient`'s account (the admin EOA)
@@ -190,13 +188,12 @@ export function accountConfig(args: {
         a.spendLimitCents ?? 0n,
         a.name ?? "",
         a.description ?? "",
-        a.canCreateGroups ?? false,
-        a.canDeleteGroups ?? false,
-        a.canCreatePkps ?? false,
-        a.manageIpfsIdsInGroups ?? [],
-        a.addPkpToGroups ?? [],
-        a.removePkpFromGroups ?? [],
-        a.executeInGroups ?? [],
+        ...permissionArgs(
+          permissionFields(
+            (name) => a[camelOf(name)] ?? false,
+            (name) => [...(a[camelOf(name)] ?? [])],
+          ),
+        ),
       ]);
       return { transactionHash: receipt.transactionHash };
     },

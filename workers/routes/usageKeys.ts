@@ -5,6 +5,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { toHash32 } from "../../shared/hashing.ts";
+import { fromContract, permissionFields } from "../../shared/permissions.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { hashHex, ledgerOf } from "../billing/account.ts";
@@ -42,13 +43,10 @@ const usageKeyItem = z.object({
     .describe(
       "what the key's runs and writes have been charged so far, against spend_limit_cents (0 while billing is off)",
     ),
-  can_create_groups: z.boolean(),
-  can_delete_groups: z.boolean(),
-  can_create_pkps: z.boolean(),
-  manage_ipfs_ids_in_groups: groupIds,
-  add_pkp_to_groups: groupIds,
-  remove_pkp_from_groups: groupIds,
-  execute_in_groups: groupIds,
+  ...permissionFields(
+    () => z.boolean(),
+    () => groupIds,
+  ),
 });
 
 const listApiKeys = listRoute({
@@ -67,7 +65,6 @@ export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(listApiKeys, async (c) => {
     const { keyHash } = callerKey(c);
     const config = c.get("config");
-    const ids = (list: readonly bigint[]) => list.map((g) => g.toString());
     const page = await readView(config, "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
     // Each key's spend from the account's Ledger (the view answered, so the key is the account's).
     let spent: Record<string, number> = {};
@@ -82,13 +79,7 @@ export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
       expires_at: Number(k.expiration),
       spend_limit_cents: Number(k.balance),
       spent_cents: spent[hashHex(k.keyHash)] ?? 0,
-      can_create_groups: k.canCreateGroups,
-      can_delete_groups: k.canDeleteGroups,
-      can_create_pkps: k.canCreatePkps,
-      manage_ipfs_ids_in_groups: ids(k.manageIpfsIdsInGroups),
-      add_pkp_to_groups: ids(k.addPkpToGroups),
-      remove_pkp_from_groups: ids(k.removePkpFromGroups),
-      execute_in_groups: ids(k.executeInGroups),
+      ...fromContract(k, (g) => g.toString()),
     }));
   });
 

@@ -6,25 +6,14 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import { noPermissions, permissionFields, permissionsOf } from "../../../shared/permissions.ts";
 import { WalletKeys } from "./walletKeys.tsx";
 import { CopyButton, dollars, Empty, ErrorNote, Field, Form, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
 
 type Key = PageItem<"listApiKeys">;
 type Permissions = Omit<AddUsageApiKeyInput, "expires_at" | "spend_limit_cents"> & { expires: string; cap: string };
 
-const NONE: Permissions = {
-  name: "",
-  description: "",
-  can_create_groups: false,
-  can_delete_groups: false,
-  can_create_pkps: false,
-  manage_ipfs_ids_in_groups: [],
-  add_pkp_to_groups: [],
-  remove_pkp_from_groups: [],
-  execute_in_groups: [],
-  expires: "",
-  cap: "",
-};
+const NONE: Permissions = { name: "", description: "", ...noPermissions(), expires: "", cap: "" };
 
 const GROUP_LISTS = [
   ["execute_in_groups", "Run in groups"],
@@ -32,6 +21,7 @@ const GROUP_LISTS = [
   ["add_pkp_to_groups", "Add wallets to groups"],
   ["remove_pkp_from_groups", "Remove wallets from groups"],
 ] as const;
+const LIST_LABELS = Object.fromEntries(GROUP_LISTS) as Record<(typeof GROUP_LISTS)[number][0], string>;
 const FLAGS = [
   ["can_create_groups", "Create groups"],
   ["can_delete_groups", "Delete groups"],
@@ -52,17 +42,12 @@ function groupIds(text: string, label: string): string[] {
   return ids;
 }
 
-function permissionsOf(k: Key): Permissions {
+/** A key as the edit form shows it. */
+function formOf(k: Key): Permissions {
   return {
     name: k.name,
     description: k.description,
-    can_create_groups: k.can_create_groups,
-    can_delete_groups: k.can_delete_groups,
-    can_create_pkps: k.can_create_pkps,
-    manage_ipfs_ids_in_groups: k.manage_ipfs_ids_in_groups,
-    add_pkp_to_groups: k.add_pkp_to_groups,
-    remove_pkp_from_groups: k.remove_pkp_from_groups,
-    execute_in_groups: k.execute_in_groups,
+    ...permissionsOf(k, (g) => g),
     expires: k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "",
     cap: k.spend_limit_cents ? String(k.spend_limit_cents) : "",
   };
@@ -136,7 +121,7 @@ function AccountKeys({ session }: PageProps) {
         <KeyForm
           key={editing.id}
           title={`Edit "${editing.name}"`}
-          initial={permissionsOf(editing)}
+          initial={formOf(editing)}
           submit="Save changes"
           onCancel={() => setEditing(undefined)}
           send={async (p) => {
@@ -177,13 +162,10 @@ function KeyForm(props: {
     const input: AddUsageApiKeyInput = {
       name: p.name.trim(),
       description: p.description.trim(),
-      can_create_groups: p.can_create_groups,
-      can_delete_groups: p.can_delete_groups,
-      can_create_pkps: p.can_create_pkps,
-      manage_ipfs_ids_in_groups: groupIds(lists.manage_ipfs_ids_in_groups ?? "", "Manage actions in groups"),
-      add_pkp_to_groups: groupIds(lists.add_pkp_to_groups ?? "", "Add wallets to groups"),
-      remove_pkp_from_groups: groupIds(lists.remove_pkp_from_groups ?? "", "Remove wallets from groups"),
-      execute_in_groups: groupIds(lists.execute_in_groups ?? "", "Run in groups"),
+      ...permissionFields(
+        (flag) => p[flag],
+        (list) => groupIds(lists[list] ?? "", LIST_LABELS[list]),
+      ),
       ...(p.expires ? { expires_at: Math.floor(Date.parse(`${p.expires}T00:00:00Z`) / 1000) } : {}),
       ...(p.cap ? { spend_limit_cents: Number(p.cap) } : {}),
     };
