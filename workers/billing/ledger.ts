@@ -1,6 +1,7 @@
 // The credit ledger (billing.md, Ledger): one Durable Object per account, named by the account's
 // master hash, which survives conversion to ChainSecured and ownership transfers, so the balance
-// stays with the account. All amounts are integer cents, in the object's SQLite storage:
+// stays with the account. All amounts are integer cents, in the object's SQLite storage (its schema:
+// ledgerSchema.ts, numbered migrations; what it takes and answers: ledgerTypes.ts):
 //
 //   entries(id, kind, cents, ref UNIQUE, key_hash, created_at,   credit (+, ref = payment intent),
 //           op, detail, balance_after)                            charge (−, ref = request id),
@@ -44,79 +45,30 @@
 // is what it writes (webhooks/store.ts gives the argument), except `opened`, which marks a brand-new
 // account's unknown as 0.
 import { DurableObject } from "cloudflare:workers";
-
-export type HoldRefusal = "balance" | "spend_limit";
-/** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
-/** `webhooks`: whether the account's Webhooks object must hear of this request (false: it has no endpoint and no balance.low threshold). */
-export type HoldResult = {
-  granted: number;
-  freeCents: number;
-  refusedBy?: HoldRefusal;
-  alreadyCharged?: true;
-  webhooks: boolean;
-};
-/** `keySpentCents`: for a usage key's request, its charges plus holds after the settle (webhooks' usage_key.cap_reached). */
-export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number; webhooks: boolean };
-export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
-export type Balance = { settledCents: number; heldCents: number; freeCents: number };
-/** The ledger checked against itself: the cached sum must equal the entries' sum plus what the retention pruned. */
-export type LedgerAudit = Balance & { entriesSumCents: number; prunedCents: number; consistent: boolean };
-
-/** A spend-capped usage key (cap 0 = none): its charges plus holds may not pass the cap. */
-export type KeyCap = { keyHash: string; capCents: number };
+import { migrate } from "../migrations.ts";
+import { LEDGER_MIGRATIONS } from "./ledgerSchema.ts";
 
 /** How long the usage history keeps an entry, and how many it keeps at most per account. */
 export const USAGE_RETENTION_DAYS = 90;
 export const MAX_USAGE_ENTRIES = 100_000;
 const DAY_MS = 86_400_000;
 
-/** What an entry was: a run, a managed write, a top-up or a refund (entries from before these were recorded: `null`). */
-export type UsageOp = "run" | "write" | "top_up" | "refund";
-/** The particulars of a charge, held with its hold so that an expired hold's charge has them too. */
-export type UsageDetail = {
-  /** A run's action CID. */
-  cid?: string;
-  /** A run's duration. */
-  duration_ms?: number;
-  /** A failed run's error code. */
-  error_code?: string;
-  /** A write's operation (add_group, …). */
-  operation?: string;
-  /** A write's transaction. */
-  transaction_hash?: string;
-  /** A run's signed receipt, as its JSON text (kept as the run answered it). */
-  receipt?: string;
-  /** A refund's payment intent. */
-  payment_intent?: string;
-  /** Set on a charge made because its hold expired unsettled. */
-  hold_expired?: true;
-};
-/** What a metered piece of work is, given with its hold and completed at its settle. */
-export type UsageMeta = { op: "run" | "write"; detail?: UsageDetail };
-
-/** One entry of the usage history. */
-export type UsageEntry = {
-  id: number;
-  createdAt: number;
-  kind: "credit" | "charge" | "adjustment";
-  op: UsageOp | null;
-  cents: number;
-  ref: string;
-  keyHash: string | null;
-  balanceAfterCents: number | null;
-  detail: UsageDetail;
-};
-/** Which entries `usage` answers: older than `before` (an id), in [from, to) ms, of `ops`, of `keyHash`. */
-export type UsageQuery = {
-  before?: number;
-  limit: number;
-  from?: number;
-  to?: number;
-  ops?: UsageOp[];
-  keyHash?: string;
-};
-export type UsagePage = { entries: UsageEntry[]; more: boolean };
-export type RefundResult = { debitedCents: number; alreadyDebited: boolean; freeCents: number };
+import type {
+  Balance,
+  CreditResult,
+  HoldRefusal,
+  HoldResult,
+  KeyCap,
+  LedgerAudit,
+  RefundResult,
+  SettleResult,
+  UsageDetail,
+  UsageEntry,
+  UsageMeta,
+  UsageOp,
+  UsagePage,
+  UsageQuery,
+} from "./ledgerTypes.ts";
 
 export class Ledger extends DurableObject {
   readonly #sql: SqlStorage;
@@ -124,68 +76,11 @@ export class Ledger extends DurableObject {
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
     this.#sql = ctx.storage.sql;
-    this.#sql.exec(`
-      CREATE TABLE IF NOT EXISTS entries (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        kind TEXT NOT NULL CHECK (kind IN ('credit', 'charge', 'adjustment')),
-        cents INTEGER NOT NULL,
-        ref TEXT NOT NULL UNIQUE,
-        key_hash TEXT,
-        created_at INTEGER NOT NULL
-      );
-      CREATE INDEX IF NOT EXISTS entries_key ON entries (key_hash) WHERE key_hash IS NOT NULL;
-      CREATE TABLE IF NOT EXISTS holds (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        request_id TEXT NOT NULL UNIQUE,
-        cents INTEGER NOT NULL CHECK (cents > 0),
-        key_hash TEXT,
-        expires_at INTEGER NOT NULL
-      );
-      CREATE TABLE IF NOT EXISTS account (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        settled_cents INTEGER NOT NULL,
-        customer_id TEXT,
-        email TEXT
-      );
-      INSERT OR IGNORE INTO account (id, settled_cents) VALUES (1, 0);
-    `);
-    // Ledgers made before a column or table existed get it (and, for the tables kept alongside the
-    // entries, what the entries already say).
-    this.#addColumns("account", { email: "TEXT", pruned_cents: "INTEGER NOT NULL DEFAULT 0", webhooks: "INTEGER" });
-    this.#addColumns("entries", { op: "TEXT", detail: "TEXT", balance_after: "INTEGER" });
-    this.#addColumns("holds", { op: "TEXT", detail: "TEXT" });
-    const tables = new Set(
-      this.#sql
-        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
-        .toArray()
-        .map((r) => r.name),
-    );
-    if (!tables.has("key_spend")) {
-      this.#sql.exec("CREATE TABLE key_spend (key_hash TEXT PRIMARY KEY, spent_cents INTEGER NOT NULL)");
-      this.#sql.exec(
-        "INSERT INTO key_spend SELECT key_hash, SUM(-cents) FROM entries WHERE kind = 'charge' AND key_hash IS NOT NULL GROUP BY key_hash",
-      );
-    }
-    if (!tables.has("payment_refs")) {
-      this.#sql.exec("CREATE TABLE payment_refs (ref TEXT PRIMARY KEY)");
-      this.#sql.exec("INSERT INTO payment_refs SELECT ref FROM entries WHERE kind = 'credit' OR op = 'refund'");
-    }
-    this.#sql.exec("CREATE INDEX IF NOT EXISTS entries_created ON entries (created_at)");
+    migrate(ctx.storage, LEDGER_MIGRATIONS);
     // The retention's daily alarm, armed whenever the object wakes without one.
     void ctx.blockConcurrencyWhile(async () => {
       if ((await ctx.storage.getAlarm()) === null) await ctx.storage.setAlarm(Date.now() + DAY_MS);
     });
-  }
-
-  #addColumns(table: string, columns: Record<string, string>): void {
-    const present = new Set(
-      this.#sql
-        .exec<{ name: string }>(`PRAGMA table_info(${table})`)
-        .toArray()
-        .map((r) => r.name),
-    );
-    for (const [name, type] of Object.entries(columns))
-      if (!present.has(name)) this.#sql.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
   }
 
   /**

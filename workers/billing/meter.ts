@@ -26,7 +26,8 @@ import type { EdgeConfig } from "../config.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
-import type { HoldResult, KeyCap, Ledger, SettleResult, UsageDetail } from "./ledger.ts";
+import type { Ledger } from "./ledger.ts";
+import type { HoldResult, KeyCap, SettleResult, UsageDetail } from "./ledgerTypes.ts";
 
 /** A write's hold outlives its enclave call (150 s, after reaching an enclave) with room to settle. */
 const WRITE_HOLD_MS = 5 * 60_000;

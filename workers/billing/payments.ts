@@ -8,7 +8,8 @@ import { SigilError } from "../../shared/errors.ts";
 import type { EdgeConfig } from "../config.ts";
 import { hashHex, ledgerOf } from "./account.ts";
 import { shownBalanceCents } from "./balance.ts";
-import type { CreditResult, Ledger } from "./ledger.ts";
+import type { Ledger } from "./ledger.ts";
+import type { CreditResult } from "./ledgerTypes.ts";
 import { retrieveIntent, stripeClient, verifiedEvent } from "./stripe.ts";
 
 /**

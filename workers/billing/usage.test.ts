@@ -2,7 +2,7 @@
 // become events (a key hash in the chain's 0x form, a receipt parsed back), and CSV quotes what
 // RFC 4180 says to quote.
 import { describe, expect, it } from "vitest";
-import type { UsageEntry } from "./ledger.ts";
+import type { UsageEntry } from "./ledgerTypes.ts";
 import { CSV_COLUMNS, decodeCursor, encodeCursor, usageCsv, usageEvent, usagePage } from "./usage.ts";
 
 const entry = (over: Partial<UsageEntry> = {}): UsageEntry => ({

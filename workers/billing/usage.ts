@@ -4,7 +4,7 @@
 // showed: the next page starts below it, so entries added meanwhile (newer, larger ids) neither
 // repeat nor shift anything.
 import { SigilError } from "../../shared/errors.ts";
-import type { UsageEntry, UsageOp, UsagePage } from "./ledger.ts";
+import type { UsageEntry, UsageOp, UsagePage } from "./ledgerTypes.ts";
 
 export const USAGE_KINDS = ["run", "write", "top_up", "refund"] as const satisfies readonly UsageOp[];
 export type UsageKind = (typeof USAGE_KINDS)[number];

@@ -11,7 +11,7 @@ import type { SigilActionResponse } from "../../shared/operations.ts";
 import { callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
 import { meterOf, refusedWithoutWebhooks } from "../billing/meter.ts";
 import type { EdgeConfig } from "../config.ts";
-import type { KeyCap, SettleResult } from "../billing/ledger.ts";
+import type { KeyCap, SettleResult } from "../billing/ledgerTypes.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
 import type { Emission, Webhooks } from "./store.ts";

@@ -53,7 +53,9 @@ import {
 } from "../../shared/webhooks.ts";
 import { checkWebhookUrl } from "./url.ts";
 import { type WebhookPolicy, webhookPolicy } from "../config.ts";
+import { migrate } from "../migrations.ts";
 import { ATTEMPT_TIMEOUT_MS, MAX_ENDPOINTS, nextAttemptAt } from "./policy.ts";
+import { WEBHOOKS_MIGRATIONS } from "./schema.ts";
 
 /** How long a delivery in flight is leased before another alarm may send it again. */
 const LEASE_MS = 60_000;
@@ -113,60 +115,7 @@ export class Webhooks extends DurableObject {
     this.#policy = webhookPolicy(env as Record<string, string | undefined>);
     this.#ledgers = (env as { LEDGER?: DurableObjectNamespace<Ledger> }).LEDGER;
     this.#sql = ctx.storage.sql;
-    this.#sql.exec(`
-      CREATE TABLE IF NOT EXISTS endpoints (
-        id TEXT PRIMARY KEY,
-        url TEXT NOT NULL,
-        events TEXT NOT NULL,
-        secret TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        disabled INTEGER NOT NULL DEFAULT 0
-      );
-      CREATE TABLE IF NOT EXISTS settings (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        account_id TEXT,
-        balance_low_cents INTEGER NOT NULL DEFAULT 0,
-        balance_low_armed INTEGER NOT NULL DEFAULT 1
-      );
-      INSERT OR IGNORE INTO settings (id) VALUES (1);
-      CREATE TABLE IF NOT EXISTS events (
-        id TEXT PRIMARY KEY,
-        type TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        body TEXT NOT NULL,
-        dedupe TEXT NOT NULL UNIQUE
-      );
-      CREATE TABLE IF NOT EXISTS deliveries (
-        id TEXT PRIMARY KEY,
-        endpoint_id TEXT NOT NULL,
-        event_id TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
-        attempts INTEGER NOT NULL DEFAULT 0,
-        next_at INTEGER,
-        window_start INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        UNIQUE (endpoint_id, event_id)
-      );
-      CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_at) WHERE status = 'pending';
-      CREATE INDEX IF NOT EXISTS deliveries_endpoint ON deliveries (endpoint_id, created_at);
-      CREATE TABLE IF NOT EXISTS attempts (
-        delivery_id TEXT NOT NULL,
-        n INTEGER NOT NULL,
-        at INTEGER NOT NULL,
-        status_code INTEGER,
-        error TEXT,
-        duration_ms INTEGER NOT NULL,
-        PRIMARY KEY (delivery_id, n)
-      );
-    `);
-    const settingsColumns = new Set(
-      this.#sql
-        .exec<{ name: string }>("PRAGMA table_info(settings)")
-        .toArray()
-        .map((r) => r.name),
-    );
-    if (!settingsColumns.has("ledger_synced"))
-      this.#sql.exec("ALTER TABLE settings ADD COLUMN ledger_synced INTEGER NOT NULL DEFAULT 0");
+    migrate(ctx.storage, WEBHOOKS_MIGRATIONS);
     // Whatever is pending has its alarm, also after a restart that lost the one set before.
     void ctx.blockConcurrencyWhile(() => this.#schedule());
   }

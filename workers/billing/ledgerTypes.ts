@@ -1,0 +1,70 @@
+// What the Ledger (ledger.ts) takes and answers: its holds, settles, credits, refunds, balances and
+// usage history, for the edge code that calls it and the objects that read it (webhooks/).
+
+export type HoldRefusal = "balance" | "spend_limit";
+/** `alreadyCharged`: the request id was charged already (its hold expired): `granted` is what it paid, nothing new is held. */
+/** `webhooks`: whether the account's Webhooks object must hear of this request (false: it has no endpoint and no balance.low threshold). */
+export type HoldResult = {
+  granted: number;
+  freeCents: number;
+  refusedBy?: HoldRefusal;
+  alreadyCharged?: true;
+  webhooks: boolean;
+};
+/** `keySpentCents`: for a usage key's request, its charges plus holds after the settle (webhooks' usage_key.cap_reached). */
+export type SettleResult = { chargedCents: number; freeCents: number; keySpentCents?: number; webhooks: boolean };
+export type CreditResult = { creditedCents: number; alreadyCredited: boolean; freeCents: number };
+export type Balance = { settledCents: number; heldCents: number; freeCents: number };
+/** The ledger checked against itself: the cached sum must equal the entries' sum plus what the retention pruned. */
+export type LedgerAudit = Balance & { entriesSumCents: number; prunedCents: number; consistent: boolean };
+
+/** A spend-capped usage key (cap 0 = none): its charges plus holds may not pass the cap. */
+export type KeyCap = { keyHash: string; capCents: number };
+
+/** What an entry was: a run, a managed write, a top-up or a refund (entries from before these were recorded: `null`). */
+export type UsageOp = "run" | "write" | "top_up" | "refund";
+/** The particulars of a charge, held with its hold so that an expired hold's charge has them too. */
+export type UsageDetail = {
+  /** A run's action CID. */
+  cid?: string;
+  /** A run's duration. */
+  duration_ms?: number;
+  /** A failed run's error code. */
+  error_code?: string;
+  /** A write's operation (add_group, …). */
+  operation?: string;
+  /** A write's transaction. */
+  transaction_hash?: string;
+  /** A run's signed receipt, as its JSON text (kept as the run answered it). */
+  receipt?: string;
+  /** A refund's payment intent. */
+  payment_intent?: string;
+  /** Set on a charge made because its hold expired unsettled. */
+  hold_expired?: true;
+};
+/** What a metered piece of work is, given with its hold and completed at its settle. */
+export type UsageMeta = { op: "run" | "write"; detail?: UsageDetail };
+
+/** One entry of the usage history. */
+export type UsageEntry = {
+  id: number;
+  createdAt: number;
+  kind: "credit" | "charge" | "adjustment";
+  op: UsageOp | null;
+  cents: number;
+  ref: string;
+  keyHash: string | null;
+  balanceAfterCents: number | null;
+  detail: UsageDetail;
+};
+/** Which entries `usage` answers: older than `before` (an id), in [from, to) ms, of `ops`, of `keyHash`. */
+export type UsageQuery = {
+  before?: number;
+  limit: number;
+  from?: number;
+  to?: number;
+  ops?: UsageOp[];
+  keyHash?: string;
+};
+export type UsagePage = { entries: UsageEntry[]; more: boolean };
+export type RefundResult = { debitedCents: number; alreadyDebited: boolean; freeCents: number };
