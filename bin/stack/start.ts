@@ -16,7 +16,7 @@ import { DEV_APP_COMPOSE_PATH } from "../../deploy/release.ts";
 import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { startStripeEmulator, type StripeEmulator } from "../../emulators/stripe.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
-import { readStackConfig } from "./config.ts";
+import { readStackConfig, type StackConfig } from "./config.ts";
 import {
   clearLedgers,
   contractCodeHash,
@@ -122,28 +122,12 @@ export async function startLocalStack(): Promise<number> {
     // found free could be taken in the seconds between (the enclave's and anvil's connections too).
     edgeReservation = ports.edge ? undefined : await reservePort();
     const edgePort = ports.edge || (edgeReservation?.port as number);
-    enclave = await spawnEnclave(
-      {
-        SIGIL_ENV: "development",
-        SIGIL_ENCLAVE_HOST: "127.0.0.1",
-        SIGIL_ENCLAVE_PORT: String(ports.enclave),
-        // Only the local edge may call the internal API, through the attested channel.
-        SIGIL_ALLOWED_EDGE_KEYS: toBase64Url((await edgeIdentityFromSeed(edgeIdentitySeed(config.stateDir))).publicKey),
-        SIGIL_RPC_URL: rpcUrl,
-        SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
-        SIGIL_STATE_DIR: config.stateDir,
-        SIGIL_ROOT_KEY_PROVIDER: "dev",
-        SIGIL_LOG_LEVEL: "warn",
-        // Scripts may never reach the edge's own port.
-        SIGIL_FETCH_DENY_PORTS: String(edgePort),
-        ...(config.ipfsGateway ? { SIGIL_IPFS_GATEWAY: config.ipfsGateway } : {}),
+    const edgeKey = toBase64Url((await edgeIdentityFromSeed(edgeIdentitySeed(config.stateDir))).publicKey);
+    enclave = await spawnEnclave(enclaveEnv(config, rpcUrl, deployment, ports.enclave, edgePort, edgeKey), {
+      echo: (line) => {
+        if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
       },
-      {
-        echo: (line) => {
-          if (!line.startsWith("SIGIL_ENCLAVE_READY")) console.log(`[enclave] ${line}`);
-        },
-      },
-    );
+    });
     log(`enclave (pid ${enclave.pid}) listening on ${enclave.url}`);
     await registerLocalPayers({
       rpcUrl,
@@ -155,53 +139,13 @@ export async function startLocalStack(): Promise<number> {
     });
     log(`registered and funded ${enclave.payers.length} enclave payers`);
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
-    let stripeVars: Record<string, string>;
-    if (config.stripe) {
-      log("using Stripe with the given keys (its webhooks need a public URL; confirm_payment credits without them)");
-      stripeVars = {
-        STRIPE_SECRET_KEY: config.stripe.secretKey,
-        STRIPE_PUBLISHABLE_KEY: config.stripe.publishableKey,
-        STRIPE_WEBHOOK_SECRET: config.stripe.webhookSecret,
-      };
-    } else {
-      stripe = await startLocalStripe(
-        ports.stripe ?? 0,
-        `${edgeUrl}/core/v1/billing/webhook`,
-        join(config.stateDir, "stripe-customers.json"),
-      );
-      log(`Stripe emulator listening on ${stripe.url}`);
-      stripeVars = {
-        STRIPE_API_BASE: stripe.url,
-        STRIPE_SECRET_KEY: stripe.secretKey,
-        STRIPE_PUBLISHABLE_KEY: stripe.publishableKey,
-        STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
-      };
-    }
+    const payments = await paymentsFor(config, ports.stripe ?? 0, edgeUrl);
+    stripe = payments.emulator;
     await edgeReservation?.release();
     edge = await spawnEdge({
       port: edgePort,
       stateDir: config.stateDir,
-      vars: {
-        SIGIL_ENV: "development",
-        SIGIL_BILLING: config.billing ? "on" : "off",
-        ...stripeVars,
-        SIGIL_ENCLAVE_URLS: enclave.url,
-        SIGIL_EDGE_IDENTITY_KEY: edgeIdentitySeed(config.stateDir),
-        // The local enclave's quotes are simulated: the edge checks them against the mock root the
-        // enclave serves, and its compose hash against the one deploy/app-compose.dev.json has.
-        SIGIL_ATTESTATION_ALLOW_SIMULATED: "true",
-        SIGIL_ALLOWED_COMPOSE_HASHES: createHash("sha256").update(readFileSync(DEV_APP_COMPOSE_PATH)).digest("hex"),
-        SIGIL_RPC_URL: rpcUrl,
-        SIGIL_PUBLIC_RPC_URL: rpcUrl,
-        SIGIL_CHAIN_ID: String(deployment.chainId),
-        SIGIL_CHAIN_NAME: deployment.chainId === 31337 ? "anvil" : `chain ${deployment.chainId}`,
-        SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
-        // The audit log reads no events older than the contract.
-        SIGIL_CONTRACT_FROM_BLOCK: String(deployment.deployedAtBlock),
-        ...(config.webhookRetryBaseMs === undefined
-          ? {}
-          : { SIGIL_WEBHOOK_RETRY_BASE_MS: String(config.webhookRetryBaseMs) }),
-      },
+      vars: edgeVars(config, rpcUrl, deployment, enclave.url, payments.vars),
       echo: (line) => console.log(`[edge] ${line}`),
     });
     log(`edge (pid ${edge.pid}) listening on ${edge.url}`);
@@ -211,28 +155,17 @@ export async function startLocalStack(): Promise<number> {
       `${JSON.stringify({ rpcUrl, ...deployment, edgeUrl: edge.url, enclaveUrl: enclave.url, payers: enclave.payers, billing: config.billing, stripeApiBase: stripe?.url ?? null }, null, 2)}\n`,
     );
     console.log(
-      [
-        "",
-        "Sigil local stack is up — SIMULATED TEE: the enclave runs as a plain local process with a dev root key",
-        `  API              ${edge.url}/core/v1   (Swagger UI: ${edge.url}/core/v1/swagger-ui)`,
-        `  dashboard        ${edge.url}/dashboard`,
-        `  chain id         ${deployment.chainId}`,
-        `  rpc url          ${rpcUrl}`,
-        `  AccountConfig    ${deployment.accountConfig}`,
-        `  implementation   ${deployment.implementation}`,
-        `  owner            ${owner}`,
-        `  enclave          ${enclave.url}  (attestation: ${enclave.url}/attestation; internal API only through the attested channel)`,
-        `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,
-        stripe
-          ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)`
-          : "  stripe           api.stripe.com (the given keys)",
-        `  payers           ${enclave.payers.join(", ")}`,
-        `  state            ${config.stateDir}  (${anvil ? "the chain, " : ""}the ledgers${stripe ? ", the Stripe customers" : ""} and the dev keys, kept across restarts; remove it to start afresh)`,
-        `  (also written to ${stateFile})`,
-        "",
-        "Press Ctrl-C to stop.",
-        "",
-      ].join("\n"),
+      banner({
+        config,
+        deployment,
+        rpcUrl,
+        owner,
+        edgeUrl: edge.url,
+        enclave,
+        stripe,
+        kept: anvil !== undefined,
+        stateFile,
+      }),
     );
   } catch (err) {
     console.error(`sigil start: ${err instanceof Error ? err.message : String(err)}`);
@@ -248,6 +181,137 @@ export async function startLocalStack(): Promise<number> {
   const code = await supervise(parts, stopped, () => stoppingRequested);
   await stop();
   return code;
+}
+
+/** The local enclave's variables: its port, the one edge it takes requests from, the chain and its contract. */
+function enclaveEnv(
+  config: StackConfig,
+  rpcUrl: string,
+  deployment: DeploymentRecord,
+  port: number,
+  edgePort: number,
+  edgeKey: string,
+): Record<string, string> {
+  return {
+    SIGIL_ENV: "development",
+    SIGIL_ENCLAVE_HOST: "127.0.0.1",
+    SIGIL_ENCLAVE_PORT: String(port),
+    // Only the local edge may call the internal API, through the attested channel.
+    SIGIL_ALLOWED_EDGE_KEYS: edgeKey,
+    SIGIL_RPC_URL: rpcUrl,
+    SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
+    SIGIL_STATE_DIR: config.stateDir,
+    SIGIL_ROOT_KEY_PROVIDER: "dev",
+    SIGIL_LOG_LEVEL: "warn",
+    // Scripts may never reach the edge's own port.
+    SIGIL_FETCH_DENY_PORTS: String(edgePort),
+    ...(config.ipfsGateway ? { SIGIL_IPFS_GATEWAY: config.ipfsGateway } : {}),
+  };
+}
+
+/**
+ * Where payments go: Stripe itself with the given keys, or the local emulator (started here, on
+ * `port`), which delivers its webhooks to the edge at `edgeUrl`; and the edge's variables for it.
+ */
+async function paymentsFor(
+  config: StackConfig,
+  port: number,
+  edgeUrl: string,
+): Promise<{ emulator?: StripeEmulator; vars: Record<string, string> }> {
+  if (config.stripe) {
+    log("using Stripe with the given keys (its webhooks need a public URL; confirm_payment credits without them)");
+    return {
+      vars: {
+        STRIPE_SECRET_KEY: config.stripe.secretKey,
+        STRIPE_PUBLISHABLE_KEY: config.stripe.publishableKey,
+        STRIPE_WEBHOOK_SECRET: config.stripe.webhookSecret,
+      },
+    };
+  }
+  const emulator = await startLocalStripe(
+    port,
+    `${edgeUrl}/core/v1/billing/webhook`,
+    join(config.stateDir, "stripe-customers.json"),
+  );
+  log(`Stripe emulator listening on ${emulator.url}`);
+  return {
+    emulator,
+    vars: {
+      STRIPE_API_BASE: emulator.url,
+      STRIPE_SECRET_KEY: emulator.secretKey,
+      STRIPE_PUBLISHABLE_KEY: emulator.publishableKey,
+      STRIPE_WEBHOOK_SECRET: emulator.webhookSecret,
+    },
+  };
+}
+
+/** The local edge's variables: the enclave, its identity, the chain and its contract, billing and payments. */
+function edgeVars(
+  config: StackConfig,
+  rpcUrl: string,
+  deployment: DeploymentRecord,
+  enclaveUrl: string,
+  stripeVars: Record<string, string>,
+): Record<string, string> {
+  return {
+    SIGIL_ENV: "development",
+    SIGIL_BILLING: config.billing ? "on" : "off",
+    ...stripeVars,
+    SIGIL_ENCLAVE_URLS: enclaveUrl,
+    SIGIL_EDGE_IDENTITY_KEY: edgeIdentitySeed(config.stateDir),
+    // The local enclave's quotes are simulated: the edge checks them against the mock root the
+    // enclave serves, and its compose hash against the one deploy/app-compose.dev.json has.
+    SIGIL_ATTESTATION_ALLOW_SIMULATED: "true",
+    SIGIL_ALLOWED_COMPOSE_HASHES: createHash("sha256").update(readFileSync(DEV_APP_COMPOSE_PATH)).digest("hex"),
+    SIGIL_RPC_URL: rpcUrl,
+    SIGIL_PUBLIC_RPC_URL: rpcUrl,
+    SIGIL_CHAIN_ID: String(deployment.chainId),
+    SIGIL_CHAIN_NAME: deployment.chainId === 31337 ? "anvil" : `chain ${deployment.chainId}`,
+    SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
+    // The audit log reads no events older than the contract.
+    SIGIL_CONTRACT_FROM_BLOCK: String(deployment.deployedAtBlock),
+    ...(config.webhookRetryBaseMs === undefined
+      ? {}
+      : { SIGIL_WEBHOOK_RETRY_BASE_MS: String(config.webhookRetryBaseMs) }),
+  };
+}
+
+/** What `npm start` prints once the stack is up: where everything is. */
+function banner(s: {
+  config: StackConfig;
+  deployment: DeploymentRecord;
+  rpcUrl: string;
+  owner: Address;
+  edgeUrl: string;
+  enclave: EnclaveProcess;
+  stripe: StripeEmulator | undefined;
+  /** The chain is the stack's own (anvil), kept in the state folder. */
+  kept: boolean;
+  stateFile: string;
+}): string {
+  const { config, deployment, enclave, stripe } = s;
+  return [
+    "",
+    "Sigil local stack is up — SIMULATED TEE: the enclave runs as a plain local process with a dev root key",
+    `  API              ${s.edgeUrl}/core/v1   (Swagger UI: ${s.edgeUrl}/core/v1/swagger-ui)`,
+    `  dashboard        ${s.edgeUrl}/dashboard`,
+    `  chain id         ${deployment.chainId}`,
+    `  rpc url          ${s.rpcUrl}`,
+    `  AccountConfig    ${deployment.accountConfig}`,
+    `  implementation   ${deployment.implementation}`,
+    `  owner            ${s.owner}`,
+    `  enclave          ${enclave.url}  (attestation: ${enclave.url}/attestation; internal API only through the attested channel)`,
+    `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,
+    stripe
+      ? `  stripe api_base  ${stripe.url}  (local Stripe emulator; test card pm_card_visa)`
+      : "  stripe           api.stripe.com (the given keys)",
+    `  payers           ${enclave.payers.join(", ")}`,
+    `  state            ${config.stateDir}  (${s.kept ? "the chain, " : ""}the ledgers${stripe ? ", the Stripe customers" : ""} and the dev keys, kept across restarts; remove it to start afresh)`,
+    `  (also written to ${s.stateFile})`,
+    "",
+    "Press Ctrl-C to stop.",
+    "",
+  ].join("\n");
 }
 
 /** A process the stack started, watched while it runs. */

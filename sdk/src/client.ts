@@ -115,16 +115,7 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     const op = operations[operation];
     if (!op) throw new TypeError(`unknown operation ${String(operation)}`);
     const { url, body } = requestOf(baseUrl, op, input);
-    const headers: Record<string, string> = { accept: op.json ? "application/json" : "*/*", ...options.headers };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    if (op.auth !== "none" && options.apiKey) headers["x-api-key"] = options.apiKey;
-    if (op.auth === "key_or_wallet" && !options.apiKey && options.walletAuth !== undefined) {
-      headers["x-wallet-auth"] =
-        typeof options.walletAuth === "string" ? options.walletAuth : await options.walletAuth();
-    }
-    if (callOptions.correlationId) headers["x-correlation-id"] = callOptions.correlationId;
-    // Every operation that takes an Idempotency-Key acts (GET create_wallet too): it always gets one.
-    if (op.idempotent) headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
+    const headers = await headersOf(op, body !== undefined, options, callOptions);
     const safe =
       headers["idempotency-key"] !== undefined || (op.method === "GET" && !op.idempotent) || PURE_POSTS.has(operation);
     const allowed = callOptions.retries ?? options.retries ?? 2;
@@ -189,61 +180,6 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     }
   }
 
-  function all(operation: Paged) {
-    const op = operations[operation];
-    if (op.paging === "cursor") return allByCursor(operation, op.pageItems as string);
-    return (input: Record<string, unknown> = {}, callOptions: CallOptions = {}): AsyncIterable<unknown> => ({
-      async *[Symbol.asyncIterator]() {
-        const pageSize = Number(input.page_size ?? ITERATION_PAGE_SIZE);
-        let seen = 0;
-        for (let page = 0; ; page++) {
-          let total = Number.POSITIVE_INFINITY;
-          const items = (await call(operation, { ...input, page_number: page, page_size: pageSize } as never, {
-            ...callOptions,
-            onResponse: (info) => {
-              const header = info.headers.get("x-total-count");
-              if (header !== null && /^\d+$/.test(header)) total = Number(header);
-              callOptions.onResponse?.(info);
-            },
-          })) as unknown[];
-          for (const item of items) yield item;
-          seen += items.length;
-          if (items.length < pageSize || seen >= total) return;
-        }
-      },
-    });
-  }
-
-  /** A cursor-paged operation's items: `limit` per call, each answer's `next_cursor` sent back until it is null. */
-  function allByCursor(operation: Paged, itemsField: string) {
-    return (
-      { cursor, ...input }: Record<string, unknown> = {},
-      callOptions: CallOptions = {},
-    ): AsyncIterable<unknown> => ({
-      async *[Symbol.asyncIterator]() {
-        const limit = Number(input.limit ?? ITERATION_PAGE_SIZE);
-        let next = typeof cursor === "string" && cursor !== "" ? cursor : undefined;
-        for (;;) {
-          const answer = (await call(
-            operation,
-            { ...input, limit, ...(next === undefined ? {} : { cursor: next }) } as never,
-            callOptions,
-          )) as unknown as Record<string, unknown>;
-          const items = answer[itemsField];
-          if (!Array.isArray(items))
-            throw new SigilError({
-              code: "unexpected_response",
-              status: 200,
-              message: `the answer has no ${itemsField} list`,
-            });
-          for (const item of items) yield item;
-          if (typeof answer.next_cursor !== "string" || answer.next_cursor === "") return;
-          next = answer.next_cursor;
-        }
-      },
-    });
-  }
-
   const client: Record<string, unknown> = {
     call,
     baseUrl,
@@ -251,13 +187,91 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
     all: Object.fromEntries(
       Object.entries(operations)
         .filter(([, op]) => op.paging !== null)
-        .map(([name]) => [name, all(name as Paged)]),
+        .map(([name]) => [name, pagesOf(call as Call, name as Paged)]),
     ),
   };
   for (const name of Object.keys(operations) as OperationId[]) {
     client[name] = (input: unknown, callOptions?: CallOptions) => call(name, input as never, callOptions);
   }
   return client as SigilClient;
+}
+
+/** What `pagesOf` calls an operation with: the client's own call. */
+type Call = (operation: OperationId, input: unknown, callOptions?: CallOptions) => Promise<unknown>;
+
+/** Every item of a paged operation, page after page (`client.all`). */
+function pagesOf(call: Call, operation: Paged) {
+  const op = operations[operation];
+  if (op.paging === "cursor") return cursorPagesOf(call, operation, op.pageItems as string);
+  return (input: Record<string, unknown> = {}, callOptions: CallOptions = {}): AsyncIterable<unknown> => ({
+    async *[Symbol.asyncIterator]() {
+      const pageSize = Number(input.page_size ?? ITERATION_PAGE_SIZE);
+      let seen = 0;
+      for (let page = 0; ; page++) {
+        let total = Number.POSITIVE_INFINITY;
+        const items = (await call(operation, { ...input, page_number: page, page_size: pageSize } as never, {
+          ...callOptions,
+          onResponse: (info) => {
+            const header = info.headers.get("x-total-count");
+            if (header !== null && /^\d+$/.test(header)) total = Number(header);
+            callOptions.onResponse?.(info);
+          },
+        })) as unknown[];
+        for (const item of items) yield item;
+        seen += items.length;
+        if (items.length < pageSize || seen >= total) return;
+      }
+    },
+  });
+}
+
+/** A cursor-paged operation's items: `limit` per call, each answer's `next_cursor` sent back until it is null. */
+function cursorPagesOf(call: Call, operation: Paged, itemsField: string) {
+  return (
+    { cursor, ...input }: Record<string, unknown> = {},
+    callOptions: CallOptions = {},
+  ): AsyncIterable<unknown> => ({
+    async *[Symbol.asyncIterator]() {
+      const limit = Number(input.limit ?? ITERATION_PAGE_SIZE);
+      let next = typeof cursor === "string" && cursor !== "" ? cursor : undefined;
+      for (;;) {
+        const answer = (await call(
+          operation,
+          { ...input, limit, ...(next === undefined ? {} : { cursor: next }) } as never,
+          callOptions,
+        )) as unknown as Record<string, unknown>;
+        const items = answer[itemsField];
+        if (!Array.isArray(items))
+          throw new SigilError({
+            code: "unexpected_response",
+            status: 200,
+            message: `the answer has no ${itemsField} list`,
+          });
+        for (const item of items) yield item;
+        if (typeof answer.next_cursor !== "string" || answer.next_cursor === "") return;
+        next = answer.next_cursor;
+      }
+    },
+  });
+}
+
+/** The headers of a call of `op`: its accept and content types, its credentials, a correlation id, an Idempotency-Key. */
+async function headersOf(
+  op: OperationEntry,
+  hasBody: boolean,
+  options: SigilClientOptions,
+  callOptions: CallOptions,
+): Promise<Record<string, string>> {
+  const headers: Record<string, string> = { accept: op.json ? "application/json" : "*/*", ...options.headers };
+  if (hasBody) headers["content-type"] = "application/json";
+  if (op.auth !== "none" && options.apiKey) headers["x-api-key"] = options.apiKey;
+  if (op.auth === "key_or_wallet" && !options.apiKey && options.walletAuth !== undefined) {
+    headers["x-wallet-auth"] = typeof options.walletAuth === "string" ? options.walletAuth : await options.walletAuth();
+  }
+  if (callOptions.correlationId) headers["x-correlation-id"] = callOptions.correlationId;
+  // Every operation that takes an Idempotency-Key acts (GET create_wallet too): it always gets one.
+  if (op.idempotent) headers["idempotency-key"] = callOptions.idempotencyKey ?? crypto.randomUUID();
+  return headers;
 }
 
 type OperationEntry = (typeof operations)[OperationId];

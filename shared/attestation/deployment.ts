@@ -213,6 +213,51 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   }
 
   // Check 5: evidences.
+  const evidencePem = await checkEvidences(base, get, add, async (quote) => ({
+    collateral: await collateralFor(quote),
+    now,
+    ...(rootCaDer ? { rootCaDer } : {}),
+  }));
+
+  // Check 6: TLS.
+  await checkTls(new URL(base), evidencePem, options, add);
+
+  // Check 7: governance.
+  await checkGovernance(result.claims, simulated, options, add);
+
+  // The instance: every answer came from the pinned VM, and its quote says it is that VM.
+  if (pin) {
+    const claimed = result.claims?.instanceId;
+    if (strays.length > 0) add("instance", "fail", `pinned to instance ${pin}, but ${strays.join("; ")}`);
+    else if (claimed !== pin)
+      add(
+        "instance",
+        "fail",
+        `pinned to instance ${pin}, but the quote's RTMR3 claims instance ${claimed || "(none)"}`,
+      );
+    else add("instance", "pass", `every answer came from instance ${pin}, which the quote's RTMR3 names`);
+  }
+
+  // Check 8: the OS measurements.
+  checkOs(result.quote, options.osAllow, add);
+  return lines;
+}
+
+/** Where a check's line goes. */
+type Add = (check: string, status: Status, detail: string) => void;
+/** How a check reads a URL of the deployment (pinned to its instance, strays noted). */
+type Get = (url: string) => ReturnType<typeof getFrom>;
+
+/**
+ * Check 5: the evidence files (/evidences/) match their sha256sum.txt, and its quote is sound and
+ * binds that file; answers the evidence certificate (DER), for the TLS check.
+ */
+async function checkEvidences(
+  base: string,
+  get: Get,
+  add: Add,
+  quoteOptions: (quote: string) => Promise<Parameters<typeof quoteCheck>[1]>,
+): Promise<Uint8Array | undefined> {
   let evidencePem: Uint8Array | undefined;
   try {
     const sums = await get(`${base}/evidences/sha256sum.txt`);
@@ -228,11 +273,7 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
     let parsed: TdxQuote | undefined;
     try {
       parsed = parseQuote(evidenceQuote);
-      const { result: q } = quoteCheck(parsed, {
-        collateral: await collateralFor(evidenceQuote),
-        now,
-        ...(rootCaDer ? { rootCaDer } : {}),
-      });
+      const { result: q } = quoteCheck(parsed, await quoteOptions(evidenceQuote));
       add("evidence.quote", q.ok ? "pass" : "fail", q.detail);
     } catch (err) {
       add("evidence.quote", "fail", (err as Error).message);
@@ -242,9 +283,16 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
   } catch (err) {
     add("evidence", "fail", `could not read the evidences: ${(err as Error).message}`);
   }
+  return evidencePem;
+}
 
-  // Check 6: TLS.
-  const url = new URL(base);
+/** Check 6: the certificate served in the TLS handshake is the evidence certificate. */
+async function checkTls(
+  url: URL,
+  evidencePem: Uint8Array | undefined,
+  options: VerifyOptions,
+  add: Add,
+): Promise<void> {
   if (url.protocol !== "https:") {
     add("tls", "skipped", `${url.protocol.replace(":", "")}: not TLS, no certificate to compare`);
   } else if (!options.servedCertificate) {
@@ -266,10 +314,17 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
       add("tls", "fail", `TLS handshake failed: ${(err as Error).message}`);
     }
   }
+}
 
-  // Check 7: governance.
-  const composeHash = result.claims?.composeHash;
-  const appId = result.claims?.appId;
+/** Check 7: the app's governance contract allows the compose hash RTMR3 claims (real hardware only). */
+async function checkGovernance(
+  claims: { composeHash?: string; appId?: string } | undefined,
+  simulated: boolean,
+  options: VerifyOptions,
+  add: Add,
+): Promise<void> {
+  const composeHash = claims?.composeHash;
+  const appId = claims?.appId;
   if (simulated) {
     add("governance", "skipped", "a simulated TEE has no app contract on chain");
   } else if (!options.rpcUrl || !options.rpcClient) {
@@ -295,29 +350,17 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
       add("governance", "fail", `allowedComposeHashes on 0x${appId} failed: ${(err as Error).message.split("\n")[0]}`);
     }
   }
+}
 
-  // The instance: every answer came from the pinned VM, and its quote says it is that VM.
-  if (pin) {
-    const claimed = result.claims?.instanceId;
-    if (strays.length > 0) add("instance", "fail", `pinned to instance ${pin}, but ${strays.join("; ")}`);
-    else if (claimed !== pin)
-      add(
-        "instance",
-        "fail",
-        `pinned to instance ${pin}, but the quote's RTMR3 claims instance ${claimed || "(none)"}`,
-      );
-    else add("instance", "pass", `every answer came from instance ${pin}, which the quote's RTMR3 names`);
-  }
-
-  // Check 8: the OS measurements.
-  const q = result.quote;
-  if (!options.osAllow) {
+/** Check 8: the OS measurements (MRTD, RTMR0–2) are on the allow-list given. */
+function checkOs(q: TdxQuote | undefined, osAllow: VerifyOptions["osAllow"], add: Add): void {
+  if (!osAllow) {
     add("os", "skipped", "OS not verified: no --os-allow list of MRTD and RTMR0–2 was given");
   } else if (!q) {
     add("os", "fail", "no quote to read the measurements from");
   } else {
     const n = (hex: string) => hex.replace(/^0x/, "").toLowerCase();
-    const ok = options.osAllow.some(
+    const ok = osAllow.some(
       (m) =>
         n(m.mrtd) === n(q.mrTd) &&
         n(m.rtmr0) === n(q.rtmrs[0]) &&
@@ -332,7 +375,6 @@ export async function verifyDeployment(baseUrl: string, options: VerifyOptions =
         : `MRTD ${q.mrTd.slice(0, 16)}… and RTMR0–2 are not on the allow-list`,
     );
   }
-  return lines;
 }
 
 /**
