@@ -155,47 +155,17 @@ function inFlightBudget(maxBytes: number): ByteBudget {
   };
 }
 
-/** Builds the host of one run: counts wallet operations and fetches against the run's limits. */
-export function createRunHost(run: RunContext): RunHost {
-  let walletOps = 0;
-  let fetches = 0;
-  const inFlight = inFlightBudget(run.limits.memoryLimitBytes);
+/** What the wallet and action operations use: a key for a request (counted, zeroed after use) and the requests. */
+type Keys = {
+  withKey: <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>) => Promise<T>;
+  wallet: (op: string, args: Args, encryption?: boolean, use?: KeyUse) => KeyRequest;
+  action: (op: string, cid: unknown) => KeyRequest;
+};
+type AsyncOps = Record<string, (args: Args) => Promise<unknown>>;
 
-  const countWalletOp = () => {
-    if (++walletOps > run.limits.maxWalletOperations) {
-      throw new CodedError(
-        "limit_exceeded",
-        `a run may make at most ${run.limits.maxWalletOperations} wallet operations`,
-      );
-    }
-  };
-
-  /** Gets a key, runs `use` with it, and zeroes it whatever happens. */
-  const withKey = async <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>): Promise<T> => {
-    countWalletOp();
-    const material = await run.requestKey(request);
-    try {
-      return await use(material);
-    } finally {
-      material.privateKey.fill(0);
-      material.encryptionKey?.fill(0);
-    }
-  };
-
-  const wallet = (op: string, args: Args, encryption = false, use?: KeyUse): KeyRequest => {
-    if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId)) {
-      throw new CodedError(null, `${op}: pkpId must be a wallet address (0x followed by 40 hex digits)`, "TypeError");
-    }
-    return { kind: "wallet", pkpId: args.pkpId, encryption, ...(use ? { use } : {}) };
-  };
-  const action = (op: string, cid: unknown): KeyRequest => {
-    if (cid !== undefined && cid !== null && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
-      throw new CodedError(null, `${op}: cid must be a non-empty CID string`, "TypeError");
-    }
-    return { kind: "action", cid: typeof cid === "string" ? cid : run.cid };
-  };
-
-  const asyncOps: Record<string, (args: Args) => Promise<unknown>> = {
+/** Signatures with one of the account's wallets, its public key, and the key itself (an export). */
+function walletOperations({ withKey, wallet }: Keys): AsyncOps {
+  return {
     signMessage: (args) => {
       const digest = hashMessage(messageOf("signMessage", args.message));
       return withKey(wallet("signMessage", args, false, { kind: "message", digest }), (k) =>
@@ -263,6 +233,12 @@ export function createRunHost(run: RunContext): RunHost {
     getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     getPrivateKey: (args) =>
       withKey(wallet("getPrivateKey", args, false, { kind: "export" }), (k) => keyHex(k.privateKey)),
+  };
+}
+
+/** Encryption to and from a wallet's own AES-GCM key. */
+function encryptionOperations({ withKey, wallet }: Keys): AsyncOps {
+  return {
     encrypt: (args) => {
       const m = messageOf("encrypt", args.plaintext, "plaintext");
       const plaintext = typeof m === "string" ? new TextEncoder().encode(m) : hexToBytes(m.raw);
@@ -301,6 +277,12 @@ export function createRunHost(run: RunContext): RunHost {
         return args.raw === true ? bytesToHex(plain) : new TextDecoder().decode(plain);
       });
     },
+  };
+}
+
+/** The code's own action identity: its address, public key, signature and key. */
+function actionOperations({ withKey, action }: Keys): AsyncOps {
+  return {
     getActionWalletAddress: (args) =>
       withKey(action("getActionWalletAddress", args.cid), (k) =>
         bytesToHex(keccak_256(publicKeyOf(k.privateKey).subarray(1)).subarray(12)),
@@ -315,6 +297,14 @@ export function createRunHost(run: RunContext): RunHost {
     },
     getActionPrivateKey: () =>
       withKey({ ...action("getActionPrivateKey", undefined), use: { kind: "export" } }, (k) => keyHex(k.privateKey)),
+  };
+}
+
+/** `fetch`, counted against the run's limit, its responses held against the in-flight budget. */
+function fetchOperation(run: RunContext): AsyncOps {
+  let fetches = 0;
+  const inFlight = inFlightBudget(run.limits.memoryLimitBytes);
+  return {
     fetch: async (args) => {
       if (++fetches > run.limits.maxFetchCount) {
         throw new CodedError("limit_exceeded", `a run may make at most ${run.limits.maxFetchCount} fetches`);
@@ -362,6 +352,92 @@ export function createRunHost(run: RunContext): RunHost {
       }
     },
   };
+}
+
+/** The operations a run's code calls without waiting: hashes, URL parsing, random bytes. */
+function callSync(op: string, rawArgs: unknown): unknown {
+  const args = rawArgs as Args;
+  switch (op) {
+    case "keccak256":
+      return bytesToHex(keccak_256(dataOf(op, args)));
+    case "sha256":
+      return bytesToHex(sha256(dataOf(op, args)));
+    case "parseUrl": {
+      try {
+        const u = new URL(String(args.input), args.base === undefined ? undefined : String(args.base));
+        return {
+          href: u.href,
+          protocol: u.protocol,
+          username: u.username,
+          password: u.password,
+          host: u.host,
+          hostname: u.hostname,
+          port: u.port,
+          pathname: u.pathname,
+          search: u.search,
+          hash: u.hash,
+          origin: u.origin,
+        };
+      } catch {
+        return null;
+      }
+    }
+    case "randomBytes": {
+      const n = Number(args.n);
+      if (!Number.isInteger(n) || n < 0 || n > 65_536)
+        throw new CodedError(null, "randomBytes: n must be 0 to 65536", "RangeError");
+      return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
+    }
+    default:
+      throw new CodedError(null, `unknown host operation ${op}`);
+  }
+}
+
+/** Builds the host of one run: counts wallet operations and fetches against the run's limits. */
+export function createRunHost(run: RunContext): RunHost {
+  let walletOps = 0;
+
+  const countWalletOp = () => {
+    if (++walletOps > run.limits.maxWalletOperations) {
+      throw new CodedError(
+        "limit_exceeded",
+        `a run may make at most ${run.limits.maxWalletOperations} wallet operations`,
+      );
+    }
+  };
+
+  /** Gets a key, runs `use` with it, and zeroes it whatever happens. */
+  const withKey = async <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>): Promise<T> => {
+    countWalletOp();
+    const material = await run.requestKey(request);
+    try {
+      return await use(material);
+    } finally {
+      material.privateKey.fill(0);
+      material.encryptionKey?.fill(0);
+    }
+  };
+
+  const wallet = (op: string, args: Args, encryption = false, use?: KeyUse): KeyRequest => {
+    if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId)) {
+      throw new CodedError(null, `${op}: pkpId must be a wallet address (0x followed by 40 hex digits)`, "TypeError");
+    }
+    return { kind: "wallet", pkpId: args.pkpId, encryption, ...(use ? { use } : {}) };
+  };
+  const action = (op: string, cid: unknown): KeyRequest => {
+    if (cid !== undefined && cid !== null && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {
+      throw new CodedError(null, `${op}: cid must be a non-empty CID string`, "TypeError");
+    }
+    return { kind: "action", cid: typeof cid === "string" ? cid : run.cid };
+  };
+
+  const keys: Keys = { withKey, wallet, action };
+  const asyncOps: AsyncOps = {
+    ...walletOperations(keys),
+    ...encryptionOperations(keys),
+    ...actionOperations(keys),
+    ...fetchOperation(run),
+  };
 
   return {
     async callAsync(op, args) {
@@ -369,43 +445,7 @@ export function createRunHost(run: RunContext): RunHost {
       if (!fn) throw new CodedError(null, `unknown host operation ${op}`);
       return fn(args as Args);
     },
-    callSync(op, rawArgs) {
-      const args = rawArgs as Args;
-      switch (op) {
-        case "keccak256":
-          return bytesToHex(keccak_256(dataOf(op, args)));
-        case "sha256":
-          return bytesToHex(sha256(dataOf(op, args)));
-        case "parseUrl": {
-          try {
-            const u = new URL(String(args.input), args.base === undefined ? undefined : String(args.base));
-            return {
-              href: u.href,
-              protocol: u.protocol,
-              username: u.username,
-              password: u.password,
-              host: u.host,
-              hostname: u.hostname,
-              port: u.port,
-              pathname: u.pathname,
-              search: u.search,
-              hash: u.hash,
-              origin: u.origin,
-            };
-          } catch {
-            return null;
-          }
-        }
-        case "randomBytes": {
-          const n = Number(args.n);
-          if (!Number.isInteger(n) || n < 0 || n > 65_536)
-            throw new CodedError(null, "randomBytes: n must be 0 to 65536", "RangeError");
-          return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
-        }
-        default:
-          throw new CodedError(null, `unknown host operation ${op}`);
-      }
-    },
+    callSync,
   };
 }
 
