@@ -1,6 +1,6 @@
 // Telling an account's webhook endpoints what happened (issue 14), from the places where it happens:
-// the payment paths (routes/billing.ts), the metered writes and runs (routes/write.ts,
-// routes/sigilAction.ts). Each fact goes to the account's Webhooks Durable Object (store.ts) under
+// the payment paths (routes/billing.ts), and the metered writes and runs, whose routes declare the
+// `notices()` stage (routes/write.ts, routes/sigilAction.ts). Each fact goes to the account's Webhooks Durable Object (store.ts) under
 // waitUntil, so no answer waits for it and none fails because of it (a failure is logged), and under a
 // de-duplication key that names the fact (the payment intent, the request id, the key and its cap), so
 // a fact reported twice — confirm_payment and Stripe's webhook, a retried request — is one event.
@@ -129,12 +129,12 @@ const capReached = (key: KeyCap, spentCents: number): Emission => ({
 });
 
 /** A usage key's hold was refused for its spend limit: `usage_key.cap_reached`. */
-export function capRefused(emitter: Emitter, master: bigint, key: KeyCap): void {
+function capRefused(emitter: Emitter, master: bigint, key: KeyCap): void {
   emit(emitter, master, capReached(key, key.capCents));
 }
 
 /** Whether `err` is meter.ts's refusal of a hold for a usage key's spend limit (402 with details.spend_limit). */
-export function isSpendLimitRefusal(err: unknown): boolean {
+function isSpendLimitRefusal(err: unknown): boolean {
   return (
     err instanceof SigilError &&
     err.code === "insufficient_credits" &&
@@ -150,7 +150,7 @@ export function isSpendLimitRefusal(err: unknown): boolean {
  * Webhooks object has no endpoint and no balance.low threshold (store.ts says why that is safe): a
  * call would change nothing there, and it costs the edge a Durable Object call per run.
  */
-export function afterMetered(
+function afterMetered(
   emitter: Emitter,
   config: EdgeConfig,
   key: PresentedKey,
@@ -178,7 +178,7 @@ export function afterMetered(
  * After a metered write or run settled under `ref`: balance.low if the balance went under the
  * threshold, and usage_key.cap_reached if the settle brought a usage key to its cap.
  */
-export function settled(
+function settled(
   emitter: Emitter,
   master: bigint,
   ref: string,
@@ -192,7 +192,7 @@ export function settled(
 }
 
 /** A run whose answer has an error: `run.failed` (only endpoints that subscribed to it get it), once per request. */
-export function runFailed(
+function runFailed(
   emitter: Emitter,
   master: bigint,
   ref: string,
