@@ -73,14 +73,14 @@ export function toContract<G, H>(p: Permissions<G>, id: (group: G) => H): Contra
 }
 
 /** setUsageApiKey's permission arguments, in its order: the three abilities, then the four lists. */
-export function permissionArgs<G>(p: Permissions<G>) {
-  return [
-    p.can_create_groups,
-    p.can_delete_groups,
-    p.can_create_pkps,
-    p.manage_ipfs_ids_in_groups,
-    p.add_pkp_to_groups,
-    p.remove_pkp_from_groups,
-    p.execute_in_groups,
-  ] as const;
+export function permissionArgs<G>(p: Permissions<G>): readonly [boolean, boolean, boolean, G[], G[], G[], G[]] {
+  return [...PERMISSION_FLAGS.map((name) => p[name]), ...PERMISSION_LISTS.map((name) => p[name])] as unknown as [
+    boolean,
+    boolean,
+    boolean,
+    G[],
+    G[],
+    G[],
+    G[],
+  ];
 }

@@ -6,6 +6,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "./env.ts";
 import { LEDGER_MIGRATIONS } from "./billing/ledgerSchema.ts";
+import { WEBHOOKS_MIGRATIONS } from "./webhooks/schema.ts";
 import { columnsOf, migrate, schemaVersion, type Migration } from "./migrations.ts";
 
 const namespace = (env as unknown as Env).IDEMPOTENCY!;
@@ -53,6 +54,26 @@ describe("migrate", () => {
       migrate(state.storage, migrations);
       expect(versionOf(state.storage.sql)).toBe(1);
       expect(columnsOf(state.storage.sql, "u").has("a")).toBe(true);
+    });
+  });
+});
+
+describe("the Webhooks object's first migration", () => {
+  it("gives an object made before ledger_synced that column, its settings kept", async () => {
+    await runInDurableObject(object(), (_instance, state) => {
+      const { sql } = state.storage;
+      sql.exec(`
+        CREATE TABLE settings (id INTEGER PRIMARY KEY CHECK (id = 1), account_id TEXT,
+          balance_low_cents INTEGER NOT NULL DEFAULT 0, balance_low_armed INTEGER NOT NULL DEFAULT 1);
+        INSERT INTO settings (id, account_id, balance_low_cents) VALUES (1, '0xab', 250);
+      `);
+      migrate(state.storage, WEBHOOKS_MIGRATIONS);
+      expect(sql.exec("SELECT account_id, balance_low_cents, ledger_synced FROM settings").one()).toEqual({
+        account_id: "0xab",
+        balance_low_cents: 250,
+        ledger_synced: 0,
+      });
+      expect(columnsOf(sql, "deliveries").has("window_start")).toBe(true);
     });
   });
 });

@@ -26,6 +26,19 @@ export type EdgeEnv = {
   };
 };
 
+/**
+ * `read` made once per request however many steps ask (a route's caller, say, which its idempotency
+ * holder and its handler both need): the first call's promise is kept for the request's life.
+ */
+export function perRequest<T>(read: (c: Context<EdgeEnv>) => Promise<T>): (c: Context<EdgeEnv>) => Promise<T> {
+  const known = new WeakMap<Request, Promise<T>>();
+  return (c) => {
+    let value = known.get(c.req.raw);
+    if (!value) known.set(c.req.raw, (value = read(c)));
+    return value;
+  };
+}
+
 /** One stage of an acting route's pipeline: Hono middleware that runs once the request is validated. */
 export type Stage = MiddlewareHandler<EdgeEnv>;
 

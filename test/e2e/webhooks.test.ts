@@ -201,6 +201,16 @@ describe("webhooks on the local stack", () => {
     await expect(
       client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: `evt_${"0".repeat(24)}` }),
     ).rejects.toMatchObject({ status: 404, code: "delivery_not_found" });
+    // Under one Idempotency-Key a re-send is made once, and the key is that delivery's: a re-send of
+    // another under it is refused, not answered the first one's answer.
+    const once = { idempotencyKey: `resend-${crypto.randomUUID()}` };
+    const first = await client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: delivery!.id }, once);
+    await expect(
+      client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: delivery!.id }, once),
+    ).resolves.toEqual(first);
+    await expect(
+      client.resendWebhookDelivery({ webhook_id: endpoint.id, delivery_id: event.id }, once),
+    ).rejects.toMatchObject({ status: 422, code: "idempotency_key_reused" });
   });
 
   it("a receiver that never answers is retried with backoff, and the delivery log shows each attempt", async () => {

@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
-import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
+import { newRouter, perRequest, pipeline, type EdgeEnv } from "../router.ts";
 import { billingCaller, WALLET_AUTH_HEADER, type BillingCaller, type BillingCredentials } from "../billing/account.ts";
 import { accountBalance } from "../billing/balance.ts";
 import { creditPayment, creditWebhook } from "../billing/payments.ts";
@@ -75,15 +75,8 @@ const billingHolder: HolderOf = async (c, key, body) => {
   return keyHolder(caller.master, keyHash, apiKey, key);
 };
 
-/** Each paying request's caller, read once however many steps ask. */
-const payingCallers = new WeakMap<Request, Promise<BillingCaller>>();
-
 /** The caller of a billing write (X-Wallet-Auth or the API key, allowed to pay): one chain read per request. */
-function payingCaller(c: Context<EdgeEnv>): Promise<BillingCaller> {
-  let caller = payingCallers.get(c.req.raw);
-  if (!caller) payingCallers.set(c.req.raw, (caller = billingCaller(c.get("config"), billingCredentials(c), "pay")));
-  return caller;
-}
+const payingCaller = perRequest<BillingCaller>((c) => billingCaller(c.get("config"), billingCredentials(c), "pay"));
 
 /** The billing writes' one stage: made once per Idempotency-Key, kept under the caller (billingHolder). */
 const billingWriteStages = [idempotent({ holder: billingHolder })];

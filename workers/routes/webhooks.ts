@@ -26,7 +26,7 @@ import {
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { newRouter, pipeline, type EdgeEnv, type Stage } from "../router.ts";
+import { newRouter, perRequest, pipeline, type EdgeEnv, type Stage } from "../router.ts";
 import { accountIdOf, webhooksOf } from "../webhooks/emit.ts";
 import { MAX_ENDPOINTS } from "../webhooks/policy.ts";
 import { checkWebhookUrl, MAX_WEBHOOK_URL_CHARS } from "../webhooks/url.ts";
@@ -95,15 +95,8 @@ const webhookHolder: HolderOf = async (c, key, body) => {
   return keyHolder(caller.master, keyHash, apiKey, key);
 };
 
-/** Each webhook write's caller, read once however many steps ask. */
-const changingCallers = new WeakMap<Request, Promise<WebhookCaller>>();
-
 /** The caller of a webhook write (allowed to change the account's webhooks): one chain read per request. */
-function changingCaller(c: Context<EdgeEnv>): Promise<WebhookCaller> {
-  let caller = changingCallers.get(c.req.raw);
-  if (!caller) changingCallers.set(c.req.raw, (caller = webhookCaller(c, "change")));
-  return caller;
-}
+const changingCaller = perRequest<WebhookCaller>((c) => webhookCaller(c, "change"));
 
 /** The Idempotency-Key of the webhook writes (idempotency/): a retried registration makes one endpoint and answers its secret again. */
 const webhookIdempotencyHeaders = z.object({
