@@ -121,6 +121,16 @@ export class Keyring {
     return this.#keyFor(concat(text("pkp"), u256(master), u256(derivation)));
   }
 
+  /**
+   * A wallet's address alone: for what only names a wallet (creating, registering, listing it), so
+   * that its private key is zeroed here and never reaches the caller.
+   */
+  pkpAddress(master: bigint, derivation: bigint): Address {
+    const key = this.pkpKey(master, derivation);
+    key.privateKey.fill(0);
+    return key.address;
+  }
+
   /** A wallet's AES-256-GCM key for encrypt/decrypt — never its signing key. */
   pkpEncryptionKey(master: bigint, derivation: bigint): Uint8Array {
     return this.#okm(concat(text("pkp-enc"), u256(master), u256(derivation)));

@@ -16,17 +16,16 @@ export async function newAccount(
 ): Promise<EnclaveResponse<"new_account">> {
   const apiKey = generateApiKey();
   const master = apiKeyHash(apiKey);
-  const amw = enclave.keyring.accountMasterWallet(master);
-  amw.privateKey.fill(0);
+  const amw = enclave.keyring.pkpAddress(master, master);
   const { response } = await submitWrite(
     enclave,
     {
       functionName: "newAccount",
-      args: [master, input.account_name, input.account_description ?? "", amw.address, master],
+      args: [master, input.account_name, input.account_description ?? "", amw, master],
     },
     ctx,
     { master },
   );
   ctx.log.info("account created", { account: toHash32(master).slice(0, 8) });
-  return { ...response, api_key: apiKey, wallet_address: amw.address.toLowerCase(), account_id: toHash32(master) };
+  return { ...response, api_key: apiKey, wallet_address: amw.toLowerCase(), account_id: toHash32(master) };
 }

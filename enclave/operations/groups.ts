@@ -2,15 +2,12 @@
 // schema) are hashed here; wallet ids are turned into addresses; the contract decides who may
 // change what.
 import { encodeFunctionData } from "viem";
-import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import type { WriteCall, WriteFunction } from "../payers/pool.ts";
-import { toCidHash, toWalletAddress, type Enclave, type RequestContext } from "./context.ts";
-import { writeAsCaller } from "./write.ts";
-
-type Write = EnclaveResponse<"remove_group">;
+import { toCidHash, toWalletAddress, type Enclave } from "./context.ts";
+import { managedWrite } from "./write.ts";
 
 /**
  * `call`, a write to group `groupId` (0: the group it creates), preceded in the same transaction by
@@ -56,106 +53,62 @@ async function groupMembers(
   return { wallets, cids, raw };
 }
 
-export async function addGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"add_group">,
-  ctx: RequestContext,
-): Promise<EnclaveResponse<"add_group">> {
-  const { response, events } = await writeAsCaller(enclave, input.api_key, ctx, async ({ keyHash }) => {
+export const addGroup = managedWrite<"add_group">({
+  call: async (input, { keyHash }, enclave) => {
     const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
     return registeringCids(keyHash, 0n, raw, {
       functionName: "addGroup",
       args: [keyHash, input.group_name, input.group_description, cids, wallets],
     });
-  });
-  const added = events.find((e) => e.eventName === "GroupAdded");
-  if (added?.eventName !== "GroupAdded")
-    throw new SigilError("internal_error", "the group id could not be read from the receipt");
-  return { ...response, group_id: added.args.groupId.toString() };
-}
+  },
+  answer: ({ response, events }) => {
+    const added = events.find((e) => e.eventName === "GroupAdded");
+    if (added?.eventName !== "GroupAdded")
+      throw new SigilError("internal_error", "the group id could not be read from the receipt");
+    return { ...response, group_id: added.args.groupId.toString() };
+  },
+});
 
-export async function updateGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"update_group">,
-  ctx: RequestContext,
-): Promise<Write> {
-  const { response } = await writeAsCaller(enclave, input.api_key, ctx, async ({ keyHash }) => {
+export const updateGroup = managedWrite<"update_group">({
+  call: async (input, { keyHash }, enclave) => {
     const { wallets, cids, raw } = await groupMembers(enclave, keyHash, input);
     return registeringCids(keyHash, input.group_id, raw, {
       functionName: "updateGroup",
       args: [keyHash, input.group_id, input.name, input.description, cids, wallets],
     });
-  });
-  return response;
-}
+  },
+});
 
-export async function removeGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"remove_group">,
-  ctx: RequestContext,
-): Promise<Write> {
-  const write = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
-    functionName: "removeGroup",
-    args: [keyHash, input.group_id],
-  }));
-  return write.response;
-}
+export const removeGroup = managedWrite<"remove_group">({
+  call: (input, { keyHash }) => ({ functionName: "removeGroup", args: [keyHash, input.group_id] }),
+});
 
-export async function addActionToGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"add_action_to_group">,
-  ctx: RequestContext,
-): Promise<EnclaveResponse<"add_action_to_group">> {
-  const cid = input.action_ipfs_cid;
-  const hash = cidHash(cid);
-  const { response } = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) =>
-    registeringCids(keyHash, input.group_id, [cid], {
+export const addActionToGroup = managedWrite<"add_action_to_group">({
+  call: (input, { keyHash }) =>
+    registeringCids(keyHash, input.group_id, [input.action_ipfs_cid], {
       functionName: "addActionToGroup",
-      args: [keyHash, input.group_id, hash],
+      args: [keyHash, input.group_id, cidHash(input.action_ipfs_cid)],
     }),
-  );
-  return { ...response, hashed_cid: toHash32(hash) };
-}
+  answer: ({ response }, input) => ({ ...response, hashed_cid: toHash32(cidHash(input.action_ipfs_cid)) }),
+});
 
-export async function removeActionFromGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"remove_action_from_group">,
-  ctx: RequestContext,
-): Promise<Write> {
-  const hash = toCidHash(input.hashed_cid);
-  const write = await writeAsCaller(enclave, input.api_key, ctx, ({ keyHash }) => ({
+export const removeActionFromGroup = managedWrite<"remove_action_from_group">({
+  call: (input, { keyHash }) => ({
     functionName: "removeActionFromGroup",
-    args: [keyHash, input.group_id, hash],
-  }));
-  return write.response;
-}
+    args: [keyHash, input.group_id, toCidHash(input.hashed_cid)],
+  }),
+});
 
 /** A wallet added to or removed from a group: named by its id or address, turned into the account's address. */
-async function groupWallet(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"add_pkp_to_group" | "remove_pkp_from_group">,
-  ctx: RequestContext,
+const groupWallet = <Op extends "add_pkp_to_group" | "remove_pkp_from_group">(
   functionName: "addPkpToGroup" | "removePkpFromGroup",
-): Promise<Write> {
-  const write = await writeAsCaller(enclave, input.api_key, ctx, async ({ keyHash }) => ({
-    functionName,
-    args: [keyHash, input.group_id, await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id")],
-  }));
-  return write.response;
-}
+) =>
+  managedWrite<Op>({
+    call: async (input, { keyHash }, enclave) => ({
+      functionName,
+      args: [keyHash, input.group_id, await toWalletAddress(enclave, keyHash, input.pkp_id, "pkp_id")],
+    }),
+  });
 
-export async function addPkpToGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"add_pkp_to_group">,
-  ctx: RequestContext,
-): Promise<Write> {
-  return groupWallet(enclave, input, ctx, "addPkpToGroup");
-}
-
-export async function removePkpFromGroup(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"remove_pkp_from_group">,
-  ctx: RequestContext,
-): Promise<Write> {
-  return groupWallet(enclave, input, ctx, "removePkpFromGroup");
-}
+export const addPkpToGroup = groupWallet<"add_pkp_to_group">("addPkpToGroup");
+export const removePkpFromGroup = groupWallet<"remove_pkp_from_group">("removePkpFromGroup");

@@ -66,14 +66,10 @@ export async function createWalletWithSignature(
   const signer = await verifySignedRequest(enclave, "CreateWallet", input);
   const master = await accountOfWallet(enclave, signer);
   const derivation = newDerivation();
-  const key = enclave.keyring.pkpKey(master, derivation);
-  key.privateKey.fill(0);
-  const amw = enclave.keyring.accountMasterWallet(master);
-  amw.privateKey.fill(0);
   return {
-    wallet_address: key.address.toLowerCase(),
+    wallet_address: enclave.keyring.pkpAddress(master, derivation).toLowerCase(),
     derivation_path: derivationPath(derivation),
-    master_wallet_address: amw.address.toLowerCase(),
+    master_wallet_address: enclave.keyring.pkpAddress(master, master).toLowerCase(),
     account_id: toHash32(master),
   };
 }
@@ -91,11 +87,9 @@ export async function addUsageApiKeyWithSignature(
   const master = await accountOfWallet(enclave, signer);
   const usageKey = generateApiKey();
   const usageHash = apiKeyHash(usageKey);
-  const key = enclave.keyring.pkpKey(master, usageHash);
-  key.privateKey.fill(0);
   return {
     usage_api_key: usageKey,
-    wallet_address: key.address.toLowerCase(),
+    wallet_address: enclave.keyring.pkpAddress(master, usageHash).toLowerCase(),
     derivation_path: derivationPath(usageHash),
     usage_api_key_hash: toHash32(usageHash),
   };

@@ -5,7 +5,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { permissionArgs } from "../../shared/permissions.ts";
 import { usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
-import { writeAsCaller } from "./write.ts";
+import { managedWrite, writeAsCaller } from "./write.ts";
 
 type Permissions = ParsedEnclaveRequest<"add_usage_api_key">;
 
@@ -45,59 +45,30 @@ export async function addUsageApiKey(
   return { ...response, usage_api_key: usageKey };
 }
 
-export async function updateUsageApiKey(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"update_usage_api_key">,
-  ctx: RequestContext,
-): Promise<EnclaveResponse<"update_usage_api_key">> {
-  const usageHash = usageKeyHashOf(input.usage_api_key);
-  const { response } = await writeAsCaller(
-    enclave,
-    input.api_key,
-    ctx,
-    async ({ keyHash, resolution }) => {
-      await requireUsageKeyOf(enclave, resolution.master, usageHash);
-      return { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) };
-    },
-    { owner: true },
-  );
-  return response;
-}
+export const updateUsageApiKey = managedWrite<"update_usage_api_key">({
+  owner: true,
+  call: async (input, { keyHash, resolution }, enclave) => {
+    const usageHash = usageKeyHashOf(input.usage_api_key);
+    await requireUsageKeyOf(enclave, resolution.master, usageHash);
+    return { functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) };
+  },
+});
 
-export async function updateUsageApiKeyMetadata(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"update_usage_api_key_metadata">,
-  ctx: RequestContext,
-): Promise<EnclaveResponse<"update_usage_api_key_metadata">> {
-  const usageHash = usageKeyHashOf(input.usage_api_key);
-  const { response } = await writeAsCaller(
-    enclave,
-    input.api_key,
-    ctx,
-    ({ keyHash }) => ({
-      functionName: "updateUsageApiKeyMetadata",
-      args: [keyHash, usageHash, input.name, input.description],
-    }),
-    { owner: true },
-  );
-  return response;
-}
+export const updateUsageApiKeyMetadata = managedWrite<"update_usage_api_key_metadata">({
+  owner: true,
+  call: (input, { keyHash }) => ({
+    functionName: "updateUsageApiKeyMetadata",
+    args: [keyHash, usageKeyHashOf(input.usage_api_key), input.name, input.description],
+  }),
+});
 
-export async function removeUsageApiKey(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"remove_usage_api_key">,
-  ctx: RequestContext,
-): Promise<EnclaveResponse<"remove_usage_api_key">> {
-  const usageHash = usageKeyHashOf(input.usage_api_key);
-  const { response } = await writeAsCaller(
-    enclave,
-    input.api_key,
-    ctx,
-    ({ keyHash }) => ({ functionName: "removeUsageApiKey", args: [keyHash, usageHash] }),
-    { owner: true },
-  );
-  return response;
-}
+export const removeUsageApiKey = managedWrite<"remove_usage_api_key">({
+  owner: true,
+  call: (input, { keyHash }) => ({
+    functionName: "removeUsageApiKey",
+    args: [keyHash, usageKeyHashOf(input.usage_api_key)],
+  }),
+});
 
 /**
  * `update_usage_api_key` replaces a key's permissions; on chain, setting an unknown hash would

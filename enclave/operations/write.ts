@@ -1,6 +1,7 @@
 // One managed write on behalf of a caller: submitted by the payer pool, then the account's cached
 // permissions are dropped before the answer goes back (keys-and-authz.md).
 import type { Hex } from "viem";
+import type { EnclaveOperation, EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import type { WriteCall, WriteFunction, WriteResult } from "../payers/pool.ts";
 import { callerKey, type CallerKey, type Enclave, type RequestContext } from "./context.ts";
 
@@ -22,6 +23,30 @@ export async function writeAsCaller(
 ): Promise<CallerWrite> {
   const caller = await callerKey(enclave, apiKey, options);
   return submitWrite(enclave, await call(caller), ctx, { keyHash: caller.keyHash, master: caller.resolution.master });
+}
+
+/**
+ * A managed write operation as one entry: the contract call `call` makes for the parsed input and the
+ * caller's key (the key's hash is its first argument: the contract decides what the key may
+ * change), `owner` when only the account's master key may make it, and `answer`, what it answers
+ * beside the transaction (by default nothing). It is the operation's handler (operations/index.ts).
+ */
+/** The operations a client makes with an API key (its body carries `api_key`). */
+type KeyedOperation = {
+  [Op in EnclaveOperation]: ParsedEnclaveRequest<Op> extends { api_key: string } ? Op : never;
+}[EnclaveOperation];
+
+export function managedWrite<Op extends KeyedOperation>(spec: {
+  owner?: boolean;
+  call: (input: ParsedEnclaveRequest<Op>, caller: CallerKey, enclave: Enclave) => WriteCall | Promise<WriteCall>;
+  answer?: (write: CallerWrite, input: ParsedEnclaveRequest<Op>) => EnclaveResponse<Op>;
+}): (enclave: Enclave, input: ParsedEnclaveRequest<Op>, ctx: RequestContext) => Promise<EnclaveResponse<Op>> {
+  return async (enclave, input, ctx) => {
+    const write = await writeAsCaller(enclave, input.api_key, ctx, (caller) => spec.call(input, caller, enclave), {
+      owner: spec.owner,
+    });
+    return spec.answer ? spec.answer(write, input) : (write.response as EnclaveResponse<Op>);
+  };
 }
 
 export async function submitWrite<F extends WriteFunction>(

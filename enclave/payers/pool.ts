@@ -121,13 +121,7 @@ export class PayerPool {
       } as never);
       let gas: bigint;
       try {
-        gas = await client.estimateContractGas({
-          address: contract,
-          abi: accountConfigAbi,
-          functionName: call.functionName,
-          args: call.args,
-          account: payer.account.address,
-        } as never);
+        gas = await client.estimateContractGas(this.#simulation(call, payer));
       } catch (err) {
         throw this.#mapped(err, context.keyHash, log, "simulation refused the write");
       }
@@ -157,7 +151,7 @@ export class PayerPool {
     keyHash: bigint | undefined,
     log: Logger,
   ): Promise<WriteResult> {
-    const { client, contract } = this.#chain;
+    const { client } = this.#chain;
     const receipt = await client.waitForTransactionReceipt({
       hash: transactionHash,
       confirmations: this.#confirmations,
@@ -167,13 +161,7 @@ export class PayerPool {
       // Another write changed the state between simulation and inclusion: simulate again, with the
       // ABI so that the contract's custom error is decoded into its API code.
       try {
-        await client.simulateContract({
-          address: contract,
-          abi: accountConfigAbi,
-          functionName: call.functionName,
-          args: call.args,
-          account: payer.account.address,
-        } as never);
+        await client.simulateContract(this.#simulation(call, payer));
       } catch (err) {
         throw this.#mapped(err, keyHash, log, "the write reverted on chain");
       }
@@ -190,6 +178,18 @@ export class PayerPool {
         return { address: p.account.address, balance_wei: balance.toString(), low: balance < this.#minBalance };
       }),
     );
+  }
+
+  /** `call` as `payer` would send it, for estimating its gas or simulating it. */
+  #simulation(call: WriteCall, payer: Payer): never {
+    const { contract } = this.#chain;
+    return {
+      address: contract,
+      abi: accountConfigAbi,
+      functionName: call.functionName,
+      args: call.args,
+      account: payer.account.address,
+    } as never;
   }
 
   #leastBusy(): Payer {

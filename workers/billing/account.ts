@@ -51,8 +51,17 @@ export function ledgerOf(
   ledgers: DurableObjectNamespace<Ledger> | undefined,
   master: bigint,
 ): DurableObjectStub<Ledger> {
-  if (!ledgers) throw new Error("billing needs the LEDGER Durable Object, which is not bound");
-  return ledgers.get(ledgers.idFromName(hashHex(master)));
+  return accountObject(ledgers, master, "billing needs the LEDGER Durable Object, which is not bound");
+}
+
+/** The object of account `master` in a per-account Durable Object namespace (named by the master hash); `unbound` if it is missing. */
+export function accountObject<T extends Rpc.DurableObjectBranded | undefined>(
+  namespace: DurableObjectNamespace<T> | undefined,
+  master: bigint,
+  unbound: string,
+): DurableObjectStub<T> {
+  if (!namespace) throw new Error(unbound);
+  return namespace.get(namespace.idFromName(hashHex(master)));
 }
 
 /** What the billing endpoints need to know of their caller. */

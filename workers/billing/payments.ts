@@ -32,15 +32,18 @@ export type Credited = {
 export type WebhookOutcome = {
   creditedCents: number;
   succeeded?: { master: bigint; paymentIntentId: string; amountCents: number; freeCents: number };
-  failed?: {
-    master: bigint;
-    stripeEventId: string;
-    paymentIntentId: string;
-    amountCents: number;
-    code: string | null;
-    declineCode: string | null;
-    message: string | null;
-  };
+  failed?: PaymentFailure;
+};
+
+/** A Sigil top-up that Stripe says failed: whose, which event and intent, and Stripe's reasons. */
+export type PaymentFailure = {
+  master: bigint;
+  stripeEventId: string;
+  paymentIntentId: string;
+  amountCents: number;
+  code: string | null;
+  declineCode: string | null;
+  message: string | null;
 };
 
 /**

@@ -1,7 +1,7 @@
 // Accounts (api.md, Accounts and keys): new_account, forwarded to an enclave, which makes the master
 // key and registers the account; account_exists, a live eth_call. new_account takes an
 // Idempotency-Key too (kept per client address: idempotency/). Usage keys are in usageKeys.ts.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
@@ -19,40 +19,25 @@ import {
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
-import {
-  endpoint,
-  errors,
-  jsonBody as body,
-  jsonResponse as json,
-  keySecurity,
-  registerKeySecurity,
-  tag,
-} from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, registerKeySecurity, route } from "./openapi.ts";
 
-const newAccount = createRoute({
-  method: "post",
-  ...endpoint("new_account"),
-  tags: tag("Accounts"),
+const newAccount = route("POST /new_account", "Accounts", {
   summary:
     "Create a managed account: its master API key (shown once, or again to a retry with the same Idempotency-Key), the Account Master Wallet and the account id",
   // Anyone may call it, and the enclave's payers pay for the account's transaction.
-  security: [],
-  middleware: [operationBodyLimit("new_account"), openWriteLimit({ spendsGas: true })] as const,
+  security: "open",
+  middleware: [operationBodyLimit("new_account"), openWriteLimit({ spendsGas: true })],
   request: { headers: openIdempotencyHeaders, body: body(requestSchemas.new_account) },
-  responses: {
-    200: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) },
-    ...errors(400, 408, 409, 413, 422, 429, 503),
-  },
+  ok: { ...json(responseSchemas.new_account), headers: z.object(idempotentAnswerHeaders) },
+  errors: [400, 408, 409, 413, 422, 429, 503],
 });
 
-const accountExists = createRoute({
-  method: "get",
-  ...endpoint("account_exists"),
-  tags: tag("Accounts"),
+const accountExists = route("GET /account_exists", "Accounts", {
   summary:
     "Whether the key in the header is the master or a usage key of an existing account, and whether that account is managed",
-  security: keySecurity,
-  responses: { 200: json(z.object({ exists: z.boolean(), managed: z.boolean() })), ...errors(400, 401, 429, 503) },
+  security: "key",
+  ok: json(z.object({ exists: z.boolean(), managed: z.boolean() })),
+  errors: [400, 401, 429, 503],
 });
 
 export function accountsRoutes(): OpenAPIHono<EdgeEnv> {

@@ -5,13 +5,13 @@
 // (`X-Sigil-Instance`); a client pins one instance for all of them with that header or
 // `?instance=`, so the quote, /info and the evidences it checks come from the same VM (issue 11,
 // point 15). Documented in the OpenAPI document with the rest.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { proxyToEnclave } from "../enclave/client.ts";
-import { errors, tag } from "./openapi.ts";
+import { jsonResponse as json, route } from "./openapi.ts";
 
 const instanceId = z
   .string()
@@ -34,9 +34,14 @@ const pin = {
  * hardware, an evidence file), no enclave to ask (503). They are not under /core/v1, so the edge's
  * rate limit does not count them.
  */
-const pinErrors = errors(400, 404, 503);
+const pinErrors = [400, 404, 503] as const;
 
 const answeredBy = z.object({ "X-Sigil-Instance": z.string().describe("The enclave instance that answered") });
+/** An enclave's answer, as JSON, named by the instance that made it. */
+const fromInstance = <T extends z.ZodType>(schema: T, description: string) => ({
+  ...json(schema, description),
+  headers: answeredBy,
+});
 const simulatedMark = {
   simulated: z
     .literal(true)
@@ -52,14 +57,11 @@ const quoteSchema = z.object({
   ...simulatedMark,
 });
 
-const attestation = createRoute({
-  method: "get",
-  path: "/attestation",
+const attestation = route("GET /attestation", "Attestation", {
   operationId: "getAttestation",
-  tags: tag("Attestation"),
-  security: [],
   summary:
     'A TDX quote of an enclave, with its event log: cached over 64 zero bytes, or fresh over SHA-512("sigil-nonce:" ‖ nonce) (rate-limited per client)',
+  security: "open",
   request: {
     query: pin.query.extend({
       nonce: z
@@ -70,142 +72,96 @@ const attestation = createRoute({
     }),
     headers: pin.headers,
   },
-  responses: {
-    200: { description: "the quote", headers: answeredBy, content: { "application/json": { schema: quoteSchema } } },
-    ...pinErrors,
-    // The enclave's own budget of fresh (nonce) quotes, per client and in all.
-    ...errors(429),
-  },
+  ok: fromInstance(quoteSchema, "the quote"),
+  // 429: the enclave's own budget of fresh (nonce) quotes, per client and in all.
+  errors: [...pinErrors, 429],
 });
 
-const info = createRoute({
-  method: "get",
-  path: "/info",
+const info = route("GET /info", "Attestation", {
   operationId: "getInfo",
-  tags: tag("Attestation"),
-  security: [],
   summary:
     "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
-  request: { query: pin.query, headers: pin.headers },
-  responses: {
-    200: {
-      description: "the CVM's info",
-      headers: answeredBy,
-      content: {
-        "application/json": {
-          schema: z.object({
-            app_id: z.string(),
-            compose_hash: z.string(),
-            instance_id: z.string(),
-            tcb_info: z.looseObject({ app_compose: z.string() }),
-            ...simulatedMark,
-          }),
-        },
-      },
-    },
-    ...pinErrors,
-  },
+  security: "open",
+  request: pin,
+  ok: fromInstance(
+    z.object({
+      app_id: z.string(),
+      compose_hash: z.string(),
+      instance_id: z.string(),
+      tcb_info: z.looseObject({ app_compose: z.string() }),
+      ...simulatedMark,
+    }),
+    "the CVM's info",
+  ),
+  errors: pinErrors,
 });
 
-const collateral = createRoute({
-  method: "get",
-  path: "/attestation/simulated-collateral",
+const collateral = route("GET /attestation/simulated-collateral", "Attestation", {
   operationId: "getSimulatedCollateral",
-  tags: tag("Attestation"),
-  security: [],
   summary: "A simulated TEE's mock DCAP root and collateral, to verify its quotes offline (404 on real hardware)",
-  request: { query: pin.query, headers: pin.headers },
-  responses: {
-    200: {
-      description: "the mock root (DER hex and PEM) and collateral",
-      headers: answeredBy,
-      content: {
-        "application/json": {
-          schema: z.object({
-            root_ca_der: z.string(),
-            root_ca_pem: z.string(),
-            collateral: z.record(z.string(), z.string()),
-            ...simulatedMark,
-          }),
-        },
-      },
-    },
-    ...pinErrors,
-  },
+  security: "open",
+  request: pin,
+  ok: fromInstance(
+    z.object({
+      root_ca_der: z.string(),
+      root_ca_pem: z.string(),
+      collateral: z.record(z.string(), z.string()),
+      ...simulatedMark,
+    }),
+    "the mock root (DER hex and PEM) and collateral",
+  ),
+  errors: pinErrors,
 });
 
-const receiptKey = createRoute({
-  method: "get",
-  path: "/attestation/receipt-key",
+const receiptKey = route("GET /attestation/receipt-key", "Attestation", {
   operationId: "getReceiptKey",
-  tags: tag("Attestation"),
-  security: [],
   summary:
     'The key an enclave instance signs run receipts with, and its TDX quote over SHA-512("sigil-receipt-v1:" ‖ public key): verify a receipt against it (pin the receipt\'s instance_id)',
-  request: { query: pin.query, headers: pin.headers },
-  responses: {
-    200: {
-      description:
-        "the receipt key, the quote that binds it and its event log, and the instance and compose hash it belongs to",
-      headers: answeredBy,
-      content: {
-        "application/json": {
-          schema: z.object({
-            address: z.string().describe("the receipt key's address, lowercase"),
-            public_key: z.string().describe("its uncompressed secp256k1 public key (0x04 ‖ x ‖ y)"),
-            quote: z
-              .string()
-              .describe('the TDX quote, hex; report_data = SHA-512("sigil-receipt-v1:" ‖ public key bytes)'),
-            event_log: z.string().describe("the event log, a JSON-encoded array"),
-            vm_config: z.string().optional(),
-            instance_id: z.string(),
-            compose_hash: z.string(),
-            ...simulatedMark,
-          }),
-        },
-      },
-    },
-    ...pinErrors,
-  },
+  security: "open",
+  request: pin,
+  ok: fromInstance(
+    z.object({
+      address: z.string().describe("the receipt key's address, lowercase"),
+      public_key: z.string().describe("its uncompressed secp256k1 public key (0x04 ‖ x ‖ y)"),
+      quote: z.string().describe('the TDX quote, hex; report_data = SHA-512("sigil-receipt-v1:" ‖ public key bytes)'),
+      event_log: z.string().describe("the event log, a JSON-encoded array"),
+      vm_config: z.string().optional(),
+      instance_id: z.string(),
+      compose_hash: z.string(),
+      ...simulatedMark,
+    }),
+    "the receipt key, the quote that binds it and its event log, and the instance and compose hash it belongs to",
+  ),
+  errors: pinErrors,
 });
 
-const evidenceIndex = createRoute({
-  method: "get",
-  // With the slash: dstack-ingress serves the listing there, and its links are relative to it.
-  path: "/evidences/",
+// With the slash: dstack-ingress serves the listing there, and its links are relative to it.
+const evidenceIndex = route("GET /evidences/", "Attestation", {
   operationId: "listEvidences",
-  tags: tag("Attestation"),
-  security: [],
   summary: "The evidence files (dstack-ingress's in production): a directory listing",
-  request: { query: pin.query, headers: pin.headers },
-  responses: {
-    200: { description: "the listing, HTML", headers: answeredBy, content: { "text/html": { schema: z.string() } } },
-    ...pinErrors,
-  },
+  security: "open",
+  request: pin,
+  ok: { description: "the listing, HTML", headers: answeredBy, content: { "text/html": { schema: z.string() } } },
+  errors: pinErrors,
 });
 
-const evidenceFile = createRoute({
-  method: "get",
-  path: "/evidences/{name}",
+const evidenceFile = route("GET /evidences/{name}", "Attestation", {
   operationId: "getEvidence",
-  tags: tag("Attestation"),
-  security: [],
   summary: "One evidence file: sha256sum.txt, quote.json, acme-account.json or cert-<domain>.pem",
-  request: { params: z.object({ name: z.string().min(1) }), query: pin.query, headers: pin.headers },
-  responses: {
-    200: {
-      description: "the file, as it was made",
-      headers: answeredBy,
-      content: {
-        "application/json": {
-          schema: z.looseObject({}).describe("quote.json (quote, event_log, report_data) or acme-account.json"),
-        },
-        "text/plain": { schema: z.string().describe("sha256sum.txt") },
-        "application/x-pem-file": { schema: z.string().describe("cert-<domain>.pem") },
+  security: "open",
+  request: { params: z.object({ name: z.string().min(1) }), ...pin },
+  ok: {
+    description: "the file, as it was made",
+    headers: answeredBy,
+    content: {
+      "application/json": {
+        schema: z.looseObject({}).describe("quote.json (quote, event_log, report_data) or acme-account.json"),
       },
+      "text/plain": { schema: z.string().describe("sha256sum.txt") },
+      "application/x-pem-file": { schema: z.string().describe("cert-<domain>.pem") },
     },
-    ...pinErrors,
   },
+  errors: pinErrors,
 });
 
 /** The instance the request pins, by header or query (400 when they disagree). */

@@ -4,13 +4,14 @@
 // master key too), any live usage key of the account — as every list endpoint lets a usage key see
 // the whole account's keys, wallets and groups — or, for a ChainSecured account without a key, the
 // admin wallet's X-Wallet-Auth (signed as BillingAuth, the header the billing reads take).
-import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import { z, type OpenAPIHono } from "@hono/zod-openapi";
 import { accountEvents, auditPage, decodeCursor, DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT } from "../chain/audit.ts";
 import { batchedChainClient, contractAddress, read } from "../chain/client.ts";
 import { billingCaller } from "../billing/account.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { billingCredentials, requireCredentials } from "./billing.ts";
-import { errors, jsonResponse, keySecurity, tag } from "./openapi.ts";
+import { jsonResponse, keySecurity, route } from "./openapi.ts";
+import { countParam } from "./paging.ts";
 
 const cursorParam = z
   .string()
@@ -21,17 +22,7 @@ const cursorParam = z
       "next_cursor of the previous page (opaque); absent: the newest events. One this endpoint did not give is 400 invalid_request",
   });
 
-const limitParam = z
-  .string()
-  .regex(/^\d{1,9}$/, "must be a positive integer")
-  .optional()
-  .transform((v) => (v === undefined ? DEFAULT_AUDIT_LIMIT : Number(v)))
-  .refine((v) => v >= 1 && v <= MAX_AUDIT_LIMIT, `must be between 1 and ${MAX_AUDIT_LIMIT}`)
-  .openapi({
-    param: { name: "limit", in: "query" },
-    description: `events per page (default ${DEFAULT_AUDIT_LIMIT}, max ${MAX_AUDIT_LIMIT})`,
-    example: "50",
-  });
+const limitParam = countParam("limit", "events", DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT);
 
 const fromBlockParam = z
   .string()
@@ -72,29 +63,23 @@ const auditEvent = z
   })
   .openapi("AuditEvent");
 
-const audit = createRoute({
-  method: "get",
-  path: "/audit",
-  operationId: "audit",
-  tags: tag("Audit"),
+const audit = route("GET /audit", "Audit", {
   summary:
     "The account's administrative history from the contract's events (keys, wallets, groups, actions, conversion, ownership), newest first, in cursor pages",
   description:
     "Read from the chain with eth_getLogs on the account's master hash, in block windows walking back from the cursor. next_cursor is null when the account's creation (or from_block) is reached; events written while paging are in later blocks and never shift a page. API key (master or usage), or X-Wallet-Auth signed as BillingAuth by a ChainSecured account's admin wallet.",
   security: [...keySecurity, { WalletAuth: [] }],
-  middleware: [requireCredentials] as const,
+  middleware: [requireCredentials],
   request: { query: z.object({ cursor: cursorParam, limit: limitParam, from_block: fromBlockParam }) },
-  responses: {
-    200: jsonResponse(
-      z.object({
-        events: z.array(auditEvent),
-        next_cursor: z.string().nullable().describe("the next page's cursor; null when there is none"),
-      }),
-    ),
-    // 400: the query or the cursor, two credentials; 401: the key or signature; 403: a wallet no
-    // longer the admin; 404: a wallet that administers no account; 413: an oversized X-Wallet-Auth.
-    ...errors(400, 401, 403, 404, 413, 429, 503),
-  },
+  ok: jsonResponse(
+    z.object({
+      events: z.array(auditEvent),
+      next_cursor: z.string().nullable().describe("the next page's cursor; null when there is none"),
+    }),
+  ),
+  // 400: the query or the cursor, two credentials; 401: the key or signature; 403: a wallet no
+  // longer the admin; 404: a wallet that administers no account; 413: an oversized X-Wallet-Auth.
+  errors: [400, 401, 403, 404, 413, 429, 503],
   // The SDK's client.all.audit iterates it by cursor (sdk/scripts/generate.ts reads this).
   "x-sigil-paging": { style: "cursor", items: "events" },
 });

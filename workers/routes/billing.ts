@@ -3,7 +3,7 @@
 // Stripe customer, crediting a payment once) are billing/topUp.ts and billing/payments.ts; here
 // the requests are validated, their caller named and the answers shaped. Both writes take an
 // Idempotency-Key (idempotency/), kept under the caller's key or X-Wallet-Auth's wallet.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
@@ -25,7 +25,7 @@ import {
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { emitterOf, paymentCredited, paymentFailed } from "../webhooks/emit.ts";
-import { endpoint, errorAnswer, errors, jsonBody as body, jsonResponse as json, keySecurity, tag } from "./openapi.ts";
+import { errorAnswer, jsonBody as body, jsonResponse as json, keySecurity, route } from "./openapi.ts";
 
 export const billingSecurity: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
 
@@ -61,7 +61,7 @@ const replayHeaders = z.object(idempotentAnswerHeaders);
  * body, 413 also for an oversized X-Wallet-Auth), a wallet no longer the admin (403), no such account or intent (404),
  * the Idempotency-Key (409, 422), the rate limit, Stripe or the chain out of reach (503).
  */
-const billingWriteErrors = errors(400, 401, 403, 404, 408, 409, 413, 422, 429, 503);
+const billingWriteErrors = [400, 401, 403, 404, 408, 409, 413, 422, 429, 503] as const;
 
 /**
  * The holder of a billing write's Idempotency-Key (idempotency/): the account's object, and in it the
@@ -95,44 +95,34 @@ const intentIdField = z
   .regex(/^pi_[A-Za-z0-9_]{1,250}$/, "a Stripe payment intent id (pi_…)")
   .describe("the id create_payment_intent returned");
 
-const stripeConfig = createRoute({
-  method: "get",
-  path: "/billing/stripe_config",
+const stripeConfig = route("GET /billing/stripe_config", "Billing", {
   operationId: "getStripeConfig",
-  tags: tag("Billing"),
-  security: [],
   summary:
     "Stripe's publishable key for confirming payments client-side (and api_base when the local Stripe emulator stands in for Stripe)",
-  responses: {
-    200: json(
-      z.object({
-        publishable_key: z.string(),
-        api_base: z.url().optional().describe("the local Stripe emulator's URL; absent with real Stripe"),
-      }),
-    ),
-    ...errors(429, 503),
-  },
+  security: "open",
+  ok: json(
+    z.object({
+      publishable_key: z.string(),
+      api_base: z.url().optional().describe("the local Stripe emulator's URL; absent with real Stripe"),
+    }),
+  ),
+  errors: [429, 503],
 });
 
-const balance = createRoute({
-  method: "get",
-  path: "/billing/balance",
+const balance = route("GET /billing/balance", "Billing", {
   operationId: "getBalance",
-  tags: tag("Billing"),
   summary: "The account's credit (API key, or X-Wallet-Auth signed as BillingAuth by the account's admin wallet)",
   security: billingSecurity,
-  middleware: [requireCredentials] as const,
+  middleware: [requireCredentials],
+  ok: json(balanceSchema),
   // 413: an X-Wallet-Auth over its size limit (it has no body).
-  responses: { 200: json(balanceSchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
+  errors: [400, 401, 403, 404, 413, 429, 503],
 });
 
-const createIntent = createRoute({
-  method: "post",
-  ...endpoint("billing/create_payment_intent"),
-  tags: tag("Billing"),
+const createIntent = route("POST /billing/create_payment_intent", "Billing", {
   summary: `Start a top-up of amount_cents (at least ${MIN_TOP_UP_CENTS}); confirm it with Stripe using client_secret, then call confirm_payment. An Idempotency-Key header makes a retry return the same intent`,
   security: billingSecurity,
-  middleware: [defaultBodyLimit, requireCredentials] as const,
+  middleware: [defaultBodyLimit, requireCredentials],
   request: {
     headers: billingIdempotencyHeaders,
     // The minimum is startTopUp's to check (billing/topUp.ts), so every amount under it (0 and
@@ -148,44 +138,37 @@ const createIntent = createRoute({
       }),
     ),
   },
-  responses: {
-    200: { ...json(z.object({ client_secret: z.string(), payment_intent_id: z.string() })), headers: replayHeaders },
-    ...billingWriteErrors,
-  },
+  ok: { ...json(z.object({ client_secret: z.string(), payment_intent_id: z.string() })), headers: replayHeaders },
+  errors: billingWriteErrors,
 });
 
-const confirmPayment = createRoute({
-  method: "post",
-  ...endpoint("billing/confirm_payment"),
-  tags: tag("Billing"),
+const confirmPayment = route("POST /billing/confirm_payment", "Billing", {
   summary:
     "Credit a succeeded payment intent of this account (once: a second call, or one after Stripe's webhook, credits 0 and says already_credited)",
   security: billingSecurity,
-  middleware: [defaultBodyLimit, requireCredentials] as const,
+  middleware: [defaultBodyLimit, requireCredentials],
   request: { headers: billingIdempotencyHeaders, body: body(z.strictObject({ payment_intent_id: intentIdField })) },
-  responses: {
-    200: {
-      ...json(
-        z.object({
-          credited_cents: z
-            .number()
-            .int()
-            .nonnegative()
-            .describe(
-              "what this call added; 0 when the payment was already credited (a replay under an Idempotency-Key answers what the first call added)",
-            ),
-          already_credited: z.boolean(),
-          balance_cents: z
-            .number()
-            .int()
-            .nonnegative()
-            .describe("the credit after this call (on a replay, after the first call)"),
-        }),
-      ),
-      headers: replayHeaders,
-    },
-    ...billingWriteErrors,
+  ok: {
+    ...json(
+      z.object({
+        credited_cents: z
+          .number()
+          .int()
+          .nonnegative()
+          .describe(
+            "what this call added; 0 when the payment was already credited (a replay under an Idempotency-Key answers what the first call added)",
+          ),
+        already_credited: z.boolean(),
+        balance_cents: z
+          .number()
+          .int()
+          .nonnegative()
+          .describe("the credit after this call (on a replay, after the first call)"),
+      }),
+    ),
+    headers: replayHeaders,
   },
+  errors: billingWriteErrors,
 });
 
 /**
@@ -206,15 +189,12 @@ const stripeEventSchema = z
   })
   .describe("a Stripe event, signed in Stripe-Signature");
 
-const webhook = createRoute({
-  method: "post",
-  path: "/billing/webhook",
+const webhook = route("POST /billing/webhook", "Billing", {
   operationId: "stripeWebhook",
-  tags: tag("Billing"),
-  // Stripe's signature (Stripe-Signature), not a key, says who sent it.
-  security: [],
   summary:
     "Stripe's webhook (payment_intent.succeeded credits the intent's account); signed with the webhook secret, at most 5 minutes old",
+  // Stripe's signature (Stripe-Signature), not a key, says who sent it.
+  security: "open",
   request: {
     headers: z.object({
       "stripe-signature": z.string().optional().describe("t=<unix seconds>,v1=<HMAC-SHA256 of `t.body`>"),
@@ -222,15 +202,15 @@ const webhook = createRoute({
     // Stripe's event object as Stripe sends it: the edge reads the exact bytes the signature covers.
     body: { required: true, content: { "application/json": { schema: stripeEventSchema } } },
   },
-  responses: {
-    200: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })),
+  ok: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })),
+  errors: [408, 413, 429, 503],
+  answers: {
     // A bad or stale signature is 400 invalid_signature here (api.md, Billing): the payload is refused.
     400: {
       ...errorAnswer(400),
       description:
         "Bad Request (error.code: invalid_signature: Stripe-Signature is missing, does not sign this body, or is older than 5 minutes)",
     },
-    ...errors(408, 413, 429, 503),
   },
 });
 
@@ -330,7 +310,7 @@ export function stripeWebhookRoutes(): OpenAPIHono<EdgeEnv> {
     );
     // The account's own webhooks: payment.credited (keyed by the intent, so once with confirm_payment) and payment.failed.
     if (outcome.succeeded) paymentCredited(emitterOf(c), outcome.succeeded.master, outcome.succeeded);
-    if (outcome.failed) paymentFailed(emitterOf(c), outcome.failed.master, outcome.failed);
+    if (outcome.failed) paymentFailed(emitterOf(c), outcome.failed);
     return c.json({ received: true as const, credited_cents: outcome.creditedCents }, 200);
   });
 

@@ -1,7 +1,9 @@
-// Pieces the routers share: how an operation is named and tagged in the OpenAPI document, the
-// shapes of bodies, answers and errors, the key check that runs before body validation, and the
-// JSON form of a validated body for the enclave.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+// Pieces the routers share: `route`, which declares an endpoint of the OpenAPI document from what it
+// is (method and path, tag, summary, who may call it, request, answer, error statuses); the shapes
+// of bodies, answers and errors; the key check that runs before body validation; and the JSON form
+// of a validated body for the enclave.
+import { createRoute, type OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { errorBodySchema } from "../../shared/errorBodySchema.ts";
@@ -51,11 +53,6 @@ export function tag(name: Tag): [Tag] {
  */
 export function operationIdOf(name: string): string {
   return name.slice(name.lastIndexOf("/") + 1).replace(/[_-]([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-}
-
-/** The path and operationId of the endpoint `name` (`billing/confirm_payment` → `/billing/confirm_payment`, `confirmPayment`). */
-export function endpoint<N extends string>(name: N): { path: `/${N}`; operationId: string } {
-  return { path: `/${name}`, operationId: operationIdOf(name) };
 }
 
 /** The one error body (api.md, Errors), a named schema that every error answer refers to. */
@@ -118,6 +115,59 @@ export function jsonBody<T extends z.ZodType>(schema: T) {
   return { required: true, content: { "application/json": { schema } } };
 }
 
+type Method = "get" | "post" | "put" | "delete";
+type Answer = NonNullable<RouteConfig["responses"][string]>;
+
+/**
+ * One endpoint of the document, declared as what it is: `at` its method and path (`"POST
+ * /sigil_action"`; its operationId is the path's last segment in camelCase unless given), its one
+ * tag and summary, who may call it (`"key"`: the caller's key; `"open"`: anyone), its request and
+ * its answer (`ok`, the 200), and the statuses it may answer an error with (`errors`), each with the
+ * one error body. `answers` adds or replaces answers that are not plain errors (a 503 with a report,
+ * a 400 with its own description). What it leaves out (`description`, `deprecated`, the paging
+ * extension) goes into the document as given.
+ */
+export function route<
+  const Req extends NonNullable<RouteConfig["request"]> = Record<never, never>,
+  const Ok extends Answer = Answer,
+  const S extends ErrorAnswerStatus = never,
+  const More extends Record<number, Answer> = Record<never, never>,
+  const M extends MiddlewareHandler<EdgeEnv>[] = [],
+>(
+  at: `${Uppercase<Method>} /${string}`,
+  tagName: Tag,
+  spec: {
+    summary: string;
+    security: "key" | "open" | Array<Record<string, string[]>>;
+    middleware?: M;
+    request?: Req;
+    ok: Ok;
+    errors: readonly S[];
+    answers?: More;
+    operationId?: string;
+    description?: string;
+    deprecated?: true;
+    "x-sigil-paging"?: { style: "cursor"; items: string };
+  },
+) {
+  const [method, path] = at.split(" ") as [Uppercase<Method>, `/${string}`];
+  const { summary, security, middleware, request, ok, errors: statuses, answers, operationId, ...extra } = spec;
+  return createRoute({
+    method: method.toLowerCase() as Method,
+    path,
+    operationId: operationId ?? operationIdOf(path.slice(1)),
+    tags: tag(tagName),
+    summary,
+    ...extra,
+    security: security === "key" ? keySecurity : security === "open" ? [] : security,
+    middleware: middleware as M,
+    request: request as Req,
+    responses: { 200: ok, ...errors(...statuses), ...(answers as More) } as { 200: Ok } & {
+      [K in S]: ErrorAnswer;
+    } & More,
+  });
+}
+
 /** Either header names the caller's key (keys-and-authz.md, API keys). */
 export const keySecurity: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];
 
@@ -159,18 +209,13 @@ export function listRoute<N extends string, Q extends z.ZodObject, I extends z.Z
   item: I;
   notFound?: boolean;
 }) {
-  return createRoute({
-    method: "get",
-    ...endpoint(args.name),
-    tags: tag(args.tag),
+  return route(`GET /${args.name}`, args.tag, {
     summary: `${args.summary}; the total is in X-Total-Count`,
-    security: keySecurity,
-    middleware: [requireKey] as const,
+    security: "key",
+    middleware: [requireKey],
     request: { query: args.query },
-    responses: {
-      200: { ...jsonResponse(z.array(args.item)), headers: z.object({ "X-Total-Count": z.string() }) },
-      // 400: the page or group_id, or two different keys; 401: the key; 404: the group.
-      ...(args.notFound ? errors(400, 401, 404, 429, 503) : errors(400, 401, 429, 503)),
-    },
+    ok: { ...jsonResponse(z.array(args.item)), headers: z.object({ "X-Total-Count": z.string() }) },
+    // 400: the page or group_id, or two different keys; 401: the key; 404: the group.
+    errors: args.notFound ? [400, 401, 404, 429, 503] : [400, 401, 429, 503],
   });
 }

@@ -15,17 +15,25 @@ const pageNumber = z
   .transform((v) => (v === undefined ? 0 : Number(v)))
   .openapi({ param: { name: "page_number", in: "query" }, description: "zero-based page (default 0)", example: "0" });
 
-const pageSize = z
-  .string()
-  .regex(/^\d{1,9}$/, "must be a positive integer")
-  .optional()
-  .transform((v) => (v === undefined ? DEFAULT_PAGE_SIZE : Number(v)))
-  .refine((v) => v >= 1 && v <= MAX_PAGE_SIZE, `must be between 1 and ${MAX_PAGE_SIZE}`)
-  .openapi({
-    param: { name: "page_size", in: "query" },
-    description: `items per page (default ${DEFAULT_PAGE_SIZE}, max ${MAX_PAGE_SIZE})`,
-    example: "10",
-  });
+/**
+ * A count in a query string (`page_size`, an events page's `limit`): a decimal from 1 to `max`,
+ * `fallback` when absent; parsed to a number. `what` names the counted things in the document.
+ */
+export function countParam(name: string, what: string, fallback: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,9}$/, "must be a positive integer")
+    .optional()
+    .transform((v) => (v === undefined ? fallback : Number(v)))
+    .refine((v) => v >= 1 && v <= max, `must be between 1 and ${max}`)
+    .openapi({
+      param: { name, in: "query" },
+      description: `${what} per page (default ${fallback}, max ${max})`,
+      example: String(fallback),
+    });
+}
+
+const pageSize = countParam("page_size", "items", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
 
 /** The query of every list endpoint; parsed: `{page_number: number, page_size: number}`. */
 export const pageQuerySchema = z.object({ page_number: pageNumber, page_size: pageSize });

@@ -1,5 +1,5 @@
 // Public information (api.md, Public information and Execution): no API key (`security: []`).
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
 import { EIP712_DOMAIN_NAME, EIP712_DOMAIN_VERSION } from "../../shared/eip712.ts";
@@ -10,83 +10,48 @@ import { readView } from "../chain/client.ts";
 import { askEnclave } from "../enclave/client.ts";
 import { noteInstance } from "../enclave/instances.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { endpoint, errors, tag } from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, route } from "./openapi.ts";
 
 // Every route here is under /core/v1, so the rate limit may answer any of them 429.
 
-const version = createRoute({
-  method: "get",
-  path: "/version",
+const version = route("GET /version", "Public", {
   operationId: "getVersion",
-  tags: tag("Public"),
   summary: "The service's name and version",
-  security: [],
-  responses: {
-    200: {
-      description: "ok",
-      content: { "application/json": { schema: z.object({ name: z.string(), version: z.string() }) } },
-    },
-    ...errors(429),
-  },
+  security: "open",
+  ok: json(z.object({ name: z.string(), version: z.string() })),
+  errors: [429],
 });
 
-const chainConfig = createRoute({
-  method: "get",
-  ...endpoint("get_node_chain_config"),
-  tags: tag("Public"),
+const chainConfig = route("GET /get_node_chain_config", "Public", {
   summary: "The chain, the AccountConfig address and the EIP-712 domain clients sign in",
-  security: [],
-  responses: {
-    200: {
-      description: "ok",
-      content: {
-        "application/json": {
-          schema: z.object({
-            chain_id: z.number(),
-            chain_name: z.string(),
-            contract_address: z.string().nullable(),
-            rpc_url: z.string(),
-            eip712_domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }),
-          }),
-        },
-      },
-    },
-    ...errors(429),
-  },
+  security: "open",
+  ok: json(
+    z.object({
+      chain_id: z.number(),
+      chain_name: z.string(),
+      contract_address: z.string().nullable(),
+      rpc_url: z.string(),
+      eip712_domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }),
+    }),
+  ),
+  errors: [429],
 });
 
-const ipfsId = createRoute({
-  method: "post",
-  ...endpoint("get_sigil_action_ipfs_id"),
-  tags: tag("Actions"),
+const ipfsId = route("POST /get_sigil_action_ipfs_id", "Actions", {
   summary:
     "The CIDv0 of a script (ipfs add defaults, exact bytes); scripts up to max_code_bytes (UTF-8), as sigil_action takes them",
-  security: [],
-  middleware: [scriptBodyLimit] as const,
-  request: {
-    body: {
-      required: true,
-      content: {
-        "application/json": { schema: z.string().describe("the script's source, at most max_code_bytes (UTF-8)") },
-      },
-    },
-  },
-  responses: {
-    200: { description: "the CID, as a JSON string", content: { "application/json": { schema: z.string() } } },
-    ...errors(400, 408, 413, 429),
-  },
+  security: "open",
+  middleware: [scriptBodyLimit],
+  request: { body: body(z.string().describe("the script's source, at most max_code_bytes (UTF-8)")) },
+  ok: json(z.string(), "the CID, as a JSON string"),
+  errors: [400, 408, 413, 429],
 });
 
-const clientConfig = createRoute({
-  method: "get",
-  ...endpoint("get_sigil_action_client_config"),
-  tags: tag("Execution"),
+const clientConfig = route("GET /get_sigil_action_client_config", "Execution", {
   summary: "The effective limits of a script run",
-  security: [],
-  responses: {
-    200: { description: "ok", content: { "application/json": { schema: clientConfigSchema } } },
-    ...errors(429),
-  },
+  security: "open",
+  ok: json(clientConfigSchema),
+  errors: [429],
 });
 
 const enclaveHealth = z.object({
@@ -115,22 +80,14 @@ const healthSchema = z.object({
   enclaves: z.array(enclaveHealth),
   chain: z.object({ chain_id: z.number(), contract_address: z.string().nullable() }),
 });
-const health = createRoute({
-  method: "get",
-  path: "/health",
+const health = route("GET /health", "Public", {
   operationId: "getHealth",
-  tags: tag("Public"),
   summary: "Whether the service can serve: every enclave's state and listener lag, the worst lag at the top",
-  security: [],
-  responses: {
-    200: { description: "serving", content: { "application/json": { schema: healthSchema } } },
-    // Not an error body: the same report, with the status that says it cannot serve (api.md).
-    503: {
-      description: "not serving, or an enclave that answers is not healthy (a stalled listener)",
-      content: { "application/json": { schema: healthSchema } },
-    },
-    ...errors(429),
-  },
+  security: "open",
+  ok: json(healthSchema, "serving"),
+  errors: [429],
+  // Not an error body: the same report, with the status that says it cannot serve (api.md).
+  answers: { 503: json(healthSchema, "not serving, or an enclave that answers is not healthy (a stalled listener)") },
 });
 
 /** What the edge reads of an enclave's internal health report (enclave/health.ts). */
@@ -141,28 +98,18 @@ type EnclaveReport = {
   listener?: { last_block?: string | null; chain_head?: string | null; stalled?: boolean };
 };
 
-const apiPayers = createRoute({
-  method: "get",
-  ...endpoint("get_api_payers"),
-  tags: tag("Public"),
+const apiPayers = route("GET /get_api_payers", "Public", {
   summary: "The addresses that submit the service's transactions (the contract's payer set), lowercase",
-  security: [],
-  responses: {
-    200: { description: "ok", content: { "application/json": { schema: z.array(z.string()) } } },
-    ...errors(429, 503),
-  },
+  security: "open",
+  ok: json(z.array(z.string())),
+  errors: [429, 503],
 });
 
-const adminApiPayer = createRoute({
-  method: "get",
-  ...endpoint("get_admin_api_payer"),
-  tags: tag("Public"),
+const adminApiPayer = route("GET /get_admin_api_payer", "Public", {
   summary: "The admin payer's address, lowercase (the zero address when none is set)",
-  security: [],
-  responses: {
-    200: { description: "the address, as a JSON string", content: { "application/json": { schema: z.string() } } },
-    ...errors(429, 503),
-  },
+  security: "open",
+  ok: json(z.string(), "the address, as a JSON string"),
+  errors: [429, 503],
 });
 
 export function publicRoutes(): OpenAPIHono<EdgeEnv> {

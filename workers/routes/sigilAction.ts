@@ -4,7 +4,7 @@
 // Under an Idempotency-Key a run is charged once however often it is sent, and a retry of one whose
 // first attempt gave no answer says what became of it (`first_attempt`; idempotency/). The route is
 // its pipeline (router.ts): made once, the account's webhooks told, metered; then the call.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { sigilActionResponseSchema, sigilActionRequestSchema } from "../../shared/operations.ts";
 import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
@@ -21,36 +21,31 @@ import {
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { notices } from "../webhooks/emit.ts";
-import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, requireKey, route } from "./openapi.ts";
 
-const sigilAction = createRoute({
-  method: "post",
-  ...endpoint("sigil_action"),
-  tags: tag("Execution"),
+const sigilAction = route("POST /sigil_action", "Execution", {
   summary:
     "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
-  security: keySecurity,
-  middleware: [requireKey, operationBodyLimit("sigil_action")] as const,
+  security: "key",
+  middleware: [requireKey, operationBodyLimit("sigil_action")],
   request: { headers: idempotencyHeaders, body: body(sigilActionRequestSchema) },
-  responses: {
-    200: {
-      ...json(
-        sigilActionResponseSchema.extend({
-          charged_cents: z
-            .number()
-            .int()
-            .nonnegative()
-            .describe(
-              "credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once",
-            ),
-          first_attempt: firstAttemptSchema.optional(),
-        }),
-        "the run's outcome (a script failure is has_error: true with error)",
-      ),
-      headers: z.object({ "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
-    },
-    ...errors(400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503),
+  ok: {
+    ...json(
+      sigilActionResponseSchema.extend({
+        charged_cents: z
+          .number()
+          .int()
+          .nonnegative()
+          .describe(
+            "credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once",
+          ),
+        first_attempt: firstAttemptSchema.optional(),
+      }),
+      "the run's outcome (a script failure is has_error: true with error)",
+    ),
+    headers: z.object({ "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),
   },
+  errors: [400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503],
 });
 
 export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {

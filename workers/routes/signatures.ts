@@ -2,7 +2,7 @@
 // every check of api.md in its order, each with its own code, before anything reaches an enclave
 // (chain/walletSignature.ts). The enclave checks it all again: it never takes the edge's
 // word for who signed. Each takes an Idempotency-Key, kept under the signer's wallet (signerHolder).
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { isAddress, type Address } from "viem";
 import { z } from "zod";
@@ -22,7 +22,7 @@ import {
 } from "../idempotency/index.ts";
 import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
-import { endpoint, errors, jsonBody as body, jsonResponse as json, keySecurity, requireKey, tag } from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, requireKey, route } from "./openapi.ts";
 
 // The envelope's own rules (sizes included) are checked by validateTypedData, in api.md's order,
 // so the schema only asks for the fields to be there; the body limit bounds them.
@@ -40,7 +40,7 @@ const envelopeSchema = z.strictObject(envelope);
 const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, ...envelope });
 
 /** What every signature endpoint may answer: the envelope's checks (api.md's order), its body limit and deadline, the rate limit. */
-const signatureErrors = errors(400, 401, 408, 413, 429, 503);
+const signatureErrors = [400, 401, 408, 413, 429, 503] as const;
 
 // Open to anyone, but they only derive keys: the signer's wallet sends (and pays for) the transaction.
 const openWrite = openWriteLimit({ spendsGas: false });
@@ -52,20 +52,14 @@ function derivationRoute<Op extends "create_wallet_with_signature" | "add_usage_
   op: Op,
   summary: string,
 ) {
-  return createRoute({
-    method: "post",
-    ...endpoint(op),
-    tags: tag("Signatures"),
+  return route(`POST /${op}`, "Signatures", {
     summary,
     // No key: the signature in the body is the authorization.
-    security: [],
-    middleware: [operationBodyLimit(op), openWrite] as const,
+    security: "open",
+    middleware: [operationBodyLimit(op), openWrite],
     request: { headers: openIdempotencyHeaders, body: body(envelopeSchema) },
-    responses: {
-      200: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders },
-      ...signatureErrors,
-      ...errors(409, 422),
-    },
+    ok: { ...json(responseSchemas[op] as (typeof responseSchemas)[Op]), headers: replayHeaders },
+    errors: [...signatureErrors, 409, 422],
   });
 }
 
@@ -125,20 +119,14 @@ const signedByNewAdmin: Stage = async (c, next) => {
   await next();
 };
 
-const convert = createRoute({
-  method: "post",
-  ...endpoint("convert_to_chain_secured_account"),
-  tags: tag("Signatures"),
+const convert = route("POST /convert_to_chain_secured_account", "Signatures", {
   summary:
     "Hand a managed account to the wallet that signed ConvertAccount (message.address = new_admin_wallet_address); the master key loses its write rights",
-  security: keySecurity,
-  middleware: [operationBodyLimit("convert_to_chain_secured_account"), requireKey] as const,
+  security: "key",
+  middleware: [operationBodyLimit("convert_to_chain_secured_account"), requireKey],
   request: { headers: idempotencyHeaders, body: body(convertSchema) },
-  responses: {
-    200: { ...json(responseSchemas.convert_to_chain_secured_account), headers: chargedHeader },
-    ...signatureErrors,
-    ...errors(402, 403, 404, 409, 422),
-  },
+  ok: { ...json(responseSchemas.convert_to_chain_secured_account), headers: chargedHeader },
+  errors: [...signatureErrors, 402, 403, 404, 409, 422],
 });
 
 export function signaturesRoutes(): OpenAPIHono<EdgeEnv> {

@@ -2,7 +2,7 @@
 // as CSV. The caller is named as on the billing endpoints: an API key, or X-Wallet-Auth signed by a
 // ChainSecured account's admin wallet. The master key (and the admin wallet) sees every event of
 // the account; a usage key sees only its own runs and writes.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { runReceiptSchema, runReceiptV1Schema } from "../../shared/operations.ts";
@@ -10,7 +10,8 @@ import { newRouter, type EdgeEnv } from "../router.ts";
 import { billingCaller, hashHex, ledgerOf } from "../billing/account.ts";
 import { CSV_COLUMNS, decodeCursor, USAGE_KINDS, usageCsv, usagePage, type UsageKind } from "../billing/usage.ts";
 import { billingCredentials, billingSecurity, requireCredentials } from "./billing.ts";
-import { errors, tag } from "./openapi.ts";
+import { route } from "./openapi.ts";
+import { countParam } from "./paging.ts";
 
 export const DEFAULT_USAGE_LIMIT = 50;
 export const MAX_USAGE_LIMIT = 100;
@@ -40,17 +41,7 @@ const usageQuery = z.object({
       param: { name: "cursor", in: "query" },
       description: "next_cursor of the page before; absent for the newest page",
     }),
-  limit: z
-    .string()
-    .regex(/^\d{1,9}$/, "must be a positive integer")
-    .optional()
-    .transform((v) => (v === undefined ? DEFAULT_USAGE_LIMIT : Number(v)))
-    .refine((v) => v >= 1 && v <= MAX_USAGE_LIMIT, `must be between 1 and ${MAX_USAGE_LIMIT}`)
-    .openapi({
-      param: { name: "limit", in: "query" },
-      description: `events per page (default ${DEFAULT_USAGE_LIMIT}, max ${MAX_USAGE_LIMIT})`,
-      example: "50",
-    }),
+  limit: countParam("limit", "events", DEFAULT_USAGE_LIMIT, MAX_USAGE_LIMIT),
   from: instant("from").describe("only events at or after this time"),
   to: instant("to").describe("only events before this time"),
   kind: z
@@ -129,30 +120,25 @@ const usageEventSchema = z
   })
   .openapi("UsageEvent");
 
-const usage = createRoute({
-  method: "get",
-  path: "/usage",
+const usage = route("GET /usage", "Billing", {
   operationId: "listUsage",
-  tags: tag("Billing"),
   summary:
     "The account's usage history, newest first: runs, writes, top-ups and refunds with their cost and the balance after; pages by cursor (JSON, or CSV with Accept: text/csv)",
   security: billingSecurity,
-  middleware: [requireCredentials] as const,
+  middleware: [requireCredentials],
   request: { query: usageQuery },
-  responses: {
-    200: {
-      description: "a page of events; next_cursor (also in X-Next-Cursor) asks for the next, null on the last",
-      headers: z.object({ "X-Next-Cursor": z.string().optional() }),
-      content: {
-        "application/json": {
-          schema: z.object({ events: z.array(usageEventSchema), next_cursor: z.string().nullable() }),
-        },
-        "text/csv": { schema: z.string().describe(`a header row (${CSV_COLUMNS.join(",")}) and one row per event`) },
+  ok: {
+    description: "a page of events; next_cursor (also in X-Next-Cursor) asks for the next, null on the last",
+    headers: z.object({ "X-Next-Cursor": z.string().optional() }),
+    content: {
+      "application/json": {
+        schema: z.object({ events: z.array(usageEventSchema), next_cursor: z.string().nullable() }),
       },
+      "text/csv": { schema: z.string().describe(`a header row (${CSV_COLUMNS.join(",")}) and one row per event`) },
     },
-    // 400: the query or the cursor, or two kinds of credentials; 403: a usage key asking for another key's events.
-    ...errors(400, 401, 403, 404, 413, 429, 503),
   },
+  // 400: the query or the cursor, or two kinds of credentials; 403: a usage key asking for another key's events.
+  errors: [400, 401, 403, 404, 413, 429, 503],
   // The SDK's client.all.listUsage iterates it by cursor (sdk/scripts/generate.ts reads this).
   "x-sigil-paging": { style: "cursor", items: "events" },
 });

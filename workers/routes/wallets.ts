@@ -1,23 +1,14 @@
 // Wallets (api.md, Wallets). Creation is forwarded to an enclave, which derives the wallet and
 // authorizes the caller (the master key, or a usage key with can_create_pkps); lists are live
 // eth_calls from here.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import {
-  endpoint,
-  errors,
-  jsonResponse as json,
-  keySecurity,
-  registerKeySecurity,
-  requireKey,
-  listRoute,
-  tag,
-} from "./openapi.ts";
+import { jsonResponse as json, listRoute, registerKeySecurity, requireKey, route } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
@@ -29,46 +20,36 @@ export const ANY_WALLET = "any";
 
 const createWalletBody = requestSchemas.create_wallet.omit({ api_key: true });
 
-const createWalletPost = createRoute({
-  method: "post",
-  ...endpoint("create_wallet"),
-  tags: tag("Wallets"),
+const createWalletPost = route("POST /create_wallet", "Wallets", {
   summary: "Create a wallet (PKP) for the caller's account",
-  security: keySecurity,
-  middleware: [operationBodyLimit("create_wallet"), requireKey] as const,
+  security: "key",
+  middleware: [operationBodyLimit("create_wallet"), requireKey],
   request: {
     headers: idempotencyHeaders,
     body: { required: false, content: { "application/json": { schema: createWalletBody } } },
   },
-  responses: {
-    200: { ...json(responseSchemas.create_wallet), headers: chargedHeader },
-    ...errors(400, 401, 402, 403, 408, 409, 413, 422, 429, 503),
-  },
+  ok: { ...json(responseSchemas.create_wallet), headers: chargedHeader },
+  errors: [400, 401, 402, 403, 408, 409, 413, 422, 429, 503],
 });
 
-const createWalletGet = createRoute({
-  method: "get",
-  path: "/create_wallet",
+const createWalletGet = route("GET /create_wallet", "Wallets", {
   // The specification's alias of POST /create_wallet, under a name of its own for the SDK.
   operationId: "createWalletByGet",
-  tags: tag("Wallets"),
   summary: "Deprecated: use POST /create_wallet",
   deprecated: true,
-  security: keySecurity,
-  middleware: [requireKey] as const,
+  security: "key",
+  middleware: [requireKey],
   request: { headers: idempotencyHeaders },
-  responses: {
-    200: {
-      ...json(responseSchemas.create_wallet),
-      headers: z.object({
-        Deprecation: z.string(),
-        Link: z.string(),
-        "X-Sigil-Charged-Cents": z.string(),
-        ...idempotentAnswerHeaders,
-      }),
-    },
-    ...errors(400, 401, 402, 403, 409, 422, 429, 503),
+  ok: {
+    ...json(responseSchemas.create_wallet),
+    headers: z.object({
+      Deprecation: z.string(),
+      Link: z.string(),
+      "X-Sigil-Charged-Cents": z.string(),
+      ...idempotentAnswerHeaders,
+    }),
   },
+  errors: [400, 401, 402, 403, 409, 422, 429, 503],
 });
 
 const walletItem = z.object({

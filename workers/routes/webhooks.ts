@@ -8,7 +8,7 @@
 // (api.md): the account's master key — a usage key is 403 account_key_required — or, for a
 // ChainSecured account, X-Wallet-Auth signed by its admin wallet (as on the billing endpoints). A
 // converted account's old master key may still read (list, deliveries, settings) but not change.
-import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import { z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { keyRefusal } from "../../shared/apiKey.ts";
@@ -30,7 +30,7 @@ import { newRouter, perRequest, pipeline, type EdgeEnv, type Stage } from "../ro
 import { accountIdOf, webhooksOf } from "../webhooks/emit.ts";
 import { MAX_ENDPOINTS } from "../webhooks/policy.ts";
 import { checkWebhookUrl, MAX_WEBHOOK_URL_CHARS } from "../webhooks/url.ts";
-import { errorAnswer, errors, jsonBody as body, jsonResponse as json, keySecurity, tag } from "./openapi.ts";
+import { errorAnswer, jsonBody as body, jsonResponse as json, keySecurity, route } from "./openapi.ts";
 import { pageQuerySchema } from "./paging.ts";
 
 const security: Array<Record<string, string[]>> = [...keySecurity, { WalletAuth: [] }];
@@ -163,14 +163,16 @@ const deliveryParams = webhookIdParam.extend({
 });
 const totalHeader = z.object({ "X-Total-Count": z.string() });
 
-const createWebhook = createRoute({
-  method: "post",
-  path: "/webhooks",
+/** Who may use these endpoints: the account's key, or its admin wallet's X-Wallet-Auth. */
+const caller = { security, middleware: [requireCredentials] };
+/** What every webhook endpoint may answer besides its own: the credentials and the account (api.md, Webhooks). */
+const callerErrors = [400, 401, 403, 404, 413, 429, 503] as const;
+
+const createWebhook = route("POST /webhooks", "Webhooks", {
   operationId: "createWebhook",
-  tags: tag("Webhooks"),
   summary: `Register a webhook endpoint (at most ${MAX_ENDPOINTS} per account); its signing secret is in this answer only`,
   security,
-  middleware: [defaultBodyLimit, requireCredentials] as const,
+  middleware: [defaultBodyLimit, requireCredentials],
   request: {
     headers: webhookIdempotencyHeaders,
     body: body(
@@ -194,25 +196,25 @@ const createWebhook = createRoute({
       }),
     ),
   },
-  responses: {
-    200: {
-      ...json(
-        endpointSchema.extend({
-          secret: z
-            .string()
-            .describe(
-              "whsec_…: the key of every delivery's Sigil-Signature; shown only here (and to a replay under the same Idempotency-Key), keep it",
-            ),
-        }),
-      ),
-      headers: replayHeaders,
-    },
+  ok: {
+    ...json(
+      endpointSchema.extend({
+        secret: z
+          .string()
+          .describe(
+            "whsec_…: the key of every delivery's Sigil-Signature; shown only here (and to a replay under the same Idempotency-Key), keep it",
+          ),
+      }),
+    ),
+    headers: replayHeaders,
+  },
+  errors: [...callerErrors, 408, 422],
+  answers: {
     400: {
       ...errorAnswer(400),
       description:
         "Bad Request (error.code: invalid_request, invalid_json, conflicting_credentials, invalid_webhook_url: malformed, not https in production, or a private/loopback/link-local host; details.reason says which)",
     },
-    ...errors(401, 403, 404, 408, 413, 422, 429, 503),
     409: {
       ...errorAnswer(409),
       description: `Conflict (error.code: webhook_limit: the account has ${MAX_ENDPOINTS} endpoints already; request_in_progress: the Idempotency-Key's first request is in flight)`,
@@ -220,88 +222,59 @@ const createWebhook = createRoute({
   },
 });
 
-const listWebhooks = createRoute({
-  method: "get",
-  path: "/webhooks",
+const listWebhooks = route("GET /webhooks", "Webhooks", {
   operationId: "listWebhooks",
-  tags: tag("Webhooks"),
   summary: "The account's webhook endpoints (never their secrets); the total is in X-Total-Count",
-  security,
-  middleware: [requireCredentials] as const,
-  responses: {
-    200: { ...json(z.array(endpointSchema)), headers: totalHeader },
-    ...errors(400, 401, 403, 404, 413, 429, 503),
-  },
+  ...caller,
+  ok: { ...json(z.array(endpointSchema)), headers: totalHeader },
+  errors: callerErrors,
 });
 
-const deleteWebhook = createRoute({
-  method: "delete",
-  path: "/webhooks/{webhook_id}",
+const deleteWebhook = route("DELETE /webhooks/{webhook_id}", "Webhooks", {
   operationId: "deleteWebhook",
-  tags: tag("Webhooks"),
   summary: "Remove a webhook endpoint, with its pending deliveries and its delivery log",
-  security,
-  middleware: [requireCredentials] as const,
+  ...caller,
   request: { params: webhookIdParam },
-  responses: {
-    200: json(z.object({ deleted: z.literal(true), id: z.string() })),
-    ...errors(400, 401, 403, 404, 413, 429, 503),
-  },
+  ok: json(z.object({ deleted: z.literal(true), id: z.string() })),
+  errors: callerErrors,
 });
 
-const listDeliveries = createRoute({
-  method: "get",
-  path: "/webhooks/{webhook_id}/deliveries",
+const listDeliveries = route("GET /webhooks/{webhook_id}/deliveries", "Webhooks", {
   operationId: "listWebhookDeliveries",
-  tags: tag("Webhooks"),
   summary: "An endpoint's delivery log, newest first: each delivery with every attempt; the total is in X-Total-Count",
-  security,
-  middleware: [requireCredentials] as const,
+  ...caller,
   request: { params: webhookIdParam, query: pageQuerySchema },
-  responses: {
-    200: { ...json(z.array(deliverySchema)), headers: totalHeader },
-    ...errors(400, 401, 403, 404, 413, 429, 503),
-  },
+  ok: { ...json(z.array(deliverySchema)), headers: totalHeader },
+  errors: callerErrors,
 });
 
-const resendDelivery = createRoute({
-  method: "post",
-  path: "/webhooks/{webhook_id}/deliveries/{delivery_id}/resend",
+const resendDelivery = route("POST /webhooks/{webhook_id}/deliveries/{delivery_id}/resend", "Webhooks", {
   operationId: "resendWebhookDelivery",
-  tags: tag("Webhooks"),
   summary:
     "Send a delivery (dlv_…) or an event (evt_…) to this endpoint again, now, with a new 24 h retry window; the event keeps its id",
-  security,
-  middleware: [requireCredentials] as const,
+  ...caller,
   request: { params: deliveryParams, headers: webhookIdempotencyHeaders },
-  responses: {
-    200: { ...json(deliverySchema), headers: replayHeaders },
-    ...errors(400, 401, 403, 404, 409, 413, 422, 429, 503),
-  },
+  ok: { ...json(deliverySchema), headers: replayHeaders },
+  errors: [...callerErrors, 409, 422],
 });
 
-const getSettings = createRoute({
-  method: "get",
-  path: "/webhooks/settings",
+const getSettings = route("GET /webhooks/settings", "Webhooks", {
   operationId: "getWebhookSettings",
-  tags: tag("Webhooks"),
   summary: "The account's webhook settings: balance.low's threshold",
-  security,
-  middleware: [requireCredentials] as const,
-  responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 413, 429, 503) },
+  ...caller,
+  ok: json(settingsSchema),
+  errors: callerErrors,
 });
 
-const putSettings = createRoute({
-  method: "put",
-  path: "/webhooks/settings",
+const putSettings = route("PUT /webhooks/settings", "Webhooks", {
   operationId: "updateWebhookSettings",
-  tags: tag("Webhooks"),
   summary:
     "Set balance.low's threshold in cents (0 turns it off); it fires when the free balance goes from at least the threshold to under it, once per crossing",
   security,
-  middleware: [defaultBodyLimit, requireCredentials] as const,
+  middleware: [defaultBodyLimit, requireCredentials],
   request: { body: body(z.strictObject({ balance_low_cents: z.number().int().min(0).max(99_999_999) })) },
-  responses: { 200: json(settingsSchema), ...errors(400, 401, 403, 404, 408, 413, 429, 503) },
+  ok: json(settingsSchema),
+  errors: [...callerErrors, 408],
 });
 
 /** The URL first: a registration that could never succeed is refused before the chain is read. */

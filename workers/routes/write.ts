@@ -4,7 +4,7 @@
 // the enclave refuses it). X-Sigil-Charged-Cents says what it cost. Under an Idempotency-Key a
 // write is made once however often it is sent (idempotency/). The plain writes (groups, actions,
 // usage keys) share one route shape, built here.
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import {
@@ -21,17 +21,7 @@ import { attemptOf, idempotencyHeaders, idempotent, idempotentAnswerHeaders } fr
 import { callerKey } from "../middleware/auth/index.ts";
 import { notices } from "../webhooks/emit.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import {
-  endpoint,
-  errors,
-  jsonBody as body,
-  jsonResponse as json,
-  keySecurity,
-  requireKey,
-  tag,
-  toWire,
-  type Tag,
-} from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, requireKey, route, toWire, type Tag } from "./openapi.ts";
 
 /**
  * The stages of a managed write `op` (router.ts `pipeline`): made once per Idempotency-Key (a retry
@@ -83,22 +73,20 @@ export type PlainWrite =
  * What every managed write may answer besides 200 (402: no credit to hold its cent; 403 and 404:
  * the contract's refusals; 409 and 422 also for an Idempotency-Key in flight or reused).
  */
-export const writeErrors = errors(400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503);
+export const writeErrors = [400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 503] as const;
 export const chargedHeader = z.object({
   "X-Sigil-Charged-Cents": z.string().describe("credits this call cost, in cents"),
   ...idempotentAnswerHeaders,
 });
 
 export function writeRoute<Op extends PlainWrite>(op: Op, tagName: Tag, summary: string) {
-  return createRoute({
-    method: "post",
-    ...endpoint(op),
-    tags: tag(tagName),
+  return route(`POST /${op}`, tagName, {
     summary,
-    security: keySecurity,
-    middleware: [operationBodyLimit(op), requireKey] as const,
+    security: "key",
+    middleware: [operationBodyLimit(op), requireKey],
     request: { headers: idempotencyHeaders, body: body((requestSchemas[op] as z.ZodObject).omit({ api_key: true })) },
-    responses: { 200: { ...json(responseSchemas[op] as z.ZodType), headers: chargedHeader }, ...writeErrors },
+    ok: { ...json(responseSchemas[op] as z.ZodType), headers: chargedHeader },
+    errors: writeErrors,
   });
 }
 

@@ -8,10 +8,11 @@ import type { Context } from "hono";
 import { SigilError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
-import { callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
+import { accountObject, callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
 import { meterOf, refusedWithoutWebhooks } from "../billing/meter.ts";
 import type { EdgeConfig } from "../config.ts";
 import type { KeyCap, SettleResult } from "../billing/ledgerTypes.ts";
+import type { PaymentFailure } from "../billing/payments.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
 import type { Emission, Webhooks } from "./store.ts";
@@ -28,8 +29,7 @@ export function webhooksOf(
   namespace: DurableObjectNamespace<Webhooks> | undefined,
   master: bigint,
 ): DurableObjectStub<Webhooks> {
-  if (!namespace) throw new Error("webhooks need the WEBHOOKS Durable Object, which is not bound");
-  return namespace.get(namespace.idFromName(hashHex(master)));
+  return accountObject(namespace, master, "webhooks need the WEBHOOKS Durable Object, which is not bound");
 }
 
 /** The account id events carry: its master hash as new_account answers it. */
@@ -96,19 +96,8 @@ export function paymentCredited(
 }
 
 /** `payment.failed`, once per Stripe event (a payment intent may fail more than once, with different cards). */
-export function paymentFailed(
-  emitter: Emitter,
-  master: bigint,
-  failure: {
-    stripeEventId: string;
-    paymentIntentId: string;
-    amountCents: number;
-    code: string | null;
-    declineCode: string | null;
-    message: string | null;
-  },
-): void {
-  emit(emitter, master, {
+export function paymentFailed(emitter: Emitter, failure: PaymentFailure): void {
+  emit(emitter, failure.master, {
     type: "payment.failed",
     dedupe: `payment.failed:${failure.stripeEventId}`,
     data: {
