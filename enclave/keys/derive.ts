@@ -7,6 +7,7 @@ import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex, getAddress, type Address, type Hex } from "viem";
 import { publicKeyOf } from "./ecdsa.ts";
+import { Recent } from "../../shared/recent.ts";
 
 const SALT = new TextEncoder().encode("sigil/v1");
 const N = secp256k1.CURVE.n;
@@ -83,7 +84,7 @@ export class Keyring {
    * (public) address it maps to is remembered, which takes the elliptic-curve multiplication off
    * the per-operation path. Same root, same info → same key → same address, so this is exact.
    */
-  readonly #addresses = new Map<string, Address>();
+  readonly #addresses = new Recent<string, Address>(ADDRESS_CACHE_MAX);
 
   constructor(root: Uint8Array) {
     if (root.length !== 32) throw new RangeError("the root key must be 32 bytes");
@@ -106,14 +107,7 @@ export class Keyring {
   #keyFor(info: Uint8Array): DerivedKey {
     const privateKey = this.#scalar(info);
     const id = Buffer.from(info).toString("hex");
-    let address = this.#addresses.get(id);
-    if (address === undefined) {
-      address = addressOf(privateKey);
-      if (this.#addresses.size >= ADDRESS_CACHE_MAX)
-        this.#addresses.delete(this.#addresses.keys().next().value as string);
-      this.#addresses.set(id, address);
-    }
-    return { privateKey, address };
+    return { privateKey, address: this.#addresses.getOrMake(id, () => addressOf(privateKey)) };
   }
 
   /** A wallet's (PKP's) signing key, bound to its account: `"pkp" ‖ master ‖ derivation`. */

@@ -7,6 +7,7 @@ import { mapContractError } from "../../shared/contractErrors.ts";
 import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
+import { Recent } from "../../shared/recent.ts";
 import type { PermissionCache } from "../authz/cache.ts";
 import type { ChainContext, KeyResolution } from "../chain/client.ts";
 import type { EnclaveConfig } from "../config.ts";
@@ -46,27 +47,20 @@ export function requestContext(
 export type CallerKey = { keyHash: bigint; resolution: KeyResolution };
 
 /**
+ * A caller's key hash, remembered by Node's SHA-256 of the key (a few times cheaper than the
+ * JavaScript keccak256 it saves on every request of a key seen before). The raw key is never kept.
+ */
+const keyHashes = new Recent<string, bigint>(10_000);
+
+function callerKeyHash(apiKey: string): bigint {
+  return keyHashes.getOrMake(createHash("sha256").update(apiKey).digest("base64"), () => apiKeyHash(apiKey));
+}
+
+/**
  * Hashes the caller's raw key and checks it can act — write or run: it must resolve, be live,
  * and (for `owner` operations) be the master key. A converted account's old master key is refused
  * with `chain_secured_account`; an expired or unknown key with `invalid_api_key`.
  */
-/**
- * A caller's key hash, remembered by Node's SHA-256 of the key (a few times cheaper than the
- * JavaScript keccak256 it saves on every request of a key seen before). The raw key is never kept.
- */
-const keyHashes = new Map<string, bigint>();
-const KEY_HASH_CACHE_MAX = 10_000;
-
-function callerKeyHash(apiKey: string): bigint {
-  const id = createHash("sha256").update(apiKey).digest("base64");
-  const known = keyHashes.get(id);
-  if (known !== undefined) return known;
-  const hash = apiKeyHash(apiKey);
-  if (keyHashes.size >= KEY_HASH_CACHE_MAX) keyHashes.delete(keyHashes.keys().next().value as string);
-  keyHashes.set(id, hash);
-  return hash;
-}
-
 export async function callerKey(
   enclave: Enclave,
   apiKey: string,

@@ -16,7 +16,7 @@ import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
 import { CodedError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
-import { Recent } from "./recent.ts";
+import { Recent } from "../../shared/recent.ts";
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
 const CID_CACHE_MAX = 10_000;

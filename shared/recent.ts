@@ -1,6 +1,6 @@
-// A bounded memory of recent values: at most `max` entries, the oldest forgotten first. What the
-// enclave remembers across runs to spare work (a script's CID, an action's hash, the wallets a key's
-// runs of an action used) is public data kept this way, so no client can make it grow without end.
+// A bounded memory of recent values: at most `max` entries, the oldest forgotten first. What a
+// process remembers to spare work (a key's hash, a derived address, a script's CID, an action's
+// hash) is kept this way, so no client can make it grow without end.
 export class Recent<K, V> {
   readonly #entries = new Map<K, V>();
   readonly #max: number;
@@ -20,6 +20,11 @@ export class Recent<K, V> {
     }
     this.#entries.set(key, value);
     return value;
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.#entries.clear();
   }
 
   /** The value under `key`, or the one `make` makes, remembered. */
