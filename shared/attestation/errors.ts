@@ -26,6 +26,20 @@ export class AttestationError extends SigilError {
   }
 }
 
+/** `text` parsed as JSON, or an AttestationError of `reason` saying `notJson`. */
+export function parseJsonAs(reason: AttestationFailure, text: string, notJson: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new AttestationError(reason, notJson, { cause });
+  }
+}
+
+/** Evidence that may come as JSON text or already parsed: the text parsed (as `parseJsonAs`), anything else as it is. */
+export function parsedOr(reason: AttestationFailure, input: unknown, notJson: string): unknown {
+  return typeof input === "string" ? parseJsonAs(reason, input, notJson) : input;
+}
+
 /**
  * dcap-qvl refused a quote. `dcapMessage` is dcap-qvl's own sentence, unchanged ("ISV enclave report
  * signature is invalid", "TCBInfo expired", "Fmspc mismatch", …), so callers and tests can match it;

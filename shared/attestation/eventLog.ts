@@ -7,7 +7,7 @@
 import { sha384 } from "@noble/hashes/sha512";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
 import * as z from "./schema.ts";
-import { AttestationError } from "./errors.ts";
+import { AttestationError, parsedOr } from "./errors.ts";
 
 /** The event type of dstack's runtime events (app-id, compose-hash, …), all extended into RTMR3. */
 export const RUNTIME_EVENT_TYPE = 0x08000001;
@@ -65,14 +65,7 @@ const entrySchema = z.object({
  * `invalid_event_log` naming the first bad entry.
  */
 export function parseEventLog(input: unknown): EventLogEntry[] {
-  let raw: unknown = input;
-  if (typeof input === "string") {
-    try {
-      raw = JSON.parse(input);
-    } catch {
-      throw new AttestationError("invalid_event_log", "event log is not valid JSON");
-    }
-  }
+  const raw = parsedOr("invalid_event_log", input, "event log is not valid JSON");
   if (!Array.isArray(raw)) throw new AttestationError("invalid_event_log", "event log must be a JSON array of entries");
   return raw.map((item, index) => {
     const parsed = entrySchema.safeParse(item);

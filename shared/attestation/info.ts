@@ -7,7 +7,7 @@ import { utf8ToBytes } from "@noble/hashes/utils";
 import * as z from "./schema.ts";
 import { normalizeHex, toHex } from "./bytes.ts";
 import { failed, passed, type CheckResult } from "./check.ts";
-import { AttestationError } from "./errors.ts";
+import { AttestationError, parsedOr, parseJsonAs } from "./errors.ts";
 import type { Rtmr3Claims } from "./eventLog.ts";
 
 /** `/info` as the enclave serves it, with `tcb_info` parsed (dstack's Info gives it as a JSON string). */
@@ -28,24 +28,9 @@ const infoSchema = z.looseObject({
 
 /** Reads `/info` (its JSON text or the parsed body); `tcb_info` may be an object or a JSON string. */
 export function parseInfo(input: unknown): Info {
-  let raw: unknown = input;
-  if (typeof input === "string") {
-    try {
-      raw = JSON.parse(input);
-    } catch {
-      throw new AttestationError("invalid_info", "/info is not valid JSON");
-    }
-  }
-  const parsed = infoSchema.safeParse(raw);
+  const parsed = infoSchema.safeParse(parsedOr("invalid_info", input, "/info is not valid JSON"));
   if (!parsed.success) throw new AttestationError("invalid_info", `/info: ${describeIssue(parsed.error)}`);
-  let tcbInfo: unknown = parsed.data.tcb_info;
-  if (typeof tcbInfo === "string") {
-    try {
-      tcbInfo = JSON.parse(tcbInfo);
-    } catch {
-      throw new AttestationError("invalid_info", "/info tcb_info is a string but not JSON");
-    }
-  }
+  const tcbInfo = parsedOr("invalid_info", parsed.data.tcb_info, "/info tcb_info is a string but not JSON");
   const tcb = tcbInfoSchema.safeParse(tcbInfo);
   if (!tcb.success) throw new AttestationError("invalid_info", `/info tcb_info: ${describeIssue(tcb.error)}`);
   return { ...parsed.data, tcb_info: tcb.data } as Info;
@@ -63,12 +48,7 @@ const BUILD_KEY = /(?:^|[\s{,-])["']?build["']?[ \t]*:/m;
 
 /** The docker compose file inside dstack's app-compose JSON (`docker_compose_file`). */
 export function dockerComposeOf(appCompose: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(appCompose);
-  } catch {
-    throw new AttestationError("invalid_info", "app_compose is not JSON");
-  }
+  const parsed = parseJsonAs("invalid_info", appCompose, "app_compose is not JSON");
   const file = (parsed as { docker_compose_file?: unknown } | null)?.docker_compose_file;
   if (typeof file !== "string") throw new AttestationError("invalid_info", "app_compose has no docker_compose_file");
   return file;

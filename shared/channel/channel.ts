@@ -238,24 +238,22 @@ export type Aead = {
   open(key: unknown, iv: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
 };
 
+/** AES-256-GCM in Web Crypto, one way or the other (a failed tag check rejects). */
+async function webCryptoGcm(
+  way: "encrypt" | "decrypt",
+  key: unknown,
+  iv: Uint8Array,
+  data: Uint8Array,
+  aad: Uint8Array,
+): Promise<Uint8Array> {
+  const params = { name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) };
+  return new Uint8Array(await crypto.subtle[way](params, key as CryptoKey, bytes(data)));
+}
+
 export const webCryptoAead: Aead = {
   key: (raw) => crypto.subtle.importKey("raw", bytes(raw), { name: "AES-GCM" }, false, ["encrypt", "decrypt"]),
-  seal: async (key, iv, plaintext, aad) =>
-    new Uint8Array(
-      await crypto.subtle.encrypt(
-        { name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) },
-        key as CryptoKey,
-        bytes(plaintext),
-      ),
-    ),
-  open: async (key, iv, ciphertext, aad) =>
-    new Uint8Array(
-      await crypto.subtle.decrypt(
-        { name: "AES-GCM", iv: bytes(iv), additionalData: bytes(aad) },
-        key as CryptoKey,
-        bytes(ciphertext),
-      ),
-    ),
+  seal: (key, iv, plaintext, aad) => webCryptoGcm("encrypt", key, iv, plaintext, aad),
+  open: (key, iv, ciphertext, aad) => webCryptoGcm("decrypt", key, iv, ciphertext, aad),
 };
 
 type SessionKeys = { aead: Aead; request: unknown; response: unknown };
