@@ -5,6 +5,7 @@ import { createSecretKey, hkdfSync, type KeyObject } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
+import { concatBytes as concat } from "@noble/hashes/utils";
 import { bytesToHex, getAddress, type Address, type Hex } from "viem";
 import { publicKeyOf } from "./ecdsa.ts";
 import { Recent } from "../../shared/recent.ts";
@@ -23,16 +24,6 @@ function u32(value: number): Uint8Array {
   if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) throw new RangeError("an index must be a uint32");
   const out = new Uint8Array(4);
   new DataView(out.buffer).setUint32(0, value);
-  return out;
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
   return out;
 }
 
