@@ -43,6 +43,13 @@ export const missingParam = (param: string) =>
 export const noSuch = (kind: string, id: string, param: string, status = 404) =>
   apiError(status, "invalid_request_error", `No such ${kind}: '${id}'`, { code: "resource_missing", param }, false);
 
+/** The object `id` among `objects` (GET /v1/<kind>s/:id), or Stripe's resource_missing. */
+export function stored<T>(kind: string, objects: ReadonlyMap<string, T>, id: string): T {
+  const found = objects.get(id);
+  if (!found) throw noSuch(kind, id, "id");
+  return found;
+}
+
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 export function randomToken(length: number): string {
   const bytes = randomBytes(length);

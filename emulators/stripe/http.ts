@@ -11,6 +11,7 @@ import {
   type Auth,
   invalidParam,
   noSuch,
+  stored,
   optString,
   type Params,
   parseStripeForm,
@@ -250,12 +251,7 @@ export function stripeRouter(options: {
   );
   app.get(
     "/v1/customers/:id",
-    serve((_, c) => {
-      const id = c.req.param("id") as string;
-      const customer = resources.customers.get(id);
-      if (!customer) throw noSuch("customer", id, "id");
-      return { status: 200, body: customer };
-    }),
+    serve((_, c) => ({ status: 200, body: stored("customer", resources.customers, c.req.param("id") as string) })),
   );
   app.post(
     "/v1/payment_intents",
@@ -287,12 +283,7 @@ export function stripeRouter(options: {
   );
   app.get(
     "/v1/refunds/:id",
-    serve((_, c) => {
-      const id = c.req.param("id") as string;
-      const refund = resources.refunds.get(id);
-      if (!refund) throw noSuch("refund", id, "id");
-      return { status: 200, body: refund };
-    }),
+    serve((_, c) => ({ status: 200, body: stored("refund", resources.refunds, c.req.param("id") as string) })),
   );
   app.get(
     "/v1/events",
