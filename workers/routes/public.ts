@@ -192,7 +192,7 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
     // Unreachable enclaves are routed around; one that answers but is unhealthy still gets requests.
     const status =
       answering.length === 0 ? "unavailable" : answering.every((e) => e.status === "ok") ? "ok" : "degraded";
-    const body = {
+    const body: z.infer<typeof healthSchema> = {
       status,
       // The worst: the minimum would hide a stalled instance behind a healthy one.
       account_event_listener_lag_seconds: lags.length > 0 ? Math.max(...lags) : null,
@@ -200,7 +200,7 @@ export function publicRoutes(): OpenAPIHono<EdgeEnv> {
       chain: { chain_id: config.chainId, contract_address: config.contractAddress?.toLowerCase() ?? null },
     };
     if (status !== "ok") c.header("Retry-After", "5");
-    return c.json(body, status === "ok" ? 200 : 503) as never;
+    return status === "ok" ? c.json(body, 200) : c.json(body, 503);
   });
 
   return r;

@@ -171,7 +171,7 @@ export function usageRoutes(): OpenAPIHono<EdgeEnv> {
     );
     if (page.next_cursor !== null) c.header("X-Next-Cursor", page.next_cursor);
     if ((c.req.header("accept") ?? "").includes("text/csv")) {
-      return c.body(usageCsv(page.events), 200, { "Content-Type": "text/csv; charset=utf-8" }) as never;
+      return c.body(usageCsv(page.events), 200, { "Content-Type": "text/csv; charset=utf-8" });
     }
     return c.json(page, 200);
   });
