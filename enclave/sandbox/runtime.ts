@@ -10,14 +10,23 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { MessageChannel } from "node:worker_threads";
-import { errorStatus, SigilError, type ErrorCode } from "../../shared/errors.ts";
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { SandboxLimits } from "../config.ts";
+import { HostBridge, type RunBinding, type RunHost } from "./hostBridge.ts";
 import type { SandboxInstance } from "./instance.ts";
+import {
+  CodedError,
+  memoryError,
+  RunStop,
+  scriptError,
+  timeoutError,
+  type RunError,
+  type ThrownInfo,
+} from "./runErrors.ts";
 import type { SliceBoard } from "./slices.ts";
 
-/** Node's largest timer delay (a longer one fires at once, with a warning). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export { CodedError };
+export type { RunError, RunHost };
 
 // The sandbox's own JavaScript (globals/): core.js and every chunk are evaluated once per instance,
 // when its runtime is prepared, into the image each run starts from (image.ts); the globals each
@@ -67,8 +76,6 @@ export type RunRequest = {
   correlationId: string | null;
 };
 
-export type RunError = { code: string; message: string; stack?: string };
-
 export type RunOutcome = {
   /** The JSON text of `response` (present when the run succeeded). */
   responseJson?: string;
@@ -81,37 +88,6 @@ export type RunOutcome = {
   /** Set when the run's code was ended from outside its thread at its deadline: billed its whole grant. */
   endedByWatchdog?: true;
 };
-
-/** The host's side of a run's capabilities, given by the worker. Answers are JSON-ready values. */
-export type RunHost = {
-  /** Async operations (`Sigil.Actions.*`, `fetch`); a thrown CodedError reaches the script with its code. */
-  callAsync(op: string, args: unknown): Promise<unknown>;
-  /** Sync operations (hashes, URL parsing, randomness). */
-  callSync(op: string, args: unknown): unknown;
-};
-
-/**
- * An error for the script: `scriptCode` is the code the script's error carries (`permission_denied`,
- * `limit_exceeded`, …, or none), `kind` the class it is thrown as. Its `code` is the service's code
- * nearest in meaning (the script code itself where it is one, `internal_error` for a key that does
- * not match its wallet, else `invalid_request`: the script asked for what cannot be done). Its
- * message is for the script, never an HTTP answer (`expose` false).
- */
-export class CodedError extends SigilError {
-  override readonly name = "CodedError";
-  readonly scriptCode: string | null;
-  readonly kind: "Error" | "TypeError" | "RangeError";
-  constructor(scriptCode: string | null, message: string, kind: "Error" | "TypeError" | "RangeError" = "Error") {
-    super(serviceCodeOf(scriptCode), message, { expose: false });
-    this.scriptCode = scriptCode;
-    this.kind = kind;
-  }
-}
-
-function serviceCodeOf(scriptCode: string | null): ErrorCode {
-  if (scriptCode === "wallet_key_mismatch") return "internal_error";
-  return scriptCode !== null && Object.hasOwn(errorStatus, scriptCode) ? (scriptCode as ErrorCode) : "invalid_request";
-}
 
 class LogBuffer {
   #parts: string[] = [];
@@ -145,31 +121,8 @@ type Internal = {
   preload: QuickJSHandle;
 };
 
-const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /** The most a run's deadline moves on for the time other runs held its thread. */
 const MAX_STOLEN_MS = 30_000;
-
-/** Frames of a failed run's stack that reach the client. */
-const MAX_STACK_FRAMES = 50;
-/** Host replies at least this large are checked against the run's free memory before they are copied in. */
-const LARGE_REPLY_BYTES = 64 << 10;
-
-/** Ends the run from host code, with the run error to report. */
-class RunStop extends Error {
-  readonly runError: RunError;
-  constructor(runError: RunError) {
-    super(runError.message);
-    this.runError = runError;
-  }
-}
-
-/** What the host entry points of a prepared runtime do once a run is bound to it. */
-type RunBinding = {
-  call(op: string, argsJson: string): QuickJSHandle;
-  callAsync(op: string, argsJson: string): QuickJSHandle;
-  log(line: string): void;
-};
 
 /**
  * A runtime and context with the sandbox's core installed and every chunk of globals/ parsed, on an
@@ -354,16 +307,29 @@ export type RunEnv = {
   onSlice?: (ms: number) => void;
 };
 
-/** One script run on a prepared runtime: `start()` runs it; `kill()` ends it from outside. */
+/** How a promise the run drives settled: its value (the caller owns the handle), or the run's error. */
+type Settled = { value: QuickJSHandle } | { error: RunError };
+
+/**
+ * One script run on a prepared runtime: `start()` runs it; `kill()` ends it from outside.
+ *
+ * The run goes prepare → slice → host call → finish. It is prepared in its first step (#run, #begin:
+ * the host bound, the run begun in the VM, its code evaluated, `main` called); then driven (#drive)
+ * turn by turn, each stretch of its code a slice (#slice) and its host calls answered between them
+ * (hostBridge.ts), until `main`'s promise settles or a limit stops it; it ends once (#done, or `kill`),
+ * and its instance is the prepared runtime again for the next run, unless abandoned. Every step runs
+ * from a macrotask (#step), and a throw in one ends the run (#failed).
+ */
 export class ScriptRun {
   readonly #prepared: PreparedRuntime;
   readonly #request: RunRequest;
   readonly #limits: SandboxLimits;
-  readonly #host: RunHost;
   readonly #env: RunEnv;
   readonly #started = performance.now();
   readonly #deadline: number;
   readonly #logs: LogBuffer;
+  /** The host's entry points bound to this run: its host calls in flight and its timers. */
+  readonly #bridge: HostBridge;
   #stolenMs = 0;
   /** The run is over: nothing may touch its VM any more. */
   #over = false;
@@ -373,17 +339,30 @@ export class ScriptRun {
   readonly #outcome: Promise<RunOutcome>;
   /** Wakes the run's drive loop (set while it waits). */
   #wake: (() => void) | undefined;
-  readonly #timers = new Map<number, NodeJS.Timeout>();
+  /** The run passed its deadline (seen by its interrupt check, or between its slices). */
+  #interrupted = false;
+  /** The run broke its memory limit (an allocation its heap refused, or its live objects measured over it). */
+  #memoryExceeded = false;
+  /** When the run's memory was last measured, and its heap's size then (#memoryCheckDue). */
+  #lastMemoryCheck = { at: 0, heap: 0 };
 
   constructor(prepared: PreparedRuntime, request: RunRequest, limits: SandboxLimits, host: RunHost, env: RunEnv) {
     this.#prepared = prepared;
     this.#request = request;
     this.#limits = limits;
-    this.#host = host;
     this.#env = env;
     this.#deadline = Date.now() + request.timeoutMs;
     this.#logs = new LogBuffer(limits.maxLogBytes);
     this.#outcome = new Promise((resolve) => (this.#resolve = resolve));
+    this.#bridge = new HostBridge(prepared.ctx, prepared.instance, host, limits, {
+      over: () => this.#overNow(),
+      memoryInUse: () => this.#memoryInUse(),
+      abandon: () => {
+        this.#abandoned = true;
+      },
+      signal: () => this.#signal(),
+      log: (line) => this.#logs.add(line),
+    });
   }
 
   /** When the run must end: its deadline, moved on by the time other runs' long slices held its thread. */
@@ -450,8 +429,7 @@ export class ScriptRun {
   #end(outcome: RunOutcome): void {
     if (!this.#resolve) return;
     this.#over = true;
-    for (const t of this.#timers.values()) clearTimeout(t);
-    this.#timers.clear();
+    this.#bridge.clearTimers();
     this.#env.onEnd?.();
     const resolve = this.#resolve;
     this.#resolve = undefined;
@@ -480,450 +458,339 @@ export class ScriptRun {
     };
   }
 
-  /** The run, as steps that each run from a macrotask; it ends through `done` (or `kill`). */
+  // ——— Prepare: the run's first step. ———
+
+  /** The run, as steps that each run from a macrotask; it ends through #done (or `kill`). */
   #run(): void {
-    const request = this.#request;
-    const limits = this.#limits;
-    const host = this.#host;
-    const env = this.#env;
-    const logs = this.#logs;
-    const timers = this.#timers;
     const prepared = this.#prepared;
-    const { runtime, ctx, instance } = prepared;
-    const finish = (o: Ending) => this.#finish(o);
-    const signal = () => this.#signal();
-    let interrupted = false;
-    let memoryExceeded = false;
+    const instance = prepared.instance;
     instance.resetRefused();
     // The instance's heap is capped at the run's limit (instance.ts); QuickJS's own limit (set when
     // the runtime was prepared) refuses single allocations too, and the run's live objects are
-    // measured at every pause (memoryInUse).
+    // measured at every pause (#memoryInUse).
     prepared.onInterrupt(() => {
-      if (Date.now() >= this.deadline()) interrupted = true;
+      if (Date.now() >= this.deadline()) this.#interrupted = true;
       // A script that caught its "out of memory" and goes on is stopped here.
-      else if (instance.refused) memoryExceeded = true;
-      return interrupted || memoryExceeded;
+      else if (instance.refused) this.#memoryExceeded = true;
+      return this.#interrupted || this.#memoryExceeded;
     });
-    /** Whether this run is over (ended from outside); then nothing may touch its VM. */
-    const over = (): boolean => {
-      env.reap?.();
-      return this.#over;
-    };
-    /** Runs one synchronous stretch of the run's code, announced on the slice board (slices.ts). */
-    const slice = <T>(f: () => T): T => {
-      const board = env.board;
-      if (!board) return f();
-      const word = board.enter(env.runId, this.deadline());
-      const began = performance.now();
-      try {
-        return f();
-      } finally {
-        // A terminated slice runs no finally: reaching here, the slice ended by itself. If the pool
-        // claimed it meanwhile, its termination is on the way and must land here, not after.
-        if (!board.leave(word)) {
-          board.awaitKill(word);
-          // Only if the termination never came: the run is ended all the same.
-          // biome-ignore lint/correctness/noUnsafeFinally: this throw replaces whatever the slice returned, on purpose
-          throw new RunStop({ code: "timeout", message: "the script ran past its time limit" });
-        }
-        if (instance.refused) memoryExceeded = true;
-        env.onSlice?.(performance.now() - began);
-      }
-    };
-    // Measuring walks the run's heap: done when the heap grew or 25 ms passed since the last time.
-    let lastMemoryCheck = { at: Date.now(), heap: instance.heapBytes() };
-    const memoryCheckDue = (): boolean => {
-      const now = Date.now();
-      const bytes = instance.heapBytes();
-      if (bytes === lastMemoryCheck.heap && now - lastMemoryCheck.at < 25) return false;
-      lastMemoryCheck = { at: now, heap: bytes };
-      return true;
-    };
-    const memoryInUse = (): number => {
-      const usage = runtime.computeMemoryUsage();
-      try {
-        const size = ctx.getProp(usage, "memory_used_size");
-        const n = ctx.getNumber(size);
-        size.dispose();
-        return n;
-      } finally {
-        usage.dispose();
-      }
-    };
-    const deferreds = new Set<QuickJSDeferredPromise>();
-    const firedTimers: number[] = [];
-    let nextTimerId = 1;
-    /** Set when a host call must end the whole run (not just fail in the script). */
-    let stopWith = undefined as RunStop | undefined;
+    this.#lastMemoryCheck = { at: Date.now(), heap: instance.heapBytes() };
+    this.#step(() => this.#begin());
+  }
 
-    const timeoutError = (): RunError => ({
-      code: "timeout",
-      message: `the script ran past its time limit of ${request.timeoutMs} ms`,
-    });
-    const memoryError = (): RunError => ({
-      code: "memory_limit",
-      message: `the script exceeded its memory limit of ${limits.memoryLimitBytes >> 20} MiB`,
-    });
+  /** Binds the host's entry points to this run, begins it in the VM, and evaluates its code. */
+  #begin(): void {
+    // The thread may come here straight from a slice the pool terminated (a run started in a turn of
+    // its own, nextTurn, after a termination whose reap message has not been read yet): that run is
+    // ended first, or this run's first slice would take the board's word and the pool's kill with it.
+    this.#env.reap?.();
+    this.#prepared.bind(this.#bridge);
+    const { ctx, internal } = this.#prepared;
+    const request = this.#request;
+    const requestJson = ctx.newString(
+      JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid }),
+    );
+    const randomSeed = ctx.newString(nextSeed());
+    ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson, randomSeed)).dispose();
+    this.#evaluate();
+  }
 
-    /** Turns a value thrown inside the VM into a run error; the script's getters run in a slice, under its limits. */
-    const describe = (errorHandle: QuickJSHandle, internal: Internal): RunError => {
-      if (memoryExceeded) return memoryError();
-      if (interrupted) return timeoutError();
-      const r = slice(() => ctx.callFunction(internal.classify, ctx.undefined, errorHandle));
-      if (r.error) {
-        r.error.dispose();
-        if (memoryExceeded || instance.refused) return memoryError();
-        return interrupted ? timeoutError() : { code: "script_error", message: "the script failed" };
-      }
-      const info = JSON.parse(ctx.getString(r.value)) as {
-        code: string | null;
-        name: string;
-        message: string;
-        stack?: string;
-        undescribable?: true;
-      };
-      r.value.dispose();
-      if (memoryExceeded || instance.refused) return memoryError();
-      if (interrupted) return timeoutError();
-      if (info.name === "InternalError" && info.message === "out of memory") return memoryError();
-      // Its getters threw while the host read it: out of memory, if that is where the run now is.
-      if (info.undescribable && memoryInUse() > limits.memoryLimitBytes * 0.75) return memoryError();
-      // With no memory left QuickJS cannot even build its error and throws null.
-      if (
-        info.name === "Uncaught" &&
-        info.message === "null" &&
-        (instance.refused || memoryInUse() > limits.memoryLimitBytes * 0.75)
-      )
-        return memoryError();
-      if (info.name === "InternalError" && info.message === "interrupted") return timeoutError();
-      const message = info.code
-        ? info.message
-        : info.name && info.name !== "Uncaught"
-          ? `${info.name}: ${info.message}`
-          : info.message;
-      // Only the script's own frames: the prelude's are noise to the author (and say nothing useful).
-      // A runaway recursion has thousands: the innermost and the outermost tell where, with a count of the rest.
-      const frames = info.stack
-        ?.split("\n")
-        .filter((line) => line.trim() !== "" && !line.includes("sigil:") && !line.includes("(native)"));
-      const half = MAX_STACK_FRAMES / 2;
-      const stack =
-        frames && frames.length > MAX_STACK_FRAMES
-          ? [
-              ...frames.slice(0, half),
-              `    … ${frames.length - MAX_STACK_FRAMES} frames left out …`,
-              ...frames.slice(-half),
-            ].join("\n")
-          : frames?.join("\n");
-      return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
-    };
+  /** The user's code: a script defining a global main, or a module exporting it. */
+  #evaluate(): void {
+    const ctx = this.#prepared.ctx;
+    const request = this.#request;
+    const isModule = /^\s*(export|import)\s/m.test(request.code);
+    const evaluated = this.#slice(() =>
+      ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined),
+    );
+    if (evaluated.error) {
+      const e = this.#describe(evaluated.error);
+      evaluated.error.dispose();
+      this.#done({ error: e });
+      return;
+    }
+    if (!isModule) {
+      evaluated.value.dispose();
+      this.#callMain(undefined);
+      return;
+    }
+    // A module evaluates to its namespace, or to a promise for it (top-level await).
+    const ns = evaluated.value;
+    const state = ctx.getPromiseState(ns);
+    if (state.type === "fulfilled" && state.notAPromise) {
+      this.#callMain(ns); // the same handle, already owned
+      return;
+    }
+    if (state.type === "rejected") {
+      const e = this.#describe(state.error);
+      state.error.dispose();
+      this.#done({ error: e });
+      return;
+    }
+    if (state.type === "fulfilled") state.value.dispose();
+    this.#drive(ns, (settled) =>
+      "error" in settled ? this.#done({ error: settled.error }) : this.#callMain(settled.value),
+    );
+  }
 
-    const result = (
-      hostResult: { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string },
-    ) => JSON.stringify(hostResult, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+  /** Calls `main` with the run's params (and the module's namespace); its promise is driven to the answer. */
+  #callMain(moduleNamespace: QuickJSHandle | undefined): void {
+    const { ctx, internal } = this.#prepared;
+    const params = ctx.newString(this.#request.paramsJson);
+    const called = this.#slice(() =>
+      ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]),
+    );
+    if (called.error) {
+      const e = this.#describe(called.error);
+      called.error.dispose();
+      this.#done({ error: e });
+      return;
+    }
+    this.#drive(called.value, (settled) => this.#answer(settled));
+  }
 
-    const hostFailure = (err: unknown) => {
-      if (err instanceof RunStop) throw err;
-      if (err instanceof CodedError)
-        return { ok: false as const, code: err.scriptCode, message: err.message, name: err.kind };
-      return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
-    };
-
-    /** The host's entry points, bound to this run (the first step calls it). */
-    const setup = () => {
-      /**
-       * Copies a host reply into the VM. It counts against the run's memory like the run's own
-       * objects: a large reply that cannot fit ends the run in memory_limit before it is copied, and
-       * a copy the capped heap refused leaves the instance unusable (the copy's malloc failed).
-       */
-      const settle = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
-        if (!deferred.alive || over()) return;
-        // A fetch's body travels as bytes of its own (host.js joins it back), not inside the JSON.
-        const value = reply.ok && isRecord(reply.value) ? reply.value : undefined;
-        const body = value?.body instanceof Uint8Array ? value.body : undefined;
-        const text = result(body ? { ok: true, value: { ...value, body: null } } : reply);
-        const bytes = text.length + (body?.byteLength ?? 0);
-        if (
-          bytes >= LARGE_REPLY_BYTES &&
-          Buffer.byteLength(text) * 2 + (body?.byteLength ?? 0) + memoryInUse() > limits.memoryLimitBytes
-        ) {
-          throw new RunStop(memoryError());
-        }
-        // No script code may run here (this is no slice): a string reply is a primitive, and a reply
-        // with bytes is an object without a prototype whose properties are defined, not assigned —
-        // no setter the script put on Array or Object.prototype runs, and resolving the promise with
-        // it finds no `then` to call.
-        const h = body ? ctx.newObject(ctx.null) : ctx.newString(text);
-        if (body) {
-          const json = ctx.newString(text);
-          // guardedFetch's body owns its whole buffer: copied once, into the VM. A view of part of
-          // a buffer (none is made today) would carry its neighbours' bytes, so it is cut first.
-          const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
-          const buffer = ctx.newArrayBuffer(
-            (whole
-              ? body.buffer
-              : body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)) as ArrayBuffer,
-          );
-          ctx.defineProp(h, "json", { value: json, enumerable: true });
-          ctx.defineProp(h, "body", { value: buffer, enumerable: true });
-          json.dispose();
-          buffer.dispose();
-        }
-        if (instance.refused) {
-          this.#abandoned = true;
-          throw new RunStop(memoryError());
-        }
-        deferred.resolve(h);
-        h.dispose();
-        deferred.dispose();
-        deferreds.delete(deferred);
-        signal();
-      };
-      const settleOrStop = (deferred: QuickJSDeferredPromise, reply: Parameters<typeof result>[0]) => {
-        try {
-          settle(deferred, reply);
-        } catch (stop) {
-          stopWith = stop instanceof RunStop ? stop : new RunStop(memoryError());
-          if (!(stop instanceof RunStop)) this.#abandoned = true;
-          signal();
-        }
-      };
-
-      const hostSync = (op: string, args: unknown): unknown => {
-        switch (op) {
-          case "setTimeout": {
-            if (timers.size >= limits.maxTimers) {
-              throw new CodedError("limit_exceeded", `a run may have at most ${limits.maxTimers} pending timers`);
-            }
-            const id = nextTimerId++;
-            // Not capped at the run's limit: a run's deadline moves on by the time others held its thread,
-            // and a timer capped at the limit then came due before it (a 60 s timer fired at 0.7 s).
-            // The timers are cleared when the run ends; the cap is only Node's largest delay.
-            const ms = Math.min(Number((args as { ms: number }).ms) || 0, MAX_TIMER_MS);
-            const t = setTimeout(() => {
-              timers.delete(id);
-              firedTimers.push(id);
-              signal();
-            }, ms);
-            timers.set(id, t);
-            return id;
-          }
-          case "clearTimeout": {
-            const id = Number((args as { id: number }).id);
-            clearTimeout(timers.get(id));
-            timers.delete(id);
-            return null;
-          }
-          default:
-            return host.callSync(op, args);
-        }
-      };
-
-      this.#prepared.bind({
-        call(op, argsJson) {
-          let reply;
-          try {
-            reply = { ok: true as const, value: hostSync(op, JSON.parse(argsJson) as unknown) };
-          } catch (err) {
-            reply = hostFailure(err);
-          }
-          return ctx.newString(result(reply));
-        },
-        callAsync(op, argsJson) {
-          const args = JSON.parse(argsJson) as unknown;
-          const deferred = ctx.newPromise();
-          deferreds.add(deferred);
-          void host.callAsync(op, args).then(
-            (value) => settleOrStop(deferred, { ok: true, value }),
-            // hostOps never throws a RunStop (it is this module's): a failure is the script's to catch.
-            (err: unknown) => settleOrStop(deferred, hostFailure(err)),
-          );
-          return deferred.handle;
-        },
-        log(line) {
-          logs.add(line);
-        },
+  /** `main` has been called: its promise settles into the run's response. */
+  #answer(settled: Settled): void {
+    if ("error" in settled) {
+      this.#done({ error: settled.error });
+      return;
+    }
+    const json = this.#prepared.ctx.getString(settled.value);
+    settled.value.dispose();
+    const limits = this.#limits;
+    if (Buffer.byteLength(json) > limits.maxResponseBytes) {
+      this.#done({
+        error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` },
       });
-    };
-    /**
-     * Ends the run once: its outcome, its timers, and (unless abandoned) the runtime as it was
-     * prepared again — the image written back, whatever the run left in it (no handle of the run is
-     * touched after this: its memory is gone).
-     */
-    const done = (ending: Ending): void => {
-      if (this.#over) return;
-      const outcome = finish(ending);
-      this.#over = true;
-      for (const t of timers.values()) clearTimeout(t);
-      timers.clear();
-      deferreds.clear();
-      if (!this.#abandoned) prepared.reset();
-      this.#end(outcome);
-    };
-    /** What a throw on the host's side of a step means for the run. */
-    const failed = (err: unknown): Ending => {
-      if (err instanceof RunStop) return { error: err.runError };
-      // Host-side failure while setting up or driving the VM (for example out of memory while
-      // creating a value): the run ends; the worker stays healthy. The instance is not reused.
-      this.#abandoned = true;
-      const message = err instanceof Error ? err.message : String(err);
-      if (memoryExceeded || instance.refused) return { error: memoryError() };
-      if (interrupted) return { error: timeoutError() };
-      if (/out of memory/i.test(message)) return { error: memoryError() };
-      return { error: { code: "script_error", message: "the script could not be run" }, internalError: err };
-    };
-    /** Runs one step of the run (from a macrotask); a throw ends the run. */
-    const step = (f: () => void) => {
-      if (this.#over) return;
-      try {
-        f();
-      } catch (err) {
-        done(failed(err));
+      return;
+    }
+    this.#done({ responseJson: json });
+  }
+
+  // ——— Slice: a stretch of the run's code, and the limits checked around it. ———
+
+  /** Whether this run is over (ended from outside); then nothing may touch its VM. */
+  #overNow(): boolean {
+    this.#env.reap?.();
+    return this.#over;
+  }
+
+  /** Runs one synchronous stretch of the run's code, announced on the slice board (slices.ts). */
+  #slice<T>(f: () => T): T {
+    const env = this.#env;
+    const board = env.board;
+    if (!board) return f();
+    const word = board.enter(env.runId, this.deadline());
+    const began = performance.now();
+    try {
+      return f();
+    } finally {
+      // A terminated slice runs no finally: reaching here, the slice ended by itself. If the pool
+      // claimed it meanwhile, its termination is on the way and must land here, not after.
+      if (!board.leave(word)) {
+        board.awaitKill(word);
+        // Only if the termination never came: the run is ended all the same.
+        // biome-ignore lint/correctness/noUnsafeFinally: this throw replaces whatever the slice returned, on purpose
+        throw new RunStop({ code: "timeout", message: "the script ran past its time limit" });
       }
-    };
+      if (this.#prepared.instance.refused) this.#memoryExceeded = true;
+      env.onSlice?.(performance.now() - began);
+    }
+  }
 
-    const internal = this.#prepared.internal;
-    type Settled = { value: QuickJSHandle } | { error: RunError };
-    /**
-     * Runs jobs, timers and host settlements until `promise` settles, then calls `then` with its state.
-     * Between host replies it waits for the next one, a timer or the deadline; each wake-up is a turn
-     * (nextTurn) in which the slices run.
-     */
-    const drive = (promise: QuickJSHandle, then: (settled: Settled) => void): void => {
-      const turn = (): Settled | undefined => {
-        for (;;) {
-          if (over()) return { error: timeoutError() };
-          if (stopWith) return { error: stopWith.runError };
-          while (firedTimers.length > 0) {
-            const id = firedTimers.shift() as number;
-            const idHandle = ctx.newNumber(id);
-            const r = slice(() => ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle));
-            idHandle.dispose();
-            if (r.error) {
-              // A timer callback that throws is an uncaught error, as in a browser: log it, go on.
-              const e = describe(r.error, internal);
-              r.error.dispose();
-              if (e.code === "timeout" || e.code === "memory_limit") return { error: e };
-              logs.add(`Uncaught ${e.message}`);
-            } else {
-              r.value.dispose();
-            }
-          }
-          const jobs = slice(() => runtime.executePendingJobs());
-          if (jobs.error) {
-            const e = describe(jobs.error, internal);
-            jobs.error.dispose();
-            return { error: e };
-          }
-          if (memoryExceeded) return { error: memoryError() };
-          if (interrupted) return { error: timeoutError() };
-          if (memoryCheckDue() && memoryInUse() > limits.memoryLimitBytes) {
-            memoryExceeded = true;
-            return { error: memoryError() };
-          }
-          const state = ctx.getPromiseState(promise);
-          if (state.type === "fulfilled") return { value: state.value };
-          if (state.type === "rejected") {
-            const e = describe(state.error, internal);
-            state.error.dispose();
-            return { error: e };
-          }
-          if (firedTimers.length > 0 || runtime.hasPendingJob()) continue;
-          if (deferreds.size === 0 && timers.size === 0) {
-            return {
-              error: {
-                code: "script_error",
-                message: "main(params) never settled: it awaits something that can never happen",
-              },
-            };
-          }
-          return undefined;
+  /** Measuring walks the run's heap: done when the heap grew or 25 ms passed since the last time. */
+  #memoryCheckDue(): boolean {
+    const now = Date.now();
+    const bytes = this.#prepared.instance.heapBytes();
+    if (bytes === this.#lastMemoryCheck.heap && now - this.#lastMemoryCheck.at < 25) return false;
+    this.#lastMemoryCheck = { at: now, heap: bytes };
+    return true;
+  }
+
+  /** What the run's live objects take in its heap, as QuickJS counts it. */
+  #memoryInUse(): number {
+    const { runtime, ctx } = this.#prepared;
+    const usage = runtime.computeMemoryUsage();
+    try {
+      const size = ctx.getProp(usage, "memory_used_size");
+      const n = ctx.getNumber(size);
+      size.dispose();
+      return n;
+    } finally {
+      usage.dispose();
+    }
+  }
+
+  #timeoutError(): RunError {
+    return timeoutError(this.#request.timeoutMs);
+  }
+
+  #memoryError(): RunError {
+    return memoryError(this.#limits.memoryLimitBytes);
+  }
+
+  /** Turns a value thrown inside the VM into a run error; the script's getters run in a slice, under its limits. */
+  #describe(errorHandle: QuickJSHandle): RunError {
+    const { ctx, instance, internal } = this.#prepared;
+    const limits = this.#limits;
+    if (this.#memoryExceeded) return this.#memoryError();
+    if (this.#interrupted) return this.#timeoutError();
+    const r = this.#slice(() => ctx.callFunction(internal.classify, ctx.undefined, errorHandle));
+    if (r.error) {
+      r.error.dispose();
+      if (this.#memoryExceeded || instance.refused) return this.#memoryError();
+      return this.#interrupted ? this.#timeoutError() : { code: "script_error", message: "the script failed" };
+    }
+    const info = JSON.parse(ctx.getString(r.value)) as ThrownInfo;
+    r.value.dispose();
+    if (this.#memoryExceeded || instance.refused) return this.#memoryError();
+    if (this.#interrupted) return this.#timeoutError();
+    if (info.name === "InternalError" && info.message === "out of memory") return this.#memoryError();
+    // Its getters threw while the host read it: out of memory, if that is where the run now is.
+    if (info.undescribable && this.#memoryInUse() > limits.memoryLimitBytes * 0.75) return this.#memoryError();
+    // With no memory left QuickJS cannot even build its error and throws null.
+    if (
+      info.name === "Uncaught" &&
+      info.message === "null" &&
+      (instance.refused || this.#memoryInUse() > limits.memoryLimitBytes * 0.75)
+    )
+      return this.#memoryError();
+    if (info.name === "InternalError" && info.message === "interrupted") return this.#timeoutError();
+    return scriptError(info);
+  }
+
+  // ——— Drive: turn by turn, until the promise settles (host calls are answered between turns). ———
+
+  /**
+   * Runs jobs, timers and host settlements until `promise` settles, then calls `then` with its state.
+   * Between host replies it waits for the next one, a timer or the deadline; each wake-up is a turn
+   * (nextTurn) in which the slices run.
+   */
+  #drive(promise: QuickJSHandle, then: (settled: Settled) => void): void {
+    const go = () =>
+      this.#step(() => {
+        this.#wake = undefined;
+        if (!this.#overNow() && Date.now() >= this.deadline()) {
+          this.#interrupted = true;
+          return then({ error: this.#timeoutError() });
         }
-      };
-      const go = () =>
-        step(() => {
-          this.#wake = undefined;
-          if (!over() && Date.now() >= this.deadline()) {
-            interrupted = true;
-            return then({ error: timeoutError() });
-          }
-          const settled = turn();
-          if (settled) return then(settled);
-          const remaining = this.deadline() - Date.now();
-          if (remaining <= 0) {
-            interrupted = true;
-            return then({ error: timeoutError() });
-          }
-          const t = setTimeout(() => nextTurn(go), remaining);
-          this.#wake = () => {
-            clearTimeout(t);
-            nextTurn(go);
-          };
-        });
-      go();
-    };
-
-    step(() => {
-      // The thread may come here straight from a slice the pool terminated (a run started in a turn of
-      // its own, nextTurn, after a termination whose reap message has not been read yet): that run is
-      // ended first, or this run's first slice would take the board's word and the pool's kill with it.
-      env.reap?.();
-      setup();
-      const requestJson = ctx.newString(
-        JSON.stringify({ requestId: request.requestId, correlationId: request.correlationId, cid: request.cid }),
-      );
-      const randomSeed = ctx.newString(nextSeed());
-      ctx.unwrapResult(ctx.callFunction(internal.begin, ctx.undefined, requestJson, randomSeed)).dispose();
-
-      /** `main` has been called: its promise settles into the run's response. */
-      const answer = (settled: Settled) => {
-        if ("error" in settled) return done({ error: settled.error });
-        const json = ctx.getString(settled.value);
-        settled.value.dispose();
-        if (Buffer.byteLength(json) > limits.maxResponseBytes) {
-          return done({
-            error: { code: "limit_exceeded", message: `the response is larger than ${limits.maxResponseBytes} bytes` },
-          });
+        const settled = this.#turn(promise);
+        if (settled) return then(settled);
+        const remaining = this.deadline() - Date.now();
+        if (remaining <= 0) {
+          this.#interrupted = true;
+          return then({ error: this.#timeoutError() });
         }
-        done({ responseJson: json });
-      };
-      const callMain = (moduleNamespace: QuickJSHandle | undefined) => {
-        const params = ctx.newString(request.paramsJson);
-        const called = slice(() =>
-          ctx.callFunction(internal.callMain, ctx.undefined, moduleNamespace ? [params, moduleNamespace] : [params]),
-        );
-        if (called.error) {
-          const e = describe(called.error, internal);
-          called.error.dispose();
-          return done({ error: e });
-        }
-        drive(called.value, answer);
-      };
+        const t = setTimeout(() => nextTurn(go), remaining);
+        this.#wake = () => {
+          clearTimeout(t);
+          nextTurn(go);
+        };
+      });
+    go();
+  }
 
-      // The user's code: a script defining a global main, or a module exporting it.
-      const isModule = /^\s*(export|import)\s/m.test(request.code);
-      const evaluated = slice(() => ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined));
-      if (evaluated.error) {
-        const e = describe(evaluated.error, internal);
-        evaluated.error.dispose();
-        return done({ error: e });
+  /** One turn: fires the timers due and runs the pending jobs until `promise` settles (or none is left to run). */
+  #turn(promise: QuickJSHandle): Settled | undefined {
+    const { runtime, ctx } = this.#prepared;
+    const bridge = this.#bridge;
+    for (;;) {
+      if (this.#overNow()) return { error: this.#timeoutError() };
+      if (bridge.stopWith) return { error: bridge.stopWith.runError };
+      const timerError = this.#fireTimers();
+      if (timerError) return { error: timerError };
+      const jobs = this.#slice(() => runtime.executePendingJobs());
+      if (jobs.error) {
+        const e = this.#describe(jobs.error);
+        jobs.error.dispose();
+        return { error: e };
       }
-      if (!isModule) {
-        evaluated.value.dispose();
-        return callMain(undefined);
+      if (this.#memoryExceeded) return { error: this.#memoryError() };
+      if (this.#interrupted) return { error: this.#timeoutError() };
+      if (this.#memoryCheckDue() && this.#memoryInUse() > this.#limits.memoryLimitBytes) {
+        this.#memoryExceeded = true;
+        return { error: this.#memoryError() };
       }
-      // A module evaluates to its namespace, or to a promise for it (top-level await).
-      const ns = evaluated.value;
-      const state = ctx.getPromiseState(ns);
-      if (state.type === "fulfilled" && state.notAPromise) return callMain(ns); // the same handle, already owned
+      const state = ctx.getPromiseState(promise);
+      if (state.type === "fulfilled") return { value: state.value };
       if (state.type === "rejected") {
-        const e = describe(state.error, internal);
+        const e = this.#describe(state.error);
         state.error.dispose();
-        return done({ error: e });
+        return { error: e };
       }
-      if (state.type === "fulfilled") state.value.dispose();
-      drive(ns, (settled) => ("error" in settled ? done({ error: settled.error }) : callMain(settled.value)));
-    });
+      if (bridge.firedTimers.length > 0 || runtime.hasPendingJob()) continue;
+      if (bridge.idle) {
+        return {
+          error: {
+            code: "script_error",
+            message: "main(params) never settled: it awaits something that can never happen",
+          },
+        };
+      }
+      return undefined;
+    }
+  }
+
+  /** Fires the timers that came due, each in a slice; the error that ends the run, if one does. */
+  #fireTimers(): RunError | undefined {
+    const { ctx, internal } = this.#prepared;
+    const firedTimers = this.#bridge.firedTimers;
+    while (firedTimers.length > 0) {
+      const id = firedTimers.shift() as number;
+      const idHandle = ctx.newNumber(id);
+      const r = this.#slice(() => ctx.callFunction(internal.fireTimer, ctx.undefined, idHandle));
+      idHandle.dispose();
+      if (r.error) {
+        // A timer callback that throws is an uncaught error, as in a browser: log it, go on.
+        const e = this.#describe(r.error);
+        r.error.dispose();
+        if (e.code === "timeout" || e.code === "memory_limit") return e;
+        this.#logs.add(`Uncaught ${e.message}`);
+      } else {
+        r.value.dispose();
+      }
+    }
+    return undefined;
+  }
+
+  // ——— Finish: each step's end, and the run's. ———
+
+  /** Runs one step of the run (from a macrotask); a throw ends the run. */
+  #step(f: () => void): void {
+    if (this.#over) return;
+    try {
+      f();
+    } catch (err) {
+      this.#done(this.#failed(err));
+    }
+  }
+
+  /** What a throw on the host's side of a step means for the run. */
+  #failed(err: unknown): Ending {
+    if (err instanceof RunStop) return { error: err.runError };
+    // Host-side failure while setting up or driving the VM (for example out of memory while
+    // creating a value): the run ends; the worker stays healthy. The instance is not reused.
+    this.#abandoned = true;
+    const message = err instanceof Error ? err.message : String(err);
+    if (this.#memoryExceeded || this.#prepared.instance.refused) return { error: this.#memoryError() };
+    if (this.#interrupted) return { error: this.#timeoutError() };
+    if (/out of memory/i.test(message)) return { error: this.#memoryError() };
+    return { error: { code: "script_error", message: "the script could not be run" }, internalError: err };
+  }
+
+  /**
+   * Ends the run once: its outcome, its timers, and (unless abandoned) the runtime as it was
+   * prepared again — the image written back, whatever the run left in it (no handle of the run is
+   * touched after this: its memory is gone).
+   */
+  #done(ending: Ending): void {
+    if (this.#over) return;
+    const outcome = this.#finish(ending);
+    this.#over = true;
+    this.#bridge.clearTimers();
+    this.#bridge.deferreds.clear();
+    if (!this.#abandoned) this.#prepared.reset();
+    this.#end(outcome);
   }
 }
 
