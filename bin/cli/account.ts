@@ -1,9 +1,19 @@
 // `sigil account create|show`: a new managed account (its master key shown once, and kept in the
 // profile with --save), and what the current key belongs to: whether its account exists and is
 // managed, whether it is the master or a usage key, and the account's credit.
-import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
-import { SigilError } from "../../sdk/src/index.ts";
-import { dollars, fields, readProfiles, UsageError, writeProfile, type Command, type Group } from "./context.ts";
+import {
+  dollars,
+  fields,
+  given,
+  readProfiles,
+  required,
+  switches,
+  valued,
+  writeProfile,
+  type Command,
+  type Group,
+} from "./context.ts";
+import { keyOwner } from "../../sdk/src/reads.ts";
 
 const create: Command = {
   name: "account create",
@@ -13,32 +23,22 @@ const create: Command = {
   Creates a managed account and prints its master API key (shown this once: keep it), its id and
   its master wallet. --save writes the key and the API URL into the profile (--profile, default
   "default"), so later commands need neither. --email is kept for the account's Stripe customer.`,
-  options: {
-    name: { type: "string" },
-    description: { type: "string" },
-    email: { type: "string" },
-    save: { type: "boolean" },
-  },
+  options: { ...valued("name", "description", "email"), ...switches("save") },
   async run({ values, ctx }) {
-    const name = values.name as string | undefined;
-    if (!name) throw new UsageError("--name is required");
+    const name = required(values, "name");
     const { profileFile, profileName, baseUrl } = ctx.connection({ newProfile: values.save === true });
     // A profile file that cannot be written to is found before the account is made, not after.
     if (values.save) readProfiles(profileFile);
     const answer = await ctx.client().newAccount({
       account_name: name,
-      ...(values.description !== undefined ? { account_description: values.description as string } : {}),
-      ...(values.email !== undefined ? { email: values.email as string } : {}),
+      ...given(values, { account_description: "description", email: "email" }),
     });
     // Printed first: whatever happens to the profile, the key has been shown.
-    ctx.print(answer, () =>
-      fields([
-        ["api key", `${answer.api_key}   (shown once: keep it)`],
-        ["account", answer.account_id],
-        ["master wallet", answer.wallet_address],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(answer, [
+      ["api key", `${answer.api_key}   (shown once: keep it)`],
+      ["account", answer.account_id],
+      ["master wallet", answer.wallet_address],
+    ]);
     if (values.save) {
       writeProfile(profileFile, profileName, { api: baseUrl, key: answer.api_key });
       ctx.note(`saved the key and ${baseUrl} as profile "${profileName}" in ${profileFile}`);
@@ -56,20 +56,7 @@ const show: Command = {
   credit. An unknown key fails (invalid_api_key).`,
   async run({ ctx }) {
     const client = ctx.keyed();
-    const key = ctx.connection().apiKey as string;
-    let requestId: string | undefined;
-    const state = await client.accountExists(undefined, { onResponse: (info) => (requestId = info.requestId) });
-    // A well-formed key of no account is an answer (exists: false), not a refusal; here it is a failure.
-    if (!state.exists)
-      throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
-    const hash = toHash32(apiKeyHash(key));
-    let usage: { name: string } | undefined;
-    for await (const k of client.all.listApiKeys()) {
-      if (k.id.toLowerCase() === hash) {
-        usage = k;
-        break;
-      }
-    }
+    const { account: state, hash, usage } = await keyOwner(client, ctx.connection().apiKey as string);
     const balance = await client.getBalance();
     const { baseUrl, from } = ctx.connection();
     const data = {

@@ -2,10 +2,19 @@
 // (the CIDv0 `ipfs add` gives their bytes), with a name and a description; groups then allow them.
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
-import type { ListActionsOutput } from "../../sdk/src/index.ts";
 import { canonicalCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { CliError, fields, readInput, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
+import {
+  CliError,
+  readInput,
+  text,
+  UsageError,
+  valued,
+  wholeNumberOption,
+  type Command,
+  type Group,
+} from "./context.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 /** The canonical CIDv0 of a CID the user typed; a usage error when it cannot name a script. */
 export function cidArgument(value: string): string {
@@ -26,13 +35,13 @@ const add: Command = {
   Registers an action with the account: FILE's CID as the service computes it
   (get_sigil_action_ipfs_id; "-" reads standard input), or a CID given as is. --name defaults
   to the file's name.`,
-  options: { name: { type: "string" }, description: { type: "string" } },
+  options: valued("name", "description"),
   positionals: { min: 1, max: 1, names: "FILE_OR_CID" },
   async run({ values, positionals, ctx }) {
     const arg = positionals[0] as string;
     const client = ctx.keyed();
     let cid: string;
-    let name = values.name as string | undefined;
+    let name = text(values, "name");
     if (arg === "-" || existsSync(arg)) {
       cid = await client.getSigilActionIpfsId(readInput(arg));
       name ??= arg === "-" ? "" : basename(arg);
@@ -44,15 +53,12 @@ const add: Command = {
     const answer = await client.addAction({
       action_ipfs_cid: cid,
       name: name ?? "",
-      description: (values.description as string | undefined) ?? "",
+      description: text(values, "description") ?? "",
     });
-    ctx.print({ ...answer, action_ipfs_cid: cid }, () =>
-      fields([
-        ["action", cid],
-        ["hash", answer.hashed_cid],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote({ ...answer, action_ipfs_cid: cid }, [
+      ["action", cid],
+      ["hash", answer.hashed_cid],
+    ]);
   },
 };
 
@@ -63,27 +69,17 @@ const list: Command = {
 
   Lists the account's actions (hash, CID when registered by CID, name, description), or with
   --group those the group allows ("any": every action).`,
-  options: { group: { type: "string" } },
+  options: valued("group"),
   async run({ values, ctx }) {
-    const group = values.group as string | undefined;
-    const actions: ListActionsOutput = [];
-    for await (const a of ctx
-      .keyed()
-      .all.listActions(group === undefined ? {} : { group_id: wholeNumber("--group", group) }))
-      actions.push(a);
-    ctx.print(actions, () =>
-      actions.length === 0
-        ? "no actions"
-        : table(
-            ["HASH", "CID", "NAME", "DESCRIPTION"],
-            actions.map((a) => [
-              a.hashed_cid === "0" ? "any" : a.hashed_cid,
-              a.action_ipfs_cid ?? "-",
-              a.name,
-              a.description,
-            ]),
-          ),
-    );
+    const client = ctx.keyed();
+    const group = wholeNumberOption(values, "group");
+    const actions = await collect(client.all.listActions(group === undefined ? {} : { group_id: group }));
+    ctx.list(actions, "no actions", [
+      ["HASH", (a) => (a.hashed_cid === "0" ? "any" : a.hashed_cid)],
+      ["CID", (a) => a.action_ipfs_cid ?? "-"],
+      ["NAME", (a) => a.name],
+      ["DESCRIPTION", (a) => a.description],
+    ]);
   },
 };
 
@@ -97,13 +93,7 @@ const remove: Command = {
   async run({ positionals, ctx }) {
     const arg = positionals[0] as string;
     const hash = /^0x[0-9a-fA-F]{64}$/.test(arg) ? arg.toLowerCase() : toHash32(cidHash(cidArgument(arg)));
-    const answer = await ctx.keyed().deleteAction({ hashed_cid: hash });
-    ctx.print(answer, () =>
-      fields([
-        ["removed", hash],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(await ctx.keyed().deleteAction({ hashed_cid: hash }), [["removed", hash]]);
   },
 };
 

@@ -2,9 +2,9 @@
 // wallets, groups, actions, conversion, ownership — each with its block, time, sender and
 // transaction. The SDK's client.all.audit follows the cursor, so --limit may exceed one page. With
 // --sign, a ChainSecured account's admin wallet reads it without a key (X-Wallet-Auth).
-import type { AuditEvent } from "../../sdk/src/index.ts";
 import { signerOptions, signerUsage, walletAuthClient } from "./chainSecured.ts";
-import { table, wholeNumber, type Command } from "./context.ts";
+import { switches, valued, wholeNumberOption, type Command } from "./context.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 const DEFAULT_LIMIT = 50;
 
@@ -20,29 +20,19 @@ export const auditCommand: Command = {
 
   --limit N   how many events (at least 1; pages of 100 are read as needed)
   ${signerUsage}`,
-  options: { limit: { type: "string" }, sign: { type: "boolean" }, ...signerOptions },
+  options: { ...valued("limit"), ...switches("sign"), ...signerOptions },
   async run({ values, ctx }) {
-    const limit =
-      values.limit === undefined ? DEFAULT_LIMIT : wholeNumber("--limit", values.limit as string, { min: 1 });
+    const limit = wholeNumberOption(values, "limit", { min: 1 }) ?? DEFAULT_LIMIT;
     const client = values.sign ? await walletAuthClient(ctx, values) : ctx.keyed();
-    const events: AuditEvent[] = [];
-    for await (const e of client.all.audit({ limit: Math.min(limit, 100) })) {
-      events.push(e);
-      if (events.length >= limit) break;
-    }
-    ctx.print(events, () =>
-      events.length === 0
-        ? "no events"
-        : table(
-            ["BLOCK", "TIME", "WHAT", "SENDER", "TRANSACTION"],
-            events.map((e) => [
-              String(e.block_number),
-              e.block_time === null ? "-" : new Date(e.block_time * 1000).toISOString().replace(".000Z", "Z"),
-              e.summary,
-              e.actor ?? "-",
-              e.tx_hash,
-            ]),
-          ),
-    );
+    ctx.list(await collect(client.all.audit({ limit: Math.min(limit, 100) }), limit), "no events", [
+      ["BLOCK", (e) => String(e.block_number)],
+      [
+        "TIME",
+        (e) => (e.block_time === null ? "-" : new Date(e.block_time * 1000).toISOString().replace(".000Z", "Z")),
+      ],
+      ["WHAT", (e) => e.summary],
+      ["SENDER", (e) => e.actor ?? "-"],
+      ["TRANSACTION", (e) => e.tx_hash],
+    ]);
   },
 };

@@ -6,7 +6,18 @@
 // key (X-Wallet-Auth).
 import { topUp } from "../../sdk/src/index.ts";
 import { signerOptions, signerUsage, walletAuthClient } from "./chainSecured.ts";
-import { dollars, table, UsageError, wholeNumber, type Command, type Context } from "./context.ts";
+import {
+  dollars,
+  given,
+  switches,
+  UsageError,
+  valued,
+  wholeNumber,
+  wholeNumberOption,
+  type Command,
+  type Context,
+} from "./context.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 const billingClient = (ctx: Context, values: Record<string, unknown>) =>
   values.sign ? walletAuthClient(ctx, values) : Promise.resolve(ctx.keyed());
@@ -20,7 +31,7 @@ export const balanceCommand: Command = {
   included). With --sign, that of the signer's ChainSecured account, signed as its admin wallet.
 
   ${signerUsage}`,
-  options: { sign: { type: "boolean" }, ...signerOptions },
+  options: { ...switches("sign"), ...signerOptions },
   async run({ values, ctx }) {
     const balance = await (await billingClient(ctx, values)).getBalance();
     ctx.print(balance, () => `balance ${balance.balance_display} (${balance.balance_cents} cents)`);
@@ -37,15 +48,12 @@ export const topUpCommand: Command = {
   With --sign, for the signer's ChainSecured account, signed as its admin wallet.
 
   ${signerUsage}`,
-  options: { amount: { type: "string" }, card: { type: "string" }, sign: { type: "boolean" }, ...signerOptions },
+  options: { ...valued("amount", "card"), ...switches("sign"), ...signerOptions },
   async run({ values, ctx }) {
     if (values.amount === undefined) throw new UsageError("--amount (whole cents) is required");
     const amountCents = wholeNumber("--amount", values.amount as string, { min: 1 });
     const client = await billingClient(ctx, values);
-    const result = await topUp(client, {
-      amountCents,
-      ...(values.card !== undefined ? { paymentMethod: values.card as string } : {}),
-    });
+    const result = await topUp(client, { amountCents, ...given(values, { paymentMethod: "card" }) });
     const how = result.alreadyCredited ? "credited by Stripe's webhook" : "credited";
     ctx.print(
       result,
@@ -67,47 +75,22 @@ export const usageCommand: Command = {
   (CSV: GET /core/v1/usage with Accept: text/csv.) With --sign, the signer's ChainSecured account.
 
   ${signerUsage}`,
-  options: {
-    limit: { type: "string" },
-    all: { type: "boolean" },
-    kind: { type: "string" },
-    "key-hash": { type: "string" },
-    from: { type: "string" },
-    to: { type: "string" },
-    sign: { type: "boolean" },
-    ...signerOptions,
-  },
+  options: { ...valued("limit", "kind", "key-hash", "from", "to"), ...switches("all", "sign"), ...signerOptions },
   async run({ values, ctx }) {
-    const limit = values.limit === undefined ? 20 : wholeNumber("--limit", values.limit as string, { min: 1 });
+    const limit = wholeNumberOption(values, "limit", { min: 1 }) ?? 20;
     if (values.all && values.limit !== undefined) throw new UsageError("--all and --limit do not go together");
     const client = await billingClient(ctx, values);
-    const query = {
-      ...(values.kind !== undefined ? { kind: values.kind as string } : {}),
-      ...(values["key-hash"] !== undefined ? { key_hash: values["key-hash"] as string } : {}),
-      ...(values.from !== undefined ? { from: values.from as string } : {}),
-      ...(values.to !== undefined ? { to: values.to as string } : {}),
-    };
-    type Event = Awaited<ReturnType<typeof client.listUsage>>["events"][number];
-    const events: Event[] = [];
+    const query = given(values, { kind: "kind", key_hash: "key-hash", from: "from", to: "to" });
     // Page by page through the SDK's cursor iterator; without --all, only as many pages as `limit` needs.
-    for await (const e of client.all.listUsage({ ...query, limit: values.all ? 100 : Math.min(100, limit) })) {
-      events.push(e);
-      if (!values.all && events.length >= limit) break;
-    }
-    ctx.print(events, () =>
-      events.length === 0
-        ? "no usage"
-        : table(
-            ["TIME", "KIND", "AMOUNT", "BALANCE", "DETAIL"],
-            events.map((e) => [
-              e.time.replace(/\.\d{3}Z$/, "Z"),
-              e.kind,
-              dollars(e.amount_cents),
-              e.balance_after_cents === null ? "-" : dollars(e.balance_after_cents),
-              usageDetail(e),
-            ]),
-          ),
-    );
+    const most = values.all ? undefined : limit;
+    const events = await collect(client.all.listUsage({ ...query, limit: Math.min(100, most ?? 100) }), most);
+    ctx.list(events, "no usage", [
+      ["TIME", (e) => e.time.replace(/\.\d{3}Z$/, "Z")],
+      ["KIND", (e) => e.kind],
+      ["AMOUNT", (e) => dollars(e.amount_cents)],
+      ["BALANCE", (e) => (e.balance_after_cents === null ? "-" : dollars(e.balance_after_cents))],
+      ["DETAIL", usageDetail],
+    ]);
   },
 };
 

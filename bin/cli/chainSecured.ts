@@ -20,7 +20,10 @@ import {
   CliError,
   fields,
   readInput,
+  required,
+  text,
   UsageError,
+  valued,
   type Command,
   type Context,
   type Env,
@@ -28,10 +31,7 @@ import {
 } from "./context.ts";
 
 /** The options of every command that signs as a wallet. */
-export const signerOptions = {
-  keystore: { type: "string" },
-  "rpc-url": { type: "string" },
-} as const;
+export const signerOptions = valued("keystore", "rpc-url");
 
 export const signerUsage = `the signer: --keystore FILE (an Ethereum v3 keystore, scrypt or pbkdf2; its password in
   SIGIL_KEYSTORE_PASSWORD), or SIGIL_PRIVATE_KEY (0x + 64 hex). Its transactions go to the chain
@@ -72,7 +72,7 @@ export type WalletOwner = {
 
 /** The signer, the service's chain, and the means to sign and to send AccountConfig calls as the signer. */
 export async function walletOwner(ctx: Context, values: Record<string, unknown>): Promise<WalletOwner> {
-  const signer = loadSigner(values.keystore as string | undefined, ctx.env);
+  const signer = loadSigner(text(values, "keystore"), ctx.env);
   const client = ctx.client().with({ apiKey: undefined });
   const chain = await client.getNodeChainConfig();
   const sign = <P extends SigilPrimaryType>(primaryType: P) =>
@@ -80,7 +80,7 @@ export async function walletOwner(ctx: Context, values: Record<string, unknown>)
   const contract = async () => {
     if (!chain.contract_address)
       throw new CliError("chain_unavailable", "the service names no AccountConfig contract (get_node_chain_config)");
-    const rpcUrl = (values["rpc-url"] as string | undefined) ?? chain.rpc_url;
+    const rpcUrl = text(values, "rpc-url") ?? chain.rpc_url;
     const viemChain = defineChain({
       id: chain.chain_id,
       name: chain.chain_name,
@@ -101,9 +101,30 @@ export async function walletOwner(ctx: Context, values: Record<string, unknown>)
   return { signer, chain, client, sign, contract };
 }
 
+/**
+ * A write made by signature (--sign): the service answers a request signed as the signer (`ask`: a
+ * key or a wallet made for it), then the signer sends the on-chain half (`send`). The contract is
+ * reached first: what the service makes would be shown for nothing if its transaction could not
+ * be sent. The answer comes with that transaction's hash.
+ */
+export async function signedWrite<A>(
+  ctx: Context,
+  values: Record<string, unknown>,
+  write: {
+    ask(owner: WalletOwner): Promise<A>;
+    send(contract: Awaited<ReturnType<WalletOwner["contract"]>>, answer: A): Promise<{ transactionHash: string }>;
+  },
+): Promise<{ owner: WalletOwner; answer: A & { transaction_hash: string } }> {
+  const owner = await walletOwner(ctx, values);
+  const contract = await owner.contract();
+  const answer = await write.ask(owner);
+  const sent = await write.send(contract, answer);
+  return { owner, answer: { ...answer, transaction_hash: sent.transactionHash } };
+}
+
 /** For billing without a key: a client that signs a fresh X-Wallet-Auth as the signer for each call. */
 export async function walletAuthClient(ctx: Context, values: Record<string, unknown>): Promise<SigilClient> {
-  const signer = loadSigner(values.keystore as string | undefined, ctx.env);
+  const signer = loadSigner(text(values, "keystore"), ctx.env);
   const client = ctx.client().with({ apiKey: undefined });
   const { chain_id: chainId } = await client.getNodeChainConfig();
   return client.with({ apiKey: undefined, walletAuth: () => walletAuthHeader({ signer, chainId }) });
@@ -120,27 +141,21 @@ const create: Command = {
   the admin, the master wallet and the wallet. No API key is made: add one with key add --sign.
 
   ${signerUsage}`,
-  options: {
-    ...signerOptions,
-    name: { type: "string" },
-    description: { type: "string" },
-    "wallet-name": { type: "string" },
-  },
+  options: { ...signerOptions, ...valued("name", "description", "wallet-name") },
   async run({ values, ctx }) {
-    const name = values.name as string | undefined;
-    if (!name) throw new UsageError("--name is required");
+    const name = required(values, "name");
     const owner = await walletOwner(ctx, values);
     const contract = await owner.contract();
     const wallet = await owner.client.createWalletWithSignature(await owner.sign("CreateWallet"));
     const created = await contract.newChainSecuredAccount({
       name,
-      description: (values.description as string | undefined) ?? "",
+      description: text(values, "description") ?? "",
       masterWallet: getAddress(wallet.master_wallet_address),
     });
     const registered = await contract.registerWalletDerivation({
       wallet: getAddress(wallet.wallet_address),
       derivationPath: wallet.derivation_path as `0x${string}`,
-      name: (values["wallet-name"] as string | undefined) ?? "",
+      name: text(values, "wallet-name") ?? "",
     });
     const data = {
       account_id: toHash32(created.accountHash),
@@ -181,12 +196,9 @@ const convert: Command = {
       new_admin_wallet_address: owner.signer.address,
       ...signed,
     });
-    ctx.print({ ...answer, admin_wallet_address: owner.signer.address }, () =>
-      fields([
-        ["converted", `the account is now administered by ${owner.signer.address}; its master key may only read`],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote({ ...answer, admin_wallet_address: owner.signer.address }, [
+      ["converted", `the account is now administered by ${owner.signer.address}; its master key may only read`],
+    ]);
   },
 };
 

@@ -328,6 +328,23 @@ export class Context {
     );
   }
 
+  /** Prints a list: `items` as JSON with --json, otherwise a table of `columns` (each its header and its cell), or `none`. */
+  list<T>(items: T[], none: string, columns: Array<[header: string, cell: (item: NoInfer<T>) => string]>): void {
+    this.print(items, () =>
+      items.length === 0
+        ? none
+        : table(
+            columns.map(([header]) => header),
+            items.map((item) => columns.map(([, cell]) => cell(item))),
+          ),
+    );
+  }
+
+  /** Prints what a write did: `data` as JSON with --json, otherwise `pairs` and the transaction that made it. */
+  wrote<D extends { transaction_hash: string }>(data: D, pairs: Array<[string, string | number | undefined]>): void {
+    this.print(data, () => fields([...pairs, ["transaction", data.transaction_hash]]));
+  }
+
   /** A note for the person at the terminal (stderr, so stdout stays the answer); none with --json. */
   note(line: string): void {
     if (!this.json) process.stderr.write(`${line}\n`);
@@ -403,12 +420,7 @@ function usageFailure(command: Command, err: unknown): number {
 }
 
 /** Runs `sigil <group> <command> …`: the group's usage for --help or no command; the exit code. */
-export async function runGroup(
-  group: Group,
-  args: string[],
-  env: Env = process.env,
-  cwd = process.cwd(),
-): Promise<number> {
+export async function runGroup(group: Group, args: string[], env?: Env, cwd?: string): Promise<number> {
   const [name, ...rest] = args;
   if (name === undefined) {
     process.stderr.write(`${groupUsage(group)}\n`);
@@ -428,6 +440,50 @@ export async function runGroup(
 
 // ---------------------------------------------------------------------------------------------
 // Arguments shared by several commands
+
+/** Options that take a value (`--name NAME`), by name. */
+export const valued = (...names: string[]) => optionsOf(names, { type: "string" });
+/** Options that take a value and may be given again for more (`--wallet A --wallet B`), by name. */
+export const repeated = (...names: string[]) => optionsOf(names, { type: "string", multiple: true });
+/** Options that take none (`--sign`; `--no-sign` turns one off), by name. */
+export const switches = (...names: string[]) => optionsOf(names, { type: "boolean" });
+
+function optionsOf(names: string[], option: Option): Record<string, Option> {
+  return Object.fromEntries(names.map((name) => [name, option]));
+}
+
+/** The value of the option `name` that takes one, when it was given. */
+export const text = (values: Record<string, unknown>, name: string) => values[name] as string | undefined;
+
+/** The value of the option `name`, which the command cannot do without: a usage error when it is missing or empty. */
+export function required(values: Record<string, unknown>, name: string): string {
+  const value = text(values, name);
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+/** The options that take a value given among `names` (a request's field → its option), as those fields: `given(values, { key_hash: "key-hash" })`. */
+export function given<F extends string>(
+  values: Record<string, unknown>,
+  names: Record<F, string>,
+): Partial<Record<F, string>> {
+  const fields: Partial<Record<F, string>> = {};
+  for (const [field, name] of Object.entries(names) as Array<[F, string]>) {
+    const value = text(values, name);
+    if (value !== undefined) fields[field] = value;
+  }
+  return fields;
+}
+
+/** The whole number option `name` gives (see wholeNumber), when it was given. */
+export function wholeNumberOption(
+  values: Record<string, unknown>,
+  name: string,
+  limits: { min?: number } = {},
+): number | undefined {
+  const value = text(values, name);
+  return value === undefined ? undefined : wholeNumber(`--${name}`, value, limits);
+}
 
 /** A whole number of an option (cents, seconds, ids); a usage error names the option otherwise. */
 export function wholeNumber(flag: string, value: string, { min = 0 }: { min?: number } = {}): number {

@@ -1,16 +1,23 @@
 // `sigil group add|list|update|remove`: groups bind wallets to the actions (scripts, by CID) that
 // may use them. Actions are named by CID (registered with the account in the same transaction), by
 // a registered action's 0x hash, or 0 for any action; wallets by address or id.
-import type { ListGroupsOutput, SigilClient } from "../../sdk/src/index.ts";
-import { CliError, fields, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
+import {
+  CliError,
+  repeated,
+  required,
+  switches,
+  text,
+  UsageError,
+  valued,
+  wholeNumber,
+  type Command,
+  type Group,
+} from "./context.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
-const memberOptions = {
-  description: { type: "string" },
-  wallet: { type: "string", multiple: true },
-  action: { type: "string", multiple: true },
-} as const;
+const memberOptions = { ...valued("description"), ...repeated("wallet", "action") };
 
 const memberUsage = `  --description TEXT
   --wallet ADDRESS_OR_ID   a wallet the group's actions may use (repeat for more)
@@ -37,30 +44,18 @@ const add: Command = {
   same transaction.
 
 ${memberUsage}`,
-  options: { name: { type: "string" }, ...memberOptions },
+  options: { ...valued("name"), ...memberOptions },
   async run({ values, ctx }) {
-    const name = values.name as string | undefined;
-    if (!name) throw new UsageError("--name is required");
+    const name = required(values, "name");
     const answer = await ctx.keyed().addGroup({
       group_name: name,
-      group_description: (values.description as string | undefined) ?? "",
+      group_description: text(values, "description") ?? "",
       pkp_ids_permitted: walletsOf(values) ?? [],
       cid_hashes_permitted: actionsOf(values) ?? [],
     });
-    ctx.print(answer, () =>
-      fields([
-        ["group", answer.group_id],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(answer, [["group", answer.group_id]]);
   },
 };
-
-async function allGroups(client: SigilClient): Promise<ListGroupsOutput> {
-  const groups: ListGroupsOutput = [];
-  for await (const g of client.all.listGroups()) groups.push(g);
-  return groups;
-}
 
 const list: Command = {
   name: "group list",
@@ -70,21 +65,13 @@ const list: Command = {
   Lists the account's groups: id, name, wallets ("any": every wallet of the account) and actions
   (by hash; "any": every action).`,
   async run({ ctx }) {
-    const groups = await allGroups(ctx.keyed());
-    ctx.print(groups, () =>
-      groups.length === 0
-        ? "no groups"
-        : table(
-            ["ID", "NAME", "WALLETS", "ACTIONS", "DESCRIPTION"],
-            groups.map((g) => [
-              g.id,
-              g.group_name,
-              g.pkp_ids_permitted.map((w) => (w === ZERO_ADDRESS ? "any" : w)).join(",") || "-",
-              g.cid_hashes_permitted.map((c) => (c === "0" ? "any" : c)).join(",") || "-",
-              g.group_description,
-            ]),
-          ),
-    );
+    ctx.list(await collect(ctx.keyed().all.listGroups()), "no groups", [
+      ["ID", (g) => g.id],
+      ["NAME", (g) => g.group_name],
+      ["WALLETS", (g) => g.pkp_ids_permitted.map((w) => (w === ZERO_ADDRESS ? "any" : w)).join(",") || "-"],
+      ["ACTIONS", (g) => g.cid_hashes_permitted.map((c) => (c === "0" ? "any" : c)).join(",") || "-"],
+      ["DESCRIPTION", (g) => g.group_description],
+    ]);
   },
 };
 
@@ -98,12 +85,7 @@ const update: Command = {
   empty them.
 
 ${memberUsage}`,
-  options: {
-    name: { type: "string" },
-    ...memberOptions,
-    "clear-wallets": { type: "boolean" },
-    "clear-actions": { type: "boolean" },
-  },
+  options: { ...valued("name"), ...memberOptions, ...switches("clear-wallets", "clear-actions") },
   positionals: { min: 1, max: 1, names: "ID" },
   async run({ values, positionals, ctx }) {
     const id = String(wholeNumber("ID", positionals[0] as string));
@@ -115,23 +97,18 @@ ${memberUsage}`,
         "nothing to change: give --name, --description, --wallet, --action, --clear-wallets or --clear-actions",
       );
     const client = ctx.keyed();
-    const current = (await allGroups(client)).find((g) => g.id === id);
+    const current = (await collect(client.all.listGroups())).find((g) => g.id === id);
     if (!current) throw new CliError("group_not_found", `the account has no group ${id}`);
     const wallets = values["clear-wallets"] ? [] : (walletsOf(values) ?? current.pkp_ids_permitted);
     const actions = values["clear-actions"] ? [] : (actionsOf(values) ?? current.cid_hashes_permitted);
     const answer = await client.updateGroup({
       group_id: id,
-      name: (values.name as string | undefined) ?? current.group_name,
-      description: (values.description as string | undefined) ?? current.group_description,
+      name: text(values, "name") ?? current.group_name,
+      description: text(values, "description") ?? current.group_description,
       pkp_ids_permitted: wallets,
       cid_hashes_permitted: actions,
     });
-    ctx.print(answer, () =>
-      fields([
-        ["updated", `group ${id}`],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(answer, [["updated", `group ${id}`]]);
   },
 };
 
@@ -144,13 +121,7 @@ const remove: Command = {
   positionals: { min: 1, max: 1, names: "ID" },
   async run({ positionals, ctx }) {
     const id = String(wholeNumber("ID", positionals[0] as string));
-    const answer = await ctx.keyed().removeGroup({ group_id: id });
-    ctx.print(answer, () =>
-      fields([
-        ["removed", `group ${id}`],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(await ctx.keyed().removeGroup({ group_id: id }), [["removed", `group ${id}`]]);
   },
 };
 

@@ -6,24 +6,30 @@
 import type { ListApiKeysOutput, SigilClient, UsageKeyGrant } from "../../sdk/src/index.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { noPermissions, permissionsOf, toContract } from "../../shared/permissions.ts";
-import { signerOptions, signerUsage, walletOwner } from "./chainSecured.ts";
-import { CliError, fields, groupIds, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
+import { signedWrite, signerOptions, signerUsage } from "./chainSecured.ts";
+import {
+  CliError,
+  groupIds,
+  repeated,
+  required,
+  switches,
+  UsageError,
+  valued,
+  wholeNumber,
+  type Command,
+  type Context,
+  type Group,
+} from "./context.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 type KeyItem = ListApiKeysOutput[number];
 type Permissions = Omit<KeyItem, "id" | "spent_cents">;
 
 const permissionOptions = {
-  description: { type: "string" },
-  "can-create-groups": { type: "boolean" },
-  "can-delete-groups": { type: "boolean" },
-  "can-create-wallets": { type: "boolean" },
-  "execute-in-groups": { type: "string", multiple: true },
-  "manage-actions-in-groups": { type: "string", multiple: true },
-  "add-wallet-to-groups": { type: "string", multiple: true },
-  "remove-wallet-from-groups": { type: "string", multiple: true },
-  "expires-at": { type: "string" },
-  "spend-limit-cents": { type: "string" },
-} as const;
+  ...valued("description", "expires-at", "spend-limit-cents"),
+  ...switches("can-create-groups", "can-delete-groups", "can-create-wallets"),
+  ...repeated("execute-in-groups", "manage-actions-in-groups", "add-wallet-to-groups", "remove-wallet-from-groups"),
+};
 
 const permissionUsage = `  --description TEXT
   --can-create-groups, --can-delete-groups, --can-create-wallets   (--no-… to turn one off)
@@ -113,6 +119,15 @@ export function permissionSummary(k: Permissions): string {
   return parts.length ? parts.join(" ") : "-";
 }
 
+/** Prints a key just made (shown this once), what `more` says of it, and its transaction. */
+function printNewKey(
+  ctx: Context,
+  answer: { usage_api_key: string; transaction_hash: string },
+  more: Array<[string, string]>,
+) {
+  ctx.wrote(answer, [["usage key", `${answer.usage_api_key}   (shown once: keep it)`], ...more]);
+}
+
 /** A usage key's hash from the key itself or from its 0x hash. */
 function keyHashOf(keyOrHash: string): string {
   if (/^0x[0-9a-fA-F]{64}$/.test(keyOrHash)) return keyOrHash.toLowerCase();
@@ -132,38 +147,25 @@ const add: Command = {
 ${permissionUsage}
 
   ${signerUsage}`,
-  options: { name: { type: "string" }, ...permissionOptions, sign: { type: "boolean" }, ...signerOptions },
+  options: { ...valued("name"), ...permissionOptions, ...switches("sign"), ...signerOptions },
   async run({ values, ctx }) {
-    if (!values.name) throw new UsageError("--name is required");
+    required(values, "name");
     const { permissions } = permissionsFrom(values, NONE);
     if (!values.sign) {
       const answer = await ctx.keyed().addUsageApiKey(requestOf(permissions));
-      const hash = toHash32(apiKeyHash(answer.usage_api_key));
-      ctx.print(answer, () =>
-        fields([
-          ["usage key", `${answer.usage_api_key}   (shown once: keep it)`],
-          ["hash", hash],
-          ["transaction", answer.transaction_hash],
-        ]),
-      );
+      printNewKey(ctx, answer, [["hash", toHash32(apiKeyHash(answer.usage_api_key))]]);
       return;
     }
-    const owner = await walletOwner(ctx, values);
-    // Checked before the key is made: a key whose grant cannot be sent would be shown for nothing.
-    const contract = await owner.contract();
-    const answer = await owner.client.addUsageApiKeyWithSignature(await owner.sign("AddUsageApiKey"));
-    const granted = await contract.setUsageApiKey({
-      keyHash: answer.usage_api_key_hash as `0x${string}`,
-      ...grantOf(permissions),
+    // The key is granted on chain as soon as the service has made it.
+    const { owner, answer } = await signedWrite(ctx, values, {
+      ask: async (o) => o.client.addUsageApiKeyWithSignature(await o.sign("AddUsageApiKey")),
+      send: (contract, made) =>
+        contract.setUsageApiKey({ keyHash: made.usage_api_key_hash as `0x${string}`, ...grantOf(permissions) }),
     });
-    ctx.print({ ...answer, transaction_hash: granted.transactionHash }, () =>
-      fields([
-        ["usage key", `${answer.usage_api_key}   (shown once: keep it)`],
-        ["hash", answer.usage_api_key_hash],
-        ["admin", owner.signer.address],
-        ["transaction", granted.transactionHash],
-      ]),
-    );
+    printNewKey(ctx, answer, [
+      ["hash", answer.usage_api_key_hash],
+      ["admin", owner.signer.address],
+    ]);
   },
 };
 
@@ -174,23 +176,14 @@ const list: Command = {
 
   Lists the account's usage keys (never their values: a key is shown only when made).`,
   async run({ ctx }) {
-    const keys: KeyItem[] = [];
-    for await (const k of ctx.keyed().all.listApiKeys()) keys.push(k);
-    ctx.print(keys, () =>
-      keys.length === 0
-        ? "no usage keys"
-        : table(
-            ["HASH", "NAME", "EXPIRES", "SPENT", "SPEND LIMIT", "PERMISSIONS"],
-            keys.map((k) => [
-              k.id,
-              k.name,
-              k.expires_at ? new Date(k.expires_at * 1000).toISOString().replace(".000Z", "Z") : "never",
-              `${k.spent_cents} cents`,
-              k.spend_limit_cents ? `${k.spend_limit_cents} cents` : "none",
-              permissionSummary(k),
-            ]),
-          ),
-    );
+    ctx.list(await collect(ctx.keyed().all.listApiKeys()), "no usage keys", [
+      ["HASH", (k) => k.id],
+      ["NAME", (k) => k.name],
+      ["EXPIRES", (k) => (k.expires_at ? new Date(k.expires_at * 1000).toISOString().replace(".000Z", "Z") : "never")],
+      ["SPENT", (k) => `${k.spent_cents} cents`],
+      ["SPEND LIMIT", (k) => (k.spend_limit_cents ? `${k.spend_limit_cents} cents` : "none")],
+      ["PERMISSIONS", permissionSummary],
+    ]);
   },
 };
 
@@ -211,7 +204,7 @@ const update: Command = {
   or its 0x hash (key list shows it).
 
 ${permissionUsage}`,
-  options: { name: { type: "string" }, ...permissionOptions },
+  options: { ...valued("name"), ...permissionOptions },
   positionals: { min: 1, max: 1, names: "KEY_OR_HASH" },
   async run({ values, positionals, ctx }) {
     const renamed = values.name !== undefined || values.description !== undefined;
@@ -227,12 +220,7 @@ ${permissionUsage}`,
           name: permissions.name,
           description: permissions.description,
         });
-    ctx.print(answer, () =>
-      fields([
-        ["updated", `${current.id} "${permissions.name}": ${permissionSummary(permissions)}`],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(answer, [["updated", `${current.id} "${permissions.name}": ${permissionSummary(permissions)}`]]);
   },
 };
 
@@ -245,13 +233,7 @@ const remove: Command = {
   positionals: { min: 1, max: 1, names: "KEY_OR_HASH" },
   async run({ positionals, ctx }) {
     const hash = keyHashOf(positionals[0] as string);
-    const answer = await ctx.keyed().removeUsageApiKey({ usage_api_key: hash });
-    ctx.print(answer, () =>
-      fields([
-        ["removed", hash],
-        ["transaction", answer.transaction_hash],
-      ]),
-    );
+    ctx.wrote(await ctx.keyed().removeUsageApiKey({ usage_api_key: hash }), [["removed", hash]]);
   },
 };
 

@@ -9,14 +9,16 @@ import {
   readInput,
   readProfiles,
   resolveConnection,
+  text,
   UsageError,
+  valued,
   writeProfile,
   type Command,
   type Group,
 } from "./context.ts";
 
 const nameOf = (values: Record<string, unknown>, env: Record<string, string | undefined>) =>
-  (values.name as string | undefined) ?? (env.SIGIL_PROFILE || DEFAULT_PROFILE);
+  text(values, "name") ?? (env.SIGIL_PROFILE || DEFAULT_PROFILE);
 
 const set: Command = {
   name: "profile set",
@@ -26,11 +28,11 @@ const set: Command = {
   Saves the API URL and/or the key in profile NAME (default: $SIGIL_PROFILE or "default"), keeping
   what is not given, in $SIGIL_PROFILE_FILE or ~/.config/sigil/profiles.json (mode 0600).
   --key - reads the key from standard input, which keeps it out of the shell's history.`,
-  options: { name: { type: "string" }, api: { type: "string" }, key: { type: "string" } },
+  options: valued("name", "api", "key"),
   connects: false,
   async run({ values, ctx }) {
-    const api = values.api as string | undefined;
-    let key = values.key as string | undefined;
+    const api = text(values, "api");
+    let key = text(values, "key");
     if (api === undefined && key === undefined) throw new UsageError("give --api, --key or both");
     if (api !== undefined && !/^https?:\/\/[^/]+/.test(api))
       throw new UsageError(`--api takes an http(s) URL, not ${JSON.stringify(api)}`);
@@ -58,7 +60,7 @@ const show: Command = {
   Shows profile NAME (default: $SIGIL_PROFILE or "default") from the profile file, with the key
   masked, the other profiles' names, and the URL and key a command would use now, with where each
   comes from (flags, environment, profile, .sigil/local.json).`,
-  options: { name: { type: "string" } },
+  options: valued("name"),
   connects: false,
   async run({ values, ctx }) {
     const file = profileFilePath(ctx.env);

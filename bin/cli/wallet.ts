@@ -2,9 +2,9 @@
 // the enclave. `wallet create --sign` makes one for a ChainSecured account: the service derives it
 // for the signing admin wallet, which registers it on chain.
 import { getAddress } from "viem";
-import type { ListWalletsOutput } from "../../sdk/src/index.ts";
-import { signerOptions, signerUsage, walletOwner } from "./chainSecured.ts";
-import { fields, table, wholeNumber, type Command, type Group } from "./context.ts";
+import { signedWrite, signerOptions, signerUsage } from "./chainSecured.ts";
+import { given, switches, text, valued, wholeNumberOption, type Command, type Group } from "./context.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 const create: Command = {
   name: "wallet create",
@@ -17,41 +17,31 @@ const create: Command = {
   (registerWalletDerivation); no API key is needed.
 
   ${signerUsage}`,
-  options: { name: { type: "string" }, description: { type: "string" }, sign: { type: "boolean" }, ...signerOptions },
+  options: { ...valued("name", "description"), ...switches("sign"), ...signerOptions },
   async run({ values, ctx }) {
-    const name = values.name as string | undefined;
-    const description = values.description as string | undefined;
     if (!values.sign) {
-      const answer = await ctx.keyed().createWallet({
-        ...(name !== undefined ? { name } : {}),
-        ...(description !== undefined ? { description } : {}),
-      });
-      ctx.print(answer, () =>
-        fields([
-          ["wallet", answer.wallet_address],
-          ["id", answer.wallet_id],
-          ["transaction", answer.transaction_hash],
-        ]),
-      );
+      const answer = await ctx.keyed().createWallet(given(values, { name: "name", description: "description" }));
+      ctx.wrote(answer, [
+        ["wallet", answer.wallet_address],
+        ["id", answer.wallet_id],
+      ]);
       return;
     }
-    const owner = await walletOwner(ctx, values);
-    const contract = await owner.contract();
-    const wallet = await owner.client.createWalletWithSignature(await owner.sign("CreateWallet"));
-    const registered = await contract.registerWalletDerivation({
-      wallet: getAddress(wallet.wallet_address),
-      derivationPath: wallet.derivation_path as `0x${string}`,
-      name: name ?? "",
-      description: description ?? "",
+    const { answer: wallet } = await signedWrite(ctx, values, {
+      ask: async (o) => o.client.createWalletWithSignature(await o.sign("CreateWallet")),
+      send: (contract, made) =>
+        contract.registerWalletDerivation({
+          wallet: getAddress(made.wallet_address),
+          derivationPath: made.derivation_path as `0x${string}`,
+          name: text(values, "name") ?? "",
+          description: text(values, "description") ?? "",
+        }),
     });
-    ctx.print({ ...wallet, transaction_hash: registered.transactionHash }, () =>
-      fields([
-        ["wallet", wallet.wallet_address],
-        ["derivation path", wallet.derivation_path],
-        ["account", wallet.account_id],
-        ["transaction", registered.transactionHash],
-      ]),
-    );
+    ctx.wrote(wallet, [
+      ["wallet", wallet.wallet_address],
+      ["derivation path", wallet.derivation_path],
+      ["account", wallet.account_id],
+    ]);
   },
 };
 
@@ -62,24 +52,17 @@ const list: Command = {
 
   Lists the account's wallets (id 0 is the account's master wallet), or with --group those the
   group permits ("any" stands for every wallet of the account).`,
-  options: { group: { type: "string" } },
+  options: valued("group"),
   async run({ values, ctx }) {
     const client = ctx.keyed();
-    const wallets: ListWalletsOutput = [];
-    const group = values.group as string | undefined;
-    const pages =
-      group === undefined
-        ? client.all.listWallets()
-        : client.all.listWalletsInGroup({ group_id: wholeNumber("--group", group) });
-    for await (const w of pages) wallets.push(w);
-    ctx.print(wallets, () =>
-      wallets.length === 0
-        ? "no wallets"
-        : table(
-            ["ID", "ADDRESS", "NAME", "DESCRIPTION"],
-            wallets.map((w) => [w.id, w.wallet_address, w.name, w.description]),
-          ),
-    );
+    const group = wholeNumberOption(values, "group");
+    const pages = group === undefined ? client.all.listWallets() : client.all.listWalletsInGroup({ group_id: group });
+    ctx.list(await collect(pages), "no wallets", [
+      ["ID", (w) => w.id],
+      ["ADDRESS", (w) => w.wallet_address],
+      ["NAME", (w) => w.name],
+      ["DESCRIPTION", (w) => w.description],
+    ]);
   },
 };
 

@@ -2,7 +2,7 @@
 // "Webhooks"), managed with the master key. `add` prints the endpoint's signing secret, which the
 // service never shows again; a receiver checks each delivery with it (the SDK's verifyWebhook).
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../sdk/src/index.ts";
-import { fields, table, UsageError, wholeNumber, type Command, type Group } from "./context.ts";
+import { fields, repeated, UsageError, valued, wholeNumberOption, type Command, type Group } from "./context.ts";
 
 const when = (unix: number | null) => (unix === null ? "" : new Date(unix * 1000).toISOString());
 
@@ -16,7 +16,7 @@ const add: Command = {
   but run.failed. An account has at most 10 endpoints; in production URL must be https and not a
   private, loopback or link-local address.`,
   positionals: { min: 1, max: 1, names: "URL" },
-  options: { event: { type: "string", multiple: true } },
+  options: repeated("event"),
   async run({ values, positionals, ctx }) {
     const events = values.event as string[] | undefined;
     for (const e of events ?? []) {
@@ -44,15 +44,12 @@ const list: Command = {
 
   Lists the account's webhook endpoints (never their secrets).`,
   async run({ ctx }) {
-    const endpoints = await ctx.keyed().listWebhooks();
-    ctx.print(endpoints, () =>
-      endpoints.length === 0
-        ? "no webhook endpoints"
-        : table(
-            ["ID", "URL", "EVENTS", "CREATED"],
-            endpoints.map((e) => [e.id, e.url, e.events.join(","), when(e.created)]),
-          ),
-    );
+    ctx.list(await ctx.keyed().listWebhooks(), "no webhook endpoints", [
+      ["ID", (e) => e.id],
+      ["URL", (e) => e.url],
+      ["EVENTS", (e) => e.events.join(",")],
+      ["CREATED", (e) => when(e.created)],
+    ]);
   },
 };
 
@@ -77,29 +74,24 @@ const deliveries: Command = {
   Prints the deliveries of endpoint ID (we_…): each event, its status (pending, succeeded,
   failed) and every attempt with the receiver's status or the error.`,
   positionals: { min: 1, max: 1, names: "ID" },
-  options: { page: { type: "string" }, "page-size": { type: "string" } },
+  options: valued("page", "page-size"),
   async run({ values, positionals, ctx }) {
-    const page = values.page === undefined ? 0 : wholeNumber("--page", values.page as string);
-    const size =
-      values["page-size"] === undefined ? 20 : wholeNumber("--page-size", values["page-size"] as string, { min: 1 });
+    const page = wholeNumberOption(values, "page") ?? 0;
+    const size = wholeNumberOption(values, "page-size", { min: 1 }) ?? 20;
     const log = await ctx
       .keyed()
       .listWebhookDeliveries({ webhook_id: positionals[0] as string, page_number: page, page_size: size });
-    ctx.print(log, () =>
-      log.length === 0
-        ? "no deliveries"
-        : table(
-            ["DELIVERY", "EVENT", "TYPE", "STATUS", "ATTEMPTS", "NEXT"],
-            log.map((d) => [
-              d.id,
-              d.event_id,
-              d.event_type,
-              d.status,
-              d.attempts.map((a) => (a.status_code === null ? (a.error ?? "?") : String(a.status_code))).join(" | "),
-              when(d.next_attempt_at),
-            ]),
-          ),
-    );
+    ctx.list(log, "no deliveries", [
+      ["DELIVERY", (d) => d.id],
+      ["EVENT", (d) => d.event_id],
+      ["TYPE", (d) => d.event_type],
+      ["STATUS", (d) => d.status],
+      [
+        "ATTEMPTS",
+        (d) => d.attempts.map((a) => (a.status_code === null ? (a.error ?? "?") : String(a.status_code))).join(" | "),
+      ],
+      ["NEXT", (d) => when(d.next_attempt_at)],
+    ]);
   },
 };
 
@@ -126,14 +118,14 @@ const settings: Command = {
 
   Prints the account's webhook settings; --balance-low sets the threshold in cents under which
   balance.low fires, once per crossing (0 turns it off).`,
-  options: { "balance-low": { type: "string" } },
+  options: valued("balance-low"),
   async run({ values, ctx }) {
     const client = ctx.keyed();
-    const cents = values["balance-low"];
+    const cents = wholeNumberOption(values, "balance-low");
     const s =
       cents === undefined
         ? await client.getWebhookSettings()
-        : await client.updateWebhookSettings({ balance_low_cents: wholeNumber("--balance-low", cents as string) });
+        : await client.updateWebhookSettings({ balance_low_cents: cents });
     ctx.print(
       s,
       () => `balance.low threshold ${s.balance_low_cents} cents${s.balance_low_cents === 0 ? " (off)" : ""}`,

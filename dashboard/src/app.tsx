@@ -12,7 +12,7 @@ import { Playground } from "./pages/playground.tsx";
 import { Wallets } from "./pages/wallets.tsx";
 import { Webhooks } from "./pages/webhooks.tsx";
 import { signInWithKey, signInWithWallet, resumeSession, signOut, type PageProps, type Session } from "./session.ts";
-import { ErrorNote, Field, Loading, shown, type Shown } from "./ui.tsx";
+import { ErrorNote, Form, Loading, shown, TextField, type Shown } from "./ui.tsx";
 import type { FunctionComponent } from "preact";
 
 type Page = { path: string; title: string; component: FunctionComponent<PageProps>; keyOnly?: boolean };
@@ -117,26 +117,18 @@ function SignIn({ onSession }: { onSession(s: Session): void }) {
   return (
     <main id="main" class="signin">
       <h1>Sign in to Sigil</h1>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void attempt(() => signInWithKey(key.trim()));
-        }}
-      >
-        <Field label="API key" hint="Your account's master key or a usage key. It stays in this tab only.">
-          <input
-            type="password"
-            autoComplete="off"
-            spellcheck={false}
-            required
-            value={key}
-            onInput={(e) => setKey(e.currentTarget.value)}
-          />
-        </Field>
-        <button type="submit" disabled={busy}>
-          Sign in with key
-        </button>
-      </form>
+      <Form plain submit="Sign in with key" action={{ busy, run: () => attempt(() => signInWithKey(key.trim())) }}>
+        <TextField
+          label="API key"
+          hint="Your account's master key or a usage key. It stays in this tab only."
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          required
+          value={key}
+          onInput={setKey}
+        />
+      </Form>
       <p class="or">or</p>
       <button type="button" disabled={busy} onClick={() => void attempt(() => signInWithWallet())}>
         Sign in with a browser wallet

@@ -13,8 +13,8 @@ import {
   type Transport,
   type WalletClient,
 } from "viem";
-import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
-import { createSigilClient, SigilError, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
+import { createSigilClient, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
+import { keyOwner } from "../../sdk/src/reads.ts";
 
 export type Session =
   | { kind: "key"; client: SigilClient; keyKind: "master" | "usage"; keyHash: string; keyName?: string }
@@ -37,17 +37,7 @@ export const anonymous = (): SigilClient => createSigilClient({ baseUrl: locatio
 /** A session for `apiKey`, checked against the service first (a wrong key throws its SigilError). */
 export async function signInWithKey(apiKey: string): Promise<Session> {
   const client = createSigilClient({ baseUrl: location.origin, apiKey });
-  let requestId: string | undefined;
-  const exists = await client.accountExists(undefined, { onResponse: (info) => (requestId = info.requestId) });
-  // A well-formed key of no account is an answer (exists: false), not a refusal; here it is one.
-  if (!exists.exists)
-    throw new SigilError({ code: "invalid_api_key", message: "no account has this API key", status: 401, requestId });
-  // A usage key is one of the account's listed keys; the master key is not listed.
-  const keyHash = toHash32(apiKeyHash(apiKey));
-  let usage: { name: string } | undefined;
-  for await (const k of client.all.listApiKeys()) {
-    if (k.id.toLowerCase() === keyHash) usage = k;
-  }
+  const { hash: keyHash, usage } = await keyOwner(client, apiKey);
   sessionStorage.setItem(KEY_ITEM, apiKey);
   return {
     kind: "key",

@@ -1,8 +1,9 @@
 // The dashboard's shared pieces: loading what a page shows (useLoad), the states every page has
-// (loading, empty, an error in words with its code and request id), tables, labelled fields, a copy
-// button, and money as dollars. Everything is styled by class from app.css (the page's CSP allows
-// no inline style).
-import { cloneElement, type ComponentChildren, type VNode } from "preact";
+// (loading, empty, an error in words with its code and request id), lists (a table with each row's
+// buttons, removal after a confirmation), forms (their fields, submit button, error and outcome),
+// sections, a secret shown once with a copy button, and money as dollars. Everything is styled by
+// class from app.css (the page's CSP allows no inline style).
+import { cloneElement, type ComponentChildren, type InputHTMLAttributes, type VNode } from "preact";
 import { useCallback, useEffect, useId, useState } from "preact/hooks";
 
 /** An error as the dashboard shows it: the SDK's SigilError carries the service's code and request id. */
@@ -113,31 +114,156 @@ export function Table({ caption, head, rows }: { caption: string; head: string[]
   );
 }
 
+/** A column of a List: its heading, and its cell for an item. */
+export type Column<T> = [head: string, cell: (item: T) => ComponentChildren];
+
+/** A button in each row of a List, named for its row: "<names> <the row's name>" (`names` is the label unless said). */
+export type RowButton<T> = {
+  label: string;
+  names?: string;
+  onClick(item: T): unknown;
+  danger?: boolean;
+  disabled?: boolean;
+  /** For a button that opens something about its row: whether it is open. */
+  expanded?(item: T): boolean;
+};
+
 /**
- * A form that does `onSubmit` instead of navigating: in a panel unless `plain`; named by the heading
- * `labelledBy` when it is not its section's own.
+ * What a page lists: `empty` when there is nothing, otherwise a table of `columns` with each row's
+ * `buttons` last, named by `name(item)`; with `remove`, a Remove button too, which asks
+ * `remove.ask(item)` first and then does `remove.run(item)`, its error shown under the list.
+ */
+export function List<T>({
+  items,
+  empty,
+  caption,
+  columns,
+  name = () => "",
+  buttons = [],
+  remove,
+}: {
+  items: T[];
+  empty: ComponentChildren;
+  caption: string;
+  columns: Column<NoInfer<T>>[];
+  name?: (item: NoInfer<T>) => string;
+  buttons?: RowButton<NoInfer<T>>[];
+  remove?: { ask(item: NoInfer<T>): string; run(item: NoInfer<T>): Promise<unknown> };
+}) {
+  const removal = useAction(async (item: T) => {
+    if (remove && confirm(remove.ask(item))) await remove.run(item);
+  });
+  const all: RowButton<T>[] = remove
+    ? [...buttons, { label: "Remove", danger: true, disabled: removal.busy, onClick: (item) => void removal.run(item) }]
+    : buttons;
+  const rowButtons = (item: T) => {
+    const shown = all.map((b) => (
+      <button
+        type="button"
+        class={b.danger ? "small danger" : "small secondary"}
+        disabled={b.disabled}
+        aria-expanded={b.expanded?.(item)}
+        aria-label={`${b.names ?? b.label} ${name(item)}`}
+        onClick={() => b.onClick(item)}
+      >
+        {b.label}
+      </button>
+    ));
+    return shown.length === 1 ? shown[0] : <span class="row">{shown}</span>;
+  };
+  return (
+    <>
+      {items.length === 0 ? (
+        <Empty>{empty}</Empty>
+      ) : (
+        <Table
+          caption={caption}
+          head={[...columns.map(([head]) => head), ...(all.length ? [""] : [])]}
+          rows={items.map((item) => [
+            ...columns.map(([, cell]) => cell(item)),
+            ...(all.length ? [rowButtons(item)] : []),
+          ])}
+        />
+      )}
+      {remove && <ErrorNote error={removal.error} />}
+    </>
+  );
+}
+
+/** A part of a page, named by its heading. */
+export function Section({
+  id,
+  title,
+  children,
+}: {
+  id: string;
+  title: ComponentChildren;
+  children: ComponentChildren;
+}) {
+  return (
+    <section aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+/**
+ * A form that runs `action` instead of navigating: its fields, then its submit button (disabled
+ * while the action is busy, saying `busyLabel` then when given; beside a Cancel button when there
+ * is `onCancel`, in a row whenever `row`), the action's error, and `outcome`. In a panel unless
+ * `plain`; named by the heading `labelledBy` when it is not its section's own.
  */
 export function Form({
-  onSubmit,
   children,
+  submit,
+  busyLabel,
+  action,
+  onCancel,
+  row,
+  outcome,
   labelledBy,
   plain,
 }: {
-  onSubmit: () => unknown;
   children: ComponentChildren;
+  submit: string;
+  busyLabel?: string;
+  action: { run(): unknown; busy: boolean; error?: Shown | undefined };
+  onCancel?: (() => void) | undefined;
+  row?: boolean;
+  outcome?: ComponentChildren;
   labelledBy?: string;
   plain?: boolean;
 }) {
+  const button = (
+    <button type="submit" disabled={action.busy}>
+      {action.busy && busyLabel ? busyLabel : submit}
+    </button>
+  );
   return (
     <form
       aria-labelledby={labelledBy}
       class={plain ? undefined : "panel"}
       onSubmit={(e) => {
         e.preventDefault();
-        void onSubmit();
+        void action.run();
       }}
     >
       {children}
+      {row || onCancel ? (
+        <div class="row">
+          {button}
+          {onCancel && (
+            <button type="button" class="secondary" onClick={onCancel}>
+              Cancel
+            </button>
+          )}
+        </div>
+      ) : (
+        button
+      )}
+      <ErrorNote error={action.error} />
+      {outcome}
     </form>
   );
 }
@@ -158,6 +284,88 @@ export function Field({ label, children, hint }: { label: string; children: VNod
         </span>
       )}
     </div>
+  );
+}
+
+/** A labelled text input: `value`, and `onInput` with each change; the rest are the input's own attributes. */
+export function TextField({
+  label,
+  hint,
+  value,
+  onInput,
+  ...input
+}: {
+  label: string;
+  hint?: string;
+  value: string;
+  onInput(value: string): void;
+  type?: "url" | "number" | "date" | "password";
+  inputMode?: "numeric" | "decimal" | "url";
+  required?: boolean;
+  maxLength?: number;
+  min?: number;
+  step?: number | string;
+  spellcheck?: boolean;
+  autoComplete?: string;
+}) {
+  return (
+    <Field label={label} hint={hint}>
+      <input
+        {...(input as InputHTMLAttributes<HTMLInputElement>)}
+        value={value}
+        onInput={(e) => onInput(e.currentTarget.value)}
+      />
+    </Field>
+  );
+}
+
+/** A secret the service shows this once (`what` it is, then `note`), with a copy button; `children` after. */
+export function ShownOnce({
+  what,
+  note,
+  value,
+  testId,
+  copy,
+  children,
+}: {
+  what: string;
+  note: ComponentChildren;
+  value: string;
+  testId: string;
+  copy: string;
+  children?: ComponentChildren;
+}) {
+  return (
+    <div class="panel" role="status">
+      <p>
+        <strong>{what}</strong> {note}
+      </p>
+      <p class="row">
+        <code class="mono" data-testid={testId}>
+          {value}
+        </code>
+        <CopyButton text={value} label={copy} />
+      </p>
+      {children}
+    </div>
+  );
+}
+
+/** A usage key just made, shown this once; `status` says more of it, `children` after. */
+export function NewKey({
+  value,
+  status,
+  children,
+}: {
+  value: string;
+  status?: ComponentChildren;
+  children?: ComponentChildren;
+}) {
+  const note = status ? <>keep it somewhere safe. {status}</> : "keep it somewhere safe.";
+  return (
+    <ShownOnce what="The new key, shown this once:" note={note} value={value} testId="new-key" copy="Copy key">
+      {children}
+    </ShownOnce>
   );
 }
 

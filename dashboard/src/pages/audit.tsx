@@ -3,7 +3,7 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { AuditEvent } from "../../../sdk/src/index.ts";
-import { Empty, ErrorNote, Short, Table, useAction, useLoad } from "../ui.tsx";
+import { ErrorNote, List, Short, useAction, useLoad } from "../ui.tsx";
 
 const PAGE = 25;
 
@@ -31,21 +31,18 @@ export function Audit({ session }: PageProps) {
     );
   return (
     <>
-      {events.length === 0 ? (
-        <Empty>No administrative changes yet.</Empty>
-      ) : (
-        <Table
-          caption="The account's administrative history, newest first"
-          head={["When", "What", "Block", "Sender", "Transaction"]}
-          rows={events.map((e) => [
-            e.block_time === null ? "—" : new Date(e.block_time * 1000).toLocaleString(),
-            e.summary,
-            String(e.block_number),
-            e.actor ? <Short value={e.actor} /> : "—",
-            <Short value={e.tx_hash} />,
-          ])}
-        />
-      )}
+      <List
+        items={events}
+        empty="No administrative changes yet."
+        caption="The account's administrative history, newest first"
+        columns={[
+          ["When", (e) => (e.block_time === null ? "—" : new Date(e.block_time * 1000).toLocaleString())],
+          ["What", (e) => e.summary],
+          ["Block", (e) => String(e.block_number)],
+          ["Sender", (e) => (e.actor ? <Short value={e.actor} /> : "—")],
+          ["Transaction", (e) => <Short value={e.tx_hash} />],
+        ]}
+      />
       {cursor && (
         <button type="button" class="secondary" disabled={more.busy} onClick={() => void more.run()}>
           {more.busy ? "Loading…" : "Older events"}

@@ -5,7 +5,8 @@
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import { topUp, type PageItem, type SigilClient } from "../../../sdk/src/index.ts";
-import { dollars, Empty, ErrorNote, Field, Form, Load, Table, useAction, useLoad } from "../ui.tsx";
+import { collect } from "../../../sdk/src/reads.ts";
+import { dollars, Field, Form, List, Load, TextField, useAction, useLoad, type Column } from "../ui.tsx";
 
 const TEST_CARDS = [
   ["pm_card_visa", "Visa, succeeds"],
@@ -14,12 +15,16 @@ const TEST_CARDS = [
 ] as const;
 const MIN_TOP_UP_CENTS = 500;
 
+/** A payment's columns (a top-up or a refund), here and in the overview's latest payments. */
+export const PAYMENT_COLUMNS: Array<Column<PageItem<"listUsage">>> = [
+  ["When", (e) => new Date(e.time).toLocaleString()],
+  ["What", (e) => (e.kind === "refund" ? "refund" : "top-up")],
+  ["Amount", (e) => dollars(e.amount_cents)],
+  ["Balance after", (e) => (e.balance_after_cents === null ? "—" : dollars(e.balance_after_cents))],
+];
+
 async function payments(client: SigilClient) {
-  const events: Array<PageItem<"listUsage">> = [];
-  for await (const e of client.all.listUsage({ kind: "top_up,refund", limit: 100 })) {
-    events.push(e);
-    if (events.length >= 200) break;
-  }
+  const events = await collect(client.all.listUsage({ kind: "top_up,refund", limit: 100 }), 200);
   return { balance: await client.getBalance(), events };
 }
 
@@ -44,17 +49,23 @@ export function Billing({ session }: PageProps) {
             {balance.balance_display}
           </p>
           <h2 id="buy">Buy credit</h2>
-          <Form labelledBy="buy" onSubmit={() => buy.run()}>
-            <Field label="Amount in dollars" hint={`At least ${dollars(MIN_TOP_UP_CENTS)}`}>
-              <input
-                type="number"
-                inputMode="decimal"
-                step="0.01"
-                required
-                value={dollarsText}
-                onInput={(e) => setDollars(e.currentTarget.value)}
-              />
-            </Field>
+          <Form
+            labelledBy="buy"
+            submit="Pay"
+            busyLabel="Paying…"
+            action={buy}
+            outcome={buy.result && <p role="status">Paid: the balance is now {dollars(buy.result.balanceCents)}.</p>}
+          >
+            <TextField
+              label="Amount in dollars"
+              hint={`At least ${dollars(MIN_TOP_UP_CENTS)}`}
+              type="number"
+              inputMode="decimal"
+              step="0.01"
+              required
+              value={dollarsText}
+              onInput={setDollars}
+            />
             <Field label="Card" hint="Stripe test cards: this page pays in test mode">
               <select value={card} onChange={(e) => setCard(e.currentTarget.value)}>
                 {TEST_CARDS.map(([id, name]) => (
@@ -62,28 +73,14 @@ export function Billing({ session }: PageProps) {
                 ))}
               </select>
             </Field>
-            <button type="submit" disabled={buy.busy}>
-              {buy.busy ? "Paying…" : "Pay"}
-            </button>
-            <ErrorNote error={buy.error} />
-            {buy.result && <p role="status">Paid: the balance is now {dollars(buy.result.balanceCents)}.</p>}
           </Form>
           <h2 id="history">Payments</h2>
-          {events.length === 0 ? (
-            <Empty>No payments yet.</Empty>
-          ) : (
-            <Table
-              caption="Top-ups and refunds, newest first"
-              head={["When", "What", "Amount", "Balance after", "Payment"]}
-              rows={events.map((e) => [
-                new Date(e.time).toLocaleString(),
-                e.kind === "top_up" ? "top-up" : "refund",
-                dollars(e.amount_cents),
-                e.balance_after_cents === null ? "—" : dollars(e.balance_after_cents),
-                <code class="mono">{e.payment_intent ?? "—"}</code>,
-              ])}
-            />
-          )}
+          <List
+            items={events}
+            empty="No payments yet."
+            caption="Top-ups and refunds, newest first"
+            columns={[...PAYMENT_COLUMNS, ["Payment", (e) => <code class="mono">{e.payment_intent ?? "—"}</code>]]}
+          />
         </>
       )}
     </Load>

@@ -3,10 +3,12 @@
 // group or change one, picking from the account's wallets and registered actions; removal after a
 // confirmation. Below, the registry of actions, where a script is added by pasting its code: its
 // CID is computed by the service and shown before anything is written.
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
-import { Empty, ErrorNote, Field, Form, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
+import { collect } from "../../../sdk/src/reads.ts";
+import { Field, Form, List, Load, Section, Short, TextField, useAction, useLoad } from "../ui.tsx";
 
 type Group = PageItem<"listGroups">;
 type Wallet = PageItem<"listWallets">;
@@ -15,29 +17,14 @@ type Action = PageItem<"listActions">;
 const ANY_WALLET = "0x0000000000000000000000000000000000000000";
 
 async function everything(client: SigilClient) {
-  const groups: Group[] = [];
-  const wallets: Wallet[] = [];
-  const actions: Action[] = [];
-  for await (const g of client.all.listGroups()) groups.push(g);
-  for await (const w of client.all.listWallets()) wallets.push(w);
-  for await (const a of client.all.listActions()) actions.push(a);
-  return { groups, wallets, actions };
+  const groups = await collect(client.all.listGroups());
+  const wallets = await collect(client.all.listWallets());
+  return { groups, wallets, actions: await collect(client.all.listActions()) };
 }
 
 export function Groups({ session }: PageProps) {
   const loaded = useLoad(() => everything(session.client));
   const [editing, setEditing] = useState<Group | undefined>();
-  const remove = useAction(async (g: Group) => {
-    if (!confirm(`Remove the group "${g.group_name}"? Keys that run in it lose it at once.`)) return;
-    await session.client.removeGroup({ group_id: g.id });
-    loaded.reload();
-  });
-  const removeAction = useAction(async (a: Action) => {
-    if (!confirm(`Remove the action "${a.name || a.action_ipfs_cid || a.hashed_cid}" from the account and its groups?`))
-      return;
-    await session.client.deleteAction({ hashed_cid: a.hashed_cid });
-    loaded.reload();
-  });
   return (
     <Load loaded={loaded} what="groups and actions">
       {({ groups, wallets, actions }) => {
@@ -47,49 +34,40 @@ export function Groups({ session }: PageProps) {
             : (actions.find((a) => a.hashed_cid.toLowerCase() === hash.toLowerCase())?.action_ipfs_cid ?? hash);
         return (
           <>
-            {groups.length === 0 ? (
-              <Empty>No groups yet. A script may use a wallet only through a group that lists both.</Empty>
-            ) : (
-              <Table
-                caption="The account's groups"
-                head={["Id", "Name", "Wallets", "Actions", ""]}
-                rows={groups.map((g) => [
-                  g.id,
-                  <>
-                    {g.group_name}
-                    {g.group_description && <div class="muted">{g.group_description}</div>}
-                  </>,
-                  g.pkp_ids_permitted.length
-                    ? g.pkp_ids_permitted.map((w) => <div>{w === ANY_WALLET ? "any wallet" : <Short value={w} />}</div>)
-                    : "none",
-                  g.cid_hashes_permitted.length
-                    ? g.cid_hashes_permitted.map((h) => (
-                        <div>{h === "0" ? "any action" : <Short value={cidOf(h)} />}</div>
-                      ))
-                    : "none",
-                  <span class="row">
-                    <button
-                      type="button"
-                      class="small secondary"
-                      onClick={() => setEditing(g)}
-                      aria-label={`Edit group ${g.group_name}`}
-                    >
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      class="small danger"
-                      disabled={remove.busy}
-                      onClick={() => void remove.run(g)}
-                      aria-label={`Remove group ${g.group_name}`}
-                    >
-                      Remove
-                    </button>
-                  </span>,
-                ])}
-              />
-            )}
-            <ErrorNote error={remove.error} />
+            <List
+              items={groups}
+              empty="No groups yet. A script may use a wallet only through a group that lists both."
+              caption="The account's groups"
+              columns={[
+                ["Id", (g) => g.id],
+                [
+                  "Name",
+                  (g) => (
+                    <>
+                      {g.group_name}
+                      {g.group_description && <div class="muted">{g.group_description}</div>}
+                    </>
+                  ),
+                ],
+                [
+                  "Wallets",
+                  (g) => each(g.pkp_ids_permitted, (w) => (w === ANY_WALLET ? "any wallet" : <Short value={w} />)),
+                ],
+                [
+                  "Actions",
+                  (g) => each(g.cid_hashes_permitted, (h) => (h === "0" ? "any action" : <Short value={cidOf(h)} />)),
+                ],
+              ]}
+              name={(g) => `group ${g.group_name}`}
+              buttons={[{ label: "Edit", onClick: setEditing }]}
+              remove={{
+                ask: (g) => `Remove the group "${g.group_name}"? Keys that run in it lose it at once.`,
+                run: async (g) => {
+                  await session.client.removeGroup({ group_id: g.id });
+                  loaded.reload();
+                },
+              }}
+            />
             <GroupForm
               key={editing?.id ?? "new"}
               group={editing}
@@ -117,34 +95,71 @@ export function Groups({ session }: PageProps) {
               }}
             />
             <h2 id="actions">Actions</h2>
-            {actions.length === 0 ? (
-              <Empty>No actions registered yet.</Empty>
-            ) : (
-              <Table
-                caption="The account's registered actions"
-                head={["CID", "Name", "Description", ""]}
-                rows={actions.map((a) => [
-                  a.action_ipfs_cid ? <code class="mono">{a.action_ipfs_cid}</code> : <Short value={a.hashed_cid} />,
-                  a.name || "—",
-                  a.description || "—",
-                  <button
-                    type="button"
-                    class="small danger"
-                    disabled={removeAction.busy}
-                    onClick={() => void removeAction.run(a)}
-                    aria-label={`Remove action ${a.name || a.hashed_cid}`}
-                  >
-                    Remove
-                  </button>,
-                ])}
-              />
-            )}
-            <ErrorNote error={removeAction.error} />
+            <List
+              items={actions}
+              empty="No actions registered yet."
+              caption="The account's registered actions"
+              columns={[
+                [
+                  "CID",
+                  (a) =>
+                    a.action_ipfs_cid ? <code class="mono">{a.action_ipfs_cid}</code> : <Short value={a.hashed_cid} />,
+                ],
+                ["Name", (a) => a.name || "—"],
+                ["Description", (a) => a.description || "—"],
+              ]}
+              name={(a) => `action ${a.name || a.hashed_cid}`}
+              remove={{
+                ask: (a) =>
+                  `Remove the action "${a.name || a.action_ipfs_cid || a.hashed_cid}" from the account and its groups?`,
+                run: async (a) => {
+                  await session.client.deleteAction({ hashed_cid: a.hashed_cid });
+                  loaded.reload();
+                },
+              }}
+            />
             <AddAction client={session.client} onAdded={loaded.reload} />
           </>
         );
       }}
     </Load>
+  );
+}
+
+/** A cell of one line per member, or "none". */
+function each(members: string[], line: (member: string) => ComponentChildren): ComponentChildren {
+  return members.length ? members.map((m) => <div>{line(m)}</div>) : "none";
+}
+
+/** A fieldset of checkboxes, one per option (its value and its words), `chosen` the values checked. */
+function Checklist({
+  legend,
+  options,
+  chosen,
+  onChange,
+  children,
+}: {
+  legend: string;
+  options: Array<[value: string, label: ComponentChildren]>;
+  chosen: string[];
+  onChange(chosen: string[]): void;
+  children?: ComponentChildren;
+}) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {options.map(([value, label]) => (
+        <label class="row">
+          <input
+            type="checkbox"
+            checked={chosen.includes(value)}
+            onChange={(e) => onChange(e.currentTarget.checked ? [...chosen, value] : chosen.filter((v) => v !== value))}
+          />
+          {label}
+        </label>
+      ))}
+      {children}
+    </fieldset>
   );
 }
 
@@ -167,81 +182,55 @@ function GroupForm(props: {
     const cids = extra.split(/[\s,]+/).filter(Boolean);
     await props.send({ name: name.trim(), description: description.trim(), wallets, actions: [...actions, ...cids] });
   });
-  const toggle = (list: string[], set: (l: string[]) => void, value: string, on: boolean) =>
-    set(on ? [...list, value] : list.filter((v) => v !== value));
-  const title = g ? `Edit group "${g.group_name}"` : "Create a group";
   return (
-    <section aria-labelledby="group-form">
-      <h2 id="group-form">{title}</h2>
-      <Form onSubmit={() => action.run()}>
-        <Field label="Group name">
-          <input required maxLength={256} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </Field>
-        <Field label="Group description">
-          <input maxLength={1024} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
-        </Field>
-        <fieldset>
-          <legend>Wallets</legend>
-          <label class="row">
-            <input
-              type="checkbox"
-              checked={wallets.includes(ANY_WALLET)}
-              onChange={(e) => toggle(wallets, setWallets, ANY_WALLET, e.currentTarget.checked)}
-            />
-            Any wallet of the account
-          </label>
-          {props.wallets.map((w) => (
-            <label class="row">
-              <input
-                type="checkbox"
-                checked={wallets.includes(w.wallet_address)}
-                onChange={(e) => toggle(wallets, setWallets, w.wallet_address, e.currentTarget.checked)}
-              />
+    <Section id="group-form" title={g ? `Edit group "${g.group_name}"` : "Create a group"}>
+      <Form
+        submit={g ? "Save group" : "Create group"}
+        busyLabel="Sending…"
+        action={action}
+        row
+        onCancel={g && props.onCancel}
+      >
+        <TextField label="Group name" required maxLength={256} value={name} onInput={setName} />
+        <TextField label="Group description" maxLength={1024} value={description} onInput={setDescription} />
+        <Checklist
+          legend="Wallets"
+          options={[
+            [ANY_WALLET, "Any wallet of the account"],
+            ...props.wallets.map((w): [string, ComponentChildren] => [
+              w.wallet_address,
               <span>
                 {w.name || `wallet ${w.id}`} <code class="mono">{w.wallet_address}</code>
-              </span>
-            </label>
-          ))}
-        </fieldset>
-        <fieldset>
-          <legend>Actions</legend>
-          <label class="row">
-            <input
-              type="checkbox"
-              checked={actions.includes("0")}
-              onChange={(e) => toggle(actions, setActions, "0", e.currentTarget.checked)}
-            />
-            Any action
-          </label>
-          {props.actions.map((a) => (
-            <label class="row">
-              <input
-                type="checkbox"
-                checked={actions.includes(a.hashed_cid.toLowerCase())}
-                onChange={(e) => toggle(actions, setActions, a.hashed_cid.toLowerCase(), e.currentTarget.checked)}
-              />
+              </span>,
+            ]),
+          ]}
+          chosen={wallets}
+          onChange={setWallets}
+        />
+        <Checklist
+          legend="Actions"
+          options={[
+            ["0", "Any action"],
+            ...props.actions.map((a): [string, ComponentChildren] => [
+              a.hashed_cid.toLowerCase(),
               <span>
                 {a.name || "unnamed"} <code class="mono">{a.action_ipfs_cid ?? a.hashed_cid}</code>
-              </span>
-            </label>
-          ))}
-          <Field label="More actions by CID" hint="CIDs (Qm… or bafy…), comma-separated">
-            <input spellcheck={false} value={extra} onInput={(e) => setExtra(e.currentTarget.value)} />
-          </Field>
-        </fieldset>
-        <div class="row">
-          <button type="submit" disabled={action.busy}>
-            {action.busy ? "Sending…" : g ? "Save group" : "Create group"}
-          </button>
-          {g && (
-            <button type="button" class="secondary" onClick={props.onCancel}>
-              Cancel
-            </button>
-          )}
-        </div>
-        <ErrorNote error={action.error} />
+              </span>,
+            ]),
+          ]}
+          chosen={actions}
+          onChange={setActions}
+        >
+          <TextField
+            label="More actions by CID"
+            hint="CIDs (Qm… or bafy…), comma-separated"
+            spellcheck={false}
+            value={extra}
+            onInput={setExtra}
+          />
+        </Checklist>
       </Form>
-    </section>
+    </Section>
   );
 }
 
@@ -266,9 +255,16 @@ function AddAction({ client, onAdded }: { client: SigilClient; onAdded(): void }
     return cid;
   });
   return (
-    <section aria-labelledby="add-action">
-      <h2 id="add-action">Add an action</h2>
-      <Form onSubmit={() => (cid ? add.run() : compute.run())}>
+    <Section id="add-action" title="Add an action">
+      <Form
+        submit={cid ? "Add action" : "Compute CID"}
+        action={{
+          busy: compute.busy || add.busy,
+          error: compute.error ?? add.error,
+          run: () => (cid ? add.run() : compute.run()),
+        }}
+        outcome={add.result && <p role="status">Added {add.result}.</p>}
+      >
         <Field label="Code" hint="The script, as it will run: its CID names exactly these bytes">
           <textarea
             rows={8}
@@ -289,18 +285,9 @@ function AddAction({ client, onAdded }: { client: SigilClient; onAdded(): void }
             </code>
           </p>
         )}
-        <Field label="Action name">
-          <input maxLength={256} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </Field>
-        <Field label="Action description">
-          <input maxLength={1024} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
-        </Field>
-        <button type="submit" disabled={compute.busy || add.busy}>
-          {cid ? "Add action" : "Compute CID"}
-        </button>
-        <ErrorNote error={compute.error ?? add.error} />
-        {add.result && <p role="status">Added {add.result}.</p>}
+        <TextField label="Action name" maxLength={256} value={name} onInput={setName} />
+        <TextField label="Action description" maxLength={1024} value={description} onInput={setDescription} />
       </Form>
-    </section>
+    </Section>
   );
 }

@@ -5,10 +5,11 @@
 // instead (walletKeys.tsx).
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
-import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import type { AddUsageApiKeyInput, PageItem } from "../../../sdk/src/index.ts";
 import { noPermissions, permissionFields, permissionsOf } from "../../../shared/permissions.ts";
+import { collect } from "../../../sdk/src/reads.ts";
 import { WalletKeys } from "./walletKeys.tsx";
-import { CopyButton, dollars, Empty, ErrorNote, Field, Form, Load, Short, Table, useAction, useLoad } from "../ui.tsx";
+import { dollars, Form, List, Load, NewKey, Section, Short, TextField, useAction, useLoad } from "../ui.tsx";
 
 type Key = PageItem<"listApiKeys">;
 type Permissions = Omit<AddUsageApiKeyInput, "expires_at" | "spend_limit_cents"> & { expires: string; cap: string };
@@ -27,12 +28,6 @@ const FLAGS = [
   ["can_delete_groups", "Delete groups"],
   ["can_create_pkps", "Create wallets"],
 ] as const;
-
-async function allKeys(client: SigilClient): Promise<Key[]> {
-  const keys: Key[] = [];
-  for await (const k of client.all.listApiKeys()) keys.push(k);
-  return keys;
-}
 
 /** "1, 2" → ["1", "2"]; "0" is every group. Anything but group ids is refused before sending. */
 function groupIds(text: string, label: string): string[] {
@@ -53,6 +48,12 @@ function formOf(k: Key): Permissions {
   };
 }
 
+function spent(k: Key): string {
+  return k.spend_limit_cents
+    ? `${dollars(k.spent_cents)} of ${dollars(k.spend_limit_cents)}`
+    : `${dollars(k.spent_cents)} (no cap)`;
+}
+
 function summary(k: Key): string {
   const parts: string[] = [];
   for (const [flag, label] of FLAGS) if (k[flag]) parts.push(label.toLowerCase());
@@ -66,57 +67,35 @@ export function Keys({ session }: PageProps) {
 }
 
 function AccountKeys({ session }: PageProps) {
-  const loaded = useLoad(() => allKeys(session.client));
+  const loaded = useLoad(() => collect(session.client.all.listApiKeys()));
   const [editing, setEditing] = useState<Key | undefined>();
-  const remove = useAction(async (k: Key) => {
-    if (!confirm(`Remove the usage key "${k.name}"? It stops working at once.`)) return undefined;
-    await session.client.removeUsageApiKey({ usage_api_key: k.id });
-    loaded.reload();
-    return k;
-  });
   return (
     <>
       <Load loaded={loaded} what="usage keys">
-        {(keys) =>
-          keys.length === 0 ? (
-            <Empty>No usage keys yet: the master key is the only one.</Empty>
-          ) : (
-            <Table
-              caption="The account's usage keys"
-              head={["Name", "Hash", "Permissions", "Spent", "Expires", ""]}
-              rows={keys.map((k) => [
-                k.name,
-                <Short value={k.id} />,
-                summary(k),
-                k.spend_limit_cents
-                  ? `${dollars(k.spent_cents)} of ${dollars(k.spend_limit_cents)}`
-                  : `${dollars(k.spent_cents)} (no cap)`,
-                k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "never",
-                <span class="row">
-                  <button
-                    type="button"
-                    class="small secondary"
-                    onClick={() => setEditing(k)}
-                    aria-label={`Edit ${k.name}`}
-                  >
-                    Edit
-                  </button>
-                  <button
-                    type="button"
-                    class="small danger"
-                    disabled={remove.busy}
-                    onClick={() => void remove.run(k)}
-                    aria-label={`Remove ${k.name}`}
-                  >
-                    Remove
-                  </button>
-                </span>,
-              ])}
-            />
-          )
-        }
+        {(keys) => (
+          <List
+            items={keys}
+            empty="No usage keys yet: the master key is the only one."
+            caption="The account's usage keys"
+            columns={[
+              ["Name", (k) => k.name],
+              ["Hash", (k) => <Short value={k.id} />],
+              ["Permissions", summary],
+              ["Spent", spent],
+              ["Expires", (k) => (k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "never")],
+            ]}
+            name={(k) => k.name}
+            buttons={[{ label: "Edit", onClick: setEditing }]}
+            remove={{
+              ask: (k) => `Remove the usage key "${k.name}"? It stops working at once.`,
+              run: async (k) => {
+                await session.client.removeUsageApiKey({ usage_api_key: k.id });
+                loaded.reload();
+              },
+            }}
+          />
+        )}
       </Load>
-      <ErrorNote error={remove.error} />
       {editing ? (
         <KeyForm
           key={editing.id}
@@ -173,19 +152,22 @@ function KeyForm(props: {
   });
   const id = props.title.replace(/\W+/g, "-").toLowerCase();
   return (
-    <section aria-labelledby={id}>
-      <h2 id={id}>{props.title}</h2>
-      <Form onSubmit={() => action.run()}>
-        <Field label="Name">
-          <input required maxLength={256} value={p.name} onInput={(e) => setP({ ...p, name: e.currentTarget.value })} />
-        </Field>
-        <Field label="Description">
-          <input
-            maxLength={1024}
-            value={p.description}
-            onInput={(e) => setP({ ...p, description: e.currentTarget.value })}
-          />
-        </Field>
+    <Section id={id} title={props.title}>
+      <Form
+        submit={props.submit}
+        busyLabel="Sending…"
+        action={action}
+        row
+        onCancel={props.onCancel}
+        outcome={action.result && <NewKey value={action.result} />}
+      >
+        <TextField label="Name" required maxLength={256} value={p.name} onInput={(name) => setP({ ...p, name })} />
+        <TextField
+          label="Description"
+          maxLength={1024}
+          value={p.description}
+          onInput={(description) => setP({ ...p, description })}
+        />
         <fieldset>
           <legend>May</legend>
           {FLAGS.map(([flag, label]) => (
@@ -201,51 +183,31 @@ function KeyForm(props: {
           ))}
         </fieldset>
         {GROUP_LISTS.map(([list, label]) => (
-          <Field label={label} hint="Group ids, comma-separated; 0 = every group">
-            <input
-              inputMode="numeric"
-              value={lists[list]}
-              onInput={(e) => setLists({ ...lists, [list]: e.currentTarget.value })}
-            />
-          </Field>
-        ))}
-        <Field label="Expires on" hint="Empty: never">
-          <input type="date" value={p.expires} onInput={(e) => setP({ ...p, expires: e.currentTarget.value })} />
-        </Field>
-        <Field label="Spend cap (cents)" hint="Empty: no cap">
-          <input
-            type="number"
-            min={0}
-            step={1}
-            value={p.cap}
-            onInput={(e) => setP({ ...p, cap: e.currentTarget.value })}
+          <TextField
+            label={label}
+            hint="Group ids, comma-separated; 0 = every group"
+            inputMode="numeric"
+            value={lists[list] ?? ""}
+            onInput={(ids) => setLists({ ...lists, [list]: ids })}
           />
-        </Field>
-        <div class="row">
-          <button type="submit" disabled={action.busy}>
-            {action.busy ? "Sending…" : props.submit}
-          </button>
-          {props.onCancel && (
-            <button type="button" class="secondary" onClick={props.onCancel}>
-              Cancel
-            </button>
-          )}
-        </div>
-        <ErrorNote error={action.error} />
-        {action.result && (
-          <div class="panel" role="status">
-            <p>
-              <strong>The new key, shown this once:</strong> keep it somewhere safe.
-            </p>
-            <p class="row">
-              <code class="mono" data-testid="new-key">
-                {action.result}
-              </code>
-              <CopyButton text={action.result} label="Copy key" />
-            </p>
-          </div>
-        )}
+        ))}
+        <TextField
+          label="Expires on"
+          hint="Empty: never"
+          type="date"
+          value={p.expires}
+          onInput={(expires) => setP({ ...p, expires })}
+        />
+        <TextField
+          label="Spend cap (cents)"
+          hint="Empty: no cap"
+          type="number"
+          min={0}
+          step={1}
+          value={p.cap}
+          onInput={(cap) => setP({ ...p, cap })}
+        />
       </Form>
-    </section>
+    </Section>
   );
 }

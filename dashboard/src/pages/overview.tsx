@@ -3,7 +3,9 @@
 // the latest payments — all from GET /usage and the balance.
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
-import { dollars, Empty, Load, Short, Table, useLoad } from "../ui.tsx";
+import { collect } from "../../../sdk/src/reads.ts";
+import { dollars, Empty, List, Load, Section, Short, useLoad } from "../ui.tsx";
+import { PAYMENT_COLUMNS } from "./billing.tsx";
 
 type UsageEvent = PageItem<"listUsage">;
 
@@ -15,15 +17,10 @@ const DEFAULT_LOW_CENTS = 100;
 
 async function overviewData(client: SigilClient) {
   const since = Date.now() - 30 * DAY_MS;
-  const events: UsageEvent[] = [];
-  let truncated = false;
-  for await (const e of client.all.listUsage({ from: new Date(since).toISOString(), limit: 100 })) {
-    if (events.length >= MAX_EVENTS) {
-      truncated = true;
-      break;
-    }
-    events.push(e);
-  }
+  // One more than is drawn: whether there were more.
+  const read = await collect(client.all.listUsage({ from: new Date(since).toISOString(), limit: 100 }), MAX_EVENTS + 1);
+  const events = read.slice(0, MAX_EVENTS);
+  const truncated = read.length > MAX_EVENTS;
   const [balance, threshold] = await Promise.all([
     client.getBalance(),
     client.getWebhookSettings().then(
@@ -41,8 +38,7 @@ export function Overview({ session }: PageProps) {
     <Load loaded={loaded} what="the overview">
       {({ balance, threshold, events, truncated, since }) => (
         <>
-          <section aria-labelledby="credit">
-            <h2 id="credit">Credit</h2>
+          <Section id="credit" title="Credit">
             <p class="big" data-testid="balance">
               {balance.balance_display}
             </p>
@@ -52,20 +48,17 @@ export function Overview({ session }: PageProps) {
                 <a href="#/billing">buy credit</a>.
               </p>
             )}
-          </section>
-          <section aria-labelledby="spend">
-            <h2 id="spend">Spend, last 30 days</h2>
+          </Section>
+          <Section id="spend" title="Spend, last 30 days">
             <SpendChart events={events} since={since} />
             {truncated && <p class="muted">Drawn from the newest {MAX_EVENTS} events.</p>}
-          </section>
-          <section aria-labelledby="runs">
-            <h2 id="runs">Recent runs</h2>
+          </Section>
+          <Section id="runs" title="Recent runs">
             <RecentRuns events={events.filter((e) => e.kind === "run").slice(0, 10)} />
-          </section>
-          <section aria-labelledby="payments">
-            <h2 id="payments">Recent payments</h2>
+          </Section>
+          <Section id="payments" title="Recent payments">
             <RecentPayments events={events.filter((e) => e.kind === "top_up" || e.kind === "refund").slice(0, 5)} />
-          </section>
+          </Section>
         </>
       )}
     </Load>
@@ -164,44 +157,40 @@ function dayLabel(day: string): string {
 }
 
 function RecentPayments({ events }: { events: UsageEvent[] }) {
-  if (events.length === 0)
-    return (
-      <Empty>
-        No payments yet. <a href="#/billing">Buy credit</a>.
-      </Empty>
-    );
   return (
-    <Table
+    <List
+      items={events}
+      empty={
+        <>
+          No payments yet. <a href="#/billing">Buy credit</a>.
+        </>
+      }
       caption="The latest payments"
-      head={["When", "What", "Amount", "Balance after"]}
-      rows={events.map((e) => [
-        new Date(e.time).toLocaleString(),
-        e.kind === "refund" ? "refund" : "top-up",
-        dollars(e.amount_cents),
-        e.balance_after_cents === null ? "—" : dollars(e.balance_after_cents),
-      ])}
+      columns={PAYMENT_COLUMNS}
     />
   );
 }
 
 function RecentRuns({ events }: { events: UsageEvent[] }) {
-  if (events.length === 0)
-    return (
-      <Empty>
-        No runs yet. Try one in the <a href="#/playground">playground</a>.
-      </Empty>
-    );
   return (
-    <Table
+    <List
+      items={events}
+      empty={
+        <>
+          No runs yet. Try one in the <a href="#/playground">playground</a>.
+        </>
+      }
       caption="The latest runs"
-      head={["When", "Action", "Outcome", "Duration", "Cost"]}
-      rows={events.map((e) => [
-        new Date(e.time).toLocaleString(),
-        e.cid ? <Short value={e.cid} /> : "—",
-        e.error_code ? <span class="bad">failed: {e.error_code}</span> : <span class="good">ok</span>,
-        e.duration_ms === null ? "—" : `${e.duration_ms} ms`,
-        dollars(e.charged_cents),
-      ])}
+      columns={[
+        ["When", (e) => new Date(e.time).toLocaleString()],
+        ["Action", (e) => (e.cid ? <Short value={e.cid} /> : "—")],
+        [
+          "Outcome",
+          (e) => (e.error_code ? <span class="bad">failed: {e.error_code}</span> : <span class="good">ok</span>),
+        ],
+        ["Duration", (e) => (e.duration_ms === null ? "—" : `${e.duration_ms} ms`)],
+        ["Cost", (e) => dollars(e.charged_cents)],
+      ]}
     />
   );
 }

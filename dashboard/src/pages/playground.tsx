@@ -3,7 +3,7 @@
 // is passed to the script as js_params.wallet.
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
-import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import { collect } from "../../../sdk/src/reads.ts";
 import { CodeEditor } from "../editor.tsx";
 import { dollars, ErrorNote, Field, Form, useAction, useLoad } from "../ui.tsx";
 
@@ -13,12 +13,6 @@ async function main({ wallet, message }) {
   return await Sigil.Actions.signMessage({ pkpId: wallet, message });
 }
 `;
-
-async function wallets(client: SigilClient): Promise<Array<PageItem<"listWallets">>> {
-  const all: Array<PageItem<"listWallets">> = [];
-  for await (const w of client.all.listWallets()) all.push(w);
-  return all;
-}
 
 /** The parameters as an object, or a refusal that says where the JSON is wrong. */
 export function parseParams(text: string, wallet: string): Record<string, unknown> {
@@ -38,7 +32,7 @@ export function parseParams(text: string, wallet: string): Record<string, unknow
 }
 
 export function Playground({ session }: PageProps) {
-  const list = useLoad(() => wallets(session.client).catch(() => []));
+  const list = useLoad(() => collect(session.client.all.listWallets()).catch(() => []));
   const [code, setCode] = useState(EXAMPLE);
   const [params, setParams] = useState('{ "message": "hello from the dashboard" }');
   const [wallet, setWallet] = useState("");
@@ -49,7 +43,8 @@ export function Playground({ session }: PageProps) {
       <p class="muted">
         A script runs only with a wallet of a group that also lists the script's CID (Groups and actions).
       </p>
-      <Form plain onSubmit={() => run.run()}>
+      {/* The run's error is under the form, beside its answer. */}
+      <Form plain submit="Run" busyLabel="Running…" action={{ busy: run.busy, run: () => run.run() }}>
         <CodeEditor label="Script" value={code} onInput={setCode} />
         <Field label="Parameters (JSON)" hint="js_params: the object main() gets">
           <textarea rows={3} spellcheck={false} value={params} onInput={(e) => setParams(e.currentTarget.value)} />
@@ -64,9 +59,6 @@ export function Playground({ session }: PageProps) {
             ))}
           </select>
         </Field>
-        <button type="submit" disabled={run.busy}>
-          {run.busy ? "Running…" : "Run"}
-        </button>
       </Form>
       <ErrorNote error={run.error} />
       {answer && (

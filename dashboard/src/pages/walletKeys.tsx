@@ -10,7 +10,7 @@ import { createClient, custom, type Address, type Hex } from "viem";
 import { waitForTransactionReceipt } from "viem/actions";
 import { anonymous, type Session } from "../session.ts";
 import { accountConfig, signSigilTypedData } from "../../../sdk/src/index.ts";
-import { CopyButton, ErrorNote, Field, Form, Short, useAction } from "../ui.tsx";
+import { Form, NewKey, Short, TextField, useAction } from "../ui.tsx";
 
 type WalletSession = Extract<Session, { kind: "wallet" }>;
 
@@ -91,47 +91,45 @@ export function WalletKeys({ session }: { session: WalletSession }) {
         <a href="#/audit">audit log</a>.
       </p>
       <h2 id="register">Register a usage key</h2>
-      <Form plain onSubmit={() => register.run()}>
-        <Field label="Name">
-          <input required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </Field>
-        <Field label="Run in groups" hint="Group ids, separated by commas; empty for none">
-          <input inputMode="numeric" value={groups} onInput={(e) => setGroups(e.currentTarget.value)} />
-        </Field>
-        <Field label="Spend cap (cents)" hint="Empty for no cap">
-          <input inputMode="numeric" value={cap} onInput={(e) => setCap(e.currentTarget.value)} />
-        </Field>
-        <button type="submit" disabled={busy}>
-          {busy ? "Waiting for the wallet…" : "Register key"}
-        </button>
-        <ErrorNote error={register.error ?? granting.error} />
-        {made && (
-          <div class="panel" role="status">
-            <p>
-              <strong>The new key, shown this once:</strong> keep it somewhere safe.{" "}
-              {granting.result ? (
-                <>
-                  Granted by transaction <Short value={granting.result} />: it works now.
-                </>
-              ) : granting.busy ? (
-                "Granting it on chain…"
-              ) : (
-                "Not granted yet: it does nothing until the transaction is mined."
+      <Form
+        plain
+        submit="Register key"
+        busyLabel="Waiting for the wallet…"
+        action={{ busy, error: register.error ?? granting.error, run: () => register.run() }}
+        outcome={
+          made && (
+            <NewKey
+              value={made.key}
+              status={
+                granting.result ? (
+                  <>
+                    Granted by transaction <Short value={granting.result} />: it works now.
+                  </>
+                ) : granting.busy ? (
+                  "Granting it on chain…"
+                ) : (
+                  "Not granted yet: it does nothing until the transaction is mined."
+                )
+              }
+            >
+              {granting.error && (
+                <button type="button" class="secondary" disabled={busy} onClick={() => void granting.run(made)}>
+                  Send the grant again
+                </button>
               )}
-            </p>
-            <p class="row">
-              <code class="mono" data-testid="new-key">
-                {made.key}
-              </code>
-              <CopyButton text={made.key} label="Copy key" />
-            </p>
-            {granting.error && (
-              <button type="button" class="secondary" disabled={busy} onClick={() => void granting.run(made)}>
-                Send the grant again
-              </button>
-            )}
-          </div>
-        )}
+            </NewKey>
+          )
+        }
+      >
+        <TextField label="Name" required maxLength={100} value={name} onInput={setName} />
+        <TextField
+          label="Run in groups"
+          hint="Group ids, separated by commas; empty for none"
+          inputMode="numeric"
+          value={groups}
+          onInput={setGroups}
+        />
+        <TextField label="Spend cap (cents)" hint="Empty for no cap" inputMode="numeric" value={cap} onInput={setCap} />
       </Form>
     </section>
   );

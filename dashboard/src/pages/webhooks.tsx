@@ -14,15 +14,16 @@ import {
   type WebhookEventType,
 } from "../../../sdk/src/index.ts";
 import {
-  CopyButton,
   dollars,
-  Empty,
   ErrorNote,
-  Field,
   Form,
+  List,
+  Load,
   Loading,
+  Section,
   Short,
-  Table,
+  ShownOnce,
+  TextField,
   useAction,
   useLoad,
 } from "../ui.tsx";
@@ -51,14 +52,6 @@ async function webhooks(client: SigilClient) {
 export function Webhooks({ session }: PageProps) {
   const loaded = useLoad(() => webhooks(session.client));
   const [open, setOpen] = useState<WebhookEndpoint | undefined>();
-  const remove = useAction(async (e: WebhookEndpoint) => {
-    if (!confirm(`Remove the webhook endpoint ${e.url}? It gets no more events, and its delivery log goes with it.`))
-      return undefined;
-    await session.client.deleteWebhook({ webhook_id: e.id });
-    if (open?.id === e.id) setOpen(undefined);
-    loaded.reload();
-    return e;
-  });
   if (loaded.error) {
     return (
       <>
@@ -76,43 +69,35 @@ export function Webhooks({ session }: PageProps) {
   const { endpoints, settings } = loaded.data;
   return (
     <>
-      {endpoints.length === 0 ? (
-        <Empty>
-          No webhook endpoints yet. Add one below to have payments, a low balance and spent caps POSTed to your server.
-        </Empty>
-      ) : (
-        <Table
-          caption="The account's webhook endpoints"
-          head={["URL", "Events", "Status", "Created", ""]}
-          rows={endpoints.map((e) => [
-            <code class="mono">{e.url}</code>,
-            e.events.join(", "),
-            e.disabled ? "disabled" : "enabled",
-            when(e.created),
-            <span class="row">
-              <button
-                type="button"
-                class="small secondary"
-                aria-expanded={open?.id === e.id}
-                aria-label={`Deliveries to ${e.url}`}
-                onClick={() => setOpen(open?.id === e.id ? undefined : e)}
-              >
-                Deliveries
-              </button>
-              <button
-                type="button"
-                class="small danger"
-                disabled={remove.busy}
-                onClick={() => void remove.run(e)}
-                aria-label={`Remove ${e.url}`}
-              >
-                Remove
-              </button>
-            </span>,
-          ])}
-        />
-      )}
-      <ErrorNote error={remove.error} />
+      <List
+        items={endpoints}
+        empty="No webhook endpoints yet. Add one below to have payments, a low balance and spent caps POSTed to your server."
+        caption="The account's webhook endpoints"
+        columns={[
+          ["URL", (e) => <code class="mono">{e.url}</code>],
+          ["Events", (e) => e.events.join(", ")],
+          ["Status", (e) => (e.disabled ? "disabled" : "enabled")],
+          ["Created", (e) => when(e.created)],
+        ]}
+        name={(e) => e.url}
+        buttons={[
+          {
+            label: "Deliveries",
+            names: "Deliveries to",
+            expanded: (e) => open?.id === e.id,
+            onClick: (e) => setOpen(open?.id === e.id ? undefined : e),
+          },
+        ]}
+        remove={{
+          ask: (e) =>
+            `Remove the webhook endpoint ${e.url}? It gets no more events, and its delivery log goes with it.`,
+          run: async (e) => {
+            await session.client.deleteWebhook({ webhook_id: e.id });
+            if (open?.id === e.id) setOpen(undefined);
+            loaded.reload();
+          },
+        }}
+      />
       {open && <Deliveries key={open.id} client={session.client} endpoint={open} />}
       <AddEndpoint client={session.client} onAdded={loaded.reload} />
       <Settings client={session.client} cents={settings.balance_low_cents} onSaved={loaded.reload} />
@@ -168,64 +153,63 @@ function Deliveries({ client, endpoint }: { client: SigilClient; endpoint: Webho
   }, [soon, loaded.loading, loaded.reload]);
   const pages = loaded.data ? Math.max(1, Math.ceil(loaded.data.total / PAGE)) : 1;
   return (
-    <section aria-labelledby="deliveries">
-      <h2 id="deliveries">
-        Deliveries to <code class="mono">{endpoint.url}</code>
-      </h2>
+    <Section
+      id="deliveries"
+      title={
+        <>
+          Deliveries to <code class="mono">{endpoint.url}</code>
+        </>
+      }
+    >
       <p class="row">
         <button type="button" class="small secondary" disabled={loaded.loading} onClick={loaded.reload}>
           {loaded.loading ? "Loading…" : "Refresh deliveries"}
         </button>
       </p>
-      {loaded.error ? (
-        <ErrorNote error={loaded.error} />
-      ) : !loaded.data ? (
-        <Loading what="deliveries" />
-      ) : loaded.data.items.length === 0 ? (
-        <Empty>No deliveries yet: events go to this endpoint as they happen.</Empty>
-      ) : (
-        <>
-          <Table
-            caption={`Deliveries to this endpoint, newest first (page ${page + 1} of ${pages}, ${loaded.data.total} in all)`}
-            head={["When", "Event", "Status", "Response", ""]}
-            rows={loaded.data.items.map((d) => [
-              when(d.created),
-              <>
-                {d.event_type}
-                <div>
-                  <Short value={d.event_id} />
-                </div>
-              </>,
-              status(d),
-              response(d),
-              <button
-                type="button"
-                class="small secondary"
-                disabled={resend.busy}
-                onClick={() => void resend.run(d)}
-                aria-label={`Resend ${d.event_type} ${d.event_id}`}
-              >
-                Resend
-              </button>,
-            ])}
-          />
-          {pages > 1 && (
-            <nav aria-label="Delivery pages" class="row">
-              <button type="button" class="small secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
-                Newer
-              </button>
-              <button
-                type="button"
-                class="small secondary"
-                disabled={page + 1 >= pages}
-                onClick={() => setPage(page + 1)}
-              >
-                Older
-              </button>
-            </nav>
-          )}
-        </>
-      )}
+      <Load loaded={loaded} what="deliveries">
+        {({ items, total }) => (
+          <>
+            <List
+              items={items}
+              empty="No deliveries yet: events go to this endpoint as they happen."
+              caption={`Deliveries to this endpoint, newest first (page ${page + 1} of ${pages}, ${total} in all)`}
+              columns={[
+                ["When", (d) => when(d.created)],
+                [
+                  "Event",
+                  (d) => (
+                    <>
+                      {d.event_type}
+                      <div>
+                        <Short value={d.event_id} />
+                      </div>
+                    </>
+                  ),
+                ],
+                ["Status", status],
+                ["Response", response],
+              ]}
+              name={(d) => `${d.event_type} ${d.event_id}`}
+              buttons={[{ label: "Resend", disabled: resend.busy, onClick: (d) => void resend.run(d) }]}
+            />
+            {items.length > 0 && pages > 1 && (
+              <nav aria-label="Delivery pages" class="row">
+                <button type="button" class="small secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
+                  Newer
+                </button>
+                <button
+                  type="button"
+                  class="small secondary"
+                  disabled={page + 1 >= pages}
+                  onClick={() => setPage(page + 1)}
+                >
+                  Older
+                </button>
+              </nav>
+            )}
+          </>
+        )}
+      </Load>
       <ErrorNote error={resend.error} />
       {resend.result && (
         <p role="status">
@@ -233,7 +217,7 @@ function Deliveries({ client, endpoint }: { client: SigilClient; endpoint: Webho
           event id: a receiver that has it already can drop it).
         </p>
       )}
-    </section>
+    </Section>
   );
 }
 
@@ -253,21 +237,40 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
     return made;
   });
   return (
-    <section aria-labelledby="add-endpoint">
-      <h2 id="add-endpoint">Add an endpoint</h2>
-      <Form onSubmit={() => add.run()}>
-        <Field label="Endpoint URL" hint="An https URL of your server that answers 2xx; at most 10 endpoints">
-          <input
-            type="url"
-            inputMode="url"
-            required
-            spellcheck={false}
-            autoComplete="off"
-            maxLength={2048}
-            value={url}
-            onInput={(e) => setUrl(e.currentTarget.value)}
-          />
-        </Field>
+    <Section id="add-endpoint" title="Add an endpoint">
+      <Form
+        submit="Add endpoint"
+        busyLabel="Adding…"
+        action={add}
+        outcome={
+          add.result && (
+            <ShownOnce
+              what="The endpoint's signing secret, shown this once:"
+              note={
+                <>
+                  it will not be shown again. Keep it on your server: it checks each delivery's Sigil-Signature header
+                  (the SDK's <code>verifyWebhook</code>).
+                </>
+              }
+              value={add.result.secret}
+              testId="webhook-secret"
+              copy="Copy secret"
+            />
+          )
+        }
+      >
+        <TextField
+          label="Endpoint URL"
+          hint="An https URL of your server that answers 2xx; at most 10 endpoints"
+          type="url"
+          inputMode="url"
+          required
+          spellcheck={false}
+          autoComplete="off"
+          maxLength={2048}
+          value={url}
+          onInput={setUrl}
+        />
         <fieldset>
           <legend>Events it receives</legend>
           {WEBHOOK_EVENT_TYPES.map((t) => (
@@ -285,26 +288,8 @@ function AddEndpoint({ client, onAdded }: { client: SigilClient; onAdded(): void
             </div>
           ))}
         </fieldset>
-        <button type="submit" disabled={add.busy}>
-          {add.busy ? "Adding…" : "Add endpoint"}
-        </button>
-        <ErrorNote error={add.error} />
-        {add.result && (
-          <div class="panel" role="status">
-            <p>
-              <strong>The endpoint's signing secret, shown this once:</strong> it will not be shown again. Keep it on
-              your server: it checks each delivery's Sigil-Signature header (the SDK's <code>verifyWebhook</code>).
-            </p>
-            <p class="row">
-              <code class="mono" data-testid="webhook-secret">
-                {add.result.secret}
-              </code>
-              <CopyButton text={add.result.secret} label="Copy secret" />
-            </p>
-          </div>
-        )}
       </Form>
-    </section>
+    </Section>
   );
 }
 
@@ -322,40 +307,38 @@ function Settings({ client, cents, onSaved }: { client: SigilClient; cents: numb
     return saved;
   });
   return (
-    <section aria-labelledby="settings">
-      <h2 id="settings">Low-balance warning</h2>
+    <Section id="settings" title="Low-balance warning">
       <p data-testid="balance-low-now">
         {cents ? `balance.low fires when the balance goes under ${dollars(cents)}.` : "balance.low is off."}
       </p>
-      <Form onSubmit={() => save.run()}>
-        <Field
+      <Form
+        submit="Save threshold"
+        busyLabel="Saving…"
+        action={save}
+        outcome={
+          save.result && (
+            <p role="status">
+              Saved:{" "}
+              {save.result.balance_low_cents
+                ? `the threshold is ${dollars(save.result.balance_low_cents)}`
+                : "balance.low is off"}
+              .
+            </p>
+          )
+        }
+      >
+        <TextField
           label="Low-balance threshold in dollars"
           hint="balance.low fires once each time a charge takes the balance from at least this to under it (set above the balance now, it waits for a top-up first); 0 turns it off"
-        >
-          <input
-            type="number"
-            inputMode="decimal"
-            min={0}
-            step="0.01"
-            required
-            value={text}
-            onInput={(e) => setText(e.currentTarget.value)}
-          />
-        </Field>
-        <button type="submit" disabled={save.busy}>
-          {save.busy ? "Saving…" : "Save threshold"}
-        </button>
-        <ErrorNote error={save.error} />
-        {save.result && (
-          <p role="status">
-            Saved:{" "}
-            {save.result.balance_low_cents
-              ? `the threshold is ${dollars(save.result.balance_low_cents)}`
-              : "balance.low is off"}
-            .
-          </p>
-        )}
+          type="number"
+          inputMode="decimal"
+          min={0}
+          step="0.01"
+          required
+          value={text}
+          onInput={setText}
+        />
       </Form>
-    </section>
+    </Section>
   );
 }
