@@ -1,6 +1,7 @@
 // API keys: standard base64 (RFC 4648, `=`-padded) of 32 random bytes, 44 characters.
 // Keys are shown once and never stored or logged; only their hashes (hashing.ts) go on chain.
 import { SigilError } from "./errors.ts";
+import { apiKeyHash } from "./hashing.ts";
 
 const KEY_BYTES = 32;
 const KEY_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
@@ -9,6 +10,12 @@ const KEY_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
 export function generateApiKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(KEY_BYTES));
   return btoa(String.fromCharCode(...bytes));
+}
+
+/** A new API key (to show once) and its hash (what goes on chain). */
+export function newApiKey(): { apiKey: string; hash: bigint } {
+  const apiKey = generateApiKey();
+  return { apiKey, hash: apiKeyHash(apiKey) };
 }
 
 /**

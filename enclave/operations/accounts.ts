@@ -1,7 +1,7 @@
 // Account creation: a managed account and its master key.
-import { generateApiKey } from "../../shared/apiKey.ts";
+import { newApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
-import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
+import { toHash32 } from "../../shared/hashing.ts";
 import type { Enclave, RequestContext } from "./context.ts";
 import { submitWrite } from "./write.ts";
 
@@ -14,8 +14,7 @@ export async function newAccount(
   input: ParsedEnclaveRequest<"new_account">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"new_account">> {
-  const apiKey = generateApiKey();
-  const master = apiKeyHash(apiKey);
+  const { apiKey, hash: master } = newApiKey();
   const amw = enclave.keyring.pkpAddress(master, master);
   const { response } = await submitWrite(
     enclave,

@@ -7,8 +7,8 @@ import { validateTypedData, type SigilPrimaryType } from "../../shared/eip712.ts
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
-import { apiKeyHash, toHash32, walletLookupHash } from "../../shared/hashing.ts";
-import { generateApiKey } from "../../shared/apiKey.ts";
+import { toHash32, walletLookupHash } from "../../shared/hashing.ts";
+import { newApiKey } from "../../shared/apiKey.ts";
 import { isWalletSignature } from "../../shared/walletSignature.ts";
 import { derivationPath, newDerivation } from "../keys/derive.ts";
 import { readChain, type Enclave, type RequestContext } from "./context.ts";
@@ -54,46 +54,51 @@ async function accountOfWallet(enclave: Enclave, wallet: Address): Promise<bigin
 }
 
 /**
+ * A derivation a wallet signed for (typed data of `primaryType`): the signature checked, the
+ * signer's account found, then `derive` for that account. It derives and sends nothing on chain.
+ */
+const signedDerivation =
+  <Op extends "create_wallet_with_signature" | "add_usage_api_key_with_signature">(
+    primaryType: "CreateWallet" | "AddUsageApiKey",
+    derive: (enclave: Enclave, master: bigint) => EnclaveResponse<Op>,
+  ) =>
+  async (enclave: Enclave, input: ParsedEnclaveRequest<Op>): Promise<EnclaveResponse<Op>> =>
+    derive(enclave, await accountOfWallet(enclave, await verifySignedRequest(enclave, primaryType, input)));
+
+/**
  * A new PKP for the signer's account; the signer registers it on chain with its own transaction.
  * Also the account's master wallet (the PKP whose derivation is the master hash), which a wallet
  * without an account names as wallet 0 in `newChainSecuredAccount(name, description, amw)`.
  */
-export async function createWalletWithSignature(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"create_wallet_with_signature">,
-  _ctx: RequestContext,
-): Promise<EnclaveResponse<"create_wallet_with_signature">> {
-  const signer = await verifySignedRequest(enclave, "CreateWallet", input);
-  const master = await accountOfWallet(enclave, signer);
-  const derivation = newDerivation();
-  return {
-    wallet_address: enclave.keyring.pkpAddress(master, derivation).toLowerCase(),
-    derivation_path: derivationPath(derivation),
-    master_wallet_address: enclave.keyring.pkpAddress(master, master).toLowerCase(),
-    account_id: toHash32(master),
-  };
-}
+export const createWalletWithSignature = signedDerivation<"create_wallet_with_signature">(
+  "CreateWallet",
+  (enclave, master) => {
+    const derivation = newDerivation();
+    return {
+      wallet_address: enclave.keyring.pkpAddress(master, derivation).toLowerCase(),
+      derivation_path: derivationPath(derivation),
+      master_wallet_address: enclave.keyring.pkpAddress(master, master).toLowerCase(),
+      account_id: toHash32(master),
+    };
+  },
+);
 
 /**
  * A new usage key for the signer's account and its wallet (the PKP whose derivation is the key's
  * hash). Nothing is on chain until the admin wallet registers both; until then the key is inert.
  */
-export async function addUsageApiKeyWithSignature(
-  enclave: Enclave,
-  input: ParsedEnclaveRequest<"add_usage_api_key_with_signature">,
-  _ctx: RequestContext,
-): Promise<EnclaveResponse<"add_usage_api_key_with_signature">> {
-  const signer = await verifySignedRequest(enclave, "AddUsageApiKey", input);
-  const master = await accountOfWallet(enclave, signer);
-  const usageKey = generateApiKey();
-  const usageHash = apiKeyHash(usageKey);
-  return {
-    usage_api_key: usageKey,
-    wallet_address: enclave.keyring.pkpAddress(master, usageHash).toLowerCase(),
-    derivation_path: derivationPath(usageHash),
-    usage_api_key_hash: toHash32(usageHash),
-  };
-}
+export const addUsageApiKeyWithSignature = signedDerivation<"add_usage_api_key_with_signature">(
+  "AddUsageApiKey",
+  (enclave, master) => {
+    const { apiKey, hash } = newApiKey();
+    return {
+      usage_api_key: apiKey,
+      wallet_address: enclave.keyring.pkpAddress(master, hash).toLowerCase(),
+      derivation_path: derivationPath(hash),
+      usage_api_key_hash: toHash32(hash),
+    };
+  },
+);
 
 /** Hands a managed account to the wallet that signed the ConvertAccount typed data. */
 export async function convertToChainSecuredAccount(

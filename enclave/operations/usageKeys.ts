@@ -1,8 +1,7 @@
 // Usage keys: created in the enclave (the value is shown once), scoped and removed by the owner.
-import { generateApiKey } from "../../shared/apiKey.ts";
+import { newApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
-import { apiKeyHash } from "../../shared/hashing.ts";
 import { permissionArgs } from "../../shared/permissions.ts";
 import { usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
 import { managedWrite, writeAsCaller } from "./write.ts";
@@ -32,8 +31,7 @@ export async function addUsageApiKey(
   input: ParsedEnclaveRequest<"add_usage_api_key">,
   ctx: RequestContext,
 ): Promise<EnclaveResponse<"add_usage_api_key">> {
-  const usageKey = generateApiKey();
-  const usageHash = apiKeyHash(usageKey);
+  const { apiKey: usageKey, hash: usageHash } = newApiKey();
   const { response } = await writeAsCaller(
     enclave,
     input.api_key,
