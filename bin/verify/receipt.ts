@@ -12,7 +12,7 @@ import { getCollateral } from "@phala/dcap-qvl";
 import { parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
 import { receiptKeyReportData, type ReceiptKeyAttestation } from "../../shared/receipt.ts";
 import { verifyReceipt, type ReceiptInput } from "../../sdk/src/receipt.ts";
-import { jsonOf, readOptionFile, type CheckLine } from "./verify.ts";
+import { commandLine, jsonOf, readOptionFile, type CheckLine } from "./verify.ts";
 
 const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
 
@@ -182,37 +182,27 @@ export const verifyReceiptUsage = `usage: sigil verify-receipt <file> [--attesta
 
 /** The `sigil verify-receipt` command; its exit code. */
 export async function verifyReceiptCommand(args: string[]): Promise<number> {
-  const { parseArgs } = await import("node:util");
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        attestation: { type: "string" },
-        api: { type: "string" },
-        collateral: { type: "string" },
-        "pccs-url": { type: "string" },
-        params: { type: "string" },
-        now: { type: "string" },
-        "allow-simulated": { type: "boolean" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    console.error(`sigil verify-receipt: ${(err as Error).message} (sigil verify-receipt --help)`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    console.log(verifyReceiptUsage);
-    return 0;
-  }
   const usageError = (message: string) => {
     console.error(`sigil verify-receipt: ${message} (sigil verify-receipt --help)`);
     return 2;
   };
+  const parsed = commandLine(
+    args,
+    {
+      attestation: { type: "string" },
+      api: { type: "string" },
+      collateral: { type: "string" },
+      "pccs-url": { type: "string" },
+      params: { type: "string" },
+      now: { type: "string" },
+      "allow-simulated": { type: "boolean" },
+      json: { type: "boolean" },
+    },
+    verifyReceiptUsage,
+    usageError,
+  );
+  if (typeof parsed === "number") return parsed;
+  const { values, positionals } = parsed;
   const file = positionals[0];
   if (positionals.length !== 1 || !file) return usageError("give one receipt file");
   if ((values.attestation === undefined) === (values.api === undefined))

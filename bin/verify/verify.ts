@@ -4,6 +4,7 @@
 // do is here: reading the option files, and check 6's TLS handshake (`servedCertificate`), which the
 // shared checks take as a parameter because a browser page cannot make one.
 import { readFileSync } from "node:fs";
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { isIP } from "node:net";
 import { connect } from "node:tls";
 import { createPublicClient, http } from "viem";
@@ -135,37 +136,55 @@ export function jsonOf(text: string): unknown {
   }
 }
 
-/** The `sigil verify` command; its exit code. */
-export async function verifyCommand(args: string[]): Promise<number> {
-  const { parseArgs } = await import("node:util");
+/**
+ * A verify command's line: `args` parsed with `options` (and -h/--help, which prints `usage`), or
+ * the exit code when there is nothing to run: 0 after the help, 2 after `refuse` printed what is wrong.
+ */
+export function commandLine<const O extends ParseArgsOptionsConfig>(
+  args: string[],
+  options: O,
+  usage: string,
+  refuse: (message: string) => void,
+) {
   let parsed;
   try {
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: {
-        json: { type: "boolean" },
-        "allow-simulated": { type: "boolean" },
-        "no-nonce": { type: "boolean" },
-        now: { type: "string" },
-        collateral: { type: "string" },
-        "pccs-url": { type: "string" },
-        "rpc-url": { type: "string" },
-        "expect-compose-hash": { type: "string" },
-        "os-allow": { type: "string" },
-        instance: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
+      options: { ...options, help: { type: "boolean", short: "h" } },
     });
   } catch (err) {
-    console.error(`sigil verify: ${(err as Error).message}\n\n${verifyUsage}`);
+    refuse((err as Error).message);
     return 2;
   }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    console.log(verifyUsage);
+  if ((parsed.values as { help?: boolean }).help) {
+    console.log(usage);
     return 0;
   }
+  return parsed;
+}
+
+/** The `sigil verify` command; its exit code. */
+export async function verifyCommand(args: string[]): Promise<number> {
+  const parsed = commandLine(
+    args,
+    {
+      json: { type: "boolean" },
+      "allow-simulated": { type: "boolean" },
+      "no-nonce": { type: "boolean" },
+      now: { type: "string" },
+      collateral: { type: "string" },
+      "pccs-url": { type: "string" },
+      "rpc-url": { type: "string" },
+      "expect-compose-hash": { type: "string" },
+      "os-allow": { type: "string" },
+      instance: { type: "string" },
+    },
+    verifyUsage,
+    (message) => console.error(`sigil verify: ${message}\n\n${verifyUsage}`),
+  );
+  if (typeof parsed === "number") return parsed;
+  const { values, positionals } = parsed;
   const baseUrl = positionals[0];
   if (positionals.length !== 1 || !baseUrl || !/^https?:\/\//.test(baseUrl)) {
     console.error(`sigil verify: give one http(s) base URL\n\n${verifyUsage}`);
