@@ -75,6 +75,9 @@ const usageQuery = z.object({
     }),
 });
 
+/** A text field of an event that some kinds of event do not have (null for them). */
+const orNull = (about: string) => z.string().nullable().describe(about);
+
 const usageEventSchema = z
   .object({
     id: z.string().describe("the event's id in this account's history"),
@@ -82,12 +85,9 @@ const usageEventSchema = z
     kind: z
       .enum([...USAGE_KINDS, "charge"])
       .describe('run, write, top_up or refund ("charge" for charges recorded before kinds were)'),
-    key_hash: z
-      .string()
-      .nullable()
-      .describe("the usage key that ran or wrote (its hash; null for the master key, a top-up or a refund)"),
-    cid: z.string().nullable().describe("a run's action CID"),
-    operation: z.string().nullable().describe("a write's endpoint, e.g. add_group"),
+    key_hash: orNull("the usage key that ran or wrote (its hash; null for the master key, a top-up or a refund)"),
+    cid: orNull("a run's action CID"),
+    operation: orNull("a write's endpoint, e.g. add_group"),
     duration_ms: z.number().int().nullable().describe("a run's duration"),
     amount_cents: z
       .number()
@@ -103,13 +103,10 @@ const usageEventSchema = z
       .int()
       .nullable()
       .describe("the settled balance right after this event (credit held by work in flight not subtracted)"),
-    request_id: z
-      .string()
-      .nullable()
-      .describe("the request a charge was for (under an Idempotency-Key, its first attempt's)"),
-    transaction_hash: z.string().nullable().describe("a write's transaction"),
-    payment_intent: z.string().nullable().describe("a top-up's or refund's Stripe payment intent"),
-    error_code: z.string().nullable().describe("a failed run's error code"),
+    request_id: orNull("the request a charge was for (under an Idempotency-Key, its first attempt's)"),
+    transaction_hash: orNull("a write's transaction"),
+    payment_intent: orNull("a top-up's or refund's Stripe payment intent"),
+    error_code: orNull("a failed run's error code"),
     hold_expired: z.boolean().describe("charged in full because its hold expired before the edge could settle it"),
     receipt: z
       .union([runReceiptSchema, runReceiptV1Schema])
