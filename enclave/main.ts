@@ -8,7 +8,7 @@ import { openAttestation } from "./attestation/open.ts";
 import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
 import { ChainListener } from "./authz/listener.ts";
-import { connectChain } from "./chain/client.ts";
+import { connectChain, type ChainContext } from "./chain/client.ts";
 import { readEnclaveConfig, THREAD_POOL_SIZE, type EnclaveConfig } from "./config.ts";
 import { Keyring } from "./keys/derive.ts";
 import { loadRootKey } from "./keys/rootKey.ts";
@@ -39,6 +39,58 @@ export type RunningEnclave = {
 /** The enclave's log sink: each line straight to stdout, whatever its level (the host collects stdout). */
 const stdoutSink = (line: string) => process.stdout.write(`${line}\n`);
 
+/** This instance's payers: its own slice of the payer keys (instance k owns [k·N, (k+1)·N)). */
+function payerPool(config: EnclaveConfig, keyring: Keyring, chain: ChainContext, log: Logger): PayerPool {
+  const first = config.instanceIndex * config.payersPerInstance;
+  return new PayerPool({
+    chain,
+    rpcUrl: config.rpcUrl,
+    keys: Array.from({ length: config.payersPerInstance }, (_, i) => keyring.payerKey(first + i)),
+    confirmations: config.receiptConfirmations,
+    minBalanceWei: config.payerMinBalanceWei,
+    log,
+  });
+}
+
+/** The sandbox's workers, with the fetch policy of `config` (whose deny list holds the enclave's own port). */
+function startSandbox(config: EnclaveConfig, log: Logger): Promise<SandboxPool> {
+  return SandboxPool.start({
+    workers: config.sandboxWorkers,
+    runsPerWorker: config.runsPerWorker,
+    limits: config.limits,
+    fetchPolicy: {
+      allowHosts: [...config.fetchAllow],
+      denyPorts: [...config.fetchDenyPorts],
+      timeoutMs: config.limits.fetchTimeoutMs,
+      maxResponseBytes: config.limits.maxFetchBytes,
+      maxRedirects: 5,
+    },
+    dns: config.dns,
+    recycle: config.sandboxRecycle,
+    watchdogGraceMs: config.watchdogGraceMs,
+    memoryBudgetBytes: config.sandboxMemoryBytes,
+    log,
+  });
+}
+
+/** The contract's events, dropping the cached permissions of every account and key they touch. */
+function chainListener(config: EnclaveConfig, chain: ChainContext, cache: PermissionCache, log: Logger): ChainListener {
+  return new ChainListener({
+    client: chain.client,
+    contract: chain.contract,
+    pollMs: config.listenerPollMs,
+    stalledAfterMs: config.listenerStalledAfterMs,
+    maxRange: config.listenerMaxRange,
+    reorgDepth: config.listenerReorgDepth,
+    onEvents: (masters, keyHashes) => {
+      for (const m of masters) cache.invalidateMaster(m);
+      for (const k of keyHashes) cache.invalidateKey(k);
+      log.debug("cache entries dropped after chain events", { accounts: masters.size });
+    },
+    log,
+  });
+}
+
 export async function startEnclave(
   config: EnclaveConfig,
   log: Logger = createLogger(config.logLevel, { service: "enclave" }, stdoutSink),
@@ -52,16 +104,7 @@ export async function startEnclave(
   attestation.service.start();
 
   const chain = await connectChain(config.rpcUrl, config.contractAddress, config.env === "production" ? 1_000 : 100);
-  const first = config.instanceIndex * config.payersPerInstance;
-  const payerKeys = Array.from({ length: config.payersPerInstance }, (_, i) => keyring.payerKey(first + i));
-  const payers = new PayerPool({
-    chain,
-    rpcUrl: config.rpcUrl,
-    keys: payerKeys,
-    confirmations: config.receiptConfirmations,
-    minBalanceWei: config.payerMinBalanceWei,
-    log,
-  });
+  const payers = payerPool(config, keyring, chain, log);
   const cache = new PermissionCache(chainPermissionSource(chain));
 
   // Listen first: the sandbox must know the enclave's own port (scripts may never reach it), and
@@ -91,23 +134,7 @@ export async function startEnclave(
   const port = (server.address() as AddressInfo).port;
   const effective: EnclaveConfig = { ...config, port, fetchDenyPorts: new Set([...config.fetchDenyPorts, port]) };
 
-  const sandbox = await SandboxPool.start({
-    workers: effective.sandboxWorkers,
-    runsPerWorker: effective.runsPerWorker,
-    limits: effective.limits,
-    fetchPolicy: {
-      allowHosts: [...effective.fetchAllow],
-      denyPorts: [...effective.fetchDenyPorts],
-      timeoutMs: effective.limits.fetchTimeoutMs,
-      maxResponseBytes: effective.limits.maxFetchBytes,
-      maxRedirects: 5,
-    },
-    dns: effective.dns,
-    recycle: effective.sandboxRecycle,
-    watchdogGraceMs: effective.watchdogGraceMs,
-    memoryBudgetBytes: effective.sandboxMemoryBytes,
-    log,
-  });
+  const sandbox = await startSandbox(effective, log);
   /** Operations the channel has opened and not yet answered. */
   let operationsInProgress = 0;
   // This instance's receipt key, and the quote that binds it, made when first asked for.
@@ -122,20 +149,7 @@ export async function startEnclave(
   });
   const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, receipts, log };
 
-  const listener = new ChainListener({
-    client: chain.client,
-    contract: chain.contract,
-    pollMs: config.listenerPollMs,
-    stalledAfterMs: config.listenerStalledAfterMs,
-    maxRange: config.listenerMaxRange,
-    reorgDepth: config.listenerReorgDepth,
-    onEvents: (masters, keyHashes) => {
-      for (const m of masters) cache.invalidateMaster(m);
-      for (const k of keyHashes) cache.invalidateKey(k);
-      log.debug("cache entries dropped after chain events", { accounts: masters.size });
-    },
-    log,
-  });
+  const listener = chainListener(config, chain, cache, log);
   listener.start();
   // This boot's channel key: made now, never stored; its quote is taken on the first GET /channel.
   const instanceId = info.instance_id;
