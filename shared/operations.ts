@@ -307,24 +307,32 @@ export const sigilActionResponseSchema = z.object({
 });
 export type SigilActionResponse = z.infer<typeof sigilActionResponseSchema>;
 
+/** The writes that answer only their transaction. */
+const WRITE_ONLY = [
+  "update_usage_api_key",
+  "update_usage_api_key_metadata",
+  "remove_usage_api_key",
+  "remove_group",
+  "update_group",
+  "remove_action_from_group",
+  "add_pkp_to_group",
+  "remove_pkp_from_group",
+  "delete_action",
+  "update_action_metadata",
+  "convert_to_chain_secured_account",
+] as const;
+
 export const responseSchemas = {
   new_account: z.object({ ...write, api_key: z.string(), wallet_address: z.string(), account_id: z.string() }),
   create_wallet: z.object({ ...write, wallet_address: z.string(), wallet_id: z.string() }),
   add_usage_api_key: z.object({ ...write, usage_api_key: z.string() }),
-  update_usage_api_key: writeOnly,
-  update_usage_api_key_metadata: writeOnly,
-  remove_usage_api_key: writeOnly,
   add_group: z.object({ ...write, group_id: z.string() }),
-  remove_group: writeOnly,
-  update_group: writeOnly,
   add_action_to_group: z.object({ ...write, hashed_cid: z.string() }),
-  remove_action_from_group: writeOnly,
-  add_pkp_to_group: writeOnly,
-  remove_pkp_from_group: writeOnly,
   add_action: z.object({ ...write, hashed_cid: z.string() }),
-  delete_action: writeOnly,
-  update_action_metadata: writeOnly,
-  convert_to_chain_secured_account: writeOnly,
+  ...(Object.fromEntries(WRITE_ONLY.map((op) => [op, writeOnly])) as Record<
+    (typeof WRITE_ONLY)[number],
+    typeof writeOnly
+  >),
   create_wallet_with_signature: z.object({
     wallet_address: z.string(),
     derivation_path: z.string(),
