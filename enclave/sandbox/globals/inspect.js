@@ -129,252 +129,325 @@
     return P.getPrototypeOf(v) === null ? null : "Object";
   }
 
+  // One inspect call's state, passed down the formatting: `maxDepth`; `seen`, the objects being
+  // formatted (their chain from the value), which is how a circular reference is found; and
+  // `circular`, each object found circular with its number (`<ref *1>`, `[Circular *1]`).
   function inspect(value, options) {
     const maxDepth = options && typeof options.depth === "number" ? options.depth : 2;
     const seen = [];
     const circular = new P.Map();
+    return fmt({ maxDepth, seen, circular }, value, 0);
+  }
 
-    const fmt = (v, depth) => {
-      switch (typeof v) {
-        case "string":
-          return quoteValue(v);
-        case "number":
-          return number(v);
-        case "bigint":
-          return `${StringCtor(v)}n`;
-        case "boolean":
-        case "undefined":
-          return StringCtor(v);
-        case "symbol":
-          return symbolText(v);
+  /** A primitive's text (null included); undefined for an object or a function. */
+  function primitive(v) {
+    switch (typeof v) {
+      case "string":
+        return quoteValue(v);
+      case "number":
+        return number(v);
+      case "bigint":
+        return `${StringCtor(v)}n`;
+      case "boolean":
+      case "undefined":
+        return StringCtor(v);
+      case "symbol":
+        return symbolText(v);
+    }
+    if (v === null) return "null";
+    return undefined;
+  }
+
+  /** `[Circular *n]` if `v` is already being formatted (numbering it on its first such reference), else undefined. */
+  function circularRef(ctx, v) {
+    const { seen, circular } = ctx;
+    for (let i = 0; i < seen.length; i++) {
+      if (seen[i] === v) {
+        if (!apply(P.mapHas, circular, [v])) apply(mapSet, circular, [v, apply(P.mapSize, circular, []) + 1]);
+        return `[Circular *${apply(mapGet, circular, [v])}]`;
       }
-      if (v === null) return "null";
-      for (let i = 0; i < seen.length; i++) {
-        if (seen[i] === v) {
-          if (!apply(P.mapHas, circular, [v])) apply(mapSet, circular, [v, apply(P.mapSize, circular, []) + 1]);
-          return `[Circular *${apply(mapGet, circular, [v])}]`;
-        }
+    }
+    return undefined;
+  }
+
+  function fmt(ctx, v, depth) {
+    const text = primitive(v);
+    if (text !== undefined) return text;
+    const ref = circularRef(ctx, v);
+    if (ref !== undefined) return ref;
+    try {
+      return formatObject(ctx, v, depth);
+    } catch {
+      return "[object]";
+    }
+  }
+
+  function property(ctx, v, k, depth) {
+    const d = descriptor(v, k);
+    const shown = d.get ? (d.set ? "[Getter/Setter]" : "[Getter]") : d.set ? "[Setter]" : fmt(ctx, d.value, depth + 1);
+    return `${keyText(k)}: ${shown}`;
+  }
+
+  /** The items of an array, holes counted as Node does ("<3 empty items>"). */
+  function arrayItems(ctx, v, depth) {
+    const items = [];
+    const length = v.length;
+    for (let i = 0; i < length && items.length < MAX_ITEMS; i++) {
+      if (descriptor(v, i) === undefined) return sparseItems(ctx, v, depth, items, i);
+      push(items, fmt(ctx, v[i], depth + 1));
+    }
+    if (length > MAX_ITEMS) push(items, moreItems(length - MAX_ITEMS));
+    return items;
+  }
+  function sparseItems(ctx, v, depth, items, index) {
+    const keys = objectKeys(v);
+    for (let i = index; i < keys.length && items.length < MAX_ITEMS; i++) {
+      const key = keys[i];
+      if (!isIndex(key)) break;
+      const n = P.Number(key);
+      if (n !== index) {
+        push(items, `<${plural(n - index, "empty item")}>`);
+        index = n;
+        if (items.length === MAX_ITEMS) break;
       }
-      try {
-        return formatObject(v, depth);
-      } catch {
-        return "[object]";
-      }
+      push(items, fmt(ctx, v[key], depth + 1));
+      index++;
+    }
+    const remaining = v.length - index;
+    if (items.length !== MAX_ITEMS) {
+      if (remaining > 0) push(items, `<${plural(remaining, "empty item")}>`);
+    } else if (remaining > 0) push(items, moreItems(remaining));
+    return items;
+  }
+
+  function functionBase(v, ctor) {
+    const src = apply(P.fnToString, v, []);
+    if (str(src, sliceStr, [0, 5]) === "class" && src[src.length - 1] === "}") {
+      const d = descriptor(v, "name");
+      const name = (d !== undefined && d.value) || "(anonymous)";
+      const parent = P.getPrototypeOf(v);
+      const superName = parent !== null ? parent.name : "";
+      return `[class ${name}${ctor === null ? " extends [null prototype]" : superName ? ` extends ${superName}` : ""}]`;
+    }
+    const t = apply(P.objToString, v, []);
+    const type =
+      t === "[object AsyncFunction]"
+        ? "AsyncFunction"
+        : t === "[object GeneratorFunction]"
+          ? "GeneratorFunction"
+          : t === "[object AsyncGeneratorFunction]"
+            ? "AsyncGeneratorFunction"
+            : "Function";
+    return `[${type}${ctor === null ? " (null prototype)" : ""}${v.name ? `: ${v.name}` : " (anonymous)"}]`;
+  }
+
+  // ─── one object ──────────────────────────────────────────────────────────────────────────
+  // formatObject reads what every kind needs into a record `o` — { ctx, v, depth, ctor, tag, t
+  // (Object.prototype.toString's "[object X]"), typedName } — and hands it to its kind's function,
+  // which answers either the finished text or a shape (below) that formatObject completes.
+
+  /** The Symbol.toStringTag Node shows beside the name ("" for none): not an own enumerable one, shown as a property. */
+  function stringTag(v) {
+    const ownTag = descriptor(v, P.toStringTag);
+    if (ownTag === undefined || !ownTag.enumerable) {
+      const t = v[P.toStringTag];
+      if (typeof t === "string") return t;
+    }
+    return "";
+  }
+  /** Node's prefix: "Foo(2) [Tag] ", "[Object: null prototype] ". */
+  function prefix(o, fallback, size = "") {
+    const { ctor, tag } = o;
+    if (ctor === null)
+      return `[${fallback}${size}: null prototype] ${tag !== "" && tag !== fallback ? `[${tag}] ` : ""}`;
+    return `${ctor}${size} ${tag !== "" && tag !== ctor ? `[${tag}] ` : ""}`;
+  }
+  /**
+   * How an object is shown within the depth limit: `base open items close`, where the items are what
+   * `entries` lists (called only then; none without it) followed by the `keys` properties.
+   */
+  const shape = (keys, open, entries, base = "", close = "}") => ({ keys, open, entries, base, close });
+
+  function formatObject(ctx, v, depth) {
+    const ctor = constructorName(v);
+    const tag = stringTag(v);
+    const t = apply(P.objToString, v, []);
+    const typedName = isView(v) ? apply(P.taTag, v, []) : undefined;
+    const o = { ctx, v, depth, ctor, tag, t, typedName };
+    const s = isArray(v)
+      ? arrayShape(o)
+      : typedName !== undefined
+        ? typedArrayShape(o)
+        : has(P.mapSize, v)
+          ? mapShape(o)
+          : has(P.setSize, v)
+            ? setShape(o)
+            : otherShape(o);
+    if (typeof s === "string") return s;
+    if (depth > ctx.maxDepth) return beyondDepth(o);
+    return container(o, s);
+  }
+
+  /** An object past the depth limit: its name alone ("[Foo]", "[Array]", "[Function]"). */
+  function beyondDepth(o) {
+    if (typeof o.v === "function") return "[Function]";
+    const name = str(prefix(o, o.typedName || (isArray(o.v) ? "Array" : "Object")), sliceStr, [0, -1]);
+    return o.ctor === null ? name : `[${name}]`;
+  }
+
+  /** The shape's text: its entries and properties formatted with the object on `seen`, then `<ref *n>` if they met it. */
+  function container(o, s) {
+    const { ctx, v } = o;
+    let items;
+    push(ctx.seen, v);
+    try {
+      items = s.entries ? s.entries() : [];
+      for (let i = 0; i < s.keys.length; i++) push(items, property(ctx, v, s.keys[i], o.depth));
+    } finally {
+      ctx.seen.length--;
+    }
+    let base = s.base;
+    const ref = apply(mapGet, ctx.circular, [v]);
+    if (ref !== undefined) base = base === "" ? `<ref *${ref}>` : `<ref *${ref}> ${base}`;
+    const body = items.length === 0 ? `${s.open}${s.close}` : `${s.open} ${join(items)} ${s.close}`;
+    return base === "" ? body : `${base} ${body}`;
+  }
+
+  function arrayShape(o) {
+    const { v } = o;
+    const keys = shownKeys(v, true);
+    const open = o.ctor === "Array" && o.tag === "" ? "[" : `${prefix(o, "Array", `(${v.length})`)}[`;
+    if (v.length === 0 && keys.length === 0) return `${open}]`;
+    return shape(keys, open, () => arrayItems(o.ctx, v, o.depth), "", "]");
+  }
+
+  function typedArrayShape(o) {
+    const { ctx, v, depth } = o;
+    const keys = shownKeys(v, true);
+    const length = apply(P.taLength, v, []);
+    const open = `${prefix(o, o.typedName, `(${length})`)}[`;
+    if (length === 0 && keys.length === 0) return `${open}]`;
+    const entries = () => {
+      const out = [];
+      for (let i = 0; i < length && i < MAX_ITEMS; i++) push(out, fmt(ctx, v[i], depth + 1));
+      if (length > MAX_ITEMS) push(out, moreItems(length - MAX_ITEMS));
+      return out;
     };
+    return shape(keys, open, entries, "", "]");
+  }
 
-    const property = (v, k, depth) => {
-      const d = descriptor(v, k);
-      const shown = d.get ? (d.set ? "[Getter/Setter]" : "[Getter]") : d.set ? "[Setter]" : fmt(d.value, depth + 1);
-      return `${keyText(k)}: ${shown}`;
+  function mapShape(o) {
+    const { ctx, v, depth } = o;
+    const keys = shownKeys(v, false);
+    const size = apply(P.mapSize, v, []);
+    const open = `${prefix(o, "Map", `(${size})`)}{`;
+    if (size === 0 && keys.length === 0) return `${open}}`;
+    const entries = () => {
+      const out = [];
+      for (const entry of apply(P.mapEntries, v, [])) {
+        if (out.length === MAX_ITEMS) break;
+        push(out, `${fmt(ctx, entry[0], depth + 1)} => ${fmt(ctx, entry[1], depth + 1)}`);
+      }
+      if (size > MAX_ITEMS) push(out, moreItems(size - MAX_ITEMS));
+      return out;
     };
+    return shape(keys, open, entries);
+  }
 
-    /** The items of an array, holes counted as Node does ("<3 empty items>"). */
-    function arrayItems(v, depth) {
-      const items = [];
-      const length = v.length;
-      for (let i = 0; i < length && items.length < MAX_ITEMS; i++) {
-        if (descriptor(v, i) === undefined) return sparseItems(v, depth, items, i);
-        push(items, fmt(v[i], depth + 1));
+  function setShape(o) {
+    const { ctx, v, depth } = o;
+    const keys = shownKeys(v, false);
+    const size = apply(P.setSize, v, []);
+    const open = `${prefix(o, "Set", `(${size})`)}{`;
+    if (size === 0 && keys.length === 0) return `${open}}`;
+    const entries = () => {
+      const out = [];
+      for (const x of apply(P.setValues, v, [])) {
+        if (out.length === MAX_ITEMS) break;
+        push(out, fmt(ctx, x, depth + 1));
       }
-      if (length > MAX_ITEMS) push(items, moreItems(length - MAX_ITEMS));
-      return items;
-    }
-    function sparseItems(v, depth, items, index) {
-      const keys = objectKeys(v);
-      for (let i = index; i < keys.length && items.length < MAX_ITEMS; i++) {
-        const key = keys[i];
-        if (!isIndex(key)) break;
-        const n = P.Number(key);
-        if (n !== index) {
-          push(items, `<${plural(n - index, "empty item")}>`);
-          index = n;
-          if (items.length === MAX_ITEMS) break;
-        }
-        push(items, fmt(v[key], depth + 1));
-        index++;
-      }
-      const remaining = v.length - index;
-      if (items.length !== MAX_ITEMS) {
-        if (remaining > 0) push(items, `<${plural(remaining, "empty item")}>`);
-      } else if (remaining > 0) push(items, moreItems(remaining));
-      return items;
-    }
+      if (size > MAX_ITEMS) push(out, moreItems(size - MAX_ITEMS));
+      return out;
+    };
+    return shape(keys, open, entries);
+  }
 
-    function functionBase(v, ctor) {
-      const src = apply(P.fnToString, v, []);
-      if (str(src, sliceStr, [0, 5]) === "class" && src[src.length - 1] === "}") {
-        const d = descriptor(v, "name");
-        const name = (d !== undefined && d.value) || "(anonymous)";
-        const parent = P.getPrototypeOf(v);
-        const superName = parent !== null ? parent.name : "";
-        return `[class ${name}${ctor === null ? " extends [null prototype]" : superName ? ` extends ${superName}` : ""}]`;
-      }
-      const t = apply(P.objToString, v, []);
-      const type =
-        t === "[object AsyncFunction]"
-          ? "AsyncFunction"
-          : t === "[object GeneratorFunction]"
-            ? "GeneratorFunction"
-            : t === "[object AsyncGeneratorFunction]"
-              ? "AsyncGeneratorFunction"
-              : "Function";
-      return `[${type}${ctor === null ? " (null prototype)" : ""}${v.name ? `: ${v.name}` : " (anonymous)"}]`;
-    }
+  /** Anything else: a value with a text of its own (function, date, …), an error, or a built-in or plain object. */
+  function otherShape(o) {
+    const { v, t } = o;
+    const keys = shownKeys(v, t === "[object String]");
+    let base;
+    if (typeof v === "function") base = functionBase(v, o.ctor);
+    else if (has(P.dateGetTime, v)) {
+      const time = apply(P.dateGetTime, v, []);
+      base = time === time ? apply(P.dateToISOString, v, []) : "Invalid Date";
+    } else if (t === "[object RegExp]") base = `/${v.source}/${v.flags}`;
+    else if (t === "[object Error]") return errorText(v);
+    else if (
+      t === "[object Number]" ||
+      t === "[object String]" ||
+      t === "[object Boolean]" ||
+      t === "[object Symbol]" ||
+      t === "[object BigInt]"
+    )
+      base = boxedText(v, t);
+    else return builtInShape(o, keys);
+    return keys.length === 0 ? base : shape(keys, "{", undefined, base);
+  }
 
-    function formatObject(v, depth) {
-      const ctor = constructorName(v);
-      let tag = "";
-      const ownTag = descriptor(v, P.toStringTag);
-      if (ownTag === undefined || !ownTag.enumerable) {
-        const t = v[P.toStringTag];
-        if (typeof t === "string") tag = t;
-      }
-      /** Node's prefix: "Foo(2) [Tag] ", "[Object: null prototype] ". */
-      const prefix = (fallback, size = "") => {
-        if (ctor === null)
-          return `[${fallback}${size}: null prototype] ${tag !== "" && tag !== fallback ? `[${tag}] ` : ""}`;
-        return `${ctor}${size} ${tag !== "" && tag !== ctor ? `[${tag}] ` : ""}`;
-      };
-      const t = apply(P.objToString, v, []);
-      const typedName = isView(v) ? apply(P.taTag, v, []) : undefined;
-      let keys;
-      let base = "";
-      let open = "{";
-      let close = "}";
-      let items;
-      let entries;
-      if (isArray(v)) {
-        keys = shownKeys(v, true);
-        open = ctor === "Array" && tag === "" ? "[" : `${prefix("Array", `(${v.length})`)}[`;
-        close = "]";
-        if (v.length === 0 && keys.length === 0) return `${open}]`;
-        entries = () => arrayItems(v, depth);
-      } else if (typedName !== undefined) {
-        keys = shownKeys(v, true);
-        const length = apply(P.taLength, v, []);
-        open = `${prefix(typedName, `(${length})`)}[`;
-        close = "]";
-        if (length === 0 && keys.length === 0) return `${open}]`;
-        entries = () => {
-          const out = [];
-          for (let i = 0; i < length && i < MAX_ITEMS; i++) push(out, fmt(v[i], depth + 1));
-          if (length > MAX_ITEMS) push(out, moreItems(length - MAX_ITEMS));
-          return out;
-        };
-      } else if (has(P.mapSize, v)) {
-        keys = shownKeys(v, false);
-        const size = apply(P.mapSize, v, []);
-        open = `${prefix("Map", `(${size})`)}{`;
-        if (size === 0 && keys.length === 0) return `${open}}`;
-        entries = () => {
-          const out = [];
-          for (const entry of apply(P.mapEntries, v, [])) {
-            if (out.length === MAX_ITEMS) break;
-            push(out, `${fmt(entry[0], depth + 1)} => ${fmt(entry[1], depth + 1)}`);
-          }
-          if (size > MAX_ITEMS) push(out, moreItems(size - MAX_ITEMS));
-          return out;
-        };
-      } else if (has(P.setSize, v)) {
-        keys = shownKeys(v, false);
-        const size = apply(P.setSize, v, []);
-        open = `${prefix("Set", `(${size})`)}{`;
-        if (size === 0 && keys.length === 0) return `${open}}`;
-        entries = () => {
-          const out = [];
-          for (const x of apply(P.setValues, v, [])) {
-            if (out.length === MAX_ITEMS) break;
-            push(out, fmt(x, depth + 1));
-          }
-          if (size > MAX_ITEMS) push(out, moreItems(size - MAX_ITEMS));
-          return out;
-        };
-      } else {
-        keys = shownKeys(v, t === "[object String]");
-        if (typeof v === "function") {
-          base = functionBase(v, ctor);
-          if (keys.length === 0) return base;
-        } else if (has(P.dateGetTime, v)) {
-          const time = apply(P.dateGetTime, v, []);
-          base = time === time ? apply(P.dateToISOString, v, []) : "Invalid Date";
-          if (keys.length === 0) return base;
-        } else if (t === "[object RegExp]") {
-          base = `/${v.source}/${v.flags}`;
-          if (keys.length === 0) return base;
-        } else if (t === "[object Error]") {
-          // Not Node's layout (sandbox.md): the error's own line, then QuickJS's stack as it is.
-          const s = v.stack;
-          const head = apply(P.errToString, v, []);
-          if (typeof s !== "string" || s === "") return `[${head}]`;
-          return s[s.length - 1] === "\n" ? `${head}\n${str(s, sliceStr, [0, -1])}` : `${head}\n${s}`;
-        } else if (
-          t === "[object Number]" ||
-          t === "[object String]" ||
-          t === "[object Boolean]" ||
-          t === "[object Symbol]" ||
-          t === "[object BigInt]"
-        ) {
-          const kind = str(t, sliceStr, [8, -1]);
-          const shown =
-            kind === "Number"
-              ? number(P.Number(v))
-              : kind === "String"
-                ? quoteValue(StringCtor(v))
-                : kind === "Symbol"
-                  ? symbolText(v)
-                  : kind === "BigInt"
-                    ? `${StringCtor(v)}n`
-                    : StringCtor(v);
-          base = `[${kind}: ${shown}]`;
-          if (keys.length === 0) return base;
-        } else if (t === "[object ArrayBuffer]") {
-          const bytes = new P.Uint8Array(v);
-          open = `${prefix("ArrayBuffer")}{`;
-          entries = () => {
-            let hex = "";
-            for (let i = 0; i < bytes.length && i < MAX_ITEMS; i++)
-              hex += (i > 0 ? " " : "") + (bytes[i] < 16 ? "0" : "") + apply(P.numToString, bytes[i], [16]);
-            if (bytes.length > MAX_ITEMS) hex += ` ... ${plural(bytes.length - MAX_ITEMS, "more byte")}`;
-            return [`[Uint8Contents]: <${hex}>`, `[byteLength]: ${bytes.length}`];
-          };
-        } else if (v instanceof P.DataView) {
-          open = `${prefix("DataView")}{`;
-          entries = () => [
-            `[byteLength]: ${number(v.byteLength)}`,
-            `[byteOffset]: ${number(v.byteOffset)}`,
-            `[buffer]: ${fmt(v.buffer, depth + 1)}`,
-          ];
-        } else if (t === "[object Promise]") {
-          // QuickJS gives no way to read a promise's state from inside the VM.
-          open = `${prefix("Promise")}{`;
-          entries = () => ["<unknown>"];
-        } else if (t === "[object WeakMap]" || t === "[object WeakSet]") {
-          open = `${prefix(str(t, sliceStr, [8, -1]))}{`;
-          entries = () => ["<items unknown>"];
-        } else {
-          open = ctor === "Object" && tag === "" ? "{" : `${prefix("Object")}{`;
-          if (keys.length === 0) return `${open}}`;
-        }
-      }
-      if (depth > maxDepth) {
-        if (typeof v === "function") return "[Function]";
-        const name = str(prefix(typedName || (isArray(v) ? "Array" : "Object")), sliceStr, [0, -1]);
-        return ctor === null ? name : `[${name}]`;
-      }
-      push(seen, v);
-      try {
-        items = entries ? entries() : [];
-        for (let i = 0; i < keys.length; i++) push(items, property(v, keys[i], depth));
-      } finally {
-        seen.length--;
-      }
-      const ref = apply(mapGet, circular, [v]);
-      if (ref !== undefined) base = base === "" ? `<ref *${ref}>` : `<ref *${ref}> ${base}`;
-      const body = items.length === 0 ? `${open}${close}` : `${open} ${join(items)} ${close}`;
-      return base === "" ? body : `${base} ${body}`;
-    }
+  function errorText(v) {
+    // Not Node's layout (sandbox.md): the error's own line, then QuickJS's stack as it is.
+    const s = v.stack;
+    const head = apply(P.errToString, v, []);
+    if (typeof s !== "string" || s === "") return `[${head}]`;
+    return s[s.length - 1] === "\n" ? `${head}\n${str(s, sliceStr, [0, -1])}` : `${head}\n${s}`;
+  }
 
-    return fmt(value, 0);
+  /** A primitive's wrapper object, "[Number: 3]", its tag `t` being one of the five such. */
+  function boxedText(v, t) {
+    const kind = str(t, sliceStr, [8, -1]);
+    const shown =
+      kind === "Number"
+        ? number(P.Number(v))
+        : kind === "String"
+          ? quoteValue(StringCtor(v))
+          : kind === "Symbol"
+            ? symbolText(v)
+            : kind === "BigInt"
+              ? `${StringCtor(v)}n`
+              : StringCtor(v);
+    return `[${kind}: ${shown}]`;
+  }
+
+  /** An ArrayBuffer, a DataView, a promise, a WeakMap or WeakSet, or else a plain object. */
+  function builtInShape(o, keys) {
+    const { ctx, v, depth, t } = o;
+    if (t === "[object ArrayBuffer]") {
+      const bytes = new P.Uint8Array(v);
+      return shape(keys, `${prefix(o, "ArrayBuffer")}{`, () => bufferItems(bytes));
+    }
+    if (v instanceof P.DataView) {
+      const entries = () => [
+        `[byteLength]: ${number(v.byteLength)}`,
+        `[byteOffset]: ${number(v.byteOffset)}`,
+        `[buffer]: ${fmt(ctx, v.buffer, depth + 1)}`,
+      ];
+      return shape(keys, `${prefix(o, "DataView")}{`, entries);
+    }
+    // QuickJS gives no way to read a promise's state from inside the VM.
+    if (t === "[object Promise]") return shape(keys, `${prefix(o, "Promise")}{`, () => ["<unknown>"]);
+    if (t === "[object WeakMap]" || t === "[object WeakSet]")
+      return shape(keys, `${prefix(o, str(t, sliceStr, [8, -1]))}{`, () => ["<items unknown>"]);
+    const open = o.ctor === "Object" && o.tag === "" ? "{" : `${prefix(o, "Object")}{`;
+    return keys.length === 0 ? `${open}}` : shape(keys, open);
+  }
+
+  function bufferItems(bytes) {
+    let hex = "";
+    for (let i = 0; i < bytes.length && i < MAX_ITEMS; i++)
+      hex += (i > 0 ? " " : "") + (bytes[i] < 16 ? "0" : "") + apply(P.numToString, bytes[i], [16]);
+    if (bytes.length > MAX_ITEMS) hex += ` ... ${plural(bytes.length - MAX_ITEMS, "more byte")}`;
+    return [`[Uint8Contents]: <${hex}>`, `[byteLength]: ${bytes.length}`];
   }
 
   // ─── util.format ─────────────────────────────────────────────────────────────────────────
@@ -390,6 +463,37 @@
     }
   }
 
+  /** Whether `c` (the letter after a "%") is a placeholder that takes an argument. */
+  const takesArgument = (c) =>
+    c === "s" || c === "j" || c === "d" || c === "i" || c === "f" || c === "O" || c === "o" || c === "c";
+  /** What a placeholder that takes an argument is replaced with, `args[a]` being its argument. */
+  function placeholderText(c, args, a) {
+    if (c === "c") return "";
+    const x = args[a];
+    if (c === "s") {
+      return typeof x === "number"
+        ? number(x)
+        : typeof x === "bigint"
+          ? `${StringCtor(x)}n`
+          : typeof x !== "object" || x === null || !builtInToString(x)
+            ? StringCtor(x)
+            : inspect(x, { depth: 0 });
+    }
+    if (c === "j") {
+      try {
+        return stringify(x);
+      } catch {
+        return "[Circular]";
+      }
+    }
+    if (c === "O") return inspect(x);
+    if (c === "o") return inspect(x, { depth: 4 });
+    // %d, %i, %f
+    if (typeof x === "bigint" && c !== "f") return `${StringCtor(x)}n`;
+    if (typeof x === "symbol") return "NaN";
+    return number(c === "d" ? P.Number(x) : c === "i" ? P.parseInt(x) : P.parseFloat(x));
+  }
+
   /** One log line from console's arguments, as Node's util.format builds it. */
   function formatLogLine(args) {
     const first = args[0];
@@ -402,44 +506,13 @@
       for (let i = 0; i < first.length - 1; i++) {
         if (first[i] !== "%") continue;
         const c = first[++i];
-        if (a + 1 !== args.length) {
-          let text;
-          if (c === "s") {
-            const x = args[++a];
-            text =
-              typeof x === "number"
-                ? number(x)
-                : typeof x === "bigint"
-                  ? `${StringCtor(x)}n`
-                  : typeof x !== "object" || x === null || !builtInToString(x)
-                    ? StringCtor(x)
-                    : inspect(x, { depth: 0 });
-          } else if (c === "j") {
-            try {
-              text = stringify(args[++a]);
-            } catch {
-              text = "[Circular]";
-            }
-          } else if (c === "d" || c === "i" || c === "f") {
-            const x = args[++a];
-            if (typeof x === "bigint" && c !== "f") text = `${StringCtor(x)}n`;
-            else if (typeof x === "symbol") text = "NaN";
-            else text = number(c === "d" ? P.Number(x) : c === "i" ? P.parseInt(x) : P.parseFloat(x));
-          } else if (c === "O") text = inspect(args[++a]);
-          else if (c === "o") text = inspect(args[++a], { depth: 4 });
-          else if (c === "c") {
-            a++;
-            text = "";
-          } else if (c === "%") {
-            out += str(first, sliceStr, [last, i]);
-            last = i + 1;
-            continue;
-          } else continue;
+        if (c === "%") {
+          out += str(first, sliceStr, [last, i]);
+          last = i + 1;
+        } else if (a + 1 !== args.length && takesArgument(c)) {
+          const text = placeholderText(c, args, ++a);
           if (last !== i - 1) out += str(first, sliceStr, [last, i - 1]);
           out += text;
-          last = i + 1;
-        } else if (c === "%") {
-          out += str(first, sliceStr, [last, i]);
           last = i + 1;
         }
       }
