@@ -147,7 +147,7 @@ export const sigilActionRequestSchema = z
       .refine((v) => v === null || (typeof v === "object" && !Array.isArray(v)), {
         error: "must be a JSON object or null",
       })
-      .meta({ type: ["object", "null"] })
+      .meta({ type: ["object", "null"], additionalProperties: true })
       .optional()
       .describe("the parameters main receives: a JSON object, or null"),
   })
@@ -283,7 +283,9 @@ export const runReceiptSchema = z
       "EIP-191 signature by the receipt key (GET /attestation/receipt-key) over the 32 bytes of the batch's Merkle root",
     ),
   })
-  .describe("a signed receipt of the run, to verify offline: SDK verifyReceipt, sigil verify-receipt");
+  .describe("a signed receipt of the run, to verify offline: SDK verifyReceipt, sigil verify-receipt")
+  // Its name in the OpenAPI document (zod's registry id, which the document's generator reads).
+  .meta({ id: "RunReceipt" });
 
 /** A receipt made before batches (version 1): its signature is over the receipt itself. */
 export const runReceiptV1Schema = z
@@ -294,7 +296,8 @@ export const runReceiptV1Schema = z
       "EIP-191 signature by the receipt key over the receipt without signature as canonical JSON",
     ),
   })
-  .describe("a signed receipt of version 1 (before batches)");
+  .describe("a signed receipt of version 1 (before batches)")
+  .meta({ id: "RunReceiptV1" });
 
 export const sigilActionResponseSchema = z.object({
   response: z.unknown(),

@@ -291,7 +291,7 @@ describe("the dashboard", () => {
     const { page, problems } = await signedIn("audit");
     const table = page.getByRole("table", { name: "The account's administrative history, newest first" });
     await table.waitFor({ timeout: 30_000 });
-    const api = await client.audit({ limit: "25" });
+    const api = await client.audit({ limit: 25 });
     const rows = await table.locator("tbody tr").allTextContents();
     expect(rows).toHaveLength(api.events.length);
     for (const [i, e] of api.events.entries()) expect(rows[i]).toContain(e.summary);

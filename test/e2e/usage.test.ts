@@ -225,7 +225,7 @@ describe("the usage history", () => {
     const other = await usage(usageKey, { key_hash: `0x${"ab".repeat(32)}` });
     expect(other.status).toBe(403);
     expect(((await other.json()) as { error: { code: string } }).error.code).toBe("permission_denied");
-    const viaSdk = await master.listUsage({ limit: "2" });
+    const viaSdk = await master.listUsage({ limit: 2 });
     expect(viaSdk.events.map((e) => e.id)).toEqual((await page(masterKey, { limit: "2" })).events.map((e) => e.id));
     // client.all.listUsage follows next_cursor to the last page.
     const writes: string[] = [];

@@ -585,12 +585,14 @@ describe("the OpenAPI document", () => {
         ]),
       );
     }
-    const run = (
+    const runSchema = (
       (doc.paths["/core/v1/sigil_action"]?.post?.responses as Record<string, Obj>)["200"]?.content as Record<
         string,
         Obj
       >
     )["application/json"]?.schema as Obj;
+    // The run's answer is a named component (RunResult): read it where the reference points.
+    const run = (typeof runSchema.$ref === "string" ? resolve(runSchema.$ref) : runSchema) as Obj;
     const firstAttempt = (run.properties as Record<string, Obj>).first_attempt as Obj;
     expect(Object.keys(firstAttempt.properties as Obj)).toEqual(["request_id", "outcome", "message"]);
     expect(((firstAttempt.properties as Record<string, Obj>).outcome as Obj).enum).toEqual([

@@ -29,12 +29,14 @@ const routes = [
   ),
 ];
 
-const actionItem = z.object({
-  hashed_cid: z.string().describe('keccak256 of the CID, 0x + 64 hex ("0" for a group\'s any-action entry)'),
-  action_ipfs_cid: z.string().optional().describe("the raw CID, when the action was registered with add_action"),
-  name: z.string(),
-  description: z.string(),
-});
+const actionItem = z
+  .object({
+    hashed_cid: z.string().describe('keccak256 of the CID, 0x + 64 hex ("0" for a group\'s any-action entry)'),
+    action_ipfs_cid: z.string().optional().describe("the raw CID, when the action was registered with add_action"),
+    name: z.string(),
+    description: z.string(),
+  })
+  .openapi("Action");
 
 const listActions = listRoute({
   name: "list_actions",

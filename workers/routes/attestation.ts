@@ -85,10 +85,30 @@ const info = route("GET /info", "Attestation", {
   request: pin,
   ok: fromInstance(
     z.object({
-      app_id: z.string(),
-      compose_hash: z.string(),
-      instance_id: z.string(),
-      tcb_info: z.looseObject({ app_compose: z.string() }),
+      app_id: z.string().describe("the dstack app id"),
+      instance_id: z.string().describe("this CVM instance (as X-Sigil-Instance names it)"),
+      app_name: z.string().optional().describe("the app's name in its app-compose"),
+      compose_hash: z
+        .string()
+        .describe("SHA-256 of tcb_info.app_compose, hex: what the event log's compose-hash event records"),
+      device_id: z.string().optional().describe("the machine's device id, hex"),
+      os_image_hash: z.string().optional().describe("the guest OS image's hash, hex"),
+      key_provider_info: z.string().optional().describe("the key provider the CVM's keys come from, JSON text"),
+      vm_config: z.string().optional().describe("the VM's configuration (CPUs, memory, image), JSON text"),
+      tcb_info: z
+        .looseObject({
+          mrtd: z.string().optional().describe("MRTD, hex"),
+          rtmr0: z.string().optional().describe("RTMR0, hex"),
+          rtmr1: z.string().optional().describe("RTMR1, hex"),
+          rtmr2: z.string().optional().describe("RTMR2, hex"),
+          rtmr3: z.string().optional().describe("RTMR3, hex: replayed from event_log"),
+          os_image_hash: z.string().optional(),
+          compose_hash: z.string().optional(),
+          device_id: z.string().optional(),
+          app_compose: z.string().describe("the app-compose text exactly as measured"),
+          event_log: z.array(z.looseObject({})).optional().describe("the event log, as /attestation's event_log"),
+        })
+        .describe("the CVM's measurements and app description"),
       ...simulatedMark,
     }),
     "the CVM's info",

@@ -42,15 +42,17 @@ const routes = [
   writeRoute("remove_pkp_from_group", "Groups", "Remove a wallet from a group. Needs group:removePkp on the group"),
 ];
 
-const groupItem = z.object({
-  id: z.string().describe("the group id, decimal"),
-  group_name: z.string(),
-  group_description: z.string(),
-  pkp_ids_permitted: z
-    .array(z.string())
-    .describe("wallet addresses, lowercase; the zero address = any wallet of the account"),
-  cid_hashes_permitted: z.array(z.string()).describe('action hashes, 0x + 64 hex; "0" = any action'),
-});
+const groupItem = z
+  .object({
+    id: z.string().describe("the group id, decimal"),
+    group_name: z.string(),
+    group_description: z.string(),
+    pkp_ids_permitted: z
+      .array(z.string())
+      .describe("wallet addresses, lowercase; the zero address = any wallet of the account"),
+    cid_hashes_permitted: z.array(z.string()).describe('action hashes, 0x + 64 hex; "0" = any action'),
+  })
+  .openapi("Group");
 
 const listGroups = listRoute({
   name: "list_groups",

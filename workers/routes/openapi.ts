@@ -59,7 +59,7 @@ export function operationIdOf(name: string): string {
 export const errorBody = errorBodySchema.openapi("ErrorBody");
 
 /** The error statuses an operation may document (api.md, Errors: 405 answers a method no operation has). */
-export type ErrorAnswerStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 413 | 422 | 429 | 503;
+export type ErrorAnswerStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 413 | 422 | 429 | 500 | 503;
 
 const REASONS: Record<ErrorAnswerStatus, string> = {
   400: "Bad Request",
@@ -72,6 +72,7 @@ const REASONS: Record<ErrorAnswerStatus, string> = {
   413: "Content Too Large",
   422: "Unprocessable Content",
   429: "Too Many Requests",
+  500: "Internal Server Error",
   503: "Service Unavailable",
 };
 
@@ -162,8 +163,9 @@ export function route<
     security: security === "key" ? keySecurity : security === "open" ? [] : security,
     middleware: middleware as M,
     request: request as Req,
-    responses: { 200: ok, ...errors(...statuses), ...(answers as More) } as { 200: Ok } & {
-      [K in S]: ErrorAnswer;
+    // Any operation may fail in a way that is not the client's: 500 internal_error, with a request id.
+    responses: { 200: ok, ...errors<S | 500>(...statuses, 500), ...(answers as More) } as { 200: Ok } & {
+      [K in S | 500]: ErrorAnswer;
     } & More,
   });
 }

@@ -13,7 +13,14 @@ const pageNumber = z
   .regex(/^\d{1,9}$/, "must be a non-negative integer")
   .optional()
   .transform((v) => (v === undefined ? 0 : Number(v)))
-  .openapi({ param: { name: "page_number", in: "query" }, description: "zero-based page (default 0)", example: "0" });
+  // Documented as what it is, an integer (a query string carries it as text, which the regex reads).
+  .openapi({
+    param: { name: "page_number", in: "query" },
+    type: "integer",
+    minimum: 0,
+    description: "zero-based page (default 0)",
+    example: 0,
+  });
 
 /**
  * A count in a query string (`page_size`, an events page's `limit`): a decimal from 1 to `max`,
@@ -28,8 +35,11 @@ export function countParam(name: string, what: string, fallback: number, max: nu
     .refine((v) => v >= 1 && v <= max, `must be between 1 and ${max}`)
     .openapi({
       param: { name, in: "query" },
+      type: "integer",
+      minimum: 1,
+      maximum: max,
       description: `${what} per page (default ${fallback}, max ${max})`,
-      example: String(fallback),
+      example: fallback,
     });
 }
 

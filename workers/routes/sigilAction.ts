@@ -31,16 +31,18 @@ const sigilAction = route("POST /sigil_action", "Execution", {
   request: { headers: idempotencyHeaders, body: body(sigilActionRequestSchema) },
   ok: {
     ...json(
-      sigilActionResponseSchema.extend({
-        charged_cents: z
-          .number()
-          .int()
-          .nonnegative()
-          .describe(
-            "credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once",
-          ),
-        first_attempt: firstAttemptSchema.optional(),
-      }),
+      sigilActionResponseSchema
+        .extend({
+          charged_cents: z
+            .number()
+            .int()
+            .nonnegative()
+            .describe(
+              "credits the run cost, in cents (0 while billing is off); under an Idempotency-Key, what the key was charged, once",
+            ),
+          first_attempt: firstAttemptSchema.optional(),
+        })
+        .openapi("RunResult"),
       "the run's outcome (a script failure is has_error: true with error)",
     ),
     headers: z.object({ "X-Sigil-Charged-Cents": z.string(), ...idempotentAnswerHeaders }),

@@ -30,24 +30,26 @@ const routes = [
 ];
 
 const groupIds = z.array(z.string());
-const usageKeyItem = z.object({
-  id: z.string().describe("the key's hash, 0x + 64 hex"),
-  name: z.string(),
-  description: z.string(),
-  expires_at: z.number().describe("unix seconds; 0 = never"),
-  spend_limit_cents: z.number().describe("0 = no cap"),
-  spent_cents: z
-    .number()
-    .int()
-    .nonnegative()
-    .describe(
-      "what the key's runs and writes have been charged so far, against spend_limit_cents (0 while billing is off)",
+const usageKeyItem = z
+  .object({
+    id: z.string().describe("the key's hash, 0x + 64 hex"),
+    name: z.string(),
+    description: z.string(),
+    expires_at: z.number().describe("unix seconds; 0 = never"),
+    spend_limit_cents: z.number().describe("0 = no cap"),
+    spent_cents: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe(
+        "what the key's runs and writes have been charged so far, against spend_limit_cents (0 while billing is off)",
+      ),
+    ...permissionFields(
+      () => z.boolean(),
+      () => groupIds,
     ),
-  ...permissionFields(
-    () => z.boolean(),
-    () => groupIds,
-  ),
-});
+  })
+  .openapi("UsageKey");
 
 const listApiKeys = listRoute({
   name: "list_api_keys",

@@ -52,16 +52,18 @@ const createWalletGet = route("GET /create_wallet", "Wallets", {
   errors: [400, 401, 402, 403, 409, 422, 429, 503],
 });
 
-const walletItem = z.object({
-  id: z
-    .string()
-    .describe(
-      `the wallet id (decimal; 0 is the Account Master Wallet), or "${ANY_WALLET}" for a group's any-wallet entry`,
-    ),
-  wallet_address: z.string().describe("lowercase; the zero address for the any-wallet entry"),
-  name: z.string(),
-  description: z.string(),
-});
+const walletItem = z
+  .object({
+    id: z
+      .string()
+      .describe(
+        `the wallet id (decimal; 0 is the Account Master Wallet), or "${ANY_WALLET}" for a group's any-wallet entry`,
+      ),
+    wallet_address: z.string().describe("lowercase; the zero address for the any-wallet entry"),
+    name: z.string(),
+    description: z.string(),
+  })
+  .openapi("Wallet");
 
 const listWallets = listRoute({
   name: "list_wallets",

@@ -11,14 +11,14 @@ export function Audit({ session }: PageProps) {
   const [events, setEvents] = useState<AuditEvent[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const first = useLoad(async () => {
-    const page = await session.client.audit({ limit: String(PAGE) });
+    const page = await session.client.audit({ limit: PAGE });
     setEvents(page.events);
     setCursor(page.next_cursor);
     return page;
   });
   const more = useAction(async () => {
     if (!cursor) return;
-    const page = await session.client.audit({ limit: String(PAGE), cursor });
+    const page = await session.client.audit({ limit: PAGE, cursor });
     setEvents((e) => [...e, ...page.events]);
     setCursor(page.next_cursor);
   });
