@@ -151,7 +151,15 @@ export const sigilActionRequestSchema = z
       .optional()
       .describe("the parameters main receives: a JSON object, or null"),
   })
-  .refine(oneSource, oneSourceIssue);
+  .refine(oneSource, oneSourceIssue)
+  // The refinement, for the OpenAPI document and the clients generated from it: the code or its
+  // CID, never both (the absent one is `false`, no value allowed).
+  .meta({
+    oneOf: [
+      { type: "object", required: ["code"], properties: { code: { type: "string" }, ipfs_id: false } },
+      { type: "object", required: ["ipfs_id"], properties: { ipfs_id: { type: "string" }, code: false } },
+    ],
+  });
 
 export const requestSchemas = {
   new_account: z.strictObject({
