@@ -10,7 +10,8 @@ import { auditCommand } from "./cli/audit.ts";
 import { actionGroup } from "./cli/action.ts";
 import { balanceCommand, topUpCommand, usageCommand } from "./cli/billing.ts";
 import { chainSecuredGroup, convertCommand } from "./cli/chainSecured.ts";
-import { runCommand, runGroup, type Command, type Group } from "./cli/context.ts";
+import { readFileSync } from "node:fs";
+import { didYouMean, runCommand, runGroup, type Command, type Group } from "./cli/context.ts";
 import { groupGroup } from "./cli/group.ts";
 import { keyGroup } from "./cli/key.ts";
 import { profileGroup } from "./cli/profile.ts";
@@ -110,8 +111,9 @@ ${rows.map((r) => `${r.title}:\n${r.lines.map(([name, summary]) => `  ${name.pad
 
 Every command takes --help. Commands that call the service take --api URL and --key KEY, or find
 them in SIGIL_API_URL / SIGIL_API_KEY, a profile (sigil profile set), or the running stack's
-.sigil/local.json; --json prints the answer as one JSON document. Errors are one line with the
-service's code and request id; the exit code is 1 on failure, 2 for a usage error.`;
+.sigil/local.json; --json prints the answer as one JSON document (a failure too, as {"error": …}).
+Errors are one line with the service's code and request id; the exit code is 1 on failure, 2 for a
+usage error. sigil --version prints the version.`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -120,13 +122,21 @@ async function main(argv: string[]): Promise<number> {
     console.log(usage());
     return 0;
   }
+  if (command === "--version" || command === "-v" || command === "version") {
+    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
+    console.log(`sigil ${version} (Node ${process.version})`);
+    return 0;
+  }
   if (command === "help") {
     // `sigil help key add` is `sigil key add --help`.
     return args.length === 0 ? main([]) : main([...args, "--help"]);
   }
   const entry = Object.hasOwn(commands, command) ? commands[command] : undefined;
   if (!entry) {
-    console.error(`unknown command: ${command}\n\n${usage()}`);
+    // One line, not the whole usage: what was typed, the nearest command, where the list is.
+    console.error(`sigil: unknown command: ${command}${didYouMean(command, Object.keys(commands))} (sigil --help)`);
     return 2;
   }
   return entry.run(args);

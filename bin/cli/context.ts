@@ -227,6 +227,51 @@ export function errorLine(err: unknown): string {
   return line.replace(/\s*\n\s*/g, " ").trim();
 }
 
+/**
+ * A failure as the API's error body shapes it (`{error: {code, message, request_id?, status?}}`):
+ * what `--json` prints on stdout instead of a line, so a script reads failures the way it reads answers.
+ */
+export function errorDocument(err: unknown): { error: Record<string, unknown> } {
+  if (err instanceof SigilError)
+    return {
+      error: {
+        code: err.code,
+        message: err.message,
+        ...(err.requestId === undefined ? {} : { request_id: err.requestId }),
+        ...(err.status > 0 ? { status: err.status } : {}),
+      },
+    };
+  const [code, ...rest] = errorLine(err).split(": ");
+  return { error: { code, message: rest.join(": ") } };
+}
+
+/** ` (did you mean X?)` when `name` is one or two edits from one of `names` (or starts one), else nothing. */
+export function didYouMean(name: string, names: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of names) {
+    const d = candidate.startsWith(name) && name.length >= 2 ? 1 : editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best === undefined ? "" : ` (did you mean ${best}?)`;
+}
+
+/** Levenshtein distance: the fewest single-character insertions, deletions and substitutions from a to b. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(
+        (row[j] as number) + 1,
+        (next[j - 1] as number) + 1,
+        (row[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    row = next;
+  }
+  return row[b.length] as number;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Commands
 
@@ -405,6 +450,8 @@ export async function runCommand(
   } catch (err) {
     if (err instanceof UsageError) return usageFailure(command, err);
     process.stderr.write(`sigil ${command.name}: ${errorLine(err)}\n`);
+    // With --json the failure is also the answer, as one JSON document on stdout.
+    if (values.json === true) process.stdout.write(`${JSON.stringify(errorDocument(err), null, 2)}\n`);
     return 1;
   }
 }
@@ -432,7 +479,10 @@ export async function runGroup(group: Group, args: string[], env?: Env, cwd?: st
   }
   const command = group.commands.find((c) => c.name === `${group.name} ${name}`);
   if (!command) {
-    process.stderr.write(`sigil ${group.name}: unknown command: ${name} (sigil ${group.name} --help)\n`);
+    const names = group.commands.map((c) => c.name.slice(group.name.length + 1));
+    process.stderr.write(
+      `sigil ${group.name}: unknown command: ${name}${didYouMean(name, names)} (sigil ${group.name} --help)\n`,
+    );
     return 2;
   }
   return runCommand(command, rest, env, cwd);

@@ -3,7 +3,7 @@
 // not fail. Usage errors exit 2 with one line; commands that need nothing from the service (cid)
 // work with no stack at all. Each runs `node bin/sigil.ts` as a user would, with nothing listening.
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -160,6 +160,37 @@ describe("usage errors", { timeout: 60_000 }, () => {
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/^sigil balance: network_error: could not reach http:\/\/127\.0\.0\.1:9/);
+  });
+
+  it("with --json a failure is also one JSON document on stdout, shaped as the API's error body", async () => {
+    const r = await sigil(["balance", "--key", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "--json"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: { code: "network_error", message: expect.stringContaining("could not reach http://127.0.0.1:9") },
+    });
+    expect(r.stderr).toMatch(/^sigil balance: network_error: /);
+  });
+
+  it("an unknown command is one line naming the nearest one, exit 2; a far one gets no guess", async () => {
+    const near = await sigil(["wallt"]);
+    expect(near.code).toBe(2);
+    expect(near.stderr.trim()).toBe("sigil: unknown command: wallt (did you mean wallet?) (sigil --help)");
+    const sub = await sigil(["key", "ad"]);
+    expect(sub.stderr.trim()).toBe("sigil key: unknown command: ad (did you mean add?) (sigil key --help)");
+    const far = await sigil(["launch"]);
+    expect(far.stderr.trim()).toBe("sigil: unknown command: launch (sigil --help)");
+    expect(far.stdout).toBe("");
+  });
+});
+
+describe("sigil --version", { timeout: 60_000 }, () => {
+  it("prints the package's version and the Node it runs on, exit 0 (also -v and version)", async () => {
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    for (const flag of ["--version", "-v", "version"]) {
+      const r = await sigil([flag]);
+      expect(r.code, flag).toBe(0);
+      expect(r.stdout.trim(), flag).toBe(`sigil ${version} (Node ${process.version})`);
+    }
   });
 });
 
