@@ -5,6 +5,7 @@ import {
   dollars,
   fields,
   given,
+  LOCAL_STACK,
   readProfiles,
   required,
   switches,
@@ -26,7 +27,7 @@ const create: Command = {
   options: { ...valued("name", "description", "email"), ...switches("save") },
   async run({ values, ctx }) {
     const name = required(values, "name");
-    const { profileFile, profileName, baseUrl } = ctx.connection({ newProfile: values.save === true });
+    const { profileFile, profileName, baseUrl, from } = ctx.connection({ newProfile: values.save === true });
     // A profile file that cannot be written to is found before the account is made, not after.
     if (values.save) readProfiles(profileFile);
     const answer = await ctx.client().newAccount({
@@ -40,8 +41,12 @@ const create: Command = {
       ["master wallet", answer.wallet_address],
     ]);
     if (values.save) {
-      writeProfile(profileFile, profileName, { api: baseUrl, key: answer.api_key });
-      ctx.note(`saved the key and ${baseUrl} as profile "${profileName}" in ${profileFile}`);
+      // Made against the local stack: the profile follows its local.json, not today's port.
+      const local = from.api.kind === "local";
+      writeProfile(profileFile, profileName, { api: local ? LOCAL_STACK : baseUrl, key: answer.api_key });
+      ctx.note(
+        `saved the key and ${baseUrl} as profile "${profileName}" in ${profileFile}${local ? " (the local stack: the profile follows .sigil/local.json when it moves)" : ""}`,
+      );
     }
   },
 };

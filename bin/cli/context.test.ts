@@ -13,6 +13,7 @@ import {
   DEFAULT_API_URL,
   errorLine,
   fields,
+  LOCAL_STACK,
   maskKey,
   readProfiles,
   resolveConnection,
@@ -145,6 +146,23 @@ describe("resolveConnection: first found wins", () => {
     expect(() =>
       resolveConnection({ flags: { api: "127.0.0.1:8787" }, env: { SIGIL_PROFILE_FILE: profileFile }, cwd: dir }),
     ).toThrow(/not an http\(s\) URL/);
+  });
+
+  it("a profile for the local stack follows its local.json when it restarts on another port, and refuses when none is found", () => {
+    writeProfile(profileFile, "default", { api: LOCAL_STACK, key: KEY_PROFILE });
+    const state = join(dir, "state");
+    const env = { SIGIL_PROFILE_FILE: profileFile, SIGIL_STATE_DIR: stackState(state, "http://127.0.0.1:8787") };
+    expect(resolveConnection({ flags: {}, env, cwd: dir })).toMatchObject({
+      baseUrl: "http://127.0.0.1:8787",
+      apiKey: KEY_PROFILE,
+      from: { api: { kind: "local" }, key: { kind: "profile" } },
+    });
+    stackState(state, "http://127.0.0.1:9123");
+    expect(resolveConnection({ flags: {}, env, cwd: dir }).baseUrl).toBe("http://127.0.0.1:9123");
+    rmSync(state, { recursive: true });
+    expect(() => resolveConnection({ flags: {}, env, cwd: dir })).toThrow(
+      /profile "default" is for the local stack, and no \.sigil\/local\.json is found from here/,
+    );
   });
 });
 

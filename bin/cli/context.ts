@@ -35,7 +35,15 @@ export class CliError extends Error {
 
 export type Env = Record<string, string | undefined>;
 
+/**
+ * `api` is a URL, or LOCAL_STACK: the local stack wherever it now listens (its local.json), so a
+ * profile made against `npm start` follows the stack when it restarts on another port, and its key
+ * never goes to whatever took the old port.
+ */
 export type Profile = { api?: string; key?: string };
+
+/** A profile's `api` for the local stack (sigil profile set --api local; account create --save against it). */
+export const LOCAL_STACK = "local";
 export type ProfileFile = { profiles: Record<string, Profile> };
 
 /** Where a value was found, for `sigil profile show` and error messages. */
@@ -155,7 +163,14 @@ export function resolveConnection(args: {
   let api: { value: string; from: Source };
   if (flags.api !== undefined) api = { value: flags.api, from: { kind: "flag", detail: "--api" } };
   else if (env.SIGIL_API_URL) api = { value: env.SIGIL_API_URL, from: { kind: "env", detail: "SIGIL_API_URL" } };
-  else if (profile?.api) api = { value: profile.api, from: inProfile };
+  else if (profile?.api === LOCAL_STACK) {
+    const local = localStackUrl(env, cwd);
+    if (!local)
+      throw new UsageError(
+        `profile "${profileName}" is for the local stack, and no .sigil/local.json is found from here (start it with npm start, or set SIGIL_STATE_DIR)`,
+      );
+    api = { value: local.url, from: { kind: "local", detail: `${inProfile.detail}: the local stack (${local.file})` } };
+  } else if (profile?.api) api = { value: profile.api, from: inProfile };
   else {
     const local = localStackUrl(env, cwd);
     api = local

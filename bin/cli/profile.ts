@@ -8,6 +8,7 @@ import {
   profileFilePath,
   readInput,
   readProfiles,
+  LOCAL_STACK,
   resolveConnection,
   text,
   UsageError,
@@ -23,8 +24,9 @@ const nameOf = (values: Record<string, unknown>, env: Record<string, string | un
 const set: Command = {
   name: "profile set",
   summary: "save an API URL and/or key in a profile",
-  usage: `[--name NAME] [--api URL] [--key KEY]
+  usage: `[--name NAME] [--api URL|local] [--key KEY]
 
+  --api local: the local stack wherever it listens (its .sigil/local.json), not a fixed port.
   Saves the API URL and/or the key in profile NAME (default: $SIGIL_PROFILE or "default"), keeping
   what is not given, in $SIGIL_PROFILE_FILE or ~/.config/sigil/profiles.json (mode 0600).
   --key - reads the key from standard input, which keeps it out of the shell's history.`,
@@ -34,8 +36,8 @@ const set: Command = {
     const api = text(values, "api");
     let key = text(values, "key");
     if (api === undefined && key === undefined) throw new UsageError("give --api, --key or both");
-    if (api !== undefined && !/^https?:\/\/[^/]+/.test(api))
-      throw new UsageError(`--api takes an http(s) URL, not ${JSON.stringify(api)}`);
+    if (api !== undefined && api !== LOCAL_STACK && !/^https?:\/\/[^/]+/.test(api))
+      throw new UsageError(`--api takes an http(s) URL or "local" (the local stack), not ${JSON.stringify(api)}`);
     if (key === "-") key = readInput("-").trim();
     if (key !== undefined && key.trim() === "") throw new UsageError("--key is empty");
     const file = profileFilePath(ctx.env);

@@ -104,8 +104,9 @@ describe("account", () => {
     expect(saved.stdout).toMatch(/^master wallet\s+0x[0-9a-f]{40}$/m);
     expect(saved.stderr).toContain(`saved the key and ${stack.edgeUrl} as profile "default"`);
     expect(statSync(profileFile()).mode & 0o777).toBe(0o600);
+    // Made against the local stack: the profile names it, not today's port (it follows local.json).
     expect(JSON.parse(readFileSync(profileFile(), "utf8"))).toEqual({
-      profiles: { default: { api: stack.edgeUrl, key: masterKey } },
+      profiles: { default: { api: "local", key: masterKey } },
     });
 
     const created = await json<{
