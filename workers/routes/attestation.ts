@@ -36,6 +36,9 @@ const pin = {
  */
 const pinErrors = [400, 404, 503] as const;
 
+/** Who may ask (anyone: what a verifier checks needs no key), and the pin as the request's query and header. */
+const pinnedByAnyone = { security: "open", request: pin } as const;
+
 const answeredBy = z.object({ "X-Sigil-Instance": z.string().describe("The enclave instance that answered") });
 /** An enclave's answer, as JSON, named by the instance that made it. */
 const fromInstance = <T extends z.ZodType>(schema: T, description: string) => ({
@@ -81,8 +84,7 @@ const info = route("GET /info", "Attestation", {
   operationId: "getInfo",
   summary:
     "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
-  security: "open",
-  request: pin,
+  ...pinnedByAnyone,
   ok: fromInstance(
     z.object({
       app_id: z.string().describe("the dstack app id"),
@@ -119,8 +121,7 @@ const info = route("GET /info", "Attestation", {
 const collateral = route("GET /attestation/simulated-collateral", "Attestation", {
   operationId: "getSimulatedCollateral",
   summary: "A simulated TEE's mock DCAP root and collateral, to verify its quotes offline (404 on real hardware)",
-  security: "open",
-  request: pin,
+  ...pinnedByAnyone,
   ok: fromInstance(
     z.object({
       root_ca_der: z.string(),
@@ -137,8 +138,7 @@ const receiptKey = route("GET /attestation/receipt-key", "Attestation", {
   operationId: "getReceiptKey",
   summary:
     'The key an enclave instance signs run receipts with, and its TDX quote over SHA-512("sigil-receipt-v1:" ‖ public key): verify a receipt against it (pin the receipt\'s instance_id)',
-  security: "open",
-  request: pin,
+  ...pinnedByAnyone,
   ok: fromInstance(
     z.object({
       address: z.string().describe("the receipt key's address, lowercase"),
@@ -159,8 +159,7 @@ const receiptKey = route("GET /attestation/receipt-key", "Attestation", {
 const evidenceIndex = route("GET /evidences/", "Attestation", {
   operationId: "listEvidences",
   summary: "The evidence files (dstack-ingress's in production): a directory listing",
-  security: "open",
-  request: pin,
+  ...pinnedByAnyone,
   ok: { description: "the listing, HTML", headers: answeredBy, content: { "text/html": { schema: z.string() } } },
   errors: pinErrors,
 });
