@@ -60,6 +60,51 @@ const quoteSchema = z.object({
   ...simulatedMark,
 });
 
+/** What /info answers: dstack's Info, every field named (a named component, Info, for generated clients). */
+const infoSchema = z
+  .object({
+    app_id: z.string().describe("the dstack app id"),
+    instance_id: z.string().describe("this CVM instance (as X-Sigil-Instance names it)"),
+    app_name: z.string().optional().describe("the app's name in its app-compose"),
+    compose_hash: z
+      .string()
+      .describe("SHA-256 of tcb_info.app_compose, hex: what the event log's compose-hash event records"),
+    device_id: z.string().optional().describe("the machine's device id, hex"),
+    os_image_hash: z.string().optional().describe("the guest OS image's hash, hex"),
+    key_provider_info: z.string().optional().describe("the key provider the CVM's keys come from, JSON text"),
+    vm_config: z.string().optional().describe("the VM's configuration (CPUs, memory, image), JSON text"),
+    tcb_info: z
+      .looseObject({
+        mrtd: z.string().optional().describe("MRTD, hex"),
+        rtmr0: z.string().optional().describe("RTMR0, hex"),
+        rtmr1: z.string().optional().describe("RTMR1, hex"),
+        rtmr2: z.string().optional().describe("RTMR2, hex"),
+        rtmr3: z.string().optional().describe("RTMR3, hex: replayed from event_log"),
+        os_image_hash: z.string().optional(),
+        compose_hash: z.string().optional(),
+        device_id: z.string().optional(),
+        app_compose: z.string().describe("the app-compose text exactly as measured"),
+        event_log: z.array(z.looseObject({})).optional().describe("the event log, as /attestation's event_log"),
+      })
+      .describe("the CVM's measurements and app description"),
+    ...simulatedMark,
+  })
+  .openapi("Info");
+
+/** What /attestation/receipt-key answers (a named component, ReceiptKey). */
+const receiptKeySchema = z
+  .object({
+    address: z.string().describe("the receipt key's address, lowercase"),
+    public_key: z.string().describe("its uncompressed secp256k1 public key (0x04 ‖ x ‖ y)"),
+    quote: z.string().describe('the TDX quote, hex; report_data = SHA-512("sigil-receipt-v1:" ‖ public key bytes)'),
+    event_log: z.string().describe("the event log, a JSON-encoded array"),
+    vm_config: z.string().optional(),
+    instance_id: z.string(),
+    compose_hash: z.string(),
+    ...simulatedMark,
+  })
+  .openapi("ReceiptKey");
+
 const attestation = route("GET /attestation", "Attestation", {
   operationId: "getAttestation",
   summary:
@@ -85,36 +130,7 @@ const info = route("GET /info", "Attestation", {
   summary:
     "The enclave's app id, compose hash, instance id and TCB info (tcb_info.app_compose: the raw app-compose text)",
   ...pinnedByAnyone,
-  ok: fromInstance(
-    z.object({
-      app_id: z.string().describe("the dstack app id"),
-      instance_id: z.string().describe("this CVM instance (as X-Sigil-Instance names it)"),
-      app_name: z.string().optional().describe("the app's name in its app-compose"),
-      compose_hash: z
-        .string()
-        .describe("SHA-256 of tcb_info.app_compose, hex: what the event log's compose-hash event records"),
-      device_id: z.string().optional().describe("the machine's device id, hex"),
-      os_image_hash: z.string().optional().describe("the guest OS image's hash, hex"),
-      key_provider_info: z.string().optional().describe("the key provider the CVM's keys come from, JSON text"),
-      vm_config: z.string().optional().describe("the VM's configuration (CPUs, memory, image), JSON text"),
-      tcb_info: z
-        .looseObject({
-          mrtd: z.string().optional().describe("MRTD, hex"),
-          rtmr0: z.string().optional().describe("RTMR0, hex"),
-          rtmr1: z.string().optional().describe("RTMR1, hex"),
-          rtmr2: z.string().optional().describe("RTMR2, hex"),
-          rtmr3: z.string().optional().describe("RTMR3, hex: replayed from event_log"),
-          os_image_hash: z.string().optional(),
-          compose_hash: z.string().optional(),
-          device_id: z.string().optional(),
-          app_compose: z.string().describe("the app-compose text exactly as measured"),
-          event_log: z.array(z.looseObject({})).optional().describe("the event log, as /attestation's event_log"),
-        })
-        .describe("the CVM's measurements and app description"),
-      ...simulatedMark,
-    }),
-    "the CVM's info",
-  ),
+  ok: fromInstance(infoSchema, "the CVM's info"),
   errors: pinErrors,
 });
 
@@ -140,16 +156,7 @@ const receiptKey = route("GET /attestation/receipt-key", "Attestation", {
     'The key an enclave instance signs run receipts with, and its TDX quote over SHA-512("sigil-receipt-v1:" ‖ public key): verify a receipt against it (pin the receipt\'s instance_id)',
   ...pinnedByAnyone,
   ok: fromInstance(
-    z.object({
-      address: z.string().describe("the receipt key's address, lowercase"),
-      public_key: z.string().describe("its uncompressed secp256k1 public key (0x04 ‖ x ‖ y)"),
-      quote: z.string().describe('the TDX quote, hex; report_data = SHA-512("sigil-receipt-v1:" ‖ public key bytes)'),
-      event_log: z.string().describe("the event log, a JSON-encoded array"),
-      vm_config: z.string().optional(),
-      instance_id: z.string(),
-      compose_hash: z.string(),
-      ...simulatedMark,
-    }),
+    receiptKeySchema,
     "the receipt key, the quote that binds it and its event log, and the instance and compose hash it belongs to",
   ),
   errors: pinErrors,
