@@ -25,4 +25,12 @@ describe("Recent", () => {
     expect(recent.getOrMake("k", make)).toBe(first);
     expect(made).toBe(1);
   });
+
+  it("clear forgets everything", () => {
+    const recent = new Recent<number, string>(2);
+    recent.set(1, "a");
+    recent.clear();
+    expect(recent.get(1)).toBeUndefined();
+    expect(recent.getOrMake(1, () => "b")).toBe("b");
+  });
 });

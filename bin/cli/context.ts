@@ -232,32 +232,33 @@ function chainErrorMessage(err: BaseError): string {
   return `${err.shortMessage.replace(/\.$/, "")}: ${revert.name}(${revert.args.map(arg).join(", ")})`;
 }
 
+/** What a failure is, whatever threw it: a code, a message, and the service's request id and status when it answered. */
+function failureOf(err: unknown): { code: string; message: string; requestId?: string; status?: number } {
+  if (err instanceof SigilError)
+    return {
+      code: err.code,
+      message: err.message,
+      ...(err.requestId === undefined ? {} : { requestId: err.requestId }),
+      ...(err.status > 0 ? { status: err.status } : {}),
+    };
+  if (err instanceof CliError) return { code: err.code, message: err.message };
+  if (err instanceof BaseError) return { code: "chain_error", message: chainErrorMessage(err) };
+  return { code: "error", message: err instanceof Error ? err.message : String(err) };
+}
+
 /** The one line an error is shown as: the service's code, message and request id; never a stack trace. */
 export function errorLine(err: unknown): string {
-  let line: string;
-  if (err instanceof SigilError) line = err.toString();
-  else if (err instanceof CliError) line = `${err.code}: ${err.message}`;
-  else if (err instanceof BaseError) line = `chain_error: ${chainErrorMessage(err)}`;
-  else line = `error: ${err instanceof Error ? err.message : String(err)}`;
-  return line.replace(/\s*\n\s*/g, " ").trim();
+  const f = failureOf(err);
+  return `${f.code}: ${f.message}${f.requestId ? ` (request ${f.requestId})` : ""}`.replace(/\s*\n\s*/g, " ").trim();
 }
 
 /**
  * A failure as the API's error body shapes it (`{error: {code, message, request_id?, status?}}`):
- * what `--json` prints on stdout instead of a line, so a script reads failures the way it reads answers.
+ * what `--json` prints on stdout besides the line, so a script reads failures the way it reads answers.
  */
 export function errorDocument(err: unknown): { error: Record<string, unknown> } {
-  if (err instanceof SigilError)
-    return {
-      error: {
-        code: err.code,
-        message: err.message,
-        ...(err.requestId === undefined ? {} : { request_id: err.requestId }),
-        ...(err.status > 0 ? { status: err.status } : {}),
-      },
-    };
-  const [code, ...rest] = errorLine(err).split(": ");
-  return { error: { code, message: rest.join(": ") } };
+  const { requestId, ...f } = failureOf(err);
+  return { error: { ...f, ...(requestId === undefined ? {} : { request_id: requestId }) } };
 }
 
 /** ` (did you mean X?)` when `name` is one or two edits from one of `names` (or starts one), else nothing. */

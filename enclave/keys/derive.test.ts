@@ -60,6 +60,8 @@ describe("pinned derivation vectors under TEST_ROOT_KEY", () => {
 
   it("derives the PKP signing key of (master 1, derivation 2) at its pinned address", () => {
     expect(keyring().pkpKey(1n, 2n).address).toBe(VECTORS.pkp_1_2);
+    // pkpAddress names the same wallet and hands out no key.
+    expect(keyring().pkpAddress(1n, 2n)).toBe(VECTORS.pkp_1_2);
   });
 
   it("derives the Account Master Wallet of a fixed master key at its pinned address", () => {

@@ -24,6 +24,19 @@ describe("a client generated from the OpenAPI document", () => {
     const generator = (await import(join(dir, "node_modules/openapi-typescript/dist/index.mjs"))) as Generator;
     writeFileSync(join(dir, "api.ts"), generator.astToString(await generator.default(doc)));
 
+    // What a generator names and what it must expect: the resources as named types, a 500 on every
+    // operation, every field /info answers.
+    const named = Object.keys((doc as { components?: { schemas?: object } }).components?.schemas ?? {});
+    for (const name of ["Wallet", "Group", "UsageKey", "Action", "RunResult", "RunReceipt", "Info", "ReceiptKey"])
+      expect(named, name).toContain(name);
+    for (const [path, methods] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(methods))
+        expect(Object.keys((op as { responses: object }).responses), `${method} ${path}`).toContain("500");
+    const info = (doc as { components: { schemas: Record<string, { properties: object }> } }).components.schemas.Info;
+    expect(Object.keys(info?.properties ?? {})).toEqual(
+      expect.arrayContaining(["app_name", "device_id", "os_image_hash", "key_provider_info", "vm_config"]),
+    );
+
     // calls.ts names every operation of the document: one a route adds must be added there too.
     const calls = (await import("node:fs")).readFileSync(join(dir, "calls.ts"), "utf8");
     for (const [path, methods] of Object.entries(doc.paths))
