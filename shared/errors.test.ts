@@ -17,6 +17,8 @@ const API_MD_TABLE: Record<number, string[]> = {
     // cursor of /usage and /audit that no page gave.
     "invalid_webhook_url",
     "invalid_cursor",
+    // Nor compile_error: issue 29 answers code that does not compile with where it does not, uncharged.
+    "compile_error",
   ],
   401: ["missing_api_key", "invalid_api_key", "invalid_signature", "signature_expired"],
   402: ["insufficient_credits"],

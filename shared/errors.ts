@@ -5,6 +5,8 @@
 /** Every HTTP error code and its status. A code's status never changes; add codes, never reuse them. */
 export const errorStatus = {
   invalid_request: 400,
+  /** The script's code does not compile (details: line, column, cid): nothing ran, nothing is charged. */
+  compile_error: 400,
   invalid_json: 400,
   conflicting_credentials: 400,
   invalid_typed_data: 400,

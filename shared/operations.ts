@@ -150,6 +150,15 @@ export const sigilActionRequestSchema = z
       .meta({ type: ["object", "null"], additionalProperties: true })
       .optional()
       .describe("the parameters main receives: a JSON object, or null"),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(100)
+      .max(900_000)
+      .optional()
+      .describe(
+        "the most the run may take, in ms: also the most it can cost, one cent per started second. Default: get_sigil_action_client_config's timeout_ms; at most its max_timeout_ms",
+      ),
   })
   .refine(oneSource, oneSourceIssue)
   // The refinement, for the OpenAPI document and the clients generated from it: the code or its
@@ -488,7 +497,7 @@ export const operations = {
     output: responseSchemas.sigil_action,
     kind: "run" as OperationKind,
     bodyLimit: SCRIPT_BODY_LIMIT,
-    errors: [...KEYED, "not_found", "executor_busy", "ipfs_unavailable", "wallet_not_found"],
+    errors: [...KEYED, "compile_error", "not_found", "executor_busy", "ipfs_unavailable", "wallet_not_found"],
   },
   health: {
     input: z.strictObject({}),

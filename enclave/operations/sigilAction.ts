@@ -14,7 +14,7 @@ import { jsonSha256, RECEIPT_VERSION, textSha256 } from "../../shared/receipt.ts
 import { KeyUses } from "../receipts/receipts.ts";
 import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
-import { CodedError } from "../sandbox/runtime.ts";
+import { CodedError, type RunError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
 import { Recent } from "../../shared/recent.ts";
 
@@ -202,6 +202,9 @@ export async function sigilAction(
   const actionHash = actionHashOf(cid);
   const { value: allowed } = await readChain(() => enclave.cache.canExecute(keyHash, actionHash));
   if (!allowed) {
+    // Its author is told first that the code does not compile: allowing it would not make it run.
+    if (input.code !== undefined)
+      await refuseUncompiled(enclave, { code: input.code, cid }, ctx, timeoutMsOf(input, limits));
     throw new SigilError(
       "permission_denied",
       "the API key may not run this action: no group of its execute scope lists this CID",
@@ -212,7 +215,7 @@ export async function sigilAction(
   }
   const code = input.code ?? (await codeFromIpfs(enclave, cid));
 
-  const timeoutMs = Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
+  const timeoutMs = timeoutMsOf(input, limits);
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
   const uses = new KeyUses();
   const run = { keyHash, master: key.master, actionHash };
@@ -235,6 +238,8 @@ export async function sigilAction(
   const endedAt = new Date();
   const durationMs = Math.round(outcome.durationMs);
   log.info("run finished", { durationMs, error: outcome.error?.code ?? null });
+  // Code that does not compile never ran: a 400 (the edge frees its hold), no receipt, no charge.
+  if (outcome.error?.code === "compile_error") throw compileRefusal(outcome.error, cid);
   const response = outcome.responseJson === undefined ? null : (JSON.parse(outcome.responseJson) as unknown);
   const receipt = await enclave.receipts.sign({
     version: RECEIPT_VERSION,
@@ -260,6 +265,52 @@ export async function sigilAction(
     duration_ms: durationMs,
     receipt,
   };
+}
+
+/** The run's time limit: the caller's (the edge sets it to the seconds its hold granted), at most the maximum. */
+function timeoutMsOf(input: ParsedEnclaveRequest<"sigil_action">, limits: Enclave["config"]["limits"]): number {
+  return Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
+}
+
+/** The 400 answer for code that does not compile: the parser's message, where it stopped, the code's CID. */
+function compileRefusal(error: RunError, cid: string): SigilError {
+  const at = error.line === undefined ? "" : ` (line ${error.line}, column ${error.column})`;
+  return new SigilError("compile_error", `the script does not compile: ${error.message}${at}`, {
+    details: { cid, ...(error.line === undefined ? {} : { line: error.line, column: error.column }) },
+  });
+}
+
+/**
+ * Throws the compile error of code the caller may not run, compiled in the sandbox and not run (no
+ * key is given to it). Anything else — it compiles, or the sandbox cannot take it now — leaves the
+ * caller's answer the authorization's 403.
+ */
+async function refuseUncompiled(
+  enclave: Enclave,
+  script: { code: string; cid: string },
+  ctx: RequestContext,
+  timeoutMs: number,
+): Promise<void> {
+  const noKeys = async (): Promise<KeyMaterial> => {
+    throw new CodedError("permission_denied", "a compile check holds no keys");
+  };
+  let outcome;
+  try {
+    outcome = await enclave.sandbox.run(
+      {
+        ...script,
+        paramsJson: "null",
+        timeoutMs,
+        requestId: ctx.requestId,
+        correlationId: ctx.correlationId,
+        compileOnly: true,
+      },
+      noKeys,
+    );
+  } catch {
+    return;
+  }
+  if (outcome.error?.code === "compile_error") throw compileRefusal(outcome.error, script.cid);
 }
 
 /**

@@ -4,7 +4,8 @@
 // come first — whether the run broke a limit — are the run's own (runtime.ts, ScriptRun).
 import { errorStatus, SigilError, type ErrorCode } from "../../shared/errors.ts";
 
-export type RunError = { code: string; message: string; stack?: string };
+/** How a run failed; `line` and `column` only for `compile_error` (where the parser stopped). */
+export type RunError = { code: string; message: string; stack?: string; line?: number; column?: number };
 
 /**
  * An error for the script: `scriptCode` is the code the script's error carries (`permission_denied`,
@@ -84,4 +85,19 @@ export function scriptError(info: ThrownInfo): RunError {
         ].join("\n")
       : frames?.join("\n");
   return { code: info.code ?? "script_error", message, ...(stack ? { stack } : {}) };
+}
+
+/**
+ * The run error of code that does not compile (a SyntaxError QuickJS's parser raised, confirmed by
+ * compiling the code alone: a SyntaxError the code throws as it runs, `JSON.parse("{")`, is the
+ * script's own error). `line` and `column` are where the parser stopped, 1-based, from the error's
+ * first frame (`at action.js:2:14`).
+ */
+export function compileError(error: RunError): RunError {
+  const at = /^\s*at action\.js:(\d+):(\d+)/.exec(error.stack ?? "");
+  return {
+    code: "compile_error",
+    message: error.message,
+    ...(at ? { line: Number(at[1]), column: Number(at[2]) } : {}),
+  };
 }

@@ -16,6 +16,7 @@ import { HostBridge, type RunBinding, type RunHost } from "./hostBridge.ts";
 import type { SandboxInstance } from "./instance.ts";
 import {
   CodedError,
+  compileError,
   memoryError,
   RunStop,
   scriptError,
@@ -74,6 +75,11 @@ export type RunRequest = {
   timeoutMs: number;
   requestId: string;
   correlationId: string | null;
+  /**
+   * Only compile the code, run nothing: the outcome is `compile_error` or a null response. For a
+   * caller who may not run the code, who is still told that it does not compile (sigilAction.ts).
+   */
+  compileOnly?: true;
 };
 
 export type RunOutcome = {
@@ -500,13 +506,21 @@ export class ScriptRun {
     const ctx = this.#prepared.ctx;
     const request = this.#request;
     const isModule = /^\s*(export|import)\s/m.test(request.code);
+    if (request.compileOnly) {
+      const e = this.#compileFailure(isModule);
+      this.#done(e ? { error: e } : { responseJson: "null" });
+      return;
+    }
     const evaluated = this.#slice(() =>
       ctx.evalCode(request.code, "action.js", isModule ? { type: "module" } : undefined),
     );
     if (evaluated.error) {
       const e = this.#describe(evaluated.error);
       evaluated.error.dispose();
-      this.#done({ error: e });
+      // A SyntaxError is the parser's when the code alone does not compile; else the script threw it.
+      const compile =
+        e.code === "script_error" && e.message.startsWith("SyntaxError: ") && this.#compileFailure(isModule);
+      this.#done({ error: compile || e });
       return;
     }
     if (!isModule) {
@@ -531,6 +545,21 @@ export class ScriptRun {
     this.#drive(ns, (settled) =>
       "error" in settled ? this.#done({ error: settled.error }) : this.#callMain(settled.value),
     );
+  }
+
+  /** The compile error of the run's code, compiled and not run; undefined when it compiles. */
+  #compileFailure(isModule: boolean): RunError | undefined {
+    const ctx = this.#prepared.ctx;
+    const compiled = this.#slice(() =>
+      ctx.evalCode(this.#request.code, "action.js", { ...(isModule ? { type: "module" } : {}), compileOnly: true }),
+    );
+    if (!compiled.error) {
+      compiled.value.dispose();
+      return undefined;
+    }
+    const e = this.#describe(compiled.error);
+    compiled.error.dispose();
+    return e.code === "script_error" ? compileError(e) : e;
   }
 
   /** Calls `main` with the run's params (and the module's namespace); its promise is driven to the answer. */

@@ -147,10 +147,48 @@ describe("errors", () => {
     );
   });
 
-  it("a syntax error in the script is script_error naming SyntaxError", async () => {
-    expect(failed(await run(apiKey, `async function main() { return 1 +; }`), "script_error").message).toMatch(
+  it("code that does not compile is a 400 compile_error naming the parser's message, line and column: no run, no receipt", async () => {
+    const r = await run(apiKey, "async function main() {\n  return 1 +;\n}");
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    const body = r.body as unknown as { error: { code: string; message: string; details: unknown }; receipt?: unknown };
+    expect(body.error.code).toBe("compile_error");
+    expect(body.error.message).toBe(
+      "the script does not compile: SyntaxError: unexpected token in expression: ';' (line 2, column 13)",
+    );
+    expect(body.error.details).toEqual({
+      cid: await computeCid("async function main() {\n  return 1 +;\n}"),
+      line: 2,
+      column: 13,
+    });
+    expect(body.receipt).toBeUndefined();
+    const module = await run(apiKey, "export async function main() {\n  return 1 +\n}\n");
+    expect(module.status).toBe(400);
+    expect((module.body as unknown as { error: { details: unknown } }).error.details).toMatchObject({
+      line: 3,
+      column: 1,
+    });
+  });
+
+  it("a SyntaxError the script throws as it runs is its own script_error, at top level or in main", async () => {
+    expect(failed(await run(apiKey, `JSON.parse("{");\nasync function main() {}`), "script_error").message).toMatch(
       /^SyntaxError: /,
     );
+    expect(
+      failed(await run(apiKey, `async function main() { return new RegExp("("); }`), "script_error").message,
+    ).toMatch(/^SyntaxError: /);
+  });
+
+  it("a key that may not run the code is told first that it does not compile (400, not 403); code that compiles is its 403", async () => {
+    const other = (await ok<{ api_key: string }>("new_account", { account_name: "no groups" })).api_key;
+    const broken = await run(other, "async function main() { return (; }");
+    expect(broken.status, JSON.stringify(broken.body)).toBe(400);
+    expect((broken.body as unknown as { error: { code: string; details: unknown } }).error).toMatchObject({
+      code: "compile_error",
+      details: { line: 1, column: 33 },
+    });
+    const fine = await run(other, `async function main() { console.log("ran"); return 1; }`);
+    expect(fine.status).toBe(403);
+    expect((fine.body as unknown as { error: { code: string } }).error.code).toBe("permission_denied");
   });
 
   it("a script throwing its own object with a code property gets script_error, not that code", async () => {

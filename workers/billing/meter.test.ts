@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
-import { Meter, type Payer } from "./meter.ts";
+import { Meter, runTimeoutMs, type Payer } from "./meter.ts";
 
 /** A run metered as the route's pipeline meters it: held, given the seconds granted, settled with its answer. */
 async function meteredRun(
@@ -81,5 +81,20 @@ describe("meteredRun and the run's receipt", () => {
     const bare = { ...answer(10, 0), receipt: undefined } as unknown as SigilActionResponse;
     expect((await meteredRun(undefined, 30_000, "ref", undefined, async () => bare, log)).chargedCents).toBe(0);
     expect(lines.filter((l) => l.level === "error")).toHaveLength(1);
+  });
+});
+
+describe("runTimeoutMs", () => {
+  const limits = { timeoutMs: 60_000, maxTimeoutMs: 120_000 };
+  it("is the caller's timeout_ms up to the configured maximum, the default without one, and a 400 past the maximum", () => {
+    expect(runTimeoutMs(undefined, limits)).toBe(60_000);
+    expect(runTimeoutMs(1500, limits)).toBe(1500);
+    expect(runTimeoutMs(120_000, limits)).toBe(120_000);
+    expect(() => runTimeoutMs(120_001, limits)).toThrow(
+      expect.objectContaining({
+        code: "invalid_request",
+        message: "timeout_ms must be at most 120000 (max_timeout_ms)",
+      }),
+    );
   });
 });

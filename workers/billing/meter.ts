@@ -231,16 +231,35 @@ async function startMeter(c: Context<EdgeEnv>): Promise<Meter> {
 }
 
 /**
+ * A run's time limit: the caller's `timeout_ms`, or the configured default; over the configured
+ * maximum is the caller's mistake (400), told before anything is held.
+ */
+export function runTimeoutMs(
+  requested: number | undefined,
+  limits: { timeoutMs: number; maxTimeoutMs: number },
+): number {
+  if (requested === undefined) return limits.timeoutMs;
+  if (requested > limits.maxTimeoutMs)
+    throw new SigilError("invalid_request", `timeout_ms must be at most ${limits.maxTimeoutMs} (max_timeout_ms)`, {
+      details: [{ path: "timeout_ms", message: `at most ${limits.maxTimeoutMs}` }],
+    });
+  return requested;
+}
+
+/**
  * The stage that charges a run (router.ts `pipeline`): it holds before the handler, which gives the
  * run `grantedMs` and settles it with the enclave's answer (`settleRun`); a handler that threw frees
  * the hold. A settled answer says what it cost in X-Sigil-Charged-Cents.
  */
 export function meteredRun(): Stage {
   return async (c, next) => {
+    const input = (c.req as { valid(target: "json"): { ipfs_id?: string; timeout_ms?: number } | undefined }).valid(
+      "json",
+    );
+    const timeoutMs = runTimeoutMs(input?.timeout_ms, c.get("config").limits);
     const meter = await startMeter(c);
-    const input = (c.req as { valid(target: "json"): { ipfs_id?: string } | undefined }).valid("json");
     // The CID is known here only for a run by ipfs_id; the settle records the answer's.
-    await meter.holdRun(c.get("config").limits.timeoutMs, input?.ipfs_id);
+    await meter.holdRun(timeoutMs, input?.ipfs_id);
     await next();
     if (!meter.done) await meter.release();
   };

@@ -69,7 +69,11 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
           api_key: callerKey(c).apiKey,
           ...(grantedMs === undefined
             ? {}
-            : { timeout_ms: grantedMs, billing: { granted_seconds: Math.floor(grantedMs / 1000) } }),
+            : {
+                // Whole seconds are held; the run stops at the caller's own limit when it is shorter.
+                timeout_ms: Math.min(grantedMs, input.timeout_ms ?? grantedMs),
+                billing: { granted_seconds: Math.floor(grantedMs / 1000) },
+              }),
         },
         {
           config,

@@ -357,6 +357,23 @@ describe("sigil_action", () => {
     expect(await free(key)).toBe(20 - 1 - 1 - charged(slow));
   });
 
+  it("a run's own timeout_ms is its limit and the most it costs: an endless run asked for 1.5 s ends in timeout there, charged 2 cents; past the largest limit there is, 400 and nothing held", async () => {
+    const key = await newAccount("own limit", 20);
+    await groupFor(key);
+    const bounded = await edge<{
+      charged_cents: number;
+      duration_ms: number;
+      error: { code: string; message: string };
+    }>("sigil_action", { key, body: { code: ENDLESS, timeout_ms: 1500 } });
+    expect(charged(bounded)).toBe(2);
+    expect(bounded.body.error.code).toBe("timeout");
+    expect(bounded.body.error.message).toMatch(/^the script ran past its time limit of 1500 ms/);
+    expect(bounded.body.duration_ms).toBeLessThan(2000);
+    const tooLong = await edge("sigil_action", { key, body: { code: QUICK, timeout_ms: 900_001 } });
+    expectError(tooLong, 400, "invalid_request");
+    expect(await ledgerOf(key).balance()).toEqual({ settledCents: 20 - 1 - 2, heldCents: 0, freeCents: 20 - 1 - 2 });
+  });
+
   it("a run that outlives its credit is stopped at the granted seconds, charged exactly that, code insufficient_credits, logs kept", async () => {
     const key = await newAccount("short of credit", 1 + 2);
     await groupFor(key);
@@ -432,6 +449,26 @@ describe("sigil_action", () => {
     }
     // 1 cent for the group, 2 for the 1.5 s run.
     expect(balance).toEqual({ settledCents: 100 - 1 - 2, heldCents: 0, freeCents: 100 - 1 - 2 });
+  });
+
+  it("code that does not compile is 400 compile_error with its line and column, costs nothing and is no run in /usage, allowed or not", async () => {
+    const key = await newAccount("uncompiled", 3);
+    const broken = "async function main() {\n  return (;\n}";
+    const denied = await edge("sigil_action", { key, body: { code: broken } });
+    expectError(denied, 400, "compile_error");
+    expect(denied.headers.get("x-sigil-charged-cents") ?? "0").toBe("0");
+    await ok200("add_group", {
+      key,
+      body: { group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] },
+    });
+    const allowed = await edge<{ error: { details: unknown } }>("sigil_action", { key, body: { code: broken } });
+    expectError(allowed, 400, "compile_error");
+    expect(allowed.body.error.details).toEqual({ cid: await computeCid(broken), line: 2, column: 11 });
+    // The group's cent, and nothing for either refusal.
+    expect(await ledgerOf(key).balance()).toEqual({ settledCents: 2, heldCents: 0, freeCents: 2 });
+    const usage = await edge<{ events: { kind: string }[] }>("usage", { key });
+    expect(usage.status).toBe(200);
+    expect(usage.body.events.filter((e) => e.kind === "run")).toEqual([]);
   });
 
   it("code the key may not run is 403 and costs nothing", async () => {
