@@ -24,7 +24,10 @@ const startUsage = `usage: sigil start   (npm start)
   Runs the local stack until Ctrl-C: anvil (unless SIGIL_RPC_URL is set), AccountConfig, the
   enclave (SIMULATED TEE), the local Stripe emulator (unless STRIPE_SECRET_KEY is set) and the API
   on 127.0.0.1:8787, and writes their addresses to .sigil/local.json (or $SIGIL_STATE_DIR), where
-  the other commands find the API. Its variables are in the README (What runs today).`;
+  the other commands find the API. Its variables are in docs/operations/configuration.md.`;
+
+/** Defined by the packed CLI's bundle (bin/package/build.ts); undefined when run from the repository. */
+declare const SIGIL_CLI_VERSION: string | undefined;
 
 type TopLevel = { summary: string; run(args: string[]): Promise<number> };
 
@@ -123,9 +126,12 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "--version" || command === "-v" || command === "version") {
-    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
-      version: string;
-    };
+    // The packed CLI (bin/package/build.ts) has its version built in; here, the repository's.
+    const version =
+      typeof SIGIL_CLI_VERSION === "string"
+        ? SIGIL_CLI_VERSION
+        : (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
+            .version;
     console.log(`sigil ${version} (Node ${process.version})`);
     return 0;
   }

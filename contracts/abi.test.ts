@@ -1,4 +1,4 @@
-// The ABI callers use at the proxy address exposes everything contract.md names, so the edge and
+// The ABI callers use at the proxy address exposes everything docs/design/contract.md names, so the edge and
 // the enclave can rely on one module for every call, view, event and error.
 import { describe, expect, it } from "vitest";
 import { accountConfigAbi } from "../shared/generated/accountConfigAbi.ts";

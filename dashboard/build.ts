@@ -1,14 +1,15 @@
 // Builds the dashboard (run by the root's `npm run build`): one ES module bundle (Preact, the
-// pages, @sigil/sdk and the parts of viem it uses) and one stylesheet, minified by esbuild into
+// pages, @sigil/sdk and the parts of viem it uses), one stylesheet and the icon (favicon.ts), minified by esbuild into
 // dist/assets/dashboard/ beside index.html, which the edge serves at /dashboard (workers/dashboard.ts)
 // under a CSP that allows nothing from another origin. Code a page loads by `import()` (the
 // Attestation page's verifier) is split into chunks of its own, fetched when that page opens. Prints
 // the gzipped size of what a first visit downloads (the page, the stylesheet, the entry script and
 // the chunks it imports statically) and of each chunk loaded later, and fails above the budgets.
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { FAVICON_SVG, faviconIco } from "./favicon.ts";
 
 const here = import.meta.dirname;
 const root = join(here, "..");
@@ -47,6 +48,9 @@ export async function buildDashboard(): Promise<DashboardBuild> {
     logLevel: "warning",
   });
   copyFileSync(join(here, "index.html"), join(dashboardOut, "index.html"));
+  // The icon (favicon.ts); the edge serves the ICO at /favicon.ico too.
+  writeFileSync(join(dashboardOut, "favicon.svg"), FAVICON_SVG);
+  writeFileSync(join(dashboardOut, "favicon.ico"), faviconIco());
   const gz = (file: string) => gzipSync(readFileSync(join(dashboardOut, file)), { level: 9 }).length;
   // The scripts a first visit runs: app.js and, transitively, what it imports statically.
   const outputs = result.metafile.outputs;
@@ -64,7 +68,9 @@ export async function buildDashboard(): Promise<DashboardBuild> {
   const firstFiles = ["index.html", "app.css", ...scripts.filter((o) => first.has(o)).map(name)];
   const lazy = Object.fromEntries(scripts.filter((o) => !first.has(o)).map((o) => [name(o), gz(name(o))]));
   const gzipBytes = firstFiles.reduce((sum, f) => sum + gz(f), 0);
-  const files = ["index.html", "app.css", ...scripts.map(name)].map((f) => relative(root, join(dashboardOut, f)));
+  const files = ["index.html", "app.css", "favicon.svg", "favicon.ico", ...scripts.map(name)].map((f) =>
+    relative(root, join(dashboardOut, f)),
+  );
   return { files, gzipBytes, lazy };
 }
 

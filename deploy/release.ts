@@ -1,7 +1,7 @@
 // Turns deploy/docker-compose.template.yml into what dstack runs and what the chain allows:
 // deploy/docker-compose.yml and deploy/app-compose.json, whose SHA-256 (of the file's exact bytes)
 // is the compose hash that the CVM measures into RTMR3 and that the app's governance contract
-// must list in allowedComposeHashes (attestation.md). README, "Deploying", is the walk-through.
+// must list in allowedComposeHashes (docs/design/attestation.md). README, "Deploying", is the walk-through.
 //
 //   node deploy/release.ts --image enclave=sha256:<64 hex> --image ingress=sha256:<64 hex> \
 //     --set SIGIL_RPC_URL=https://mainnet.base.org --set SIGIL_CONTRACT_ADDRESS=0x…

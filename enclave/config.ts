@@ -118,7 +118,7 @@ export const THREAD_POOL_SIZE = 16;
  */
 export const ENCLAVE_PROCESS = { nodeFlags: ["--max-semi-space-size=8"], env: { MALLOC_ARENA_MAX: "2" } } as const;
 
-/** The limits every run is held to (sandbox.md): the run limits both sides read (shared/limits.ts). */
+/** The limits every run is held to (docs/design/sandbox.md): the run limits both sides read (shared/limits.ts). */
 export type SandboxLimits = RunLimits;
 
 export type EnclaveConfig = {

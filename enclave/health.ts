@@ -1,5 +1,5 @@
-// The enclave's health, in two reports (api.md, Public information; keys-and-authz.md, the
-// listener). The public one, `GET /health`, says what a load balancer or an outsider needs and
+// The enclave's health, in two reports (docs/design/api.md, Public information; docs/design/keys-and-authz.md,
+// "Permission cache and chain listener"). The public one, `GET /health`, says what a load balancer or an outsider needs and
 // nothing an attacker could use: serving or not, this instance's id, the listener's lag and blocks,
 // whether it is stalled, the chain, the payer addresses (the operator registers them on chain from
 // here). Everything else — payer balances, the listener's last error (RPC details), the sandbox,

@@ -1,4 +1,4 @@
-// startEnclave's wiring of the chain listener to the permission cache (keys-and-authz.md,
+// startEnclave's wiring of the chain listener to the permission cache (docs/design/keys-and-authz.md,
 // "Permission cache and chain listener"): an event that names an account drops every cache entry of
 // that account, so a grant revoked on chain is not served from the cache for the rest of its five
 // minutes. The enclave runs in this process against its own anvil, so the test drives the listener's

@@ -1,4 +1,4 @@
-// The enclave's memory of operations sent under an Idempotency-Key (api.md, Idempotency keys). The
+// The enclave's memory of operations sent under an Idempotency-Key (docs/design/api.md, Idempotency keys). The
 // edge remembers answers it gave; this remembers what the enclave itself started, for the case the
 // edge cannot know: its attempt was cut off (the edge was killed, the answer was lost) after the
 // enclave took the operation, which may since have sent a transaction or run a script. A retry

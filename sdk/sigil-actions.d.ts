@@ -107,7 +107,7 @@ export interface DigestSignature {
 
 /** What every wallet function takes: the wallet, by its address. */
 export interface WalletArgs {
-  /** The wallet's address. It must be usable by the calling key and this script (docs/actions.md, "Which wallets"). */
+  /** The wallet's address. It must be usable by the calling key and this script (docs/actions.md, "Which wallets a script may use"). */
   pkpId: Address;
 }
 

@@ -1,5 +1,5 @@
 // Classifies IP literals for the guards that keep outgoing requests off the service's own networks:
-// the enclave's fetch guard for scripts (sandbox.md, Limits: only "public" may be reached without an
+// the enclave's fetch guard for scripts (docs/design/sandbox.md, Limits: only "public" may be reached without an
 // allow-list entry) and the edge's webhook URL guard (workers/webhooks/url.ts). Embedded IPv4
 // (mapped, compatible, NAT64, 6to4) is classified by the IPv4 it carries, so no IPv6 spelling of a
 // private IPv4 passes. Anything unparsable is "invalid". Free of Node APIs (the edge imports it):

@@ -1,4 +1,4 @@
-// API keys: standard, padded, canonical base64 of 32 random bytes (keys-and-authz.md, API keys).
+// API keys: standard, padded, canonical base64 of 32 random bytes (docs/design/keys-and-authz.md, API keys).
 import { describe, expect, it } from "vitest";
 import { generateApiKey, isApiKeyFormat, keyRefusal } from "./apiKey.ts";
 import { apiKeyHash, toHash32 } from "./hashing.ts";

@@ -1,5 +1,5 @@
 // JSON with every object's keys sorted, for fingerprinting what a request asks (Idempotency-Key,
-// api.md): the same body is the same text however its fields were ordered. Bigints (validated
+// docs/design/api.md): the same body is the same text however its fields were ordered. Bigints (validated
 // group ids) are written as decimal strings, as they go to the enclave.
 export function canonicalJson(value: unknown): string {
   if (typeof value === "bigint") return JSON.stringify(value.toString());

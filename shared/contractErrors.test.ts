@@ -1,4 +1,4 @@
-// Mapping AccountConfig's reverts to the errors clients see (api.md), with real viem errors: each
+// Mapping AccountConfig's reverts to the errors clients see (docs/design/api.md), with real viem errors: each
 // custom error is produced by simulating a reverting call against the contract on a local anvil.
 import { createServer, type AddressInfo } from "node:net";
 import {

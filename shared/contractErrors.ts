@@ -1,4 +1,4 @@
-// Turns a failed AccountConfig call into the error a client sees (api.md). The revert data and
+// Turns a failed AccountConfig call into the error a client sees (docs/design/api.md). The revert data and
 // RPC details never reach the client; `internal` tells the caller to log the original error.
 import {
   BaseError,

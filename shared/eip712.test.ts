@@ -1,4 +1,4 @@
-// The EIP-712 envelope (service-spec.md, Authentication 7-9; api.md, Signature endpoints): the
+// The EIP-712 envelope (the service specification, Authentication 7-9; docs/design/api.md, Signature endpoints): the
 // builder, the digest (against viem and against a hand computation), and every rule of the
 // validator with its error code, status and order.
 import {

@@ -1,6 +1,6 @@
 // The EIP-712 envelope of the signature flows and of `X-Wallet-Auth` (spec, Authentication 7-9):
 // the domain, the four primary types, a builder, the digest, and a pure validator that applies
-// every rule of api.md in its order and returns a typed error for each rejection. Signature
+// every rule of docs/design/api.md in its order and returns a typed error for each rejection. Signature
 // recovery and ERC-1271 need a chain client and live with the edge.
 import { getAddress, hashTypedData, isAddress, type Address, type Hex, type TypedDataDefinition } from "viem";
 import { SigilError } from "./errors.ts";
@@ -120,7 +120,7 @@ export type ValidateTypedDataResult<P extends SigilPrimaryType> =
   | { ok: false; error: TypedDataError };
 
 /**
- * Checks a typed-data envelope in api.md's order: size (413), primaryType (400
+ * Checks a typed-data envelope in docs/design/api.md's order: size (413), primaryType (400
  * `wrong_primary_type`), types and message shape (400 `invalid_typed_data`), domain name and
  * version (400 `invalid_typed_data`), chainId (400 `wrong_chain_id`), `issuedAt` within ±300 s of
  * `now` (401 `signature_expired`). `typedData` may be the parsed object or its JSON text.

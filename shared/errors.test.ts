@@ -1,9 +1,9 @@
-// The error vocabulary: codes and statuses exactly as api.md's table, and the one error body.
+// The error vocabulary: codes and statuses exactly as docs/design/api.md's table, and the one error body.
 import { describe, expect, it } from "vitest";
 import { errorBodySchema } from "./errorBodySchema.ts";
 import { errorBody, errorStatus, SigilError, type ErrorCode } from "./errors.ts";
 
-// api.md, Conventions, Errors: written out independently of errors.ts.
+// docs/design/api.md, Conventions, Errors: written out independently of errors.ts.
 const API_MD_TABLE: Record<number, string[]> = {
   400: [
     "invalid_request",
@@ -13,7 +13,7 @@ const API_MD_TABLE: Record<number, string[]> = {
     "wrong_primary_type",
     "wrong_chain_id",
     "amount_below_minimum",
-    // Not in api.md's table: issue 14's webhooks (a URL that may not receive them), and the
+    // Not in docs/design/api.md's table: issue 14's webhooks (a URL that may not receive them), and the
     // cursor of /usage and /audit that no page gave.
     "invalid_webhook_url",
     "invalid_cursor",
@@ -23,7 +23,7 @@ const API_MD_TABLE: Record<number, string[]> = {
   401: ["missing_api_key", "invalid_api_key", "invalid_signature", "signature_expired"],
   402: ["insufficient_credits"],
   403: ["permission_denied", "account_key_required", "chain_secured_account"],
-  // instance_not_found is not in api.md's table either: a client that pins the attestation
+  // instance_not_found is not in docs/design/api.md's table either: a client that pins the attestation
   // endpoints to an enclave instance the edge does not serve (issue 11, point 15) needs its own code.
   // webhook_not_found and delivery_not_found: issue 14's webhook endpoints and their deliveries.
   404: [
@@ -37,10 +37,10 @@ const API_MD_TABLE: Record<number, string[]> = {
     "webhook_not_found",
     "delivery_not_found",
   ],
-  // method_not_allowed is not in api.md's table: issue 11 asks for 405 with Allow on a known path
+  // method_not_allowed is not in docs/design/api.md's table: issue 11 asks for 405 with Allow on a known path
   // with another method, where the table only has 404 for unknown routes.
   405: ["method_not_allowed"],
-  // request_in_progress, write_outcome_unknown and idempotency_key_reused are not in api.md's
+  // request_in_progress, write_outcome_unknown and idempotency_key_reused are not in docs/design/api.md's
   // table either: they are the Idempotency-Key answers issue 11 (point 19) added.
   // webhook_limit: issue 14's eleventh webhook endpoint.
   409: [
@@ -51,14 +51,14 @@ const API_MD_TABLE: Record<number, string[]> = {
     "write_outcome_unknown",
     "webhook_limit",
   ],
-  // body_timeout is not in api.md's table: a body that does not arrive within the edge's deadline is
+  // body_timeout is not in docs/design/api.md's table: a body that does not arrive within the edge's deadline is
   // refused before its request takes a place in admission (issue 26), and no code said so.
   408: ["body_timeout"],
   413: ["payload_too_large"],
   422: ["idempotency_key_reused"],
   429: ["rate_limited", "executor_busy"],
   500: ["internal_error"],
-  // payments_unavailable is not in api.md's table: its table has no code for Stripe being
+  // payments_unavailable is not in docs/design/api.md's table: its table has no code for Stripe being
   // unreachable or unconfigured, which the billing endpoints need (see the issue note). Nor is
   // ipfs_unavailable: a run by ipfs_id whose gateway is down is neither the chain nor the enclave.
   // Nor edge_busy: an edge isolate refusing a request for load before any work (issue 16's soak).

@@ -1,4 +1,4 @@
-// The error vocabulary the edge and the enclave share (api.md): stable codes, the HTTP status of
+// The error vocabulary the edge and the enclave share (docs/design/api.md): stable codes, the HTTP status of
 // each, the one error body every non-2xx answer has, and the codes a script run can end with.
 // Free of zod (its schema is in errorBodySchema.ts), so the sandbox's worker threads can load it.
 
@@ -69,7 +69,7 @@ export const errorStatus = {
 export type ErrorCode = keyof typeof errorStatus;
 export type ErrorStatus = (typeof errorStatus)[ErrorCode];
 
-/** Codes a script run reports in a 200 response's `error.code` (sandbox.md). */
+/** Codes a script run reports in a 200 response's `error.code` (docs/design/sandbox.md). */
 export const runErrorCodes = [
   "script_error",
   "timeout",
@@ -108,7 +108,7 @@ export class SigilError extends Error {
   readonly expose: boolean;
 
   /**
-   * `status` overrides the code's usual status where api.md answers otherwise: the one case is the
+   * `status` overrides the code's usual status where docs/design/api.md answers otherwise: the one case is the
    * Stripe webhook, whose bad signature is a 400 `invalid_signature` (the payload is refused; no
    * credential of a caller is at stake).
    */
@@ -158,7 +158,7 @@ export function errorBody(error: SigilError, requestId: string): ErrorBody {
  * A managed write that failed after its transaction was sent (it reverted on chain, or its receipt
  * never came): the same error, with the transaction's hash in `details.transaction_hash`. The
  * client learns which transaction it was; the edge's meter learns that the write was sent, which
- * costs its cent (billing.md, Fees).
+ * costs its cent (docs/design/billing.md, Fees).
  */
 export function sentTransactionError(err: SigilError, transactionHash: string): SigilError {
   const details =

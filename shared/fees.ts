@@ -1,4 +1,4 @@
-// What a run costs (billing.md, Fees), in one place for both sides: the edge settles a run's hold
+// What a run costs (docs/design/billing.md, Fees), in one place for both sides: the edge settles a run's hold
 // with it (workers/billing/meter.ts) and the enclave signs the same figure into the run's receipt
 // (enclave/receipts/), so the receipt's `charged_cents` is what the ledger charged.
 

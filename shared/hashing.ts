@@ -1,4 +1,4 @@
-// The three hashes Sigil's contract and both sides agree on (keys-and-authz.md, contract.md).
+// The three hashes Sigil's contract and both sides agree on (docs/design/keys-and-authz.md; docs/design/contract.md).
 // Each is a uint256 on chain; here a bigint, with `toHash32` for the `0x` + 64-hex form of responses.
 import { hexToBigInt, keccak256, numberToHex, stringToBytes, type Address, type Hex } from "viem";
 

@@ -1,4 +1,4 @@
-// The limits every script run is held to (sandbox.md, Limits), read from the same variables on
+// The limits every script run is held to (docs/design/sandbox.md, Limits), read from the same variables on
 // both sides: the enclave enforces them, and the edge sizes a run's hold by them, refuses scripts
 // over them and reports them to clients (get_sigil_action_client_config). An operator who changes
 // one sets it on the edge and on every enclave alike.

@@ -5,7 +5,7 @@
 // `enclave.call(op, input, …)` (workers/enclave/client.ts); the channel seals `{op, ids, input}`
 // (shared/channel/); the enclave parses the input with the same schema and dispatches to the
 // operation of the same name (enclave/operations/index.ts). Field names are the public API's
-// (api.md). The enclave hashes the key itself: it never trusts the edge for authorization.
+// (docs/design/api.md). The enclave hashes the key itself: it never trusts the edge for authorization.
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
@@ -46,7 +46,7 @@ export const apiKeyField = z
   .refine(isApiKeyFormat, "must be a 44-character base64 API key")
   .transform((k) => k.trim());
 
-/** A group id: a number or a decimal string (api.md, Ids), a u64. */
+/** A group id: a number or a decimal string (docs/design/api.md, Ids), a u64. */
 export const groupIdField = z
   .union([
     z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
@@ -108,7 +108,7 @@ const usageKeyPermissions = {
   ),
   /** Unix seconds; absent or 0: never expires. */
   expires_at: z.number().int().nonnegative().optional(),
-  /** Per-key spend cap in cents (billing.md); absent or 0: no cap. */
+  /** Per-key spend cap in cents (docs/design/billing.md); absent or 0: no cap. */
   spend_limit_cents: z.number().int().nonnegative().optional(),
 };
 
@@ -379,14 +379,14 @@ export type EnclaveResponse<Op extends EnclaveOperation> = z.infer<(typeof respo
 /** The body limit of every route and operation that does not take a script. */
 export const DEFAULT_BODY_LIMIT = 256 << 10;
 /**
- * The body limit of what takes a script (sandbox.md, Limits: code 4 MiB, request body 6 MiB):
+ * The body limit of what takes a script (docs/design/sandbox.md, Limits: code 4 MiB, request body 6 MiB):
  * sigil_action, and get_sigil_action_ipfs_id, which takes the same scripts.
  */
 export const SCRIPT_BODY_LIMIT = 6 << 20;
 
 /**
  * The body limit of what is signed typed data (the three ChainSecured flows): far above the 4 KiB
- * of typed data plus 4 KiB of signature, so oversized parts still get api.md's 413 from the
+ * of typed data plus 4 KiB of signature, so oversized parts still get docs/design/api.md's 413 from the
  * typed-data check, with its message, and bounded before anything is checked (they need no key).
  */
 export const TYPED_DATA_BODY_LIMIT = 64 << 10;

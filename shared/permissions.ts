@@ -1,4 +1,4 @@
-// A usage key's permissions (keys-and-authz.md, Usage keys): three abilities and four lists of group
+// A usage key's permissions (docs/design/keys-and-authz.md, Usage keys): three abilities and four lists of group
 // ids (0: every group), named once here. The API spells them in snake_case (the routes, the
 // enclave's schemas, the CLI and the dashboard), the contract and the SDK's AccountConfig calls in
 // camelCase (`camelOf`); setUsageApiKey takes them in this order, the abilities first.

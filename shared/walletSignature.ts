@@ -1,4 +1,4 @@
-// Whether `signature` over `digest` is the wallet `address`'s (api.md, signature endpoints): ECDSA
+// Whether `signature` over `digest` is the wallet `address`'s (docs/design/api.md, signature endpoints): ECDSA
 // recovery first, then ERC-1271 `isValidSignature` through eth_call on the node's chain, so both
 // EOAs and contract wallets can administer accounts. Runs in Workers and in Node.
 //

@@ -1,4 +1,4 @@
-// The edge's conventions, inside workerd (api.md, Conventions): request ids, the error body on
+// The edge's conventions, inside workerd (docs/design/api.md, Conventions): request ids, the error body on
 // every failure, CORS, the OpenAPI document, and the public endpoints that need no enclave.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// The edge's Hono app (api.md): request ids, CORS and the error body for everything; one router per
+// The edge's Hono app (docs/design/api.md): request ids, CORS and the error body for everything; one router per
 // resource under /core/v1; the OpenAPI document generated from the same zod schemas that validate.
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { cors } from "hono/cors";
@@ -64,7 +64,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
     await next();
   });
   app.use("/core/v1/*", rateLimit());
-  // Body limits (api.md: over the limit → 413) are each route's own middleware: the small default
+  // Body limits (docs/design/api.md: over the limit → 413) are each route's own middleware: the small default
   // (middleware/bodyLimit) on every route that takes a body, the script limit on the two that take a
   // script, a smaller one on the signature endpoints. No middleware here reads a route's path.
 
@@ -87,7 +87,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", webhooksRoutes());
   app.route("/", attestationRoutes());
 
-  // The document of every route above (api.md, Conventions: OpenAPI). Its one server is the origin
+  // The document of every route above (docs/design/api.md, Conventions: OpenAPI). Its one server is the origin
   // it was asked from: `npm start`'s names http://127.0.0.1:8787, production's its own domain.
   app.doc31("/core/v1/openapi.json", (c) => ({
     openapi: "3.1.0",

@@ -1,5 +1,5 @@
 // The attestation core inside workerd, where the edge verifies the enclave's channel quote
-// (attestation.md, Channel 2): dcap-qvl verifies the real dstack quote with its collateral, the
+// (docs/design/attestation.md, Channel: step 2): dcap-qvl verifies the real dstack quote with its collateral, the
 // event log replays, and the negative cases fail with the same messages as in Node. Fixtures come
 // in as JSON modules from ../shared/fixtures (beside the clone, as in CI): workerd has no node:fs.
 import { describe, expect, it } from "vitest";

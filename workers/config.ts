@@ -114,7 +114,7 @@ const schema = z.object({
   SIGIL_EDGE_BODY_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(DEFAULT_BODY_TIMEOUT_MS),
   /** `on` (default) or `off`: whether writes and runs are charged. */
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
-  /** Stripe (billing.md): secrets in production; the local emulator's keys under `npm start`. */
+  /** Stripe (docs/design/billing.md): secrets in production; the local emulator's keys under `npm start`. */
   STRIPE_SECRET_KEY: z.string().default(""),
   STRIPE_PUBLISHABLE_KEY: z.string().default(""),
   STRIPE_WEBHOOK_SECRET: z.string().default(""),
@@ -133,7 +133,7 @@ export type EdgeConfig = {
   env: "development" | "test" | "production";
   version: string;
   enclaveUrls: string[];
-  /** The attested channel to the enclaves (attestation.md): the edge's identity and what it accepts. */
+  /** The attested channel to the enclaves (docs/design/attestation.md): the edge's identity and what it accepts. */
   channel: {
     /** The edge's Ed25519 seed (a Worker secret, hex); the enclaves list its public key. */
     identityKey: string | undefined;
@@ -170,7 +170,7 @@ export type EdgeConfig = {
   maxInFlightPerClient: number;
   /** How long a request's body may take to arrive (ms) before it is refused with 408 body_timeout (middleware/bodyLimit). */
   bodyTimeoutMs: number;
-  /** Metering through the Ledger (billing.md); `off` only for self-hosted operators and some tests. */
+  /** Metering through the Ledger (docs/design/billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
    * The limits of a run, the same variables the enclaves read (shared/limits.ts): the edge sizes a

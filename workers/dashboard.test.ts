@@ -48,4 +48,20 @@ describe("/dashboard", () => {
     expect(index.headers.get("location")).toBe("/dashboard");
     expect((await SELF.fetch(`${ORIGIN}/dashboard/../core/v1/version`)).status).toBe(200);
   });
+
+  it("serves the icon at /favicon.ico (an ICO holding a PNG) and as /dashboard/favicon.svg and .ico, each with its content type", async () => {
+    const ico = await SELF.fetch(`${ORIGIN}/favicon.ico`);
+    expect(ico.status).toBe(200);
+    expect(ico.headers.get("content-type")).toBe("image/x-icon");
+    const bytes = new Uint8Array(await ico.arrayBuffer());
+    expect([...bytes.slice(0, 4)]).toEqual([0, 0, 1, 0]);
+    expect([...bytes.slice(22, 26)]).toEqual([0x89, 0x50, 0x4e, 0x47]);
+    const svg = await SELF.fetch(`${ORIGIN}/dashboard/favicon.svg`);
+    expect(svg.status).toBe(200);
+    expect(svg.headers.get("content-type")).toMatch(/^image\/svg\+xml/);
+    expect(await svg.text()).toContain("<svg");
+    const again = await SELF.fetch(`${ORIGIN}/dashboard/favicon.ico`);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("content-type")).toMatch(/^image\/(x-icon|vnd\.microsoft\.icon)/);
+  });
 });

@@ -40,7 +40,10 @@ async function asset(c: Context<EdgeEnv>, path: string): Promise<Response> {
   return copy;
 }
 
-/** Serves /dashboard (the page; /dashboard/ too) and /dashboard/<file> from the static assets. */
+/**
+ * Serves /dashboard (the page; /dashboard/ too), /dashboard/<file> from the static assets, and the
+ * dashboard's icon at /favicon.ico, where browsers ask for a site's icon (dashboard/favicon.ts).
+ */
 export function serveDashboard(app: Hono<EdgeEnv>): void {
   const page = async (c: Context<EdgeEnv>) => {
     const res = await asset(c, `${DASHBOARD_PATH}/index.html`);
@@ -54,4 +57,10 @@ export function serveDashboard(app: Hono<EdgeEnv>): void {
   app.get(`${DASHBOARD_PATH}/`, page);
   app.get(`${DASHBOARD_PATH}/index.html`, (c) => c.redirect(DASHBOARD_PATH));
   app.get(`${DASHBOARD_PATH}/:file{[A-Za-z0-9._-]+}`, (c) => asset(c, c.req.path));
+  app.get("/favicon.ico", async (c) => {
+    const res = await asset(c, `${DASHBOARD_PATH}/favicon.ico`);
+    res.headers.set("Content-Type", "image/x-icon");
+    res.headers.set("Cache-Control", "public, max-age=86400");
+    return res;
+  });
 }

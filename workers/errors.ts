@@ -1,4 +1,4 @@
-// The one error handler (api.md, Errors): every non-2xx answer has the body
+// The one error handler (docs/design/api.md, Errors): every non-2xx answer has the body
 // `{"error": {code, message, request_id, details?}}`. Internal details (stack traces, RPC errors,
 // revert data) go to the log with the request id, never to the client.
 import type { Context } from "hono";

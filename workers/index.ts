@@ -1,4 +1,4 @@
-// The edge worker: every client talks to this Hono app (api.md). It validates, reads the chain,
+// The edge worker: every client talks to this Hono app (docs/design/api.md). It validates, reads the chain,
 // checks signatures and forwards key derivation, writes and executions to an enclave.
 import { createApp } from "./app.ts";
 

@@ -4,7 +4,7 @@
 // but no context (the enclave client) makes the same logger from them.
 import { createLogger, type Logger } from "../shared/log.ts";
 
-/** A request's ids (api.md, Request ids): its own, and the client's correlation id when it sent one. */
+/** A request's ids (docs/design/api.md, Request ids): its own, and the client's correlation id when it sent one. */
 export type RequestIds = { requestId: string; correlationId: string | null };
 
 /** The edge's root logger, for lines that belong to no request (what a function without one logs). */

@@ -1,4 +1,4 @@
-// What the app answers when no route matched (api.md, Errors): a path it serves with other methods
+// What the app answers when no route matched (docs/design/api.md, Errors): a path it serves with other methods
 // → 405 method_not_allowed with `Allow`; any other path → 404 not_found. Both in the one error body.
 import type { Hono, NotFoundHandler } from "hono";
 import { TrieRouter } from "hono/router/trie-router";

@@ -1,4 +1,4 @@
-// Swagger UI for the OpenAPI document (api.md, Conventions: OpenAPI), with nothing from another
+// Swagger UI for the OpenAPI document (docs/design/api.md, Conventions: OpenAPI), with nothing from another
 // origin: the page at /core/v1/swagger-ui and its initializer are the edge's own; Swagger UI's
 // script, stylesheet and icons are static assets that `npm run build` copies from swagger-ui-dist
 // into dist/assets/swagger-ui/ (bin/assets.ts), served at /swagger-ui/ through the ASSETS binding

@@ -14,7 +14,7 @@ import {
   type Command,
   type Group,
 } from "./context.ts";
-import { keyOwner } from "../../sdk/src/reads.ts";
+import { collect } from "../../sdk/src/reads.ts";
 
 const create: Command = {
   name: "account create",
@@ -53,37 +53,60 @@ const create: Command = {
 
 const show: Command = {
   name: "account show",
-  summary: "the key's account: whether it exists and is managed, the kind of key, the credit",
+  summary: "the key's account: its name and id, how it is administered, what it holds, the kind of key, the credit",
   usage: `
 
-  Shows the account of the API key: whether it exists, whether it is managed (or ChainSecured,
-  when its master key may only read), whether the key is its master key or a usage key, and its
-  credit. An unknown key fails (invalid_api_key).`,
+  Shows the account of the API key: its name and id (the master hash runs' receipts name),
+  whether it is managed or ChainSecured (administered by its admin wallet on chain; its master
+  key may then only read), how many wallets, groups, usage keys and actions it has, whether the
+  key is its master key or a usage key, and its credit. An unknown key fails (invalid_api_key).`,
   async run({ ctx }) {
     const client = ctx.keyed();
-    const { account: state, hash, usage } = await keyOwner(client, ctx.connection().apiKey as string);
-    const balance = await client.getBalance();
+    const [account, balance] = await Promise.all([client.getAccount(), client.getBalance()]);
+    const usage =
+      account.key.kind === "usage"
+        ? (await collect(client.all.listApiKeys())).find((k) => k.id.toLowerCase() === account.key.hash)
+        : undefined;
     const { baseUrl, from } = ctx.connection();
     const data = {
-      exists: state.exists,
-      managed: state.managed,
-      key_kind: usage ? "usage" : "master",
-      key_hash: hash,
+      exists: true,
+      account_id: account.account_id,
+      account_name: account.account_name,
+      account_description: account.account_description,
+      managed: account.managed,
+      admin: account.admin,
+      key_kind: account.key.kind,
+      key_hash: account.key.hash,
       ...(usage ? { key_name: usage.name } : {}),
+      wallet_count: account.wallet_count,
+      group_count: account.group_count,
+      usage_key_count: account.usage_key_count,
+      action_count: account.action_count,
       balance_cents: balance.balance_cents,
-      balance_display: balance.balance_display,
+      balance_display: dollars(balance.balance_cents),
       api: baseUrl,
     };
+    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
     ctx.print(data, () =>
       fields([
-        ["account", state.managed ? "managed" : "ChainSecured (administered by its wallet on chain)"],
+        ["account", `${account.account_name} (${account.account_id})`],
+        ["mode", account.managed ? "managed" : `ChainSecured (administered by ${account.admin} on chain)`],
         [
           "key",
-          usage
-            ? `usage key "${usage.name}" (${hash})`
-            : `master key (${hash})${state.managed ? "" : ", read-only since the conversion"}`,
+          account.key.kind === "usage"
+            ? `usage key "${usage?.name ?? ""}" (${account.key.hash})`
+            : `master key (${account.key.hash})${account.managed ? "" : ", read-only since the conversion"}`,
         ],
-        ["balance", `${dollars(balance.balance_cents)} (${balance.balance_cents} cents)`],
+        [
+          "holds",
+          [
+            count(account.wallet_count, "wallet"),
+            count(account.group_count, "group"),
+            count(account.usage_key_count, "usage key"),
+            count(account.action_count, "action"),
+          ].join(", "),
+        ],
+        ["balance", dollars(balance.balance_cents)],
         ["api", `${baseUrl}   (from ${from.api.detail})`],
       ]),
     );

@@ -34,7 +34,7 @@ export const balanceCommand: Command = {
   options: { ...switches("sign"), ...signerOptions },
   async run({ values, ctx }) {
     const balance = await (await billingClient(ctx, values)).getBalance();
-    ctx.print(balance, () => `balance ${balance.balance_display} (${balance.balance_cents} cents)`);
+    ctx.print(balance, () => `balance ${dollars(balance.balance_cents)}`);
   },
 };
 
@@ -55,10 +55,7 @@ export const topUpCommand: Command = {
     const client = await billingClient(ctx, values);
     const result = await topUp(client, { amountCents, ...given(values, { paymentMethod: "card" }) });
     const how = result.alreadyCredited ? "credited by Stripe's webhook" : "credited";
-    ctx.print(
-      result,
-      () => `${how}: ${dollars(amountCents)}; balance ${dollars(result.balanceCents)} (${result.balanceCents} cents)`,
-    );
+    ctx.print(result, () => `${how}: ${dollars(amountCents)}; balance ${dollars(result.balanceCents)}`);
   },
 };
 

@@ -8,6 +8,7 @@ import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { noPermissions, permissionsOf, toContract } from "../../shared/permissions.ts";
 import { signedWrite, signerOptions, signerUsage } from "./chainSecured.ts";
 import {
+  dollars,
   CliError,
   groupIds,
   repeated,
@@ -180,8 +181,8 @@ const list: Command = {
       ["HASH", (k) => k.id],
       ["NAME", (k) => k.name],
       ["EXPIRES", (k) => (k.expires_at ? new Date(k.expires_at * 1000).toISOString().replace(".000Z", "Z") : "never")],
-      ["SPENT", (k) => `${k.spent_cents} cents`],
-      ["SPEND LIMIT", (k) => (k.spend_limit_cents ? `${k.spend_limit_cents} cents` : "none")],
+      ["SPENT", (k) => dollars(k.spent_cents)],
+      ["SPEND LIMIT", (k) => (k.spend_limit_cents ? dollars(k.spend_limit_cents) : "none")],
       ["PERMISSIONS", permissionSummary],
     ]);
   },

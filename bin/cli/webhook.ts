@@ -1,8 +1,17 @@
-// `sigil webhook add|list|remove|deliveries|resend|settings`: the account's webhook endpoints (README,
-// "Webhooks"), managed with the master key. `add` prints the endpoint's signing secret, which the
+// `sigil webhook add|list|remove|deliveries|resend|settings`: the account's webhook endpoints
+// (docs/guides/webhooks.md), managed with the master key. `add` prints the endpoint's signing secret, which the
 // service never shows again; a receiver checks each delivery with it (the SDK's verifyWebhook).
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../sdk/src/index.ts";
-import { fields, repeated, UsageError, valued, wholeNumberOption, type Command, type Group } from "./context.ts";
+import {
+  dollars,
+  fields,
+  repeated,
+  UsageError,
+  valued,
+  wholeNumberOption,
+  type Command,
+  type Group,
+} from "./context.ts";
 
 const when = (unix: number | null) => (unix === null ? "" : new Date(unix * 1000).toISOString());
 
@@ -128,7 +137,7 @@ const settings: Command = {
         : await client.updateWebhookSettings({ balance_low_cents: cents });
     ctx.print(
       s,
-      () => `balance.low threshold ${s.balance_low_cents} cents${s.balance_low_cents === 0 ? " (off)" : ""}`,
+      () => `balance.low threshold ${dollars(s.balance_low_cents)}${s.balance_low_cents === 0 ? " (off)" : ""}`,
     );
   },
 };

@@ -1,6 +1,6 @@
 // `sigil edge-identity`: makes the edge's channel identity for a deployment — a new Ed25519 seed,
 // which the edge keeps as the secret SIGIL_EDGE_IDENTITY_KEY, and its public key, which the
-// enclaves list in SIGIL_ALLOWED_EDGE_KEYS (attestation.md, the attested channel). With --seed it
+// enclaves list in SIGIL_ALLOWED_EDGE_KEYS (docs/design/attestation.md, Channel). With --seed it
 // prints only the public key of a seed the operator already has.
 import { parseArgs } from "node:util";
 import { edgeIdentityFromSeed, newEdgeIdentitySeed, toBase64Url } from "../../shared/channel/channel.ts";

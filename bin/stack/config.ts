@@ -28,7 +28,7 @@ const schema = z.object({
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   /** Port for the local Stripe emulator (when no Stripe keys are set); 0 picks a free one. */
   SIGIL_STRIPE_PORT: z.coerce.number().int().min(0).max(65_535).default(12111),
-  /** The edge's first webhook retry delay in ms (default 10000; README, "Webhooks"); tests make it small. */
+  /** The edge's first webhook retry delay in ms (default 10000; docs/guides/webhooks.md); tests make it small. */
   SIGIL_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   /** Real (test-mode) Stripe instead of the emulator: all three, or none. */
   STRIPE_SECRET_KEY: z

@@ -13,11 +13,21 @@ import {
   type Transport,
   type WalletClient,
 } from "viem";
-import { createSigilClient, walletAuthHeader, type SigilClient } from "../../sdk/src/index.ts";
-import { keyOwner } from "../../sdk/src/reads.ts";
+import { createSigilClient, walletAuthHeader, type GetAccountOutput, type SigilClient } from "../../sdk/src/index.ts";
+import { collect } from "../../sdk/src/reads.ts";
+
+/** The account a key session acts in (get_account): its id, name, counts and the fees it pays. */
+export type SigilAccount = GetAccountOutput;
 
 export type Session =
-  | { kind: "key"; client: SigilClient; keyKind: "master" | "usage"; keyHash: string; keyName?: string }
+  | {
+      kind: "key";
+      client: SigilClient;
+      keyKind: "master" | "usage";
+      keyHash: string;
+      keyName?: string;
+      account: SigilAccount;
+    }
   | {
       kind: "wallet";
       client: SigilClient;
@@ -26,8 +36,8 @@ export type Session =
       signer: WalletClient<Transport, Chain | undefined, Account>;
     };
 
-/** What every page of the dashboard is given: the session it acts in. */
-export type PageProps = { session: Session };
+/** What every page of the dashboard is given: the session it acts in, and what the URL names after the page (#/wallets/<address>). */
+export type PageProps = { session: Session; param?: string | undefined };
 
 const KEY_ITEM = "sigil.dashboard.key";
 
@@ -37,15 +47,32 @@ export const anonymous = (): SigilClient => createSigilClient({ baseUrl: locatio
 /** A session for `apiKey`, checked against the service first (a wrong key throws its SigilError). */
 export async function signInWithKey(apiKey: string): Promise<Session> {
   const client = createSigilClient({ baseUrl: location.origin, apiKey });
-  const { hash: keyHash, usage } = await keyOwner(client, apiKey);
+  // get_account refuses a key of no account (401 invalid_api_key) and says which kind this one is.
+  const account = await client.getAccount();
+  const keyHash = account.key.hash.toLowerCase();
+  // A usage key's name is in the account's key list (which a usage key may read).
+  const usage =
+    account.key.kind === "usage"
+      ? (await collect(client.all.listApiKeys())).find((k) => k.id.toLowerCase() === keyHash)
+      : undefined;
   sessionStorage.setItem(KEY_ITEM, apiKey);
   return {
     kind: "key",
     client,
-    keyKind: usage ? "usage" : "master",
+    keyKind: account.key.kind,
     keyHash,
     ...(usage ? { keyName: usage.name } : {}),
+    account,
   };
+}
+
+/**
+ * A new managed account named `name` (new_account, open to anyone): its master key, shown once by
+ * the sign-up form, which then signs in with it.
+ */
+export async function signUp(name: string, email: string): Promise<{ apiKey: string; accountId: string }> {
+  const made = await anonymous().newAccount({ account_name: name, ...(email ? { email } : {}) });
+  return { apiKey: made.api_key, accountId: made.account_id };
 }
 
 /** The browser's wallet (window.ethereum), its first account, signing X-Wallet-Auth afresh for each request. */

@@ -103,8 +103,11 @@ export function Table({ caption, head, rows }: { caption: string; head: string[]
         <tbody>
           {rows.map((r) => (
             <tr>
-              {r.map((cell) => (
-                <td>{cell}</td>
+              {r.map((cell, i) => (
+                // data-label: the column's heading, which narrow screens show beside the cell (app.css).
+                <td data-label={head[i] || undefined}>
+                  <div class="cell">{cell}</div>
+                </td>
               ))}
             </tr>
           ))}
@@ -299,7 +302,7 @@ export function TextField({
   hint?: string;
   value: string;
   onInput(value: string): void;
-  type?: "url" | "number" | "date" | "password";
+  type?: "url" | "number" | "date" | "password" | "email";
   inputMode?: "numeric" | "decimal" | "url";
   required?: boolean;
   maxLength?: number;
@@ -369,12 +372,13 @@ export function NewKey({
   );
 }
 
-export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+/** A button that copies `text`, named "`label`: `text`"; it shows `label`, or "Copy" when `short`. */
+export function CopyButton({ text, label = "Copy", short }: { text: string; label?: string; short?: boolean }) {
   const [done, setDone] = useState(false);
   return (
     <button
       type="button"
-      class="small"
+      class={short ? "small secondary" : "small"}
       aria-label={`${label}: ${text}`}
       onClick={async () => {
         try {
@@ -386,7 +390,7 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
         }
       }}
     >
-      {done ? "Copied" : label}
+      {done ? "Copied" : short ? "Copy" : label}
     </button>
   );
 }
@@ -405,6 +409,57 @@ export function Short({ value }: { value: string }) {
       {value.length > 14 ? `${value.slice(0, 8)}…${value.slice(-4)}` : value}
     </code>
   );
+}
+
+/** `value` with its middle left out when it is longer than `keep` characters: "0x5fbdb2…0aa3". */
+export function middle(value: string, keep = 18): string {
+  if (value.length <= keep) return value;
+  const head = Math.ceil((keep - 1) / 2) + 1;
+  return `${value.slice(0, head)}…${value.slice(-(keep - head))}`;
+}
+
+/**
+ * An id, address, hash or CID: shortened in the middle (whole in its title and for a screen reader),
+ * never wider than its place, with a copy button that copies it whole ("`copy`: <value>").
+ */
+export function Hex({
+  value,
+  copy = "Copy",
+  keep,
+  testId,
+}: {
+  value: string;
+  copy?: string;
+  keep?: number;
+  testId?: string;
+}) {
+  return (
+    <span class="hex">
+      <code class="mono" title={value} data-testid={testId} data-value={value}>
+        <span aria-hidden="true">{middle(value, keep)}</span>
+        <span class="visually-hidden">{value}</span>
+      </code>
+      <CopyButton text={value} label={copy} short />
+    </span>
+  );
+}
+
+/** Wei (decimal text) as ether for people: "1.5 ETH", at most 6 decimals, "< 0.000001 ETH" for dust. */
+export function ether(eth: string): string {
+  const [whole = "0", fraction = ""] = eth.split(".");
+  const kept = fraction.slice(0, 6).replace(/0+$/, "");
+  if (whole === "0" && !kept && fraction.replace(/0/g, "")) return "< 0.000001 ETH";
+  return `${whole}${kept ? `.${kept}` : ""} ETH`;
+}
+
+/** "3 min ago", "2 h ago", "5 d ago", or the date; `iso` an ISO 8601 time. */
+export function ago(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  if (s < 30 * 86_400) return `${Math.floor(s / 86_400)} d ago`;
+  return new Date(iso).toISOString().slice(0, 10);
 }
 
 /** Runs an action from a form or button, showing its error, and what it answered until the next. */

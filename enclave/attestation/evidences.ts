@@ -1,4 +1,4 @@
-// The dev stand-in for dstack-ingress's /evidences/ (attestation.md, Endpoints): the same files,
+// The dev stand-in for dstack-ingress's /evidences/ (docs/design/attestation.md, Endpoints): the same files,
 // made at start for a self-signed localhost certificate. As the ingress does, `sha256sum.txt` is
 // `sha256sum acme-account.json cert-*.pem` and `quote.json` is the guest agent's GetQuote answer
 // for report_data = SHA-256(sha256sum.txt) ‖ 32 zero bytes, so the verifier's evidence checks run

@@ -1,4 +1,4 @@
-// The public attestation endpoints (attestation.md, Endpoints; no shared secret, like /health):
+// The public attestation endpoints (docs/design/attestation.md, Endpoints; no shared secret, like /health):
 // `GET /attestation[?nonce=<hex>]`, `GET /info`, and in simulated mode
 // `GET /attestation/simulated-collateral` and the dev `/evidences/` stand-in. Every answer of the
 // simulated source says so twice: `"simulated": true` in its JSON and `X-Attestation-Simulated: 1`.

@@ -1,4 +1,4 @@
-// The attestation cache and limits (attestation.md, Endpoints): the report-data-zero quote is made
+// The attestation cache and limits (docs/design/attestation.md, Endpoints): the report-data-zero quote is made
 // off the request path, shared by concurrent callers, served for 60 s and re-made by a timer;
 // nonce quotes are fresh, bound to SHA-512("sigil-nonce:" ‖ nonce) and rate-limited; a failing
 // source becomes a 503 error and is retried on the next call.

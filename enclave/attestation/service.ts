@@ -1,4 +1,4 @@
-// What the attestation endpoints serve, kept off the request path (attestation.md, Endpoints): a
+// What the attestation endpoints serve, kept off the request path (docs/design/attestation.md, Endpoints): a
 // quote costs tens of milliseconds on a real TDX device and the device serializes them, so the
 // report-data-zero quote is cached for 60 s and re-made by a timer before it ages out; callers that
 // arrive while one is being made share it. Nonce quotes are fresh by definition, so they are

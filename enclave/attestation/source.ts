@@ -1,4 +1,4 @@
-// The one door to the TEE (attestation.md, Sources): a quote over 64 bytes of report data, the
+// The one door to the TEE (docs/design/attestation.md, Sources): a quote over 64 bytes of report data, the
 // CVM's info, and a key by path. `DstackSource` asks dstack's guest agent; `SimulatedSource` plays
 // one in development and tests. Everything above this interface — the endpoints, the evidences, the
 // attested channel — is the same for both.

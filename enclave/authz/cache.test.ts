@@ -1,4 +1,4 @@
-// The permission cache (keys-and-authz.md, "Permission cache and chain listener"), against a fake
+// The permission cache (docs/design/keys-and-authz.md, "Permission cache and chain listener"), against a fake
 // PermissionSource that counts calls and a fake clock: TTLs of grants and denials, the cap at a
 // usage key's expiration, coalesced misses, uncached failures, and invalidation.
 import type { Address } from "viem";

@@ -1,4 +1,4 @@
-// The permission cache of one enclave instance (keys-and-authz.md): key resolutions,
+// The permission cache of one enclave instance (docs/design/keys-and-authz.md): key resolutions,
 // `authorizeExecution` answers and wallet derivations for the execute path only. Entries are
 // grouped by master hash so the chain listener and the enclave's own writes can drop an account's
 // entries at once. Denials live at most 30 s, grants at most 5 minutes and never past a usage key's

@@ -1,4 +1,4 @@
-// The chain listener (keys-and-authz.md, "Permission cache and chain listener") against a real
+// The chain listener (docs/design/keys-and-authz.md, "Permission cache and chain listener") against a real
 // anvil with AccountConfig deployed: status before and after polls, events reaching onEvents (the
 // revocations among them), bounded ranges, resuming after a failed poll without skipping, and the
 // start/stop loop.

@@ -1,4 +1,4 @@
-// The chain listener (keys-and-authz.md): polls `eth_getLogs` for AccountConfig's events in bounded
+// The chain listener (docs/design/keys-and-authz.md): polls `eth_getLogs` for AccountConfig's events in bounded
 // block ranges and drops the cache entries of every account an event names. It starts at the
 // chain head (the cache is empty at start, so older events cannot matter), resumes from its last
 // processed block after an error, and re-reads the last few blocks on every poll so an event in a

@@ -1,4 +1,4 @@
-// The enclave's end of the attested channel (attestation.md): a channel key made at boot and
+// The enclave's end of the attested channel (docs/design/attestation.md): a channel key made at boot and
 // never stored, its quote (report_data = SHA-512("sigil-channel-v1:" ‖ key)) served at
 // `GET /channel`, and `POST /channel/v1`, which opens an operation sealed in a session an allowed
 // edge opened to that key and hands it to the dispatcher (operations/index.ts, reachable no other

@@ -1,4 +1,4 @@
-// Key derivation (keys-and-authz.md, "Root key and derivation"): pinned vectors under the fixed
+// Key derivation (docs/design/keys-and-authz.md, "Root key and derivation"): pinned vectors under the fixed
 // test root, an independent re-derivation of the HKDF info layout, and the Keyring's properties.
 // The vectors were computed once from derive.ts and pasted here: if any of them changes, every
 // wallet address users hold changes with it, so a failure here is never "just update the constant".

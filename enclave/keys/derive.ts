@@ -1,4 +1,4 @@
-// Every key the enclave uses, derived from the one root secret R (keys-and-authz.md):
+// Every key the enclave uses, derived from the one root secret R (docs/design/keys-and-authz.md):
 // HKDF-SHA256(ikm = R, salt = "sigil/v1", info = purpose ‖ inputs), 32 bytes, reduced to a valid
 // secp256k1 scalar. Nothing derived here is stored: callers zero the bytes when done.
 import { createSecretKey, hkdfSync, type KeyObject } from "node:crypto";

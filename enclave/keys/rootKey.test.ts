@@ -1,4 +1,4 @@
-// Where the root secret comes from (keys-and-authz.md, "Root key and derivation"): the dev provider
+// Where the root secret comes from (docs/design/keys-and-authz.md, "Root key and derivation"): the dev provider
 // (fixed key, or one generated once under <stateDir>/dev/root.key) and the dstack provider, here
 // against the local guest-agent stand-in.
 import { hkdf } from "@noble/hashes/hkdf";

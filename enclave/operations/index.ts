@@ -48,7 +48,7 @@ const ATTESTATION_HEADERS = [
   "x-attestation-simulated",
   "x-sigil-instance",
 ];
-/** The longest Idempotency-Key the edge lets through (api.md). */
+/** The longest Idempotency-Key the edge lets through (docs/design/api.md). */
 const MAX_IDEMPOTENCY_KEY = 255;
 /**
  * What a sealed request carries besides the client's body: the caller's key the edge adds, the

@@ -1,5 +1,5 @@
 // `sigil_action`: authorize the caller's key for this exact code, run it in the sandbox, and
-// authorize every wallet the script asks for as it asks (keys-and-authz.md, Execution authorization).
+// authorize every wallet the script asks for as it asks (docs/design/keys-and-authz.md, Execution authorization).
 // Every run that ran answers with its receipt (shared/receipt.ts), signed by this instance's receipt
 // key: what ran, on what, what it answered and logged, every key it used and what each signed, when,
 // and what it is charged (shared/fees.ts, from the seconds the edge's hold granted).

@@ -1,5 +1,5 @@
-// submitWrite, the one path of every managed write (keys-and-authz.md, "The enclave's own writes
-// invalidate the account's entries at once, before answering"), against a real anvil with
+// submitWrite, the one path of every managed write (docs/design/keys-and-authz.md, "Permission cache and chain listener": the enclave's own writes
+// invalidate the account's entries at once, before answering), against a real anvil with
 // AccountConfig, a real payer pool and the permission cache reading the chain — and no chain
 // listener, so nothing but the write itself can drop a cache entry here.
 //

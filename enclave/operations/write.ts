@@ -1,5 +1,5 @@
 // One managed write on behalf of a caller: submitted by the payer pool, then the account's cached
-// permissions are dropped before the answer goes back (keys-and-authz.md).
+// permissions are dropped before the answer goes back (docs/design/keys-and-authz.md).
 import type { Hex } from "viem";
 import type { EnclaveOperation, EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import type { WriteCall, WriteFunction, WriteResult } from "../payers/pool.ts";

@@ -1,4 +1,4 @@
-// The payer pool (keys-and-authz.md, "Payers and transaction submission") against a real anvil
+// The payer pool (docs/design/keys-and-authz.md, "Payers and transaction submission") against a real anvil
 // with AccountConfig deployed and three derived payers registered and funded, as enclave/main.ts
 // builds it: a write that would revert is refused by the simulation without spending gas;
 // concurrent writes spread over the least-busy payers with gap-free nonces; a payer whose local

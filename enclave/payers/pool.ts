@@ -1,4 +1,4 @@
-// The payer pool (keys-and-authz.md): this instance's derived payer wallets submit every managed
+// The payer pool (docs/design/keys-and-authz.md): this instance's derived payer wallets submit every managed
 // write. A write is simulated first (eth_estimateGas: a revert costs no gas and becomes a mapped
 // 4xx), then sent from the least-busy payer with a locally tracked nonce (resynchronized from the
 // chain's pending nonce after any send error), and answered from the receipt's decoded events. A

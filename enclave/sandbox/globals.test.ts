@@ -1,4 +1,4 @@
-// The sandbox's Web globals (sandbox.md, Globals) against the real thing: scripts run in-process
+// The sandbox's Web globals (docs/design/sandbox.md, Globals) against the real thing: scripts run in-process
 // through runScript, and wherever Node has the same API the expected answer is computed here, on
 // the host, from the same source (`same(body)` runs one function body in both places). Where the
 // sandbox deliberately differs from Node the test says so in its name and asserts the sandbox's

@@ -1,4 +1,4 @@
-// The host's side of one script run's calls (sandbox.md): the entry points the core of a prepared
+// The host's side of one script run's calls (docs/design/sandbox.md): the entry points the core of a prepared
 // runtime captured (runtime.ts, RunBinding), bound to the run. A sync call is answered at once (the
 // run's timers are kept here); an async one hands the script a promise that the host's answer settles
 // later, copied into the VM. No script code runs here: the run's code runs only in its slices

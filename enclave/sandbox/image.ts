@@ -1,4 +1,4 @@
-// The pristine image of a prepared QuickJS instance (sandbox.md, Concurrency and isolation): the
+// The pristine image of a prepared QuickJS instance (docs/design/sandbox.md, Concurrency and isolation): the
 // bytes of its linear memory just after its runtime and context were made and the sandbox's own
 // JavaScript installed, written back over the memory after every run. Every run thus starts on a
 // runtime and context that are, byte for byte, the ones made for the first — nothing a run leaves

@@ -1,4 +1,4 @@
-// One QuickJS WebAssembly instance per run in flight (sandbox.md, Limits; Concurrency and isolation). Each
+// One QuickJS WebAssembly instance per run in flight (docs/design/sandbox.md, Limits; Concurrency and isolation). Each
 // instance has its own linear memory, created here with a maximum of what its runtime needs plus the
 // run's memory limit, so everything the run puts in the VM — its own objects, every copy the host
 // makes into it (fetch bodies, host replies), whatever its getters allocate when the host reads a

@@ -1,4 +1,4 @@
-// The sandbox pool (sandbox.md, Concurrency and isolation) with real worker threads: a full pool
+// The sandbox pool (docs/design/sandbox.md, Concurrency and isolation) with real worker threads: a full pool
 // refuses with 429 `executor_busy` instead of queueing, a worker that dies is replaced and the pool
 // keeps serving, and close() ends the workers. Node's Worker is wrapped (not replaced) only so the
 // test can hold the threads the pool starts and terminate one behind its back.

@@ -1,4 +1,4 @@
-// The pool of sandbox worker threads (sandbox.md, Concurrency and isolation). Each run goes to the
+// The pool of sandbox worker threads (docs/design/sandbox.md, Concurrency and isolation). Each run goes to the
 // worker with the fewest runs in flight, preferring workers that are not held by a long slice of
 // some run's code; when every worker is at its limit the caller gets 429 `executor_busy` instead of
 // an unbounded queue.

@@ -1,4 +1,4 @@
-// How a script run's failures are told (sandbox.md): the error the host gives the script for a host
+// How a script run's failures are told (docs/design/sandbox.md): the error the host gives the script for a host
 // call it refuses (CodedError), the run error a run ends with (RunError, and RunStop, which carries one
 // out of host code), and the run error for a value the script threw (scriptError). The checks that
 // come first — whether the run broke a limit — are the run's own (runtime.ts, ScriptRun).

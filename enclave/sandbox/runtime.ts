@@ -1,4 +1,4 @@
-// One script run in a fresh QuickJS runtime (sandbox.md). Runs inside a sandbox worker thread, on a
+// One script run in a fresh QuickJS runtime (docs/design/sandbox.md). Runs inside a sandbox worker thread, on a
 // WebAssembly instance of its own (instance.ts) whose heap is capped at the run's memory limit. The
 // wrapper owns every handle it creates and disposes all of them before the runtime, whatever way the
 // run ends: a handle left alive makes QuickJS abort when its runtime is freed. The host drives the

@@ -1,6 +1,6 @@
 // Which run's code a sandbox worker is executing right now, shared with the pool through a
 // SharedArrayBuffer, so a slice that outlives its run's deadline can be ended from outside the
-// worker's thread (sandbox.md, Limits). QuickJS polls its interrupt handler only between bytecodes:
+// worker's thread (docs/design/sandbox.md, Limits). QuickJS polls its interrupt handler only between bytecodes:
 // one call of a built-in (a 16 MiB `indexOf`, a huge regexp, `repeat`) can hold the thread for
 // seconds without a poll, so the deadline cannot be kept from inside.
 //

@@ -72,28 +72,77 @@ async function runSigner(
   return run.response;
 }
 
+/** How long a signature waits, in all, for a grant it just made to reach the enclave's permission cache. */
+const GRANT_SETTLE_DELAYS_MS = [100, 200, 400, 800, 1600];
+
+const isDenied = (err: unknown) => err instanceof SigilError && err.code === "permission_denied";
+
+/**
+ * Signs through the signing action; with `grant`, a first refusal for want of a group makes the
+ * group (grantSigner, once per account object: concurrent first signatures share it) and signs
+ * again, waiting out the moments before every enclave instance has seen the new group.
+ */
+function signer(client: SigilClient, wallet: Address, options: CallOptions | undefined, grant: boolean) {
+  let granted: Promise<unknown> | undefined;
+  return async (params: Record<string, unknown>): Promise<unknown> => {
+    try {
+      return await runSigner(client, params, options);
+    } catch (err) {
+      if (!grant || !isDenied(err)) throw err;
+    }
+    granted ??= grantSigner(client, { wallet }, options).catch((err: unknown) => {
+      granted = undefined;
+      throw err;
+    });
+    const group = (await granted) as { group_id?: string };
+    for (const delay of [...GRANT_SETTLE_DELAYS_MS, undefined]) {
+      try {
+        return await runSigner(client, params, options);
+      } catch (err) {
+        if (!isDenied(err)) throw err;
+        if (delay === undefined) {
+          const e = err as SigilError;
+          throw new SigilError({
+            code: e.code,
+            status: e.status,
+            message: `group ${group.group_id ?? "?"} lets the signing action use ${wallet}, and this key still may not run it: a usage key runs only in the groups it is given (execute_in_groups)`,
+            details: e.details,
+            requestId: e.requestId,
+          });
+        }
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+    throw new Error("unreachable");
+  };
+}
+
 /**
  * A viem LocalAccount backed by the Sigil wallet `wallet`: signMessage, signTypedData,
  * signTransaction and sign (a raw 32-byte hash) each run inside the enclave. `options` apply to
- * every run (an AbortSignal, a timeout).
+ * every run (an AbortSignal, a timeout). With `grant: true`, the first signature refused because
+ * no group lets the client's key use the wallet with the signing action makes that group
+ * (`grantSigner`; the key needs group:create) and signs again: no separate setup step.
  */
 export function toSigilAccount(args: {
   client: SigilClient;
   wallet: Address | string;
   options?: CallOptions;
+  grant?: boolean;
 }): LocalAccount<"sigil"> {
   const { client, options } = args;
   const wallet = getAddress(args.wallet);
+  const sign = signer(client, wallet, options, args.grant === true);
   const account = toAccount({
     address: wallet,
     async sign({ hash }) {
-      return (await runSigner(client, { op: "sign", wallet, hash }, options)) as Hex;
+      return (await sign({ op: "sign", wallet, hash })) as Hex;
     },
     async signMessage({ message }) {
-      return (await runSigner(client, { op: "signMessage", wallet, message: messageOf(message) }, options)) as Hex;
+      return (await sign({ op: "signMessage", wallet, message: messageOf(message) })) as Hex;
     },
     async signTypedData(typedData) {
-      return (await runSigner(client, { op: "signTypedData", wallet, typedData }, options)) as Hex;
+      return (await sign({ op: "signTypedData", wallet, typedData })) as Hex;
     },
     async signTransaction(transaction, opts) {
       // A chain with its own serializer (an OP stack deposit, say) cannot be signed by the action,
@@ -106,7 +155,7 @@ export function toSigilAccount(args: {
           );
         }
       }
-      return (await runSigner(client, { op: "signTransaction", wallet, transaction }, options)) as Hex;
+      return (await sign({ op: "signTransaction", wallet, transaction })) as Hex;
     },
   });
   return { ...account, source: "sigil" } as LocalAccount<"sigil">;

@@ -1,4 +1,4 @@
-// Buying credit from code (api.md, Billing): a payment intent from the service, confirmed with
+// Buying credit from code (docs/design/api.md, Billing): a payment intent from the service, confirmed with
 // Stripe as Stripe.js would in a browser (the publishable key and the intent's client secret, at
 // the Stripe API the service names: the local Stripe emulator under `npm start`), then credited
 // by confirm_payment — once, whether Stripe's webhook or this call gets there first.

@@ -347,7 +347,7 @@ async function readJson(res: Response, info: ResponseInfo): Promise<unknown> {
   }
 }
 
-/** The service's error body (api.md, Errors) as a SigilError; any other answer as unexpected_response. */
+/** The service's error body (docs/design/api.md, Errors) as a SigilError; any other answer as unexpected_response. */
 async function errorOf(res: Response, info: ResponseInfo): Promise<SigilError> {
   const header = res.headers.get("retry-after");
   const retryAfter = header !== null && /^\d+$/.test(header.trim()) ? Number(header) : undefined;

@@ -1,5 +1,5 @@
 // The SDK's errors: one class for every answer the service refused, with the service's own code,
-// status, details and request id (api.md, Errors), and a subclass for calls that got no answer at
+// status, details and request id (docs/design/api.md, Errors), and a subclass for calls that got no answer at
 // all (the network failed, or the call timed out). Every failure of a client call is one of these,
 // or the caller's own AbortSignal reason when the caller aborted.
 import type { ErrorCode } from "../../shared/errors.ts";
@@ -9,7 +9,7 @@ export type ClientErrorCode = "network_error" | "timeout" | "unexpected_response
 
 export class SigilError extends Error {
   override name = "SigilError";
-  /** The service's error code (api.md), or one of ClientErrorCode. */
+  /** The service's error code (docs/design/api.md), or one of ClientErrorCode. */
   readonly code: ErrorCode | ClientErrorCode | (string & {});
   /** The HTTP status; 0 when no answer came. */
   readonly status: number;

@@ -1,4 +1,4 @@
-// Checking a webhook the service sent (issue 14; README, "Webhooks"): the receiver passes the raw body
+// Checking a webhook the service sent (issue 14; docs/guides/webhooks.md): the receiver passes the raw body
 // exactly as it arrived, the Sigil-Signature header and the endpoint's secret (whsec_…, shown once
 // when the endpoint was registered), and gets the event back, or a SigilWebhookError when the header
 // is missing or malformed, no signature in it signs this body with this secret, or its timestamp is

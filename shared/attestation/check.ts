@@ -1,4 +1,4 @@
-// One line of the verifier's answer (attestation.md, The verifier): which check, whether it passed,
+// One line of the verifier's answer (docs/design/attestation.md, The verifier): which check, whether it passed,
 // and a sentence saying what was found. `simulated` marks checks made against the simulated TEE's
 // mock root, which prove nothing about real hardware.
 

@@ -1,4 +1,4 @@
-// Quote verification with dcap-qvl against the real fixtures (attestation.md, Fixtures): both
+// Quote verification with dcap-qvl against the real fixtures (docs/design/attestation.md, Fixtures): both
 // quotes verify UpToDate inside their collateral's window and each negative case fails with
 // dcap-qvl's own message. A root other than Intel's is really what gets trusted when given.
 import { readFileSync } from "node:fs";
@@ -125,7 +125,7 @@ describe("roots", () => {
     reflect.getOwnMetadata ??= () => undefined;
     reflect.defineMetadata ??= () => undefined;
     const x509 = await import("@peculiar/x509");
-    // A mock DCAP root and TCB signer like the simulated TEE's (attestation.md, Sources).
+    // A mock DCAP root and TCB signer like the simulated TEE's (docs/design/attestation.md, Sources).
     x509.cryptoProvider.set(crypto);
     const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
     const notBefore = new Date("2026-01-01T00:00:00Z");

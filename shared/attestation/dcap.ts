@@ -1,4 +1,4 @@
-// Check 1 of the verifier (attestation.md): a quote's signature chain and TCB status, by
+// Check 1 of the verifier (docs/design/attestation.md): a quote's signature chain and TCB status, by
 // @phala/dcap-qvl (pure JS) against Intel's SGX/TDX root CA, or against another root when one is
 // given (the simulated TEE's mock root). The collateral (TCB info, QE identity, CRLs and their
 // issuer chains) is passed in, never fetched here, and so is `now`: verification is a pure function

@@ -1,4 +1,4 @@
-// The verifier's checks against a deployment, in attestation.md's order, as `sigil verify` runs
+// The verifier's checks against a deployment, in docs/design/attestation.md's order, as `sigil verify` runs
 // them and as the dashboard's Attestation page runs them in the browser:
 //   1 quote (dcap-qvl: signature and TCB status; Intel's root, or the served mock root of a
 //     simulated TEE when allowed), plus `freshness` (the quote was made for a random nonce sent

@@ -1,4 +1,4 @@
-// The errors of the attestation core (attestation.md, The verifier): one class with a reason a
+// The errors of the attestation core (docs/design/attestation.md, The verifier): one class with a reason a
 // caller can branch on, and a sentence that says what was wrong. The pipeline in verify.ts turns
 // them into failed checks; the parsers throw them.
 import { SigilError } from "../errors.ts";

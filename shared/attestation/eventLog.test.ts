@@ -1,4 +1,4 @@
-// Event-log replay and RTMR3 claims against the two real dstack logs (attestation.md, Fixtures):
+// Event-log replay and RTMR3 claims against the two real dstack logs (docs/design/attestation.md, Fixtures):
 // both replay to their quotes' RTMR0–3, and any edit, reordering or extra claim is caught.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

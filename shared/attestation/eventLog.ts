@@ -1,4 +1,4 @@
-// A dstack event log and the RTMRs it must reproduce (attestation.md, Facts). The log is a JSON
+// A dstack event log and the RTMRs it must reproduce (docs/design/attestation.md, Facts). The log is a JSON
 // array of `{imr, event_type, digest, event, event_payload}`; each event extends RTMR[imr] as
 // SHA-384(old ‖ digest), starting from 48 zero bytes. Runtime events (type 0x08000001, RTMR3)
 // arrive with an empty digest from current guest agents, so their digest is always recomputed:
@@ -88,7 +88,7 @@ export function parseEventLog(input: unknown): EventLogEntry[] {
   });
 }
 
-/** The runtime events dstack extends RTMR3 with that say what runs (attestation.md, check 3). */
+/** The runtime events dstack extends RTMR3 with that say what runs (docs/design/attestation.md, The verifier: check 3). */
 export const CLAIM_EVENTS = ["app-id", "compose-hash", "instance-id", "key-provider", "os-image-hash"] as const;
 export type ClaimEvent = (typeof CLAIM_EVENTS)[number];
 /** Claims every dstack boot records; instance-id and os-image-hash may be missing (see rtmr3Claims). */
@@ -118,7 +118,7 @@ export type Rtmr3Claims = {
 const CLAIM_BYTES: Partial<Record<ClaimEvent, number>> = { "app-id": 20, "compose-hash": 32, "os-image-hash": 32 };
 
 /**
- * The claims RTMR3's runtime events make (attestation.md, check 3). Only meaningful after the log
+ * The claims RTMR3's runtime events make (docs/design/attestation.md, The verifier: check 3). Only meaningful after the log
  * replays to the quote's RTMRs. Refuses:
  * - a claim event logged twice (a later copy would let a reader pick either value);
  * - a claim event after `system-ready`: from then on the app itself emits runtime events (the

@@ -1,4 +1,4 @@
-// Check 5 of the verifier (attestation.md): the evidence files dstack-ingress publishes under
+// Check 5 of the verifier (docs/design/attestation.md): the evidence files dstack-ingress publishes under
 // `/evidences/`. `sha256sum.txt` lists the SHA-256 of each file (the ACME account, the certificate),
 // and the evidence quote binds that list: its report_data starts with SHA-256(sha256sum.txt). The
 // quote's own signature is checked like any other (verify.ts, quoteCheck).

@@ -1,4 +1,4 @@
-// Check 7 of the verifier and the edge's production rule (attestation.md): the app's governance
+// Check 7 of the verifier and the edge's production rule (docs/design/attestation.md): the app's governance
 // contract (its address is the app id RTMR3 claims) must allow the compose hash it runs.
 import type { Address, PublicClient } from "viem";
 

@@ -1,4 +1,4 @@
-// The attestation core (attestation.md): parsing and verification shared by the `sigil verify`
+// The attestation core (docs/design/attestation.md): parsing and verification shared by the `sigil verify`
 // CLI, the enclave's self-checks and the edge, which verifies the enclave's channel quote in workerd.
 export * from "./bytes.ts";
 export * from "./check.ts";

@@ -1,4 +1,4 @@
-// Check 4 of the verifier (attestation.md): `/info` against the claims RTMR3 proved. The compose
+// Check 4 of the verifier (docs/design/attestation.md): `/info` against the claims RTMR3 proved. The compose
 // hash is SHA-256 of the raw app-compose text exactly as served (never re-serialized: any change of
 // whitespace or key order changes the hash), and every image the compose runs must be pinned by
 // digest, since a tag can be moved to other code after the hash was approved.

@@ -55,7 +55,7 @@ describe("parseQuote, v4", () => {
     // The fixture's report_data: "1234" then zeros, as served beside the quote.
     expect(q.reportData).toBe(`1234${"0".repeat(124)}`);
     expect(q.reportData).toBe(dstack.report_data);
-    // The raw offsets of attestation.md, Facts.
+    // The raw offsets of docs/design/attestation.md, Facts.
     const bytes = unhex(dstack.quote);
     expect(q.mrTd).toBe(hex(bytes.subarray(184, 232)));
     expect(q.rtmrs).toEqual([376, 424, 472, 520].map((o) => hex(bytes.subarray(o, o + 48))));

@@ -1,4 +1,4 @@
-// A TDX quote's header and TD report (attestation.md, Facts): the 48-byte header, then for version
+// A TDX quote's header and TD report (docs/design/attestation.md, Facts): the 48-byte header, then for version
 // 4 the TD report at byte 48, for version 5 after a 6-byte body descriptor (type u16, size u32).
 // dcap-qvl parses it (the same parser dcap.ts verifies with, so the fields read here are the ones
 // its signature check covers); what is written here is the checks before it, each with its own

@@ -1,4 +1,4 @@
-// The 64-byte report_data values Sigil's quotes carry (attestation.md, Endpoints and Channel): each
+// The 64-byte report_data values Sigil's quotes carry (docs/design/attestation.md, Endpoints and Channel): each
 // binds a quote to one purpose, with a label so a quote made for one can never pass for another.
 import { sha256 } from "@noble/hashes/sha256";
 import { sha512 } from "@noble/hashes/sha512";

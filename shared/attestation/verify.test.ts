@@ -1,4 +1,4 @@
-// The pipeline of checks 1–3 (attestation.md, The verifier) over the real fixtures: the dstack
+// The pipeline of checks 1–3 (docs/design/attestation.md, The verifier) over the real fixtures: the dstack
 // bundle passes every check; each negative case fails the checks it should, with its own message,
 // and the others keep their answers. Imports go through index.ts, the module's public face.
 import { readFileSync } from "node:fs";

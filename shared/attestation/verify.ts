@@ -1,4 +1,4 @@
-// Checks 1–3 of the verifier (attestation.md) as one pipeline over what `/attestation` or
+// Checks 1–3 of the verifier (docs/design/attestation.md) as one pipeline over what `/attestation` or
 // `/channel` serves: the quote's signature and TCB status, the event log replayed against the
 // quote's RTMRs, and the claims RTMR3 makes. It never throws: each check answers with its own
 // result and message, so the `sigil verify` CLI prints them and the edge decides on `ok`.

@@ -1,4 +1,4 @@
-// The channel's sessions, sealing and opening (attestation.md, the edge↔enclave channel): a request
+// The channel's sessions, sealing and opening (docs/design/attestation.md, Channel): a request
 // opens only at the enclave whose key its session was opened to, in a session an allowed edge
 // signed, once, within the window; the answer opens only for that request and not after any change.
 import { sha256 } from "@noble/hashes/sha2";

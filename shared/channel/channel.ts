@@ -1,4 +1,4 @@
-// The attested edge↔enclave channel (attestation.md, "mutually attested"), the part both sides
+// The attested edge↔enclave channel (docs/design/attestation.md, Channel), the part both sides
 // share: sessions, sealing and opening. Workers cannot see a server's TLS certificate, so the
 // channel is one layer up:
 //

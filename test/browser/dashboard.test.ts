@@ -311,8 +311,8 @@ describe("the dashboard", () => {
     const before = { spent: await spent(), balance: cents(await page.getByTestId("balance").textContent()) };
     // The chart names its days, today's under the newest bar.
     const today = new Date().toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
-    expect(await chart.locator("text").last().textContent()).toBe(today);
-    expect(await chart.locator("text").count()).toBe(5);
+    expect(await chart.locator("text.chart-day").last().textContent()).toBe(today);
+    expect(await chart.locator("text.chart-day").count()).toBe(5);
 
     const nav = page.getByRole("navigation");
     await nav.getByRole("link", { name: "Playground" }).click();

@@ -1,4 +1,4 @@
-// The one access rule (contract.md, "Who may write"), checked against every write function that
+// The one access rule (docs/design/contract.md, "Who may write"), checked against every write function that
 // takes a key or account hash. A table describes each function: how to prepare an account so the
 // call would succeed, the call itself (parameterised by the hash it is sent with), how to see that
 // it took effect, and which usage-key permissions grant or lack the scope it needs. The matrix
@@ -830,7 +830,7 @@ describe("a usage key naming a removed group", () => {
     expect(await f.revert(f.payer, "removeAction", [key, x])).toEqual(notAllowed("group:manageActions", 0n));
   });
 
-  // contract.md: addAction/updateActionMetadata need "group:manageActions in some group"; the key
+  // docs/design/contract.md: addAction/updateActionMetadata need "group:manageActions in some group"; the key
   // names only a group that no longer exists, so it holds that scope in no group of the account
   // (AccountConfigStorage: "a stale group id in a key grants nothing").
   it("addAction (manageActions in some group) → NotAllowed(group:manageActions, 0)", async () => {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { GatewayLog } from "../../emulators/ipfsGateway.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { errorLineOf, root, runSigil, type CliResult } from "../harness/cli.ts";
+import { CLI_NOTE, errorLineOf, root, runSigil, type CliResult } from "../harness/cli.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet, message }) {
@@ -67,7 +67,11 @@ function sigil(
 async function ok(args: string[]): Promise<string> {
   const r = await sigil(args);
   expect(r.code, `sigil ${args.join(" ")}\n${r.stderr}`).toBe(0);
-  expect(r.stderr, `sigil ${args.join(" ")}`).toBe("");
+  // Nothing on stderr but the notes for a person (`sigil run` says first what a run can cost).
+  expect(
+    r.stderr.split("\n").filter((line) => line !== "" && !CLI_NOTE.test(line)),
+    `sigil ${args.join(" ")}`,
+  ).toEqual([]);
   return r.stdout;
 }
 
@@ -123,17 +127,24 @@ describe("account", () => {
     });
   });
 
-  it("show: the profile's key is the master key of a managed account with no credit yet", async () => {
+  it("show: names the account and its id; the profile's key is the master key of a managed account with nothing in it and no credit yet", async () => {
     const out = await ok(["account", "show"]);
-    expect(out).toMatch(/^account\s+managed$/m);
+    expect(out).toMatch(/^account\s+cli-saved \(0x[0-9a-f]{64}\)$/m);
+    expect(out).toMatch(/^mode\s+managed$/m);
+    // Its master wallet (id 0) is made with it.
+    expect(out).toMatch(/^holds\s+1 wallet, 0 groups, 0 usage keys, 0 actions$/m);
     expect(out).toMatch(/^key\s+master key \(0x[0-9a-f]{64}\)$/m);
-    expect(out).toMatch(/^balance\s+\$0\.00 \(0 cents\)$/m);
+    expect(out).toMatch(/^balance\s+\$0\.00$/m);
     expect(out).toContain(`${stack.edgeUrl}   (from profile "default"`);
     expect(out).not.toContain(masterKey);
     expect(await json(["account", "show"])).toMatchObject({
       exists: true,
+      account_name: "cli-saved",
+      account_id: expect.stringMatching(/^0x[0-9a-f]{64}$/),
       managed: true,
+      admin: null,
       key_kind: "master",
+      wallet_count: 1,
       balance_cents: 0,
       api: stack.edgeUrl,
     });
@@ -182,16 +193,16 @@ describe("profile", () => {
       cwd: join(project, "src"),
     });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.trim()).toBe("balance $0.00 (0 cents)");
+    expect(r.stdout.trim()).toBe("balance $0.00");
   });
 });
 
 describe("balance and topup", () => {
   it("topup buys credit with the test card and prints the balance; balance shows it", async () => {
     expect(await ok(["topup", "--amount", "500"])).toMatch(
-      /^credited(?: by Stripe's webhook)?: \$5\.00; balance \$5\.00 \(500 cents\)$/m,
+      /^credited(?: by Stripe's webhook)?: \$5\.00; balance \$5\.00$/m,
     );
-    expect((await ok(["balance"])).trim()).toBe("balance $5.00 (500 cents)");
+    expect((await ok(["balance"])).trim()).toBe("balance $5.00");
     expect(await json(["balance"])).toEqual({ balance_cents: 500, balance_display: "$5.00" });
   });
 
@@ -298,7 +309,7 @@ describe("run", () => {
     expect(await recoverMessageAddress({ message: "from the CLI", signature })).toBe(wallet);
     expect(out).toMatch(/^logs:\n {2}signing from the CLI$/m);
     expect(out).toMatch(new RegExp(`^cid\\s+${cid}$`, "m"));
-    expect(out).toMatch(/^charged\s+1 cent$/m);
+    expect(out).toMatch(/^charged\s+\$0\.01$/m);
     const answer = await json<{ response: Hex; has_error: boolean; charged_cents: number; cid: string }>([
       "run",
       "sign.js",
@@ -352,6 +363,74 @@ describe("run", () => {
   });
 });
 
+describe("run, first steps", () => {
+  it("says first the most a run can cost (its time limit at the rate); --timeout sets both, and an endless script stops there", async () => {
+    const params = JSON.stringify({ wallet, message: "priced" });
+    const r = await sigil(["run", "sign.js", "--params", params]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe("run: at most 60 s, so at most $0.60 ($0.01 a started second; --timeout sets it)\n");
+    writeFileSync(
+      join(work, "endless.js"),
+      "async function main() { await new Promise((r) => setTimeout(r, 60_000)); }",
+    );
+    const endless = await sigil(["run", "endless.js", "--timeout", "1", "--allow"]);
+    expect(endless.code).toBe(1);
+    expect(endless.stderr).toContain("run: at most 1 s, so at most $0.01");
+    expect(endless.stdout).toMatch(/^charged\s+\$0\.01$/m);
+    expect(errorLineOf(endless)).toMatchObject({ code: "timeout", message: expect.stringContaining("1000 ms") });
+    // The group --allow made for it goes: the removals below expect only the groups made above.
+    await ok(["group", "remove", /^allow: group (\d+) made/m.exec(endless.stderr)?.[1] as string]);
+  });
+
+  it("--allow makes a group with the script and the wallets in --params, saying what and what it costs first; then says a group allows it", async () => {
+    const code = `async function main({ wallet }) { return await Sigil.Actions.signMessage({ pkpId: wallet, message: "allowed" }) }`;
+    writeFileSync(join(work, "allowed.js"), code);
+    const allowedCid = await computeCid(code);
+    const params = JSON.stringify({ wallet });
+    expect(errorLineOf(await sigil(["run", "allowed.js", "--params", params])).code).toBe("permission_denied");
+    const first = await sigil(["run", "allowed.js", "--params", params, "--allow"]);
+    expect(first.code, first.stderr).toBe(0);
+    const notes = first.stderr.trim().split("\n");
+    expect(notes[0]).toBe(
+      `allow: a new group "allowed.js" with action ${allowedCid} with wallet ${wallet.toLowerCase()}, 1 write: $0.01`,
+    );
+    expect(notes[1]).toMatch(/^allow: group \d+ made \(transaction 0x[0-9a-f]{64}\)$/);
+    const signature = JSON.parse(/^response\s+(.+)$/m.exec(first.stdout)?.[1] as string) as Hex;
+    expect(await recoverMessageAddress({ message: "allowed", signature })).toBe(wallet);
+    const madeId = /^allow: group (\d+)/.exec(notes[1] as string)?.[1];
+    const again = await sigil(["run", "allowed.js", "--params", params, "--allow"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain(
+      `allow: group ${madeId} "allowed.js" already lets this key's account run ${allowedCid} with wallet ${wallet.toLowerCase()}`,
+    );
+    // The group goes (the removals below expect only the groups made before), and the usage test
+    // after this one reads a run as the newest event: the run below.
+    await ok(["group", "remove", madeId as string]);
+    // --group: the action added to a group the account has (the wallet is in it already).
+    const other = `async function main() { return "in the group" }`;
+    writeFileSync(join(work, "other.js"), other);
+    const into = await sigil(["run", "other.js", "--allow", "--group", groupId]);
+    expect(into.code, into.stderr).toBe(0);
+    expect(into.stderr).toContain(`allow: group ${groupId} `);
+    expect(into.stderr).toContain(`gets action ${await computeCid(other)}, 1 write: $0.01`);
+    expect(into.stdout).toMatch(/^response\s+"in the group"$/m);
+    const usage = await sigil(["run", "other.js", "--group", groupId]);
+    expect(usage.code).toBe(2);
+  });
+
+  it("a script that does not compile exits 1 with compile_error, its line and column, and costs nothing", async () => {
+    writeFileSync(join(work, "broken.js"), "async function main() {\n  return (;\n}\n");
+    const before = (await json<{ balance_cents: number }>(["balance"])).balance_cents;
+    const r = await sigil(["run", "broken.js"]);
+    expect(r.code).toBe(1);
+    expect(errorLineOf(r)).toMatchObject({
+      code: "compile_error",
+      message: expect.stringContaining("(line 2, column 11)"),
+    });
+    expect((await json<{ balance_cents: number }>(["balance"])).balance_cents).toBe(before);
+  });
+});
+
 describe("usage", () => {
   it("lists the account's events newest first as a table; --kind filters, --all pages, --json is the events; a wrong key is refused", async () => {
     const out = await ok(["usage", "--limit", "3"]);
@@ -394,7 +473,7 @@ describe("key", () => {
     expect(usageKey).toBeDefined();
     expect(await ok(["key", "list"])).toMatch(
       new RegExp(
-        `^${hash}\\s+runner\\s+2099-01-01T00:00:00Z\\s+0 cents\\s+100 cents\\s+create-wallets execute:${groupId}$`,
+        `^${hash}\\s+runner\\s+2099-01-01T00:00:00Z\\s+\\$0\\.00\\s+\\$1\\.00\\s+create-wallets execute:${groupId}$`,
         "m",
       ),
     );
@@ -514,6 +593,6 @@ describe("the README", () => {
     expect(await recoverMessageAddress({ message: "hello", signature })).toBe(readmeWallet);
     expect(out).toMatch(/^ID\s+NAME\s+WALLETS\s+ACTIONS/m);
     // The wallet, the group and the run: 1 cent each.
-    expect(out).toMatch(/^balance \$4\.97 \(497 cents\)$/m);
+    expect(out).toMatch(/^balance \$4\.97$/m);
   });
 });

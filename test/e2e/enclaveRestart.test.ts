@@ -1,4 +1,4 @@
-// The edge in front of an enclave that crashes and comes back (attestation.md, the channel): the
+// The edge in front of an enclave that crashes and comes back (docs/design/attestation.md, Channel): the
 // edge under wrangler dev (workerd, its real verifier of channel quotes) and an enclave that is
 // killed with SIGKILL, as a crashed CVM would be. While it is down, a write gets 503
 // enclave_unavailable with Retry-After — never an answer it did not get — and once it is back with a

@@ -113,7 +113,7 @@ async function run(
   };
 }
 
-/** Canonical JSON as the README defines it, written here independently of shared/canonicalJson.ts. */
+/** Canonical JSON as docs/guides/receipts.md defines it, written here independently of shared/canonicalJson.ts. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value !== null && typeof value === "object") {

@@ -1,5 +1,5 @@
-// Retries with an Idempotency-Key across process deaths (issue 11's acceptance; api.md,
-// Idempotency keys; billing.md): the edge under wrangler dev with billing on — its Durable Objects
+// Retries with an Idempotency-Key across process deaths (issue 11's acceptance; docs/design/api.md,
+// Idempotency keys; docs/design/billing.md): the edge under wrangler dev with billing on — its Durable Objects
 // persisted in a state folder, so they outlive its process — in front of the test stack's chain
 // and enclave, with credit bought from the local Stripe emulator.
 //

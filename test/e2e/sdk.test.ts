@@ -516,6 +516,51 @@ describe("toSigilAccount", () => {
   });
 });
 
+describe("toSigilAccount({ grant: true })", () => {
+  it("signs at first use without grantSigner: concurrent first signatures make one group; without grant the refusal stands", async () => {
+    const { client } = await newManagedAccount("sdk self-grant");
+    const wallet = getAddress((await client.createWallet({})).wallet_address);
+    const refused = await toSigilAccount({ client, wallet })
+      .signMessage({ message: "no group yet" })
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "permission_denied" });
+    expect((await client.getAccount()).group_count).toBe(0);
+    const account = toSigilAccount({ client, wallet, grant: true });
+    const messages = ["first", "second", "third"];
+    const signatures = await Promise.all(messages.map((message) => account.signMessage({ message })));
+    for (const [i, signature] of signatures.entries())
+      expect(await verifyMessage({ address: wallet, message: messages[i] as string, signature })).toBe(true);
+    const groups = await client.listGroups();
+    expect(groups).toHaveLength(1);
+    expect(groups[0]?.pkp_ids_permitted).toEqual([wallet.toLowerCase()]);
+    // Granted now: the next signature is one run, and a fresh account object finds the group there.
+    expect(await toSigilAccount({ client, wallet, grant: true }).signMessage({ message: "again" })).toMatch(/^0x/);
+    expect(await client.listGroups()).toHaveLength(1);
+  });
+
+  it("a usage key that may not create groups gets the refusal, not a grant", async () => {
+    const { client } = await newManagedAccount("sdk no grant");
+    const wallet = getAddress((await client.createWallet({})).wallet_address);
+    const { usage_api_key } = await client.addUsageApiKey({
+      name: "reader",
+      description: "",
+      can_create_groups: false,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [],
+    });
+    const refused = await toSigilAccount({ client: client.with({ apiKey: usage_api_key }), wallet, grant: true })
+      .signMessage({ message: "x" })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SigilError);
+    expect((refused as SigilError).code).toBe("permission_denied");
+    expect(await client.listGroups()).toHaveLength(0);
+  });
+});
+
 describe("coverage", () => {
   it("every method of the client was called at least once by this file", () => {
     const pathOf = (path: string) => new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}$`);

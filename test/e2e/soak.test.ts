@@ -1,4 +1,4 @@
-// The soak's short variant (test/soak/, README "Soak"): the same stack, traffic, faults and rules as
+// The soak's short variant (test/soak/, docs/operations/soak.md): the same stack, traffic, faults and rules as
 // `npm run soak`, for 75 s of load with each fault once — the channel's sessions dropped, Stripe's
 // webhooks held, reordered and re-sent, the enclave killed with SIGKILL and started again, the
 // chain's RPC stopped for 10 s — and every acceptance rule asserted: no 5xx but documented 503s

@@ -3,7 +3,8 @@
 // only: a new account buys credit, then a usage key, a wallet, a group with the action and the
 // wallet, and a script that signs with it — the signature checked against the wallet's address;
 // then the ChainSecured path, where a wallet administers its own account on chain; Stripe's
-// webhook crediting a payment by itself; and the README's quickstart and credits walkthrough.
+// webhook crediting a payment by itself; and the documented walkthroughs, run as written: the first
+// run's curl walkthrough (docs/guides/first-run.md) and the credits walkthrough (docs/guides/billing.md).
 import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -324,8 +325,8 @@ describe("Stripe's webhook, delivered by the local Stripe", () => {
   });
 });
 
-/** Runs a README block with bash, pointed at this test's stack (it runs on free ports, not on 8787). */
-function runReadme(block: string, suffix = ""): Promise<string> {
+/** Runs a documented block with bash, pointed at this test's stack (it runs on free ports, not on 8787). */
+function runDocBlock(block: string, suffix = ""): Promise<string> {
   const script = `${block.replace("http://127.0.0.1:8787/core/v1", api)}\n${suffix}`;
   return new Promise<string>((resolve, reject) =>
     execFile("bash", ["-euo", "pipefail", "-c", script], { cwd: root, timeout: 90_000 }, (err, out, errOut) =>
@@ -334,14 +335,16 @@ function runReadme(block: string, suffix = ""): Promise<string> {
   );
 }
 
-describe("the README", () => {
-  const readme = readFileSync(join(root, "README.md"), "utf8");
+describe("the documented walkthroughs", () => {
+  const doc = (path: string) => readFileSync(join(root, path), "utf8");
 
-  it("its quickstart runs as written against the stack, ends with the wallet's signature, and costs what the README says: the run, the wallet and the group 1 cent each", async () => {
-    const block = /```sh\n(A=http:\/\/127\.0\.0\.1:8787\/core\/v1;[\s\S]*?)```/.exec(readme)?.[1];
-    expect(block, "the README's public quickstart block").toBeDefined();
-    // The README's commands as written; the suffix only prints what they left in $W and $KEY.
-    const stdout = await runReadme(block as string, 'echo; echo "WALLET=$W"; echo "KEY=$KEY"');
+  it("the first run's curl walkthrough runs as written against the stack, ends with the wallet's signature, and costs what it says: the run, the wallet and the group 1 cent each", async () => {
+    const block = /```sh\n(A=http:\/\/127\.0\.0\.1:8787\/core\/v1;[\s\S]*?)```/.exec(
+      doc("docs/guides/first-run.md"),
+    )?.[1];
+    expect(block, "docs/guides/first-run.md's curl walkthrough").toBeDefined();
+    // The commands as written; the suffix only prints what they left in $W and $KEY.
+    const stdout = await runDocBlock(block as string, 'echo; echo "WALLET=$W"; echo "KEY=$KEY"');
     const wallet = /WALLET=(0x[0-9a-f]{40})/.exec(stdout)?.[1] as Address;
     const key = /KEY=(\S+)/.exec(stdout)?.[1] ?? "";
     const answer = JSON.parse(/(\{"response"[^\n]*\})/.exec(stdout)?.[1] ?? "{}") as {
@@ -351,21 +354,21 @@ describe("the README", () => {
     };
     expect(answer.has_error).toBe(false);
     expect(await recoverMessageAddress({ message: "hello", signature: answer.response })).toBe(getAddress(wallet));
-    // README: "it cost 1 cent (`charged_cents`), as did the wallet and the group".
+    // docs/guides/first-run.md: "it cost 1 cent (`charged_cents`), as did the wallet and the group".
     expect(answer.charged_cents, JSON.stringify(answer)).toBe(1);
     // The balance before those three steps is what the topup printed; after them, 3 cents less.
-    const before = Number(/balance \$\d+\.\d\d \((\d+) cents\)/.exec(stdout)?.[1]);
+    const before = Math.round(Number(/balance \$(\d+\.\d\d)$/m.exec(stdout)?.[1]) * 100);
     expect(before, stdout).toBe(500);
     const after = await ok<{ balance_cents: number }>("GET", "/billing/balance", { key });
     expect(after.balance_cents, "the wallet, the group and the run cost 1 cent each").toBe(before - 3);
   });
 
-  it("its credits walkthrough runs as written: the balance goes 0 → 2500, a declined card adds nothing, the steps by hand add 500", async () => {
-    const billing = readme.slice(readme.indexOf("## Billing"));
+  it("the billing guide's credits walkthrough runs as written: the balance goes 0 → 2500, a declined card adds nothing, the steps by hand add 500", async () => {
+    const billing = doc("docs/guides/billing.md");
     const blocks = [...billing.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string).slice(0, 2);
     expect(blocks[0], "the walkthrough's first block").toMatch(/^A=http:\/\/127\.0\.0\.1:8787\/core\/v1;/);
     expect(blocks[1], "the steps by hand").toContain("/billing/confirm_payment");
-    const stdout = await runReadme(blocks.join("\n"));
+    const stdout = await runDocBlock(blocks.join("\n"));
     const balances = [...stdout.matchAll(/\{"balance_cents":(\d+),"balance_display":"([^"]+)"\}/g)].map((m) => [
       Number(m[1]),
       m[2],
@@ -376,7 +379,7 @@ describe("the README", () => {
       [3000, "$30.00"],
     ]);
     expect(stdout).toContain("credited");
-    expect(stdout).toContain("balance $25.00 (2500 cents)");
+    expect(stdout).toMatch(/; balance \$25\.00$/m);
     expect(stdout).toContain("declined");
     expect(stdout).toMatch(/"already_credited":(true|false)/);
   });

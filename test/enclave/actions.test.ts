@@ -1,6 +1,6 @@
-// Sigil.Actions function by function (sandbox.md, "Sigil.Actions"), each result checked outside
+// Sigil.Actions function by function (docs/design/sandbox.md, "Sigil.Actions"), each result checked outside
 // the enclave: signatures recovered with viem, hashes recomputed with @noble / viem, keys compared
-// with the pinned derivation of keys-and-authz.md (the wallet's derivation read from the chain),
+// with the pinned derivation of docs/design/keys-and-authz.md (the wallet's derivation read from the chain),
 // ciphertexts opened with WebCrypto. One account, one wallet and one group listing every script
 // of this file.
 import { secp256k1 } from "@noble/curves/secp256k1";
@@ -117,7 +117,7 @@ const keyring = new Keyring(hexToBytes(TEST_ROOT_KEY));
 const cids = {} as Record<Script, string>;
 let apiKey: string;
 let wallet: Address;
-/** The wallet's signing key, derived as keys-and-authz.md says from (master, derivation on chain). */
+/** The wallet's signing key, derived as docs/design/keys-and-authz.md says from (master, derivation on chain). */
 let walletPrivateKey: Hex;
 /** The wallet's AES-256-GCM key, derived the same way. */
 let walletEncryptionKey: Uint8Array;

@@ -1,4 +1,4 @@
-// The enclave's public attestation endpoints (attestation.md, Endpoints), against the test stack's
+// The enclave's public attestation endpoints (docs/design/attestation.md, Endpoints), against the test stack's
 // enclave process, which runs the simulated TEE (SIGIL_ENV=test): the cached report-data-zero
 // quote, nonce quotes and their limits, /info, the mock root and collateral that make the quotes
 // verifiable with dcap-qvl, and the dev /evidences/ stand-in. No shared secret anywhere: these

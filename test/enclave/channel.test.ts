@@ -1,4 +1,4 @@
-// The attested channel against real enclave processes (attestation.md, the channel): what the
+// The attested channel against real enclave processes (docs/design/attestation.md, Channel): what the
 // enclave refuses — an edge key not on its allow-list, a forged session, a replayed request, one
 // outside its ±60 s window, one sealed to a key or in a session it does not hold, anything sent to
 // the internal API directly — what

@@ -1,4 +1,4 @@
-// The hostile-script suite (sandbox.md, "Hostile-script suite (must stay green)"): scripts that
+// The hostile-script suite (docs/design/sandbox.md, "Hostile-script suite (must stay green)"): scripts that
 // loop, bomb memory, recurse, flood logs, hoard timers, tamper with built-ins and with `Sigil`,
 // look for the host, generate code from strings, fetch loopback in its many spellings, use wallets
 // that are not theirs, and arrive 1 000 at a time. Each must end in the documented result, and

@@ -1,4 +1,4 @@
-// Run limits of sandbox.md ("Limits") that hold at their configured values: a `timeout_ms` above
+// Run limits of docs/design/sandbox.md ("Limits") that hold at their configured values: a `timeout_ms` above
 // the maximum is capped to it, and the per-fetch timeout the sandbox applies is the configured one
 // (30 s unless configured). The defaults are read from the enclave's configuration; the caps are
 // observed on runs — on the shared enclave (defaults) and on an enclave of its own with small limits

@@ -1,4 +1,4 @@
-// The enclave's own logs never carry a key or a secret (keys-and-authz.md: keys are "never logged
+// The enclave's own logs never carry a key or a secret (docs/design/keys-and-authz.md: keys are "never logged
 // (log the first 6 characters of its hash at most)"). An enclave of its own, logging at debug, runs
 // the operations that handle keys — new_account, create_wallet, add_usage_api_key, add_group, runs
 // that use every kind of key and one that fails with a private key in its error message, refused

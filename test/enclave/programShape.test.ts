@@ -1,4 +1,4 @@
-// The program-shape rules of sandbox.md ("Program shape" and "Globals"): what a script must define,
+// The program-shape rules of docs/design/sandbox.md ("Program shape" and "Globals"): what a script must define,
 // how main's value becomes `response`, the script and module forms, how errors are reported (code,
 // message, stack lines of the user's own code), which codes a run reports, what `Sigil.request`
 // carries, and that `Sigil` cannot be replaced or changed.
@@ -229,7 +229,7 @@ describe("errors", () => {
   });
 
   it("deep recursion ends in script_error; QuickJS reports it as InternalError: stack overflow", async () => {
-    // sandbox.md's limit table says "script_error (RangeError)"; this runtime's error is QuickJS's own.
+    // docs/design/sandbox.md's limit table says "script_error (RangeError)"; this runtime's error is QuickJS's own.
     const code = `function down(n) { return down(n + 1) + 1; }\nasync function main() { return down(0); }`;
     const error = failed(await run(apiKey, code), "script_error");
     expect(error.message).toBe("InternalError: stack overflow");
@@ -294,7 +294,7 @@ describe("Sigil cannot be replaced or changed", () => {
         allFunctionsFrozen: fns.every((n) => typeof Sigil.Actions[n] === "function" && Object.isFrozen(Sigil.Actions[n])),
       };
     }`;
-    // The functions of sandbox.md's Sigil.Actions table, and no others.
+    // The functions of docs/design/sandbox.md's Sigil.Actions table, and no others.
     const functions = [
       "decrypt",
       "encrypt",

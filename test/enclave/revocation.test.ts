@@ -1,4 +1,4 @@
-// Revocations meeting the permission cache, where runs rely on them (keys-and-authz.md, "Permission
+// Revocations meeting the permission cache, where runs rely on them (docs/design/keys-and-authz.md, "Permission
 // cache and chain listener"): a grant the cache holds must not be served once it is revoked.
 //
 // - Through the API: the enclave's own write drops the account's entries before it answers, so a

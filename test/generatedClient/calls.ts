@@ -28,6 +28,7 @@ export async function all() {
   });
   await c.POST("/core/v1/new_account", { body: { account_name: "me" } });
   await c.GET("/core/v1/account_exists");
+  await c.GET("/core/v1/get_account");
   await c.POST("/core/v1/add_usage_api_key", { body: { name: "n", description: "d", ...perms } });
   await c.POST("/core/v1/update_usage_api_key", {
     body: { usage_api_key: "0x", name: "n", description: "d", ...perms },
@@ -41,6 +42,7 @@ export async function all() {
   await c.GET("/core/v1/create_wallet");
   await c.GET("/core/v1/list_wallets", { params: { query: { page_size: 100 } } });
   await c.GET("/core/v1/list_wallets_in_group", { params: { query: { group_id: "1" } } });
+  await c.GET("/core/v1/get_wallet_balance", { params: { query: { wallet_address: "0x00" } } });
   await c.POST("/core/v1/add_group", {
     body: { group_name: "g", group_description: "d", pkp_ids_permitted: [], cid_hashes_permitted: [] },
   });

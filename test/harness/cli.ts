@@ -39,13 +39,20 @@ export function runSigil(
 }
 
 /** The one error line a failed command prints: `sigil <command>: <code>: <message> (request <id>)`. */
+/** A note the CLI writes to stderr for a person (never with --json): `run: …`, `allow: …`. */
+export const CLI_NOTE = /^(run|allow): /;
+
 export function errorLineOf(result: CliResult): {
   command: string;
   code: string;
   message: string;
   requestId: string | undefined;
 } {
-  const lines = result.stderr.trim().split("\n");
+  // Notes for the person at the terminal (`run: at most …`, `allow: …`) come before the error line.
+  const lines = result.stderr
+    .trim()
+    .split("\n")
+    .filter((line) => !CLI_NOTE.test(line));
   if (lines.length !== 1) throw new Error(`expected one line on stderr, got ${lines.length}:\n${result.stderr}`);
   const m = /^sigil ([a-z -]+?): ([a-z_]+): (.*?)(?: \(request ([0-9a-f-]+)\))?$/.exec(lines[0] as string);
   if (!m) throw new Error(`not an error line: ${lines[0]}`);

@@ -15,7 +15,7 @@
 //    first one's request id), else X-Request-Id. Every ref an answer claims a charge c > 0 for must
 //    have a charge of exactly c; a call's last answer claiming 0 must have none; every charge in the
 //    Ledger must be claimed by an answer, except the charges of requests that got no answer (the
-//    client gave up waiting, so it never saw their request ids; billing.md: a request is charged
+//    client gave up waiting, so it never saw their request ids; docs/design/billing.md: a request is charged
 //    whether or not its client waits, and a hold nobody settles is charged in full when it expires,
 //    `hold_expired`): of those there may be at most one per run or write of the account that got no
 //    answer. So Σ client-charged = Σ ledger charges − Σ charges of unanswered requests, and any
@@ -84,7 +84,7 @@ export type SoakData = {
 export type Rule = { name: string; ok: boolean; detail: string[] };
 /**
  * `fiveXx`: every 5xx answer (and every request with no answer), one line each, in time order;
- * `markdown`: the run's summary as the README shows it.
+ * `markdown`: the run's summary as docs/operations/soak.md shows it.
  */
 export type SoakReport = {
   lines: string[];
@@ -506,7 +506,7 @@ export function buildReport(d: SoakData): SoakReport {
       }
     }
     // Charges no answer claims: a request the client got no answer for (it gave up waiting; it is
-    // charged all the same, billing.md) — at most one per such request of the account, run or
+    // charged all the same, docs/design/billing.md) — at most one per such request of the account, run or
     // write, whose request id the client never saw — or a hold that expired unsettled.
     let expired = 0;
     let unanswered = 0;
@@ -780,7 +780,7 @@ export function buildReport(d: SoakData): SoakReport {
     user_webhook_events: userEvents,
     rules: rules.map((r) => ({ name: r.name, ok: r.ok })),
   };
-  // The summary, as the README shows it.
+  // The summary, as docs/operations/soak.md shows it.
   const loadEdge = edge.filter((a) => inLoad(a) && (LOAD_KINDS as readonly string[]).includes(a.kind));
   const statusCounts = new Map<number, number>();
   for (const a of loadEdge) statusCounts.set(a.status, (statusCounts.get(a.status) ?? 0) + 1);

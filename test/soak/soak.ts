@@ -1,4 +1,4 @@
-// `npm run soak`: the service under mixed traffic with faults, for minutes (README, "Soak"). It
+// `npm run soak`: the service under mixed traffic with faults, for minutes (docs/operations/soak.md). It
 // starts its own stack (stack.ts: anvil behind a stoppable proxy, mining a block a second as the
 // service's chains do, the enclave, the Stripe emulator,
 // the production edge bundle under workerd, billing on), makes a few accounts, measures the

@@ -55,7 +55,7 @@ describe("GET /core/v1/openapi.json", () => {
     const result = await new Validator().validate(doc as never);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
-    // Every route of api.md: 44 operations (create_wallet has a GET and a POST).
+    // Every route of docs/design/api.md: 44 operations (create_wallet has a GET and a POST).
     const operations = Object.values(doc.paths).flatMap((item) =>
       Object.keys(item).filter((k) => ["get", "post", "put", "patch", "delete"].includes(k)),
     );

@@ -1,5 +1,5 @@
 // Groups and actions through the edge in workerd, against the real chain and enclave: the typical
-// workflow of api.md (Groups and actions), what a usage key without each scope gets, what a key
+// workflow of docs/design/api.md (Groups and actions), what a usage key without each scope gets, what a key
 // that may only create groups may put in one, and the 404s for a group, wallet or action the
 // caller does not have. A group lists only registered actions: a raw CID given to add_group,
 // update_group or add_action_to_group is registered (without a name) in the same transaction.

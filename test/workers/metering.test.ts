@@ -1,4 +1,4 @@
-// Which answers say what they cost (api.md, Metering): every managed write the service submits and
+// Which answers say what they cost (docs/design/api.md, Metering): every managed write the service submits and
 // every execution carries X-Sigil-Charged-Cents (0 until billing lands); reads and the free
 // endpoints do not.
 import { SELF } from "cloudflare:test";

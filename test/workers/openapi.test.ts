@@ -1,9 +1,9 @@
-// The edge's OpenAPI document (api.md, Conventions: OpenAPI) as the running edge serves it. Its
+// The edge's OpenAPI document (docs/design/api.md, Conventions: OpenAPI) as the running edge serves it. Its
 // validity against the official OpenAPI 3.1 schema is test/unit/openapi.test.ts's (a real
 // validator, @seriousme/openapi-schema-validator); these are the rules the schema cannot state —
 // every operation with responses, its 2xx answer and its request body each with a JSON schema
 // (not only a description), errors with the one error body, every $ref resolving, security naming
-// declared schemes, parameters well-formed, request bodies JSON — plus every route of api.md's
+// declared schemes, parameters well-formed, request bodies JSON — plus every route of docs/design/api.md's
 // endpoint tables served with its method and auth.
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -34,14 +34,16 @@ const TOP_LEVEL_FIELDS = [
 const isExtension = (k: string) => k.startsWith("x-");
 
 /**
- * api.md's endpoint tables under /core/v1 (Accounts and keys, Wallets, Groups and actions,
+ * docs/design/api.md's endpoint tables under /core/v1 (Accounts and keys, Wallets, Groups and actions,
  * Execution, Public information, Signature endpoints, Billing), with their auth: `none`, or `key` for
  * `key`, `acct` and `header` (all of them read the caller's key from a header), and the capability
- * they are tagged with (api.md's sections, the signature endpoints apart).
+ * they are tagged with (docs/design/api.md's sections, the signature endpoints apart).
  */
 const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", tag: string]> = [
   ["post", "/new_account", "none", "Accounts"],
   ["get", "/account_exists", "key", "Accounts"],
+  // Added after docs/design/api.md (issue 29): the account's name and id for the dashboard's header.
+  ["get", "/get_account", "key", "Accounts"],
   ["post", "/add_usage_api_key", "key", "Usage keys"],
   ["post", "/update_usage_api_key", "key", "Usage keys"],
   ["post", "/update_usage_api_key_metadata", "key", "Usage keys"],
@@ -51,6 +53,8 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["get", "/create_wallet", "key", "Wallets"],
   ["get", "/list_wallets", "key", "Wallets"],
   ["get", "/list_wallets_in_group", "key", "Wallets"],
+  // Added after docs/design/api.md (issue 29): a wallet's balance on the chain, for the dashboard's wallet page.
+  ["get", "/get_wallet_balance", "key", "Wallets"],
   ["post", "/add_group", "key", "Groups"],
   ["get", "/list_groups", "key", "Groups"],
   ["post", "/remove_group", "key", "Groups"],
@@ -82,9 +86,9 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["post", "/billing/create_payment_intent", "key", "Billing"],
   ["post", "/billing/confirm_payment", "key", "Billing"],
   ["post", "/billing/webhook", "none", "Billing"],
-  // Added after api.md (issue 14): the usage history, keyed like the billing reads.
+  // Added after docs/design/api.md (issue 14): the usage history, keyed like the billing reads.
   ["get", "/usage", "key", "Billing"],
-  // Users' webhooks (issue 14; not yet in api.md's tables: the README's Webhooks section is their
+  // Users' webhooks (issue 14; not yet in docs/design/api.md's tables: the README's Webhooks section is their
   // description until it is): the master key, or X-Wallet-Auth like billing.
   ["post", "/webhooks", "key", "Webhooks"],
   ["get", "/webhooks", "key", "Webhooks"],
@@ -96,13 +100,13 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
 ];
 
 /**
- * api.md's attestation endpoints, at the base URL rather than under /core/v1 (attestation.md,
+ * docs/design/api.md's attestation endpoints, at the base URL rather than under /core/v1 (docs/design/attestation.md,
  * Endpoints): none is keyed; each may be pinned to an instance (issue 11, point 15).
  */
 const ATTESTATION_ROUTES: Array<[method: string, path: string]> = [
   ["get", "/attestation"],
   ["get", "/attestation/simulated-collateral"],
-  // The key run receipts are signed with (issue 14, point 4; README, Run receipts).
+  // The key run receipts are signed with (issue 14, point 4; docs/guides/receipts.md, Run receipts).
   ["get", "/attestation/receipt-key"],
   ["get", "/info"],
   ["get", "/evidences/"],
@@ -162,7 +166,7 @@ const BODYLESS = new Set([
   "post /core/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend",
 ]);
 
-/** The 4xx statuses of api.md's Errors table an operation may answer (405 answers a method it does not have), and 408 body_timeout, which the table lacks. */
+/** The 4xx statuses of docs/design/api.md's Errors table an operation may answer (405 answers a method it does not have), and 408 body_timeout, which the table lacks. */
 const OPERATION_4XX = ["400", "401", "402", "403", "404", "408", "409", "413", "422", "429"];
 
 let doc: Doc;
@@ -273,7 +277,7 @@ describe("the OpenAPI document", () => {
             | Obj
             | undefined;
           expect(schema, `${where} ${status} declares its body`).toBeTypeOf("object");
-          // /health's 503 is its report, not an error (api.md: "200 when serving, 503 when not").
+          // /health's 503 is its report, not an error (docs/design/api.md: "200 when serving, 503 when not").
           if (path === "/core/v1/health" && status === "503") {
             expect(schema).toEqual(
               ((responses?.["200"]?.content as Record<string, Obj>)["application/json"] as Obj).schema,
@@ -418,7 +422,7 @@ describe("the OpenAPI document", () => {
       const schema = content["application/json"]?.schema as Obj | undefined;
       expect(schema, where).toBeTypeOf("object");
       expect(Object.keys(schema ?? {}).length, `${where}: a schema that says something`).toBeGreaterThan(0);
-      // Unknown fields are rejected (api.md), so an object body says so.
+      // Unknown fields are rejected (docs/design/api.md), so an object body says so.
       if (schema?.type === "object" && !UNVALIDATED_BODIES.has(`${method} ${path}`))
         expect(schema.additionalProperties, `${where} refuses unknown fields`).toBe(false);
       expect(method, `${where}: GET takes no body`).not.toBe("get");
@@ -501,7 +505,7 @@ describe("the OpenAPI document", () => {
         if (!OPERATION_4XX.includes(s)) gaps.push(`${where}: ${s} is not an answer of an operation`);
     }
     expect(gaps).toEqual([]);
-    // 429 comes with Retry-After (api.md, Errors).
+    // 429 comes with Retry-After (docs/design/api.md, Errors).
     const limited = (doc.paths["/core/v1/version"]?.get?.responses as Record<string, Obj>)["429"] as Obj;
     expect(Object.keys(limited.headers as Obj)).toContain("Retry-After");
   });

@@ -1,4 +1,4 @@
-// The permission matrix of api.md (Endpoints: the auth column) through the edge in workerd, against
+// The permission matrix of docs/design/api.md (Endpoints: the auth column) through the edge in workerd, against
 // the real chain and enclave. For every endpoint that takes a key: a usage key lacking exactly the
 // scope it needs → 403 (`permission_denied` naming the scope, or `account_key_required` on `acct`
 // endpoints); a usage key holding just that scope (per-group scopes: the group's id and the `0`
@@ -181,6 +181,19 @@ const rows: Row[] = [
     auth: "read",
     prepare: async () => get(`list_wallets_in_group?group_id=${otherGroup}`),
     check: list,
+  },
+  // The dashboard's reads (issue 29): any key of the account may read them.
+  {
+    endpoint: "get_account",
+    auth: "read",
+    prepare: async () => get("get_account"),
+    check: (b) => expect((b as { account_name: string }).account_name).toBe("permission matrix"),
+  },
+  {
+    endpoint: "get_wallet_balance",
+    auth: "read",
+    prepare: async (a) => get(`get_wallet_balance?wallet_address=${a.wallet_address}`),
+    check: (b) => expect((b as { balance_wei: string }).balance_wei).toMatch(/^\d+$/),
   },
 
   // Groups and actions

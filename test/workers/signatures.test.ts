@@ -1,5 +1,5 @@
 // The signature endpoints through the edge in workerd, against the real chain and enclave: each of
-// api.md's checks, in its order, for each endpoint, with EOA signers and with a deployed ERC-1271
+// docs/design/api.md's checks, in its order, for each endpoint, with EOA signers and with a deployed ERC-1271
 // contract wallet (test/fixtures/Erc1271Wallet.sol, compiled by test/workers/fixtures/build.ts).
 import { SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";

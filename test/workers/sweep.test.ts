@@ -1,11 +1,11 @@
-// "No client mistake produces a 500" (api.md, Conventions): for every operation of the edge's own
+// "No client mistake produces a 500" (docs/design/api.md, Conventions): for every operation of the edge's own
 // OpenAPI document, send the mistakes a client can make — bodies that are not JSON, of the wrong
 // type, missing fields, with an unknown field, over the size limit; keys that are garbage, a public
 // hash, two different ones, none; an X-Wallet-Auth that is not one — and insist on a 4xx that the
 // operation documents, with the one error body whose request_id is the X-Request-Id header, and on
-// the exact status and code where api.md fixes them. The cases come from the document, so a new
+// the exact status and code where docs/design/api.md fixes them. The cases come from the document, so a new
 // route is swept as soon as it is served. Then what the document does not list: the attestation
-// paths at the base URL (api.md, Attestation; attestation.md), which an enclave answers through
+// paths at the base URL (docs/design/api.md, Attestation; docs/design/attestation.md), which an enclave answers through
 // the edge.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -38,12 +38,12 @@ type OpenApiDoc = {
   components?: { schemas?: Record<string, Schema> };
 };
 
-/** The statuses a client mistake may get (api.md, Errors); 5xx is never one of them. */
+/** The statuses a client mistake may get (docs/design/api.md, Errors); 5xx is never one of them. */
 const CLIENT_MISTAKE_STATUSES = [400, 401, 403, 404, 409, 413, 429];
 
 /**
  * The body limits of the edge's routes (workers/routes/*.ts: `bodyLimit`): the routes that take a
- * script 6 MiB (sandbox.md), the signature endpoints 64 KiB. Routes not listed set no limit of their own; the
+ * script 6 MiB (docs/design/sandbox.md), the signature endpoints 64 KiB. Routes not listed set no limit of their own; the
  * oversized case sends them a body over the largest limit and still wants a 4xx.
  */
 const BODY_LIMITS: Record<string, number> = {
@@ -127,24 +127,24 @@ const validKey = await (async () => {
 })();
 
 /**
- * A body that is not JSON (api.md, Conventions: "a body that is not JSON → 400"): malformed, absent,
+ * A body that is not JSON (docs/design/api.md, Conventions: "a body that is not JSON → 400"): malformed, absent,
  * or sent with a content type other than JSON. All three are the one answer, 400 invalid_json (the
  * edge cannot read a JSON body it was not sent).
  */
 const NOT_JSON = { status: 400, code: "invalid_json" };
 /**
  * Routes whose body is signed by its sender (Stripe's webhook): an unsigned request is refused
- * before its body is looked at, with api.md's 400 invalid_signature (the one code whose status
+ * before its body is looked at, with docs/design/api.md's 400 invalid_signature (the one code whose status
  * differs from its usual one).
  */
 const SIGNED_BODY_ROUTES = new Set(["/core/v1/billing/webhook"]);
 const UNSIGNED = { status: 400, code: "invalid_signature" };
 
 const base64url = (text: string) => btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-/** The WalletAuth security scheme of the document: billing's alternative to a key (api.md, Billing). */
+/** The WalletAuth security scheme of the document: billing's alternative to a key (docs/design/api.md, Billing). */
 const WALLET_AUTH_SCHEME = "WalletAuth";
 /**
- * X-Wallet-Auth values that are not base64url(JSON {"typed_data", "signature"}): api.md (Signature
+ * X-Wallet-Auth values that are not base64url(JSON {"typed_data", "signature"}): docs/design/api.md (Signature
  * endpoints) answers each with 401 invalid_signature.
  */
 const GARBAGE_WALLET_AUTH: Array<[label: string, value: string]> = [
@@ -419,7 +419,7 @@ for (const { method, path, op, cases } of operations.filter((o) => o.cases.lengt
 }
 
 // ─── what the OpenAPI document does not list ──────────────────────────────────────────────────
-// The attestation paths at the base URL (api.md, Attestation): an enclave answers them and the edge
+// The attestation paths at the base URL (docs/design/api.md, Attestation): an enclave answers them and the edge
 // passes the answer through, so its errors must still be the one error body, with the edge's
 // request id, and never a 5xx.
 

@@ -1,4 +1,4 @@
-// Whose credit a request touches (billing.md): the account's master hash names its Ledger. The
+// Whose credit a request touches (docs/design/billing.md): the account's master hash names its Ledger. The
 // billing endpoints accept either the caller's API key or, for ChainSecured owners without one,
 // `X-Wallet-Auth: base64url(JSON {"typed_data": …, "signature": "0x…"})` signed as `BillingAuth`
 // by the account's current admin wallet.
@@ -100,7 +100,7 @@ export function decodeWalletAuth(value: string): { typed_data: unknown; signatur
       "payload_too_large",
       `${WALLET_AUTH_HEADER} must be at most ${MAX_WALLET_AUTH_CHARS} characters`,
     );
-  // api.md (Signature endpoints): a value that is not base64url JSON with both fields is 401.
+  // docs/design/api.md (Signature endpoints): a value that is not base64url JSON with both fields is 401.
   const bad = () =>
     new SigilError(
       "invalid_signature",

@@ -1,4 +1,4 @@
-// An account's credit as the billing endpoints show it (billing.md, Ledger): the free balance in
+// An account's credit as the billing endpoints show it (docs/design/billing.md, Ledger): the free balance in
 // cents, never below zero (a late settle after a hold expired may take it under), and in dollars.
 import { ledgerOf } from "./account.ts";
 import type { Ledger } from "./ledger.ts";

@@ -1,4 +1,4 @@
-// The credit ledger (billing.md, Ledger): one Durable Object per account, named by the account's
+// The credit ledger (docs/design/billing.md, Ledger): one Durable Object per account, named by the account's
 // master hash, which survives conversion to ChainSecured and ownership transfers, so the balance
 // stays with the account. All amounts are integer cents, in the object's SQLite storage (its schema:
 // ledgerSchema.ts, numbered migrations; what it takes and answers: ledgerTypes.ts):
@@ -30,7 +30,7 @@
 // transaction of the object (no await inside), so concurrent requests cannot both spend the same
 // cent. `hold`, `settle` and `release` are idempotent on the request id, `credit` on the payment
 // intent id. A hold that expires unsettled is charged in full, as the charge of its request id
-// (billing.md): the edge that held it stopped before it could settle (killed, or its invocation
+// (docs/design/billing.md): the edge that held it stopped before it could settle (killed, or its invocation
 // cancelled while the work went on), so the work may have been done, and a client must not be
 // able to avoid paying by making that happen. Every operation first turns the holds that have
 // expired into charges, so nothing anyone reads ever shows an expired hold. A settle that comes

@@ -1,4 +1,4 @@
-// Metering (billing.md, Fees): what a managed write and a run cost, held before the work and
+// Metering (docs/design/billing.md, Fees): what a managed write and a run cost, held before the work and
 // settled after it, in the caller's account's Ledger, under the request's billing ref — its
 // request id, or under an Idempotency-Key the first attempt's, so that every attempt of one
 // request holds and settles the same ledger row and is charged once. A managed write holds 1 cent,

@@ -1,4 +1,4 @@
-// Crediting payments (billing.md, Stripe): a payment is credited exactly once, whichever of
+// Crediting payments (docs/design/billing.md, Stripe): a payment is credited exactly once, whichever of
 // `confirm_payment` and Stripe's webhook reports it first. Both credit the account's Ledger under
 // the payment intent's id, the amount Stripe received, and the Ledger adds a payment intent once.
 // A payment that failed or was canceled credits nothing.

@@ -1,4 +1,4 @@
-// Stripe from the Worker (billing.md, Stripe): the `stripe` SDK on the fetch client and the subtle
+// Stripe from the Worker (docs/design/billing.md, Stripe): the `stripe` SDK on the fetch client and the subtle
 // crypto provider, pointed at api.stripe.com or, when STRIPE_API_BASE is set, at the local
 // emulator through the SDK's own host/port/protocol options — the production code path either way.
 // Stripe's failures become the service's errors here: a missing intent 404 payment_not_found,

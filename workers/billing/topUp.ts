@@ -1,4 +1,4 @@
-// Starting a top-up (billing.md, Stripe): an amount of at least MIN_TOP_UP_CENTS becomes a Stripe
+// Starting a top-up (docs/design/billing.md, Stripe): an amount of at least MIN_TOP_UP_CENTS becomes a Stripe
 // payment intent in USD for the account's Stripe customer, made on its first top-up, with the
 // account in its metadata so that confirming it, or Stripe's webhook, credits that account
 // (payments.ts). The client confirms the intent with Stripe using its client secret.
@@ -10,7 +10,7 @@ import { centsDisplay } from "./balance.ts";
 import type { Ledger } from "./ledger.ts";
 import { stripeCall, stripeClient } from "./stripe.ts";
 
-/** billing.md: the smallest top-up, in cents. */
+/** docs/design/billing.md: the smallest top-up, in cents. */
 export const MIN_TOP_UP_CENTS = 500;
 /** Stripe's largest USD amount. */
 export const MAX_TOP_UP_CENTS = 99_999_999;

@@ -1,5 +1,5 @@
 // An account's administrative history, read from AccountConfig's events (issue 14): every write
-// emits an event whose first indexed topic is the account's master hash (contract.md, Events), so
+// emits an event whose first indexed topic is the account's master hash (docs/design/contract.md, Events), so
 // one `eth_getLogs` filter — the contract's address, the account events' selectors, the master in
 // topic 1 — finds them on the chain itself, with no index of our own. viem's getLogs filters a list
 // of events by an indexed argument only after the logs came back (it sends no topic for `args`

@@ -1,5 +1,5 @@
-// Live reads of AccountConfig from the Worker (api.md: reads are eth_calls, never cached). A
-// revert becomes the api.md error for it; an unreachable chain 503 chain_unavailable.
+// Live reads of AccountConfig from the Worker (docs/design/api.md: reads are eth_calls, never cached). A
+// revert becomes the docs/design/api.md error for it; an unreachable chain 503 chain_unavailable.
 import {
   createPublicClient,
   http,

@@ -1,5 +1,5 @@
-// A wallet's EIP-712 signature over Sigil's typed data (api.md, Signature endpoints): every check
-// in api.md's order, each with its own code — sizes, primaryType, types, domain, chainId and the
+// A wallet's EIP-712 signature over Sigil's typed data (docs/design/api.md, Signature endpoints): every check
+// in docs/design/api.md's order, each with its own code — sizes, primaryType, types, domain, chainId and the
 // issuedAt window (shared/eip712.ts), then the signature itself, by ECDSA recovery, else ERC-1271
 // on the node's chain (shared/walletSignature.ts). Used by the signature endpoints and by
 // X-Wallet-Auth on the billing endpoints.

@@ -1,5 +1,5 @@
 // What the edge requires of an enclave before it seals anything to its channel key
-// (attestation.md, the channel, step 2): the quote verifies (Intel's root; the enclave's own mock
+// (docs/design/attestation.md, Channel: step 2): the quote verifies (Intel's root; the enclave's own mock
 // root only when this edge is configured for development), its report_data binds the channel key,
 // the event log replays to the quote's RTMRs, RTMR3's compose hash is one this edge allows, and —
 // when SIGIL_CHECK_GOVERNANCE is on (always in production) — the app's governance contract

@@ -1,4 +1,4 @@
-// Idempotency keys (api.md; Stripe's semantics) for every managed write and `sigil_action`. A
+// Idempotency keys (docs/design/api.md; Stripe's semantics) for every managed write and `sigil_action`. A
 // request may carry `Idempotency-Key: <1–255 visible ASCII characters>`; the account's Idempotency
 // object (store.ts) keeps, per caller key and idempotency key, what the first request asked and
 // what it was answered:

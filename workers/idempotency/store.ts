@@ -1,11 +1,11 @@
-// The Idempotency Durable Object (api.md, Idempotency keys): one per account, named by its master
+// The Idempotency Durable Object (docs/design/api.md, Idempotency keys): one per account, named by its master
 // hash like its Ledger, so the usage keys of an account share its bound. A record's scope is the
 // caller's key hash and the client's Idempotency-Key, so one key can never read another's answers.
 // A record holds:
 //
 //   fingerprint   SHA-256 of (method, path, body): the same key with another body is refused
 //   ref           the first attempt's request id: every attempt under the key holds and settles
-//                 under it, so the Ledger charges the key once (billing.md)
+//                 under it, so the Ledger charges the key once (docs/design/billing.md)
 //   state         in_progress (an attempt holds the lease), open (an attempt ended without an
 //                 answer to keep: the enclave was lost under it, or it took over from one that
 //                 was), done (the answer is kept and replayed)

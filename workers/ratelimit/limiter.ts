@@ -1,4 +1,4 @@
-// The rate limiter (api.md, Rate limits): one Durable Object per bucket (an API key's hash or a
+// The rate limiter (docs/design/api.md, Rate limits): one Durable Object per bucket (an API key's hash or a
 // client IP, per limit) is the only authority on a bucket's fixed window, so every isolate and
 // every edge location counts against the same window; the counts live in the object's memory —
 // losing them on eviction only forgives.

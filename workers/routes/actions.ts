@@ -1,4 +1,4 @@
-// Actions (api.md, Groups and actions): the account's registry of CIDs with a name and a
+// Actions (docs/design/api.md, Groups and actions): the account's registry of CIDs with a name and a
 // description. Writes go to an enclave with the caller's key as `api_key` (the contract checks
 // group:manageActions); `list_actions` is a live eth_call, of the whole account or of one group.
 import type { OpenAPIHono } from "@hono/zod-openapi";

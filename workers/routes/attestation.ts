@@ -1,4 +1,4 @@
-// The attestation endpoints (api.md, Attestation; attestation.md), at the base URL rather than
+// The attestation endpoints (docs/design/api.md, Attestation; docs/design/attestation.md), at the base URL rather than
 // under /core/v1: `/attestation`, `/info`, `/attestation/receipt-key` (the key run receipts are
 // signed with), `/evidences/…` and, from a simulated TEE, `/attestation/simulated-collateral` come
 // from an enclave and pass through unchanged, so a verifier sees exactly what the enclave served. Each answer names the instance that made it

@@ -1,4 +1,4 @@
-// The billing endpoints (api.md, Billing; billing.md, Stripe): the publishable key, the balance,
+// The billing endpoints (docs/design/api.md, Billing; docs/design/billing.md, Stripe): the publishable key, the balance,
 // payment intents, their confirmation and Stripe's webhook. The rules (the minimum top-up, the
 // Stripe customer, crediting a payment once) are billing/topUp.ts and billing/payments.ts; here
 // the requests are validated, their caller named and the answers shaped. Both writes take an
@@ -205,7 +205,7 @@ const webhook = route("POST /billing/webhook", "Billing", {
   ok: json(z.object({ received: z.literal(true), credited_cents: z.number().int().nonnegative() })),
   errors: [408, 413, 429, 503],
   answers: {
-    // A bad or stale signature is 400 invalid_signature here (api.md, Billing): the payload is refused.
+    // A bad or stale signature is 400 invalid_signature here (docs/design/api.md, Billing): the payload is refused.
     400: {
       ...errorAnswer(400),
       description:

@@ -1,4 +1,4 @@
-// Groups (api.md, Groups and actions). Writes are forwarded to an enclave with the caller's key
+// Groups (docs/design/api.md, Groups and actions). Writes are forwarded to an enclave with the caller's key
 // added as `api_key`: the enclave turns wallet ids into addresses and raw CIDs into hashes, and the
 // contract decides whether the key holds the scope (its refusal comes back as 403
 // permission_denied, 404 group_not_found or wallet_not_found). `list_groups` is a live eth_call.

@@ -55,10 +55,10 @@ export function operationIdOf(name: string): string {
   return name.slice(name.lastIndexOf("/") + 1).replace(/[_-]([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
-/** The one error body (api.md, Errors), a named schema that every error answer refers to. */
+/** The one error body (docs/design/api.md, Errors), a named schema that every error answer refers to. */
 export const errorBody = errorBodySchema.openapi("ErrorBody");
 
-/** The error statuses an operation may document (api.md, Errors: 405 answers a method no operation has). */
+/** The error statuses an operation may document (docs/design/api.md, Errors: 405 answers a method no operation has). */
 export type ErrorAnswerStatus = 400 | 401 | 402 | 403 | 404 | 408 | 409 | 413 | 422 | 429 | 500 | 503;
 
 const REASONS: Record<ErrorAnswerStatus, string> = {
@@ -93,7 +93,7 @@ export function errorAnswer(status: ErrorAnswerStatus): ErrorAnswer {
     description: `${REASONS[status]} (error.code: ${codes.join(", ")})`,
     content: { "application/json": { schema: errorBody } },
   };
-  // api.md, Errors: 429 always comes with Retry-After, 503 when the edge knows when to retry.
+  // docs/design/api.md, Errors: 429 always comes with Retry-After, 503 when the edge knows when to retry.
   if (status === 429) answer.headers = z.object({ "Retry-After": retryAfter });
   if (status === 503) answer.headers = z.object({ "Retry-After": retryAfter.optional() });
   return answer;
@@ -170,7 +170,7 @@ export function route<
   });
 }
 
-/** Either header names the caller's key (keys-and-authz.md, API keys). */
+/** Either header names the caller's key (docs/design/keys-and-authz.md, API keys). */
 export const keySecurity: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];
 
 export function registerKeySecurity(r: OpenAPIHono<EdgeEnv>): void {
@@ -199,7 +199,7 @@ export function toWire(value: unknown): unknown {
 }
 
 /**
- * A paged list endpoint (api.md, Pagination): a GET named `name` with the caller's key, `query`
+ * A paged list endpoint (docs/design/api.md, Pagination): a GET named `name` with the caller's key, `query`
  * (the page fields, maybe more), a JSON array of `item`, and the total in X-Total-Count. `notFound`
  * when the query names something that may not exist (a group).
  */

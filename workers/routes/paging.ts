@@ -1,4 +1,4 @@
-// Pagination and group ids in query strings (api.md, Conventions): `page_number` (default 0) and
+// Pagination and group ids in query strings (docs/design/api.md, Conventions): `page_number` (default 0) and
 // `page_size` (default 10, max 100; more → 400); list answers are JSON arrays with the total in
 // `X-Total-Count`. A group id in a query string is a decimal string (a u64).
 import { z } from "@hono/zod-openapi";

@@ -1,4 +1,4 @@
-// Public information (api.md, Public information and Execution): no API key (`security: []`).
+// Public information (docs/design/api.md, Public information and Execution): no API key (`security: []`).
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { computeCid } from "../../shared/cid.ts";
@@ -86,7 +86,7 @@ const health = route("GET /health", "Public", {
   security: "open",
   ok: json(healthSchema, "serving"),
   errors: [429],
-  // Not an error body: the same report, with the status that says it cannot serve (api.md).
+  // Not an error body: the same report, with the status that says it cannot serve (docs/design/api.md).
   answers: { 503: json(healthSchema, "not serving, or an enclave that answers is not healthy (a stalled listener)") },
 });
 

@@ -1,4 +1,4 @@
-// `POST /sigil_action` (api.md, Execution): the caller's code (or its CID) and parameters go to an
+// `POST /sigil_action` (docs/design/api.md, Execution): the caller's code (or its CID) and parameters go to an
 // enclave with the caller's key as `api_key`; the enclave authorizes the key for that exact code,
 // runs it and answers the run's outcome, which reaches the client as it is, with what it cost.
 // Under an Idempotency-Key a run is charged once however often it is sent, and a retry of one whose

@@ -1,5 +1,5 @@
-// The signature endpoints of ChainSecured accounts (api.md, Signature endpoints). The edge runs
-// every check of api.md in its order, each with its own code, before anything reaches an enclave
+// The signature endpoints of ChainSecured accounts (docs/design/api.md, Signature endpoints). The edge runs
+// every check of docs/design/api.md in its order, each with its own code, before anything reaches an enclave
 // (chain/walletSignature.ts). The enclave checks it all again: it never takes the edge's
 // word for who signed. Each takes an Idempotency-Key, kept under the signer's wallet (signerHolder).
 import type { OpenAPIHono } from "@hono/zod-openapi";
@@ -24,7 +24,7 @@ import { openWriteLimit } from "../middleware/rateLimit/index.ts";
 import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
 import { jsonBody as body, jsonResponse as json, requireKey, route } from "./openapi.ts";
 
-// The envelope's own rules (sizes included) are checked by validateTypedData, in api.md's order,
+// The envelope's own rules (sizes included) are checked by validateTypedData, in docs/design/api.md's order,
 // so the schema only asks for the fields to be there; the body limit bounds them.
 const envelope = {
   typed_data: z
@@ -39,7 +39,7 @@ const envelope = {
 const envelopeSchema = z.strictObject(envelope);
 const convertSchema = z.strictObject({ new_admin_wallet_address: addressField, ...envelope });
 
-/** What every signature endpoint may answer: the envelope's checks (api.md's order), its body limit and deadline, the rate limit. */
+/** What every signature endpoint may answer: the envelope's checks (docs/design/api.md's order), its body limit and deadline, the rate limit. */
 const signatureErrors = [400, 401, 408, 413, 429, 503] as const;
 
 // Open to anyone, but they only derive keys: the signer's wallet sends (and pays for) the transaction.

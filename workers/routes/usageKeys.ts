@@ -1,4 +1,4 @@
-// Usage keys (api.md, Accounts and keys): scoped keys an account's master key makes, changes and
+// Usage keys (docs/design/api.md, Accounts and keys): scoped keys an account's master key makes, changes and
 // removes. Writes are forwarded to an enclave with the caller's key added as `api_key` (the enclave
 // authorizes them itself: a usage key gets 403 account_key_required from it); list_api_keys is a
 // live eth_call from here. Every write takes an Idempotency-Key.

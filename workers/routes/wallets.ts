@@ -1,10 +1,13 @@
-// Wallets (api.md, Wallets). Creation is forwarded to an enclave, which derives the wallet and
+// Wallets (docs/design/api.md, Wallets). Creation is forwarded to an enclave, which derives the wallet and
 // authorizes the caller (the master key, or a usage key with can_create_pkps); lists are live
-// eth_calls from here.
+// eth_calls from here, and so is a wallet's balance on the deployment's chain (get_wallet_balance).
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
+import type { Address } from "viem";
+import { SigilError } from "../../shared/errors.ts";
 import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
+import { nativeBalance } from "../chain/balance.ts";
 import { readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -82,6 +85,39 @@ const listWalletsInGroup = listRoute({
   notFound: true,
 });
 
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+const walletBalance = z
+  .object({
+    wallet_address: z.string().describe("lowercase"),
+    chain_id: z.number().describe("the deployment's chain (get_node_chain_config)"),
+    balance_wei: z.string().describe("the native balance in wei, decimal"),
+    balance_eth: z.string().describe('the same in ether, decimal, without trailing zeros ("0", "1.5")'),
+    block_number: z.string().describe("the block the balance was read at, decimal"),
+  })
+  .openapi("WalletBalance");
+
+const getWalletBalance = route("GET /get_wallet_balance", "Wallets", {
+  summary: "A wallet's native balance on the deployment's chain, at the latest block; the wallet must be the account's",
+  security: "key",
+  middleware: [requireKey],
+  request: {
+    query: z.object({
+      wallet_address: z
+        .string()
+        .regex(ADDRESS, "must be a 0x-prefixed 20-byte address")
+        .openapi({
+          param: { name: "wallet_address", in: "query" },
+          description: "one of the account's wallets (list_wallets)",
+          example: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+        }),
+    }),
+  },
+  ok: json(walletBalance),
+  // 400: the address, or two different keys; 401: the key; 404: not a wallet of the account.
+  errors: [400, 401, 404, 429, 503],
+});
+
 type WalletView = { id: bigint; wallet: string; name: string; description: string };
 
 function walletItemOf(w: WalletView): z.infer<typeof walletItem> {
@@ -120,6 +156,26 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
       walletItemOf,
+    );
+  });
+
+  r.openapi(getWalletBalance, async (c) => {
+    const { keyHash } = callerKey(c);
+    const config = c.get("config");
+    const address = c.req.valid("query").wallet_address.toLowerCase() as Address;
+    // A registered wallet's derivation is never 0; 0 means it is not this account's.
+    const derivation = await readView(config, "getWalletDerivation", [keyHash, address], keyHash);
+    if (derivation === 0n) throw new SigilError("wallet_not_found", `${address} is not a wallet of this account`);
+    const balance = await nativeBalance(config, address);
+    return c.json(
+      {
+        wallet_address: address,
+        chain_id: config.chainId,
+        balance_wei: balance.wei.toString(),
+        balance_eth: balance.ether,
+        block_number: balance.blockNumber.toString(),
+      },
+      200,
     );
   });
 

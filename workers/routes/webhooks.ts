@@ -1,11 +1,11 @@
-// Webhooks to users (issue 14; README, "Webhooks"): an account registers up to 10 endpoints that
+// Webhooks to users (issue 14; docs/guides/webhooks.md): an account registers up to 10 endpoints that
 // receive signed events (payment.credited, payment.failed, balance.low, usage_key.cap_reached,
 // run.failed), lists them, removes them, reads each one's delivery log and sends a delivery again,
 // and sets balance.low's threshold. The account's Webhooks Durable Object (webhooks/store.ts) keeps
 // and delivers them; webhooks/emit.ts is where events come from.
 //
 // Auth: these endpoints configure the account, so they are `acct` endpoints like the usage-key writes
-// (api.md): the account's master key — a usage key is 403 account_key_required — or, for a
+// (docs/design/api.md): the account's master key — a usage key is 403 account_key_required — or, for a
 // ChainSecured account, X-Wallet-Auth signed by its admin wallet (as on the billing endpoints). A
 // converted account's old master key may still read (list, deliveries, settings) but not change.
 import { z, type OpenAPIHono } from "@hono/zod-openapi";
@@ -165,7 +165,7 @@ const totalHeader = z.object({ "X-Total-Count": z.string() });
 
 /** Who may use these endpoints: the account's key, or its admin wallet's X-Wallet-Auth. */
 const caller = { security, middleware: [requireCredentials] };
-/** What every webhook endpoint may answer besides its own: the credentials and the account (api.md, Webhooks). */
+/** What every webhook endpoint may answer besides its own: the credentials and the account (docs/design/api.md, Webhooks). */
 const callerErrors = [400, 401, 403, 404, 413, 429, 503] as const;
 
 const createWebhook = route("POST /webhooks", "Webhooks", {

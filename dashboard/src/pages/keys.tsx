@@ -1,15 +1,16 @@
-// Keys: the account's usage keys with their permissions, spend against their cap and expiry; a form
+// Keys: the account's usage keys with their permissions, spend against their cap (a bar when there is
+// one), when each was last used (its newest run or write in the usage history) and expiry; a form
 // that adds one (the key shown once, with a copy button), the same form to change one's
 // permissions, and removal after a confirmation. Keys are never shown again: the list has hashes.
 // Signed in with a ChainSecured account's admin wallet, the page registers a key by signature
 // instead (walletKeys.tsx).
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
-import type { AddUsageApiKeyInput, PageItem } from "../../../sdk/src/index.ts";
+import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { noPermissions, permissionFields, permissionsOf } from "../../../shared/permissions.ts";
 import { collect } from "../../../sdk/src/reads.ts";
 import { WalletKeys } from "./walletKeys.tsx";
-import { dollars, Form, List, Load, NewKey, Section, Short, TextField, useAction, useLoad } from "../ui.tsx";
+import { ago, dollars, Form, List, Load, NewKey, Section, Short, TextField, useAction, useLoad } from "../ui.tsx";
 
 type Key = PageItem<"listApiKeys">;
 type Permissions = Omit<AddUsageApiKeyInput, "expires_at" | "spend_limit_cents"> & { expires: string; cap: string };
@@ -54,6 +55,64 @@ function spent(k: Key): string {
     : `${dollars(k.spent_cents)} (no cap)`;
 }
 
+/** The spend cell: the words, and under a cap a bar of how much of it is used. */
+function Spend({ k }: { k: Key }) {
+  if (!k.spend_limit_cents) return <>{spent(k)}</>;
+  const used = Math.min(1, k.spent_cents / k.spend_limit_cents);
+  return (
+    <span class="spend">
+      {spent(k)}
+      <meter
+        min={0}
+        max={1}
+        low={0.75}
+        high={0.9}
+        optimum={0}
+        value={used}
+        aria-label={`${Math.round(used * 100)}% of the cap of ${k.name}`}
+      />
+    </span>
+  );
+}
+
+/** When a key last ran or wrote: its newest event in the usage history (undefined: none kept). */
+type LastUse = { time: string; what: string } | undefined;
+
+function lastUseOf(e: PageItem<"listUsage"> | undefined): LastUse {
+  if (!e) return undefined;
+  return { time: e.time, what: e.kind === "write" ? (e.operation ?? "a write") : "a run" };
+}
+
+/** The keys, and each one's last use; the master key's among the account's newest 100 runs and writes. */
+async function keysData(client: SigilClient) {
+  const keys = await collect(client.all.listApiKeys());
+  const [uses, recent] = await Promise.all([
+    Promise.all(
+      keys.map((k) =>
+        client.listUsage({ key_hash: k.id, kind: "run,write", limit: 1 }).then(
+          (page) => lastUseOf(page.events[0]),
+          () => undefined,
+        ),
+      ),
+    ),
+    client.listUsage({ kind: "run,write", limit: 100 }).then(
+      (page) => page.events,
+      () => [],
+    ),
+  ]);
+  const lastUse = Object.fromEntries(keys.map((k, i) => [k.id, uses[i]])) as Record<string, LastUse>;
+  return { keys, lastUse, master: lastUseOf(recent.find((e) => e.key_hash === null)) };
+}
+
+function LastUsed({ use }: { use: LastUse }) {
+  if (!use) return <span class="muted">never</span>;
+  return (
+    <time dateTime={use.time} title={new Date(use.time).toLocaleString()}>
+      {ago(use.time)} <span class="muted">({use.what})</span>
+    </time>
+  );
+}
+
 function summary(k: Key): string {
   const parts: string[] = [];
   for (const [flag, label] of FLAGS) if (k[flag]) parts.push(label.toLowerCase());
@@ -67,33 +126,41 @@ export function Keys({ session }: PageProps) {
 }
 
 function AccountKeys({ session }: PageProps) {
-  const loaded = useLoad(() => collect(session.client.all.listApiKeys()));
+  const loaded = useLoad(() => keysData(session.client));
   const [editing, setEditing] = useState<Key | undefined>();
   return (
     <>
       <Load loaded={loaded} what="usage keys">
-        {(keys) => (
-          <List
-            items={keys}
-            empty="No usage keys yet: the master key is the only one."
-            caption="The account's usage keys"
-            columns={[
-              ["Name", (k) => k.name],
-              ["Hash", (k) => <Short value={k.id} />],
-              ["Permissions", summary],
-              ["Spent", spent],
-              ["Expires", (k) => (k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "never")],
-            ]}
-            name={(k) => k.name}
-            buttons={[{ label: "Edit", onClick: setEditing }]}
-            remove={{
-              ask: (k) => `Remove the usage key "${k.name}"? It stops working at once.`,
-              run: async (k) => {
-                await session.client.removeUsageApiKey({ usage_api_key: k.id });
-                loaded.reload();
-              },
-            }}
-          />
+        {({ keys, lastUse, master }) => (
+          <>
+            {session.kind === "key" && session.keyKind === "master" && (
+              <p data-testid="master-last-used">
+                The master key was last used: <LastUsed use={master} />
+              </p>
+            )}
+            <List
+              items={keys}
+              empty="No usage keys yet: the master key is the only one."
+              caption="The account's usage keys"
+              columns={[
+                ["Name", (k) => k.name],
+                ["Hash", (k) => <Short value={k.id} />],
+                ["Permissions", summary],
+                ["Spent", (k) => <Spend k={k} />],
+                ["Last used", (k) => <LastUsed use={lastUse[k.id]} />],
+                ["Expires", (k) => (k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "never")],
+              ]}
+              name={(k) => k.name}
+              buttons={[{ label: "Edit", onClick: setEditing }]}
+              remove={{
+                ask: (k) => `Remove the usage key "${k.name}"? It stops working at once.`,
+                run: async (k) => {
+                  await session.client.removeUsageApiKey({ usage_api_key: k.id });
+                  loaded.reload();
+                },
+              }}
+            />
+          </>
         )}
       </Load>
       {editing ? (

@@ -1,5 +1,5 @@
 // Overview: the credit, a warning when it runs low, the last 30 days of spend as a chart (per day,
-// runs and writes apart, the days named under it), the latest runs with their outcome and cost, and
+// runs and writes apart, the amounts on an axis beside it and the days named under it), the latest runs with their outcome and cost, and
 // the latest payments — all from GET /usage and the balance.
 import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
@@ -83,17 +83,30 @@ export function spendByDay(events: UsageEvent[], since: number): Day[] {
   return days;
 }
 
+/** Round cents up to a "nice" top for the axis (1, 2, 2.5 or 5 × a power of ten), so its ticks read well. */
+export function niceTop(cents: number): number {
+  if (cents <= 0) return 1;
+  const power = 10 ** Math.floor(Math.log10(cents));
+  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= cents) return Math.ceil(step * power);
+  return Math.ceil(10 * power);
+}
+
 function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) {
   const days = spendByDay(events, since);
   const total = days.reduce((s, d) => s + d.runs + d.writes, 0);
   if (total === 0) return <Empty>Nothing spent in the last 30 days.</Empty>;
   const max = Math.max(...days.map((d) => d.runs + d.writes));
+  const top = niceTop(max);
   const W = 620;
   const H = 160;
-  /** Room under the bars for the day labels. */
+  /** Room left of the bars for the amounts, and under them for the days. */
+  const AXIS = 84;
   const LABELS = 34;
-  const bar = W / days.length;
-  const y = (cents: number) => (cents / max) * (H - 20);
+  const TOP = 12;
+  const bar = (W - AXIS) / days.length;
+  const y = (cents: number) => (cents / top) * (H - TOP);
+  // The amounts: 0, half the top (when it is whole cents) and the top, each with a line across.
+  const ticks = top % 2 === 0 ? [0, top / 2, top] : [0, top];
   // A label every 7th day back from today (today's included), so the newest bar is always named.
   const labelled = (i: number) => (days.length - 1 - i) % 7 === 0;
   return (
@@ -104,19 +117,32 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
         aria-label={`Spend per day over the last 30 days: ${dollars(total)} in all`}
         data-testid="spend-chart"
       >
+        {/* biome-ignore lint/a11y/noAriaHiddenOnFocusable: an SVG group is not focusable; the amounts are in the bars' titles and the caption */}
+        <g aria-hidden="true">
+          {ticks.map((t) => (
+            <>
+              <line class="chart-grid" x1={AXIS - 4} x2={W} y1={H - y(t)} y2={H - y(t)} />
+              <text class="chart-amount" x={AXIS - 8} y={H - y(t) + 5} text-anchor="end">
+                {axisDollars(t)}
+              </text>
+            </>
+          ))}
+          <line class="chart-axis" x1={AXIS} x2={AXIS} y1={TOP - 4} y2={H} />
+        </g>
         {days.map((d, i) => {
           const runs = y(d.runs);
           const writes = y(d.writes);
+          const x = AXIS + i * bar;
           return (
             <g>
               <title>{`${d.day}: runs ${dollars(d.runs)}, writes ${dollars(d.writes)}`}</title>
               {d.runs > 0 && (
-                <rect class="bar-runs" x={i * bar + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />
+                <rect class="bar-runs" x={x + 1} y={H - runs} width={bar - 2} height={runs} data-day={d.day} />
               )}
               {d.writes > 0 && (
                 <rect
                   class="bar-writes"
-                  x={i * bar + 1}
+                  x={x + 1}
                   y={H - runs - writes}
                   width={bar - 2}
                   height={writes}
@@ -127,7 +153,7 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
                 // biome-ignore lint/a11y/noAriaHiddenOnFocusable: an SVG text is not focusable; the day is in the bar's title
                 <text
                   class="chart-day"
-                  x={Math.min(W - 2, Math.max(2, (i + 0.5) * bar))}
+                  x={Math.min(W - 2, Math.max(AXIS + 2, x + 0.5 * bar))}
                   y={H + 26}
                   text-anchor={i === days.length - 1 ? "end" : "middle"}
                   aria-hidden="true"
@@ -145,6 +171,12 @@ function SpendChart({ events, since }: { events: UsageEvent[]; since: number }) 
       </figcaption>
     </figure>
   );
+}
+
+/** An axis amount: "$0", "$0.05", "$1", "$2.50" (no cents when whole dollars). */
+function axisDollars(cents: number): string {
+  const rounded = Math.round(cents);
+  return rounded % 100 === 0 ? `$${rounded / 100}` : dollars(rounded);
 }
 
 /** "Nov 25" for "2026-11-25" (a UTC day, as the chart counts them). */

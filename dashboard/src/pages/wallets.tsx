@@ -1,9 +1,10 @@
 // Wallets: the account's wallets (keys derived inside the enclave on demand, never stored), each
-// address with a copy button, and a form that creates one.
+// address shortened with a copy button and a link to its own page (wallet.tsx: balance, groups,
+// signatures), and a form that creates one.
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import { collect } from "../../../sdk/src/reads.ts";
-import { CopyButton, Form, List, Load, TextField, useAction, useLoad } from "../ui.tsx";
+import { Form, Hex, List, Load, TextField, useAction, useLoad } from "../ui.tsx";
 
 export function Wallets({ session }: PageProps) {
   const loaded = useLoad(() => collect(session.client.all.listWallets()));
@@ -27,15 +28,14 @@ export function Wallets({ session }: PageProps) {
             columns={[
               ["Id", (w) => w.id],
               [
-                "Address",
+                "Name",
                 (w) => (
-                  <span class="row">
-                    <code class="mono">{w.wallet_address}</code>
-                    <CopyButton text={w.wallet_address} label="Copy address" />
-                  </span>
+                  <a href={`#/wallets/${w.wallet_address}`} title="Its balance, groups and signatures">
+                    {w.name || (w.id === "0" ? "Account Master Wallet" : `wallet ${w.id}`)}
+                  </a>
                 ),
               ],
-              ["Name", (w) => w.name || "—"],
+              ["Address", (w) => <Hex value={w.wallet_address} copy="Copy address" />],
               ["Description", (w) => w.description || "—"],
             ]}
           />
@@ -50,7 +50,8 @@ export function Wallets({ session }: PageProps) {
         outcome={
           create.result && (
             <p role="status">
-              Created <code class="mono">{create.result.wallet_address}</code> (id {create.result.wallet_id}).
+              Created <code class="mono">{create.result.wallet_address}</code> (id {create.result.wallet_id}).{" "}
+              <a href={`#/wallets/${create.result.wallet_address}`}>Open it</a>
             </p>
           )
         }

@@ -28,7 +28,7 @@ import {
   useLoad,
 } from "../ui.tsx";
 
-/** What each event tells, in words (README, "Webhooks"). */
+/** What each event tells, in words (docs/guides/webhooks.md). */
 const EVENTS: Record<WebhookEventType, string> = {
   "payment.credited": "a top-up was credited",
   "payment.failed": "a top-up's payment failed (a declined card)",

@@ -5,7 +5,7 @@
 // system-preparing, app-id, compose-hash, instance-id, boot-mr-done, key-provider, system-ready —
 // logged with an empty digest, as the current agent logs them.
 //
-// The registers are extended here as events are "measured", by the formulas of attestation.md
+// The registers are extended here as events are "measured", by the formulas of docs/design/attestation.md
 // (Facts), not by replaying the log: a test then replays the log with shared/attestation and checks
 // both agree.
 import { sha256, sha384 } from "@noble/hashes/sha2";

@@ -1,4 +1,4 @@
-// A mock of Intel's DCAP PKI, made at start for the simulated TEE (attestation.md, Sources): a root
+// A mock of Intel's DCAP PKI, made at start for the simulated TEE (docs/design/attestation.md, Sources): a root
 // that says it is not Intel's, a PCK platform CA and a PCK leaf carrying the Intel SGX extension
 // (FMSPC, TCB components, PCE SVN, …) exactly where @phala/dcap-qvl reads it, a TCB-info signer and
 // a QE-identity signer, empty CRLs, and the signed TCB info and QE identity that rate this mock

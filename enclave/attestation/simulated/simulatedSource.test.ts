@@ -1,4 +1,4 @@
-// The simulated TEE (attestation.md, Sources and Facts): its quotes are real-format TDX v4 quotes
+// The simulated TEE (docs/design/attestation.md, Sources and Facts): its quotes are real-format TDX v4 quotes
 // that dcap-qvl verifies UpToDate under the mock root and refuses under Intel's; the measured fields
 // sit at the documented offsets; its event log replays (shared/attestation) to the quote's RTMR0–3
 // and carries dstack's runtime events for the app-compose it was given.

@@ -1,4 +1,4 @@
-// The simulated TEE (attestation.md, Sources): real-format TDX v4 quotes, signed for real, under a
+// The simulated TEE (docs/design/attestation.md, Sources): real-format TDX v4 quotes, signed for real, under a
 // mock DCAP PKI made at start — they verify with dcap-qvl against the mock root (served at
 // /attestation/simulated-collateral) and never against Intel's. Only for SIGIL_ATTESTATION=simulated,
 // which config.ts refuses in production. Every value that could pass for a measurement says

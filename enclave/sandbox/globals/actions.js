@@ -1,4 +1,4 @@
-// `Sigil.Actions` (sandbox.md), built at the script's first use of `Sigil` (or ahead of it, when the
+// `Sigil.Actions` (docs/design/sandbox.md), built at the script's first use of `Sigil` (or ahead of it, when the
 // host prepares a runtime while idle), deeply frozen; core.js makes `Sigil` of it and the run's request.
 // Each function copies the fields it takes into a fresh record (so a script's prototype tampering
 // cannot change what is sent) and asks the host, which validates them (a TypeError with a clear

@@ -1,4 +1,4 @@
-// structuredClone (sandbox.md, Globals), loaded on first use: the structured-clone algorithm for
+// structuredClone (docs/design/sandbox.md, Globals), loaded on first use: the structured-clone algorithm for
 // the types a script can make here, cycles and shared references kept.
 (function installClone(G, P, need, kit) {
   "use strict";

@@ -1,4 +1,4 @@
-// console (sandbox.md, Globals), loaded at a script's first use: one log line per call, captured by
+// console (docs/design/sandbox.md, Globals), loaded at a script's first use: one log line per call, captured by
 // the host with the run's log limit. Lines of plain strings and numbers are joined here; anything
 // else (objects, %-placeholders) goes through inspect.js, which is loaded only then.
 (function installConsole(G, P, need, kit) {

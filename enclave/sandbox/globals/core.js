@@ -1,5 +1,5 @@
 // Evaluated inside QuickJS before every script, and kept small because it runs on every run
-// (sandbox.md, Globals). It captures every built-in the sandbox's own code uses ("primordials"),
+// (docs/design/sandbox.md, Globals). It captures every built-in the sandbox's own code uses ("primordials"),
 // before the script can tamper with them; installs the globals lazily — each from its own chunk in
 // this folder, evaluated by the host the first time a script touches it — blocks eval/Function,
 // and returns the internal functions the host drives the run with. The host's entry points are

@@ -1,4 +1,4 @@
-// crypto.getRandomValues and crypto.randomUUID (sandbox.md, Globals), from the host's CSPRNG.
+// crypto.getRandomValues and crypto.randomUUID (docs/design/sandbox.md, Globals), from the host's CSPRNG.
 (function installCrypto(G, P, need, kit) {
   "use strict";
   const { apply, strSlice: sliceStr, isView, Uint8Array: Uint8ArrayCtor } = P;

@@ -1,4 +1,4 @@
-// fetch, Headers and Response (sandbox.md, Limits), loaded on first use. The host performs every
+// fetch, Headers and Response (docs/design/sandbox.md, Limits), loaded on first use. The host performs every
 // request under its network rules (no private addresses, checked after DNS and on every redirect)
 // and counts it against the run's limits.
 (function installFetch(G, P, need, kit) {

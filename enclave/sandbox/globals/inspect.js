@@ -1,4 +1,4 @@
-// How console output looks (sandbox.md, Globals): values formatted like Node's util.inspect at
+// How console output looks (docs/design/sandbox.md, Globals): values formatted like Node's util.inspect at
 // depth 2 on one line, and util.format's %-placeholders. Loaded at a script's first console call.
 // Where Node cannot be followed: everything stays on one line (Node breaks arrays of more than 6
 // items into rows); a promise's state cannot be read here (`Promise { <unknown> }`); an error is
@@ -396,7 +396,7 @@
   }
 
   function errorText(v) {
-    // Not Node's layout (sandbox.md): the error's own line, then QuickJS's stack as it is.
+    // Not Node's layout (docs/design/sandbox.md): the error's own line, then QuickJS's stack as it is.
     const s = v.stack;
     const head = apply(P.errToString, v, []);
     if (typeof s !== "string" || s === "") return `[${head}]`;

@@ -1,4 +1,4 @@
-// The text globals (sandbox.md, Globals), loaded the first time a script touches one of them:
+// The text globals (docs/design/sandbox.md, Globals), loaded the first time a script touches one of them:
 // TextEncoder / TextDecoder (UTF-8) and atob / btoa with the Web's exact rules. Uses only the
 // primordials `P` captured before the script ran.
 (function installText(G, P, need, kit) {

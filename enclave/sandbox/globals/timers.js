@@ -1,4 +1,4 @@
-// setTimeout / clearTimeout / queueMicrotask (sandbox.md, Globals), loaded on first use. The host
+// setTimeout / clearTimeout / queueMicrotask (docs/design/sandbox.md, Globals), loaded on first use. The host
 // owns the clock: it fires a timer by calling `fire` between the run's jobs.
 (function installTimers(G, P, need, kit) {
   "use strict";

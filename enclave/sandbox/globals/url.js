@@ -1,4 +1,4 @@
-// URL and URLSearchParams (sandbox.md, Globals), loaded on first use. URLs are parsed by the host.
+// URL and URLSearchParams (docs/design/sandbox.md, Globals), loaded on first use. URLs are parsed by the host.
 (function installUrl(G, P, need, kit) {
   "use strict";
   const {

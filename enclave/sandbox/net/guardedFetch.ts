@@ -1,4 +1,4 @@
-// The host side of a script's `fetch` (sandbox.md, Limits). Every hop is checked after DNS
+// The host side of a script's `fetch` (docs/design/sandbox.md, Limits). Every hop is checked after DNS
 // resolution and the socket is opened to the checked IP itself, so nothing resolves the name a
 // second time (no DNS rebinding). Redirects are followed here, one checked hop at a time.
 import { Resolver as DnsResolver } from "node:dns/promises";

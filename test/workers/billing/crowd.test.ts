@@ -1,5 +1,5 @@
 // 200 runs of one account at once against credit for 30 runs' holds, through the edge in workerd to
-// the real enclave and the account's Ledger (billing.md): every answer is a run or 402
+// the real enclave and the account's Ledger (docs/design/billing.md): every answer is a run or 402
 // insufficient_credits (or a documented 429/503 with Retry-After — never a 500); the ledger, read
 // all along, never holds or charges more than the account has (its free balance never below zero);
 // afterwards nothing is held, its audit holds, and what the successful answers say they were charged

@@ -1,4 +1,4 @@
-// Idempotency-Key on managed writes and sigil_action (api.md; Stripe's semantics), through the edge
+// Idempotency-Key on managed writes and sigil_action (docs/design/api.md; Stripe's semantics), through the edge
 // in workerd against the real chain and enclave with billing on: a repeat replays the first answer
 // without a second transaction or charge; another body is 422; a repeat while the first is in
 // flight is 409 with Retry-After; answers that did nothing leave the key free; a malformed key is

@@ -1,4 +1,4 @@
-// Idempotency-Key on the writes that take no API key (README, Idempotency keys): new_account, kept
+// Idempotency-Key on the writes that take no API key (docs/reference/api.md, Idempotency keys): new_account, kept
 // per client address, and the signature endpoints, kept per signing wallet — through the edge in
 // workerd against the real chain and enclave. A repeat replays the first answer (the same account
 // and key; the same derivation), with nothing done again; another body is 422; one in flight is

@@ -1,4 +1,4 @@
-// The accounts of the billing suites and the audit every billing test ends with (billing.md,
+// The accounts of the billing suites and the audit every billing test ends with (docs/design/billing.md,
 // Ledger): after each test, every Ledger in the namespace — each one any request of the test, of an
 // earlier test or of a hook created, found by listing the namespace — and every account made here
 // must hold `balance == sum of entries` (the ledger's own `audit()`, plus the sum read back from its

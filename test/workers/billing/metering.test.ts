@@ -1,4 +1,4 @@
-// Metering with billing on (billing.md, Fees), through the edge in workerd against the real chain
+// Metering with billing on (docs/design/billing.md, Fees), through the edge in workerd against the real chain
 // and enclave, every amount read back from the account's Ledger. Credit is put in the ledger
 // directly here (the Stripe paths have their own tests); every test ends with the audit of every
 // ledger there is (ledgers.ts).

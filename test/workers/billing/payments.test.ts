@@ -1,4 +1,4 @@
-// Top-ups (billing.md, Stripe; api.md, Billing) through the edge in workerd, with the real `stripe`
+// Top-ups (docs/design/billing.md, Stripe; docs/design/api.md, Billing) through the edge in workerd, with the real `stripe`
 // SDK talking to the local Stripe emulator, against the real chain and enclave. Payments are
 // confirmed client-side exactly as a browser would against Stripe's REST API; Stripe's webhook
 // is the emulator's own event, signed here with the webhook secret and posted to the edge (the
@@ -338,7 +338,7 @@ describe("a top-up by card", () => {
 });
 
 // --- who may use the keyed billing endpoints ----------------------------------------------------
-// api.md (Billing; Endpoints: `key` = master or usage): the balance and the top-up endpoints take
+// docs/design/api.md (Billing; Endpoints: `key` = master or usage): the balance and the top-up endpoints take
 // any live key of the account and need no scope; billing/account.ts (billingCaller) asks the chain
 // only whether the key is the account's and live.
 

@@ -1,4 +1,4 @@
-// The caller's API key (keys-and-authz.md, API keys): `X-Api-Key: <key>` or `Authorization: Bearer
+// The caller's API key (docs/design/keys-and-authz.md, API keys): `X-Api-Key: <key>` or `Authorization: Bearer
 // <key>` (scheme case-insensitive). Missing → 401 missing_api_key; both present and different →
 // 400 conflicting_credentials; not a 44-character base64 key → 401 invalid_api_key, before any
 // hashing, so a public hash can never be used as a key. The key is never logged or stored.

@@ -1,4 +1,4 @@
-// Request bodies (api.md: over the size limit → 413 payload_too_large). Each route that takes a body
+// Request bodies (docs/design/api.md: over the size limit → 413 payload_too_large). Each route that takes a body
 // declares its limit in its middleware: its operation's (the operation table, shared/operations.ts,
 // which the enclave holds to as well), the small default, or the larger one for a script.
 //

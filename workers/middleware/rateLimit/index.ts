@@ -1,4 +1,4 @@
-// Per-key and per-IP rate limits (api.md, Rate limits), counted by the RateLimiter Durable Object
+// Per-key and per-IP rate limits (docs/design/api.md, Rate limits), counted by the RateLimiter Durable Object
 // through this isolate's leases (ratelimit/limiter.ts).
 //
 // Every request counts against its client IP and, with a well-formed API key (parsed once per

@@ -1,7 +1,7 @@
 // Every response carries a fresh `X-Request-Id` (a client-sent one is ignored) and echoes a
-// non-empty `X-Correlation-Id` (api.md, Request ids); both go on to the enclave and its logs, and
+// non-empty `X-Correlation-Id` (docs/design/api.md, Request ids); both go on to the enclave and its logs, and
 // on every line the edge logs for the request (`log`, a logger that carries them).
-// Not hono/request-id: it takes a client's X-Request-Id as the request's, which api.md forbids, and
+// Not hono/request-id: it takes a client's X-Request-Id as the request's, which docs/design/api.md forbids, and
 // told to read no header it would only supply the randomUUID() made here, kept a second time.
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "../../../shared/log.ts";

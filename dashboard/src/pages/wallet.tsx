@@ -1,0 +1,184 @@
+// One wallet (#/wallets/<address>): its balance on the deployment's chain (get_wallet_balance, a live
+// eth_getBalance through the edge), the groups that let scripts use it (a group lists it, or lists
+// "any wallet of the account"), and what runs did with it, from the runs' signed receipts in the
+// usage history (GET /usage): each signature's kind and digest, with the run's time, CID and request.
+// A receipt records the digest a signature was made over, not the signature itself (that is in the
+// run's answer only), and the usage history keeps runs while billing is on, for 90 days.
+import type { PageProps } from "../session.ts";
+import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import { collect } from "../../../sdk/src/reads.ts";
+import { ago, Empty, ether, Hex, List, Load, Section, useLoad } from "../ui.tsx";
+
+type UsageEvent = PageItem<"listUsage">;
+type Group = PageItem<"listGroups">;
+
+const ANY_WALLET = "0x0000000000000000000000000000000000000000";
+/** The runs read for the wallet's activity: the newest this many of the account's (or the key's). */
+const MAX_RUNS = 500;
+
+/** A signature a run made with the wallet, as its receipt records it. */
+export type Signed = { time: string; kind: string; digest: string; cid: string; requestId: string };
+/** A run that used the wallet: when, which script, what it signed, whether it read the private key. */
+export type WalletRun = {
+  time: string;
+  cid: string;
+  requestId: string;
+  signatures: number;
+  exported: boolean;
+  failed: string | null;
+};
+
+/** What the runs' receipts say `address` did: its signatures (newest first) and the runs that used it. */
+export function activityOf(events: UsageEvent[], address: string): { signed: Signed[]; runs: WalletRun[] } {
+  const signed: Signed[] = [];
+  const runs: WalletRun[] = [];
+  for (const e of events) {
+    const receipt = e.receipt;
+    if (e.kind !== "run" || !receipt) continue;
+    const used = receipt.wallets.find((w) => !w.action && w.address === address.toLowerCase());
+    if (!used) continue;
+    runs.push({
+      time: e.time,
+      cid: receipt.cid,
+      requestId: receipt.request_id,
+      signatures: used.signed.length,
+      exported: used.key_exported,
+      failed: e.error_code,
+    });
+    // Newest first, as the history is; a run's own signatures in the order it made them, last first.
+    for (const s of [...used.signed].reverse())
+      signed.push({ time: e.time, kind: s.kind, digest: s.digest, cid: receipt.cid, requestId: receipt.request_id });
+  }
+  return { signed, runs };
+}
+
+async function walletData(client: SigilClient, address: string) {
+  const [wallets, balance, groups, events] = await Promise.all([
+    collect(client.all.listWallets()),
+    client.getWalletBalance({ wallet_address: address }),
+    collect(client.all.listGroups()),
+    collect(client.all.listUsage({ kind: "run", limit: 100 }), MAX_RUNS).catch(() => [] as UsageEvent[]),
+  ]);
+  const wallet = wallets.find((w) => w.wallet_address === address.toLowerCase());
+  const inGroups = groups.filter((g) =>
+    g.pkp_ids_permitted.some((w) => w === address.toLowerCase() || w === ANY_WALLET),
+  );
+  return { wallet, balance, groups: inGroups, events, ...activityOf(events, address) };
+}
+
+export function WalletPage({ session, param }: PageProps) {
+  const address = (param ?? "").toLowerCase();
+  const loaded = useLoad(() => walletData(session.client, address), [address]);
+  return (
+    <>
+      <p>
+        <a href="#/wallets">← All wallets</a>
+      </p>
+      <Load loaded={loaded} what="the wallet">
+        {({ wallet, balance, groups, signed, runs, events }) => (
+          <>
+            <dl class="facts">
+              <dt>Name</dt>
+              <dd data-testid="wallet-name">
+                {wallet?.name || (wallet?.id === "0" ? "Account Master Wallet" : `wallet ${wallet?.id ?? "?"}`)}
+              </dd>
+              <dt>Id</dt>
+              <dd>{wallet?.id ?? "—"}</dd>
+              <dt>Address</dt>
+              <dd>
+                <Hex value={address} copy="Copy address" keep={26} />
+              </dd>
+              {wallet?.description && (
+                <>
+                  <dt>Description</dt>
+                  <dd>{wallet.description}</dd>
+                </>
+              )}
+            </dl>
+            <Section id="balance" title="Balance">
+              <p class="big" data-testid="wallet-balance" title={`${balance.balance_wei} wei`}>
+                {ether(balance.balance_eth)}
+              </p>
+              <p class="muted">
+                On chain {balance.chain_id}, at block {balance.block_number}.
+              </p>
+            </Section>
+            <Section id="wallet-groups" title="Groups">
+              <List
+                items={groups}
+                empty={
+                  <>
+                    In no group: no script may use it yet. Add it to one in <a href="#/groups">Groups and actions</a>,
+                    or allow a script from the <a href="#/playground">Playground</a>.
+                  </>
+                }
+                caption="Groups that let scripts use this wallet"
+                columns={[
+                  ["Id", (g: Group) => g.id],
+                  ["Group", (g) => g.group_name],
+                  [
+                    "How",
+                    (g) => (g.pkp_ids_permitted.includes(address) ? "lists this wallet" : "any wallet of the account"),
+                  ],
+                  [
+                    "Actions",
+                    (g) =>
+                      g.cid_hashes_permitted.includes("0")
+                        ? "any action"
+                        : `${g.cid_hashes_permitted.length} action${g.cid_hashes_permitted.length === 1 ? "" : "s"}`,
+                  ],
+                ]}
+              />
+            </Section>
+            <Section id="signatures" title="Recent signatures">
+              <List
+                items={signed.slice(0, 25)}
+                empty="No signatures by this wallet in the recent runs."
+                caption="Signatures runs made with this wallet, newest first (from the runs' signed receipts)"
+                columns={[
+                  [
+                    "When",
+                    (s: Signed) => (
+                      <time dateTime={s.time} title={new Date(s.time).toLocaleString()}>
+                        {ago(s.time)}
+                      </time>
+                    ),
+                  ],
+                  ["Kind", (s) => s.kind.replace("_", " ")],
+                  ["Digest signed", (s) => <Hex value={s.digest} copy="Copy digest" />],
+                  ["Script", (s) => <Hex value={s.cid} copy="Copy CID" />],
+                  ["Request", (s) => <Hex value={s.requestId} copy="Copy request id" keep={13} />],
+                ]}
+              />
+              <p class="muted">
+                A run's receipt records the digest each signature was made over; the signature itself is in the run's
+                answer.
+              </p>
+            </Section>
+            <Section id="wallet-runs" title="Runs that used it">
+              {runs.length === 0 ? (
+                <Empty>No run used this wallet among the {events.length} most recent runs.</Empty>
+              ) : (
+                <List
+                  items={runs.slice(0, 25)}
+                  empty=""
+                  caption="Runs that used this wallet, newest first"
+                  columns={[
+                    ["When", (r: WalletRun) => <time dateTime={r.time}>{new Date(r.time).toLocaleString()}</time>],
+                    ["Script", (r) => <Hex value={r.cid} copy="Copy CID" />],
+                    ["Signatures", (r) => String(r.signatures)],
+                    [
+                      "Outcome",
+                      (r) => (r.failed ? <span class="bad">failed: {r.failed}</span> : <span class="good">ok</span>),
+                    ],
+                    ["Private key read", (r) => (r.exported ? <strong class="bad">yes</strong> : "no")],
+                  ]}
+                />
+              )}
+            </Section>
+          </>
+        )}
+      </Load>
+    </>
+  );
+}
