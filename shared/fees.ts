@@ -2,6 +2,9 @@
 // with it (workers/billing/meter.ts) and the enclave signs the same figure into the run's receipt
 // (enclave/receipts/), so the receipt's `charged_cents` is what the ledger charged.
 
+/** What a managed write costs: the cent its hold takes and its settle charges (workers/billing/meter.ts). */
+export const WRITE_CENTS = 1;
+
 /** The seconds a run is charged: every started second, at least one. */
 export function runSeconds(durationMs: number): number {
   return Math.max(1, Math.ceil(durationMs / 1000));

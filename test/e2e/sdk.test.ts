@@ -135,6 +135,15 @@ describe("the API-mode workflow through the SDK", () => {
     expect(
       (await client.listWalletsInGroup({ group_id: group.group_id })).map((w) => w.wallet_address.toLowerCase()),
     ).toEqual([wallet.wallet_address.toLowerCase()]);
+    // A new wallet holds nothing on the chain yet; a wallet of another account is not this one's.
+    expect(await client.getWalletBalance({ wallet_address: wallet.wallet_address })).toMatchObject({
+      wallet_address: wallet.wallet_address.toLowerCase(),
+      balance_wei: "0",
+      balance_eth: "0",
+    });
+    await expect(
+      client.getWalletBalance({ wallet_address: privateKeyToAccount(generatePrivateKey()).address }),
+    ).rejects.toMatchObject({ status: 404, code: "wallet_not_found" });
     // Three writes and a run at a cent each.
     expect((await client.getBalance()).balance_cents).toBe(496);
     // The usage history says the same, newest first, page by page.

@@ -393,7 +393,7 @@ describe("webhooks on the local stack", () => {
       await waitFor("the re-send", () => r.requests.length === 2);
       expect(r.requests[1]!.eventId).toBe(event.id);
       const set = await cli(["webhook", "settings", "--balance-low", "200"]);
-      expect(set.stdout).toContain("balance.low threshold 200 cents");
+      expect(set.stdout).toContain("balance.low threshold $2.00");
       const removed = await cli(["webhook", "remove", endpoint.id]);
       expect(removed.code, removed.stderr).toBe(0);
       expect(await client.listWebhooks()).toEqual([]);

@@ -17,7 +17,7 @@
 // must outlive everything the edge may still be waiting for, or a live request would be charged
 // its whole hold: a write's outlives its enclave call, a run's its granted seconds and the way there
 // and back.
-import { runSeconds } from "../../shared/fees.ts";
+import { runSeconds, WRITE_CENTS } from "../../shared/fees.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
 import { SigilError, sentTransactionOf, transactionHashIn } from "../../shared/errors.ts";
@@ -178,7 +178,7 @@ export class Meter {
   async holdWrite(operation: string): Promise<void> {
     if (!this.payer) return;
     const { ledger, key } = this.payer;
-    const hold = await ledger.hold(this.ref, 1, WRITE_HOLD_MS, key, { op: "write", detail: { operation } });
+    const hold = await ledger.hold(this.ref, WRITE_CENTS, WRITE_HOLD_MS, key, { op: "write", detail: { operation } });
     if (hold.granted === 0) throw refused(hold);
   }
 
@@ -193,7 +193,7 @@ export class Meter {
       const { ledger, key } = this.payer;
       const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
       if ("result" in outcome || sent !== undefined) {
-        this.settled = await ledger.settle(this.ref, 1, key, {
+        this.settled = await ledger.settle(this.ref, WRITE_CENTS, key, {
           op: "write",
           detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
         });

@@ -4,7 +4,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
-import { runChargeCents } from "../../shared/fees.ts";
+import { runChargeCents, WRITE_CENTS } from "../../shared/fees.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
 import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
 import { ledgerOf } from "../billing/account.ts";
@@ -41,8 +41,6 @@ const accountExists = route("GET /account_exists", "Accounts", {
   errors: [400, 401, 429, 503],
 });
 
-/** What a managed write costs when billing is on (workers/billing/meter.ts holds and settles 1 cent). */
-export const WRITE_CENTS = 1;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
 const accountSchema = z
