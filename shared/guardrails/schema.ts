@@ -1,0 +1,161 @@
+// A guardrail: the declarative document that says what a wallet may sign (docs/design/guardrails.md).
+// Deny by default: a wallet with a guardrail signs only what a section of it allows — a transaction
+// its `transactions` section allows, typed data one of its `typed_data` rules matches, a message its
+// `messages` section allows — and a raw digest or its key's export only when the document names them
+// (`raw_digests`, `key_export`), since either would sign past every other rule. This schema is the
+// document's definition and its documentation: the API validates with it, the OpenAPI document and
+// the SDK's types come from it, and the evaluator (evaluate.ts) reads what it parsed.
+//
+// Amounts are decimal strings of integers (wei, token base units), so no JSON number loses digits;
+// addresses are compared case-insensitively; nothing is a regular expression (a message pattern is a
+// glob of literal text and `*`, matched in linear time: a guardrail is checked on the enclave's
+// service thread, where a pattern that backtracks would stall every account's runs).
+import { z } from "zod";
+
+const MAX_LIST = 64;
+
+const address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
+  .transform((a) => a.toLowerCase())
+  .describe("an address, 0x + 40 hex; compared case-insensitively");
+
+const amount = z
+  .string()
+  .regex(/^(0|[1-9][0-9]{0,77})$/, 'must be a decimal integer string, e.g. "1000000000000000000"')
+  .describe("an integer as a decimal string (wei, or a token's base units)");
+
+const chainId = z
+  .number()
+  .int()
+  .positive()
+  .max(2 ** 53 - 1);
+
+/** A condition on one value: every operator given must hold. */
+export const conditionSchema = z
+  .strictObject({
+    eq: z.union([z.string(), z.number(), z.boolean()]).optional().describe("equal to (addresses case-insensitively)"),
+    in: z
+      .array(z.union([z.string(), z.number()]))
+      .min(1)
+      .max(MAX_LIST)
+      .optional()
+      .describe("one of these"),
+    not_in: z
+      .array(z.union([z.string(), z.number()]))
+      .min(1)
+      .max(MAX_LIST)
+      .optional()
+      .describe("none of these"),
+    lte: amount.optional().describe("an integer at most this"),
+    gte: amount.optional().describe("an integer at least this"),
+  })
+  .refine((c) => Object.keys(c).length > 0, { message: "a condition needs at least one operator" })
+  .describe("a condition on a value: every operator given must hold");
+export type Condition = z.infer<typeof conditionSchema>;
+
+/** Conditions on named values: function arguments, or typed-data fields by dotted path ("details.amount"). */
+const conditions = z
+  .record(z.string().min(1).max(128), conditionSchema)
+  .refine((r) => Object.keys(r).length <= MAX_LIST, { message: `at most ${MAX_LIST} conditions` });
+
+const functionRule = z
+  .strictObject({
+    signature: z
+      .string()
+      .min(10)
+      .max(512)
+      .regex(
+        /^function /,
+        'must be a Solidity function signature, e.g. "function transfer(address to, uint256 amount)"',
+      )
+      .describe(
+        'the function as Solidity declares it, with argument names: "function transfer(address to, uint256 amount)"',
+      ),
+    args: conditions.optional().describe("conditions on its decoded arguments, by name"),
+  })
+  .describe("a function of the contract the wallet may call, and what its arguments may be");
+
+const contractRule = z
+  .strictObject({
+    address,
+    chains: z.array(chainId).min(1).max(MAX_LIST).optional().describe("only on these chains (default: the section's)"),
+    functions: z.array(functionRule).min(1).max(MAX_LIST).describe("the functions it may call; any other is refused"),
+    max_value_wei: amount.optional().describe("native value sent with a call (default 0: none)"),
+  })
+  .describe("a contract the wallet may call");
+
+export const transactionsSchema = z
+  .strictObject({
+    chains: z
+      .array(chainId)
+      .min(1)
+      .max(MAX_LIST)
+      .describe("the chain ids a transaction may name; one without a chain id is refused"),
+    max_value_wei: amount.optional().describe("the most native value one transaction may send"),
+    transfers: z
+      .strictObject({
+        allow: z.array(address).min(1).max(MAX_LIST).optional().describe("only to these recipients"),
+        deny: z.array(address).min(1).max(MAX_LIST).optional().describe("never to these recipients"),
+      })
+      .optional()
+      .describe("plain native transfers (no calldata); absent: none"),
+    contracts: z.array(contractRule).max(MAX_LIST).optional().describe("contract calls; absent: none"),
+    authorizations: z
+      .strictObject({
+        allow: z.array(address).min(1).max(MAX_LIST).describe("contracts an EIP-7702 authorization may delegate to"),
+      })
+      .optional()
+      .describe("EIP-7702 authorizations; absent: a transaction carrying one is refused"),
+    deploy: z.boolean().optional().describe("contract creation (no recipient); default false"),
+  })
+  .describe("what transactions the wallet may sign");
+
+const typedDataRule = z
+  .strictObject({
+    domain: z
+      .strictObject({
+        name: z.string().max(256).optional(),
+        version: z.string().max(64).optional(),
+        chain_id: chainId.optional(),
+        verifying_contract: address.optional(),
+      })
+      .describe("what the domain must say; a field left out may be anything"),
+    primary_type: z.string().min(1).max(128),
+    fields: conditions.optional().describe('conditions on the message, by dotted path ("spender", "details.amount")'),
+  })
+  .describe("EIP-712 typed data the wallet may sign");
+
+export const messagesSchema = z
+  .strictObject({
+    pattern: z
+      .string()
+      .max(1024)
+      .optional()
+      .describe(
+        'the text must match this glob: literal text, with "*" for any run of characters ("Sign in to example.com*")',
+      ),
+    raw: z.boolean().optional().describe('messages given as raw bytes ({raw: "0x…"}); default false'),
+  })
+  .describe("EIP-191 personal messages; absent: none");
+
+export const guardrailSchema = z
+  .strictObject({
+    version: z.literal(1),
+    name: z.string().max(128).optional(),
+    description: z.string().max(1024).optional(),
+    transactions: transactionsSchema.optional(),
+    typed_data: z.array(typedDataRule).max(MAX_LIST).optional(),
+    messages: messagesSchema.optional(),
+    raw_digests: z
+      .boolean()
+      .optional()
+      .describe("signDigest: a signature over any 32 bytes, which could be any transaction's hash; default false"),
+    key_export: z
+      .boolean()
+      .optional()
+      .describe("getPrivateKey: whoever holds the key signs past every rule; default false"),
+  })
+  .describe("what a wallet may sign; anything the document does not allow is refused");
+export type Guardrail = z.infer<typeof guardrailSchema>;
+export type GuardrailInput = z.input<typeof guardrailSchema>;
