@@ -18,6 +18,7 @@ import { profileGroup } from "./cli/profile.ts";
 import { cidCommand, runCommand as runScriptCommand } from "./cli/run.ts";
 import { walletGroup } from "./cli/wallet.ts";
 import { webhookGroup } from "./cli/webhook.ts";
+import { guardrailGroup } from "./cli/guardrail.ts";
 
 const startUsage = `usage: sigil start   (npm start)
 
@@ -76,6 +77,7 @@ const commands: Record<string, TopLevel> = {
   topup: single(topUpCommand),
   usage: single(usageCommand),
   webhook: group(webhookGroup),
+  guardrail: group(guardrailGroup),
   "chain-secured": group(chainSecuredGroup),
   convert: single(convertCommand),
 };
@@ -84,7 +86,7 @@ const sections: Array<[string, Array<string | Group>]> = [
   ["the local stack and deployments", ["start", "verify", "verify-receipt", "edge-identity"]],
   [
     "accounts, keys and what they own",
-    ["profile", accountGroup, keyGroup, walletGroup, groupGroup, actionGroup, "audit"],
+    ["profile", accountGroup, keyGroup, walletGroup, guardrailGroup, groupGroup, actionGroup, "audit"],
   ],
   ["scripts", ["cid", "run"]],
   ["credit", ["balance", "topup", "usage"]],

@@ -13,7 +13,8 @@ import {AccountConfigStorage} from "./AccountConfigStorage.sol";
 ///   1. the sender is the account's admin wallet and the account is unmanaged (ChainSecured), or
 ///   2. the sender is an authorized payer, the account is managed, and `keyHash` is the account's
 ///      master hash or a live usage key of the account holding the scope the function needs.
-/// Owner-only functions (usage keys, conversion) accept case 1, or case 2 with the master hash.
+/// Owner-only functions (usage keys, wallet guardrails, conversion) accept case 1, or case 2 with
+/// the master hash.
 /// Payers name the account by an API-key hash (the key namespace); an admin wallet by any hash
 /// that resolves to its account, a wallet lookup hash first (AccountConfigStorage, Layout).
 /// `multicall` batches writes into one transaction with the same sender, e.g. `registerActions`
@@ -58,6 +59,7 @@ contract AccountConfig is
     event UsageApiKeyMetadataUpdated(uint256 indexed master, uint256 indexed keyHash);
     event UsageApiKeyRemoved(uint256 indexed master, uint256 indexed keyHash);
     event WalletRegistered(uint256 indexed master, address indexed wallet, uint256 walletId);
+    event WalletGuardrailSet(uint256 indexed master, address indexed wallet, bytes32 guardrailHash, string document);
     event GroupAdded(uint256 indexed master, uint256 indexed groupId);
     event GroupUpdated(uint256 indexed master, uint256 indexed groupId);
     event GroupRemoved(uint256 indexed master, uint256 indexed groupId);
@@ -304,6 +306,29 @@ contract AccountConfig is
         return _registerWallet(l, a, master, wallet, derivation, name, description);
     }
 
+    /// @notice Sets, replaces or (with an empty document) removes a wallet's guardrail: the JSON
+    /// document that says what the wallet may sign (docs/design/guardrails.md). Owner only. The
+    /// contract never parses it: it keeps the keccak256 of its exact bytes and the block whose
+    /// `WalletGuardrailSet` event carries them (event data, not storage). Setting the same document
+    /// again is allowed and moves the block.
+    function setWalletGuardrail(uint256 keyHash, address wallet, string calldata document) external {
+        (uint256 master,) = _authorize(keyHash, OWNER, 0);
+        // As `_checkWalletOf`, without its address(0) wildcard: no wallet's master is 0.
+        Wallet storage w = _layout().wallets[wallet];
+        if (w.master != master) revert WalletNotRegistered(wallet);
+        if (bytes(document).length > MAX_GUARDRAIL_BYTES) revert LimitExceeded("guardrail bytes", MAX_GUARDRAIL_BYTES);
+        bytes32 guardrailHash;
+        if (bytes(document).length != 0) {
+            guardrailHash = keccak256(bytes(document));
+            w.guardrail = guardrailHash;
+            w.guardrailBlock = block.number;
+        } else {
+            delete w.guardrail;
+            delete w.guardrailBlock;
+        }
+        emit WalletGuardrailSet(master, wallet, guardrailHash, document);
+    }
+
     // ─── groups ────────────────────────────────────────────────────────────────────────────
 
     function addGroup(
@@ -491,14 +516,22 @@ contract AccountConfig is
     /// wallet is registered to the same account. A zero `cidHash` is never an action. The groups
     /// are read until the answer is whole (the run may execute and every wallet is allowed): a
     /// grant costs the groups up to the first that gives it all, not every group of the account.
+    /// `guardrails[j]` is an allowed wallet's guardrail hash (`setWalletGuardrail`), 0 when it has
+    /// none or is not allowed; the enclave fetches and checks the document it names.
     function authorizeExecution(uint256 keyHash, uint256 cidHash, address[] calldata wallets)
         external
         view
-        returns (bool canExecute, bool[] memory walletAllowed, uint256[] memory derivations)
+        returns (
+            bool canExecute,
+            bool[] memory walletAllowed,
+            uint256[] memory derivations,
+            bytes32[] memory guardrails
+        )
     {
         walletAllowed = new bool[](wallets.length);
         derivations = new uint256[](wallets.length);
-        if (cidHash == 0) return (false, walletAllowed, derivations);
+        guardrails = new bytes32[](wallets.length);
+        if (cidHash == 0) return (false, walletAllowed, derivations, guardrails);
         Layout storage l = _layout();
         HashEntry storage e = l.hashes[keyHash];
         uint256 master = e.master;
@@ -509,13 +542,13 @@ contract AccountConfig is
         UsageKey storage k = a.usageKeys[keyHash];
         bool everyGroup;
         if (e.kind == HashKind.Master) {
-            if (!a.managed) return (false, walletAllowed, derivations);
+            if (!a.managed) return (false, walletAllowed, derivations, guardrails);
             everyGroup = true;
         } else if (e.kind == HashKind.UsageKey) {
-            if (_expired(k)) return (false, walletAllowed, derivations);
+            if (_expired(k)) return (false, walletAllowed, derivations, guardrails);
             everyGroup = _contains(k.executeInGroups, 0);
         } else {
-            return (false, walletAllowed, derivations);
+            return (false, walletAllowed, derivations, guardrails);
         }
 
         uint256 allowedCount;
@@ -534,6 +567,7 @@ contract AccountConfig is
                 if (anyWallet || g.wallets.contains(wallets[j])) {
                     walletAllowed[j] = true;
                     derivations[j] = w.derivation;
+                    guardrails[j] = w.guardrail;
                     ++allowedCount;
                 }
             }
@@ -626,7 +660,13 @@ contract AccountConfig is
     ) private returns (uint256 walletId) {
         walletId = a.wallets.length;
         a.wallets.push(wallet);
-        l.wallets[wallet] = Wallet(master, derivation, walletId, name, description);
+        // Member by member: a fresh wallet's guardrail fields are already 0, and writing them would cost.
+        Wallet storage w = l.wallets[wallet];
+        w.master = master;
+        w.derivation = derivation;
+        w.id = walletId;
+        w.name = name;
+        w.description = description;
         emit WalletRegistered(master, wallet, walletId);
     }
 

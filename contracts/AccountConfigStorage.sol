@@ -20,6 +20,7 @@ abstract contract AccountConfigStorage {
     uint256 internal constant MAX_CID_BYTES = 128;
     uint256 internal constant MAX_PAGE_SIZE = 100;
     uint256 internal constant MAX_PAYERS = 256;
+    uint256 internal constant MAX_GUARDRAIL_BYTES = 16384;
 
     // ─── errors ────────────────────────────────────────────────────────────────────────────
     error NoAccountAccess(uint256 hash, address sender);
@@ -87,6 +88,9 @@ abstract contract AccountConfigStorage {
         uint256 id;
         string name;
         string description;
+        // ─── version 2 (append only: a Wallet lives in a mapping, so each has slots of its own) ───
+        bytes32 guardrail; // keccak256 of the guardrail document's bytes; 0 = none
+        uint256 guardrailBlock; // the block whose WalletGuardrailSet event holds the document
     }
 
     struct Account {

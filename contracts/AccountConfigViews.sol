@@ -203,6 +203,20 @@ contract AccountConfigViews is AccountConfigStorage {
         return w.master == master ? w.derivation : 0;
     }
 
+    /// @notice The wallet's guardrail if it is registered to the account `hash` resolves to: the
+    /// keccak256 of the document's bytes and the block whose `WalletGuardrailSet` event holds the
+    /// document; (0, 0) when it has none or is not the account's.
+    function getWalletGuardrail(uint256 hash, address wallet)
+        external
+        view
+        returns (bytes32 guardrailHash, uint256 blockNumber)
+    {
+        (uint256 master,) = _readable(hash);
+        Wallet storage w = _layout().wallets[wallet];
+        if (w.master != master) return (0, 0);
+        return (w.guardrail, w.guardrailBlock);
+    }
+
     /// @notice When a usage key stops authorizing (Unix seconds; 0 = never, or not a usage key).
     /// The enclave caps how long it caches a key's grants by this, so an expired key stops at once.
     function usageKeyExpiration(uint256 keyHash) external view returns (uint256) {

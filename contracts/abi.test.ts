@@ -50,6 +50,9 @@ describe("AccountConfig ABI", () => {
       "multicall",
       "billingOf",
       "usageKeyExpiration",
+      // issue 30: wallet guardrails
+      "setWalletGuardrail",
+      "getWalletGuardrail",
     ]) {
       expect(functions, fn).toContain(fn);
     }
@@ -75,6 +78,7 @@ describe("AccountConfig ABI", () => {
       "ActionAdded",
       "ActionRemoved",
       "ActionMetadataUpdated",
+      "WalletGuardrailSet",
     ];
     for (const name of accountEvents) {
       const event = events.find((e) => e.name === name);
@@ -89,6 +93,52 @@ describe("AccountConfig ABI", () => {
     const forms = accountConfigAbi.filter((x) => x.type === "function" && x.name === "newChainSecuredAccount");
     expect(forms.map((f) => ("inputs" in f ? f.inputs.map((i) => i.type) : []))).toEqual([
       ["string", "string", "address"],
+    ]);
+  });
+
+  it("has the guardrail interface others code against: the write, its event, the view and authorizeExecution's fourth output", () => {
+    type Param = { type: string; name: string; indexed?: boolean };
+    type Item = {
+      type: string;
+      name?: string;
+      inputs?: readonly Param[];
+      outputs?: readonly Param[];
+      stateMutability?: string;
+    };
+    const signature = (type: "function" | "event", name: string) =>
+      (accountConfigAbi as readonly Item[])
+        .filter((x) => x.type === type && x.name === name)
+        .map((x) => ({
+          inputs: (x.inputs ?? []).map((i) => `${i.type} ${i.name}${i.indexed ? " indexed" : ""}`),
+          outputs: (x.outputs ?? []).map((o) => `${o.type} ${o.name}`),
+          ...(x.stateMutability ? { stateMutability: x.stateMutability } : {}),
+        }));
+    expect(signature("function", "setWalletGuardrail")).toEqual([
+      {
+        inputs: ["uint256 keyHash", "address wallet", "string document"],
+        outputs: [],
+        stateMutability: "nonpayable",
+      },
+    ]);
+    expect(signature("event", "WalletGuardrailSet")).toEqual([
+      {
+        inputs: ["uint256 master indexed", "address wallet indexed", "bytes32 guardrailHash", "string document"],
+        outputs: [],
+      },
+    ]);
+    expect(signature("function", "getWalletGuardrail")).toEqual([
+      {
+        inputs: ["uint256 hash", "address wallet"],
+        outputs: ["bytes32 guardrailHash", "uint256 blockNumber"],
+        stateMutability: "view",
+      },
+    ]);
+    expect(signature("function", "authorizeExecution")).toEqual([
+      {
+        inputs: ["uint256 keyHash", "uint256 cidHash", "address[] wallets"],
+        outputs: ["bool canExecute", "bool[] walletAllowed", "uint256[] derivations", "bytes32[] guardrails"],
+        stateMutability: "view",
+      },
     ]);
   });
 

@@ -131,12 +131,12 @@ describe("the chain listener feeding the permission cache", () => {
     // Warm: the wallet's grant and the permission to run the action are cached, and a poll that
     // reads no event of the account keeps them.
     expect(await cache.wallet(master, cid, wallet)).toEqual({
-      value: { allowed: true, derivation: 7n },
+      value: { allowed: true, derivation: 7n, guardrail: null },
       cached: false,
     });
     expect(await cache.canExecute(master, cid)).toEqual({ value: true, cached: false });
     await running.listener.poll();
-    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n });
+    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n, guardrail: null });
     expect(await cache.canExecute(master, cid)).toEqual({ value: true, cached: true });
 
     await send("removePkpFromGroup", [master, groupId, wallet]);
@@ -146,7 +146,7 @@ describe("the chain listener feeding the permission cache", () => {
       "the revoked wallet's grant outlived the poll that read its revocation",
     ).toBeUndefined();
     expect(await cache.wallet(master, cid, wallet)).toEqual({
-      value: { allowed: false, derivation: 0n },
+      value: { allowed: false, derivation: 0n, guardrail: null },
       cached: false,
     });
 

@@ -7,8 +7,9 @@ import type { AddressInfo } from "node:net";
 import { openAttestation } from "./attestation/open.ts";
 import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
+import { GuardrailStore } from "./authz/guardrails.ts";
 import { ChainListener } from "./authz/listener.ts";
-import { connectChain, type ChainContext } from "./chain/client.ts";
+import { connectChain, guardrailDocuments, walletGuardrail, type ChainContext } from "./chain/client.ts";
 import { readEnclaveConfig, THREAD_POOL_SIZE, type EnclaveConfig } from "./config.ts";
 import { Keyring } from "./keys/derive.ts";
 import { loadRootKey } from "./keys/rootKey.ts";
@@ -106,6 +107,10 @@ export async function startEnclave(
   const chain = await connectChain(config.rpcUrl, config.contractAddress, config.env === "production" ? 1_000 : 100);
   const payers = payerPool(config, keyring, chain, log);
   const cache = new PermissionCache(chainPermissionSource(chain));
+  const guardrails = new GuardrailStore({
+    locate: (master, wallet) => walletGuardrail(chain, master, wallet),
+    documents: (master, wallet, block) => guardrailDocuments(chain, master, wallet, block),
+  });
 
   // Listen first: the sandbox must know the enclave's own port (scripts may never reach it), and
   // with port 0 that is known only now. Until the app is ready, requests get 503. The channel's
@@ -147,7 +152,7 @@ export async function startEnclave(
     // Runs whose receipts are coming: the operations in progress besides the one asking.
     batching: { waitMs: effective.runReceiptBatchMs, inFlight: () => operationsInProgress - 1 },
   });
-  const enclave: Enclave = { config: effective, keyring, chain, cache, payers, sandbox, receipts, log };
+  const enclave: Enclave = { config: effective, keyring, chain, cache, guardrails, payers, sandbox, receipts, log };
 
   const listener = chainListener(config, chain, cache, log);
   listener.start();

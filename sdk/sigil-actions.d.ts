@@ -127,6 +127,7 @@ export interface SigilRequest {
  */
 export type SigilHostErrorCode =
   | "permission_denied"
+  | "guardrail_denied"
   | "limit_exceeded"
   | "chain_unavailable"
   | "wallet_key_mismatch"
@@ -135,6 +136,11 @@ export type SigilHostErrorCode =
 /** An error the host threw: its `code`, when it has one, is the run's error code if it escapes main. */
 export interface SigilHostError extends Error {
   readonly code?: SigilHostErrorCode;
+  /**
+   * What the host says beyond the message. For `guardrail_denied`: the guardrail's hash, the rule
+   * that refused (a path into the document, "transactions.chains"), why, and the value seen.
+   */
+  readonly details?: { guardrail: string; allowed: false; rule: string; reason: string; observed?: string };
 }
 
 /** The codes a failed run's `error.code` may have. */

@@ -22,7 +22,8 @@ const API_MD_TABLE: Record<number, string[]> = {
   ],
   401: ["missing_api_key", "invalid_api_key", "invalid_signature", "signature_expired"],
   402: ["insufficient_credits"],
-  403: ["permission_denied", "account_key_required", "chain_secured_account"],
+  // guardrail_denied is not in docs/design/api.md's table: issue 30's guardrails refuse a signature a script asked for.
+  403: ["permission_denied", "guardrail_denied", "account_key_required", "chain_secured_account"],
   // instance_not_found is not in docs/design/api.md's table either: a client that pins the attestation
   // endpoints to an enclave instance the edge does not serve (issue 11, point 15) needs its own code.
   // webhook_not_found and delivery_not_found: issue 14's webhook endpoints and their deliveries.

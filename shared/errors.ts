@@ -23,6 +23,8 @@ export const errorStatus = {
   signature_expired: 401,
   insufficient_credits: 402,
   permission_denied: 403,
+  /** A wallet's guardrail refused what a script asked it to sign (a run's error code; docs/design/guardrails.md). */
+  guardrail_denied: 403,
   account_key_required: 403,
   chain_secured_account: 403,
   not_found: 404,
@@ -77,6 +79,7 @@ export const runErrorCodes = [
   "limit_exceeded",
   "insufficient_credits",
   "permission_denied",
+  "guardrail_denied",
   "wallet_key_mismatch",
 ] as const;
 export type RunErrorCode = (typeof runErrorCodes)[number];

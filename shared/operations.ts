@@ -10,6 +10,7 @@ import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
 import { isExposed, type ErrorCode } from "./errors.ts";
+import { guardrailDocumentSchema } from "./guardrails/evaluate.ts";
 import { permissionFields } from "./permissions.ts";
 
 /** Every operation a client's request becomes, by its name (the public endpoint's). */
@@ -30,6 +31,7 @@ export const enclaveOperations = [
   "add_action",
   "delete_action",
   "update_action_metadata",
+  "set_wallet_guardrail",
   "convert_to_chain_secured_account",
   "create_wallet_with_signature",
   "add_usage_api_key_with_signature",
@@ -208,6 +210,13 @@ export const requestSchemas = {
   add_action: z.strictObject({ ...withKey, action_ipfs_cid: cidField, name, description: text }),
   delete_action: z.strictObject({ ...withKey, hashed_cid: hash32Field }),
   update_action_metadata: z.strictObject({ ...withKey, hashed_cid: hash32Field, name, description: text }),
+  set_wallet_guardrail: z.strictObject({
+    ...withKey,
+    wallet_address: pkpIdField.describe("the wallet: its address or its id"),
+    guardrail: guardrailDocumentSchema
+      .nullable()
+      .describe("what the wallet may sign (docs/design/guardrails.md); null removes the wallet's guardrail"),
+  }),
   convert_to_chain_secured_account: z.strictObject({
     ...withKey,
     new_admin_wallet_address: addressField,
@@ -349,6 +358,13 @@ export const responseSchemas = {
   add_group: z.object({ ...write, group_id: z.string() }),
   add_action_to_group: z.object({ ...write, hashed_cid: z.string() }),
   add_action: z.object({ ...write, hashed_cid: z.string() }),
+  set_wallet_guardrail: z.object({
+    ...write,
+    guardrail_hash: z
+      .string()
+      .nullable()
+      .describe("keccak256 of the document's canonical JSON, as AccountConfig keeps it; null when removed"),
+  }),
   ...(Object.fromEntries(WRITE_ONLY.map((op) => [op, writeOnly])) as Record<
     (typeof WRITE_ONLY)[number],
     typeof writeOnly
@@ -488,6 +504,7 @@ export const operations = {
   add_action: writeOp("add_action"),
   delete_action: writeOp("delete_action"),
   update_action_metadata: writeOp("update_action_metadata"),
+  set_wallet_guardrail: writeOp("set_wallet_guardrail"),
   convert_to_chain_secured_account: writeOp("convert_to_chain_secured_account", SIGNED_SPEC),
   // The two derivations answer what the signature derives and send no transaction: they only read.
   create_wallet_with_signature: writeOp("create_wallet_with_signature", { ...SIGNED_SPEC, kind: "read" }),

@@ -20,6 +20,7 @@ import { publicRoutes } from "./routes/public.ts";
 import { signaturesRoutes } from "./routes/signatures.ts";
 import { usageKeysRoutes } from "./routes/usageKeys.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
+import { guardrailsRoutes } from "./routes/guardrails.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
@@ -77,6 +78,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", accountsRoutes());
   app.route("/core/v1", usageKeysRoutes());
   app.route("/core/v1", walletsRoutes());
+  app.route("/core/v1", guardrailsRoutes());
   app.route("/core/v1", groupsRoutes());
   app.route("/core/v1", actionsRoutes());
   app.route("/core/v1", sigilActionRoutes());

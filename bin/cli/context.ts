@@ -233,11 +233,25 @@ function chainErrorMessage(err: BaseError): string {
 }
 
 /** What a failure is, whatever threw it: a code, a message, and the service's request id and status when it answered. */
+/** `invalid_request`'s details, `[{path, message}]`, as "path: message; …" (what was wrong, and where). */
+function issuesOf(details: unknown): string {
+  if (!Array.isArray(details)) return "";
+  const issues = details
+    .filter(
+      (d): d is { path: string; message: string } => typeof d?.path === "string" && typeof d?.message === "string",
+    )
+    .slice(0, 5)
+    .map((d) => `${d.path}: ${d.message}`);
+  return issues.length === 0
+    ? ""
+    : ` — ${issues.join("; ")}${details.length > 5 ? `; and ${details.length - 5} more` : ""}`;
+}
+
 function failureOf(err: unknown): { code: string; message: string; requestId?: string; status?: number } {
   if (err instanceof SigilError)
     return {
       code: err.code,
-      message: err.message,
+      message: `${err.message}${err.code === "invalid_request" ? issuesOf(err.details) : ""}`,
       ...(err.requestId === undefined ? {} : { requestId: err.requestId }),
       ...(err.status > 0 ? { status: err.status } : {}),
     };

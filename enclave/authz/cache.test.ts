@@ -121,11 +121,11 @@ describe("grants", () => {
     source.exec.set(`${USAGE_A}:${CID}`, true);
     source.walletGrants.set(`${USAGE_A}:${CID}:${WALLET}`, 77n);
     expect(await cache.wallet(USAGE_A, CID, WALLET)).toEqual({
-      value: { allowed: true, derivation: 77n },
+      value: { allowed: true, derivation: 77n, guardrail: null },
       cached: false,
     });
     expect(await cache.wallet(USAGE_A, CID, WALLET.toUpperCase().replace("0X", "0x") as Address)).toEqual({
-      value: { allowed: true, derivation: 77n },
+      value: { allowed: true, derivation: 77n, guardrail: null },
       cached: true,
     });
     expect(source.authorizeCalls).toBe(1);
@@ -133,7 +133,11 @@ describe("grants", () => {
 
   it("refuses a wallet (derivation 0) when the run itself may not execute", async () => {
     source.walletGrants.set(`${USAGE_A}:${CID}:${WALLET}`, 77n);
-    expect((await cache.wallet(USAGE_A, CID, WALLET)).value).toEqual({ allowed: false, derivation: 0n });
+    expect((await cache.wallet(USAGE_A, CID, WALLET)).value).toEqual({
+      allowed: false,
+      derivation: 0n,
+      guardrail: null,
+    });
   });
 
   it("keeps entries of different code (cid) apart", async () => {
@@ -481,6 +485,7 @@ describe("cachedWallet (keys offered with a run)", () => {
     expect(cache.cachedWallet(USAGE_A, CID, WALLET.toUpperCase().replace("0X", "0x") as Address)).toEqual({
       allowed: true,
       derivation: 77n,
+      guardrail: null,
     });
     // Another action, or another key of the account, has no grant of its own yet.
     expect(cache.cachedWallet(USAGE_A, CID2, WALLET)).toBeUndefined();
@@ -506,7 +511,7 @@ describe("cachedWallet (keys offered with a run)", () => {
     await cache.resolve(USAGE_A);
     now = T0 + 4 * MINUTE;
     await cache.wallet(USAGE_A, CID, WALLET);
-    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toEqual({ allowed: true, derivation: 77n });
+    expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toEqual({ allowed: true, derivation: 77n, guardrail: null });
     now = T0 + 5 * MINUTE;
     expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
   });

@@ -3,7 +3,7 @@
 // grouped by master hash so the chain listener and the enclave's own writes can drop an account's
 // entries at once. Denials live at most 30 s, grants at most 5 minutes and never past a usage key's
 // expiration; concurrent misses for one entry share one RPC call; failures are never cached.
-import type { Address } from "viem";
+import type { Address, Hex } from "viem";
 import { authorizeExecution, resolveKey, type ChainContext, type KeyResolution } from "../chain/client.ts";
 
 export type CacheTtls = { grantMs: number; denyMs: number };
@@ -14,7 +14,8 @@ type Entry = { value: unknown; expiresAt: number; master: bigint };
 /** What the chain answered, plus where it came from (for logs and tests). */
 export type Cached<T> = { value: T; cached: boolean };
 
-export type WalletGrant = { allowed: boolean; derivation: bigint };
+/** `guardrail`: the hash of the wallet's guardrail (docs/design/guardrails.md), null when it has none. */
+export type WalletGrant = { allowed: boolean; derivation: bigint; guardrail: Hex | null };
 
 export type PermissionSource = {
   resolveKey(keyHash: bigint): Promise<KeyResolution>;
@@ -22,7 +23,12 @@ export type PermissionSource = {
     keyHash: bigint,
     cidHash: bigint,
     wallets: readonly Address[],
-  ): Promise<{ canExecute: boolean; walletAllowed: readonly boolean[]; derivations: readonly bigint[] }>;
+  ): Promise<{
+    canExecute: boolean;
+    walletAllowed: readonly boolean[];
+    derivations: readonly bigint[];
+    guardrails?: readonly Hex[];
+  }>;
 };
 
 export function chainPermissionSource(chain: ChainContext): PermissionSource {
@@ -80,7 +86,12 @@ export class PermissionCache {
     return this.#get(`w:${keyHash}:${cidHash}:${wallet.toLowerCase()}`, async () => {
       const r = await this.#source.authorizeExecution(keyHash, cidHash, [wallet]);
       const allowed = r.canExecute && r.walletAllowed[0] === true;
-      const grant: WalletGrant = { allowed, derivation: allowed ? (r.derivations[0] ?? 0n) : 0n };
+      const guardrail = allowed ? r.guardrails?.[0] : undefined;
+      const grant: WalletGrant = {
+        allowed,
+        derivation: allowed ? (r.derivations[0] ?? 0n) : 0n,
+        guardrail: guardrail && BigInt(guardrail) !== 0n ? guardrail : null,
+      };
       return { value: grant, master: key.value.master, granted: allowed, expiresAt: key.value.expiresAt };
     });
   }

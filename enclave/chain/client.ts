@@ -1,6 +1,6 @@
 // The enclave's view of the chain: one viem public client on the configured RPC, and the reads the
 // execute path needs. Writes go through payers/pool.ts.
-import { createPublicClient, defineChain, http, type Address, type Chain, type PublicClient } from "viem";
+import { createPublicClient, defineChain, http, type Address, type Chain, type Hex, type PublicClient } from "viem";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 
 export type ChainContext = { client: PublicClient; chain: Chain; contract: Address };
@@ -51,12 +51,51 @@ export async function authorizeExecution(
   keyHash: bigint,
   cidHash: bigint,
   wallets: readonly Address[],
-): Promise<{ canExecute: boolean; walletAllowed: readonly boolean[]; derivations: readonly bigint[] }> {
-  const [canExecute, walletAllowed, derivations] = await client.readContract({
+): Promise<{
+  canExecute: boolean;
+  walletAllowed: readonly boolean[];
+  derivations: readonly bigint[];
+  guardrails: readonly Hex[];
+}> {
+  const [canExecute, walletAllowed, derivations, guardrails] = await client.readContract({
     address: contract,
     abi: accountConfigAbi,
     functionName: "authorizeExecution",
     args: [keyHash, cidHash, wallets],
   });
-  return { canExecute, walletAllowed, derivations };
+  return { canExecute, walletAllowed, derivations, guardrails };
+}
+
+/** Where `wallet`'s guardrail document is (docs/design/guardrails.md): its hash, and the block whose event holds it. */
+export async function walletGuardrail(
+  { client, contract }: ChainContext,
+  master: bigint,
+  wallet: Address,
+): Promise<{ hash: Hex; block: bigint }> {
+  const [hash, block] = await client.readContract({
+    address: contract,
+    abi: accountConfigAbi,
+    functionName: "getWalletGuardrail",
+    args: [master, wallet],
+  });
+  return { hash, block };
+}
+
+/** The guardrail documents set for (master, wallet) in `block`, in log order. */
+export async function guardrailDocuments(
+  { client, contract }: ChainContext,
+  master: bigint,
+  wallet: Address,
+  block: bigint,
+): Promise<string[]> {
+  const logs = await client.getContractEvents({
+    address: contract,
+    abi: accountConfigAbi,
+    eventName: "WalletGuardrailSet",
+    args: { master, wallet },
+    fromBlock: block,
+    toBlock: block,
+    strict: true,
+  });
+  return logs.map((l) => l.args.document);
 }

@@ -9,6 +9,7 @@ import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
 import { Recent } from "../../shared/recent.ts";
 import type { PermissionCache } from "../authz/cache.ts";
+import type { GuardrailStore } from "../authz/guardrails.ts";
 import type { ChainContext, KeyResolution } from "../chain/client.ts";
 import type { EnclaveConfig } from "../config.ts";
 import type { Keyring } from "../keys/derive.ts";
@@ -22,6 +23,8 @@ export type Enclave = {
   keyring: Keyring;
   chain: ChainContext;
   cache: PermissionCache;
+  /** The wallets' guardrails, loaded and compiled by hash (authz/guardrails.ts). */
+  guardrails: GuardrailStore;
   payers: PayerPool;
   sandbox: SandboxPool;
   /** Signs each run's receipt with this instance's attested receipt key. */

@@ -24,7 +24,7 @@ import {
 import { addUsageApiKeyWithSignature, convertToChainSecuredAccount, createWalletWithSignature } from "./signatures.ts";
 import { sigilAction } from "./sigilAction.ts";
 import { addUsageApiKey, removeUsageApiKey, updateUsageApiKey, updateUsageApiKeyMetadata } from "./usageKeys.ts";
-import { createWallet } from "./wallets.ts";
+import { createWallet, setWalletGuardrail } from "./wallets.ts";
 
 type Handler<Op extends OperationName> = (
   enclave: Enclave,
@@ -75,6 +75,7 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
     add_action: addAction,
     delete_action: deleteAction,
     update_action_metadata: updateActionMetadata,
+    set_wallet_guardrail: setWalletGuardrail,
     convert_to_chain_secured_account: convertToChainSecuredAccount,
     create_wallet_with_signature: createWalletWithSignature,
     add_usage_api_key_with_signature: addUsageApiKeyWithSignature,

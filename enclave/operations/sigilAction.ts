@@ -16,6 +16,7 @@ import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
 import { CodedError, type RunError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
+import { decide } from "../authz/guardrails.ts";
 import { Recent } from "../../shared/recent.ts";
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
@@ -67,7 +68,8 @@ function offerKeys(enclave: Enclave, run: { keyHash: bigint; master: bigint; act
   const offered: OfferedKey[] = [];
   for (const [wallet, encryption] of wallets) {
     const grant = enclave.cache.cachedWallet(run.keyHash, run.actionHash, wallet);
-    if (!grant?.allowed) continue;
+    // A guarded wallet's key is never offered: each of its signatures is checked as it is asked for.
+    if (!grant?.allowed || grant.guardrail) continue;
     // One that does not derive to its address is not offered: the script's request meets the mismatch.
     const material = walletKey(enclave, run.master, wallet, grant.derivation, encryption);
     if (material) offered.push({ pkpId: wallet, material });
@@ -267,6 +269,38 @@ export async function sigilAction(
   };
 }
 
+/**
+ * Refuses a signature (or the key's export) that `wallet`'s guardrail does not allow, before the key
+ * is made: the script's call fails with `guardrail_denied`, its details the rule and what was seen,
+ * and the run goes on. Uses of the key that sign nothing (its public key, encryption) pass.
+ */
+async function checkGuardrail(
+  enclave: Enclave,
+  master: bigint,
+  wallet: Address,
+  hash: Hex,
+  request: KeyRequest,
+): Promise<void> {
+  let loaded;
+  try {
+    loaded = await enclave.guardrails.load(master, wallet, hash);
+  } catch {
+    throw new CodedError(
+      "chain_unavailable",
+      "the chain could not be reached to read the wallet's guardrail; try again",
+    );
+  }
+  const decision = decide(loaded, request.signs);
+  if (decision.allowed) return;
+  const seen = decision.observed === undefined ? "" : ` (seen: ${decision.observed})`;
+  throw new CodedError(
+    "guardrail_denied",
+    `wallet ${wallet}'s guardrail refused this at ${decision.rule}: ${decision.reason}${seen}`,
+    "Error",
+    { guardrail: hash, ...decision },
+  );
+}
+
 /** The run's time limit: the caller's (the edge sets it to the seconds its hold granted), at most the maximum. */
 function timeoutMsOf(input: ParsedEnclaveRequest<"sigil_action">, limits: Enclave["config"]["limits"]): number {
   return Math.min(input.timeout_ms ?? limits.timeoutMs, limits.maxTimeoutMs);
@@ -352,6 +386,7 @@ async function provideKey(
       `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
     );
   }
+  if (grant.guardrail && request.use) await checkGuardrail(enclave, run.master, wallet, grant.guardrail, request);
   const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
   if (!material)
     throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);

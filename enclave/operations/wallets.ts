@@ -1,7 +1,11 @@
 // Wallets (PKPs) of managed accounts: derived here from a fresh random derivation, registered on
 // chain by a payer. The key itself is never stored; only (account, derivation) is.
+import { keccak256, toBytes } from "viem";
+import { canonicalJson } from "../../shared/canonicalJson.ts";
 import { SigilError } from "../../shared/errors.ts";
+import type { Guardrail } from "../../shared/guardrails/schema.ts";
 import { newDerivation } from "../keys/derive.ts";
+import { toWalletAddress } from "./context.ts";
 import { managedWrite } from "./write.ts";
 
 export const createWallet = managedWrite<"create_wallet">({
@@ -30,3 +34,26 @@ export const createWallet = managedWrite<"create_wallet">({
     };
   },
 });
+
+/**
+ * A wallet's guardrail set (or removed, with null) by the account's master key: the document as
+ * canonical JSON, so its hash is the hash of what it says, not of how it was spelled
+ * (docs/design/guardrails.md). The contract keeps the hash and emits the bytes.
+ */
+export const setWalletGuardrail = managedWrite<"set_wallet_guardrail">({
+  owner: true,
+  call: async (input, { keyHash }, enclave) => ({
+    functionName: "setWalletGuardrail",
+    args: [
+      keyHash,
+      await toWalletAddress(enclave, keyHash, input.wallet_address, "wallet_address"),
+      guardrailText(input.guardrail),
+    ],
+  }),
+  answer: ({ response }, input) => ({
+    ...response,
+    guardrail_hash: input.guardrail === null ? null : keccak256(toBytes(guardrailText(input.guardrail))),
+  }),
+});
+
+const guardrailText = (guardrail: Guardrail | null): string => (guardrail === null ? "" : canonicalJson(guardrail));

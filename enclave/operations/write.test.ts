@@ -93,7 +93,7 @@ describe("submitWrite", () => {
   it("drops the account's cached grants before it answers: a revocation it made is in force at once", async () => {
     const { master, groupId, wallet, cid } = await accountWithGroup();
     expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
-    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n });
+    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n, guardrail: null });
 
     const { response } = await submitWrite(
       enclave,
@@ -107,7 +107,7 @@ describe("submitWrite", () => {
       "the revoked wallet's grant outlived the enclave's own write",
     ).toBeUndefined();
     expect(await cache.wallet(master, cid, wallet)).toEqual({
-      value: { allowed: false, derivation: 0n },
+      value: { allowed: false, derivation: 0n, guardrail: null },
       cached: false,
     });
 

@@ -42,7 +42,9 @@ export type BridgedRun = {
   log(line: string): void;
 };
 
-type HostResult = { ok: true; value: unknown } | { ok: false; code: string | null; message: string; name: string };
+type HostResult =
+  | { ok: true; value: unknown }
+  | { ok: false; code: string | null; message: string; name: string; details?: unknown };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -54,7 +56,13 @@ const result = (hostResult: HostResult) =>
 const hostFailure = (err: unknown) => {
   if (err instanceof RunStop) throw err;
   if (err instanceof CodedError)
-    return { ok: false as const, code: err.scriptCode, message: err.message, name: err.kind };
+    return {
+      ok: false as const,
+      code: err.scriptCode,
+      message: err.message,
+      name: err.kind,
+      ...(err.scriptDetails === undefined ? {} : { details: err.scriptDetails }),
+    };
   return { ok: false as const, code: null, message: "the host operation failed", name: "Error" };
 };
 

@@ -10,6 +10,7 @@ import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
 import { bytesToHex as nobleHex, hexToBytes as nobleBytes, utf8ToBytes } from "@noble/hashes/utils";
 import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
+import type { SignRequest } from "../../shared/guardrails/evaluate.ts";
 import type { SignedKind } from "../../shared/receipt.ts";
 import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
 import type { SandboxLimits } from "../config.ts";
@@ -49,6 +50,12 @@ export type KeyUse = { kind: SignedKind; digest: Hex } | { kind: "export" };
 
 export type KeyRequest = ({ kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string }) & {
   use?: KeyUse;
+  /**
+   * What the key will sign, parsed (or its export): the service thread checks it against the
+   * wallet's guardrail before it hands the key over (docs/design/guardrails.md). Made from the same
+   * arguments as `use`'s digest, here, by the worker's own code: the script only chooses the arguments.
+   */
+  signs?: SignRequest;
 };
 
 /**
@@ -158,7 +165,7 @@ function inFlightBudget(maxBytes: number): ByteBudget {
 /** What the wallet and action operations use: a key for a request (counted, zeroed after use) and the requests. */
 type Keys = {
   withKey: <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>) => Promise<T>;
-  wallet: (op: string, args: Args, encryption?: boolean, use?: KeyUse) => KeyRequest;
+  wallet: (op: string, args: Args, encryption?: boolean, use?: KeyUse, signs?: SignRequest) => KeyRequest;
   action: (op: string, cid: unknown) => KeyRequest;
 };
 type AsyncOps = Record<string, (args: Args) => Promise<unknown>>;
@@ -167,9 +174,11 @@ type AsyncOps = Record<string, (args: Args) => Promise<unknown>>;
 function walletOperations({ withKey, wallet }: Keys): AsyncOps {
   return {
     signMessage: (args) => {
-      const digest = hashMessage(messageOf("signMessage", args.message));
-      return withKey(wallet("signMessage", args, false, { kind: "message", digest }), (k) =>
-        serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
+      const message = messageOf("signMessage", args.message);
+      const digest = hashMessage(message);
+      return withKey(
+        wallet("signMessage", args, false, { kind: "message", digest }, { kind: "message", message }),
+        (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
       );
     },
     signTypedData: async (args) => {
@@ -179,12 +188,16 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
       let invalid: CodedError | undefined;
       let digest: Hex | undefined;
       const { hashTypedData } = await viem();
+      const typedData = revive(args.typedData) as TypedDataDefinition;
       try {
-        digest = hashTypedData(revive(args.typedData) as TypedDataDefinition);
+        digest = hashTypedData(typedData);
       } catch (err) {
         invalid = new CodedError(null, `signTypedData: ${shortMessage(err)}`, "TypeError");
       }
-      return withKey(wallet("signTypedData", args, false, digest ? { kind: "typed_data", digest } : undefined), (k) => {
+      const request = digest
+        ? wallet("signTypedData", args, false, { kind: "typed_data", digest }, { kind: "typed_data", typedData })
+        : wallet("signTypedData", args);
+      return withKey(request, (k) => {
         if (invalid || !digest) throw invalid;
         // The digest viem's signTypedData signs (hashTypedData validated the typed data making it).
         return serializeSignature(signDigest(hexToBytes(digest), k.privateKey));
@@ -206,7 +219,15 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
           err instanceof CodedError ? err : new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
       }
       return withKey(
-        wallet("signTransaction", args, false, digest ? { kind: "transaction", digest } : undefined),
+        digest && tx
+          ? wallet(
+              "signTransaction",
+              args,
+              false,
+              { kind: "transaction", digest },
+              { kind: "transaction", transaction: tx },
+            )
+          : wallet("signTransaction", args),
         (k) => {
           if (invalid || !digest) throw invalid;
           // As viem's signTransaction: the signature over the unsigned serialization's hash, then the
@@ -225,14 +246,16 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
         throw new CodedError(null, "signDigest: digest must be 0x followed by 64 hex digits", "TypeError");
       }
       const digest = (args.digest as string).toLowerCase() as Hex;
-      return withKey(wallet("signDigest", args, false, { kind: "hash", digest }), (k) => {
+      return withKey(wallet("signDigest", args, false, { kind: "hash", digest }, { kind: "hash", digest }), (k) => {
         const sig = signDigest(hexToBytes(digest), k.privateKey);
         return { r: sig.r, s: sig.s, v: Number(sig.v), signature: serializeSignature(sig) };
       });
     },
     getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     getPrivateKey: (args) =>
-      withKey(wallet("getPrivateKey", args, false, { kind: "export" }), (k) => keyHex(k.privateKey)),
+      withKey(wallet("getPrivateKey", args, false, { kind: "export" }, { kind: "export" }), (k) =>
+        keyHex(k.privateKey),
+      ),
   };
 }
 
@@ -418,11 +441,11 @@ export function createRunHost(run: RunContext): RunHost {
     }
   };
 
-  const wallet = (op: string, args: Args, encryption = false, use?: KeyUse): KeyRequest => {
+  const wallet = (op: string, args: Args, encryption = false, use?: KeyUse, signs?: SignRequest): KeyRequest => {
     if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId)) {
       throw new CodedError(null, `${op}: pkpId must be a wallet address (0x followed by 40 hex digits)`, "TypeError");
     }
-    return { kind: "wallet", pkpId: args.pkpId, encryption, ...(use ? { use } : {}) };
+    return { kind: "wallet", pkpId: args.pkpId, encryption, ...(use ? { use } : {}), ...(signs ? { signs } : {}) };
   };
   const action = (op: string, cid: unknown): KeyRequest => {
     if (cid !== undefined && cid !== null && (typeof cid !== "string" || cid.length === 0 || cid.length > 128)) {

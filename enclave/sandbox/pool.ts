@@ -337,9 +337,9 @@ export class SandboxPool {
       (err: unknown) => {
         // A CodedError's code for the script is its scriptCode; the other errors whose message is
         // not for the client (channel, attestation, fetch) are unknown, though they carry a code.
-        const coded: { code?: unknown; message?: unknown } =
+        const coded: { code?: unknown; message?: unknown; details?: unknown } =
           err instanceof CodedError
-            ? { code: err.scriptCode, message: err.message }
+            ? { code: err.scriptCode, message: err.message, details: err.scriptDetails }
             : err instanceof SigilError && !err.expose
               ? {}
               : (err as { code?: unknown; message?: unknown });
@@ -352,6 +352,9 @@ export class SandboxPool {
           ok: false,
           code: known ? String(coded.code) : "internal_error",
           message: known ? String(coded.message) : "the key could not be provided",
+          ...(known && err instanceof CodedError && err.scriptDetails !== undefined
+            ? { details: err.scriptDetails }
+            : {}),
         });
       },
     );

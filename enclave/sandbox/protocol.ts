@@ -36,7 +36,7 @@ export type ToWorker =
   /** Give up on a run that neither answered nor holds the thread. */
   | { type: "abort"; runId: number }
   | { type: "keyReply"; callId: number; ok: true; privateKey: ArrayBuffer; encryptionKey?: ArrayBuffer }
-  | { type: "keyReply"; callId: number; ok: false; code: string; message: string }
+  | { type: "keyReply"; callId: number; ok: false; code: string; message: string; details?: unknown }
   /** Runs and key replies the pool had for this worker in one turn of its event loop, in order. */
   | { type: "batch"; messages: ToWorker[] };
 

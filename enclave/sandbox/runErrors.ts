@@ -18,10 +18,18 @@ export class CodedError extends SigilError {
   override readonly name = "CodedError";
   readonly scriptCode: string | null;
   readonly kind: "Error" | "TypeError" | "RangeError";
-  constructor(scriptCode: string | null, message: string, kind: "Error" | "TypeError" | "RangeError" = "Error") {
+  /** What the script's error carries as `details` (JSON), beside its message. */
+  readonly scriptDetails: unknown;
+  constructor(
+    scriptCode: string | null,
+    message: string,
+    kind: "Error" | "TypeError" | "RangeError" = "Error",
+    scriptDetails?: unknown,
+  ) {
     super(serviceCodeOf(scriptCode), message, { expose: false });
     this.scriptCode = scriptCode;
     this.kind = kind;
+    this.scriptDetails = scriptDetails;
   }
 }
 

@@ -350,7 +350,7 @@ function handle(message: ToWorker, ownTurn: boolean): void {
           privateKey: new Uint8Array(message.privateKey),
           ...(message.encryptionKey ? { encryptionKey: new Uint8Array(message.encryptionKey) } : {}),
         });
-      else pending.reject(new CodedError(message.code, message.message));
+      else pending.reject(new CodedError(message.code, message.message, "Error", message.details));
       break;
     }
   }

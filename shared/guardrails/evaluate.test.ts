@@ -13,7 +13,7 @@ import {
   type TypedDataDefinition,
 } from "viem";
 import { describe, expect, it } from "vitest";
-import { compileGuardrail, globMatch, GuardrailError, type SignRequest } from "./evaluate.ts";
+import { compileGuardrail, globMatch, GuardrailError, guardrailDocumentSchema, type SignRequest } from "./evaluate.ts";
 
 const ALICE = "0x00000000000000000000000000000000000a11ce";
 const BOB = "0x0000000000000000000000000000000000000b0b";
@@ -340,6 +340,44 @@ describe("globMatch", () => {
   it("answers a pattern made to backtrack at once, on a long text", () => {
     const text = "a".repeat(200_000);
     expect(globMatch(`${"a*".repeat(500)}b`, text)).toBe(false);
+  });
+});
+
+describe("guardrailDocumentSchema", () => {
+  it("says every problem at its path, the schema's and the compiler's, and throws none", () => {
+    const r = guardrailDocumentSchema.safeParse({
+      version: 1,
+      transactions: {
+        chains: [1],
+        max_value_wei: "1.5",
+        contracts: [
+          {
+            address: USDC,
+            functions: [{ signature: "function transfer(address to)", args: { amount: { lte: "1" } } }],
+          },
+        ],
+      },
+    });
+    expect(r.success).toBe(false);
+    expect(r.error?.issues.map((i) => i.path.join("."))).toContain("transactions.max_value_wei");
+    const compiled = guardrailDocumentSchema.safeParse({
+      version: 1,
+      transactions: {
+        chains: [1],
+        contracts: [
+          {
+            address: USDC,
+            functions: [{ signature: "function transfer(address to)", args: { amount: { lte: "1" } } }],
+          },
+        ],
+      },
+    });
+    expect(compiled.error?.issues).toEqual([
+      expect.objectContaining({
+        path: ["transactions", "contracts", 0, "functions", 0, "args", "amount"],
+        message: "transfer has no argument named amount",
+      }),
+    ]);
   });
 });
 

@@ -72,6 +72,27 @@ export type CompiledGuardrail = {
   check(request: SignRequest): Decision;
 };
 
+/**
+ * The document as the API takes it: the schema, and a document that compiles (its function
+ * signatures parse, its conditions name arguments the functions have), each problem at its path.
+ */
+export const guardrailDocumentSchema = guardrailSchema.superRefine((document, ctx) => {
+  try {
+    compileGuardrail(document);
+  } catch (err) {
+    // A document the schema itself refused already has its issues (zod runs refinements on it too).
+    if (!(err instanceof GuardrailError)) return;
+    ctx.addIssue({
+      code: "custom",
+      message: err.message.slice(err.path.length + 2),
+      path: err.path
+        .split(/[.[\]]+/)
+        .filter((p) => p !== "")
+        .map((p) => (/^\d+$/.test(p) ? Number(p) : p)),
+    });
+  }
+});
+
 /** Parses `input` with the schema and compiles it; a GuardrailError (or zod's error) for one that does not hold together. */
 export function compileGuardrail(input: unknown): CompiledGuardrail {
   const document = guardrailSchema.parse(input);
@@ -348,7 +369,7 @@ function checkMessage(doc: Guardrail, message: string | { raw: Hex }): Decision 
     if (section.raw !== true) return deny("messages.raw", "this wallet may not sign raw-byte messages", message.raw);
     if (section.pattern === undefined) return allow("messages.raw");
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(hexBytes(message.raw));
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(hexBytes(message.raw));
     } catch {
       return deny("messages.pattern", "the raw message is not UTF-8 text to match against the pattern", message.raw);
     }

@@ -3,7 +3,14 @@
 // call would succeed, the call itself (parameterised by the hash it is sent with), how to see that
 // it took effect, and which usage-key permissions grant or lack the scope it needs. The matrix
 // below turns every row into separately named tests; the payer and stale-group-id cases follow.
-import { encodeFunctionData, parseEventLogs, type Address, type TransactionReceipt } from "viem";
+import {
+  encodeFunctionData,
+  keccak256,
+  parseEventLogs,
+  stringToHex,
+  type Address,
+  type TransactionReceipt,
+} from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
@@ -11,6 +18,7 @@ import { apiKeyHash, cidHash, toHash32, walletLookupHash } from "../../shared/ha
 import {
   abi,
   deployFixture,
+  guardrailDocument,
   randomAddress,
   randomCid,
   usageKeyArgs,
@@ -95,7 +103,7 @@ type Case = {
   fn: WriteName;
   /** The event every successful call emits, its first topic the master hash. */
   event: string;
-  /** Owner-only (usage-key management): a usage key never suffices. */
+  /** Owner-only (usage-key management, wallet guardrails): a usage key never suffices. */
   ownerOnly?: boolean;
   prepare(a: Acct): Promise<Prepared>;
   /** b: a usage key with exactly the needed scope (for the specific group where it is per group). */
@@ -541,6 +549,26 @@ const CASES: Case[] = [
             name: "renamed",
             description: "new description",
           });
+        },
+      };
+    },
+  },
+  {
+    fn: "setWalletGuardrail",
+    event: "WalletGuardrailSet",
+    ownerOnly: true,
+    async prepare({ master, by }) {
+      const { address: w } = await f.wallet(master, by);
+      const document = guardrailDocument();
+      return {
+        g: 0n,
+        h: 0n,
+        call: (k) => call("setWalletGuardrail", [k, w, document]),
+        async verify(receipt) {
+          expect(await f.read("getWalletGuardrail", [master, w])).toEqual([
+            keccak256(stringToHex(document)),
+            receipt.blockNumber,
+          ]);
         },
       };
     },

@@ -8,11 +8,14 @@
 //   account B (managed, master mB): wallet wb;  gB: actions [C1] wallets [any wallet of B]
 //   account D (managed, converted to ChainSecured): wallet wd; gD: actions [any] wallets [any]
 //   account S (ChainSecured from the start): wallet ws; gS: actions [C1] wallets [ws]
-import { encodeFunctionData, type Address } from "viem";
+//
+// w1, w3, wb and ws have guardrails (setWalletGuardrail); w2 and wd have none. A wallet's fourth
+// output, its guardrail hash, comes back only where the wallet is allowed, as its derivation does.
+import { encodeFunctionData, keccak256, stringToHex, type Address, type Hex } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
-import { abi, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
+import { abi, deployFixture, guardrailDocument, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
 const CIDS = [
   "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o",
@@ -25,6 +28,15 @@ let f: Fixture;
 const keys: Record<string, bigint> = {};
 const wallets: Record<string, Address> = {};
 const derivations = new Map<Address, bigint>();
+const guardrails = new Map<Address, Hex>();
+const NO_GUARDRAIL = `0x${"0".repeat(64)}` as Hex;
+
+/** Gives the wallet a guardrail of its own (by the account's owner) and remembers its hash. */
+async function guard(wallet: Address, ownerHash: bigint, sender: Address = f.payer): Promise<void> {
+  const document = guardrailDocument(wallet);
+  await f.write(sender, "setWalletGuardrail", [ownerHash, wallet, document]);
+  guardrails.set(wallet, keccak256(stringToHex(document)));
+}
 
 /** Registers the three actions with the account, which groups may then list. */
 async function registerActions(keyHash: bigint, sender: Address = f.payer): Promise<void> {
@@ -48,7 +60,9 @@ beforeAll(async () => {
   keys.amwAliasA = walletLookupHash(a.amw);
   const w1 = await registerWallet("w1", a.master, f.payer);
   const w2 = await registerWallet("w2", a.master, f.payer);
-  await registerWallet("w3", a.master, f.payer);
+  const w3 = await registerWallet("w3", a.master, f.payer);
+  await guard(w1, a.master);
+  await guard(w3, a.master);
   await registerActions(a.master);
   const g1 = await f.group(a.master, [C1], [w1]);
   const g2 = await f.group(a.master, [C2], [ZERO]);
@@ -76,6 +90,7 @@ beforeAll(async () => {
   const b = await f.managedAccount("B");
   keys.mB = b.master;
   const wb = await registerWallet("wb", b.master, f.payer);
+  await guard(wb, b.master);
   await registerActions(b.master);
   await f.group(b.master, [C1], [ZERO, wb]);
   keys.kB = (await f.usageKey(b.master, { executeInGroups: [0n] })).hash;
@@ -91,6 +106,7 @@ beforeAll(async () => {
   const s = await f.chainSecuredAccount(sAdmin);
   keys.mS = s.master;
   const ws = await registerWallet("ws", s.master, sAdmin);
+  await guard(ws, s.master, sAdmin);
   await registerActions(s.master, sAdmin);
   await f.group(s.master, [C1], [ws], sAdmin);
   keys.kS = (await f.usageKey(s.master, { executeInGroups: [0n] }, sAdmin)).hash;
@@ -102,7 +118,8 @@ beforeAll(async () => {
 type Row = { name: string; key: string; cid: bigint; ask: string[]; can: boolean; allowed: string[] };
 
 // `ask` names wallets (ZERO = address(0), stranger = an address registered nowhere); `allowed`
-// lists those that must come back allowed, every other one must come back refused with derivation 0.
+// lists those that must come back allowed, every other one must come back refused with derivation 0
+// and guardrail 0.
 const rows: Row[] = [
   // master key of a managed account: every group of the account
   {
@@ -272,11 +289,14 @@ const rows: Row[] = [
 describe("authorizeExecution truth table", () => {
   it.each(rows)("$name", async (row) => {
     const ask = row.ask.map((n) => (n === "ZERO" ? ZERO : n === "stranger" ? f.stranger : wallets[n]!));
-    const [canExecute, allowed, derived] = await f.read("authorizeExecution", [keys[row.key]!, row.cid, ask]);
+    const [canExecute, allowed, derived, guarded] = await f.read("authorizeExecution", [keys[row.key]!, row.cid, ask]);
     expect(canExecute).toBe(row.can);
     const expectedAllowed = row.ask.map((n) => row.allowed.includes(n));
     expect(allowed).toEqual(expectedAllowed);
     expect(derived).toEqual(ask.map((w, i) => (expectedAllowed[i] ? derivations.get(w)! : 0n)));
+    expect(guarded).toEqual(
+      ask.map((w, i) => (expectedAllowed[i] ? (guardrails.get(w) ?? NO_GUARDRAIL) : NO_GUARDRAIL)),
+    );
   });
 });
 
@@ -288,16 +308,45 @@ describe("authorizeExecution follows changes", () => {
     await registerActions(a.master);
     const g = await f.group(a.master, [C1], [w]);
     const key = (await f.usageKey(a.master, { executeInGroups: [g] })).hash;
-    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([true, [true], [7n]]);
+    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([true, [true], [7n], [NO_GUARDRAIL]]);
 
     await f.write(f.payer, "removePkpFromGroup", [a.master, g, w]);
-    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([true, [false], [0n]]);
+    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([true, [false], [0n], [NO_GUARDRAIL]]);
 
     await f.write(f.payer, "removeGroup", [a.master, g]);
-    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([false, [false], [0n]]);
+    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([false, [false], [0n], [NO_GUARDRAIL]]);
     // A new group gets a new id, so the key's stale group id grants nothing there.
     await f.group(a.master, [C1], [w]);
     expect((await f.read("authorizeExecution", [key, C1, [w]]))[0]).toBe(false);
+  });
+});
+
+describe("authorizeExecution follows a wallet's guardrail", () => {
+  it("answers the hash set last, 0 once removed, and nothing for a wallet not allowed however guarded", async () => {
+    const a = await f.managedAccount();
+    const w = randomAddress();
+    const outside = randomAddress();
+    await f.write(f.payer, "registerWalletDerivation", [a.master, w, 9n, "", ""]);
+    await f.write(f.payer, "registerWalletDerivation", [a.master, outside, 10n, "", ""]);
+    await registerActions(a.master);
+    const g = await f.group(a.master, [C1], [w]);
+    const key = (await f.usageKey(a.master, { executeInGroups: [g] })).hash;
+    const hashOf = (label: string) => keccak256(stringToHex(guardrailDocument(label)));
+
+    await f.write(f.payer, "setWalletGuardrail", [a.master, w, guardrailDocument("one")]);
+    await f.write(f.payer, "setWalletGuardrail", [a.master, outside, guardrailDocument("outside")]);
+    expect(await f.read("authorizeExecution", [key, C1, [w, outside]])).toEqual([
+      true,
+      [true, false],
+      [9n, 0n],
+      [hashOf("one"), NO_GUARDRAIL],
+    ]);
+    await f.write(f.payer, "setWalletGuardrail", [a.master, w, guardrailDocument("two")]);
+    expect((await f.read("authorizeExecution", [key, C1, [w]]))[3]).toEqual([hashOf("two")]);
+    // A run that may not execute answers no guardrail either.
+    expect((await f.read("authorizeExecution", [key, C2, [w]]))[3]).toEqual([NO_GUARDRAIL]);
+    await f.write(f.payer, "setWalletGuardrail", [a.master, w, ""]);
+    expect(await f.read("authorizeExecution", [key, C1, [w]])).toEqual([true, [true], [9n], [NO_GUARDRAIL]]);
   });
 });
 
@@ -323,7 +372,12 @@ describe("authorizeExecution reads groups only until its answer is whole", () =>
     expect(await gas([])).toBeLessThan(alone.run + 5_000n);
     expect(await gas([w])).toBeLessThan(alone.wallet + 5_000n);
     // A wallet only the last group allows: every group is read, and the answer is the whole one.
-    expect(await f.read("authorizeExecution", [a.master, C1, [w, late]])).toEqual([true, [true, true], [11n, 12n]]);
+    expect(await f.read("authorizeExecution", [a.master, C1, [w, late]])).toEqual([
+      true,
+      [true, true],
+      [11n, 12n],
+      [NO_GUARDRAIL, NO_GUARDRAIL],
+    ]);
     expect(await gas([w, late])).toBeGreaterThan(alone.wallet + 60_000n);
   });
 });

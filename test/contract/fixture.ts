@@ -64,6 +64,58 @@ export function randomCid(): string {
   return `bafkrei${generatePrivateKey().slice(2, 54)}`;
 }
 
+/**
+ * A guardrail document as a client would send it (shared/guardrails/schema.ts; the contract never
+ * parses it): compact JSON of about 1 KiB (1,029 bytes for the default label), with non-ASCII text
+ * so its length in bytes differs from its length in characters. `label` makes documents differ; the same label, the same bytes.
+ */
+export function guardrailDocument(label = "treasury"): string {
+  const usdc = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48";
+  const permit2 = "0x000000000022d473030f116ddee9f6b43ac78ba3";
+  return JSON.stringify({
+    version: 1,
+    name: `${label} hot wallet`,
+    description: "Pays suppliers in USDC on mainnet and Base; signs in to the dashboard — nothing else.",
+    transactions: {
+      chains: [1, 8453],
+      max_value_wei: "0",
+      contracts: [
+        {
+          address: usdc,
+          functions: [
+            {
+              signature: "function transfer(address to, uint256 amount)",
+              args: {
+                to: {
+                  in: ["0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"],
+                },
+                amount: { lte: "250000000000" },
+              },
+            },
+            {
+              signature: "function approve(address spender, uint256 amount)",
+              args: { spender: { eq: permit2 }, amount: { lte: "1000000000000" } },
+            },
+          ],
+        },
+      ],
+    },
+    typed_data: [
+      {
+        domain: { name: "Permit2", chain_id: 1, verifying_contract: permit2 },
+        primary_type: "PermitSingle",
+        fields: {
+          spender: { eq: "0x3333333333333333333333333333333333333333" },
+          "details.amount": { lte: "1000000000000" },
+        },
+      },
+    ],
+    messages: { pattern: "Sign in to dashboard.example.com*" },
+    raw_digests: false,
+    key_export: false,
+  });
+}
+
 export async function deployFixture() {
   const transport = http(inject("rpcUrl"));
   // anvil mines at once; viem's default 4 s receipt polling would only slow the suite down.
@@ -102,20 +154,24 @@ export async function deployFixture() {
     return (await publicClient.readContract({ address, abi, functionName, args } as never)) as never;
   }
 
-  /** Simulates then sends a write from `from`; fails the test if it reverts. */
+  /**
+   * Simulates then sends a write from `from`; fails the test if it reverts. The gas limit has the
+   * enclave's headroom over the estimate (enclave/payers/pool.ts): the estimate runs at the latest
+   * block's number, and a write that stores `block.number` over the one stored in that block
+   * (setWalletGuardrail twice in a row) costs more in the next. Gas used does not depend on it.
+   */
   async function write<N extends WriteName>(
     from: Address,
     functionName: N,
     args: WriteArgs<N>,
   ): Promise<TransactionReceipt> {
-    const { request } = await publicClient.simulateContract({
-      address,
-      abi,
-      functionName,
-      args,
-      account: from,
+    const call = { address, abi, functionName, args, account: from } as never;
+    const { request } = await publicClient.simulateContract(call);
+    const gas = await publicClient.estimateContractGas(call);
+    const hash = await walletClient.writeContract({
+      ...(request as object),
+      gas: (gas * 12n) / 10n + 10_000n,
     } as never);
-    const hash = await walletClient.writeContract(request as never);
     const receipt = await receiptOf(hash);
     if (receipt.status !== "success") throw new Error(`${functionName} reverted on chain`);
     return receipt;

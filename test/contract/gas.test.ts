@@ -14,7 +14,7 @@ import {
 } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
-import { abi, deployFixture, usageKeyArgs, type Fixture } from "./fixture.ts";
+import { abi, deployFixture, guardrailDocument, usageKeyArgs, type Fixture } from "./fixture.ts";
 
 /** The document whose table between START and END this test writes and checks. */
 const GAS_DOC = join(import.meta.dirname, "../../docs/operations/gas.md");
@@ -105,6 +105,17 @@ async function measure(f: Fixture): Promise<Row[]> {
       ],
     ]),
   );
+  const guardrail = guardrailDocument("gas");
+  record(
+    "setWalletGuardrail",
+    `first guardrail of a wallet, ${new TextEncoder().encode(guardrail).length}-byte document`,
+    await f.write(f.payer, "setWalletGuardrail", [master, w2, guardrail]),
+  );
+  record(
+    "setWalletGuardrail",
+    "replace it with another of the same size",
+    await f.write(f.payer, "setWalletGuardrail", [master, w2, guardrailDocument("GAS")]),
+  );
   record("addPkpToGroup", "third wallet", await f.write(f.payer, "addPkpToGroup", [master, groupId, w4]));
   record("removePkpFromGroup", "one wallet", await f.write(f.payer, "removePkpFromGroup", [master, groupId, w4]));
 
@@ -142,10 +153,15 @@ async function measure(f: Fixture): Promise<Row[]> {
   });
   rows.push({
     fn: "authorizeExecution",
-    scenario: "view (eth_estimateGas): usage key, 1 group, 1 wallet",
+    scenario: "view (eth_estimateGas): usage key, 1 group, 1 wallet (with a guardrail)",
     gas: authorizeGas,
   });
 
+  record(
+    "setWalletGuardrail",
+    "remove it (empty document)",
+    await f.write(f.payer, "setWalletGuardrail", [master, w2, ""]),
+  );
   record("removeAction", "registered and in 1 group", await f.write(f.payer, "removeAction", [master, cidHash(cid1)]));
   record("removeGroup", "2 actions, 2 wallets", await f.write(f.payer, "removeGroup", [master, groupId]));
   record("removeUsageApiKey", "key with 4 lists", await f.write(f.payer, "removeUsageApiKey", [master, usage]));
@@ -232,6 +248,7 @@ describe("gas", () => {
       "registerActions",
       "multicall",
       "removeAction",
+      "setWalletGuardrail",
     ]) {
       expect(measured, fn).toContain(fn);
     }

@@ -1,7 +1,8 @@
 // The contract's limits: exactly at each limit succeeds, one over reverts LimitExceeded(what, max).
 // 64 CIDs and 64 wallets per group, 64 ids per usage-key list, names ≤ 128 bytes, descriptions
-// ≤ 1024 bytes, a cid ≤ 128 bytes, at most 256 payers. Lengths are UTF-8 bytes, not characters.
-import type { Address } from "viem";
+// ≤ 1024 bytes, a cid ≤ 128 bytes, at most 256 payers, a wallet's guardrail document ≤ 16384 bytes.
+// Lengths are UTF-8 bytes, not characters.
+import { keccak256, stringToHex, type Address } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
@@ -243,5 +244,25 @@ describe("payers (256)", () => {
     expect(await f.revert(f.owner, "setApiPayers", [[...many, randomAddress()]])).toEqual(limit("payers", 256n));
     await f.write(f.owner, "setApiPayers", [[f.payer, f.otherPayer]]);
     expect(await f.read("apiPayers", [])).toEqual([f.payer, f.otherPayer]);
+  });
+});
+
+describe("guardrail documents (16384 bytes)", () => {
+  it("setWalletGuardrail takes a 16384-byte document and refuses 16385 bytes, counting UTF-8 bytes", async () => {
+    const w = wallets[0]!;
+    const at = `{"description":"${"a".repeat(16366)}"}`;
+    expect(at.length).toBe(16384);
+    const receipt = await f.write(f.payer, "setWalletGuardrail", [master, w, at]);
+    expect(await f.read("getWalletGuardrail", [master, w])).toEqual([keccak256(stringToHex(at)), receipt.blockNumber]);
+    // 16383 characters, one of them two bytes long: 16384 bytes, taken.
+    const multiByte = `{"description":"é${"a".repeat(16364)}"}`;
+    expect([multiByte.length, new TextEncoder().encode(multiByte).length]).toEqual([16383, 16384]);
+    await f.write(f.payer, "setWalletGuardrail", [master, w, multiByte]);
+    for (const over of [`${at} `, `{"description":"é${"a".repeat(16365)}"}`]) {
+      expect(new TextEncoder().encode(over).length).toBe(16385);
+      expect(await f.revert(f.payer, "setWalletGuardrail", [master, w, over])).toEqual(
+        limit("guardrail bytes", 16384n),
+      );
+    }
   });
 });

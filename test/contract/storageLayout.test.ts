@@ -103,6 +103,18 @@ describe("storage layout against the deployed version", () => {
     expect(members(layoutOf(CURRENT))).toEqual([...members(layoutOf(DEPLOYED)), "aliases@7"]);
   });
 
+  it("appends the guardrail's hash and block as the last members of Wallet, which lives in a mapping", () => {
+    const walletMembers = (l: StorageLayout) => {
+      const wallet = Object.values(l.types).find((t) => t.label === "struct AccountConfigStorage.Wallet")!;
+      return wallet.members!.map((m) => `${m.label}@${m.slot}`);
+    };
+    expect(walletMembers(layoutOf(CURRENT))).toEqual([
+      ...walletMembers(layoutOf(DEPLOYED)),
+      "guardrail@5",
+      "guardrailBlock@6",
+    ]);
+  });
+
   // The check itself must be able to fail.
   it("reports a member inserted before others, a retyped member and a grown struct inside another", () => {
     const inserted = layoutOf(CURRENT, (s) =>

@@ -12,8 +12,10 @@ import {
   encodeFunctionData,
   getAddress,
   http,
+  keccak256,
   parseEther,
   parseEventLogs,
+  stringToHex,
   type Abi,
   type Address,
   type Hex,
@@ -28,6 +30,7 @@ import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
 import { decodeRevert, randomAddress, randomCid, ZERO, type Revert } from "./fixture.ts";
 
 const V1 = "test/contract/fixtures/v1";
+const NO_GUARDRAIL = `0x${"0".repeat(64)}`;
 
 /** v1's AccountConfig and AccountConfigViews, and the ABI v1 answered at the proxy. */
 function compileV1() {
@@ -265,7 +268,36 @@ describe("version 1 as deployed (seen before the upgrade)", () => {
 describe("the upgrade from version 1", () => {
   it("runs the new code and reads back every account, key, wallet, group and action v1 held", async () => {
     expect(await v2.read("version", [])).toBe("2");
-    expect(await snapshot(accountConfigAbi as Abi)).toEqual(before);
+    const after = await snapshot(accountConfigAbi as Abi);
+    // authorizeExecution gained a fourth output, the wallets' guardrails: none in v1's state.
+    for (const name of ["authorized", "authorizedUnregistered"] as const) {
+      const answer = after[name] as unknown[];
+      expect(answer[3]).toEqual((answer[1] as unknown[]).map(() => NO_GUARDRAIL));
+      after[name] = answer.slice(0, 3);
+    }
+    expect(after).toEqual(before);
+  });
+
+  it("reads a v1 wallet's guardrail as none (v1's Wallet ends before it), and lets the owner set one", async () => {
+    const { a } = s;
+    for (const w of [a.wallet, a.amw]) {
+      expect(await v2.read("getWalletGuardrail", [a.master, w])).toEqual([NO_GUARDRAIL, 0n]);
+    }
+    const document = '{"version":1,"raw_digests":false}';
+    const receipt = await v2.send(payer, "setWalletGuardrail", [a.master, a.wallet, document]);
+    const hash = keccak256(stringToHex(document));
+    expect(await v2.read("getWalletGuardrail", [a.master, a.wallet])).toEqual([hash, receipt.blockNumber]);
+    // The wallet's v1 fields are untouched by the appended ones.
+    expect(await v2.read("getWalletDerivation", [a.master, a.wallet])).toBe(a.derivation);
+    const [wallets] = (await v2.read("listWallets", [a.master, 0n, 10n])) as [{ wallet: Address; name: string }[]];
+    expect(wallets.find((x) => x.wallet === a.wallet)).toMatchObject({ id: 1n, name: "w" });
+    expect(await v2.read("authorizeExecution", [a.usage, a.registered, [a.wallet]])).toEqual([
+      true,
+      [true],
+      [a.derivation],
+      [hash],
+    ]);
+    await v2.send(payer, "setWalletGuardrail", [a.master, a.wallet, ""]);
   });
 
   it("reads v1's admin aliases and wallet-created masters as aliases, and no longer as API keys", async () => {
@@ -336,6 +368,7 @@ describe("the upgrade from version 1", () => {
       true,
       [true],
       [a.derivation],
+      [NO_GUARDRAIL],
     ]);
     const receipt = await v2.send(payer, "removeAction", [a.master, a.unregistered]);
     expect(parseEventLogs({ abi: accountConfigAbi, logs: receipt.logs }).map((e) => e.eventName)).toEqual([

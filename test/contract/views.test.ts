@@ -1,10 +1,10 @@
 // The read views: pagination edges, the hashes they accept (master, usage key, alias), their
 // errors, getAccount's counts, and the payer views.
-import { parseEventLogs, type Address } from "viem";
+import { keccak256, parseEventLogs, stringToHex, type Address } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { apiKeyHash, cidHash, walletLookupHash } from "../../shared/hashing.ts";
-import { abi, deployFixture, randomAddress, ZERO, type Fixture } from "./fixture.ts";
+import { abi, deployFixture, guardrailDocument, randomAddress, ZERO, type Fixture } from "./fixture.ts";
 
 let f: Fixture;
 beforeAll(async () => {
@@ -166,6 +166,8 @@ describe("views accept any hash of the account", () => {
     const usage = await f.usageKey(master, { executeInGroups: [g1] });
     await f.usageKey(master);
     const alias = walletLookupHash(amw);
+    const document = guardrailDocument();
+    const guarded = await f.write(f.payer, "setWalletGuardrail", [master, w.address, document]);
 
     const views = async (hash: bigint) => ({
       account: await f.read("getAccount", [hash]),
@@ -178,6 +180,8 @@ describe("views accept any hash of the account", () => {
       actionsInGroup: await f.read("listActionsInGroup", [hash, g1, 0n, 10n]),
       derivation: await f.read("getWalletDerivation", [hash, amw]),
       otherDerivation: await f.read("getWalletDerivation", [hash, w.address]),
+      guardrail: await f.read("getWalletGuardrail", [hash, amw]),
+      otherGuardrail: await f.read("getWalletGuardrail", [hash, w.address]),
     });
     const byMaster = await views(master);
     expect(byMaster.account).toEqual({
@@ -200,6 +204,8 @@ describe("views accept any hash of the account", () => {
     expect(byMaster.actionsInGroup[1]).toBe(2n);
     expect(byMaster.derivation).toBe(master);
     expect(byMaster.otherDerivation).not.toBe(0n);
+    expect(byMaster.guardrail).toEqual([`0x${"0".repeat(64)}`, 0n]);
+    expect(byMaster.otherGuardrail).toEqual([keccak256(stringToHex(document)), guarded.blockNumber]);
 
     expect(await views(usage.hash)).toEqual(byMaster);
     expect(await views(alias)).toEqual(byMaster);
@@ -250,6 +256,7 @@ describe("view errors", () => {
       expect(await f.readRevert("listActions", [unknown, 0n, 10n])).toEqual(expected);
       expect(await f.readRevert("listActionsInGroup", [unknown, 1n, 0n, 10n])).toEqual(expected);
       expect(await f.readRevert("getWalletDerivation", [unknown, randomAddress()])).toEqual(expected);
+      expect(await f.readRevert("getWalletGuardrail", [unknown, randomAddress()])).toEqual(expected);
     }
   });
 
@@ -261,6 +268,16 @@ describe("view errors", () => {
     expect(await f.readRevert("getAccount", [hash])).toEqual(expected);
     expect(await f.readRevert("listWallets", [hash, 0n, 10n])).toEqual(expected);
     expect(await f.readRevert("getWalletDerivation", [hash, randomAddress()])).toEqual(expected);
+    expect(await f.readRevert("getWalletGuardrail", [hash, randomAddress()])).toEqual(expected);
+  });
+
+  it("getWalletGuardrail reverts KeyExpired for an expired usage key, as every view that takes a hash", async () => {
+    const { master, amw } = await f.managedAccount();
+    const { hash } = await f.usageKey(master, { expiration: (await f.now()) + 100n });
+    expect(await f.read("getWalletGuardrail", [hash, amw])).toEqual([`0x${"0".repeat(64)}`, 0n]);
+    await f.advance(200);
+    expect(await f.readRevert("getWalletGuardrail", [hash, amw])).toEqual({ errorName: "KeyExpired", args: [hash] });
+    expect(await f.readRevert("getWalletDerivation", [hash, amw])).toEqual({ errorName: "KeyExpired", args: [hash] });
   });
 
   it("the group views revert GroupDoesNotExist(id) for a missing, removed or wildcard group id", async () => {

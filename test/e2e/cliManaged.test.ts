@@ -596,3 +596,50 @@ describe("the README", () => {
     expect(out).toMatch(/^balance \$4\.97$/m);
   });
 });
+
+describe("guardrail", () => {
+  it("set from a file, show in words with its hash and block, enforced on a run, remove; a document with a problem is named at its path", async () => {
+    writeFileSync(
+      join(work, "guardrail.json"),
+      JSON.stringify({
+        version: 1,
+        messages: { pattern: "from the CLI*" },
+        transactions: { chains: [1], transfers: { allow: [wallet] } },
+      }),
+    );
+    const set = await ok(["guardrail", "set", wallet, "guardrail.json"]);
+    expect(set).toMatch(/^guardrail\s+0x[0-9a-f]{64}$/m);
+    const shown = await ok(["guardrail", "show", wallet]);
+    expect(shown).toMatch(/^set at block\s+\d+$/m);
+    expect(shown).toContain('  messages matching "from the CLI*"');
+    expect(shown).toContain(`  plain transfers to ${wallet.toLowerCase()}`);
+    expect(shown).toContain("  raw digests: never");
+    expect(shown).toContain("  key export: never");
+    const allowed = await ok([
+      "run",
+      "sign.js",
+      "--allow",
+      "--params",
+      JSON.stringify({ wallet, message: "from the CLI, guarded" }),
+    ]);
+    expect(allowed).toMatch(/^response\s+"0x[0-9a-f]{130}"$/m);
+    const refused = await sigil(["run", "sign.js", "--params", JSON.stringify({ wallet, message: "something else" })]);
+    expect(refused.code).toBe(1);
+    expect(errorLineOf(refused)).toMatchObject({
+      code: "guardrail_denied",
+      message: expect.stringContaining("messages.pattern"),
+    });
+    writeFileSync(
+      join(work, "bad-guardrail.json"),
+      JSON.stringify({ version: 1, transactions: { chains: [1], max_value_wei: 5 } }),
+    );
+    const bad = await sigil(["guardrail", "set", wallet, "bad-guardrail.json"]);
+    expect(bad.code).toBe(1);
+    expect(errorLineOf(bad)).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("max_value_wei"),
+    });
+    expect(await ok(["guardrail", "remove", wallet])).toMatch(/^guardrail\s+removed$/m);
+    expect(await ok(["guardrail", "show", wallet])).toContain("has no guardrail");
+  });
+});

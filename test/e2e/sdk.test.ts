@@ -525,6 +525,51 @@ describe("toSigilAccount", () => {
   });
 });
 
+describe("guardrails through the SDK", () => {
+  it("a wallet's guardrail set, read back with its hash and block, enforced on toSigilAccount's signatures, and removed", async () => {
+    const { client } = await newManagedAccount("sdk guardrail");
+    const wallet = getAddress((await client.createWallet({})).wallet_address);
+    const set = await client.setWalletGuardrail({
+      wallet_address: wallet,
+      guardrail: { version: 1, messages: { pattern: "login:*" } },
+    });
+    expect(set.guardrail_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    const read = await client.getWalletGuardrail({ wallet_address: wallet });
+    expect(read).toMatchObject({
+      wallet_address: wallet.toLowerCase(),
+      guardrail_hash: set.guardrail_hash,
+      guardrail: { version: 1, messages: { pattern: "login:*" } },
+      set_at_block: expect.stringMatching(/^\d+$/),
+    });
+    const account = toSigilAccount({ client, wallet, grant: true });
+    const signature = await account.signMessage({ message: "login: 42" });
+    expect(await verifyMessage({ address: wallet, message: "login: 42", signature })).toBe(true);
+    await expect(account.signMessage({ message: "transfer all" })).rejects.toMatchObject({
+      code: "guardrail_denied",
+      message: expect.stringContaining("messages.pattern"),
+    });
+    const signHash = account.sign;
+    if (!signHash) throw new Error("toSigilAccount signs raw hashes");
+    await expect(signHash({ hash: `0x${"12".repeat(32)}` })).rejects.toMatchObject({ code: "guardrail_denied" });
+    expect((await client.setWalletGuardrail({ wallet_address: wallet, guardrail: null })).guardrail_hash).toBeNull();
+    expect(await client.getWalletGuardrail({ wallet_address: wallet })).toMatchObject({
+      guardrail: null,
+      guardrail_hash: null,
+    });
+    expect(await signHash({ hash: `0x${"12".repeat(32)}` })).toMatch(/^0x/);
+    // Not the account's wallet: 404; a document that does not hold together: 400, naming where.
+    await expect(
+      client.getWalletGuardrail({ wallet_address: privateKeyToAccount(generatePrivateKey()).address }),
+    ).rejects.toMatchObject({ status: 404, code: "wallet_not_found" });
+    await expect(
+      client.setWalletGuardrail({
+        wallet_address: wallet,
+        guardrail: { version: 1, transactions: { chains: [1], max_value_wei: "1.5" } },
+      }),
+    ).rejects.toMatchObject({ status: 400, code: "invalid_request" });
+  });
+});
+
 describe("toSigilAccount({ grant: true })", () => {
   it("signs at first use without grantSigner: concurrent first signatures make one group; without grant the refusal stands", async () => {
     const { client } = await newManagedAccount("sdk self-grant");

@@ -43,6 +43,25 @@ export async function all() {
   await c.GET("/core/v1/list_wallets", { params: { query: { page_size: 100 } } });
   await c.GET("/core/v1/list_wallets_in_group", { params: { query: { group_id: "1" } } });
   await c.GET("/core/v1/get_wallet_balance", { params: { query: { wallet_address: "0x00" } } });
+  await c.POST("/core/v1/set_wallet_guardrail", {
+    body: {
+      wallet_address: "0x00",
+      guardrail: {
+        version: 1,
+        transactions: {
+          chains: [1],
+          contracts: [
+            { address: "0x00", functions: [{ signature: "function f(uint256 a)", args: { a: { lte: "1" } } }] },
+          ],
+        },
+        typed_data: [{ domain: { chain_id: 1 }, primary_type: "Permit", fields: { spender: { in: ["0x00"] } } }],
+        messages: { pattern: "Sign in*" },
+      },
+    },
+  });
+  await c.POST("/core/v1/set_wallet_guardrail", { body: { wallet_address: 1, guardrail: null } });
+  const guarded = await c.GET("/core/v1/get_wallet_guardrail", { params: { query: { wallet_address: "0x00" } } });
+  const chains: number[] | undefined = guarded.data?.guardrail?.transactions?.chains;
   await c.POST("/core/v1/add_group", {
     body: { group_name: "g", group_description: "d", pkp_ids_permitted: [], cid_hashes_permitted: [] },
   });
@@ -98,5 +117,10 @@ export async function all() {
   // Page sizes are numbers.
   // @ts-expect-error a string
   await c.GET("/core/v1/list_wallets", { params: { query: { page_size: "10" } } });
-  return charged;
+  // A guardrail's amounts are decimal strings, so none loses digits.
+  // @ts-expect-error a number
+  await c.POST("/core/v1/set_wallet_guardrail", {
+    body: { wallet_address: "0x00", guardrail: { version: 1, transactions: { chains: [1], max_value_wei: 5 } } },
+  });
+  return [charged, chains];
 }

@@ -55,6 +55,9 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["get", "/list_wallets_in_group", "key", "Wallets"],
   // Added after docs/design/api.md (issue 29): a wallet's balance on the chain, for the dashboard's wallet page.
   ["get", "/get_wallet_balance", "key", "Wallets"],
+  // Added after docs/design/api.md (issue 30): what a wallet may sign, set by the master key and read by any key.
+  ["post", "/set_wallet_guardrail", "key", "Wallets"],
+  ["get", "/get_wallet_guardrail", "key", "Wallets"],
   ["post", "/add_group", "key", "Groups"],
   ["get", "/list_groups", "key", "Groups"],
   ["post", "/remove_group", "key", "Groups"],

@@ -195,6 +195,20 @@ const rows: Row[] = [
     prepare: async (a) => get(`get_wallet_balance?wallet_address=${a.wallet_address}`),
     check: (b) => expect((b as { balance_wei: string }).balance_wei).toMatch(/^\d+$/),
   },
+  // Guardrails (issue 30): only the master key sets one (a usage key must not loosen what limits it).
+  {
+    endpoint: "set_wallet_guardrail",
+    auth: "acct",
+    prepare: async (a) =>
+      post("set_wallet_guardrail", { wallet_address: a.wallet_address, guardrail: { version: 1, messages: {} } }),
+    check: (b) => expect((b as { guardrail_hash: string }).guardrail_hash).toMatch(/^0x[0-9a-f]{64}$/),
+  },
+  {
+    endpoint: "get_wallet_guardrail",
+    auth: "read",
+    prepare: async (a) => get(`get_wallet_guardrail?wallet_address=${a.wallet_address}`),
+    check: (b) => expect(b).toMatchObject({ wallet_address: expect.stringMatching(/^0x[0-9a-f]{40}$/) }),
+  },
 
   // Groups and actions
   {

@@ -5,7 +5,7 @@ import { encodeAbiParameters, encodeEventTopics, numberToHex, type Hex, type Pub
 import { describe, expect, it } from "vitest";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { SigilError } from "../../shared/errors.ts";
-import { auditPage, decodeCursor, encodeCursor, summarize } from "./audit.ts";
+import { argsOf, auditPage, decodeCursor, encodeCursor, summarize } from "./audit.ts";
 
 const CONTRACT = "0x00000000000000000000000000000000000000c0";
 const MASTER = 7n;
@@ -199,5 +199,21 @@ describe("summaries", () => {
     );
     expect(summarize("ActionRemoved", { cidHash: 5n }, new Map([[5n, "QmCid"]]))).toBe("action QmCid unregistered");
     expect(summarize("UsageApiKeyRemoved", { keyHash: 0xabcdn << 240n })).toBe("usage key 0xabcd…0000 removed");
+  });
+
+  it("say whose guardrail was set (its hash shortened) or removed (hash 0, empty document)", () => {
+    const wallet = "0x00000000000000000000000000000000000000Aa";
+    const guardrailHash = `0xabcd${"0".repeat(56)}1234` as const;
+    expect(summarize("WalletGuardrailSet", { wallet, guardrailHash, document: '{"version":1}' })).toBe(
+      "guardrail of wallet 0x00000000000000000000000000000000000000aa set (0xabcd…1234)",
+    );
+    expect(summarize("WalletGuardrailSet", { wallet, guardrailHash: `0x${"0".repeat(64)}`, document: "" })).toBe(
+      "guardrail of wallet 0x00000000000000000000000000000000000000aa removed",
+    );
+    // The document stays out of the page's args (its hash names it); the rest as every event's.
+    expect(argsOf({ master: MASTER, wallet, guardrailHash, document: '{"Version":1}' })).toEqual({
+      wallet: wallet.toLowerCase(),
+      guardrailHash,
+    });
   });
 });

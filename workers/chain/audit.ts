@@ -249,11 +249,15 @@ export function cidsOfInput(input: Hex, depth = 0): string[] {
   return [];
 }
 
-/** An event's arguments as JSON, the master left out: hashes as 0x + 64 hex, ids as decimal strings, addresses lowercase. */
-function argsOf(args: Record<string, unknown>): Record<string, string | boolean> {
+/**
+ * An event's arguments as JSON, the master left out: hashes as 0x + 64 hex, ids as decimal strings,
+ * addresses lowercase. A guardrail's document is left out too (up to 16 KiB of someone's JSON, in
+ * a page of 100 events): `guardrailHash` names it, and its bytes are in the event at that block.
+ */
+export function argsOf(args: Record<string, unknown>): Record<string, string | boolean> {
   const out: Record<string, string | boolean> = {};
   for (const [name, value] of Object.entries(args)) {
-    if (name === "master") continue;
+    if (name === "master" || name === "document") continue;
     if (typeof value === "bigint") out[name] = /Id$/.test(name) ? value.toString() : toHash32(value);
     else if (typeof value === "string") out[name] = value.toLowerCase();
     else if (typeof value === "boolean") out[name] = value;
@@ -323,6 +327,13 @@ export function summarize(
       return `${action()} unregistered`;
     case "ActionMetadataUpdated":
       return `${action()} metadata updated`;
+    case "WalletGuardrailSet": {
+      // An empty document removes the guardrail: the event then carries hash 0.
+      const hash = BigInt(args.guardrailHash as Hex);
+      return hash === 0n
+        ? `guardrail of wallet ${address("wallet")} removed`
+        : `guardrail of wallet ${address("wallet")} set (${shortHash(hash)})`;
+    }
     default:
       return `${String(event)}`; // an event a newer contract added: its name
   }

@@ -67,7 +67,8 @@ export type PlainWrite =
   | "remove_pkp_from_group"
   | "add_action"
   | "delete_action"
-  | "update_action_metadata";
+  | "update_action_metadata"
+  | "set_wallet_guardrail";
 
 /**
  * What every managed write may answer besides 200 (402: no credit to hold its cent; 403 and 404:

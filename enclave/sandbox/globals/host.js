@@ -17,13 +17,16 @@
   /** Errors made here on the host's behalf: only these give a run their `code`. */
   const hostErrors = new P.WeakSet();
 
-  function codedError(code, message, name) {
+  function codedError(code, message, name, details) {
     const Ctor = name === "TypeError" ? P.TypeError : name === "RangeError" ? P.RangeError : P.Error;
     const e = new Ctor(message);
     if (code) {
       defineProperty(e, "code", record({ value: code, enumerable: true, writable: false, configurable: false }));
       apply(weakAdd, hostErrors, [e]);
     }
+    // What the host says of it beyond the message (a guardrail's refusal: its rule and the value seen).
+    if (details !== undefined)
+      defineProperty(e, "details", record({ value: details, enumerable: true, writable: false, configurable: false }));
     return e;
   }
 
@@ -34,7 +37,7 @@
 
   function syncCall(op, args) {
     const r = parse(apply(hostCall, undefined, [op, P.stringify(record(args), replacer)]));
-    if (!r.ok) throw codedError(r.code, r.message, r.name);
+    if (!r.ok) throw codedError(r.code, r.message, r.name, r.details);
     return r.value;
   }
 
@@ -48,7 +51,7 @@
     // A reply with bytes (a fetch's body) comes as {json, body} (no prototype): the bytes copied
     // straight into the VM as an ArrayBuffer, not through JSON.
     const r = typeof reply === "string" ? parse(reply) : parse(reply.json);
-    if (!r.ok) throw codedError(r.code, r.message, r.name);
+    if (!r.ok) throw codedError(r.code, r.message, r.name, r.details);
     if (typeof reply !== "string") r.value.body = reply.body;
     return r.value;
   }

@@ -1,0 +1,57 @@
+// A guardrail in words: a line per kind of thing the wallet may sign, and the two refusals that
+// matter most said outright.
+import { describe, expect, it } from "vitest";
+import { describeGuardrail } from "./describe.ts";
+import { guardrailSchema } from "./schema.ts";
+
+describe("describeGuardrail", () => {
+  it("says what each section allows, and that raw digests and the key's export are never signed", () => {
+    const lines = describeGuardrail(
+      guardrailSchema.parse({
+        version: 1,
+        transactions: {
+          chains: [1, 8453],
+          max_value_wei: "1000",
+          transfers: { allow: ["0x00000000000000000000000000000000000A11CE"] },
+          contracts: [
+            {
+              address: "0x1111111111111111111111111111111111111111",
+              functions: [
+                { signature: "function transfer(address to, uint256 amount)", args: { amount: { lte: "50" } } },
+              ],
+            },
+          ],
+        },
+        typed_data: [
+          { domain: { name: "Token", chain_id: 1 }, primary_type: "Permit", fields: { spender: { in: ["0xab"] } } },
+        ],
+        messages: { pattern: "hello*" },
+      }),
+    );
+    expect(lines).toEqual([
+      "transactions on chain 1, 8453, each sending at most 1000 wei:",
+      "  plain transfers to 0x00000000000000000000000000000000000a11ce",
+      "  calls to 0x1111111111111111111111111111111111111111: transfer(address to, uint256 amount) with amount ≤ 50",
+      'typed data: Permit (name "Token", chain 1) with spender one of 0xab',
+      'messages matching "hello*"',
+      "raw digests: never",
+      "key export: never",
+    ]);
+  });
+
+  it("an empty document allows nothing, and says so; what opens everything is said in capitals", () => {
+    expect(describeGuardrail(guardrailSchema.parse({ version: 1 }))).toEqual([
+      "transactions: none",
+      "typed data: none",
+      "messages: none",
+      "raw digests: never",
+      "key export: never",
+    ]);
+    expect(
+      describeGuardrail(guardrailSchema.parse({ version: 1, raw_digests: true, key_export: true })).slice(-2),
+    ).toEqual([
+      "raw digests: ANY (signDigest can sign any transaction's hash)",
+      "key export: ALLOWED (the key signs past every rule)",
+    ]);
+  });
+});

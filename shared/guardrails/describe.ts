@@ -1,0 +1,68 @@
+// A guardrail in words, a line per thing the wallet may sign (`sigil guardrail show`, the dashboard):
+// what a reviewer reads instead of the JSON. Everything not listed is refused, and the last lines say
+// so for the two that matter most, raw digests and the key's export.
+import type { Condition, Guardrail } from "./schema.ts";
+
+function condition(name: string, c: Condition): string {
+  const parts: string[] = [];
+  if (c.eq !== undefined) parts.push(`${name} = ${String(c.eq)}`);
+  if (c.in) parts.push(`${name} one of ${c.in.join(", ")}`);
+  if (c.not_in) parts.push(`${name} none of ${c.not_in.join(", ")}`);
+  if (c.lte !== undefined) parts.push(`${name} ≤ ${c.lte}`);
+  if (c.gte !== undefined) parts.push(`${name} ≥ ${c.gte}`);
+  return parts.join(", ");
+}
+
+const conditions = (cs: Record<string, Condition> | undefined) =>
+  Object.entries(cs ?? {})
+    .map(([name, c]) => condition(name, c))
+    .join("; ");
+
+export function describeGuardrail(g: Guardrail): string[] {
+  const lines: string[] = [];
+  const t = g.transactions;
+  if (!t) lines.push("transactions: none");
+  else {
+    lines.push(
+      `transactions on chain ${t.chains.join(", ")}${t.max_value_wei === undefined ? "" : `, each sending at most ${t.max_value_wei} wei`}:`,
+    );
+    if (t.transfers) {
+      const to = t.transfers.allow ? `to ${t.transfers.allow.join(", ")}` : "to anyone";
+      lines.push(`  plain transfers ${to}${t.transfers.deny ? `, never to ${t.transfers.deny.join(", ")}` : ""}`);
+    }
+    for (const c of t.contracts ?? []) {
+      for (const f of c.functions) {
+        const args = conditions(f.args);
+        lines.push(
+          `  calls to ${c.address}${c.chains ? ` (chain ${c.chains.join(", ")})` : ""}: ${f.signature.replace(/^function /, "")}${args ? ` with ${args}` : ""}${c.max_value_wei && c.max_value_wei !== "0" ? `, sending at most ${c.max_value_wei} wei` : ""}`,
+        );
+      }
+    }
+    if (t.authorizations) lines.push(`  EIP-7702 delegation to ${t.authorizations.allow.join(", ")}`);
+    if (t.deploy) lines.push("  contract deployments");
+    if (!t.transfers && !t.contracts?.length && !t.authorizations && !t.deploy)
+      lines.push("  (none: the section lists no transfers, calls, delegations or deployments)");
+  }
+  if (!g.typed_data?.length) lines.push("typed data: none");
+  for (const rule of g.typed_data ?? []) {
+    const d = rule.domain;
+    const domain = [
+      d.name === undefined ? undefined : `name ${JSON.stringify(d.name)}`,
+      d.version === undefined ? undefined : `version ${JSON.stringify(d.version)}`,
+      d.chain_id === undefined ? undefined : `chain ${d.chain_id}`,
+      d.verifying_contract === undefined ? undefined : `contract ${d.verifying_contract}`,
+    ].filter((x) => x !== undefined);
+    const fields = conditions(rule.fields);
+    lines.push(
+      `typed data: ${rule.primary_type}${domain.length ? ` (${domain.join(", ")})` : " (any domain)"}${fields ? ` with ${fields}` : ""}`,
+    );
+  }
+  if (!g.messages) lines.push("messages: none");
+  else
+    lines.push(
+      `messages${g.messages.pattern === undefined ? ": any text" : ` matching ${JSON.stringify(g.messages.pattern)}`}${g.messages.raw ? ", raw bytes too" : ""}`,
+    );
+  lines.push(g.raw_digests ? "raw digests: ANY (signDigest can sign any transaction's hash)" : "raw digests: never");
+  lines.push(g.key_export ? "key export: ALLOWED (the key signs past every rule)" : "key export: never");
+  return lines;
+}

@@ -1,0 +1,249 @@
+// Guardrails as the enclave enforces them (docs/design/guardrails.md), against the real chain: a
+// guardrail set through the managed write, kept on chain, read back by the enclave, and checked
+// before every signature a script asks a guarded wallet for — what it allows is signed, what it
+// does not fails the script's call with guardrail_denied naming the rule and the value seen, and the
+// run goes on. A wallet without a guardrail, and a usage key trying to set one, are the controls.
+import {
+  encodeFunctionData,
+  getAddress,
+  keccak256,
+  parseAbi,
+  parseTransaction,
+  recoverAddress,
+  recoverMessageAddress,
+  toBytes,
+  type Address,
+  type Hex,
+} from "viem";
+import { beforeAll, describe, expect, it } from "vitest";
+import { canonicalJson } from "../../shared/canonicalJson.ts";
+import { noPermissions } from "../../shared/permissions.ts";
+import { callEnclave, ok, run, type RunResult } from "./client.ts";
+
+const ALICE = "0x00000000000000000000000000000000000a11ce";
+const MALLORY = "0x000000000000000000000000000000000000bad0";
+const TOKEN = "0x1111111111111111111111111111111111111111";
+const ERC20 = parseAbi([
+  "function transfer(address to, uint256 amount)",
+  "function approve(address spender, uint256 amount)",
+]);
+
+const GUARDRAIL = {
+  version: 1,
+  name: "treasury",
+  transactions: {
+    chains: [1],
+    max_value_wei: "1000",
+    transfers: { allow: [ALICE] },
+    contracts: [
+      {
+        address: TOKEN,
+        functions: [{ signature: "function transfer(address to, uint256 amount)", args: { amount: { lte: "50" } } }],
+      },
+    ],
+  },
+  messages: { pattern: "hello*" },
+};
+
+/** A script that asks for one signature and answers what came of it: the result, or the error's code and details. */
+const TRY = `async function main({ wallet, op, args }) {
+  try {
+    return { ok: await Sigil.Actions[op]({ pkpId: wallet, ...args }) };
+  } catch (e) {
+    return { code: e.code ?? null, message: e.message, details: e.details ?? null };
+  }
+}`;
+
+let apiKey: string;
+let guarded: Address;
+let open: Address;
+
+async function attempt(wallet: Address, op: string, args: Record<string, unknown>) {
+  const r = await run(apiKey, TRY, { wallet, op, args });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect(r.body.has_error, JSON.stringify(r.body.error)).toBe(false);
+  return r.body.response as { ok?: unknown; code?: string; message?: string; details?: Record<string, unknown> };
+}
+
+const tx = (t: Record<string, unknown>) => ({
+  transaction: {
+    type: "eip1559",
+    nonce: 0,
+    gas: "50000",
+    maxFeePerGas: "1",
+    maxPriorityFeePerGas: "1",
+    chainId: 1,
+    ...t,
+  },
+});
+
+beforeAll(async () => {
+  apiKey = (await ok<{ api_key: string }>("new_account", { account_name: "guardrails" })).api_key;
+  guarded = getAddress((await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey })).wallet_address);
+  open = getAddress((await ok<{ wallet_address: Address }>("create_wallet", { api_key: apiKey })).wallet_address);
+  await ok("add_group", {
+    api_key: apiKey,
+    group_name: "any",
+    group_description: "",
+    pkp_ids_permitted: [guarded, open],
+    cid_hashes_permitted: ["0"],
+  });
+  const set = await ok<{ guardrail_hash: Hex; transaction_hash: Hex }>("set_wallet_guardrail", {
+    api_key: apiKey,
+    wallet_address: guarded,
+    guardrail: GUARDRAIL,
+  });
+  // The hash is of the document's canonical JSON, addresses as the schema keeps them (lowercase).
+  expect(set.guardrail_hash).toBe(keccak256(toBytes(canonicalJson(GUARDRAIL))));
+}, 120_000);
+
+describe("a guarded wallet", () => {
+  it("signs a transaction its guardrail allows: a transfer to a listed recipient under the cap", async () => {
+    const answer = await attempt(guarded, "signTransaction", tx({ to: ALICE, value: "1000" }));
+    const signed = answer.ok as Hex;
+    expect(signed).toMatch(/^0x02/);
+    expect(parseTransaction(signed)).toMatchObject({ to: ALICE, value: 1000n, chainId: 1 });
+  });
+
+  it("refuses another chain, more value, another recipient: guardrail_denied with the rule and the value seen, the run going on", async () => {
+    const chain = await attempt(guarded, "signTransaction", tx({ to: ALICE, value: "1", chainId: 5 }));
+    expect(chain).toMatchObject({
+      code: "guardrail_denied",
+      details: { allowed: false, rule: "transactions.chains", observed: "5" },
+    });
+    expect(chain.message).toContain("guardrail refused this at transactions.chains: chain 5 is not one of 1");
+    expect(chain.details?.guardrail).toBe(keccak256(toBytes(canonicalJson(GUARDRAIL))));
+    expect(await attempt(guarded, "signTransaction", tx({ to: ALICE, value: "1001" }))).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "transactions.max_value_wei", observed: "1001" },
+    });
+    expect(await attempt(guarded, "signTransaction", tx({ to: MALLORY, value: "1" }))).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "transactions.transfers.allow", observed: MALLORY },
+    });
+  });
+
+  it("checks a contract call's decoded arguments: at the cap signed, over it or another function refused", async () => {
+    const call = (fn: "transfer" | "approve", amount: bigint) =>
+      tx({ to: TOKEN, data: encodeFunctionData({ abi: ERC20, functionName: fn, args: [MALLORY, amount] }) });
+    expect((await attempt(guarded, "signTransaction", call("transfer", 50n))).ok).toMatch(/^0x02/);
+    expect(await attempt(guarded, "signTransaction", call("transfer", 51n))).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "transactions.contracts[0].functions[0].args.amount", observed: "51" },
+    });
+    expect(await attempt(guarded, "signTransaction", call("approve", 1n))).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "transactions.contracts[0].functions" },
+    });
+  });
+
+  it("cannot be got round: a raw digest, the key's export and typed data are refused; a matching message is signed", async () => {
+    expect(await attempt(guarded, "signDigest", { digest: `0x${"ab".repeat(32)}` })).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "raw_digests" },
+    });
+    expect(await attempt(guarded, "getPrivateKey", {})).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "key_export" },
+    });
+    const permit = {
+      typedData: {
+        domain: { name: "Token", chainId: 1, verifyingContract: TOKEN },
+        types: {
+          Permit: [
+            { name: "spender", type: "address" },
+            { name: "value", type: "uint256" },
+          ],
+        },
+        primaryType: "Permit",
+        message: { spender: MALLORY, value: "1" },
+      },
+    };
+    expect(await attempt(guarded, "signTypedData", permit)).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "typed_data" },
+    });
+    const signed = await attempt(guarded, "signMessage", { message: "hello there" });
+    expect(await recoverMessageAddress({ message: "hello there", signature: signed.ok as Hex })).toBe(guarded);
+    expect(await attempt(guarded, "signMessage", { message: "send it all" })).toMatchObject({
+      code: "guardrail_denied",
+      details: { rule: "messages.pattern" },
+    });
+    // Signing nothing passes: its public key.
+    expect((await attempt(guarded, "getPublicKey", {})).ok).toMatch(/^0x04/);
+  });
+
+  it("a run that lets the refusal escape ends in guardrail_denied", async () => {
+    const r = await run(
+      apiKey,
+      `async function main({ wallet }) { return await Sigil.Actions.signDigest({ pkpId: wallet, digest: "0x${"cd".repeat(32)}" }) }`,
+      { wallet: guarded },
+    );
+    expect((r.body as RunResult).error?.code).toBe("guardrail_denied");
+  });
+
+  it("a wallet without a guardrail signs as before (a raw digest too)", async () => {
+    const digest = `0x${"ab".repeat(32)}` as Hex;
+    const answer = await attempt(open, "signDigest", { digest });
+    expect(await recoverAddress({ hash: digest, signature: (answer.ok as { signature: Hex }).signature })).toBe(open);
+  });
+});
+
+describe("setting a guardrail", () => {
+  it("a usage key, whatever its scopes, may not; removing one (null) lets the wallet sign what it refused", async () => {
+    const usage = (
+      await ok<{ usage_api_key: string }>("add_usage_api_key", {
+        api_key: apiKey,
+        name: "all scopes",
+        description: "",
+        ...noPermissions<number>(),
+        can_create_groups: true,
+        can_delete_groups: true,
+        can_create_pkps: true,
+        execute_in_groups: [0],
+      })
+    ).usage_api_key;
+    const refused = await callEnclave("set_wallet_guardrail", {
+      api_key: usage,
+      wallet_address: guarded,
+      guardrail: null,
+    });
+    expect(refused.status).toBe(403);
+    const removed = await ok<{ guardrail_hash: null }>("set_wallet_guardrail", {
+      api_key: apiKey,
+      wallet_address: guarded,
+      guardrail: null,
+    });
+    expect(removed.guardrail_hash).toBeNull();
+    const digest = `0x${"ef".repeat(32)}` as Hex;
+    const answer = await attempt(guarded, "signDigest", { digest });
+    expect(await recoverAddress({ hash: digest, signature: (answer.ok as { signature: Hex }).signature })).toBe(
+      guarded,
+    );
+  });
+
+  it("a document that does not compile is refused before anything is written, naming where", async () => {
+    const r = await callEnclave<{ error: { code: string; details: { path: string; message: string }[] } }>(
+      "set_wallet_guardrail",
+      {
+        api_key: apiKey,
+        wallet_address: open,
+        guardrail: {
+          version: 1,
+          transactions: {
+            chains: [1],
+            contracts: [
+              {
+                address: TOKEN,
+                functions: [{ signature: "function transfer(address to)", args: { amount: { lte: "1" } } }],
+              },
+            ],
+          },
+        },
+      },
+    );
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("invalid_request");
+    expect(JSON.stringify(r.body.error.details)).toContain("transfer has no argument named amount");
+  });
+});

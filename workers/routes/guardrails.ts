@@ -1,0 +1,112 @@
+// Wallets' guardrails (docs/design/guardrails.md): what each wallet may sign. Setting one is a managed
+// write of the account's master key, forwarded to an enclave (the document checked here and there by
+// the same schema, sent as canonical JSON); reading one is live: the hash and block AccountConfig
+// keeps, and the document from that block's WalletGuardrailSet event, checked against the hash.
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { keccak256, toBytes, type Address, type Hex } from "viem";
+import { z } from "zod";
+import { SigilError } from "../../shared/errors.ts";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { guardrailSchema } from "../../shared/guardrails/schema.ts";
+import type { EdgeConfig } from "../config.ts";
+import { chainClient, contractAddress, read, readView } from "../chain/client.ts";
+import { callerKey } from "../middleware/auth/index.ts";
+import { newRouter, type EdgeEnv } from "../router.ts";
+import { jsonResponse as json, registerKeySecurity, requireKey, route } from "./openapi.ts";
+import { serveWrites, writeRoute } from "./write.ts";
+
+const ZERO_HASH = `0x${"0".repeat(64)}`;
+
+const setGuardrail = writeRoute(
+  "set_wallet_guardrail",
+  "Wallets",
+  "Set what a wallet may sign (its guardrail), or remove it with null: deny by default, checked by the enclave before every signature. Needs the account's master key",
+);
+
+const walletGuardrail = z
+  .object({
+    wallet_address: z.string().describe("lowercase"),
+    guardrail_hash: z.string().nullable().describe("keccak256 of the document's canonical JSON; null: no guardrail"),
+    guardrail: guardrailSchema.nullable().describe("the document; null: the wallet signs whatever its scripts ask"),
+    set_at_block: z.string().nullable().describe("the block whose WalletGuardrailSet event set it, decimal"),
+  })
+  .openapi("WalletGuardrail");
+
+const getGuardrail = route("GET /get_wallet_guardrail", "Wallets", {
+  summary: "A wallet's guardrail: what it may sign, as AccountConfig holds it",
+  security: "key",
+  middleware: [requireKey],
+  request: {
+    query: z.object({
+      wallet_address: z
+        .string()
+        .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
+        .openapi({ param: { name: "wallet_address", in: "query" }, description: "one of the account's wallets" }),
+    }),
+  },
+  ok: json(walletGuardrail),
+  // 404: not a wallet of the account.
+  errors: [400, 401, 404, 429, 503],
+});
+
+/** The document WalletGuardrailSet carried in `block` whose bytes hash to `hash`. */
+async function documentAt(config: EdgeConfig, master: bigint, wallet: Address, block: bigint, hash: Hex) {
+  const logs = await read(() =>
+    chainClient(config).getContractEvents({
+      address: contractAddress(config),
+      abi: accountConfigAbi,
+      eventName: "WalletGuardrailSet",
+      args: { master, wallet },
+      fromBlock: block,
+      toBlock: block,
+      strict: true,
+    }),
+  );
+  const text = logs.map((l) => l.args.document).findLast((d) => keccak256(toBytes(d)) === hash.toLowerCase());
+  if (text === undefined)
+    throw new SigilError("chain_unavailable", "the guardrail's document was not found in its block; try again", {
+      retryAfterSeconds: 5,
+    });
+  return text;
+}
+
+export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
+  const r = newRouter();
+  registerKeySecurity(r);
+  serveWrites(r, [setGuardrail]);
+
+  r.openapi(getGuardrail, async (c) => {
+    const { keyHash } = callerKey(c);
+    const config = c.get("config");
+    const wallet = c.req.valid("query").wallet_address.toLowerCase() as Address;
+    const derivation = await readView(config, "getWalletDerivation", [keyHash, wallet], keyHash);
+    if (derivation === 0n) throw new SigilError("wallet_not_found", `${wallet} is not a wallet of this account`);
+    const [hash, block] = await readView(config, "getWalletGuardrail", [keyHash, wallet], keyHash);
+    if (hash === ZERO_HASH)
+      return c.json({ wallet_address: wallet, guardrail_hash: null, guardrail: null, set_at_block: null }, 200);
+    const [master] = await readView(config, "resolveKey", [keyHash], keyHash);
+    const text = await documentAt(config, master, wallet, block, hash);
+    // A ChainSecured admin writes the contract directly: a document that is not a guardrail is said
+    // so (the enclave refuses every signature of the wallet for it), not passed off as one.
+    const parsed = guardrailSchema.safeParse(safeJson(text));
+    if (!parsed.success)
+      throw new SigilError(
+        "internal_error",
+        `the wallet's guardrail on chain (${hash}) is not a valid document; the enclave refuses every signature of the wallet until it is replaced`,
+      );
+    return c.json(
+      { wallet_address: wallet, guardrail_hash: hash, guardrail: parsed.data, set_at_block: block.toString() },
+      200,
+    );
+  });
+
+  return r;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
