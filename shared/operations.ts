@@ -272,9 +272,26 @@ const receiptFields = {
           .boolean()
           .describe("true for the action identity of the run's code, false for a wallet of the account"),
         signed: z.array(
-          z.strictObject({ kind: z.enum(["message", "typed_data", "transaction", "hash"]), digest: hex32 }),
+          z.strictObject({
+            kind: z.enum(["message", "typed_data", "transaction", "hash"]),
+            digest: hex32,
+            rule: z.string().optional().describe("with a guardrail: the rule that allowed it"),
+          }),
         ),
         key_exported: z.boolean().describe("the script read this key's private key"),
+        guardrail: hex32
+          .optional()
+          .describe("the wallet's guardrail hash, when it has one (docs/design/guardrails.md)"),
+        refused: z
+          .array(
+            z.strictObject({
+              kind: z.enum(["message", "typed_data", "transaction", "hash", "export"]),
+              digest: hex32.optional(),
+              rule: z.string(),
+            }),
+          )
+          .optional()
+          .describe("what the wallet's guardrail refused, in order, with the rule that refused it"),
       }),
     )
     .describe("every key the run used, with the digest of each signature it made, in order"),

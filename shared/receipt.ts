@@ -42,7 +42,15 @@ export type SignedKind = (typeof SIGNED_KINDS)[number];
  * the message, the EIP-712 hash of the typed data, keccak256 of the unsigned serialized
  * transaction, the hash itself). Never the key.
  */
-export type SignedDigest = { kind: SignedKind; digest: Hex };
+export type SignedDigest = {
+  kind: SignedKind;
+  digest: Hex;
+  /** With a guardrail: the rule that allowed it (a path into the document, docs/design/guardrails.md). */
+  rule?: string;
+};
+
+/** A signature (or the key's export) the wallet's guardrail refused: what was asked, and the rule that refused it. */
+export type RefusedUse = { kind: SignedKind | "export"; digest?: Hex; rule: string };
 
 /**
  * A key a run used: a wallet (PKP) of the account, or the action identity of the run's code
@@ -50,7 +58,19 @@ export type SignedDigest = { kind: SignedKind; digest: Hex };
  * true when the script read the private key itself (getPrivateKey / getActionPrivateKey), after
  * which the receipt cannot speak for what else was signed with it.
  */
-export type ReceiptWallet = { address: Address; action: boolean; signed: SignedDigest[]; key_exported: boolean };
+export type ReceiptWallet = {
+  address: Address;
+  action: boolean;
+  signed: SignedDigest[];
+  key_exported: boolean;
+  /**
+   * Present only for a wallet with a guardrail: its hash (keccak256 of the document, as AccountConfig
+   * keeps it), and what it refused, in order. A receipt of a run without guarded wallets is the same
+   * bytes as before guardrails.
+   */
+  guardrail?: Hex;
+  refused?: RefusedUse[];
+};
 
 export type RunReceiptBody = {
   version: typeof RECEIPT_VERSION;

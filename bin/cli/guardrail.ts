@@ -1,11 +1,14 @@
-// `sigil guardrail set|show|remove`: what a wallet may sign (docs/design/guardrails.md). `set` takes
-// the document as a JSON file, checked by the service (every problem named at its path) before it is
-// written on chain; `show` prints it in words — what a reviewer reads — with its hash and the block
-// that set it. Setting and removing need the account's master key.
+// `sigil guardrail set|show|remove|template`: what a wallet may sign (docs/design/guardrails.md). `set`
+// takes the document as a JSON file, checked by the service (every problem named at its path) before
+// it is written on chain; `show` prints it in words — what a reviewer reads — with its hash and the
+// block that set it. Setting and removing need the account's master key. `template` needs no service:
+// it lists the templates (shared/guardrails/templates.ts) or fills one from its options and prints
+// the document, to save and `set`.
 import type { SetWalletGuardrailInput } from "../../sdk/src/index.ts";
 import { describeGuardrail } from "../../shared/guardrails/describe.ts";
 import { guardrailSchema } from "../../shared/guardrails/schema.ts";
-import { fields, readInput, UsageError, type Command, type Group } from "./context.ts";
+import { fillTemplate, guardrailTemplates, paramsOf, templateNamed } from "../../shared/guardrails/templates.ts";
+import { didYouMean, fields, readInput, text, UsageError, valued, type Command, type Group } from "./context.ts";
 
 const wallet = (positionals: string[]) => {
   const w = positionals[0] as string;
@@ -85,8 +88,84 @@ const remove: Command = {
   },
 };
 
+/** Each template with its parameters as options, for `template`'s list and its --help. */
+function templateList(): string {
+  return guardrailTemplates
+    .map((t) => {
+      const params = paramsOf(t).map((p) => {
+        const value = p.example ?? (p.list ? "A,B" : "VALUE");
+        return [`--${p.option} ${value}`, `${p.required ? "" : "(optional) "}${p.description}`];
+      });
+      const width = Math.max(...params.map(([o]) => (o as string).length));
+      return [`${t.name}: ${t.summary}`, ...params.map(([o, d]) => `    ${(o as string).padEnd(width)}  ${d}`)].join(
+        "\n",
+      );
+    })
+    .join("\n\n");
+}
+
+/** Every parameter's option, once: parseArgs knows them all, and a command line is checked against its template's. */
+const templateOptions = [...new Set(guardrailTemplates.flatMap((t) => paramsOf(t).map((p) => p.option)))];
+
+const template: Command = {
+  name: "guardrail template",
+  summary: "the templates, or one filled in as a document to set",
+  usage: `[NAME] [--PARAMETER VALUE …]
+
+  Without NAME, lists the templates and their parameters. With NAME, prints the guardrail document
+  it makes from the options given (a list comma-separated; a function signature's own commas are
+  kept), to save and pass to \`sigil guardrail set WALLET FILE\`; what it allows, in words, goes to
+  stderr. Needs no service.
+
+  sigil guardrail template treasury --chains 1 --recipients 0x…,0x… --max-value-wei 1000 > g.json
+
+${templateList()
+  .split("\n")
+  .map((l) => (l ? `  ${l}` : l))
+  .join("\n")}`,
+  options: valued(...templateOptions),
+  positionals: { min: 0, max: 1, names: "NAME" },
+  connects: false,
+  async run({ positionals, values, ctx }) {
+    const name = positionals[0];
+    if (name === undefined) {
+      ctx.print(
+        guardrailTemplates.map((t) => ({ name: t.name, summary: t.summary, params: paramsOf(t) })),
+        templateList,
+      );
+      return;
+    }
+    const t = templateNamed(name);
+    if (!t) {
+      const names = guardrailTemplates.map((x) => x.name);
+      throw new UsageError(
+        `no template named ${JSON.stringify(name)}${didYouMean(name, names)}: the templates are ${names.join(", ")}`,
+      );
+    }
+    const params = paramsOf(t);
+    const stray = templateOptions.filter((o) => text(values, o) !== undefined && !params.some((p) => p.option === o));
+    if (stray.length)
+      throw new UsageError(
+        `--${stray[0]} is not a parameter of ${t.name} (its parameters: ${params.map((p) => `--${p.option}`).join(", ")})`,
+      );
+    const filled = fillTemplate(t, Object.fromEntries(params.map((p) => [p.name, text(values, p.option)])));
+    if (filled.problems) {
+      const problem = filled.problems[0];
+      const option = params.find((p) => p.name === problem?.param);
+      throw new UsageError(
+        option
+          ? `--${option.option} ${problem?.message}${problem?.message === "is required" ? `: ${option.description}` : ""}${filled.problems.length > 1 ? `; and ${filled.problems.length - 1} more` : ""}`
+          : (problem?.message ?? "the template made no document"),
+      );
+    }
+    ctx.note(["may sign:", ...describeGuardrail(filled.document).map((l) => `  ${l}`)].join("\n"));
+    // The document itself, with --json or without: it is what `set` reads.
+    process.stdout.write(`${JSON.stringify(filled.document, null, 2)}\n`);
+  },
+};
+
 export const guardrailGroup: Group = {
   name: "guardrail",
-  summary: "what each wallet may sign: set, show in words, remove",
-  commands: [set, show, remove],
+  summary: "what each wallet may sign: set, show in words, remove, start from a template",
+  commands: [set, show, remove, template],
 };

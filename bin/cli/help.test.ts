@@ -45,6 +45,10 @@ const commands = [
   "key remove",
   "wallet create",
   "wallet list",
+  "guardrail set",
+  "guardrail show",
+  "guardrail remove",
+  "guardrail template",
   "group add",
   "group list",
   "group update",
@@ -67,7 +71,7 @@ const commands = [
   "chain-secured create",
   "convert",
 ];
-const groups = ["profile", "account", "key", "wallet", "group", "action", "webhook", "chain-secured"];
+const groups = ["profile", "account", "key", "wallet", "guardrail", "group", "action", "webhook", "chain-secured"];
 
 // Each test spawns Node on the whole CLI, which takes seconds on a loaded 2-core machine: the
 // processes have 30 s each (sigil() above), the tests a minute.

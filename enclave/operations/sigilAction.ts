@@ -11,7 +11,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { runChargeCents } from "../../shared/fees.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import { jsonSha256, RECEIPT_VERSION, textSha256 } from "../../shared/receipt.ts";
-import { KeyUses } from "../receipts/receipts.ts";
+import { KeyUses, type GuardrailDecision } from "../receipts/receipts.ts";
 import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
 import { CodedError, type RunError } from "../sandbox/runtime.ts";
@@ -222,8 +222,17 @@ export async function sigilAction(
   const uses = new KeyUses();
   const run = { keyHash, master: key.master, actionHash };
   const keys = async (request: KeyRequest): Promise<KeyMaterial> => {
-    const provided = await provideKey(enclave, run, request);
-    uses.note(provided.address, request.kind === "action", request.use);
+    let provided: Awaited<ReturnType<typeof provideKey>>;
+    try {
+      provided = await provideKey(enclave, run, request);
+    } catch (err) {
+      // A guardrail's refusal is on the record: the receipt says what was asked and which rule refused it.
+      const refusal = guardrailRefusal(err);
+      if (refusal && request.kind === "wallet" && request.use)
+        uses.refused(request.pkpId.toLowerCase() as Address, request.use, refusal);
+      throw err;
+    }
+    uses.note(provided.address, request.kind === "action", request.use, provided.decision);
     if (request.kind === "wallet") noteHint(run, provided.address, request.encryption);
     return provided.material;
   };
@@ -280,7 +289,7 @@ async function checkGuardrail(
   wallet: Address,
   hash: Hex,
   request: KeyRequest,
-): Promise<void> {
+): Promise<GuardrailDecision> {
   let loaded;
   try {
     loaded = await enclave.guardrails.load(master, wallet, hash);
@@ -291,7 +300,7 @@ async function checkGuardrail(
     );
   }
   const decision = decide(loaded, request.signs);
-  if (decision.allowed) return;
+  if (decision.allowed) return { guardrail: hash, rule: decision.rule };
   const seen = decision.observed === undefined ? "" : ` (seen: ${decision.observed})`;
   throw new CodedError(
     "guardrail_denied",
@@ -356,7 +365,7 @@ async function provideKey(
   enclave: Enclave,
   run: { keyHash: bigint; master: bigint; actionHash: bigint },
   request: KeyRequest,
-): Promise<{ material: KeyMaterial; address: Address }> {
+): Promise<{ material: KeyMaterial; address: Address; decision?: GuardrailDecision }> {
   if (request.kind === "action") {
     // The identity of a CID is that of its canonical form: a script asking for its own CID's
     // CIDv1 (bafy…) gets its own identity, as a grant in that form authorizes its runs.
@@ -386,9 +395,21 @@ async function provideKey(
       `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
     );
   }
-  if (grant.guardrail && request.use) await checkGuardrail(enclave, run.master, wallet, grant.guardrail, request);
+  // A use that signs nothing (its public key, encryption) passes a guardrail; the receipt still names it.
+  const decision: GuardrailDecision | undefined = grant.guardrail
+    ? request.use
+      ? await checkGuardrail(enclave, run.master, wallet, grant.guardrail, request)
+      : { guardrail: grant.guardrail, rule: "" }
+    : undefined;
   const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
   if (!material)
     throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
-  return { material, address: wallet };
+  return { material, address: wallet, ...(decision ? { decision } : {}) };
+}
+
+/** The guardrail's refusal an error carries (checkGuardrail's), if it is one. */
+function guardrailRefusal(err: unknown): GuardrailDecision | undefined {
+  if (!(err instanceof CodedError) || err.scriptCode !== "guardrail_denied") return undefined;
+  const details = err.scriptDetails as { guardrail?: Hex; rule?: string } | undefined;
+  return details?.guardrail && details.rule ? { guardrail: details.guardrail, rule: details.rule } : undefined;
 }

@@ -22,6 +22,9 @@ import type { Keyring } from "../keys/derive.ts";
 import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
 import type { KeyUse } from "../sandbox/hostOps.ts";
 
+/** What a wallet's guardrail decided for one use of its key, for the run's receipt. */
+export type GuardrailDecision = { guardrail: Hex; rule: string };
+
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
 export type ReceiptQuoteSource = (
   reportData: Uint8Array,
@@ -169,19 +172,45 @@ const nodeSha256: Sha256 = (bytes) => createHash("sha256").update(bytes).digest(
 export class KeyUses {
   readonly #wallets = new Map<string, ReceiptWallet>();
 
-  note(address: Address, action: boolean, use: KeyUse | undefined): void {
+  note(address: Address, action: boolean, use: KeyUse | undefined, decision?: GuardrailDecision): void {
+    const wallet = this.#wallet(address, action);
+    if (decision) wallet.guardrail = decision.guardrail;
+    if (use?.kind === "export") wallet.key_exported = true;
+    else if (use)
+      wallet.signed.push({
+        kind: use.kind,
+        digest: use.digest.toLowerCase() as Hex,
+        ...(decision ? { rule: decision.rule } : {}),
+      });
+  }
+
+  /** A use of a wallet's key its guardrail refused. */
+  refused(address: Address, use: KeyUse, decision: GuardrailDecision): void {
+    const wallet = this.#wallet(address, false);
+    wallet.guardrail = decision.guardrail;
+    (wallet.refused ??= []).push({
+      kind: use.kind,
+      ...(use.kind === "export" ? {} : { digest: use.digest.toLowerCase() as Hex }),
+      rule: decision.rule,
+    });
+  }
+
+  #wallet(address: Address, action: boolean): ReceiptWallet {
     const id = `${action ? "action" : "wallet"}:${address.toLowerCase()}`;
     let wallet = this.#wallets.get(id);
     if (!wallet) {
       wallet = { address: address.toLowerCase() as Address, action, signed: [], key_exported: false };
       this.#wallets.set(id, wallet);
     }
-    if (use?.kind === "export") wallet.key_exported = true;
-    else if (use) wallet.signed.push({ kind: use.kind, digest: use.digest.toLowerCase() as Hex });
+    return wallet;
   }
 
   /** A copy of what was noted so far. */
   list(): ReceiptWallet[] {
-    return [...this.#wallets.values()].map((w) => ({ ...w, signed: [...w.signed] }));
+    return [...this.#wallets.values()].map((w) => ({
+      ...w,
+      signed: [...w.signed],
+      ...(w.refused ? { refused: [...w.refused] } : {}),
+    }));
   }
 }

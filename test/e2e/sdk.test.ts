@@ -541,6 +541,10 @@ describe("guardrails through the SDK", () => {
       guardrail: { version: 1, messages: { pattern: "login:*" } },
       set_at_block: expect.stringMatching(/^\d+$/),
     });
+    // The check a script's request would meet, made without a run.
+    expect(
+      await client.checkGuardrail({ wallet_address: wallet, request: { kind: "message", message: "transfer all" } }),
+    ).toMatchObject({ allowed: false, rule: "messages.pattern", guardrail_hash: set.guardrail_hash });
     const account = toSigilAccount({ client, wallet, grant: true });
     const signature = await account.signMessage({ message: "login: 42" });
     expect(await verifyMessage({ address: wallet, message: "login: 42", signature })).toBe(true);
@@ -548,6 +552,30 @@ describe("guardrails through the SDK", () => {
       code: "guardrail_denied",
       message: expect.stringContaining("messages.pattern"),
     });
+    // A run's receipt records the guardrail, the rule that allowed a signature and what it refused,
+    // and still verifies.
+    await client.addGroup({
+      group_name: "any",
+      group_description: "",
+      pkp_ids_permitted: [wallet],
+      cid_hashes_permitted: ["0"],
+    });
+    const params = { wallet };
+    const run = await client.sigilAction({
+      code: `async function main({ wallet }) {
+        await Sigil.Actions.signMessage({ pkpId: wallet, message: "login: 7" });
+        try { await Sigil.Actions.signDigest({ pkpId: wallet, digest: "0x${"34".repeat(32)}" }); } catch (e) { return e.code; }
+      }`,
+      js_params: params,
+    });
+    expect(run.response).toBe("guardrail_denied");
+    expect(run.receipt.wallets[0]).toMatchObject({
+      guardrail: set.guardrail_hash,
+      signed: [{ kind: "message", rule: "messages.pattern" }],
+      refused: [{ kind: "hash", rule: "raw_digests" }],
+    });
+    const receiptKey = await anon.getReceiptKey({ instance: run.receipt.instance_id });
+    expect((await verifyReceipt(run, receiptKey, { params })).ok).toBe(true);
     const signHash = account.sign;
     if (!signHash) throw new Error("toSigilAccount signs raw hashes");
     await expect(signHash({ hash: `0x${"12".repeat(32)}` })).rejects.toMatchObject({ code: "guardrail_denied" });

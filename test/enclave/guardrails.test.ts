@@ -6,6 +6,7 @@
 import {
   encodeFunctionData,
   getAddress,
+  hashMessage,
   keccak256,
   parseAbi,
   parseTransaction,
@@ -186,6 +187,43 @@ describe("a guarded wallet", () => {
     const digest = `0x${"ab".repeat(32)}` as Hex;
     const answer = await attempt(open, "signDigest", { digest });
     expect(await recoverAddress({ hash: digest, signature: (answer.ok as { signature: Hex }).signature })).toBe(open);
+  });
+});
+
+describe("the run's receipt", () => {
+  it("names the guardrail, the rule that allowed each signature and what it refused; an unguarded wallet's entry is as before", async () => {
+    const digest = `0x${"77".repeat(32)}`;
+    const r = await run(
+      apiKey,
+      `async function main({ guarded, open }) {
+        await Sigil.Actions.signMessage({ pkpId: guarded, message: "hello receipt" });
+        try { await Sigil.Actions.signDigest({ pkpId: guarded, digest: "${digest}" }); } catch {}
+        try { await Sigil.Actions.getPrivateKey({ pkpId: guarded }); } catch {}
+        await Sigil.Actions.signDigest({ pkpId: open, digest: "${digest}" });
+        return "done";
+      }`,
+      { guarded, open },
+    );
+    expect(r.body.has_error, JSON.stringify(r.body.error)).toBe(false);
+    const wallets = (r.body as unknown as { receipt: { wallets: Record<string, unknown>[] } }).receipt.wallets;
+    const hash = keccak256(toBytes(canonicalJson(GUARDRAIL)));
+    expect(wallets.find((w) => w.address === guarded.toLowerCase())).toEqual({
+      address: guarded.toLowerCase(),
+      action: false,
+      signed: [{ kind: "message", digest: hashMessage("hello receipt"), rule: "messages.pattern" }],
+      key_exported: false,
+      guardrail: hash,
+      refused: [
+        { kind: "hash", digest, rule: "raw_digests" },
+        { kind: "export", rule: "key_export" },
+      ],
+    });
+    expect(wallets.find((w) => w.address === open.toLowerCase())).toEqual({
+      address: open.toLowerCase(),
+      action: false,
+      signed: [{ kind: "hash", digest }],
+      key_exported: false,
+    });
   });
 });
 

@@ -61,6 +61,15 @@ export async function all() {
   });
   await c.POST("/core/v1/set_wallet_guardrail", { body: { wallet_address: 1, guardrail: null } });
   const guarded = await c.GET("/core/v1/get_wallet_guardrail", { params: { query: { wallet_address: "0x00" } } });
+  await c.POST("/core/v1/check_guardrail", {
+    body: {
+      wallet_address: "0x00",
+      request: { kind: "transaction", transaction: { to: "0x00", value: "1", chainId: 1 } },
+    },
+  });
+  await c.POST("/core/v1/check_guardrail", {
+    body: { guardrail: { version: 1, raw_digests: true }, request: { kind: "hash", digest: "0x00" } },
+  });
   const chains: number[] | undefined = guarded.data?.guardrail?.transactions?.chains;
   await c.POST("/core/v1/add_group", {
     body: { group_name: "g", group_description: "d", pkp_ids_permitted: [], cid_hashes_permitted: [] },
@@ -118,9 +127,10 @@ export async function all() {
   // @ts-expect-error a string
   await c.GET("/core/v1/list_wallets", { params: { query: { page_size: "10" } } });
   // A guardrail's amounts are decimal strings, so none loses digits.
-  // @ts-expect-error a number
+  const numbered = { version: 1, transactions: { chains: [1], max_value_wei: 5 } } as const;
   await c.POST("/core/v1/set_wallet_guardrail", {
-    body: { wallet_address: "0x00", guardrail: { version: 1, transactions: { chains: [1], max_value_wei: 5 } } },
+    // @ts-expect-error a number
+    body: { wallet_address: "0x00", guardrail: numbered },
   });
   return [charged, chains];
 }

@@ -58,6 +58,7 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   // Added after docs/design/api.md (issue 30): what a wallet may sign, set by the master key and read by any key.
   ["post", "/set_wallet_guardrail", "key", "Wallets"],
   ["get", "/get_wallet_guardrail", "key", "Wallets"],
+  ["post", "/check_guardrail", "key", "Wallets"],
   ["post", "/add_group", "key", "Groups"],
   ["get", "/list_groups", "key", "Groups"],
   ["post", "/remove_group", "key", "Groups"],
@@ -546,10 +547,13 @@ describe("the OpenAPI document", () => {
     ).toBe(true);
   });
 
-  it("documents Idempotency-Key on every write and sigil_action — every POST but get_sigil_action_ipfs_id (which writes nothing) and Stripe's webhook, and GET create_wallet: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
+  it("documents Idempotency-Key on every write and sigil_action — every POST but get_sigil_action_ipfs_id and check_guardrail (which write nothing) and Stripe's webhook, and GET create_wallet: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
     const idempotent = API_MD_ROUTES.filter(
       ([m, p]) =>
-        (m === "post" || p === "/create_wallet") && p !== "/get_sigil_action_ipfs_id" && p !== "/billing/webhook",
+        (m === "post" || p === "/create_wallet") &&
+        p !== "/get_sigil_action_ipfs_id" &&
+        p !== "/check_guardrail" &&
+        p !== "/billing/webhook",
     );
     expect(idempotent.map(([m, p]) => `${m} ${p}`)).toEqual(
       expect.arrayContaining([

@@ -204,6 +204,12 @@ const rows: Row[] = [
     check: (b) => expect((b as { guardrail_hash: string }).guardrail_hash).toMatch(/^0x[0-9a-f]{64}$/),
   },
   {
+    endpoint: "check_guardrail",
+    auth: "read",
+    prepare: async (a) => post("check_guardrail", { wallet_address: a.wallet_address, request: { kind: "export" } }),
+    check: (b) => expect(b).toMatchObject({ rule: expect.any(String) }),
+  },
+  {
     endpoint: "get_wallet_guardrail",
     auth: "read",
     prepare: async (a) => get(`get_wallet_guardrail?wallet_address=${a.wallet_address}`),

@@ -7,12 +7,15 @@ import { keccak256, toBytes, type Address, type Hex } from "viem";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { canonicalJson } from "../../shared/canonicalJson.ts";
+import { compileGuardrail, guardrailDocumentSchema } from "../../shared/guardrails/evaluate.ts";
+import { signRequestSchema, toSignRequest } from "../../shared/guardrails/request.ts";
 import { guardrailSchema } from "../../shared/guardrails/schema.ts";
 import type { EdgeConfig } from "../config.ts";
 import { chainClient, contractAddress, read, readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { jsonResponse as json, registerKeySecurity, requireKey, route } from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, registerKeySecurity, requireKey, route } from "./openapi.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const ZERO_HASH = `0x${"0".repeat(64)}`;
@@ -23,7 +26,7 @@ const setGuardrail = writeRoute(
   "Set what a wallet may sign (its guardrail), or remove it with null: deny by default, checked by the enclave before every signature. Needs the account's master key",
 );
 
-const walletGuardrail = z
+const walletGuardrailAnswer = z
   .object({
     wallet_address: z.string().describe("lowercase"),
     guardrail_hash: z.string().nullable().describe("keccak256 of the document's canonical JSON; null: no guardrail"),
@@ -44,9 +47,42 @@ const getGuardrail = route("GET /get_wallet_guardrail", "Wallets", {
         .openapi({ param: { name: "wallet_address", in: "query" }, description: "one of the account's wallets" }),
     }),
   },
-  ok: json(walletGuardrail),
+  ok: json(walletGuardrailAnswer),
   // 404: not a wallet of the account.
   errors: [400, 401, 404, 429, 503],
+});
+
+const checkGuardrail = route("POST /check_guardrail", "Wallets", {
+  summary:
+    "Whether a wallet's guardrail (or a proposed one) allows a signature request, and by which rule: nothing is signed, nothing is charged",
+  security: "key",
+  middleware: [requireKey],
+  request: {
+    body: body(
+      z.strictObject({
+        wallet_address: z
+          .string()
+          .regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address")
+          .optional()
+          .describe("one of the account's wallets: its guardrail decides (give this or guardrail)"),
+        guardrail: guardrailDocumentSchema.optional().describe("a proposed document to decide with instead"),
+        request: signRequestSchema,
+      }),
+    ),
+  },
+  ok: json(
+    z
+      .object({
+        allowed: z.boolean(),
+        rule: z.string().describe('the rule that decided, a path into the document ("transactions.chains")'),
+        reason: z.string().optional().describe("for a refusal: the condition that did not hold"),
+        observed: z.string().optional().describe("for a refusal: the value seen"),
+        guardrail_hash: z.string().nullable().describe("the document decided with; null: the wallet has none"),
+      })
+      .openapi("GuardrailDecision"),
+  ),
+  // 400: the body (neither or both of wallet_address and guardrail); 404: not a wallet of the account.
+  errors: [400, 401, 404, 408, 413, 429, 503],
 });
 
 /** The document WalletGuardrailSet carried in `block` whose bytes hash to `hash`. */
@@ -76,31 +112,60 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
   serveWrites(r, [setGuardrail]);
 
   r.openapi(getGuardrail, async (c) => {
-    const { keyHash } = callerKey(c);
-    const config = c.get("config");
     const wallet = c.req.valid("query").wallet_address.toLowerCase() as Address;
-    const derivation = await readView(config, "getWalletDerivation", [keyHash, wallet], keyHash);
-    if (derivation === 0n) throw new SigilError("wallet_not_found", `${wallet} is not a wallet of this account`);
-    const [hash, block] = await readView(config, "getWalletGuardrail", [keyHash, wallet], keyHash);
-    if (hash === ZERO_HASH)
-      return c.json({ wallet_address: wallet, guardrail_hash: null, guardrail: null, set_at_block: null }, 200);
-    const [master] = await readView(config, "resolveKey", [keyHash], keyHash);
-    const text = await documentAt(config, master, wallet, block, hash);
-    // A ChainSecured admin writes the contract directly: a document that is not a guardrail is said
-    // so (the enclave refuses every signature of the wallet for it), not passed off as one.
-    const parsed = guardrailSchema.safeParse(safeJson(text));
-    if (!parsed.success)
-      throw new SigilError(
-        "internal_error",
-        `the wallet's guardrail on chain (${hash}) is not a valid document; the enclave refuses every signature of the wallet until it is replaced`,
-      );
+    const found = await walletGuardrail(c.get("config"), callerKey(c).keyHash, wallet);
     return c.json(
-      { wallet_address: wallet, guardrail_hash: hash, guardrail: parsed.data, set_at_block: block.toString() },
+      found
+        ? { wallet_address: wallet, guardrail_hash: found.hash, guardrail: found.document, set_at_block: found.block }
+        : { wallet_address: wallet, guardrail_hash: null, guardrail: null, set_at_block: null },
       200,
     );
   });
 
+  // The enclave's check, made here on the same evaluator: what a script's request would meet.
+  r.openapi(checkGuardrail, async (c) => {
+    const input = c.req.valid("json");
+    if ((input.wallet_address === undefined) === (input.guardrail === undefined))
+      throw new SigilError("invalid_request", "give wallet_address or guardrail (one of them)", {
+        details: [{ path: "wallet_address", message: "exactly one of wallet_address and guardrail" }],
+      });
+    let document = input.guardrail;
+    let hash: string | null = document ? keccak256(toBytes(canonicalJson(document))) : null;
+    if (input.wallet_address !== undefined) {
+      const wallet = input.wallet_address.toLowerCase() as Address;
+      const found = await walletGuardrail(c.get("config"), callerKey(c).keyHash, wallet);
+      if (!found)
+        return c.json(
+          { allowed: true, rule: "no guardrail: the wallet signs whatever its scripts ask", guardrail_hash: null },
+          200,
+        );
+      document = found.document;
+      hash = found.hash;
+    }
+    const decision = compileGuardrail(document).check(toSignRequest(input.request));
+    return c.json({ ...decision, guardrail_hash: hash }, 200);
+  });
+
   return r;
+}
+
+/** The wallet's guardrail as the chain holds it, or undefined for none; a wallet not the account's is 404. */
+async function walletGuardrail(config: EdgeConfig, keyHash: bigint, wallet: Address) {
+  const derivation = await readView(config, "getWalletDerivation", [keyHash, wallet], keyHash);
+  if (derivation === 0n) throw new SigilError("wallet_not_found", `${wallet} is not a wallet of this account`);
+  const [hash, block] = await readView(config, "getWalletGuardrail", [keyHash, wallet], keyHash);
+  if (hash === ZERO_HASH) return undefined;
+  const [master] = await readView(config, "resolveKey", [keyHash], keyHash);
+  const text = await documentAt(config, master, wallet, block, hash);
+  // A ChainSecured admin writes the contract directly: a document that is not a guardrail is said
+  // so (the enclave refuses every signature of the wallet for it), not passed off as one.
+  const parsed = guardrailSchema.safeParse(safeJson(text));
+  if (!parsed.success)
+    throw new SigilError(
+      "internal_error",
+      `the wallet's guardrail on chain (${hash}) is not a valid document; the enclave refuses every signature of the wallet until it is replaced`,
+    );
+  return { hash, block: block.toString(), document: parsed.data };
 }
 
 function safeJson(text: string): unknown {

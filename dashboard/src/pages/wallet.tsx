@@ -1,5 +1,5 @@
 // One wallet (#/wallets/<address>): its balance on the deployment's chain (get_wallet_balance, a live
-// eth_getBalance through the edge), the groups that let scripts use it (a group lists it, or lists
+// eth_getBalance through the edge), what it may sign (its guardrail, in words: guardrail.tsx), the groups that let scripts use it (a group lists it, or lists
 // "any wallet of the account"), and what runs did with it, from the runs' signed receipts in the
 // usage history (GET /usage): each signature's kind and digest, with the run's time, CID and request.
 // A receipt records the digest a signature was made over, not the signature itself (that is in the
@@ -8,6 +8,7 @@ import type { PageProps } from "../session.ts";
 import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
 import { collect } from "../../../sdk/src/reads.ts";
 import { ago, Empty, ether, Hex, List, Load, Section, useLoad } from "../ui.tsx";
+import { GuardrailSection } from "./guardrail.tsx";
 
 type UsageEvent = PageItem<"listUsage">;
 type Group = PageItem<"listGroups">;
@@ -103,6 +104,7 @@ export function WalletPage({ session, param }: PageProps) {
                 On chain {balance.chain_id}, at block {balance.block_number}.
               </p>
             </Section>
+            <GuardrailSection session={session} address={address} />
             <Section id="wallet-groups" title="Groups">
               <List
                 items={groups}

@@ -1,13 +1,31 @@
 // Wallets: the account's wallets (keys derived inside the enclave on demand, never stored), each
-// address shortened with a copy button and a link to its own page (wallet.tsx: balance, groups,
-// signatures), and a form that creates one.
+// address shortened with a copy button and a link to its own page (wallet.tsx: balance, guardrail,
+// groups, signatures), a "guarded" badge on those with a guardrail (one get_wallet_guardrail each,
+// so only for an account of at most GUARD_BADGES wallets), and a form that creates one.
 import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import { collect } from "../../../sdk/src/reads.ts";
-import { Form, Hex, List, Load, TextField, useAction, useLoad } from "../ui.tsx";
+import { Form, Hex, List, Load, TextField, useAction, useLoad, type Column } from "../ui.tsx";
+
+/** The most wallets whose guardrails the list reads, one request each, for their badges. */
+export const GUARD_BADGES = 20;
 
 export function Wallets({ session }: PageProps) {
   const loaded = useLoad(() => collect(session.client.all.listWallets()));
+  const wallets = loaded.data;
+  // Which wallets have a guardrail, by address; undefined while unknown (or for more than GUARD_BADGES wallets).
+  const guarded = useLoad(async () => {
+    if (!wallets || wallets.length > GUARD_BADGES) return undefined;
+    const answers = await Promise.all(
+      wallets.map((w) =>
+        session.client.getWalletGuardrail({ wallet_address: w.wallet_address }).then(
+          (g) => [w.wallet_address, g.guardrail_hash !== null] as const,
+          () => [w.wallet_address, undefined] as const,
+        ),
+      ),
+    );
+    return new Map(answers);
+  }, [wallets]);
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const create = useAction(async () => {
@@ -37,6 +55,26 @@ export function Wallets({ session }: PageProps) {
               ],
               ["Address", (w) => <Hex value={w.wallet_address} copy="Copy address" />],
               ["Description", (w) => w.description || "—"],
+              ...(wallets.length <= GUARD_BADGES
+                ? [
+                    [
+                      "Guardrail",
+                      (w: (typeof wallets)[number]) =>
+                        guarded.data?.get(w.wallet_address) ? (
+                          <span class="badge" title="What it may sign is limited: its page says what">
+                            guarded
+                          </span>
+                        ) : guarded.data?.get(w.wallet_address) === false ? (
+                          "none"
+                        ) : guarded.data?.has(w.wallet_address) ? (
+                          // Its guardrail could not be read: its page says why.
+                          "?"
+                        ) : (
+                          "…"
+                        ),
+                    ] satisfies Column<(typeof wallets)[number]>,
+                  ]
+                : []),
             ]}
           />
         )}

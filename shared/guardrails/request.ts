@@ -1,0 +1,67 @@
+// A signature request as JSON (what `check_guardrail` takes, docs/design/guardrails.md), parsed into
+// the evaluator's SignRequest: the same shapes a script passes to Sigil.Actions — a transaction with
+// its amounts as decimal strings or numbers, typed data, a message, a digest, or the key's export.
+import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
+import { z } from "zod";
+import type { SignRequest } from "./evaluate.ts";
+
+const hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, "must be 0x-prefixed hex bytes");
+const integer = z
+  .union([z.string().regex(/^(0|[1-9][0-9]*|0x[0-9a-fA-F]+)$/, "must be an integer"), z.number().int().nonnegative()])
+  .transform((v) => BigInt(v));
+
+const transaction = z
+  .looseObject({
+    to: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{40}$/)
+      .nullable()
+      .optional(),
+    value: integer.optional(),
+    data: hex.optional(),
+    chainId: z.number().int().positive().optional(),
+    authorizationList: z
+      .array(z.looseObject({ address: z.string(), chainId: z.number().int().nonnegative() }))
+      .optional(),
+  })
+  .describe("the transaction as viem (and Sigil.Actions.signTransaction) takes it; amounts as decimal strings");
+
+export const signRequestSchema = z
+  .discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("transaction"), transaction }),
+    z.strictObject({
+      kind: z.literal("typed_data"),
+      typed_data: z
+        .looseObject({
+          domain: z.record(z.string(), z.unknown()).optional(),
+          types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
+          primaryType: z.string(),
+          message: z.record(z.string(), z.unknown()),
+        })
+        .describe("EIP-712 typed data as viem takes it"),
+    }),
+    z.strictObject({
+      kind: z.literal("message"),
+      message: z.union([z.string(), z.strictObject({ raw: hex })]).describe('text, or {raw: "0x…"} bytes'),
+    }),
+    z.strictObject({ kind: z.literal("hash"), digest: z.string().regex(/^0x[0-9a-fA-F]{64}$/) }),
+    z.strictObject({ kind: z.literal("export") }),
+  ])
+  .describe("what a script would ask the wallet to sign");
+export type SignRequestInput = z.input<typeof signRequestSchema>;
+
+/** The evaluator's request from the parsed JSON. */
+export function toSignRequest(parsed: z.output<typeof signRequestSchema>): SignRequest {
+  switch (parsed.kind) {
+    case "transaction":
+      return { kind: "transaction", transaction: parsed.transaction as unknown as TransactionSerializable };
+    case "typed_data":
+      return { kind: "typed_data", typedData: parsed.typed_data as unknown as TypedDataDefinition };
+    case "message":
+      return { kind: "message", message: parsed.message as string | { raw: Hex } };
+    case "hash":
+      return { kind: "hash", digest: parsed.digest as Hex };
+    case "export":
+      return { kind: "export" };
+  }
+}
