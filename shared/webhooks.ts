@@ -11,6 +11,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "balance.low",
   "usage_key.cap_reached",
   "run.failed",
+  "guardrail.denied",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** What an endpoint registered without `events` gets: everything but run.failed, which is opt-in (it can be one per run). */

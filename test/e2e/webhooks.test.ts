@@ -250,7 +250,13 @@ describe("webhooks on the local stack", () => {
     const r = await receiver();
     const all = await client.createWebhook({ url: r.url });
     // run.failed is opt-in: the default subscription leaves it out.
-    expect(all.events).toEqual(["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached"]);
+    expect(all.events).toEqual([
+      "payment.credited",
+      "payment.failed",
+      "balance.low",
+      "usage_key.cap_reached",
+      "guardrail.denied",
+    ]);
     r.setSecret(all.secret);
 
     await expect(topUp(client, { amountCents: 500, paymentMethod: "pm_card_chargeDeclined" })).rejects.toMatchObject({

@@ -147,7 +147,9 @@ function afterMetered(
   outcome: { settled?: SettleResult | undefined; error?: unknown; run?: SigilActionResponse },
 ): void {
   if (!emitter.namespace) return;
-  if (!outcome.settled && !isSpendLimitRefusal(outcome.error) && !outcome.run?.has_error) return;
+  const refusals = refusalsOf(outcome.run);
+  if (!outcome.settled && !isSpendLimitRefusal(outcome.error) && !outcome.run?.has_error && refusals.length === 0)
+    return;
   if (outcome.settled ? !outcome.settled.webhooks : refusedWithoutWebhooks(outcome.error)) return;
   emitter.waitUntil(
     callerAccount(config, key)
@@ -158,6 +160,8 @@ function afterMetered(
         if (cap && cap.capCents > 0 && isSpendLimitRefusal(outcome.error)) capRefused(emitter, account.master, cap);
         settled(emitter, account.master, ref, outcome.settled, cap);
         if (outcome.run?.has_error) runFailed(emitter, account.master, ref, outcome.run, cap);
+        if (outcome.run && refusals.length > 0)
+          guardrailDenied(emitter, account.master, ref, outcome.run, refusals, cap);
       })
       .catch(() => undefined),
   );
@@ -198,6 +202,41 @@ function runFailed(
       duration_ms: run.duration_ms,
       usage_key_hash: key ? `0x${key.keyHash}` : null,
     },
+  });
+}
+
+type Refusal = { wallet: string; guardrail: string | null; kind: string; digest: string | null; rule: string };
+
+/** What the wallets' guardrails refused in a run, from its receipt (docs/design/guardrails.md). */
+function refusalsOf(run: SigilActionResponse | undefined): Refusal[] {
+  return (run?.receipt.wallets ?? []).flatMap((w) =>
+    (w.refused ?? []).map((r) => ({
+      wallet: w.address,
+      guardrail: w.guardrail ?? null,
+      kind: r.kind,
+      digest: r.digest ?? null,
+      rule: r.rule,
+    })),
+  );
+}
+
+/**
+ * A run in which a wallet's guardrail refused a signature: `guardrail.denied`, once per request,
+ * listing every refusal (wallet, guardrail hash, what was asked, the rule), whether or not the script
+ * went on — a refusal is what the account's operator wants to hear of, even from a run that succeeded.
+ */
+function guardrailDenied(
+  emitter: Emitter,
+  master: bigint,
+  ref: string,
+  run: SigilActionResponse,
+  refusals: Refusal[],
+  key: KeyCap | undefined,
+): void {
+  emit(emitter, master, {
+    type: "guardrail.denied",
+    dedupe: `guardrail.denied:${ref}`,
+    data: { request_id: ref, cid: run.cid, refusals, usage_key_hash: key ? `0x${key.keyHash}` : null },
   });
 }
 

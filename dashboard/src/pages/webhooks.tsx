@@ -35,6 +35,7 @@ const EVENTS: Record<WebhookEventType, string> = {
   "balance.low": "the balance went under the threshold below",
   "usage_key.cap_reached": "a usage key reached its spend cap",
   "run.failed": "a run ended with an error (one per run)",
+  "guardrail.denied": "a wallet's guardrail refused a signature a script asked for (one per run)",
 };
 /** What a new endpoint receives unless told otherwise: the API's default, everything but run.failed. */
 const DEFAULT_EVENTS = WEBHOOK_EVENT_TYPES.filter((t) => t !== "run.failed");

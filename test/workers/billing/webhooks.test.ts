@@ -216,3 +216,65 @@ describe("the Webhooks object of an account that has no webhooks", () => {
     ).toBeNull();
   });
 });
+
+describe("guardrail.denied", () => {
+  it("is delivered once for a run in which a wallet's guardrail refused a signature, listing each refusal, though the run succeeded; a run with none sends none", async () => {
+    const key = await newAccount("guarded webhooks", { cents: 100 });
+    const { wallet_address: wallet } = await ok200<{ wallet_address: string }>("create_wallet", { key, body: {} });
+    await ok200("add_group", {
+      key,
+      body: { group_name: "any", group_description: "", pkp_ids_permitted: [wallet], cid_hashes_permitted: ["0"] },
+    });
+    const { guardrail_hash: guardrail } = await ok200<{ guardrail_hash: string }>("set_wallet_guardrail", {
+      key,
+      body: { wallet_address: wallet, guardrail: { version: 1, messages: { pattern: "ok*" } } },
+    });
+    // Registered without events: the default set has guardrail.denied.
+    const { id: endpoint } = await ok200<{ id: string; events: string[] }>("webhooks", {
+      key,
+      body: { url: `${inject("fetchTargetUrl")}/echo` },
+    });
+    const digest = `0x${"9a".repeat(32)}`;
+    const refused = await edge<{ has_error: boolean; response: string }>("sigil_action", {
+      key,
+      body: {
+        code: `async function main({ wallet }) {
+          await Sigil.Actions.signMessage({ pkpId: wallet, message: "ok then" });
+          try { await Sigil.Actions.signDigest({ pkpId: wallet, digest: "${digest}" }); } catch (e) { return e.code; }
+        }`,
+        js_params: { wallet },
+      },
+    });
+    expect(refused.body).toMatchObject({ has_error: false, response: "guardrail_denied" });
+    const requestId = refused.headers.get("x-request-id");
+    const body = await waitFor("guardrail.denied delivered", async () => {
+      const page = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
+      const d = page.find((d) => d.event_type === "guardrail.denied" && d.status === "succeeded");
+      if (!d) return undefined;
+      return runInDurableObject(
+        webhooksOfKey(key),
+        (_w, state) =>
+          state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body,
+      );
+    });
+    expect(JSON.parse(body)).toMatchObject({
+      type: "guardrail.denied",
+      data: {
+        request_id: requestId,
+        refusals: [{ wallet: wallet.toLowerCase(), guardrail, kind: "hash", digest, rule: "raw_digests" }],
+        usage_key_hash: null,
+      },
+    });
+    // A run whose signatures the guardrail allowed: no second event.
+    await edge("sigil_action", {
+      key,
+      body: {
+        code: `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "ok again" }) }`,
+        js_params: { wallet },
+      },
+    });
+    await settle();
+    const all = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
+    expect(all.filter((d) => d.event_type === "guardrail.denied")).toHaveLength(1);
+  });
+});
