@@ -152,6 +152,12 @@ export const sigilActionRequestSchema = z
       .meta({ type: ["object", "null"], additionalProperties: true })
       .optional()
       .describe("the parameters main receives: a JSON object, or null"),
+    dry_run: z
+      .boolean()
+      .optional()
+      .describe(
+        "run the script with signing stubbed: every signature it asks for is authorized and checked against the wallet's guardrail as in a run, answered with zeros, and listed in dry_run with its decision; nothing is signed. Charged as a run",
+      ),
     timeout_ms: z
       .number()
       .int()
@@ -230,6 +236,8 @@ export const requestSchemas = {
       ...sigilActionFields,
       /** The run's wall-clock budget (the edge caps it by the caller's credit); default: the configured timeout. */
       timeout_ms: z.number().int().positive().optional(),
+      /** A dry run: nothing is signed (docs/design/guardrails.md, The dry run). */
+      dry_run: z.boolean().optional(),
       /**
        * Billing on: the whole seconds the caller's hold covers, which the run's charge never passes
        * (shared/fees.ts). Absent: billing is off, and the receipt says 0 cents. Only the edge sets it:
@@ -305,6 +313,7 @@ const receiptFields = {
     .describe("what the ledger charges for this run (0 while billing is off)"),
   instance_id: z.string().describe("the enclave instance that ran it"),
   compose_hash: z.string().describe("the compose hash that instance runs"),
+  dry_run: z.literal(true).optional().describe("a dry run: nothing was signed"),
 };
 const receiptSignature = z.string().regex(/^0x[0-9a-f]{130}$/);
 
@@ -350,6 +359,30 @@ export const sigilActionResponseSchema = z.object({
   cid: z.string(),
   duration_ms: z.number().nonnegative(),
   receipt: runReceiptSchema,
+  dry_run: z
+    .object({
+      requests: z
+        .array(
+          z.object({
+            wallet: z.string().describe("the wallet (or the code's action identity) asked to sign"),
+            action: z.boolean(),
+            kind: z.enum(["message", "typed_data", "transaction", "hash", "export"]),
+            digest: z.string().nullable().describe("what would have been signed; null for an export"),
+            allowed: z.boolean(),
+            rule: z.string().nullable().describe("the guardrail's deciding rule; null without a guardrail"),
+            reason: z.string().optional().describe("for a refusal: why"),
+            observed: z.string().optional().describe("for a guardrail's refusal: the value seen"),
+            guardrail: z.string().nullable().describe("the wallet's guardrail hash; null for none"),
+            code: z
+              .string()
+              .optional()
+              .describe("a refusal that is not a guardrail's: its code (permission_denied, …)"),
+          }),
+        )
+        .describe("every signing use the script asked for, in order, with what a real run would have met"),
+    })
+    .optional()
+    .describe("a dry run's account: present only when the request asked for dry_run"),
 });
 export type SigilActionResponse = z.infer<typeof sigilActionResponseSchema>;
 

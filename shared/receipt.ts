@@ -95,6 +95,8 @@ export type RunReceiptBody = {
   /** The enclave instance that ran it and the compose hash it runs, as its quotes' RTMR3 claims them. */
   instance_id: string;
   compose_hash: string;
+  /** A dry run (nothing was signed; `wallets` lists no signatures): absent from a real run's receipt. */
+  dry_run?: true;
 };
 
 /** Where a receipt sits in the batch whose root was signed: its leaf's index, the batch's size, and the leaf's audit path (0x-hex SHA-256s, deepest first). */

@@ -130,10 +130,13 @@ export const runCommand: Command = {
                  with --group, the action and the missing wallets to that group; nothing when a
                  group already allows it. The key needs group:create (or the group's scopes)
   --group ID     the group --allow adds to
-  --timeout SECONDS  the run's time limit: also the most it can cost`,
+  --timeout SECONDS  the run's time limit: also the most it can cost
+  --dry-run      sign nothing: each signature the script asks for is checked as in a run (the
+                 wallet's group and guardrail) and listed with its decision; the script gets zeros.
+                 Charged as a run`,
   options: {
     ...valued("params", "cid", "timeout", "group"),
-    ...switches("allow"),
+    ...switches("allow", "dry-run"),
   },
   positionals: { min: 0, max: 1, names: "FILE" },
   async run({ values, positionals, ctx }) {
@@ -167,6 +170,7 @@ export const runCommand: Command = {
         ...(code !== undefined ? { code } : { ipfs_id: cid }),
         ...(params !== undefined ? { js_params: params } : {}),
         ...(timeoutSeconds !== undefined ? { timeout_ms: timeoutMs } : {}),
+        ...(values["dry-run"] ? { dry_run: true } : {}),
       },
       { onResponse: (info) => (requestId = info.requestId) },
     );
@@ -181,6 +185,16 @@ export const runCommand: Command = {
               .split("\n")
               .map((l) => `  ${l}`)
               .join("\n")}`
+          : undefined,
+        answer.dry_run
+          ? `dry run, nothing signed:\n${
+              answer.dry_run.requests
+                .map(
+                  (q) =>
+                    `  ${q.allowed ? "allowed" : "REFUSED"}  ${q.kind} by ${q.wallet}${q.rule ? ` (${q.rule})` : ""}${q.reason ? `: ${q.reason}` : ""}${q.observed ? ` (seen: ${q.observed})` : ""}`,
+                )
+                .join("\n") || "  (no signature asked for)"
+            }`
           : undefined,
         fields([
           ["cid", answer.cid],

@@ -10,7 +10,8 @@ import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operati
 import { SigilError } from "../../shared/errors.ts";
 import { runChargeCents } from "../../shared/fees.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { jsonSha256, RECEIPT_VERSION, textSha256 } from "../../shared/receipt.ts";
+import { jsonSha256, RECEIPT_VERSION, textSha256, type SignedKind } from "../../shared/receipt.ts";
+import type { WalletGrant } from "../authz/cache.ts";
 import { KeyUses, type GuardrailDecision } from "../receipts/receipts.ts";
 import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
@@ -221,7 +222,10 @@ export async function sigilAction(
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
   const uses = new KeyUses();
   const run = { keyHash, master: key.master, actionHash };
+  const dry = input.dry_run === true;
+  const dryRequests: DryRunRequest[] = [];
   const keys = async (request: KeyRequest): Promise<KeyMaterial> => {
+    if (dry && request.use) return dryRunKey(enclave, run, request, dryRequests);
     let provided: Awaited<ReturnType<typeof provideKey>>;
     try {
       provided = await provideKey(enclave, run, request);
@@ -237,12 +241,21 @@ export async function sigilAction(
     return provided.material;
   };
   const offer = {
-    keys: offerKeys(enclave, run),
+    // A dry run is offered no keys: each signing use goes the whole way, to be decided and recorded.
+    keys: dry ? [] : offerKeys(enclave, run),
     onUse: (pkpId: string, use: KeyUse | undefined) => uses.note(pkpId as Address, false, use),
   };
   const startedAt = new Date();
   const outcome = await enclave.sandbox.run(
-    { code, cid, paramsJson, timeoutMs, requestId: ctx.requestId, correlationId: ctx.correlationId },
+    {
+      code,
+      cid,
+      paramsJson,
+      timeoutMs,
+      requestId: ctx.requestId,
+      correlationId: ctx.correlationId,
+      ...(dry ? { dryRun: true as const } : {}),
+    },
     keys,
     offer.keys.length > 0 ? offer : undefined,
   );
@@ -266,6 +279,7 @@ export async function sigilAction(
     ended_at: endedAt.toISOString(),
     duration_ms: durationMs,
     charged_cents: runChargeCents(durationMs, input.billing?.granted_seconds),
+    ...(dry ? { dry_run: true as const } : {}),
   });
   return {
     response,
@@ -275,7 +289,77 @@ export async function sigilAction(
     cid,
     duration_ms: durationMs,
     receipt,
+    ...(dry ? { dry_run: { requests: dryRequests } } : {}),
   };
+}
+
+/** One signing use a dry run's script asked for, and what came of it (docs/design/guardrails.md, The dry run). */
+type DryRunRequest = {
+  wallet: Address;
+  action: boolean;
+  kind: SignedKind | "export";
+  digest: Hex | null;
+  allowed: boolean;
+  rule: string | null;
+  reason?: string;
+  observed?: string;
+  guardrail: Hex | null;
+  /** A refusal that is not a guardrail's (the wallet not usable by this key and code): its code. */
+  code?: string;
+};
+
+/**
+ * A dry run's signing use: authorized and checked against the wallet's guardrail as a run's would
+ * be, recorded, and answered with no key (the worker answers the script with a stand-in). A refusal
+ * is recorded and reaches the script as in a run.
+ */
+async function dryRunKey(
+  enclave: Enclave,
+  run: { keyHash: bigint; master: bigint; actionHash: bigint },
+  request: KeyRequest,
+  record: DryRunRequest[],
+): Promise<KeyMaterial> {
+  const use = request.use as KeyUse;
+  const asked = {
+    action: request.kind === "action",
+    kind: use.kind,
+    digest: use.kind === "export" ? null : use.digest,
+  };
+  if (request.kind === "action") {
+    const derived = enclave.keyring.actionKey(actionCid(request.cid));
+    derived.privateKey.fill(0);
+    record.push({ wallet: derived.address, ...asked, allowed: true, rule: null, guardrail: null });
+    return { privateKey: new Uint8Array(0) };
+  }
+  const wallet = request.pkpId.toLowerCase() as Address;
+  try {
+    const { decision } = await authorizeWallet(enclave, run, wallet, request);
+    record.push({
+      wallet,
+      ...asked,
+      allowed: true,
+      rule: decision?.rule ?? null,
+      guardrail: decision?.guardrail ?? null,
+    });
+  } catch (err) {
+    if (err instanceof CodedError) {
+      const d = err.scriptDetails as { rule?: string; reason?: string; observed?: string; guardrail?: Hex } | undefined;
+      record.push({
+        wallet,
+        ...asked,
+        allowed: false,
+        rule: d?.rule ?? null,
+        ...(d?.reason === undefined ? {} : { reason: d.reason }),
+        ...(d?.observed === undefined ? {} : { observed: d.observed }),
+        guardrail: d?.guardrail ?? null,
+        ...(err.scriptCode === "guardrail_denied"
+          ? {}
+          : { code: err.scriptCode ?? "invalid_request", reason: err.message }),
+      });
+    }
+    throw err;
+  }
+  return { privateKey: new Uint8Array(0) };
 }
 
 /**
@@ -367,23 +451,45 @@ async function provideKey(
   request: KeyRequest,
 ): Promise<{ material: KeyMaterial; address: Address; decision?: GuardrailDecision }> {
   if (request.kind === "action") {
-    // The identity of a CID is that of its canonical form: a script asking for its own CID's
-    // CIDv1 (bafy…) gets its own identity, as a grant in that form authorizes its runs.
-    let cid: string;
-    try {
-      cid = canonicalCid(request.cid);
-    } catch (err) {
-      throw new CodedError(
-        "script_error",
-        `cid ${JSON.stringify(request.cid)} names no script, so it has no action identity: ${(err as Error).message}`,
-      );
-    }
-    const derived = enclave.keyring.actionKey(cid);
+    const derived = enclave.keyring.actionKey(actionCid(request.cid));
     return { material: { privateKey: derived.privateKey }, address: derived.address };
   }
   // Lowercase, not checksummed: the checksum is a keccak256 per operation, and nothing here needs it.
   const wallet = request.pkpId.toLowerCase() as Address;
-  let grant;
+  const { grant, decision } = await authorizeWallet(enclave, run, wallet, request);
+  const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
+  if (!material)
+    throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
+  return { material, address: wallet, ...(decision ? { decision } : {}) };
+}
+
+/**
+ * The identity of a CID is that of its canonical form: a script asking for its own CID's CIDv1
+ * (bafy…) gets its own identity, as a grant in that form authorizes its runs.
+ */
+function actionCid(cid: string): string {
+  try {
+    return canonicalCid(cid);
+  } catch (err) {
+    throw new CodedError(
+      "script_error",
+      `cid ${JSON.stringify(cid)} names no script, so it has no action identity: ${(err as Error).message}`,
+    );
+  }
+}
+
+/**
+ * Whether this run (key, code) may use `wallet` for `request`: its grant from the permission cache,
+ * and, for a guarded wallet, the guardrail's decision (a refusal throws guardrail_denied). A use
+ * that signs nothing (its public key, encryption) passes a guardrail; the receipt still names it.
+ */
+async function authorizeWallet(
+  enclave: Enclave,
+  run: { keyHash: bigint; master: bigint; actionHash: bigint },
+  wallet: Address,
+  request: KeyRequest,
+): Promise<{ grant: WalletGrant; decision: GuardrailDecision | undefined }> {
+  let grant: WalletGrant;
   try {
     grant = (await enclave.cache.wallet(run.keyHash, run.actionHash, wallet)).value;
   } catch {
@@ -395,16 +501,12 @@ async function provideKey(
       `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
     );
   }
-  // A use that signs nothing (its public key, encryption) passes a guardrail; the receipt still names it.
   const decision: GuardrailDecision | undefined = grant.guardrail
     ? request.use
       ? await checkGuardrail(enclave, run.master, wallet, grant.guardrail, request)
       : { guardrail: grant.guardrail, rule: "" }
     : undefined;
-  const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
-  if (!material)
-    throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
-  return { material, address: wallet, ...(decision ? { decision } : {}) };
+  return { grant, decision };
 }
 
 /** The guardrail's refusal an error carries (checkGuardrail's), if it is one. */

@@ -77,6 +77,12 @@ export type RunContext = {
   signal?: () => AbortSignal;
   /** Asks the service thread for a key; rejects with a CodedError (permission_denied, wallet_key_mismatch, …). */
   requestKey(request: KeyRequest): Promise<KeyMaterial>;
+  /**
+   * A dry run (docs/design/guardrails.md, The dry run): a signature or an export is asked of the service
+   * thread as in a run — authorized, checked against the guardrail, recorded — but no key comes back
+   * and nothing is signed; the script gets a stand-in of zeros of the right shape.
+   */
+  dryRun?: boolean;
 };
 
 type Args = Record<string, unknown>;
@@ -115,6 +121,9 @@ function toTransaction(raw: unknown): TransactionSerializable {
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** A dry run's stand-ins: 32 zero bytes (a signature's r and s, an exported key), 65 zero bytes (a signature). */
+const ZERO_WORD: Hex = `0x${"00".repeat(32)}`;
+const ZERO_SIGNATURE: Hex = `0x${"00".repeat(65)}`;
 const HEX = /^0x([0-9a-fA-F]{2})*$/;
 const DIGEST = /^0x[0-9a-fA-F]{64}$/;
 
@@ -164,7 +173,8 @@ function inFlightBudget(maxBytes: number): ByteBudget {
 
 /** What the wallet and action operations use: a key for a request (counted, zeroed after use) and the requests. */
 type Keys = {
-  withKey: <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>) => Promise<T>;
+  /** `dry`: what a dry run answers instead of `use` for a request that signs or exports (nothing is signed). */
+  withKey: <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>, dry?: () => T) => Promise<T>;
   wallet: (op: string, args: Args, encryption?: boolean, use?: KeyUse, signs?: SignRequest) => KeyRequest;
   action: (op: string, cid: unknown) => KeyRequest;
 };
@@ -179,6 +189,7 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
       return withKey(
         wallet("signMessage", args, false, { kind: "message", digest }, { kind: "message", message }),
         (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
+        () => ZERO_SIGNATURE,
       );
     },
     signTypedData: async (args) => {
@@ -197,11 +208,15 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
       const request = digest
         ? wallet("signTypedData", args, false, { kind: "typed_data", digest }, { kind: "typed_data", typedData })
         : wallet("signTypedData", args);
-      return withKey(request, (k) => {
-        if (invalid || !digest) throw invalid;
-        // The digest viem's signTypedData signs (hashTypedData validated the typed data making it).
-        return serializeSignature(signDigest(hexToBytes(digest), k.privateKey));
-      });
+      return withKey(
+        request,
+        (k) => {
+          if (invalid || !digest) throw invalid;
+          // The digest viem's signTypedData signs (hashTypedData validated the typed data making it).
+          return serializeSignature(signDigest(hexToBytes(digest), k.privateKey));
+        },
+        () => ZERO_SIGNATURE,
+      );
     },
     signTransaction: async (args) => {
       requireObject("signTransaction", "transaction", args.transaction);
@@ -239,6 +254,8 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
             throw new CodedError(null, `signTransaction: ${shortMessage(err)}`, "TypeError");
           }
         },
+        // The transaction serialized with a signature of zeros: its shape, valid for nothing.
+        () => serializeTransaction(tx as TransactionSerializable, { r: ZERO_WORD, s: ZERO_WORD, yParity: 0 }),
       );
     },
     signDigest: (args) => {
@@ -246,15 +263,21 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
         throw new CodedError(null, "signDigest: digest must be 0x followed by 64 hex digits", "TypeError");
       }
       const digest = (args.digest as string).toLowerCase() as Hex;
-      return withKey(wallet("signDigest", args, false, { kind: "hash", digest }, { kind: "hash", digest }), (k) => {
-        const sig = signDigest(hexToBytes(digest), k.privateKey);
-        return { r: sig.r, s: sig.s, v: Number(sig.v), signature: serializeSignature(sig) };
-      });
+      return withKey(
+        wallet("signDigest", args, false, { kind: "hash", digest }, { kind: "hash", digest }),
+        (k) => {
+          const sig = signDigest(hexToBytes(digest), k.privateKey);
+          return { r: sig.r, s: sig.s, v: Number(sig.v), signature: serializeSignature(sig) };
+        },
+        () => ({ r: ZERO_WORD, s: ZERO_WORD, v: 27, signature: ZERO_SIGNATURE }),
+      );
     },
     getPublicKey: (args) => withKey(wallet("getPublicKey", args), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     getPrivateKey: (args) =>
-      withKey(wallet("getPrivateKey", args, false, { kind: "export" }, { kind: "export" }), (k) =>
-        keyHex(k.privateKey),
+      withKey(
+        wallet("getPrivateKey", args, false, { kind: "export" }, { kind: "export" }),
+        (k) => keyHex(k.privateKey),
+        () => ZERO_WORD,
       ),
   };
 }
@@ -314,12 +337,18 @@ function actionOperations({ withKey, action }: Keys): AsyncOps {
       withKey(action("getActionPublicKey", args.cid), (k) => bytesToHex(publicKeyOf(k.privateKey))),
     signMessageAsAction: (args) => {
       const digest = hashMessage(messageOf("signMessageAsAction", args.message));
-      return withKey({ ...action("signMessageAsAction", undefined), use: { kind: "message", digest } }, (k) =>
-        serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
+      return withKey(
+        { ...action("signMessageAsAction", undefined), use: { kind: "message", digest } },
+        (k) => serializeSignature(signDigest(hexToBytes(digest), k.privateKey)),
+        () => ZERO_SIGNATURE,
       );
     },
     getActionPrivateKey: () =>
-      withKey({ ...action("getActionPrivateKey", undefined), use: { kind: "export" } }, (k) => keyHex(k.privateKey)),
+      withKey(
+        { ...action("getActionPrivateKey", undefined), use: { kind: "export" } },
+        (k) => keyHex(k.privateKey),
+        () => ZERO_WORD,
+      ),
   };
 }
 
@@ -429,11 +458,19 @@ export function createRunHost(run: RunContext): RunHost {
     }
   };
 
-  /** Gets a key, runs `use` with it, and zeroes it whatever happens. */
-  const withKey = async <T>(request: KeyRequest, use: (k: KeyMaterial) => T | Promise<T>): Promise<T> => {
+  /** Gets a key, runs `use` with it, and zeroes it whatever happens. In a dry run, a use that signs gets `dry`'s stand-in. */
+  const withKey = async <T>(
+    request: KeyRequest,
+    use: (k: KeyMaterial) => T | Promise<T>,
+    dry?: () => T,
+  ): Promise<T> => {
     countWalletOp();
+    const signs = run.dryRun === true && request.use !== undefined;
+    if (signs && !dry) throw new CodedError(null, "this operation cannot be dry-run");
     const material = await run.requestKey(request);
     try {
+      // The service thread sent no key for it (an empty one): the answer is a stand-in.
+      if (signs && dry) return dry();
       return await use(material);
     } finally {
       material.privateKey.fill(0);

@@ -80,6 +80,8 @@ export type RunRequest = {
    * caller who may not run the code, who is still told that it does not compile (sigilAction.ts).
    */
   compileOnly?: true;
+  /** A dry run: nothing is signed, every signing use is decided and recorded (hostOps.ts RunContext.dryRun). */
+  dryRun?: true;
 };
 
 export type RunOutcome = {

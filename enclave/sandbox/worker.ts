@@ -258,8 +258,10 @@ async function run(runId: number, request: RunRequest, offer: OfferedKeys, ownTu
     fetchPolicy,
     resolve,
     signal: () => (abort ??= new AbortController()).signal,
+    ...(request.dryRun ? { dryRun: true } : {}),
     requestKey: (r) => {
-      const key = offer.take(r);
+      // A dry run is offered no keys; and whatever it holds, a use that signs always asks the service thread.
+      const key = request.dryRun && r.use ? undefined : offer.take(r);
       return key ? Promise.resolve(key) : requestKey(runId, r);
     },
   });

@@ -629,6 +629,20 @@ describe("guardrail", () => {
       code: "guardrail_denied",
       message: expect.stringContaining("messages.pattern"),
     });
+    // A dry run says what the guardrail would decide, signing nothing (the script lets the refusal
+    // escape, so the run fails as the real one would).
+    const dryRun = await sigil([
+      "run",
+      "sign.js",
+      "--dry-run",
+      "--params",
+      JSON.stringify({ wallet, message: "off script" }),
+    ]);
+    expect(dryRun.code).toBe(1);
+    expect(errorLineOf(dryRun).code).toBe("guardrail_denied");
+    const dry = dryRun.stdout;
+    expect(dry).toContain("dry run, nothing signed:");
+    expect(dry).toMatch(/^ {2}REFUSED {2}message by 0x[0-9a-f]{40} \(messages\.pattern\): the message does not match/m);
     writeFileSync(
       join(work, "bad-guardrail.json"),
       JSON.stringify({ version: 1, transactions: { chains: [1], max_value_wei: 5 } }),

@@ -576,6 +576,21 @@ describe("guardrails through the SDK", () => {
     });
     const receiptKey = await anon.getReceiptKey({ instance: run.receipt.instance_id });
     expect((await verifyReceipt(run, receiptKey, { params })).ok).toBe(true);
+    // The same through a dry run: decided and listed, nothing signed, charged as a run, its receipt marked.
+    const dry = await client.sigilAction({
+      code: `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "nope" }).catch((e) => e.code) }`,
+      js_params: params,
+      dry_run: true,
+    });
+    expect(dry.response).toBe("guardrail_denied");
+    expect(dry.dry_run?.requests).toEqual([
+      expect.objectContaining({ kind: "message", allowed: false, rule: "messages.pattern", observed: "nope" }),
+    ]);
+    expect(dry.receipt.dry_run).toBe(true);
+    expect(dry.charged_cents).toBe(1);
+    expect(
+      (await verifyReceipt(dry, await anon.getReceiptKey({ instance: dry.receipt.instance_id }), { params })).ok,
+    ).toBe(true);
     const signHash = account.sign;
     if (!signHash) throw new Error("toSigilAccount signs raw hashes");
     await expect(signHash({ hash: `0x${"12".repeat(32)}` })).rejects.toMatchObject({ code: "guardrail_denied" });

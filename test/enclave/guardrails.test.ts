@@ -227,6 +227,72 @@ describe("the run's receipt", () => {
   });
 });
 
+describe("the dry run", () => {
+  it("signs nothing: each signing use is decided as in a run and listed with its rule, the script gets zeros, the receipt says dry_run", async () => {
+    const digest = `0x${"55".repeat(32)}`;
+    const r = await run(
+      apiKey,
+      `async function main({ guarded, open }) {
+        const allowed = await Sigil.Actions.signMessage({ pkpId: guarded, message: "hello dry" });
+        let refused = null;
+        try { await Sigil.Actions.signDigest({ pkpId: guarded, digest: "${digest}" }); } catch (e) { refused = e.code; }
+        const bare = await Sigil.Actions.signDigest({ pkpId: open, digest: "${digest}" });
+        const tx = await Sigil.Actions.signTransaction({ pkpId: guarded, transaction: { type: "eip1559", to: "${ALICE}", value: "5", chainId: 1, nonce: 0, gas: "21000", maxFeePerGas: "1", maxPriorityFeePerGas: "1" } });
+        return { allowed, refused, bare: bare.signature, tx };
+      }`,
+      { guarded, open },
+      { dry_run: true },
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const body = r.body as unknown as {
+      response: { allowed: string; refused: string; bare: string; tx: Hex };
+      receipt: { dry_run?: boolean; wallets: { signed: unknown[] }[] };
+      dry_run: { requests: Record<string, unknown>[] };
+    };
+    const zeros = `0x${"00".repeat(65)}`;
+    expect(body.response).toMatchObject({ allowed: zeros, refused: "guardrail_denied", bare: zeros });
+    // The transaction's shape, with a signature of zeros: valid for nothing.
+    expect(parseTransaction(body.response.tx)).toMatchObject({ to: ALICE, value: 5n, r: `0x${"00".repeat(32)}` });
+    const hash = keccak256(toBytes(canonicalJson(GUARDRAIL)));
+    expect(body.dry_run.requests).toEqual([
+      {
+        wallet: guarded.toLowerCase(),
+        action: false,
+        kind: "message",
+        digest: hashMessage("hello dry"),
+        allowed: true,
+        rule: "messages.pattern",
+        guardrail: hash,
+      },
+      {
+        wallet: guarded.toLowerCase(),
+        action: false,
+        kind: "hash",
+        digest,
+        allowed: false,
+        rule: "raw_digests",
+        reason: expect.stringContaining("raw digest"),
+        observed: digest,
+        guardrail: hash,
+      },
+      { wallet: open.toLowerCase(), action: false, kind: "hash", digest, allowed: true, rule: null, guardrail: null },
+      expect.objectContaining({
+        wallet: guarded.toLowerCase(),
+        kind: "transaction",
+        allowed: true,
+        rule: "transactions.transfers",
+      }),
+    ]);
+    expect(body.receipt.dry_run).toBe(true);
+    for (const w of body.receipt.wallets) expect(w.signed).toEqual([]);
+  });
+
+  it("a real run after it signs for real: the dry run left nothing behind", async () => {
+    const answer = await attempt(guarded, "signMessage", { message: "hello again" });
+    expect(await recoverMessageAddress({ message: "hello again", signature: answer.ok as Hex })).toBe(guarded);
+  });
+});
+
 describe("setting a guardrail", () => {
   it("a usage key, whatever its scopes, may not; removing one (null) lets the wallet sign what it refused", async () => {
     const usage = (
