@@ -377,6 +377,12 @@ export const sigilActionResponseSchema = z.object({
               .string()
               .optional()
               .describe("a refusal that is not a guardrail's: its code (permission_denied, …)"),
+            decoded: z
+              .record(z.string(), z.unknown())
+              .optional()
+              .describe(
+                "what was asked, as a person reads it: a transaction's to, value, chain_id, selector and, decoded by the guardrail's ABI, its call; typed data's primary_type, domain and message; a message's text",
+              ),
           }),
         )
         .describe("every signing use the script asked for, in order, with what a real run would have met"),

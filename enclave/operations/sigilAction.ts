@@ -18,6 +18,8 @@ import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hos
 import { CodedError, type RunError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
 import { decide } from "../authz/guardrails.ts";
+import type { DecodedCall } from "../../shared/guardrails/evaluate.ts";
+import { decodedRequest } from "../../shared/guardrails/request.ts";
 import { Recent } from "../../shared/recent.ts";
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
@@ -306,6 +308,8 @@ type DryRunRequest = {
   guardrail: Hex | null;
   /** A refusal that is not a guardrail's (the wallet not usable by this key and code): its code. */
   code?: string;
+  /** What was asked, as a person reads it (shared/guardrails/request.ts). */
+  decoded?: Record<string, unknown>;
 };
 
 /**
@@ -325,10 +329,14 @@ async function dryRunKey(
     kind: use.kind,
     digest: use.kind === "export" ? null : use.digest,
   };
+  const decoded = (call?: DecodedCall) => {
+    const d = request.signs ? decodedRequest(request.signs, call) : undefined;
+    return d ? { decoded: d } : {};
+  };
   if (request.kind === "action") {
     const derived = enclave.keyring.actionKey(actionCid(request.cid));
     derived.privateKey.fill(0);
-    record.push({ wallet: derived.address, ...asked, allowed: true, rule: null, guardrail: null });
+    record.push({ wallet: derived.address, ...asked, allowed: true, rule: null, guardrail: null, ...decoded() });
     return { privateKey: new Uint8Array(0) };
   }
   const wallet = request.pkpId.toLowerCase() as Address;
@@ -340,10 +348,13 @@ async function dryRunKey(
       allowed: true,
       rule: decision?.rule ?? null,
       guardrail: decision?.guardrail ?? null,
+      ...decoded(decision?.call),
     });
   } catch (err) {
     if (err instanceof CodedError) {
-      const d = err.scriptDetails as { rule?: string; reason?: string; observed?: string; guardrail?: Hex } | undefined;
+      const d = err.scriptDetails as
+        | { rule?: string; reason?: string; observed?: string; guardrail?: Hex; call?: DecodedCall }
+        | undefined;
       record.push({
         wallet,
         ...asked,
@@ -355,6 +366,7 @@ async function dryRunKey(
         ...(err.scriptCode === "guardrail_denied"
           ? {}
           : { code: err.scriptCode ?? "invalid_request", reason: err.message }),
+        ...decoded(d?.call),
       });
     }
     throw err;
@@ -384,7 +396,8 @@ async function checkGuardrail(
     );
   }
   const decision = decide(loaded, request.signs);
-  if (decision.allowed) return { guardrail: hash, rule: decision.rule };
+  if (decision.allowed)
+    return { guardrail: hash, rule: decision.rule, ...(decision.call ? { call: decision.call } : {}) };
   const seen = decision.observed === undefined ? "" : ` (seen: ${decision.observed})`;
   throw new CodedError(
     "guardrail_denied",

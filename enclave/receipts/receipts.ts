@@ -20,10 +20,11 @@ import {
 } from "../../shared/receipt.ts";
 import type { Keyring } from "../keys/derive.ts";
 import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
+import type { DecodedCall } from "../../shared/guardrails/evaluate.ts";
 import type { KeyUse } from "../sandbox/hostOps.ts";
 
 /** What a wallet's guardrail decided for one use of its key, for the run's receipt. */
-export type GuardrailDecision = { guardrail: Hex; rule: string };
+export type GuardrailDecision = { guardrail: Hex; rule: string; call?: DecodedCall };
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
 export type ReceiptQuoteSource = (

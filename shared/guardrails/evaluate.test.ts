@@ -100,15 +100,18 @@ describe("transactions", () => {
   it("an ERC-20 transfer is decoded by the ABI the guardrail carries: listed recipient and amount at the cap allowed, one unit more refused", () => {
     const call = (to: string, amount: bigint) =>
       tx({ to: USDC, data: encodeFunctionData({ abi: ERC20, functionName: "transfer", args: [to as Hex, amount] }) });
+    // The decision carries the call as the ABI decoded it.
     expect(treasury.check(call(ALICE, 1_000_000n))).toEqual({
       allowed: true,
       rule: "transactions.contracts[0].functions[0]",
+      call: { function: "transfer", args: { to: ALICE, amount: "1000000" } },
     });
     expect(treasury.check(call(ALICE, 1_000_001n))).toEqual({
       allowed: false,
       rule: "transactions.contracts[0].functions[0].args.amount",
       reason: "amount is more than 1000000",
       observed: "1000001",
+      call: { function: "transfer", args: { to: ALICE, amount: "1000001" } },
     });
     expect(treasury.check(call(MALLORY, 1n))).toMatchObject({
       allowed: false,

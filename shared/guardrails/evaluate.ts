@@ -23,9 +23,12 @@ export type SignRequest =
   | { kind: "export" };
 
 /** Allowed by `rule`, or refused at `rule` because `reason` (with the value seen, when there is one). */
+/** A contract call as the guardrail's ABI decoded it: the function and its arguments by name (integers as decimal strings). */
+export type DecodedCall = { function: string; args: Record<string, unknown> };
+
 export type Decision =
-  | { allowed: true; rule: string }
-  | { allowed: false; rule: string; reason: string; observed?: string };
+  | { allowed: true; rule: string; call?: DecodedCall }
+  | { allowed: false; rule: string; reason: string; observed?: string; call?: DecodedCall };
 
 const allow = (rule: string): Decision => ({ allowed: true, rule });
 const deny = (rule: string, reason: string, observed?: unknown): Decision => ({
@@ -252,12 +255,26 @@ function checkArguments(f: CompiledFunction, data: Hex): Decision {
   } catch {
     return deny(f.path, `the calldata does not decode as ${f.abi.name}'s arguments`, data.slice(0, 74));
   }
+  const call: DecodedCall = {
+    function: f.abi.name,
+    args: Object.fromEntries(f.abi.inputs.map((input, i) => [input.name || `arg${i}`, jsonSafe(args[i])])),
+  };
   for (const [name, condition] of Object.entries(f.args)) {
     const index = f.abi.inputs.findIndex((input) => input.name === name);
     const failed = unmet(condition, args[index]);
-    if (failed) return deny(`${f.path}.args.${name}`, `${name} ${failed}`, args[index]);
+    if (failed) return { ...deny(`${f.path}.args.${name}`, `${name} ${failed}`, args[index]), call };
   }
-  return allow(f.path);
+  return { ...allow(f.path), call };
+}
+
+/** A decoded value as JSON: integers as decimal strings, addresses lowercase, arrays and tuples through. */
+function jsonSafe(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "string") return /^0x[0-9a-fA-F]{40}$/.test(value) ? value.toLowerCase() : value;
+  if (Array.isArray(value)) return value.map(jsonSafe);
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]));
+  return value;
 }
 
 // ——— typed data ———

@@ -3,7 +3,7 @@
 // its amounts as decimal strings or numbers, typed data, a message, a digest, or the key's export.
 import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
 import { z } from "zod";
-import type { SignRequest } from "./evaluate.ts";
+import type { DecodedCall, SignRequest } from "./evaluate.ts";
 
 const hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, "must be 0x-prefixed hex bytes");
 const integer = z
@@ -64,4 +64,44 @@ export function toSignRequest(parsed: z.output<typeof signRequestSchema>): SignR
     case "export":
       return { kind: "export" };
   }
+}
+
+/**
+ * A request as a person reads it (the dry run's `decoded`): a transaction's recipient, value, chain
+ * and — when a guardrail's ABI decoded it — its call; typed data's domain, primary type and message;
+ * a message's text. Integers as decimal strings, so it is JSON.
+ */
+export function decodedRequest(request: SignRequest, call?: DecodedCall): Record<string, unknown> | undefined {
+  switch (request.kind) {
+    case "transaction": {
+      const tx = request.transaction as Record<string, unknown>;
+      const data = typeof tx.data === "string" ? tx.data : "0x";
+      return {
+        to: typeof tx.to === "string" ? tx.to.toLowerCase() : null,
+        value: String(tx.value ?? 0),
+        chain_id: tx.chainId ?? null,
+        ...(data === "0x" ? {} : { selector: data.slice(0, 10) }),
+        ...(call ? { call } : {}),
+      };
+    }
+    case "typed_data":
+      return plain({
+        primary_type: request.typedData.primaryType,
+        domain: request.typedData.domain ?? {},
+        message: request.typedData.message,
+      }) as Record<string, unknown>;
+    case "message":
+      return typeof request.message === "string" ? { text: request.message } : { raw: request.message.raw };
+    default:
+      return undefined;
+  }
+}
+
+/** JSON-safe: bigints as decimal strings. */
+function plain(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (Array.isArray(value)) return value.map(plain);
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  return value;
 }

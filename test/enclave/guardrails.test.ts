@@ -238,7 +238,9 @@ describe("the dry run", () => {
         try { await Sigil.Actions.signDigest({ pkpId: guarded, digest: "${digest}" }); } catch (e) { refused = e.code; }
         const bare = await Sigil.Actions.signDigest({ pkpId: open, digest: "${digest}" });
         const tx = await Sigil.Actions.signTransaction({ pkpId: guarded, transaction: { type: "eip1559", to: "${ALICE}", value: "5", chainId: 1, nonce: 0, gas: "21000", maxFeePerGas: "1", maxPriorityFeePerGas: "1" } });
-        return { allowed, refused, bare: bare.signature, tx };
+        let overCap = null;
+        try { await Sigil.Actions.signTransaction({ pkpId: guarded, transaction: { type: "eip1559", to: "${TOKEN}", data: "${encodeFunctionData({ abi: ERC20, functionName: "transfer", args: [ALICE, 51n] })}", chainId: 1, nonce: 1, gas: "60000", maxFeePerGas: "1", maxPriorityFeePerGas: "1" } }); } catch (e) { overCap = e.code; }
+        return { allowed, refused, bare: bare.signature, tx, overCap };
       }`,
       { guarded, open },
       { dry_run: true },
@@ -250,7 +252,12 @@ describe("the dry run", () => {
       dry_run: { requests: Record<string, unknown>[] };
     };
     const zeros = `0x${"00".repeat(65)}`;
-    expect(body.response).toMatchObject({ allowed: zeros, refused: "guardrail_denied", bare: zeros });
+    expect(body.response).toMatchObject({
+      allowed: zeros,
+      refused: "guardrail_denied",
+      bare: zeros,
+      overCap: "guardrail_denied",
+    });
     // The transaction's shape, with a signature of zeros: valid for nothing.
     expect(parseTransaction(body.response.tx)).toMatchObject({ to: ALICE, value: 5n, r: `0x${"00".repeat(32)}` });
     const hash = keccak256(toBytes(canonicalJson(GUARDRAIL)));
@@ -263,6 +270,7 @@ describe("the dry run", () => {
         allowed: true,
         rule: "messages.pattern",
         guardrail: hash,
+        decoded: { text: "hello dry" },
       },
       {
         wallet: guarded.toLowerCase(),
@@ -281,6 +289,21 @@ describe("the dry run", () => {
         kind: "transaction",
         allowed: true,
         rule: "transactions.transfers",
+        decoded: { to: ALICE, value: "5", chain_id: 1 },
+      }),
+      // A contract call refused, as the guardrail's ABI decoded it.
+      expect.objectContaining({
+        kind: "transaction",
+        allowed: false,
+        rule: "transactions.contracts[0].functions[0].args.amount",
+        observed: "51",
+        decoded: {
+          to: TOKEN,
+          value: "0",
+          chain_id: 1,
+          selector: "0xa9059cbb",
+          call: { function: "transfer", args: { to: ALICE, amount: "51" } },
+        },
       }),
     ]);
     expect(body.receipt.dry_run).toBe(true);
