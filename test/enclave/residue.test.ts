@@ -122,6 +122,23 @@ describe("no residue of a run in any instance's memory, through the enclave with
     expect(after.hits).toEqual([]);
   });
 
+  it("the paths added since: code that does not compile, compiled in the sandbox for a key that may not run it, and a dry run, leave nothing either", async () => {
+    const [a] = tenants as [Tenant];
+    // A key that may not run this code is told it does not compile: the code went through a sandbox instance.
+    const uncompiled = `compile-${randomBytes(12).toString("hex")}`;
+    const refused = await run(a.apiKey, `async function main() { const s = "${uncompiled}"; return (; }`);
+    expect(refused.status).toBe(400);
+    expect((refused.body as unknown as { error: { code: string } }).error.code).toBe("compile_error");
+    // A dry run of the tenant script: its params, fetch body and logs pass through the run, no key is made.
+    const dry = tenantCanaries({ target: inject("fetchTargetUrl"), wallet: a.wallet, key: a.key });
+    const dryReply = await run(a.apiKey, TENANT_SCRIPT, dry.params, { dry_run: true });
+    expect(dryReply.status).toBe(200);
+    expect(dryReply.body.logs).toContain(dry.canaries.logs as string);
+    const after = scan({ uncompiled, ...dry.canaries });
+    expect(after.memories).toBeGreaterThanOrEqual(1);
+    expect(after.hits).toEqual([]);
+  });
+
   it("account A's secret made into 3 000 strings, then account B's script grows a SharedArrayBuffer: B is refused and finds no copy, and nothing of A is in memory (the review's first reproduction)", async () => {
     const [a, b] = tenants as [Tenant, Tenant];
     const secret = `a-secret-${randomBytes(12).toString("hex")}`;
