@@ -9,7 +9,8 @@ import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
 import { GuardrailStore } from "./authz/guardrails.ts";
 import { ChainListener } from "./authz/listener.ts";
-import { connectChain, guardrailDocuments, walletGuardrail, type ChainContext } from "./chain/client.ts";
+import { connectChain, walletGuardrail, type ChainContext } from "./chain/client.ts";
+import { guardrailDocumentAt } from "../shared/guardrails/onChain.ts";
 import { readEnclaveConfig, THREAD_POOL_SIZE, type EnclaveConfig } from "./config.ts";
 import { Keyring } from "./keys/derive.ts";
 import { loadRootKey } from "./keys/rootKey.ts";
@@ -109,7 +110,7 @@ export async function startEnclave(
   const cache = new PermissionCache(chainPermissionSource(chain));
   const guardrails = new GuardrailStore({
     locate: (master, wallet) => walletGuardrail(chain, master, wallet),
-    documents: (master, wallet, block) => guardrailDocuments(chain, master, wallet, block),
+    document: (at) => guardrailDocumentAt(chain.client, chain.contract, at),
   });
 
   // Listen first: the sandbox must know the enclave's own port (scripts may never reach it), and

@@ -19,10 +19,11 @@ function source(over: Partial<{ hash: Hex; documents: string[]; fail: boolean }>
       if (over.fail) throw new Error("rpc down");
       return { hash: over.hash ?? HASH, block: 12n };
     },
-    async documents(_m, _w, block) {
+    // As shared/guardrails/onChain.ts: the block's documents, the one whose bytes hash to the hash.
+    async document({ block, hash }) {
       calls.documents++;
       expect(block).toBe(12n);
-      return over.documents ?? ["not this one", DOC];
+      return (over.documents ?? ["not this one", DOC]).findLast((d) => keccak256(toBytes(d)) === hash.toLowerCase());
     },
   };
   return { s, calls };

@@ -7,7 +7,7 @@
 //
 // A document that cannot be read or does not hold together (a ChainSecured admin may write any bytes
 // to the contract) refuses every signature of its wallet, saying why: deny by default.
-import { keccak256, toBytes, type Address, type Hex } from "viem";
+import type { Address, Hex } from "viem";
 import {
   compileGuardrail,
   type CompiledGuardrail,
@@ -20,8 +20,8 @@ import { Recent } from "../../shared/recent.ts";
 export type GuardrailSource = {
   /** The wallet's current guardrail hash and block (0x0…, 0 for none), as the account's key reads it. */
   locate(master: bigint, wallet: Address): Promise<{ hash: Hex; block: bigint }>;
-  /** The documents WalletGuardrailSet carried for (master, wallet) in `block`, in log order. */
-  documents(master: bigint, wallet: Address, block: bigint): Promise<string[]>;
+  /** The document WalletGuardrailSet carried for (master, wallet) in `block` whose bytes hash to `hash` (shared/guardrails/onChain.ts). */
+  document(at: { master: bigint; wallet: Address; block: bigint; hash: Hex }): Promise<string | undefined>;
 };
 
 /** A guardrail whose document cannot be used: every signature is refused with `reason`. */
@@ -63,8 +63,7 @@ export class GuardrailStore {
       // Not kept: the document under this hash may be set again, and is not broken.
       return { hash, broken: "the wallet's guardrail changed while this run asked for it; try again" };
     }
-    const documents = await this.#source.documents(master, wallet, located.block);
-    const document = documents.findLast((d) => keccak256(toBytes(d)) === hash.toLowerCase());
+    const document = await this.#source.document({ master, wallet, block: located.block, hash });
     let loaded: LoadedGuardrail;
     if (document === undefined) loaded = { hash, broken: "the wallet's guardrail document was not found on chain" };
     else {

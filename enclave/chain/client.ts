@@ -80,22 +80,3 @@ export async function walletGuardrail(
   });
   return { hash, block };
 }
-
-/** The guardrail documents set for (master, wallet) in `block`, in log order. */
-export async function guardrailDocuments(
-  { client, contract }: ChainContext,
-  master: bigint,
-  wallet: Address,
-  block: bigint,
-): Promise<string[]> {
-  const logs = await client.getContractEvents({
-    address: contract,
-    abi: accountConfigAbi,
-    eventName: "WalletGuardrailSet",
-    args: { master, wallet },
-    fromBlock: block,
-    toBlock: block,
-    strict: true,
-  });
-  return logs.map((l) => l.args.document);
-}

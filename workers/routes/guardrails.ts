@@ -6,10 +6,10 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { keccak256, toBytes, type Address, type Hex } from "viem";
 import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
-import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { canonicalJson } from "../../shared/canonicalJson.ts";
 import { compileGuardrail, guardrailDocumentSchema } from "../../shared/guardrails/evaluate.ts";
 import { signRequestSchema, toSignRequest } from "../../shared/guardrails/request.ts";
+import { guardrailDocumentAt } from "../../shared/guardrails/onChain.ts";
 import { guardrailSchema } from "../../shared/guardrails/schema.ts";
 import type { EdgeConfig } from "../config.ts";
 import { chainClient, contractAddress, read, readView } from "../chain/client.ts";
@@ -87,18 +87,9 @@ const checkGuardrail = route("POST /check_guardrail", "Wallets", {
 
 /** The document WalletGuardrailSet carried in `block` whose bytes hash to `hash`. */
 async function documentAt(config: EdgeConfig, master: bigint, wallet: Address, block: bigint, hash: Hex) {
-  const logs = await read(() =>
-    chainClient(config).getContractEvents({
-      address: contractAddress(config),
-      abi: accountConfigAbi,
-      eventName: "WalletGuardrailSet",
-      args: { master, wallet },
-      fromBlock: block,
-      toBlock: block,
-      strict: true,
-    }),
+  const text = await read(() =>
+    guardrailDocumentAt(chainClient(config), contractAddress(config), { master, wallet, block, hash }),
   );
-  const text = logs.map((l) => l.args.document).findLast((d) => keccak256(toBytes(d)) === hash.toLowerCase());
   if (text === undefined)
     throw new SigilError("chain_unavailable", "the guardrail's document was not found in its block; try again", {
       retryAfterSeconds: 5,
