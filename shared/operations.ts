@@ -6,6 +6,7 @@
 // (shared/channel/); the enclave parses the input with the same schema and dispatches to the
 // operation of the same name (enclave/operations/index.ts). Field names are the public API's
 // (docs/design/api.md). The enclave hashes the key itself: it never trusts the edge for authorization.
+import { budgetAccessSchema, budgetStateSchema } from "./guardrails/budgets.ts";
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
 import { canonicalCid } from "./cid.ts";
@@ -244,6 +245,12 @@ export const requestSchemas = {
        * a client's body is checked with sigilActionRequestSchema, which has no such field.
        */
       billing: z.strictObject({ granted_seconds: z.number().int().nonnegative() }).optional(),
+      /**
+       * Where the run reserves room in its wallets' budgets, and the edge's token for it
+       * (docs/design/guardrails.md, Budgets), under the run's billing ref. Only the edge sets it;
+       * absent, a budgeted signature is refused.
+       */
+      budget: budgetAccessSchema.extend({ ref: z.string().min(1).max(128) }).optional(),
     })
     .refine(oneSource, oneSourceIssue),
 } as const satisfies Record<EnclaveOperation, z.ZodType>;
@@ -383,9 +390,22 @@ export const sigilActionResponseSchema = z.object({
               .describe(
                 "what was asked, as a person reads it: a transaction's to, value, chain_id, selector and, decoded by the guardrail's ABI, its call; typed data's primary_type, domain and message; a message's text",
               ),
+            budgets: z
+              .object({ before: z.array(budgetStateSchema), after: z.array(budgetStateSchema) })
+              .optional()
+              .describe(
+                "a budgeted wallet's budgets before and after this signature, as if the run were real (counters are read, never consumed); after equals before for a refusal",
+              ),
           }),
         )
         .describe("every signing use the script asked for, in order, with what a real run would have met"),
+      would_cost_cents: z
+        .number()
+        .int()
+        .nonnegative()
+        .describe(
+          "what a real run as long as this one would be charged, in cents (the dry run itself is charged as a run)",
+        ),
     })
     .optional()
     .describe("a dry run's account: present only when the request asked for dry_run"),

@@ -12,6 +12,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "usage_key.cap_reached",
   "run.failed",
   "guardrail.denied",
+  "budget.exhausted",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** What an endpoint registered without `events` gets: everything but run.failed, which is opt-in (it can be one per run). */

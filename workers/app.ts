@@ -14,6 +14,7 @@ import { auditRoutes } from "./routes/audit.ts";
 import { attestationRoutes } from "./routes/attestation.ts";
 import { billingRoutes, stripeWebhookRoutes } from "./routes/billing.ts";
 import { usageRoutes } from "./routes/usage.ts";
+import { budgetRoutes } from "./routes/budgets.ts";
 import { sigilActionRoutes } from "./routes/sigilAction.ts";
 import { groupsRoutes } from "./routes/groups.ts";
 import { publicRoutes } from "./routes/public.ts";
@@ -73,6 +74,8 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   // only within this isolate's admission (middleware/admission): Hono runs what is mounted in order,
   // and a route answered above never reaches the middleware below it.
   app.route("/core/v1", publicRoutes());
+  // The enclaves' budget reservations: a run's token, not a client's key (routes/budgets.ts).
+  app.route("/", budgetRoutes());
   app.route("/core/v1", stripeWebhookRoutes());
   app.use("/core/v1/*", admission());
   app.route("/core/v1", accountsRoutes());

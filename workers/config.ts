@@ -87,6 +87,7 @@ const schema = z.object({
   SIGIL_RPC_URL: z.string().default(""),
   /** A public RPC URL clients may use (get_node_chain_config). */
   SIGIL_PUBLIC_RPC_URL: z.string().optional(),
+  SIGIL_BUDGET_URL: z.string().url().optional(),
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),
   SIGIL_CONTRACT_ADDRESS: z
@@ -170,6 +171,11 @@ export type EdgeConfig = {
   maxInFlightPerClient: number;
   /** How long a request's body may take to arrive (ms) before it is refused with 408 body_timeout (middleware/bodyLimit). */
   bodyTimeoutMs: number;
+  /**
+   * The edge's URL as the enclaves reach it, where they reserve in wallets' budgets
+   * (SIGIL_BUDGET_URL; routes/budgets.ts). Absent: the origin each run's request came to.
+   */
+  budgetUrl?: string | undefined;
   /** Metering through the Ledger (docs/design/billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -238,6 +244,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     },
     rpcUrl: c.SIGIL_RPC_URL,
     publicRpcUrl: c.SIGIL_PUBLIC_RPC_URL ?? c.SIGIL_RPC_URL,
+    budgetUrl: c.SIGIL_BUDGET_URL?.replace(/\/+$/, ""),
     chainId: c.SIGIL_CHAIN_ID,
     chainName: c.SIGIL_CHAIN_NAME,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}` | undefined,

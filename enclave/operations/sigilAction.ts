@@ -18,9 +18,15 @@ import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hos
 import { CodedError, type RunError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
 import { decide } from "../authz/guardrails.ts";
-import type { DecodedCall } from "../../shared/guardrails/evaluate.ts";
+import type { DecodedCall, SignRequest } from "../../shared/guardrails/evaluate.ts";
+import type { Guardrail as GuardrailDocument } from "../../shared/guardrails/schema.ts";
 import { decodedRequest } from "../../shared/guardrails/request.ts";
 import { Recent } from "../../shared/recent.ts";
+import { BudgetUnavailableError, RunBudgets } from "../authz/budgets.ts";
+import type { BudgetState } from "../../shared/guardrails/budgets.ts";
+
+/** Who a run is, as its keys are authorized: its key, account and code, and its side of the wallets' budgets. */
+type RunSubject = { keyHash: bigint; master: bigint; actionHash: bigint; budgets?: RunBudgets };
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
 const CID_CACHE_MAX = 10_000;
@@ -65,7 +71,7 @@ function noteHint(run: { keyHash: bigint; actionHash: bigint }, wallet: Address,
  * the whole way. A signing run then gets its key in its own worker, without a round trip to this
  * thread (sandbox/worker.ts); the keys are zeroed when the run ends.
  */
-function offerKeys(enclave: Enclave, run: { keyHash: bigint; master: bigint; actionHash: bigint }): OfferedKey[] {
+function offerKeys(enclave: Enclave, run: RunSubject): OfferedKey[] {
   const wallets = walletHints.get(`${run.keyHash}:${run.actionHash}`);
   if (!wallets) return [];
   const offered: OfferedKey[] = [];
@@ -223,8 +229,17 @@ export async function sigilAction(
   const timeoutMs = timeoutMsOf(input, limits);
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
   const uses = new KeyUses();
-  const run = { keyHash, master: key.master, actionHash };
   const dry = input.dry_run === true;
+  const run: RunSubject = {
+    keyHash,
+    master: key.master,
+    actionHash,
+    budgets: new RunBudgets({
+      access: input.budget,
+      runner: { account: toHash32(key.master), keyHash: toHash32(keyHash), cid },
+      dry,
+    }),
+  };
   const dryRequests: DryRunRequest[] = [];
   const keys = async (request: KeyRequest): Promise<KeyMaterial> => {
     if (dry && request.use) return dryRunKey(enclave, run, request, dryRequests);
@@ -291,7 +306,14 @@ export async function sigilAction(
     cid,
     duration_ms: durationMs,
     receipt,
-    ...(dry ? { dry_run: { requests: dryRequests } } : {}),
+    ...(dry
+      ? {
+          dry_run: {
+            requests: dryRequests,
+            would_cost_cents: runChargeCents(durationMs, input.billing?.granted_seconds),
+          },
+        }
+      : {}),
   };
 }
 
@@ -310,6 +332,8 @@ type DryRunRequest = {
   code?: string;
   /** What was asked, as a person reads it (shared/guardrails/request.ts). */
   decoded?: Record<string, unknown>;
+  /** The wallet's budgets before and after this signature, as if the run had been real. */
+  budgets?: { before: BudgetState[]; after: BudgetState[] };
 };
 
 /**
@@ -319,7 +343,7 @@ type DryRunRequest = {
  */
 async function dryRunKey(
   enclave: Enclave,
-  run: { keyHash: bigint; master: bigint; actionHash: bigint },
+  run: RunSubject,
   request: KeyRequest,
   record: DryRunRequest[],
 ): Promise<KeyMaterial> {
@@ -348,12 +372,20 @@ async function dryRunKey(
       allowed: true,
       rule: decision?.rule ?? null,
       guardrail: decision?.guardrail ?? null,
+      ...(decision?.budgets ? { budgets: decision.budgets } : {}),
       ...decoded(decision?.call),
     });
   } catch (err) {
     if (err instanceof CodedError) {
       const d = err.scriptDetails as
-        | { rule?: string; reason?: string; observed?: string; guardrail?: Hex; call?: DecodedCall }
+        | {
+            rule?: string;
+            reason?: string;
+            observed?: string;
+            guardrail?: Hex;
+            call?: DecodedCall;
+            budgets?: DryRunRequest["budgets"];
+          }
         | undefined;
       record.push({
         wallet,
@@ -363,6 +395,7 @@ async function dryRunKey(
         ...(d?.reason === undefined ? {} : { reason: d.reason }),
         ...(d?.observed === undefined ? {} : { observed: d.observed }),
         guardrail: d?.guardrail ?? null,
+        ...(d?.budgets ? { budgets: d.budgets } : {}),
         ...(err.scriptCode === "guardrail_denied"
           ? {}
           : { code: err.scriptCode ?? "invalid_request", reason: err.message }),
@@ -381,14 +414,14 @@ async function dryRunKey(
  */
 async function checkGuardrail(
   enclave: Enclave,
-  master: bigint,
+  run: RunSubject,
   wallet: Address,
   hash: Hex,
   request: KeyRequest,
 ): Promise<GuardrailDecision> {
   let loaded;
   try {
-    loaded = await enclave.guardrails.load(master, wallet, hash);
+    loaded = await enclave.guardrails.load(run.master, wallet, hash);
   } catch {
     throw new CodedError(
       "chain_unavailable",
@@ -396,8 +429,12 @@ async function checkGuardrail(
     );
   }
   const decision = decide(loaded, request.signs);
-  if (decision.allowed)
-    return { guardrail: hash, rule: decision.rule, ...(decision.call ? { call: decision.call } : {}) };
+  if (decision.allowed) {
+    const allowed = { guardrail: hash, rule: decision.rule, ...(decision.call ? { call: decision.call } : {}) };
+    const budgets = "compiled" in loaded ? loaded.compiled.document.budgets : undefined;
+    if (!budgets || !request.signs) return allowed;
+    return { ...allowed, budgets: await reserveBudgets(run, wallet, hash, budgets, request.signs, allowed) };
+  }
   const seen = decision.observed === undefined ? "" : ` (seen: ${decision.observed})`;
   throw new CodedError(
     "guardrail_denied",
@@ -406,6 +443,52 @@ async function checkGuardrail(
     { guardrail: hash, ...decision },
   );
 }
+
+/**
+ * Reserves room for a signature the guardrail allowed in the wallet's budgets (a dry run: reads them),
+ * before the key is made. No room, or no answer from the store, refuses it as the guardrail would:
+ * guardrail_denied at `budgets.<name>` (or `budgets`), with what the budget holds. Answers the
+ * budgets' counters after it.
+ */
+async function reserveBudgets(
+  run: RunSubject,
+  wallet: Address,
+  hash: Hex,
+  budgets: NonNullable<GuardrailDocument["budgets"]>,
+  signs: SignRequest,
+  allowed: GuardrailDecision,
+): Promise<{ before: BudgetState[]; after: BudgetState[] }> {
+  let outcome;
+  try {
+    if (!run.budgets) throw new BudgetUnavailableError("this run has no way to reach the budgets' store");
+    outcome = await run.budgets.reserve(wallet, budgets, signs);
+  } catch (err) {
+    if (!(err instanceof BudgetUnavailableError)) throw err;
+    throw new CodedError(
+      "guardrail_denied",
+      `wallet ${wallet}'s guardrail refused this at budgets: ${err.message}; nothing was signed`,
+      "Error",
+      { guardrail: hash, allowed: false, rule: "budgets", reason: err.message, ...callOf(allowed) },
+    );
+  }
+  if (outcome.granted) return { before: outcome.before, after: outcome.after };
+  throw new CodedError(
+    "guardrail_denied",
+    `wallet ${wallet}'s guardrail refused this at budgets.${outcome.budget}: ${outcome.reason} (seen: ${outcome.observed})`,
+    "Error",
+    {
+      guardrail: hash,
+      allowed: false,
+      rule: `budgets.${outcome.budget}`,
+      reason: outcome.reason,
+      observed: outcome.observed,
+      budgets: { before: outcome.before, after: outcome.before },
+      ...callOf(allowed),
+    },
+  );
+}
+
+const callOf = (d: GuardrailDecision) => (d.call ? { call: d.call } : {});
 
 /** The run's time limit: the caller's (the edge sets it to the seconds its hold granted), at most the maximum. */
 function timeoutMsOf(input: ParsedEnclaveRequest<"sigil_action">, limits: Enclave["config"]["limits"]): number {
@@ -460,7 +543,7 @@ async function refuseUncompiled(
  */
 async function provideKey(
   enclave: Enclave,
-  run: { keyHash: bigint; master: bigint; actionHash: bigint },
+  run: RunSubject,
   request: KeyRequest,
 ): Promise<{ material: KeyMaterial; address: Address; decision?: GuardrailDecision }> {
   if (request.kind === "action") {
@@ -498,7 +581,7 @@ function actionCid(cid: string): string {
  */
 async function authorizeWallet(
   enclave: Enclave,
-  run: { keyHash: bigint; master: bigint; actionHash: bigint },
+  run: RunSubject,
   wallet: Address,
   request: KeyRequest,
 ): Promise<{ grant: WalletGrant; decision: GuardrailDecision | undefined }> {
@@ -516,7 +599,7 @@ async function authorizeWallet(
   }
   const decision: GuardrailDecision | undefined = grant.guardrail
     ? request.use
-      ? await checkGuardrail(enclave, run.master, wallet, grant.guardrail, request)
+      ? await checkGuardrail(enclave, run, wallet, grant.guardrail, request)
       : { guardrail: grant.guardrail, rule: "" }
     : undefined;
   return { grant, decision };

@@ -4,6 +4,7 @@
 // signature over each run's receipt. The key is derived from the root key and the instance id
 // (keys/derive.ts `receiptKey`): the same across restarts of one instance, another on every other
 // instance; it is derived afresh for each signature and zeroed, like every key here.
+import type { BudgetState } from "../../shared/guardrails/budgets.ts";
 import { createHash } from "node:crypto";
 import { bytesToHex, hashMessage, hexToBytes, type Address, type Hex } from "viem";
 import {
@@ -24,7 +25,13 @@ import type { DecodedCall } from "../../shared/guardrails/evaluate.ts";
 import type { KeyUse } from "../sandbox/hostOps.ts";
 
 /** What a wallet's guardrail decided for one use of its key, for the run's receipt. */
-export type GuardrailDecision = { guardrail: Hex; rule: string; call?: DecodedCall };
+export type GuardrailDecision = {
+  guardrail: Hex;
+  rule: string;
+  call?: DecodedCall;
+  /** The wallet's budgets after the signature was counted in them (not in the receipt: a dry run shows them). */
+  budgets?: { before: BudgetState[]; after: BudgetState[] };
+};
 
 /** A quote over 64 bytes of report data, from the enclave's attestation source. */
 export type ReceiptQuoteSource = (

@@ -99,6 +99,7 @@ export const guardrailDocumentSchema = guardrailSchema.superRefine((document, ct
 /** Parses `input` with the schema and compiles it; a GuardrailError (or zod's error) for one that does not hold together. */
 export function compileGuardrail(input: unknown): CompiledGuardrail {
   const document = guardrailSchema.parse(input);
+  checkBudgets(document);
   const contracts = (document.transactions?.contracts ?? []).map((c, i) => compileContract(c, i));
   return {
     document,
@@ -125,6 +126,25 @@ export function compileGuardrail(input: unknown): CompiledGuardrail {
       }
     },
   };
+}
+
+/** Budgets that a document's other sections would let a script sign past are a document that does not hold together. */
+function checkBudgets(document: Guardrail): void {
+  const budgets = document.budgets ?? [];
+  if (budgets.length === 0) return;
+  const seen = new Set<string>();
+  budgets.forEach((b, i) => {
+    if (seen.has(b.name)) throw new GuardrailError(`budgets[${i}].name`, `"${b.name}" names two budgets`);
+    seen.add(b.name);
+  });
+  if (document.key_export === true)
+    throw new GuardrailError("key_export", "cannot be true beside budgets: an exported key signs past every budget");
+  const valued = budgets.findIndex((b) => b.max_value_wei !== undefined);
+  if (document.raw_digests === true && valued >= 0)
+    throw new GuardrailError(
+      "raw_digests",
+      `cannot be true beside budgets[${valued}].max_value_wei: a raw digest may be a transaction of any value`,
+    );
 }
 
 function compileContract(c: NonNullable<NonNullable<Guardrail["transactions"]>["contracts"]>[number], i: number) {

@@ -139,6 +139,47 @@ export const messagesSchema = z
   })
   .describe("EIP-191 personal messages; absent: none");
 
+/** The longest window a budget may have: 30 days (its counters are kept that long). */
+export const MAX_BUDGET_WINDOW_SECONDS = 30 * 86_400;
+
+/**
+ * A rolling-window limit on what the wallet signs (docs/design/guardrails.md, Budgets): at most
+ * `max_value_wei` of native value sent by its transactions, at most `max_signatures` signatures of
+ * any kind, in any `window_seconds`, counted for the whole wallet or separately per usage key or per
+ * action. A signature is counted before it is released, once however often its payload is signed
+ * again (the same payload under the same key is the same signature).
+ */
+export const budgetSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must be 1 to 64 lowercase letters, digits, '-' or '_'")
+      .describe("the budget's name: its counters are kept under it, so a new document that keeps the name keeps them"),
+    per: z
+      .enum(["wallet", "key", "action"])
+      .optional()
+      .describe("what is counted together: the whole wallet (default), each usage key apart, or each action CID apart"),
+    window_seconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(MAX_BUDGET_WINDOW_SECONDS)
+      .describe("the rolling window, in seconds (60 to 2,592,000: a minute to 30 days; 86400 is a day)"),
+    max_value_wei: amount.optional().describe("the most native value the wallet's transactions may send in any window"),
+    max_signatures: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .describe("the most signatures (of any kind) in any window"),
+  })
+  .refine((b) => b.max_value_wei !== undefined || b.max_signatures !== undefined, {
+    message: "a budget needs max_value_wei, max_signatures or both",
+  })
+  .describe("a rolling-window limit on what the wallet signs");
+export type Budget = z.infer<typeof budgetSchema>;
+
 export const guardrailSchema = z
   .strictObject({
     version: z.literal(1),
@@ -155,6 +196,12 @@ export const guardrailSchema = z
       .boolean()
       .optional()
       .describe("getPrivateKey: whoever holds the key signs past every rule; default false"),
+    budgets: z
+      .array(budgetSchema)
+      .min(1)
+      .max(8)
+      .optional()
+      .describe("rolling-window limits over what the rules allow; a signature over any of them is refused"),
   })
   .describe("what a wallet may sign; anything the document does not allow is refused");
 export type Guardrail = z.infer<typeof guardrailSchema>;

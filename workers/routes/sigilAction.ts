@@ -21,6 +21,10 @@ import {
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { notices } from "../webhooks/emit.ts";
+import { issueBudgetToken } from "../budgets/token.ts";
+
+/** How long past the longest run a run's budget token stays good: a reservation made near its end still counts. */
+const BUDGET_TOKEN_MARGIN_MS = 60_000;
 import { jsonBody as body, jsonResponse as json, requireKey, route } from "./openapi.ts";
 
 const sigilAction = route("POST /sigil_action", "Execution", {
@@ -62,11 +66,22 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       // Billing on: the run is given the seconds its credit covers, and the enclave signs into the
       // receipt what the ledger charges.
       const grantedMs = meterOf(c)?.grantedMs;
+      // Budgets are reserved by the enclave, at this edge, under the run's billing ref (routes/budgets.ts).
+      const ref = meterOf(c)?.ref ?? attempt?.ref ?? c.get("ids").requestId;
+      const seed = config.channel.identityKey;
+      const budget = seed
+        ? {
+            url: config.budgetUrl ?? new URL(c.req.url).origin,
+            token: await issueBudgetToken(seed, ref, Date.now() + config.limits.maxTimeoutMs + BUDGET_TOKEN_MARGIN_MS),
+            ref,
+          }
+        : undefined;
       const answer = await enclave.call(
         "sigil_action",
         {
           ...input,
           api_key: callerKey(c).apiKey,
+          ...(budget ? { budget } : {}),
           ...(grantedMs === undefined
             ? {}
             : {

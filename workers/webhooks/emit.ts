@@ -7,6 +7,7 @@
 import type { Context } from "hono";
 import { SigilError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import type { BudgetAnswer, BudgetRequest } from "../../shared/guardrails/budgets.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
 import { accountObject, callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
 import { meterOf, refusedWithoutWebhooks } from "../billing/meter.ts";
@@ -237,6 +238,29 @@ function guardrailDenied(
     type: "guardrail.denied",
     dedupe: `guardrail.denied:${ref}`,
     data: { request_id: ref, cid: run.cid, refusals, usage_key_hash: key ? `0x${key.keyHash}` : null },
+  });
+}
+
+/**
+ * A wallet's budget that refused a signature for want of room: `budget.exhausted`, once per budget
+ * and scope until room frees up again (the Budgets object says which refusal is the first).
+ */
+export function budgetExhausted(
+  emitter: Emitter,
+  request: BudgetRequest,
+  answer: Extract<BudgetAnswer, { granted: false }>,
+): void {
+  const state = answer.before.find((b) => b.name === answer.budget);
+  emit(emitter, BigInt(request.account), {
+    type: "budget.exhausted",
+    dedupe: `budget.exhausted:${request.wallet}:${answer.budget}:${state?.scope ?? ""}:${state?.frees_at ?? ""}`,
+    data: {
+      wallet: request.wallet,
+      budget: answer.budget,
+      reason: answer.reason,
+      request_id: request.ref,
+      ...(state ? { state } : {}),
+    },
   });
 }
 

@@ -36,6 +36,7 @@ const EVENTS: Record<WebhookEventType, string> = {
   "usage_key.cap_reached": "a usage key reached its spend cap",
   "run.failed": "a run ended with an error (one per run)",
   "guardrail.denied": "a wallet's guardrail refused a signature a script asked for (one per run)",
+  "budget.exhausted": "a wallet's budget refused a signature for want of room, once until room frees up",
 };
 /** What a new endpoint receives unless told otherwise: the API's default, everything but run.failed. */
 const DEFAULT_EVENTS = WEBHOOK_EVENT_TYPES.filter((t) => t !== "run.failed");

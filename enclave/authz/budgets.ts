@@ -1,0 +1,154 @@
+// Reserving room in a wallet's budgets (docs/design/guardrails.md, Budgets), as this enclave instance
+// does before it releases a budgeted signature: one request to the edge that sent the run (its URL
+// and its token for the run came sealed with the run), answered by the wallet's Budgets object,
+// which counts for every instance at once. A reservation is idempotent — the store counts a payload's
+// digest once — so a request whose answer was lost is simply sent again; when no answer comes, the
+// signature is refused (deny by default): a budget that cannot be checked is not skipped.
+import type { Address, Hex } from "viem";
+import {
+  BUDGET_PATH,
+  budgetCharge,
+  budgetLimits,
+  budgetRefusal,
+  budgetState,
+  useOf,
+  type BudgetAccess,
+  type BudgetAnswer,
+  type BudgetCharge,
+  type BudgetLimit,
+  type BudgetRequest,
+  type BudgetRunner,
+  type BudgetState,
+  type BudgetUse,
+} from "../../shared/guardrails/budgets.ts";
+import type { SignRequest } from "../../shared/guardrails/evaluate.ts";
+import type { Budget } from "../../shared/guardrails/schema.ts";
+
+/** How long one attempt waits, and how many are made, before the signature is refused. */
+const ATTEMPT_TIMEOUT_MS = 2_000;
+const ATTEMPTS = 3;
+
+export class BudgetUnavailableError extends Error {
+  override readonly name = "BudgetUnavailableError";
+}
+
+/** Asks the store at `access` to reserve (or peek at) room for one signature. */
+export async function askBudgets(
+  access: BudgetAccess,
+  request: BudgetRequest,
+  fetchImpl: typeof fetch = fetch,
+): Promise<BudgetAnswer> {
+  const url = new URL(BUDGET_PATH, access.url);
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new BudgetUnavailableError("the edge's budget URL is not http(s)");
+  let last = "";
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    try {
+      const res = await fetchImpl(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${access.token}` },
+        body: JSON.stringify(request),
+        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+      });
+      const text = await res.text();
+      if (res.ok) return JSON.parse(text) as BudgetAnswer;
+      last = `the edge answered ${res.status}`;
+      // A refusal of the request itself will be the same next time.
+      if (res.status >= 400 && res.status < 500) break;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+  }
+  throw new BudgetUnavailableError(`the wallet's budgets could not be reserved in (${last})`);
+}
+
+/** What a run's budgeted signature met: room reserved (the counters before and after), or the budget that had none. */
+export type BudgetOutcome =
+  | { granted: true; before: BudgetState[]; after: BudgetState[] }
+  | { granted: false; budget: string; reason: string; observed: string; before: BudgetState[] };
+
+/**
+ * One run's side of its wallets' budgets: where it reserves (`access`, from the edge; absent, every
+ * budgeted signature is refused) and who it is (for the budgets counted per key or per action). A dry
+ * run reserves nothing: it reads the counters (peek) and adds its own would-be signatures to them in
+ * memory, so that its later requests meet the budgets as a real run's would.
+ */
+export class RunBudgets {
+  readonly #access: (BudgetAccess & { ref: string }) | undefined;
+  readonly #runner: BudgetRunner & { account: Hex };
+  readonly #dry: boolean;
+  readonly #fetch: typeof fetch;
+  /** A dry run's own would-be signatures, per wallet, budget and scope. */
+  readonly #pending = new Map<string, { count: number; value: bigint; digests: Set<string> }>();
+
+  constructor(options: {
+    access: (BudgetAccess & { ref: string }) | undefined;
+    runner: BudgetRunner & { account: Hex };
+    dry: boolean;
+    fetchImpl?: typeof fetch;
+  }) {
+    this.#access = options.access;
+    this.#runner = options.runner;
+    this.#dry = options.dry;
+    this.#fetch = options.fetchImpl ?? fetch;
+  }
+
+  /** Room for `request`, which `wallet`'s guardrail allowed, in its `budgets`. */
+  async reserve(wallet: Address, budgets: readonly Budget[], request: SignRequest): Promise<BudgetOutcome> {
+    if (!this.#access) throw new BudgetUnavailableError("this run was sent without a way to reach the budgets' store");
+    const { ref, ...access } = this.#access;
+    const charge = budgetCharge(request);
+    const limits = budgetLimits(budgets, this.#runner);
+    const answer = await askBudgets(
+      access,
+      {
+        op: this.#dry ? "peek" : "reserve",
+        account: this.#runner.account,
+        wallet: wallet.toLowerCase(),
+        ref,
+        digest: charge.digest.toLowerCase() as Hex,
+        value_wei: charge.valueWei.toString(),
+        budgets: limits,
+      },
+      this.#fetch,
+    );
+    if (!this.#dry) return answer;
+    return this.#addPending(wallet, limits, charge, answer);
+  }
+
+  /** A dry run: the store's counters plus this run's earlier would-be signatures, decided as the store would. */
+  #addPending(wallet: Address, limits: BudgetLimit[], charge: BudgetCharge, answer: BudgetAnswer): BudgetOutcome {
+    const entries = limits.map((limit) => {
+      const id = `${wallet.toLowerCase()}|${limit.name}|${limit.scope}`;
+      const pending = this.#pending.get(id) ?? { count: 0, value: 0n, digests: new Set<string>() };
+      const stored = answer.before.find((s) => s.name === limit.name && s.scope === limit.scope);
+      const base = stored ? useOf(stored) : { count: 0, value: 0n, oldest: null };
+      const use: BudgetUse = {
+        count: base.count + pending.count,
+        value: base.value + pending.value,
+        oldest: base.oldest,
+      };
+      const fresh = !(answer.granted && answer.repeated) && !pending.digests.has(charge.digest);
+      return { id, limit, pending, use, fresh };
+    });
+    const before = entries.map((e) => budgetState(e.limit, e.use));
+    for (const e of entries) {
+      const refusal = e.fresh ? budgetRefusal(e.limit, e.use, charge.valueWei) : undefined;
+      if (refusal) return { granted: false, budget: e.limit.name, ...refusal, before };
+    }
+    const now = Date.now();
+    const after = entries.map((e) => {
+      if (!e.fresh) return budgetState(e.limit, e.use);
+      e.pending.count += 1;
+      e.pending.value += charge.valueWei;
+      e.pending.digests.add(charge.digest);
+      this.#pending.set(e.id, e.pending);
+      return budgetState(e.limit, {
+        count: e.use.count + 1,
+        value: e.use.value + charge.valueWei,
+        oldest: e.use.oldest ?? now,
+      });
+    });
+    return { granted: true, before, after };
+  }
+}

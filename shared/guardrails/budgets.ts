@@ -1,0 +1,210 @@
+// Budgets (docs/design/guardrails.md, Budgets): what a signature adds to a wallet's rolling-window
+// counters, and the messages between the enclave, which decides that a signature needs room in a
+// budget, and the store that keeps the counters (the edge's Budgets Durable Object, one per wallet),
+// which reserves that room atomically before the enclave releases the signature.
+//
+// A signature is counted by its payload's digest: the same payload signed again under the same key is
+// the same signature (the enclave's ECDSA is deterministic, RFC 6979), so a retried run, or a run
+// that signs what an earlier one signed, adds nothing; a new payload always adds, however small.
+import { hashMessage, hashTypedData, keccak256, serializeTransaction, type Hex } from "viem";
+import { z } from "zod";
+import type { SignRequest } from "./evaluate.ts";
+import type { Budget } from "./schema.ts";
+
+/** The most a transaction may send and still be counted in a value budget: 2^128 wei (more than all ether there is). */
+export const MAX_COUNTED_WEI = 1n << 128n;
+
+/** What a signature adds to a budget: one signature of its payload's digest, sending `valueWei`. */
+export type BudgetCharge = { digest: Hex; valueWei: bigint };
+
+/** The charge of a request the guardrail allowed (a key export is never budgeted: evaluate.ts refuses the document). */
+export function budgetCharge(request: SignRequest): BudgetCharge {
+  switch (request.kind) {
+    case "transaction":
+      return {
+        digest: keccak256(serializeTransaction(request.transaction)),
+        valueWei: request.transaction.value ?? 0n,
+      };
+    case "typed_data":
+      return { digest: hashTypedData(request.typedData), valueWei: 0n };
+    case "message":
+      return { digest: hashMessage(request.message), valueWei: 0n };
+    case "hash":
+      return { digest: request.digest, valueWei: 0n };
+    case "export":
+      return { digest: keccak256(new TextEncoder().encode("sigil:key-export")), valueWei: 0n };
+  }
+}
+
+/** Who a run is, for the budgets counted per key or per action. */
+export type BudgetRunner = { keyHash: Hex; cid: string };
+
+const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/, "must be 0x + 64 lowercase hex");
+const decimal = z.string().regex(/^(0|[1-9][0-9]{0,77})$/, "must be a decimal integer string");
+
+/** A budget as the store counts it: the document's limits and the scope its counters are kept under. */
+export const budgetLimitSchema = z.strictObject({
+  name: z.string().min(1).max(64),
+  per: z.enum(["wallet", "key", "action"]),
+  /** "wallet", or the usage key's hash ("key:0x…"), or the action's CID ("action:Qm…"). */
+  scope: z.string().min(1).max(160),
+  window_seconds: z.number().int().positive(),
+  max_value_wei: decimal.optional(),
+  max_signatures: z.number().int().positive().optional(),
+});
+export type BudgetLimit = z.infer<typeof budgetLimitSchema>;
+
+/** The limits a signature by `runner` must fit in. */
+export function budgetLimits(budgets: readonly Budget[], runner: BudgetRunner): BudgetLimit[] {
+  return budgets.map((b) => {
+    const per = b.per ?? "wallet";
+    return {
+      name: b.name,
+      per,
+      scope: per === "wallet" ? "wallet" : per === "key" ? `key:${runner.keyHash}` : `action:${runner.cid}`,
+      window_seconds: b.window_seconds,
+      ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
+      ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
+    };
+  });
+}
+
+/** The enclave's request to the store: reserve room for one signature, or (`peek`) only say what is used. */
+export const budgetRequestSchema = z.strictObject({
+  op: z.enum(["reserve", "peek"]),
+  /** The account's master hash. */
+  account: hex32,
+  wallet: z.string().regex(/^0x[0-9a-f]{40}$/),
+  /** The run's billing ref, which the edge's token names: the record of who reserved. */
+  ref: z.string().min(1).max(128),
+  digest: hex32,
+  value_wei: decimal,
+  budgets: z.array(budgetLimitSchema).min(1).max(8),
+});
+export type BudgetRequest = z.infer<typeof budgetRequestSchema>;
+
+/** One budget's counters in one scope, as a person reads them. */
+export const budgetStateSchema = z.object({
+  name: z.string(),
+  per: z.enum(["wallet", "key", "action"]),
+  scope: z.string(),
+  window_seconds: z.number().int(),
+  max_value_wei: z.string().optional(),
+  max_signatures: z.number().int().optional(),
+  used_value_wei: z.string().describe("native value counted in the window now"),
+  used_signatures: z.number().int().describe("signatures counted in the window now"),
+  left_value_wei: z.string().optional().describe("what may still be sent in the window (max_value_wei only)"),
+  left_signatures: z
+    .number()
+    .int()
+    .optional()
+    .describe("how many more may be signed in the window (max_signatures only)"),
+  frees_at: z
+    .string()
+    .nullable()
+    .describe("when the oldest entry counted now leaves the window (ISO 8601); null when nothing is counted"),
+});
+export type BudgetState = z.infer<typeof budgetStateSchema>;
+
+/**
+ * The store's answer. `granted`: room was reserved in every budget (`repeated`: the digest was counted
+ * already, nothing was added), with the counters before and after. Refused: `budget` had no room, with
+ * what it holds and what the signature would have added (`notify`: the first refusal of that budget in
+ * its window, which the edge tells the account's webhooks as budget.exhausted). A peek answers
+ * `granted` as a reservation would, and changes nothing.
+ */
+export type BudgetAnswer =
+  | { granted: true; repeated: boolean; before: BudgetState[]; after: BudgetState[] }
+  | {
+      granted: false;
+      budget: string;
+      reason: string;
+      observed: string;
+      before: BudgetState[];
+      notify: boolean;
+    };
+
+/** How the enclave reaches the store for one run: the edge's URL and its token for the run (only the edge makes these). */
+export const budgetAccessSchema = z.strictObject({
+  url: z.string().url().max(512),
+  token: z.string().min(1).max(512),
+});
+export type BudgetAccess = z.infer<typeof budgetAccessSchema>;
+
+/** The path under the edge's URL where the enclave asks the store. */
+export const BUDGET_PATH = "/internal/v1/budgets";
+
+/** What a budget's scope holds in its window now: how many signatures, how much value, since when. */
+export type BudgetUse = { count: number; value: bigint; oldest: number | null };
+
+/** The use a budget's state describes (what a dry run adds its own signatures to). */
+export function useOf(state: BudgetState): BudgetUse {
+  return {
+    count: state.used_signatures,
+    value: BigInt(state.used_value_wei),
+    oldest: state.frees_at === null ? null : Date.parse(state.frees_at) - state.window_seconds * 1000,
+  };
+}
+
+/** Why a signature adding `value` does not fit in `limit` as `use` stands, if it does not. */
+export function budgetRefusal(
+  limit: BudgetLimit,
+  use: BudgetUse,
+  value: bigint,
+): { reason: string; observed: string } | undefined {
+  const window = windowWords(limit.window_seconds);
+  if (limit.max_signatures !== undefined && use.count + 1 > limit.max_signatures) {
+    return {
+      reason: `budget "${limit.name}" allows ${limit.max_signatures} signatures ${window}${scopeWords(limit)}, and ${use.count} are counted`,
+      observed: `${use.count} of ${limit.max_signatures} signatures used`,
+    };
+  }
+  if (limit.max_value_wei !== undefined) {
+    const max = BigInt(limit.max_value_wei);
+    if (value >= MAX_COUNTED_WEI || use.value + value > max) {
+      return {
+        reason: `budget "${limit.name}" allows ${showWei(max)} ${window}${scopeWords(limit)}; ${showWei(use.value)} is counted and this sends ${showWei(value)}`,
+        observed: `${value} wei asked, ${max - use.value > 0n ? max - use.value : 0n} wei left`,
+      };
+    }
+  }
+  return undefined;
+}
+
+export function budgetState(limit: BudgetLimit, use: BudgetUse): BudgetState {
+  return {
+    name: limit.name,
+    per: limit.per,
+    scope: limit.scope,
+    window_seconds: limit.window_seconds,
+    ...(limit.max_value_wei === undefined ? {} : { max_value_wei: limit.max_value_wei }),
+    ...(limit.max_signatures === undefined ? {} : { max_signatures: limit.max_signatures }),
+    used_value_wei: use.value.toString(),
+    used_signatures: use.count,
+    ...(limit.max_value_wei === undefined
+      ? {}
+      : { left_value_wei: maxZero(BigInt(limit.max_value_wei) - use.value).toString() }),
+    ...(limit.max_signatures === undefined ? {} : { left_signatures: Math.max(0, limit.max_signatures - use.count) }),
+    frees_at: use.oldest === null ? null : new Date(use.oldest + limit.window_seconds * 1000).toISOString(),
+  };
+}
+
+const maxZero = (v: bigint) => (v > 0n ? v : 0n);
+
+function windowWords(seconds: number): string {
+  if (seconds % 86_400 === 0) return seconds === 86_400 ? "a day" : `in ${seconds / 86_400} days`;
+  if (seconds % 3600 === 0) return seconds === 3600 ? "an hour" : `in ${seconds / 3600} hours`;
+  if (seconds % 60 === 0) return seconds === 60 ? "a minute" : `in ${seconds / 60} minutes`;
+  return `in ${seconds} s`;
+}
+
+function scopeWords(limit: BudgetLimit): string {
+  return limit.per === "key" ? " per usage key" : limit.per === "action" ? " per action" : "";
+}
+
+/** A wei amount as a person reads it: "0.25 ETH (250000000000000000 wei)". */
+export function showWei(wei: bigint): string {
+  const whole = wei / 10n ** 18n;
+  const frac = (wei % 10n ** 18n).toString().padStart(18, "0").replace(/0+$/, "");
+  return `${whole}${frac ? `.${frac}` : ""} ETH`;
+}

@@ -1,0 +1,44 @@
+// `POST /internal/v1/budgets` (docs/design/guardrails.md, Budgets): where an enclave reserves room in
+// a wallet's budgets before it releases a budgeted signature, or (a dry run) reads what is used. Not
+// a client's endpoint and not in the OpenAPI document: the caller is an enclave that was sent a run,
+// proven by the run's token (budgets/token.ts) that only the sealed request carried. The answer is the
+// wallet's Budgets object's (budgets/store.ts); the first refusal of a budget in its window tells the
+// account's webhooks (budget.exhausted).
+import { Hono } from "hono";
+import { SigilError } from "../../shared/errors.ts";
+import { budgetRequestSchema } from "../../shared/guardrails/budgets.ts";
+import type { EdgeEnv } from "../router.ts";
+import { verifyBudgetToken } from "../budgets/token.ts";
+import { budgetExhausted, emitterOf } from "../webhooks/emit.ts";
+
+export function budgetRoutes(): Hono<EdgeEnv> {
+  const r = new Hono<EdgeEnv>();
+  r.post("/internal/v1/budgets", async (c) => {
+    const seed = c.get("config").channel.identityKey;
+    const token = c.req.header("authorization")?.replace(/^Bearer\s+/i, "") ?? "";
+    const ref = seed ? await verifyBudgetToken(seed, token, Date.now()) : undefined;
+    if (ref === undefined) throw new SigilError("invalid_api_key", "a budget reservation needs a run's token");
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new SigilError("invalid_json", "the body is not JSON");
+    }
+    const parsed = budgetRequestSchema.safeParse(body);
+    if (!parsed.success)
+      throw new SigilError("invalid_request", `not a budget request: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    const request = parsed.data;
+    if (request.ref !== ref) throw new SigilError("permission_denied", "the token is for another run");
+    const namespace = c.env.BUDGETS;
+    if (!namespace)
+      throw new SigilError("internal_error", "budgets need the BUDGETS Durable Object, which is not bound");
+    const store = namespace.get(namespace.idFromName(`${request.account}:${request.wallet}`));
+    const answer = await store.decide(request);
+    if (!answer.granted) {
+      c.get("log").info("budget refused a signature", { wallet: request.wallet, budget: answer.budget, ref });
+      if (answer.notify) budgetExhausted(emitterOf(c), request, answer);
+    }
+    return c.json(answer);
+  });
+  return r;
+}
