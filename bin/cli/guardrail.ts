@@ -5,7 +5,7 @@
 // it lists the templates (shared/guardrails/templates.ts) or fills one from its options and prints
 // the document, to save and `set`.
 import type { SetWalletGuardrailInput } from "../../sdk/src/index.ts";
-import { describeGuardrail } from "../../shared/guardrails/describe.ts";
+import { describeBudgetUse, describeGuardrail } from "../../shared/guardrails/describe.ts";
 import { guardrailSchema } from "../../shared/guardrails/schema.ts";
 import { fillTemplate, guardrailTemplates, paramsOf, templateNamed } from "../../shared/guardrails/templates.ts";
 import { didYouMean, fields, readInput, text, UsageError, valued, type Command, type Group } from "./context.ts";
@@ -58,7 +58,10 @@ const show: Command = {
     const w = wallet(positionals);
     if (!/^0x/.test(w)) throw new UsageError("guardrail show takes the wallet's address");
     const answer = await ctx.keyed().getWalletGuardrail({ wallet_address: w });
-    ctx.print(answer, () =>
+    const budgets = answer.guardrail?.budgets?.length
+      ? (await ctx.keyed().getWalletBudgets({ wallet_address: w })).budgets
+      : [];
+    ctx.print({ ...answer, budgets }, () =>
       answer.guardrail === null
         ? `${answer.wallet_address} has no guardrail: it signs whatever the scripts its groups allow ask`
         : [
@@ -69,6 +72,7 @@ const show: Command = {
             ]),
             "may sign:",
             ...describeGuardrail(guardrailSchema.parse(answer.guardrail)).map((l) => `  ${l}`),
+            ...(budgets.length ? ["used now:", ...budgets.map((b) => `  ${describeBudgetUse(b)}`)] : []),
           ].join("\n"),
     );
   },
@@ -169,3 +173,4 @@ export const guardrailGroup: Group = {
   summary: "what each wallet may sign: set, show in words, remove, start from a template",
   commands: [set, show, remove, template],
 };
+

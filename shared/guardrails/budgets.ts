@@ -6,7 +6,14 @@
 // A signature is counted by its payload's digest: the same payload signed again under the same key is
 // the same signature (the enclave's ECDSA is deterministic, RFC 6979), so a retried run, or a run
 // that signs what an earlier one signed, adds nothing; a new payload always adds, however small.
-import { hashMessage, hashTypedData, keccak256, serializeTransaction, type Hex } from "viem";
+import {
+  hashMessage,
+  hashTypedData,
+  keccak256,
+  serializeTransaction,
+  type Hex,
+  type TransactionSerializable,
+} from "viem";
 import { z } from "zod";
 import type { SignRequest } from "./evaluate.ts";
 import type { Budget } from "./schema.ts";
@@ -21,10 +28,7 @@ export type BudgetCharge = { digest: Hex; valueWei: bigint };
 export function budgetCharge(request: SignRequest): BudgetCharge {
   switch (request.kind) {
     case "transaction":
-      return {
-        digest: keccak256(serializeTransaction(request.transaction)),
-        valueWei: request.transaction.value ?? 0n,
-      };
+      return { digest: transactionDigest(request.transaction), valueWei: request.transaction.value ?? 0n };
     case "typed_data":
       return { digest: hashTypedData(request.typedData), valueWei: 0n };
     case "message":
@@ -33,6 +37,21 @@ export function budgetCharge(request: SignRequest): BudgetCharge {
       return { digest: request.digest, valueWei: 0n };
     case "export":
       return { digest: keccak256(new TextEncoder().encode("sigil:key-export")), valueWei: 0n };
+  }
+}
+
+/**
+ * A transaction's signing hash; for one too incomplete to serialize (check_guardrail takes partial
+ * payloads: no fee fields, say), a hash of its fields, which names it as well for counting. A run's
+ * transactions always serialize: the sandbox made the digest it signs from the same fields.
+ */
+function transactionDigest(tx: TransactionSerializable): Hex {
+  try {
+    return keccak256(serializeTransaction(tx));
+  } catch {
+    return keccak256(
+      new TextEncoder().encode(JSON.stringify(tx, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))),
+    );
   }
 }
 

@@ -1,7 +1,7 @@
 // A guardrail in words: a line per kind of thing the wallet may sign, and the two refusals that
 // matter most said outright.
 import { describe, expect, it } from "vitest";
-import { describeGuardrail } from "./describe.ts";
+import { describeBudget, describeGuardrail } from "./describe.ts";
 import { guardrailSchema } from "./schema.ts";
 
 describe("describeGuardrail", () => {
@@ -53,5 +53,19 @@ describe("describeGuardrail", () => {
       "raw digests: ANY (signDigest can sign any transaction's hash)",
       "key export: ALLOWED (the key signs past every rule)",
     ]);
+  });
+});
+
+describe("budgets in words", () => {
+  it("names each budget's limits, window and scope", () => {
+    expect(describeBudget({ name: "daily", window_seconds: 86_400, max_value_wei: "500000000000000000" })).toBe(
+      "budget daily: at most 0.5 ETH in any day",
+    );
+    expect(describeBudget({ name: "h", per: "key", window_seconds: 7200, max_signatures: 20 })).toBe(
+      "budget h: at most 20 signatures in any 2 hours, per usage key",
+    );
+    expect(
+      describeBudget({ name: "a", per: "action", window_seconds: 90, max_value_wei: "1", max_signatures: 1 }),
+    ).toBe("budget a: at most 0.000000000000000001 ETH and 1 signature in any 90 seconds, per action");
   });
 });

@@ -1,7 +1,8 @@
 // A guardrail in words, a line per thing the wallet may sign (`sigil guardrail show`, the dashboard):
 // what a reviewer reads instead of the JSON. Everything not listed is refused, and the last lines say
 // so for the two that matter most, raw digests and the key's export.
-import type { Condition, Guardrail } from "./schema.ts";
+import { showWei, type BudgetState } from "./budgets.ts";
+import type { Budget, Condition, Guardrail } from "./schema.ts";
 
 function condition(name: string, c: Condition): string {
   const parts: string[] = [];
@@ -64,5 +65,36 @@ export function describeGuardrail(g: Guardrail): string[] {
     );
   lines.push(g.raw_digests ? "raw digests: ANY (signDigest can sign any transaction's hash)" : "raw digests: never");
   lines.push(g.key_export ? "key export: ALLOWED (the key signs past every rule)" : "key export: never");
+  for (const b of g.budgets ?? []) lines.push(describeBudget(b));
   return lines;
+}
+
+/** A budget in words: "budget daily: at most 0.5 ETH and 20 signatures in any day, per usage key". */
+export function describeBudget(b: Budget): string {
+  const limits = [
+    b.max_value_wei === undefined ? undefined : showWei(BigInt(b.max_value_wei)),
+    b.max_signatures === undefined ? undefined : `${b.max_signatures} signature${b.max_signatures === 1 ? "" : "s"}`,
+  ].filter((x) => x !== undefined);
+  const per = b.per === "key" ? ", per usage key" : b.per === "action" ? ", per action" : "";
+  return `budget ${b.name}: at most ${limits.join(" and ")} in any ${windowText(b.window_seconds)}${per}`;
+}
+
+function windowText(seconds: number): string {
+  const unit = (n: number, word: string) => (n === 1 ? word : `${n} ${word}s`);
+  if (seconds % 86_400 === 0) return unit(seconds / 86_400, "day");
+  if (seconds % 3600 === 0) return unit(seconds / 3600, "hour");
+  if (seconds % 60 === 0) return unit(seconds / 60, "minute");
+  return `${seconds} seconds`;
+}
+
+/** One budget's counters in words: "daily: 0.2 ETH of 0.5 ETH, 3 of 20 signatures used (…)". */
+export function describeBudgetUse(b: BudgetState): string {
+  const parts = [
+    b.max_value_wei === undefined
+      ? undefined
+      : `${showWei(BigInt(b.used_value_wei))} of ${showWei(BigInt(b.max_value_wei))}`,
+    b.max_signatures === undefined ? undefined : `${b.used_signatures} of ${b.max_signatures} signatures`,
+  ].filter((x) => x !== undefined);
+  const scope = b.scope === "wallet" ? "" : ` [${b.scope}]`;
+  return `${b.name}${scope}: ${parts.join(", ")} used${b.frees_at ? `; the oldest leaves the window at ${b.frees_at}` : ""}`;
 }

@@ -58,6 +58,8 @@ export type GuardrailTemplate<S extends z.ZodObject = z.ZodObject> = {
   make(params: z.output<S>): GuardrailInput;
 };
 
+const DAY_SECONDS = 86_400;
+
 const template = <S extends z.ZodObject>(t: GuardrailTemplate<S>) => t;
 
 // ——— treasury ———
@@ -89,6 +91,12 @@ const treasuryParams = z
       description: "with tokens: the most one transfer may move, in the token's base units (1000000 = 1 USDC)",
       example: "1000000",
     }),
+    daily_cap_wei: meta(amount.optional(), {
+      title: "Most wei a day",
+      description:
+        "the most ether all its transactions together may send in any 24 hours, in wei; left out, no daily cap",
+      example: "2000000000000000000",
+    }),
   })
   .superRefine((p, ctx) => {
     if (p.tokens && p.max_token_amount === undefined)
@@ -103,7 +111,8 @@ const treasuryParams = z
 
 export const treasuryTemplate = template({
   name: "treasury",
-  summary: "pays listed recipients only: ether up to a cap per transaction, and ERC-20 transfers up to a cap",
+  summary:
+    "pays listed recipients only: ether up to a cap per transaction and, optionally, a day; ERC-20 transfers up to a cap",
   params: treasuryParams,
   make: (p) => ({
     version: 1,
@@ -127,6 +136,9 @@ export const treasuryTemplate = template({
           }
         : {}),
     },
+    ...(p.daily_cap_wei === undefined
+      ? {}
+      : { budgets: [{ name: "daily", window_seconds: DAY_SECONDS, max_value_wei: p.daily_cap_wei }] }),
   }),
 });
 
@@ -152,6 +164,16 @@ const tradingBotParams = z
       description: "the most ether a call to the router may send, in wei; left out, none",
       example: "100000000000000000",
     }),
+    daily_cap_wei: meta(amount.optional(), {
+      title: "Most wei a day",
+      description: "the most ether all its trades together may send in any 24 hours, in wei; left out, no daily cap",
+      example: "1000000000000000000",
+    }),
+    max_trades_per_day: meta(z.number().int().min(1).max(1_000_000).optional(), {
+      title: "Most trades a day",
+      description: "the most transactions it may sign in any 24 hours; left out, no limit",
+      example: "100",
+    }),
     tokens: meta(addresses.optional(), {
       title: "Tokens to approve",
       description: "ERC-20 tokens whose approve(spender, amount) it may call, with the router as the only spender",
@@ -166,7 +188,7 @@ const tradingBotParams = z
 export const tradingBotTemplate = template({
   name: "trading-bot",
   summary:
-    "calls one router's listed functions on one chain, optionally approving it on listed tokens; no plain transfers",
+    "calls one router's listed functions on one chain, optionally approving it on listed tokens, with per-trade and daily caps; no plain transfers",
   params: tradingBotParams,
   make: (p) => ({
     version: 1,
@@ -186,6 +208,18 @@ export const tradingBotTemplate = template({
         })),
       ],
     },
+    ...(p.daily_cap_wei === undefined && p.max_trades_per_day === undefined
+      ? {}
+      : {
+          budgets: [
+            {
+              name: "daily",
+              window_seconds: DAY_SECONDS,
+              ...(p.daily_cap_wei === undefined ? {} : { max_value_wei: p.daily_cap_wei }),
+              ...(p.max_trades_per_day === undefined ? {} : { max_signatures: p.max_trades_per_day }),
+            },
+          ],
+        }),
   }),
 });
 

@@ -600,6 +600,11 @@ describe("guardrails through the SDK", () => {
       guardrail_hash: null,
     });
     expect(await signHash({ hash: `0x${"12".repeat(32)}` })).toMatch(/^0x/);
+    // No guardrail, no budgets (test/e2e/budgets.test.ts has them).
+    expect(await client.getWalletBudgets({ wallet_address: wallet })).toMatchObject({
+      guardrail_hash: null,
+      budgets: [],
+    });
     // Not the account's wallet: 404; a document that does not hold together: 400, naming where.
     await expect(
       client.getWalletGuardrail({ wallet_address: privateKeyToAccount(generatePrivateKey()).address }),

@@ -61,6 +61,8 @@ export async function all() {
   });
   await c.POST("/core/v1/set_wallet_guardrail", { body: { wallet_address: 1, guardrail: null } });
   const guarded = await c.GET("/core/v1/get_wallet_guardrail", { params: { query: { wallet_address: "0x00" } } });
+  const budgets = await c.GET("/core/v1/get_wallet_budgets", { params: { query: { wallet_address: "0x00" } } });
+  budgets.data?.budgets.map((b) => [b.name, b.used_value_wei, b.left_signatures]);
   await c.POST("/core/v1/check_guardrail", {
     body: {
       wallet_address: "0x00",

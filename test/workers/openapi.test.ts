@@ -58,6 +58,7 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   // Added after docs/design/api.md (issue 30): what a wallet may sign, set by the master key and read by any key.
   ["post", "/set_wallet_guardrail", "key", "Wallets"],
   ["get", "/get_wallet_guardrail", "key", "Wallets"],
+  ["get", "/get_wallet_budgets", "key", "Wallets"],
   ["post", "/check_guardrail", "key", "Wallets"],
   ["post", "/add_group", "key", "Groups"],
   ["get", "/list_groups", "key", "Groups"],

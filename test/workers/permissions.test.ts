@@ -215,6 +215,12 @@ const rows: Row[] = [
     prepare: async (a) => get(`get_wallet_guardrail?wallet_address=${a.wallet_address}`),
     check: (b) => expect(b).toMatchObject({ wallet_address: expect.stringMatching(/^0x[0-9a-f]{40}$/) }),
   },
+  {
+    endpoint: "get_wallet_budgets",
+    auth: "read",
+    prepare: async (a) => get(`get_wallet_budgets?wallet_address=${a.wallet_address}`),
+    check: (b) => expect(b).toMatchObject({ budgets: [] }),
+  },
 
   // Groups and actions
   {

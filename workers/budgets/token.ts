@@ -33,11 +33,11 @@ export async function issueBudgetToken(seedHex: string, ref: string, expiresAt: 
 export async function verifyBudgetToken(seedHex: string, token: string, now: number): Promise<string | undefined> {
   const [claimPart, macPart, extra] = token.split(".");
   if (!claimPart || !macPart || extra !== undefined) return undefined;
-  let claim: Uint8Array;
-  let mac: Uint8Array;
+  let claim: Uint8Array<ArrayBuffer>;
+  let mac: Uint8Array<ArrayBuffer>;
   try {
-    claim = fromBase64Url(claimPart);
-    mac = fromBase64Url(macPart);
+    claim = new Uint8Array(fromBase64Url(claimPart));
+    mac = new Uint8Array(fromBase64Url(macPart));
   } catch {
     return undefined;
   }

@@ -9,6 +9,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { budgetRequestSchema } from "../../shared/guardrails/budgets.ts";
 import type { EdgeEnv } from "../router.ts";
 import { verifyBudgetToken } from "../budgets/token.ts";
+import { budgetsOf } from "../budgets/index.ts";
 import { budgetExhausted, emitterOf } from "../webhooks/emit.ts";
 
 export function budgetRoutes(): Hono<EdgeEnv> {
@@ -29,11 +30,7 @@ export function budgetRoutes(): Hono<EdgeEnv> {
       throw new SigilError("invalid_request", `not a budget request: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     const request = parsed.data;
     if (request.ref !== ref) throw new SigilError("permission_denied", "the token is for another run");
-    const namespace = c.env.BUDGETS;
-    if (!namespace)
-      throw new SigilError("internal_error", "budgets need the BUDGETS Durable Object, which is not bound");
-    const store = namespace.get(namespace.idFromName(`${request.account}:${request.wallet}`));
-    const answer = await store.decide(request);
+    const answer = await budgetsOf(c.env.BUDGETS, request.account, request.wallet).decide(request);
     if (!answer.granted) {
       c.get("log").info("budget refused a signature", { wallet: request.wallet, budget: answer.budget, ref });
       if (answer.notify) budgetExhausted(emitterOf(c), request, answer);

@@ -11,6 +11,9 @@ import { compileGuardrail, guardrailDocumentSchema } from "../../shared/guardrai
 import { signRequestSchema, toSignRequest } from "../../shared/guardrails/request.ts";
 import { guardrailDocumentAt } from "../../shared/guardrails/onChain.ts";
 import { guardrailSchema } from "../../shared/guardrails/schema.ts";
+import { budgetCharge, budgetLimits, budgetStateSchema } from "../../shared/guardrails/budgets.ts";
+import { toHash32 } from "../../shared/hashing.ts";
+import { budgetsOf } from "../budgets/index.ts";
 import type { EdgeConfig } from "../config.ts";
 import { chainClient, contractAddress, read, readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
@@ -78,11 +81,39 @@ const checkGuardrail = route("POST /check_guardrail", "Wallets", {
         reason: z.string().optional().describe("for a refusal: the condition that did not hold"),
         observed: z.string().optional().describe("for a refusal: the value seen"),
         guardrail_hash: z.string().nullable().describe("the document decided with; null: the wallet has none"),
+        budgets: z
+          .object({ before: z.array(budgetStateSchema), after: z.array(budgetStateSchema) })
+          .optional()
+          .describe(
+            "with wallet_address, when its guardrail has budgets counted per wallet or per usage key (this key): their counters before and after the request as if it were signed now; read, never consumed. Per-action budgets depend on the script and are not decided here",
+          ),
       })
       .openapi("GuardrailDecision"),
   ),
   // 400: the body (neither or both of wallet_address and guardrail); 404: not a wallet of the account.
   errors: [400, 401, 404, 408, 413, 429, 503],
+});
+
+const getBudgets = route("GET /get_wallet_budgets", "Wallets", {
+  summary:
+    "A wallet's budgets (its guardrail's rolling-window limits): what each has counted in its window now and what is left, per scope",
+  security: "key",
+  middleware: [requireKey],
+  request: { query: getGuardrail.request.query },
+  ok: json(
+    z
+      .object({
+        wallet_address: z.string().describe("lowercase"),
+        guardrail_hash: z.string().nullable().describe("the guardrail whose budgets these are; null: no guardrail"),
+        budgets: z
+          .array(budgetStateSchema)
+          .describe(
+            "each budget's counters now: one entry for a wallet-wide budget, one per usage key (scope key:0x…) or per action (scope action:<cid>) that has used a per-key or per-action budget in its window",
+          ),
+      })
+      .openapi("WalletBudgets"),
+  ),
+  errors: [400, 401, 404, 429, 503],
 });
 
 /** The document WalletGuardrailSet carried in `block` whose bytes hash to `hash`. */
@@ -113,6 +144,25 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
     );
   });
 
+  r.openapi(getBudgets, async (c) => {
+    const wallet = c.req.valid("query").wallet_address.toLowerCase() as Address;
+    const found = await walletGuardrail(c.get("config"), callerKey(c).keyHash, wallet);
+    const budgets = found?.document.budgets ?? [];
+    const states =
+      found && budgets.length > 0
+        ? await budgetsOf(c.env.BUDGETS, found.master, wallet).states(
+            budgets.map((b) => ({
+              name: b.name,
+              per: b.per ?? "wallet",
+              window_seconds: b.window_seconds,
+              ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
+              ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
+            })),
+          )
+        : [];
+    return c.json({ wallet_address: wallet, guardrail_hash: found?.hash ?? null, budgets: states }, 200);
+  });
+
   // The enclave's check, made here on the same evaluator: what a script's request would meet.
   r.openapi(checkGuardrail, async (c) => {
     const input = c.req.valid("json");
@@ -132,6 +182,33 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
         );
       document = found.document;
       hash = found.hash;
+      const request = toSignRequest(input.request);
+      const decision = compileGuardrail(document).check(request);
+      const budgets = (document.budgets ?? []).filter((b) => b.per !== "action");
+      if (!decision.allowed || budgets.length === 0) return c.json({ ...decision, guardrail_hash: hash }, 200);
+      const charge = budgetCharge(request);
+      const peek = await budgetsOf(c.env.BUDGETS, found.master, wallet).decide({
+        op: "peek",
+        account: toHash32(found.master),
+        wallet,
+        ref: c.get("ids").requestId,
+        digest: charge.digest.toLowerCase(),
+        value_wei: charge.valueWei.toString(),
+        budgets: budgetLimits(budgets, { keyHash: toHash32(callerKey(c).keyHash), cid: "" }),
+      });
+      if (!peek.granted)
+        return c.json(
+          {
+            allowed: false,
+            rule: `budgets.${peek.budget}`,
+            reason: peek.reason,
+            observed: peek.observed,
+            guardrail_hash: hash,
+            budgets: { before: peek.before, after: peek.before },
+          },
+          200,
+        );
+      return c.json({ ...decision, guardrail_hash: hash, budgets: { before: peek.before, after: peek.after } }, 200);
     }
     const decision = compileGuardrail(document).check(toSignRequest(input.request));
     return c.json({ ...decision, guardrail_hash: hash }, 200);
@@ -156,7 +233,7 @@ async function walletGuardrail(config: EdgeConfig, keyHash: bigint, wallet: Addr
       "internal_error",
       `the wallet's guardrail on chain (${hash}) is not a valid document; the enclave refuses every signature of the wallet until it is replaced`,
     );
-  return { hash, block: block.toString(), document: parsed.data };
+  return { hash, block: block.toString(), document: parsed.data, master };
 }
 
 function safeJson(text: string): unknown {

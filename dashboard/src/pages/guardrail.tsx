@@ -9,7 +9,7 @@
 import { useState } from "preact/hooks";
 import type { Session } from "../session.ts";
 import type { GetWalletGuardrailOutput, SetWalletGuardrailInput } from "../../../sdk/src/index.ts";
-import { describeGuardrail } from "../../../shared/guardrails/describe.ts";
+import { describeBudgetUse, describeGuardrail } from "../../../shared/guardrails/describe.ts";
 import type { Guardrail } from "../../../shared/guardrails/schema.ts";
 import { dollars, ErrorNote, Field, Form, Hex, Load, Section, useAction, useLoad, type Loaded } from "../ui.tsx";
 
@@ -31,6 +31,27 @@ export function GuardrailWords({ guardrail, testId }: { guardrail: Guardrail; te
         <li class={line.startsWith("  ") ? "sub" : undefined}>{line.trim()}</li>
       ))}
     </ul>
+  );
+}
+
+/** What each budget has used in its window and what is left, read live from the wallet's counters. */
+function BudgetsUsed({ session, address, hash }: { session: Session; address: string; hash: string }) {
+  const loaded = useLoad(() => session.client.getWalletBudgets({ wallet_address: address }), [address, hash]);
+  return (
+    <Load loaded={loaded} what="its budgets">
+      {(b) => (
+        <>
+          <p>Budgets used now (rolling windows):</p>
+          <ul class="guardrail-words" data-testid="guardrail-budgets">
+            {b.budgets.length === 0 ? (
+              <li>nothing counted yet</li>
+            ) : (
+              b.budgets.map((state) => <li>{describeBudgetUse(state)}</li>)
+            )}
+          </ul>
+        </>
+      )}
+    </Load>
   );
 }
 
@@ -69,6 +90,9 @@ export function GuardrailSection({ session, address }: { session: Session; addre
               <>
                 <p>Only this; anything else a script asks it to sign is refused:</p>
                 <GuardrailWords guardrail={g.guardrail as Guardrail} testId="guardrail-words" />
+                {(g.guardrail as Guardrail).budgets?.length ? (
+                  <BudgetsUsed session={session} address={address} hash={g.guardrail_hash ?? ""} />
+                ) : null}
                 <dl class="facts">
                   <dt>Guardrail hash</dt>
                   <dd>
