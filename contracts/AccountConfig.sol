@@ -60,6 +60,9 @@ contract AccountConfig is
     event UsageApiKeyRemoved(uint256 indexed master, uint256 indexed keyHash);
     event WalletRegistered(uint256 indexed master, address indexed wallet, uint256 walletId);
     event WalletGuardrailSet(uint256 indexed master, address indexed wallet, bytes32 guardrailHash, string document);
+    event UsageKeyGuardrailSet(
+        uint256 indexed master, uint256 indexed usageKeyHash, bytes32 guardrailHash, string document
+    );
     event GroupAdded(uint256 indexed master, uint256 indexed groupId);
     event GroupUpdated(uint256 indexed master, uint256 indexed groupId);
     event GroupRemoved(uint256 indexed master, uint256 indexed groupId);
@@ -285,6 +288,25 @@ contract AccountConfig is
         a.usageKeyHashes.remove(usageKeyHash);
         _layout().hashes[usageKeyHash].kind = HashKind.RemovedUsageKey;
         emit UsageApiKeyRemoved(master, usageKeyHash);
+    }
+
+    /// @notice Sets, replaces or (with an empty document) removes a usage key's guardrail: a document
+    /// like a wallet's that every signature a run of the key asks for must also pass, whatever the
+    /// wallet (docs/design/guardrails.md, Narrowed per usage key). Owner only; kept as a wallet's is.
+    function setUsageKeyGuardrail(uint256 accountHash, uint256 usageKeyHash, string calldata document) external {
+        (uint256 master, Account storage a) = _authorize(accountHash, OWNER, 0);
+        UsageKey storage k = _usageKey(a, usageKeyHash);
+        if (bytes(document).length > MAX_GUARDRAIL_BYTES) revert LimitExceeded("guardrail bytes", MAX_GUARDRAIL_BYTES);
+        bytes32 guardrailHash;
+        if (bytes(document).length != 0) {
+            guardrailHash = keccak256(bytes(document));
+            k.guardrail = guardrailHash;
+            k.guardrailBlock = block.number;
+        } else {
+            delete k.guardrail;
+            delete k.guardrailBlock;
+        }
+        emit UsageKeyGuardrailSet(master, usageKeyHash, guardrailHash, document);
     }
 
     // ─── wallets ───────────────────────────────────────────────────────────────────────────

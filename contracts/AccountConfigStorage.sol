@@ -67,6 +67,10 @@ abstract contract AccountConfigStorage {
         uint256[] addPkpToGroups;
         uint256[] removePkpFromGroups;
         uint256[] executeInGroups;
+        // Appended in version 2 (a struct in a mapping may grow at its end): the key's guardrail,
+        // which narrows what every run of the key may sign, as a wallet's does (docs/design/guardrails.md).
+        bytes32 guardrail;
+        uint256 guardrailBlock;
     }
 
     struct Group {

@@ -225,6 +225,16 @@ contract AccountConfigViews is AccountConfigStorage {
         return _layout().accounts[e.master].usageKeys[keyHash].expiration;
     }
 
+    /// @notice A usage key's guardrail (keccak256 of the document's bytes, and the block whose
+    /// `UsageKeyGuardrailSet` event holds it); (0, 0) for none, or for a hash that is not a live
+    /// usage key's. Ungated, as `usageKeyExpiration`: the enclave asks it with the key's hash alone.
+    function usageKeyGuardrail(uint256 keyHash) external view returns (bytes32 guardrailHash, uint256 blockNumber) {
+        HashEntry storage e = _layout().hashes[keyHash];
+        if (e.kind != HashKind.UsageKey) return (0, 0);
+        UsageKey storage k = _layout().accounts[e.master].usageKeys[keyHash];
+        return (k.guardrail, k.guardrailBlock);
+    }
+
     /// @notice What the ledger needs to bill a request made with the API key `keyHash` (key
     /// namespace only): the account's master hash (its ledger), whether the key is live (as in
     /// `resolveKey`), and the key's spend cap in cents (0 = none, and always 0 for a master key).

@@ -9,7 +9,7 @@ import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
 import { GuardrailStore } from "./authz/guardrails.ts";
 import { ChainListener } from "./authz/listener.ts";
-import { connectChain, walletGuardrail, type ChainContext } from "./chain/client.ts";
+import { connectChain, usageKeyGuardrail, walletGuardrail, type ChainContext } from "./chain/client.ts";
 import { guardrailDocumentAt } from "../shared/guardrails/onChain.ts";
 import { readEnclaveConfig, THREAD_POOL_SIZE, type EnclaveConfig } from "./config.ts";
 import { Keyring } from "./keys/derive.ts";
@@ -109,7 +109,8 @@ export async function startEnclave(
   const payers = payerPool(config, keyring, chain, log);
   const cache = new PermissionCache(chainPermissionSource(chain));
   const guardrails = new GuardrailStore({
-    locate: (master, wallet) => walletGuardrail(chain, master, wallet),
+    locate: (master, subject) =>
+      "wallet" in subject ? walletGuardrail(chain, master, subject.wallet) : usageKeyGuardrail(chain, subject.usageKey),
     document: (at) => guardrailDocumentAt(chain.client, chain.contract, at),
   });
 

@@ -63,6 +63,7 @@ const VALID: Record<EnclaveOperation, Record<string, unknown>> = {
   delete_action: { api_key: KEY, hashed_cid: HASH },
   update_action_metadata: { api_key: KEY, hashed_cid: HASH, name: "a", description: "" },
   set_wallet_guardrail: { api_key: KEY, wallet_address: ADDRESS, guardrail: { version: 1, messages: {} } },
+  set_usage_key_guardrail: { api_key: KEY, usage_api_key: `0x${"ab".repeat(32)}`, guardrail: null },
   convert_to_chain_secured_account: { api_key: KEY, new_admin_wallet_address: ADDRESS, ...envelope },
   create_wallet_with_signature: envelope,
   add_usage_api_key_with_signature: envelope,

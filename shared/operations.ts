@@ -33,6 +33,7 @@ export const enclaveOperations = [
   "delete_action",
   "update_action_metadata",
   "set_wallet_guardrail",
+  "set_usage_key_guardrail",
   "convert_to_chain_secured_account",
   "create_wallet_with_signature",
   "add_usage_api_key_with_signature",
@@ -223,6 +224,15 @@ export const requestSchemas = {
     guardrail: guardrailDocumentSchema
       .nullable()
       .describe("what the wallet may sign (docs/design/guardrails.md); null removes the wallet's guardrail"),
+  }),
+  set_usage_key_guardrail: z.strictObject({
+    ...withKey,
+    usage_api_key: usageKeyRef.describe("the usage key: its value, or its hash (0x + 64 hex)"),
+    guardrail: guardrailDocumentSchema
+      .nullable()
+      .describe(
+        "what every run of the key may sign, with any wallet, on top of each wallet's own guardrail (docs/design/guardrails.md); null removes it",
+      ),
   }),
   convert_to_chain_secured_account: z.strictObject({
     ...withKey,
@@ -441,6 +451,13 @@ export const responseSchemas = {
       .nullable()
       .describe("keccak256 of the document's canonical JSON, as AccountConfig keeps it; null when removed"),
   }),
+  set_usage_key_guardrail: z.object({
+    ...write,
+    guardrail_hash: z
+      .string()
+      .nullable()
+      .describe("keccak256 of the document's canonical JSON, as AccountConfig keeps it; null when removed"),
+  }),
   ...(Object.fromEntries(WRITE_ONLY.map((op) => [op, writeOnly])) as Record<
     (typeof WRITE_ONLY)[number],
     typeof writeOnly
@@ -581,6 +598,7 @@ export const operations = {
   delete_action: writeOp("delete_action"),
   update_action_metadata: writeOp("update_action_metadata"),
   set_wallet_guardrail: writeOp("set_wallet_guardrail"),
+  set_usage_key_guardrail: writeOp("set_usage_key_guardrail"),
   convert_to_chain_secured_account: writeOp("convert_to_chain_secured_account", SIGNED_SPEC),
   // The two derivations answer what the signature derives and send no transaction: they only read.
   create_wallet_with_signature: writeOp("create_wallet_with_signature", { ...SIGNED_SPEC, kind: "read" }),

@@ -10,6 +10,18 @@ import { guardrailSchema } from "../../shared/guardrails/schema.ts";
 import { fillTemplate, guardrailTemplates, paramsOf, templateNamed } from "../../shared/guardrails/templates.ts";
 import { didYouMean, fields, readInput, text, UsageError, valued, type Command, type Group } from "./context.ts";
 
+/** A usage key named as `key:0x<its hash>`: the key's own guardrail instead of a wallet's. */
+const usageKeyOf = (positionals: string[]): string | undefined => {
+  const w = positionals[0] as string;
+  if (!w.startsWith("key:")) return undefined;
+  const hash = w.slice(4);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(hash))
+    throw new UsageError(
+      `key:HASH names a usage key by its hash (0x + 64 hex; sigil key list), not ${JSON.stringify(hash)}`,
+    );
+  return hash;
+};
+
 const wallet = (positionals: string[]) => {
   const w = positionals[0] as string;
   if (!/^0x[0-9a-fA-F]{40}$/.test(w) && !/^\d{1,20}$/.test(w))
@@ -32,16 +44,19 @@ const set: Command = {
   usage: `WALLET FILE
 
   Sets WALLET's guardrail to the JSON document in FILE ("-": standard input): deny by default,
-  checked by the enclave before every signature a script asks the wallet for. The service checks
+  checked by the enclave before every signature a script asks the wallet for. WALLET may be
+  key:HASH, a usage key's hash: the key's own guardrail, which every signature of its runs must
+  pass too, with any wallet. The service checks
   the document first and names each problem at its path. The document's language is
   docs/design/guardrails.md. Needs the account's master key; a write (1 cent).`,
   positionals: { min: 2, max: 2, names: "WALLET FILE" },
   async run({ positionals, ctx }) {
-    const answer = await ctx.keyed().setWalletGuardrail({
-      wallet_address: wallet(positionals),
-      // The service checks the document (and names each problem): it is sent as read.
-      guardrail: documentOf(positionals[1] as string) as SetWalletGuardrailInput["guardrail"],
-    });
+    // The service checks the document (and names each problem): it is sent as read.
+    const guardrail = documentOf(positionals[1] as string) as SetWalletGuardrailInput["guardrail"];
+    const key = usageKeyOf(positionals);
+    const answer = key
+      ? await ctx.keyed().setUsageKeyGuardrail({ usage_api_key: key, guardrail })
+      : await ctx.keyed().setWalletGuardrail({ wallet_address: wallet(positionals), guardrail });
     ctx.wrote(answer, [["guardrail", answer.guardrail_hash ?? "removed"]]);
   },
 };
@@ -52,9 +67,29 @@ const show: Command = {
   usage: `WALLET
 
   Prints WALLET's guardrail in words, a line per kind of thing it may sign (everything else is
-  refused), with its hash and the block that set it; --json prints the document.`,
+  refused), with its hash and the block that set it, and what its budgets have used; --json prints
+  the document. key:HASH shows a usage key's own guardrail.`,
   positionals: { min: 1, max: 1, names: "WALLET" },
   async run({ positionals, ctx }) {
+    const key = usageKeyOf(positionals);
+    if (key) {
+      const own = await ctx.keyed().getUsageKeyGuardrail({ usage_api_key: key });
+      ctx.print(own, () =>
+        own.guardrail === null
+          ? `usage key ${own.usage_key_hash} has no guardrail of its own: its runs meet only their wallets'`
+          : [
+              fields([
+                ["usage key", own.usage_key_hash],
+                ["guardrail", own.guardrail_hash ?? ""],
+                ["set at block", own.set_at_block ?? ""],
+              ]),
+              "its runs may sign, with any wallet (and only what the wallet's own guardrail allows too):",
+              ...describeGuardrail(guardrailSchema.parse(own.guardrail)).map((l) => `  ${l}`),
+              ...(own.budgets.length ? ["used now:", ...own.budgets.map((b) => `  ${describeBudgetUse(b)}`)] : []),
+            ].join("\n"),
+      );
+      return;
+    }
     const w = wallet(positionals);
     if (!/^0x/.test(w)) throw new UsageError("guardrail show takes the wallet's address");
     const answer = await ctx.keyed().getWalletGuardrail({ wallet_address: w });
@@ -83,11 +118,15 @@ const remove: Command = {
   summary: "remove a wallet's guardrail",
   usage: `WALLET
 
-  Removes WALLET's guardrail: the wallet then signs whatever the scripts its groups allow ask.
+  Removes WALLET's guardrail (or key:HASH's): the wallet then signs whatever the scripts its
+  groups allow ask.
   Needs the account's master key; a write (1 cent).`,
   positionals: { min: 1, max: 1, names: "WALLET" },
   async run({ positionals, ctx }) {
-    const answer = await ctx.keyed().setWalletGuardrail({ wallet_address: wallet(positionals), guardrail: null });
+    const key = usageKeyOf(positionals);
+    const answer = key
+      ? await ctx.keyed().setUsageKeyGuardrail({ usage_api_key: key, guardrail: null })
+      : await ctx.keyed().setWalletGuardrail({ wallet_address: wallet(positionals), guardrail: null });
     ctx.wrote(answer, [["guardrail", "removed"]]);
   },
 };
@@ -173,4 +212,3 @@ export const guardrailGroup: Group = {
   summary: "what each wallet may sign: set, show in words, remove, start from a template",
   commands: [set, show, remove, template],
 };
-

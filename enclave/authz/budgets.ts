@@ -9,6 +9,7 @@ import {
   BUDGET_PATH,
   budgetCharge,
   budgetLimits,
+  countedDigest,
   budgetRefusal,
   budgetState,
   useOf,
@@ -93,18 +94,27 @@ export class RunBudgets {
     this.#fetch = options.fetchImpl ?? fetch;
   }
 
-  /** Room for `request`, which `wallet`'s guardrail allowed, in its `budgets`. */
-  async reserve(wallet: Address, budgets: readonly Budget[], request: SignRequest): Promise<BudgetOutcome> {
+  /**
+   * Room for `request` to be signed by `signer`, which a guardrail allowed, in its `budgets`, counted
+   * under `counters` (the wallet's address, or "key:0x…" for a usage key's own guardrail).
+   */
+  async reserve(
+    counters: string,
+    signer: Address,
+    budgets: readonly Budget[],
+    request: SignRequest,
+  ): Promise<BudgetOutcome> {
     if (!this.#access) throw new BudgetUnavailableError("this run was sent without a way to reach the budgets' store");
     const { ref, ...access } = this.#access;
-    const charge = budgetCharge(request);
+    const payload = budgetCharge(request);
+    const charge = { ...payload, digest: countedDigest(signer, payload.digest) };
     const limits = budgetLimits(budgets, this.#runner);
     const answer = await askBudgets(
       access,
       {
         op: this.#dry ? "peek" : "reserve",
         account: this.#runner.account,
-        wallet: wallet.toLowerCase(),
+        wallet: counters.toLowerCase(),
         ref,
         digest: charge.digest.toLowerCase() as Hex,
         value_wei: charge.valueWei.toString(),
@@ -113,13 +123,13 @@ export class RunBudgets {
       this.#fetch,
     );
     if (!this.#dry) return answer;
-    return this.#addPending(wallet, limits, charge, answer);
+    return this.#addPending(counters, limits, charge, answer);
   }
 
   /** A dry run: the store's counters plus this run's earlier would-be signatures, decided as the store would. */
-  #addPending(wallet: Address, limits: BudgetLimit[], charge: BudgetCharge, answer: BudgetAnswer): BudgetOutcome {
+  #addPending(counters: string, limits: BudgetLimit[], charge: BudgetCharge, answer: BudgetAnswer): BudgetOutcome {
     const entries = limits.map((limit) => {
-      const id = `${wallet.toLowerCase()}|${limit.name}|${limit.scope}`;
+      const id = `${counters.toLowerCase()}|${limit.name}|${limit.scope}`;
       const pending = this.#pending.get(id) ?? { count: 0, value: 0n, digests: new Set<string>() };
       const stored = answer.before.find((s) => s.name === limit.name && s.scope === limit.scope);
       const base = stored ? useOf(stored) : { count: 0, value: 0n, oldest: null };

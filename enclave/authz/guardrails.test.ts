@@ -35,9 +35,12 @@ describe("GuardrailStore", () => {
   it("loads a document once per hash, concurrent first uses sharing the reads, and checks with it", async () => {
     const { s, calls } = source();
     const store = new GuardrailStore(s);
-    const [a, b] = await Promise.all([store.load(MASTER, WALLET, HASH), store.load(MASTER, WALLET, HASH)]);
+    const [a, b] = await Promise.all([
+      store.load(MASTER, { wallet: WALLET }, HASH),
+      store.load(MASTER, { wallet: WALLET }, HASH),
+    ]);
     expect(a).toBe(b);
-    await store.load(MASTER, WALLET, HASH);
+    await store.load(MASTER, { wallet: WALLET }, HASH);
     expect(calls).toEqual({ locate: 1, documents: 1 });
     expect(decide(a, message("hi there"))).toEqual({ allowed: true, rule: "messages.pattern" });
     expect(decide(a, message("bye"))).toMatchObject({ allowed: false, rule: "messages.pattern" });
@@ -46,7 +49,7 @@ describe("GuardrailStore", () => {
 
   it("refuses everything when the bytes are not found, do not parse, or are not a guardrail", async () => {
     for (const documents of [["something else"], []]) {
-      const loaded = await new GuardrailStore(source({ documents }).s).load(MASTER, WALLET, HASH);
+      const loaded = await new GuardrailStore(source({ documents }).s).load(MASTER, { wallet: WALLET }, HASH);
       expect(decide(loaded, message("hi"))).toMatchObject({
         allowed: false,
         reason: expect.stringContaining("not found"),
@@ -56,7 +59,7 @@ describe("GuardrailStore", () => {
     const junkHash = keccak256(toBytes(junk));
     const loaded = await new GuardrailStore(source({ hash: junkHash, documents: [junk] }).s).load(
       MASTER,
-      WALLET,
+      { wallet: WALLET },
       junkHash,
     );
     expect(decide(loaded, message("hi"))).toMatchObject({
@@ -69,15 +72,15 @@ describe("GuardrailStore", () => {
   it("a guardrail changed since the grant was read is refused for now, and nothing is kept of a failed read", async () => {
     const changing = source({ hash: `0x${"11".repeat(32)}` });
     const movedStore = new GuardrailStore(changing.s);
-    const moved = await movedStore.load(MASTER, WALLET, HASH);
+    const moved = await movedStore.load(MASTER, { wallet: WALLET }, HASH);
     expect(decide(moved, message("hi"))).toMatchObject({ allowed: false, reason: expect.stringContaining("changed") });
     // Not kept under the old hash: asked again, the chain is read again.
-    await movedStore.load(MASTER, WALLET, HASH);
+    await movedStore.load(MASTER, { wallet: WALLET }, HASH);
     expect(changing.calls.locate).toBe(2);
     const failing = source({ fail: true });
     const store = new GuardrailStore(failing.s);
-    await expect(store.load(MASTER, WALLET, HASH)).rejects.toThrow("rpc down");
-    await expect(store.load(MASTER, WALLET, HASH)).rejects.toThrow("rpc down");
+    await expect(store.load(MASTER, { wallet: WALLET }, HASH)).rejects.toThrow("rpc down");
+    await expect(store.load(MASTER, { wallet: WALLET }, HASH)).rejects.toThrow("rpc down");
     expect(failing.calls.locate).toBe(2);
   });
 });

@@ -7,7 +7,7 @@
 //
 // A document that cannot be read or does not hold together (a ChainSecured admin may write any bytes
 // to the contract) refuses every signature of its wallet, saying why: deny by default.
-import type { Address, Hex } from "viem";
+import type { Hex } from "viem";
 import {
   compileGuardrail,
   type CompiledGuardrail,
@@ -15,13 +15,14 @@ import {
   type SignRequest,
 } from "../../shared/guardrails/evaluate.ts";
 import { Recent } from "../../shared/recent.ts";
+import type { GuardrailSubject } from "../../shared/guardrails/onChain.ts";
 
-/** Where a wallet's guardrail document is: its hash and the block whose event holds its bytes. */
+/** Where a guardrail document is — a wallet's, or a usage key's own: its hash and the block whose event holds its bytes. */
 export type GuardrailSource = {
-  /** The wallet's current guardrail hash and block (0x0…, 0 for none), as the account's key reads it. */
-  locate(master: bigint, wallet: Address): Promise<{ hash: Hex; block: bigint }>;
-  /** The document WalletGuardrailSet carried for (master, wallet) in `block` whose bytes hash to `hash` (shared/guardrails/onChain.ts). */
-  document(at: { master: bigint; wallet: Address; block: bigint; hash: Hex }): Promise<string | undefined>;
+  /** The subject's current guardrail hash and block (0x0…, 0 for none). */
+  locate(master: bigint, subject: GuardrailSubject): Promise<{ hash: Hex; block: bigint }>;
+  /** The document the subject's event carried in `block` whose bytes hash to `hash` (shared/guardrails/onChain.ts). */
+  document(at: { master: bigint; block: bigint; hash: Hex } & GuardrailSubject): Promise<string | undefined>;
 };
 
 /** A guardrail whose document cannot be used: every signature is refused with `reason`. */
@@ -42,37 +43,37 @@ export class GuardrailStore {
     this.#source = source;
   }
 
-  /** The guardrail `hash` of `wallet` (master's), compiled; loaded from the chain at its first use. */
-  async load(master: bigint, wallet: Address, hash: Hex): Promise<LoadedGuardrail> {
+  /** The guardrail `hash` of `subject` (master's wallet, or usage key), compiled; loaded from the chain at its first use. */
+  async load(master: bigint, subject: GuardrailSubject, hash: Hex): Promise<LoadedGuardrail> {
     const kept = this.#byHash.get(hash);
     if (kept) return kept;
     let loading = this.#inflight.get(hash);
     if (!loading) {
-      loading = this.#fetch(master, wallet, hash).finally(() => this.#inflight.delete(hash));
+      loading = this.#fetch(master, subject, hash).finally(() => this.#inflight.delete(hash));
       this.#inflight.set(hash, loading);
     }
     return loading;
   }
 
-  async #fetch(master: bigint, wallet: Address, hash: Hex): Promise<LoadedGuardrail> {
+  async #fetch(master: bigint, subject: GuardrailSubject, hash: Hex): Promise<LoadedGuardrail> {
     // Errors reading the chain propagate (the caller answers chain_unavailable, nothing is kept);
     // what the chain says is kept, a broken document too (it is broken for good under its hash).
-    const located = await this.#source.locate(master, wallet);
+    const located = await this.#source.locate(master, subject);
     if (located.hash.toLowerCase() !== hash.toLowerCase()) {
       // Changed since the grant was read: the grant is stale and the listener is about to drop it.
       // Not kept: the document under this hash may be set again, and is not broken.
-      return { hash, broken: "the wallet's guardrail changed while this run asked for it; try again" };
+      return { hash, broken: "the guardrail changed while this run asked for it; try again" };
     }
-    const document = await this.#source.document({ master, wallet, block: located.block, hash });
+    const document = await this.#source.document({ master, ...subject, block: located.block, hash });
     let loaded: LoadedGuardrail;
-    if (document === undefined) loaded = { hash, broken: "the wallet's guardrail document was not found on chain" };
+    if (document === undefined) loaded = { hash, broken: "the guardrail's document was not found on chain" };
     else {
       try {
         loaded = { hash, compiled: compileGuardrail(JSON.parse(document)) };
       } catch (err) {
         loaded = {
           hash,
-          broken: `the wallet's guardrail does not hold together: ${(err as Error).message.split("\n")[0]}`,
+          broken: `the guardrail does not hold together: ${(err as Error).message.split("\n")[0]}`,
         };
       }
     }

@@ -31,10 +31,13 @@ export type KeyResolution = {
   live: boolean;
   /** Unix seconds after which a usage key stops authorizing; 0: never. */
   expiresAt: bigint;
+  /** A usage key's own guardrail (docs/design/guardrails.md, Narrowed per usage key): its hash, null for none. */
+  guardrail?: Hex | null;
 };
 
-export async function resolveKey({ client, contract }: ChainContext, keyHash: bigint): Promise<KeyResolution> {
-  const [[master, isMaster, managed, live], expiresAt] = await Promise.all([
+export async function resolveKey(chain: ChainContext, keyHash: bigint): Promise<KeyResolution> {
+  const { client, contract } = chain;
+  const [[master, isMaster, managed, live], expiresAt, [guardrail]] = await Promise.all([
     client.readContract({ address: contract, abi: accountConfigAbi, functionName: "resolveKey", args: [keyHash] }),
     client.readContract({
       address: contract,
@@ -42,8 +45,23 @@ export async function resolveKey({ client, contract }: ChainContext, keyHash: bi
       functionName: "usageKeyExpiration",
       args: [keyHash],
     }),
+    usageKeyGuardrail(chain, keyHash).then((g) => [g.hash] as const),
   ]);
-  return { master, isMaster, managed, live, expiresAt };
+  return { master, isMaster, managed, live, expiresAt, guardrail: BigInt(guardrail) === 0n ? null : guardrail };
+}
+
+/** A usage key's own guardrail: its hash and the block whose UsageKeyGuardrailSet holds it ((0, 0): none). */
+export async function usageKeyGuardrail(
+  { client, contract }: ChainContext,
+  keyHash: bigint,
+): Promise<{ hash: Hex; block: bigint }> {
+  const [hash, block] = await client.readContract({
+    address: contract,
+    abi: accountConfigAbi,
+    functionName: "usageKeyGuardrail",
+    args: [keyHash],
+  });
+  return { hash, block };
 }
 
 export async function authorizeExecution(

@@ -23,7 +23,13 @@ import {
 } from "./groups.ts";
 import { addUsageApiKeyWithSignature, convertToChainSecuredAccount, createWalletWithSignature } from "./signatures.ts";
 import { sigilAction } from "./sigilAction.ts";
-import { addUsageApiKey, removeUsageApiKey, updateUsageApiKey, updateUsageApiKeyMetadata } from "./usageKeys.ts";
+import {
+  addUsageApiKey,
+  removeUsageApiKey,
+  setUsageKeyGuardrail,
+  updateUsageApiKey,
+  updateUsageApiKeyMetadata,
+} from "./usageKeys.ts";
 import { createWallet, setWalletGuardrail } from "./wallets.ts";
 
 type Handler<Op extends OperationName> = (
@@ -76,6 +82,7 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
     delete_action: deleteAction,
     update_action_metadata: updateActionMetadata,
     set_wallet_guardrail: setWalletGuardrail,
+    set_usage_key_guardrail: setUsageKeyGuardrail,
     convert_to_chain_secured_account: convertToChainSecuredAccount,
     create_wallet_with_signature: createWalletWithSignature,
     add_usage_api_key_with_signature: addUsageApiKeyWithSignature,

@@ -20,13 +20,21 @@ import { callerKey, readChain, type Enclave, type RequestContext } from "./conte
 import { decide } from "../authz/guardrails.ts";
 import type { DecodedCall, SignRequest } from "../../shared/guardrails/evaluate.ts";
 import type { Guardrail as GuardrailDocument } from "../../shared/guardrails/schema.ts";
+import type { GuardrailSubject } from "../../shared/guardrails/onChain.ts";
 import { decodedRequest } from "../../shared/guardrails/request.ts";
 import { Recent } from "../../shared/recent.ts";
 import { BudgetUnavailableError, RunBudgets } from "../authz/budgets.ts";
 import type { BudgetState } from "../../shared/guardrails/budgets.ts";
 
 /** Who a run is, as its keys are authorized: its key, account and code, and its side of the wallets' budgets. */
-type RunSubject = { keyHash: bigint; master: bigint; actionHash: bigint; budgets?: RunBudgets };
+type RunSubject = {
+  keyHash: bigint;
+  master: bigint;
+  actionHash: bigint;
+  budgets?: RunBudgets;
+  /** The usage key's own guardrail, which every signature of the run must also pass. */
+  keyGuardrail?: Hex | null;
+};
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
 const CID_CACHE_MAX = 10_000;
@@ -73,7 +81,8 @@ function noteHint(run: { keyHash: bigint; actionHash: bigint }, wallet: Address,
  */
 function offerKeys(enclave: Enclave, run: RunSubject): OfferedKey[] {
   const wallets = walletHints.get(`${run.keyHash}:${run.actionHash}`);
-  if (!wallets) return [];
+  // A key with a guardrail of its own is offered no key: each of its run's signatures is checked.
+  if (!wallets || run.keyGuardrail) return [];
   const offered: OfferedKey[] = [];
   for (const [wallet, encryption] of wallets) {
     const grant = enclave.cache.cachedWallet(run.keyHash, run.actionHash, wallet);
@@ -234,6 +243,7 @@ export async function sigilAction(
     keyHash,
     master: key.master,
     actionHash,
+    keyGuardrail: key.guardrail ?? null,
     budgets: new RunBudgets({
       access: input.budget,
       runner: { account: toHash32(key.master), keyHash: toHash32(keyHash), cid },
@@ -407,85 +417,108 @@ async function dryRunKey(
   return { privateKey: new Uint8Array(0) };
 }
 
+/** Whose guardrail a check is of: a wallet's, or the run's usage key's own (docs/design/guardrails.md). */
+type Whose = {
+  subject: GuardrailSubject;
+  /** Whose budget counters: the wallet's address, or "key:0x…". */
+  counters: string;
+  /** What the rules are called in decisions and receipts: "" for a wallet's, "usage_key." for a key's. */
+  prefix: string;
+  /** In messages: "wallet 0x…'s guardrail", "the usage key's guardrail". */
+  name: string;
+};
+
+const walletWhose = (wallet: Address): Whose => ({
+  subject: { wallet },
+  counters: wallet,
+  prefix: "",
+  name: `wallet ${wallet}'s guardrail`,
+});
+const keyWhose = (keyHash: bigint): Whose => ({
+  subject: { usageKey: keyHash },
+  counters: `key:${toHash32(keyHash)}`,
+  prefix: "usage_key.",
+  name: "the usage key's guardrail",
+});
+
+/** A guardrail that allowed a request: the decision, and its budgets, still to be reserved. */
+type Allowed = { decision: GuardrailDecision; whose: Whose; budgets: GuardrailDocument["budgets"] };
+
 /**
- * Refuses a signature (or the key's export) that `wallet`'s guardrail does not allow, before the key
- * is made: the script's call fails with `guardrail_denied`, its details the rule and what was seen,
- * and the run goes on. Uses of the key that sign nothing (its public key, encryption) pass.
+ * Refuses a signature (or the key's export) that a guardrail does not allow, before the key is made:
+ * the script's call fails with `guardrail_denied`, its details the rule and what was seen, and the run
+ * goes on. Uses of the key that sign nothing (its public key, encryption) pass. Budgets are reserved
+ * after every guardrail of the request allowed it (reserveBudgets).
  */
 async function checkGuardrail(
   enclave: Enclave,
   run: RunSubject,
-  wallet: Address,
+  whose: Whose,
   hash: Hex,
   request: KeyRequest,
-): Promise<GuardrailDecision> {
+): Promise<Allowed> {
   let loaded;
   try {
-    loaded = await enclave.guardrails.load(run.master, wallet, hash);
+    loaded = await enclave.guardrails.load(run.master, whose.subject, hash);
   } catch {
-    throw new CodedError(
-      "chain_unavailable",
-      "the chain could not be reached to read the wallet's guardrail; try again",
-    );
+    throw new CodedError("chain_unavailable", `the chain could not be reached to read ${whose.name}; try again`);
   }
   const decision = decide(loaded, request.signs);
-  if (decision.allowed) {
-    const allowed = { guardrail: hash, rule: decision.rule, ...(decision.call ? { call: decision.call } : {}) };
-    const budgets = "compiled" in loaded ? loaded.compiled.document.budgets : undefined;
-    if (!budgets || !request.signs) return allowed;
-    return { ...allowed, budgets: await reserveBudgets(run, wallet, hash, budgets, request.signs, allowed) };
-  }
+  if (decision.allowed)
+    return {
+      decision: {
+        guardrail: hash,
+        rule: whose.prefix + decision.rule,
+        ...(decision.call ? { call: decision.call } : {}),
+      },
+      whose,
+      budgets: "compiled" in loaded ? loaded.compiled.document.budgets : undefined,
+    };
   const seen = decision.observed === undefined ? "" : ` (seen: ${decision.observed})`;
   throw new CodedError(
     "guardrail_denied",
-    `wallet ${wallet}'s guardrail refused this at ${decision.rule}: ${decision.reason}${seen}`,
+    `${whose.name} refused this at ${whose.prefix}${decision.rule}: ${decision.reason}${seen}`,
     "Error",
-    { guardrail: hash, ...decision },
+    { guardrail: hash, ...decision, rule: whose.prefix + decision.rule },
   );
 }
 
 /**
- * Reserves room for a signature the guardrail allowed in the wallet's budgets (a dry run: reads them),
- * before the key is made. No room, or no answer from the store, refuses it as the guardrail would:
+ * Reserves room for a signature a guardrail allowed in its budgets (a dry run: reads them), before
+ * the key is made. No room, or no answer from the store, refuses it as the guardrail would:
  * guardrail_denied at `budgets.<name>` (or `budgets`), with what the budget holds. Answers the
- * budgets' counters after it.
+ * budgets' counters before and after it.
  */
 async function reserveBudgets(
   run: RunSubject,
-  wallet: Address,
-  hash: Hex,
-  budgets: NonNullable<GuardrailDocument["budgets"]>,
+  allowed: Allowed,
+  signer: Address,
   signs: SignRequest,
-  allowed: GuardrailDecision,
-): Promise<{ before: BudgetState[]; after: BudgetState[] }> {
+): Promise<{ before: BudgetState[]; after: BudgetState[] } | undefined> {
+  const { decision, whose, budgets } = allowed;
+  if (!budgets?.length) return undefined;
+  const refuse = (rule: string, reason: string, more: Record<string, unknown>) =>
+    new CodedError("guardrail_denied", `${whose.name} refused this at ${rule}: ${reason}`, "Error", {
+      guardrail: decision.guardrail,
+      allowed: false,
+      rule,
+      ...more,
+      ...callOf(decision),
+    });
   let outcome;
   try {
     if (!run.budgets) throw new BudgetUnavailableError("this run has no way to reach the budgets' store");
-    outcome = await run.budgets.reserve(wallet, budgets, signs);
+    outcome = await run.budgets.reserve(whose.counters, signer, budgets, signs);
   } catch (err) {
     if (!(err instanceof BudgetUnavailableError)) throw err;
-    throw new CodedError(
-      "guardrail_denied",
-      `wallet ${wallet}'s guardrail refused this at budgets: ${err.message}; nothing was signed`,
-      "Error",
-      { guardrail: hash, allowed: false, rule: "budgets", reason: err.message, ...callOf(allowed) },
-    );
+    throw refuse(`${whose.prefix}budgets`, `${err.message}; nothing was signed`, { reason: err.message });
   }
   if (outcome.granted) return { before: outcome.before, after: outcome.after };
-  throw new CodedError(
-    "guardrail_denied",
-    `wallet ${wallet}'s guardrail refused this at budgets.${outcome.budget}: ${outcome.reason} (seen: ${outcome.observed})`,
-    "Error",
-    {
-      guardrail: hash,
-      allowed: false,
-      rule: `budgets.${outcome.budget}`,
-      reason: outcome.reason,
-      observed: outcome.observed,
-      budgets: { before: outcome.before, after: outcome.before },
-      ...callOf(allowed),
-    },
-  );
+  throw refuse(`${whose.prefix}budgets.${outcome.budget}`, `${outcome.reason} (seen: ${outcome.observed})`, {
+    reason: outcome.reason,
+    observed: outcome.observed,
+    budgets: { before: outcome.before, after: outcome.before },
+  });
 }
 
 const callOf = (d: GuardrailDecision) => (d.call ? { call: d.call } : {});
@@ -597,12 +630,23 @@ async function authorizeWallet(
       `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
     );
   }
-  const decision: GuardrailDecision | undefined = grant.guardrail
-    ? request.use
-      ? await checkGuardrail(enclave, run, wallet, grant.guardrail, request)
-      : { guardrail: grant.guardrail, rule: "" }
-    : undefined;
-  return { grant, decision };
+  if (!request.use) return { grant, decision: grant.guardrail ? { guardrail: grant.guardrail, rule: "" } : undefined };
+  // Every guardrail of the request decides first — the wallet's, then the key's own — and only then
+  // are their budgets reserved, so that a request one of them refuses is counted in none.
+  const allowed: Allowed[] = [];
+  if (grant.guardrail) allowed.push(await checkGuardrail(enclave, run, walletWhose(wallet), grant.guardrail, request));
+  if (run.keyGuardrail)
+    allowed.push(await checkGuardrail(enclave, run, keyWhose(run.keyHash), run.keyGuardrail, request));
+  if (allowed.length === 0) return { grant, decision: undefined };
+  const budgets = { before: [] as BudgetState[], after: [] as BudgetState[] };
+  for (const a of allowed) {
+    const counted = request.signs ? await reserveBudgets(run, a, wallet, request.signs) : undefined;
+    budgets.before.push(...(counted?.before ?? []));
+    budgets.after.push(...(counted?.after ?? []));
+  }
+  // The receipt names the wallet's guardrail and its rule; a key-only decision, the key's (its rules under usage_key.).
+  const first = (allowed[0] as Allowed).decision;
+  return { grant, decision: { ...first, ...(budgets.before.length ? { budgets } : {}) } };
 }
 
 /** The guardrail's refusal an error carries (checkGuardrail's), if it is one. */

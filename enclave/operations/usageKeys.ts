@@ -1,10 +1,12 @@
 // Usage keys: created in the enclave (the value is shown once), scoped and removed by the owner.
+import { keccak256, toBytes } from "viem";
 import { newApiKey } from "../../shared/apiKey.ts";
 import type { EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { permissionArgs } from "../../shared/permissions.ts";
 import { usageKeyHashOf, type Enclave, type RequestContext } from "./context.ts";
 import { managedWrite, writeAsCaller } from "./write.ts";
+import { guardrailText } from "./wallets.ts";
 
 type Permissions = ParsedEnclaveRequest<"add_usage_api_key">;
 
@@ -65,6 +67,24 @@ export const removeUsageApiKey = managedWrite<"remove_usage_api_key">({
   call: (input, { keyHash }) => ({
     functionName: "removeUsageApiKey",
     args: [keyHash, usageKeyHashOf(input.usage_api_key)],
+  }),
+});
+
+/**
+ * `set_usage_key_guardrail`: the key's own guardrail (docs/design/guardrails.md, Narrowed per usage
+ * key), kept on chain as a wallet's is, as the canonical JSON of the document.
+ */
+export const setUsageKeyGuardrail = managedWrite<"set_usage_key_guardrail">({
+  owner: true,
+  call: async (input, { keyHash }, enclave) => {
+    const usageHash = usageKeyHashOf(input.usage_api_key);
+    const { value } = await enclave.cache.resolve(keyHash);
+    await requireUsageKeyOf(enclave, value.master, usageHash);
+    return { functionName: "setUsageKeyGuardrail", args: [keyHash, usageHash, guardrailText(input.guardrail)] };
+  },
+  answer: ({ response }, input) => ({
+    ...response,
+    guardrail_hash: input.guardrail === null ? null : keccak256(toBytes(guardrailText(input.guardrail))),
   }),
 });
 

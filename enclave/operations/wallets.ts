@@ -56,4 +56,6 @@ export const setWalletGuardrail = managedWrite<"set_wallet_guardrail">({
   }),
 });
 
-const guardrailText = (guardrail: Guardrail | null): string => (guardrail === null ? "" : canonicalJson(guardrail));
+/** A guardrail as the contract keeps it: its canonical JSON, or "" to remove it. */
+export const guardrailText = (guardrail: Guardrail | null): string =>
+  guardrail === null ? "" : canonicalJson(guardrail);

@@ -3,10 +3,11 @@
 // budget, and the store that keeps the counters (the edge's Budgets Durable Object, one per wallet),
 // which reserves that room atomically before the enclave releases the signature.
 //
-// A signature is counted by its payload's digest: the same payload signed again under the same key is
-// the same signature (the enclave's ECDSA is deterministic, RFC 6979), so a retried run, or a run
+// A signature is counted by its signer and its payload's digest (countedDigest): the same payload
+// signed again by the same wallet is the same signature (the enclave's ECDSA is deterministic, RFC 6979), so a retried run, or a run
 // that signs what an earlier one signed, adds nothing; a new payload always adds, however small.
 import {
+  concat,
   hashMessage,
   hashTypedData,
   keccak256,
@@ -38,6 +39,15 @@ export function budgetCharge(request: SignRequest): BudgetCharge {
     case "export":
       return { digest: keccak256(new TextEncoder().encode("sigil:key-export")), valueWei: 0n };
   }
+}
+
+/**
+ * What a budget counts a signature under: the signer and the payload's digest together. The same
+ * payload is the same signature only for the same key — a key's own budgets count what it signs with
+ * every wallet, where two wallets signing one payload are two signatures.
+ */
+export function countedDigest(signer: string, digest: Hex): Hex {
+  return keccak256(concat([signer.toLowerCase() as Hex, digest]));
 }
 
 /**
@@ -93,7 +103,8 @@ export const budgetRequestSchema = z.strictObject({
   op: z.enum(["reserve", "peek"]),
   /** The account's master hash. */
   account: hex32,
-  wallet: z.string().regex(/^0x[0-9a-f]{40}$/),
+  /** Whose counters: the wallet's address, or "key:0x…" for a usage key's own guardrail. */
+  wallet: z.string().regex(/^(0x[0-9a-f]{40}|key:0x[0-9a-f]{64})$/),
   /** The run's billing ref, which the edge's token names: the record of who reserved. */
   ref: z.string().min(1).max(128),
   digest: hex32,

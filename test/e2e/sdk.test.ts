@@ -232,6 +232,19 @@ describe("the API-mode workflow through the SDK", () => {
     const keys = [];
     for await (const k of client.all.listApiKeys()) keys.push(k);
     expect(keys).toMatchObject([{ name: "renamed", can_create_groups: true }]);
+    // The key's own guardrail (test/e2e/keyGuardrail.test.ts has it at work): set, read back by hash, removed.
+    const own = await client.setUsageKeyGuardrail({
+      usage_api_key: key.usage_api_key,
+      guardrail: { version: 1, messages: { pattern: "hello*" } },
+    });
+    expect(await client.getUsageKeyGuardrail({ usage_api_key: keys[0]!.id })).toMatchObject({
+      usage_key_hash: keys[0]!.id,
+      guardrail_hash: own.guardrail_hash,
+      guardrail: { messages: { pattern: "hello*" } },
+      budgets: [],
+    });
+    await client.setUsageKeyGuardrail({ usage_api_key: keys[0]!.id, guardrail: null });
+    expect((await client.getUsageKeyGuardrail({ usage_api_key: keys[0]!.id })).guardrail).toBeNull();
     await client.removeUsageApiKey({ usage_api_key: key.usage_api_key });
     await expect(client.with({ apiKey: key.usage_api_key }).listGroups()).rejects.toMatchObject({
       code: "invalid_api_key",

@@ -37,6 +37,14 @@ export async function all() {
     body: { usage_api_key: "0x", name: "n", description: "d" },
   });
   await c.POST("/core/v1/remove_usage_api_key", { body: { usage_api_key: "0x" } });
+  await c.POST("/core/v1/set_usage_key_guardrail", {
+    body: {
+      usage_api_key: "0x",
+      guardrail: { version: 1, budgets: [{ name: "d", window_seconds: 86400, max_signatures: 5 }] },
+    },
+  });
+  const own = await c.GET("/core/v1/get_usage_key_guardrail", { params: { query: { usage_api_key: "0x" } } });
+  own.data?.budgets.map((b) => b.left_signatures);
   await c.GET("/core/v1/list_api_keys", { params: { query: { page_number: 0, page_size: 10 } } });
   await c.POST("/core/v1/create_wallet", { body: { name: "w" } });
   await c.GET("/core/v1/create_wallet");

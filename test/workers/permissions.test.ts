@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { computeCid } from "../../shared/cid.ts";
 import { buildTypedData, signableTypedData } from "../../shared/eip712.ts";
-import { cidHash, toHash32 } from "../../shared/hashing.ts";
+import { apiKeyHash, cidHash, toHash32 } from "../../shared/hashing.ts";
 import { ALL_PERMISSIONS, edgeClient, NO_PERMISSIONS, type Reply } from "./stack.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
@@ -157,6 +157,25 @@ const rows: Row[] = [
     auth: "acct",
     prepare: async (a) => post("remove_usage_api_key", { usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS) }),
     check: write,
+  },
+  {
+    endpoint: "set_usage_key_guardrail",
+    auth: "acct",
+    prepare: async (a) =>
+      post("set_usage_key_guardrail", {
+        usage_api_key: await newUsageKey(a.api_key, NO_PERMISSIONS),
+        guardrail: { version: 1, messages: {} },
+      }),
+    check: (b) => expect((b as { guardrail_hash: string }).guardrail_hash).toMatch(/^0x[0-9a-f]{64}$/),
+  },
+  {
+    endpoint: "get_usage_key_guardrail",
+    auth: "read",
+    prepare: async (a) =>
+      get(
+        `get_usage_key_guardrail?usage_api_key=${toHash32(apiKeyHash(await newUsageKey(a.api_key, NO_PERMISSIONS)))}`,
+      ),
+    check: (b) => expect(b).toMatchObject({ guardrail: null, budgets: [] }),
   },
   { endpoint: "list_api_keys", auth: "read", prepare: async () => get("list_api_keys"), check: list },
 

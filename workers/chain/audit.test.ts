@@ -210,6 +210,16 @@ describe("summaries", () => {
     expect(summarize("WalletGuardrailSet", { wallet, guardrailHash: `0x${"0".repeat(64)}`, document: "" })).toBe(
       "guardrail of wallet 0x00000000000000000000000000000000000000aa removed",
     );
+    expect(summarize("UsageKeyGuardrailSet", { usageKeyHash: 0xabcdn << 240n, guardrailHash, document: "{}" })).toBe(
+      "guardrail of usage key 0xabcd…0000 set (0xabcd…1234)",
+    );
+    expect(
+      summarize("UsageKeyGuardrailSet", {
+        usageKeyHash: 0xabcdn << 240n,
+        guardrailHash: `0x${"0".repeat(64)}`,
+        document: "",
+      }),
+    ).toBe("guardrail of usage key 0xabcd…0000 removed");
     // The document stays out of the page's args (its hash names it); the rest as every event's.
     expect(argsOf({ master: MASTER, wallet, guardrailHash, document: '{"Version":1}' })).toEqual({
       wallet: wallet.toLowerCase(),

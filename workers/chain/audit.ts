@@ -334,6 +334,11 @@ export function summarize(
         ? `guardrail of wallet ${address("wallet")} removed`
         : `guardrail of wallet ${address("wallet")} set (${shortHash(hash)})`;
     }
+    case "UsageKeyGuardrailSet": {
+      const hash = BigInt(args.guardrailHash as Hex);
+      const usageKey = `usage key ${shortHash(args.usageKeyHash as bigint)}`;
+      return hash === 0n ? `guardrail of ${usageKey} removed` : `guardrail of ${usageKey} set (${shortHash(hash)})`;
+    }
     default:
       return `${String(event)}`; // an event a newer contract added: its name
   }

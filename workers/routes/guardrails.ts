@@ -9,9 +9,9 @@ import { SigilError } from "../../shared/errors.ts";
 import { canonicalJson } from "../../shared/canonicalJson.ts";
 import { compileGuardrail, guardrailDocumentSchema } from "../../shared/guardrails/evaluate.ts";
 import { signRequestSchema, toSignRequest } from "../../shared/guardrails/request.ts";
-import { guardrailDocumentAt } from "../../shared/guardrails/onChain.ts";
-import { guardrailSchema } from "../../shared/guardrails/schema.ts";
-import { budgetCharge, budgetLimits, budgetStateSchema } from "../../shared/guardrails/budgets.ts";
+import { guardrailDocumentAt, type GuardrailSubject } from "../../shared/guardrails/onChain.ts";
+import { guardrailSchema, type Budget } from "../../shared/guardrails/schema.ts";
+import { budgetCharge, budgetLimits, budgetStateSchema, countedDigest } from "../../shared/guardrails/budgets.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import { budgetsOf } from "../budgets/index.ts";
 import type { EdgeConfig } from "../config.ts";
@@ -116,10 +116,38 @@ const getBudgets = route("GET /get_wallet_budgets", "Wallets", {
   errors: [400, 401, 404, 429, 503],
 });
 
-/** The document WalletGuardrailSet carried in `block` whose bytes hash to `hash`. */
-async function documentAt(config: EdgeConfig, master: bigint, wallet: Address, block: bigint, hash: Hex) {
+const usageKeyHashQuery = z.object({
+  usage_api_key: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, "must be the usage key's hash, 0x + 64 hex (list_api_keys names it)")
+    .openapi({ param: { name: "usage_api_key", in: "query" }, description: "the usage key's hash" }),
+});
+
+const getKeyGuardrail = route("GET /get_usage_key_guardrail", "Usage keys", {
+  summary:
+    "A usage key's own guardrail: what every run of the key may sign, with any wallet, on top of each wallet's guardrail; with its budgets' counters",
+  security: "key",
+  middleware: [requireKey],
+  request: { query: usageKeyHashQuery },
+  ok: json(
+    z
+      .object({
+        usage_key_hash: z.string().describe("lowercase"),
+        guardrail_hash: z.string().nullable().describe("keccak256 of the document's canonical JSON; null: none"),
+        guardrail: guardrailSchema.nullable().describe("the document; null: the key is narrowed by nothing of its own"),
+        set_at_block: z.string().nullable().describe("the block whose UsageKeyGuardrailSet event set it, decimal"),
+        budgets: z.array(budgetStateSchema).describe("the document's budgets' counters now (every scope with entries)"),
+      })
+      .openapi("UsageKeyGuardrail"),
+  ),
+  // 404: not a usage key of the account.
+  errors: [400, 401, 404, 429, 503],
+});
+
+/** The document the subject's event carried in `block` whose bytes hash to `hash`. */
+async function documentAt(config: EdgeConfig, master: bigint, subject: GuardrailSubject, block: bigint, hash: Hex) {
   const text = await read(() =>
-    guardrailDocumentAt(chainClient(config), contractAddress(config), { master, wallet, block, hash }),
+    guardrailDocumentAt(chainClient(config), contractAddress(config), { master, ...subject, block, hash }),
   );
   if (text === undefined)
     throw new SigilError("chain_unavailable", "the guardrail's document was not found in its block; try again", {
@@ -150,17 +178,48 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
     const budgets = found?.document.budgets ?? [];
     const states =
       found && budgets.length > 0
-        ? await budgetsOf(c.env.BUDGETS, found.master, wallet).states(
-            budgets.map((b) => ({
-              name: b.name,
-              per: b.per ?? "wallet",
-              window_seconds: b.window_seconds,
-              ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
-              ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
-            })),
-          )
+        ? await budgetsOf(c.env.BUDGETS, found.master, wallet).states(budgets.map(limitOf))
         : [];
     return c.json({ wallet_address: wallet, guardrail_hash: found?.hash ?? null, budgets: states }, 200);
+  });
+
+  r.openapi(getKeyGuardrail, async (c) => {
+    const config = c.get("config");
+    const caller = callerKey(c).keyHash;
+    const usageKey = BigInt(c.req.valid("query").usage_api_key);
+    const [[callerMaster], [keyMaster, isMaster]] = await Promise.all([
+      readView(config, "resolveKey", [caller], caller),
+      readView(config, "resolveKey", [usageKey], caller),
+    ]);
+    if (keyMaster !== callerMaster || isMaster || keyMaster === 0n)
+      throw new SigilError("not_found", "no usage key with that hash exists on this account");
+    const [hash, block] = await readView(config, "usageKeyGuardrail", [usageKey], caller);
+    const id = toHash32(usageKey);
+    if (BigInt(hash) === 0n)
+      return c.json(
+        { usage_key_hash: id, guardrail_hash: null, guardrail: null, set_at_block: null, budgets: [] },
+        200,
+      );
+    const parsed = guardrailSchema.safeParse(safeJson(await documentAt(config, keyMaster, { usageKey }, block, hash)));
+    if (!parsed.success)
+      throw new SigilError(
+        "internal_error",
+        `the usage key's guardrail on chain (${hash}) is not a valid document; the enclave refuses every signature of the key until it is replaced`,
+      );
+    const budgets = parsed.data.budgets ?? [];
+    const states = budgets.length
+      ? await budgetsOf(c.env.BUDGETS, keyMaster, `key:${id}`).states(budgets.map(limitOf))
+      : [];
+    return c.json(
+      {
+        usage_key_hash: id,
+        guardrail_hash: hash,
+        guardrail: parsed.data,
+        set_at_block: block.toString(),
+        budgets: states,
+      },
+      200,
+    );
   });
 
   // The enclave's check, made here on the same evaluator: what a script's request would meet.
@@ -192,7 +251,7 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
         account: toHash32(found.master),
         wallet,
         ref: c.get("ids").requestId,
-        digest: charge.digest.toLowerCase(),
+        digest: countedDigest(wallet, charge.digest).toLowerCase(),
         value_wei: charge.valueWei.toString(),
         budgets: budgetLimits(budgets, { keyHash: toHash32(callerKey(c).keyHash), cid: "" }),
       });
@@ -224,7 +283,7 @@ async function walletGuardrail(config: EdgeConfig, keyHash: bigint, wallet: Addr
   const [hash, block] = await readView(config, "getWalletGuardrail", [keyHash, wallet], keyHash);
   if (hash === ZERO_HASH) return undefined;
   const [master] = await readView(config, "resolveKey", [keyHash], keyHash);
-  const text = await documentAt(config, master, wallet, block, hash);
+  const text = await documentAt(config, master, { wallet }, block, hash);
   // A ChainSecured admin writes the contract directly: a document that is not a guardrail is said
   // so (the enclave refuses every signature of the wallet for it), not passed off as one.
   const parsed = guardrailSchema.safeParse(safeJson(text));
@@ -242,4 +301,15 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A budget as the store's `states` takes it: every scope of it. */
+function limitOf(b: Budget) {
+  return {
+    name: b.name,
+    per: b.per ?? "wallet",
+    window_seconds: b.window_seconds,
+    ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
+    ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
+  };
 }

@@ -27,6 +27,11 @@ const routes = [
   ),
   writeRoute("update_usage_api_key_metadata", "Usage keys", "Rename or re-describe a usage key"),
   writeRoute("remove_usage_api_key", "Usage keys", "Remove a usage key; it stops working at once"),
+  writeRoute(
+    "set_usage_key_guardrail",
+    "Usage keys",
+    "Narrow what every run of a usage key may sign, with any wallet (a guardrail of the key's own, checked on top of each wallet's), or remove it with null. Needs the account's master key",
+  ),
 ];
 
 const groupIds = z.array(z.string());

@@ -58,6 +58,7 @@ export type PlainWrite =
   | "update_usage_api_key"
   | "update_usage_api_key_metadata"
   | "remove_usage_api_key"
+  | "set_usage_key_guardrail"
   | "add_group"
   | "remove_group"
   | "update_group"
