@@ -209,3 +209,59 @@ describe("getWalletGuardrail", () => {
     }
   });
 });
+
+describe("setUsageKeyGuardrail", () => {
+  const keyEvent = (receipt: TransactionReceipt) => {
+    const events = parseEventLogs({ abi, logs: receipt.logs, eventName: "UsageKeyGuardrailSet" });
+    expect(events).toHaveLength(1);
+    return events[0]!;
+  };
+
+  it("keeps the document's hash and block for the key, emits it, and an empty document removes it", async () => {
+    const { master } = await f.managedAccount();
+    const usage = await f.usageKey(master);
+    expect(await f.read("usageKeyGuardrail", [usage.hash])).toEqual([ZERO_HASH, 0n]);
+    const document = guardrailDocument("key");
+    const set = await f.write(f.payer, "setUsageKeyGuardrail", [master, usage.hash, document]);
+    expect(keyEvent(set).args).toEqual({ master, usageKeyHash: usage.hash, guardrailHash: hashOf(document), document });
+    expect(keyEvent(set).topics[1]).toBe(toHash32(master));
+    expect(await f.read("usageKeyGuardrail", [usage.hash])).toEqual([hashOf(document), set.blockNumber]);
+    const removed = await f.write(f.payer, "setUsageKeyGuardrail", [master, usage.hash, ""]);
+    expect(keyEvent(removed).args).toMatchObject({ guardrailHash: ZERO_HASH, document: "" });
+    expect(await f.read("usageKeyGuardrail", [usage.hash])).toEqual([ZERO_HASH, 0n]);
+  });
+
+  it("goes with the key: a removed key (and a master hash, an unknown hash) has none", async () => {
+    const { master } = await f.managedAccount();
+    const usage = await f.usageKey(master);
+    await f.write(f.payer, "setUsageKeyGuardrail", [master, usage.hash, guardrailDocument()]);
+    await f.write(f.payer, "removeUsageApiKey", [master, usage.hash]);
+    expect(await f.read("usageKeyGuardrail", [usage.hash])).toEqual([ZERO_HASH, 0n]);
+    expect(await f.read("usageKeyGuardrail", [master])).toEqual([ZERO_HASH, 0n]);
+    expect(await f.read("usageKeyGuardrail", [123n])).toEqual([ZERO_HASH, 0n]);
+  });
+
+  it("is the owner's alone: a usage key may not set one, not even its own (NotOwner); another account's key is not its", async () => {
+    const { master } = await f.managedAccount();
+    const usage = await f.usageKey(master, { executeInGroups: [0n], canCreateGroups: true });
+    expect(await f.revert(f.payer, "setUsageKeyGuardrail", [usage.hash, usage.hash, "{}"])).toEqual({
+      errorName: "NotOwner",
+      args: [],
+    });
+    const other = await f.managedAccount();
+    const theirs = await f.usageKey(other.master);
+    expect(await f.revert(f.payer, "setUsageKeyGuardrail", [master, theirs.hash, "{}"])).toEqual({
+      errorName: "AccountDoesNotExist",
+      args: [theirs.hash],
+    });
+  });
+
+  it("refuses a document over 16384 bytes", async () => {
+    const { master } = await f.managedAccount();
+    const usage = await f.usageKey(master);
+    expect(await f.revert(f.payer, "setUsageKeyGuardrail", [master, usage.hash, "x".repeat(16385)])).toEqual({
+      errorName: "LimitExceeded",
+      args: ["guardrail bytes", 16384n],
+    });
+  });
+});
