@@ -36,7 +36,7 @@ export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxEntries: 10_000, maxByte
  * time budget and the seconds billing granted it (a retry may hold a different amount, as when its
  * first attempt was charged already).
  */
-const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms", "billing"]);
+const NOT_FINGERPRINTED = new Set(["api_key", "timeout_ms", "billing", "budget"]);
 
 /**
  * The operations taken without a caller key that are remembered all the same: new_account, which

@@ -25,9 +25,16 @@ import {
 import type { SignRequest } from "../../shared/guardrails/evaluate.ts";
 import type { Budget } from "../../shared/guardrails/schema.ts";
 
-/** How long one attempt waits, and how many are made, before the signature is refused. */
+/**
+ * How long one attempt waits, and how many are made, before the signature is refused. The last waits
+ * until the run's own deadline (at least this long): the store may have committed a reservation
+ * whose answer is slow (a busy edge), and a run that gave up on it would leave a signature counted
+ * that it never made.
+ */
 const ATTEMPT_TIMEOUT_MS = 2_000;
 const ATTEMPTS = 3;
+/** A reservation's last attempt waits this long when no run deadline is given. */
+const PATIENCE_MS = 30_000;
 
 export class BudgetUnavailableError extends Error {
   override readonly name = "BudgetUnavailableError";
@@ -38,6 +45,7 @@ export async function askBudgets(
   access: BudgetAccess,
   request: BudgetRequest,
   fetchImpl: typeof fetch = fetch,
+  deadline: number = Date.now() + PATIENCE_MS,
 ): Promise<BudgetAnswer> {
   const url = new URL(BUDGET_PATH, access.url);
   if (url.protocol !== "https:" && url.protocol !== "http:")
@@ -49,7 +57,9 @@ export async function askBudgets(
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${access.token}` },
         body: JSON.stringify(request),
-        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+        signal: AbortSignal.timeout(
+          attempt < ATTEMPTS ? ATTEMPT_TIMEOUT_MS : Math.max(ATTEMPT_TIMEOUT_MS, deadline - Date.now()),
+        ),
       });
       const text = await res.text();
       if (res.ok) return JSON.parse(text) as BudgetAnswer;
@@ -79,6 +89,7 @@ export class RunBudgets {
   readonly #runner: BudgetRunner & { account: Hex };
   readonly #dry: boolean;
   readonly #fetch: typeof fetch;
+  readonly #deadline: number | undefined;
   /** A dry run's own would-be signatures, per wallet, budget and scope. */
   readonly #pending = new Map<string, { count: number; value: bigint; digests: Set<string> }>();
 
@@ -87,11 +98,14 @@ export class RunBudgets {
     runner: BudgetRunner & { account: Hex };
     dry: boolean;
     fetchImpl?: typeof fetch;
+    /** Until when a reservation's last attempt waits: the run's own deadline. */
+    deadline?: number;
   }) {
     this.#access = options.access;
     this.#runner = options.runner;
     this.#dry = options.dry;
     this.#fetch = options.fetchImpl ?? fetch;
+    this.#deadline = options.deadline;
   }
 
   /**
@@ -121,6 +135,7 @@ export class RunBudgets {
         budgets: limits,
       },
       this.#fetch,
+      this.#deadline,
     );
     if (!this.#dry) return answer;
     return this.#addPending(counters, limits, charge, answer);

@@ -248,6 +248,7 @@ export async function sigilAction(
       access: input.budget,
       runner: { account: toHash32(key.master), keyHash: toHash32(keyHash), cid },
       dry,
+      deadline: Date.now() + timeoutMsOf(input, limits),
     }),
   };
   const dryRequests: DryRunRequest[] = [];
