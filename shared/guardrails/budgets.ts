@@ -18,6 +18,9 @@ import {
 import { z } from "zod";
 import type { SignRequest } from "./evaluate.ts";
 import type { Budget } from "./schema.ts";
+import { showWei } from "./wei.ts";
+
+export { showWei };
 
 /** The most a transaction may send and still be counted in a value budget: 2^128 wei (more than all ether there is). */
 export const MAX_COUNTED_WEI = 1n << 128n;
@@ -230,11 +233,4 @@ function windowWords(seconds: number): string {
 
 function scopeWords(limit: BudgetLimit): string {
   return limit.per === "key" ? " per usage key" : limit.per === "action" ? " per action" : "";
-}
-
-/** A wei amount as a person reads it: "0.25 ETH (250000000000000000 wei)". */
-export function showWei(wei: bigint): string {
-  const whole = wei / 10n ** 18n;
-  const frac = (wei % 10n ** 18n).toString().padStart(18, "0").replace(/0+$/, "");
-  return `${whole}${frac ? `.${frac}` : ""} ETH`;
 }

@@ -1,7 +1,8 @@
 // A guardrail in words, a line per thing the wallet may sign (`sigil guardrail show`, the dashboard):
 // what a reviewer reads instead of the JSON. Everything not listed is refused, and the last lines say
 // so for the two that matter most, raw digests and the key's export.
-import { showWei, type BudgetState } from "./budgets.ts";
+import type { BudgetState } from "./budgets.ts";
+import { showWei } from "./wei.ts";
 import type { Budget, Condition, Guardrail } from "./schema.ts";
 
 function condition(name: string, c: Condition): string {
