@@ -57,6 +57,7 @@ const E2E_LIFECYCLE = [
   "test/e2e/enclaveRestart.test.ts",
   "test/e2e/retries.test.ts",
   "test/e2e/webhooks.test.ts",
+  "test/e2e/budgetCrash.test.ts",
 ];
 
 type Inject = <K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret">(

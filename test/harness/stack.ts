@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, getAddress, http, type Address } from "viem";
 import { startAnvil } from "../../bin/stack/anvil.ts";
-import { spawnEnclave } from "../../bin/stack/enclave.ts";
+import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
@@ -42,7 +42,26 @@ export type TestStack = {
   signalEnclave(signal: NodeJS.Signals): void;
   /** What the enclave has printed, every process of it since the stack started, in order. */
   enclaveOutput(): string;
+  /**
+   * Starts another enclave process beside the stack's: the same settings and root key (so it derives
+   * the same wallets), its own state folder, payer range (`SIGIL_INSTANCE_INDEX`, registered and
+   * funded) and free port. `stop()` stops it with the rest.
+   */
+  spawnExtraEnclave(options?: { instanceIndex?: number }): Promise<ExtraEnclave>;
   stop(): Promise<void>;
+};
+
+/** An enclave process started by `spawnExtraEnclave`, restartable as the stack's own. */
+export type ExtraEnclave = {
+  url: string;
+  readonly pid: number;
+  instanceIndex: number;
+  /** SIGKILL of its process group and, unless `start: false`, a new process on the same port. */
+  restart(options?: { start?: boolean }): Promise<void>;
+  /** Starts it again after `restart({ start: false })`. */
+  start(): Promise<void>;
+  /** What it has printed, every process of it, in order. */
+  output(): string;
 };
 
 export type TestStackOptions = {
@@ -139,6 +158,62 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       contract: deployment.proxy,
       payers: enclave.payers,
     });
+    let extras = 0;
+    const spawnExtraEnclave = async ({ instanceIndex }: { instanceIndex?: number } = {}): Promise<ExtraEnclave> => {
+      const index = instanceIndex ?? ++extras;
+      const dir = mkdtempSync(join(tmpdir(), "sigil-test-enclave-"));
+      const env = { ...enclaveEnv, SIGIL_STATE_DIR: dir, SIGIL_ENCLAVE_PORT: "0", SIGIL_INSTANCE_INDEX: String(index) };
+      const opts = {
+        ...(options.echoEnclaveLogs ? { echo: (line: string) => console.log(`[enclave ${index}] ${line}`) } : {}),
+        ...(options.enclaveExecArgv ? { execArgv: options.enclaveExecArgv } : {}),
+      };
+      let proc: EnclaveProcess;
+      try {
+        proc = await spawnEnclave(env, opts);
+      } catch (err) {
+        rmSync(dir, { recursive: true, force: true });
+        throw err;
+      }
+      let up = true;
+      let past = "";
+      stops.unshift(async () => {
+        if (up) await proc.stop();
+        rmSync(dir, { recursive: true, force: true });
+      });
+      await registerLocalPayers({
+        rpcUrl: anvil.rpcUrl,
+        publicClient,
+        walletClient,
+        owner,
+        contract: deployment.proxy,
+        payers: proc.payers,
+      });
+      const extraPort = new URL(proc.url).port;
+      const start = async () => {
+        proc = await spawnEnclave({ ...env, SIGIL_ENCLAVE_PORT: extraPort }, opts);
+        up = true;
+      };
+      return {
+        url: proc.url,
+        get pid() {
+          return proc.pid;
+        },
+        instanceIndex: index,
+        restart: async ({ start: again = true }: { start?: boolean } = {}) => {
+          try {
+            process.kill(-proc.pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+          await proc.exited;
+          past += proc.output();
+          up = false;
+          if (again) await start();
+        },
+        start,
+        output: () => (up ? past + proc.output() : past),
+      };
+    };
     return {
       rpcUrl: anvil.rpcUrl,
       serviceRpcUrl,
@@ -156,6 +231,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       startEnclave,
       signalEnclave: (signal) => process.kill(enclave.pid, signal),
       enclaveOutput: () => (running ? pastOutput + enclave.output() : pastOutput),
+      spawnExtraEnclave,
       stop,
     };
   } catch (err) {
