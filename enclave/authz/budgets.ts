@@ -47,7 +47,12 @@ export async function askBudgets(
   fetchImpl: typeof fetch = fetch,
   deadline: number = Date.now() + PATIENCE_MS,
 ): Promise<BudgetAnswer> {
-  const url = new URL(BUDGET_PATH, access.url);
+  let url: URL;
+  try {
+    url = new URL(BUDGET_PATH, access.url);
+  } catch {
+    throw new BudgetUnavailableError("the edge's budget URL is not http(s)");
+  }
   if (url.protocol !== "https:" && url.protocol !== "http:")
     throw new BudgetUnavailableError("the edge's budget URL is not http(s)");
   let last = "";
@@ -62,7 +67,13 @@ export async function askBudgets(
         ),
       });
       const text = await res.text();
-      if (res.ok) return JSON.parse(text) as BudgetAnswer;
+      if (res.ok) {
+        const answer = JSON.parse(text) as Partial<BudgetAnswer>;
+        // Not an answer of the store: as good as none (a refusal named budgets.undefined would say nothing).
+        if (typeof answer.granted !== "boolean" || !Array.isArray(answer.before))
+          throw new BudgetUnavailableError("the edge's answer is not a budget decision");
+        return answer as BudgetAnswer;
+      }
       last = `the edge answered ${res.status}`;
       // A refusal of the request itself will be the same next time.
       if (res.status >= 400 && res.status < 500) break;
@@ -91,7 +102,7 @@ export class RunBudgets {
   readonly #fetch: typeof fetch;
   readonly #deadline: number | undefined;
   /** A dry run's own would-be signatures, per wallet, budget and scope. */
-  readonly #pending = new Map<string, { count: number; value: bigint; digests: Set<string> }>();
+  readonly #pending = new Map<string, { count: number; value: bigint; oldest: number | null; digests: Set<string> }>();
 
   constructor(options: {
     access: (BudgetAccess & { ref: string }) | undefined;
@@ -145,13 +156,13 @@ export class RunBudgets {
   #addPending(counters: string, limits: BudgetLimit[], charge: BudgetCharge, answer: BudgetAnswer): BudgetOutcome {
     const entries = limits.map((limit) => {
       const id = `${counters.toLowerCase()}|${limit.name}|${limit.scope}`;
-      const pending = this.#pending.get(id) ?? { count: 0, value: 0n, digests: new Set<string>() };
+      const pending = this.#pending.get(id) ?? { count: 0, value: 0n, oldest: null, digests: new Set<string>() };
       const stored = answer.before.find((s) => s.name === limit.name && s.scope === limit.scope);
       const base = stored ? useOf(stored) : { count: 0, value: 0n, oldest: null };
       const use: BudgetUse = {
         count: base.count + pending.count,
         value: base.value + pending.value,
-        oldest: base.oldest,
+        oldest: base.oldest ?? pending.oldest,
       };
       const fresh = !(answer.granted && answer.repeated) && !pending.digests.has(charge.digest);
       return { id, limit, pending, use, fresh };
@@ -165,6 +176,7 @@ export class RunBudgets {
     const after = entries.map((e) => {
       if (!e.fresh) return budgetState(e.limit, e.use);
       e.pending.count += 1;
+      e.pending.oldest ??= now;
       e.pending.value += charge.valueWei;
       e.pending.digests.add(charge.digest);
       this.#pending.set(e.id, e.pending);

@@ -186,6 +186,12 @@ export function budgetRefusal(
   value: bigint,
 ): { reason: string; observed: string } | undefined {
   const window = windowWords(limit.window_seconds);
+  // No budget counts a value its store cannot keep exactly (store.ts keeps values below 2^128).
+  if (value >= MAX_COUNTED_WEI)
+    return {
+      reason: `budget "${limit.name}" counts less than ${showWei(MAX_COUNTED_WEI)} in one signature, and this sends ${showWei(value)}`,
+      observed: `${value} wei asked`,
+    };
   if (limit.max_signatures !== undefined && use.count + 1 > limit.max_signatures) {
     return {
       reason: `budget "${limit.name}" allows ${limit.max_signatures} signatures ${window}${scopeWords(limit)}, and ${use.count} are counted`,
@@ -194,7 +200,7 @@ export function budgetRefusal(
   }
   if (limit.max_value_wei !== undefined) {
     const max = BigInt(limit.max_value_wei);
-    if (value >= MAX_COUNTED_WEI || use.value + value > max) {
+    if (use.value + value > max) {
       return {
         reason: `budget "${limit.name}" allows ${showWei(max)} ${window}${scopeWords(limit)}; ${showWei(use.value)} is counted and this sends ${showWei(value)}`,
         observed: `${value} wei asked, ${max - use.value > 0n ? max - use.value : 0n} wei left`,

@@ -105,7 +105,15 @@ export class Budgets extends DurableObject {
       }
       const after = before.map(({ limit, use }, i) =>
         fresh[i]
-          ? { limit, use: { count: use.count + 1, value: use.value + value, oldest: use.oldest ?? now } }
+          ? {
+              limit,
+              // The entry counts until its bucket's end has left the window (#use's `oldest`).
+              use: {
+                count: use.count + 1,
+                value: use.value + value,
+                oldest: use.oldest ?? now - (now % bucketMsOf(limit)) + bucketMsOf(limit),
+              },
+            }
           : { limit, use },
       );
       if (request.op === "reserve") {
