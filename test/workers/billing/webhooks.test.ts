@@ -11,6 +11,8 @@ import type { Env } from "../../../workers/env.ts";
 import { edgeClient } from "../stack.ts";
 import { billingLedgers, ledgerRows, masterHex } from "./ledgers.ts";
 import { apiKeyHash } from "../../../shared/hashing.ts";
+import { issueBudgetToken } from "../../../workers/budgets/token.ts";
+import { TEST_EDGE_IDENTITY_SEED } from "../../enclave/constants.ts";
 
 const { edge, ok200 } = edgeClient(SELF);
 const bindings = env as unknown as Env;
@@ -276,5 +278,61 @@ describe("guardrail.denied", () => {
     await settle();
     const all = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
     expect(all.filter((d) => d.event_type === "guardrail.denied")).toHaveLength(1);
+  });
+});
+
+describe("budget.exhausted", () => {
+  it("is delivered at a budget's first refusal, once until room frees up, with the budget's counters", async () => {
+    const key = await newAccount("budget webhooks", { cents: 100 });
+    const { id: endpoint } = await ok200<{ id: string }>("webhooks", {
+      key,
+      body: { url: `${inject("fetchTargetUrl")}/echo` },
+    });
+    // An enclave's reservations, as it makes them: with the token the edge sealed into a run.
+    const ref = `budget-webhook-${Date.now()}`;
+    const token = await issueBudgetToken(TEST_EDGE_IDENTITY_SEED, ref, Date.now() + 60_000);
+    const wallet = `0x${"ab".repeat(20)}`;
+    const reserve = async (n: number) => {
+      const res = await SELF.fetch("https://edge.test/internal/v1/budgets", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({
+          op: "reserve",
+          account: `0x${masterHex(apiKeyHash(key))}`,
+          wallet,
+          ref,
+          digest: `0x${n.toString(16).padStart(64, "0")}`,
+          value_wei: "0",
+          budgets: [{ name: "one", per: "wallet", scope: "wallet", window_seconds: 3600, max_signatures: 1 }],
+        }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { granted: boolean };
+    };
+    expect((await reserve(1)).granted).toBe(true);
+    expect((await reserve(2)).granted).toBe(false);
+    expect((await reserve(3)).granted).toBe(false);
+    const body = await waitFor("budget.exhausted delivered", async () => {
+      const page = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
+      const d = page.find((d) => d.event_type === "budget.exhausted" && d.status === "succeeded");
+      if (!d) return undefined;
+      return runInDurableObject(
+        webhooksOfKey(key),
+        (_w, state) =>
+          state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body,
+      );
+    });
+    expect(JSON.parse(body)).toMatchObject({
+      type: "budget.exhausted",
+      data: {
+        wallet,
+        budget: "one",
+        request_id: ref,
+        state: { name: "one", used_signatures: 1, left_signatures: 0, frees_at: expect.any(String) },
+      },
+    });
+    await settle();
+    const all = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
+    expect(all.filter((d) => d.event_type === "budget.exhausted")).toHaveLength(1);
   });
 });
