@@ -3,6 +3,7 @@
 // with the key and prints what it returned, its logs and what it cost, after saying the most it can
 // cost; `--allow` first makes a group let the account run it. A run whose script failed exits 1
 // with the run's error code, like any other failure.
+import { describeBudgetUse } from "../../shared/guardrails/describe.ts";
 import { basename } from "node:path";
 import { computeCid } from "../../shared/cid.ts";
 import { cidHash, toHash32 } from "../../shared/hashing.ts";
@@ -189,12 +190,15 @@ export const runCommand: Command = {
         answer.dry_run
           ? `dry run, nothing signed:\n${
               answer.dry_run.requests
-                .map(
-                  (q) =>
+                .map((q) =>
+                  [
                     `  ${q.allowed ? "allowed" : "REFUSED"}  ${q.kind} by ${q.wallet}${q.rule ? ` (${q.rule})` : ""}${q.reason ? `: ${q.reason}` : ""}${q.observed ? ` (seen: ${q.observed})` : ""}`,
+                    // A budgeted wallet's budgets after the signature, as if the run were real.
+                    ...(q.budgets?.after ?? []).map((b) => `      then ${describeBudgetUse(b)}`),
+                  ].join("\n"),
                 )
                 .join("\n") || "  (no signature asked for)"
-            }`
+            }\na real run as long would cost ${dollars(answer.dry_run.would_cost_cents)}`
           : undefined,
         fields([
           ["cid", answer.cid],

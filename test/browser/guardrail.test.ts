@@ -1,11 +1,11 @@
 // A wallet's guardrail in the dashboard, in a real Chromium against the local stack: a new account's
-// master key makes a wallet, sets a treasury guardrail on its page from the template's form (the
-// preview's words and document, and the write's cost, said before "Set guardrail"), sees what the
-// wallet may sign in words with the document's hash and block; the Wallets list badges it
-// "guarded"; a usage key sees it read-only; the Playground runs a script whose allowed transfer is
-// signed and whose refused one fails the run with guardrail_denied; the guardrail is removed after
-// a confirmation. Screenshots at 1280 and 360 px; at 360 nothing wider than the window, and axe
-// clean at both.
+// master key makes a wallet, sets a treasury guardrail with a daily cap on its page from the
+// template's form (the preview's words and document, and the write's cost, said before "Set
+// guardrail"), sees what the wallet may sign in words with the document's hash and block and what
+// its budget has used; the Wallets list badges it "guarded"; a usage key sees it read-only; the
+// Playground runs a script whose allowed transfer is signed (and counted in the budget) and whose
+// refused one fails the run with guardrail_denied; the guardrail is removed after a confirmation.
+// Screenshots at 1280 and 360 px; at 360 nothing wider than the window, and axe clean at both.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
@@ -84,6 +84,7 @@ describe("a wallet's guardrail in the dashboard", () => {
     await editor.getByLabel("Chains", { exact: true }).fill("1");
     await editor.getByLabel("Recipients", { exact: true }).fill(RECIPIENT);
     await editor.getByLabel("Most wei per transaction", { exact: true }).fill("1000");
+    await editor.getByLabel("Most wei a day", { exact: true }).fill("5000");
     await editor.getByRole("button", { name: "Preview" }).click();
     const preview = editor.getByTestId("guardrail-preview");
     await preview.waitFor();
@@ -94,6 +95,7 @@ describe("a wallet's guardrail in the dashboard", () => {
       version: 1,
       name: "treasury",
       transactions: { chains: [1], max_value_wei: "1000", transfers: { allow: [RECIPIENT] } },
+      budgets: [{ name: "daily", window_seconds: 86400, max_value_wei: "5000" }],
     });
     expect(await preview.getByTestId("guardrail-cost").textContent()).toContain(
       "Setting it is one write on chain: it costs $0.01",
@@ -109,6 +111,11 @@ describe("a wallet's guardrail in the dashboard", () => {
     expect(words).toContain("transactions on chain 1, each sending at most 1000 wei:");
     expect(words).toContain(`plain transfers to ${RECIPIENT}`);
     expect(words).toContain("raw digests: never");
+    expect(words).toContain("budget daily: at most 0.000000000000005 ETH in any day");
+    // What the budget has used, read from its counters: nothing yet.
+    expect(await section.getByTestId("guardrail-budgets").textContent()).toContain(
+      "daily: 0 ETH of 0.000000000000005 ETH used",
+    );
     expect(await section.getByTestId("guardrail-hash").getAttribute("data-value")).toBe(onChain.guardrail_hash);
     expect(await section.getByTestId("guardrail-block").textContent()).toBe(onChain.set_at_block);
     await checkLayouts(page, "guardrail-wallet");
@@ -182,6 +189,10 @@ describe("a wallet's guardrail in the dashboard", () => {
     await page.goto(`${stack.origin}/dashboard#/wallets/${wallet}`);
     const section = page.getByRole("region", { name: "What this wallet may sign" });
     await section.getByTestId("guardrail-words").waitFor({ timeout: 30_000 });
+    // The signed transfer is counted in the daily budget; the refused one is not.
+    expect(await section.getByTestId("guardrail-budgets").textContent({ timeout: 30_000 })).toContain(
+      "daily: 0.000000000000001 ETH of 0.000000000000005 ETH used; the oldest leaves the window at",
+    );
     // Dismissed: nothing changes.
     page.once("dialog", (d) => void d.dismiss());
     await section.getByRole("button", { name: "Remove guardrail" }).click();

@@ -643,6 +643,7 @@ describe("guardrail", () => {
     const dry = dryRun.stdout;
     expect(dry).toContain("dry run, nothing signed:");
     expect(dry).toMatch(/^ {2}REFUSED {2}message by 0x[0-9a-f]{40} \(messages\.pattern\): the message does not match/m);
+    expect(dry).toMatch(/^a real run as long would cost \$\d+\.\d\d$/m);
     writeFileSync(
       join(work, "bad-guardrail.json"),
       JSON.stringify({ version: 1, transactions: { chains: [1], max_value_wei: 5 } }),
