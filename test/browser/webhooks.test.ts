@@ -95,7 +95,14 @@ describe("the Webhooks page", () => {
     const [endpoint] = await client.listWebhooks();
     expect(endpoint).toMatchObject({
       url: receiverUrl,
-      events: ["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached", "guardrail.denied"],
+      events: [
+        "payment.credited",
+        "payment.failed",
+        "balance.low",
+        "usage_key.cap_reached",
+        "guardrail.denied",
+        "budget.exhausted",
+      ],
       disabled: false,
     });
     expect(await endpoints.textContent()).toContain("enabled");

@@ -256,6 +256,7 @@ describe("webhooks on the local stack", () => {
       "balance.low",
       "usage_key.cap_reached",
       "guardrail.denied",
+      "budget.exhausted",
     ]);
     r.setSecret(all.secret);
 

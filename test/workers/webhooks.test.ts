@@ -82,7 +82,14 @@ describe("POST /webhooks under a production configuration", () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body).toMatchObject({
       url: "https://hooks.example.com/sigil",
-      events: ["payment.credited", "payment.failed", "balance.low", "usage_key.cap_reached", "guardrail.denied"],
+      events: [
+        "payment.credited",
+        "payment.failed",
+        "balance.low",
+        "usage_key.cap_reached",
+        "guardrail.denied",
+        "budget.exhausted",
+      ],
     });
     expect(ok.body.secret).toMatch(/^whsec_[0-9a-f]{64}$/);
     await ok200(`webhooks/${ok.body.id}`, { key: account.api_key, method: "DELETE" });

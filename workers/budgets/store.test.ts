@@ -22,7 +22,7 @@ const ACCOUNT = `0x${"11".repeat(32)}`;
 const WALLET = `0x${"22".repeat(20)}`;
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const ETH = 10n ** 18n;
-/** The most a window may run long (docs/design/guardrails.md, The window, in buckets): a 240th of it, at least a second. */
+/** The most a window may run long (docs/design/guardrails.md, Budgets: the window, in buckets): a 240th of it, at least a second. */
 const bucketMs = (windowSeconds: number) => Math.max(1000, Math.ceil((windowSeconds * 1000) / 240));
 /** When an entry counted at `at` in a window of `windowSeconds` leaves it, as its state says (checked to be in bounds). */
 function freesAtOf(state: { frees_at: string | null } | undefined, at: number, windowSeconds: number): number {
