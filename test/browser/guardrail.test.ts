@@ -84,7 +84,7 @@ describe("a wallet's guardrail in the dashboard", () => {
     await editor.getByLabel("Chains", { exact: true }).fill("1");
     await editor.getByLabel("Recipients", { exact: true }).fill(RECIPIENT);
     await editor.getByLabel("Most wei per transaction", { exact: true }).fill("1000");
-    await editor.getByLabel("Most wei a day", { exact: true }).fill("5000");
+    await editor.getByLabel("Most wei a day (optional)", { exact: true }).fill("5000");
     await editor.getByRole("button", { name: "Preview" }).click();
     const preview = editor.getByTestId("guardrail-preview");
     await preview.waitFor();
