@@ -76,8 +76,11 @@ const groups = ["profile", "account", "key", "wallet", "guardrail", "group", "ac
 // Each test spawns Node on the whole CLI, which takes seconds on a loaded 2-core machine: the
 // processes have 30 s each (sigil() above), the tests a minute.
 describe("--help", { timeout: 60_000 }, () => {
+  // `-h` is the same flag to the one parser every command goes through (context.ts): it is checked on
+  // a command of each kind (the stack, a single command, a group's subcommand), not spawned for all.
+  const SHORT_FLAG = new Set(["start", "cid", "key add", "guardrail show", "webhook settings"]);
   it.each(commands)("sigil %s --help prints its usage and exits 0", async (command) => {
-    for (const flag of ["--help", "-h"]) {
+    for (const flag of SHORT_FLAG.has(command) ? ["--help", "-h"] : ["--help"]) {
       const r = await sigil([...command.split(" "), flag]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`usage: sigil ${command}\\b`));
