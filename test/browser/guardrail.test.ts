@@ -4,7 +4,8 @@
 // guardrail"), sees what the wallet may sign in words with the document's hash and block and what
 // its budget has used; the Wallets list badges it "guarded"; a usage key sees it read-only; the
 // Playground runs a script whose allowed transfer is signed (and counted in the budget) and whose
-// refused one fails the run with guardrail_denied; the guardrail is removed after a confirmation.
+// refused one fails the run with guardrail_denied; the guardrail is removed after a confirmation; the
+// Keys page says what a usage key's own guardrail lets it sign.
 // Screenshots at 1280 and 360 px; at 360 nothing wider than the window, and axe clean at both.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
@@ -210,6 +211,41 @@ describe("a wallet's guardrail in the dashboard", () => {
       guardrail: null,
       guardrail_hash: null,
     });
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("the Keys page says what a usage key's own guardrail lets it sign, and what its budget has used", async () => {
+    const made = await client.addUsageApiKey({
+      name: "agent",
+      description: "",
+      can_create_groups: false,
+      can_delete_groups: false,
+      can_create_pkps: false,
+      manage_ipfs_ids_in_groups: [],
+      add_pkp_to_groups: [],
+      remove_pkp_from_groups: [],
+      execute_in_groups: [],
+    });
+    await client.setUsageKeyGuardrail({
+      usage_api_key: made.usage_api_key,
+      guardrail: {
+        version: 1,
+        messages: { pattern: "agent:*" },
+        budgets: [{ name: "hourly", window_seconds: 3600, max_signatures: 10 }],
+      },
+    });
+    const { page, problems } = await signedIn("keys");
+    await page.getByRole("button", { name: "What it may sign agent" }).click({ timeout: 30_000 });
+    const section = page.getByRole("region", { name: 'What "agent" may sign' });
+    await section.getByTestId("key-guardrail-words").waitFor({ timeout: 30_000 });
+    const words = (await section.getByTestId("key-guardrail-words").locator("li").allTextContents()).join("\n");
+    expect(words).toContain('messages matching "agent:*"');
+    expect(words).toContain("budget hourly: at most 10 signatures in any hour");
+    expect(await section.getByTestId("key-guardrail-budgets").textContent()).toContain(
+      "hourly: 0 of 10 signatures used",
+    );
+    await checkLayouts(page, "guardrail-key");
     expect(problems).toEqual([]);
     await page.context().close();
   });

@@ -1,7 +1,7 @@
 // Keys: the account's usage keys with their permissions, spend against their cap (a bar when there is
 // one), when each was last used (its newest run or write in the usage history) and expiry; a form
 // that adds one (the key shown once, with a copy button), the same form to change one's
-// permissions, and removal after a confirmation. Keys are never shown again: the list has hashes.
+// permissions, what a key's own guardrail lets it sign, and removal after a confirmation. Keys are never shown again: the list has hashes.
 // Signed in with a ChainSecured account's admin wallet, the page registers a key by signature
 // instead (walletKeys.tsx).
 import { useState } from "preact/hooks";
@@ -10,6 +10,9 @@ import type { AddUsageApiKeyInput, PageItem, SigilClient } from "../../../sdk/sr
 import { noPermissions, permissionFields, permissionsOf } from "../../../shared/permissions.ts";
 import { collect } from "../../../sdk/src/reads.ts";
 import { WalletKeys } from "./walletKeys.tsx";
+import { GuardrailWords } from "./guardrail.tsx";
+import { describeBudgetUse } from "../../../shared/guardrails/describe.ts";
+import type { Guardrail } from "../../../shared/guardrails/schema.ts";
 import { ago, dollars, Form, List, Load, NewKey, Section, Short, TextField, useAction, useLoad } from "../ui.tsx";
 
 type Key = PageItem<"listApiKeys">;
@@ -128,6 +131,7 @@ export function Keys({ session }: PageProps) {
 function AccountKeys({ session }: PageProps) {
   const loaded = useLoad(() => keysData(session.client));
   const [editing, setEditing] = useState<Key | undefined>();
+  const [guarded, setGuarded] = useState<Key | undefined>();
   return (
     <>
       <Load loaded={loaded} what="usage keys">
@@ -151,7 +155,10 @@ function AccountKeys({ session }: PageProps) {
                 ["Expires", (k) => (k.expires_at ? new Date(k.expires_at * 1000).toISOString().slice(0, 10) : "never")],
               ]}
               name={(k) => k.name}
-              buttons={[{ label: "Edit", onClick: setEditing }]}
+              buttons={[
+                { label: "Edit", onClick: setEditing },
+                { label: "What it may sign", onClick: (k) => setGuarded(guarded?.id === k.id ? undefined : k) },
+              ]}
               remove={{
                 ask: (k) => `Remove the usage key "${k.name}"? It stops working at once.`,
                 run: async (k) => {
@@ -163,6 +170,7 @@ function AccountKeys({ session }: PageProps) {
           </>
         )}
       </Load>
+      {guarded && <KeyGuardrail key={guarded.id} session={session} k={guarded} />}
       {editing ? (
         <KeyForm
           key={editing.id}
@@ -190,6 +198,44 @@ function AccountKeys({ session }: PageProps) {
         />
       )}
     </>
+  );
+}
+
+/**
+ * A usage key's own guardrail in words (docs/design/guardrails.md, Narrowed per usage key): what every
+ * run of the key may sign, with any wallet, on top of the wallet's own; and what its budgets have
+ * used. Set with `sigil guardrail set key:<hash> FILE` or the API.
+ */
+function KeyGuardrail({ session, k }: { session: PageProps["session"]; k: Key }) {
+  const loaded = useLoad(() => session.client.getUsageKeyGuardrail({ usage_api_key: k.id }), [k.id]);
+  return (
+    <Section id="key-guardrail" title={`What "${k.name}" may sign`}>
+      <Load loaded={loaded} what="its guardrail">
+        {(g) =>
+          g.guardrail === null ? (
+            <p data-testid="key-guardrail-none">
+              No guardrail of its own: its runs sign what each wallet's guardrail allows. Set one with{" "}
+              <code>sigil guardrail set key:{k.id} FILE</code>.
+            </p>
+          ) : (
+            <>
+              <p>With any wallet, only this — and only what the wallet's own guardrail allows too:</p>
+              <GuardrailWords guardrail={g.guardrail as Guardrail} testId="key-guardrail-words" />
+              {g.budgets.length > 0 && (
+                <ul class="guardrail-words" data-testid="key-guardrail-budgets">
+                  {g.budgets.map((b) => (
+                    <li>{describeBudgetUse(b)}</li>
+                  ))}
+                </ul>
+              )}
+              <p class="muted">
+                Guardrail <Short value={g.guardrail_hash ?? ""} />, set at block {g.set_at_block}.
+              </p>
+            </>
+          )
+        }
+      </Load>
+    </Section>
   );
 }
 
