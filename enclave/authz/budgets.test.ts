@@ -197,10 +197,20 @@ describe("askBudgets", () => {
     expect(await askBudgets({ url: "http://127.0.0.1:8787", token: "t" }, REQUEST, impl)).toEqual(GRANTED);
   });
 
-  // Product bug (reported): a URL that is no base for a path (mailto:, data:, javascript: — all pass
-  // budgetAccessSchema's z.url()) makes `new URL(BUDGET_PATH, access.url)` throw a TypeError, not
-  // BudgetUnavailableError, so reserveBudgets rethrows it instead of refusing at `budgets`. Flip to
-  // `it` once askBudgets turns it into BudgetUnavailableError.
+  it("in production, only https: the token is never sent over plain http, nor after a redirect", async () => {
+    const { impl, calls } = fakeFetch(json(GRANTED));
+    await expect(
+      askBudgets({ url: "http://edge.example", token: "t" }, REQUEST, impl, Date.now() + 5_000, false),
+    ).rejects.toBeInstanceOf(BudgetUnavailableError);
+    expect(calls).toHaveLength(0);
+    expect(
+      await askBudgets({ url: "https://edge.example", token: "t" }, REQUEST, impl, Date.now() + 5_000, false),
+    ).toEqual(GRANTED);
+    expect(calls[0]?.init.redirect).toBe("error");
+  });
+
+  // A URL that is no base for a path (mailto:, data:, javascript: — all pass budgetAccessSchema's
+  // z.url()) is refused as the store's absence is, not thrown past reserveBudgets.
   it("refuses a URL that cannot be a base with BudgetUnavailableError", async () => {
     for (const url of ["mailto:ops@edge.example", "data:text/plain,x"]) {
       const { impl, calls } = fakeFetch(json(GRANTED));

@@ -46,6 +46,7 @@ export async function askBudgets(
   request: BudgetRequest,
   fetchImpl: typeof fetch = fetch,
   deadline: number = Date.now() + PATIENCE_MS,
+  allowHttp = true,
 ): Promise<BudgetAnswer> {
   let url: URL;
   try {
@@ -53,8 +54,8 @@ export async function askBudgets(
   } catch {
     throw new BudgetUnavailableError("the edge's budget URL is not http(s)");
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:")
-    throw new BudgetUnavailableError("the edge's budget URL is not http(s)");
+  if (url.protocol !== "https:" && !(allowHttp && url.protocol === "http:"))
+    throw new BudgetUnavailableError(`the edge's budget URL is not ${allowHttp ? "http(s)" : "https"}`);
   let last = "";
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     try {
@@ -62,6 +63,8 @@ export async function askBudgets(
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${access.token}` },
         body: JSON.stringify(request),
+        // The token goes to the edge's URL and nowhere else.
+        redirect: "error",
         signal: AbortSignal.timeout(
           attempt < ATTEMPTS ? ATTEMPT_TIMEOUT_MS : Math.max(ATTEMPT_TIMEOUT_MS, deadline - Date.now()),
         ),
@@ -101,6 +104,7 @@ export class RunBudgets {
   readonly #dry: boolean;
   readonly #fetch: typeof fetch;
   readonly #deadline: number | undefined;
+  readonly #allowHttp: boolean;
   /** A dry run's own would-be signatures, per wallet, budget and scope. */
   readonly #pending = new Map<string, { count: number; value: bigint; oldest: number | null; digests: Set<string> }>();
 
@@ -111,12 +115,15 @@ export class RunBudgets {
     fetchImpl?: typeof fetch;
     /** Until when a reservation's last attempt waits: the run's own deadline. */
     deadline?: number;
+    /** Whether the edge may be reached over plain http (not in production). */
+    allowHttp?: boolean;
   }) {
     this.#access = options.access;
     this.#runner = options.runner;
     this.#dry = options.dry;
     this.#fetch = options.fetchImpl ?? fetch;
     this.#deadline = options.deadline;
+    this.#allowHttp = options.allowHttp ?? true;
   }
 
   /**
@@ -147,6 +154,7 @@ export class RunBudgets {
       },
       this.#fetch,
       this.#deadline,
+      this.#allowHttp,
     );
     if (!this.#dry) return answer;
     return this.#addPending(counters, limits, charge, answer);

@@ -246,6 +246,8 @@ export async function sigilAction(
     keyGuardrail: key.guardrail ?? null,
     budgets: new RunBudgets({
       access: input.budget,
+      // Outside production the edge may be reached over plain http (wrangler dev, the tests).
+      allowHttp: enclave.config.env !== "production",
       runner: { account: toHash32(key.master), keyHash: toHash32(keyHash), cid },
       dry,
       deadline: Date.now() + timeoutMsOf(input, limits),
@@ -640,7 +642,9 @@ async function authorizeWallet(
     allowed.push(await checkGuardrail(enclave, run, keyWhose(run.keyHash), run.keyGuardrail, request));
   if (allowed.length === 0) return { grant, decision: undefined };
   const budgets = { before: [] as BudgetState[], after: [] as BudgetState[] };
-  for (const a of allowed) {
+  // The key's own budgets first: a request the key's budget refuses is counted in no wallet's, so a
+  // narrowed key cannot use up a wallet's budget for everyone else with requests refused for its own.
+  for (const a of [...allowed].reverse()) {
     const counted = request.signs ? await reserveBudgets(run, a, wallet, request.signs) : undefined;
     budgets.before.push(...(counted?.before ?? []));
     budgets.after.push(...(counted?.after ?? []));

@@ -81,7 +81,12 @@ beforeAll(async () => {
   // The wallet's own guardrail allows transfers and any message; the key's allows no messages.
   await owner.setWalletGuardrail({
     wallet_address: guarded,
-    guardrail: { version: 1, transactions: { chains: [31337], transfers: {} }, messages: {} },
+    guardrail: {
+      version: 1,
+      transactions: { chains: [31337], transfers: {} },
+      messages: {},
+      budgets: [{ name: "wallet-daily", window_seconds: 86_400, max_signatures: 100 }],
+    },
   });
   await owner.setUsageKeyGuardrail({
     usage_api_key: key.usage_api_key,
@@ -113,10 +118,14 @@ describe("a usage key's own guardrail", () => {
   });
 
   it("its budgets count what the key signs across wallets; the master key and another key are not narrowed", async () => {
-    const out = await run(keyed, [transfer(guarded, 1, "0.1"), transfer(plain, 2, "0.1")]);
+    const out = await run(keyed, [transfer(guarded, 1, "0.1"), transfer(guarded, 2, "0.1")]);
     expect(out).toEqual([
       { ok: true, sig: expect.any(String) },
       { ok: false, code: "guardrail_denied", rule: "usage_key.budgets.key-daily" },
+    ]);
+    // The key's own budget decides first: what it refuses is counted in no wallet's budget (two, not three).
+    expect((await owner.getWalletBudgets({ wallet_address: guarded })).budgets).toEqual([
+      expect.objectContaining({ name: "wallet-daily", used_signatures: 2 }),
     ]);
     const own = await owner.getUsageKeyGuardrail({ usage_api_key: keyHash });
     expect(own.budgets).toEqual([

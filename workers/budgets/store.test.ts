@@ -332,6 +332,14 @@ describe("the Budgets store", () => {
     expect(stored).toBe(answer.granted ? answer.after[0]?.used_value_wei : "0");
   });
 
+  it("does not notify for a signature too large for an empty budget, nor let it hide the real exhaustion after", async () => {
+    const s = store();
+    const cap = limit({ name: "cap", window_seconds: 3600, max_value_wei: (10n * ETH).toString() });
+    expect(refused(await s.decide(request([cap], 1, 11n * ETH), T0)).notify).toBe(false);
+    granted(await s.decide(request([cap], 2, 10n * ETH), T0 + 1));
+    expect(refused(await s.decide(request([cap], 3, 1n), T0 + 2)).notify).toBe(true);
+  });
+
   it("notifies on the first refusal of an exhaustion only, and again once the window has freed room and it is exhausted anew", async () => {
     const s = store();
     const W = 3600;

@@ -99,7 +99,9 @@ export class Budgets extends DurableObject {
         const refusal = refusalOf(limit, use, value);
         if (refusal) {
           const states = before.map((b) => stateOf(b.limit, b.use));
-          const notify = request.op === "reserve" && this.#firstRefusal(limit, use, now);
+          // A signature too large for an empty budget is refused (guardrail.denied says so); the
+          // budget is not used up by it, and its real exhaustion later must still be told.
+          const notify = request.op === "reserve" && use.count > 0 && this.#firstRefusal(limit, use, now);
           return { granted: false, budget: limit.name, ...refusal, before: states, notify };
         }
       }

@@ -242,10 +242,20 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
       document = found.document;
       hash = found.hash;
       const request = toSignRequest(input.request);
-      const decision = compileGuardrail(document).check(request);
+      const decision = decideWith(document, request);
       const budgets = (document.budgets ?? []).filter((b) => b.per !== "action");
       if (!decision.allowed || budgets.length === 0) return c.json({ ...decision, guardrail_hash: hash }, 200);
-      const charge = budgetCharge(request);
+      let charge: ReturnType<typeof budgetCharge>;
+      try {
+        charge = budgetCharge(request);
+      } catch (err) {
+        // The rules allowed it, but it cannot be hashed (typed data that does not hold together):
+        // the client's payload, which the enclave would never sign either.
+        throw new SigilError(
+          "invalid_request",
+          `the request cannot be hashed: ${(err as Error).message.split("\n")[0]}`,
+        );
+      }
       const peek = await budgetsOf(c.env.BUDGETS, found.master, wallet).decide({
         op: "peek",
         account: toHash32(found.master),
@@ -269,7 +279,7 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
         );
       return c.json({ ...decision, guardrail_hash: hash, budgets: { before: peek.before, after: peek.after } }, 200);
     }
-    const decision = compileGuardrail(document).check(toSignRequest(input.request));
+    const decision = decideWith(document, toSignRequest(input.request));
     return c.json({ ...decision, guardrail_hash: hash }, 200);
   });
 
@@ -312,4 +322,22 @@ function limitOf(b: Budget) {
     ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
     ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
   };
+}
+
+/**
+ * A document's decision on `request`; one that does not compile (a ChainSecured admin may write a
+ * document past the API's checks) refuses everything, as the enclave does.
+ */
+function decideWith(document: unknown, request: ReturnType<typeof toSignRequest>) {
+  let compiled: ReturnType<typeof compileGuardrail>;
+  try {
+    compiled = compileGuardrail(document);
+  } catch (err) {
+    return {
+      allowed: false as const,
+      rule: "guardrail",
+      reason: `the guardrail does not hold together, so the enclave refuses every signature: ${(err as Error).message.split("\n")[0]}`,
+    };
+  }
+  return compiled.check(request);
 }

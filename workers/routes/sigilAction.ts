@@ -69,13 +69,20 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       // Budgets are reserved by the enclave, at this edge, under the run's billing ref (routes/budgets.ts).
       const ref = meterOf(c)?.ref ?? attempt?.ref ?? c.get("ids").requestId;
       const seed = config.channel.identityKey;
-      const budget = seed
-        ? {
-            url: config.budgetUrl ?? new URL(c.req.url).origin,
-            token: await issueBudgetToken(seed, ref, Date.now() + config.limits.maxTimeoutMs + BUDGET_TOKEN_MARGIN_MS),
-            ref,
-          }
-        : undefined;
+      // In production the token goes only to an https URL: SIGIL_BUDGET_URL, or the origin the run came to.
+      const budgetUrl = config.budgetUrl ?? new URL(c.req.url).origin;
+      const budget =
+        seed && (config.env !== "production" || budgetUrl.startsWith("https://"))
+          ? {
+              url: budgetUrl,
+              token: await issueBudgetToken(
+                seed,
+                ref,
+                Date.now() + config.limits.maxTimeoutMs + BUDGET_TOKEN_MARGIN_MS,
+              ),
+              ref,
+            }
+          : undefined;
       const answer = await enclave.call(
         "sigil_action",
         {
