@@ -319,6 +319,17 @@ describe("RunBudgets", () => {
     expect(calls[0]?.body.digest).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
+  it("counts the digest the worker will sign when given it, not one hashed again here; the value from the transaction", async () => {
+    const { impl, calls } = fakeFetch(json(GRANTED));
+    const budgets = new RunBudgets({ access: { ...ACCESS, ref: "run-10" }, runner, dry: false, fetchImpl: impl });
+    const signed = `0x${"cd".repeat(32)}` as Hex;
+    await budgets.reserve(WALLET, WALLET, BUDGETS, { kind: "transaction", transaction: transfer(1) }, signed);
+    expect(calls[0]?.body).toMatchObject({
+      digest: countedDigest(WALLET, signed),
+      value_wei: eth("0.2").toString(),
+    });
+  });
+
   it("a real run adds nothing itself: each reservation is the store's answer", async () => {
     const { impl, calls } = peekingStore(0n, 0);
     const budgets = new RunBudgets({ access: { ...ACCESS, ref: "run-9" }, runner, dry: false, fetchImpl: impl });

@@ -9,6 +9,7 @@ import {
   BUDGET_PATH,
   budgetCharge,
   budgetLimits,
+  budgetValue,
   countedDigest,
   budgetRefusal,
   budgetState,
@@ -129,16 +130,19 @@ export class RunBudgets {
   /**
    * Room for `request` to be signed by `signer`, which a guardrail allowed, in its `budgets`, counted
    * under `counters` (the wallet's address, or "key:0x…" for a usage key's own guardrail).
+   * `signedDigest`: the digest the worker already made of it and will sign (its KeyUse), so that the
+   * payload is not serialized and hashed a second time here; without it, it is computed.
    */
   async reserve(
     counters: string,
     signer: Address,
     budgets: readonly Budget[],
     request: SignRequest,
+    signedDigest?: Hex,
   ): Promise<BudgetOutcome> {
     if (!this.#access) throw new BudgetUnavailableError("this run was sent without a way to reach the budgets' store");
     const { ref, ...access } = this.#access;
-    const payload = budgetCharge(request);
+    const payload = signedDigest ? { digest: signedDigest, valueWei: budgetValue(request) } : budgetCharge(request);
     const charge = { ...payload, digest: countedDigest(signer, payload.digest) };
     const limits = budgetLimits(budgets, this.#runner);
     const answer = await askBudgets(

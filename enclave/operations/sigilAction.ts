@@ -497,6 +497,7 @@ async function reserveBudgets(
   allowed: Allowed,
   signer: Address,
   signs: SignRequest,
+  signedDigest: Hex | undefined,
 ): Promise<{ before: BudgetState[]; after: BudgetState[] } | undefined> {
   const { decision, whose, budgets } = allowed;
   if (!budgets?.length) return undefined;
@@ -511,7 +512,7 @@ async function reserveBudgets(
   let outcome;
   try {
     if (!run.budgets) throw new BudgetUnavailableError("this run has no way to reach the budgets' store");
-    outcome = await run.budgets.reserve(whose.counters, signer, budgets, signs);
+    outcome = await run.budgets.reserve(whose.counters, signer, budgets, signs, signedDigest);
   } catch (err) {
     if (!(err instanceof BudgetUnavailableError)) throw err;
     throw refuse(`${whose.prefix}budgets`, `${err.message}; nothing was signed`, { reason: err.message });
@@ -645,7 +646,8 @@ async function authorizeWallet(
   // The key's own budgets first: a request the key's budget refuses is counted in no wallet's, so a
   // narrowed key cannot use up a wallet's budget for everyone else with requests refused for its own.
   for (const a of [...allowed].reverse()) {
-    const counted = request.signs ? await reserveBudgets(run, a, wallet, request.signs) : undefined;
+    const signed = request.use?.kind === "export" ? undefined : request.use?.digest;
+    const counted = request.signs ? await reserveBudgets(run, a, wallet, request.signs, signed) : undefined;
     budgets.before.push(...(counted?.before ?? []));
     budgets.after.push(...(counted?.after ?? []));
   }

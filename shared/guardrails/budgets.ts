@@ -28,6 +28,11 @@ export const MAX_COUNTED_WEI = 1n << 128n;
 /** What a signature adds to a budget: one signature of its payload's digest, sending `valueWei`. */
 export type BudgetCharge = { digest: Hex; valueWei: bigint };
 
+/** The native value a request sends: a transaction's value, else nothing. */
+export function budgetValue(request: SignRequest): bigint {
+  return request.kind === "transaction" ? (request.transaction.value ?? 0n) : 0n;
+}
+
 /** The charge of a request the guardrail allowed (a key export is never budgeted: evaluate.ts refuses the document). */
 export function budgetCharge(request: SignRequest): BudgetCharge {
   switch (request.kind) {
