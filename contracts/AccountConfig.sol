@@ -296,17 +296,8 @@ contract AccountConfig is
     function setUsageKeyGuardrail(uint256 accountHash, uint256 usageKeyHash, string calldata document) external {
         (uint256 master, Account storage a) = _authorize(accountHash, OWNER, 0);
         UsageKey storage k = _usageKey(a, usageKeyHash);
-        if (bytes(document).length > MAX_GUARDRAIL_BYTES) revert LimitExceeded("guardrail bytes", MAX_GUARDRAIL_BYTES);
-        bytes32 guardrailHash;
-        if (bytes(document).length != 0) {
-            guardrailHash = keccak256(bytes(document));
-            k.guardrail = guardrailHash;
-            k.guardrailBlock = block.number;
-        } else {
-            delete k.guardrail;
-            delete k.guardrailBlock;
-        }
-        emit UsageKeyGuardrailSet(master, usageKeyHash, guardrailHash, document);
+        (k.guardrail, k.guardrailBlock) = _guardrail(document);
+        emit UsageKeyGuardrailSet(master, usageKeyHash, k.guardrail, document);
     }
 
     // ─── wallets ───────────────────────────────────────────────────────────────────────────
@@ -338,17 +329,8 @@ contract AccountConfig is
         // As `_checkWalletOf`, without its address(0) wildcard: no wallet's master is 0.
         Wallet storage w = _layout().wallets[wallet];
         if (w.master != master) revert WalletNotRegistered(wallet);
-        if (bytes(document).length > MAX_GUARDRAIL_BYTES) revert LimitExceeded("guardrail bytes", MAX_GUARDRAIL_BYTES);
-        bytes32 guardrailHash;
-        if (bytes(document).length != 0) {
-            guardrailHash = keccak256(bytes(document));
-            w.guardrail = guardrailHash;
-            w.guardrailBlock = block.number;
-        } else {
-            delete w.guardrail;
-            delete w.guardrailBlock;
-        }
-        emit WalletGuardrailSet(master, wallet, guardrailHash, document);
+        (w.guardrail, w.guardrailBlock) = _guardrail(document);
+        emit WalletGuardrailSet(master, wallet, w.guardrail, document);
     }
 
     // ─── groups ────────────────────────────────────────────────────────────────────────────
@@ -739,6 +721,14 @@ contract AccountConfig is
         if (bytes(description).length > MAX_DESCRIPTION_BYTES) {
             revert LimitExceeded("description", MAX_DESCRIPTION_BYTES);
         }
+    }
+
+    /// A guardrail as it is kept, a wallet's or a usage key's: the keccak256 of the document's bytes
+    /// and this block (whose event carries them), or (0, 0) for an empty document, which removes it.
+    function _guardrail(string calldata document) private view returns (bytes32 guardrailHash, uint256 blockNumber) {
+        if (bytes(document).length > MAX_GUARDRAIL_BYTES) revert LimitExceeded("guardrail bytes", MAX_GUARDRAIL_BYTES);
+        if (bytes(document).length == 0) return (0, 0);
+        return (keccak256(bytes(document)), block.number);
     }
 
     function _usageKey(Account storage a, uint256 keyHash) private view returns (UsageKey storage) {
