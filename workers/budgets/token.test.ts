@@ -2,7 +2,7 @@
 // a changed claim or MAC, or a string that is not a token names no ref.
 import { describe, expect, it } from "vitest";
 import { fromBase64Url, toBase64Url } from "../../shared/channel/channel.ts";
-import { issueBudgetToken, verifyBudgetToken } from "./token.ts";
+import { budgetAccess, issueBudgetToken, verifyBudgetToken } from "./token.ts";
 
 const SEED = "5369676c207465737420656467652069642d6e6f7420612073656372657421ff";
 const OTHER = `${"00".repeat(31)}01`;
@@ -102,5 +102,32 @@ describe("the budget token", () => {
     ]) {
       expect(await verifyBudgetToken(SEED, bad, NOW), JSON.stringify(bad)).toBeUndefined();
     }
+  });
+});
+
+describe("budgetAccess", () => {
+  const config = (over: { env?: string; budgetUrl?: string; identityKey?: string | undefined } = {}) => ({
+    env: over.env ?? "development",
+    budgetUrl: over.budgetUrl,
+    limits: { maxTimeoutMs: 900_000 } as never,
+    channel: { identityKey: "identityKey" in over ? over.identityKey : SEED },
+  });
+
+  it("names the run's origin (or SIGIL_BUDGET_URL) and a token for the run that this edge verifies until past the longest run", async () => {
+    const access = await budgetAccess(config(), "http://127.0.0.1:8787/core/v1/sigil_action", "req-9", NOW);
+    expect(access).toMatchObject({ url: "http://127.0.0.1:8787", ref: "req-9" });
+    expect(await verifyBudgetToken(SEED, access!.token, NOW + 900_000)).toBe("req-9");
+    expect(await verifyBudgetToken(SEED, access!.token, NOW + 961_000)).toBeUndefined();
+    expect(
+      (await budgetAccess(config({ budgetUrl: "https://edge.internal" }), "https://api.example/x", "r", NOW))?.url,
+    ).toBe("https://edge.internal");
+  });
+
+  it("gives none without an identity seed, nor in production without https: the token never travels in the clear", async () => {
+    expect(await budgetAccess(config({ identityKey: undefined }), "https://api.example/x", "r", NOW)).toBeUndefined();
+    expect(await budgetAccess(config({ env: "production" }), "http://api.example/x", "r", NOW)).toBeUndefined();
+    expect(await budgetAccess(config({ env: "production" }), "https://api.example/x", "r", NOW)).toMatchObject({
+      url: "https://api.example",
+    });
   });
 });

@@ -5,6 +5,7 @@
 // the edge shares — so any isolate checks it without storing anything, and nobody but an enclave that
 // was sent a run can spend a wallet's budget.
 import { fromBase64Url, toBase64Url } from "../../shared/channel/channel.ts";
+import type { EdgeConfig } from "../config.ts";
 
 const LABEL = new TextEncoder().encode("sigil budget token v1");
 const keys = new Map<string, Promise<CryptoKey>>();
@@ -49,4 +50,25 @@ export async function verifyBudgetToken(seedHex: string, token: string, now: num
   } catch {
     return undefined;
   }
+}
+
+/** How long past the longest run a run's token stays good: a reservation made near its end still counts. */
+const TOKEN_MARGIN_MS = 60_000;
+
+/**
+ * Where a run sent at `now` to `requestUrl` reserves in budgets, and its token, or undefined when it
+ * cannot (no identity seed; in production, no https URL — the token is never sent in the clear): its
+ * budgeted signatures are then refused. The URL is SIGIL_BUDGET_URL, or the origin the run came to.
+ */
+export async function budgetAccess(
+  config: Pick<EdgeConfig, "env" | "budgetUrl" | "limits"> & { channel: Pick<EdgeConfig["channel"], "identityKey"> },
+  requestUrl: string,
+  ref: string,
+  now: number,
+): Promise<{ url: string; token: string; ref: string } | undefined> {
+  const seed = config.channel.identityKey;
+  const url = config.budgetUrl ?? new URL(requestUrl).origin;
+  if (!seed || (config.env === "production" && !url.startsWith("https://"))) return undefined;
+  const token = await issueBudgetToken(seed, ref, now + config.limits.maxTimeoutMs + TOKEN_MARGIN_MS);
+  return { url, token, ref };
 }

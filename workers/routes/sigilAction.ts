@@ -21,10 +21,8 @@ import {
 } from "../idempotency/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { notices } from "../webhooks/emit.ts";
-import { issueBudgetToken } from "../budgets/token.ts";
+import { budgetAccess } from "../budgets/token.ts";
 
-/** How long past the longest run a run's budget token stays good: a reservation made near its end still counts. */
-const BUDGET_TOKEN_MARGIN_MS = 60_000;
 import { jsonBody as body, jsonResponse as json, requireKey, route } from "./openapi.ts";
 
 const sigilAction = route("POST /sigil_action", "Execution", {
@@ -68,21 +66,7 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       const grantedMs = meterOf(c)?.grantedMs;
       // Budgets are reserved by the enclave, at this edge, under the run's billing ref (routes/budgets.ts).
       const ref = meterOf(c)?.ref ?? attempt?.ref ?? c.get("ids").requestId;
-      const seed = config.channel.identityKey;
-      // In production the token goes only to an https URL: SIGIL_BUDGET_URL, or the origin the run came to.
-      const budgetUrl = config.budgetUrl ?? new URL(c.req.url).origin;
-      const budget =
-        seed && (config.env !== "production" || budgetUrl.startsWith("https://"))
-          ? {
-              url: budgetUrl,
-              token: await issueBudgetToken(
-                seed,
-                ref,
-                Date.now() + config.limits.maxTimeoutMs + BUDGET_TOKEN_MARGIN_MS,
-              ),
-              ref,
-            }
-          : undefined;
+      const budget = await budgetAccess(config, c.req.url, ref, Date.now());
       const answer = await enclave.call(
         "sigil_action",
         {
