@@ -5,7 +5,6 @@
 // the edge shares — so any isolate checks it without storing anything, and nobody but an enclave that
 // was sent a run can spend a wallet's budget.
 import { fromBase64Url, toBase64Url } from "../../shared/channel/channel.ts";
-import type { EdgeConfig } from "../config.ts";
 
 const LABEL = new TextEncoder().encode("sigil budget token v1");
 const keys = new Map<string, Promise<CryptoKey>>();
@@ -61,7 +60,13 @@ const TOKEN_MARGIN_MS = 60_000;
  * budgeted signatures are then refused. The URL is SIGIL_BUDGET_URL, or the origin the run came to.
  */
 export async function budgetAccess(
-  config: Pick<EdgeConfig, "env" | "budgetUrl" | "limits"> & { channel: Pick<EdgeConfig["channel"], "identityKey"> },
+  // What of the edge's config (config.ts) it reads; not its type, which only the worker's build knows.
+  config: {
+    env: string;
+    budgetUrl?: string | undefined;
+    limits: { maxTimeoutMs: number };
+    channel: { identityKey?: string | undefined };
+  },
   requestUrl: string,
   ref: string,
   now: number,
