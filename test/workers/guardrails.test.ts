@@ -132,4 +132,33 @@ describe("check_guardrail", () => {
     );
     expectError(await check({ wallet_address: TOKEN, request }), 404, "wallet_not_found");
   });
+
+  it("a budgeted wallet: typed data its rules allow but that cannot be hashed is the client's 400, not a 500", async () => {
+    const typed = (await ok200<{ wallet_address: string }>("create_wallet", { key, body: {} })).wallet_address;
+    await ok200("set_wallet_guardrail", {
+      key,
+      body: {
+        wallet_address: typed,
+        guardrail: {
+          version: 1,
+          typed_data: [{ domain: {}, primary_type: "Permit" }],
+          budgets: [{ name: "hourly", window_seconds: 3600, max_signatures: 5 }],
+        },
+      },
+    });
+    const permit = (message: Record<string, unknown>) => ({
+      kind: "typed_data",
+      typed_data: {
+        domain: {},
+        types: { Permit: [{ name: "spender", type: "address" }] },
+        primaryType: "Permit",
+        message,
+      },
+    });
+    expect(await check({ wallet_address: typed, request: permit({ spender: ALICE }) })).toMatchObject({
+      status: 200,
+      body: { allowed: true, budgets: { before: [{ name: "hourly", used_signatures: 0 }] } },
+    });
+    expectError(await check({ wallet_address: typed, request: permit({}) }), 400, "invalid_request");
+  });
 });
