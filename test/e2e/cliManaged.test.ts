@@ -656,5 +656,28 @@ describe("guardrail", () => {
     });
     expect(await ok(["guardrail", "remove", wallet])).toMatch(/^guardrail\s+removed$/m);
     expect(await ok(["guardrail", "show", wallet])).toContain("has no guardrail");
+
+    // A usage key's own guardrail, named key:HASH: set, shown in words with its budget's use, removed.
+    const made = await ok(["key", "add", "--name", "agent"]);
+    const hash = /^hash\s+(0x[0-9a-f]{64})$/m.exec(made)?.[1] as string;
+    writeFileSync(
+      join(work, "key-guardrail.json"),
+      JSON.stringify({
+        version: 1,
+        messages: { pattern: "agent:*" },
+        budgets: [{ name: "hourly", window_seconds: 3600, max_signatures: 10 }],
+      }),
+    );
+    expect(await ok(["guardrail", "set", `key:${hash}`, "key-guardrail.json"])).toMatch(
+      /^guardrail\s+0x[0-9a-f]{64}$/m,
+    );
+    const own = await ok(["guardrail", "show", `key:${hash}`]);
+    expect(own).toMatch(new RegExp(`^usage key\\s+${hash}$`, "m"));
+    expect(own).toContain('  messages matching "agent:*"');
+    expect(own).toContain("  budget hourly: at most 10 signatures in any hour");
+    expect(own).toContain("  hourly: 0 of 10 signatures used");
+    expect(await ok(["guardrail", "remove", `key:${hash}`])).toMatch(/^guardrail\s+removed$/m);
+    expect(await ok(["guardrail", "show", `key:${hash}`])).toContain("has no guardrail of its own");
+    expect((await sigil(["guardrail", "show", "key:0x12"])).code).toBe(2);
   });
 });
