@@ -12,6 +12,7 @@ import type { Browser, Page } from "playwright-core";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import { horizontalOverflow, launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
+import { noPermissions } from "../../shared/permissions.ts";
 
 const RECIPIENT = "0x00000000000000000000000000000000000a11ce";
 const STRANGER = "0x000000000000000000000000000000000000bad0";
@@ -216,17 +217,7 @@ describe("a wallet's guardrail in the dashboard", () => {
   });
 
   it("the Keys page says what a usage key's own guardrail lets it sign, and what its budget has used", async () => {
-    const made = await client.addUsageApiKey({
-      name: "agent",
-      description: "",
-      can_create_groups: false,
-      can_delete_groups: false,
-      can_create_pkps: false,
-      manage_ipfs_ids_in_groups: [],
-      add_pkp_to_groups: [],
-      remove_pkp_from_groups: [],
-      execute_in_groups: [],
-    });
+    const made = await client.addUsageApiKey({ name: "agent", description: "", ...noPermissions() });
     await client.setUsageKeyGuardrail({
       usage_api_key: made.usage_api_key,
       guardrail: {

@@ -7,6 +7,7 @@ import { parseEther } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import { apiKeyHash, toHash32 } from "../../shared/hashing.ts";
+import { noPermissions } from "../../shared/permissions.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const RECIPIENT = "0x2222222222222222222222222222222222222222";
@@ -63,17 +64,7 @@ beforeAll(async () => {
     cid_hashes_permitted: [cid],
   });
   const usage = (name: string) =>
-    owner.addUsageApiKey({
-      name,
-      description: "",
-      can_create_groups: false,
-      can_delete_groups: false,
-      can_create_pkps: false,
-      manage_ipfs_ids_in_groups: [],
-      add_pkp_to_groups: [],
-      remove_pkp_from_groups: [],
-      execute_in_groups: [group.group_id],
-    });
+    owner.addUsageApiKey({ name, description: "", ...noPermissions(), execute_in_groups: [group.group_id] });
   const key = await usage("narrowed");
   keyed = anon.with({ apiKey: key.usage_api_key });
   other = anon.with({ apiKey: (await usage("other")).usage_api_key });

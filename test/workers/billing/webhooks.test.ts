@@ -58,6 +58,20 @@ async function run(key: string, code: string): Promise<string> {
   return r.headers.get("x-request-id")!;
 }
 
+/** The body of the first event of `type` delivered to `endpoint`, once it has been (as the account's Webhooks object keeps it). */
+function deliveredBody(key: string, endpoint: string, type: string): Promise<string> {
+  return waitFor(`${type} delivered`, async () => {
+    const page = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
+    const d = page.find((d) => d.event_type === type && d.status === "succeeded");
+    if (!d) return undefined;
+    return runInDurableObject(
+      webhooksOfKey(key),
+      (_w, state) =>
+        state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body,
+    );
+  });
+}
+
 /** The work the edge does after an answer (waitUntil) has had time to happen. */
 const settle = () => new Promise((r) => setTimeout(r, 1_000));
 
@@ -249,16 +263,7 @@ describe("guardrail.denied", () => {
     });
     expect(refused.body).toMatchObject({ has_error: false, response: "guardrail_denied" });
     const requestId = refused.headers.get("x-request-id");
-    const body = await waitFor("guardrail.denied delivered", async () => {
-      const page = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
-      const d = page.find((d) => d.event_type === "guardrail.denied" && d.status === "succeeded");
-      if (!d) return undefined;
-      return runInDurableObject(
-        webhooksOfKey(key),
-        (_w, state) =>
-          state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body,
-      );
-    });
+    const body = await deliveredBody(key, endpoint, "guardrail.denied");
     expect(JSON.parse(body)).toMatchObject({
       type: "guardrail.denied",
       data: {
@@ -312,16 +317,7 @@ describe("budget.exhausted", () => {
     expect((await reserve(1)).granted).toBe(true);
     expect((await reserve(2)).granted).toBe(false);
     expect((await reserve(3)).granted).toBe(false);
-    const body = await waitFor("budget.exhausted delivered", async () => {
-      const page = await ok200<Delivery[]>(`webhooks/${endpoint}/deliveries`, { key });
-      const d = page.find((d) => d.event_type === "budget.exhausted" && d.status === "succeeded");
-      if (!d) return undefined;
-      return runInDurableObject(
-        webhooksOfKey(key),
-        (_w, state) =>
-          state.storage.sql.exec<{ body: string }>("SELECT body FROM events WHERE id = ?", d.event_id).one().body,
-      );
-    });
+    const body = await deliveredBody(key, endpoint, "budget.exhausted");
     expect(JSON.parse(body)).toMatchObject({
       type: "budget.exhausted",
       data: {
