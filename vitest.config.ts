@@ -60,7 +60,9 @@ const E2E_LIFECYCLE = [
   "test/e2e/budgetCrash.test.ts",
 ];
 
-type Inject = <K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret">(
+type Inject = <
+  K extends "stripeApiBase" | "stripeSecretKey" | "stripePublishableKey" | "stripeWebhookSecret" | "edgeRpcUrl",
+>(
   key: K,
 ) => string;
 
@@ -127,13 +129,16 @@ export default defineConfig({
           bindings: () => ({ SIGIL_BILLING: "off", SIGIL_AUDIT_WINDOW_BLOCKS: "5" }),
         },
       ),
-      // With a local Stripe too (test/workers/billing/globalSetup.ts).
+      // With a local Stripe too (test/workers/billing/globalSetup.ts), and the chain through a proxy
+      // the key cache's suite stops; its poll interval small, so that its bound is quick to check.
       edgeOnStack(
         "workers-billing",
         { include: ["test/workers/billing/**/*.test.ts"] },
         {
           globalSetup: "test/workers/billing/globalSetup.ts",
           bindings: (inject) => ({
+            SIGIL_RPC_URL: inject("edgeRpcUrl"),
+            SIGIL_EDGE_KEY_POLL_MS: "250",
             STRIPE_API_BASE: inject("stripeApiBase"),
             STRIPE_SECRET_KEY: inject("stripeSecretKey"),
             STRIPE_PUBLISHABLE_KEY: inject("stripePublishableKey"),

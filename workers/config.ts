@@ -28,6 +28,15 @@ export const DEFAULT_CLIENT_SHARE_PERCENT = 25;
  */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 
+/**
+ * How often an isolate's key cache reads the contract's events by default, in ms
+ * (SIGIL_EDGE_KEY_POLL_MS; chain/keyCache.ts): a revoked key or a lowered spend limit takes effect at
+ * the edge within this plus one poll's time after the block that carries it. Workers have no timers,
+ * so a poll is started by a request that finds the last one older than this: an isolate polls at
+ * most once per interval, and only while it serves metered requests. 2 s is one block of Base.
+ */
+export const DEFAULT_KEY_POLL_MS = 2_000;
+
 /** Blocks per eth_getLogs when SIGIL_AUDIT_WINDOW_BLOCKS does not say (Base's public RPC and most providers take 10,000). */
 export const DEFAULT_AUDIT_WINDOW_BLOCKS = 10_000;
 
@@ -113,6 +122,8 @@ const schema = z.object({
   SIGIL_EDGE_CLIENT_SHARE_PERCENT: z.coerce.number().int().min(1).max(100).default(DEFAULT_CLIENT_SHARE_PERCENT),
   /** How long a request body may take to arrive, in ms, before 408 body_timeout (default 10000). */
   SIGIL_EDGE_BODY_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(DEFAULT_BODY_TIMEOUT_MS),
+  /** How often the key cache reads the contract's events, in ms (default 2000; chain/keyCache.ts). */
+  SIGIL_EDGE_KEY_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(DEFAULT_KEY_POLL_MS),
   /** `on` (default) or `off`: whether writes and runs are charged. */
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   /** Stripe (docs/design/billing.md): secrets in production; the local emulator's keys under `npm start`. */
@@ -176,6 +187,12 @@ export type EdgeConfig = {
    * (SIGIL_BUDGET_URL; routes/budgets.ts). Absent: the origin each run's request came to.
    */
   budgetUrl?: string | undefined;
+  /**
+   * How often (ms) the isolate's key cache reads the contract's events (chain/keyCache.ts): the
+   * bound, plus one poll's time, on how long a revoked key or a lowered spend limit still passes the
+   * edge after its block.
+   */
+  keyPollMs: number;
   /** Metering through the Ledger (docs/design/billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -258,6 +275,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     maxInFlight: c.SIGIL_EDGE_MAX_IN_FLIGHT,
     maxInFlightPerClient: clientShare(c.SIGIL_EDGE_MAX_IN_FLIGHT, c.SIGIL_EDGE_CLIENT_SHARE_PERCENT),
     bodyTimeoutMs: c.SIGIL_EDGE_BODY_TIMEOUT_MS,
+    keyPollMs: c.SIGIL_EDGE_KEY_POLL_MS,
     billing: c.SIGIL_BILLING === "on",
     limits: limits.data,
     stripe: {

@@ -2,12 +2,11 @@
 // block ranges and drops the cache entries of every account an event names. It starts at the
 // chain head (the cache is empty at start, so older events cannot matter), resumes from its last
 // processed block after an error, and re-reads the last few blocks on every poll so an event in a
-// block replaced by a short reorg is still seen.
-import { hexToBigInt, type Address, type Log, type PublicClient } from "viem";
+// block replaced by a short reorg is still seen (the cursor of shared/accountEvents.ts, which the
+// edge's key cache follows the same events with).
+import type { Address, PublicClient } from "viem";
+import { AccountEventCursor } from "../../shared/accountEvents.ts";
 import type { Logger } from "../../shared/log.ts";
-
-/** Events with one more indexed topic after the master; for the usage-key events it is the key hash, whose cached denial must go too (for the others, dropping an absent entry does nothing). */
-const KEY_EVENT_COUNT = 3;
 
 export type ListenerStatus = {
   /** Seconds since the last successful poll; null before the first. */
@@ -31,7 +30,11 @@ export type ListenerOptions = {
   stalledAfterMs?: number;
   maxRange: number;
   reorgDepth: number;
-  /** Called with the master hashes (topic 1) and key hashes of the events in a range. */
+  /**
+   * Called with the master hashes (topic 1) and key hashes of the events in a range; for the
+   * usage-key events the key hash, whose cached denial must go too (for the others, dropping an
+   * absent entry does nothing).
+   */
   onEvents: (masters: Set<bigint>, keyHashes: Set<bigint>) => void;
   log: Logger;
   now?: () => number;
@@ -46,9 +49,8 @@ export class ChainListener {
   readonly #o: ListenerOptions;
   readonly #now: () => number;
   readonly #stalledAfterMs: number;
+  readonly #cursor: AccountEventCursor;
   #since: number;
-  #lastBlock: bigint | null = null;
-  #chainHead: bigint | null = null;
   #lastSuccessAt: number | null = null;
   #lastError: string | null = null;
   #timer: NodeJS.Timeout | undefined;
@@ -61,6 +63,16 @@ export class ChainListener {
     this.#now = options.now ?? Date.now;
     this.#stalledAfterMs = options.stalledAfterMs ?? defaultStalledAfterMs(options.pollMs);
     this.#since = this.#now();
+    const { client, contract } = options;
+    this.#cursor = new AccountEventCursor({
+      source: {
+        blockNumber: () => client.getBlockNumber({ cacheTime: 0 }),
+        logs: (fromBlock, toBlock) => client.getLogs({ address: contract, fromBlock, toBlock }),
+      },
+      maxRange: options.maxRange,
+      reorgDepth: options.reorgDepth,
+      onEvents: ({ masters, keyHashes }) => options.onEvents(masters, keyHashes),
+    });
   }
 
   start(): void {
@@ -80,8 +92,8 @@ export class ChainListener {
     const now = this.#now();
     return {
       lagSeconds: this.#lastSuccessAt === null ? null : Math.max(0, (now - this.#lastSuccessAt) / 1000),
-      lastBlock: this.#lastBlock,
-      chainHead: this.#chainHead,
+      lastBlock: this.#cursor.lastBlock,
+      chainHead: this.#cursor.chainHead,
       lastError: this.#lastError,
       stalled: now - (this.#lastSuccessAt ?? this.#since) > this.#stalledAfterMs,
     };
@@ -94,39 +106,9 @@ export class ChainListener {
 
   /** One poll: reads every new block up to the head. Exposed for tests. */
   async poll(): Promise<void> {
-    const { client, contract, maxRange, reorgDepth } = this.#o;
-    const head = await client.getBlockNumber({ cacheTime: 0 });
-    this.#chainHead = head;
-    if (this.#lastBlock === null) {
-      this.#lastBlock = head;
-    } else {
-      // Re-read the last `reorgDepth` blocks: dropping cache entries twice is harmless.
-      let from = this.#lastBlock + 1n - BigInt(reorgDepth);
-      if (from < 0n) from = 0n;
-      while (from <= head) {
-        const to = from + BigInt(maxRange) - 1n < head ? from + BigInt(maxRange) - 1n : head;
-        const logs = await client.getLogs({ address: contract, fromBlock: from, toBlock: to });
-        this.#dispatch(logs);
-        if (to > this.#lastBlock) this.#lastBlock = to;
-        from = to + 1n;
-      }
-    }
+    await this.#cursor.poll();
     this.#lastSuccessAt = this.#now();
     this.#lastError = null;
-  }
-
-  #dispatch(logs: Log[]): void {
-    if (logs.length === 0) return;
-    const masters = new Set<bigint>();
-    const keyHashes = new Set<bigint>();
-    for (const log of logs) {
-      const [, first, second] = log.topics;
-      // ApiPayersSet / AdminApiPayerSet name no account; every other event's first indexed topic is the master hash.
-      if (first === undefined) continue;
-      masters.add(hexToBigInt(first));
-      if (second !== undefined && log.topics.length === KEY_EVENT_COUNT) keyHashes.add(hexToBigInt(second));
-    }
-    if (masters.size > 0) this.#o.onEvents(masters, keyHashes);
   }
 
   #schedule(delay: number): void {
@@ -138,7 +120,7 @@ export class ChainListener {
           if (this.#lastError !== message)
             this.#o.log.warn("chain listener poll failed; retrying from the last processed block", {
               error: message,
-              lastBlock: this.#lastBlock,
+              lastBlock: this.#cursor.lastBlock,
             });
           this.#lastError = message;
         })

@@ -16,6 +16,12 @@ declare module "vitest" {
     listenerPollMs: number;
     /** A second enclave whose chain listener has stalled (test/workers/globalSetup.ts only). */
     stalledEnclaveUrl: string;
+    /**
+     * The billing suites' edge reaches the chain through a proxy of its own (test/workers/billing/globalSetup.ts),
+     * which a test stops and starts by POSTing `/stop` and `/start` to the control URL (tcpProxy.ts).
+     */
+    edgeRpcUrl: string;
+    edgeRpcControlUrl: string;
     /** The local Stripe emulator, where a suite runs one (emulators/stripe.ts). */
     stripeApiBase: string;
     stripeSecretKey: string;

@@ -8,6 +8,7 @@
 // restarting RPC node looks like, and it makes every caller meet the outage at once, including
 // a payer waiting on a receipt; holding would mostly test the callers' own timeouts, most of which
 // are longer than a 10 s outage.
+import { createServer as createHttpServer } from "node:http";
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export type TcpProxy = {
@@ -94,5 +95,35 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
       if (!server) await listen();
     },
     close: stop,
+  };
+}
+
+/** A loopback HTTP server through which a test that cannot call a proxy itself (one in workerd) stops and starts it. */
+export type ProxyControl = { url: string; close(): Promise<void> };
+
+/** `POST {url}/stop` and `POST {url}/start` stop and start `proxy`, answering 200 once done; `GET {url}/` says whether it runs. */
+export async function startProxyControl(proxy: TcpProxy): Promise<ProxyControl> {
+  const server = createHttpServer((req, res) => {
+    const answer = (status: number) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify({ running: proxy.running }));
+    };
+    const action = req.method === "POST" ? { "/stop": proxy.stop, "/start": proxy.start }[req.url ?? ""] : undefined;
+    if (req.method === "GET" && req.url === "/") return answer(200);
+    if (!action) return answer(404);
+    action().then(
+      () => answer(200),
+      () => answer(500),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

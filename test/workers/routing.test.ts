@@ -35,6 +35,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     maxInFlight: 0,
     maxInFlightPerClient: 0,
     bodyTimeoutMs: 10_000,
+    keyPollMs: 2_000,
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

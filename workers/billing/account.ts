@@ -6,6 +6,7 @@ import type { Address } from "viem";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { readView } from "../chain/client.ts";
+import { keyCacheOf, type CallerAccount } from "../chain/keyCache.ts";
 import type { EdgeConfig } from "../config.ts";
 import { verifyWalletSignature } from "../chain/walletSignature.ts";
 import type { Ledger } from "./ledger.ts";
@@ -14,8 +15,7 @@ export const WALLET_AUTH_HEADER = "X-Wallet-Auth";
 /** 4 KiB of typed data and 4 KiB of signature (hex) fit, base64url-encoded, well inside this. */
 const MAX_WALLET_AUTH_CHARS = 24 << 10;
 
-/** The account a key belongs to, as the chain says now, and the key's spend cap (0 = none). */
-export type CallerAccount = { keyHash: bigint; master: bigint; isMaster: boolean; spendLimitCents: number };
+export type { CallerAccount };
 
 /**
  * The caller's key as the request carries it (middleware/auth's `callerKey`, parsed once per
@@ -23,24 +23,30 @@ export type CallerAccount = { keyHash: bigint; master: bigint; isMaster: boolean
  */
 export type PresentedKey = { keyHash: bigint };
 
-/** Per request: the caller's account is read once, however many steps (billing, idempotency) ask. */
+/** Per request: the caller's account is asked once, however many steps (billing, idempotency) ask. */
 const accountByKey = new WeakMap<PresentedKey, Promise<CallerAccount>>();
 
 /**
- * The account of the caller's key, from one live read of the chain. A key that may not act gets
- * the answer the enclave would give it (401, 403), not a 402 for its account's credit.
+ * The account of the caller's key, through the isolate's key cache (chain/keyCache.ts;
+ * docs/design/billing.md, "Whose account a key is: the edge's key cache"): from memory while the contract's events say
+ * nothing of the account, else one live read of the chain. A key that may not act is never cached,
+ * and gets the answer the enclave would give it (401, 403), not a 402 for its account's credit.
  */
 export function callerAccount(config: EdgeConfig, key: PresentedKey): Promise<CallerAccount> {
   const known = accountByKey.get(key);
   if (known) return known;
-  const { keyHash } = key;
-  const read = readView(config, "billingOf", [keyHash], keyHash).then(([master, live, spendLimitCents]) => {
-    const refusal = keyRefusal({ known: master !== 0n, isMaster: keyHash === master, live });
-    if (refusal) throw refusal;
-    return { keyHash, master, isMaster: keyHash === master, spendLimitCents: Number(spendLimitCents) };
-  });
+  const cache = keyCacheOf(config);
+  const read = cache ? cache.get(key.keyHash) : liveCallerAccount(config, key.keyHash);
   accountByKey.set(key, read);
   return read;
+}
+
+/** One live read of the account of `keyHash` (no chain or contract configured: 503 chain_unavailable, as every read). */
+async function liveCallerAccount(config: EdgeConfig, keyHash: bigint): Promise<CallerAccount> {
+  const [master, live, spendLimitCents] = await readView(config, "billingOf", [keyHash], keyHash);
+  const refusal = keyRefusal({ known: master !== 0n, isMaster: keyHash === master, live });
+  if (refusal) throw refusal;
+  return { keyHash, master, isMaster: keyHash === master, spendLimitCents: Number(spendLimitCents) };
 }
 
 /** A hash as the 64 hex digits that name an account's Durable Objects. */
@@ -76,6 +82,7 @@ export type BillingCredentials = { key: PresentedKey } | { walletAuth: string };
 /**
  * The account a billing request is for. `pay` (create or confirm a payment) needs a key that may
  * act for the account; `read` (the balance) also lets a converted account's old master key look.
+ * Always a live read, never the key cache: reads are never stale.
  */
 export async function billingCaller(
   config: EdgeConfig,

@@ -43,6 +43,7 @@ function config(enclaveUrls: string[]): EdgeConfig {
     maxInFlight: 0,
     maxInFlightPerClient: 0,
     bodyTimeoutMs: 10_000,
+    keyPollMs: 2_000,
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

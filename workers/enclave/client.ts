@@ -17,6 +17,7 @@ import { ChannelError, edgeIdentityFromSeed, type OperationRequest } from "../..
 import { ChannelClient, ChannelUnavailableError, type ChannelAnswer } from "../../shared/channel/client.ts";
 import { acts, type OperationInput, type OperationName, type OperationOutput } from "../../shared/operations.ts";
 import { errorStatus, isExposed, SigilError, transactionHashIn, type ErrorCode } from "../../shared/errors.ts";
+import { forgetAfterOwnWrite } from "../chain/keyCache.ts";
 import type { EdgeConfig } from "../config.ts";
 import { type RequestIds, requestLog } from "../log.ts";
 import { enclaveVerifier } from "./attest.ts";
@@ -299,7 +300,11 @@ async function call<Op extends OperationName>(
     chainDown,
   );
   if (idempotent && answer.replayed) idempotent.replayed = true;
-  if (answer.ok) return answer.output as OperationOutput<Op>;
+  if (answer.ok) {
+    // A write that changed a key (removed it, capped it) is in force at this isolate at once.
+    if (acts(op)) forgetAfterOwnWrite(config, op, input);
+    return answer.output as OperationOutput<Op>;
+  }
   throw errorOf(answer);
 }
 
