@@ -57,6 +57,8 @@ export type Workerd = {
   url: string;
   /** The side worker's URL, when there is one. */
   sideUrl?: string;
+  /** The URLs of the edge's copies in the same process (`isolates`), the first being `url`. */
+  urls: string[];
   /** The workerd process (its CPU time is in /proc/<pid>/stat). */
   pid: number;
   /** The bundle it serves, to serve again from another process without building it twice. */
@@ -71,6 +73,12 @@ export async function startWorkerd(options: {
   vars: Record<string, string>;
   bundleDir?: string;
   side?: SideWorker;
+  /**
+   * How many copies of the edge to serve, each its own Worker (so its own isolate, with its own
+   * memory: key cache, credit leases) on its own port, all bound to the first one's Durable
+   * Objects: what several edge machines serving one account look like to its Ledger. Default 1.
+   */
+  isolates?: number;
 }): Promise<Workerd> {
   mkdirSync(options.dir, { recursive: true });
   const bundleDir = options.bundleDir ?? join(options.dir, "bundle");
@@ -79,6 +87,9 @@ export async function startWorkerd(options: {
     await run(["deploy", "--dry-run", "--outdir", bundleDir]);
   }
   const port = await freePort();
+  const copies = Math.max(1, options.isolates ?? 1);
+  const copyPorts: number[] = [];
+  for (let i = 1; i < copies; i++) copyPorts.push(await freePort());
   const sidePort = options.side ? await freePort() : undefined;
   const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") });
   // wrangler.toml's [vars] first, then the caller's: the same precedence as an env file.
@@ -99,10 +110,34 @@ export async function startWorkerd(options: {
     ([name, className]) =>
       `(name = ${text(name)}, durableObjectNamespace = (className = ${text(className)}, serviceName = "edge"))`,
   );
+  const copyBindings = [
+    ...objects.map(
+      (o: { name: string; class_name: string }) =>
+        `(name = ${text(o.name)}, durableObjectNamespace = (className = ${text(o.class_name)}, serviceName = "edge"))`,
+    ),
+    ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
+  ];
+  const module = text(relative(options.dir, join(bundleDir, "index.js")));
+  const copyWorkers = copyPorts
+    .map(
+      (_, i) => `
+const edge${i + 2} :Workerd.Worker = (
+  modules = [(name = "index.js", esModule = embed ${module})],
+  compatibilityDate = ${text(wrangler.compatibility_date ?? "")},
+  bindings = [${copyBindings.join(", ")}],
+  globalOutbound = "loopback",
+);`,
+    )
+    .join("");
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
-    (name = "edge", worker = .edge),
+    (name = "edge", worker = .edge),${copyPorts
+      .map(
+        (_, i) => `
+    (name = "edge${i + 2}", worker = .edge${i + 2}),`,
+      )
+      .join("")}
     # The Worker reaches the local chain and enclave on loopback, which workerd's default
     # outbound network refuses.
     (name = "loopback", network = (allow = ["public", "private", "local"])),
@@ -115,7 +150,7 @@ const config :Workerd.Config = (
         : ""
     }
   ],
-  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "edge")${side ? `, (name = "side", address = "127.0.0.1:${sidePort}", http = (), service = "side")` : ""}],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "edge")${copyPorts.map((p, i) => `, (name = "http${i + 2}", address = "127.0.0.1:${p}", http = (), service = "edge${i + 2}")`).join("")}${side ? `, (name = "side", address = "127.0.0.1:${sidePort}", http = (), service = "side")` : ""}],
 );${
     side
       ? `
@@ -126,7 +161,7 @@ const side :Workerd.Worker = (
   globalOutbound = "loopback",
 );`
       : ""
-  }
+  }${copyWorkers}
 const edge :Workerd.Worker = (
   modules = [(name = "index.js", esModule = embed ${text(relative(options.dir, join(bundleDir, "index.js")))})],
   compatibilityDate = ${text(wrangler.compatibility_date ?? "")},
@@ -138,16 +173,24 @@ const edge :Workerd.Worker = (
 `;
   const configFile = join(options.dir, "edge.capnp");
   writeFileSync(configFile, config, { mode: 0o600 });
-  const child = spawn(workerdBinary, ["serve", configFile, "--experimental"], {
-    cwd: options.dir,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // SIGIL_BENCH_INSPECTOR=<port>: workerd's inspector on that loopback port (a CPU profile of the edge).
+  const inspector = process.env.SIGIL_BENCH_INSPECTOR;
+  const child = spawn(
+    workerdBinary,
+    ["serve", configFile, "--experimental", ...(inspector ? [`--inspector-addr=127.0.0.1:${inspector}`] : [])],
+    {
+      cwd: options.dir,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const output = captureOutput(child, () => {});
   const url = `http://127.0.0.1:${port}`;
   await waitForEdge("workerd", child, url, output, 30_000);
+  for (const p of copyPorts) await waitForEdge("workerd", child, `http://127.0.0.1:${p}`, output, 30_000);
   return {
     url,
+    urls: [url, ...copyPorts.map((p) => `http://127.0.0.1:${p}`)],
     ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}),
     pid: child.pid!,
     bundleDir,

@@ -58,7 +58,10 @@ import type {
   CreditResult,
   HoldRefusal,
   HoldResult,
+  CommitResult,
   KeyCap,
+  LeaseCommit,
+  LeaseResult,
   LedgerAudit,
   RefundResult,
   SettleResult,
@@ -72,6 +75,13 @@ import type {
 
 export class Ledger extends DurableObject {
   readonly #sql: SqlStorage;
+  /**
+   * The earliest a hold or lease can expire (0: not known yet, so the first call looks). Kept no
+   * later than the truth: every hold or lease written lowers it to its own expiry.
+   */
+  #nextExpiry = 0;
+  /** How many calls of each kind the object has served since it woke (`calls`: what bench:ledger divides by runs). */
+  readonly #calls: Record<string, number> = {};
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
@@ -88,6 +98,7 @@ export class Ledger extends DurableObject {
    * remaining cap and `maxCents`. Nothing left → granted 0, no hold, and what refused.
    */
   hold(requestId: string, maxCents: number, holdMs: number, key?: KeyCap, meta?: UsageMeta): HoldResult {
+    this.#count("hold");
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       const existing = this.#sql
@@ -98,17 +109,18 @@ export class Ledger extends DurableObject {
       const charged = this.#charged(requestId);
       if (charged !== undefined)
         return { granted: charged, freeCents: this.#free(now), alreadyCharged: true, webhooks };
-      const free = this.#free(now);
+      const free = this.#spendable(now);
       let granted = Math.min(Math.floor(maxCents), free);
       let refusedBy: HoldRefusal = "balance";
       if (key && key.capCents > 0) {
-        const left = key.capCents - this.#keySpent(key.keyHash, now);
+        const left = key.capCents - this.#keySpent(key.keyHash, now, true);
         if (left < granted) {
           granted = left;
           refusedBy = "spend_limit";
         }
       }
-      if (granted <= 0) return { granted: 0, freeCents: free, refusedBy, webhooks };
+      if (granted <= 0) return { granted: 0, freeCents: this.#free(now), refusedBy, webhooks };
+      this.#nextExpiry = Math.min(this.#nextExpiry, now + holdMs);
       this.#sql.exec(
         "INSERT INTO holds (request_id, cents, key_hash, expires_at, op, detail) VALUES (?, ?, ?, ?, ?, ?)",
         requestId,
@@ -118,7 +130,7 @@ export class Ledger extends DurableObject {
         meta?.op ?? null,
         meta?.detail ? JSON.stringify(meta.detail) : null,
       );
-      return { granted, freeCents: free - granted, webhooks };
+      return { granted, freeCents: this.#free(now), webhooks };
     });
   }
 
@@ -128,6 +140,7 @@ export class Ledger extends DurableObject {
    * hold expired and was charged in full, charges nothing more and answers the charge there is.
    */
   settle(requestId: string, chargedCents: number, key?: KeyCap, meta?: UsageMeta): SettleResult {
+    this.#count("settle");
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       const done = this.#charged(requestId);
@@ -162,11 +175,135 @@ export class Ledger extends DurableObject {
    * hold that had expired is a charge already and stays one.
    */
   release(requestId: string): Balance {
+    this.#count("release");
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
       return this.#balance(now);
     });
+  }
+
+  /**
+   * Adds credit to lease `leaseId` for a run that needs `needCents` more than its isolate has (Leases):
+   * the smallest of the need, the free balance and the key's remaining cap, plus up to `extraCents`
+   * for the runs that follow — never more than a quarter of what the account (or the key) has left
+   * beyond the need, so that a small balance is not held by one isolate. Nothing at all → granted 0,
+   * and what refused. The lease lives `ttlMs` more at least.
+   */
+  lease(leaseId: string, needCents: number, extraCents: number, ttlMs: number, key?: KeyCap): LeaseResult {
+    this.#count("lease");
+    return this.ctx.storage.transactionSync(() => {
+      const now = this.#chargeExpired();
+      const webhooks = this.#webhooks();
+      const free = this.#spendable(now);
+      const current = this.#lease(leaseId);
+      if (!current && this.#expiredLease(leaseId))
+        return { granted: 0, leaseCents: 0, freeCents: this.#free(now), expired: true, webhooks };
+      let need = Math.min(Math.floor(needCents), free);
+      let beyond = free - need;
+      let refusedBy: HoldRefusal = "balance";
+      if (key && key.capCents > 0) {
+        const left = key.capCents - this.#keySpent(key.keyHash, now, true);
+        if (left < need) {
+          need = left;
+          refusedBy = "spend_limit";
+        }
+        beyond = Math.min(beyond, left - need);
+      }
+      const leaseCents = current?.cents ?? 0;
+      if (need <= 0) return { granted: 0, leaseCents, freeCents: this.#free(now), refusedBy, webhooks };
+      const granted = need + Math.max(0, Math.min(Math.floor(extraCents), Math.floor(beyond / 4)));
+      // What the run needs is in flight from now on (until the next commit says what is).
+      this.#nextExpiry = Math.min(this.#nextExpiry, now + ttlMs);
+      this.#sql.exec(
+        "INSERT INTO leases (id, key_hash, cents, in_flight, expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET cents = cents + excluded.cents, in_flight = MIN(cents + excluded.cents, in_flight + excluded.in_flight), expires_at = MAX(expires_at, excluded.expires_at)",
+        leaseId,
+        key?.keyHash ?? null,
+        granted,
+        need,
+        now + ttlMs,
+      );
+      return { granted, leaseCents: leaseCents + granted, freeCents: this.#free(now), webhooks };
+    });
+  }
+
+  /**
+   * Commits lease `leaseId` (Leases): charges its runs (each once per billing ref: a ref charged
+   * already — another attempt's — is charged nothing more, and answers that charge), keeps the runs it has in flight (charged in
+   * full under their refs should the lease expire), takes what it charged and what it gives back out
+   * of it, and lets it live `ttlMs` more; a lease left with nothing is closed. A lease that had expired
+   * (its isolate could not commit for longer than its life) still has its charges made, and answers
+   * `expired`.
+   */
+  commit(leaseId: string, commit: LeaseCommit, key?: KeyCap): CommitResult {
+    this.#count("commit");
+    return this.ctx.storage.transactionSync(() => {
+      const now = this.#chargeExpired();
+      const current = this.#lease(leaseId);
+      const expired = !current && this.#expiredLease(leaseId);
+      const keyHash = current?.key_hash ?? key?.keyHash ?? null;
+      const charged: number[] = [];
+      let taken = commit.returnCents;
+      for (const c of commit.charges) {
+        taken += c.cents;
+        this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", c.ref);
+        const done = this.#charged(c.ref);
+        if (done !== undefined) {
+          charged.push(done);
+          continue;
+        }
+        const cents = Math.max(0, Math.floor(c.cents));
+        if (cents > 0)
+          this.#charge(c.ref, cents, keyHash, now, c.op, c.expired ? { ...c.detail, hold_expired: true } : c.detail);
+        charged.push(cents);
+      }
+      for (const ref of commit.closed) this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
+      let leaseCents = 0;
+      if (current) {
+        for (const o of commit.opened) {
+          if (o.cents <= 0) continue;
+          this.#sql.exec(
+            "INSERT OR REPLACE INTO lease_open (ref, lease_id, cents, op, detail) VALUES (?, ?, ?, ?, ?)",
+            o.ref,
+            leaseId,
+            Math.floor(o.cents),
+            o.op,
+            o.detail ? JSON.stringify(o.detail) : null,
+          );
+        }
+        leaseCents = Math.max(0, current.cents - Math.max(0, Math.floor(taken)));
+        if (
+          leaseCents === 0 &&
+          this.#sql.exec("SELECT 1 FROM lease_open WHERE lease_id = ?", leaseId).toArray().length === 0
+        )
+          this.#sql.exec("DELETE FROM leases WHERE id = ?", leaseId);
+        else
+          this.#sql.exec(
+            "UPDATE leases SET cents = ?, in_flight = ?, expires_at = MAX(expires_at, ?) WHERE id = ?",
+            leaseCents,
+            Math.min(leaseCents, Math.max(0, Math.floor(commit.inFlightCents))),
+            now + commit.ttlMs,
+            leaseId,
+          );
+      }
+      return {
+        charged,
+        leaseCents,
+        freeCents: this.#free(now),
+        ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }),
+        ...(expired ? { expired: true as const } : {}),
+        webhooks: this.#webhooks(),
+      };
+    });
+  }
+
+  /** The calls served since the object woke, by kind. */
+  calls(): Record<string, number> {
+    return { ...this.#calls };
+  }
+
+  #count(kind: string): void {
+    this.#calls[kind] = (this.#calls[kind] ?? 0) + 1;
   }
 
   /** Adds a payment's `cents` once per payment intent, whichever path reports it first. */
@@ -344,6 +481,8 @@ export class Ledger extends DurableObject {
    */
   #chargeExpired(): number {
     const now = Date.now();
+    // Nothing can have expired before the earliest expiry there is: most calls look no further.
+    if (now < this.#nextExpiry) return now;
     const expired = this.#sql
       .exec<{
         request_id: string;
@@ -363,6 +502,39 @@ export class Ledger extends DurableObject {
       }
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", hold.request_id);
     }
+    // A lease whose isolate stopped committing (Leases): the runs it had in flight are charged in
+    // full under their refs, as an expired hold is; the rest of its credit is free again. Its id is
+    // kept among payment_refs (kept beyond the retention), so a late request for it is told to start anew.
+    const leases = this.#sql
+      .exec<{ id: string; key_hash: string | null; expires_at: number }>(
+        "SELECT id, key_hash, expires_at FROM leases WHERE expires_at <= ?",
+        now,
+      )
+      .toArray();
+    for (const lease of leases) {
+      const open = this.#sql
+        .exec<{ ref: string; cents: number; op: string | null; detail: string | null }>(
+          "SELECT ref, cents, op, detail FROM lease_open WHERE lease_id = ?",
+          lease.id,
+        )
+        .toArray();
+      for (const o of open) {
+        if (this.#charged(o.ref) === undefined)
+          this.#charge(o.ref, o.cents, lease.key_hash, lease.expires_at, o.op, {
+            ...parseDetail(o.detail),
+            hold_expired: true,
+          });
+      }
+      this.#sql.exec("DELETE FROM lease_open WHERE lease_id = ?", lease.id);
+      this.#sql.exec("DELETE FROM leases WHERE id = ?", lease.id);
+      this.#newPaymentRef(leaseRef(lease.id));
+    }
+    this.#nextExpiry =
+      this.#sql
+        .exec<{ at: number | null }>(
+          "SELECT MIN(at) AS at FROM (SELECT MIN(expires_at) AS at FROM holds UNION ALL SELECT MIN(expires_at) FROM leases)",
+        )
+        .one().at ?? Number.POSITIVE_INFINITY;
     return now;
   }
 
@@ -443,18 +615,52 @@ export class Ledger extends DurableObject {
       .settled_cents;
   }
 
+  /**
+   * What is held, as the balance shows it: the live holds and what the leases' runs in flight hold (as
+   * their isolates last said). The credit a lease keeps for runs to come is the account's still, and
+   * shown as free; it is not spendable elsewhere until its isolate gives it back (#spendable).
+   */
   #held(now: number): number {
-    return this.#sql
+    return (
+      this.#sql.exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE expires_at > ?", now).one()
+        .s +
+      this.#sql
+        .exec<{ s: number }>("SELECT COALESCE(SUM(in_flight), 0) AS s FROM leases WHERE expires_at > ?", now)
+        .one().s
+    );
+  }
+
+  /** What a new hold or lease may be granted: the settled sum less every hold and every lease, whole. */
+  #spendable(now: number): number {
+    const leased = this.#sql
+      .exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM leases WHERE expires_at > ?", now)
+      .one().s;
+    const held = this.#sql
       .exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE expires_at > ?", now)
       .one().s;
+    return Math.max(0, this.#settled() - held - leased);
+  }
+
+  /** Whether lease `leaseId` expired (and so may not be used again). */
+  #expiredLease(leaseId: string): boolean {
+    return this.#sql.exec("SELECT 1 FROM payment_refs WHERE ref = ?", leaseRef(leaseId)).toArray().length > 0;
+  }
+
+  #lease(leaseId: string): { cents: number; key_hash: string | null } | undefined {
+    return this.#sql
+      .exec<{ cents: number; key_hash: string | null }>("SELECT cents, key_hash FROM leases WHERE id = ?", leaseId)
+      .toArray()[0];
   }
 
   #free(now: number): number {
     return Math.max(0, this.#settled() - this.#held(now));
   }
 
-  /** A key's charges plus its live holds. */
-  #keySpent(keyHash: string, now: number): number {
+  /**
+   * A key's charges plus its live holds and its leases: whole (`strict`, what caps a new grant), or
+   * only their runs in flight (what the key has spent and is spending, as shown).
+   */
+  #keySpent(keyHash: string, now: number, strict = false): number {
     const charged =
       this.#sql
         .exec<{ spent_cents: number }>("SELECT spent_cents FROM key_spend WHERE key_hash = ?", keyHash)
@@ -466,9 +672,19 @@ export class Ledger extends DurableObject {
         now,
       )
       .one().s;
-    return charged + held;
+    const leased = this.#sql
+      .exec<{ s: number }>(
+        `SELECT COALESCE(SUM(${strict ? "cents" : "in_flight"}), 0) AS s FROM leases WHERE key_hash = ? AND expires_at > ?`,
+        keyHash,
+        now,
+      )
+      .one().s;
+    return charged + held + leased;
   }
 }
+
+/** Marks an expired lease's id (in payment_refs, which is kept beyond retention), so a late request for it starts anew. */
+const leaseRef = (leaseId: string) => `lease:${leaseId}`;
 
 function parseDetail(json: string | null): UsageDetail {
   if (!json) return {};

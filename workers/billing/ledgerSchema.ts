@@ -60,4 +60,25 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
     }
     sql.exec("CREATE INDEX IF NOT EXISTS entries_created ON entries (created_at)");
   },
+  // 2: credit leases (ledger.ts, Leases): credit an edge isolate has reserved for the runs it meters
+  // itself, counted as held like the holds, against the account and the key it was leased for.
+  (sql) => {
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS leases (
+        id TEXT PRIMARY KEY,
+        key_hash TEXT,
+        cents INTEGER NOT NULL CHECK (cents >= 0),
+        in_flight INTEGER NOT NULL DEFAULT 0,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS lease_open (
+        ref TEXT PRIMARY KEY,
+        lease_id TEXT NOT NULL,
+        cents INTEGER NOT NULL CHECK (cents > 0),
+        op TEXT,
+        detail TEXT
+      );
+      CREATE INDEX IF NOT EXISTS lease_open_lease ON lease_open (lease_id);
+    `);
+  },
 ];

@@ -68,3 +68,46 @@ export type UsageQuery = {
 };
 export type UsagePage = { entries: UsageEntry[]; more: boolean };
 export type RefundResult = { debitedCents: number; alreadyDebited: boolean; freeCents: number };
+
+/**
+ * What a lease request answers (ledger.ts, Leases): `granted` cents were added to the lease (0: none
+ * could be, and `refusedBy` says what refused), `leaseCents` is what it holds now. `expired`: this
+ * lease id expired and was closed; the isolate must start a new one.
+ */
+export type LeaseResult = {
+  granted: number;
+  leaseCents: number;
+  freeCents: number;
+  refusedBy?: HoldRefusal;
+  expired?: true;
+  webhooks: boolean;
+};
+/** A run (or a managed write) metered under a lease: charged `cents` under its billing ref, with what the usage history keeps of it. */
+export type LeaseCharge = { ref: string; cents: number; op: UsageMeta["op"]; detail: UsageDetail; expired?: true };
+/** A run in flight under a lease, as the ledger keeps it should the isolate die: charged in full when the lease expires. */
+export type LeaseOpen = { ref: string; cents: number; op: UsageMeta["op"]; detail?: UsageDetail };
+/**
+ * One commit of a lease: the runs it charges, the runs opened and closed since the last commit, the
+ * credit it gives back, and how long the lease must live now (0 with nothing left: closed).
+ */
+export type LeaseCommit = {
+  charges: LeaseCharge[];
+  opened: LeaseOpen[];
+  closed: string[];
+  returnCents: number;
+  /** What the isolate's runs in flight hold after the commit (the balance shows it as held; the rest of the lease as free). */
+  inFlightCents: number;
+  ttlMs: number;
+};
+/**
+ * What a commit answers: per charge what its ref is charged (for a ref charged already, that charge), what the lease
+ * holds now, the account's free balance and, for a key's lease, the key's spend after it.
+ */
+export type CommitResult = {
+  charged: number[];
+  leaseCents: number;
+  freeCents: number;
+  keySpentCents?: number;
+  expired?: true;
+  webhooks: boolean;
+};

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../shared/log.ts";
 import type { SigilActionResponse } from "../../shared/operations.ts";
+import type { LeaseCommit } from "./ledgerTypes.ts";
 import { Meter, runTimeoutMs, type Payer } from "./meter.ts";
 
 /** A run metered as the route's pipeline meters it: held, given the seconds granted, settled with its answer. */
@@ -21,19 +22,26 @@ async function meteredRun(
   return { result, chargedCents: meter.chargedCents };
 }
 
-/** A ledger that grants `granted` seconds and settles at most what it held. */
+/** A ledger that leases `granted` seconds to a fresh account's lease and charges what it is committed, at most what it held. */
 function fakePayer(granted: number): { payer: Payer; settled: number[] } {
   const settled: number[] = [];
   const ledger = {
-    hold: async () => ({ granted, freeCents: 100 }),
-    settle: async (_ref: string, cents: number) => {
-      const charged = Math.min(cents, granted);
-      settled.push(charged);
-      return { chargedCents: charged, freeCents: 100 - charged };
+    lease: async (_id: string, need: number) => ({
+      granted: Math.min(need, granted),
+      leaseCents: Math.min(need, granted),
+      freeCents: 100,
+      webhooks: false,
+    }),
+    commit: async (_id: string, commit: LeaseCommit) => {
+      const charged = commit.charges.map((c) => c.cents);
+      settled.push(...charged);
+      return { charged, leaseCents: 0, freeCents: 100 - charged.reduce((a, b) => a + b, 0), webhooks: false };
     },
-    release: async () => undefined,
   };
-  return { payer: { ledger: ledger as unknown as Payer["ledger"], key: undefined }, settled };
+  return {
+    payer: { ledger: ledger as unknown as Payer["ledger"], account: crypto.randomUUID(), key: undefined },
+    settled,
+  };
 }
 
 const answer = (durationMs: number, receiptCents: number) =>

@@ -26,18 +26,18 @@ import type { EdgeConfig } from "../config.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
+import { type CreditLease, leaseOf } from "./lease.ts";
 import type { Ledger } from "./ledger.ts";
 import type { HoldResult, KeyCap, SettleResult, UsageDetail } from "./ledgerTypes.ts";
 
-/** A write's hold outlives its enclave call (150 s, after reaching an enclave) with room to settle. */
-const WRITE_HOLD_MS = 5 * 60_000;
-/** Beyond a run's granted seconds: reaching an enclave, queueing for a sandbox, fetching code by CID, the way back (RUN_FORWARD_MARGIN_MS), settling. */
-const RUN_HOLD_MARGIN_MS = 5 * 60_000;
-/** How long the edge waits for a run's answer beyond its granted seconds (less than RUN_HOLD_MARGIN_MS). */
+/** How long the edge waits for a run's answer beyond its granted seconds (less than the lease's margin, lease.ts LEASE_MARGIN_MS). */
 export const RUN_FORWARD_MARGIN_MS = 60_000;
 
-/** Whose credit a metered request spends: its account's Ledger and, for a usage key, the key's cap. */
-export type Payer = { ledger: DurableObjectStub<Ledger>; key: KeyCap | undefined };
+/**
+ * Whose credit a metered request spends: its account's Ledger (`account` names it) and, for a usage
+ * key, the key's cap.
+ */
+export type Payer = { ledger: DurableObjectStub<Ledger>; account: string; key: KeyCap | undefined };
 
 /**
  * The payer of a request made with `key`: its account's Ledger among `ledgers` (the LEDGER binding)
@@ -53,6 +53,7 @@ export async function payerOf(
   const account = await callerAccount(config, key);
   return {
     ledger: ledgerOf(ledgers, account.master),
+    account: hashHex(account.master),
     key: account.isMaster ? undefined : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents },
   };
 }
@@ -96,6 +97,8 @@ export class Meter {
   run: SigilActionResponse | undefined;
   #maxSeconds = 0;
   #done = false;
+  /** The isolate's lease a run is held under (lease.ts); a write is held in the Ledger itself. */
+  #lease: CreditLease | undefined;
 
   readonly payer: Payer | undefined;
   /** The billing ref: the request id, or under an Idempotency-Key the first attempt's. */
@@ -103,12 +106,21 @@ export class Meter {
   readonly log: Logger | undefined;
   /** Says what the request cost, once it is settled (the stage sets X-Sigil-Charged-Cents with it). */
   readonly #tell: ((chargedCents: number) => void) | undefined;
+  /** Keeps the request's invocation alive for work after its answer (waitUntil). */
+  readonly #defer: ((work: Promise<unknown>) => void) | undefined;
 
-  constructor(payer: Payer | undefined, ref: string, log: Logger | undefined, tell?: (chargedCents: number) => void) {
+  constructor(
+    payer: Payer | undefined,
+    ref: string,
+    log: Logger | undefined,
+    tell?: (chargedCents: number) => void,
+    defer?: (work: Promise<unknown>) => void,
+  ) {
     this.payer = payer;
     this.ref = ref;
     this.log = log;
     this.#tell = tell;
+    this.#defer = defer;
   }
 
   /** Whether the request has been settled (or its hold freed). */
@@ -122,9 +134,10 @@ export class Meter {
    */
   async holdRun(timeoutMs: number, cid: string | undefined): Promise<void> {
     if (!this.payer) return;
-    const { ledger, key } = this.payer;
+    const { ledger, account, key } = this.payer;
     this.#maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-    const hold = await ledger.hold(this.ref, this.#maxSeconds, this.#maxSeconds * 1000 + RUN_HOLD_MARGIN_MS, key, {
+    this.#lease = leaseOf(account, key, this.log);
+    const hold = await this.#lease.hold(ledger, this.ref, this.#maxSeconds, this.#maxSeconds * 1000, {
       op: "run",
       ...(cid ? { detail: { cid } } : {}),
     });
@@ -141,14 +154,16 @@ export class Meter {
    */
   async settleRun(answer: SigilActionResponse): Promise<SigilActionResponse> {
     this.#done = true;
-    if (this.payer && this.grantedMs !== undefined) {
-      const { ledger, key } = this.payer;
+    if (this.payer && this.grantedMs !== undefined && this.#lease) {
+      const { ledger } = this.payer;
+      const lease = this.#lease;
       const granted = this.grantedMs / 1000;
-      this.settled = await ledger.settle(this.ref, runSeconds(answer.duration_ms), key, {
+      this.settled = await lease.settle(ledger, this.ref, runSeconds(answer.duration_ms), {
         op: "run",
         detail: runDetail(answer),
       });
       this.chargedCents = this.settled.chargedCents;
+      if (this.#defer) lease.returnWhenIdle(ledger, this.#defer);
       if (granted < this.#maxSeconds && answer.error?.code === "timeout") {
         answer = {
           ...answer,
@@ -177,8 +192,10 @@ export class Meter {
   /** Holds a managed write's cent; without credit for it, the write is refused (402, thrown) before it is sent. */
   async holdWrite(operation: string): Promise<void> {
     if (!this.payer) return;
-    const { ledger, key } = this.payer;
-    const hold = await ledger.hold(this.ref, WRITE_CENTS, WRITE_HOLD_MS, key, { op: "write", detail: { operation } });
+    const { ledger, account, key } = this.payer;
+    this.#lease = leaseOf(account, key, this.log);
+    // The lease outlives the write's enclave call (150 s, after reaching an enclave) by its margin.
+    const hold = await this.#lease.hold(ledger, this.ref, WRITE_CENTS, 0, { op: "write", detail: { operation } });
     if (hold.granted === 0) throw refused(hold);
   }
 
@@ -189,16 +206,17 @@ export class Meter {
    */
   async settleWrite(operation: string, outcome: { result: unknown } | { error: unknown }): Promise<void> {
     this.#done = true;
-    if (this.payer) {
-      const { ledger, key } = this.payer;
+    if (this.payer && this.#lease) {
+      const { ledger } = this.payer;
       const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
       if ("result" in outcome || sent !== undefined) {
-        this.settled = await ledger.settle(this.ref, WRITE_CENTS, key, {
+        this.settled = await this.#lease.settle(ledger, this.ref, WRITE_CENTS, {
           op: "write",
           detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
         });
         this.chargedCents = this.settled.chargedCents;
-      } else await ledger.release(this.ref);
+        if (this.#defer) this.#lease.returnWhenIdle(ledger, this.#defer);
+      } else await this.#lease.release(ledger, this.ref);
     }
     this.#tell?.(this.chargedCents);
   }
@@ -206,7 +224,8 @@ export class Meter {
   /** Frees the hold without charging (a hold that had expired is a charge already and stays one). */
   async release(): Promise<void> {
     this.#done = true;
-    await releaseHold(this.payer, this.ref);
+    if (this.payer && this.#lease) await this.#lease.release(this.payer.ledger, this.ref);
+    else await releaseHold(this.payer, this.ref);
   }
 }
 
@@ -218,13 +237,27 @@ export function meterOf(c: Context<EdgeEnv>): Meter | undefined {
   return meters.get(c.req.raw);
 }
 
+/** The request's waitUntil (none outside a Worker invocation). */
+function deferOf(c: Context<EdgeEnv>): ((work: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A new meter for `c`: its caller's payer (one chain read, when billing is on) and its billing ref. */
 async function startMeter(c: Context<EdgeEnv>): Promise<Meter> {
   const payer = await payerOf(c.get("config"), c.env.LEDGER, callerKey(c));
   // What it cost goes out as X-Sigil-Charged-Cents, set as the meter settles: before the handler
   // answers, when it settles (a header set on an answer already made would copy it).
-  const meter = new Meter(payer, c.get("ref") ?? c.get("ids").requestId, c.get("log"), (cents) =>
-    c.header("X-Sigil-Charged-Cents", String(cents)),
+  const meter = new Meter(
+    payer,
+    c.get("ref") ?? c.get("ids").requestId,
+    c.get("log"),
+    (cents) => c.header("X-Sigil-Charged-Cents", String(cents)),
+    deferOf(c),
   );
   meters.set(c.req.raw, meter);
   return meter;

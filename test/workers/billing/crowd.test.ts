@@ -42,12 +42,14 @@ function sampleOf(keyHash: string | null) {
     const n = (query: string, ...args: unknown[]) => Number(state.storage.sql.exec(query, ...args).one().n);
     return {
       settled: n("SELECT settled_cents AS n FROM account WHERE id = 1"),
-      held: n("SELECT COALESCE(SUM(cents), 0) AS n FROM holds"),
+      // Held: by the holds (writes' and older edges'), and by the isolates' credit leases, whole.
+      held: n("SELECT COALESCE(SUM(cents), 0) AS n FROM holds") + n("SELECT COALESCE(SUM(cents), 0) AS n FROM leases"),
       keySpentAndHeld:
         keyHash === null
           ? 0
           : n("SELECT COALESCE((SELECT spent_cents FROM key_spend WHERE key_hash = ?), 0) AS n", keyHash) +
-            n("SELECT COALESCE(SUM(cents), 0) AS n FROM holds WHERE key_hash = ?", keyHash),
+            n("SELECT COALESCE(SUM(cents), 0) AS n FROM holds WHERE key_hash = ?", keyHash) +
+            n("SELECT COALESCE(SUM(cents), 0) AS n FROM leases WHERE key_hash = ?", keyHash),
     };
   };
 }

@@ -31,7 +31,7 @@ export type LedgerStub = {
 };
 
 /** A Ledger's storage as read from inside the object (runInDurableObject). */
-export type LedgerRows = { settledCents: number; entriesSumCents: number; holdRows: number };
+export type LedgerRows = { settledCents: number; entriesSumCents: number; holdRows: number; openRuns: number };
 
 /** The part of a Durable Object's state the audit reads. */
 type SqlState = { storage: { sql: { exec(query: string): { one(): Record<string, unknown> } } } };
@@ -43,6 +43,8 @@ export function ledgerRows(_ledger: unknown, state: SqlState): LedgerRows {
     settledCents: n("SELECT settled_cents AS n FROM account WHERE id = 1"),
     entriesSumCents: n("SELECT COALESCE(SUM(cents), 0) AS n FROM entries"),
     holdRows: n("SELECT COUNT(*) AS n FROM holds"),
+    // Runs an isolate's credit lease told the Ledger were in flight: none once everything has answered.
+    openRuns: n("SELECT COUNT(*) AS n FROM lease_open"),
   };
 }
 
@@ -117,6 +119,7 @@ export function billingLedgers<Id extends { toString(): string }, Stub extends L
           audit.heldCents === 0 &&
           audit.freeCents === audit.entriesSumCents - audit.heldCents &&
           rows.holdRows === 0 &&
+          rows.openRuns === 0 &&
           rows.entriesSumCents === rows.settledCents &&
           rows.entriesSumCents === audit.entriesSumCents;
         if (!ok) failures.push(`${label}: ${JSON.stringify({ audit, rows })}`);

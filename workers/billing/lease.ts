@@ -1,0 +1,389 @@
+// An isolate's credit leases (docs/design/billing.md, Leases): the credit one edge isolate has reserved in
+// an account's Ledger for the runs it meters, so that a run is held here, in memory, and costs the
+// Ledger no call of its own before it is forwarded. What a run used is committed before its answer
+// goes out, with every other run that ended meanwhile in one call (a group commit): the first run to
+// end commits; the runs that end while that commit is under way wait for it and go together in the
+// next. So one client pays one Ledger call a run, off its hold; many clients pay one call for many
+// runs.
+//
+// A lease is per account and per usage key (the key's cap counts the lease, so a key can never be
+// leased past it). The Ledger grants a run's need plus a little for the runs that follow (at most a
+// quarter of what the account has left beyond the need); what an isolate does not use it gives back
+// at its commits, and all of it once it has been idle IDLE_RETURN_MS. A run in flight when a commit
+// happens is told to the Ledger (`opened`), so that, should the isolate die, the lease's expiry
+// charges it in full under its own billing ref, as an expired hold is charged; a run that began and
+// ended between two commits never needs to be.
+import type { Logger } from "../../shared/log.ts";
+import type {
+  CommitResult,
+  KeyCap,
+  LeaseCharge,
+  LeaseCommit,
+  LeaseOpen,
+  LeaseResult,
+  UsageDetail,
+  UsageMeta,
+} from "./ledgerTypes.ts";
+
+/** How a lease reaches its account's Ledger (a stub of it, made in the calling request). */
+export type LeaseLedger = {
+  lease(leaseId: string, needCents: number, extraCents: number, ttlMs: number, key?: KeyCap): Promise<LeaseResult>;
+  commit(leaseId: string, commit: LeaseCommit, key?: KeyCap): Promise<CommitResult>;
+};
+
+/** Beyond the longest run in flight, how long a lease outlives its isolate's last commit: the run's way back, and a commit. */
+export const LEASE_MARGIN_MS = 5 * 60_000;
+/** How many runs' worth of credit a busy isolate keeps beyond what its runs in flight hold. */
+const KEEP_RUNS = 4;
+/** How many times a commit is tried before the runs waiting on it are answered with its error. */
+const COMMIT_ATTEMPTS = 3;
+/** How often a request whose charge waits for another request's commit looks whether it is done. */
+const COMMIT_POLL_MS = 1;
+/** After this long without a run, an isolate gives its whole lease back. */
+export const IDLE_RETURN_MS = 2_000;
+
+/** A run held under the lease: its cents, when it must have ended, and whether the Ledger knows of it. */
+type Reservation = {
+  cents: number;
+  deadline: number;
+  op: UsageMeta["op"];
+  detail: UsageDetail | undefined;
+  told: boolean;
+};
+
+/** A hold under a lease: the cents granted (0: refused, and by what), and the Ledger's free balance as last heard. */
+export type LeaseHold = {
+  granted: number;
+  refusedBy?: "balance" | "spend_limit";
+  freeCents: number;
+  webhooks: boolean;
+};
+
+/** A settle under a lease, once committed: what the run was charged and what the Ledger said after. */
+export type LeaseSettle = { chargedCents: number; freeCents: number; keySpentCents?: number; webhooks: boolean };
+
+/**
+ * A charge waiting to be committed, and what came of it. The request that made it waits for
+ * `settled` by looking (a short timer), never by awaiting a promise another request resolves:
+ * workerd cancels a request that waits on nothing of its own ("Promise will never complete").
+ */
+type Pending = { charge: LeaseCharge; settled?: LeaseSettle; failed?: unknown; attempts: number };
+
+export class CreditLease {
+  id: string = crypto.randomUUID();
+  /** What the Ledger holds for this lease, as this isolate counts it. */
+  leased = 0;
+  key: KeyCap | undefined;
+  /** The Ledger's answer to the last call: its free balance, and whether the account's webhooks must hear. */
+  freeCents = 0;
+  webhooks = true;
+  readonly #reserved = new Map<string, Reservation>();
+  #reservedCents = 0;
+  /** Charges not yet committed, and who waits on each. */
+  #pending: Pending[] = [];
+  #owedCents = 0;
+  /** Refs the Ledger was told were in flight that ended without a charge (released). */
+  #closed: string[] = [];
+  /** Whether a commit is under way (made by one of the isolate's requests). */
+  #committing = false;
+  /** The largest run need seen lately: what the lease keeps beyond its runs is a few of these. */
+  #lastNeed = 1;
+  #lastActivity = 0;
+  #idleWatch = false;
+  /** Whether a request is asking the Ledger for more credit, and how many holds are waiting for credit. */
+  #growing = false;
+  #wanting = 0;
+  /** Whether the Ledger's view of this lease (its runs in flight, its size) is behind and worth a commit. */
+  #dirty = false;
+  /** Whether the next commit gives back everything its runs in flight do not hold (the key's cap changed, or the isolate is idle). */
+  #returnIdle = false;
+  readonly #log: Logger | undefined;
+
+  constructor(key: KeyCap | undefined, log?: Logger) {
+    this.key = key;
+    this.#log = log;
+  }
+
+  /**
+   * The key's cap is now `key.capCents` (the key cache read it anew after an event): the Ledger
+   * judges every grant by the cap it is given, so what this lease holds beyond its runs in flight
+   * is given back before its next hold, and asked for again under the new cap.
+   */
+  capChanged(key: KeyCap): void {
+    this.key = key;
+    this.#returnIdle = true;
+  }
+
+  /** The credit this isolate may still give a run. */
+  get available(): number {
+    return this.leased - this.#reservedCents - this.#owedCents;
+  }
+
+  /** Whether anything is held, owed or leased (an idle, empty lease may be forgotten). */
+  get busy(): boolean {
+    return this.leased > 0 || this.#reserved.size > 0 || this.#pending.length > 0 || this.#committing;
+  }
+
+  /**
+   * Holds up to `needCents` for `ref` (a run, or a managed write: `meta`) that may take `lastsMs`:
+   * from the lease when it has them, else after one call that adds them to it. `granted` 0 is a refusal.
+   */
+  async hold(
+    ledger: LeaseLedger,
+    ref: string,
+    needCents: number,
+    lastsMs: number,
+    meta: UsageMeta,
+  ): Promise<LeaseHold> {
+    this.#lastActivity = Date.now();
+    this.#lastNeed = Math.max(1, needCents);
+    const known = this.#reserved.get(ref);
+    if (known) return { granted: known.cents, freeCents: this.freeCents, webhooks: this.webhooks };
+    // The key's cap changed on chain: what the lease holds was granted under the old one. Give it
+    // back, so that the Ledger judges this run by the new cap.
+    if (this.#returnIdle) await this.#until(ledger, () => (this.#returnIdle ? undefined : true));
+    let refusedBy: LeaseHold["refusedBy"];
+    // One request of the isolate asks the Ledger for more at a time; the others wait for its answer
+    // (looking, as #until does) and ask only if it did not bring enough. The ones waiting make the
+    // ask bigger, so a burst of runs costs a few calls, not one each.
+    this.#wanting++;
+    try {
+      while (this.#growing && this.available < needCents) await new Promise((r) => setTimeout(r, COMMIT_POLL_MS));
+      if (this.available < needCents) {
+        this.#growing = true;
+        try {
+          const want = needCents - Math.max(0, this.available);
+          const extra = Math.max(KEEP_RUNS, this.#wanting - 1) * needCents;
+          let answer = await ledger.lease(this.id, want, extra, lastsMs + LEASE_MARGIN_MS, this.key);
+          if (answer.expired) {
+            this.#restart();
+            answer = await ledger.lease(this.id, needCents, extra, lastsMs + LEASE_MARGIN_MS, this.key);
+          }
+          this.leased += answer.granted;
+          this.freeCents = answer.freeCents;
+          this.webhooks = answer.webhooks;
+          refusedBy = answer.refusedBy;
+        } finally {
+          this.#growing = false;
+        }
+      }
+    } finally {
+      this.#wanting--;
+    }
+    const granted = Math.max(0, Math.min(needCents, this.available));
+    if (granted === 0)
+      return { granted: 0, refusedBy: refusedBy ?? "balance", freeCents: this.freeCents, webhooks: this.webhooks };
+    // A run may last as many seconds as it was granted cents; a write takes what it takes.
+    const lasts = meta.op === "run" ? Math.min(lastsMs, granted * 1000) : lastsMs;
+    this.#reserved.set(ref, {
+      cents: granted,
+      deadline: Date.now() + lasts + LEASE_MARGIN_MS,
+      op: meta.op,
+      detail: meta.detail,
+      told: false,
+    });
+    this.#reservedCents += granted;
+    return { granted, freeCents: this.freeCents, webhooks: this.webhooks };
+  }
+
+  /**
+   * Charges run `ref` `cents` (never more than it held) and answers once that charge is committed in
+   * the Ledger, with what the ref is charged there (another attempt's charge, if one was made first).
+   */
+  settle(ledger: LeaseLedger, ref: string, cents: number, meta: UsageMeta): Promise<LeaseSettle> {
+    this.#lastActivity = Date.now();
+    const held = this.#reserved.get(ref);
+    this.#take(ref);
+    const charge: LeaseCharge = {
+      ref,
+      cents: Math.max(0, Math.min(Math.floor(cents), held?.cents ?? cents)),
+      op: meta.op,
+      detail: { ...held?.detail, ...meta.detail },
+    };
+    const entry: Pending = { charge, attempts: 0 };
+    this.#pending.push(entry);
+    this.#owedCents += charge.cents;
+    return this.#until(ledger, () => {
+      if (entry.failed !== undefined) throw entry.failed;
+      return entry.settled;
+    });
+  }
+
+  /**
+   * Frees `ref`'s hold without a charge (it was refused before it ran, or a write before it was sent),
+   * and commits: a Ledger told the run was in flight must hear it is not (or an expiry would charge
+   * it), and the credit goes back to the account rather than waiting in this isolate.
+   */
+  async release(ledger: LeaseLedger, ref: string): Promise<void> {
+    const r = this.#reserved.get(ref);
+    if (!r) return;
+    this.#take(ref);
+    if (r.told) this.#closed.push(ref);
+    this.#dirty = true;
+    await this.#until(ledger, () => (this.#dirty || this.#closed.length > 0 ? undefined : true));
+  }
+
+  /**
+   * Once IDLE_RETURN_MS have passed without a run, gives the whole lease back: `defer` keeps the
+   * calling request's invocation alive for the wait (waitUntil). One wait at a time per lease.
+   */
+  returnWhenIdle(ledger: LeaseLedger, defer: (work: Promise<unknown>) => void): void {
+    if (this.#idleWatch) return;
+    this.#idleWatch = true;
+    defer(
+      new Promise((r) => setTimeout(r, IDLE_RETURN_MS + 10))
+        .then(() => {
+          this.#idleWatch = false;
+          if (Date.now() - this.#lastActivity < IDLE_RETURN_MS || this.#reserved.size > 0 || this.leased === 0) return;
+          this.#returnIdle = true;
+          return this.#until(ledger, () => (this.#returnIdle ? undefined : true));
+        })
+        .catch(() => undefined),
+    );
+  }
+
+  /**
+   * Waits until `done` answers something: while another request's commit is under way, by looking
+   * again every COMMIT_POLL_MS; otherwise by making the next commit itself, of everything pending.
+   * A commit that fails leaves its charges pending; a charge whose commits failed COMMIT_ATTEMPTS
+   * times is answered with the error (its run's answer fails), and stays pending for the next
+   * commit, so none is lost.
+   */
+  async #until<T>(ledger: LeaseLedger, done: () => T | undefined): Promise<T> {
+    for (;;) {
+      const answer = done();
+      if (answer !== undefined) return answer;
+      if (this.#committing) {
+        await new Promise((r) => setTimeout(r, COMMIT_POLL_MS));
+        continue;
+      }
+      this.#committing = true;
+      const batch = this.#pending;
+      try {
+        await this.#commitOnce(ledger);
+      } catch (err) {
+        for (const p of batch) {
+          p.attempts++;
+          if (p.attempts >= COMMIT_ATTEMPTS && p.failed === undefined) p.failed = err;
+        }
+        this.#log?.error("ledger commit failed; its charges wait for the next commit", {
+          lease: this.id,
+          charges: batch.length,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        await new Promise((r) => setTimeout(r, 50));
+      } finally {
+        this.#committing = false;
+      }
+    }
+  }
+
+  async #commitOnce(ledger: LeaseLedger): Promise<void> {
+    const now = Date.now();
+    const returnAll = this.#returnIdle;
+    // A run past its deadline whose request never settled it (its invocation was cut off): charged in full, as an expired hold is.
+    for (const [ref, r] of this.#reserved) {
+      if (r.deadline > now) continue;
+      this.#take(ref);
+      this.#pending.push({
+        charge: { ref, cents: r.cents, op: r.op, detail: r.detail ?? {}, expired: true },
+        attempts: 0,
+      });
+      this.#owedCents += r.cents;
+    }
+    const batch = this.#pending;
+    this.#pending = [];
+    const closed = this.#closed;
+    this.#closed = [];
+    const opened: LeaseOpen[] = [];
+    const telling: Reservation[] = [];
+    let longest = 0;
+    for (const [ref, r] of this.#reserved) {
+      longest = Math.max(longest, r.deadline - now);
+      if (r.told) continue;
+      opened.push({ ref, cents: r.cents, op: r.op, ...(r.detail ? { detail: r.detail } : {}) });
+      telling.push(r);
+    }
+    const charged = batch.reduce((t, p) => t + p.charge.cents, 0);
+    // Kept for the runs to come: a few runs' worth, and never more than a quarter of the account's
+    // free balance, so a small account's credit is not left waiting in one isolate.
+    const keep = returnAll
+      ? this.#reservedCents
+      : this.#reservedCents + Math.min(KEEP_RUNS * this.#lastNeed, Math.floor(this.freeCents / 4));
+    const returnCents = Math.max(0, this.leased - charged - keep);
+    const commit: LeaseCommit = {
+      charges: batch.map((p) => p.charge),
+      opened,
+      closed,
+      returnCents,
+      inFlightCents: this.#reservedCents,
+      ttlMs: Math.max(longest, 0) + LEASE_MARGIN_MS,
+    };
+    // What is given back is gone from here at once: a run held while the commit is under way must not count on it.
+    this.leased -= returnCents;
+    let result: CommitResult;
+    try {
+      result = await ledger.commit(this.id, commit, this.key);
+    } catch (err) {
+      // Nothing was committed: everything is as it was before, for the next attempt.
+      this.leased += returnCents;
+      this.#pending = batch.concat(this.#pending);
+      this.#closed = closed.concat(this.#closed);
+      throw err;
+    }
+    for (const r of telling) r.told = true;
+    this.#dirty = false;
+    if (returnAll) this.#returnIdle = false;
+    this.#owedCents -= charged;
+    this.leased = Math.max(0, this.leased - charged);
+    this.freeCents = result.freeCents;
+    this.webhooks = result.webhooks;
+    if (result.expired) this.#restart();
+    batch.forEach((p, i) => {
+      p.settled = {
+        chargedCents: result.charged[i] ?? 0,
+        freeCents: result.freeCents,
+        ...(result.keySpentCents === undefined ? {} : { keySpentCents: result.keySpentCents }),
+        webhooks: result.webhooks,
+      };
+    });
+  }
+
+  /** Removes run `ref`'s reservation; what it held, if it had one. */
+  #take(ref: string): number | undefined {
+    const r = this.#reserved.get(ref);
+    if (!r) return undefined;
+    this.#reserved.delete(ref);
+    this.#reservedCents -= r.cents;
+    return r.cents;
+  }
+
+  /** The Ledger closed this lease (it expired): a new one, from nothing; runs in flight are charged under their refs all the same. */
+  #restart(): void {
+    this.#log?.warn("credit lease expired before its isolate committed; starting a new one", { lease: this.id });
+    this.id = crypto.randomUUID();
+    this.leased = 0;
+    for (const r of this.#reserved.values()) r.told = false;
+  }
+}
+
+/** Leases an isolate holds, most recently used last; empty ones are forgotten past MAX_LEASES. */
+const MAX_LEASES = 10_000;
+const leases = new Map<string, CreditLease>();
+
+/** This isolate's lease on account `ledgerName`'s credit for `key` (undefined: the master key). */
+export function leaseOf(ledgerName: string, key: KeyCap | undefined, log?: Logger): CreditLease {
+  const name = `${ledgerName}:${key?.keyHash ?? "-"}`;
+  let lease = leases.get(name);
+  if (!lease) {
+    lease = new CreditLease(key, log);
+    leases.set(name, lease);
+    if (leases.size > MAX_LEASES) {
+      for (const [n, l] of leases) {
+        if (leases.size <= MAX_LEASES) break;
+        if (!l.busy) leases.delete(n);
+      }
+    }
+  } else if (key && lease.key && lease.key.capCents !== key.capCents) lease.capChanged(key);
+  return lease;
+}
