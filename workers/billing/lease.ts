@@ -38,7 +38,7 @@ const KEEP_RUNS = 4;
 /** How many times a commit is tried before the runs waiting on it are answered with its error. */
 const COMMIT_ATTEMPTS = 3;
 /** How often a request whose charge waits for another request's commit looks whether it is done. */
-const COMMIT_POLL_MS = 1;
+const COMMIT_POLL_MS = 3;
 /** After this long without a run, an isolate gives its whole lease back. */
 export const IDLE_RETURN_MS = 2_000;
 
