@@ -163,6 +163,26 @@ describe("the Ledger's leases", () => {
     expect(late).toMatchObject({ charged: [60, 2], expired: true });
     expect((await l.balance()).settledCents).toBe(938);
   });
+
+  it("a run told at a lease's ask and retried through another isolate is charged once: the dead lease shows it held no more, and its expiry does not charge it", async () => {
+    const l = ledger();
+    await l.credit("pi", 500);
+    await l.lease("dead", 1, 0, 100, undefined, {
+      ref: "write-1",
+      cents: 1,
+      op: "write",
+      detail: { operation: "add_group" },
+    });
+    expect(await l.balance()).toEqual({ settledCents: 500, heldCents: 1, freeCents: 499 });
+    // The retry's isolate tells of it at its own ask, then charges it.
+    await l.lease("alive", 1, 0, 60_000, undefined, { ref: "write-1", cents: 1, op: "write" });
+    expect(await l.balance()).toEqual({ settledCents: 500, heldCents: 1, freeCents: 499 });
+    await l.commit("alive", commit({ charges: [{ ref: "write-1", cents: 1, op: "write", detail: {} }] }));
+    expect(await l.balance()).toEqual({ settledCents: 499, heldCents: 0, freeCents: 499 });
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await l.balance()).toEqual({ settledCents: 499, heldCents: 0, freeCents: 499 });
+    expect((await tables(l)).charges.map((c) => [c.ref, c.cents, c.op])).toEqual([["write-1", -1, "write"]]);
+  });
 });
 
 /** The Ledger stub as a lease sees it, counting its calls and failing the commits `failCommits` says. */

@@ -27,7 +27,14 @@ import type {
 
 /** How a lease reaches its account's Ledger (a stub of it, made in the calling request). */
 export type LeaseLedger = {
-  lease(leaseId: string, needCents: number, extraCents: number, ttlMs: number, key?: KeyCap): Promise<LeaseResult>;
+  lease(
+    leaseId: string,
+    needCents: number,
+    extraCents: number,
+    ttlMs: number,
+    key?: KeyCap,
+    open?: LeaseOpen,
+  ): Promise<LeaseResult>;
   commit(leaseId: string, commit: LeaseCommit, key?: KeyCap): Promise<CommitResult>;
 };
 
@@ -143,6 +150,8 @@ export class CreditLease {
     // back, so that the Ledger judges this run by the new cap.
     if (this.#returnIdle) await this.#until(ledger, () => (this.#returnIdle ? undefined : true));
     let refusedBy: LeaseHold["refusedBy"];
+    // Whether this hold's own ask told the Ledger of it (as in flight under the lease).
+    let told = false;
     // One request of the isolate asks the Ledger for more at a time; the others wait for its answer
     // (looking, as #until does) and ask only if it did not bring enough. The ones waiting make the
     // ask bigger, so a burst of runs costs a few calls, not one each.
@@ -154,11 +163,13 @@ export class CreditLease {
         try {
           const want = needCents - Math.max(0, this.available);
           const extra = Math.max(KEEP_RUNS, this.#wanting - 1) * needCents;
-          let answer = await ledger.lease(this.id, want, extra, lastsMs + LEASE_MARGIN_MS, this.key);
+          const open = { ref, cents: needCents, op: meta.op, ...(meta.detail ? { detail: meta.detail } : {}) };
+          let answer = await ledger.lease(this.id, want, extra, lastsMs + LEASE_MARGIN_MS, this.key, open);
           if (answer.expired) {
             this.#restart();
-            answer = await ledger.lease(this.id, needCents, extra, lastsMs + LEASE_MARGIN_MS, this.key);
+            answer = await ledger.lease(this.id, needCents, extra, lastsMs + LEASE_MARGIN_MS, this.key, open);
           }
+          told = answer.granted > 0;
           this.leased += answer.granted;
           this.freeCents = answer.freeCents;
           this.webhooks = answer.webhooks;
@@ -180,7 +191,7 @@ export class CreditLease {
       deadline: Date.now() + lasts + LEASE_MARGIN_MS,
       op: meta.op,
       detail: meta.detail,
-      told: false,
+      told,
     });
     this.#reservedCents += granted;
     return { granted, freeCents: this.freeCents, webhooks: this.webhooks };

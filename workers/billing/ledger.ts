@@ -61,6 +61,7 @@ import type {
   CommitResult,
   KeyCap,
   LeaseCommit,
+  LeaseOpen,
   LeaseResult,
   LedgerAudit,
   RefundResult,
@@ -190,7 +191,14 @@ export class Ledger extends DurableObject {
    * beyond the need, so that a small balance is not held by one isolate. Nothing at all → granted 0,
    * and what refused. The lease lives `ttlMs` more at least.
    */
-  lease(leaseId: string, needCents: number, extraCents: number, ttlMs: number, key?: KeyCap): LeaseResult {
+  lease(
+    leaseId: string,
+    needCents: number,
+    extraCents: number,
+    ttlMs: number,
+    key?: KeyCap,
+    open?: LeaseOpen,
+  ): LeaseResult {
     this.#count("lease");
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
@@ -223,6 +231,9 @@ export class Ledger extends DurableObject {
         need,
         now + ttlMs,
       );
+      // The run the credit is for is in flight from now on: should the isolate die before its next
+      // commit, the lease's expiry charges it under its own ref (and a retry elsewhere finds it).
+      if (open) this.#open(leaseId, { ...open, cents: Math.min(open.cents, need) });
       return { granted, leaseCents: leaseCents + granted, freeCents: this.#free(now), webhooks };
     });
   }
@@ -246,7 +257,7 @@ export class Ledger extends DurableObject {
       let taken = commit.returnCents;
       for (const c of commit.charges) {
         taken += c.cents;
-        this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", c.ref);
+        this.#closeOpen(c.ref, leaseId);
         const done = this.#charged(c.ref);
         if (done !== undefined) {
           charged.push(done);
@@ -260,17 +271,7 @@ export class Ledger extends DurableObject {
       for (const ref of commit.closed) this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
       let leaseCents = 0;
       if (current) {
-        for (const o of commit.opened) {
-          if (o.cents <= 0) continue;
-          this.#sql.exec(
-            "INSERT OR REPLACE INTO lease_open (ref, lease_id, cents, op, detail) VALUES (?, ?, ?, ?, ?)",
-            o.ref,
-            leaseId,
-            Math.floor(o.cents),
-            o.op,
-            o.detail ? JSON.stringify(o.detail) : null,
-          );
-        }
+        for (const o of commit.opened) this.#open(leaseId, o);
         leaseCents = Math.max(0, current.cents - Math.max(0, Math.floor(taken)));
         if (
           leaseCents === 0 &&
@@ -639,6 +640,36 @@ export class Ledger extends DurableObject {
       .exec<{ s: number }>("SELECT COALESCE(SUM(cents), 0) AS s FROM holds WHERE expires_at > ?", now)
       .one().s;
     return Math.max(0, this.#settled() - held - leased);
+  }
+
+  /** Records run `o` as in flight under lease `leaseId`. */
+  #open(leaseId: string, o: LeaseOpen): void {
+    if (o.cents <= 0) return;
+    // A retry of a run another lease had in flight: it is this lease's now (#closeOpen says why).
+    this.#closeOpen(o.ref, leaseId);
+    this.#sql.exec(
+      "INSERT OR REPLACE INTO lease_open (ref, lease_id, cents, op, detail) VALUES (?, ?, ?, ?, ?)",
+      o.ref,
+      leaseId,
+      Math.floor(o.cents),
+      o.op,
+      o.detail ? JSON.stringify(o.detail) : null,
+    );
+  }
+
+  /**
+   * Run `ref` is charged (by lease `by`): it is no longer in flight anywhere. When another lease had it
+   * in flight — its first attempt's isolate died, and the retry was metered elsewhere — that lease no
+   * longer shows it as held, and its expiry will not charge it.
+   */
+  #closeOpen(ref: string, by: string): void {
+    const row = this.#sql
+      .exec<{ lease_id: string; cents: number }>("SELECT lease_id, cents FROM lease_open WHERE ref = ?", ref)
+      .toArray()[0];
+    if (!row) return;
+    if (row.lease_id !== by)
+      this.#sql.exec("UPDATE leases SET in_flight = MAX(0, in_flight - ?) WHERE id = ?", row.cents, row.lease_id);
+    this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
   }
 
   /** Whether lease `leaseId` expired (and so may not be used again). */
