@@ -1,22 +1,30 @@
-// `npm run bench:ledger`: how many hold+settle pairs one account's Ledger Durable Object takes per
-// second, and what billing adds to a run. The edge is the production bundle under workerd
-// (workerd.ts), billing on, against its own anvil and enclave (test/harness/stack.ts).
+// `npm run bench:ledger [-- --repeats 3] [-- --only ledger,runs,isolates]`: what one account's Ledger
+// Durable Object takes per second, and what billing adds to a run. The edge is the production bundle
+// under workerd (workerd.ts), billing on, against its own anvil and enclave (test/harness/stack.ts).
 //
 // (a) The raw object: a side Worker in the edge's workerd process, bound to the edge's own Ledger
-//     class (no route of the edge's), sends hold+settle pairs to ONE account's Ledger — the calls
-//     meteredRun makes, with a real run's settle detail (its receipt) — with 1, 32 and 128 pairs in
-//     flight. Ops/s, each pair's latency as the Worker sees it, and the workerd process's CPU.
+//     class (no route of the edge's), sends ONE account's Ledger hold+settle pairs (the two calls a
+//     run made before credit leases), with 1, 32 and 128 in flight, then commits of 1, 8 and 32
+//     charges one after another (what an isolate's credit lease sends, workers/billing/lease.ts),
+//     each with a real run's detail (its receipt). Ops/s, latency as the Worker sees it, and the
+//     workerd process's CPU. Beside them, the eth_call billing made per run before the edge's key
+//     cache (`billingOf`), timed from the side Worker the same way.
 // (b) Metered hello runs of one account end to end through the edge at concurrency 1, 32 and 128,
 //     on three workerd processes serving the same bundle: billing off; billing on for an account with
 //     no webhooks (no Webhooks Durable Object call per run); billing on for an account with a webhook
 //     endpoint (the edge tells its Webhooks object of each settle). At concurrency 1 the three take
 //     turns, request by request, so they share every moment of the machine's load: "on − off" is
-//     what the ledger (and billing's chain read of the key's account) adds to a run, "hooked − on"
-//     what the Webhooks call adds. Beside them, the other thing billing does per run: one eth_call
-//     of the key's account and cap (`billingOf`), timed from the side Worker the same way.
+//     what billing adds to a run, "hooked − on" what the Webhooks call adds. The Ledger counts its
+//     calls (`calls()`), so each billing-on row says how many a run cost. `--repeats N` makes each
+//     figure the median of N passes.
+// (c) One account's runs spread over three copies of the edge in one workerd process, each its own
+//     Worker (own isolate, key cache and credit lease) bound to one set of Durable Objects: what
+//     several edge machines look like to one account's Ledger.
 //
 // CPU is each process's utime+stime from /proc/<pid>/stat over the window, divided by the window's
-// operations. The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "chain_read":{…}, "runs":[…], "added":[…]}.
+// operations (the Ledger object runs in the edge's process here, so its CPU is counted with the
+// edge's). The last line of output is one JSON object: {"bench":"ledger", "ledger":[…], "commits":[…],
+// "chain_read":{…}, "runs":[…], "added":[…], "one_account_isolates":[…]}.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
