@@ -183,6 +183,17 @@ describe("the Ledger's leases", () => {
     expect(await l.balance()).toEqual({ settledCents: 499, heldCents: 0, freeCents: 499 });
     expect((await tables(l)).charges.map((c) => [c.ref, c.cents, c.op])).toEqual([["write-1", -1, "write"]]);
   });
+
+  it("a release by ref frees a dead lease's run too (write_outcome_unknown): shown held no more, and its expiry charges nothing", async () => {
+    const l = ledger();
+    await l.credit("pi", 500);
+    await l.lease("dead", 1, 0, 100, undefined, { ref: "write-lost", cents: 1, op: "write" });
+    expect((await l.balance()).heldCents).toBe(1);
+    expect(await l.release("write-lost")).toEqual({ settledCents: 500, heldCents: 0, freeCents: 500 });
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await l.balance()).toEqual({ settledCents: 500, heldCents: 0, freeCents: 500 });
+    expect((await tables(l)).charges).toEqual([]);
+  });
 });
 
 /** The Ledger stub as a lease sees it, counting its calls and failing the commits `failCommits` says. */
@@ -300,5 +311,23 @@ describe("an isolate's CreditLease", () => {
     lease.capChanged({ keyHash: "capped", capCents: 0 });
     await lease.hold(via, "d", 60, 60_000, { op: "run" });
     await lease.release(via, "d");
+  });
+
+  it("gives its whole lease back once it has been idle IDLE_RETURN_MS, from the request that settled last", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    const { ledger: via } = counted(l);
+    const lease = new CreditLease(undefined);
+    await lease.hold(via, "a", 60, 60_000, { op: "run" });
+    await lease.settle(via, "a", 1, { op: "run" });
+    expect(lease.leased).toBeGreaterThan(0);
+    const deferred: Array<Promise<unknown>> = [];
+    lease.returnWhenIdle(via, (work) => deferred.push(work));
+    lease.returnWhenIdle(via, (work) => deferred.push(work));
+    expect(deferred).toHaveLength(1);
+    await Promise.all(deferred);
+    expect(lease.leased).toBe(0);
+    expect((await tables(l)).leases).toEqual([]);
+    expect(await l.balance()).toEqual({ settledCents: 999, heldCents: 0, freeCents: 999 });
   });
 });

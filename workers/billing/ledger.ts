@@ -172,14 +172,18 @@ export class Ledger extends DurableObject {
   }
 
   /**
-   * Frees `requestId`'s hold without charging (the work was refused before it cost anything). A
-   * hold that had expired is a charge already and stays one.
+   * Frees `requestId`'s hold without charging (the work was refused before it cost anything),
+   * whether it is a hold of its own or a run a lease had in flight. A hold that had expired is a
+   * charge already and stays one.
    */
   release(requestId: string): Balance {
     this.#count("release");
     return this.ctx.storage.transactionSync(() => {
       const now = this.#chargeExpired();
       this.#sql.exec("DELETE FROM holds WHERE request_id = ?", requestId);
+      // Or the run a dead isolate's lease had in flight (the edge gave up on it: write_outcome_unknown):
+      // its lease shows it held no more, and its expiry will not charge it.
+      this.#closeOpen(requestId, "");
       return this.#balance(now);
     });
   }
