@@ -31,6 +31,10 @@ function edgeOnStack(
             // The ledger's crowd test sends 200 runs of one account at once, past one isolate's
             // admission (workers/middleware/admission, tested on its own): no limit here.
             SIGIL_EDGE_MAX_IN_FLIGHT: "0",
+            // What the enclave calls back (budgets, settlements of runs' charges): this edge has no
+            // address outside workerd here, and its origin (http://edge) names no host. A loopback
+            // port nobody listens on refuses at once, without a DNS lookup.
+            SIGIL_BUDGET_URL: "http://127.0.0.1:9",
             ...options.bindings(inject),
           },
         },

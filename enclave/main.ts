@@ -19,6 +19,7 @@ import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { ReceiptSigner } from "./receipts/receipts.ts";
+import { Settlements } from "./receipts/settlements.ts";
 import { channelListener, createChannel, dropSessionsOnSignal, type Channel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
 import { createDispatcher } from "./operations/index.ts";
@@ -154,7 +155,21 @@ export async function startEnclave(
     // Runs whose receipts are coming: the operations in progress besides the one asking.
     batching: { waitMs: effective.runReceiptBatchMs, inFlight: () => operationsInProgress - 1 },
   });
-  const enclave: Enclave = { config: effective, keyring, chain, cache, guardrails, payers, sandbox, receipts, log };
+  // Billed runs' charges, settled at their edge a few seconds after each run (should the edge not have).
+  const settlements = new Settlements({ log, allowHttp: effective.env !== "production" });
+  settlements.start();
+  const enclave: Enclave = {
+    config: effective,
+    keyring,
+    chain,
+    cache,
+    guardrails,
+    payers,
+    sandbox,
+    receipts,
+    settlements,
+    log,
+  };
 
   const listener = chainListener(config, chain, cache, log);
   listener.start();
@@ -210,6 +225,8 @@ export async function startEnclave(
       attestation.service.stop();
       await listener.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Every run answered has its charge sent before the instance goes.
+      await settlements.stop();
       await sandbox.close();
       keyring.destroy();
     },

@@ -37,6 +37,9 @@ export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
  */
 export const DEFAULT_KEY_POLL_MS = 2_000;
 
+/** How long an isolate's first charge after a quiet moment waits for others before its commit, in ms (SIGIL_LEASE_COMMIT_DELAY_MS; billing/lease.ts). */
+export const DEFAULT_COMMIT_DELAY_MS = 50;
+
 /** Blocks per eth_getLogs when SIGIL_AUDIT_WINDOW_BLOCKS does not say (Base's public RPC and most providers take 10,000). */
 export const DEFAULT_AUDIT_WINDOW_BLOCKS = 10_000;
 
@@ -124,6 +127,7 @@ const schema = z.object({
   SIGIL_EDGE_BODY_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(DEFAULT_BODY_TIMEOUT_MS),
   /** How often the key cache reads the contract's events, in ms (default 2000; chain/keyCache.ts). */
   SIGIL_EDGE_KEY_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(DEFAULT_KEY_POLL_MS),
+  SIGIL_LEASE_COMMIT_DELAY_MS: z.coerce.number().int().min(0).max(5_000).default(DEFAULT_COMMIT_DELAY_MS),
   /** `on` (default) or `off`: whether writes and runs are charged. */
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   /** Stripe (docs/design/billing.md): secrets in production; the local emulator's keys under `npm start`. */
@@ -193,6 +197,12 @@ export type EdgeConfig = {
    * edge after its block.
    */
   keyPollMs: number;
+  /**
+   * How long (ms) the first charge after a quiet moment waits in an isolate's credit lease before its
+   * commit, so that the charges made meanwhile go with it (billing/lease.ts): runs' answers never wait
+   * for it; longer batches more and leaves more to the enclaves' settlements should the isolate die.
+   */
+  commitDelayMs: number;
   /** Metering through the Ledger (docs/design/billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -276,6 +286,7 @@ export function edgeConfig(env: Env): EdgeConfig {
     maxInFlightPerClient: clientShare(c.SIGIL_EDGE_MAX_IN_FLIGHT, c.SIGIL_EDGE_CLIENT_SHARE_PERCENT),
     bodyTimeoutMs: c.SIGIL_EDGE_BODY_TIMEOUT_MS,
     keyPollMs: c.SIGIL_EDGE_KEY_POLL_MS,
+    commitDelayMs: c.SIGIL_LEASE_COMMIT_DELAY_MS,
     billing: c.SIGIL_BILLING === "on",
     limits: limits.data,
     stripe: {

@@ -16,6 +16,7 @@ import type { Keyring } from "../keys/derive.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { PayerPool } from "../payers/pool.ts";
 import type { ReceiptSigner } from "../receipts/receipts.ts";
+import type { Settlements } from "../receipts/settlements.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 
 export type Enclave = {
@@ -29,6 +30,8 @@ export type Enclave = {
   sandbox: SandboxPool;
   /** Signs each run's receipt with this instance's attested receipt key. */
   receipts: ReceiptSigner;
+  /** Settles billed runs' charges at their edge, should the edge not have (receipts/settlements.ts). */
+  settlements?: Settlements;
   log: Logger;
 };
 

@@ -311,6 +311,14 @@ export async function sigilAction(
     charged_cents: runChargeCents(durationMs, input.billing?.granted_seconds),
     ...(dry ? { dry_run: true as const } : {}),
   });
+  // Billing on: the run's charge is settled from here too, should its edge not commit it (receipts/settlements.ts).
+  if (input.budget && input.billing && enclave.settlements)
+    enclave.settlements.add(input.budget, receipt.charged_cents, {
+      cid,
+      duration_ms: durationMs,
+      ...(outcome.error ? { error_code: outcome.error.code } : {}),
+      receipt: JSON.stringify(receipt),
+    });
   return {
     response,
     logs: outcome.logs,

@@ -36,7 +36,9 @@ import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack } from "../harness/stack.ts";
 import { cpuMs } from "./proc.ts";
 import { closeAgent, httpTarget, measure, measureInTurn, post, type Measured, type Target } from "./measure.ts";
-import { startWorkerd, type SideWorker, type Workerd } from "./workerd.ts";
+import { freePort } from "../../bin/stack/edge.ts";
+import { summarizeProfile } from "./profile.ts";
+import { profileWorkerd, startWorkerd, type SideWorker, type Workerd } from "./workerd.ts";
 
 const HELLO = "async function main() { return 'hello' }";
 /** `--repeats N`: how many passes of (b) each figure is the median of (the acceptance reads 3). */
@@ -172,13 +174,20 @@ async function main(): Promise<void> {
       SIGIL_RATE_LIMIT_PER_IP: "100000000",
       // Nor would a share of admission's places per client: they are one client to the edge.
       SIGIL_EDGE_CLIENT_SHARE_PERCENT: "100",
+      // SIGIL_LEASE_COMMIT_DELAY_MS from the bench's environment, to compare commit delays.
+      ...(process.env.SIGIL_LEASE_COMMIT_DELAY_MS
+        ? { SIGIL_LEASE_COMMIT_DELAY_MS: process.env.SIGIL_LEASE_COMMIT_DELAY_MS }
+        : {}),
     };
-    const on = await startWorkerd({ dir: join(stateDir, "on"), vars, side: SIDE });
+    // `--only profile` opens both processes' inspectors, for CPU profiles of the edge's isolate.
+    const inspect = async () => (ONLY.has("profile") ? { inspectorPort: await freePort() } : {});
+    const on = await startWorkerd({ dir: join(stateDir, "on"), vars, side: SIDE, ...(await inspect()) });
     edges.push(on);
     const off = await startWorkerd({
       dir: join(stateDir, "off"),
       vars: { ...vars, SIGIL_BILLING: "off" },
       bundleDir: on.bundleDir,
+      ...(await inspect()),
     });
     edges.push(off);
     const hooked = await startWorkerd({ dir: join(stateDir, "hooked"), vars, bundleDir: on.bundleDir, side: SIDE });
@@ -335,7 +344,16 @@ async function main(): Promise<void> {
     const order = ["off", "on", "hooked"] as const;
     const pidOf = { off: off.pid, on: on.pid, hooked: hooked.pid };
     const calls = async () => side<Record<string, number>>(on, `/calls?account=${accountOf(keys.on)}`);
-    const callsPerRun = (before: Record<string, number>, after: Record<string, number>, runs: number) =>
+    const callsPerRun = (before: Record<string, number>, after: Record<string, number>, runs: number) => {
+      // Which calls, for the log: commits, lease asks, the enclaves' settlements.
+      console.log(
+        `  Ledger calls over ${runs} runs: ${Object.keys(after)
+          .map((k) => `${k} ${after[k]! - (before[k] ?? 0)}`)
+          .join(", ")}`,
+      );
+      return callsPerRunOf(before, after, runs);
+    };
+    const callsPerRunOf = (before: Record<string, number>, after: Record<string, number>, runs: number) =>
       round(Object.keys(after).reduce((t, k) => t + (after[k]! - (before[k] ?? 0)), 0) / runs, 3);
     type RunRow = (typeof runRows)[number] & { ledger_calls_per_run?: number };
     const passes: RunRow[][] = [];
@@ -436,6 +454,33 @@ async function main(): Promise<void> {
       console.log(
         `c=${String(a.concurrency).padEnd(3)} billing adds p50 ${a.ledger_p50_ms.toFixed(2)} ms, ${a.ledger_cpu_ms.toFixed(3)} ms workerd CPU a run, runs/s ${Math.round(a.rps_on_vs_off * 100)} % of billing off's; the Webhooks call adds p50 ${a.webhooks_p50_ms.toFixed(2)} ms, ${a.webhooks_cpu_ms.toFixed(3)} ms CPU`,
       );
+    }
+
+    // (d) Where billing's CPU goes: a CPU profile of the edge's isolate (its Durable Objects' JavaScript
+    // included) at 32 clients, billing off and on, its busiest functions per run side by side.
+    if (ONLY.has("profile")) {
+      for (const [concurrency, runs] of [
+        [1, 1_000],
+        [32, 3_000],
+      ] as const) {
+        const summaries = [];
+        for (const k of ["off", "on"] as const) {
+          const edge = k === "on" ? on : off;
+          const { profile } = await profileWorkerd(edge.inspectorPort!, "edge", () =>
+            measure(targets[k], concurrency, runs),
+          );
+          summaries.push(summarizeProfile(profile, runs, targets[k].name, 40));
+        }
+        for (const s of summaries) {
+          console.log(
+            `\nprofile, ${s.file}, ${concurrency} client${concurrency === 1 ? "" : "s"}: ${round((s.busyMs * 1000) / runs, 1)} µs of JavaScript a run`,
+          );
+          for (const f of s.functions)
+            console.log(
+              `  ${f.usPerRun.toFixed(1).padStart(6)} µs/run  ${f.share.toFixed(1).padStart(5)} %  ${f.name}`,
+            );
+        }
+      }
     }
 
     // (c) One account from several edge isolates at once (three Workers in one workerd process, bound

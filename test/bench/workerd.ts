@@ -61,6 +61,8 @@ export type Workerd = {
   urls: string[];
   /** The workerd process (its CPU time is in /proc/<pid>/stat). */
   pid: number;
+  /** The loopback port of its inspector, when it was opened. */
+  inspectorPort?: number;
   /** The bundle it serves, to serve again from another process without building it twice. */
   bundleDir: string;
   /** What workerd printed (the edge's log lines among it). */
@@ -79,6 +81,8 @@ export async function startWorkerd(options: {
    * Objects: what several edge machines serving one account look like to its Ledger. Default 1.
    */
   isolates?: number;
+  /** Opens workerd's inspector on this loopback port (`profileWorkerd` records a CPU profile through it). */
+  inspectorPort?: number;
 }): Promise<Workerd> {
   mkdirSync(options.dir, { recursive: true });
   const bundleDir = options.bundleDir ?? join(options.dir, "bundle");
@@ -174,7 +178,7 @@ const edge :Workerd.Worker = (
   const configFile = join(options.dir, "edge.capnp");
   writeFileSync(configFile, config, { mode: 0o600 });
   // SIGIL_BENCH_INSPECTOR=<port>: workerd's inspector on that loopback port (a CPU profile of the edge).
-  const inspector = process.env.SIGIL_BENCH_INSPECTOR;
+  const inspector = options.inspectorPort ?? process.env.SIGIL_BENCH_INSPECTOR;
   const child = spawn(
     workerdBinary,
     ["serve", configFile, "--experimental", ...(inspector ? [`--inspector-addr=127.0.0.1:${inspector}`] : [])],
@@ -193,8 +197,61 @@ const edge :Workerd.Worker = (
     urls: [url, ...copyPorts.map((p) => `http://127.0.0.1:${p}`)],
     ...(sidePort ? { sideUrl: `http://127.0.0.1:${sidePort}` } : {}),
     pid: child.pid!,
+    ...(inspector ? { inspectorPort: Number(inspector) } : {}),
     bundleDir,
     output,
     stop: () => stopGroup(child),
   };
+}
+
+/** A V8 CPU profile, as the inspector's `Profiler.stop` answers it (test/bench/profile.ts reads it). */
+export type InspectorProfile = Parameters<typeof import("./profile.ts").summarizeProfile>[0];
+
+/**
+ * Records a CPU profile of the Worker `service` of the workerd process whose inspector is on `port`
+ * while `work` runs (the Worker's Durable Objects run in its isolate, so their JavaScript is in it
+ * too), sampling every `intervalUs`.
+ */
+export async function profileWorkerd<T>(
+  port: number,
+  service: string,
+  work: () => Promise<T>,
+  intervalUs = 200,
+): Promise<{ result: T; profile: InspectorProfile }> {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{
+    id: string;
+    title?: string;
+    webSocketDebuggerUrl: string;
+  }>;
+  const target = targets.find((t) => t.id === service || t.title === service) ?? targets[0];
+  if (!target) throw new Error(`workerd inspector on ${port} lists no Worker`);
+  const ws = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise<void>((resolve, reject) => {
+    ws.addEventListener("open", () => resolve(), { once: true });
+    ws.addEventListener("error", () => reject(new Error(`inspector ${target.webSocketDebuggerUrl} refused`)), {
+      once: true,
+    });
+  });
+  let next = 0;
+  const waiting = new Map<number, (result: unknown) => void>();
+  ws.addEventListener("message", (e) => {
+    const msg = JSON.parse(String(e.data)) as { id?: number; result?: unknown };
+    if (msg.id !== undefined) waiting.get(msg.id)?.(msg.result);
+  });
+  const send = (method: string, params: unknown = {}) =>
+    new Promise<unknown>((resolve) => {
+      const id = ++next;
+      waiting.set(id, resolve);
+      ws.send(JSON.stringify({ id, method, params }));
+    });
+  try {
+    await send("Profiler.enable");
+    await send("Profiler.setSamplingInterval", { interval: intervalUs });
+    await send("Profiler.start");
+    const result = await work();
+    const { profile } = (await send("Profiler.stop")) as { profile: InspectorProfile };
+    return { result, profile };
+  } finally {
+    ws.close();
+  }
 }

@@ -9,6 +9,8 @@
 // - A run whose enclave is killed mid-run, retried with its key once the enclave is back: the
 //   retry runs, the key is charged once (the first attempt, which never answered, not at all), and
 //   the answer says what became of the first attempt.
+// - A run answered by an edge that is killed before its charge's commit: the enclave that ran it
+//   settles the charge itself, once, with the run's receipt (docs/design/billing.md, Leases).
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,6 +49,9 @@ function startEdge(): Promise<EdgeProcess> {
       STRIPE_PUBLISHABLE_KEY: stripe.publishableKey,
       STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
       STRIPE_API_BASE: stripe.url,
+      // A run's charge waits this long in the edge's lease before its commit: long enough for the
+      // last test to kill the edge between a run's answer and its commit.
+      SIGIL_LEASE_COMMIT_DELAY_MS: "2000",
     },
   });
 }
@@ -222,4 +227,30 @@ it("a run retried with its Idempotency-Key after the enclave was killed mid-run 
   expect(again.body).toEqual(answer.body);
   expect(again.headers.get("idempotent-replayed")).toBe("true");
   expect(await balance()).toBe(before - charged);
+});
+
+it("a run answered by an edge killed before its commit is charged by the enclave that ran it: its fee, once, with its receipt in /usage", async () => {
+  const { key, balance } = await newPayingAccount("answered then killed");
+  const anyAction = await call("add_group", {
+    key,
+    body: { group_name: "any", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: ["0"] },
+  });
+  expect(anyAction.status, JSON.stringify(anyAction.body)).toBe(200);
+  // Read through the edge: the group's charge is committed.
+  const before = await balance();
+  const run = await call("sigil_action", { key, body: { code: "async function main() { return 'ran' }" } });
+  expect(run.status, JSON.stringify(run.body)).toBe(200);
+  expect(run.headers.get("x-sigil-charged-cents")).toBe("1");
+  // Answered; its charge waits SIGIL_LEASE_COMMIT_DELAY_MS in the isolate's lease, and the edge dies.
+  process.kill(-edge.pid, "SIGKILL");
+  await edge.exited;
+  edge = await startEdge();
+  // The enclave sends the run's charge a few seconds after it ended (enclave/receipts/settlements.ts).
+  await until("the enclave settled the run", async () => (await balance()) === before - 1, 600);
+  const usage = (await call("usage?kind=run", { key })).body as { events: Array<Record<string, unknown>> };
+  const row = usage.events.find((e) => e.request_id === run.headers.get("x-request-id"));
+  expect(row).toMatchObject({ charged_cents: 1, hold_expired: false, receipt: run.body.receipt });
+  // And no more: the dead isolate's lease, when it expires, finds the run charged.
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  expect(await balance()).toBe(before - 1);
 });

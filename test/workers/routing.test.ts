@@ -36,6 +36,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     maxInFlightPerClient: 0,
     bodyTimeoutMs: 10_000,
     keyPollMs: 2_000,
+    commitDelayMs: 50,
     billing: false,
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },

@@ -9,6 +9,7 @@ import { readView } from "../chain/client.ts";
 import { keyCacheOf, type CallerAccount } from "../chain/keyCache.ts";
 import type { EdgeConfig } from "../config.ts";
 import { verifyWalletSignature } from "../chain/walletSignature.ts";
+import { flushLeases } from "./lease.ts";
 import type { Ledger } from "./ledger.ts";
 
 export const WALLET_AUTH_HEADER = "X-Wallet-Auth";
@@ -60,6 +61,19 @@ export function ledgerOf(
   return accountObject(ledgers, master, "billing needs the LEDGER Durable Object, which is not bound");
 }
 
+/**
+ * Account `master`'s Ledger, to read its balance, usage or spend: first the charges this isolate made
+ * for it and has not committed yet go in (lease.ts), so a caller reads its own runs.
+ */
+export async function ledgerToRead(
+  ledgers: DurableObjectNamespace<Ledger> | undefined,
+  master: bigint,
+): Promise<DurableObjectStub<Ledger>> {
+  const ledger = ledgerOf(ledgers, master);
+  await flushLeases(hashHex(master), ledger);
+  return ledger;
+}
+
 /** The object of account `master` in a per-account Durable Object namespace (named by the master hash); `unbound` if it is missing. */
 export function accountObject<T extends Rpc.DurableObjectBranded | undefined>(
   namespace: DurableObjectNamespace<T> | undefined,
@@ -67,8 +81,25 @@ export function accountObject<T extends Rpc.DurableObjectBranded | undefined>(
   unbound: string,
 ): DurableObjectStub<T> {
   if (!namespace) throw new Error(unbound);
-  return namespace.get(namespace.idFromName(hashHex(master)));
+  // An object's id is a pure function of its name, and costs a hash to make: kept per isolate.
+  let ids = objectIds.get(namespace);
+  if (!ids) {
+    ids = new Map();
+    objectIds.set(namespace, ids);
+  }
+  const name = hashHex(master);
+  let id = ids.get(name);
+  if (!id) {
+    if (ids.size >= MAX_OBJECT_IDS) ids.clear();
+    id = namespace.idFromName(name);
+    ids.set(name, id);
+  }
+  return namespace.get(id);
 }
+
+/** The ids of the per-account objects this isolate has reached, by namespace and name (at most MAX_OBJECT_IDS each). */
+const objectIds = new WeakMap<object, Map<string, DurableObjectId>>();
+const MAX_OBJECT_IDS = 10_000;
 
 /** What the billing endpoints need to know of their caller. */
 export type BillingCaller = { master: bigint; via: "api_key" | "wallet"; wallet?: Address };

@@ -1,6 +1,6 @@
 // An account's credit as the billing endpoints show it (docs/design/billing.md, Ledger): the free balance in
 // cents, never below zero (a late settle after a hold expired may take it under), and in dollars.
-import { ledgerOf } from "./account.ts";
+import { ledgerToRead } from "./account.ts";
 import type { Ledger } from "./ledger.ts";
 
 /** Cents as dollars, e.g. 1234 → "$12.34", -5 → "-$0.05". */
@@ -18,7 +18,7 @@ export async function accountBalance(
   ledgers: DurableObjectNamespace<Ledger> | undefined,
   master: bigint,
 ): Promise<{ cents: number; display: string }> {
-  const { freeCents } = await ledgerOf(ledgers, master).balance();
+  const { freeCents } = await (await ledgerToRead(ledgers, master)).balance();
   const cents = shownBalanceCents(freeCents);
   return { cents, display: centsDisplay(cents) };
 }

@@ -6,7 +6,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Env } from "../env.ts";
-import { CreditLease, type LeaseLedger } from "./lease.ts";
+import { COMMIT_DELAY_MS, CreditLease, type LeaseLedger } from "./lease.ts";
 import type { Ledger } from "./ledger.ts";
 import type { LeaseCommit } from "./ledgerTypes.ts";
 
@@ -94,7 +94,7 @@ describe("the Ledger's leases", () => {
         inFlightCents: 60,
       }),
     );
-    expect(r).toEqual({ charged: [2, 1], leaseCents: 67, freeCents: 437, webhooks: true });
+    expect(r).toEqual({ charged: [2, 1], takenCents: 53, leaseCents: 67, freeCents: 437, webhooks: true });
     expect(await l.balance()).toEqual({ settledCents: 497, heldCents: 60, freeCents: 437 });
     // The same ref again (a retry's commit) charges nothing more and answers the charge there is.
     const again = await l.commit(
@@ -196,6 +196,116 @@ describe("the Ledger's leases", () => {
   });
 });
 
+describe("the enclaves' settlements of runs (settleRuns)", () => {
+  const receipt = (ref: string) => ({ cid: "QmS", duration_ms: 12, receipt: JSON.stringify({ request_id: ref }) });
+
+  it("charge a run no commit charged, once, out of its lease; say which are missing without their detail; leave a committed run as it is", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    // The isolate leased for two runs and told of one in flight; it committed one, then died.
+    await l.lease("dead", 60, 60, 100, undefined, { ref: "told", cents: 60, op: "run" });
+    await l.commit(
+      "dead",
+      commit({ charges: [{ ref: "done", cents: 1, op: "run", detail: {} }], inFlightCents: 60, ttlMs: 0 }),
+    );
+    const before = (await tables(l)).leases[0] as { cents: number };
+    // The charges alone: the committed run is left alone, the others are missing.
+    expect(
+      await l.settleRuns([
+        { ref: "done", cents: 1, keyHash: null, leaseId: "dead" },
+        { ref: "told", cents: 2, keyHash: null, leaseId: "dead" },
+        { ref: "untold", cents: 1, keyHash: null, leaseId: "dead" },
+      ]),
+    ).toEqual({ charged: 0, missing: ["told", "untold"] });
+    // With their detail: charged, out of the lease, no longer in flight.
+    expect(
+      await l.settleRuns([
+        { ref: "told", cents: 2, keyHash: null, leaseId: "dead", detail: receipt("told") },
+        { ref: "untold", cents: 1, keyHash: null, leaseId: "dead", detail: receipt("untold") },
+      ]),
+    ).toEqual({ charged: 2, missing: [] });
+    let t = await tables(l);
+    expect(t.open).toEqual([]);
+    expect((t.leases[0] as { cents: number }).cents).toBe(before.cents - 3);
+    expect(t.charges.map((c) => [c.ref, c.cents])).toEqual([
+      ["done", -1],
+      ["told", -2],
+      ["untold", -1],
+    ]);
+    expect(JSON.parse(t.charges[1]!.detail!)).toEqual({ ...receipt("told"), settled_by_enclave: true });
+    // Sent again: nothing more.
+    expect(await l.settleRuns([{ ref: "told", cents: 2, keyHash: null, detail: receipt("told") }])).toEqual({
+      charged: 0,
+      missing: [],
+    });
+    expect(await l.balance()).toEqual({ settledCents: 996, heldCents: 0, freeCents: 996 });
+    // The dead lease expires: nothing is charged in full, the rest of its credit is free.
+    await new Promise((r) => setTimeout(r, 120));
+    await l.balance();
+    t = await tables(l);
+    expect(t.leases).toEqual([]);
+    expect(t.charges).toHaveLength(3);
+    expect(await l.balance()).toEqual({ settledCents: 996, heldCents: 0, freeCents: 996 });
+  });
+
+  it("a run settled by its enclave before its live isolate commits it: the commit charges nothing more, and the isolate's count of its lease matches the Ledger's", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    const { ledger: via } = counted(l);
+    const lease = new CreditLease(undefined);
+    await lease.hold(via, "slow", 60, 60_000, { op: "run" });
+    await lease.hold(via, "freed", 60, 60_000, { op: "run" });
+    // The enclave settles both first: "slow" ended and its edge has not committed yet; "freed" ran,
+    // but its edge never got the answer and frees its hold.
+    await l.settleRuns([
+      { ref: "slow", cents: 3, keyHash: null, leaseId: lease.id, detail: receipt("slow") },
+      { ref: "freed", cents: 2, keyHash: null, leaseId: lease.id, detail: receipt("freed") },
+    ]);
+    const s = lease.settle(via, "slow", 3, { op: "run" });
+    lease.release(via, "freed");
+    expect((await s.committed()).chargedCents).toBe(3);
+    await lease.flush(via);
+    const t = await tables(l);
+    expect(t.charges.map((c) => [c.ref, c.cents])).toEqual([
+      ["slow", -3],
+      ["freed", -2],
+    ]);
+    const row = t.leases[0] as { cents: number } | undefined;
+    expect(lease.leased).toBe(row?.cents ?? 0);
+    expect(await l.balance()).toEqual({ settledCents: 995, heldCents: 0, freeCents: 995 });
+    // Given back whole: the Ledger and the isolate agree there is nothing left.
+    const had = lease.leased > 0;
+    expect(await lease.giveBack(via)).toBe(had);
+    expect((await tables(l)).leases).toEqual([]);
+    expect(lease.leased).toBe(0);
+  });
+});
+
+describe("an isolate's CreditLease answering before its commit", () => {
+  it("a run's settle calls nothing; its charge and those made within COMMIT_DELAY_MS go in one commit after; a read through flush sees them", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    const { ledger: via, calls } = counted(l);
+    const lease = new CreditLease(undefined);
+    for (const ref of ["a", "b", "c"]) await lease.hold(via, ref, 60, 60_000, { op: "run" });
+    const asked = calls.lease;
+    const settled = ["a", "b", "c"].map((ref) => lease.settle(via, ref, 1, { op: "run" }));
+    expect(settled.map((x) => x.chargedCents)).toEqual([1, 1, 1]);
+    expect(calls.commit).toBe(0);
+    expect((await tables(l)).charges).toEqual([]);
+    await lease.flush(via);
+    expect(calls.commit).toBe(1);
+    expect(calls.lease).toBe(asked);
+    expect((await tables(l)).charges.map((c) => c.ref)).toEqual(["a", "b", "c"]);
+    // Unflushed, the scheduled commit comes by itself.
+    await lease.hold(via, "d", 60, 60_000, { op: "run" });
+    lease.settle(via, "d", 2, { op: "run" });
+    await new Promise((r) => setTimeout(r, COMMIT_DELAY_MS + 100));
+    expect(calls.commit).toBe(2);
+    expect((await l.balance()).settledCents).toBe(995);
+  });
+});
+
 /** The Ledger stub as a lease sees it, counting its calls and failing the commits `failCommits` says. */
 function counted(stub: DurableObjectStub<Ledger>, failCommits = () => false) {
   const calls = { lease: 0, commit: 0 };
@@ -223,10 +333,10 @@ describe("an isolate's CreditLease", () => {
       Array.from({ length: 100 }, (_, i) => lease.hold(via, `r${i}`, 60, 60_000, { op: "run", detail: { cid: "Qm" } })),
     );
     expect(holds.every((h) => h.granted === 60)).toBe(true);
-    // They end together: the first to end commits, the others wait for it and go in the next.
+    // They end together: each is answered at once, and their charges go in the commits that follow.
     const settled = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
-        lease.settle(via, `r${i}`, 1 + (i % 3), { op: "run", detail: { duration_ms: i } }),
+        lease.settle(via, `r${i}`, 1 + (i % 3), { op: "run", detail: { duration_ms: i } }).committed(),
       ),
     );
     expect(settled.map((s) => s.chargedCents)).toEqual(Array.from({ length: 100 }, (_, i) => 1 + (i % 3)));
@@ -251,24 +361,28 @@ describe("an isolate's CreditLease", () => {
     expect(holds.map((h) => h.granted).sort()).toEqual([0, 60, 60, 60]);
     const refusedAt = holds.findIndex((h) => h.granted === 0);
     expect(holds[refusedAt]).toMatchObject({ refusedBy: "balance" });
-    for (const [i, h] of holds.entries()) if (h.granted > 0) await lease.settle(via, `h${i}`, 1, { op: "run" });
+    for (const [i, h] of holds.entries())
+      if (h.granted > 0) await lease.settle(via, `h${i}`, 1, { op: "run" }).committed();
     expect((await lease.hold(via, "after", 60, 60_000, { op: "run" })).granted).toBe(60);
-    await lease.release(via, "after");
+    lease.release(via, "after");
+    await lease.flush(via);
     expect((await l.balance()).settledCents).toBe(177);
   });
 
-  it("a commit that fails leaves its charge pending: the run waiting on it is answered with the error after three tries, and the next commit makes the charge, once", async () => {
+  it("a commit that fails leaves its charge pending: the run is answered all the same, whoever waits on its commit is told the error after three tries, and the next commit makes the charge, once", async () => {
     const l = ledger();
     await l.credit("pi", 1_000);
     let failing = true;
     const { ledger: via } = counted(l, () => failing);
     const lease = new CreditLease(undefined);
     await lease.hold(via, "a", 60, 60_000, { op: "run" });
-    await expect(lease.settle(via, "a", 2, { op: "run" })).rejects.toThrow("the Ledger is unreachable");
+    const a = lease.settle(via, "a", 2, { op: "run" });
+    expect(a.chargedCents).toBe(2);
+    await expect(a.committed()).rejects.toThrow("the Ledger is unreachable");
     expect((await tables(l)).charges).toEqual([]);
     failing = false;
     await lease.hold(via, "b", 60, 60_000, { op: "run" });
-    expect((await lease.settle(via, "b", 1, { op: "run" })).chargedCents).toBe(1);
+    expect((await lease.settle(via, "b", 1, { op: "run" }).committed()).chargedCents).toBe(1);
     expect((await tables(l)).charges.map((c) => [c.ref, c.cents])).toEqual([
       ["a", -2],
       ["b", -1],
@@ -282,10 +396,11 @@ describe("an isolate's CreditLease", () => {
     const lease = new CreditLease(undefined);
     await lease.hold(via, "long", 60, 60_000, { op: "run", detail: { cid: "QmLong" } });
     await lease.hold(via, "short", 60, 60_000, { op: "run" });
-    await lease.settle(via, "short", 1, { op: "run" });
+    await lease.settle(via, "short", 1, { op: "run" }).committed();
     expect((await tables(l)).open).toEqual([{ ref: "long", lease_id: lease.id, cents: 60, op: "run" }]);
     expect((await l.balance()).heldCents).toBe(60);
-    await lease.release(via, "long");
+    lease.release(via, "long");
+    await lease.flush(via);
     expect((await tables(l)).open).toEqual([]);
     expect((await l.balance()).heldCents).toBe(0);
   });
@@ -296,7 +411,7 @@ describe("an isolate's CreditLease", () => {
     const { ledger: via } = counted(l);
     const lease = new CreditLease({ keyHash: "capped", capCents: 1_000 });
     await lease.hold(via, "a", 60, 60_000, { op: "run" });
-    await lease.settle(via, "a", 5, { op: "run" });
+    await lease.settle(via, "a", 5, { op: "run" }).committed();
     // The lease keeps credit for the runs to come, granted under a cap of 1 000.
     expect(lease.leased).toBeGreaterThan(60);
     lease.capChanged({ keyHash: "capped", capCents: 5 });
@@ -307,10 +422,11 @@ describe("an isolate's CreditLease", () => {
     expect(lease.leased).toBe(0);
     lease.capChanged({ keyHash: "capped", capCents: 7 });
     expect((await lease.hold(via, "c", 60, 60_000, { op: "run" })).granted).toBe(2);
-    await lease.settle(via, "c", 1, { op: "run" });
+    await lease.settle(via, "c", 1, { op: "run" }).committed();
     lease.capChanged({ keyHash: "capped", capCents: 0 });
     await lease.hold(via, "d", 60, 60_000, { op: "run" });
-    await lease.release(via, "d");
+    lease.release(via, "d");
+    await lease.flush(via);
   });
 
   it("gives its whole lease back once it has been idle IDLE_RETURN_MS, from the request that settled last", async () => {
@@ -319,7 +435,7 @@ describe("an isolate's CreditLease", () => {
     const { ledger: via } = counted(l);
     const lease = new CreditLease(undefined);
     await lease.hold(via, "a", 60, 60_000, { op: "run" });
-    await lease.settle(via, "a", 1, { op: "run" });
+    await lease.settle(via, "a", 1, { op: "run" }).committed();
     expect(lease.leased).toBeGreaterThan(0);
     const deferred: Array<Promise<unknown>> = [];
     lease.returnWhenIdle(via, (work) => deferred.push(work));

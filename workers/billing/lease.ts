@@ -1,18 +1,20 @@
 // An isolate's credit leases (docs/design/billing.md, Leases): the credit one edge isolate has reserved in
 // an account's Ledger for the runs it meters, so that a run is held here, in memory, and costs the
-// Ledger no call of its own before it is forwarded. What a run used is committed before its answer
-// goes out, with every other run that ended meanwhile in one call (a group commit): the first run to
-// end commits; the runs that end while that commit is under way wait for it and go together in the
-// next. So one client pays one Ledger call a run, off its hold; many clients pay one call for many
-// runs.
+// Ledger no call of its own. What a run used is charged here too, and its answer goes out at once; the
+// charges go to the Ledger in the isolate's commits, each with every charge made meanwhile (a group
+// commit): the first charge after a quiet moment schedules one a few milliseconds later, and it goes on
+// committing until nothing is pending. So one client pays a Ledger call every few runs, and many
+// clients pay one call for many runs. Should the isolate die before it commits a run it answered, the
+// enclave that ran it settles that run's charge itself (workers/billing/settlement.ts); the Ledger
+// charges each billing ref once, whoever comes first.
 //
 // A lease is per account and per usage key (the key's cap counts the lease, so a key can never be
 // leased past it). The Ledger grants a run's need plus a little for the runs that follow (at most a
 // quarter of what the account has left beyond the need); what an isolate does not use it gives back
 // at its commits, and all of it once it has been idle IDLE_RETURN_MS. A run in flight when a commit
 // happens is told to the Ledger (`opened`), so that, should the isolate die, the lease's expiry
-// charges it in full under its own billing ref, as an expired hold is charged; a run that began and
-// ended between two commits never needs to be.
+// charges it in full under its own billing ref, as an expired hold is charged, unless its enclave
+// settles it first; a run that began and ended between two commits never needs to be.
 import type { Logger } from "../../shared/log.ts";
 import type {
   CommitResult,
@@ -42,8 +44,12 @@ export type LeaseLedger = {
 export const LEASE_MARGIN_MS = 5 * 60_000;
 /** How many runs' worth of credit a busy isolate keeps beyond what its runs in flight hold. */
 const KEEP_RUNS = 4;
-/** How many times a commit is tried before the runs waiting on it are answered with its error. */
+/** How many times a commit is tried before whoever waits on its charges is told its error. */
 const COMMIT_ATTEMPTS = 3;
+/** How long the first charge after a quiet moment waits for others to commit with, unless the lease is told otherwise (SIGIL_LEASE_COMMIT_DELAY_MS). */
+export const COMMIT_DELAY_MS = 50;
+/** How many failed commits in a row a scheduled commit makes before it leaves its charges to the next request. */
+const DRAIN_ATTEMPTS = 5;
 /** How often a request whose charge waits for another request's commit looks whether it is done. */
 const COMMIT_POLL_MS = 3;
 /** After this long without a run, an isolate gives its whole lease back. */
@@ -70,6 +76,13 @@ export type LeaseHold = {
 export type LeaseSettle = { chargedCents: number; freeCents: number; keySpentCents?: number; webhooks: boolean };
 
 /**
+ * A charge made under a lease: what the run is charged (its answer says so at once), whether the
+ * account's webhooks must hear of it (as the Ledger last said), and its commit, when someone must
+ * wait for it (the balance after it, for balance.low).
+ */
+export type Settlement = { chargedCents: number; webhooks: boolean; committed(): Promise<LeaseSettle> };
+
+/**
  * A charge waiting to be committed, and what came of it. The request that made it waits for
  * `settled` by looking (a short timer), never by awaiting a promise another request resolves:
  * workerd cancels a request that waits on nothing of its own ("Promise will never complete").
@@ -93,6 +106,8 @@ export class CreditLease {
   #closed: string[] = [];
   /** Whether a commit is under way (made by one of the isolate's requests). */
   #committing = false;
+  /** Whether a commit is scheduled (#schedule), and keeps committing until nothing is pending. */
+  #scheduled = false;
   /** The largest run need seen lately: what the lease keeps beyond its runs is a few of these. */
   #lastNeed = 1;
   #lastActivity = 0;
@@ -105,6 +120,8 @@ export class CreditLease {
   /** Whether the next commit gives back everything its runs in flight do not hold (the key's cap changed, or the isolate is idle). */
   #returnIdle = false;
   readonly #log: Logger | undefined;
+  /** How long the first charge after a quiet moment waits before its commit (COMMIT_DELAY_MS unless configured). */
+  commitDelayMs = COMMIT_DELAY_MS;
 
   constructor(key: KeyCap | undefined, log?: Logger) {
     this.key = key;
@@ -128,7 +145,9 @@ export class CreditLease {
 
   /** Whether anything is held, owed or leased (an idle, empty lease may be forgotten). */
   get busy(): boolean {
-    return this.leased > 0 || this.#reserved.size > 0 || this.#pending.length > 0 || this.#committing;
+    return (
+      this.leased > 0 || this.#reserved.size > 0 || this.#pending.length > 0 || this.#committing || this.#scheduled
+    );
   }
 
   /**
@@ -198,10 +217,21 @@ export class CreditLease {
   }
 
   /**
-   * Charges run `ref` `cents` (never more than it held) and answers once that charge is committed in
-   * the Ledger, with what the ref is charged there (another attempt's charge, if one was made first).
+   * Charges run `ref` `cents` (never more than it held). The run's answer does not wait for the
+   * charge to reach the Ledger: it goes in the isolate's next commit, which the first charge after a
+   * quiet moment schedules COMMIT_DELAY_MS later (`defer` keeps the calling request's invocation alive
+   * for it: waitUntil), with every charge made meanwhile. `committed()` answers once it is in the
+   * Ledger, with what the ref was charged there (another attempt's charge, if one was made first) and
+   * the balance after. An edge killed before its commit loses no charge: the enclave that ran the
+   * run settles it itself (docs/design/billing.md, Leases).
    */
-  settle(ledger: LeaseLedger, ref: string, cents: number, meta: UsageMeta): Promise<LeaseSettle> {
+  settle(
+    ledger: LeaseLedger,
+    ref: string,
+    cents: number,
+    meta: UsageMeta,
+    defer?: (work: Promise<unknown>) => void,
+  ): Settlement {
     this.#lastActivity = Date.now();
     const held = this.#reserved.get(ref);
     this.#take(ref);
@@ -214,10 +244,29 @@ export class CreditLease {
     const entry: Pending = { charge, attempts: 0 };
     this.#pending.push(entry);
     this.#owedCents += charge.cents;
-    return this.#until(ledger, () => {
-      if (entry.failed !== undefined) throw entry.failed;
-      return entry.settled;
-    });
+    this.#schedule(ledger, defer);
+    return {
+      chargedCents: charge.cents,
+      webhooks: this.webhooks,
+      committed: () =>
+        this.#until(ledger, () => {
+          if (entry.failed !== undefined) throw entry.failed;
+          return entry.settled;
+        }),
+    };
+  }
+
+  /**
+   * Waits until every charge this isolate made so far is in the Ledger (or has failed its commits
+   * COMMIT_ATTEMPTS times): a read of the account's balance or usage through this isolate then shows
+   * its own runs.
+   */
+  async flush(ledger: LeaseLedger): Promise<void> {
+    const waiting = [...this.#pending];
+    if (waiting.length === 0 && !this.#dirty && this.#closed.length === 0) return;
+    await this.#until(ledger, () =>
+      waiting.every((p) => p.settled !== undefined || p.failed !== undefined) && !this.#dirty ? true : undefined,
+    );
   }
 
   /**
@@ -225,13 +274,66 @@ export class CreditLease {
    * and commits: a Ledger told the run was in flight must hear it is not (or an expiry would charge
    * it), and the credit goes back to the account rather than waiting in this isolate.
    */
-  async release(ledger: LeaseLedger, ref: string): Promise<void> {
+  release(ledger: LeaseLedger, ref: string, defer?: (work: Promise<unknown>) => void): void {
     const r = this.#reserved.get(ref);
     if (!r) return;
     this.#take(ref);
     if (r.told) this.#closed.push(ref);
     this.#dirty = true;
-    await this.#until(ledger, () => (this.#dirty || this.#closed.length > 0 ? undefined : true));
+    this.#schedule(ledger, defer);
+  }
+
+  /**
+   * Makes sure a commit follows: unless one is scheduled already, COMMIT_DELAY_MS from now (so that
+   * the charges of the runs ending meanwhile go with it), and then more until nothing is pending. A
+   * commit that fails is tried again after a pause, DRAIN_ATTEMPTS times; its charges then wait for
+   * the next request's commit (and an idle isolate's, returnWhenIdle) — and should none come, the
+   * enclaves' settlement of each run's charge (Leases) makes it.
+   */
+  #schedule(ledger: LeaseLedger, defer: ((work: Promise<unknown>) => void) | undefined): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    const work = this.#drain(ledger);
+    if (defer) defer(work);
+    else work.catch(() => undefined);
+  }
+
+  async #drain(ledger: LeaseLedger): Promise<void> {
+    await new Promise((r) => setTimeout(r, this.commitDelayMs));
+    let failures = 0;
+    for (;;) {
+      // Checked and cleared in one step: a charge made after this sees no commit scheduled and schedules one.
+      if (this.#pending.length === 0 && this.#closed.length === 0 && !this.#dirty) {
+        this.#scheduled = false;
+        return;
+      }
+      if (this.#committing) {
+        await new Promise((r) => setTimeout(r, COMMIT_POLL_MS));
+        continue;
+      }
+      try {
+        await this.#commitGuarded(ledger);
+        failures = 0;
+      } catch {
+        if (++failures >= DRAIN_ATTEMPTS) {
+          this.#scheduled = false;
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50 * 2 ** failures));
+      }
+    }
+  }
+
+  /**
+   * Gives back, now, everything this lease holds beyond its runs in flight, once its charges are in:
+   * another lease of the account in this isolate was refused credit it may be keeping. False when it
+   * has nothing to give.
+   */
+  async giveBack(ledger: LeaseLedger): Promise<boolean> {
+    if (this.leased - this.#reservedCents <= 0 && this.#pending.length === 0) return false;
+    this.#returnIdle = true;
+    await this.#until(ledger, () => (this.#returnIdle ? undefined : true));
+    return true;
   }
 
   /**
@@ -268,24 +370,37 @@ export class CreditLease {
         await new Promise((r) => setTimeout(r, COMMIT_POLL_MS));
         continue;
       }
-      this.#committing = true;
-      const batch = this.#pending;
       try {
-        await this.#commitOnce(ledger);
-      } catch (err) {
-        for (const p of batch) {
-          p.attempts++;
-          if (p.attempts >= COMMIT_ATTEMPTS && p.failed === undefined) p.failed = err;
-        }
-        this.#log?.error("ledger commit failed; its charges wait for the next commit", {
-          lease: this.id,
-          charges: batch.length,
-          error: err instanceof Error ? err.message : String(err),
-        });
+        await this.#commitGuarded(ledger);
+      } catch {
         await new Promise((r) => setTimeout(r, 50));
-      } finally {
-        this.#committing = false;
       }
+    }
+  }
+
+  /**
+   * One commit of everything pending, by this request. One that fails leaves its charges pending; a
+   * charge whose commits failed COMMIT_ATTEMPTS times is marked with the error (whoever waits on it,
+   * `committed()`, gets it), and stays pending for the next commit, so none is lost.
+   */
+  async #commitGuarded(ledger: LeaseLedger): Promise<void> {
+    this.#committing = true;
+    const batch = this.#pending;
+    try {
+      await this.#commitOnce(ledger);
+    } catch (err) {
+      for (const p of batch) {
+        p.attempts++;
+        if (p.attempts >= COMMIT_ATTEMPTS && p.failed === undefined) p.failed = err;
+      }
+      this.#log?.error("ledger commit failed; its charges wait for the next commit", {
+        lease: this.id,
+        charges: batch.length,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      throw err;
+    } finally {
+      this.#committing = false;
     }
   }
 
@@ -346,9 +461,20 @@ export class CreditLease {
     this.#dirty = false;
     if (returnAll) this.#returnIdle = false;
     this.#owedCents -= charged;
-    this.leased = Math.max(0, this.leased - charged);
+    // What it charged, and what enclaves' settlements of its runs took out of the lease meanwhile (the
+    // Ledger says; what it gave back is out of the count already).
+    this.leased = Math.max(0, this.leased - (result.takenCents - returnCents));
     this.freeCents = result.freeCents;
     this.webhooks = result.webhooks;
+    // Runs of this isolate an enclave settled first (the Ledger took their charges out of the lease,
+    // counted in takenCents): one still waiting for its commit is charged already, and is not sent.
+    for (const { ref, cents } of result.settledByEnclave ?? []) {
+      const i = this.#pending.findIndex((p) => p.charge.ref === ref);
+      if (i < 0) continue;
+      const [p] = this.#pending.splice(i, 1);
+      this.#owedCents -= p!.charge.cents;
+      p!.settled = { chargedCents: cents, freeCents: result.freeCents, webhooks: result.webhooks };
+    }
     if (result.expired) this.#restart();
     batch.forEach((p, i) => {
       p.settled = {
@@ -382,8 +508,36 @@ export class CreditLease {
 const MAX_LEASES = 10_000;
 const leases = new Map<string, CreditLease>();
 
+/**
+ * The account `ledgerName`'s other leases in this isolate (its other keys') give back what they keep
+ * beyond their runs in flight, after `refused` was refused credit: the account's credit must not wait
+ * in one key's lease while another key's run is refused for it. True when any gave something back
+ * (the refused hold may ask again).
+ */
+export async function reclaimLeases(ledgerName: string, ledger: LeaseLedger, refused: CreditLease): Promise<boolean> {
+  const prefix = `${ledgerName}:`;
+  const others = [...leases].filter(([name, lease]) => name.startsWith(prefix) && lease !== refused);
+  const gave = await Promise.all(others.map(([, lease]) => lease.giveBack(ledger)));
+  return gave.some(Boolean);
+}
+
+/**
+ * Waits until the charges this isolate made for account `ledgerName` are in its Ledger (`ledger`): a
+ * read of the account's balance or usage through the isolate shows the runs it answered.
+ */
+export async function flushLeases(ledgerName: string, ledger: LeaseLedger): Promise<void> {
+  const prefix = `${ledgerName}:`;
+  const mine = [...leases].filter(([name, lease]) => name.startsWith(prefix) && lease.busy).map(([, lease]) => lease);
+  await Promise.all(mine.map((lease) => lease.flush(ledger)));
+}
+
 /** This isolate's lease on account `ledgerName`'s credit for `key` (undefined: the master key). */
-export function leaseOf(ledgerName: string, key: KeyCap | undefined, log?: Logger): CreditLease {
+export function leaseOf(
+  ledgerName: string,
+  key: KeyCap | undefined,
+  log?: Logger,
+  commitDelayMs = COMMIT_DELAY_MS,
+): CreditLease {
   const name = `${ledgerName}:${key?.keyHash ?? "-"}`;
   let lease = leases.get(name);
   if (!lease) {
@@ -396,5 +550,6 @@ export function leaseOf(ledgerName: string, key: KeyCap | undefined, log?: Logge
       }
     }
   } else if (key && lease.key && lease.key.capCents !== key.capCents) lease.capChanged(key);
+  lease.commitDelayMs = commitDelayMs;
   return lease;
 }

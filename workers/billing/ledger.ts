@@ -63,6 +63,7 @@ import type {
   LeaseCommit,
   LeaseOpen,
   LeaseResult,
+  RunSettlement,
   LedgerAudit,
   RefundResult,
   SettleResult,
@@ -258,9 +259,19 @@ export class Ledger extends DurableObject {
       const expired = !current && this.#expiredLease(leaseId);
       const keyHash = current?.key_hash ?? key?.keyHash ?? null;
       const charged: number[] = [];
+      // Taken out of the lease now; and what the isolate takes out of its count of it, which also
+      // counts what enclaves' settlements of its runs took out of it before (settleRuns).
       let taken = commit.returnCents;
+      let forgotten = commit.returnCents;
+      // Enclaves settle a lease's runs before its isolate commits them rarely: looked for run by run only then.
+      const anySettled =
+        this.#sql.exec("SELECT 1 FROM lease_settled WHERE lease_id = ? LIMIT 1", leaseId).toArray().length > 0;
       for (const c of commit.charges) {
-        taken += c.cents;
+        const paid = anySettled ? this.#takeSettled(c.ref, leaseId) : undefined;
+        if (paid === undefined) {
+          taken += c.cents;
+          forgotten += c.cents;
+        } else forgotten += paid;
         this.#closeOpen(c.ref, leaseId);
         const done = this.#charged(c.ref);
         if (done !== undefined) {
@@ -273,6 +284,19 @@ export class Ledger extends DurableObject {
         charged.push(cents);
       }
       for (const ref of commit.closed) this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
+      // Its other runs the enclaves settled since its last commit, paid out of the lease: the isolate
+      // hears of them now (one not committed yet it will not commit; one it freed because its answer
+      // never came, it ran all the same).
+      const settledByEnclave = anySettled
+        ? this.#sql
+            .exec<{ ref: string; cents: number }>("SELECT ref, cents FROM lease_settled WHERE lease_id = ?", leaseId)
+            .toArray()
+            .map((row) => ({ ref: row.ref, cents: row.cents }))
+        : [];
+      if (settledByEnclave.length > 0) {
+        this.#sql.exec("DELETE FROM lease_settled WHERE lease_id = ?", leaseId);
+        for (const row of settledByEnclave) forgotten += row.cents;
+      }
       let leaseCents = 0;
       if (current) {
         for (const o of commit.opened) this.#open(leaseId, o);
@@ -293,12 +317,65 @@ export class Ledger extends DurableObject {
       }
       return {
         charged,
+        takenCents: forgotten,
+        ...(settledByEnclave.length > 0 ? { settledByEnclave } : {}),
         leaseCents,
         freeCents: this.#free(now),
         ...(keyHash === null ? {} : { keySpentCents: this.#keySpent(keyHash, now) }),
         ...(expired ? { expired: true as const } : {}),
         webhooks: this.#webhooks(),
       };
+    });
+  }
+
+  /**
+   * Runs' charges as the enclaves that ran them settle them (docs/design/billing.md, Leases): each ref
+   * charged already (by its edge's commit, or an earlier settlement) is left as it is; one that is
+   * not is charged now when its detail is given — it is no longer in flight under any lease, and a
+   * commit of it later (its edge was slow, not dead) finds it charged and charges nothing more — and
+   * is answered as `missing` when it is not, so that the enclave sends its detail.
+   */
+  settleRuns(runs: RunSettlement[]): { charged: number; missing: string[] } {
+    this.#count("settleRuns");
+    return this.ctx.storage.transactionSync(() => {
+      const now = this.#chargeExpired();
+      const missing: string[] = [];
+      let charged = 0;
+      for (const run of runs) {
+        if (this.#charged(run.ref) !== undefined) continue;
+        if (!run.detail) {
+          missing.push(run.ref);
+          continue;
+        }
+        this.#closeOpen(run.ref, "");
+        this.#sql.exec("DELETE FROM holds WHERE request_id = ?", run.ref);
+        const cents = Math.max(0, Math.floor(run.cents));
+        if (cents === 0) continue;
+        // Paid out of the lease the run was held under, while it lives: the credit was held for it
+        // there. The lease's isolate learns of it at its next commit (lease_settled).
+        const lease = run.leaseId ? this.#lease(run.leaseId) : undefined;
+        if (lease && run.leaseId) {
+          const paid = Math.min(lease.cents, cents);
+          this.#sql.exec(
+            "UPDATE leases SET cents = cents - ?, in_flight = MIN(in_flight, cents - ?) WHERE id = ?",
+            paid,
+            paid,
+            run.leaseId,
+          );
+          this.#sql.exec(
+            "INSERT OR REPLACE INTO lease_settled (ref, lease_id, cents) VALUES (?, ?, ?)",
+            run.ref,
+            run.leaseId,
+            paid,
+          );
+        }
+        this.#charge(run.ref, cents, lease?.key_hash ?? run.keyHash, now, "run", {
+          ...run.detail,
+          settled_by_enclave: true,
+        });
+        charged++;
+      }
+      return { charged, missing };
     });
   }
 
@@ -531,6 +608,7 @@ export class Ledger extends DurableObject {
           });
       }
       this.#sql.exec("DELETE FROM lease_open WHERE lease_id = ?", lease.id);
+      this.#sql.exec("DELETE FROM lease_settled WHERE lease_id = ?", lease.id);
       this.#sql.exec("DELETE FROM leases WHERE id = ?", lease.id);
       this.#newPaymentRef(leaseRef(lease.id));
     }
@@ -572,7 +650,12 @@ export class Ledger extends DurableObject {
     op: string | null,
     detail: UsageDetail,
   ): void {
-    this.#sql.exec("UPDATE account SET settled_cents = settled_cents + ? WHERE id = 1", cents);
+    const after = this.#sql
+      .exec<{ settled_cents: number }>(
+        "UPDATE account SET settled_cents = settled_cents + ? WHERE id = 1 RETURNING settled_cents",
+        cents,
+      )
+      .one().settled_cents;
     this.#sql.exec(
       "INSERT INTO entries (kind, cents, ref, key_hash, created_at, op, detail, balance_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
       kind,
@@ -582,7 +665,7 @@ export class Ledger extends DurableObject {
       at,
       op,
       Object.keys(detail).length ? JSON.stringify(detail) : null,
-      this.#settled(),
+      after,
     );
   }
 
@@ -674,6 +757,16 @@ export class Ledger extends DurableObject {
     if (row.lease_id !== by)
       this.#sql.exec("UPDATE leases SET in_flight = MAX(0, in_flight - ?) WHERE id = ?", row.cents, row.lease_id);
     this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
+  }
+
+  /** What an enclave's settlement of run `ref` took out of lease `leaseId` (settleRuns), now told to its isolate; undefined if none. */
+  #takeSettled(ref: string, leaseId: string): number | undefined {
+    const row = this.#sql
+      .exec<{ cents: number }>("SELECT cents FROM lease_settled WHERE ref = ? AND lease_id = ?", ref, leaseId)
+      .toArray()[0];
+    if (!row) return undefined;
+    this.#sql.exec("DELETE FROM lease_settled WHERE ref = ?", ref);
+    return row.cents;
   }
 
   /** Whether lease `leaseId` expired (and so may not be used again). */

@@ -81,4 +81,16 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS lease_open_lease ON lease_open (lease_id);
     `);
   },
+  // 3: runs' charges the enclave that ran them settled before their edge isolate committed them
+  // (ledger.ts settleRuns), paid out of the isolate's lease: its next commit learns of them.
+  (sql) => {
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS lease_settled (
+        ref TEXT PRIMARY KEY,
+        lease_id TEXT NOT NULL,
+        cents INTEGER NOT NULL CHECK (cents >= 0)
+      );
+      CREATE INDEX IF NOT EXISTS lease_settled_lease ON lease_settled (lease_id);
+    `);
+  },
 ];

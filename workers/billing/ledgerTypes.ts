@@ -41,7 +41,30 @@ export type UsageDetail = {
   payment_intent?: string;
   /** Set on a charge made because its hold expired unsettled. */
   hold_expired?: true;
+  /** Set on a run's charge the enclave that ran it settled before its edge did (Leases). */
+  settled_by_enclave?: true;
 };
+/**
+ * What a run's charge may be settled as, by the enclave that ran it (the `bill` of the run's token,
+ * budgets/token.ts): the account's Ledger, the usage key (null: the master key), at most `max` cents,
+ * out of the edge isolate's credit lease `lease`.
+ */
+export type RunBill = { account: string; key: string | null; max: number; lease: string };
+
+/**
+ * A run's charge as the enclave that ran it settles it (routes/settlements.ts): its ref, the cents its
+ * receipt says (never more than the edge's token allows), the usage key, and its usage detail — without
+ * one, the Ledger only says whether the ref is charged yet.
+ */
+export type RunSettlement = {
+  ref: string;
+  cents: number;
+  keyHash: string | null;
+  /** The edge isolate's lease the run was held under, when it was (its charge is paid out of it). */
+  leaseId?: string;
+  detail?: UsageDetail;
+};
+
 /** What a metered piece of work is, given with its hold and completed at its settle. */
 export type UsageMeta = { op: "run" | "write"; detail?: UsageDetail };
 
@@ -105,6 +128,13 @@ export type LeaseCommit = {
  */
 export type CommitResult = {
   charged: number[];
+  /**
+   * What the isolate takes out of its count of the lease for this commit: what it gave back, what it
+   * charged, and what enclaves' settlements of its runs took out of the lease since (settleRuns).
+   */
+  takenCents: number;
+  /** The lease's runs enclaves settled since its last commit that this commit did not charge (their refs and what each took out of the lease). */
+  settledByEnclave?: Array<{ ref: string; cents: number }>;
   leaseCents: number;
   freeCents: number;
   keySpentCents?: number;

@@ -19,6 +19,8 @@ async function meteredRun(
   const meter = new Meter(payer, ref, log);
   await meter.holdRun(timeoutMs, cid);
   const result = await meter.settleRun(await run(meter.grantedMs));
+  // The answer does not wait for the charge's commit; the test does.
+  await meter.settlement?.committed();
   return { result, chargedCents: meter.chargedCents };
 }
 

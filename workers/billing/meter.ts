@@ -11,7 +11,9 @@
 // more than it held (shared/fees.ts, the same function the enclave signs into the run's receipt). A run that stopped because its credit ran out ends with the code
 // `insufficient_credits`, its logs kept.
 //
-// Settling does not wait on the client: the route's whole attempt runs under waitUntil
+// A run's or write's charge is made in the isolate's credit lease and its answer goes out at once: the
+// charge reaches the Ledger in the lease's next commit, after the answer (lease.ts), and the enclave
+// that ran a run settles it too, should the edge die first (settlement.ts). Settling does not wait on the client: the route's whole attempt runs under waitUntil
 // (idempotency/index.ts), and a hold nobody settles — the edge was killed, or the invocation was
 // cut off while the enclave worked on — is charged in full when it expires (ledger.ts). So a hold
 // must outlive everything the edge may still be waiting for, or a live request would be charged
@@ -26,9 +28,9 @@ import type { EdgeConfig } from "../config.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
-import { type CreditLease, leaseOf } from "./lease.ts";
+import { type CreditLease, type LeaseHold, leaseOf, reclaimLeases, type Settlement } from "./lease.ts";
 import type { Ledger } from "./ledger.ts";
-import type { HoldResult, KeyCap, SettleResult, UsageDetail } from "./ledgerTypes.ts";
+import type { HoldResult, KeyCap, RunBill, UsageDetail } from "./ledgerTypes.ts";
 
 /** How long the edge waits for a run's answer beyond its granted seconds (less than the lease's margin, lease.ts LEASE_MARGIN_MS). */
 export const RUN_FORWARD_MARGIN_MS = 60_000;
@@ -37,7 +39,13 @@ export const RUN_FORWARD_MARGIN_MS = 60_000;
  * Whose credit a metered request spends: its account's Ledger (`account` names it) and, for a usage
  * key, the key's cap.
  */
-export type Payer = { ledger: DurableObjectStub<Ledger>; account: string; key: KeyCap | undefined };
+export type Payer = {
+  ledger: DurableObjectStub<Ledger>;
+  account: string;
+  key: KeyCap | undefined;
+  /** How long its lease's first charge after a quiet moment waits before its commit (SIGIL_LEASE_COMMIT_DELAY_MS). */
+  commitDelayMs?: number;
+};
 
 /**
  * The payer of a request made with `key`: its account's Ledger among `ledgers` (the LEDGER binding)
@@ -55,6 +63,7 @@ export async function payerOf(
     ledger: ledgerOf(ledgers, account.master),
     account: hashHex(account.master),
     key: account.isMaster ? undefined : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents },
+    commitDelayMs: config.commitDelayMs,
   };
 }
 
@@ -83,7 +92,7 @@ function refused(hold: HoldResult): SigilError {
  * What one metered request holds and is charged (the `metered` stages): made by the stage before
  * the request's handler, settled by the handler with what the enclave answered (`settleRun`,
  * `settleWrite`), or by the stage after it when the handler threw (a write that was sent costs its
- * cent; anything else frees the hold). `settled` and `run` say what came of it to the stages before
+ * cent; anything else frees the hold). `settlement` and `run` say what came of it to the stages before
  * (the account's webhooks, webhooks/emit.ts).
  */
 export class Meter {
@@ -91,8 +100,11 @@ export class Meter {
   grantedMs: number | undefined;
   /** What the request was charged, in cents. */
   chargedCents = 0;
-  /** The Ledger's settle (the balance after it), when billing is on and the request was settled. */
-  settled: SettleResult | undefined;
+  /**
+   * The request's charge, when billing is on and it was settled: made in the isolate's credit lease
+   * and committed to the Ledger after the answer (`committed()` waits for that, and says the balance after).
+   */
+  settlement: Settlement | undefined;
   /** The run's answer, once settled. */
   run: SigilActionResponse | undefined;
   #maxSeconds = 0;
@@ -123,6 +135,20 @@ export class Meter {
     this.#defer = defer;
   }
 
+  /**
+   * What the run's token lets the enclave that runs it settle (docs/design/billing.md, Leases): its
+   * account, key, lease and the cents it holds; undefined while billing is off or before its hold.
+   */
+  get bill(): RunBill | undefined {
+    if (!this.payer || this.grantedMs === undefined || !this.#lease) return undefined;
+    return {
+      account: this.payer.account,
+      key: this.payer.key?.keyHash ?? null,
+      max: Math.floor(this.grantedMs / 1000),
+      lease: this.#lease.id,
+    };
+  }
+
   /** Whether the request has been settled (or its hold freed). */
   get done(): boolean {
     return this.#done;
@@ -136,11 +162,12 @@ export class Meter {
     if (!this.payer) return;
     const { ledger, account, key } = this.payer;
     this.#maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-    this.#lease = leaseOf(account, key, this.log);
-    const hold = await this.#lease.hold(ledger, this.ref, this.#maxSeconds, this.#maxSeconds * 1000, {
-      op: "run",
-      ...(cid ? { detail: { cid } } : {}),
-    });
+    const lease = leaseOf(account, key, this.log, this.payer.commitDelayMs);
+    this.#lease = lease;
+    const meta = { op: "run" as const, ...(cid ? { detail: { cid } } : {}) };
+    const hold = await holdOrReclaim(this.payer, lease, () =>
+      lease.hold(ledger, this.ref, this.#maxSeconds, this.#maxSeconds * 1000, meta),
+    );
     if (hold.granted === 0) throw refused(hold);
     this.grantedMs = hold.granted * 1000;
   }
@@ -158,11 +185,14 @@ export class Meter {
       const { ledger } = this.payer;
       const lease = this.#lease;
       const granted = this.grantedMs / 1000;
-      this.settled = await lease.settle(ledger, this.ref, runSeconds(answer.duration_ms), {
-        op: "run",
-        detail: runDetail(answer),
-      });
-      this.chargedCents = this.settled.chargedCents;
+      this.settlement = lease.settle(
+        ledger,
+        this.ref,
+        runSeconds(answer.duration_ms),
+        { op: "run", detail: runDetail(answer) },
+        this.#defer,
+      );
+      this.chargedCents = this.settlement.chargedCents;
       if (this.#defer) lease.returnWhenIdle(ledger, this.#defer);
       if (granted < this.#maxSeconds && answer.error?.code === "timeout") {
         answer = {
@@ -193,9 +223,12 @@ export class Meter {
   async holdWrite(operation: string): Promise<void> {
     if (!this.payer) return;
     const { ledger, account, key } = this.payer;
-    this.#lease = leaseOf(account, key, this.log);
+    const lease = leaseOf(account, key, this.log, this.payer.commitDelayMs);
+    this.#lease = lease;
     // The lease outlives the write's enclave call (150 s, after reaching an enclave) by its margin.
-    const hold = await this.#lease.hold(ledger, this.ref, WRITE_CENTS, 0, { op: "write", detail: { operation } });
+    const hold = await holdOrReclaim(this.payer, lease, () =>
+      lease.hold(ledger, this.ref, WRITE_CENTS, 0, { op: "write", detail: { operation } }),
+    );
     if (hold.granted === 0) throw refused(hold);
   }
 
@@ -210,13 +243,16 @@ export class Meter {
       const { ledger } = this.payer;
       const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
       if ("result" in outcome || sent !== undefined) {
-        this.settled = await this.#lease.settle(ledger, this.ref, WRITE_CENTS, {
-          op: "write",
-          detail: { operation, ...(sent ? { transaction_hash: sent } : {}) },
-        });
-        this.chargedCents = this.settled.chargedCents;
+        this.settlement = this.#lease.settle(
+          ledger,
+          this.ref,
+          WRITE_CENTS,
+          { op: "write", detail: { operation, ...(sent ? { transaction_hash: sent } : {}) } },
+          this.#defer,
+        );
+        this.chargedCents = this.settlement.chargedCents;
         if (this.#defer) this.#lease.returnWhenIdle(ledger, this.#defer);
-      } else await this.#lease.release(ledger, this.ref);
+      } else this.#lease.release(ledger, this.ref, this.#defer);
     }
     this.#tell?.(this.chargedCents);
   }
@@ -224,9 +260,19 @@ export class Meter {
   /** Frees the hold without charging (a hold that had expired is a charge already and stays one). */
   async release(): Promise<void> {
     this.#done = true;
-    if (this.payer && this.#lease) await this.#lease.release(this.payer.ledger, this.ref);
+    if (this.payer && this.#lease) this.#lease.release(this.payer.ledger, this.ref, this.#defer);
     else await releaseHold(this.payer, this.ref);
   }
+}
+
+/**
+ * A hold under `lease`, asked again once when the account had no credit for it while its other
+ * leases in this isolate (its other keys') kept some: they give it back first (lease.ts reclaimLeases).
+ */
+async function holdOrReclaim(payer: Payer, lease: CreditLease, hold: () => Promise<LeaseHold>): Promise<LeaseHold> {
+  const first = await hold();
+  if (first.granted > 0 || first.refusedBy === "spend_limit") return first;
+  return (await reclaimLeases(payer.account, payer.ledger, lease)) ? hold() : first;
 }
 
 /** Each metered request's meter. */

@@ -2,7 +2,7 @@
 // a changed claim or MAC, or a string that is not a token names no ref.
 import { describe, expect, it } from "vitest";
 import { fromBase64Url, toBase64Url } from "../../shared/channel/channel.ts";
-import { budgetAccess, issueBudgetToken, verifyBudgetToken } from "./token.ts";
+import { budgetAccess, issueBudgetToken, verifyBudgetToken, verifyRunToken } from "./token.ts";
 
 const SEED = "5369676c207465737420656467652069642d6e6f7420612073656372657421ff";
 const OTHER = `${"00".repeat(31)}01`;
@@ -116,11 +116,27 @@ describe("budgetAccess", () => {
   it("names the run's origin (or SIGIL_BUDGET_URL) and a token for the run that this edge verifies until past the longest run", async () => {
     const access = await budgetAccess(config(), "http://127.0.0.1:8787/core/v1/sigil_action", "req-9", NOW);
     expect(access).toMatchObject({ url: "http://127.0.0.1:8787", ref: "req-9" });
-    expect(await verifyBudgetToken(SEED, access!.token, NOW + 900_000)).toBe("req-9");
-    expect(await verifyBudgetToken(SEED, access!.token, NOW + 961_000)).toBeUndefined();
+    // Good past the longest run (900 s) by 15 minutes: the enclave's settlement of the run comes after it.
+    expect(await verifyBudgetToken(SEED, access!.token, NOW + 900_000 + 900_000)).toBe("req-9");
+    expect(await verifyBudgetToken(SEED, access!.token, NOW + 900_000 + 900_001)).toBeUndefined();
     expect(
       (await budgetAccess(config({ budgetUrl: "https://edge.internal" }), "https://api.example/x", "r", NOW))?.url,
     ).toBe("https://edge.internal");
+  });
+
+  it("billing on, says what the run may be charged and out of which lease; a token without it, or with it changed, settles nothing", async () => {
+    const bill = { account: "ab".repeat(32), key: null, max: 60, lease: "lease-1" };
+    const access = await budgetAccess(config(), "http://127.0.0.1:8787/x", "req-10", NOW, bill);
+    expect(await verifyRunToken(SEED, access!.token, NOW)).toEqual({ ref: "req-10", bill });
+    expect(await verifyBudgetToken(SEED, access!.token, NOW)).toBe("req-10");
+    const plain = await budgetAccess(config(), "http://127.0.0.1:8787/x", "req-11", NOW);
+    expect(await verifyRunToken(SEED, plain!.token, NOW)).toEqual({ ref: "req-11" });
+    // A larger most-it-may-cost under the old MAC.
+    const [, mac] = access!.token.split(".") as [string, string];
+    const forged = toBase64Url(
+      new TextEncoder().encode(JSON.stringify({ ref: "req-10", exp: NOW + 1_800_000, bill: { ...bill, max: 6000 } })),
+    );
+    expect(await verifyRunToken(SEED, `${forged}.${mac}`, NOW)).toBeUndefined();
   });
 
   it("gives none without an identity seed, nor in production without https: the token never travels in the clear", async () => {

@@ -64,9 +64,10 @@ export function sigilActionRoutes(): OpenAPIHono<EdgeEnv> {
       // Billing on: the run is given the seconds its credit covers, and the enclave signs into the
       // receipt what the ledger charges.
       const grantedMs = meterOf(c)?.grantedMs;
-      // Budgets are reserved by the enclave, at this edge, under the run's billing ref (routes/budgets.ts).
+      // Budgets are reserved by the enclave, at this edge, under the run's billing ref (routes/budgets.ts);
+      // billing on, the enclave settles the run's charge here too, should this edge not (routes/settlements.ts).
       const ref = meterOf(c)?.ref ?? attempt?.ref ?? c.get("ids").requestId;
-      const budget = await budgetAccess(config, c.req.url, ref, Date.now());
+      const budget = await budgetAccess(config, c.req.url, ref, Date.now(), meterOf(c)?.bill);
       const answer = await enclave.call(
         "sigil_action",
         {

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { SigilError } from "../../shared/errors.ts";
 import { runReceiptSchema, runReceiptV1Schema } from "../../shared/operations.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { billingCaller, hashHex, ledgerOf } from "../billing/account.ts";
+import { billingCaller, hashHex, ledgerToRead } from "../billing/account.ts";
 import { CSV_COLUMNS, decodeCursor, USAGE_KINDS, usageCsv, usagePage, type UsageKind } from "../billing/usage.ts";
 import { billingCredentials, billingSecurity, requireCredentials } from "./billing.ts";
 import { route } from "./openapi.ts";
@@ -157,7 +157,7 @@ export function usageRoutes(): OpenAPIHono<EdgeEnv> {
       keyHash = own;
     }
     const page = usagePage(
-      await ledgerOf(c.env.LEDGER, master).usage({
+      await (await ledgerToRead(c.env.LEDGER, master)).usage({
         limit: query.limit,
         ...(before === undefined ? {} : { before }),
         ...(query.from === undefined ? {} : { from: query.from }),

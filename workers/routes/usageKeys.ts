@@ -8,7 +8,7 @@ import { toHash32 } from "../../shared/hashing.ts";
 import { fromContract, permissionFields } from "../../shared/permissions.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
 import { readView } from "../chain/client.ts";
-import { hashHex, ledgerOf } from "../billing/account.ts";
+import { hashHex, ledgerToRead } from "../billing/account.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
@@ -77,7 +77,7 @@ export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
     let spent: Record<string, number> = {};
     if (config.billing && page[0].length > 0) {
       const [master] = await readView(config, "billingOf", [keyHash], keyHash);
-      spent = await ledgerOf(c.env.LEDGER, master).keySpend(page[0].map((k) => hashHex(k.keyHash)));
+      spent = await (await ledgerToRead(c.env.LEDGER, master)).keySpend(page[0].map((k) => hashHex(k.keyHash)));
     }
     return pageAnswer(c, page, (k) => ({
       id: toHash32(k.keyHash),

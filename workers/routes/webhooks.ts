@@ -14,7 +14,7 @@ import { createMiddleware } from "hono/factory";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { DEFAULT_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../shared/webhooks.ts";
-import { billingCaller, decodeWalletAuth, ledgerOf, WALLET_AUTH_HEADER } from "../billing/account.ts";
+import { billingCaller, decodeWalletAuth, ledgerToRead, WALLET_AUTH_HEADER } from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import {
   idempotencyHeaders,
@@ -329,7 +329,7 @@ export function webhooksRoutes(): OpenAPIHono<EdgeEnv> {
     const input = c.req.valid("json");
     const master = await webhookAccount(c, "change");
     // Armed only when the balance is at the threshold or above now: it fires on the way down.
-    const freeCents = c.env.LEDGER ? (await ledgerOf(c.env.LEDGER, master).balance()).freeCents : 0;
+    const freeCents = c.env.LEDGER ? (await (await ledgerToRead(c.env.LEDGER, master)).balance()).freeCents : 0;
     const s = await webhooksOf(c.env.WEBHOOKS, master).setBalanceLow(
       accountIdOf(master),
       input.balance_low_cents,

@@ -12,7 +12,8 @@ import type { SigilActionResponse } from "../../shared/operations.ts";
 import { accountObject, callerAccount, hashHex, type PresentedKey } from "../billing/account.ts";
 import { meterOf, refusedWithoutWebhooks } from "../billing/meter.ts";
 import type { EdgeConfig } from "../config.ts";
-import type { KeyCap, SettleResult } from "../billing/ledgerTypes.ts";
+import type { KeyCap } from "../billing/ledgerTypes.ts";
+import type { LeaseSettle, Settlement } from "../billing/lease.ts";
 import type { PaymentFailure } from "../billing/payments.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
@@ -145,21 +146,23 @@ function afterMetered(
   config: EdgeConfig,
   key: PresentedKey,
   ref: string,
-  outcome: { settled?: SettleResult | undefined; error?: unknown; run?: SigilActionResponse },
+  outcome: { settled?: Settlement | undefined; error?: unknown; run?: SigilActionResponse },
 ): void {
   if (!emitter.namespace) return;
   const refusals = refusalsOf(outcome.run);
   if (!outcome.settled && !isSpendLimitRefusal(outcome.error) && !outcome.run?.has_error && refusals.length === 0)
     return;
   if (outcome.settled ? !outcome.settled.webhooks : refusedWithoutWebhooks(outcome.error)) return;
+  // The balance after the charge is the Ledger's, once the charge is committed there (lease.ts).
+  const committed = outcome.settled?.committed().catch(() => undefined);
   emitter.waitUntil(
-    callerAccount(config, key)
-      .then((account) => {
+    Promise.all([callerAccount(config, key), committed])
+      .then(([account, result]) => {
         const cap = account.isMaster
           ? undefined
           : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents };
         if (cap && cap.capCents > 0 && isSpendLimitRefusal(outcome.error)) capRefused(emitter, account.master, cap);
-        settled(emitter, account.master, ref, outcome.settled, cap);
+        settled(emitter, account.master, ref, result, cap);
         if (outcome.run?.has_error) runFailed(emitter, account.master, ref, outcome.run, cap);
         if (outcome.run && refusals.length > 0)
           guardrailDenied(emitter, account.master, ref, outcome.run, refusals, cap);
@@ -176,7 +179,7 @@ function settled(
   emitter: Emitter,
   master: bigint,
   ref: string,
-  result: SettleResult | undefined,
+  result: LeaseSettle | undefined,
   key: KeyCap | undefined,
 ): void {
   if (!result) return;
@@ -275,7 +278,7 @@ export function notices(): Stage {
     await next();
     const meter = meterOf(c);
     if (!meter) return;
-    const outcome = meter.settled || meter.run ? { settled: meter.settled, run: meter.run } : { error: c.error };
+    const outcome = meter.settlement || meter.run ? { settled: meter.settlement, run: meter.run } : { error: c.error };
     afterMetered(emitterOf(c), c.get("config"), callerKey(c), meter.ref, outcome);
   };
 }

@@ -163,6 +163,8 @@ describe(`${RUNS} runs of one account at once`, () => {
     for (const b of edgeBalances) expect(b).toBeGreaterThanOrEqual(0);
 
     // Afterwards: nothing held, the audit holds, and the ledger charged what the answers said.
+    // The edge's last charges are in (a read of the balance through it commits them; answers go out before).
+    await ok200("billing/balance", { key });
     const audit = await ledgerOf(key).audit();
     expect(audit).toMatchObject({
       consistent: true,
@@ -197,6 +199,7 @@ describe(`${RUNS} runs of one account at once`, () => {
       cap - HOLD_CENTS,
     );
 
+    await ok200("billing/balance", { key: master });
     const audit = await ledgerOf(master).audit();
     // Two writes (the group and the key) cost a cent each.
     expect(audit).toMatchObject({ consistent: true, heldCents: 0, settledCents: credit - 2 - charged });

@@ -27,7 +27,13 @@ const {
   rows: (stub) => runInDurableObject(stub, ledgerRows),
 });
 
-const free = async (key: string) => (await ledgerOf(key).balance()).freeCents;
+/** The account's free balance as its client reads it: through the edge, which first commits the charges it made (lease.ts). */
+const free = async (key: string) => (await ok200<{ balance_cents: number }>("billing/balance", { key })).balance_cents;
+/** The account's Ledger's balance once the edge's charges are in it (reading the balance through the edge commits them). */
+const ledgerBalance = async (key: string) => {
+  await free(key);
+  return ledgerOf(key).balance();
+};
 const newAccount = (name: string, cents = 0) => makeAccount(name, { cents });
 
 function charged(r: Reply<unknown>): number {
@@ -371,7 +377,7 @@ describe("sigil_action", () => {
     expect(bounded.body.duration_ms).toBeLessThan(2000);
     const tooLong = await edge("sigil_action", { key, body: { code: QUICK, timeout_ms: 900_001 } });
     expectError(tooLong, 400, "invalid_request");
-    expect(await ledgerOf(key).balance()).toEqual({ settledCents: 20 - 1 - 2, heldCents: 0, freeCents: 20 - 1 - 2 });
+    expect(await ledgerBalance(key)).toEqual({ settledCents: 20 - 1 - 2, heldCents: 0, freeCents: 20 - 1 - 2 });
   });
 
   it("a run that outlives its credit is stopped at the granted seconds, charged exactly that, code insufficient_credits, logs kept", async () => {
@@ -423,6 +429,8 @@ describe("sigil_action", () => {
   it("a client that aborts mid-run does not avoid the charge: the run goes on and is settled at its seconds, its hold freed", async () => {
     const key = await newAccount("leaves early", 100);
     await groupFor(key);
+    // The group's charge is in the Ledger (the answer went out before it): what is held next is the run's.
+    await free(key);
     const abort = new AbortController();
     const sent = SELF.fetch("http://edge/core/v1/sigil_action", {
       method: "POST",
@@ -465,7 +473,7 @@ describe("sigil_action", () => {
     expectError(allowed, 400, "compile_error");
     expect(allowed.body.error.details).toEqual({ cid: await computeCid(broken), line: 2, column: 11 });
     // The group's cent, and nothing for either refusal.
-    expect(await ledgerOf(key).balance()).toEqual({ settledCents: 2, heldCents: 0, freeCents: 2 });
+    expect(await ledgerBalance(key)).toEqual({ settledCents: 2, heldCents: 0, freeCents: 2 });
     const usage = await edge<{ events: { kind: string }[] }>("usage", { key });
     expect(usage.status).toBe(200);
     expect(usage.body.events.filter((e) => e.kind === "run")).toEqual([]);
@@ -551,7 +559,7 @@ describe("concurrency", () => {
     for (const a of answers) expect([200, 402, 429]).toContain(a.status);
     expect(ok.length).toBeGreaterThan(0);
     expect(paid).toBeLessThanOrEqual(20);
-    const balance = await ledgerOf(key).balance();
+    const balance = await ledgerBalance(key);
     expect(balance.freeCents).toBe(20 - paid);
     expect(balance.settledCents).toBeGreaterThanOrEqual(0);
   });
