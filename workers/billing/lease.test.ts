@@ -7,7 +7,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Env } from "../env.ts";
 import { COMMIT_DELAY_MS, CreditLease, type LeaseLedger } from "./lease.ts";
-import type { Ledger } from "./ledger.ts";
+import { LEDGER_COMMITS_PER_SECOND, type Ledger } from "./ledger.ts";
 import type { LeaseCommit } from "./ledgerTypes.ts";
 
 const namespace = (env as unknown as Env).LEDGER!;
@@ -94,7 +94,7 @@ describe("the Ledger's leases", () => {
         inFlightCents: 60,
       }),
     );
-    expect(r).toEqual({ charged: [2, 1], takenCents: 53, leaseCents: 67, freeCents: 437, webhooks: true });
+    expect(r).toEqual({ charged: [2, 1], takenCents: 53, paceMs: 2, leaseCents: 67, freeCents: 437, webhooks: true });
     expect(await l.balance()).toEqual({ settledCents: 497, heldCents: 60, freeCents: 437 });
     // The same ref again (a retry's commit) charges nothing more and answers the charge there is.
     const again = await l.commit(
@@ -193,6 +193,21 @@ describe("the Ledger's leases", () => {
     await new Promise((r) => setTimeout(r, 120));
     expect(await l.balance()).toEqual({ settledCents: 500, heldCents: 0, freeCents: 500 });
     expect((await tables(l)).charges).toEqual([]);
+  });
+});
+
+describe("the Ledger's pace", () => {
+  it("asks each isolate to gather its charges longer the more leases the account has, so that their commits together stay near LEDGER_COMMITS_PER_SECOND; a second at most", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000_000);
+    const paceWith = async (leases: number) => {
+      for (let i = 0; i < leases; i++) await l.lease(`isolate-${leases}-${i}`, 1, 0, 60_000);
+      return (await l.commit(`isolate-${leases}-0`, commit({}))).paceMs;
+    };
+    expect(await paceWith(1)).toBe(Math.floor(1_000 / LEDGER_COMMITS_PER_SECOND));
+    // 1 + 100 leases live now: 101 isolates' commits, each every 202 ms, are 500 a second.
+    expect(await paceWith(100)).toBe(Math.floor((101 * 1_000) / LEDGER_COMMITS_PER_SECOND));
+    expect(await paceWith(600)).toBe(1_000);
   });
 });
 

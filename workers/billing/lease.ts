@@ -122,6 +122,8 @@ export class CreditLease {
   readonly #log: Logger | undefined;
   /** How long the first charge after a quiet moment waits before its commit (COMMIT_DELAY_MS unless configured). */
   commitDelayMs = COMMIT_DELAY_MS;
+  /** How long the Ledger asked its isolates to gather charges between commits, at its last commit (CommitResult.paceMs). */
+  #paceMs = 0;
 
   constructor(key: KeyCap | undefined, log?: Logger) {
     this.key = key;
@@ -299,7 +301,7 @@ export class CreditLease {
   }
 
   async #drain(ledger: LeaseLedger): Promise<void> {
-    await new Promise((r) => setTimeout(r, this.commitDelayMs));
+    await new Promise((r) => setTimeout(r, Math.max(this.commitDelayMs, this.#paceMs)));
     let failures = 0;
     for (;;) {
       // Checked and cleared in one step: a charge made after this sees no commit scheduled and schedules one.
@@ -466,6 +468,7 @@ export class CreditLease {
     this.leased = Math.max(0, this.leased - (result.takenCents - returnCents));
     this.freeCents = result.freeCents;
     this.webhooks = result.webhooks;
+    this.#paceMs = result.paceMs ?? 0;
     // Runs of this isolate an enclave settled first (the Ledger took their charges out of the lease,
     // counted in takenCents): one still waiting for its commit is charged already, and is not sent.
     for (const { ref, cents } of result.settledByEnclave ?? []) {

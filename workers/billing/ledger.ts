@@ -318,6 +318,7 @@ export class Ledger extends DurableObject {
       return {
         charged,
         takenCents: forgotten,
+        paceMs: this.#paceMs(),
         ...(settledByEnclave.length > 0 ? { settledByEnclave } : {}),
         leaseCents,
         freeCents: this.#free(now),
@@ -759,6 +760,17 @@ export class Ledger extends DurableObject {
     this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
   }
 
+  /**
+   * How long each isolate serving the account should gather its charges between commits so that
+   * their commits together stay near LEDGER_COMMITS_PER_SECOND: one commit per isolate per that many
+   * ms, each isolate holding one lease per key it meters (the live leases count them), at most
+   * MAX_PACE_MS. One isolate, or a few: nothing beyond their own delay.
+   */
+  #paceMs(): number {
+    const leases = this.#sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases").one().n;
+    return Math.min(MAX_PACE_MS, Math.floor((leases * 1000) / LEDGER_COMMITS_PER_SECOND));
+  }
+
   /** What an enclave's settlement of run `ref` took out of lease `leaseId` (settleRuns), now told to its isolate; undefined if none. */
   #takeSettled(ref: string, leaseId: string): number | undefined {
     const row = this.#sql
@@ -810,6 +822,14 @@ export class Ledger extends DurableObject {
     return charged + held + leased;
   }
 }
+
+/**
+ * The commits a second one account's Ledger paces its isolates to, together: half of what one Durable
+ * Object takes (about 1 000 requests a second), leaving room for lease asks, reads and settlements.
+ */
+export const LEDGER_COMMITS_PER_SECOND = 500;
+/** The longest an isolate is asked to gather charges between commits (a second: past it, reads through other isolates lag too much). */
+const MAX_PACE_MS = 1_000;
 
 /** Marks an expired lease's id (in payment_refs, which is kept beyond retention), so a late request for it starts anew. */
 const leaseRef = (leaseId: string) => `lease:${leaseId}`;

@@ -135,6 +135,12 @@ export type CommitResult = {
   takenCents: number;
   /** The lease's runs enclaves settled since its last commit that this commit did not charge (their refs and what each took out of the lease). */
   settledByEnclave?: Array<{ ref: string; cents: number }>;
+  /**
+   * How long the isolate should let its charges gather before its next commit, at least (ms): the
+   * object's pace, so that however many isolates serve the account its commits stay within what one
+   * object takes (ledger.ts LEDGER_COMMITS_PER_SECOND).
+   */
+  paceMs: number;
   leaseCents: number;
   freeCents: number;
   keySpentCents?: number;
