@@ -183,7 +183,8 @@ export class CreditLease {
         this.#growing = true;
         try {
           const want = needCents - Math.max(0, this.available);
-          const extra = Math.max(KEEP_RUNS, this.#wanting - 1) * needCents;
+          // Room for as many more as are in flight now: a busy isolate asks seldom.
+          const extra = Math.max(KEEP_RUNS, this.#wanting - 1, this.#reserved.size) * needCents;
           const open = { ref, cents: needCents, op: meta.op, ...(meta.detail ? { detail: meta.detail } : {}) };
           let answer = await ledger.lease(this.id, want, extra, lastsMs + LEASE_MARGIN_MS, this.key, open);
           if (answer.expired) {
@@ -433,11 +434,13 @@ export class CreditLease {
       telling.push(r);
     }
     const charged = batch.reduce((t, p) => t + p.charge.cents, 0);
-    // Kept for the runs to come: a few runs' worth, and never more than a quarter of the account's
-    // free balance, so a small account's credit is not left waiting in one isolate.
+    // Kept for the runs to come: a few runs' worth, or as much again as its runs in flight hold when
+    // it is busy — and never more than a quarter of the account's free balance, so a small account's
+    // credit is not left waiting in one isolate.
     const keep = returnAll
       ? this.#reservedCents
-      : this.#reservedCents + Math.min(KEEP_RUNS * this.#lastNeed, Math.floor(this.freeCents / 4));
+      : this.#reservedCents +
+        Math.min(Math.max(KEEP_RUNS * this.#lastNeed, this.#reservedCents), Math.floor(this.freeCents / 4));
     const returnCents = Math.max(0, this.leased - charged - keep);
     const commit: LeaseCommit = {
       charges: batch.map((p) => p.charge),

@@ -41,7 +41,12 @@ function fakePayer(granted: number): { payer: Payer; settled: number[] } {
     },
   };
   return {
-    payer: { ledger: ledger as unknown as Payer["ledger"], account: crypto.randomUUID(), key: undefined },
+    payer: {
+      ledger: ledger as unknown as Payer["ledger"],
+      via: ledger as unknown as Payer["via"],
+      account: crypto.randomUUID(),
+      key: undefined,
+    },
     settled,
   };
 }

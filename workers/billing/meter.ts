@@ -28,7 +28,14 @@ import type { EdgeConfig } from "../config.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import type { EdgeEnv, Stage } from "../router.ts";
 import { callerAccount, hashHex, ledgerOf, type PresentedKey } from "./account.ts";
-import { type CreditLease, type LeaseHold, leaseOf, reclaimLeases, type Settlement } from "./lease.ts";
+import {
+  type CreditLease,
+  type LeaseHold,
+  type LeaseLedger,
+  leaseOf,
+  reclaimLeases,
+  type Settlement,
+} from "./lease.ts";
 import type { Ledger } from "./ledger.ts";
 import type { HoldResult, KeyCap, RunBill, UsageDetail } from "./ledgerTypes.ts";
 
@@ -41,6 +48,8 @@ export const RUN_FORWARD_MARGIN_MS = 60_000;
  */
 export type Payer = {
   ledger: DurableObjectStub<Ledger>;
+  /** The same Ledger as a credit lease calls it (lease.ts), its stub made at the first call. */
+  via: LeaseLedger;
   account: string;
   key: KeyCap | undefined;
   /** How long its lease's first charge after a quiet moment waits before its commit (SIGIL_LEASE_COMMIT_DELAY_MS). */
@@ -59,8 +68,21 @@ export async function payerOf(
 ): Promise<Payer | undefined> {
   if (!config.billing) return undefined;
   const account = await callerAccount(config, key);
+  if (!ledgers) ledgerOf(ledgers, account.master);
+  // The stub is made when a call needs it: most runs make none (their lease has the credit).
+  let stub: DurableObjectStub<Ledger> | undefined;
+  const ledger = () => {
+    stub ??= ledgerOf(ledgers, account.master);
+    return stub;
+  };
   return {
-    ledger: ledgerOf(ledgers, account.master),
+    get ledger() {
+      return ledger();
+    },
+    via: {
+      lease: (...args) => ledger().lease(...args),
+      commit: (...args) => ledger().commit(...args),
+    },
     account: hashHex(account.master),
     key: account.isMaster ? undefined : { keyHash: hashHex(account.keyHash), capCents: account.spendLimitCents },
     commitDelayMs: config.commitDelayMs,
@@ -160,7 +182,7 @@ export class Meter {
    */
   async holdRun(timeoutMs: number, cid: string | undefined): Promise<void> {
     if (!this.payer) return;
-    const { ledger, account, key } = this.payer;
+    const { via: ledger, account, key } = this.payer;
     this.#maxSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
     const lease = leaseOf(account, key, this.log, this.payer.commitDelayMs);
     this.#lease = lease;
@@ -182,7 +204,7 @@ export class Meter {
   async settleRun(answer: SigilActionResponse): Promise<SigilActionResponse> {
     this.#done = true;
     if (this.payer && this.grantedMs !== undefined && this.#lease) {
-      const { ledger } = this.payer;
+      const ledger = this.payer.via;
       const lease = this.#lease;
       const granted = this.grantedMs / 1000;
       this.settlement = lease.settle(
@@ -222,7 +244,7 @@ export class Meter {
   /** Holds a managed write's cent; without credit for it, the write is refused (402, thrown) before it is sent. */
   async holdWrite(operation: string): Promise<void> {
     if (!this.payer) return;
-    const { ledger, account, key } = this.payer;
+    const { via: ledger, account, key } = this.payer;
     const lease = leaseOf(account, key, this.log, this.payer.commitDelayMs);
     this.#lease = lease;
     // The lease outlives the write's enclave call (150 s, after reaching an enclave) by its margin.
@@ -240,7 +262,7 @@ export class Meter {
   async settleWrite(operation: string, outcome: { result: unknown } | { error: unknown }): Promise<void> {
     this.#done = true;
     if (this.payer && this.#lease) {
-      const { ledger } = this.payer;
+      const ledger = this.payer.via;
       const sent = "result" in outcome ? transactionHashIn(outcome.result) : sentTransactionOf(outcome.error);
       if ("result" in outcome || sent !== undefined) {
         this.settlement = this.#lease.settle(
@@ -260,7 +282,7 @@ export class Meter {
   /** Frees the hold without charging (a hold that had expired is a charge already and stays one). */
   async release(): Promise<void> {
     this.#done = true;
-    if (this.payer && this.#lease) this.#lease.release(this.payer.ledger, this.ref, this.#defer);
+    if (this.payer && this.#lease) this.#lease.release(this.payer.via, this.ref, this.#defer);
     else await releaseHold(this.payer, this.ref);
   }
 }
@@ -272,7 +294,7 @@ export class Meter {
 async function holdOrReclaim(payer: Payer, lease: CreditLease, hold: () => Promise<LeaseHold>): Promise<LeaseHold> {
   const first = await hold();
   if (first.granted > 0 || first.refusedBy === "spend_limit") return first;
-  return (await reclaimLeases(payer.account, payer.ledger, lease)) ? hold() : first;
+  return (await reclaimLeases(payer.account, payer.via, lease)) ? hold() : first;
 }
 
 /** Each metered request's meter. */
