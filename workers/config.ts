@@ -38,7 +38,7 @@ export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 export const DEFAULT_KEY_POLL_MS = 2_000;
 
 /** How long an isolate's first charge after a quiet moment waits for others before its commit, in ms (SIGIL_LEASE_COMMIT_DELAY_MS; billing/lease.ts). */
-export const DEFAULT_COMMIT_DELAY_MS = 50;
+export const DEFAULT_COMMIT_DELAY_MS = 100;
 
 /** Blocks per eth_getLogs when SIGIL_AUDIT_WINDOW_BLOCKS does not say (Base's public RPC and most providers take 10,000). */
 export const DEFAULT_AUDIT_WINDOW_BLOCKS = 10_000;

@@ -1,6 +1,6 @@
 // The runs' charges this enclave instance settles itself (docs/design/billing.md, Leases). The edge
 // answers a run before its charge reaches the account's Ledger (workers/billing/lease.ts commits it a
-// few milliseconds later); should the edge die in between, the charge would be lost. So the enclave,
+// moment later); should the edge die in between, the charge would be lost. So the enclave,
 // which signed the charge into the run's receipt, keeps each billed run here and, SETTLE_AFTER_MS
 // after it ended, sends it to the edge under the run's own token (shared/settlement.ts): first the
 // charges alone, which the Ledger finds made already for almost every run, then the usage detail

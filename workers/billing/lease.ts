@@ -2,11 +2,11 @@
 // an account's Ledger for the runs it meters, so that a run is held here, in memory, and costs the
 // Ledger no call of its own. What a run used is charged here too, and its answer goes out at once; the
 // charges go to the Ledger in the isolate's commits, each with every charge made meanwhile (a group
-// commit): the first charge after a quiet moment schedules one a few milliseconds later, and it goes on
+// commit): the first charge after a quiet moment schedules one COMMIT_DELAY_MS later, and it goes on
 // committing until nothing is pending. So one client pays a Ledger call every few runs, and many
 // clients pay one call for many runs. Should the isolate die before it commits a run it answered, the
-// enclave that ran it settles that run's charge itself (workers/billing/settlement.ts); the Ledger
-// charges each billing ref once, whoever comes first.
+// enclave that ran it settles that run's charge itself (enclave/receipts/settlements.ts,
+// workers/routes/settlements.ts); the Ledger charges each billing ref once, whoever comes first.
 //
 // A lease is per account and per usage key (the key's cap counts the lease, so a key can never be
 // leased past it). The Ledger grants a run's need plus a little for the runs that follow (at most a
@@ -47,7 +47,7 @@ const KEEP_RUNS = 4;
 /** How many times a commit is tried before whoever waits on its charges is told its error. */
 const COMMIT_ATTEMPTS = 3;
 /** How long the first charge after a quiet moment waits for others to commit with, unless the lease is told otherwise (SIGIL_LEASE_COMMIT_DELAY_MS). */
-export const COMMIT_DELAY_MS = 50;
+export const COMMIT_DELAY_MS = 100;
 /** How many failed commits in a row a scheduled commit makes before it leaves its charges to the next request. */
 const DRAIN_ATTEMPTS = 5;
 /** How often a request whose charge waits for another request's commit looks whether it is done. */

@@ -133,7 +133,7 @@ export function billingLedgers<Id extends { toString(): string }, Stub extends L
 
   /**
    * The audit, once the edge's last charges are in: a run's answer goes out before its charge reaches
-   * the Ledger (workers/billing/lease.ts commits it a few milliseconds later), so a failure is looked
+   * the Ledger (workers/billing/lease.ts commits it a moment later), so a failure is looked
    * at again for up to AUDIT_PATIENCE_MS; a hold left behind or a sum that is wrong stays a failure.
    */
   async function auditAll(): Promise<void> {
