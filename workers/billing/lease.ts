@@ -108,6 +108,8 @@ export class CreditLease {
   #committing = false;
   /** Whether a commit is scheduled (#schedule), and keeps committing until nothing is pending. */
   #scheduled = false;
+  /** When the scheduled commit is due (0: it is not waiting). */
+  #commitAt = 0;
   /** The largest run need seen lately: what the lease keeps beyond its runs is a few of these. */
   #lastNeed = 1;
   #lastActivity = 0;
@@ -251,11 +253,16 @@ export class CreditLease {
     return {
       chargedCents: charge.cents,
       webhooks: this.webhooks,
+      // Waits for the scheduled commit (it does not commit sooner: the charge goes with its batch).
       committed: () =>
-        this.#until(ledger, () => {
-          if (entry.failed !== undefined) throw entry.failed;
-          return entry.settled;
-        }),
+        this.#until(
+          ledger,
+          () => {
+            if (entry.failed !== undefined) throw entry.failed;
+            return entry.settled;
+          },
+          false,
+        ),
     };
   }
 
@@ -302,7 +309,10 @@ export class CreditLease {
   }
 
   async #drain(ledger: LeaseLedger): Promise<void> {
-    await new Promise((r) => setTimeout(r, Math.max(this.commitDelayMs, this.#paceMs)));
+    const delay = Math.max(this.commitDelayMs, this.#paceMs);
+    this.#commitAt = Date.now() + delay;
+    await new Promise((r) => setTimeout(r, delay));
+    this.#commitAt = 0;
     let failures = 0;
     for (;;) {
       // Checked and cleared in one step: a charge made after this sees no commit scheduled and schedules one.
@@ -360,17 +370,19 @@ export class CreditLease {
 
   /**
    * Waits until `done` answers something: while another request's commit is under way, by looking
-   * again every COMMIT_POLL_MS; otherwise by making the next commit itself, of everything pending.
-   * A commit that fails leaves its charges pending; a charge whose commits failed COMMIT_ATTEMPTS
-   * times is answered with the error (its run's answer fails), and stays pending for the next
-   * commit, so none is lost.
+   * again every COMMIT_POLL_MS; while a commit is scheduled and `commitNow` is false, by looking when
+   * it is due; otherwise by making the next commit itself, of everything pending. A commit that fails
+   * leaves its charges pending; a charge whose commits failed COMMIT_ATTEMPTS times is answered with
+   * the error (whoever waits on it is told), and stays pending for the next commit, so none is lost.
    */
-  async #until<T>(ledger: LeaseLedger, done: () => T | undefined): Promise<T> {
+  async #until<T>(ledger: LeaseLedger, done: () => T | undefined, commitNow = true): Promise<T> {
     for (;;) {
       const answer = done();
       if (answer !== undefined) return answer;
-      if (this.#committing) {
-        await new Promise((r) => setTimeout(r, COMMIT_POLL_MS));
+      // Not committing now: while a commit is scheduled, look again when it is due.
+      const due = !commitNow && this.#scheduled && !this.#committing ? this.#commitAt - Date.now() : 0;
+      if (this.#committing || due > 0) {
+        await new Promise((r) => setTimeout(r, Math.max(COMMIT_POLL_MS, due)));
         continue;
       }
       try {
