@@ -1,4 +1,4 @@
-// `npm run bench:ledger [-- --repeats 3] [-- --only ledger,runs,isolates]`: what one account's Ledger
+// `npm run bench:ledger [-- --repeats 3] [-- --only ledger,runs,isolates,profile]`: what one account's Ledger
 // Durable Object takes per second, and what billing adds to a run. The edge is the production bundle
 // under workerd (workerd.ts), billing on, against its own anvil and enclave (test/harness/stack.ts).
 //
@@ -20,6 +20,8 @@
 // (c) One account's runs spread over three copies of the edge in one workerd process, each its own
 //     Worker (own isolate, key cache and credit lease) bound to one set of Durable Objects: what
 //     several edge machines look like to one account's Ledger.
+// (d) `--only profile`: a CPU profile of the edge's isolate (workerd's inspector) at 1 and 32 clients,
+//     billing off and on, its busiest functions a run side by side: where billing's JavaScript goes.
 //
 // CPU is each process's utime+stime from /proc/<pid>/stat over the window, divided by the window's
 // operations (the Ledger object runs in the edge's process here, so its CPU is counted with the
@@ -43,7 +45,7 @@ import { profileWorkerd, startWorkerd, type SideWorker, type Workerd } from "./w
 const HELLO = "async function main() { return 'hello' }";
 /** `--repeats N`: how many passes of (b) each figure is the median of (the acceptance reads 3). */
 const REPEATS = Math.max(1, Number(process.argv[process.argv.indexOf("--repeats") + 1]) || 1);
-/** `--only ledger,runs,isolates`: which parts to measure (all by default). */
+/** `--only ledger,runs,isolates,profile`: which parts to measure (all but the profile by default). */
 const ONLY = new Set(
   (process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1]! : "ledger,runs,isolates").split(
     ",",
@@ -534,8 +536,13 @@ async function main(): Promise<void> {
       }
     }
 
-    // Every ledger still adds up, with nothing held.
+    // Every ledger still adds up, with nothing held, once the edges' last charges are in: a read of the
+    // balance through an edge commits what its isolate has pending (answers go out before commits).
     for (const [edge, key] of audited) {
+      for (const url of edge.urls) {
+        const r = await fetch(`${url}/core/v1/billing/balance`, { headers: { "x-api-key": key } });
+        await r.arrayBuffer();
+      }
       const audit = await side<{ consistent: boolean; heldCents: number }>(edge, `/audit?account=${accountOf(key)}`);
       if (!audit.consistent || audit.heldCents !== 0) throw new Error(`ledger audit failed: ${JSON.stringify(audit)}`);
     }
