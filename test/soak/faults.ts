@@ -13,16 +13,25 @@
 //   (payments succeeded and failed, refunds).
 // - session_drop: SIGUSR2 to the enclave, which then forgets its channel sessions
 //   (enclave/channel/channel.ts, dropSessionsOnSignal); the edge must open new ones by itself.
+// - edge_kill: SIGKILL to the edge's process group (workerd: its isolate dies with the credit its
+//   leases hold in the Ledgers and the charges it answered but had not committed yet: an isolate
+//   commits SIGIL_LEASE_COMMIT_DELAY_MS after the first charge of a quiet moment; docs/design/billing.md,
+//   Leases), at a moment when the load's runs and writes are in flight, just as the first of 8 runs
+//   of its own (the probe account's, sent at once) has been answered; then workerd again on the same
+//   ports with the same Durable Objects' files (stack.ts). Then a run through the edge every 100 ms
+//   until one succeeds: the time from the kill to that run is how long the edge took to serve
+//   again. The clients whose connections it cut send their runs and writes again under the same
+//   Idempotency-Keys (traffic.ts, reconnecting).
 //
-// The enclave kill, the chain's outage and the session drop never overlap (one waits for the other,
-// and 10 s more after a kill or an outage): an enclave cannot start while its chain is unreachable,
-// which would measure the outage, not the restart; and what a session drop costs the clients must
-// not be confused with what the others cost.
+// The enclave kill, the edge kill, the chain's outage and the session drop never overlap (one waits
+// for the other, and 10 s more after a kill or an outage): an enclave cannot start while its chain is
+// unreachable, which would measure the outage, not the restart; and what a session drop costs the
+// clients must not be confused with what the others cost.
 import type { SoakStack } from "./stack.ts";
 import type { Probe, Traffic } from "./traffic.ts";
 
-export type FaultName = "enclave_kill" | "rpc_stop" | "stripe_chaos" | "session_drop";
-export const FAULT_NAMES: FaultName[] = ["enclave_kill", "rpc_stop", "stripe_chaos", "session_drop"];
+export type FaultName = "enclave_kill" | "rpc_stop" | "stripe_chaos" | "session_drop" | "edge_kill";
+export const FAULT_NAMES: FaultName[] = ["enclave_kill", "rpc_stop", "stripe_chaos", "session_drop", "edge_kill"];
 
 /** When a fault first happens and then how often, in ms from the start of the load. */
 export type FaultPlan = { name: FaultName; firstAtMs: number; everyMs: number };
@@ -42,6 +51,10 @@ export const RECOVERY_BOUND_MS = 5_000;
 export const RPC_STOP_MS = 10_000;
 /** How long the Stripe emulator holds its events before sending them out of order. */
 const STRIPE_HOLD_MS = 5_000;
+/** How long the edge kill waits for its moment (runs and writes in flight, a run just answered) before killing anyway. */
+const EDGE_KILL_WAIT_MS = 10_000;
+/** The edge kill's own runs, sent at once just before it (their calls end on their own: soak.ts waits for every call). */
+const EDGE_KILL_RUNS = 8;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -152,6 +165,60 @@ export function faultActions(
         },
       };
     },
+    async edge_kill() {
+      const startedAt = clock();
+      const recorder = traffic.recorder;
+      const busy = (kind: "run" | "sign" | "write" | "fault") => recorder.activeByKind.get(kind) ?? 0;
+      // The moment: the load's runs and writes in flight, and a run of the fault's own answered just
+      // now, with more of them in flight: its charge waits in the lease for the commit it scheduled
+      // (the first charge of the probe account's quiet moment; SIGIL_LEASE_COMMIT_DELAY_MS).
+      const deadline = recorder.now() + EDGE_KILL_WAIT_MS;
+      while (recorder.now() < deadline && (busy("write") === 0 || busy("run") + busy("sign") === 0)) await sleep(10);
+      const first = recorder.nextAttempt(
+        (a) => a.kind === "fault" && a.status === 200 && (a.chargedCents ?? 0) > 0,
+        EDGE_KILL_WAIT_MS,
+      );
+      for (let i = 0; i < EDGE_KILL_RUNS; i++) void traffic.faultRun();
+      const answered = await first;
+      const killedAt = clock();
+      const inFlight = {
+        calls: recorder.active,
+        runs: busy("run") + busy("sign"),
+        writes: busy("write"),
+        own: busy("fault"),
+      };
+      const kill = await stack.edge.kill();
+      const goneAt = clock();
+      await stack.edge.start();
+      const readyAt = clock();
+      const served = await firstSuccess(traffic, () => traffic.probeRun(), 60_000);
+      return {
+        ms: (served.at ?? clock()) - startedAt,
+        // Served again, and the isolate died holding credit.
+        ok: served.at !== null && kill.leases.length > 0,
+        effect: {
+          // From the fault's start to the kill: the wait for its moment.
+          waited_ms: Math.round(killedAt - startedAt),
+          kill_to_gone_ms: Math.round(goneAt - killedAt),
+          kill_to_ready_ms: Math.round(readyAt - killedAt),
+          ready_to_served_ms: served.at === null ? null : Math.round(served.at - readyAt),
+          kill_to_served_ms: served.at === null ? null : Math.round(served.at - killedAt),
+          killed_after_a_run_answered: answered !== undefined,
+          killed_ms_after_that_answer: answered === undefined ? null : Math.round(killedAt - answered.at - answered.ms),
+          calls_in_flight_at_kill: inFlight.calls,
+          runs_in_flight_at_kill: inFlight.runs,
+          writes_in_flight_at_kill: inFlight.writes,
+          own_runs_in_flight_at_kill: inFlight.own,
+          // What the killed isolate's leases held in the Ledgers (read once it was gone).
+          leases: kill.leases.length,
+          leased_cents: kill.leases.reduce((t, l) => t + l.cents, 0),
+          in_flight_cents: kill.leases.reduce((t, l) => t + l.inFlight, 0),
+          told_in_flight: kill.open.length,
+          probes: served.tries,
+          probes_refused_for_load: served.refused,
+        },
+      };
+    },
     async session_drop() {
       const at = clock();
       const marker = stack.chain.enclaveOutput().length;
@@ -203,8 +270,8 @@ async function refundOne(stack: SoakStack, traffic: Traffic): Promise<number> {
 }
 
 /**
- * Runs each plan's fault at its times until `stop()`, the enclave kill, the chain's outage and the
- * session drop one at a time; every fault as it happened goes to `events`.
+ * Runs each plan's fault at its times until `stop()`, the enclave kill, the edge kill, the chain's
+ * outage and the session drop one at a time; every fault as it happened goes to `events`.
  */
 export function scheduleFaults(
   plans: FaultPlan[],
@@ -215,7 +282,7 @@ export function scheduleFaults(
   const events: FaultEvent[] = [];
   let stopped = false;
   let wake: Array<() => void> = [];
-  /** The enclave kill, the chain's outage and the session drop take turns; after a kill or an outage, 10 s pass before the next. */
+  /** The enclave kill, the edge kill, the chain's outage and the session drop take turns; after a kill or an outage, 10 s pass before the next. */
   let exclusive: Promise<void> = Promise.resolve();
   const nap = (ms: number) =>
     new Promise<void>((resolve) => {

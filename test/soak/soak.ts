@@ -6,20 +6,29 @@
 // some wait for their writes' blocks), then sends the mix open-loop at a share of it (70 %
 // by default) while the faults (faults.ts) happen on their schedules: the enclave killed with SIGKILL
 // every 2 minutes, the chain's RPC stopped for 10 s every 3 minutes, Stripe's webhooks held,
-// reordered and re-sent every minute, the channel's sessions dropped every 50 s. After the load
-// it waits for the traffic to drain, reads every account's Ledger and prints the report
-// (report.ts); the last line is one JSON object. Exit status 1 when an acceptance rule fails.
+// reordered and re-sent every minute, the channel's sessions dropped every 50 s, the edge killed with
+// SIGKILL every 4 minutes. After the load it waits for the traffic to drain and for the enclaves'
+// settlements of what a killed edge answered, reads every account's Ledger (and what the killed
+// edges' leases still hold) and prints the report (report.ts); the last line is one JSON object.
+// Exit status 1 when an acceptance rule fails.
 //
 //   node test/soak/soak.ts [--minutes 10] [--load 0.7] [--accounts 4]
-//     [--enclave-kill-every 120] [--rpc-stop-every 180] [--stripe-every 60] [--session-drop-every 50]   (seconds; 0 = never)
+//     [--enclave-kill-every 120] [--rpc-stop-every 180] [--stripe-every 60] [--session-drop-every 50]
+//     [--edge-kill-every 240]   (seconds; 0 = never)
 //     [--capacity-seconds 20] [--capacity-clients 24] [--block-time 1] [--logs .sigil/soak]
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FAULT_NAMES, faultActions, scheduleFaults, type FaultName, type FaultPlan } from "./faults.ts";
 import { CPU_SAMPLE_MS, sampleCpu, type CpuSample } from "./cpu.ts";
-import { buildReport, type SoakReport } from "./report.ts";
-import { DEFAULT_CHAIN_BLOCK_SECONDS, startSoakStack } from "./stack.ts";
+import { buildReport, claimedCharges, type KilledLeases, type SoakReport } from "./report.ts";
+import {
+  DEFAULT_CHAIN_BLOCK_SECONDS,
+  startSoakStack,
+  type LedgerAudit,
+  type LedgerEntry,
+  type SoakStack,
+} from "./stack.ts";
 import { driveOpenLoop, measureCapacity, startTraffic, type Recorder } from "./traffic.ts";
 
 export type SoakOptions = {
@@ -41,7 +50,13 @@ export type SoakOptions = {
 
 /** The faults every `every` seconds (0: never), each first at a share of its interval so that they spread out. */
 export function faultPlans(every: Record<FaultName, number>): FaultPlan[] {
-  const first: Record<FaultName, number> = { enclave_kill: 0.5, rpc_stop: 0.55, stripe_chaos: 0.5, session_drop: 0.4 };
+  const first: Record<FaultName, number> = {
+    enclave_kill: 0.5,
+    rpc_stop: 0.55,
+    stripe_chaos: 0.5,
+    session_drop: 0.4,
+    edge_kill: 0.6,
+  };
   return FAULT_NAMES.filter((name) => every[name] > 0).map((name) => ({
     name,
     firstAtMs: every[name] * 1000 * first[name],
@@ -54,7 +69,15 @@ export const DEFAULT_INTERVALS: Record<FaultName, number> = {
   rpc_stop: 180,
   stripe_chaos: 60,
   session_drop: 50,
+  edge_kill: 240,
 };
+
+/**
+ * How long after the last run the audit waits, at least: the enclave that ran a run settles its charge
+ * 5 s after it ended (enclave/receipts/settlements.ts, SETTLE_AFTER_MS), should its edge have been
+ * killed before its commit; and a second or two for the settlement's way.
+ */
+const SETTLEMENTS_AFTER_MS = 7_000;
 
 /** A closed loop this busy (% of the machine) has found the capacity… */
 const CAPACITY_BUSY_PCT = 85;
@@ -69,6 +92,38 @@ function machineBusyPct(samples: CpuSample[], from: number, to: number): number 
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Each account's Ledger as the report reads it: its audit(), its entries, the leases of killed edges
+ * it still keeps (until they expire) with the runs they had in flight, and what the running edge's
+ * leases have in flight. Read until two reads of the leases agree, so that no lease expires between
+ * the parts.
+ */
+async function readLedger(
+  stack: SoakStack,
+  master: string,
+  killedIds: Set<string>,
+): Promise<{ audit: LedgerAudit; entries: LedgerEntry[]; killed: KilledLeases }> {
+  const killedOf = async (): Promise<KilledLeases> => {
+    const { leases, open } = await stack.ledger.leases(master);
+    const now = Date.now();
+    const live = leases.filter((l) => l.expiresAt > now);
+    const mine = new Set(live.filter((l) => killedIds.has(l.id)).map((l) => l.id));
+    const theirs = new Set(live.filter((l) => !killedIds.has(l.id)).map((l) => l.id));
+    return {
+      leases: live.filter((l) => mine.has(l.id)),
+      open: open.filter((o) => mine.has(o.leaseId)),
+      liveOpen: open.filter((o) => theirs.has(o.leaseId)),
+    };
+  };
+  for (;;) {
+    const before = await killedOf();
+    const audit = await stack.ledger.audit(master);
+    const entries = await stack.ledger.entries(master);
+    const after = await killedOf();
+    if (JSON.stringify(before) === JSON.stringify(after)) return { audit, entries, killed: after };
+  }
+}
 
 /** Polls `done` every 250 ms until it holds or `ms` pass; whether it held. */
 async function waitFor(done: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
@@ -129,20 +184,39 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     });
     const loadTo = recorder.now();
     await faults.stop();
+    // And the faults' own calls (the edge kill's runs, sent again after the kill until answered).
+    await waitFor(() => recorder.active === 0, 120_000);
     // The enclave must be up for what follows (a kill under way has restarted it by now).
     log(
       `load done: ${drive.started} calls, ${drive.shed} shed; waiting for the traffic's webhooks and settlements to finish…`,
     );
 
     // Drain: Stripe's deliveries (retries and re-sends), the accounts' webhooks for every credit and
-    // failed payment, the Ledgers' holds (settled after the answers, under waitUntil).
+    // failed payment, the charges (committed after the answers, under waitUntil; or, for the runs a
+    // killed edge answered before its commit, settled by their enclaves 5 s after each run).
     const stripeDrained = await waitFor(() => stack.stripe.pendingDeliveries() === 0, 120_000);
     const everyone = [...traffic.accounts.map((a) => ({ ...a, traffic: true })), { ...traffic.probe, traffic: false }];
-    const heldNone = await waitFor(
-      async () =>
-        (await Promise.all(everyone.map((a) => stack.ledger.audit(a.master)))).every((x) => x.heldCents === 0),
-      60_000,
-    );
+    const lastEnded = recorder.attempts.reduce((m, a) => Math.max(m, a.at + a.ms), 0);
+    await sleep(lastEnded + SETTLEMENTS_AFTER_MS - recorder.now());
+    // Each balance read through the edge: it commits what the isolate still has pending for the account.
+    for (const a of everyone) await traffic.balance(a);
+    const killedIds = new Set(stack.edge.kills.flatMap((k) => k.leases.map((l) => l.id)));
+    // Held, once drained, is only what the killed edges' leases had in flight (until they expire);
+    // and every charge an answer claimed is in the Ledger, or waits in a killed edge's lease.
+    const claims = claimedCharges(recorder.attempts);
+    let settled = { held: false, charged: false };
+    await waitFor(async () => {
+      settled = { held: true, charged: true };
+      for (const a of everyone) {
+        const { audit, entries, killed } = await readLedger(stack, a.master, killedIds);
+        if (audit.heldCents !== killed.leases.reduce((t, l) => t + l.inFlight, 0)) settled.held = false;
+        const charged = new Set(entries.filter((e) => e.kind === "charge").map((e) => e.ref));
+        const waiting = new Set(killed.open.map((o) => o.ref));
+        for (const ref of claims.get(a.name)?.keys() ?? [])
+          if (!charged.has(ref) && !waiting.has(ref)) settled.charged = false;
+      }
+      return settled.held && settled.charged;
+    }, 60_000);
     const toldAll = await waitFor(async () => {
       for (const a of traffic.accounts) {
         const credited = (await stack.ledger.entries(a.master)).filter((e) => e.kind === "credit").map((e) => e.ref);
@@ -158,18 +232,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     }, 120_000);
     cpu.stop();
     log(
-      `drained: Stripe deliveries ${stripeDrained ? "done" : "NOT done"}, holds ${heldNone ? "none left" : "STILL HELD"}, payments told ${toldAll ? "all" : "NOT all"}`,
+      `drained: Stripe deliveries ${stripeDrained ? "done" : "NOT done"}, holds ${settled.held ? "none left but the killed edges' leases" : "STILL HELD"}, ` +
+        `answered charges ${settled.charged ? "all in the Ledger or a killed edge's lease" : "NOT all found"}, payments told ${toldAll ? "all" : "NOT all"}`,
     );
 
-    const ledgers = new Map<
-      string,
-      {
-        audit: Awaited<ReturnType<typeof stack.ledger.audit>>;
-        entries: Awaited<ReturnType<typeof stack.ledger.entries>>;
-      }
-    >();
-    for (const a of everyone)
-      ledgers.set(a.name, { audit: await stack.ledger.audit(a.master), entries: await stack.ledger.entries(a.master) });
+    const ledgers = new Map<string, { audit: LedgerAudit; entries: LedgerEntry[]; killed: KilledLeases }>();
+    for (const a of everyone) ledgers.set(a.name, await readLedger(stack, a.master, killedIds));
     const counts = (await (await fetch(`${stack.counterUrl}/counts`)).json()) as Record<string, number>;
     const namesOnChain = new Map<string, Map<string, number>>();
     for (const a of traffic.accounts) namesOnChain.set(a.name, await traffic.namesOnChain(a));
@@ -217,6 +285,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       namesOnChain,
       cpu: cpu.samples,
       edgeErrors,
+      edgeKills: stack.edge.kills,
     });
   } finally {
     if (options.logsDir) {
@@ -243,6 +312,7 @@ if (import.meta.main) {
       "rpc-stop-every": { type: "string", default: String(DEFAULT_INTERVALS.rpc_stop) },
       "stripe-every": { type: "string", default: String(DEFAULT_INTERVALS.stripe_chaos) },
       "session-drop-every": { type: "string", default: String(DEFAULT_INTERVALS.session_drop) },
+      "edge-kill-every": { type: "string", default: String(DEFAULT_INTERVALS.edge_kill) },
       "capacity-seconds": { type: "string", default: "20" },
       "capacity-clients": { type: "string", default: "24" },
       "block-time": { type: "string", default: String(DEFAULT_CHAIN_BLOCK_SECONDS) },
@@ -269,6 +339,7 @@ if (import.meta.main) {
       rpc_stop: num("rpc-stop-every"),
       stripe_chaos: num("stripe-every"),
       session_drop: num("session-drop-every"),
+      edge_kill: num("edge-kill-every"),
     }),
     maxInFlight: 2_000,
     chainBlockSeconds: num("block-time"),

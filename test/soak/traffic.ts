@@ -7,11 +7,21 @@
 import { createHash, randomUUID } from "node:crypto";
 import { receiptMessage } from "../../shared/receipt.ts";
 import { computeCid } from "../../shared/cid.ts";
-import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
+import {
+  createSigilClient,
+  SigilError,
+  SigilNetworkError,
+  SigilTimeoutError,
+  topUp,
+  type SigilClient,
+} from "../../sdk/src/index.ts";
 import type { SoakStack } from "./stack.ts";
 
-/** What a call is, for the report; `setup` and `probe` calls are not part of the load. */
-export type Kind = "run" | "sign" | "write" | "read" | "topup" | "webhook" | "probe" | "setup";
+/**
+ * What a call is, for the report; `setup`, `probe` and `fault` calls (a fault's own: the edge kill's
+ * runs, traffic.faultRun) are not part of the load.
+ */
+export type Kind = "run" | "sign" | "write" | "read" | "topup" | "webhook" | "probe" | "fault" | "setup";
 export const LOAD_KINDS = ["run", "sign", "write", "read", "topup", "webhook"] as const;
 
 /** A usage key's request that may do nothing but what `extra` grants. */
@@ -107,6 +117,10 @@ export class Recorder {
   readonly t0 = performance.now();
   /** Calls under way now. */
   active = 0;
+  /** Calls under way now, by kind. */
+  readonly activeByKind = new Map<Kind, number>();
+  /** Called with every attempt as it ends (answered or not). */
+  readonly #watchers = new Set<(attempt: Attempt) => void>();
   #nextCall = 0;
 
   readonly api: string;
@@ -117,6 +131,28 @@ export class Recorder {
 
   now(): number {
     return performance.now() - this.t0;
+  }
+
+  /** Resolves with the first attempt to end from now on that `matches`, or undefined after `timeoutMs`. */
+  nextAttempt(matches: (attempt: Attempt) => boolean, timeoutMs: number): Promise<Attempt | undefined> {
+    return new Promise((resolve) => {
+      const watch = (attempt: Attempt) => {
+        if (!matches(attempt)) return;
+        done(attempt);
+      };
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+      const done = (attempt: Attempt | undefined) => {
+        clearTimeout(timer);
+        this.#watchers.delete(watch);
+        resolve(attempt);
+      };
+      this.#watchers.add(watch);
+    });
+  }
+
+  #ended(attempt: Attempt): void {
+    this.attempts.push(attempt);
+    for (const watch of [...this.#watchers]) watch(attempt);
   }
 
   /** Runs `work` as one call of `kind`, given a fetch that records its attempts; records how it ended. */
@@ -157,7 +193,7 @@ export class Recorder {
         attempt.ms = performance.now() - started;
         attempt.status = res.status;
         readAnswer(attempt, res.headers, text);
-        this.attempts.push(attempt);
+        this.#ended(attempt);
         return new Response([101, 204, 205, 304].includes(res.status) ? null : text, {
           status: res.status,
           statusText: res.statusText,
@@ -169,11 +205,12 @@ export class Recorder {
           err instanceof Error
             ? `${err.name}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ""}`
             : String(err);
-        this.attempts.push(attempt);
+        this.#ended(attempt);
         throw err;
       }
     };
     this.active++;
+    this.activeByKind.set(kind, (this.activeByKind.get(kind) ?? 0) + 1);
     try {
       const result = await work(recording, id);
       this.calls.push({ id, kind, op, account, at, ms: this.now() - at, ok: true, ...(token ? { token } : {}) });
@@ -194,6 +231,43 @@ export class Recorder {
       return undefined;
     } finally {
       this.active--;
+      this.activeByKind.set(kind, (this.activeByKind.get(kind) ?? 1) - 1);
+    }
+  }
+
+  /** Whether an attempt of call `id` got no answer (its connection failed). */
+  cut(id: number): boolean {
+    for (let i = this.attempts.length - 1; i >= 0; i--) {
+      const a = this.attempts[i]!;
+      if (a.call === id && a.status === 0) return true;
+    }
+    return false;
+  }
+}
+
+/**
+ * How long a client keeps sending again, under the same Idempotency-Key, a run or write whose
+ * connection failed (its edge was killed under it, edge_kill): past the SDK's own retries, the
+ * edge's restart and the dead attempt's hold on the key (409 request_in_progress until its
+ * idempotency lease lapses, 15 s) — what an application that must have its answer does.
+ */
+export const RECONNECT_FOR_MS = 60_000;
+
+/**
+ * `attempt` (one SDK call, its Idempotency-Key fixed by the caller) again while it ends without an
+ * answer, or in request_in_progress after an attempt of the call got none (`cut`), for
+ * RECONNECT_FOR_MS; any other outcome is the call's.
+ */
+async function reconnecting<T>(attempt: () => Promise<T>, cut: () => boolean): Promise<T> {
+  const started = performance.now();
+  for (let pause = 500; ; pause = Math.min(pause * 2, 4_000)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const noAnswer = err instanceof SigilNetworkError && !(err instanceof SigilTimeoutError);
+      const stillHeld = err instanceof SigilError && err.code === "request_in_progress" && cut();
+      if (!(noAnswer || stillHeld) || performance.now() - started > RECONNECT_FOR_MS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 }
@@ -282,10 +356,17 @@ export type Traffic = {
   probeRun(): Promise<Probe>;
   /** A read through the edge for the probe account, no retry: likewise. */
   probeRead(): Promise<Probe>;
+  /**
+   * A hello run for the probe account, of kind `fault` (a fault's own: the edge kill's), sent again
+   * under its Idempotency-Key after a lost connection as the load's runs are.
+   */
+  faultRun(): Promise<void>;
   /** A top-up whose card is declined, then paid on the same intent, never confirmed by the client (the webhook must credit it). */
   declinedThenPaid(account?: SoakAccount): Promise<void>;
   /** How many wallets, groups and usage keys of each name the account has (the chain's lists, read through the edge). */
   namesOnChain(account: SoakAccount): Promise<Map<string, number>>;
+  /** The account's balance read through the edge with its master key (which commits what the edge's isolate has pending for it), not recorded. */
+  balance(account: SoakAccount): Promise<number>;
 };
 
 const INITIAL_CREDIT_CENTS = 1_000_000;
@@ -378,7 +459,7 @@ export async function startTraffic(
   const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
   const byName = (name: string) => [...accounts, probe].find((a) => a.name === name) as SoakAccount;
 
-  const run = (kind: "run" | "sign" | "probe", a: SoakAccount, retries = 3) => {
+  const run = (kind: "run" | "sign" | "probe" | "fault", a: SoakAccount, retries = 3) => {
     const token = randomUUID();
     const code = kind === "sign" ? SIGN_CODE : RUN_CODE;
     // Half the runs with the account's usage key, half with its master key.
@@ -387,11 +468,14 @@ export async function startTraffic(
       kind,
       "sigil_action",
       a.name,
-      async (fetch) => {
-        const answer = await clientOf(key, fetch, retries).sigilAction(
-          { code, js_params: { counter: stack.counterUrl, token, wallet: a.wallet } },
-          { idempotencyKey: token },
-        );
+      async (fetch, id) => {
+        const send = () =>
+          clientOf(key, fetch, retries).sigilAction(
+            { code, js_params: { counter: stack.counterUrl, token, wallet: a.wallet } },
+            { idempotencyKey: token },
+          );
+        // The probes never retry (faults.ts counts their attempts).
+        const answer = kind === "probe" ? await send() : await reconnecting(send, () => recorder.cut(id));
         if (answer.has_error)
           throw Object.assign(new Error(answer.error?.message ?? "the run failed"), {
             code: answer.error?.code ?? "script_error",
@@ -402,40 +486,30 @@ export async function startTraffic(
     );
   };
 
-  // Each write names what it makes with a name of its own, so the chain tells how many times it acted.
+  // Each write names what it makes with a name of its own, so the chain tells how many times it acted;
+  // its Idempotency-Key is the client's, the same on every attempt (also those after a lost connection).
   const write = (a: SoakAccount) => {
     const r = Math.random();
     const name = `w-${randomUUID()}`;
-    if (r < 0.5)
-      return recorder.call(
+    const once = { idempotencyKey: randomUUID() };
+    const writing = (op: string, send: (client: SigilClient) => Promise<unknown>) =>
+      recorder.call(
         "write",
-        "create_wallet",
+        op,
         a.name,
-        (fetch) => clientOf(a.apiKey, fetch).createWallet({ name }),
+        (fetch, id) =>
+          reconnecting(
+            () => send(clientOf(a.apiKey, fetch)),
+            () => recorder.cut(id),
+          ),
         name,
       );
-    if (r < 0.8) {
-      return recorder.call(
-        "write",
-        "add_group",
-        a.name,
-        (fetch) =>
-          clientOf(a.apiKey, fetch).addGroup({
-            group_name: name,
-            group_description: "",
-            pkp_ids_permitted: [],
-            cid_hashes_permitted: [],
-          }),
-        name,
+    if (r < 0.5) return writing("create_wallet", (c) => c.createWallet({ name }, once));
+    if (r < 0.8)
+      return writing("add_group", (c) =>
+        c.addGroup({ group_name: name, group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] }, once),
       );
-    }
-    return recorder.call(
-      "write",
-      "add_usage_api_key",
-      a.name,
-      (fetch) => clientOf(a.apiKey, fetch).addUsageApiKey(usageKeyBody(name, { spend_limit_cents: 100 })),
-      name,
-    );
+    return writing("add_usage_api_key", (c) => c.addUsageApiKey(usageKeyBody(name, { spend_limit_cents: 100 }), once));
   };
 
   const read = (a: SoakAccount) => {
@@ -540,6 +614,9 @@ export async function startTraffic(
       else await webhook(a);
     },
     probeRun: async () => probeOutcome((await run("probe", probe, 0)) !== undefined),
+    async faultRun() {
+      await run("fault", probe);
+    },
     probeRead: async () =>
       probeOutcome(
         (await recorder.call("probe", "billing/balance", probe.name, (fetch) =>
@@ -552,6 +629,10 @@ export async function startTraffic(
         ["pm_card_chargeDeclined", "pm_card_visa"],
         false,
       );
+    },
+    async balance(a) {
+      const client = createSigilClient({ baseUrl: stack.api, apiKey: a.apiKey, retries: 5 });
+      return (await client.getBalance()).balance_cents;
     },
     async namesOnChain(a) {
       const client = createSigilClient({ baseUrl: stack.api, apiKey: a.apiKey, retries: 5 });

@@ -290,6 +290,42 @@ describe("the enclaves' settlements of runs (settleRuns)", () => {
   });
 });
 
+describe("a release while a commit is under way", () => {
+  it("the commit tells the Ledger the run is in flight; the release that came meanwhile still closes it, so the lease's expiry charges nothing", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    let open: (() => void) | undefined;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    const { ledger: plain } = counted(l);
+    let first = true;
+    const via: LeaseLedger = {
+      lease: plain.lease,
+      commit: async (...args) => {
+        // The first commit reaches the Ledger only once the release has happened.
+        if (first) {
+          first = false;
+          await gate;
+        }
+        return plain.commit(...args);
+      },
+    };
+    const lease = new CreditLease(undefined);
+    lease.commitDelayMs = 60_000;
+    await lease.hold(via, "a", 60, 60_000, { op: "run" });
+    await lease.hold(via, "b", 60, 60_000, { op: "run" });
+    const a = lease.settle(via, "a", 1, { op: "run" }).committed(true);
+    // The commit of "a" is under way, telling the Ledger "b" is in flight; "b" is freed now.
+    lease.release(via, "b");
+    open?.();
+    await a;
+    await lease.flush(via);
+    expect((await tables(l)).open).toEqual([]);
+    expect(await l.balance()).toMatchObject({ settledCents: 999, heldCents: 0 });
+  });
+});
+
 describe("an isolate's CreditLease answering before its commit", () => {
   it("a run's settle calls nothing; its charge and those made within COMMIT_DELAY_MS go in one commit after; a read through flush sees them", async () => {
     const l = ledger();

@@ -80,7 +80,12 @@ export type LeaseSettle = { chargedCents: number; freeCents: number; keySpentCen
  * account's webhooks must hear of it (as the Ledger last said), and its commit, when someone must
  * wait for it (the balance after it, for balance.low).
  */
-export type Settlement = { chargedCents: number; webhooks: boolean; committed(): Promise<LeaseSettle> };
+export type Settlement = {
+  chargedCents: number;
+  webhooks: boolean;
+  /** Waits for the charge's commit: the scheduled one, or (`now`) one made at once. */
+  committed(now?: boolean): Promise<LeaseSettle>;
+};
 
 /**
  * A charge waiting to be committed, and what came of it. The request that made it waits for
@@ -254,14 +259,14 @@ export class CreditLease {
       chargedCents: charge.cents,
       webhooks: this.webhooks,
       // Waits for the scheduled commit (it does not commit sooner: the charge goes with its batch).
-      committed: () =>
+      committed: (now = false) =>
         this.#until(
           ledger,
           () => {
             if (entry.failed !== undefined) throw entry.failed;
             return entry.settled;
           },
-          false,
+          now,
         ),
     };
   }
@@ -275,7 +280,11 @@ export class CreditLease {
     const waiting = [...this.#pending];
     if (waiting.length === 0 && !this.#dirty && this.#closed.length === 0) return;
     await this.#until(ledger, () =>
-      waiting.every((p) => p.settled !== undefined || p.failed !== undefined) && !this.#dirty ? true : undefined,
+      waiting.every((p) => p.settled !== undefined || p.failed !== undefined) &&
+      !this.#dirty &&
+      this.#closed.length === 0
+        ? true
+        : undefined,
     );
   }
 
@@ -288,7 +297,9 @@ export class CreditLease {
     const r = this.#reserved.get(ref);
     if (!r) return;
     this.#take(ref);
-    if (r.told) this.#closed.push(ref);
+    // Told or not: a commit under way may be telling the Ledger of it right now, and nothing would
+    // tell it after that the run ended (its lease's expiry would charge it in full).
+    this.#closed.push(ref);
     this.#dirty = true;
     this.#schedule(ledger, defer);
   }
@@ -464,10 +475,13 @@ export class CreditLease {
     };
     // What is given back is gone from here at once: a run held while the commit is under way must not count on it.
     this.leased -= returnCents;
+    // Cleared now, not after: a release during the commit marks the lease behind again.
+    this.#dirty = false;
     let result: CommitResult;
     try {
       result = await ledger.commit(this.id, commit, this.key);
     } catch (err) {
+      this.#dirty = true;
       // Nothing was committed: everything is as it was before, for the next attempt.
       this.leased += returnCents;
       this.#pending = batch.concat(this.#pending);
@@ -475,7 +489,6 @@ export class CreditLease {
       throw err;
     }
     for (const r of telling) r.told = true;
-    this.#dirty = false;
     if (returnAll) this.#returnIdle = false;
     this.#owedCents -= charged;
     // What it charged, and what enclaves' settlements of its runs took out of the lease meanwhile (the

@@ -283,7 +283,9 @@ export class Ledger extends DurableObject {
           this.#charge(c.ref, cents, keyHash, now, c.op, c.expired ? { ...c.detail, hold_expired: true } : c.detail);
         charged.push(cents);
       }
-      for (const ref of commit.closed) this.#sql.exec("DELETE FROM lease_open WHERE ref = ?", ref);
+      // This lease's runs only: a ref in flight under another lease (a retry metered elsewhere) stays so.
+      for (const ref of commit.closed)
+        this.#sql.exec("DELETE FROM lease_open WHERE ref = ? AND lease_id = ?", ref, leaseId);
       // Its other runs the enclaves settled since its last commit, paid out of the lease: the isolate
       // hears of them now (one not committed yet it will not commit; one it freed because its answer
       // never came, it ran all the same).

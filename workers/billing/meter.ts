@@ -273,6 +273,17 @@ export class Meter {
           this.#defer,
         );
         this.chargedCents = this.settlement.chargedCents;
+        // A write's answer waits for its charge's commit, made at once: no enclave settles a write
+        // should this edge die after answering (a run's does), and a write takes seconds anyway.
+        try {
+          await this.settlement.committed(true);
+        } catch (err) {
+          // Still pending in the lease, for its next commit: the write is made, and answered so.
+          this.log?.error("a write's charge is not committed yet; it waits for the next commit", {
+            ref: this.ref,
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
         if (this.#defer) this.#lease.returnWhenIdle(ledger, this.#defer);
       } else this.#lease.release(ledger, this.ref, this.#defer);
     }
