@@ -420,16 +420,7 @@ export function buildReport(d: SoakData): SoakReport {
   const kills = d.faults.filter((f) => f.name === "enclave_kill");
   const recoveries = kills.map((f) => {
     const readyAt = f.at + Number(f.effect.kill_to_ready_ms);
-    const byTraffic = edge
-      .filter(
-        (a) =>
-          (a.kind === "run" || a.kind === "sign") &&
-          a.status === 200 &&
-          a.run &&
-          !a.run.hasError &&
-          a.at + a.ms > readyAt,
-      )
-      .reduce((m, a) => Math.min(m, a.at + a.ms - readyAt), Number.POSITIVE_INFINITY);
+    const byTraffic = firstServedAfter(edge, readyAt) - readyAt;
     const byProbe =
       f.effect.ready_to_served_ms === null ? Number.POSITIVE_INFINITY : Number(f.effect.ready_to_served_ms);
     const served = Math.min(byTraffic, byProbe);
@@ -458,16 +449,7 @@ export function buildReport(d: SoakData): SoakReport {
   // every 100 ms from when the new process answers), or any run of the traffic, whichever first.
   const edgeRecoveries = edgeKillFaults.map((f) => {
     const { at: killAt, readyAt } = killOf(f);
-    const byTraffic = edge
-      .filter(
-        (a) =>
-          (a.kind === "run" || a.kind === "sign") &&
-          a.status === 200 &&
-          a.run &&
-          !a.run.hasError &&
-          a.at + a.ms > readyAt,
-      )
-      .reduce((m, a) => Math.min(m, a.at + a.ms - killAt), Number.POSITIVE_INFINITY);
+    const byTraffic = firstServedAfter(edge, readyAt) - killAt;
     const byProbe =
       f.effect.kill_to_served_ms === null || f.effect.kill_to_served_ms === undefined
         ? Number.POSITIVE_INFINITY
@@ -1090,4 +1072,21 @@ export function buildReport(d: SoakData): SoakReport {
     } |`,
   ];
   return { lines, rules, ok, json, fiveXx, markdown };
+}
+
+/** When the first run of the traffic that ended after `readyAt` was answered successfully through the edge (never: +∞). */
+function firstServedAfter(
+  edge: Array<{ kind: string; status: number; at: number; ms: number; run?: { hasError: boolean } | undefined }>,
+  readyAt: number,
+): number {
+  return edge
+    .filter(
+      (a) =>
+        (a.kind === "run" || a.kind === "sign") &&
+        a.status === 200 &&
+        a.run &&
+        !a.run.hasError &&
+        a.at + a.ms > readyAt,
+    )
+    .reduce((m, a) => Math.min(m, a.at + a.ms), Number.POSITIVE_INFINITY);
 }

@@ -290,6 +290,34 @@ describe("the enclaves' settlements of runs (settleRuns)", () => {
   });
 });
 
+describe("waiting for a charge's commit", () => {
+  it("committed() waits for the scheduled commit and makes none sooner (the charge goes with its batch); committed(true) commits at once", async () => {
+    const l = ledger();
+    await l.credit("pi", 1_000);
+    const { ledger: via, calls } = counted(l);
+    const lease = new CreditLease(undefined);
+    lease.commitDelayMs = 300;
+    for (const ref of ["a", "b", "c"]) await lease.hold(via, ref, 60, 60_000, { op: "run" });
+    let done = false;
+    const waiting = lease
+      .settle(via, "a", 1, { op: "run" })
+      .committed()
+      .then(() => {
+        done = true;
+      });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls.commit).toBe(0);
+    expect(done).toBe(false);
+    lease.settle(via, "b", 1, { op: "run" });
+    await waiting;
+    // One commit for both: the wait joined the batch.
+    expect(calls.commit).toBe(1);
+    await lease.settle(via, "c", 1, { op: "run" }).committed(true);
+    expect(calls.commit).toBe(2);
+    expect((await l.balance()).settledCents).toBe(997);
+  });
+});
+
 describe("a release while a commit is under way", () => {
   it("the commit tells the Ledger the run is in flight; the release that came meanwhile still closes it, so the lease's expiry charges nothing", async () => {
     const l = ledger();

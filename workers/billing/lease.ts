@@ -16,28 +16,23 @@
 // charges it in full under its own billing ref, as an expired hold is charged, unless its enclave
 // settles it first; a run that began and ended between two commits never needs to be.
 import type { Logger } from "../../shared/log.ts";
+import type { Ledger } from "./ledger.ts";
 import type {
   CommitResult,
   KeyCap,
   LeaseCharge,
   LeaseCommit,
   LeaseOpen,
-  LeaseResult,
   UsageDetail,
   UsageMeta,
 } from "./ledgerTypes.ts";
 
-/** How a lease reaches its account's Ledger (a stub of it, made in the calling request). */
+/**
+ * How a lease reaches its account's Ledger (a stub of it, made in the calling request): the Ledger's
+ * own `lease` and `commit`, as a call answers them.
+ */
 export type LeaseLedger = {
-  lease(
-    leaseId: string,
-    needCents: number,
-    extraCents: number,
-    ttlMs: number,
-    key?: KeyCap,
-    open?: LeaseOpen,
-  ): Promise<LeaseResult>;
-  commit(leaseId: string, commit: LeaseCommit, key?: KeyCap): Promise<CommitResult>;
+  [K in "lease" | "commit"]: (...args: Parameters<Ledger[K]>) => Promise<ReturnType<Ledger[K]>>;
 };
 
 /** Beyond the longest run in flight, how long a lease outlives its isolate's last commit: the run's way back, and a commit. */

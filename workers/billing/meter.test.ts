@@ -99,6 +99,27 @@ describe("meteredRun and the run's receipt", () => {
   });
 });
 
+describe("a managed write's charge", () => {
+  it("is committed before the write is answered (no enclave settles a write should the edge die after answering)", async () => {
+    const { payer, settled } = fakePayer(30);
+    const meter = new Meter(payer, `write-${crypto.randomUUID()}`, recordingLog().log);
+    await meter.holdWrite("add_group");
+    await meter.settleWrite("add_group", { result: { success: true, transaction_hash: `0x${"ab".repeat(32)}` } });
+    expect(settled).toEqual([1]);
+    expect(meter.chargedCents).toBe(1);
+  });
+
+  it("a run's is not: its answer goes out, and the charge with the next commit", async () => {
+    const { payer, settled } = fakePayer(30);
+    const meter = new Meter(payer, `run-${crypto.randomUUID()}`, recordingLog().log);
+    await meter.holdRun(30_000, undefined);
+    await meter.settleRun(answer(10, 1));
+    expect(settled).toEqual([]);
+    await meter.settlement?.committed();
+    expect(settled).toEqual([1]);
+  });
+});
+
 describe("runTimeoutMs", () => {
   const limits = { timeoutMs: 60_000, maxTimeoutMs: 120_000 };
   it("is the caller's timeout_ms up to the configured maximum, the default without one, and a 400 past the maximum", () => {
