@@ -6,6 +6,7 @@
 // request is sent once more, in a new session. No Node-only APIs.
 import { z } from "zod";
 import { SigilError } from "../errors.ts";
+import { Flight } from "../flight.ts";
 import {
   ChannelError,
   ChannelSession,
@@ -61,14 +62,21 @@ export class ChannelDeliveryError extends SigilError {
   }
 }
 
-type Pin = { publicKey: Uint8Array; until: number; session?: Promise<ChannelSession> };
+type Pin = { publicKey: Uint8Array; until: number; session?: Flight<ChannelSession> };
+
+/**
+ * How long a caller waits for a key fetch or a session opening another caller started (beyond the
+ * fetch's own 30 s timeout) before it makes its own. Callers that did not start one wait by looking,
+ * never by awaiting its promise: in a Worker the other caller is another request (shared/flight.ts).
+ */
+const JOIN_WAIT_MS = 35_000;
 
 export class ChannelClient {
   readonly #identity: Promise<EdgeIdentity>;
   readonly #verify: ChannelVerifier;
   readonly #repinAfterMs: number;
   readonly #fetch: typeof fetch;
-  readonly #pins = new Map<string, Promise<Pin>>();
+  readonly #pins = new Map<string, Flight<Pin>>();
   readonly #aead: Aead | undefined;
 
   constructor(args: {
@@ -87,21 +95,22 @@ export class ChannelClient {
 
   /**
    * The pinned key of `base`, fetched and verified when there is none, it is too old, or it is the
-   * one the enclave just refused (`refused`); concurrent callers share one fetch.
+   * one the enclave just refused (`refused`); concurrent callers share one fetch (the others wait by
+   * looking, JOIN_WAIT_MS at most).
    */
   async #pin(base: string, refused?: Pin): Promise<Pin> {
     const known = this.#pins.get(base);
     if (known) {
-      const pin = await known.catch(() => undefined);
+      const pin = await known.join(JOIN_WAIT_MS).catch(() => undefined);
       if (pin && pin !== refused && pin.until > Date.now()) return pin;
       if (this.#pins.get(base) !== known) return this.#pin(base, refused);
     }
-    const pending = this.#fetchAndVerify(base);
+    const pending = new Flight(() => this.#fetchAndVerify(base));
     this.#pins.set(base, pending);
-    pending.catch(() => {
+    pending.promise.catch(() => {
       if (this.#pins.get(base) === pending) this.#pins.delete(base);
     });
-    return pending;
+    return pending.promise;
   }
 
   async #fetchAndVerify(base: string): Promise<Pin> {
@@ -113,25 +122,26 @@ export class ChannelClient {
     return { publicKey, until: Date.now() + this.#repinAfterMs };
   }
 
-  /** The pin's session, or a new one when there is none, it is spent, or it is the one the enclave refused (concurrent callers share one). */
+  /** The pin's session, or a new one when there is none, it is spent, or it is the one the enclave refused (concurrent callers share one, as #pin). */
   async #session(pin: Pin, refused?: ChannelSession): Promise<ChannelSession> {
     const known = pin.session;
     if (known) {
-      const session = await known.catch(() => undefined);
+      const session = await known.join(JOIN_WAIT_MS).catch(() => undefined);
       if (session && session !== refused && session.usable()) return session;
       if (pin.session !== known) return this.#session(pin, refused);
     }
-    const opening = (async () =>
+    const opening = new Flight(async () =>
       ChannelSession.open({
         enclavePublicKey: pin.publicKey,
         identity: await this.#identity,
         ...(this.#aead ? { aead: this.#aead } : {}),
-      }))();
+      }),
+    );
     pin.session = opening;
-    opening.catch(() => {
+    opening.promise.catch(() => {
       if (pin.session === opening) delete pin.session;
     });
-    return opening;
+    return opening.promise;
   }
 
   /**
@@ -158,7 +168,10 @@ export class ChannelClient {
    */
   async currentKey(base: string): Promise<string> {
     try {
-      const known = await this.#pins.get(base)?.catch(() => undefined);
+      const known = await this.#pins
+        .get(base)
+        ?.join(JOIN_WAIT_MS)
+        .catch(() => undefined);
       return toBase64Url((await this.#pin(base, known)).publicKey);
     } catch (err) {
       if (err instanceof ChannelUnavailableError) throw err;

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FAULT_NAMES, faultActions, scheduleFaults, type FaultName, type FaultPlan } from "./faults.ts";
 import { CPU_SAMPLE_MS, sampleCpu, type CpuSample } from "./cpu.ts";
-import { buildReport, claimedCharges, type KilledLeases, type SoakReport } from "./report.ts";
+import { buildReport, claimedCharges, type KilledLeases, runtimeFaultsIn, type SoakReport } from "./report.ts";
 import {
   DEFAULT_CHAIN_BLOCK_SECONDS,
   startSoakStack,
@@ -285,6 +285,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       namesOnChain,
       cpu: cpu.samples,
       edgeErrors,
+      runtimeFaults: runtimeFaultsIn(stack.edge.output()),
       edgeKills: stack.edge.kills,
     });
   } finally {

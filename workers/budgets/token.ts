@@ -10,19 +10,24 @@ import { fromBase64Url, toBase64Url } from "../../shared/channel/channel.ts";
 import type { RunBill } from "../billing/ledgerTypes.ts";
 
 const LABEL = new TextEncoder().encode("sigil budget token v1");
-const keys = new Map<string, Promise<CryptoKey>>();
+/**
+ * The HMAC key per seed, once made. The key itself is kept, never a pending promise of it: a request
+ * must not await another request's promise (shared/flight.ts says why), so requests that find none
+ * each make it (a digest and an import) and the first to finish keeps it.
+ */
+const keys = new Map<string, CryptoKey>();
 
-function keyOf(seedHex: string): Promise<CryptoKey> {
-  let key = keys.get(seedHex);
-  if (!key) {
-    key = (async () => {
-      const seed = Uint8Array.from(seedHex.match(/../g) ?? [], (b) => Number.parseInt(b, 16));
-      const material = await crypto.subtle.digest("SHA-256", new Uint8Array([...LABEL, ...seed]));
-      return crypto.subtle.importKey("raw", material, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
-    })();
-    keys.set(seedHex, key);
-  }
-  return key;
+async function keyOf(seedHex: string): Promise<CryptoKey> {
+  const known = keys.get(seedHex);
+  if (known) return known;
+  const seed = Uint8Array.from(seedHex.match(/../g) ?? [], (b) => Number.parseInt(b, 16));
+  const material = await crypto.subtle.digest("SHA-256", new Uint8Array([...LABEL, ...seed]));
+  const key = await crypto.subtle.importKey("raw", material, { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+    "verify",
+  ]);
+  if (!keys.has(seedHex)) keys.set(seedHex, key);
+  return keys.get(seedHex) ?? key;
 }
 
 /** A token for the run charged under `ref`, good until `expiresAt` (ms); with `bill`, it lets its enclave settle the run's charge. */

@@ -198,6 +198,48 @@ describe("KeyCache", () => {
     expect(cache.status()).toMatchObject({ misses: 2, shared: 4 }); // UNKNOWN's lookup in `following` too
   });
 
+  it("a lookup that joins another's read waits by looking, never by following the read's promise (in a Worker it is another request's)", async () => {
+    const { chain, cache } = await following();
+    const gate = deferred();
+    let follows = 0;
+    /** The read's promise, counting who follows it. */
+    class Followed<T> extends Promise<T> {
+      // biome-ignore lint/suspicious/noThenProperty: counting who calls it is the point.
+      override then<A = T, B = never>(
+        onfulfilled?: ((value: T) => A | PromiseLike<A>) | null,
+        onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+      ): Promise<A | B> {
+        follows++;
+        return super.then(onfulfilled, onrejected);
+      }
+    }
+    const read = chain.read.bind(chain);
+    chain.read = (keyHash) =>
+      new Followed<KeyReading>((resolve, reject) => void gate.promise.then(() => read(keyHash)).then(resolve, reject));
+    const first = cache.get(K2);
+    await Promise.resolve();
+    const byTheFirst = follows;
+    const joiners = Array.from({ length: 4 }, () => cache.get(K2));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(follows).toBe(byTheFirst);
+    gate.release();
+    for (const account of await Promise.all([first, ...joiners])) expect(account.spendLimitCents).toBe(20);
+    expect(follows).toBe(byTheFirst);
+    expect(chain.reads).toBe(1);
+  });
+
+  it("a lookup whose shared read has not settled within joinWaitMs (its request was cut off) reads for itself", async () => {
+    const { chain, cache } = await following({ joinWaitMs: 30 });
+    chain.readGate = new Promise<void>(() => undefined);
+    void cache.get(K2); // a read that never ends
+    chain.readGate = undefined;
+    expect((await cache.get(K2)).spendLimitCents).toBe(20);
+    expect(chain.reads).toBe(2);
+    expect(cache.status()).toMatchObject({ shared: 1 });
+    expect((await cache.get(K2)).spendLimitCents).toBe(20); // kept by its own read
+    expect(chain.reads).toBe(2);
+  });
+
   it("never keeps a refusal: an unknown, removed or retired key is read live every time, with the live read's error", async () => {
     const { chain, cache } = await following();
     chain.keys.set(K2, { master: M, live: false, spendLimitCents: 20 }); // expired
@@ -396,7 +438,7 @@ describe("KeyCache", () => {
   });
 
   it("gives up on a poll or a read that never settles (its invocation was cut off) and starts another", async () => {
-    const { chain, clock, cache } = await following({ catchUpTimeoutMs: 10 });
+    const { chain, clock, cache } = await following({ catchUpTimeoutMs: 10, joinWaitMs: 50 });
     await cache.get(K2);
     const never = new Promise<void>(() => undefined);
     chain.logsGate = never;

@@ -5,7 +5,9 @@
 //
 // - Only keys that may act are kept: a refusal (unknown, removed or expired key; a converted
 //   account's master key) is read live every time and answered as before. Concurrent misses for one
-//   key share one read; failures are never kept; at most KEY_CACHE_MAX_ENTRIES, the oldest dropped.
+//   key share one read, the others waiting by looking, never by awaiting another request's promise
+//   (shared/flight.ts says why); failures are never kept; at most KEY_CACHE_MAX_ENTRIES, the oldest
+//   dropped.
 // - An event follower per isolate (per RPC URL and contract) reads the contract's logs
 //   (shared/accountEvents.ts) and drops every entry of each account an event names. Workers have no
 //   timers, so a lookup that finds the last poll attempt older than `pollMs` starts one, in the
@@ -18,6 +20,7 @@
 //   and outlive a chain outage of a few minutes.
 // - The edge's own writes that change a key drop the caller's account at once (forgetAfterOwnWrite).
 import { AccountEventCursor, type AccountEventSource } from "../../shared/accountEvents.ts";
+import { Flight, FlightWaitExpired } from "../../shared/flight.ts";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import type { SigilError } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
@@ -54,6 +57,12 @@ export const CATCH_UP_TIMEOUT_MS = 1_000;
  */
 export const GIVE_UP_MS = 60_000;
 
+/**
+ * How long a lookup waits for a read of its key that another lookup started before it reads for
+ * itself: longer than a read takes at worst (two eth_calls at once, each 10 s, retried once).
+ */
+export const JOIN_WAIT_MS = 25_000;
+
 /** Entries per isolate at most; the oldest are dropped first (about 200 bytes each). */
 export const KEY_CACHE_MAX_ENTRIES = 100_000;
 
@@ -82,6 +91,8 @@ export type KeyCacheOptions = {
   maxAgeMs?: number;
   refreshAfterMs?: number;
   catchUpTimeoutMs?: number;
+  /** How long a lookup waits for another's read of its key before reading itself (JOIN_WAIT_MS). */
+  joinWaitMs?: number;
   maxEntries?: number;
   /** Keeps background work (a poll, a refresh) alive after the request that started it has answered. */
   background?: (work: Promise<unknown>) => void;
@@ -126,7 +137,7 @@ export class KeyCache {
   readonly #cursor: AccountEventCursor;
   readonly #entries = new Map<bigint, Entry>();
   readonly #byMaster = new Map<bigint, Set<bigint>>();
-  readonly #inflight = new Map<bigint, { generation: number; read: Promise<CallerAccount>; startedAt: number }>();
+  readonly #inflight = new Map<bigint, { generation: number; flight: Flight<CallerAccount> }>();
   /** Bumped by every invalidation: a read that started before it must not be stored after it. */
   #generation = 0;
   /**
@@ -134,10 +145,10 @@ export class KeyCache {
    * will never read, so no read that started earlier is stored (and no entry kept).
    */
   #fence = Number.NEGATIVE_INFINITY;
-  #polling: Promise<void> | undefined;
+  #polling: Flight<void> | undefined;
   #pollStartedAt = 0;
   /** The poll an isolate that had not polled for a while waits for, and until when. */
-  #catchUp: { done: Promise<void>; deadline: number } | undefined;
+  #catchUp: { done: Flight<void>; deadline: number } | undefined;
   #lastPollAt: number | null = null;
   #lastSuccessAt: number | null = null;
   #lastError: string | null = null;
@@ -154,6 +165,7 @@ export class KeyCache {
       maxAgeMs: KEY_ENTRY_MAX_AGE_MS,
       refreshAfterMs: KEY_REFRESH_AFTER_MS,
       catchUpTimeoutMs: CATCH_UP_TIMEOUT_MS,
+      joinWaitMs: JOIN_WAIT_MS,
       maxEntries: KEY_CACHE_MAX_ENTRIES,
       now: Date.now,
       ...options,
@@ -237,7 +249,7 @@ export class KeyCache {
 
   /** The poll in flight, once it has settled (tests). */
   async settled(): Promise<void> {
-    await this.#polling;
+    await this.#polling?.promise;
   }
 
   #usable(keyHash: bigint, now: number): Entry | undefined {
@@ -252,33 +264,36 @@ export class KeyCache {
    * Starts a poll when the last attempt is older than pollMs (or there was none); answers the poll
    * to wait for when the isolate has not polled for a while (see CATCH_UP_TIMEOUT_MS).
    */
-  #follow(now: number): { done: Promise<void>; deadline: number } | undefined {
+  #follow(now: number): { done: Flight<void>; deadline: number } | undefined {
     if (this.#polling && now - this.#pollStartedAt < GIVE_UP_MS) return this.#catchUp;
     const { pollMs } = this.#o;
     if (this.#lastPollAt !== null && now - this.#lastPollAt < pollMs) return undefined;
     const idle = this.#lastSuccessAt === null || now - this.#lastSuccessAt > 2 * pollMs;
     this.#lastPollAt = now;
     // Reads given up on are forgotten here, once per poll, rather than kept for a key never asked again.
-    for (const [keyHash, flight] of this.#inflight)
+    for (const [keyHash, { flight }] of this.#inflight)
       if (now - flight.startedAt >= GIVE_UP_MS) this.#inflight.delete(keyHash);
-    const done: Promise<void> = this.#poll(now).finally(() => {
-      if (this.#polling !== done) return; // given up on, and another started since
-      this.#polling = undefined;
-      this.#catchUp = undefined;
-    });
+    const done: Flight<void> = new Flight(
+      () =>
+        this.#poll(now).finally(() => {
+          if (this.#polling !== done) return; // given up on, and another started since
+          this.#polling = undefined;
+          this.#catchUp = undefined;
+        }),
+      now,
+    );
     this.#polling = done;
     this.#pollStartedAt = now;
     this.#catchUp = idle ? { done, deadline: now + this.#o.catchUpTimeoutMs } : undefined;
-    this.#o.background(done);
+    this.#o.background(done.promise);
     return this.#catchUp;
   }
 
-  async #wait(catchUp: { done: Promise<void>; deadline: number }): Promise<void> {
+  /** Waits for the catch-up poll (by looking: it may be another request's) until its deadline at most. */
+  async #wait(catchUp: { done: Flight<void>; deadline: number }): Promise<void> {
     const remaining = catchUp.deadline - this.#o.now();
     if (remaining <= 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([catchUp.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, remaining)))]);
-    clearTimeout(timer);
+    await catchUp.done.join(remaining).catch(() => undefined);
   }
 
   async #poll(startedAt: number): Promise<void> {
@@ -322,45 +337,61 @@ export class KeyCache {
 
   /**
    * One live read of the key, shared by the lookups that miss it meanwhile; stored unless an
-   * invalidation came first. Lookups of other requests await it too: workerd delivers its result to
-   * each request that awaits it while the one that started it lives — which it does, awaiting the
-   * read itself (and its attempt runs under waitUntil, idempotency/), or, for a re-read, kept alive
-   * by waitUntil (`background`); GIVE_UP_MS bounds the rest.
+   * invalidation came first. The lookup that starts it awaits it; the others wait by looking
+   * (shared/flight.ts: a request must never await another request's pending promise), at most
+   * joinWaitMs, after which one reads for itself (the request that started the read may have been
+   * cut off). A re-read is kept alive by waitUntil (`background`); GIVE_UP_MS bounds the rest.
    */
   #load(keyHash: bigint, why: "lookup" | "refresh"): Promise<CallerAccount> {
     const generation = this.#generation;
     const readAt = this.#o.now();
-    const flight = this.#flight(keyHash, readAt);
-    if (flight) {
+    const joined = this.#flight(keyHash, readAt);
+    if (joined) {
       if (why === "lookup") this.#shared++;
-      return flight.read;
+      return this.#join(keyHash, joined);
     }
     if (why === "lookup") this.#misses++;
-    const read = this.#o.source.read(keyHash).then((reading) => {
-      if ("refusal" in reading) {
-        // Never kept; and whatever was kept of the key is wrong now.
-        this.#drop(keyHash);
-        throw reading.refusal;
-      }
-      if (generation === this.#generation && readAt >= this.#fence) this.#store(keyHash, reading, readAt);
-      return reading.account;
-    });
+    const flight = new Flight(
+      () =>
+        this.#o.source.read(keyHash).then((reading) => {
+          if ("refusal" in reading) {
+            // Never kept; and whatever was kept of the key is wrong now.
+            this.#drop(keyHash);
+            throw reading.refusal;
+          }
+          if (generation === this.#generation && readAt >= this.#fence) this.#store(keyHash, reading, readAt);
+          return reading.account;
+        }),
+      readAt,
+    );
     const done = () => {
-      if (this.#inflight.get(keyHash)?.read === read) this.#inflight.delete(keyHash);
+      if (this.#inflight.get(keyHash)?.flight === flight) this.#inflight.delete(keyHash);
     };
-    read.then(done, done);
-    this.#inflight.set(keyHash, { generation, read, startedAt: readAt });
-    return read;
+    flight.promise.then(done, done);
+    this.#inflight.set(keyHash, { generation, flight });
+    return flight.promise;
+  }
+
+  /** A lookup's share of a read another lookup started; past joinWaitMs, a read of its own. */
+  async #join(keyHash: bigint, flight: Flight<CallerAccount>): Promise<CallerAccount> {
+    try {
+      return await flight.join(this.#o.joinWaitMs);
+    } catch (err) {
+      if (!(err instanceof FlightWaitExpired)) throw err;
+      if (this.#inflight.get(keyHash)?.flight === flight) this.#inflight.delete(keyHash);
+      return this.#load(keyHash, "lookup");
+    }
   }
 
   /**
    * The read of `keyHash` in flight that a lookup may join: only one started since the last
    * invalidation (an older one may predate the change), and not one given up on (GIVE_UP_MS).
    */
-  #flight(keyHash: bigint, now: number): { read: Promise<CallerAccount> } | undefined {
-    const flight = this.#inflight.get(keyHash);
-    if (!flight || flight.generation !== this.#generation || now - flight.startedAt >= GIVE_UP_MS) return undefined;
-    return flight;
+  #flight(keyHash: bigint, now: number): Flight<CallerAccount> | undefined {
+    const inflight = this.#inflight.get(keyHash);
+    if (!inflight || inflight.generation !== this.#generation || now - inflight.flight.startedAt >= GIVE_UP_MS)
+      return undefined;
+    return inflight.flight;
   }
 
   #store(keyHash: bigint, reading: { account: CallerAccount; expiresAtMs: number }, readAt: number): void {
