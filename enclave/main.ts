@@ -85,10 +85,14 @@ function chainListener(config: EnclaveConfig, chain: ChainContext, cache: Permis
     stalledAfterMs: config.listenerStalledAfterMs,
     maxRange: config.listenerMaxRange,
     reorgDepth: config.listenerReorgDepth,
-    onEvents: (masters, keyHashes) => {
-      for (const m of masters) cache.invalidateMaster(m);
-      for (const k of keyHashes) cache.invalidateKey(k);
-      log.debug("cache entries dropped after chain events", { accounts: masters.size });
+    onEvents: (named) => {
+      cache.applyEvents(named);
+      log.debug("cache entries dropped after chain events", {
+        accounts: named.masters.size,
+        narrowed: named.grantsChanged.size,
+        widened: named.widened.size,
+        keys: named.keys.size,
+      });
     },
     log,
   });

@@ -3,6 +3,7 @@
 // usage key's expiration, coalesced misses, uncached failures, and invalidation.
 import type { Address } from "viem";
 import { beforeEach, describe, expect, it } from "vitest";
+import type { AccountsNamed } from "../../shared/accountEvents.ts";
 import type { KeyResolution } from "../chain/client.ts";
 import { PermissionCache, type PermissionSource } from "./cache.ts";
 
@@ -78,14 +79,15 @@ let source: FakeSource;
 let now: number;
 let cache: PermissionCache;
 
-function setup(options: { maxEntries?: number } = {}) {
+/** A cache on the fake source; no background re-reads unless a test asks (the TTL tests count every call). */
+function setup(options: { maxEntries?: number; refreshAfterMs?: number } = {}) {
   source = new FakeSource();
   now = T0;
   source.keys.set(MASTER_A, { master: MASTER_A, isMaster: true, managed: true, live: true, expiresAt: 0n });
   source.keys.set(MASTER_B, { master: MASTER_B, isMaster: true, managed: true, live: true, expiresAt: 0n });
   source.keys.set(USAGE_A, { master: MASTER_A, isMaster: false, managed: true, live: true, expiresAt: 0n });
   source.keys.set(USAGE_A2, { master: MASTER_A, isMaster: false, managed: true, live: true, expiresAt: 0n });
-  cache = new PermissionCache(source, { now: () => now, ...options });
+  cache = new PermissionCache(source, { now: () => now, refreshAfterMs: Number.POSITIVE_INFINITY, ...options });
 }
 
 beforeEach(() => setup());
@@ -364,13 +366,53 @@ describe("invalidation", () => {
     expect(cache.size).toBe(8);
   });
 
-  it("invalidateKey drops the entries of the key's whole account, not other accounts'", async () => {
+  it("invalidateKey drops that key's entries (its resolution and its answers), not its account's other keys'", async () => {
     await fillBothAccounts();
     cache.invalidateKey(USAGE_A);
-    expect(cache.size).toBe(2);
-    expect((await cache.resolve(USAGE_A2)).cached).toBe(false);
-    expect((await cache.resolve(MASTER_A)).cached).toBe(false);
+    expect(cache.size).toBe(6);
+    expect((await cache.resolve(USAGE_A2)).cached).toBe(true);
+    expect((await cache.resolve(MASTER_A)).cached).toBe(true);
     expect((await cache.resolve(MASTER_B)).cached).toBe(true);
+    expect((await cache.canExecute(USAGE_A, CID)).cached).toBe(false);
+  });
+
+  it("invalidateDenials drops the account's denials and keeps its grants (the account only gained)", async () => {
+    await fillBothAccounts(); // A: USAGE_A may run CID, USAGE_A2 and MASTER_A may not
+    const before = source.authorizeCalls;
+    source.exec.set(`${USAGE_A2}:${CID}`, true); // e.g. the action added to a group USAGE_A2 runs in
+    cache.invalidateDenials(MASTER_A);
+    expect(cache.size).toBe(6);
+    expect(await cache.canExecute(USAGE_A, CID)).toEqual({ value: true, cached: true });
+    expect(await cache.canExecute(USAGE_A2, CID)).toEqual({ value: true, cached: false });
+    expect(await cache.canExecute(MASTER_A, CID)).toEqual({ value: false, cached: false });
+    expect(await cache.canExecute(MASTER_B, CID)).toEqual({ value: true, cached: true });
+    expect(source.authorizeCalls).toBe(before + 2);
+  });
+
+  it("applyEvents drops by each event's scope: narrowed accounts whole, named keys alone, accounts that only gained their denials", async () => {
+    await fillBothAccounts();
+    const named = (over: Partial<AccountsNamed>): AccountsNamed => ({
+      everything: false,
+      masters: new Set(),
+      grantsChanged: new Set(),
+      widened: new Set(),
+      keys: new Set(),
+      billingChanged: new Set(),
+      billingKeys: new Set(),
+      ...over,
+    });
+    cache.applyEvents(named({ masters: new Set([MASTER_A]), widened: new Set([MASTER_A]) }));
+    expect(cache.size).toBe(6); // A's two denials (USAGE_A2's and MASTER_A's answers)
+    cache.applyEvents(named({ masters: new Set([MASTER_A]), keys: new Set([USAGE_A]) }));
+    expect(cache.size).toBe(4);
+    expect((await cache.resolve(MASTER_A)).cached).toBe(true);
+    cache.applyEvents(
+      named({ masters: new Set([MASTER_B]), grantsChanged: new Set([MASTER_B]), widened: new Set([MASTER_B]) }),
+    );
+    expect((await cache.resolve(MASTER_B)).cached).toBe(false);
+    expect((await cache.resolve(MASTER_A)).cached).toBe(true);
+    cache.applyEvents(named({ everything: true })); // the contract was upgraded
+    expect(cache.size).toBe(0);
   });
 
   it("invalidateKey drops the cached denial of a key that was unknown, so a newly set usage key works at once", async () => {
@@ -514,5 +556,50 @@ describe("cachedWallet (keys offered with a run)", () => {
     expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toEqual({ allowed: true, derivation: 77n, guardrail: null });
     now = T0 + 5 * MINUTE;
     expect(cache.cachedWallet(USAGE_A, CID, WALLET)).toBeUndefined();
+  });
+});
+
+describe("re-reads of grants in use", () => {
+  it("re-reads a grant older than refreshAfterMs in the background, serving it meanwhile, and keeps the new answer", async () => {
+    setup({ refreshAfterMs: MINUTE });
+    source.exec.set(`${USAGE_A}:${CID}`, true);
+    await cache.canExecute(USAGE_A, CID);
+    expect(source.authorizeCalls).toBe(1);
+    now = T0 + MINUTE;
+    source.exec.set(`${USAGE_A}:${CID}`, false); // revoked, and no event seen (the listener is behind)
+    expect(await cache.canExecute(USAGE_A, CID)).toEqual({ value: true, cached: true });
+    await flush();
+    expect(source.authorizeCalls).toBe(2);
+    expect(cache.refreshes).toBe(2); // the key's resolution and its answer
+    expect(await cache.canExecute(USAGE_A, CID)).toEqual({ value: false, cached: true });
+  });
+
+  it("keeps serving a grant whose re-reads fail (the chain is down) until it is 5 minutes old, trying again at most every 5 s", async () => {
+    setup({ refreshAfterMs: MINUTE });
+    source.exec.set(`${USAGE_A}:${CID}`, true);
+    await cache.canExecute(USAGE_A, CID);
+    source.failure = new Error("rpc down");
+    now = T0 + MINUTE;
+    expect((await cache.canExecute(USAGE_A, CID)).value).toBe(true);
+    await flush();
+    const tried = source.authorizeCalls;
+    now = T0 + MINUTE + 1_000;
+    expect((await cache.canExecute(USAGE_A, CID)).value).toBe(true);
+    await flush();
+    expect(source.authorizeCalls).toBe(tried);
+    now = T0 + 5 * MINUTE - 1;
+    expect((await cache.canExecute(USAGE_A, CID)).value).toBe(true);
+    await flush();
+    now = T0 + 5 * MINUTE;
+    await expect(cache.canExecute(USAGE_A, CID)).rejects.toThrow("rpc down");
+  });
+
+  it("never re-reads a denial (it lives 30 s)", async () => {
+    setup({ refreshAfterMs: 1_000 });
+    await cache.canExecute(USAGE_A, CID);
+    now = T0 + 20_000;
+    expect(await cache.canExecute(USAGE_A, CID)).toEqual({ value: false, cached: true });
+    await flush();
+    expect(source.authorizeCalls).toBe(1);
   });
 });

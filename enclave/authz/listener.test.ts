@@ -121,7 +121,8 @@ async function closedPortUrl(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-type Seen = { masters: bigint[]; keyHashes: bigint[] };
+/** What onEvents was handed, as lists (AccountsNamed less the billing sets, which the edge's key cache reads). */
+type Seen = { masters: bigint[]; keys: bigint[]; widened: bigint[]; grantsChanged: bigint[] };
 
 function listener(options: Partial<ListenerOptions> = {}) {
   const calls: Seen[] = [];
@@ -134,7 +135,13 @@ function listener(options: Partial<ListenerOptions> = {}) {
     pollMs: 10_000,
     maxRange: 2_000,
     reorgDepth: 0,
-    onEvents: (masters, keyHashes) => void calls.push({ masters: [...masters], keyHashes: [...keyHashes] }),
+    onEvents: (named) =>
+      void calls.push({
+        masters: [...named.masters],
+        keys: [...named.keys],
+        widened: [...named.widened],
+        grantsChanged: [...named.grantsChanged],
+      }),
     log,
     ...options,
   });
@@ -211,20 +218,23 @@ describe("events", () => {
     expect(calls.flatMap((c) => c.masters)).not.toContain(old);
   });
 
-  it("hands onEvents the master hash of a new account, and the key hash of a new usage key", async () => {
+  it("hands onEvents the master hash of a new account (an account that gained), and the key hash of a new usage key (that key alone)", async () => {
     const { l, calls, seenMasters } = listener();
     await l.poll();
 
     const master = await newAccount();
     await l.poll();
     expect(seenMasters()).toContain(master);
+    expect(calls.flatMap((c) => c.widened)).toContain(master);
+    expect(calls.flatMap((c) => c.grantsChanged)).not.toContain(master);
 
     calls.length = 0;
     const usage = await newUsageKey(master);
     await l.poll();
     expect(calls).toHaveLength(1);
     expect(calls[0]?.masters).toEqual([master]);
-    expect(calls[0]?.keyHashes).toContain(usage);
+    expect(calls[0]?.keys).toEqual([usage]);
+    expect(calls[0]?.grantsChanged).toEqual([]);
   });
 
   // The revocations a cached grant must not outlive (issue 26): a wallet or an action taken out of
@@ -242,7 +252,7 @@ describe("events", () => {
       "PkpRemovedFromGroup",
     ]);
     await l.poll();
-    expect(calls).toEqual([{ masters: [master], keyHashes: [] }]);
+    expect(calls).toEqual([{ masters: [master], keys: [], widened: [], grantsChanged: [master] }]);
 
     calls.length = 0;
     const actionRemoved = await send("removeActionFromGroup", [master, groupId, cid]);
@@ -250,7 +260,7 @@ describe("events", () => {
       "ActionRemovedFromGroup",
     ]);
     await l.poll();
-    expect(calls).toEqual([{ masters: [master], keyHashes: [] }]);
+    expect(calls).toEqual([{ masters: [master], keys: [], widened: [], grantsChanged: [master] }]);
   });
 
   it("calls onEvents only when a range holds events of an account", async () => {

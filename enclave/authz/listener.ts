@@ -5,7 +5,7 @@
 // block replaced by a short reorg is still seen (the cursor of shared/accountEvents.ts, which the
 // edge's key cache follows the same events with).
 import type { Address, PublicClient } from "viem";
-import { AccountEventCursor } from "../../shared/accountEvents.ts";
+import { AccountEventCursor, type AccountsNamed } from "../../shared/accountEvents.ts";
 import type { Logger } from "../../shared/log.ts";
 
 export type ListenerStatus = {
@@ -31,11 +31,10 @@ export type ListenerOptions = {
   maxRange: number;
   reorgDepth: number;
   /**
-   * Called with the master hashes (topic 1) and key hashes of the events in a range; for the
-   * usage-key events the key hash, whose cached denial must go too (for the others, dropping an
-   * absent entry does nothing).
+   * Called with what the events of a range named and may have changed (shared/accountEvents.ts:
+   * usage keys, accounts that only gained, accounts whose grants may have narrowed).
    */
-  onEvents: (masters: Set<bigint>, keyHashes: Set<bigint>) => void;
+  onEvents: (named: AccountsNamed) => void;
   log: Logger;
   now?: () => number;
 };
@@ -71,7 +70,7 @@ export class ChainListener {
       },
       maxRange: options.maxRange,
       reorgDepth: options.reorgDepth,
-      onEvents: ({ masters, keyHashes }) => options.onEvents(masters, keyHashes),
+      onEvents: (named) => options.onEvents(named),
     });
   }
 

@@ -124,6 +124,54 @@ describe("submitWrite", () => {
     ).toEqual({ value: false, cached: false });
   });
 
+  it("after a write by which the account only gains, keeps its grants and drops its denials: a wallet just added is usable at once, and runs already granted are not asked of the chain again", async () => {
+    const { master, groupId, wallet, cid } = await accountWithGroup();
+    const newcomer = privateKeyToAddress(generatePrivateKey()).toLowerCase() as Address;
+    expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
+    expect((await cache.wallet(master, cid, newcomer)).value.allowed).toBe(false); // a cached denial
+
+    await submitWrite(
+      enclave,
+      { functionName: "registerWalletDerivation", args: [master, newcomer, 9n, "n", ""] },
+      ctx,
+      { keyHash: master, master },
+    );
+    await submitWrite(enclave, { functionName: "addPkpToGroup", args: [master, groupId, newcomer] }, ctx, {
+      keyHash: master,
+      master,
+    });
+    expect(cache.cachedWallet(master, cid, wallet), "a grant was dropped by a write that only adds").toEqual({
+      allowed: true,
+      derivation: 7n,
+      guardrail: null,
+    });
+    expect(await cache.wallet(master, cid, newcomer), "the wallet just added is still denied").toEqual({
+      value: { allowed: true, derivation: 9n, guardrail: null },
+      cached: false,
+    });
+  });
+
+  it("after a write of one usage key, drops that key's entries and keeps the account's others", async () => {
+    const { master, cid, wallet } = await accountWithGroup();
+    const usage = apiKeyHash(generateApiKey());
+    expect((await cache.canExecute(usage, cid)).value).toBe(false); // an unknown key: a cached denial
+    expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
+    await submitWrite(
+      enclave,
+      {
+        functionName: "setUsageApiKey",
+        args: [master, usage, 0n, 0n, "k", "", false, false, false, [], [], [], [0n]],
+      },
+      ctx,
+      { keyHash: master, master },
+    );
+    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n, guardrail: null });
+    expect(await cache.canExecute(usage, cid), "the new key's old denial outlived its write").toEqual({
+      value: true,
+      cached: false,
+    });
+  });
+
   it("drops them also when the write fails (a write that timed out waiting for its receipt may still land)", async () => {
     const { master, groupId, wallet, cid } = await accountWithGroup();
     expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);

@@ -62,7 +62,33 @@ export async function submitWrite<F extends WriteFunction>(
     });
     return { ...result, response: { success: true, transaction_hash: result.transactionHash } };
   } finally {
-    // Also on failure: a write that timed out waiting for its receipt may still land.
-    enclave.cache.invalidateMaster(scope.master);
+    // Also on failure: a write that timed out waiting for its receipt may still land. A write by
+    // which the account only gains (its events are all `widened`, shared/accountEvents.ts) drops the
+    // account's denials and keeps its grants, so that the account's runs go on from the cache
+    // meanwhile (and through a chain outage); a write of one usage key drops that key's entries; any
+    // other drops all of the account.
+    if (WIDENING_WRITES.has(call.functionName)) enclave.cache.invalidateDenials(scope.master);
+    else if (KEY_WRITES.has(call.functionName))
+      enclave.cache.invalidateKey((call.args as readonly unknown[])[1] as bigint);
+    else enclave.cache.invalidateMaster(scope.master);
   }
 }
+
+/** The contract's writes that change one usage key alone (its hash their second argument): their events are all that key's. */
+const KEY_WRITES: ReadonlySet<WriteFunction> = new Set<WriteFunction>([
+  "setUsageApiKey",
+  "updateUsageApiKeyMetadata",
+  "removeUsageApiKey",
+  "setUsageKeyGuardrail",
+]);
+
+/** The contract's writes whose every event only adds to the account (a wallet, a group, an action, one of them to a group). */
+const WIDENING_WRITES: ReadonlySet<WriteFunction> = new Set<WriteFunction>([
+  "registerWalletDerivation",
+  "addGroup",
+  "addActionToGroup",
+  "addPkpToGroup",
+  "addAction",
+  "registerActions",
+  "updateActionMetadata",
+]);

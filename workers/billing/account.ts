@@ -111,9 +111,26 @@ export type BillingCaller = { master: bigint; via: "api_key" | "wallet"; wallet?
 export type BillingCredentials = { key: PresentedKey } | { walletAuth: string };
 
 /**
+ * The account of a key that may act, as metered requests find it (`callerAccount`: the isolate's key
+ * cache, kept by the contract's events within its stated bound), or undefined for a key that may not
+ * act — whose caller then reads live and answers as it always did (a converted account's old master
+ * key may still read some things). A chain that cannot be reached for a key the cache does not hold
+ * is 503 chain_unavailable, thrown.
+ */
+export async function keyThatMayAct(config: EdgeConfig, key: PresentedKey): Promise<CallerAccount | undefined> {
+  try {
+    return await callerAccount(config, key);
+  } catch (err) {
+    if (err instanceof SigilError && err.code === "chain_unavailable") throw err;
+    return undefined;
+  }
+}
+
+/**
  * The account a billing request is for. `pay` (create or confirm a payment) needs a key that may
  * act for the account; `read` (the balance) also lets a converted account's old master key look.
- * Always a live read, never the key cache: reads are never stale.
+ * A key that may act is found as a run's is (the key cache: served through a chain outage, a
+ * removed key refused within the same bound); any other is read live.
  */
 export async function billingCaller(
   config: EdgeConfig,
@@ -121,6 +138,8 @@ export async function billingCaller(
   use: "read" | "pay",
 ): Promise<BillingCaller> {
   if ("walletAuth" in credentials) return walletCaller(config, credentials.walletAuth);
+  const acting = await keyThatMayAct(config, credentials.key);
+  if (acting) return { master: acting.master, via: "api_key" };
   const { keyHash } = credentials.key;
   const [master, live] = await readView(config, "billingOf", [keyHash], keyHash);
   const isMaster = keyHash === master;

@@ -4,7 +4,8 @@
 // of its account drops it, never keep a refusal or a failure, share concurrent reads, not store a
 // read that an invalidation overtook, catch an idle isolate up before answering, survive an outage
 // for at most the maximum age, refresh hot keys, and stay bounded.
-import { numberToHex, type Hex } from "viem";
+import { numberToHex, toEventSelector, type AbiEvent, type Hex } from "viem";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { describe, expect, it } from "vitest";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
@@ -73,7 +74,15 @@ class FakeChain implements KeySource {
     return out;
   }
 
-  /** A new block holding one event with these indexed topics (none: an event that names no account). */
+  /** A new block holding AccountConfig's event `name` with these indexed topics. */
+  mineEvent(name: string, ...indexed: bigint[]): void {
+    const event = accountConfigAbi.find((item) => item.type === "event" && item.name === name);
+    if (!event) throw new Error(`no event ${name}`);
+    this.head++;
+    this.logsAt.set(this.head, [[toEventSelector(event as AbiEvent), ...indexed.map(topic)]]);
+  }
+
+  /** A new block holding one event this code does not know, with these indexed topics (none: an event that names no account). */
   mine(...indexed: bigint[]): void {
     this.head++;
     this.logsAt.set(this.head, [[SIG, ...indexed.map(topic)]]);
@@ -262,11 +271,11 @@ describe("KeyCache", () => {
     expect(chain.reads).toBe(2);
   });
 
-  it("drops every key of the account an event names, and only those; events that name no account change nothing", async () => {
+  it("drops every key of the account an unknown event names, and only those; events that name no account change nothing", async () => {
     const { chain, clock, cache, flush } = await following();
     for (const k of [K1, K2, K3]) await cache.get(k);
-    chain.mine(); // ApiPayersSet: no indexed topic
-    chain.mine(M, K1); // e.g. UsageApiKeySet(M, K1): the whole account goes
+    chain.mine(); // no indexed topic
+    chain.mine(M, K1); // an event this code does not know: the whole account goes
     chain.keys.set(K2, { master: M, live: true, spendLimitCents: 5 });
     chain.keys.set(K3, { master: N, live: true, spendLimitCents: 1 }); // unseen: no event of N
     clock.t += POLL_MS;
@@ -278,6 +287,40 @@ describe("KeyCache", () => {
     expect((await cache.get(K1)).spendLimitCents).toBe(10);
     expect((await cache.get(K3)).spendLimitCents).toBe(30);
     expect(chain.reads).toBe(2);
+  });
+
+  it("drops what an event may change of billingOf: a usage key's events that key alone, a conversion the account; groups, wallets and actions nothing", async () => {
+    const { chain, clock, cache, flush } = await following();
+    for (const k of [K1, K2, M]) await cache.get(k);
+    const refreshed = async () => {
+      clock.t += POLL_MS;
+      await cache.get(K1); // starts the poll, answers from memory
+      await flush();
+      expect(cache.status().lastBlock).toBe(chain.head);
+      chain.reads = 0;
+      for (const k of [K1, K2, M]) await cache.get(k);
+      return chain.reads;
+    };
+    chain.mineEvent("GroupAdded", M, 7n);
+    chain.mineEvent("WalletRegistered", M, 0xabcn);
+    chain.mineEvent("ActionRemovedFromGroup", M, 7n, 0x99n);
+    chain.mineEvent("WalletGuardrailSet", M, 0xabcn);
+    chain.mineEvent("UsageKeyGuardrailSet", M, K2);
+    chain.mineEvent("AdminApiPayerSet", M); // its topic is a payer's address, not an account
+    expect(await refreshed()).toBe(0);
+    chain.mineEvent("UsageApiKeySet", M, K2);
+    expect(await refreshed()).toBe(1); // K2 alone
+    chain.mineEvent("UsageApiKeyRemoved", M, K1);
+    chain.keys.set(K1, { master: M, live: false, spendLimitCents: 10 });
+    clock.t += POLL_MS;
+    await cache.get(K2);
+    await flush();
+    expect((await rejection(cache.get(K1))).code).toBe("invalid_api_key");
+    chain.keys.set(K1, { master: M, live: true, spendLimitCents: 10 });
+    chain.mineEvent("AccountConvertedToChainSecured", M, 0xabcn);
+    expect(await refreshed()).toBe(3); // the whole account
+    chain.mineEvent("Upgraded", 0xc0den); // the contract's code replaced
+    expect(await refreshed()).toBe(3); // everything
   });
 
   it("does not store a read that started before an invalidation", async () => {

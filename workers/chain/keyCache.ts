@@ -9,7 +9,9 @@
 //   (shared/flight.ts says why); failures are never kept; at most KEY_CACHE_MAX_ENTRIES, the oldest
 //   dropped.
 // - An event follower per isolate (per RPC URL and contract) reads the contract's logs
-//   (shared/accountEvents.ts) and drops every entry of each account an event names. Workers have no
+//   (shared/accountEvents.ts) and drops what an event may change of `billingOf`: a usage key's
+//   events that key's entry, the master key's (converted, ownership moved) the account's entries;
+//   an account's groups, wallets and actions are not what this cache holds. Workers have no
 //   timers, so a lookup that finds the last poll attempt older than `pollMs` starts one, in the
 //   background (single flight, not awaited). A generation counter keeps a read that started before
 //   an invalidation from being stored after it.
@@ -176,7 +178,13 @@ export class KeyCache {
       source: options.source,
       maxRange: this.#o.maxRange,
       reorgDepth: this.#o.reorgDepth,
-      onEvents: ({ masters }) => this.invalidateMasters(masters),
+      // Only what billingOf answers matters here: a usage key's events drop that key, the master
+      // key's (converted, ownership moved) its account; groups, wallets and actions change nothing.
+      onEvents: ({ everything, billingChanged, billingKeys }) => {
+        if (everything) this.invalidateKeys([...this.#entries.keys()]);
+        this.invalidateMasters(billingChanged);
+        this.invalidateKeys(billingKeys);
+      },
     });
   }
 
@@ -216,6 +224,12 @@ export class KeyCache {
       for (const k of keys) this.#entries.delete(k);
       this.#byMaster.delete(master);
     }
+  }
+
+  /** Drops these keys' entries (their usage-key events were read). */
+  invalidateKeys(keyHashes: Iterable<bigint>): void {
+    this.#generation++;
+    for (const keyHash of keyHashes) this.#drop(keyHash);
   }
 
   /** Drops the accounts of these keys, where an entry says which they are (the keys' own entries with them). */

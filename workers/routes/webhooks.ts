@@ -14,7 +14,13 @@ import { createMiddleware } from "hono/factory";
 import { keyRefusal } from "../../shared/apiKey.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { DEFAULT_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../shared/webhooks.ts";
-import { billingCaller, decodeWalletAuth, ledgerToRead, WALLET_AUTH_HEADER } from "../billing/account.ts";
+import {
+  billingCaller,
+  decodeWalletAuth,
+  keyThatMayAct,
+  ledgerToRead,
+  WALLET_AUTH_HEADER,
+} from "../billing/account.ts";
 import { readView } from "../chain/client.ts";
 import {
   idempotencyHeaders,
@@ -63,6 +69,9 @@ async function webhookCaller(c: Context<EdgeEnv>, use: "read" | "change"): Promi
     const caller = await billingCaller(config, { walletAuth }, "pay");
     return { master: caller.master, via: "wallet", wallet: caller.wallet };
   }
+  // A key that may act is found as a run's is (the key cache); any other is read live.
+  const acting = await keyThatMayAct(config, callerKey(c));
+  if (acting?.isMaster) return { master: acting.master, via: "api_key" };
   const { keyHash } = callerKey(c);
   const [master, live] = await readView(config, "billingOf", [keyHash], keyHash);
   if (master === 0n) throw new SigilError("invalid_api_key", "the API key is not valid");
