@@ -116,11 +116,17 @@ describe("a new account in the dashboard", () => {
     await checkLayouts(page, "wallets-list");
 
     await nav.getByRole("link", { name: "Playground" }).click();
-    await page.getByLabel("Script").fill(SIGN);
+    // The link changes the hash; the page follows on hashchange: until then the Wallets page (whose
+    // form has a "Wallet" field too) is the one shown.
+    await page.getByRole("heading", { level: 1, name: "Playground" }).waitFor();
     await page.getByLabel("Wallet").selectOption(wallet);
     const limits = await client.getSigilActionClientConfig();
     const most = `$${(Math.ceil(limits.timeout_ms / 1000) / 100).toFixed(2)}`;
     await expect.poll(() => page.getByTestId("run-most").textContent()).toContain(`at most ${most}`);
+    // The script is typed once the page has what it loads (its wallets, the run limits), and is
+    // what runs: the run's CID is the script's.
+    await page.getByLabel("Script").fill(SIGN);
+    await expect.poll(() => page.getByLabel("Script").inputValue()).toBe(SIGN);
     await page.getByRole("button", { name: "Run" }).click();
 
     // No group lets the script run: the refusal, and the offer to allow it.
