@@ -102,6 +102,7 @@ describe("a new account in the dashboard", () => {
 
     const nav = page.getByRole("navigation");
     await nav.getByRole("link", { name: "Wallets" }).click();
+    await page.getByRole("heading", { level: 1, name: "Wallets" }).waitFor();
     await page.getByLabel("Name").fill("signer");
     await page.getByRole("button", { name: "Create wallet" }).click();
     const made = page.getByRole("status").filter({ hasText: "Created" });

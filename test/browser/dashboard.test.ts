@@ -279,6 +279,7 @@ describe("the dashboard", () => {
     await page.getByText("Low balance").waitFor({ timeout: 30_000 });
     expect(await page.getByText("Nothing spent in the last 30 days.").isVisible()).toBe(true);
     await page.getByRole("navigation").getByRole("link", { name: "Playground" }).click();
+    await page.getByRole("heading", { level: 1, name: "Playground" }).waitFor();
     await page.getByRole("button", { name: "Run" }).click();
     await expect
       .poll(() => page.getByRole("alert").textContent(), { timeout: 30_000 })
@@ -316,6 +317,7 @@ describe("the dashboard", () => {
 
     const nav = page.getByRole("navigation");
     await nav.getByRole("link", { name: "Playground" }).click();
+    await page.getByRole("heading", { level: 1, name: "Playground" }).waitFor();
     await page.getByLabel("Script").fill(SIGN);
     const wallet = (await client.listGroups()).find((g) => g.group_name === "g")!.pkp_ids_permitted[0]!;
     await page.getByLabel("Wallet").selectOption(wallet);
@@ -323,11 +325,15 @@ describe("the dashboard", () => {
     await page.getByTestId("run-response").waitFor({ timeout: 60_000 });
 
     await nav.getByRole("link", { name: "Billing" }).click();
+
+    await page.getByRole("heading", { level: 1, name: "Billing" }).waitFor();
     await page.getByLabel("Amount in dollars").fill("5");
     await page.getByRole("button", { name: "Pay" }).click();
     await page.getByRole("status").filter({ hasText: "Paid" }).waitFor({ timeout: 60_000 });
 
     await nav.getByRole("link", { name: "Overview" }).click();
+
+    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
     await expect
       .poll(() => page.getByTestId("balance").textContent({ timeout: 30_000 }).then(cents))
       .toBe(before.balance + 500 - 1);

@@ -134,6 +134,7 @@ describe("a wallet's guardrail in the dashboard", () => {
 
     // The list badges it.
     await page.getByRole("navigation").getByRole("link", { name: "Wallets" }).click();
+    await page.getByRole("heading", { level: 1, name: "Wallets" }).waitFor();
     const row = page.getByRole("table", { name: /The account's wallets/ }).locator("tbody tr", { hasText: "treasury" });
     await row.locator(".badge", { hasText: "guarded" }).waitFor({ timeout: 30_000 });
     expect(

@@ -162,6 +162,8 @@ describe("the dashboard with a browser wallet", () => {
     await screenshots(page, "wallet-overview");
 
     await nav.getByRole("link", { name: "Keys" }).click();
+
+    await page.getByRole("heading", { level: 1, name: "Keys" }).waitFor();
     await page.getByLabel("Name").fill("browser runner");
     await page.getByLabel("Run in groups").fill("x");
     await page.getByRole("button", { name: "Register key" }).click();
