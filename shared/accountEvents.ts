@@ -99,9 +99,9 @@ export type AccountsNamed = {
   billingKeys: Set<bigint>;
 };
 
-/** The accounts a range's logs name, and what each event may have changed of them (eventScope). */
-export function accountsNamedBy(logs: ReadonlyArray<{ topics: readonly Hex[] }>): AccountsNamed {
-  const named: AccountsNamed = {
+/** Nothing named, nothing changed: what accountsNamedBy starts from (`over`: a test's own changes). */
+export function namedNothing(over: Partial<AccountsNamed> = {}): AccountsNamed {
+  return {
     everything: false,
     masters: new Set(),
     grantsChanged: new Set(),
@@ -109,7 +109,13 @@ export function accountsNamedBy(logs: ReadonlyArray<{ topics: readonly Hex[] }>)
     keys: new Set(),
     billingChanged: new Set(),
     billingKeys: new Set(),
+    ...over,
   };
+}
+
+/** The accounts a range's logs name, and what each event may have changed of them (eventScope). */
+export function accountsNamedBy(logs: ReadonlyArray<{ topics: readonly Hex[] }>): AccountsNamed {
+  const named = namedNothing();
   for (const log of logs) {
     const [selector, first, second] = log.topics;
     if (selector === undefined) continue;

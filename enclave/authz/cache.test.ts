@@ -3,7 +3,7 @@
 // usage key's expiration, coalesced misses, uncached failures, and invalidation.
 import type { Address } from "viem";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { AccountsNamed } from "../../shared/accountEvents.ts";
+import { namedNothing } from "../../shared/accountEvents.ts";
 import type { KeyResolution } from "../chain/client.ts";
 import { PermissionCache, type PermissionSource } from "./cache.ts";
 
@@ -391,16 +391,7 @@ describe("invalidation", () => {
 
   it("applyEvents drops by each event's scope: narrowed accounts whole, named keys alone, accounts that only gained their denials", async () => {
     await fillBothAccounts();
-    const named = (over: Partial<AccountsNamed>): AccountsNamed => ({
-      everything: false,
-      masters: new Set(),
-      grantsChanged: new Set(),
-      widened: new Set(),
-      keys: new Set(),
-      billingChanged: new Set(),
-      billingKeys: new Set(),
-      ...over,
-    });
+    const named = namedNothing;
     cache.applyEvents(named({ masters: new Set([MASTER_A]), widened: new Set([MASTER_A]) }));
     expect(cache.size).toBe(6); // A's two denials (USAGE_A2's and MASTER_A's answers)
     cache.applyEvents(named({ masters: new Set([MASTER_A]), keys: new Set([USAGE_A]) }));

@@ -41,7 +41,6 @@ export async function addUsageApiKey(
     ({ keyHash }) => ({ functionName: "setUsageApiKey", args: setUsageKeyArgs(keyHash, usageHash, input) }),
     { owner: true },
   );
-  enclave.cache.invalidateKey(usageHash);
   return { ...response, usage_api_key: usageKey };
 }
 

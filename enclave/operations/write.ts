@@ -1,6 +1,7 @@
 // One managed write on behalf of a caller: submitted by the payer pool, then the account's cached
 // permissions are dropped before the answer goes back (docs/design/keys-and-authz.md).
 import type { Hex } from "viem";
+import { accountsNamedBy } from "../../shared/accountEvents.ts";
 import type { EnclaveOperation, EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import type { WriteCall, WriteFunction, WriteResult } from "../payers/pool.ts";
 import { callerKey, type CallerKey, type Enclave, type RequestContext } from "./context.ts";
@@ -55,40 +56,20 @@ export async function submitWrite<F extends WriteFunction>(
   ctx: RequestContext,
   scope: { keyHash?: bigint; master: bigint },
 ): Promise<CallerWrite> {
+  let result: WriteResult | undefined;
   try {
-    const result = await enclave.payers.write(call, {
+    result = await enclave.payers.write(call, {
       log: ctx.log,
       ...(scope.keyHash === undefined ? {} : { keyHash: scope.keyHash }),
     });
     return { ...result, response: { success: true, transaction_hash: result.transactionHash } };
   } finally {
-    // Also on failure: a write that timed out waiting for its receipt may still land. A write by
-    // which the account only gains (its events are all `widened`, shared/accountEvents.ts) drops the
-    // account's denials and keeps its grants, so that the account's runs go on from the cache
-    // meanwhile (and through a chain outage); a write of one usage key drops that key's entries; any
-    // other drops all of the account.
-    if (WIDENING_WRITES.has(call.functionName)) enclave.cache.invalidateDenials(scope.master);
-    else if (KEY_WRITES.has(call.functionName))
-      enclave.cache.invalidateKey((call.args as readonly unknown[])[1] as bigint);
+    // The write's own events say what it changed, sorted as the listener will sort them when it reads
+    // them (shared/accountEvents.ts): one that only adds drops the account's denials and keeps its
+    // grants, so its runs go on from the cache (through a chain outage too); a usage key's, that key's
+    // entries; anything else, all of the account. Without a receipt (the write failed, or timed out
+    // waiting for one and may still land) all of the account goes.
+    if (result) enclave.cache.applyEvents(accountsNamedBy(result.receipt.logs));
     else enclave.cache.invalidateMaster(scope.master);
   }
 }
-
-/** The contract's writes that change one usage key alone (its hash their second argument): their events are all that key's. */
-const KEY_WRITES: ReadonlySet<WriteFunction> = new Set<WriteFunction>([
-  "setUsageApiKey",
-  "updateUsageApiKeyMetadata",
-  "removeUsageApiKey",
-  "setUsageKeyGuardrail",
-]);
-
-/** The contract's writes whose every event only adds to the account (a wallet, a group, an action, one of them to a group). */
-const WIDENING_WRITES: ReadonlySet<WriteFunction> = new Set<WriteFunction>([
-  "registerWalletDerivation",
-  "addGroup",
-  "addActionToGroup",
-  "addPkpToGroup",
-  "addAction",
-  "registerActions",
-  "updateActionMetadata",
-]);

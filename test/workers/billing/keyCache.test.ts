@@ -145,6 +145,9 @@ describe("the edge's key cache", () => {
       const balance = await edge("billing/balance", { key: seen });
       expect(balance.status, JSON.stringify(balance.body)).toBe(200);
       expectError(await edge("billing/balance", { key: unseen }), 503, "chain_unavailable");
+      // So do the webhook endpoints, which take the master key.
+      const webhooks = await edge("webhooks", { key: master });
+      expect(webhooks.status, JSON.stringify(webhooks.body)).toBe(200);
     } finally {
       await edgeChain("start");
     }
