@@ -37,8 +37,15 @@ export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
  */
 export const DEFAULT_KEY_POLL_MS = 2_000;
 
-/** How long an isolate's first charge after a quiet moment waits for others before its commit, in ms (SIGIL_LEASE_COMMIT_DELAY_MS; billing/lease.ts). */
-export const DEFAULT_COMMIT_DELAY_MS = 100;
+/**
+ * How long an isolate's first charge after a quiet moment waits for others before its commit, in ms
+ * (SIGIL_LEASE_COMMIT_DELAY_MS; billing/lease.ts). A second, the longest the Ledger's pacing asks for
+ * anyway: a commit costs the isolate's process about 2 ms of CPU when runs are few, so gathering a
+ * second of them keeps billing's cost a run under 0.3 ms at any rate (docs/operations/benchmarks.md);
+ * what it costs is that another isolate's reads show a run up to a second later (one's own isolate
+ * commits before it reads), and a settled run's webhook waits as long.
+ */
+export const DEFAULT_COMMIT_DELAY_MS = 1_000;
 
 /** Blocks per eth_getLogs when SIGIL_AUDIT_WINDOW_BLOCKS does not say (Base's public RPC and most providers take 10,000). */
 export const DEFAULT_AUDIT_WINDOW_BLOCKS = 10_000;

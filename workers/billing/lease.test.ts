@@ -208,7 +208,8 @@ describe("the Ledger's pace", () => {
     // 1 + 100 leases live now: 101 isolates' commits, each every 202 ms, are 500 a second.
     expect(await paceWith(100)).toBe(Math.floor((101 * 1_000) / LEDGER_COMMITS_PER_SECOND));
     expect(await paceWith(600)).toBe(1_000);
-  });
+    // 701 leases, each a transaction: under the whole suite's load that is seconds, not the default 5.
+  }, 30_000);
 });
 
 describe("the enclaves' settlements of runs (settleRuns)", () => {

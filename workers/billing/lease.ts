@@ -16,6 +16,7 @@
 // charges it in full under its own billing ref, as an expired hold is charged, unless its enclave
 // settles it first; a run that began and ended between two commits never needs to be.
 import type { Logger } from "../../shared/log.ts";
+import { DEFAULT_COMMIT_DELAY_MS } from "../config.ts";
 import type { Ledger } from "./ledger.ts";
 import type {
   CommitResult,
@@ -41,8 +42,8 @@ export const LEASE_MARGIN_MS = 5 * 60_000;
 const KEEP_RUNS = 4;
 /** How many times a commit is tried before whoever waits on its charges is told its error. */
 const COMMIT_ATTEMPTS = 3;
-/** How long the first charge after a quiet moment waits for others to commit with, unless the lease is told otherwise (SIGIL_LEASE_COMMIT_DELAY_MS). */
-export const COMMIT_DELAY_MS = 100;
+/** How long the first charge after a quiet moment waits for others to commit with, unless the lease is told otherwise (SIGIL_LEASE_COMMIT_DELAY_MS; config.ts says why a second). */
+export const COMMIT_DELAY_MS = DEFAULT_COMMIT_DELAY_MS;
 /** How many failed commits in a row a scheduled commit makes before it leaves its charges to the next request. */
 const DRAIN_ATTEMPTS = 5;
 /** How often a request whose charge waits for another request's commit looks whether it is done. */
