@@ -175,6 +175,16 @@ export interface SigilActions {
   getPublicKey(args: WalletArgs): Promise<Hex>;
   /** The wallet's private key: `0x` followed by 64 hex digits. Counts as a wallet operation like the others. */
   getPrivateKey(args: WalletArgs): Promise<Hex>;
+  /** The wallet's Solana address: its Ed25519 public key in base58 (a key of its own, derived beside its EVM key). */
+  getSolanaAddress(args: WalletArgs): Promise<string>;
+  /** Signs `message`'s bytes (text as UTF-8) with the wallet's Solana key, plain Ed25519; resolves to the 64-byte signature in base58. */
+  signSolanaMessage(args: WalletArgs & { message: SignableMessage }): Promise<string>;
+  /**
+   * Signs a Solana wire transaction (base64, legacy or v0, as @solana/kit's getBase64EncodedWireTransaction
+   * makes it) in the slot of the wallet's Solana address, keeping the other signers' signatures;
+   * resolves to the transaction, base64, ready for sendTransaction. The address must be one of its signers.
+   */
+  signSolanaTransaction(args: WalletArgs & { transaction: string }): Promise<string>;
   /** Encrypts with the wallet's AES-256-GCM key; resolves to `nonce(12) ‖ ciphertext ‖ tag(16)` as hex. */
   encrypt(args: WalletArgs & { plaintext: SignableMessage }): Promise<Hex>;
   /** Decrypts what `encrypt` made with the same wallet; resolves to the plaintext as UTF-8 text. */

@@ -298,8 +298,10 @@ describe("sigil_action's public body", () => {
 });
 
 describe("the operation table", () => {
-  it("holds every operation a client's request becomes, with that operation's schemas, and the enclave's own reads (health, attestation)", () => {
-    expect(Object.keys(operations).sort()).toEqual([...enclaveOperations, "health", "attestation"].sort());
+  it("holds every operation a client's request becomes, with that operation's schemas, and the enclave's own reads (health, attestation, the lists' Solana addresses)", () => {
+    expect(Object.keys(operations).sort()).toEqual(
+      [...enclaveOperations, "health", "attestation", "solana_addresses"].sort(),
+    );
     for (const op of enclaveOperations) {
       expect(operations[op].input, op).toBe(requestSchemas[op]);
       expect(operations[op].output, op).toBe(responseSchemas[op]);

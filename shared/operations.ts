@@ -13,6 +13,7 @@ import { canonicalCid } from "./cid.ts";
 import { isExposed, type ErrorCode } from "./errors.ts";
 import { guardrailDocumentSchema } from "./guardrails/evaluate.ts";
 import { permissionFields } from "./permissions.ts";
+import { SIGNED_KINDS } from "./receipt.ts";
 
 /** Every operation a client's request becomes, by its name (the public endpoint's). */
 export const enclaveOperations = [
@@ -298,7 +299,7 @@ const receiptFields = {
           .describe("true for the action identity of the run's code, false for a wallet of the account"),
         signed: z.array(
           z.strictObject({
-            kind: z.enum(["message", "typed_data", "transaction", "hash"]),
+            kind: z.enum(SIGNED_KINDS),
             digest: hex32,
             rule: z.string().optional().describe("with a guardrail: the rule that allowed it"),
           }),
@@ -310,7 +311,7 @@ const receiptFields = {
         refused: z
           .array(
             z.strictObject({
-              kind: z.enum(["message", "typed_data", "transaction", "hash", "export"]),
+              kind: z.enum([...SIGNED_KINDS, "export"]),
               digest: hex32.optional(),
               rule: z.string(),
             }),
@@ -383,7 +384,7 @@ export const sigilActionResponseSchema = z.object({
           z.object({
             wallet: z.string().describe("the wallet (or the code's action identity) asked to sign"),
             action: z.boolean(),
-            kind: z.enum(["message", "typed_data", "transaction", "hash", "export"]),
+            kind: z.enum([...SIGNED_KINDS, "export"]),
             digest: z.string().nullable().describe("what would have been signed; null for an export"),
             allowed: z.boolean(),
             rule: z.string().nullable().describe("the guardrail's deciding rule; null without a guardrail"),
@@ -437,9 +438,25 @@ const WRITE_ONLY = [
   "convert_to_chain_secured_account",
 ] as const;
 
+/** A wallet's Solana address, beside its EVM address in every answer that names a new wallet. */
+const solanaAddress = z
+  .string()
+  .describe("the wallet's Solana address: base58 of the Ed25519 key the enclave derives beside its EVM key");
+
 export const responseSchemas = {
-  new_account: z.object({ ...write, api_key: z.string(), wallet_address: z.string(), account_id: z.string() }),
-  create_wallet: z.object({ ...write, wallet_address: z.string(), wallet_id: z.string() }),
+  new_account: z.object({
+    ...write,
+    api_key: z.string(),
+    wallet_address: z.string(),
+    solana_address: solanaAddress,
+    account_id: z.string(),
+  }),
+  create_wallet: z.object({
+    ...write,
+    wallet_address: z.string(),
+    solana_address: solanaAddress,
+    wallet_id: z.string(),
+  }),
   add_usage_api_key: z.object({ ...write, usage_api_key: z.string() }),
   add_group: z.object({ ...write, group_id: z.string() }),
   add_action_to_group: z.object({ ...write, hashed_cid: z.string() }),
@@ -464,6 +481,7 @@ export const responseSchemas = {
   >),
   create_wallet_with_signature: z.object({
     wallet_address: z.string(),
+    solana_address: solanaAddress,
     derivation_path: z.string(),
     master_wallet_address: z
       .string()
@@ -477,6 +495,7 @@ export const responseSchemas = {
   add_usage_api_key_with_signature: z.object({
     usage_api_key: z.string(),
     wallet_address: z.string(),
+    solana_address: solanaAddress,
     derivation_path: z.string(),
     usage_api_key_hash: z.string(),
   }),
@@ -559,6 +578,23 @@ const writeOp = <Op extends EnclaveOperation>(
 /** An operation on signed typed data: its codes and its body limit. */
 const SIGNED_SPEC = { errors: SIGNED, bodyLimit: TYPED_DATA_BODY_LIMIT };
 
+/**
+ * The Solana addresses of some of the caller's wallets (at most a page of a list), which only the
+ * enclave can derive: the edge asks for those of a list page it has not seen before and keeps them
+ * (an address never changes). Any live key of the account may ask; a wallet not of its account is
+ * left out of the answer.
+ */
+export const solanaAddressesInputSchema = z.strictObject({
+  api_key: apiKeyField,
+  wallets: z
+    .array(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a wallet address"))
+    .min(1)
+    .max(MAX_LIST),
+});
+export const solanaAddressesOutputSchema = z.object({
+  solana_addresses: z.record(z.string(), z.string()).describe("wallet address (lowercase) → Solana address"),
+});
+
 /** The enclave's whole health report (health.ts), which the edge's /health reads. */
 export const healthOutputSchema = z.record(z.string(), z.unknown());
 
@@ -609,6 +645,13 @@ export const operations = {
     kind: "run" as OperationKind,
     bodyLimit: SCRIPT_BODY_LIMIT,
     errors: [...KEYED, "compile_error", "not_found", "executor_busy", "ipfs_unavailable", "wallet_not_found"],
+  },
+  solana_addresses: {
+    input: solanaAddressesInputSchema,
+    output: solanaAddressesOutputSchema,
+    kind: "read" as OperationKind,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    errors: KEYED,
   },
   health: {
     input: z.strictObject({}),

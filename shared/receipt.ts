@@ -33,14 +33,25 @@ export const RECEIPT_VERSION = 2;
 /** The label of the receipt key's report data: a quote made for the channel or a nonce never passes for it. */
 export const RECEIPT_KEY_LABEL = "sigil-receipt-v1:";
 
-/** What a wallet signed: an EIP-191 message, EIP-712 typed data, a transaction, or a raw 32-byte hash. */
-export const SIGNED_KINDS = ["message", "typed_data", "transaction", "hash"] as const;
+/**
+ * What a wallet signed: an EIP-191 message, EIP-712 typed data, a transaction, or a raw 32-byte hash
+ * with its EVM key; a message or a transaction's message with its Solana key.
+ */
+export const SIGNED_KINDS = [
+  "message",
+  "typed_data",
+  "transaction",
+  "hash",
+  "solana_message",
+  "solana_transaction",
+] as const;
 export type SignedKind = (typeof SIGNED_KINDS)[number];
 
 /**
  * One signature a script made: its kind and the 32-byte digest the key signed (the EIP-191 hash of
  * the message, the EIP-712 hash of the typed data, keccak256 of the unsigned serialized
- * transaction, the hash itself). Never the key.
+ * transaction, the hash itself) — or, for a Solana signature, which signs bytes and not a digest,
+ * SHA-256 of the bytes signed (the message; the transaction's message). Never the key.
  */
 export type SignedDigest = {
   kind: SignedKind;

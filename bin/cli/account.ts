@@ -39,6 +39,7 @@ const create: Command = {
       ["api key", `${answer.api_key}   (shown once: keep it)`],
       ["account", answer.account_id],
       ["master wallet", answer.wallet_address],
+      ["master wallet (Solana)", answer.solana_address],
     ]);
     if (values.save) {
       // Made against the local stack: the profile follows its local.json, not today's port.

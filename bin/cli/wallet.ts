@@ -8,7 +8,7 @@ import { collect } from "../../sdk/src/reads.ts";
 
 const create: Command = {
   name: "wallet create",
-  summary: "create a wallet; prints its address and id",
+  summary: "create a wallet; prints its EVM and Solana addresses and its id",
   usage: `[--name NAME] [--description TEXT] [--sign [--keystore FILE] [--rpc-url URL]]
 
   Creates a wallet for the key's account (the master key, or a usage key that may create
@@ -23,6 +23,7 @@ const create: Command = {
       const answer = await ctx.keyed().createWallet(given(values, { name: "name", description: "description" }));
       ctx.wrote(answer, [
         ["wallet", answer.wallet_address],
+        ["solana", answer.solana_address],
         ["id", answer.wallet_id],
       ]);
       return;
@@ -39,6 +40,7 @@ const create: Command = {
     });
     ctx.wrote(wallet, [
       ["wallet", wallet.wallet_address],
+      ["solana", wallet.solana_address],
       ["derivation path", wallet.derivation_path],
       ["account", wallet.account_id],
     ]);
@@ -51,7 +53,8 @@ const list: Command = {
   usage: `[--group ID]
 
   Lists the account's wallets (id 0 is the account's master wallet), or with --group those the
-  group permits ("any" stands for every wallet of the account).`,
+  group permits ("any" stands for every wallet of the account), each with its EVM address and
+  its Solana address.`,
   options: valued("group"),
   async run({ values, ctx }) {
     const client = ctx.keyed();
@@ -60,6 +63,7 @@ const list: Command = {
     ctx.list(await collect(pages), "no wallets", [
       ["ID", (w) => w.id],
       ["ADDRESS", (w) => w.wallet_address],
+      ["SOLANA", (w) => w.solana_address ?? "-"],
       ["NAME", (w) => w.name],
       ["DESCRIPTION", (w) => w.description],
     ]);

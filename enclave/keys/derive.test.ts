@@ -2,7 +2,9 @@
 // test root, an independent re-derivation of the HKDF info layout, and the Keyring's properties.
 // The vectors were computed once from derive.ts and pasted here: if any of them changes, every
 // wallet address users hold changes with it, so a failure here is never "just update the constant".
+import { ed25519 } from "@noble/curves/ed25519";
 import { secp256k1 } from "@noble/curves/secp256k1";
+import { createKeyPairFromPrivateKeyBytes, getAddressFromPublicKey, getBase58Encoder } from "@solana/kit";
 import { hkdf } from "@noble/hashes/hkdf";
 import { sha256 } from "@noble/hashes/sha2";
 import { keccak_256 } from "@noble/hashes/sha3";
@@ -33,6 +35,8 @@ const VECTORS = {
   fixedUsageKeyHash: 0x2331df065d93dcfb82098d09e344a2cc114e3daa71535ec9f740678096f13824n,
   /** The usage-key wallet of FIXED_USAGE_KEY under the fixed master key's account. */
   usageKeyWallet: "0xcA6c175B051e294f309e37c49DB0bF81Df1F41E2",
+  /** The Solana address of wallet (1, 2). */
+  solana_1_2: "DrieaSzgi7KzGJuJRtoVsf9TGmu3C8WfueZxVacMyuJG",
 } as const;
 
 // ── an independent implementation of the spec's layout, sharing no code with derive.ts ──
@@ -106,6 +110,27 @@ describe("info layout, re-derived from first principles with @noble/hashes", () 
     const derived = keyring().pkpKey(1n, 2n);
     expect(bytesToHex(derived.privateKey)).toBe(expected);
     expect(privateKeyToAddress(expected)).toBe(VECTORS.pkp_1_2);
+  });
+
+  it('Solana key: info = "pkp-sol" ‖ uint256(master) ‖ uint256(derivation), HKDF output as the Ed25519 seed, its public key in base58', async () => {
+    const seed = hkdf(sha256, root(), utf8("sigil/v1"), cat(utf8("pkp-sol"), be(1n, 32), be(2n, 32)), 32);
+    const derived = keyring().solanaKey(1n, 2n);
+    expect(derived.seed).toEqual(seed);
+    expect(derived.address).toBe(
+      await getAddressFromPublicKey((await createKeyPairFromPrivateKeyBytes(seed)).publicKey),
+    );
+    expect(derived.address).toBe(VECTORS.solana_1_2);
+    expect(getBase58Encoder().encode(derived.address)).toEqual(ed25519.getPublicKey(seed));
+    expect(keyring().solanaAddress(1n, 2n)).toBe(VECTORS.solana_1_2);
+  });
+
+  it("a wallet's Solana seed is neither its signing key nor its encryption key, and differs per account and derivation", () => {
+    const k = keyring();
+    const seed = k.solanaKey(1n, 2n).seed;
+    expect(seed).not.toEqual(k.pkpKey(1n, 2n).privateKey);
+    expect(seed).not.toEqual(k.pkpEncryptionKey(1n, 2n));
+    expect(k.solanaAddress(2n, 2n)).not.toBe(VECTORS.solana_1_2);
+    expect(k.solanaAddress(1n, 3n)).not.toBe(VECTORS.solana_1_2);
   });
 
   it('PKP encryption key: info = "pkp-enc" ‖ uint256(master) ‖ uint256(derivation), HKDF output as-is', () => {
@@ -241,6 +266,7 @@ describe("Keyring properties", () => {
     k.destroy();
     expect(() => k.pkpKey(1n, 2n)).toThrow(/destroyed/);
     expect(() => k.pkpEncryptionKey(1n, 2n)).toThrow(/destroyed/);
+    expect(() => k.solanaKey(1n, 2n)).toThrow(/destroyed/);
     expect(() => k.payerKey(0)).toThrow(/destroyed/);
     expect(() => k.actionKey(FIXED_CID)).toThrow(/destroyed/);
     expect(() => k.accountMasterWallet(1n)).toThrow(/destroyed/);

@@ -1,13 +1,16 @@
 // Every key the enclave uses, derived from the one root secret R (docs/design/keys-and-authz.md):
 // HKDF-SHA256(ikm = R, salt = "sigil/v1", info = purpose ‖ inputs), 32 bytes, reduced to a valid
-// secp256k1 scalar. Nothing derived here is stored: callers zero the bytes when done.
+// secp256k1 scalar (a wallet's Solana key takes the 32 bytes as its Ed25519 seed). Nothing derived
+// here is stored: callers zero the bytes when done.
 import { createSecretKey, hkdfSync, type KeyObject } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { sha256 } from "@noble/hashes/sha2";
 import { concatBytes as concat } from "@noble/hashes/utils";
 import { bytesToHex, getAddress, type Address, type Hex } from "viem";
+import type { Address as SolanaAddress } from "@solana/addresses";
 import { publicKeyOf } from "./ecdsa.ts";
+import { solanaAddressOf } from "./ed25519.ts";
 import { Recent } from "../../shared/recent.ts";
 
 const SALT = new TextEncoder().encode("sigil/v1");
@@ -55,6 +58,9 @@ export function addressOf(privateKey: Uint8Array): Address {
   return getAddress(bytesToHex(keccak_256(publicKey.subarray(1)).subarray(12)));
 }
 
+/** A wallet's Solana key: its Ed25519 seed and its address (the public key, base58). Zero `seed` after use. */
+export type SolanaKey = { seed: Uint8Array; address: SolanaAddress };
+
 /** Addresses remembered per derivation input; each is public, and recomputing one costs a curve multiplication. */
 const ADDRESS_CACHE_MAX = 50_000;
 
@@ -76,6 +82,8 @@ export class Keyring {
    * the per-operation path. Same root, same info → same key → same address, so this is exact.
    */
   readonly #addresses = new Recent<string, Address>(ADDRESS_CACHE_MAX);
+  /** The same for wallets' Solana addresses (an Ed25519 multiplication each). */
+  readonly #solanaAddresses = new Recent<string, SolanaAddress>(ADDRESS_CACHE_MAX);
 
   constructor(root: Uint8Array) {
     if (root.length !== 32) throw new RangeError("the root key must be 32 bytes");
@@ -116,6 +124,25 @@ export class Keyring {
     return key.address;
   }
 
+  /**
+   * A wallet's Solana key: the Ed25519 seed `"pkp-sol" ‖ master ‖ derivation` (its own label, so
+   * neither of a wallet's keys says anything about the other) and its address, the public key in
+   * base58. Zero `seed` after use.
+   */
+  solanaKey(master: bigint, derivation: bigint): SolanaKey {
+    const info = concat(text("pkp-sol"), u256(master), u256(derivation));
+    const seed = this.#okm(info);
+    const id = Buffer.from(info).toString("hex");
+    return { seed, address: this.#solanaAddresses.getOrMake(id, () => solanaAddressOf(seed)) };
+  }
+
+  /** A wallet's Solana address alone (its seed zeroed here). */
+  solanaAddress(master: bigint, derivation: bigint): SolanaAddress {
+    const key = this.solanaKey(master, derivation);
+    key.seed.fill(0);
+    return key.address;
+  }
+
   /** A wallet's AES-256-GCM key for encrypt/decrypt — never its signing key. */
   pkpEncryptionKey(master: bigint, derivation: bigint): Uint8Array {
     return this.#okm(concat(text("pkp-enc"), u256(master), u256(derivation)));
@@ -150,6 +177,7 @@ export class Keyring {
     this.#destroyed = true;
     this.#rootKey = undefined;
     this.#addresses.clear();
+    this.#solanaAddresses.clear();
   }
 }
 

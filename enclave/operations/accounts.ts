@@ -26,5 +26,11 @@ export async function newAccount(
     { master },
   );
   ctx.log.info("account created", { account: toHash32(master).slice(0, 8) });
-  return { ...response, api_key: apiKey, wallet_address: amw.toLowerCase(), account_id: toHash32(master) };
+  return {
+    ...response,
+    api_key: apiKey,
+    wallet_address: amw.toLowerCase(),
+    solana_address: enclave.keyring.solanaAddress(master, master),
+    account_id: toHash32(master),
+  };
 }

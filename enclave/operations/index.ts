@@ -30,7 +30,7 @@ import {
   updateUsageApiKey,
   updateUsageApiKeyMetadata,
 } from "./usageKeys.ts";
-import { createWallet, setWalletGuardrail } from "./wallets.ts";
+import { createWallet, setWalletGuardrail, solanaAddresses } from "./wallets.ts";
 
 type Handler<Op extends OperationName> = (
   enclave: Enclave,
@@ -87,6 +87,7 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
     create_wallet_with_signature: createWalletWithSignature,
     add_usage_api_key_with_signature: addUsageApiKeyWithSignature,
     sigil_action: sigilAction,
+    solana_addresses: solanaAddresses,
     health: () => parts.health(),
     attestation: async (_enclave, input, ctx) => {
       const ids = {

@@ -97,8 +97,9 @@ function offerKeys(enclave: Enclave, run: RunSubject): OfferedKey[] {
 
 /**
  * A wallet's key from (master, its on-chain derivation), or undefined (the derived key zeroed) when
- * it does not derive to the wallet's address; with its encryption key when asked. The one place both
- * a script's request (provideKey) and an offer (offerKeys) make a wallet's key.
+ * it does not derive to the wallet's address; with its encryption key when asked, or its Solana key
+ * (Ed25519 seed) instead when asked for that. The one place both a script's request (provideKey) and
+ * an offer (offerKeys) make a wallet's key.
  */
 function walletKey(
   enclave: Enclave,
@@ -106,11 +107,16 @@ function walletKey(
   wallet: Address,
   derivation: bigint,
   encryption: boolean,
+  solana = false,
 ): KeyMaterial | undefined {
   const derived = enclave.keyring.pkpKey(master, derivation);
   if (derived.address.toLowerCase() !== wallet) {
     derived.privateKey.fill(0);
     return undefined;
+  }
+  if (solana) {
+    derived.privateKey.fill(0);
+    return { privateKey: enclave.keyring.solanaKey(master, derivation).seed };
   }
   return encryption
     ? { privateKey: derived.privateKey, encryptionKey: enclave.keyring.pkpEncryptionKey(master, derivation) }
@@ -267,7 +273,7 @@ export async function sigilAction(
       throw err;
     }
     uses.note(provided.address, request.kind === "action", request.use, provided.decision);
-    if (request.kind === "wallet") noteHint(run, provided.address, request.encryption);
+    if (request.kind === "wallet" && !request.solana) noteHint(run, provided.address, request.encryption);
     return provided.material;
   };
   const offer = {
@@ -598,10 +604,35 @@ async function provideKey(
   // Lowercase, not checksummed: the checksum is a keccak256 per operation, and nothing here needs it.
   const wallet = request.pkpId.toLowerCase() as Address;
   const { grant, decision } = await authorizeWallet(enclave, run, wallet, request);
-  const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption);
+  const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption, request.solana);
   if (!material)
     throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
+  // A Solana transaction the wallet is not a signer of gets no signature: refused here, before the
+  // run's receipt records the signature as made.
+  if (request.solana && request.signs?.kind === "solana_transaction") {
+    const address = enclave.keyring.solanaAddress(run.master, grant.derivation);
+    if (!(await solanaSignersOf(request.signs.message)).includes(address)) {
+      material.privateKey.fill(0);
+      throw new CodedError(
+        "script_error",
+        `signSolanaTransaction: the transaction does not name the wallet's Solana address ${address} among its signers`,
+      );
+    }
+  }
   return { material, address: wallet, ...(decision ? { decision } : {}) };
+}
+
+let solanaKit: Promise<typeof import("@solana/kit")> | undefined;
+
+/** The signers a compiled Solana transaction message names (its first static accounts), or none when it is not one. */
+async function solanaSignersOf(message: Uint8Array): Promise<string[]> {
+  const kit = await (solanaKit ??= import("@solana/kit"));
+  try {
+    const compiled = kit.getCompiledTransactionMessageDecoder().decode(message);
+    return compiled.staticAccounts.slice(0, compiled.header.numSignerAccounts);
+  } catch {
+    return [];
+  }
 }
 
 /**

@@ -76,6 +76,7 @@ export const createWalletWithSignature = signedDerivation<"create_wallet_with_si
     const derivation = newDerivation();
     return {
       wallet_address: enclave.keyring.pkpAddress(master, derivation).toLowerCase(),
+      solana_address: enclave.keyring.solanaAddress(master, derivation),
       derivation_path: derivationPath(derivation),
       master_wallet_address: enclave.keyring.pkpAddress(master, master).toLowerCase(),
       account_id: toHash32(master),
@@ -94,6 +95,7 @@ export const addUsageApiKeyWithSignature = signedDerivation<"add_usage_api_key_w
     return {
       usage_api_key: apiKey,
       wallet_address: enclave.keyring.pkpAddress(master, hash).toLowerCase(),
+      solana_address: enclave.keyring.solanaAddress(master, hash),
       derivation_path: derivationPath(hash),
       usage_api_key_hash: toHash32(hash),
     };

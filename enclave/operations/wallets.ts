@@ -1,16 +1,23 @@
 // Wallets (PKPs) of managed accounts: derived here from a fresh random derivation, registered on
 // chain by a payer. The key itself is never stored; only (account, derivation) is.
-import { keccak256, toBytes } from "viem";
+import { keccak256, toBytes, type Address } from "viem";
+import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
+import { apiKeyHash } from "../../shared/hashing.ts";
+import type { OperationOutput, ParsedInput } from "../../shared/operations.ts";
 import { canonicalJson } from "../../shared/canonicalJson.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { Guardrail } from "../../shared/guardrails/schema.ts";
 import { newDerivation } from "../keys/derive.ts";
-import { toWalletAddress } from "./context.ts";
+import { isPastExpiry, readChain, toWalletAddress, type Enclave } from "./context.ts";
 import { managedWrite } from "./write.ts";
+
+/** The Solana address of the wallet each create_wallet request registers, made with its derivation in `call` and answered. */
+const solanaAddressOf = new WeakMap<object, string>();
 
 export const createWallet = managedWrite<"create_wallet">({
   call: (input, { keyHash, resolution }, enclave) => {
     const derivation = newDerivation();
+    solanaAddressOf.set(input, enclave.keyring.solanaAddress(resolution.master, derivation));
     return {
       functionName: "registerWalletDerivation",
       args: [
@@ -23,17 +30,57 @@ export const createWallet = managedWrite<"create_wallet">({
     };
   },
   // The receipt's event names the wallet the contract registered, and its id.
-  answer: ({ response, events }) => {
+  answer: ({ response, events }, input) => {
     const registered = events.find((e) => e.eventName === "WalletRegistered");
-    if (registered?.eventName !== "WalletRegistered")
+    const solana = solanaAddressOf.get(input);
+    if (registered?.eventName !== "WalletRegistered" || solana === undefined)
       throw new SigilError("internal_error", "the wallet was registered but its id could not be read from the receipt");
     return {
       ...response,
       wallet_address: registered.args.wallet.toLowerCase(),
+      solana_address: solana,
       wallet_id: registered.args.walletId.toString(),
     };
   },
 });
+
+/**
+ * The Solana addresses of some of the caller's wallets (shared/operations.ts solana_addresses): each
+ * wallet's derivation read from the chain with the caller's key — 0, and so left out, for a wallet
+ * that is not its account's — and its Solana key derived from it; only the address leaves.
+ */
+export async function solanaAddresses(
+  enclave: Enclave,
+  input: ParsedInput<"solana_addresses">,
+): Promise<OperationOutput<"solana_addresses">> {
+  const keyHash = apiKeyHash(input.api_key);
+  const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
+  // Any key that may read the account's lists: its master key (also once converted), a live usage key.
+  if (resolution.master === 0n || (!resolution.isMaster && (!resolution.live || isPastExpiry(resolution))))
+    throw new SigilError("invalid_api_key", "the API key is not a live key of an account");
+  const { client, contract } = enclave.chain;
+  const wallets = [...new Set(input.wallets.map((w) => w.toLowerCase() as Address))];
+  const derivations = await readChain(
+    () =>
+      Promise.all(
+        wallets.map((wallet) =>
+          client.readContract({
+            address: contract,
+            abi: accountConfigAbi,
+            functionName: "getWalletDerivation",
+            args: [keyHash, wallet],
+          }),
+        ),
+      ),
+    keyHash,
+  );
+  const out: Record<string, string> = {};
+  wallets.forEach((wallet, i) => {
+    const derivation = derivations[i] ?? 0n;
+    if (derivation !== 0n) out[wallet] = enclave.keyring.solanaAddress(resolution.master, derivation);
+  });
+  return { solana_addresses: out };
+}
 
 /**
  * A wallet's guardrail set (or removed, with null) by the account's master key: the document as

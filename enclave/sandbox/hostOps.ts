@@ -13,6 +13,7 @@ import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
 import type { SignRequest } from "../../shared/guardrails/evaluate.ts";
 import type { SignedKind } from "../../shared/receipt.ts";
 import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
+import { ed25519Sign, solanaAddressOf } from "../keys/ed25519.ts";
 import type { SandboxLimits } from "../config.ts";
 import type { ByteBudget, FetchPolicy, GuardedRequest, Resolver } from "./net/guardedFetch.ts";
 import { CodedError, type RunHost } from "./runtime.ts";
@@ -20,6 +21,10 @@ import { CodedError, type RunHost } from "./runtime.ts";
 let viemModule: Promise<typeof import("viem")> | undefined;
 /** viem, loaded at its first use in this worker. */
 const viem = () => (viemModule ??= import("viem"));
+
+let solanaModule: Promise<typeof import("@solana/kit")> | undefined;
+/** @solana/kit (wire transactions, base58), loaded at the first Solana signature in this worker. */
+const solanaKit = () => (solanaModule ??= import("@solana/kit"));
 
 let netModule: Promise<typeof import("./net/guardedFetch.ts")> | undefined;
 /** The fetch guard and its resolver, loaded at the first fetch in this worker. */
@@ -48,7 +53,16 @@ export type KeyMaterial = { privateKey: Uint8Array; encryptionKey?: Uint8Array }
  */
 export type KeyUse = { kind: SignedKind; digest: Hex } | { kind: "export" };
 
-export type KeyRequest = ({ kind: "wallet"; pkpId: string; encryption: boolean } | { kind: "action"; cid: string }) & {
+export type KeyRequest = (
+  | {
+      kind: "wallet";
+      pkpId: string;
+      encryption: boolean;
+      /** The wallet's Solana key (its Ed25519 seed) instead of its EVM key. */
+      solana?: true;
+    }
+  | { kind: "action"; cid: string }
+) & {
   use?: KeyUse;
   /**
    * What the key will sign, parsed (or its export): the service thread checks it against the
@@ -282,6 +296,93 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
   };
 }
 
+/** Whether `bytes` are, whole, a compiled Solana transaction message (legacy or v0) with a signer. */
+function isTransactionMessage(kit: typeof import("@solana/kit"), bytes: Uint8Array): boolean {
+  try {
+    const [message, end] = kit.getCompiledTransactionMessageDecoder().read(bytes, 0);
+    return end === bytes.length && message.header.numSignerAccounts > 0 && message.staticAccounts.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+/** A dry run's stand-in for an Ed25519 signature: 64 zero bytes. */
+const ZERO_ED25519 = new Uint8Array(64);
+
+/**
+ * Signatures with a wallet's Solana key (its Ed25519 seed, keys/derive.ts solanaKey): its address, a
+ * message's signature (base58, as Solana shows signatures), and a wire transaction (base64, as
+ * @solana/kit's getBase64EncodedWireTransaction makes it, legacy or v0) signed in the wallet's slot,
+ * the other signers' signatures kept. The receipt records SHA-256 of the bytes signed.
+ */
+function solanaOperations({ withKey, wallet }: Keys): AsyncOps {
+  const solanaWallet = (op: string, args: Args, use?: KeyUse, signs?: SignRequest): KeyRequest => {
+    const request = wallet(op, args, false, use, signs);
+    return request.kind === "wallet" ? { ...request, solana: true } : request;
+  };
+  /** A signature over `message` with the Solana key: the receipt records SHA-256 of the bytes, the guardrail sees them. */
+  const solanaSigning = (
+    op: string,
+    args: Args,
+    kind: "solana_message" | "solana_transaction",
+    message: Uint8Array,
+  ): KeyRequest => solanaWallet(op, args, { kind, digest: bytesToHex(sha256(message)) }, { kind, message });
+  return {
+    getSolanaAddress: (args) => withKey(solanaWallet("getSolanaAddress", args), (k) => solanaAddressOf(k.privateKey)),
+    signSolanaMessage: async (args) => {
+      const m = messageOf("signSolanaMessage", args.message);
+      const message = typeof m === "string" ? utf8ToBytes(m) : hexToBytes(m.raw);
+      const kit = await solanaKit();
+      // A transaction's message signed as a message is a signed transaction: it goes through
+      // signSolanaTransaction, so that what the receipt and a guardrail see is what it is.
+      if (isTransactionMessage(kit, message))
+        throw new CodedError(
+          null,
+          "signSolanaMessage: these bytes are a Solana transaction's message; sign it with signSolanaTransaction",
+          "TypeError",
+        );
+      const { getBase58Decoder } = kit;
+      return withKey(
+        solanaSigning("signSolanaMessage", args, "solana_message", message),
+        (k) => getBase58Decoder().decode(ed25519Sign(k.privateKey, message)),
+        () => getBase58Decoder().decode(ZERO_ED25519),
+      );
+    },
+    signSolanaTransaction: async (args) => {
+      if (typeof args.transaction !== "string" || args.transaction.length === 0)
+        throw new CodedError(
+          null,
+          "signSolanaTransaction: transaction must be a base64 wire transaction (getBase64EncodedWireTransaction)",
+          "TypeError",
+        );
+      const kit = await solanaKit();
+      let transaction: ReturnType<ReturnType<typeof kit.getTransactionDecoder>["decode"]>;
+      try {
+        transaction = kit.getTransactionDecoder().decode(Buffer.from(args.transaction, "base64"));
+      } catch (err) {
+        throw new CodedError(null, `signSolanaTransaction: not a wire transaction: ${shortMessage(err)}`, "TypeError");
+      }
+      const message = new Uint8Array(transaction.messageBytes);
+      const signed = (address: string, signature: Uint8Array) => {
+        if (!(address in transaction.signatures))
+          throw new CodedError(
+            null,
+            `signSolanaTransaction: the transaction does not name the wallet's Solana address ${address} among its signers`,
+            "TypeError",
+          );
+        const signatures = { ...transaction.signatures, [address]: signature } as typeof transaction.signatures;
+        return Buffer.from(kit.getTransactionEncoder().encode({ ...transaction, signatures })).toString("base64");
+      };
+      return withKey(
+        solanaSigning("signSolanaTransaction", args, "solana_transaction", message),
+        (k) => signed(solanaAddressOf(k.privateKey), ed25519Sign(k.privateKey, message)),
+        // The transaction as it came: a dry run holds no key, so it cannot say which slot is the wallet's.
+        () => args.transaction as string,
+      );
+    },
+  };
+}
+
 /** Encryption to and from a wallet's own AES-GCM key. */
 function encryptionOperations({ withKey, wallet }: Keys): AsyncOps {
   return {
@@ -494,6 +595,7 @@ export function createRunHost(run: RunContext): RunHost {
   const keys: Keys = { withKey, wallet, action };
   const asyncOps: AsyncOps = {
     ...walletOperations(keys),
+    ...solanaOperations(keys),
     ...encryptionOperations(keys),
     ...actionOperations(keys),
     ...fetchOperation(run),

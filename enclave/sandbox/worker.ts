@@ -93,7 +93,8 @@ function offeredKeys(offered: OfferedKeyBytes[] | undefined) {
   return {
     uses,
     take(request: KeyRequest): KeyMaterial | undefined {
-      if (request.kind !== "wallet" || keys.size === 0) return undefined;
+      // Offers are of EVM keys: a Solana key is always asked of the service thread.
+      if (request.kind !== "wallet" || request.solana || keys.size === 0) return undefined;
       const pkpId = request.pkpId.toLowerCase();
       const key = keys.get(pkpId);
       if (!key || (request.encryption && !key.encryptionKey)) return undefined;

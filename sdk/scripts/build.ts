@@ -1,7 +1,8 @@
 // Builds @sigil/sdk (run by the root's `npm run build`, so `npm ci` leaves it ready):
 //   1. src/generated/api.ts from the edge's OpenAPI document (generate.ts)
-//   2. dist/index.js: one ES module bundled by esbuild, viem left as the peer import, nothing
-//      Node-only, so it loads unchanged in Node ≥ 20, browsers, Workers, Deno and Bun
+//   2. dist/index.js and dist/solana.js (the @solana/kit signer): ES modules bundled by esbuild, their
+//      shared code in dist/chunks/, viem and @solana/kit left as the peer imports, nothing Node-only,
+//      so they load unchanged in Node ≥ 20, browsers, Workers, Deno and Bun
 //   3. dist/types: the declarations, by tsc (tsconfig.build.json)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -16,13 +17,16 @@ writeFileSync(generated, await generate());
 
 rmSync(join(sdk, "dist"), { recursive: true, force: true });
 await build({
-  entryPoints: [join(sdk, "src/index.ts")],
-  outfile: join(sdk, "dist/index.js"),
+  // Two entries, their shared code in chunks (so an error thrown by one is the other's SigilError too).
+  entryPoints: { index: join(sdk, "src/index.ts"), solana: join(sdk, "src/solana.ts") },
+  outdir: join(sdk, "dist"),
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   bundle: true,
   format: "esm",
   platform: "neutral",
   target: "es2022",
-  external: ["viem", "viem/*"],
+  external: ["viem", "viem/*", "@solana/kit"],
   sourcemap: true,
   legalComments: "none",
   logLevel: "warning",

@@ -10,6 +10,7 @@
 //   Operations   per operationId: `input` (query/path parameters or the JSON body) and `output`
 //                (the 200 answer), as TypeScript types made by json-schema-to-typescript
 //   SIGNER_CID   the CIDv0 of the signing action toSigilAccount runs (sdk/src/signer.ts)
+//   SOLANA_SIGNER_CID   the same for toSigilSolanaSigner's (sdk/src/solanaSigner.ts)
 //
 // The app is built in Node from the same code the worker runs; the document needs no bindings.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -17,6 +18,7 @@ import { dirname, join } from "node:path";
 import { compile, type JSONSchema } from "json-schema-to-typescript";
 import { computeCid } from "../../shared/cid.ts";
 import { SIGNER_CODE } from "../src/signer.ts";
+import { SOLANA_SIGNER_CODE } from "../src/solanaSigner.ts";
 
 type Schema = JSONSchema & { pattern?: string };
 type Parameter = {
@@ -208,6 +210,9 @@ export async function generate(): Promise<string> {
     "",
     `/** The CIDv0 of SIGNER_CODE (src/signer.ts): what a group grants so that toSigilAccount may sign. */`,
     `export const SIGNER_CID = ${JSON.stringify(await computeCid(SIGNER_CODE))};`,
+    "",
+    `/** The CIDv0 of SOLANA_SIGNER_CODE (src/solanaSigner.ts): what a group grants so that toSigilSolanaSigner may sign. */`,
+    `export const SOLANA_SIGNER_CID = ${JSON.stringify(await computeCid(SOLANA_SIGNER_CODE))};`,
     "",
     types.join("\n\n"),
     "",

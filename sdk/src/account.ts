@@ -41,17 +41,18 @@ function messageOf(message: SignableMessage): string | { raw: Hex } {
 }
 
 /**
- * Runs the signing action with `params` and answers its response; a run that fails throws a
+ * Runs the signing action `code` with `params` and answers its response; a run that fails throws a
  * SigilError with the run's error code (`run_failed` when it has none) and its logs in details.
  */
 async function runSigner(
   client: SigilClient,
+  code: string,
   params: Record<string, unknown>,
   options: CallOptions | undefined,
 ): Promise<unknown> {
   let info: { requestId: string | undefined } = { requestId: undefined };
   const run = await client.sigilAction(
-    { code: SIGNER_CODE, js_params: toWire(params) as Record<string, unknown> },
+    { code, js_params: toWire(params) as Record<string, unknown> },
     {
       ...options,
       onResponse: (r) => {
@@ -77,27 +78,45 @@ const GRANT_SETTLE_DELAYS_MS = [100, 200, 400, 800, 1600];
 
 const isDenied = (err: unknown) => err instanceof SigilError && err.code === "permission_denied";
 
+/** A signing action: its code, and how to make the group that lets a key run it with a wallet. */
+export type SigningAction = {
+  code: string;
+  grant: (client: SigilClient, wallet: Address, options: CallOptions | undefined) => Promise<unknown>;
+};
+
+/** toSigilAccount's action (SIGNER_CODE). */
+const EVM_SIGNER: SigningAction = {
+  code: SIGNER_CODE,
+  grant: (client, wallet, options) => grantSigner(client, { wallet }, options),
+};
+
 /**
- * Signs through the signing action; with `grant`, a first refusal for want of a group makes the
- * group (grantSigner, once per account object: concurrent first signatures share it) and signs
- * again, waiting out the moments before every enclave instance has seen the new group.
+ * Signs through the signing action `action`; with `grant`, a first refusal for want of a group makes
+ * the group (once per signer object: concurrent first signatures share it) and signs again, waiting
+ * out the moments before every enclave instance has seen the new group.
  */
-function signer(client: SigilClient, wallet: Address, options: CallOptions | undefined, grant: boolean) {
+export function signer(
+  client: SigilClient,
+  wallet: Address,
+  options: CallOptions | undefined,
+  grant: boolean,
+  action: SigningAction = EVM_SIGNER,
+) {
   let granted: Promise<unknown> | undefined;
   return async (params: Record<string, unknown>): Promise<unknown> => {
     try {
-      return await runSigner(client, params, options);
+      return await runSigner(client, action.code, params, options);
     } catch (err) {
       if (!grant || !isDenied(err)) throw err;
     }
-    granted ??= grantSigner(client, { wallet }, options).catch((err: unknown) => {
+    granted ??= action.grant(client, wallet, options).catch((err: unknown) => {
       granted = undefined;
       throw err;
     });
     const group = (await granted) as { group_id?: string };
     for (const delay of [...GRANT_SETTLE_DELAYS_MS, undefined]) {
       try {
-        return await runSigner(client, params, options);
+        return await runSigner(client, action.code, params, options);
       } catch (err) {
         if (!isDenied(err)) throw err;
         if (delay === undefined) {

@@ -12,6 +12,7 @@ import {
   hashTypedData,
   keccak256,
   serializeTransaction,
+  sha256,
   type Hex,
   type TransactionSerializable,
 } from "viem";
@@ -46,6 +47,9 @@ export function budgetCharge(request: SignRequest): BudgetCharge {
       return { digest: request.digest, valueWei: 0n };
     case "export":
       return { digest: keccak256(new TextEncoder().encode("sigil:key-export")), valueWei: 0n };
+    case "solana_message":
+    case "solana_transaction":
+      return { digest: sha256(request.message), valueWei: 0n };
   }
 }
 

@@ -20,7 +20,9 @@ export type SignRequest =
   | { kind: "typed_data"; typedData: TypedDataDefinition }
   | { kind: "message"; message: string | { raw: Hex } }
   | { kind: "hash"; digest: Hex }
-  | { kind: "export" };
+  | { kind: "export" }
+  /** With the wallet's Solana key: a message's bytes, or a transaction's message bytes. */
+  | { kind: "solana_message" | "solana_transaction"; message: Uint8Array };
 
 /** Allowed by `rule`, or refused at `rule` because `reason` (with the value seen, when there is one). */
 /** A contract call as the guardrail's ABI decoded it: the function and its arguments by name (integers as decimal strings). */
@@ -123,6 +125,13 @@ export function compileGuardrail(input: unknown): CompiledGuardrail {
           return document.key_export === true
             ? allow("key_export")
             : deny("key_export", "exporting the private key is not allowed: it would sign past every rule");
+        case "solana_message":
+        case "solana_transaction":
+          // A guardrail says what a wallet may sign on EVM chains; with none for Solana, it signs nothing there.
+          return deny(
+            "solana",
+            "a guarded wallet signs nothing with its Solana key: its guardrail has no Solana rules",
+          );
       }
     },
   };

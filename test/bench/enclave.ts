@@ -77,6 +77,9 @@ import { startWorkerd, type Workerd } from "./workerd.ts";
 const HELLO = "async function main() { return 'hello' }";
 const SIGN =
   "async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: 'bench' }) }";
+/** The same with the wallet's Solana key (Ed25519): its key is asked of the service thread every time, never offered. */
+const SIGN_SOLANA =
+  "async function main({ wallet }) { return Sigil.Actions.signSolanaMessage({ pkpId: wallet, message: 'bench' }) }";
 /** 300 scans of a 16 MiB string: no interrupt poll for tens of milliseconds at a time. */
 const INDEXOF_LOOP =
   'async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
@@ -117,6 +120,7 @@ async function setUp(stack: TestStack, options: { guarded?: boolean } = {}) {
     cid_hashes_permitted: [
       await computeCid(HELLO),
       await computeCid(SIGN),
+      await computeCid(SIGN_SOLANA),
       await computeCid(INDEXOF_LOOP),
       await computeCid(SIGN_TX),
     ],
@@ -143,6 +147,7 @@ async function setUp(stack: TestStack, options: { guarded?: boolean } = {}) {
     guarded: guarded && hashes ? { ...guarded, hashes } : undefined,
     hello: execute({ api_key: apiKey, code: HELLO, js_params: null }),
     sign: execute({ api_key: apiKey, code: SIGN, js_params: { wallet } }),
+    signSolana: execute({ api_key: apiKey, code: SIGN_SOLANA, js_params: { wallet } }),
   };
 }
 type Bench = Awaited<ReturnType<typeof setUp>>;
@@ -190,14 +195,15 @@ async function profile(): Promise<void> {
 const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 const us = (v: number) => `${v.toFixed(2)} µs`;
 
-/** hello and sign at concurrency 1 and 32, each the median of `repeats` measurements. */
+/** hello, sign (secp256k1) and sign-sol (Ed25519, the wallet's Solana key) at concurrency 1 and 32, each the median of `repeats` measurements. */
 async function runsPart(bench: Bench, pids: Record<string, number>, repeats: number) {
-  const { hello, sign } = bench;
+  const { hello, sign, signSolana } = bench;
   // Warm-up: JIT, the CID and permission caches, and as many prepared QuickJS instances as 32
   // runs in flight need (a worker makes one, about 5 ms, only when more runs are in flight than
   // it has instances: a measurement should not count the pool's growth to its peak).
   await measure(hello, 32, 2_000);
   await measure(sign, 32, 2_000);
+  await measure(signSolana, 32, 2_000);
 
   console.log(
     `each row: the median of ${repeats} measurements in a row; CPU = user + system time of the process over the window, per run`,
@@ -207,6 +213,7 @@ async function runsPart(bench: Bench, pids: Record<string, number>, repeats: num
   for (const [name, target] of [
     ["hello", hello],
     ["sign", sign],
+    ["sign-sol", signSolana],
   ] as const) {
     for (const [concurrency, runs] of [
       [1, 1_000],

@@ -177,6 +177,10 @@ describe("a new account in the dashboard", () => {
     await expect.poll(() => page.getByTestId("wallet-balance").textContent({ timeout: 30_000 })).toBe("1.5 ETH");
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Wallet");
     expect(await page.getByTestId("wallet-name").textContent()).toBe("signer");
+    // Its Solana address beside its EVM address: the one the API lists for it.
+    const listed = (await client.listWallets({})).find((w) => w.wallet_address === wallet);
+    expect(listed?.solana_address).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+    expect(await page.getByTestId("wallet-solana").getAttribute("data-value")).toBe(listed?.solana_address);
 
     const groups = page.getByRole("table", { name: "Groups that let scripts use this wallet" });
     expect(await groups.textContent()).toMatch(/playground.*lists this wallet.*1 action/);

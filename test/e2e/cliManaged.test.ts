@@ -218,16 +218,21 @@ describe("balance and topup", () => {
 });
 
 describe("wallet", () => {
-  it("create prints the new wallet; list shows it beside the master wallet (id 0)", async () => {
+  it("create prints the new wallet, both its addresses; list shows it beside the master wallet (id 0)", async () => {
     const out = await ok(["wallet", "create", "--name", "signer", "--description", "signs"]);
     wallet = getAddress(/^wallet\s+(0x[0-9a-f]{40})$/m.exec(out)?.[1] as string);
+    const solana = /^solana\s+([1-9A-HJ-NP-Za-km-z]{32,44})$/m.exec(out)?.[1] as string;
+    expect(solana).toBeDefined();
     expect(out).toMatch(/^id\s+1$/m);
     const table = await ok(["wallet", "list"]);
-    expect(table.split("\n")[0]).toMatch(/^ID\s+ADDRESS\s+NAME\s+DESCRIPTION$/);
-    expect(table).toMatch(new RegExp(`^1\\s+${wallet.toLowerCase()}\\s+signer\\s+signs$`, "m"));
-    const list = await json<Array<{ id: string; wallet_address: string; name: string }>>(["wallet", "list"]);
+    expect(table.split("\n")[0]).toMatch(/^ID\s+ADDRESS\s+SOLANA\s+NAME\s+DESCRIPTION$/);
+    expect(table).toMatch(new RegExp(`^1\\s+${wallet.toLowerCase()}\\s+${solana}\\s+signer\\s+signs$`, "m"));
+    const list = await json<Array<{ id: string; wallet_address: string; solana_address: string; name: string }>>([
+      "wallet",
+      "list",
+    ]);
     expect(list.map((w) => w.id)).toEqual(["0", "1"]);
-    expect(list[1]).toMatchObject({ wallet_address: wallet.toLowerCase(), name: "signer" });
+    expect(list[1]).toMatchObject({ wallet_address: wallet.toLowerCase(), solana_address: solana, name: "signer" });
     await refusesWrongKey("wallet list");
     await refusesWrongKey("wallet create");
   });

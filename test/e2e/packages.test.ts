@@ -54,14 +54,20 @@ beforeAll(async () => {
   execFileSync("npm", ["pack", "-w", "sdk", "--pack-destination", packs], { cwd: root, env: userEnv(), stdio: "pipe" });
   const sdk = join(packs, readdirSync(packs).find((f) => f.startsWith("sigil-sdk-")) as string);
   const cli = await buildCliPackage();
-  const viem = (JSON.parse(readFileSync(join(root, "node_modules/viem/package.json"), "utf8")) as { version: string })
-    .version;
+  const version = (pkg: string) =>
+    (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+  const viem = version("viem");
+  const kit = version("@solana/kit");
   writeFileSync(join(fresh, "package.json"), `${JSON.stringify({ name: "my-app", private: true, type: "module" })}\n`);
-  execFileSync("npm", ["i", "--prefer-offline", "--no-audit", "--no-fund", sdk, cli, `viem@${viem}`], {
-    cwd: fresh,
-    env: userEnv(),
-    stdio: "pipe",
-  });
+  execFileSync(
+    "npm",
+    ["i", "--prefer-offline", "--no-audit", "--no-fund", sdk, cli, `viem@${viem}`, `@solana/kit@${kit}`],
+    {
+      cwd: fresh,
+      env: userEnv(),
+      stdio: "pipe",
+    },
+  );
 }, 240_000);
 
 afterAll(() => {
@@ -147,6 +153,30 @@ export const wrong: number = account.address;
       const signer = getAddress(address as string);
       expect(await verifyMessage({ address: signer, message: "hello", signature: signature as Hex })).toBe(true);
       expect(await verifyMessage({ address: signer, message: "hello again", signature: second as Hex })).toBe(true);
+    });
+
+    it(`with ${name}: @sigil/sdk/solana beside @solana/kit signs a message that kit verifies with the wallet's Solana address`, async () => {
+      writeFileSync(
+        join(fresh, "solana.mjs"),
+        `import { createSigilClient, topUp } from "@sigil/sdk";
+import { toSigilSolanaSigner } from "@sigil/sdk/solana";
+import { createSignableMessage, getPublicKeyFromAddress, verifySignature } from "@solana/kit";
+
+const anon = createSigilClient({ baseUrl: ${JSON.stringify(stack.origin)} });
+const { api_key } = await anon.newAccount({ account_name: "packed solana" });
+const client = anon.with({ apiKey: api_key });
+await topUp(client, { amountCents: 500 });
+const { wallet_address, solana_address } = await client.createWallet({});
+const signer = await toSigilSolanaSigner({ client, wallet: wallet_address, grant: true });
+const message = createSignableMessage("from a fresh project");
+const [signatures] = await signer.signMessages([message]);
+const key = await getPublicKeyFromAddress(signer.address);
+console.log(signer.address === solana_address, await verifySignature(key, signatures[signer.address], message.content));
+`,
+      );
+      const r = await run(node, ["solana.mjs"]);
+      expect(r.code, r.out + r.err).toBe(0);
+      expect(r.out).toBe("true true\n");
     });
 
     it(`with ${name}: the installed sigil signs up, tops up, makes a wallet, allows and runs a script`, async () => {

@@ -6,7 +6,24 @@
 // with viem, keys and action identities derived here as the enclave derives them (the test root
 // key), ciphertexts opened with the wallet's encryption key. A placeholder this file does not know
 // fails the example.
+import { ed25519 } from "@noble/curves/ed25519";
 import { secp256k1 } from "@noble/curves/secp256k1";
+import { getTransferSolInstruction } from "@solana-program/system";
+import {
+  appendTransactionMessageInstruction,
+  blockhash,
+  compileTransaction,
+  createNoopSigner,
+  createTransactionMessage,
+  getBase58Encoder,
+  getBase64EncodedWireTransaction,
+  getTransactionDecoder,
+  lamports,
+  pipe,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Address as SolanaAddress,
+} from "@solana/kit";
 import {
   bytesToHex,
   getAddress,
@@ -25,6 +42,7 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 import { canonicalCid, computeCid } from "../../shared/cid.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { Keyring } from "../../enclave/keys/derive.ts";
+import { ed25519PublicKey } from "../../enclave/keys/ed25519.ts";
 import { readActionsDoc, type DocExample } from "../harness/actionsDoc.ts";
 import { ok, run, walletDerivation, type RunResult } from "./client.ts";
 import { TEST_ROOT_KEY } from "./constants.ts";
@@ -38,6 +56,8 @@ const keyring = new Keyring(hexToBytes(TEST_ROOT_KEY));
 let apiKey: string;
 let wallet: Address;
 let walletEncryptionKey: Uint8Array;
+/** The wallet's Solana address and public key, as the enclave derives them. */
+let walletSolana: { address: SolanaAddress; publicKey: Uint8Array };
 const cids = new Map<DocExample, string>();
 
 beforeAll(async () => {
@@ -60,12 +80,33 @@ beforeAll(async () => {
   const derivation = await walletDerivation(master, wallet);
   expect(keyring.pkpKey(master, derivation).address).toBe(wallet);
   walletEncryptionKey = keyring.pkpEncryptionKey(master, derivation);
+  const solana = keyring.solanaKey(master, derivation);
+  walletSolana = { address: solana.address, publicKey: ed25519PublicKey(solana.seed) };
+  solana.seed.fill(0);
 }, 120_000);
 
 /** The request-side placeholders: what the example's js_params stand for here. */
 function requestValue(token: string): unknown {
   if (token === "<wallet>") return wallet;
   if (token === "<echo URL>") return `${inject("fetchTargetUrl")}/echo`;
+  if (token === "<unsigned Solana transfer from the wallet, base64>") {
+    const payer = createNoopSigner(walletSolana.address);
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(payer, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          { blockhash: blockhash("4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY"), lastValidBlockHeight: 1n },
+          m,
+        ),
+      (m) =>
+        appendTransactionMessageInstruction(
+          getTransferSolInstruction({ source: payer, destination: walletSolana.address, amount: lamports(1_000n) }),
+          m,
+        ),
+    );
+    return getBase64EncodedWireTransaction(compileTransaction(message));
+  }
   throw new Error(`unknown placeholder ${token} in js_params`);
 }
 
@@ -144,6 +185,29 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
     expect(await recoverAddress({ hash: digest, signature: actual as Hex }), where).toBe(wallet);
     return;
   }
+  if ((m = /^<Ed25519 signature of '(.*)' by the wallet's Solana key>$/s.exec(token))) {
+    const signature = new Uint8Array(getBase58Encoder().encode(actual as string));
+    expect(signature.length, where).toBe(64);
+    expect(ed25519.verify(signature, new TextEncoder().encode(m[1] as string), walletSolana.publicKey), where).toBe(
+      true,
+    );
+    return;
+  }
+  if ((m = /^<(js_params|response)\.([\w.]+) signed by the wallet's Solana key>$/.exec(token))) {
+    const sent = getTransactionDecoder().decode(
+      Buffer.from(named(ctx, m[1] as string, m[2] as string) as string, "base64"),
+    );
+    const signed = getTransactionDecoder().decode(Buffer.from(actual as string, "base64"));
+    expect(new Uint8Array(signed.messageBytes), where).toEqual(new Uint8Array(sent.messageBytes));
+    const signature = signed.signatures[walletSolana.address];
+    expect(
+      signature !== null &&
+        signature !== undefined &&
+        ed25519.verify(new Uint8Array(signature), new Uint8Array(signed.messageBytes), walletSolana.publicKey),
+      where,
+    ).toBe(true);
+    return;
+  }
   if ((m = /^<(\d+)-byte hex>$/.exec(token))) {
     expect(hex(actual, Number(m[1])), `${where}: ${JSON.stringify(actual)}`).toBe(true);
     return;
@@ -167,6 +231,9 @@ async function checkPlaceholder(token: string, actual: unknown, ctx: Context, wh
     return;
   }
   switch (token) {
+    case "<Solana address of the wallet>":
+      expect(actual, where).toBe(walletSolana.address);
+      return;
     case "<27 or 28>":
       expect([27, 28], where).toContain(actual);
       return;

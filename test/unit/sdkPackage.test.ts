@@ -6,14 +6,28 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const exec = promisify(execFile);
 const root = join(import.meta.dirname, "../..");
 const sdk = join(root, "sdk");
-const built = readFileSync(join(sdk, "dist/index.js"), "utf8");
+/** The modules a built entry loads: itself and the chunks it imports, by path under dist/, and their sources. */
+function loaded(entry: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const visit = (path: string) => {
+    if (out.has(path)) return;
+    const source = readFileSync(join(sdk, "dist", path), "utf8");
+    out.set(path, source);
+    for (const s of importsOf(source))
+      if (s.startsWith("./") || s.startsWith("../")) visit(join(dirname(path), s).replaceAll("\\", "/"));
+  };
+  visit(entry);
+  return out;
+}
+const importsOf = (source: string) =>
+  [...source.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[^'"]*?from\s*)?["']([^"']+)["']/g)].map((m) => m[1]!);
 
 /**
  * A folder with node_modules holding the built SDK and viem only, as an installed consumer has
@@ -78,13 +92,21 @@ export async function use(wallet: Address): Promise<string> {
 `;
 
 describe("@sigil/sdk, built", () => {
-  it("imports nothing at run time but viem", () => {
-    const specifiers = [...built.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[^'"]*?from\s*)?["']([^"']+)["']/g)].map(
-      (m) => m[1],
-    );
+  it("imports nothing at run time but viem (and its own chunks); the Solana entry also @solana/kit", () => {
+    const peer = (s: string) => s === "viem" || s.startsWith("viem/");
+    const own = (s: string) => s.startsWith("./") || s.startsWith("../");
+    const main = loaded("index.js");
+    const specifiers = [...main.values()].flatMap(importsOf);
     expect(specifiers.length).toBeGreaterThan(0);
-    expect(specifiers.filter((s) => s !== "viem" && !s!.startsWith("viem/"))).toEqual([]);
-    expect(built).not.toMatch(/\bnode:|require\(|process\.env/);
+    expect(specifiers.filter((s) => !peer(s) && !own(s))).toEqual([]);
+    const solana = loaded("solana.js");
+    expect([...solana.values()].flatMap(importsOf).filter((s) => !peer(s) && !own(s) && s !== "@solana/kit")).toEqual(
+      [],
+    );
+    // The shared chunks are the main entry's too: one SigilError class for both.
+    expect([...solana.keys()].filter((p) => p !== "solana.js").every((p) => main.has(p))).toBe(true);
+    for (const source of [...main.values(), ...solana.values()])
+      expect(source).not.toMatch(/\bnode:|require\(|process\.env/);
   });
 
   it("a consumer project type-checks against the declarations, and a misuse is an error", async () => {

@@ -76,6 +76,7 @@ async function main({ wallet }) {
   await Sigil.Actions.signMessage({ pkpId: wallet, message: { raw: "68656c6c6f" } }); // wrong: raw bytes are 0x…
   await Sigil.Actions.signMessage({ pkpId: wallet, message: new Uint8Array(1) }); // wrong: bytes go as {raw: "0x…"}
   await Sigil.Actions.signDigest({ pkpId: wallet }); // wrong: no digest
+  await Sigil.Actions.signSolanaTransaction({ pkpId: wallet, transaction: new Uint8Array(1) }); // wrong: a wire transaction goes as base64 text
   await Sigil.Actions.signTransaction({ pkpId: wallet, transaction: { type: "eip1559", value: 1.5e18, to: "dead" } }); // wrong: "to" is an address
   await Sigil.Actions.getActionPrivateKey({ cid: "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG" }); // wrong: only the code's own key
   (await Sigil.Actions.decrypt({ pkpId: wallet, ciphertext: "0x00", raw: true })).toFixed(); // wrong: raw gives hex text

@@ -9,9 +9,24 @@ import { addGroupThroughEnclave, edgeClient, readContract, NO_PERMISSIONS } from
 
 const { edge, ok200, expectError } = edgeClient(SELF);
 
-type NewAccount = { api_key: string; wallet_address: string; account_id: string };
-type Created = { success: boolean; transaction_hash: string; wallet_address: string; wallet_id: string };
-type WalletItem = { id: string; wallet_address: string; name: string; description: string };
+type NewAccount = { api_key: string; wallet_address: string; solana_address: string; account_id: string };
+type Created = {
+  success: boolean;
+  transaction_hash: string;
+  wallet_address: string;
+  solana_address: string;
+  wallet_id: string;
+};
+type WalletItem = {
+  id: string;
+  wallet_address: string;
+  solana_address: string | null;
+  name: string;
+  description: string;
+};
+
+/** A Solana address: base58 of 32 bytes. */
+const SOLANA = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
 
 const ZERO = "0x0000000000000000000000000000000000000000";
 
@@ -47,6 +62,7 @@ describe("POST /create_wallet", () => {
     expect(created.transaction_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(created.wallet_address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(created.wallet_id).toBe("1");
+    expect(created.solana_address).toMatch(SOLANA);
     const onChain = (await onChainWallets(account.api_key)).find(
       (w) => w.wallet.toLowerCase() === created.wallet_address,
     );
@@ -136,10 +152,17 @@ describe("GET /list_wallets", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-total-count")).toBe("4");
     expect(res.body).toEqual([
-      { id: "0", wallet_address: account.wallet_address, name: expect.any(String), description: expect.any(String) },
+      {
+        id: "0",
+        wallet_address: account.wallet_address,
+        solana_address: account.solana_address,
+        name: expect.any(String),
+        description: expect.any(String),
+      },
       ...created.map((c, i) => ({
         id: c.wallet_id,
         wallet_address: c.wallet_address,
+        solana_address: c.solana_address,
         name: `w${i + 1}`,
         description: `w${i + 1} wallet`,
       })),
@@ -170,6 +193,16 @@ describe("GET /list_wallets", () => {
     const other = await newAccount();
     const theirs = await edge<WalletItem[]>("list_wallets", { key: other.api_key });
     expect(theirs.body.map((w) => w.wallet_address)).toEqual([other.wallet_address]);
+    expect(theirs.body.map((w) => w.solana_address)).toEqual([other.solana_address]);
+  });
+
+  it("every wallet's Solana address is its own: the ones creation answered, all different, none a wallet's EVM address", async () => {
+    const res = await edge<WalletItem[]>("list_wallets", { key: account.api_key });
+    const addresses = res.body.map((w) => w.solana_address);
+    expect(addresses.every((a) => typeof a === "string" && SOLANA.test(a))).toBe(true);
+    expect(new Set(addresses).size).toBe(4);
+    // Asked again (the isolate keeps what the enclave said), the same.
+    expect((await edge<WalletItem[]>("list_wallets", { key: account.api_key })).body).toEqual(res.body);
   });
 
   it("is 401 without a key, with a malformed one and with an unknown one; 400 with two different keys", async () => {
@@ -206,8 +239,20 @@ describe("GET /list_wallets_in_group", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.headers.get("x-total-count")).toBe("2");
     expect(res.body).toEqual([
-      { id: wallet.wallet_id, wallet_address: wallet.wallet_address, name: "in group", description: "g" },
-      { id: "0", wallet_address: account.wallet_address, name: expect.any(String), description: expect.any(String) },
+      {
+        id: wallet.wallet_id,
+        wallet_address: wallet.wallet_address,
+        solana_address: wallet.solana_address,
+        name: "in group",
+        description: "g",
+      },
+      {
+        id: "0",
+        wallet_address: account.wallet_address,
+        solana_address: account.solana_address,
+        name: expect.any(String),
+        description: expect.any(String),
+      },
     ]);
     const paged = await edge<WalletItem[]>(`list_wallets_in_group?group_id=${groupId}&page_number=1&page_size=1`, {
       key: account.api_key,
@@ -219,8 +264,14 @@ describe("GET /list_wallets_in_group", () => {
   it('shows the group\'s any-wallet entry (the zero address) with id "any"', async () => {
     const res = await edge<WalletItem[]>(`list_wallets_in_group?group_id=${anyGroupId}`, { key: account.api_key });
     expect(res.body).toEqual([
-      { id: "any", wallet_address: ZERO, name: "", description: "" },
-      { id: wallet.wallet_id, wallet_address: wallet.wallet_address, name: "in group", description: "g" },
+      { id: "any", wallet_address: ZERO, solana_address: null, name: "", description: "" },
+      {
+        id: wallet.wallet_id,
+        wallet_address: wallet.wallet_address,
+        solana_address: wallet.solana_address,
+        name: "in group",
+        description: "g",
+      },
     ]);
   });
 

@@ -1,7 +1,10 @@
 // Wallets (docs/design/api.md, Wallets). Creation is forwarded to an enclave, which derives the wallet and
 // authorizes the caller (the master key, or a usage key with can_create_pkps); lists are live
-// eth_calls from here, and so is a wallet's balance on the deployment's chain (get_wallet_balance).
+// eth_calls from here — each wallet with its Solana address, which only the enclave can derive and
+// the edge keeps once told (enclave/solanaAddresses.ts) — and so is a wallet's balance on the
+// deployment's chain (get_wallet_balance).
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { z } from "zod";
 import type { Address } from "viem";
 import { SigilError } from "../../shared/errors.ts";
@@ -9,6 +12,7 @@ import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
 import { newRouter, pipeline, type EdgeEnv } from "../router.ts";
 import { nativeBalance } from "../chain/balance.ts";
 import { readView } from "../chain/client.ts";
+import { solanaAddressesOf } from "../enclave/solanaAddresses.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { jsonResponse as json, listRoute, registerKeySecurity, requireKey, route } from "./openapi.ts";
@@ -63,6 +67,12 @@ const walletItem = z
         `the wallet id (decimal; 0 is the Account Master Wallet), or "${ANY_WALLET}" for a group's any-wallet entry`,
       ),
     wallet_address: z.string().describe("lowercase; the zero address for the any-wallet entry"),
+    solana_address: z
+      .string()
+      .nullable()
+      .describe(
+        "the wallet's Solana address (base58 of the Ed25519 key derived beside its EVM key); null for the any-wallet entry, and when the enclave could not be asked for it (ask again)",
+      ),
     name: z.string(),
     description: z.string(),
   })
@@ -120,13 +130,22 @@ const getWalletBalance = route("GET /get_wallet_balance", "Wallets", {
 
 type WalletView = { id: bigint; wallet: string; name: string; description: string };
 
-function walletItemOf(w: WalletView): z.infer<typeof walletItem> {
-  return {
+/** A page of wallets as the lists answer them, each with its Solana address (enclave/solanaAddresses.ts). */
+async function walletPage(
+  c: Context<EdgeEnv>,
+  page: readonly [readonly WalletView[], bigint],
+): Promise<readonly [z.infer<typeof walletItem>[], bigint]> {
+  const [views, total] = page;
+  const wallets = views.filter((w) => w.id !== ANY_WALLET_ID).map((w) => w.wallet.toLowerCase());
+  const solana = wallets.length > 0 ? await solanaAddressesOf(c, wallets) : new Map<string, string>();
+  const items = views.map((w) => ({
     id: w.id === ANY_WALLET_ID ? ANY_WALLET : w.id.toString(),
     wallet_address: w.wallet.toLowerCase(),
+    solana_address: w.id === ANY_WALLET_ID ? null : (solana.get(w.wallet.toLowerCase()) ?? null),
     name: w.name,
     description: w.description,
-  };
+  }));
+  return [items, total];
 }
 
 export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
@@ -154,8 +173,11 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
     const { keyHash } = callerKey(c);
     return pageAnswer(
       c,
-      await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
-      walletItemOf,
+      await walletPage(
+        c,
+        await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+      ),
+      (item) => item,
     );
   });
 
@@ -184,8 +206,11 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
     const query = c.req.valid("query");
     return pageAnswer(
       c,
-      await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash),
-      walletItemOf,
+      await walletPage(
+        c,
+        await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash),
+      ),
+      (item) => item,
     );
   });
 

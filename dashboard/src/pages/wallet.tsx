@@ -89,6 +89,14 @@ export function WalletPage({ session, param }: PageProps) {
               <dd>
                 <Hex value={address} copy="Copy address" keep={26} />
               </dd>
+              <dt>Solana address</dt>
+              <dd>
+                {wallet?.solana_address ? (
+                  <Hex value={wallet.solana_address} copy="Copy Solana address" keep={26} testId="wallet-solana" />
+                ) : (
+                  "—"
+                )}
+              </dd>
               {wallet?.description && (
                 <>
                   <dt>Description</dt>

@@ -54,6 +54,7 @@ export function Wallets({ session }: PageProps) {
                 ),
               ],
               ["Address", (w) => <Hex value={w.wallet_address} copy="Copy address" />],
+              ["Solana", (w) => (w.solana_address ? <Hex value={w.solana_address} copy="Copy Solana address" /> : "—")],
               ["Description", (w) => w.description || "—"],
               ...(wallets.length <= GUARD_BADGES
                 ? [
@@ -88,7 +89,8 @@ export function Wallets({ session }: PageProps) {
         outcome={
           create.result && (
             <p role="status">
-              Created <code class="mono">{create.result.wallet_address}</code> (id {create.result.wallet_id}).{" "}
+              Created <code class="mono">{create.result.wallet_address}</code> (id {create.result.wallet_id}), on Solana{" "}
+              <span class="mono">{create.result.solana_address}</span>.{" "}
               <a href={`#/wallets/${create.result.wallet_address}`}>Open it</a>
             </p>
           )
