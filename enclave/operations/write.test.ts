@@ -15,7 +15,7 @@ import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { generateApiKey } from "../../shared/apiKey.ts";
 import { computeCid } from "../../shared/cid.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { SigilError, sentTransactionError } from "../../shared/errors.ts";
 import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
 import { createLogger } from "../../shared/log.ts";
 import { chainPermissionSource, PermissionCache } from "../authz/cache.ts";
@@ -172,17 +172,56 @@ describe("submitWrite", () => {
     });
   });
 
-  it("drops them also when the write fails (a write that timed out waiting for its receipt may still land)", async () => {
+  it("drops them also when a write fails after it was sent (one that timed out waiting for its receipt may still land)", async () => {
     const { master, groupId, wallet, cid } = await accountWithGroup();
     expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
-    const stranger = privateKeyToAddress(generatePrivateKey());
+    // The payer pool's answer for a write sent whose receipt did not come: the error names the transaction.
+    const lost = {
+      ...enclave,
+      payers: {
+        write: async () => {
+          throw sentTransactionError(
+            new SigilError("chain_unavailable", "the receipt did not come"),
+            `0x${"ab".repeat(32)}`,
+          );
+        },
+      },
+    } as unknown as Enclave;
     const failed = await submitWrite(
-      enclave,
-      { functionName: "removePkpFromGroup", args: [master, groupId, stranger] },
+      lost,
+      { functionName: "removePkpFromGroup", args: [master, groupId, wallet] },
       ctx,
       { master },
     ).catch((err: unknown) => err);
     expect(failed).toBeInstanceOf(SigilError);
     expect(cache.cachedWallet(master, cid, wallet)).toBeUndefined();
+  });
+
+  it("keeps them when the write was refused before it was sent (it changed nothing): a chain outage, which refuses every write, leaves the account's runs to the cache", async () => {
+    const { master, groupId, wallet, cid } = await accountWithGroup();
+    expect((await cache.wallet(master, cid, wallet)).value.allowed).toBe(true);
+    // Refused by the simulation: the wallet to remove is not in the group.
+    const stranger = privateKeyToAddress(generatePrivateKey());
+    const refused = await submitWrite(
+      enclave,
+      { functionName: "removePkpFromGroup", args: [master, groupId, stranger] },
+      ctx,
+      { master },
+    ).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(SigilError);
+    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n, guardrail: null });
+    // The chain unreachable: the same.
+    const down = {
+      ...enclave,
+      payers: {
+        write: async () => {
+          throw new SigilError("chain_unavailable", "the chain could not be reached; try again shortly");
+        },
+      },
+    } as unknown as Enclave;
+    await expect(
+      submitWrite(down, { functionName: "removePkpFromGroup", args: [master, groupId, wallet] }, ctx, { master }),
+    ).rejects.toMatchObject({ code: "chain_unavailable" });
+    expect(cache.cachedWallet(master, cid, wallet)).toEqual({ allowed: true, derivation: 7n, guardrail: null });
   });
 });
