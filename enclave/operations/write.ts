@@ -2,7 +2,6 @@
 // permissions are dropped before the answer goes back (docs/design/keys-and-authz.md).
 import type { Hex } from "viem";
 import { accountsNamedBy } from "../../shared/accountEvents.ts";
-import { isExposed, sentTransactionOf } from "../../shared/errors.ts";
 import type { EnclaveOperation, EnclaveResponse, ParsedEnclaveRequest } from "../../shared/operations.ts";
 import type { WriteCall, WriteFunction, WriteResult } from "../payers/pool.ts";
 import { callerKey, type CallerKey, type Enclave, type RequestContext } from "./context.ts";
@@ -57,25 +56,21 @@ export async function submitWrite<F extends WriteFunction>(
   ctx: RequestContext,
   scope: { keyHash?: bigint; master: bigint },
 ): Promise<CallerWrite> {
-  let result: WriteResult;
-  try {
-    result = await enclave.payers.write(call, {
-      log: ctx.log,
-      ...(scope.keyHash === undefined ? {} : { keyHash: scope.keyHash }),
-    });
-  } catch (err) {
-    // Sent, then failed (it reverted, or its receipt did not come and it may still land): what it
-    // changed is unknown, so all of the account goes. Refused before it was sent (the simulation, or
-    // the chain unreachable: a chain outage refuses every write) it changed nothing, and nothing goes —
-    // else each write tried during an outage would empty its account's cache, and its runs, which the
-    // cache serves through the outage, would then fail with it.
-    if (sentTransactionOf(err) !== undefined || !isExposed(err)) enclave.cache.invalidateMaster(scope.master);
-    throw err;
-  }
-  // The write's own events say what it changed, sorted as the listener will sort them when it reads
-  // them (shared/accountEvents.ts): one that only adds drops the account's denials and keeps its
-  // grants, so its runs go on from the cache (through a chain outage too); a usage key's, that key's
-  // entries; anything else, all of the account.
+  // A write that fails drops nothing: refused before it was sent (its simulation, or the chain
+  // unreachable — a chain outage refuses every write) it changed nothing; sent, and its receipt did
+  // not come, it may still land, and then the chain listener drops what its events changed within its
+  // poll, the bound of any change not made through this enclave — its client was told it failed, not
+  // that it was done. Dropping the account here instead emptied its cache at every write an outage
+  // refused, or cut off, and the account's runs, which the cache serves through an outage, failed
+  // with it (the soak of 2026-12-03).
+  const result = await enclave.payers.write(call, {
+    log: ctx.log,
+    ...(scope.keyHash === undefined ? {} : { keyHash: scope.keyHash }),
+  });
+  // Done: its own events say what it changed, sorted as the listener will sort them when it reads
+  // them (shared/accountEvents.ts) — one that only adds drops the account's denials and keeps its
+  // grants, a usage key's that key's entries, anything else all of the account — before the answer,
+  // so a revocation answered as done is in force at once.
   enclave.cache.applyEvents(accountsNamedBy(result.receipt.logs));
   return { ...result, response: { success: true, transaction_hash: result.transactionHash } };
 }
