@@ -11,6 +11,7 @@ import {
   budgetLimits,
   budgetValue,
   countedDigest,
+  countedValue,
   budgetRefusal,
   budgetState,
   useOf,
@@ -142,7 +143,7 @@ export class RunBudgets {
   ): Promise<BudgetOutcome> {
     if (!this.#access) throw new BudgetUnavailableError("this run was sent without a way to reach the budgets' store");
     const { ref, ...access } = this.#access;
-    const payload = signedDigest ? { digest: signedDigest, valueWei: budgetValue(request) } : budgetCharge(request);
+    const payload = signedDigest ? { digest: signedDigest, ...budgetValue(request) } : budgetCharge(request);
     const charge = { ...payload, digest: countedDigest(signer, payload.digest) };
     const limits = budgetLimits(budgets, this.#runner);
     const answer = await askBudgets(
@@ -154,6 +155,7 @@ export class RunBudgets {
         ref,
         digest: charge.digest.toLowerCase() as Hex,
         value_wei: charge.valueWei.toString(),
+        ...(charge.valueLamports > 0n ? { value_lamports: charge.valueLamports.toString() } : {}),
         budgets: limits,
       },
       this.#fetch,
@@ -181,7 +183,7 @@ export class RunBudgets {
     });
     const before = entries.map((e) => budgetState(e.limit, e.use));
     for (const e of entries) {
-      const refusal = e.fresh ? budgetRefusal(e.limit, e.use, charge.valueWei) : undefined;
+      const refusal = e.fresh ? budgetRefusal(e.limit, e.use, countedValue(e.limit, charge)) : undefined;
       if (refusal) return { granted: false, budget: e.limit.name, ...refusal, before };
     }
     const now = Date.now();
@@ -189,12 +191,12 @@ export class RunBudgets {
       if (!e.fresh) return budgetState(e.limit, e.use);
       e.pending.count += 1;
       e.pending.oldest ??= now;
-      e.pending.value += charge.valueWei;
+      e.pending.value += countedValue(e.limit, charge);
       e.pending.digests.add(charge.digest);
       this.#pending.set(e.id, e.pending);
       return budgetState(e.limit, {
         count: e.use.count + 1,
-        value: e.use.value + charge.valueWei,
+        value: e.use.value + countedValue(e.limit, charge),
         oldest: e.use.oldest ?? now,
       });
     });

@@ -607,19 +607,28 @@ async function provideKey(
   const material = walletKey(enclave, run.master, wallet, grant.derivation, request.encryption, request.solana);
   if (!material)
     throw new CodedError("wallet_key_mismatch", `the key derived for wallet ${wallet} does not match its address`);
-  // A Solana transaction the wallet is not a signer of gets no signature: refused here, before the
-  // run's receipt records the signature as made.
-  if (request.solana && request.signs?.kind === "solana_transaction") {
-    const address = enclave.keyring.solanaAddress(run.master, grant.derivation);
-    if (!(await solanaSignersOf(request.signs.message)).includes(address)) {
-      material.privateKey.fill(0);
-      throw new CodedError(
-        "script_error",
-        `signSolanaTransaction: the transaction does not name the wallet's Solana address ${address} among its signers`,
-      );
-    }
-  }
   return { material, address: wallet, ...(decision ? { decision } : {}) };
+}
+
+/**
+ * A Solana transaction's request with the wallet's Solana address as its signer, which its
+ * guardrail's budgets of lamports read; one the wallet is not a signer of gets no signature, refused
+ * here before any guardrail counts it or the run's receipt records it as made.
+ */
+async function solanaSigned(
+  enclave: Enclave,
+  run: RunSubject,
+  grant: WalletGrant,
+  request: KeyRequest,
+): Promise<KeyRequest> {
+  if (request.kind !== "wallet" || !request.solana || request.signs?.kind !== "solana_transaction") return request;
+  const address = enclave.keyring.solanaAddress(run.master, grant.derivation);
+  if (!(await solanaSignersOf(request.signs.message)).includes(address))
+    throw new CodedError(
+      "script_error",
+      `signSolanaTransaction: the transaction does not name the wallet's Solana address ${address} among its signers`,
+    );
+  return { ...request, signs: { ...request.signs, signer: address } };
 }
 
 let solanaKit: Promise<typeof import("@solana/kit")> | undefined;
@@ -674,6 +683,7 @@ async function authorizeWallet(
     );
   }
   if (!request.use) return { grant, decision: grant.guardrail ? { guardrail: grant.guardrail, rule: "" } : undefined };
+  request = await solanaSigned(enclave, run, grant, request);
   // Every guardrail of the request decides first — the wallet's, then the key's own — and only then
   // are their budgets reserved, so that a request one of them refuses is counted in none.
   const allowed: Allowed[] = [];

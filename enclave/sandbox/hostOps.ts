@@ -363,7 +363,7 @@ function solanaOperations({ withKey, wallet }: Keys): AsyncOps {
         throw new CodedError(null, `signSolanaTransaction: not a wire transaction: ${shortMessage(err)}`, "TypeError");
       }
       const message = new Uint8Array(transaction.messageBytes);
-      // The service thread handed the key over only for a transaction the wallet signs (sigilAction.ts provideKey).
+      // The service thread handed the key over only for a transaction the wallet signs (sigilAction.ts solanaSigned).
       const signed = (address: string, signature: Uint8Array) => {
         const signatures = { ...transaction.signatures, [address]: signature } as typeof transaction.signatures;
         return Buffer.from(kit.getTransactionEncoder().encode({ ...transaction, signatures })).toString("base64");

@@ -67,7 +67,11 @@ const permit: TypedDataDefinition = {
 describe("budgetCharge", () => {
   it("a transaction: the hash its signature is over (keccak256 of the unsigned serialization) and its value", async () => {
     const charge = budgetCharge({ kind: "transaction", transaction: tx });
-    expect(charge).toEqual({ digest: keccak256(serializeTransaction(tx)), valueWei: 2n * 10n ** 17n });
+    expect(charge).toEqual({
+      digest: keccak256(serializeTransaction(tx)),
+      valueWei: 2n * 10n ** 17n,
+      valueLamports: 0n,
+    });
     // It is what the key signs: the signature of the signed transaction recovers to the key from it.
     const signed = parseTransaction(await account.signTransaction(tx));
     const signature = { r: signed.r as Hex, s: signed.s as Hex, yParity: signed.yParity as number };
@@ -81,19 +85,20 @@ describe("budgetCharge", () => {
     expect(budgetCharge({ kind: "transaction", transaction: call })).toEqual({
       digest: keccak256(serializeTransaction(call)),
       valueWei: 0n,
+      valueLamports: 0n,
     });
   });
 
   it("typed data: hashTypedData, value 0", async () => {
     const charge = budgetCharge({ kind: "typed_data", typedData: permit });
-    expect(charge).toEqual({ digest: hashTypedData(permit), valueWei: 0n });
+    expect(charge).toEqual({ digest: hashTypedData(permit), valueWei: 0n, valueLamports: 0n });
     const signature = await account.signTypedData(permit as Parameters<typeof account.signTypedData>[0]);
     expect(await recoverAddress({ hash: charge.digest, signature })).toBe(account.address);
   });
 
   it("a message, as text and as raw bytes: hashMessage (EIP-191), value 0", async () => {
     const text = budgetCharge({ kind: "message", message: "Sign in to example.com" });
-    expect(text).toEqual({ digest: hashMessage("Sign in to example.com"), valueWei: 0n });
+    expect(text).toEqual({ digest: hashMessage("Sign in to example.com"), valueWei: 0n, valueLamports: 0n });
     expect(
       await recoverAddress({
         hash: text.digest,
@@ -101,7 +106,7 @@ describe("budgetCharge", () => {
       }),
     ).toBe(account.address);
     const raw = budgetCharge({ kind: "message", message: { raw: "0xdeadbeef" } });
-    expect(raw).toEqual({ digest: hashMessage({ raw: "0xdeadbeef" }), valueWei: 0n });
+    expect(raw).toEqual({ digest: hashMessage({ raw: "0xdeadbeef" }), valueWei: 0n, valueLamports: 0n });
     // The raw bytes of the text are the same message; other bytes are not.
     expect(
       budgetCharge({
@@ -114,7 +119,7 @@ describe("budgetCharge", () => {
 
   it("a raw digest: the digest itself, value 0", () => {
     const digest = keccak256("0x1234");
-    expect(budgetCharge({ kind: "hash", digest })).toEqual({ digest, valueWei: 0n });
+    expect(budgetCharge({ kind: "hash", digest })).toEqual({ digest, valueWei: 0n, valueLamports: 0n });
   });
 });
 

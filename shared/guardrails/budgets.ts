@@ -19,37 +19,59 @@ import {
 import { z } from "zod";
 import type { SignRequest } from "./evaluate.ts";
 import type { Budget } from "./schema.ts";
-import { showWei } from "./wei.ts";
+import { solanaSpend } from "./solana.ts";
+import { showLamports, showWei } from "./wei.ts";
 
-export { showWei };
+export { showLamports, showWei };
 
 /** The most a transaction may send and still be counted in a value budget: 2^128 wei (more than all ether there is). */
 export const MAX_COUNTED_WEI = 1n << 128n;
 
-/** What a signature adds to a budget: one signature of its payload's digest, sending `valueWei`. */
-export type BudgetCharge = { digest: Hex; valueWei: bigint };
+/**
+ * What a signature adds to a budget: one signature of its payload's digest, sending `valueWei` (an
+ * EVM transaction's value) or spending `valueLamports` (a Solana transaction's).
+ */
+export type BudgetCharge = { digest: Hex; valueWei: bigint; valueLamports: bigint };
 
-/** The native value a request sends: a transaction's value, else nothing. */
-export function budgetValue(request: SignRequest): bigint {
-  return request.kind === "transaction" ? (request.transaction.value ?? 0n) : 0n;
+/** What a request sends: an EVM transaction's value in wei, a Solana transaction's spend in lamports, else nothing. */
+export function budgetValue(request: SignRequest): { valueWei: bigint; valueLamports: bigint } {
+  if (request.kind === "transaction") return { valueWei: request.transaction.value ?? 0n, valueLamports: 0n };
+  if (request.kind === "solana_transaction") return { valueWei: 0n, valueLamports: solanaLamports(request) };
+  return { valueWei: 0n, valueLamports: 0n };
+}
+
+/**
+ * The lamports a Solana transaction spends from its wallet: what its System transfers send from the
+ * wallet's address and its fee when the wallet pays it. A request that does not say the wallet's
+ * address (a check without one) counts every transfer and the fee.
+ */
+function solanaLamports(request: { message: Uint8Array; signer?: string }): bigint {
+  const spend = solanaSpend(request.message, request.signer);
+  if ("unreadable" in spend) return 0n;
+  return spend.lamports + (request.signer === undefined || spend.feePayer === request.signer ? spend.feeLamports : 0n);
+}
+
+/** The quantity `limit` counts of a charge: lamports for a budget of lamports, else wei. */
+export function countedValue(limit: Pick<BudgetLimit, "max_lamports">, charge: Omit<BudgetCharge, "digest">): bigint {
+  return limit.max_lamports !== undefined ? charge.valueLamports : charge.valueWei;
 }
 
 /** The charge of a request the guardrail allowed (a key export is never budgeted: evaluate.ts refuses the document). */
 export function budgetCharge(request: SignRequest): BudgetCharge {
   switch (request.kind) {
     case "transaction":
-      return { digest: transactionDigest(request.transaction), valueWei: request.transaction.value ?? 0n };
+      return { digest: transactionDigest(request.transaction), ...budgetValue(request) };
     case "typed_data":
-      return { digest: hashTypedData(request.typedData), valueWei: 0n };
+      return { digest: hashTypedData(request.typedData), ...budgetValue(request) };
     case "message":
-      return { digest: hashMessage(request.message), valueWei: 0n };
+      return { digest: hashMessage(request.message), ...budgetValue(request) };
     case "hash":
-      return { digest: request.digest, valueWei: 0n };
+      return { digest: request.digest, ...budgetValue(request) };
     case "export":
-      return { digest: keccak256(new TextEncoder().encode("sigil:key-export")), valueWei: 0n };
+      return { digest: keccak256(new TextEncoder().encode("sigil:key-export")), ...budgetValue(request) };
     case "solana_message":
     case "solana_transaction":
-      return { digest: sha256(request.message), valueWei: 0n };
+      return { digest: sha256(request.message), ...budgetValue(request) };
   }
 }
 
@@ -91,6 +113,7 @@ export const budgetLimitSchema = z.strictObject({
   scope: z.string().min(1).max(160),
   window_seconds: z.number().int().positive(),
   max_value_wei: decimal.optional(),
+  max_lamports: decimal.optional(),
   max_signatures: z.number().int().positive().optional(),
 });
 export type BudgetLimit = z.infer<typeof budgetLimitSchema>;
@@ -105,6 +128,7 @@ export function budgetLimits(budgets: readonly Budget[], runner: BudgetRunner): 
       scope: per === "wallet" ? "wallet" : per === "key" ? `key:${runner.keyHash}` : `action:${runner.cid}`,
       window_seconds: b.window_seconds,
       ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
+      ...(b.max_lamports === undefined ? {} : { max_lamports: b.max_lamports }),
       ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
     };
   });
@@ -121,6 +145,8 @@ export const budgetRequestSchema = z.strictObject({
   ref: z.string().min(1).max(128),
   digest: hex32,
   value_wei: decimal,
+  /** What a Solana transaction spends, in lamports (budgets of lamports count it); absent: 0. */
+  value_lamports: decimal.optional(),
   budgets: z.array(budgetLimitSchema).min(1).max(8),
 });
 export type BudgetRequest = z.infer<typeof budgetRequestSchema>;
@@ -132,8 +158,11 @@ export const budgetStateSchema = z.object({
   scope: z.string(),
   window_seconds: z.number().int(),
   max_value_wei: z.string().optional(),
+  max_lamports: z.string().optional(),
   max_signatures: z.number().int().optional(),
-  used_value_wei: z.string().describe("native value counted in the window now"),
+  used_value_wei: z.string().describe("native value counted in the window now (0 for a budget of lamports)"),
+  used_lamports: z.string().optional().describe("lamports counted in the window now (max_lamports only)"),
+  left_lamports: z.string().optional().describe("what may still be spent in the window (max_lamports only)"),
   used_signatures: z.number().int().describe("signatures counted in the window now"),
   left_value_wei: z.string().optional().describe("what may still be sent in the window (max_value_wei only)"),
   left_signatures: z
@@ -183,12 +212,12 @@ export type BudgetUse = { count: number; value: bigint; oldest: number | null };
 export function useOf(state: BudgetState): BudgetUse {
   return {
     count: state.used_signatures,
-    value: BigInt(state.used_value_wei),
+    value: BigInt(state.max_lamports !== undefined ? (state.used_lamports ?? "0") : state.used_value_wei),
     oldest: state.frees_at === null ? null : Date.parse(state.frees_at) - state.window_seconds * 1000,
   };
 }
 
-/** Why a signature adding `value` does not fit in `limit` as `use` stands, if it does not. */
+/** Why a signature adding `value` (what the budget counts: countedValue) does not fit in `limit` as `use` stands, if it does not. */
 export function budgetRefusal(
   limit: BudgetLimit,
   use: BudgetUse,
@@ -196,10 +225,13 @@ export function budgetRefusal(
 ): { reason: string; observed: string } | undefined {
   const window = windowWords(limit.window_seconds);
   // No budget counts a value its store cannot keep exactly (store.ts keeps values below 2^128).
+  const lamports = limit.max_lamports !== undefined;
+  const show = lamports ? showLamports : showWei;
+  const unit = lamports ? "lamports" : "wei";
   if (value >= MAX_COUNTED_WEI)
     return {
-      reason: `budget "${limit.name}" counts less than ${showWei(MAX_COUNTED_WEI)} in one signature, and this sends ${showWei(value)}`,
-      observed: `${value} wei asked`,
+      reason: `budget "${limit.name}" counts less than ${show(MAX_COUNTED_WEI)} in one signature, and this sends ${show(value)}`,
+      observed: `${value} ${unit} asked`,
     };
   if (limit.max_signatures !== undefined && use.count + 1 > limit.max_signatures) {
     return {
@@ -207,12 +239,13 @@ export function budgetRefusal(
       observed: `${use.count} of ${limit.max_signatures} signatures used`,
     };
   }
-  if (limit.max_value_wei !== undefined) {
-    const max = BigInt(limit.max_value_wei);
+  const most = limit.max_lamports ?? limit.max_value_wei;
+  if (most !== undefined) {
+    const max = BigInt(most);
     if (use.value + value > max) {
       return {
-        reason: `budget "${limit.name}" allows ${showWei(max)} ${window}${scopeWords(limit)}; ${showWei(use.value)} is counted and this sends ${showWei(value)}`,
-        observed: `${value} wei asked, ${max - use.value > 0n ? max - use.value : 0n} wei left`,
+        reason: `budget "${limit.name}" allows ${show(max)} ${window}${scopeWords(limit)}; ${show(use.value)} is counted and this ${lamports ? "spends" : "sends"} ${show(value)}`,
+        observed: `${value} ${unit} asked, ${max - use.value > 0n ? max - use.value : 0n} ${unit} left`,
       };
     }
   }
@@ -226,8 +259,15 @@ export function budgetState(limit: BudgetLimit, use: BudgetUse): BudgetState {
     scope: limit.scope,
     window_seconds: limit.window_seconds,
     ...(limit.max_value_wei === undefined ? {} : { max_value_wei: limit.max_value_wei }),
+    ...(limit.max_lamports === undefined ? {} : { max_lamports: limit.max_lamports }),
     ...(limit.max_signatures === undefined ? {} : { max_signatures: limit.max_signatures }),
-    used_value_wei: use.value.toString(),
+    used_value_wei: limit.max_lamports === undefined ? use.value.toString() : "0",
+    ...(limit.max_lamports === undefined
+      ? {}
+      : {
+          used_lamports: use.value.toString(),
+          left_lamports: maxZero(BigInt(limit.max_lamports) - use.value).toString(),
+        }),
     used_signatures: use.count,
     ...(limit.max_value_wei === undefined
       ? {}

@@ -101,7 +101,7 @@ describe("budgets in a guardrail document", () => {
       ).toContain(path);
     }
     expect(issuesOf(doc({ budgets: [{ name: "nomax", window_seconds: 3600 }] }))).toEqual([
-      ["budgets.0", "a budget needs max_value_wei, max_signatures or both"],
+      ["budgets.0", "a budget needs max_value_wei, max_lamports or max_signatures"],
     ]);
     // At least one budget when the section is given, at most 8.
     expect(issuesOf(doc({ budgets: [] })).map(([p]) => p)).toEqual(["budgets"]);

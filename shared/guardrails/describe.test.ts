@@ -34,6 +34,7 @@ describe("describeGuardrail", () => {
       "  calls to 0x1111111111111111111111111111111111111111: transfer(address to, uint256 amount) with amount ≤ 50",
       'typed data: Permit (name "Token", chain 1) with spender one of 0xab',
       'messages matching "hello*"',
+      "Solana: none",
       "raw digests: never",
       "key export: never",
     ]);
@@ -44,6 +45,7 @@ describe("describeGuardrail", () => {
       "transactions: none",
       "typed data: none",
       "messages: none",
+      "Solana: none",
       "raw digests: never",
       "key export: never",
     ]);
@@ -53,6 +55,38 @@ describe("describeGuardrail", () => {
       "raw digests: ANY (signDigest can sign any transaction's hash)",
       "key export: ALLOWED (the key signs past every rule)",
     ]);
+  });
+});
+
+describe("Solana rules in words", () => {
+  it("says what SOL and tokens may go where, what is paid, and which programs are unchecked", () => {
+    const alice = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
+    const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+    const memo = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
+    const lines = describeGuardrail(
+      guardrailSchema.parse({
+        version: 1,
+        solana: {
+          transactions: {
+            transfers: { allow: [alice], max_lamports: "1500000000" },
+            max_fee_lamports: "100000",
+            tokens: [{ mint: usdc, recipients: { allow: [alice] }, max_amount: "1000000" }],
+            programs: [memo],
+          },
+          messages: { pattern: "gm*" },
+        },
+      }),
+    );
+    expect(lines.slice(3, 8)).toEqual([
+      "Solana transactions, each a fee of at most 100000 lamports:",
+      `  SOL transfers to ${alice}, each at most 1.5 SOL (1500000000 lamports)`,
+      `  token ${usdc} transfers to ${alice}, each at most 1000000 base units`,
+      `  any instruction of ${memo} (UNCHECKED: these programs may move the wallet's funds)`,
+      'Solana messages matching "gm*"',
+    ]);
+    expect(describeBudget({ name: "sol", window_seconds: 86_400, max_lamports: "5000000000" })).toBe(
+      "budget sol: at most 5 SOL (5000000000 lamports) spent on Solana in any day",
+    );
   });
 });
 

@@ -2,7 +2,7 @@
 // what a reviewer reads instead of the JSON. Everything not listed is refused, and the last lines say
 // so for the two that matter most, raw digests and the key's export.
 import type { BudgetState } from "./budgets.ts";
-import { showWei } from "./wei.ts";
+import { showLamports, showWei } from "./wei.ts";
 import type { Budget, Condition, Guardrail } from "./schema.ts";
 
 function condition(name: string, c: Condition): string {
@@ -64,9 +64,52 @@ export function describeGuardrail(g: Guardrail): string[] {
     lines.push(
       `messages${g.messages.pattern === undefined ? ": any text" : ` matching ${JSON.stringify(g.messages.pattern)}`}${g.messages.raw ? ", raw bytes too" : ""}`,
     );
+  lines.push(...describeSolana(g.solana));
   lines.push(g.raw_digests ? "raw digests: ANY (signDigest can sign any transaction's hash)" : "raw digests: never");
   lines.push(g.key_export ? "key export: ALLOWED (the key signs past every rule)" : "key export: never");
   for (const b of g.budgets ?? []) lines.push(describeBudget(b));
+  return lines;
+}
+
+function describeSolana(s: Guardrail["solana"]): string[] {
+  if (!s) return ["Solana: none"];
+  const lines: string[] = [];
+  const t = s.transactions;
+  if (!t) lines.push("Solana transactions: none");
+  else {
+    const limits = [
+      t.max_lamports === undefined ? undefined : `sending at most ${showLamports(BigInt(t.max_lamports))} in all`,
+      t.max_fee_lamports === undefined ? undefined : `a fee of at most ${showLamports(BigInt(t.max_fee_lamports))}`,
+      t.fee_payers ? `the fee paid by ${t.fee_payers.join(", ")}` : undefined,
+    ].filter((x) => x !== undefined);
+    lines.push(`Solana transactions${limits.length ? `, each ${limits.join(", ")}` : ""}:`);
+    if (t.transfers) {
+      const to = t.transfers.allow ? `to ${t.transfers.allow.join(", ")}` : "to anyone";
+      const most =
+        t.transfers.max_lamports === undefined
+          ? ""
+          : `, each at most ${showLamports(BigInt(t.transfers.max_lamports))}`;
+      lines.push(`  SOL transfers ${to}${t.transfers.deny ? `, never to ${t.transfers.deny.join(", ")}` : ""}${most}`);
+    }
+    for (const token of t.tokens ?? []) {
+      const to = token.recipients?.allow ? `to ${token.recipients.allow.join(", ")}` : "to anyone";
+      lines.push(
+        `  token ${token.mint} transfers ${to}${token.recipients?.deny ? `, never to ${token.recipients.deny.join(", ")}` : ""}${token.max_amount === undefined ? "" : `, each at most ${token.max_amount} base units`}`,
+      );
+    }
+    if (t.programs)
+      lines.push(
+        `  any instruction of ${t.programs.join(", ")} (UNCHECKED: these programs may move the wallet's funds)`,
+      );
+    if (!t.transfers && !t.tokens && !t.programs)
+      lines.push("  (none: the section lists no transfers, tokens or programs)");
+  }
+  const m = s.messages;
+  if (!m) lines.push("Solana messages: none");
+  else
+    lines.push(
+      `Solana messages${m.pattern === undefined ? ": any text" : ` matching ${JSON.stringify(m.pattern)}`}${m.raw ? ", bytes that are not text too" : ""}`,
+    );
   return lines;
 }
 
@@ -74,6 +117,7 @@ export function describeGuardrail(g: Guardrail): string[] {
 export function describeBudget(b: Budget): string {
   const limits = [
     b.max_value_wei === undefined ? undefined : showWei(BigInt(b.max_value_wei)),
+    b.max_lamports === undefined ? undefined : `${showLamports(BigInt(b.max_lamports))} spent on Solana`,
     b.max_signatures === undefined ? undefined : `${b.max_signatures} signature${b.max_signatures === 1 ? "" : "s"}`,
   ].filter((x) => x !== undefined);
   const per = b.per === "key" ? ", per usage key" : b.per === "action" ? ", per action" : "";
@@ -94,6 +138,9 @@ export function describeBudgetUse(b: BudgetState): string {
     b.max_value_wei === undefined
       ? undefined
       : `${showWei(BigInt(b.used_value_wei))} of ${showWei(BigInt(b.max_value_wei))}`,
+    b.max_lamports === undefined
+      ? undefined
+      : `${showLamports(BigInt(b.used_lamports ?? "0"))} of ${showLamports(BigInt(b.max_lamports))}`,
     b.max_signatures === undefined ? undefined : `${b.used_signatures} of ${b.max_signatures} signatures`,
   ].filter((x) => x !== undefined);
   const scope = b.scope === "wallet" ? "" : ` [${b.scope}]`;

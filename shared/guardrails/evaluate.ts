@@ -13,6 +13,7 @@ import {
   type TypedDataDefinition,
 } from "viem";
 import { guardrailSchema, type Condition, type Guardrail } from "./schema.ts";
+import { checkSolanaMessage, checkSolanaTransaction, solanaDocumentProblem } from "./solana.ts";
 
 /** What a script asked the wallet to sign, parsed (enclave/sandbox/hostOps.ts makes these). */
 export type SignRequest =
@@ -21,8 +22,12 @@ export type SignRequest =
   | { kind: "message"; message: string | { raw: Hex } }
   | { kind: "hash"; digest: Hex }
   | { kind: "export" }
-  /** With the wallet's Solana key: a message's bytes, or a transaction's message bytes. */
-  | { kind: "solana_message" | "solana_transaction"; message: Uint8Array };
+  /**
+   * With the wallet's Solana key: a message's bytes, or a transaction's message bytes; `signer`, the
+   * wallet's Solana address when the checker knows it (the enclave always does), says which
+   * transfers and fees are the wallet's own for its budgets of lamports.
+   */
+  | { kind: "solana_message" | "solana_transaction"; message: Uint8Array; signer?: string };
 
 /** Allowed by `rule`, or refused at `rule` because `reason` (with the value seen, when there is one). */
 /** A contract call as the guardrail's ABI decoded it: the function and its arguments by name (integers as decimal strings). */
@@ -102,6 +107,8 @@ export const guardrailDocumentSchema = guardrailSchema.superRefine((document, ct
 export function compileGuardrail(input: unknown): CompiledGuardrail {
   const document = guardrailSchema.parse(input);
   checkBudgets(document);
+  const solanaProblem = solanaDocumentProblem(document);
+  if (solanaProblem) throw new GuardrailError(solanaProblem.path, solanaProblem.message);
   const contracts = (document.transactions?.contracts ?? []).map((c, i) => compileContract(c, i));
   return {
     document,
@@ -126,12 +133,9 @@ export function compileGuardrail(input: unknown): CompiledGuardrail {
             ? allow("key_export")
             : deny("key_export", "exporting the private key is not allowed: it would sign past every rule");
         case "solana_message":
+          return checkSolanaMessage(document, request.message, globMatch);
         case "solana_transaction":
-          // A guardrail says what a wallet may sign on EVM chains; with none for Solana, it signs nothing there.
-          return deny(
-            "solana",
-            "a guarded wallet signs nothing with its Solana key: its guardrail has no Solana rules",
-          );
+          return checkSolanaTransaction(document, request.message);
       }
     },
   };
@@ -148,6 +152,12 @@ function checkBudgets(document: Guardrail): void {
   });
   if (document.key_export === true)
     throw new GuardrailError("key_export", "cannot be true beside budgets: an exported key signs past every budget");
+  const inLamports = budgets.findIndex((b) => b.max_lamports !== undefined);
+  if (inLamports >= 0 && document.solana?.transactions?.programs)
+    throw new GuardrailError(
+      "solana.transactions.programs",
+      `cannot list programs beside budgets[${inLamports}].max_lamports: a program the wallet signs for may move its SOL unseen by the budget`,
+    );
   const valued = budgets.findIndex((b) => b.max_value_wei !== undefined);
   if (document.raw_digests === true && valued >= 0)
     throw new GuardrailError(

@@ -1,6 +1,7 @@
 // A signature request as JSON (what `check_guardrail` takes, docs/design/guardrails.md), parsed into
 // the evaluator's SignRequest: the same shapes a script passes to Sigil.Actions — a transaction with
 // its amounts as decimal strings or numbers, typed data, a message, a digest, or the key's export.
+import { getTransactionDecoder } from "@solana/transactions";
 import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
 import { z } from "zod";
 import type { DecodedCall, SignRequest } from "./evaluate.ts";
@@ -46,12 +47,41 @@ export const signRequestSchema = z
     }),
     z.strictObject({ kind: z.literal("hash"), digest: z.string().regex(/^0x[0-9a-fA-F]{64}$/) }),
     z.strictObject({ kind: z.literal("export") }),
+    z.strictObject({
+      kind: z.literal("solana_transaction"),
+      transaction: z
+        .string()
+        .min(1)
+        .max(4096)
+        .regex(/^[A-Za-z0-9+/]+={0,2}$/, "must be base64")
+        .describe("a Solana wire transaction, base64, as Sigil.Actions.signSolanaTransaction takes it (signed or not)"),
+    }),
+    z.strictObject({
+      kind: z.literal("solana_message"),
+      message: z
+        .union([z.string(), z.strictObject({ raw: hex })])
+        .describe('a Solana off-chain message: text, or {raw: "0x…"} bytes'),
+    }),
   ])
   .describe("what a script would ask the wallet to sign");
 export type SignRequestInput = z.input<typeof signRequestSchema>;
 
-/** The evaluator's request from the parsed JSON. */
-export function toSignRequest(parsed: z.output<typeof signRequestSchema>): SignRequest {
+/** The message bytes of a base64 Solana wire transaction, or why it is not one. */
+export function solanaMessageOf(base64: string): Uint8Array | { invalid: string } {
+  try {
+    const bytes = Uint8Array.from(atob(base64), (ch) => ch.charCodeAt(0));
+    return new Uint8Array(getTransactionDecoder().decode(bytes).messageBytes);
+  } catch (err) {
+    return { invalid: `not a Solana wire transaction: ${(err as Error).message.split("\n")[0]}` };
+  }
+}
+
+/**
+ * The evaluator's request from the parsed JSON (a Solana transaction that does not decode throws a
+ * TypeError naming why; the API answers it as the client's mistake). `solanaSigner`: the wallet's
+ * Solana address, when the caller knows it.
+ */
+export function toSignRequest(parsed: z.output<typeof signRequestSchema>, solanaSigner?: string): SignRequest {
   switch (parsed.kind) {
     case "transaction":
       return { kind: "transaction", transaction: parsed.transaction as unknown as TransactionSerializable };
@@ -63,6 +93,18 @@ export function toSignRequest(parsed: z.output<typeof signRequestSchema>): SignR
       return { kind: "hash", digest: parsed.digest as Hex };
     case "export":
       return { kind: "export" };
+    case "solana_transaction": {
+      const message = solanaMessageOf(parsed.transaction);
+      if ("invalid" in message) throw new TypeError(message.invalid);
+      return { kind: "solana_transaction", message, ...(solanaSigner ? { signer: solanaSigner } : {}) };
+    }
+    case "solana_message": {
+      const message =
+        typeof parsed.message === "string"
+          ? new TextEncoder().encode(parsed.message)
+          : Uint8Array.from(parsed.message.raw.slice(2).match(/../g) ?? [], (h) => Number.parseInt(h, 16));
+      return { kind: "solana_message", message };
+    }
   }
 }
 

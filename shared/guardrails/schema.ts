@@ -10,6 +10,7 @@
 // addresses are compared case-insensitively; nothing is a regular expression (a message pattern is a
 // glob of literal text and `*`, matched in linear time: a guardrail is checked on the enclave's
 // service thread, where a pattern that backtracks would stall every account's runs).
+import { isAddress as isSolanaAddress } from "@solana/addresses";
 import { z } from "zod";
 
 const MAX_LIST = 64;
@@ -139,12 +140,104 @@ export const messagesSchema = z
   })
   .describe("EIP-191 personal messages; absent: none");
 
+const solanaAddress = z
+  .string()
+  .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, "must be a base58 Solana address")
+  .refine((a): boolean => isSolanaAddress(a), "must be a base58 Solana address (32 bytes)")
+  .describe("a Solana address, base58; compared exactly");
+
+const solanaRecipients = z
+  .strictObject({
+    allow: z.array(solanaAddress).min(1).max(MAX_LIST).optional().describe("only to these"),
+    deny: z.array(solanaAddress).min(1).max(MAX_LIST).optional().describe("never to these"),
+  })
+  .describe("who may receive; absent: anyone");
+
+/**
+ * What Solana transactions the wallet may sign, read from the compiled message instruction by
+ * instruction: System transfers and SPL Token transfers decoded and checked, the Compute Budget
+ * program's settings read for the fee, any other program only when `programs` lists it. An account
+ * that comes from an address lookup table cannot be read without the chain, so a rule that needs
+ * one (a transfer's recipient) refuses it.
+ */
+export const solanaTransactionsSchema = z
+  .strictObject({
+    transfers: z
+      .strictObject({
+        allow: solanaRecipients.shape.allow,
+        deny: solanaRecipients.shape.deny,
+        max_lamports: amount.optional().describe("the most lamports one transfer may send"),
+      })
+      .optional()
+      .describe("the System program's transfers of SOL (and advancing a durable nonce); absent: none"),
+    max_lamports: amount
+      .optional()
+      .describe("the most lamports one transaction may send by System transfers, all of them together"),
+    tokens: z
+      .array(
+        z.strictObject({
+          mint: solanaAddress.describe("the token's mint"),
+          recipients: z
+            .strictObject({
+              allow: solanaRecipients.shape.allow,
+              deny: solanaRecipients.shape.deny,
+            })
+            .optional()
+            .describe(
+              "owners, whose associated token account for the mint receives, or token accounts themselves; absent: anyone",
+            ),
+          max_amount: amount.optional().describe("the most one transfer may send, in the token's base units"),
+        }),
+      )
+      .min(1)
+      .max(MAX_LIST)
+      .optional()
+      .describe(
+        "SPL Token and Token-2022 transferChecked of these mints, and creating a recipient's associated token account for them; absent: none",
+      ),
+    programs: z
+      .array(solanaAddress)
+      .min(1)
+      .max(MAX_LIST)
+      .optional()
+      .describe(
+        "other programs any of whose instructions a transaction may carry, unchecked: the wallet's signature lets such a program move the wallet's SOL and tokens as it chooses",
+      ),
+    fee_payers: z
+      .array(solanaAddress)
+      .min(1)
+      .max(MAX_LIST)
+      .optional()
+      .describe("only these may pay the fee (the wallet's own address lets it pay); absent: anyone"),
+    max_fee_lamports: amount
+      .optional()
+      .describe(
+        "the most the transaction's fee may be: 5000 lamports a signature and the priority fee at its compute-unit limit",
+      ),
+  })
+  .describe("what Solana transactions the wallet may sign; absent: none");
+
+export const solanaMessagesSchema = z
+  .strictObject({
+    pattern: messagesSchema.shape.pattern,
+    raw: z.boolean().optional().describe("bytes that are not UTF-8 text (never with a pattern); default false"),
+  })
+  .describe("Solana off-chain messages (signSolanaMessage); absent: none");
+
+export const solanaSchema = z
+  .strictObject({
+    transactions: solanaTransactionsSchema.optional(),
+    messages: solanaMessagesSchema.optional(),
+  })
+  .describe("what the wallet's Solana key may sign; absent: nothing");
+
 /** The longest window a budget may have: 30 days (its counters are kept that long). */
 export const MAX_BUDGET_WINDOW_SECONDS = 30 * 86_400;
 
 /**
  * A rolling-window limit on what the wallet signs (docs/design/guardrails.md, Budgets): at most
- * `max_value_wei` of native value sent by its transactions, at most `max_signatures` signatures of
+ * `max_value_wei` of native value sent by its transactions (or `max_lamports` spent by its Solana
+ * transactions), at most `max_signatures` signatures of
  * any kind, in any `window_seconds`, counted for the whole wallet or separately per usage key or per
  * action. A signature is counted before it is released, once however often its payload is signed
  * again (the same payload under the same key is the same signature).
@@ -166,6 +259,11 @@ export const budgetSchema = z
       .max(MAX_BUDGET_WINDOW_SECONDS)
       .describe("the rolling window, in seconds (60 to 2,592,000: a minute to 30 days; 86400 is a day)"),
     max_value_wei: amount.optional().describe("the most native value the wallet's transactions may send in any window"),
+    max_lamports: amount
+      .optional()
+      .describe(
+        "the most lamports the wallet's Solana transactions may spend in any window: what their System transfers send from it and the fees it pays",
+      ),
     max_signatures: z
       .number()
       .int()
@@ -174,8 +272,12 @@ export const budgetSchema = z
       .optional()
       .describe("the most signatures (of any kind) in any window"),
   })
-  .refine((b) => b.max_value_wei !== undefined || b.max_signatures !== undefined, {
-    message: "a budget needs max_value_wei, max_signatures or both",
+  .refine((b) => b.max_value_wei !== undefined || b.max_lamports !== undefined || b.max_signatures !== undefined, {
+    message: "a budget needs max_value_wei, max_lamports or max_signatures",
+  })
+  .refine((b) => b.max_value_wei === undefined || b.max_lamports === undefined, {
+    message: "a budget counts wei or lamports, not both: make two budgets",
+    path: ["max_lamports"],
   })
   .describe("a rolling-window limit on what the wallet signs");
 export type Budget = z.infer<typeof budgetSchema>;
@@ -188,6 +290,7 @@ export const guardrailSchema = z
     transactions: transactionsSchema.optional(),
     typed_data: z.array(typedDataRule).max(MAX_LIST).optional(),
     messages: messagesSchema.optional(),
+    solana: solanaSchema.optional(),
     raw_digests: z
       .boolean()
       .optional()

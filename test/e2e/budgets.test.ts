@@ -9,8 +9,10 @@ import { parseEther, type Hex } from "viem";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
+import { solanaTransfer } from "../harness/solanaTransfer.ts";
 
 const RECIPIENT = "0x1111111111111111111111111111111111111111";
+const SOL_RECIPIENT = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
 
 /** Signs one transfer per entry of `payments` ({nonce, value}), each answer the signature or the refusal. */
 const PAY = `async function main({ wallet, payments }) {
@@ -165,5 +167,73 @@ describe("budgets", () => {
       allowed: true,
       rule: "transactions.transfers",
     });
+  });
+});
+
+/** Signs each base64 Solana transaction of `transactions`, each answer the signed transaction or the refusal. */
+const PAY_SOL = `async function main({ wallet, transactions }) {
+  const out = [];
+  for (const transaction of transactions) {
+    try {
+      out.push({ ok: true, tx: await Sigil.Actions.signSolanaTransaction({ pkpId: wallet, transaction }) });
+    } catch (e) {
+      out.push({ ok: false, code: e.code, rule: e.details && e.details.rule, observed: e.details && e.details.observed });
+    }
+  }
+  return out;
+}`;
+
+describe("budgets of lamports", () => {
+  it("count what the wallet's Solana transactions spend — its transfers and the fees it pays — across runs, and refuse past them", async () => {
+    const made = await client.createWallet({ name: "sol-budgeted" });
+    const solana = made.solana_address as string;
+    const cid = await client.getSigilActionIpfsId(PAY_SOL);
+    await client.addAction({ action_ipfs_cid: cid, name: "pay-sol", description: "" });
+    await client.addGroup({
+      group_name: "pay-sol",
+      group_description: "",
+      pkp_ids_permitted: [made.wallet_address],
+      cid_hashes_permitted: [cid],
+    });
+    await client.setWalletGuardrail({
+      wallet_address: made.wallet_address,
+      guardrail: {
+        version: 1,
+        solana: { transactions: { transfers: { allow: [SOL_RECIPIENT] } } },
+        budgets: [{ name: "sol-daily", window_seconds: 86_400, max_lamports: "20000" }],
+      },
+    });
+    // Each: 4000 lamports sent and a 5000-lamport fee the wallet pays, 9000 counted.
+    const transfers = [1, 2, 3].map((i) => solanaTransfer(solana, SOL_RECIPIENT, 4000n, i));
+    const first = await client.sigilAction({
+      code: PAY_SOL,
+      js_params: { wallet: made.wallet_address, transactions: transfers.slice(0, 2) },
+    });
+    expect((first.response as Outcome[]).map((o) => o.ok)).toEqual([true, true]);
+    const second = await client.sigilAction({
+      code: PAY_SOL,
+      js_params: { wallet: made.wallet_address, transactions: transfers },
+    });
+    // The two already counted are the same payloads: counted once. The third has 2000 left for its 9000.
+    expect(second.response).toEqual([
+      expect.objectContaining({ ok: true }),
+      expect.objectContaining({ ok: true }),
+      {
+        ok: false,
+        code: "guardrail_denied",
+        rule: "budgets.sol-daily",
+        observed: "9000 lamports asked, 2000 lamports left",
+      },
+    ]);
+    const { budgets } = await client.getWalletBudgets({ wallet_address: made.wallet_address });
+    expect(budgets).toEqual([
+      expect.objectContaining({
+        name: "sol-daily",
+        max_lamports: "20000",
+        used_lamports: "18000",
+        left_lamports: "2000",
+        used_signatures: 2,
+      }),
+    ]);
   });
 });

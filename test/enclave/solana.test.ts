@@ -66,6 +66,8 @@ let wallet: Address;
 let solana: SolanaAddress;
 let seed: Uint8Array;
 let guarded: Address;
+/** The one address the guarded wallet's guardrail lets it send SOL to. */
+let allowedRecipient: SolanaAddress;
 
 async function attempt(pkp: Address, op: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   const r = await run(apiKey, TRY, { wallet: pkp, op, args }, extra);
@@ -121,10 +123,19 @@ beforeAll(async () => {
     pkp_ids_permitted: [wallet, guarded],
     cid_hashes_permitted: ["0"],
   });
+  allowedRecipient = (await generateKeyPairSigner()).address;
   await ok("set_wallet_guardrail", {
     api_key: apiKey,
     wallet_address: guarded,
-    guardrail: { version: 1, name: "evm only", messages: { pattern: "*" } },
+    guardrail: {
+      version: 1,
+      name: "one recipient",
+      messages: { pattern: "*" },
+      solana: {
+        transactions: { transfers: { allow: [allowedRecipient], max_lamports: "1000000" } },
+        messages: { pattern: "gm*" },
+      },
+    },
   });
   const master = apiKeyHash(apiKey);
   const key = keyring.solanaKey(master, await walletDerivation(master, wallet));
@@ -362,11 +373,49 @@ describe("a wallet's Solana key in a script", () => {
     ]);
   });
 
-  it("a guarded wallet signs nothing with its Solana key (its guardrail has no Solana rules); its address is still given", async () => {
-    const r = await attempt(guarded, "signSolanaMessage", { message: "hello" });
-    expect(r.code).toBe("guardrail_denied");
-    expect(r.message).toContain("solana");
-    expect(typeof (await attempt(guarded, "getSolanaAddress", {})).ok).toBe("string");
+  it("a guarded wallet signs what its guardrail's Solana rules allow — litesvm moves the lamports — and is refused the rest, saying the rule", async () => {
+    const master = apiKeyHash(apiKey);
+    const guardedSolana = keyring.solanaKey(master, await walletDerivation(master, guarded)).address;
+    const svm = new LiteSVM();
+    svm.airdrop(guardedSolana, lamports(1_000_000_000n));
+    const transfer = (to: SolanaAddress, amount: bigint) =>
+      compileTransaction(
+        unsigned(
+          svm,
+          [
+            getTransferSolInstruction({
+              source: createNoopSigner(guardedSolana),
+              destination: to,
+              amount: lamports(amount),
+            }),
+          ],
+          guardedSolana,
+        ),
+      );
+    const allowed = await attempt(guarded, "signSolanaTransaction", {
+      transaction: getBase64EncodedWireTransaction(transfer(allowedRecipient, 1_000_000n)),
+    });
+    expect(allowed.code).toBeUndefined();
+    sent(svm, getTransactionDecoder().decode(Buffer.from(allowed.ok as string, "base64")) as Transaction);
+    expect(svm.getBalance(allowedRecipient)).toBe(1_000_000n);
+
+    const stranger = (await generateKeyPairSigner()).address;
+    for (const [to, amount, rule] of [
+      [stranger, 1n, "solana.transactions.transfers.allow"],
+      [allowedRecipient, 1_000_001n, "solana.transactions.transfers.max_lamports"],
+    ] as const) {
+      const refused = await attempt(guarded, "signSolanaTransaction", {
+        transaction: getBase64EncodedWireTransaction(transfer(to, amount)),
+      });
+      expect(refused.code).toBe("guardrail_denied");
+      expect(refused.message).toContain(rule);
+    }
+    expect(svm.getBalance(stranger)).toBeFalsy();
+
+    expect((await attempt(guarded, "signSolanaMessage", { message: "gm" })).code).toBeUndefined();
+    const message = await attempt(guarded, "signSolanaMessage", { message: "hello" });
+    expect(message.code).toBe("guardrail_denied");
+    expect(message.message).toContain("solana.messages.pattern");
     // Its EVM key signs what the guardrail allows, as before.
     expect((await attempt(guarded, "signMessage", { message: "hello" })).code).toBeUndefined();
   });

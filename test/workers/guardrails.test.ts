@@ -5,6 +5,7 @@
 import { SELF } from "cloudflare:test";
 import { encodeFunctionData, parseAbi } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
+import { solanaTransfer } from "../harness/solanaTransfer.ts";
 import { edgeClient, NO_PERMISSIONS } from "./stack.ts";
 
 const { edge, ok200, expectError } = edgeClient(SELF);
@@ -160,5 +161,69 @@ describe("check_guardrail", () => {
       body: { allowed: true, budgets: { before: [{ name: "hourly", used_signatures: 0 }] } },
     });
     expectError(await check({ wallet_address: typed, request: permit({}) }), 400, "invalid_request");
+  });
+});
+
+describe("check_guardrail on Solana", () => {
+  const ALICE_SOL = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
+  const STRANGER = "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T";
+
+  it("decides a wire transaction and a message against a proposed document; bytes that are no transaction are a 400", async () => {
+    const guardrail = { version: 1, solana: { transactions: { transfers: { allow: [ALICE_SOL] } } } };
+    expect(
+      (
+        await check({
+          guardrail,
+          request: { kind: "solana_transaction", transaction: solanaTransfer(STRANGER, ALICE_SOL, 5n) },
+        })
+      ).body,
+    ).toMatchObject({ allowed: true, rule: "solana.transactions.transfers" });
+    expect(
+      (
+        await check({
+          guardrail,
+          request: { kind: "solana_transaction", transaction: solanaTransfer(ALICE_SOL, STRANGER, 5n) },
+        })
+      ).body,
+    ).toMatchObject({ allowed: false, rule: "solana.transactions.transfers.allow", observed: STRANGER });
+    expect((await check({ guardrail, request: { kind: "solana_message", message: "gm" } })).body).toMatchObject({
+      allowed: false,
+      rule: "solana.messages",
+    });
+    expectError(
+      await check({ guardrail, request: { kind: "solana_transaction", transaction: "AAAA" } }),
+      400,
+      "invalid_request",
+    );
+  });
+
+  it("a wallet's budget of lamports counts what the wallet itself would spend: its transfer and the fee it pays", async () => {
+    const made = await ok200<{ wallet_address: string; solana_address: string }>("create_wallet", { key, body: {} });
+    await ok200("set_wallet_guardrail", {
+      key,
+      body: {
+        wallet_address: made.wallet_address,
+        guardrail: {
+          version: 1,
+          solana: { transactions: { transfers: {} } },
+          budgets: [{ name: "sol", window_seconds: 3600, max_lamports: "10000" }],
+        },
+      },
+    });
+    const ask = (amount: bigint) =>
+      check({
+        wallet_address: made.wallet_address,
+        request: { kind: "solana_transaction", transaction: solanaTransfer(made.solana_address, ALICE_SOL, amount) },
+      });
+    // 5000 lamports sent and 5000 of fee: the budget's 10 000, exactly.
+    expect((await ask(5000n)).body).toMatchObject({
+      allowed: true,
+      budgets: { after: [expect.objectContaining({ name: "sol", used_lamports: "10000", left_lamports: "0" })] },
+    });
+    expect((await ask(5001n)).body).toMatchObject({
+      allowed: false,
+      rule: "budgets.sol",
+      observed: "10001 lamports asked, 10000 lamports left",
+    });
   });
 });

@@ -372,6 +372,31 @@ describe("the Budgets store", () => {
     expect(await used(s, [cap], now)).toEqual([["cap", "wallet", 37, (37n * ETH).toString()]]);
   });
 
+  it("a budget of lamports counts a request's lamports, never its wei; a budget that changes unit under its name starts afresh", async () => {
+    const s = store();
+    const sol = limit({ name: "spend", max_lamports: "1000" });
+    const wei = limit({ name: "spend", max_value_wei: "1000" });
+    const both = (d: number, valueWei: bigint, lamports: bigint) => ({
+      ...request([sol], d, valueWei),
+      value_lamports: lamports.toString(),
+    });
+    // 10^18 wei is nothing to a budget of lamports; 600 + 400 lamports fill it exactly.
+    granted(await s.decide(both(1, ETH, 600n), T0));
+    const full = granted(await s.decide(both(2, 0n, 400n), T0 + 1));
+    expect(full.after[0]).toMatchObject({ used_lamports: "1000", left_lamports: "0", used_value_wei: "0" });
+    expect(refused(await s.decide(both(3, 0n, 1n), T0 + 2))).toMatchObject({
+      budget: "spend",
+      observed: "1 lamports asked, 0 lamports left",
+    });
+    // The same name counting wei has its own counters: nothing counted in them yet.
+    expect((await s.decide({ ...request([wei], 4, 1000n), value_lamports: "5" }, T0 + 3)).granted).toBe(true);
+    expect(await used(s, [sol, wei], T0 + 4)).toEqual([
+      ["spend", "wallet", 2, "0"],
+      ["spend", "wallet", 1, "1000"],
+    ]);
+    expect((await s.states([sol], T0 + 4))[0]?.used_lamports).toBe("1000");
+  });
+
   it("without `now`, counts at the present", async () => {
     const s = store();
     const b = limit({ name: "b", window_seconds: 60, max_signatures: 5 });

@@ -14,12 +14,15 @@
 // a bucket longer. A budget's buckets are kept under its name and window: a new document that keeps
 // both keeps what is counted. The digests counted (`seen`) are kept as long, to count a payload once.
 // Values are four 32-bit limbs so that SQLite sums them exactly (a wei amount does not fit its
-// 64-bit integers); a transaction of 2^128 wei or more is refused. Rows older than the longest
-// window are dropped.
+// 64-bit integers); a transaction of 2^128 wei or more is refused. A budget of lamports (Solana)
+// counts a request's lamports where the others count its wei, under its own key (`<name>#lamports`),
+// so that a document that turns a budget of wei into one of lamports starts it afresh rather than
+// mixing the two. Rows older than the longest window are dropped.
 import { DurableObject } from "cloudflare:workers";
 import { migrate, type Migration } from "../migrations.ts";
 import { MAX_BUDGET_WINDOW_SECONDS } from "../../shared/guardrails/schema.ts";
 import {
+  countedValue,
   budgetRefusal as refusalOf,
   budgetState as stateOf,
   type BudgetAnswer,
@@ -71,6 +74,10 @@ const bucketMsOf = (limit: BudgetLimit) =>
 const KEPT_MS =
   MAX_BUDGET_WINDOW_SECONDS * 1000 + 2 * Math.ceil((MAX_BUDGET_WINDOW_SECONDS * 1000) / BUCKETS_PER_WINDOW);
 
+/** The key a budget's rows are kept under: its name, and for a budget of lamports its unit ('#' is not in a name). */
+const keyOf = (limit: Pick<BudgetLimit, "name" | "max_lamports">) =>
+  limit.max_lamports === undefined ? limit.name : `${limit.name}#lamports`;
+
 function limbs(value: bigint): [number, number, number, number] {
   return [0, 1, 2, 3].map((i) => Number((value >> (32n * BigInt(i))) % LIMB)) as [number, number, number, number];
 }
@@ -91,12 +98,12 @@ export class Budgets extends DurableObject {
    */
   decide(request: BudgetRequest, now: number = Date.now()): BudgetAnswer {
     return this.ctx.storage.transactionSync(() => {
-      const value = BigInt(request.value_wei);
+      const charge = { valueWei: BigInt(request.value_wei), valueLamports: BigInt(request.value_lamports ?? "0") };
       const before = request.budgets.map((limit) => ({ limit, use: this.#use(limit, now) }));
       const fresh = before.map(({ limit }) => !this.#counted(limit, request.digest, now));
       for (const [i, { limit, use }] of before.entries()) {
         if (!fresh[i]) continue;
-        const refusal = refusalOf(limit, use, value);
+        const refusal = refusalOf(limit, use, countedValue(limit, charge));
         if (refusal) {
           const states = before.map((b) => stateOf(b.limit, b.use));
           // A signature too large for an empty budget is refused (guardrail.denied says so); the
@@ -112,22 +119,22 @@ export class Budgets extends DurableObject {
               // The entry counts until its bucket's end has left the window (#use's `oldest`).
               use: {
                 count: use.count + 1,
-                value: use.value + value,
+                value: use.value + countedValue(limit, charge),
                 oldest: use.oldest ?? now - (now % bucketMsOf(limit)) + bucketMsOf(limit),
               },
             }
           : { limit, use },
       );
       if (request.op === "reserve") {
-        const [v0, v1, v2, v3] = limbs(value);
         for (const [i, { limit }] of before.entries()) {
           if (!fresh[i]) continue;
+          const [v0, v1, v2, v3] = limbs(countedValue(limit, charge));
           const bucketMs = bucketMsOf(limit);
           this.#sql.exec(
             `INSERT INTO buckets (budget, scope, bucket_ms, start, n, v0, v1, v2, v3) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)
              ON CONFLICT (budget, scope, bucket_ms, start) DO UPDATE SET
                n = n + 1, v0 = v0 + excluded.v0, v1 = v1 + excluded.v1, v2 = v2 + excluded.v2, v3 = v3 + excluded.v3`,
-            limit.name,
+            keyOf(limit),
             limit.scope,
             bucketMs,
             now - (now % bucketMs),
@@ -138,7 +145,7 @@ export class Budgets extends DurableObject {
           );
           this.#sql.exec(
             "INSERT INTO seen (budget, scope, digest, at, ref) VALUES (?, ?, ?, ?, ?)",
-            limit.name,
+            keyOf(limit),
             limit.scope,
             request.digest,
             now,
@@ -169,7 +176,7 @@ export class Budgets extends DurableObject {
             : this.#sql
                 .exec<{ scope: string }>(
                   "SELECT DISTINCT scope FROM buckets WHERE budget = ? AND bucket_ms = ? AND start > ? ORDER BY scope",
-                  limit.name,
+                  keyOf(limit),
                   bucketMsOf({ ...limit, scope: "" }),
                   windowStart({ ...limit, scope: "" }, now),
                 )
@@ -201,7 +208,7 @@ export class Budgets extends DurableObject {
       }>(
         `SELECT SUM(n) AS n, SUM(v0) AS s0, SUM(v1) AS s1, SUM(v2) AS s2, SUM(v3) AS s3, MIN(start) AS oldest
          FROM buckets WHERE budget = ? AND scope = ? AND bucket_ms = ? AND start > ?`,
-        limit.name,
+        keyOf(limit),
         limit.scope,
         bucketMs,
         windowStart(limit, now),
@@ -220,7 +227,7 @@ export class Budgets extends DurableObject {
       this.#sql
         .exec(
           "SELECT 1 FROM seen WHERE budget = ? AND scope = ? AND digest = ? AND at > ? LIMIT 1",
-          limit.name,
+          keyOf(limit),
           limit.scope,
           digest,
           windowStart(limit, now),
@@ -234,7 +241,7 @@ export class Budgets extends DurableObject {
     const row = this.#sql
       .exec<{ notified_until: number }>(
         "SELECT notified_until FROM exhausted WHERE budget = ? AND scope = ?",
-        limit.name,
+        keyOf(limit),
         limit.scope,
       )
       .toArray()[0];
@@ -242,7 +249,7 @@ export class Budgets extends DurableObject {
     const until = (use.oldest ?? now) + limit.window_seconds * 1000;
     this.#sql.exec(
       "INSERT INTO exhausted (budget, scope, notified_until) VALUES (?, ?, ?) ON CONFLICT (budget, scope) DO UPDATE SET notified_until = excluded.notified_until",
-      limit.name,
+      keyOf(limit),
       limit.scope,
       until,
     );

@@ -9,6 +9,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { canonicalJson } from "../../shared/canonicalJson.ts";
 import { compileGuardrail, guardrailDocumentSchema } from "../../shared/guardrails/evaluate.ts";
 import { signRequestSchema, toSignRequest } from "../../shared/guardrails/request.ts";
+import { solanaAddressesOf } from "../enclave/solanaAddresses.ts";
 import { guardrailDocumentAt, type GuardrailSubject } from "../../shared/guardrails/onChain.ts";
 import { guardrailSchema, type Budget } from "../../shared/guardrails/schema.ts";
 import { budgetCharge, budgetLimits, budgetStateSchema, countedDigest } from "../../shared/guardrails/budgets.ts";
@@ -241,9 +242,14 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
         );
       document = found.document;
       hash = found.hash;
-      const request = toSignRequest(input.request);
-      const decision = decideWith(document, request);
       const budgets = (document.budgets ?? []).filter((b) => b.per !== "action");
+      // A Solana transaction's spend counted in budgets of lamports is the wallet's own: its transfers and the fee it pays.
+      const signer =
+        input.request.kind === "solana_transaction" && budgets.some((b) => b.max_lamports !== undefined)
+          ? (await solanaAddressesOf(c, [wallet])).get(wallet)
+          : undefined;
+      const request = signRequestOf(input.request, signer);
+      const decision = decideWith(document, request);
       if (!decision.allowed || budgets.length === 0) return c.json({ ...decision, guardrail_hash: hash }, 200);
       let charge: ReturnType<typeof budgetCharge>;
       try {
@@ -263,6 +269,7 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
         ref: c.get("ids").requestId,
         digest: countedDigest(wallet, charge.digest).toLowerCase(),
         value_wei: charge.valueWei.toString(),
+        ...(charge.valueLamports > 0n ? { value_lamports: charge.valueLamports.toString() } : {}),
         budgets: budgetLimits(budgets, { keyHash: toHash32(callerKey(c).keyHash), cid: "" }),
       });
       if (!peek.granted)
@@ -279,7 +286,7 @@ export function guardrailsRoutes(): OpenAPIHono<EdgeEnv> {
         );
       return c.json({ ...decision, guardrail_hash: hash, budgets: { before: peek.before, after: peek.after } }, 200);
     }
-    const decision = decideWith(document, toSignRequest(input.request));
+    const decision = decideWith(document, signRequestOf(input.request));
     return c.json({ ...decision, guardrail_hash: hash }, 200);
   });
 
@@ -313,6 +320,17 @@ function safeJson(text: string): unknown {
   }
 }
 
+/** The evaluator's request; a Solana transaction that does not decode is the client's mistake (400). */
+function signRequestOf(input: Parameters<typeof toSignRequest>[0], solanaSigner?: string) {
+  try {
+    return toSignRequest(input, solanaSigner);
+  } catch (err) {
+    throw new SigilError("invalid_request", (err as Error).message, {
+      details: [{ path: "request.transaction", message: (err as Error).message }],
+    });
+  }
+}
+
 /** A budget as the store's `states` takes it: every scope of it. */
 function limitOf(b: Budget) {
   return {
@@ -320,6 +338,7 @@ function limitOf(b: Budget) {
     per: b.per ?? "wallet",
     window_seconds: b.window_seconds,
     ...(b.max_value_wei === undefined ? {} : { max_value_wei: b.max_value_wei }),
+    ...(b.max_lamports === undefined ? {} : { max_lamports: b.max_lamports }),
     ...(b.max_signatures === undefined ? {} : { max_signatures: b.max_signatures }),
   };
 }
