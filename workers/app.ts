@@ -15,6 +15,7 @@ import { attestationRoutes } from "./routes/attestation.ts";
 import { billingRoutes, stripeWebhookRoutes } from "./routes/billing.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { budgetRoutes } from "./routes/budgets.ts";
+import { transactionRoutes } from "./routes/transactions.ts";
 import { settlementRoutes } from "./routes/settlements.ts";
 import { sigilActionRoutes } from "./routes/sigilAction.ts";
 import { groupsRoutes } from "./routes/groups.ts";
@@ -77,6 +78,8 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", publicRoutes());
   // The enclaves' budget reservations: a run's token, not a client's key (routes/budgets.ts).
   app.route("/", budgetRoutes());
+  // The enclaves' transaction nonces: a run's token too (routes/transactions.ts).
+  app.route("/", transactionRoutes());
   // The enclaves' settlements of runs' charges: each run's token (routes/settlements.ts).
   app.route("/", settlementRoutes());
   app.route("/core/v1", stripeWebhookRoutes());

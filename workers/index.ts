@@ -9,6 +9,7 @@ import { keepBackgroundWorkWith } from "./chain/keyCache.ts";
 keepBackgroundWorkWith(waitUntil);
 
 export { Budgets } from "./budgets/store.ts";
+export { Transactions } from "./transactions/store.ts";
 export { Ledger } from "./billing/ledger.ts";
 export { Idempotency } from "./idempotency/store.ts";
 export { RateLimiter } from "./ratelimit/limiter.ts";

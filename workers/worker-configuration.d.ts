@@ -13,6 +13,7 @@ interface __BaseEnv_Env {
 	IDEMPOTENCY: DurableObjectNamespace<import("./index").Idempotency>;
 	WEBHOOKS: DurableObjectNamespace<import("./index").Webhooks>;
 	BUDGETS: DurableObjectNamespace<import("./index").Budgets>;
+	TRANSACTIONS: DurableObjectNamespace<import("./index").Transactions>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {
@@ -32,6 +33,7 @@ declare namespace Cloudflare {
 		IDEMPOTENCY: DurableObjectNamespace<import("./index").Idempotency>;
 		WEBHOOKS: DurableObjectNamespace<import("./index").Webhooks>;
 		BUDGETS: DurableObjectNamespace<import("./index").Budgets>;
+	TRANSACTIONS: DurableObjectNamespace<import("./index").Transactions>;
 	}
 	interface Env extends __BaseEnv_Env {}
 }

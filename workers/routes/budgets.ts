@@ -8,27 +8,15 @@ import { Hono } from "hono";
 import { SigilError } from "../../shared/errors.ts";
 import { budgetRequestSchema } from "../../shared/guardrails/budgets.ts";
 import type { EdgeEnv } from "../router.ts";
-import { verifyBudgetToken } from "../budgets/token.ts";
+import { internalBody, runRef } from "./internalBody.ts";
 import { budgetsOf } from "../budgets/index.ts";
 import { budgetExhausted, emitterOf } from "../webhooks/emit.ts";
 
 export function budgetRoutes(): Hono<EdgeEnv> {
   const r = new Hono<EdgeEnv>();
   r.post("/internal/v1/budgets", async (c) => {
-    const seed = c.get("config").channel.identityKey;
-    const token = c.req.header("authorization")?.replace(/^Bearer\s+/i, "") ?? "";
-    const ref = seed ? await verifyBudgetToken(seed, token, Date.now()) : undefined;
-    if (ref === undefined) throw new SigilError("invalid_api_key", "a budget reservation needs a run's token");
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new SigilError("invalid_json", "the body is not JSON");
-    }
-    const parsed = budgetRequestSchema.safeParse(body);
-    if (!parsed.success)
-      throw new SigilError("invalid_request", `not a budget request: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-    const request = parsed.data;
+    const ref = await runRef(c, "a budget reservation");
+    const request = await internalBody(c, budgetRequestSchema, "a budget request");
     if (request.ref !== ref) throw new SigilError("permission_denied", "the token is for another run");
     const answer = await budgetsOf(c.env.BUDGETS, request.account, request.wallet).decide(request);
     if (!answer.granted) {

@@ -12,6 +12,7 @@ import { ledgerOf } from "../billing/account.ts";
 import type { RunBill, RunSettlement } from "../billing/ledgerTypes.ts";
 import { verifyRunToken } from "../budgets/token.ts";
 import type { EdgeEnv } from "../router.ts";
+import { internalBody } from "./internalBody.ts";
 
 export function settlementRoutes(): Hono<EdgeEnv> {
   const r = new Hono<EdgeEnv>();
@@ -20,20 +21,9 @@ export function settlementRoutes(): Hono<EdgeEnv> {
     const seed = config.channel.identityKey;
     if (!seed || !config.billing || !c.env.LEDGER)
       throw new SigilError("invalid_api_key", "this edge takes no settlements (billing off, or no identity)");
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new SigilError("invalid_json", "the body is not JSON");
-    }
-    const parsed = settlementRequestSchema.safeParse(body);
-    if (!parsed.success)
-      throw new SigilError(
-        "invalid_request",
-        `not a settlement request: ${parsed.error.issues[0]?.message ?? "invalid"}`,
-      );
+    const request = await internalBody(c, settlementRequestSchema, "a settlement request");
     const now = Date.now();
-    const claims = await Promise.all(parsed.data.runs.map((run) => verifyRunToken(seed, run.token, now)));
+    const claims = await Promise.all(request.runs.map((run) => verifyRunToken(seed, run.token, now)));
     const answer: SettlementAnswer = { refused: [], missing: [] };
     // Each account's runs go to its Ledger in one call; the index of each run, to answer by.
     const byAccount = new Map<string, { runs: RunSettlement[]; index: number[] }>();
@@ -45,7 +35,7 @@ export function settlementRoutes(): Hono<EdgeEnv> {
       }
       const group = byAccount.get(bill.account) ?? { runs: [], index: [] };
       byAccount.set(bill.account, group);
-      group.runs.push(settlementOf(claim.ref, bill, parsed.data.runs[i]!));
+      group.runs.push(settlementOf(claim.ref, bill, request.runs[i]!));
       group.index.push(i);
     });
     await Promise.all(
