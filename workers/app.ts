@@ -60,6 +60,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
         "X-Attestation-Simulated",
         "Idempotent-Replayed",
         "Original-Request",
+        "Sigil-Stale",
       ],
     }),
   );

@@ -7,10 +7,13 @@ import type { Env } from "./env.ts";
 /**
  * Requests one isolate serves at once by default (SIGIL_EDGE_MAX_IN_FLIGHT). An isolate runs on one
  * thread and shares it among every request it holds, so past what it serves promptly each new one
- * only makes all of them slower; 128 is a few hundred ms of this edge's CPU (a run costs it ~7 ms)
- * and leaves room for requests that wait on the chain or the enclave without using any.
+ * only makes all of them slower. A refused client waits its Retry-After (2 s, plus up to half of it)
+ * before it is served at all, so a place is worth keeping while the queue it joins drains sooner:
+ * 256 requests are about a second of this edge's CPU (a run costs it 4–5 ms, less for a read), and
+ * many of them wait on the chain or the enclave without using any. With 128 the soak's retried
+ * backlogs after an enclave restart were refused by the thousand while the edge had CPU to spare.
  */
-export const DEFAULT_MAX_IN_FLIGHT = 128;
+export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 /**
  * The share of those places one client may hold at once by default, in percent

@@ -10,6 +10,7 @@ import { listRoute } from "./openapi.ts";
 import { cidHashText } from "./groups.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
+import { accountRead } from "./accountRead.ts";
 
 const routes = [
   writeRoute(
@@ -57,10 +58,11 @@ export function actionsRoutes(): OpenAPIHono<EdgeEnv> {
     const config = c.get("config");
     const query = c.req.valid("query");
     const [page, size] = pageArgs(query);
-    const listed =
+    const listed = await accountRead(c, `listActions|${keyHash}|${JSON.stringify(c.req.query())}`, () =>
       query.group_id === undefined
-        ? await readView(config, "listActions", [keyHash, page, size], keyHash)
-        : await readView(config, "listActionsInGroup", [keyHash, query.group_id, page, size], keyHash);
+        ? readView(config, "listActions", [keyHash, page, size], keyHash)
+        : readView(config, "listActionsInGroup", [keyHash, query.group_id, page, size], keyHash),
+    );
     return pageAnswer(c, listed, (a) => ({
       hashed_cid: cidHashText(a.cidHash),
       ...(a.cid === "" ? {} : { action_ipfs_cid: a.cid }),

@@ -11,6 +11,7 @@ import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
+import { accountRead } from "./accountRead.ts";
 
 const routes = [
   writeRoute(
@@ -76,7 +77,9 @@ export function groupsRoutes(): OpenAPIHono<EdgeEnv> {
     const { keyHash } = callerKey(c);
     return pageAnswer(
       c,
-      await readView(c.get("config"), "listGroups", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+      await accountRead(c, `listGroups|${keyHash}|${JSON.stringify(c.req.query())}`, () =>
+        readView(c.get("config"), "listGroups", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+      ),
       (g) => ({
         id: g.id.toString(),
         group_name: g.name,

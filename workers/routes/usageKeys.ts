@@ -13,6 +13,7 @@ import { callerKey } from "../middleware/auth/index.ts";
 import { listRoute } from "./openapi.ts";
 import { pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { serveWrites, writeRoute } from "./write.ts";
+import { accountRead } from "./accountRead.ts";
 
 const routes = [
   writeRoute(
@@ -72,7 +73,9 @@ export function usageKeysRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(listApiKeys, async (c) => {
     const { keyHash } = callerKey(c);
     const config = c.get("config");
-    const page = await readView(config, "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash);
+    const page = await accountRead(c, `listUsageApiKeys|${keyHash}|${JSON.stringify(c.req.query())}`, () =>
+      readView(config, "listUsageApiKeys", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+    );
     // Each key's spend from the account's Ledger (the view answered, so the key is the account's).
     let spent: Record<string, number> = {};
     if (config.billing && page[0].length > 0) {

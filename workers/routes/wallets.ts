@@ -19,6 +19,7 @@ import { jsonResponse as json, listRoute, registerKeySecurity, requireKey, route
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
+import { accountRead } from "./accountRead.ts";
 
 /** `listWalletsInGroup`'s id for the group's `address(0)` entry: any wallet of the account. */
 const ANY_WALLET_ID = (1n << 256n) - 1n;
@@ -175,7 +176,9 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       await walletPage(
         c,
-        await readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+        await accountRead(c, `listWallets|${keyHash}|${JSON.stringify(c.req.query())}`, () =>
+          readView(c.get("config"), "listWallets", [keyHash, ...pageArgs(c.req.valid("query"))], keyHash),
+        ),
       ),
       (item) => item,
     );
@@ -208,7 +211,9 @@ export function walletsRoutes(): OpenAPIHono<EdgeEnv> {
       c,
       await walletPage(
         c,
-        await readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash),
+        await accountRead(c, `listWalletsInGroup|${keyHash}|${JSON.stringify(c.req.query())}`, () =>
+          readView(c.get("config"), "listWalletsInGroup", [keyHash, query.group_id, ...pageArgs(query)], keyHash),
+        ),
       ),
       (item) => item,
     );

@@ -14,7 +14,9 @@ import {
   type EnclaveResponse,
   type OperationInput,
 } from "../../shared/operations.ts";
+import { SigilError } from "../../shared/errors.ts";
 import { pipeline, type EdgeEnv, type Stage } from "../router.ts";
+import { accountWrote } from "./accountRead.ts";
 import { meteredWrite, meterOf } from "../billing/meter.ts";
 import { enclave } from "../enclave/client.ts";
 import { attemptOf, idempotencyHeaders, idempotent, idempotentAnswerHeaders } from "../idempotency/index.ts";
@@ -43,11 +45,19 @@ export async function forwardWrite<Op extends EnclaveOperation>(
   op: Op,
   input: unknown,
 ): Promise<EnclaveResponse<Op>> {
-  const result = await enclave.call(
-    op,
-    { ...(toWire(input) as object), api_key: callerKey(c).apiKey } as OperationInput<Op>,
-    { config: c.get("config"), ids: c.get("ids"), idempotent: attemptOf(c)?.send },
-  );
+  let result: EnclaveResponse<Op>;
+  try {
+    result = await enclave.call(
+      op,
+      { ...(toWire(input) as object), api_key: callerKey(c).apiKey } as OperationInput<Op>,
+      { config: c.get("config"), ids: c.get("ids"), idempotent: attemptOf(c)?.send },
+    );
+  } catch (err) {
+    // Refused before it was sent (the chain down) it changed nothing; otherwise it may have landed.
+    if (!(err instanceof SigilError && err.code === "chain_unavailable")) await accountWrote(c);
+    throw err;
+  }
+  await accountWrote(c);
   await meterOf(c)?.settleWrite(op, { result });
   return result;
 }

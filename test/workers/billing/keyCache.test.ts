@@ -154,6 +154,37 @@ describe("the edge's key cache", () => {
     ran(await run(unseen));
   });
 
+  it("while its chain is unreachable, a list read before is answered from that read, said stale; a write of the account through this edge ends that", async () => {
+    const { master } = await account("stale lists", 30);
+    await takenIn(master);
+    const live = await edge<unknown[]>("list_groups", { key: master });
+    expect(live.status).toBe(200);
+    expect(live.headers.get("sigil-stale")).toBeNull();
+    await edgeChain("stop");
+    try {
+      const stale = await edge<unknown[]>("list_groups", { key: master });
+      expect(stale.status, JSON.stringify(stale.body)).toBe(200);
+      expect(stale.body).toEqual(live.body);
+      expect(stale.headers.get("x-total-count")).toBe(live.headers.get("x-total-count"));
+      expect(Number(stale.headers.get("sigil-stale"))).toBeGreaterThanOrEqual(0);
+      // Another page, never read, has nothing kept: 503 as before.
+      expectError(await edge("list_groups?page=2", { key: master }), 503, "chain_unavailable");
+      // A write of the account through this edge (the enclave still reaches the chain here): what
+      // was kept is no longer given, so its author never lists from before it.
+      const made = await edge("add_group", {
+        key: master,
+        body: { group_name: "after", group_description: "", pkp_ids_permitted: [], cid_hashes_permitted: [] },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      expectError(await edge("list_groups", { key: master }), 503, "chain_unavailable");
+    } finally {
+      await edgeChain("start");
+    }
+    const back = await edge<unknown[]>("list_groups", { key: master });
+    expect(back.status).toBe(200);
+    expect(back.body).toHaveLength((live.body as unknown[]).length + 1);
+  });
+
   it("a spend cap lowered on chain (not through this edge) stops the key within the poll interval", async () => {
     // No cap at first (and credit for every run the deadline leaves room for): only the new cap can stop it.
     const { master, usageKey } = await account("key cache cap", 200);

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../../shared/apiKey.ts";
 import { createApp } from "../../app.ts";
-import { clientShare, edgeConfig } from "../../config.ts";
+import { clientShare, DEFAULT_MAX_IN_FLIGHT, edgeConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { errorResponse } from "../../errors.ts";
 import type { EdgeEnv } from "../../router.ts";
@@ -354,6 +354,6 @@ describe("Places", () => {
     expect(clientShare(2, 25)).toBe(1);
     expect(clientShare(0, 25)).toBe(0);
     expect(edgeConfig(envWith(128, { SIGIL_EDGE_CLIENT_SHARE_PERCENT: "25" })).maxInFlightPerClient).toBe(32);
-    expect(edgeConfig({ ...(env as unknown as Env) } as Env).maxInFlightPerClient).toBe(32);
+    expect(edgeConfig({ ...(env as unknown as Env) } as Env).maxInFlightPerClient).toBe(DEFAULT_MAX_IN_FLIGHT / 4);
   });
 });
