@@ -42,6 +42,31 @@ const schema = z.object({
   SIGIL_CHANNEL_OPENINGS_BURST: int(1, 100_000).default(64),
   SIGIL_CHANNEL_OPENINGS_PER_SECOND: z.coerce.number().positive().max(100_000).default(8),
   SIGIL_RPC_URL: z.url({ protocol: /^https?$/ }),
+  /**
+   * The chains scripts' sendTransaction sends to: JSON {"<chain id>": "<RPC URL>"}
+   * (docs/design/transactions.md). Unset: the contract's own chain, at SIGIL_RPC_URL.
+   */
+  SIGIL_CHAINS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined || text.trim() === "") return undefined;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        ctx.addIssue({ code: "custom", message: 'must be JSON: {"<chain id>": "<RPC URL>"}' });
+        return z.NEVER;
+      }
+      const chains = z
+        .record(z.string().regex(/^[1-9][0-9]{0,15}$/), z.url({ protocol: /^https?$/ }))
+        .safeParse(parsed);
+      if (!chains.success) {
+        ctx.addIssue({ code: "custom", message: 'must map chain ids to http(s) RPC URLs: {"8453": "https://…"}' });
+        return z.NEVER;
+      }
+      return new Map(Object.entries(chains.data).map(([id, url]) => [Number(id), url]));
+    }),
   SIGIL_CONTRACT_ADDRESS: address,
   SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
   /** No successful poll for this long and /health says the listener is stalled (default: 3 polls, at least 30 s). */
@@ -130,6 +155,8 @@ export type EnclaveConfig = {
   /** Channel session openings per peer address (refused ones with an unknown edge key cost none). */
   channelOpenings: { capacity: number; perSecond: number };
   rpcUrl: string;
+  /** The chains sendTransaction sends to, by id; undefined: the contract's own chain only. */
+  chains: Map<number, string> | undefined;
   contractAddress: `0x${string}`;
   listenerPollMs: number;
   listenerStalledAfterMs: number;
@@ -219,6 +246,7 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     allowedEdgeKeys: c.SIGIL_ALLOWED_EDGE_KEYS.map(edgeKeyBytes),
     channelOpenings: { capacity: c.SIGIL_CHANNEL_OPENINGS_BURST, perSecond: c.SIGIL_CHANNEL_OPENINGS_PER_SECOND },
     rpcUrl: c.SIGIL_RPC_URL,
+    chains: c.SIGIL_CHAINS,
     contractAddress: c.SIGIL_CONTRACT_ADDRESS as `0x${string}`,
     listenerPollMs: pollMs,
     listenerStalledAfterMs: c.SIGIL_LISTENER_STALLED_AFTER_MS ?? defaultStalledAfterMs(pollMs),

@@ -161,6 +161,15 @@ export interface SigilActionResult<R = JsonValue> {
   charged_cents: number;
 }
 
+/** A transaction sendTransaction sent: its id in Sigil (GET /core/v1/transactions), hash, chain, nonce and where it is. */
+export interface SentTransaction {
+  id: string;
+  hash: Hex | null;
+  chain_id: number;
+  nonce: number;
+  status: "pending" | "confirmed" | "reverted" | "replaced" | "dropped" | "released" | "reserved";
+}
+
 /** `Sigil.Actions`: signing and keys, answered by the host. */
 export interface SigilActions {
   /** Signs `message` with the wallet (EIP-191, personal_sign); resolves to the 65-byte signature as hex. */
@@ -169,6 +178,15 @@ export interface SigilActions {
   signTypedData(args: WalletArgs & { typedData: TypedData }): Promise<Hex>;
   /** Signs a transaction with the wallet; resolves to the signed, serialized transaction (ready for eth_sendRawTransaction). */
   signTransaction(args: WalletArgs & { transaction: TransactionRequest }): Promise<Hex>;
+  /**
+   * Fills the transaction (gas, EIP-1559 fees), numbers it (nonces never collide across runs and
+   * enclave instances), signs it as signTransaction would and sends it to the deployment's RPC for its
+   * chainId; resolves to its record as soon as the RPC took it. The service then follows it to
+   * confirmed, reverted, replaced or dropped. Give no nonce (sign and send it yourself for that).
+   */
+  sendTransaction(
+    args: WalletArgs & { transaction: Omit<TransactionRequest, "nonce"> & { chainId: number } },
+  ): Promise<SentTransaction>;
   /** Signs a 32-byte digest as it is (raw ECDSA, no prefix, low s) with the wallet. */
   signDigest(args: WalletArgs & { digest: Hex }): Promise<DigestSignature>;
   /** The wallet's uncompressed public key: `0x04` followed by 128 hex digits. */

@@ -50,21 +50,51 @@ export async function askBudgets(
   deadline: number = Date.now() + PATIENCE_MS,
   allowHttp = true,
 ): Promise<BudgetAnswer> {
+  try {
+    return await askEdge<BudgetAnswer>(
+      access,
+      BUDGET_PATH,
+      request,
+      // Not an answer of the store: as good as none (a refusal named budgets.undefined would say nothing).
+      (answer) => typeof answer.granted === "boolean" && Array.isArray(answer.before),
+      { fetchImpl, deadline, allowHttp },
+    );
+  } catch (err) {
+    throw new BudgetUnavailableError(`the wallet's budgets could not be reserved in (${(err as Error).message})`);
+  }
+}
+
+/**
+ * Posts `body` to `path` at the edge that sent the run (`access`: its URL and the run's token) and
+ * returns its JSON answer once `isAnswer` accepts it. Each attempt waits ATTEMPT_TIMEOUT_MS but the
+ * last, which waits until `deadline`: the edge may have done what was asked and be slow to say so.
+ * A 4xx is the same next time, so it ends the attempts. Throws an Error saying what the last attempt met.
+ */
+export async function askEdge<T>(
+  access: BudgetAccess,
+  path: string,
+  body: unknown,
+  isAnswer: (answer: Record<string, unknown>) => boolean,
+  options: { fetchImpl?: typeof fetch; deadline?: number; allowHttp?: boolean } = {},
+): Promise<T> {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const deadline = options.deadline ?? Date.now() + PATIENCE_MS;
+  const allowHttp = options.allowHttp ?? true;
   let url: URL;
   try {
-    url = new URL(BUDGET_PATH, access.url);
+    url = new URL(path, access.url);
   } catch {
-    throw new BudgetUnavailableError("the edge's budget URL is not http(s)");
+    throw new Error("the edge's URL is not http(s)");
   }
   if (url.protocol !== "https:" && !(allowHttp && url.protocol === "http:"))
-    throw new BudgetUnavailableError(`the edge's budget URL is not ${allowHttp ? "http(s)" : "https"}`);
+    throw new Error(`the edge's URL is not ${allowHttp ? "http(s)" : "https"}`);
   let last = "";
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     try {
       const res = await fetchImpl(url, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${access.token}` },
-        body: JSON.stringify(request),
+        body: JSON.stringify(body),
         // The token goes to the edge's URL and nowhere else.
         redirect: "error",
         signal: AbortSignal.timeout(
@@ -73,20 +103,17 @@ export async function askBudgets(
       });
       const text = await res.text();
       if (res.ok) {
-        const answer = JSON.parse(text) as Partial<BudgetAnswer>;
-        // Not an answer of the store: as good as none (a refusal named budgets.undefined would say nothing).
-        if (typeof answer.granted !== "boolean" || !Array.isArray(answer.before))
-          throw new BudgetUnavailableError("the edge's answer is not a budget decision");
-        return answer as BudgetAnswer;
+        const answer = JSON.parse(text) as Record<string, unknown>;
+        if (!isAnswer(answer)) throw new Error("the edge's answer is not one it should give");
+        return answer as T;
       }
       last = `the edge answered ${res.status}`;
-      // A refusal of the request itself will be the same next time.
       if (res.status >= 400 && res.status < 500) break;
     } catch (err) {
       last = err instanceof Error ? err.message : String(err);
     }
   }
-  throw new BudgetUnavailableError(`the wallet's budgets could not be reserved in (${last})`);
+  throw new Error(last);
 }
 
 /** What a run's budgeted signature met: room reserved (the counters before and after), or the budget that had none. */

@@ -25,6 +25,7 @@ import { decodedRequest } from "../../shared/guardrails/request.ts";
 import { Recent } from "../../shared/recent.ts";
 import { BudgetUnavailableError, RunBudgets } from "../authz/budgets.ts";
 import type { BudgetState } from "../../shared/guardrails/budgets.ts";
+import { sendServices } from "./send.ts";
 
 /** Who a run is, as its keys are authorized: its key, account and code, and its side of the wallets' budgets. */
 type RunSubject = {
@@ -294,6 +295,14 @@ export async function sigilAction(
     },
     keys,
     offer.keys.length > 0 ? offer : undefined,
+    sendServices(enclave, {
+      keyHash,
+      master: key.master,
+      actionHash,
+      access: input.budget,
+      dry,
+      deadline: Date.now() + timeoutMs,
+    }),
   );
   const endedAt = new Date();
   const durationMs = Math.round(outcome.durationMs);

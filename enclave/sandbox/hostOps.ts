@@ -91,6 +91,8 @@ export type RunContext = {
   signal?: () => AbortSignal;
   /** Asks the service thread for a key; rejects with a CodedError (permission_denied, wallet_key_mismatch, …). */
   requestKey(request: KeyRequest): Promise<KeyMaterial>;
+  /** Asks the service thread for a service of the run's (operations/send.ts); rejects with a CodedError. */
+  requestService?(op: string, args: unknown): Promise<unknown>;
   /**
    * A dry run (docs/design/guardrails.md, The dry run): a signature or an export is asked of the service
    * thread as in a run — authorized, checked against the guardrail, recorded — but no key comes back
@@ -294,6 +296,68 @@ function walletOperations({ withKey, wallet }: Keys): AsyncOps {
         () => ZERO_WORD,
       ),
   };
+}
+
+/** A prepared send (operations/send.ts): the transaction filled and numbered, or the record of one a retried run already sent. */
+type PreparedSend =
+  | { id: string | null; chain_id: number; nonce: number; transaction: Record<string, unknown> }
+  | { sent: Record<string, unknown> };
+
+/**
+ * `sendTransaction`: the service thread fills the transaction (gas, EIP-1559 fees) and reserves its
+ * nonce at the edge; it is signed here as `signTransaction` signs it — the wallet's grant, guardrail
+ * and budgets decide as for any signature — and the service thread broadcasts it and records its hash
+ * (docs/design/transactions.md). A signature refused releases the nonce. Each send of a run is
+ * numbered, so that the run retried under its Idempotency-Key finds the transactions it sent.
+ */
+function sendOperation(run: RunContext, signTransaction: (args: Args) => Promise<unknown>): AsyncOps {
+  let sends = 0;
+  return {
+    sendTransaction: async (args) => {
+      requireObject("sendTransaction", "transaction", args.transaction);
+      if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId))
+        throw new CodedError(
+          null,
+          "sendTransaction: pkpId must be a wallet address (0x followed by 40 hex digits)",
+          "TypeError",
+        );
+      const given = toTransaction(args.transaction) as Record<string, unknown>;
+      if (given.nonce !== undefined && given.nonce !== null)
+        throw new CodedError(
+          null,
+          "sendTransaction: the service numbers the transaction; to choose its nonce, signTransaction it and send it yourself",
+          "TypeError",
+        );
+      if (typeof given.chainId !== "number")
+        throw new CodedError(null, "sendTransaction: transaction.chainId is required", "TypeError");
+      if (!run.requestService) throw new CodedError(null, "sendTransaction: this run cannot send transactions");
+      const index = sends++;
+      const prepared = (await run.requestService("sendTransaction.prepare", {
+        pkpId: args.pkpId,
+        index,
+        transaction: jsonOf(given),
+      })) as PreparedSend;
+      if ("sent" in prepared) return prepared.sent;
+      let serialized: unknown;
+      try {
+        serialized = await signTransaction({ pkpId: args.pkpId, transaction: prepared.transaction });
+      } catch (err) {
+        if (prepared.id !== null)
+          await run
+            .requestService("sendTransaction.release", { id: prepared.id, reason: shortMessage(err) })
+            .catch(() => undefined);
+        throw err;
+      }
+      if (run.dryRun === true)
+        return { id: null, hash: null, chain_id: prepared.chain_id, nonce: prepared.nonce, status: "dry_run" };
+      return run.requestService("sendTransaction.broadcast", { id: prepared.id, serialized });
+    },
+  };
+}
+
+/** A transaction's fields as JSON: bigints as decimal strings. */
+function jsonOf(tx: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(tx).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]));
 }
 
 /** Whether `bytes` are, whole, a compiled Solana transaction message (legacy or v0) with a signer. */
@@ -588,8 +652,10 @@ export function createRunHost(run: RunContext): RunHost {
   };
 
   const keys: Keys = { withKey, wallet, action };
+  const signing = walletOperations(keys);
   const asyncOps: AsyncOps = {
-    ...walletOperations(keys),
+    ...signing,
+    ...sendOperation(run, signing.signTransaction as (args: Args) => Promise<unknown>),
     ...solanaOperations(keys),
     ...encryptionOperations(keys),
     ...actionOperations(keys),

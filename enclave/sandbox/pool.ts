@@ -23,6 +23,9 @@ import { Terminator } from "./terminator.ts";
 /** Answers a run's key requests (authorization happens there, on the service thread). */
 export type KeyProvider = (request: KeyRequest) => Promise<KeyMaterial>;
 
+/** Answers a run's service requests (operations/send.ts), on the service thread: JSON in, JSON out. */
+export type ServiceProvider = (op: string, args: unknown) => Promise<unknown>;
+
 /**
  * Keys authorized for a run before its script asks (hostOps.ts OfferedKey), and what to call, before
  * the run's outcome is given, for each use the run made of them (the receipt's record).
@@ -60,6 +63,7 @@ type Pending = {
   resolve: (o: RunOutcome) => void;
   reject: (e: Error) => void;
   keys: KeyProvider;
+  services: ServiceProvider | undefined;
   onOfferedUse: KeyOffer["onUse"] | undefined;
   request: RunRequest;
   backstop: NodeJS.Timeout;
@@ -135,7 +139,7 @@ export class SandboxPool {
    * Runs one script; rejects with 429 `executor_busy` when every worker is full, or the sandbox's memory
    * is spent. The offered keys move to the worker (the caller's copies are zeroed), refused or not.
    */
-  run(request: RunRequest, keys: KeyProvider, offer?: KeyOffer): Promise<RunOutcome> {
+  run(request: RunRequest, keys: KeyProvider, offer?: KeyOffer, services?: ServiceProvider): Promise<RunOutcome> {
     const offered = offer?.keys.map(
       ({ pkpId, material }): OfferedKeyBytes => ({
         pkpId,
@@ -154,7 +158,7 @@ export class SandboxPool {
       // overdue code, and a run held up by others has its deadline moved on by at most their time.
       const backstopMs = request.timeoutMs + Math.max(BACKSTOP_MIN_MS, request.timeoutMs);
       const backstop = setTimeout(() => this.#giveUp(slot, runId), backstopMs);
-      slot.runs.set(runId, { resolve, reject, keys, onOfferedUse: offer?.onUse, request, backstop });
+      slot.runs.set(runId, { resolve, reject, keys, services, onOfferedUse: offer?.onUse, request, backstop });
       const transfer = (offered ?? []).flatMap((k) =>
         k.encryptionKey ? [k.privateKey, k.encryptionKey] : [k.privateKey],
       );
@@ -293,8 +297,12 @@ export class SandboxPool {
     slot.worker.postMessage(messages.length === 1 ? messages[0] : { type: "batch", messages }, transfer);
   }
 
-  #onMessage(slot: Slot, message: Extract<FromWorker, { type: "done" | "key" }>): void {
+  #onMessage(slot: Slot, message: Extract<FromWorker, { type: "done" | "key" | "service" }>): void {
     const pending = slot.runs.get(message.runId);
+    if (message.type === "service") {
+      this.#service(slot, pending, message);
+      return;
+    }
     if (message.type === "done") {
       if (!pending) return;
       clearTimeout(pending.backstop);
@@ -356,6 +364,44 @@ export class SandboxPool {
             ? { details: err.scriptDetails }
             : {}),
         });
+      },
+    );
+  }
+
+  /** A run's service request, answered by its provider; an error the script may not read is told as internal. */
+  #service(slot: Slot, pending: Pending | undefined, message: Extract<FromWorker, { type: "service" }>): void {
+    const { callId } = message;
+    const refuse = (code: string | null, kind: "Error" | "TypeError" | "RangeError", text: string, details?: unknown) =>
+      this.#post(slot, {
+        type: "serviceReply",
+        callId,
+        ok: false,
+        code,
+        kind,
+        message: text,
+        ...(details === undefined ? {} : { details }),
+      });
+    if (!pending?.services) {
+      refuse("permission_denied", "Error", pending ? "this run has no such service" : "the run has ended");
+      return;
+    }
+    pending.services(message.op, message.args).then(
+      (result) => this.#post(slot, { type: "serviceReply", callId, ok: true, result }),
+      (err: unknown) => {
+        if (err instanceof CodedError) {
+          refuse(err.scriptCode, err.kind, err.message, err.scriptDetails);
+          return;
+        }
+        if (isExposed(err)) {
+          const e = err as SigilError;
+          refuse(e.code, "Error", e.message);
+          return;
+        }
+        this.#o.log.error("service request failed", {
+          op: message.op,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        refuse("internal_error", "Error", `${message.op} could not be done`);
       },
     );
   }

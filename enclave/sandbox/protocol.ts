@@ -37,12 +37,25 @@ export type ToWorker =
   | { type: "abort"; runId: number }
   | { type: "keyReply"; callId: number; ok: true; privateKey: ArrayBuffer; encryptionKey?: ArrayBuffer }
   | { type: "keyReply"; callId: number; ok: false; code: string; message: string; details?: unknown }
+  /** A service the run asked of the service thread (sending a transaction): its result (JSON), or its error. */
+  | { type: "serviceReply"; callId: number; ok: true; result: unknown }
+  | {
+      type: "serviceReply";
+      callId: number;
+      ok: false;
+      code: string | null;
+      kind: "Error" | "TypeError" | "RangeError";
+      message: string;
+      details?: unknown;
+    }
   /** Runs and key replies the pool had for this worker in one turn of its event loop, in order. */
   | { type: "batch"; messages: ToWorker[] };
 
 export type FromWorker =
   | { type: "ready" }
   | { type: "key"; runId: number; callId: number; request: KeyRequest }
+  /** A run asks the service thread for `op` (operations/send.ts), with JSON `args`. */
+  | { type: "service"; runId: number; callId: number; op: string; args: unknown }
   /** `offeredUses`: what the run did with offered keys, in order, for its receipt. */
   | { type: "done"; runId: number; outcome: RunOutcome; offeredUses?: OfferedKeyUse[] }
   /** The worker's heap passed its threshold: route no new runs to it, replace it once it is empty. */

@@ -65,6 +65,18 @@ setInterval(() => {
 
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
+const pendingServices = new Map<number, { resolve: (result: unknown) => void; reject: (err: Error) => void }>();
+let nextServiceCall = 0;
+
+/** Asks the service thread for `op` on behalf of run `runId` (a transaction's nonce, its broadcast). */
+function requestService(runId: number, op: string, args: unknown): Promise<unknown> {
+  const callId = nextServiceCall++;
+  return new Promise<unknown>((resolve, reject) => {
+    pendingServices.set(callId, { resolve, reject });
+    post({ type: "service", runId, callId, op, args });
+  });
+}
+
 function requestKey(runId: number, request: KeyRequest): Promise<KeyMaterial> {
   const callId = nextKeyCall++;
   const answer = new Promise<KeyMaterial>((resolve, reject) => {
@@ -265,6 +277,7 @@ async function run(runId: number, request: RunRequest, offer: OfferedKeys, ownTu
       const key = request.dryRun && r.use ? undefined : offer.take(r);
       return key ? Promise.resolve(key) : requestKey(runId, r);
     },
+    requestService: (op, args) => requestService(runId, op, args),
   });
   script = new ScriptRun(prepared, request, limits, host, {
     runId,
@@ -354,6 +367,14 @@ function handle(message: ToWorker, ownTurn: boolean): void {
           ...(message.encryptionKey ? { encryptionKey: new Uint8Array(message.encryptionKey) } : {}),
         });
       else pending.reject(new CodedError(message.code, message.message, "Error", message.details));
+      break;
+    }
+    case "serviceReply": {
+      const pending = pendingServices.get(message.callId);
+      if (!pending) break;
+      pendingServices.delete(message.callId);
+      if (message.ok) pending.resolve(message.result);
+      else pending.reject(new CodedError(message.code, message.message, message.kind, message.details));
       break;
     }
   }

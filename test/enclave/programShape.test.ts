@@ -305,6 +305,7 @@ describe("Sigil cannot be replaced or changed", () => {
       "getPublicKey",
       "getSolanaAddress",
       "keccak256",
+      "sendTransaction",
       "setResponse",
       "sha256",
       "signDigest",

@@ -41,6 +41,7 @@
     signMessage: walletOp("signMessage", ["pkpId", "message"]),
     signTypedData: walletOp("signTypedData", ["pkpId", "typedData"]),
     signTransaction: walletOp("signTransaction", ["pkpId", "transaction"]),
+    sendTransaction: walletOp("sendTransaction", ["pkpId", "transaction"]),
     signDigest: walletOp("signDigest", ["pkpId", "digest"]),
     getPublicKey: walletOp("getPublicKey", ["pkpId"]),
     getPrivateKey: walletOp("getPrivateKey", ["pkpId"]),
