@@ -15,7 +15,7 @@ import { attestationRoutes } from "./routes/attestation.ts";
 import { billingRoutes, stripeWebhookRoutes } from "./routes/billing.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { budgetRoutes } from "./routes/budgets.ts";
-import { transactionRoutes } from "./routes/transactions.ts";
+import { transactionListRoutes, transactionRoutes } from "./routes/transactions.ts";
 import { settlementRoutes } from "./routes/settlements.ts";
 import { sigilActionRoutes } from "./routes/sigilAction.ts";
 import { groupsRoutes } from "./routes/groups.ts";
@@ -88,6 +88,7 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", accountsRoutes());
   app.route("/core/v1", usageKeysRoutes());
   app.route("/core/v1", walletsRoutes());
+  app.route("/core/v1", transactionListRoutes());
   app.route("/core/v1", guardrailsRoutes());
   app.route("/core/v1", groupsRoutes());
   app.route("/core/v1", actionsRoutes());

@@ -4,7 +4,7 @@
 // anvil, which mines it. Concurrent runs of one wallet get consecutive nonces and all land; a chain
 // the deployment does not send to, a nonce chosen by the script, and a transaction the chain
 // refuses are told to the script, the last releasing its nonce for the next send (no gap); a dry
-// run sends nothing.
+// run sends nothing; GET /transactions lists what was sent.
 import { createPublicClient, createTestClient, http, parseEther, type Address, type Hex } from "viem";
 import { foundry } from "viem/chains";
 import { beforeAll, describe, expect, inject, it } from "vitest";
@@ -94,6 +94,18 @@ describe("sendTransaction", () => {
       sent.map((s) => chain().waitForTransactionReceipt({ hash: s.hash as Hex, timeout: 30_000 })),
     );
     expect(receipts.every((r) => r.status === "success")).toBe(true);
+    // GET /transactions has each, as sent; the SDK's iterator pages through them by cursor.
+    const listed = [];
+    for await (const t of client.all.listTransactions({ wallet_address: wallet, limit: 7 })) listed.push(t);
+    for (const s of sent)
+      expect(listed.find((t) => t.id === s.id)).toMatchObject({
+        hash: s.hash,
+        nonce: s.nonce,
+        chain_id: 31337,
+        wallet_address: wallet.toLowerCase(),
+      });
+    const one = await client.listTransactions({ id: sent[0]?.id });
+    expect(one).toEqual({ transactions: [listed.find((t) => t.id === sent[0]?.id)], next_cursor: null });
   });
 
   it("tells the script what it cannot send, and a nonce the chain refused is the next one used", async () => {

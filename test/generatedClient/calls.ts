@@ -111,6 +111,7 @@ export async function all() {
   await c.POST("/core/v1/billing/confirm_payment", { body: { payment_intent_id: "pi_1" } });
   await c.GET("/core/v1/usage", { params: { query: { limit: 50, kind: "run" } } });
   await c.GET("/core/v1/audit", { params: { query: { limit: 50 } } });
+  await c.GET("/core/v1/transactions", { params: { query: { limit: 20, status: "pending", chain_id: 8453 } } });
   await c.POST("/core/v1/webhooks", { body: { url: "https://example.com/hook" } });
   await c.GET("/core/v1/webhooks");
   await c.GET("/core/v1/webhooks/settings");

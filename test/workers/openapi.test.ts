@@ -85,6 +85,8 @@ const API_MD_ROUTES: Array<[method: string, path: string, auth: "none" | "key", 
   ["post", "/create_wallet_with_signature", "none", "Signatures"],
   ["post", "/convert_to_chain_secured_account", "key", "Signatures"],
   ["post", "/add_usage_api_key_with_signature", "none", "Signatures"],
+  // The transactions scripts sent with sendTransaction (issue 32).
+  ["get", "/transactions", "key", "Execution"],
   // The audit log (issue 14): a key, or X-Wallet-Auth as on billing's reads.
   ["get", "/audit", "key", "Audit"],
   // Billing: the keyed ones also take X-Wallet-Auth instead of a key.
@@ -134,6 +136,7 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
   "post /core/v1/billing/webhook": "stripeWebhook",
   "get /core/v1/create_wallet": "createWalletByGet",
   "get /core/v1/usage": "listUsage",
+  "get /core/v1/transactions": "listTransactions",
   // The webhook routes are REST-shaped (a resource and its sub-resources): each takes a verb.
   "post /core/v1/webhooks": "createWebhook",
   "get /core/v1/webhooks": "listWebhooks",

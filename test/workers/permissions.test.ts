@@ -214,6 +214,13 @@ const rows: Row[] = [
     prepare: async (a) => get(`get_wallet_balance?wallet_address=${a.wallet_address}`),
     check: (b) => expect((b as { balance_wei: string }).balance_wei).toMatch(/^\d+$/),
   },
+  // The transactions scripts sent (issue 32): any key of the account reads them.
+  {
+    endpoint: "transactions",
+    auth: "read",
+    prepare: async () => get("transactions?limit=5"),
+    check: (b) => expect(b).toMatchObject({ transactions: expect.any(Array), next_cursor: null }),
+  },
   // Guardrails (issue 30): only the master key sets one (a usage key must not loosen what limits it).
   {
     endpoint: "set_wallet_guardrail",
