@@ -150,6 +150,8 @@ describe("the API-mode workflow through the SDK", () => {
     const kinds: string[] = [];
     for await (const e of client.all.listUsage({ limit: 2 })) kinds.push(e.kind);
     expect(kinds).toEqual(["run", "write", "write", "write", "top_up"]);
+    // Its scripts sent no transaction (test/e2e/sendTransaction.test.ts sends some): an empty first page.
+    expect(await client.listTransactions({ limit: 10 })).toEqual({ transactions: [], next_cursor: null });
   });
 
   it("a card Stripe declines: topUp throws payment_not_succeeded with Stripe's reason, and nothing is credited", async () => {
