@@ -26,17 +26,7 @@ import {
 } from "../../shared/guardrails/budgets.ts";
 import type { SignRequest } from "../../shared/guardrails/evaluate.ts";
 import type { Budget } from "../../shared/guardrails/schema.ts";
-
-/**
- * How long one attempt waits, and how many are made, before the signature is refused. The last waits
- * until the run's own deadline (at least this long): the store may have committed a reservation
- * whose answer is slow (a busy edge), and a run that gave up on it would leave a signature counted
- * that it never made.
- */
-const ATTEMPT_TIMEOUT_MS = 2_000;
-const ATTEMPTS = 3;
-/** A reservation's last attempt waits this long when no run deadline is given. */
-const PATIENCE_MS = 30_000;
+import { askEdge, PATIENCE_MS } from "./askEdge.ts";
 
 export class BudgetUnavailableError extends Error {
   override readonly name = "BudgetUnavailableError";
@@ -62,58 +52,6 @@ export async function askBudgets(
   } catch (err) {
     throw new BudgetUnavailableError(`the wallet's budgets could not be reserved in (${(err as Error).message})`);
   }
-}
-
-/**
- * Posts `body` to `path` at the edge that sent the run (`access`: its URL and the run's token) and
- * returns its JSON answer once `isAnswer` accepts it. Each attempt waits ATTEMPT_TIMEOUT_MS but the
- * last, which waits until `deadline`: the edge may have done what was asked and be slow to say so.
- * A 4xx is the same next time, so it ends the attempts. Throws an Error saying what the last attempt met.
- */
-export async function askEdge<T>(
-  access: BudgetAccess,
-  path: string,
-  body: unknown,
-  isAnswer: (answer: Record<string, unknown>) => boolean,
-  options: { fetchImpl?: typeof fetch; deadline?: number; allowHttp?: boolean } = {},
-): Promise<T> {
-  const fetchImpl = options.fetchImpl ?? fetch;
-  const deadline = options.deadline ?? Date.now() + PATIENCE_MS;
-  const allowHttp = options.allowHttp ?? true;
-  let url: URL;
-  try {
-    url = new URL(path, access.url);
-  } catch {
-    throw new Error("the edge's URL is not http(s)");
-  }
-  if (url.protocol !== "https:" && !(allowHttp && url.protocol === "http:"))
-    throw new Error(`the edge's URL is not ${allowHttp ? "http(s)" : "https"}`);
-  let last = "";
-  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    try {
-      const res = await fetchImpl(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${access.token}` },
-        body: JSON.stringify(body),
-        // The token goes to the edge's URL and nowhere else.
-        redirect: "error",
-        signal: AbortSignal.timeout(
-          attempt < ATTEMPTS ? ATTEMPT_TIMEOUT_MS : Math.max(ATTEMPT_TIMEOUT_MS, deadline - Date.now()),
-        ),
-      });
-      const text = await res.text();
-      if (res.ok) {
-        const answer = JSON.parse(text) as Record<string, unknown>;
-        if (!isAnswer(answer)) throw new Error("the edge's answer is not one it should give");
-        return answer as T;
-      }
-      last = `the edge answered ${res.status}`;
-      if (res.status >= 400 && res.status < 500) break;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-  }
-  throw new Error(last);
 }
 
 /** What a run's budgeted signature met: room reserved (the counters before and after), or the budget that had none. */

@@ -31,10 +31,11 @@ import {
   type TransactionRecord,
   type TransactionRequest,
 } from "../../shared/transactions.ts";
-import { askEdge } from "../authz/budgets.ts";
+import { askEdge } from "../authz/askEdge.ts";
 import type { ServiceProvider } from "../sandbox/pool.ts";
 import { CodedError } from "../sandbox/runtime.ts";
 import type { Enclave } from "./context.ts";
+import { walletGrant } from "./walletGrant.ts";
 
 /** What a send needs of its run. */
 export type SendRun = {
@@ -135,17 +136,8 @@ export function sendServices(enclave: Enclave, run: SendRun): ServiceProvider {
       throw new CodedError(null, "sendTransaction: the transaction's fields are not well formed", "TypeError");
     const { pkpId, index, transaction: tx } = args.data;
     const wallet = pkpId.toLowerCase() as Address;
-    let allowed: boolean;
-    try {
-      allowed = (await enclave.cache.wallet(run.keyHash, run.actionHash, wallet)).value.allowed;
-    } catch {
-      throw new CodedError("chain_unavailable", "the chain could not be reached to authorize the wallet; try again");
-    }
-    if (!allowed)
-      throw new CodedError(
-        "permission_denied",
-        `wallet ${wallet} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
-      );
+    // Nothing is read from the chain or reserved for a wallet the run may not use.
+    await walletGrant(enclave, run, wallet);
     const client = clientOf(enclave, tx.chainId);
     if (!client)
       throw new CodedError(

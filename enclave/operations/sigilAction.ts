@@ -26,6 +26,7 @@ import { Recent } from "../../shared/recent.ts";
 import { BudgetUnavailableError, RunBudgets } from "../authz/budgets.ts";
 import type { BudgetState } from "../../shared/guardrails/budgets.ts";
 import { sendServices } from "./send.ts";
+import { walletGrant } from "./walletGrant.ts";
 
 /** Who a run is, as its keys are authorized: its key, account and code, and its side of the wallets' budgets. */
 type RunSubject = {
@@ -679,18 +680,7 @@ async function authorizeWallet(
   wallet: Address,
   request: KeyRequest,
 ): Promise<{ grant: WalletGrant; decision: GuardrailDecision | undefined }> {
-  let grant: WalletGrant;
-  try {
-    grant = (await enclave.cache.wallet(run.keyHash, run.actionHash, wallet)).value;
-  } catch {
-    throw new CodedError("chain_unavailable", "the chain could not be reached to authorize the wallet; try again");
-  }
-  if (!grant.allowed) {
-    throw new CodedError(
-      "permission_denied",
-      `wallet ${wallet.toLowerCase()} is not usable by this API key and action: it must be registered to the account and in a group that lists this action`,
-    );
-  }
+  const grant = await walletGrant(enclave, run, wallet);
   if (!request.use) return { grant, decision: grant.guardrail ? { guardrail: grant.guardrail, rule: "" } : undefined };
   request = await solanaSigned(enclave, run, grant, request);
   // Every guardrail of the request decides first — the wallet's, then the key's own — and only then

@@ -124,6 +124,43 @@ describe("sendTransaction", () => {
     expect(next).toMatchObject({ ok: true, sent: { nonce: first } });
   });
 
+  it("a transaction its wallet's guardrail refuses is not sent, and its nonce is the next send's", async () => {
+    const allowed = "0x3333333333333333333333333333333333333333";
+    const guarded = (await client.createWallet({ name: "guarded sender" })).wallet_address as Address;
+    const cid = await client.getSigilActionIpfsId(SEND);
+    await client.addGroup({
+      group_name: "guarded",
+      group_description: "",
+      pkp_ids_permitted: [guarded],
+      cid_hashes_permitted: [cid],
+    });
+    await client.setWalletGuardrail({
+      wallet_address: guarded,
+      guardrail: { version: 1, transactions: { chains: [31337], transfers: { allow: [allowed] } } },
+    });
+    await createTestClient({ chain: foundry, transport: http(stack.rpcUrl), mode: "anvil" }).setBalance({
+      address: guarded,
+      value: parseEther("1"),
+    });
+    const r = await client.sigilAction({
+      code: SEND,
+      js_params: { wallet: guarded, sends: [transfer(1n), { chainId: 31337, to: allowed, value: "1" }] },
+    });
+    const [refused, sent] = r.response as Outcome[];
+    expect(refused).toMatchObject({ ok: false, code: "guardrail_denied" });
+    expect(sent).toMatchObject({ ok: true, sent: { nonce: 0, status: "pending" } });
+    const { transactions } = await client.listTransactions({ wallet_address: guarded });
+    // Newest first: the send that took nonce 0 again, and the refused one, released saying why.
+    expect(transactions.map((t) => [t.status, t.nonce])).toEqual([
+      ["pending", 0],
+      ["released", 0],
+    ]);
+    expect(transactions[1]?.last_error).toMatch(/transactions\.transfers\.allow/);
+    expect(
+      (await chain().getTransactionReceipt({ hash: (sent as Extract<Outcome, { ok: true }>).sent.hash as Hex })).to,
+    ).toBe(allowed);
+  });
+
   it("a dry run sends nothing: the transaction is filled and numbered as it would be, and no nonce is taken", async () => {
     const pending = await chain().getTransactionCount({ address: wallet, blockTag: "pending" });
     const [dry] = await send([transfer(1n)], { dry_run: true });
