@@ -62,6 +62,7 @@ const E2E_LIFECYCLE = [
   "test/e2e/retries.test.ts",
   "test/e2e/webhooks.test.ts",
   "test/e2e/budgetCrash.test.ts",
+  "test/e2e/transactionsFollowed.test.ts",
 ];
 
 type Inject = <

@@ -17,6 +17,7 @@ import { keyGroup } from "./cli/key.ts";
 import { profileGroup } from "./cli/profile.ts";
 import { cidCommand, runCommand as runScriptCommand } from "./cli/run.ts";
 import { walletGroup } from "./cli/wallet.ts";
+import { transactionGroup } from "./cli/transaction.ts";
 import { webhookGroup } from "./cli/webhook.ts";
 import { guardrailGroup } from "./cli/guardrail.ts";
 
@@ -73,6 +74,7 @@ const commands: Record<string, TopLevel> = {
   audit: single(auditCommand),
   cid: single(cidCommand),
   run: single(runScriptCommand),
+  transaction: group(transactionGroup),
   balance: single(balanceCommand),
   topup: single(topUpCommand),
   usage: single(usageCommand),
@@ -88,7 +90,7 @@ const sections: Array<[string, Array<string | Group>]> = [
     "accounts, keys and what they own",
     ["profile", accountGroup, keyGroup, walletGroup, guardrailGroup, groupGroup, actionGroup, "audit"],
   ],
-  ["scripts", ["cid", "run"]],
+  ["scripts", ["cid", "run", transactionGroup]],
   ["credit", ["balance", "topup", "usage"]],
   ["events", [webhookGroup]],
   [

@@ -4,6 +4,7 @@ import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
+import { chainsSetting } from "../shared/chains.ts";
 import { defaultStalledAfterMs } from "./authz/listener.ts";
 
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 0x followed by 64 hex digits");
@@ -46,27 +47,7 @@ const schema = z.object({
    * The chains scripts' sendTransaction sends to: JSON {"<chain id>": "<RPC URL>"}
    * (docs/design/transactions.md). Unset: the contract's own chain, at SIGIL_RPC_URL.
    */
-  SIGIL_CHAINS: z
-    .string()
-    .optional()
-    .transform((text, ctx) => {
-      if (text === undefined || text.trim() === "") return undefined;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        ctx.addIssue({ code: "custom", message: 'must be JSON: {"<chain id>": "<RPC URL>"}' });
-        return z.NEVER;
-      }
-      const chains = z
-        .record(z.string().regex(/^[1-9][0-9]{0,15}$/), z.url({ protocol: /^https?$/ }))
-        .safeParse(parsed);
-      if (!chains.success) {
-        ctx.addIssue({ code: "custom", message: 'must map chain ids to http(s) RPC URLs: {"8453": "https://…"}' });
-        return z.NEVER;
-      }
-      return new Map(Object.entries(chains.data).map(([id, url]) => [Number(id), url]));
-    }),
+  SIGIL_CHAINS: chainsSetting,
   SIGIL_CONTRACT_ADDRESS: address,
   SIGIL_LISTENER_POLL_MS: int(100, 600_000).optional(),
   /** No successful poll for this long and /health says the listener is stalled (default: 3 polls, at least 30 s). */

@@ -187,6 +187,15 @@ export interface SigilActions {
   sendTransaction(
     args: WalletArgs & { transaction: Omit<TransactionRequest, "nonce"> & { chainId: number } },
   ): Promise<SentTransaction>;
+  /**
+   * Sends the wallet's pending transaction `id` again with its nonce and higher fees: at least an
+   * eighth more than its own (what nodes require of a replacement), at least the chain's estimate now,
+   * at least what is given (decimal wei). Signed as any send (grant, guardrail, budgets); resolves to
+   * the new transaction's record. Whichever of the two is mined, the other ends `replaced`.
+   */
+  speedUpTransaction(
+    args: WalletArgs & { id: string; maxFeePerGas?: string; maxPriorityFeePerGas?: string; gasPrice?: string },
+  ): Promise<SentTransaction>;
   /** Signs a 32-byte digest as it is (raw ECDSA, no prefix, low s) with the wallet. */
   signDigest(args: WalletArgs & { digest: Hex }): Promise<DigestSignature>;
   /** The wallet's uncompressed public key: `0x04` followed by 128 hex digits. */

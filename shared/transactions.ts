@@ -47,6 +47,14 @@ export const transactionRecordSchema = z.object({
   gas_used: z.string().nullable(),
   fee_wei: z.string().nullable().describe("what it cost: gas used × effective gas price"),
   last_error: z.string().nullable().describe("why it was released, or what the follower last met"),
+  replaces: z
+    .string()
+    .nullable()
+    .describe("the pending transaction this one speeds up (speedUpTransaction: the same nonce, higher fees)"),
+  replaced_by: z
+    .string()
+    .nullable()
+    .describe("replaced: the transaction of the service's that took its nonce; null when it came from elsewhere"),
 });
 export type TransactionRecord = z.infer<typeof transactionRecordSchema>;
 
@@ -57,8 +65,11 @@ export type TransactionRecord = z.infer<typeof transactionRecordSchema>;
  *   `chain_pending` (the wallet's pending count the enclave read from the chain). `payload` is the
  *   keccak256 of what is sent apart from nonce and fees: a retried run that sends something else at
  *   the same place is refused, never numbered twice.
- * - `sent`: the transaction went to the chain's RPC with this hash.
+ * - `sent`: the transaction went to the chain's RPC: its signed bytes (`raw`), whose hash is `hash`.
  * - `release`: it was not sent (the RPC refused it, or the run failed before): its nonce is free.
+ * - `get`: a transaction of the account with its signed bytes, for a speed-up (any run of the account).
+ * - `replace`: a nonce for the `index`-th send of the run `ref` that speeds up the pending transaction
+ *   `id`: its own nonce, held by both until one of them is mined.
  */
 export const transactionRequestSchema = z.discriminatedUnion("op", [
   z.strictObject({
@@ -77,6 +88,24 @@ export const transactionRequestSchema = z.discriminatedUnion("op", [
     ref: z.string().min(1).max(128),
     id: z.string(),
     hash: hex32,
+    raw: z
+      .string()
+      .regex(/^0x([0-9a-f]{2})+$/)
+      .max(262_146),
+  }),
+  z.strictObject({
+    op: z.literal("get"),
+    account: hex32,
+    ref: z.string().min(1).max(128),
+    id: z.string(),
+  }),
+  z.strictObject({
+    op: z.literal("replace"),
+    account: hex32,
+    ref: z.string().min(1).max(128),
+    index: z.number().int().nonnegative().max(10_000),
+    id: z.string(),
+    payload: hex32,
   }),
   z.strictObject({
     op: z.literal("release"),
@@ -90,12 +119,12 @@ export type TransactionRequest = z.infer<typeof transactionRequestSchema>;
 
 /**
  * The object's answer: the record as it stands now (a retried run's reservation gets its first one),
- * or why the request was refused — `conflict` (a retried run sending something else at the same
- * place, a sent transaction released, a mined one sent again), `not_found` (no such transaction of
- * this run).
+ * with its signed bytes for `get`, or why the request was refused — `conflict` (a retried run
+ * sending something else at the same place, a sent transaction released, a mined one sent again, a
+ * speed-up of one no longer pending), `not_found` (no such transaction of this run, or account).
  */
 export type TransactionAnswer =
-  | { ok: true; record: TransactionRecord }
+  | { ok: true; record: TransactionRecord; raw?: string | undefined }
   | { ok: false; code: "conflict" | "not_found"; reason: string };
 
 /** The path under the edge's URL where an enclave reaches the Transactions object. */

@@ -13,6 +13,10 @@ export const WEBHOOK_EVENT_TYPES = [
   "run.failed",
   "guardrail.denied",
   "budget.exhausted",
+  "transaction.confirmed",
+  "transaction.reverted",
+  "transaction.replaced",
+  "transaction.dropped",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** What an endpoint registered without `events` gets: everything but run.failed, which is opt-in (it can be one per run). */

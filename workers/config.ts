@@ -2,6 +2,7 @@
 // isolate (wrangler.toml and secrets describe them). Nothing else reads `env.X` directly.
 import { z } from "zod";
 import { runLimitsSchema, type RunLimits } from "../shared/limits.ts";
+import { chainsSetting } from "../shared/chains.ts";
 import type { Env } from "./env.ts";
 
 /**
@@ -110,6 +111,16 @@ const schema = z.object({
   /** A public RPC URL clients may use (get_node_chain_config). */
   SIGIL_PUBLIC_RPC_URL: z.string().optional(),
   SIGIL_BUDGET_URL: z.string().url().optional(),
+  /**
+   * The chains the enclaves send transactions to (the enclaves' own SIGIL_CHAINS, the same JSON
+   * {"<chain id>": "<RPC URL>"}): the Transactions objects follow each sent transaction there.
+   * Unset: the contract's own chain (SIGIL_CHAIN_ID) at SIGIL_RPC_URL.
+   */
+  SIGIL_CHAINS: chainsSetting,
+  /** How often (ms) an account's Transactions object reads the chain while one of its transactions is pending (default 2000). */
+  SIGIL_TX_FOLLOW_MS: z.coerce.number().int().min(100).max(600_000).default(2_000),
+  /** A pending transaction neither mined nor in its RPC's pool for this long (s) is dropped (default 300). */
+  SIGIL_TX_DROP_AFTER_S: z.coerce.number().int().min(1).max(86_400).default(300),
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),
   SIGIL_CONTRACT_ADDRESS: z
@@ -213,6 +224,12 @@ export type EdgeConfig = {
    * for it; longer batches more and leaves more to the enclaves' settlements should the isolate die.
    */
   commitDelayMs: number;
+  /**
+   * Following sent transactions (docs/design/transactions.md): each chain's RPC URL by id, how often
+   * a Transactions object reads them while anything is pending, and after how long a transaction
+   * seen nowhere is dropped.
+   */
+  transactions: { chains: Map<number, string>; followMs: number; dropAfterMs: number };
   /** Metering through the Ledger (docs/design/billing.md); `off` only for self-hosted operators and some tests. */
   billing: boolean;
   /**
@@ -297,6 +314,11 @@ export function edgeConfig(env: Env): EdgeConfig {
     bodyTimeoutMs: c.SIGIL_EDGE_BODY_TIMEOUT_MS,
     keyPollMs: c.SIGIL_EDGE_KEY_POLL_MS,
     commitDelayMs: c.SIGIL_LEASE_COMMIT_DELAY_MS,
+    transactions: {
+      chains: c.SIGIL_CHAINS ?? new Map(c.SIGIL_RPC_URL ? [[c.SIGIL_CHAIN_ID, c.SIGIL_RPC_URL]] : []),
+      followMs: c.SIGIL_TX_FOLLOW_MS,
+      dropAfterMs: c.SIGIL_TX_DROP_AFTER_S * 1000,
+    },
     billing: c.SIGIL_BILLING === "on",
     limits: limits.data,
     stripe: {

@@ -43,6 +43,15 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * `value` as a dotenv file says it: in single quotes (taken literally) when it holds a double quote
+ * and no single quote or line break — a JSON variable such as SIGIL_CHAINS, which double quotes would
+ * hand over with its backslashes, since dotenv unescapes only `\n` there — else in double quotes.
+ */
+export function dotenvValue(value: string): string {
+  return /"/.test(value) && !/['\n\r]/.test(value) ? `'${value}'` : JSON.stringify(value);
+}
+
 export async function spawnEdge(options: {
   port: number;
   stateDir: string;
@@ -59,7 +68,7 @@ export async function spawnEdge(options: {
   writeFileSync(
     envFile,
     `${Object.entries(options.vars)
-      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .map(([k, v]) => `${k}=${dotenvValue(v)}`)
       .join("\n")}\n`,
     { mode: 0o600 },
   );

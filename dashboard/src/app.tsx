@@ -13,6 +13,7 @@ import { Keys } from "./pages/keys.tsx";
 import { Playground } from "./pages/playground.tsx";
 import { Wallets } from "./pages/wallets.tsx";
 import { WalletPage } from "./pages/wallet.tsx";
+import { Transactions } from "./pages/transactions.tsx";
 import { Webhooks } from "./pages/webhooks.tsx";
 import {
   signInWithKey,
@@ -59,6 +60,7 @@ export const PAGES: Page[] = [
   },
   { path: "groups", title: "Groups and actions", component: Groups, keyOnly: true },
   { path: "playground", title: "Playground", component: Playground, keyOnly: true },
+  { path: "transactions", title: "Transactions", component: Transactions, keyOnly: true },
   { path: "billing", title: "Billing", component: Billing },
   { path: "audit", title: "Audit log", component: Audit },
   { path: "webhooks", title: "Webhooks", component: Webhooks },

@@ -73,6 +73,18 @@ const prepareArgs = z.object({
 });
 const broadcastArgs = z.object({ id: z.string().min(1), serialized: z.string().regex(/^0x([0-9a-fA-F]{2})+$/) });
 const releaseArgs = z.object({ id: z.string().min(1), reason: z.string().max(512) });
+const fee = z.string().regex(/^\d+$/).optional();
+const speedUpArgs = z.object({
+  pkpId: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+  index: z.number().int().nonnegative().max(10_000),
+  id: z.string().min(1).max(64),
+  maxFeePerGas: fee,
+  maxPriorityFeePerGas: fee,
+  gasPrice: fee,
+});
+
+/** A fee raised by an eighth, rounded up: what nodes require of a replacement (geth: 10 %). */
+export const bumped = (fee: bigint): bigint => fee + (fee + 7n) / 8n;
 
 /** Clients of the configured chains other than the contract's, by RPC URL. */
 const clients = new Map<string, PublicClient>();
@@ -230,7 +242,80 @@ export function sendServices(enclave: Enclave, run: SendRun): ServiceProvider {
         throw new CodedError("transaction_rejected", `sendTransaction: chain ${chainId}'s RPC refused it: ${reason}`);
       }
     }
-    return sentOf(recorded(await ask({ op: "sent", account, ref: ref(), id: args.data.id, hash })));
+    return sentOf(
+      recorded(await ask({ op: "sent", account, ref: ref(), id: args.data.id, hash, raw: serialized.toLowerCase() })),
+    );
+  }
+
+  /**
+   * A speed-up of the pending transaction `id` of the wallet: what was sent, re-filled with fees at
+   * least an eighth higher than its own (and at least the chain's estimate now, or the script's),
+   * numbered with its nonce by the Transactions object. The worker signs it as any send.
+   */
+  async function speedUp(raw: unknown) {
+    const args = speedUpArgs.safeParse(raw);
+    if (!args.success)
+      throw new CodedError(null, "speedUpTransaction: give pkpId and the transaction's id (tx_…)", "TypeError");
+    const { pkpId, index, id } = args.data;
+    const wallet = pkpId.toLowerCase() as Address;
+    await walletGrant(enclave, run, wallet);
+    const got = await ask({ op: "get", account, ref: ref(), id });
+    const record = recorded(got);
+    if (record.wallet_address !== wallet)
+      throw new CodedError("not_found", `speedUpTransaction: no transaction ${id} of wallet ${wallet}`);
+    if (record.status !== "pending" || !got.ok || got.raw === undefined)
+      throw new CodedError(
+        "conflict",
+        `speedUpTransaction: transaction ${id} is ${record.status}; only a pending transaction can be sped up`,
+      );
+    const client = clientOf(enclave, record.chain_id);
+    if (!client)
+      throw new CodedError(
+        "chain_not_configured",
+        `speedUpTransaction: chain ${record.chain_id} is not one this service sends to (${chainIds(enclave).join(", ")})`,
+      );
+    const sent = parseTransaction(got.raw as Hex);
+    const given = (name: "maxFeePerGas" | "maxPriorityFeePerGas" | "gasPrice") =>
+      args.data[name] === undefined ? 0n : BigInt(args.data[name]);
+    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+    const max = (...xs: bigint[]) => xs.reduce((x, y) => (x > y ? x : y));
+    let fees: Record<string, string>;
+    try {
+      if (sent.maxFeePerGas !== undefined) {
+        const estimate = await client.estimateFeesPerGas();
+        const tip = max(
+          bumped(sent.maxPriorityFeePerGas ?? 0n),
+          estimate.maxPriorityFeePerGas,
+          given("maxPriorityFeePerGas"),
+        );
+        const maxFee = max(bumped(sent.maxFeePerGas), estimate.maxFeePerGas, given("maxFeePerGas"), tip);
+        fees = { maxFeePerGas: maxFee.toString(), maxPriorityFeePerGas: tip.toString() };
+      } else {
+        // A legacy (or EIP-2930) transaction: one gas price.
+        fees = { gasPrice: max(bumped(sent.gasPrice ?? 0n), await client.getGasPrice(), given("gasPrice")).toString() };
+      }
+    } catch {
+      throw new CodedError(
+        "chain_unavailable",
+        `speedUpTransaction: chain ${record.chain_id}'s RPC cannot be reached; try again`,
+      );
+    }
+    const transaction: Record<string, unknown> = {
+      chainId: record.chain_id,
+      ...(sent.to ? { to: sent.to.toLowerCase() } : {}),
+      value: (sent.value ?? 0n).toString(),
+      data: sent.data ?? "0x",
+      gas: (sent.gas ?? 0n).toString(),
+      nonce: record.nonce,
+      ...(sent.accessList?.length ? { accessList: sent.accessList } : {}),
+      ...fees,
+    };
+    if (run.dry) return { id: null, chain_id: record.chain_id, nonce: record.nonce, transaction };
+    const payload = keccak256(toHex(JSON.stringify({ replaces: id })));
+    const replacement = recorded(await ask({ op: "replace", account, ref: ref(), index, id, payload }));
+    if (replacement.status !== "reserved") return { sent: sentOf(replacement) };
+    chainsOf.set(replacement.id, record.chain_id);
+    return { id: replacement.id, chain_id: record.chain_id, nonce: record.nonce, transaction };
   }
 
   async function release(raw: unknown): Promise<SentTransaction> {
@@ -249,6 +334,8 @@ export function sendServices(enclave: Enclave, run: SendRun): ServiceProvider {
         return broadcast(args);
       case "sendTransaction.release":
         return release(args);
+      case "sendTransaction.speedUp":
+        return speedUp(args);
       default:
         throw new CodedError(null, `unknown service ${op}`);
     }

@@ -309,6 +309,7 @@ type PreparedSend =
  * and budgets decide as for any signature — and the service thread broadcasts it and records its hash
  * (docs/design/transactions.md). A signature refused releases the nonce. Each send of a run is
  * numbered, so that the run retried under its Idempotency-Key finds the transactions it sent.
+ * `speedUpTransaction` sends a pending transaction again, the same nonce with higher fees, the same way.
  */
 function sendOperation(run: RunContext, signTransaction: (args: Args) => Promise<unknown>): AsyncOps {
   let sends = 0;
@@ -331,28 +332,65 @@ function sendOperation(run: RunContext, signTransaction: (args: Args) => Promise
       if (typeof given.chainId !== "number")
         throw new CodedError(null, "sendTransaction: transaction.chainId is required", "TypeError");
       if (!run.requestService) throw new CodedError(null, "sendTransaction: this run cannot send transactions");
-      const index = sends++;
       const prepared = (await run.requestService("sendTransaction.prepare", {
         pkpId: args.pkpId,
-        index,
+        index: sends++,
         transaction: jsonOf(given),
       })) as PreparedSend;
-      if ("sent" in prepared) return prepared.sent;
-      let serialized: unknown;
-      try {
-        serialized = await signTransaction({ pkpId: args.pkpId, transaction: prepared.transaction });
-      } catch (err) {
-        if (prepared.id !== null)
-          await run
-            .requestService("sendTransaction.release", { id: prepared.id, reason: shortMessage(err) })
-            .catch(() => undefined);
-        throw err;
+      return signAndSend(args.pkpId, prepared);
+    },
+    speedUpTransaction: async (args) => {
+      if (typeof args.pkpId !== "string" || !ADDRESS.test(args.pkpId))
+        throw new CodedError(
+          null,
+          "speedUpTransaction: pkpId must be a wallet address (0x followed by 40 hex digits)",
+          "TypeError",
+        );
+      if (typeof args.id !== "string" || !/^tx_[0-9a-f]{24}$/.test(args.id))
+        throw new CodedError(
+          null,
+          "speedUpTransaction: id must be a transaction's id (tx_…, what sendTransaction answered)",
+          "TypeError",
+        );
+      const fees: Record<string, string> = {};
+      for (const name of ["maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"] as const) {
+        const value = args[name];
+        if (value === undefined || value === null) continue;
+        if (
+          (typeof value !== "string" && typeof value !== "number" && typeof value !== "bigint") ||
+          !/^\d+$/.test(String(value))
+        )
+          throw new CodedError(null, `speedUpTransaction: ${name} must be a whole number of wei`, "TypeError");
+        fees[name] = String(value);
       }
-      if (run.dryRun === true)
-        return { id: null, hash: null, chain_id: prepared.chain_id, nonce: prepared.nonce, status: "dry_run" };
-      return run.requestService("sendTransaction.broadcast", { id: prepared.id, serialized });
+      if (!run.requestService) throw new CodedError(null, "speedUpTransaction: this run cannot send transactions");
+      const prepared = (await run.requestService("sendTransaction.speedUp", {
+        pkpId: args.pkpId,
+        index: sends++,
+        id: args.id,
+        ...fees,
+      })) as PreparedSend;
+      return signAndSend(args.pkpId, prepared);
     },
   };
+
+  /** Signs a prepared send as signTransaction signs (a refusal releases its nonce) and has it broadcast. */
+  async function signAndSend(pkpId: string, prepared: PreparedSend): Promise<unknown> {
+    if ("sent" in prepared) return prepared.sent;
+    const request = run.requestService;
+    if (!request) throw new CodedError(null, "sendTransaction: this run cannot send transactions");
+    let serialized: unknown;
+    try {
+      serialized = await signTransaction({ pkpId, transaction: prepared.transaction });
+    } catch (err) {
+      if (prepared.id !== null)
+        await request("sendTransaction.release", { id: prepared.id, reason: shortMessage(err) }).catch(() => undefined);
+      throw err;
+    }
+    if (run.dryRun === true)
+      return { id: null, hash: null, chain_id: prepared.chain_id, nonce: prepared.nonce, status: "dry_run" };
+    return request("sendTransaction.broadcast", { id: prepared.id, serialized });
+  }
 }
 
 /** A transaction's fields as JSON: bigints as decimal strings. */

@@ -213,6 +213,23 @@ describe("createSigilClient", () => {
     expect(calls).toBe(1);
   });
 
+  it("an answer whose body does not arrive within the timeout is a SigilTimeoutError too, not the stream's DOMException", async () => {
+    // The headers come at once; the body never does, and the call's signal ends its stream.
+    const slowBody = ((_: unknown, init?: RequestInit) => {
+      const body = new ReadableStream({
+        start(controller) {
+          init?.signal?.addEventListener("abort", () => controller.error(init.signal?.reason));
+        },
+      });
+      return Promise.resolve(new Response(body, { status: 200, headers: { "content-type": "application/json" } }));
+    }) as typeof globalThis.fetch;
+    const err = await createSigilClient({ baseUrl: "http://h.test", fetch: slowBody, timeoutMs: 50 })
+      .getVersion()
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SigilTimeoutError);
+    expect(err).toMatchObject({ code: "timeout", status: 0 });
+  });
+
   it("the caller's abort rejects with the signal's reason, also while waiting to retry", async () => {
     const controller = new AbortController();
     const { fetch } = scripted([errorAnswer(429, "rate_limited", { "retry-after": "5" })]);

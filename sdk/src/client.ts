@@ -147,11 +147,11 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
         headers: res.headers,
       };
       if (res.ok) {
-        const value = op.json ? await readJson(res, info) : await res.text();
+        const value = await bodyWithin(op.json ? readJson(res, info) : res.text(), url, timeoutMs, callOptions.signal);
         callOptions.onResponse?.(info);
         return value as Output<K>;
       }
-      const error = await errorOf(res, info);
+      const error = await bodyWithin(errorOf(res, info), url, timeoutMs, callOptions.signal);
       const delay = (error.retryAfter ?? 1) * 1000;
       if (
         error.code === "edge_busy" &&
@@ -328,6 +328,32 @@ async function fetchWithTimeout(
   }
 }
 
+/**
+ * The answer's body, read under the call's timeout as its headers were: the timeout (or the caller's
+ * abort) while the body arrives is the call's SigilTimeoutError (or the caller's reason), never the
+ * stream's DOMException.
+ */
+async function bodyWithin<T>(
+  read: Promise<T>,
+  url: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError"))
+      throw new SigilTimeoutError({
+        code: "timeout",
+        status: 0,
+        message: `the answer from ${new URL(url).origin} did not arrive within ${timeoutMs} ms`,
+        cause: err,
+      });
+    throw err;
+  }
+}
+
 function messageOf(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
@@ -389,7 +415,8 @@ function withJitter(ms: number, maxDelay: number): number {
   return Math.min(maxDelay, ms + Math.random() * (ms / 2));
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     signal?.throwIfAborted();
     const timer = setTimeout(() => {

@@ -33,6 +33,15 @@ export {
   type WebhookEventType,
 } from "./webhooks.ts";
 export { topUp, type TopUpResult } from "./billing.ts";
+export {
+  sendSigilTransaction,
+  speedUpSigilTransaction,
+  waitForTransaction,
+  SigilTransactionTimeoutError,
+  type SentSigilTransaction,
+  TERMINAL_TRANSACTION_STATUSES,
+  type WaitForTransactionOptions,
+} from "./transactions.ts";
 export { grantSigner, toSigilAccount, SIGNER_CID, SIGNER_CODE } from "./account.ts";
 export {
   accountConfig,

@@ -5,7 +5,7 @@
 
 /** The action's source. Integers too large for JSON travel as `{"$bigint": "…"}`, which the host revives. */
 export const SIGNER_CODE = `// @sigil/sdk signer: signs with params.wallet what params.op asks (toSigilAccount).
-async function main({ op, wallet, message, typedData, transaction, hash }) {
+async function main({ op, wallet, message, typedData, transaction, hash, id, fees }) {
   switch (op) {
     case "signMessage":
       return await Sigil.Actions.signMessage({ pkpId: wallet, message });
@@ -15,6 +15,10 @@ async function main({ op, wallet, message, typedData, transaction, hash }) {
       return await Sigil.Actions.signTransaction({ pkpId: wallet, transaction });
     case "sign":
       return (await Sigil.Actions.signDigest({ pkpId: wallet, digest: hash })).signature;
+    case "sendTransaction":
+      return await Sigil.Actions.sendTransaction({ pkpId: wallet, transaction });
+    case "speedUpTransaction":
+      return await Sigil.Actions.speedUpTransaction({ pkpId: wallet, id, ...fees });
     case "address":
       return wallet;
     default:

@@ -2,10 +2,17 @@
 // edge under workerd serving /dashboard, the Stripe emulator): served under its CSP from the
 // origin alone, signed in with a key, the overview's balance, spend chart and runs, screenshots at
 // 1280 and 360 px, axe-core's check, and bad input shown in words with its code and request id.
-import { getAddress, recoverMessageAddress } from "viem";
+import { createTestClient, getAddress, http, parseEther, recoverMessageAddress, type Address } from "viem";
+import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Browser } from "playwright-core";
-import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
+import {
+  createSigilClient,
+  sendSigilTransaction,
+  topUp,
+  waitForTransaction,
+  type SigilClient,
+} from "../../sdk/src/index.ts";
 import { computeCid } from "../../shared/cid.ts";
 import { launchBrowser, screenshots, seriousViolations, watchedPage } from "../harness/browser.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
@@ -284,6 +291,34 @@ describe("the dashboard", () => {
     await expect
       .poll(() => page.getByRole("alert").textContent(), { timeout: 30_000 })
       .toMatch(/insufficient_credits.*request [0-9a-f-]{36}/);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("Transactions: what the account's scripts sent, followed to confirmed, newest first, filtered by status", async () => {
+    const { wallet_address } = await client.createWallet({ name: "sender" });
+    await createTestClient({ chain: foundry, transport: http(stack.rpcUrl), mode: "anvil" }).setBalance({
+      address: wallet_address as Address,
+      value: parseEther("1"),
+    });
+    const sent = await sendSigilTransaction(client, {
+      wallet: wallet_address,
+      transaction: { chainId: 31337, to: "0x5555555555555555555555555555555555555555", value: 1n },
+      grant: true,
+    });
+    const done = await waitForTransaction(client, sent.id, { timeoutMs: 30_000 });
+    expect(done.status).toBe("confirmed");
+    const { page, problems } = await signedIn("transactions");
+    const table = page.getByRole("table", { name: "Transactions the account's scripts sent, newest first" });
+    await table.waitFor({ timeout: 30_000 });
+    const rows = await table.locator("tbody tr").allTextContents();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain(sent.id);
+    expect(rows[0]).toContain("confirmed");
+    expect(rows[0]).toContain(`block ${done.block_number}`);
+    await page.getByLabel("Status").selectOption("dropped");
+    await page.getByText("No transactions sent yet").waitFor({ timeout: 30_000 });
+    expect(await seriousViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
     await page.context().close();
   });

@@ -315,6 +315,7 @@ describe("Sigil cannot be replaced or changed", () => {
       "signSolanaTransaction",
       "signTransaction",
       "signTypedData",
+      "speedUpTransaction",
     ];
     expect(succeeded(await run(apiKey, code))).toEqual({
       dataProperty: true,

@@ -55,13 +55,28 @@ export type CrashStack = {
   origin: string;
   /** Anvil itself, for the test's reads and writes. */
   rpcUrl: string;
+  /** The stack under it: its chain proxy, its chains. */
+  testStack: TestStack;
   enclaves: CrashEnclave[];
   edgeOutput(): string;
   stop(): Promise<void>;
 };
 
-/** Starts anvil, `enclaves` enclave instances (default 2), the Stripe emulator and the edge in front of them all. */
-export async function startCrashStack(options: { enclaves?: number; echo?: boolean } = {}): Promise<CrashStack> {
+/**
+ * Starts anvil, `enclaves` enclave instances (default 2), the Stripe emulator and the edge in front of
+ * them all. The transactions tests (test/e2e/transactionsFollowed.test.ts) use it too: with a stoppable
+ * proxy between the services and anvil (`chainProxy`), more chains to send to (`extraChains`, the
+ * enclaves' and the edge's SIGIL_CHAINS) and edge settings of their own (`edgeVars`).
+ */
+export async function startCrashStack(
+  options: {
+    enclaves?: number;
+    echo?: boolean;
+    chainProxy?: boolean;
+    extraChains?: Record<string, string>;
+    edgeVars?: Record<string, string>;
+  } = {},
+): Promise<CrashStack> {
   const count = options.enclaves ?? 2;
   const stateDir = mkdtempSync(join(tmpdir(), "sigil-budget-crash-"));
   let stack: TestStack | undefined;
@@ -74,7 +89,11 @@ export async function startCrashStack(options: { enclaves?: number; echo?: boole
     rmSync(stateDir, { recursive: true, force: true });
   };
   try {
-    stack = await startTestStack({ ...(options.echo ? { echoEnclaveLogs: true } : {}) });
+    stack = await startTestStack({
+      ...(options.echo ? { echoEnclaveLogs: true } : {}),
+      ...(options.chainProxy ? { chainProxy: true } : {}),
+      ...(options.extraChains ? { extraChains: options.extraChains } : {}),
+    });
     const first = stack;
     const enclaves: CrashEnclave[] = [
       { url: first.enclaveUrl, restart: () => first.restartEnclave(), output: () => first.enclaveOutput() },
@@ -109,12 +128,15 @@ export async function startCrashStack(options: { enclaves?: number; echo?: boole
         SIGIL_EDGE_MAX_IN_FLIGHT: "0",
         SIGIL_RATE_LIMIT_PER_KEY: "1000000",
         SIGIL_RATE_LIMIT_PER_IP: "1000000",
+        ...(first.chains ? { SIGIL_CHAINS: JSON.stringify(first.chains) } : {}),
+        ...options.edgeVars,
       },
     });
     const started = edge;
     return {
       origin: started.url,
       rpcUrl: first.rpcUrl,
+      testStack: first,
       enclaves,
       edgeOutput: () => started.output(),
       stop,

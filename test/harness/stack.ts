@@ -24,6 +24,8 @@ export type TestStack = {
   serviceRpcUrl: string;
   /** The proxy between the services and anvil (`chainProxy` only). */
   chainProxy: TcpProxy | undefined;
+  /** The enclaves' SIGIL_CHAINS (`extraChains` only): chain id → RPC URL, anvil's own at `serviceRpcUrl`. */
+  chains: Record<string, string> | undefined;
   contract: Address;
   owner: Address;
   enclaveUrl: string;
@@ -75,6 +77,11 @@ export type TestStackOptions = {
   enclaveExecArgv?: string[];
   /** Enclave settings over the stack's own (sandbox workers, log level, …). */
   enclaveEnv?: Record<string, string>;
+  /**
+   * Chains the enclaves send transactions to besides anvil's own, by id (their SIGIL_CHAINS is then
+   * these and 31337 at `serviceRpcUrl`; `chains` says the whole of it).
+   */
+  extraChains?: Record<string, string>;
 };
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
@@ -109,6 +116,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       stops.unshift(() => proxy.close());
     }
     const serviceRpcUrl = chainProxy?.url ?? anvil.rpcUrl;
+    const chains = options.extraChains ? { "31337": serviceRpcUrl, ...options.extraChains } : undefined;
     const enclaveEnv = {
       SIGIL_ENV: "test",
       SIGIL_ENCLAVE_PORT: "0",
@@ -123,6 +131,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       SIGIL_FETCH_ALLOW: `127.0.0.1:${target.port}`,
       SIGIL_SANDBOX_WORKERS: "2",
       SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
+      ...(chains ? { SIGIL_CHAINS: JSON.stringify(chains) } : {}),
       ...options.enclaveEnv,
     };
     const echo = {
@@ -218,6 +227,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       rpcUrl: anvil.rpcUrl,
       serviceRpcUrl,
       chainProxy,
+      chains,
       contract: getAddress(deployment.proxy),
       owner: getAddress(owner),
       enclaveUrl: enclave.url,

@@ -49,7 +49,7 @@ import type { Delivery, StripeEvent } from "../../emulators/stripe.ts";
 import type { FaultEvent, FaultName } from "./faults.ts";
 import { RECOVERY_BOUND_MS } from "./faults.ts";
 import { SOAK_ROLES, type CpuSample } from "./cpu.ts";
-import type { ReceivedEvent } from "./receiver.ts";
+import type { ReceivedEvent } from "../harness/webhookReceiver.ts";
 import type { EdgeKill, LeaseOpenRow, LeaseRow, LedgerAudit, LedgerEntry } from "./stack.ts";
 import type { Attempt, Call, Kind, TopUp } from "./traffic.ts";
 import { LOAD_KINDS } from "./traffic.ts";

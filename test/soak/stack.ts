@@ -3,7 +3,7 @@
 // the enclave as its own process, restartable with SIGKILL (test/harness/stack.ts); the local
 // Stripe emulator, delivering its webhooks to the edge; the edge as the production bundle under
 // workerd (test/bench/workerd.ts), billing on, with the ledger inspector beside it for the audit;
-// and a loopback receiver for the accounts' own webhooks (receiver.ts). Scripts may fetch only the
+// and a loopback receiver for the accounts' own webhooks (test/harness/webhookReceiver.ts). Scripts may fetch only the
 // fetch target, whose /count tells how many times each run really ran.
 //
 // The edge can be killed (SIGKILL of workerd's process group: the isolate dies with its credit leases
@@ -25,7 +25,7 @@ import { startWorkerd, type SideWorker } from "../bench/workerd.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { startTestStack, type TestStack } from "../harness/stack.ts";
 import type { TcpProxy } from "../harness/tcpProxy.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "./receiver.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../harness/webhookReceiver.ts";
 
 /** What the Ledger's own audit() answers (workers/billing/ledger.ts, LedgerAudit). */
 export type LedgerAudit = {

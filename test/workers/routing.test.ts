@@ -41,6 +41,7 @@ function config(enclaveUrls: string[], channel: Partial<EdgeConfig["channel"]> =
     limits: runLimitsSchema.parse({}),
     stripe: { secretKey: "", publishableKey: "", webhookSecret: "", apiBase: undefined },
     webhooks: { local: true, retryBaseMs: 10_000 },
+    transactions: { chains: new Map(), followMs: 2_000, dropAfterMs: 300_000 },
   };
 }
 

@@ -4,6 +4,7 @@
 // second nonce, never a second send), a retried send of something else refused, 100 concurrent
 // reservations on consecutive nonces, and the listing's filters and cursor.
 import { env } from "cloudflare:test";
+import { keccak256, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
 import type { TransactionAnswer, TransactionRecord, TransactionRequest } from "../../shared/transactions.ts";
 import type { Env } from "../env.ts";
@@ -20,6 +21,18 @@ const WALLET = `0x${"22".repeat(20)}`;
 const OTHER = `0x${"33".repeat(20)}`;
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const hash = (i: number) => `0x${i.toString(16).padStart(64, "0")}`;
+/** Signed bytes standing for the i-th transaction sent, and their hash. */
+const rawOf = (i: number) => `0x${(i + 1).toString(16).padStart(8, "0")}`;
+const hashOf = (i: number) => keccak256(rawOf(i) as Hex);
+/** The `sent` request of the i-th transaction. */
+const sentReq = (ref: string, id: string, i: number): TransactionRequest => ({
+  op: "sent",
+  account: ACCOUNT,
+  ref,
+  id,
+  hash: hashOf(i),
+  raw: rawOf(i),
+});
 
 const reserve = (
   ref: string,
@@ -80,17 +93,13 @@ describe("the Transactions store", () => {
     const s = store();
     const first = record(await s.decide(reserve("run", 0), T0));
     expect(record(await s.decide(reserve("run", 0), T0 + 10))).toMatchObject({ id: first.id, nonce: first.nonce });
-    const sent = record(
-      await s.decide({ op: "sent", account: ACCOUNT, ref: "run", id: first.id, hash: hash(77) }, T0 + 20),
-    );
-    expect(sent).toMatchObject({ status: "pending", hash: hash(77) });
+    const sent = record(await s.decide(sentReq("run", first.id, 77), T0 + 20));
+    expect(sent).toMatchObject({ status: "pending", hash: hashOf(77) });
     expect(record(await s.decide(reserve("run", 0), T0 + 30))).toEqual(sent);
     // The run's second send is a transaction of its own.
     expect(record(await s.decide(reserve("run", 1), T0 + 40)).nonce).toBe(first.nonce + 1);
     // Sent again (an answer lost), the same hash is the same record.
-    expect(
-      record(await s.decide({ op: "sent", account: ACCOUNT, ref: "run", id: first.id, hash: hash(77) }, T0 + 50)),
-    ).toEqual(sent);
+    expect(record(await s.decide(sentReq("run", first.id, 77), T0 + 50))).toEqual(sent);
   });
 
   it("a retried run's held reservation whose lease ran out, and whose nonce another send took, is numbered afresh", async () => {
@@ -116,7 +125,7 @@ describe("the Transactions store", () => {
   it("refuses to release what was sent, and to touch another run's transaction", async () => {
     const s = store();
     const r = record(await s.decide(reserve("run", 0), T0));
-    await s.decide({ op: "sent", account: ACCOUNT, ref: "run", id: r.id, hash: hash(5) }, T0 + 1);
+    await s.decide(sentReq("run", r.id, 5), T0 + 1);
     expect(
       await s.decide({ op: "release", account: ACCOUNT, ref: "run", id: r.id, reason: "x" }, T0 + 2),
     ).toMatchObject({
@@ -124,11 +133,48 @@ describe("the Transactions store", () => {
       code: "conflict",
       reason: expect.stringMatching(/cannot be released/),
     });
-    expect(
-      await s.decide({ op: "sent", account: ACCOUNT, ref: "another", id: r.id, hash: hash(6) }, T0 + 3),
-    ).toMatchObject({ ok: false, code: "not_found" });
+    expect(await s.decide(sentReq("another", r.id, 6), T0 + 3)).toMatchObject({ ok: false, code: "not_found" });
     // Nothing changed: the record is pending with its hash.
-    expect(await s.get(r.id)).toMatchObject({ status: "pending", hash: hash(5) });
+    expect(await s.get(r.id)).toMatchObject({ status: "pending", hash: hashOf(5) });
+  });
+
+  it("refuses signed bytes that do not hash to the hash given", async () => {
+    const s = store();
+    const r = record(await s.decide(reserve("run", 0), T0));
+    expect(await s.decide({ ...sentReq("run", r.id, 1), hash: hashOf(2) } as TransactionRequest, T0 + 1)).toMatchObject(
+      {
+        ok: false,
+        code: "conflict",
+      },
+    );
+    expect(await s.get(r.id)).toMatchObject({ status: "reserved", hash: null });
+  });
+
+  it("a speed-up holds the pending transaction's own nonce, found again by its run; only a pending one can be sped up", async () => {
+    const s = store();
+    const first = record(await s.decide(reserve("run", 0), T0));
+    const early = await s.decide(
+      { op: "replace", account: ACCOUNT, ref: "fast", index: 0, id: first.id, payload: hash(9) },
+      T0 + 1,
+    );
+    expect(early).toMatchObject({ ok: false, code: "conflict", reason: expect.stringMatching(/is reserved/) });
+    await s.decide(sentReq("run", first.id, 1), T0 + 2);
+    // Any run of the account reads it with the bytes that were sent.
+    expect(await s.decide({ op: "get", account: ACCOUNT, ref: "other", id: first.id }, T0 + 3)).toMatchObject({
+      ok: true,
+      record: { id: first.id, status: "pending" },
+      raw: rawOf(1),
+    });
+    const replace = { op: "replace", account: ACCOUNT, ref: "fast", index: 0, id: first.id, payload: hash(9) } as const;
+    const speedUp = record(await s.decide(replace, T0 + 4));
+    expect(speedUp).toMatchObject({ nonce: first.nonce, status: "reserved", replaces: first.id, replaced_by: null });
+    expect(record(await s.decide(replace, T0 + 5)).id).toBe(speedUp.id);
+    // The nonce is held by both: the next send gets the one after.
+    expect(record(await s.decide(reserve("later", 0), T0 + 6)).nonce).toBe(first.nonce + 1);
+    expect(await s.decide({ ...replace, ref: "x", id: "tx_000000000000000000000000" }, T0 + 7)).toMatchObject({
+      ok: false,
+      code: "not_found",
+    });
   });
 
   it("gives 100 concurrent reservations of one wallet 100 consecutive nonces", async () => {

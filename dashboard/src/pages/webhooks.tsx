@@ -37,6 +37,10 @@ const EVENTS: Record<WebhookEventType, string> = {
   "run.failed": "a run ended with an error (one per run)",
   "guardrail.denied": "a wallet's guardrail refused a signature a script asked for (one per run)",
   "budget.exhausted": "a wallet's budget refused a signature for want of room, once until room frees up",
+  "transaction.confirmed": "a transaction a script sent was mined and succeeded",
+  "transaction.reverted": "a transaction a script sent was mined and reverted",
+  "transaction.replaced": "another transaction of the same nonce was mined in place of one a script sent",
+  "transaction.dropped": "a transaction a script sent left the chain's pool unmined; its nonce is free again",
 };
 /** What a new endpoint receives unless told otherwise: the API's default, everything but run.failed. */
 const DEFAULT_EVENTS = WEBHOOK_EVENT_TYPES.filter((t) => t !== "run.failed");

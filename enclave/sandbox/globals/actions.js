@@ -42,6 +42,13 @@
     signTypedData: walletOp("signTypedData", ["pkpId", "typedData"]),
     signTransaction: walletOp("signTransaction", ["pkpId", "transaction"]),
     sendTransaction: walletOp("sendTransaction", ["pkpId", "transaction"]),
+    speedUpTransaction: walletOp("speedUpTransaction", [
+      "pkpId",
+      "id",
+      "maxFeePerGas",
+      "maxPriorityFeePerGas",
+      "gasPrice",
+    ]),
     signDigest: walletOp("signDigest", ["pkpId", "digest"]),
     getPublicKey: walletOp("getPublicKey", ["pkpId"]),
     getPrivateKey: walletOp("getPrivateKey", ["pkpId"]),

@@ -126,7 +126,7 @@
   // does not pay for it. The names must match actions.js (the sandbox's tests compare them).
   const ACTION_NAMES = apply(
     P.strSplit,
-    "signMessage signTypedData signTransaction sendTransaction signDigest getPublicKey getPrivateKey getSolanaAddress signSolanaMessage signSolanaTransaction encrypt decrypt getActionWalletAddress getActionPublicKey signMessageAsAction getActionPrivateKey setResponse keccak256 sha256",
+    "signMessage signTypedData signTransaction sendTransaction speedUpTransaction signDigest getPublicKey getPrivateKey getSolanaAddress signSolanaMessage signSolanaTransaction encrypt decrypt getActionWalletAddress getActionPublicKey signMessageAsAction getActionPrivateKey setResponse keccak256 sha256",
     [" "],
   );
   const Actions = {};

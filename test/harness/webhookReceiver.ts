@@ -1,5 +1,5 @@
-// The accounts' own webhook endpoint during the soak: a loopback HTTP server (a local deployment
-// accepts loopback URLs, SIGIL_ENV test) with one path per account, each checking Sigil-Signature
+// A loopback webhook endpoint for the accounts of a test or of the soak (a local deployment
+// accepts loopback URLs) with one path per account, each checking Sigil-Signature
 // with the SDK's verifyWebhook and that endpoint's secret, as a receiver should, and keeping every
 // delivery — a retry or re-send of an event already received is counted, not a new event.
 import { createServer, type Server } from "node:http";
