@@ -89,7 +89,6 @@ export async function waitForTransaction(
   }
 }
 
-
 /** A transaction the service sent: its id (tx_…), hash, chain, nonce and status when it was sent. */
 export type SentSigilTransaction = Pick<Transaction, "id" | "hash" | "chain_id" | "nonce" | "status">;
 
