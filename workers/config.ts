@@ -119,7 +119,7 @@ const schema = z.object({
   SIGIL_CHAINS: chainsSetting,
   /** How often (ms) an account's Transactions object reads the chain while one of its transactions is pending (default 2000). */
   SIGIL_TX_FOLLOW_MS: z.coerce.number().int().min(100).max(600_000).default(2_000),
-  /** A pending transaction neither mined nor in its RPC's pool for this long (s) is dropped (default 300). */
+  /** A pending transaction the chain lost and refuses sent again for this long (s) is dropped (default 300). */
   SIGIL_TX_DROP_AFTER_S: z.coerce.number().int().min(1).max(86_400).default(300),
   SIGIL_CHAIN_ID: z.coerce.number().int().positive().default(31337),
   SIGIL_CHAIN_NAME: z.string().default("anvil"),

@@ -233,8 +233,16 @@ export function sendServices(enclave: Enclave, run: SendRun): ServiceProvider {
     try {
       await client.sendRawTransaction({ serializedTransaction: serialized });
     } catch (err) {
-      // Not answered: it may be in the pool. The follower reads the chain for its hash.
-      if (!(err instanceof HttpRequestError || err instanceof TimeoutError)) {
+      // Not answered: it may be in the pool. The follower reads the chain for its hash, and sends the
+      // bytes again if the chain has not got them.
+      if (err instanceof HttpRequestError || err instanceof TimeoutError)
+        enclave.log.warn("transaction broadcast not answered; recorded pending for the follower", {
+          id: args.data.id,
+          chain: chainId,
+          hash,
+          error: rpcMessage(err).replace(/https?:\/\/\S+/g, "<rpc>"),
+        });
+      else {
         const reason = rpcMessage(err);
         await ask({ op: "release", account, ref: ref(), id: args.data.id, reason: reason.slice(0, 512) }).catch(
           () => undefined,

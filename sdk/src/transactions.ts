@@ -53,8 +53,8 @@ export type WaitForTransactionOptions = {
 
 /**
  * Reads the transaction `id` (tx_…, what `Sigil.Actions.sendTransaction` answered) until it is in a
- * terminal state, and answers that record. A transaction not (yet) known is read again; the wait
- * ends at `timeoutMs` with `SigilTransactionTimeoutError`. An error of the service other than a
+ * terminal state, and answers that record; the wait ends at `timeoutMs` with
+ * `SigilTransactionTimeoutError`. An id the account has no transaction of is `not_found` at once. An error of the service other than a
  * busy one (429/503, which the client retries) ends it at once.
  */
 export async function waitForTransaction(
@@ -74,11 +74,12 @@ export async function waitForTransaction(
     if (options.signal) call.signal = options.signal;
     try {
       const [record] = (await client.listTransactions({ id }, call)).transactions;
-      if (record) {
-        last = record;
-        if (TERMINAL_TRANSACTION_STATUSES.includes(record.status)) return record;
-        options.onPending?.(record);
-      }
+      // A transaction exists from the moment sendTransaction answers its id: none is a wrong id (or account), not a wait.
+      if (!record)
+        throw new SigilError({ code: "not_found", status: 404, message: `no transaction ${id} in this account` });
+      last = record;
+      if (TERMINAL_TRANSACTION_STATUSES.includes(record.status)) return record;
+      options.onPending?.(record);
     } catch (err) {
       // Out of time mid-call is the wait's own timeout; anything else the service said is the caller's to see.
       if (options.signal?.aborted) throw options.signal.reason;

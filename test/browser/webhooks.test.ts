@@ -102,6 +102,10 @@ describe("the Webhooks page", () => {
         "usage_key.cap_reached",
         "guardrail.denied",
         "budget.exhausted",
+        "transaction.confirmed",
+        "transaction.reverted",
+        "transaction.replaced",
+        "transaction.dropped",
       ],
       disabled: false,
     });

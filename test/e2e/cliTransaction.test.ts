@@ -2,7 +2,8 @@
 // contract's chain at its RPC URL, the default of SIGIL_CHAINS): a wallet's transfer sent from the
 // command line through the SDK's signing action (granted on the way with --grant) and waited for
 // until confirmed; listed, shown and waited for again by id; a speed-up of a transaction already
-// mined refused in one line; malformed input a usage error before anything is sent.
+// mined refused in one line, an unknown id said at once; malformed input a usage error before
+// anything is sent.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -92,6 +93,10 @@ describe("sigil transaction", () => {
     expect(r.code, r.stderr).toBe(1);
     expect(errorLineOf(r)).toMatchObject({ command: "transaction speed-up", code: "conflict" });
     expect(r.stderr).toMatch(/is confirmed; only a pending transaction can be sped up/);
+    // An id the account has no transaction of is said at once, not waited for.
+    const unknown = await sigil(["transaction", "wait", "tx_000000000000000000000000", "--timeout", "60"]);
+    expect(unknown.code, unknown.stderr).toBe(1);
+    expect(errorLineOf(unknown)).toMatchObject({ command: "transaction wait", code: "not_found" });
     const bad = await sigil(["transaction", "show", "0x1234"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/not a transaction id/);

@@ -7,7 +7,8 @@
 // - 100 concurrent sends of one wallet through both instances: consecutive nonces, all confirmed with
 //   their receipts (waitForTransaction), one transaction.confirmed each.
 // - The second chain: its own nonces; a transaction that reverts on chain is `reverted`.
-// - A transaction dropped from anvil's pool is `dropped`, and its nonce is the next send's.
+// - A transaction the pool lost while still valid is sent again by the follower and mined; one lost
+//   and no longer payable (its wallet emptied) is `dropped`, and its nonce is the next send's.
 // - A transaction replaced from outside (the wallet's own signature of the same nonce, broadcast by
 //   the test) is `replaced` once the other is mined.
 // - The RPC stopped with a transaction pending: the record stays pending and says why, the SDK's wait
@@ -142,6 +143,24 @@ async function eventsFor(id: string, type: string, count = 1): Promise<Array<Rec
   }
 }
 
+/** What is not terminal among the wallet's transactions, and what the chain knows of each: for a failure's message. */
+async function explain(chain: PublicClient): Promise<string> {
+  const open = [];
+  for await (const t of client.all.listTransactions({ wallet_address: wallet, limit: 100 }))
+    if (t.status === "pending" || t.status === "reserved") open.push(t);
+  const lines = await Promise.all(
+    open.map(async (t) => {
+      const onChain = t.hash ? await chain.getTransaction({ hash: t.hash as Hex }).catch(() => null) : null;
+      return `${t.id} nonce ${t.nonce} ${t.status} ${t.hash} known=${onChain !== null} last_error=${t.last_error}`;
+    }),
+  );
+  const [latest, pending] = await Promise.all([
+    chain.getTransactionCount({ address: wallet, blockTag: "latest" }),
+    chain.getTransactionCount({ address: wallet, blockTag: "pending" }),
+  ]);
+  return `wallet nonce: latest ${latest}, pending ${pending}\n${lines.join("\n")}`;
+}
+
 const transfer = (chainId: number, value = 1n) => ({ chainId, to: RECIPIENT, value: value.toString() });
 
 describe("transactions followed to the end", () => {
@@ -156,8 +175,10 @@ describe("transactions followed to the end", () => {
     });
     expect(sent.map((s) => s.nonce).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => first + i));
     const ended = await Promise.all(
-      sent.map((s) => waitForTransaction(client, s.id, { timeoutMs: 60_000, pollMs: 200 })),
-    );
+      sent.map((s) => waitForTransaction(client, s.id, { timeoutMs: 60_000, pollMs: 500 })),
+    ).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${await explain(chainA)}`);
+    });
     for (const [i, t] of ended.entries()) {
       const s = sent[i] as Sent;
       const receipt = await chainA.getTransactionReceipt({ hash: s.hash });
@@ -200,16 +221,38 @@ describe("transactions followed to the end", () => {
     expect(page.transactions.map((t) => t.id)).toEqual([b.id]);
   }, 60_000);
 
-  it("a transaction dropped from the pool is dropped, and its nonce is the next send's", async () => {
+  it("a transaction the pool lost while it is still valid is sent again by the follower, and mined", async () => {
+    await testB.setAutomine(false);
+    try {
+      const sent = await sendOne(transfer(CHAIN_B));
+      await testB.dropTransaction({ hash: sent.hash });
+      expect(await chainB.getTransaction({ hash: sent.hash }).catch(() => null)).toBeNull();
+      // Within a follow or two it is back in the pool, the same bytes.
+      await expect
+        .poll(() => chainB.getTransaction({ hash: sent.hash }).catch(() => null), { timeout: 10_000, interval: 100 })
+        .toMatchObject({ hash: sent.hash, nonce: sent.nonce });
+      await testB.mine({ blocks: 1 });
+      expect(await waitForTransaction(client, sent.id, { timeoutMs: 20_000, pollMs: 200 })).toMatchObject({
+        status: "confirmed",
+      });
+    } finally {
+      await testB.setAutomine(true);
+    }
+  }, 60_000);
+
+  it("a transaction dropped from the pool and no longer payable is dropped, and its nonce is the next send's", async () => {
     await testB.setAutomine(false);
     try {
       const sent = await sendOne(transfer(CHAIN_B));
       expect(await chainB.getTransaction({ hash: sent.hash })).toMatchObject({ nonce: sent.nonce });
+      // Dropped, and no longer payable: the follower's sending it again is refused until it is dropped.
+      await testB.setBalance({ address: wallet, value: 0n });
       await testB.dropTransaction({ hash: sent.hash });
       const dropped = await waitForTransaction(client, sent.id, { timeoutMs: 20_000, pollMs: 200 });
       expect(dropped).toMatchObject({ status: "dropped", block_number: null });
-      expect(dropped.last_error).toMatch(/nonce is free again/);
+      expect(dropped.last_error).toMatch(/refused it sent again: .*; its nonce is free again/);
       expect(await eventsFor(sent.id, "transaction.dropped")).toMatchObject([{ id: sent.id, status: "dropped" }]);
+      await testB.setBalance({ address: wallet, value: parseEther("10") });
       await testB.setAutomine(true);
       const next = await sendOne(transfer(CHAIN_B));
       expect(next.nonce).toBe(sent.nonce);

@@ -257,6 +257,10 @@ describe("webhooks on the local stack", () => {
       "usage_key.cap_reached",
       "guardrail.denied",
       "budget.exhausted",
+      "transaction.confirmed",
+      "transaction.reverted",
+      "transaction.replaced",
+      "transaction.dropped",
     ]);
     r.setSecret(all.secret);
 

@@ -89,6 +89,10 @@ describe("POST /webhooks under a production configuration", () => {
         "usage_key.cap_reached",
         "guardrail.denied",
         "budget.exhausted",
+        "transaction.confirmed",
+        "transaction.reverted",
+        "transaction.replaced",
+        "transaction.dropped",
       ],
     });
     expect(ok.body.secret).toMatch(/^whsec_[0-9a-f]{64}$/);

@@ -3,6 +3,7 @@
 // the body is a transaction request (400), and a valid one is the account's Transactions object's
 // answer — a refusal is the answer's, never a 500.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { keccak256 } from "viem";
 import { describe, expect, it } from "vitest";
 import type { TransactionAnswer, TransactionRequest } from "../../shared/transactions.ts";
 import { createApp } from "../app.ts";
@@ -56,9 +57,10 @@ describe("POST /internal/v1/transactions", () => {
     const first = (await (await post(req, auth)).json()) as TransactionAnswer;
     expect(first).toMatchObject({ ok: true, record: { nonce: 4, status: "reserved", hash: null } });
     const id = first.ok ? first.record.id : "";
-    const hash = `0x${"ab".repeat(32)}`;
+    const raw = `0x${"ab".repeat(40)}` as const;
+    const hash = keccak256(raw);
     const sent = (await (
-      await post({ op: "sent", account: req.account, ref: "run-1", id, hash }, auth)
+      await post({ op: "sent", account: req.account, ref: "run-1", id, hash, raw }, auth)
     ).json()) as TransactionAnswer;
     expect(sent).toMatchObject({ ok: true, record: { id, status: "pending", hash } });
     const release = await post({ op: "release", account: req.account, ref: "run-1", id, reason: "x" }, auth);

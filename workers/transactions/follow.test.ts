@@ -1,6 +1,7 @@
 // The follower's reading of one chain (follow.ts) against a chain of the test's making: a used nonce
 // with a receipt is confirmed or reverted, without one replaced; an unused nonce in the pool stays
-// pending and clears its absence, out of it it is dropped only after the delay; an RPC that fails
+// pending and clears its absence; lost from it, its bytes are sent again (pending once more if the RPC
+// takes them) and it is dropped only when they are refused past the delay; an RPC that fails
 // leaves a transaction pending with the reason, and never the RPC's URL. The real chains are
 // test/e2e/transactionsFollowed.test.ts.
 import type { Hex } from "viem";
@@ -10,12 +11,19 @@ import { follow, rpcError, type ChainReads, type PendingTransaction } from "./fo
 const A = `0x${"aa".repeat(20)}` as Hex;
 const B = `0x${"bb".repeat(20)}` as Hex;
 const hash = (i: number) => `0x${i.toString(16).padStart(64, "0")}` as Hex;
-const tx = (id: string, wallet: Hex, nonce: number, missingSince: number | null = null): PendingTransaction => ({
+const tx = (
+  id: string,
+  wallet: Hex,
+  nonce: number,
+  missingSince: number | null = null,
+  raw: Hex | null = null,
+): PendingTransaction => ({
   id,
   wallet,
   nonce,
   hash: hash(Number(id.slice(3))),
   missingSince,
+  raw,
 });
 
 /** A chain: each wallet's mined count, the receipts by hash, what the pool holds; `fail` names reads that throw. */
@@ -24,6 +32,8 @@ function chain(state: {
   receipts?: Map<Hex, boolean>;
   pool?: Set<Hex>;
   fail?: { count?: Hex; receipt?: Hex; known?: Hex };
+  /** Bytes the RPC refuses when sent again, with its message; any other is taken back into the pool. */
+  refuse?: Map<Hex, string>;
 }): ChainReads & { calls: string[] } {
   const calls: string[] = [];
   return {
@@ -43,6 +53,11 @@ function chain(state: {
       calls.push(`known ${Number(h)}`);
       if (state.fail?.known === h) throw new Error("socket hang up");
       return state.pool?.has(h) ?? false;
+    },
+    resend: async (raw) => {
+      calls.push(`resend ${raw}`);
+      const refusal = state.refuse?.get(raw);
+      if (refusal !== undefined) throw new Error(refusal);
     },
   };
 }
@@ -79,8 +94,39 @@ describe("follow", () => {
       { id: "tx_1", status: "pending", missingSince: null, lastError: null },
       { id: "tx_2", status: "pending", missingSince: 10_000, lastError: null },
       { id: "tx_3", status: "pending", missingSince: 2_000, lastError: null },
-      { id: "tx_4", status: "dropped" },
+      { id: "tx_4", status: "dropped", lastError: null },
     ]);
+  });
+
+  it("lost from the pool, its bytes are sent again: taken, it is pending and present; refused past the delay, dropped with the reason", async () => {
+    const reads = chain({
+      mined: new Map([[A, 0]]),
+      refuse: new Map([
+        ["0x02", "insufficient funds for gas * price + value"],
+        ["0x03", "insufficient funds for gas * price + value"],
+      ]),
+    });
+    const out = await follow(
+      [tx("tx_1", A, 0, 100, "0x01"), tx("tx_2", A, 1, 100, "0x02"), tx("tx_3", A, 2, 9_500, "0x03")],
+      reads,
+      10_000,
+      9_000,
+    );
+    expect(out).toEqual([
+      { id: "tx_1", status: "pending", missingSince: null, lastError: null },
+      {
+        id: "tx_2",
+        status: "dropped",
+        lastError: "the chain had lost it, and refused it sent again: insufficient funds for gas * price + value",
+      },
+      {
+        id: "tx_3",
+        status: "pending",
+        missingSince: 9_500,
+        lastError: "the chain had lost it, and refused it sent again: insufficient funds for gas * price + value",
+      },
+    ]);
+    expect(reads.calls.filter((c) => c.startsWith("resend"))).toEqual(["resend 0x01", "resend 0x02", "resend 0x03"]);
   });
 
   it("an RPC that fails leaves each transaction it was asked about pending with the reason, without its URL", async () => {

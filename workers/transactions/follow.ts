@@ -7,8 +7,12 @@
 // - its nonce below that count: the nonce was used. Its receipt says `confirmed` (status 1) or
 //   `reverted` (status 0); no receipt means another transaction of the same nonce was mined —
 //   `replaced`. (The count is read before the receipt, so a transaction mined by then has one.)
-// - not yet: in the chain's pool it stays pending; seen nowhere since `missing_since` for the drop
-//   delay, it is `dropped` (its nonce free again for the next send: the gap is filled).
+// - not yet: in the chain's pool it stays pending. Seen nowhere — the pool lost it, or its broadcast
+//   never arrived (an RPC that did not answer) — its signed bytes are sent again: the same signature,
+//   so nothing the wallet did not sign; the RPC taking them, it is pending again. Refused (the wallet
+//   cannot pay for it any more, its fee is under the chain's) or unanswered since `missing_since`
+//   for the drop delay, it is `dropped`: its nonce free again for the next send, which fills the gap
+//   the transactions after it wait on.
 // An RPC that does not answer leaves every transaction it was asked about pending, with the reason
 // in `last_error` — a stated state, read again at the next alarm.
 import { createPublicClient, http, type Hex, type PublicClient } from "viem";
@@ -21,12 +25,15 @@ export type PendingTransaction = {
   hash: Hex;
   /** Since when it has been seen neither in a block nor in the pool (ms), or null. */
   missingSince: number | null;
+  /** Its signed bytes, to send again when the chain has lost it; null when they must not be (a speed-up replaced it). */
+  raw: Hex | null;
 };
 
 /** What became of a pending transaction. */
 export type FollowOutcome =
   | { id: string; status: "confirmed" | "reverted"; blockNumber: string; gasUsed: string; feeWei: string }
-  | { id: string; status: "replaced" | "dropped" }
+  | { id: string; status: "replaced" }
+  | { id: string; status: "dropped"; lastError: string | null }
   | { id: string; status: "pending"; missingSince: number | null; lastError: string | null };
 
 /** The reads the follower makes of one chain (an RPC; the tests' fakes). */
@@ -37,6 +44,8 @@ export type ChainReads = {
   receipt(hash: Hex): Promise<{ success: boolean; blockNumber: bigint; gasUsed: bigint; feeWei: bigint } | null>;
   /** Whether the RPC knows the transaction (in its pool or a block). */
   known(hash: Hex): Promise<boolean>;
+  /** Sends signed bytes again (eth_sendRawTransaction); throws the RPC's refusal. */
+  resend(raw: Hex): Promise<void>;
 };
 
 const clients = new Map<string, PublicClient>();
@@ -63,6 +72,9 @@ export function rpcReads(url: string): ChainReads {
       };
     },
     known: async (hash) => (await c.request({ method: "eth_getTransactionByHash", params: [hash] })) !== null,
+    resend: async (raw) => {
+      await c.request({ method: "eth_sendRawTransaction", params: [raw] });
+    },
   };
 }
 
@@ -123,9 +135,18 @@ async function followOne(
       };
     }
     if (await reads.known(tx.hash)) return { id: tx.id, status: "pending", missingSince: null, lastError: null };
+    let refused: string | null = null;
+    if (tx.raw !== null) {
+      try {
+        await reads.resend(tx.raw);
+        return { id: tx.id, status: "pending", missingSince: null, lastError: null };
+      } catch (err) {
+        refused = `the chain had lost it, and refused it sent again: ${rpcError(err)}`;
+      }
+    }
     const since = tx.missingSince ?? now;
-    if (now - since >= dropAfterMs) return { id: tx.id, status: "dropped" };
-    return { id: tx.id, status: "pending", missingSince: since, lastError: null };
+    if (now - since >= dropAfterMs) return { id: tx.id, status: "dropped", lastError: refused };
+    return { id: tx.id, status: "pending", missingSince: since, lastError: refused };
   } catch (err) {
     return {
       id: tx.id,

@@ -257,12 +257,20 @@ export class Transactions extends DurableObject {
               missingSince: row.missing_since,
               lastError: `chain ${chain} is not one the edge follows (SIGIL_CHAINS)`,
             }));
+          // Of several pending transactions of one nonce (a speed-up and what it replaces), only the
+          // newest is sent again when lost: the pool took it in place of the others.
+          const newest = new Map<string, number>();
+          for (const row of rows) {
+            const key = `${row.wallet}:${row.nonce}`;
+            newest.set(key, Math.max(newest.get(key) ?? 0, row.seq));
+          }
           const txs: PendingTransaction[] = rows.map((row) => ({
             id: row.id,
             wallet: row.wallet as `0x${string}`,
             nonce: row.nonce,
             hash: row.hash as `0x${string}`,
             missingSince: row.missing_since,
+            raw: newest.get(`${row.wallet}:${row.nonce}`) === row.seq ? (row.raw as `0x${string}` | null) : null,
           }));
           return follow(txs, rpcReads(url), now, settings.dropAfterMs);
         }),
@@ -323,7 +331,7 @@ export class Transactions extends DurableObject {
     const mined = o.status === "confirmed" || o.status === "reverted";
     const lastError =
       o.status === "dropped"
-        ? "seen neither in a block nor in the RPC's pool for SIGIL_TX_DROP_AFTER_S; its nonce is free again"
+        ? `seen neither in a block nor in the RPC's pool for SIGIL_TX_DROP_AFTER_S${o.lastError ? ` (${o.lastError})` : ""}; its nonce is free again`
         : o.status === "replaced"
           ? "another transaction of its nonce was mined in its place"
           : null;
