@@ -10,7 +10,6 @@ import { auditCommand } from "./cli/audit.ts";
 import { actionGroup } from "./cli/action.ts";
 import { balanceCommand, topUpCommand, usageCommand } from "./cli/billing.ts";
 import { chainSecuredGroup, convertCommand } from "./cli/chainSecured.ts";
-import { readFileSync } from "node:fs";
 import { didYouMean, runCommand, runGroup, type Command, type Group } from "./cli/context.ts";
 import { groupGroup } from "./cli/group.ts";
 import { keyGroup } from "./cli/key.ts";
@@ -18,6 +17,8 @@ import { profileGroup } from "./cli/profile.ts";
 import { cidCommand, runCommand as runScriptCommand } from "./cli/run.ts";
 import { walletGroup } from "./cli/wallet.ts";
 import { transactionGroup } from "./cli/transaction.ts";
+import { mcpCommand } from "./cli/mcp.ts";
+import { cliVersion } from "./cli/version.ts";
 import { webhookGroup } from "./cli/webhook.ts";
 import { guardrailGroup } from "./cli/guardrail.ts";
 
@@ -29,7 +30,6 @@ const startUsage = `usage: sigil start   (npm start)
   the other commands find the API. Its variables are in docs/operations/configuration.md.`;
 
 /** Defined by the packed CLI's bundle (bin/package/build.ts); undefined when run from the repository. */
-declare const SIGIL_CLI_VERSION: string | undefined;
 
 type TopLevel = { summary: string; run(args: string[]): Promise<number> };
 
@@ -75,6 +75,7 @@ const commands: Record<string, TopLevel> = {
   cid: single(cidCommand),
   run: single(runScriptCommand),
   transaction: group(transactionGroup),
+  mcp: single(mcpCommand),
   balance: single(balanceCommand),
   topup: single(topUpCommand),
   usage: single(usageCommand),
@@ -91,6 +92,7 @@ const sections: Array<[string, Array<string | Group>]> = [
     ["profile", accountGroup, keyGroup, walletGroup, guardrailGroup, groupGroup, actionGroup, "audit"],
   ],
   ["scripts", ["cid", "run", transactionGroup]],
+  ["agents", ["mcp"]],
   ["credit", ["balance", "topup", "usage"]],
   ["events", [webhookGroup]],
   [
@@ -130,13 +132,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "--version" || command === "-v" || command === "version") {
-    // The packed CLI (bin/package/build.ts) has its version built in; here, the repository's.
-    const version =
-      typeof SIGIL_CLI_VERSION === "string"
-        ? SIGIL_CLI_VERSION
-        : (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
-            .version;
-    console.log(`sigil ${version} (Node ${process.version})`);
+    console.log(`sigil ${cliVersion()} (Node ${process.version})`);
     return 0;
   }
   if (command === "help") {

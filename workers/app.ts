@@ -25,6 +25,7 @@ import { usageKeysRoutes } from "./routes/usageKeys.ts";
 import { walletsRoutes } from "./routes/wallets.ts";
 import { guardrailsRoutes } from "./routes/guardrails.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
+import { mcpRoutes } from "./routes/mcp.ts";
 import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
 import { serveDashboard } from "./dashboard.ts";
@@ -98,6 +99,11 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/core/v1", usageRoutes());
   app.route("/core/v1", auditRoutes());
   app.route("/core/v1", webhooksRoutes());
+  // Sigil's MCP server for agents: its tools call the routes above through this app (routes/mcp.ts).
+  app.route(
+    "/core/v1",
+    mcpRoutes(() => app),
+  );
   app.route("/", attestationRoutes());
 
   // The document of every route above (docs/design/api.md, Conventions: OpenAPI). Its one server is the origin
