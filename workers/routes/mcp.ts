@@ -2,12 +2,15 @@
 // stateless — each request is one JSON-RPC exchange answered as JSON, no session, so any isolate
 // answers any request. The caller's API key (X-Api-Key or Authorization: Bearer) is required before
 // anything else (401 with the API's error body), and the request is under /core/v1's rate limits and
-// admission; each tool's API call goes through this same app in-process with the caller's key and
-// address, so it is authenticated, rate-limited, admitted and billed as the call made directly.
+// admission, its body within sigil_action's limit; each tool's API call goes through this same app
+// in-process with the caller's key and address, so it is authenticated, rate-limited, admitted and
+// billed as the call made directly.
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { Hono } from "hono";
 import { callerKey } from "../middleware/auth/index.ts";
+import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
+import { requireKey } from "./openapi.ts";
 import { httpApi } from "../mcp/api.ts";
 import { sigilMcpServer } from "../mcp/server.ts";
 import type { EdgeEnv } from "../router.ts";
@@ -15,7 +18,8 @@ import type { EdgeEnv } from "../router.ts";
 /** The MCP route; `app` answers the tools' API calls (the edge's own app, in-process). */
 export function mcpRoutes(app: () => Hono<EdgeEnv>): Hono<EdgeEnv> {
   const r = new Hono<EdgeEnv>();
-  r.all("/mcp", async (c) => {
+  // A tool call may carry a script (run_code): the body is limited as sigil_action's.
+  r.all("/mcp", requireKey, scriptBodyLimit, async (c) => {
     const { apiKey } = callerKey(c);
     const origin = new URL(c.req.url).origin;
     const forwarded: Record<string, string> = { "x-correlation-id": c.get("ids").requestId };
