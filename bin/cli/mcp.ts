@@ -11,9 +11,9 @@ export const mcpCommand: Command = {
   usage: `
 
   Runs an MCP server on stdin/stdout with the key's tools: list_wallets (both addresses, and what
-  each may sign in words), list_actions, run_action, dry_run, check_guardrail, list_transactions,
-  get_transaction, get_balance, recent_usage, and run_code for the master key. Each tool is a call
-  of the API with the key, billed and limited as that call. An agent's configuration runs it as
+  each may sign in words), list_actions, run_action, dry_run, check_guardrail, send_transaction,
+  list_transactions, get_transaction, get_balance, recent_usage, and run_code for the master key.
+  Each tool is a call of the API with the key, billed and limited as that call. An agent's configuration runs it as
   \`sigil mcp --key <usage key>\` (or with SIGIL_API_URL and SIGIL_API_KEY set).`,
   async run({ ctx }) {
     const { baseUrl, apiKey } = ctx.connection();

@@ -2,7 +2,8 @@
 // both transports, against the real local stack: `sigil mcp` on stdio and the edge's POST
 // /core/v1/mcp (streamable HTTP). Each: the tools listed with their input schemas (run_code for the
 // master key only), an allowed action run, a signature its wallet's guardrail refuses reported with
-// the rule, a dry run that signs nothing and says what would be refused, and a call the API refuses
+// the rule, a dry run that signs nothing and says what would be refused, a transaction sent and
+// followed until it is confirmed, and a call the API refuses
 // (an account with no credit) reported with the API's code; over HTTP, no key is 401
 // missing_api_key with the API's error body before anything else.
 import { join } from "node:path";
@@ -10,9 +11,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { verifyMessage, type Address, type Hex } from "viem";
+import { createTestClient, http as viemHttp, parseEther, verifyMessage, type Address, type Hex } from "viem";
+import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createSigilClient, topUp, type SigilClient } from "../../sdk/src/index.ts";
+import { createSigilClient, grantSigner, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import { root } from "../harness/cli.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
 
@@ -27,6 +29,8 @@ let usageKey: string;
 let brokeKey: string;
 let cid: string;
 let wallet: Address;
+/** A wallet with no guardrail that the key may send from through the SDK's signing action. */
+let sender: Address;
 
 beforeAll(async () => {
   stack = inject("localStack");
@@ -51,6 +55,12 @@ beforeAll(async () => {
     wallet_address: wallet,
     guardrail: { version: 1, messages: { pattern: "Sign in to example.com*" } },
   });
+  sender = (await owner.createWallet({ name: "agent sender" })).wallet_address as Address;
+  const signerGroup = await grantSigner(owner, { wallet: sender });
+  await createTestClient({ chain: foundry, transport: viemHttp(stack.rpcUrl), mode: "anvil" }).setBalance({
+    address: sender,
+    value: parseEther("1"),
+  });
   const key = await owner.addUsageApiKey({
     name: "agent",
     description: "",
@@ -60,7 +70,7 @@ beforeAll(async () => {
     manage_ipfs_ids_in_groups: [],
     add_pkp_to_groups: [],
     remove_pkp_from_groups: [],
-    execute_in_groups: [group.group_id],
+    execute_in_groups: [group.group_id, signerGroup.group_id],
   });
   usageKey = key.usage_api_key;
   // An account with no credit: its runs are refused by billing.
@@ -122,6 +132,7 @@ describe.each([
         "list_wallets",
         "recent_usage",
         "run_action",
+        "send_transaction",
       ].sort(),
     );
     const run = tools.find((t) => t.name === "run_action");
@@ -186,6 +197,24 @@ describe.each([
       arguments: { wallet_address: wallet, request: { kind: "message", message: "Sign in to example.com now" } },
     });
     expect(JSON.parse(textOf(check))).toMatchObject({ allowed: true, rule: "messages.pattern" });
+  });
+
+  it("sends a transaction through the service and follows it until it is confirmed", async () => {
+    const sent = await agent.client.callTool({
+      name: "send_transaction",
+      arguments: {
+        wallet_address: sender,
+        transaction: { chainId: 31337, to: "0x6666666666666666666666666666666666666666", value: "42" },
+      },
+    });
+    expect(sent.isError ?? false, textOf(sent)).toBe(false);
+    const { response } = JSON.parse(textOf(sent)) as { response: { id: string; status: string; hash: Hex } };
+    expect(response).toMatchObject({ status: "pending", id: expect.stringMatching(/^tx_/) });
+    const followed = await agent.client.callTool({
+      name: "get_transaction",
+      arguments: { id: response.id, wait_seconds: 30 },
+    });
+    expect(JSON.parse(textOf(followed))).toMatchObject({ id: response.id, hash: response.hash, status: "confirmed" });
   });
 
   it("a call the API refuses is the tool's error with the API's code", async () => {

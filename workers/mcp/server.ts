@@ -15,6 +15,7 @@ import { describeGuardrail } from "../../shared/guardrails/describe.ts";
 import { signRequestSchema } from "../../shared/guardrails/request.ts";
 import type { Guardrail } from "../../shared/guardrails/schema.ts";
 import { addressField, cidField, sigilActionRequestSchema } from "../../shared/operations.ts";
+import { SIGNER_CODE } from "../../shared/signerAction.ts";
 import { SigilApiError, type SigilApi } from "./api.ts";
 
 /** The tools a key gets (run_code only with the master key). */
@@ -25,6 +26,7 @@ export const MCP_TOOLS = [
   "dry_run",
   "run_code",
   "check_guardrail",
+  "send_transaction",
   "list_transactions",
   "get_transaction",
   "get_balance",
@@ -216,6 +218,38 @@ export async function sigilMcpServer(
       annotations: { readOnlyHint: true },
     },
     (args) => guarded(async () => ok(await api("POST", "check_guardrail", args))),
+  );
+
+  const decimal = z.string().regex(/^(0|[1-9][0-9]{0,77})$/, "a decimal integer string");
+  server.registerTool(
+    "send_transaction",
+    {
+      title: "Send a transaction",
+      description:
+        "Sends a transaction from a wallet through the service: nonce, gas and fees filled, signed inside the enclave within the wallet's guardrail and budgets, sent to the chain's RPC, and followed to confirmed, reverted, replaced or dropped (get_transaction with wait_seconds). Runs the SDK's signing action (SIGNER_CID): the key needs a group granting it with the wallet, as toSigilAccount does. Charged as a run.",
+      inputSchema: {
+        wallet_address: addressField,
+        transaction: z.strictObject({
+          chainId: z.number().int().positive().describe("a chain the deployment sends to"),
+          to: addressField,
+          value: decimal.optional().describe("wei"),
+          data: z
+            .string()
+            .regex(/^0x([0-9a-fA-F]{2})*$/, "0x and hex bytes")
+            .optional(),
+          gas: decimal.optional(),
+        }),
+      },
+    },
+    ({ wallet_address, transaction }) =>
+      guarded(async () =>
+        runResult(
+          (await api("POST", "sigil_action", {
+            code: SIGNER_CODE,
+            js_params: { op: "sendTransaction", wallet: wallet_address, transaction },
+          })) as RunAnswer,
+        ),
+      ),
   );
 
   server.registerTool(
