@@ -2,8 +2,12 @@
 // from; any byte changed, a block removed, reordered or swapped for another chain's fails; a child
 // cannot be wider than its chain in any dimension (expiry, groups, actions, wallets, uses, budget), and
 // whatever blocks a forged-looking chain carries, what it allows is their intersection; a key that
-// forbids delegating cannot be extended; the key's text round-trips and nothing else decodes.
-import { randomBytes } from "@noble/hashes/utils";
+// forbids delegating cannot be extended (nor checked when a block is forced after it offline), nor
+// can a chain repeat a block id; the key's text round-trips and nothing else decodes.
+import { hmac } from "@noble/hashes/hmac";
+import { sha256 } from "@noble/hashes/sha256";
+import { bytesToHex, hexToBytes, randomBytes, utf8ToBytes } from "@noble/hashes/utils";
+import { canonicalJson } from "./canonicalJson.ts";
 import { describe, expect, it } from "vitest";
 import {
   attenuate,
@@ -124,6 +128,26 @@ describe("delegated keys", () => {
   it("a key that forbids delegating cannot be extended; a chain stops at its depth", () => {
     const sealed = attenuate(parent(), { expires_at: T, delegate: false });
     expect(refused(() => attenuate(sealed, { expires_at: T })).dimension).toBe("delegate");
+    // A block a holder tagged offline after the seal: its tag is right, the chain is refused.
+    const extra = { id: "e".repeat(32) };
+    const forced = {
+      ...sealed,
+      blocks: [...sealed.blocks, extra],
+      tag: bytesToHex(hmac(sha256, hexToBytes(sealed.tag), utf8ToBytes(canonicalJson(extra)))),
+    };
+    expect(verify(secret, forced)).toBe(true);
+    expect(check(DELEGATION_ROOT, sealed)).toBe(true);
+    expect(check(DELEGATION_ROOT, forced)).toBe(false);
+    // A block that repeats an earlier block's id (to stand in for its counters) is refused the same way.
+    const p = parent();
+    const twin = { id: p.blocks[0]!.id, max_uses: 1000 };
+    const doubled = {
+      ...p,
+      blocks: [...p.blocks, twin],
+      tag: bytesToHex(hmac(sha256, hexToBytes(p.tag), utf8ToBytes(canonicalJson(twin)))),
+    };
+    expect(verify(secret, doubled)).toBe(true);
+    expect(check(DELEGATION_ROOT, doubled)).toBe(false);
     let t = mint(secret, ROOT, {});
     for (let i = 1; i < MAX_DEPTH; i++) t = attenuate(t, {});
     expect(t.blocks).toHaveLength(MAX_DEPTH);

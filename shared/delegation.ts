@@ -183,8 +183,16 @@ export function verify(secret: Uint8Array, token: DelegationToken): boolean {
   return diff === 0;
 }
 
-/** Whether `token` is a chain the enclave holding `delegationRoot` started from the usage key it names. */
+/**
+ * Whether `token` is a chain the enclave holding `delegationRoot` started from the usage key it names,
+ * and a well-formed one: no block after one that forbids delegating (a holder can compute the tag of
+ * one more block offline; the chain refuses it here), no block id twice (uses, budgets and revocations
+ * are counted by id: a repeated id could stand in for another block's counters).
+ */
 export function check(delegationRoot: Uint8Array, token: DelegationToken): boolean {
+  const sealed = token.blocks.findIndex((b) => b.delegate === false);
+  if (sealed !== -1 && sealed < token.blocks.length - 1) return false;
+  if (new Set(token.blocks.map((b) => b.id)).size !== token.blocks.length) return false;
   return verify(chainSecret(delegationRoot, token.root), token);
 }
 

@@ -91,7 +91,11 @@ export const transactionRequestSchema = z.discriminatedUnion("op", [
     raw: z
       .string()
       .regex(/^0x([0-9a-f]{2})+$/)
-      .max(262_146),
+      .max(262_146)
+      .optional()
+      .describe(
+        "absent from enclaves older than speed-ups and re-broadcasts: the record then has no bytes to send again",
+      ),
   }),
   z.strictObject({
     op: z.literal("get"),

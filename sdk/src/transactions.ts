@@ -11,7 +11,7 @@
 import { getAddress, type Address, type TransactionRequest } from "viem";
 import { signer } from "./account.ts";
 import { sleep, type CallOptions, type SigilClient } from "./client.ts";
-import { SigilError } from "./errors.ts";
+import { SigilError, SigilNetworkError } from "./errors.ts";
 import type { Transaction } from "./generated/api.ts";
 
 /** The states a transaction does not leave. */
@@ -81,9 +81,11 @@ export async function waitForTransaction(
       if (TERMINAL_TRANSACTION_STATUSES.includes(record.status)) return record;
       options.onPending?.(record);
     } catch (err) {
-      // Out of time mid-call is the wait's own timeout; anything else the service said is the caller's to see.
+      // No answer to one read (the network, a slow call) is read again while time is left — the wait
+      // ends at its own deadline with SigilTransactionTimeoutError; an answer the service refused is
+      // the caller's to see at once.
       if (options.signal?.aborted) throw options.signal.reason;
-      if (!(err instanceof SigilError && err.code === "timeout" && Date.now() >= deadline)) throw err;
+      if (!(err instanceof SigilNetworkError)) throw err;
     }
     const pause = Math.min(pollMs, deadline - Date.now());
     if (pause > 0) await sleep(pause, options.signal);

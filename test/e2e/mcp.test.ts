@@ -232,8 +232,8 @@ describe.each([
   });
 });
 
-describe("POST /core/v1/mcp without a key", () => {
-  it("is 401 missing_api_key with the API's error body, before any MCP", async () => {
+describe("POST /core/v1/mcp without a key, or with one that names no account", () => {
+  it("is 401 with the API's error body, before any MCP", async () => {
     const res = await fetch(`${stack.origin}/core/v1/mcp`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
@@ -241,5 +241,17 @@ describe("POST /core/v1/mcp without a key", () => {
     });
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ error: { code: "missing_api_key" } });
+    // A key of the right form that names no account: the API's 401, not a 500.
+    const unknown = await fetch(`${stack.origin}/core/v1/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${Buffer.alloc(32, 7).toString("base64")}`,
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(unknown.status).toBe(401);
+    expect(await unknown.json()).toMatchObject({ error: { code: "invalid_api_key" } });
   });
 });

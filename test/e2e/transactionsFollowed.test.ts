@@ -306,18 +306,24 @@ describe("transactions followed to the end", () => {
       // At least an eighth more in both fees.
       expect((after.maxFeePerGas ?? 0n) * 8n).toBeGreaterThanOrEqual((before.maxFeePerGas ?? 0n) * 9n);
       expect((after.maxPriorityFeePerGas ?? 0n) * 8n).toBeGreaterThanOrEqual((before.maxPriorityFeePerGas ?? 0n) * 9n);
+      // Sped up again by the first's id: it bids over the newest pending one of the nonce, not the first.
+      const faster = await sendOne({ speedUp: slow.id });
+      expect(faster).toMatchObject({ nonce: slow.nonce, status: "pending" });
+      const third = await chainB.getTransaction({ hash: faster.hash });
+      expect((third.maxFeePerGas ?? 0n) * 8n).toBeGreaterThanOrEqual((after.maxFeePerGas ?? 0n) * 9n);
       await testB.mine({ blocks: 1 });
-      expect(await waitForTransaction(client, fast.id, { timeoutMs: 20_000, pollMs: 200 })).toMatchObject({
+      expect(await waitForTransaction(client, faster.id, { timeoutMs: 20_000, pollMs: 200 })).toMatchObject({
         status: "confirmed",
         replaces: slow.id,
       });
-      expect(await waitForTransaction(client, slow.id, { timeoutMs: 20_000, pollMs: 200 })).toMatchObject({
-        status: "replaced",
-        replaced_by: fast.id,
-      });
-      expect(await eventsFor(slow.id, "transaction.replaced")).toMatchObject([{ replaced_by: fast.id }]);
+      for (const loser of [slow, fast])
+        expect(await waitForTransaction(client, loser.id, { timeoutMs: 20_000, pollMs: 200 })).toMatchObject({
+          status: "replaced",
+          replaced_by: faster.id,
+        });
+      expect(await eventsFor(slow.id, "transaction.replaced")).toMatchObject([{ replaced_by: faster.id }]);
       // Only a pending transaction can be sped up.
-      const { outcomes } = await run([{ speedUp: fast.id }]);
+      const { outcomes } = await run([{ speedUp: faster.id }]);
       expect(outcomes[0]).toMatchObject({
         ok: false,
         code: "conflict",

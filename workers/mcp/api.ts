@@ -5,8 +5,16 @@
 // billing as the call made directly. A refusal is the API's own error (code, message, details,
 // request id), never rewritten.
 
-/** A call of the API: its answer's JSON, or a SigilApiError. */
-export type SigilApi = (method: "GET" | "POST", path: string, input?: Record<string, unknown>) => Promise<unknown>;
+/**
+ * A call of the API: its answer's JSON, or a SigilApiError. A POST carries `idempotencyKey` as its
+ * Idempotency-Key (an agent's own, so that its retry of a tool call is the same run), else a fresh one.
+ */
+export type SigilApi = (
+  method: "GET" | "POST",
+  path: string,
+  input?: Record<string, unknown>,
+  options?: { idempotencyKey?: string | undefined },
+) => Promise<unknown>;
 
 /** The API refused a call (or did not answer): its status, error code, message, details and request id. */
 export class SigilApiError extends Error {
@@ -28,8 +36,7 @@ type ErrorBody = { error?: { code?: string; message?: string; details?: unknown;
 
 /**
  * The API at `baseUrl` (an origin) through `fetch`, as the key `apiKey`; `headers` go on every call
- * (a correlation id, the client's address for the edge's own calls). A POST carries a fresh
- * Idempotency-Key: a run or write an agent's tool call makes is made once, however the transport retries.
+ * (a correlation id, the client's address for the edge's own calls).
  */
 export function httpApi(
   baseUrl: string,
@@ -38,7 +45,7 @@ export function httpApi(
   headers: Record<string, string> = {},
 ): SigilApi {
   const origin = baseUrl.replace(/\/+$/, "");
-  return async (method, path, input = {}) => {
+  return async (method, path, input = {}, options = {}) => {
     const url = new URL(`${origin}/core/v1/${path}`);
     if (method === "GET")
       for (const [k, v] of Object.entries(input)) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
@@ -47,7 +54,9 @@ export function httpApi(
       headers: {
         ...headers,
         authorization: `Bearer ${apiKey}`,
-        ...(method === "POST" ? { "content-type": "application/json", "idempotency-key": crypto.randomUUID() } : {}),
+        ...(method === "POST"
+          ? { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() }
+          : {}),
       },
       ...(method === "POST" ? { body: JSON.stringify(input) } : {}),
     });

@@ -38,6 +38,15 @@ const TERMINAL = new Set(["confirmed", "reverted", "replaced", "dropped", "relea
 const MAX_WAIT_S = 60;
 
 const runFields = sigilActionRequestSchema.shape;
+/** A tool that runs or sends takes the caller's Idempotency-Key: the same key again is the same run, answered again. */
+const idempotencyKey = z
+  .string()
+  .min(1)
+  .max(255)
+  .optional()
+  .describe(
+    "an Idempotency-Key: a retried call with the same key is answered with the first call's result, never run twice",
+  );
 const jsParams = runFields.js_params;
 const timeoutMs = runFields.timeout_ms;
 
@@ -173,9 +182,12 @@ export async function sigilMcpServer(
       title: "Run an action",
       description:
         "Runs an action by its IPFS CID with js_params (the object its main receives) and answers what it returned, its logs and what it cost. A signature the wallet's guardrail or budget refuses fails the script's call with guardrail_denied and the rule. Charged as a run.",
-      inputSchema: { ipfs_id: cidField, js_params: jsParams, timeout_ms: timeoutMs },
+      inputSchema: { ipfs_id: cidField, js_params: jsParams, timeout_ms: timeoutMs, idempotency_key: idempotencyKey },
     },
-    (args) => guarded(async () => runResult((await api("POST", "sigil_action", { ...args })) as RunAnswer)),
+    ({ idempotency_key, ...args }) =>
+      guarded(async () =>
+        runResult((await api("POST", "sigil_action", args, { idempotencyKey: idempotency_key })) as RunAnswer),
+      ),
   );
 
   server.registerTool(
@@ -203,9 +215,13 @@ export async function sigilMcpServer(
           js_params: jsParams,
           timeout_ms: timeoutMs,
           dry_run: runFields.dry_run,
+          idempotency_key: idempotencyKey,
         },
       },
-      (args) => guarded(async () => runResult((await api("POST", "sigil_action", { ...args })) as RunAnswer)),
+      ({ idempotency_key, ...args }) =>
+        guarded(async () =>
+          runResult((await api("POST", "sigil_action", args, { idempotencyKey: idempotency_key })) as RunAnswer),
+        ),
     );
 
   server.registerTool(
@@ -239,15 +255,18 @@ export async function sigilMcpServer(
             .optional(),
           gas: decimal.optional(),
         }),
+        idempotency_key: idempotencyKey,
       },
     },
-    ({ wallet_address, transaction }) =>
+    ({ wallet_address, transaction, idempotency_key }) =>
       guarded(async () =>
         runResult(
-          (await api("POST", "sigil_action", {
-            code: SIGNER_CODE,
-            js_params: { op: "sendTransaction", wallet: wallet_address, transaction },
-          })) as RunAnswer,
+          (await api(
+            "POST",
+            "sigil_action",
+            { code: SIGNER_CODE, js_params: { op: "sendTransaction", wallet: wallet_address, transaction } },
+            { idempotencyKey: idempotency_key },
+          )) as RunAnswer,
         ),
       ),
   );

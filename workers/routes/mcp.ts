@@ -8,10 +8,12 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { Hono } from "hono";
+import { SigilError } from "../../shared/errors.ts";
+import { admitWithin } from "../middleware/admission/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
 import { requireKey } from "./openapi.ts";
-import { httpApi } from "../mcp/api.ts";
+import { httpApi, SigilApiError } from "../mcp/api.ts";
 import { sigilMcpServer } from "../mcp/server.ts";
 import type { EdgeEnv } from "../router.ts";
 
@@ -25,11 +27,35 @@ export function mcpRoutes(app: () => Hono<EdgeEnv>): Hono<EdgeEnv> {
     const forwarded: Record<string, string> = { "x-correlation-id": c.get("ids").requestId };
     const address = c.req.header("cf-connecting-ip");
     if (address) forwarded["cf-connecting-ip"] = address;
-    const api = httpApi(origin, apiKey, async (request) => app().fetch(request, c.env, c.executionCtx), forwarded);
-    const server = await sigilMcpServer(api, {
-      version: c.get("config").version,
-      validator: new CfWorkerJsonSchemaValidator(),
-    });
+    // Each tool call runs within this request's admission place (not a second one it could wait on).
+    const api = httpApi(
+      origin,
+      apiKey,
+      async (request) => app().fetch(admitWithin(request), c.env, c.executionCtx),
+      forwarded,
+    );
+    let server: Awaited<ReturnType<typeof sigilMcpServer>>;
+    try {
+      server = await sigilMcpServer(api, {
+        version: c.get("config").version,
+        validator: new CfWorkerJsonSchemaValidator(),
+      });
+    } catch (err) {
+      // The key's account could not be read (a removed key, a limit, the chain): the API's own answer.
+      if (err instanceof SigilApiError)
+        return c.json(
+          {
+            error: {
+              code: err.code,
+              message: err.message,
+              ...(err.details === undefined ? {} : { details: err.details }),
+              request_id: c.get("ids").requestId,
+            },
+          },
+          (err.status >= 400 && err.status <= 599 ? err.status : 503) as 400,
+        );
+      throw err instanceof Error ? err : new SigilError("internal_error", String(err));
+    }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

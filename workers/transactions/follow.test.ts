@@ -129,6 +129,19 @@ describe("follow", () => {
     expect(reads.calls.filter((c) => c.startsWith("resend"))).toEqual(["resend 0x01", "resend 0x02", "resend 0x03"]);
   });
 
+  it("a used nonce whose hash the RPC knows without a receipt is read again, not said replaced; a resend the pool already has is pending", async () => {
+    const reads = chain({
+      mined: new Map([[A, 1]]),
+      pool: new Set([hash(1)]),
+      refuse: new Map([["0x02", "already known"]]),
+    });
+    const out = await follow([tx("tx_1", A, 0), tx("tx_2", A, 1, 100, "0x02")], reads, 10_000, 1);
+    expect(out).toEqual([
+      { id: "tx_1", status: "pending", missingSince: null, lastError: null },
+      { id: "tx_2", status: "pending", missingSince: null, lastError: null },
+    ]);
+  });
+
   it("an RPC that fails leaves each transaction it was asked about pending with the reason, without its URL", async () => {
     const reads = chain({
       mined: new Map([

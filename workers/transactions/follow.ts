@@ -125,7 +125,12 @@ async function followOne(
   try {
     if (tx.nonce < mined) {
       const receipt = await reads.receipt(tx.hash);
-      if (!receipt) return { id: tx.id, status: "replaced" };
+      // No receipt, yet the RPC knows the hash: mined, its receipt not served yet (a node behind
+      // another, behind a balancer): read again at the next follow, never said replaced.
+      if (!receipt)
+        return (await reads.known(tx.hash))
+          ? { id: tx.id, status: "pending", missingSince: null, lastError: null }
+          : { id: tx.id, status: "replaced" };
       return {
         id: tx.id,
         status: receipt.success ? "confirmed" : "reverted",
@@ -141,7 +146,12 @@ async function followOne(
         await reads.resend(tx.raw);
         return { id: tx.id, status: "pending", missingSince: null, lastError: null };
       } catch (err) {
-        refused = `the chain had lost it, and refused it sent again: ${rpcError(err)}`;
+        const message = rpcError(err);
+        // "Already known": the pool has it after all (another node answered the read). "Nonce too
+        // low": its nonce is used — the next follow reads which transaction took it. Neither is lost.
+        if (/already known|known transaction|nonce too low/i.test(message))
+          return { id: tx.id, status: "pending", missingSince: null, lastError: null };
+        refused = `the chain had lost it, and refused it sent again: ${message}`;
       }
     }
     const since = tx.missingSince ?? now;

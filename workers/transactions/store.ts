@@ -429,8 +429,9 @@ export class Transactions extends DurableObject {
           this.#sql.exec("UPDATE txs SET lease_until = ? WHERE id = ?", now + RESERVATION_LEASE_MS, existing.id);
           return { ok: true, record: recordOf({ ...still, lease_until: now + RESERVATION_LEASE_MS }) };
         }
-      } else if (existing.status !== "released" && existing.status !== "dropped") {
-        // Sent already (or mined): the retried run gets its record, and sends nothing again.
+      } else if (existing.status !== "released") {
+        // Sent already (mined, or dropped — which could still be mined: sending it again under
+        // another nonce could pay twice): the retried run gets its record, and sends nothing again.
         return { ok: true, record: recordOf(existing) };
       }
       const nonce = this.#freeNonce(existing.wallet, existing.chain, request.chain_pending, now);
@@ -497,7 +498,7 @@ export class Transactions extends DurableObject {
 
   #sent(request: Extract<TransactionRequest, { op: "sent" }>, now: number): TransactionRecord {
     const row = this.#row(request.id, request.ref);
-    if (keccak256(request.raw as Hex) !== request.hash)
+    if (request.raw !== undefined && keccak256(request.raw as Hex) !== request.hash)
       throw new Refusal("conflict", `the signed bytes of ${row.id} do not hash to ${request.hash}`);
     if (row.hash === request.hash && row.status !== "reserved") return recordOf(row);
     if (TERMINAL_STATUSES.has(row.status) && row.status !== "released")
@@ -506,18 +507,30 @@ export class Transactions extends DurableObject {
     this.#sql.exec(
       "UPDATE txs SET status = 'pending', hash = ?, raw = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?",
       request.hash,
-      request.raw,
+      request.raw ?? null,
       now,
       row.id,
     );
     return recordOf(this.#sql.exec<Row>("SELECT * FROM txs WHERE id = ?", row.id).one());
   }
 
-  /** A transaction of the account with the bytes that were sent (a speed-up re-signs them). */
+  /**
+   * A transaction of the account, with the bytes a speed-up of it re-signs: those of the newest
+   * pending transaction of its nonce (itself, or an earlier speed-up of it), so that a second speed-up
+   * bids over the first, not over the original.
+   */
   #getWithRaw(id: string): TransactionAnswer {
     const row = this.#sql.exec<Row>("SELECT * FROM txs WHERE id = ?", id).toArray()[0];
     if (!row) throw new Refusal("not_found", `no transaction ${id} of this account`);
-    return { ok: true, record: recordOf(row), raw: row.raw ?? undefined };
+    const newest = this.#sql
+      .exec<{ raw: string | null }>(
+        "SELECT raw FROM txs WHERE wallet = ? AND chain = ? AND nonce = ? AND status = 'pending' AND raw IS NOT NULL ORDER BY seq DESC LIMIT 1",
+        row.wallet,
+        row.chain,
+        row.nonce,
+      )
+      .toArray()[0];
+    return { ok: true, record: recordOf(row), raw: newest?.raw ?? row.raw ?? undefined };
   }
 
   /**
@@ -535,7 +548,7 @@ export class Transactions extends DurableObject {
         code: "conflict",
         reason: `this run's send ${request.index} was another transaction when it first ran (${existing.id}); a retried run must send what it sent`,
       };
-    if (existing && existing.status !== "released" && existing.status !== "dropped") {
+    if (existing && existing.status !== "released") {
       if (existing.status === "reserved")
         this.#sql.exec("UPDATE txs SET lease_until = ? WHERE id = ?", now + RESERVATION_LEASE_MS, existing.id);
       return { ok: true, record: recordOf(this.#sql.exec<Row>("SELECT * FROM txs WHERE id = ?", existing.id).one()) };

@@ -125,8 +125,25 @@ function refusedFor(refusal: Refusal, limit: number, perClient: number): SigilEr
   return new SigilError("edge_busy", message, { retryAfterSeconds: EDGE_BUSY_RETRY_AFTER_SECONDS });
 }
 
+/**
+ * Requests the edge sends through its own app for a request already admitted (the MCP route's tool
+ * calls, routes/mcp.ts): they run within their parent's place, never waiting on places their parent
+ * holds. Marked by object identity, so no client can claim it with a header.
+ */
+const admittedWithin = new WeakSet<Request>();
+
+/** Marks `request`, made by the edge for a request it has admitted, as admitted with it. */
+export function admitWithin(request: Request): Request {
+  admittedWithin.add(request);
+  return request;
+}
+
 export function admission(): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
+    if (admittedWithin.has(c.req.raw)) {
+      await next();
+      return;
+    }
     const { maxInFlight: limit, maxInFlightPerClient: perClient } = c.get("config");
     const clients = clientsOf(c);
     // Refused now, refused before its body is read: the door costs nothing.
