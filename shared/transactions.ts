@@ -3,6 +3,7 @@
 // the account's Transactions object at the edge, which hands out nonces per (wallet, chain) for every
 // enclave instance at once and keeps the records.
 import { z } from "zod";
+import { TRANSACTION_STATUSES } from "./transactionStatus.ts";
 
 const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/, "must be 0x + 64 lowercase hex");
 const wallet = z.string().regex(/^0x[0-9a-f]{40}$/, "must be a lowercase 0x address");
@@ -12,26 +13,7 @@ const chainId = z
   .positive()
   .max(2 ** 53 - 1);
 
-/** Where a transaction is: held for a send, in the pool, or one of the terminal states. */
-export const TRANSACTION_STATUSES = [
-  "reserved",
-  "pending",
-  "confirmed",
-  "reverted",
-  "replaced",
-  "dropped",
-  "released",
-] as const;
-export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
-
-/** The states a transaction does not leave. */
-export const TERMINAL_STATUSES: ReadonlySet<TransactionStatus> = new Set([
-  "confirmed",
-  "reverted",
-  "replaced",
-  "dropped",
-  "released",
-]);
+export { TERMINAL_STATUSES, TRANSACTION_STATUSES, type TransactionStatus } from "./transactionStatus.ts";
 
 /** A transaction as the API shows it. */
 export const transactionRecordSchema = z.object({

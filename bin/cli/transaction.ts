@@ -11,6 +11,7 @@ import {
   type Transaction,
 } from "../../sdk/src/index.ts";
 import { collect } from "../../sdk/src/reads.ts";
+import { TRANSACTION_STATUSES } from "../../shared/transactionStatus.ts";
 import {
   fields,
   switches,
@@ -23,7 +24,7 @@ import {
   type Group,
 } from "./context.ts";
 
-const STATUSES = ["reserved", "pending", "confirmed", "reverted", "replaced", "dropped", "released"] as const;
+const STATUSES = TRANSACTION_STATUSES;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const ID = /^tx_[0-9a-f]{24}$/;
 

@@ -2,7 +2,7 @@
 // reservePort holds it meanwhile, so nothing else can listen on it, and gives it up on release.
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { reservePort } from "./edge.ts";
+import { dotenvValue, reservePort } from "./edge.ts";
 
 function listenOn(port: number): Promise<"listening" | string> {
   const server = createServer();
@@ -11,6 +11,17 @@ function listenOn(port: number): Promise<"listening" | string> {
     server.listen(port, "127.0.0.1", () => server.close(() => resolve("listening")));
   });
 }
+
+describe("dotenvValue", () => {
+  it("hands a JSON value over as it is (single quotes: dotenv keeps the text literal), any other in double quotes", () => {
+    const chains = JSON.stringify({ "31337": "http://127.0.0.1:8545" });
+    expect(dotenvValue(chains)).toBe(`'${chains}'`);
+    expect(dotenvValue("plain")).toBe('"plain"');
+    // A value with a single quote or a line break cannot be single-quoted: JSON's double quotes.
+    expect(dotenvValue(`it's "x"`)).toBe(JSON.stringify(`it's "x"`));
+    expect(dotenvValue('a\n"b"')).toBe(JSON.stringify('a\n"b"'));
+  });
+});
 
 describe("reservePort", () => {
   it("holds a free port until released: another listener is refused with EADDRINUSE, then gets it", async () => {

@@ -12,16 +12,11 @@ import { getAddress, type Address, type TransactionRequest } from "viem";
 import { signer } from "./account.ts";
 import { sleep, type CallOptions, type SigilClient } from "./client.ts";
 import { SigilError, SigilNetworkError } from "./errors.ts";
+import { TERMINAL_STATUSES } from "../../shared/transactionStatus.ts";
 import type { Transaction } from "./generated/api.ts";
 
-/** The states a transaction does not leave. */
-export const TERMINAL_TRANSACTION_STATUSES: readonly Transaction["status"][] = [
-  "confirmed",
-  "reverted",
-  "replaced",
-  "dropped",
-  "released",
-];
+/** The states a transaction does not leave (the service's own list, shared/transactions.ts). */
+export const TERMINAL_TRANSACTION_STATUSES: readonly Transaction["status"][] = [...TERMINAL_STATUSES];
 
 /** waitForTransaction ran out of time: `transaction` is the last record it read (undefined if none came). */
 export class SigilTransactionTimeoutError extends SigilError {

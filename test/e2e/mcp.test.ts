@@ -16,6 +16,7 @@ import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createSigilClient, grantSigner, topUp, type SigilClient } from "../../sdk/src/index.ts";
 import { root } from "../harness/cli.ts";
+import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
 
 const SIGN = `async function main({ wallet, message }) {
@@ -50,6 +51,13 @@ beforeAll(async () => {
     pkp_ids_permitted: [wallet],
     cid_hashes_permitted: [cid],
   });
+  // The master key's run_code runs code by its CID like any run: a group that permits any action.
+  await owner.addGroup({
+    group_name: "any code",
+    group_description: "",
+    pkp_ids_permitted: [],
+    cid_hashes_permitted: ["0"],
+  });
   // Messages only of this form: anything else is refused by the rule messages.pattern.
   await owner.setWalletGuardrail({
     wallet_address: wallet,
@@ -64,12 +72,7 @@ beforeAll(async () => {
   const key = await owner.addUsageApiKey({
     name: "agent",
     description: "",
-    can_create_groups: false,
-    can_delete_groups: false,
-    can_create_pkps: false,
-    manage_ipfs_ids_in_groups: [],
-    add_pkp_to_groups: [],
-    remove_pkp_from_groups: [],
+    ...NO_PERMISSIONS,
     execute_in_groups: [group.group_id, signerGroup.group_id],
   });
   usageKey = key.usage_api_key;
@@ -142,6 +145,22 @@ describe.each([
     const master = await connect(ownerKey);
     try {
       expect((await master.client.listTools()).tools.map((t) => t.name)).toContain("run_code");
+      // A call retried with its idempotency_key is the first call's answer: the code ran once.
+      const call = {
+        name: "run_code",
+        arguments: {
+          code: "async function main() { return crypto.randomUUID(); }",
+          idempotency_key: crypto.randomUUID(),
+        },
+      };
+      const once = JSON.parse(textOf(await master.client.callTool(call))) as { response: string };
+      const again = JSON.parse(textOf(await master.client.callTool(call))) as { response: string };
+      expect(again.response).toBe(once.response);
+      const fresh = await master.client.callTool({
+        ...call,
+        arguments: { ...call.arguments, idempotency_key: crypto.randomUUID() },
+      });
+      expect((JSON.parse(textOf(fresh)) as { response: string }).response).not.toBe(once.response);
     } finally {
       await master.close();
     }

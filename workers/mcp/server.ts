@@ -5,8 +5,9 @@
 // so a tool takes what the operation behind it takes. A refusal is a tool error naming the API's
 // code, message, rule and request id — never a protocol error, so the agent reads why.
 //
-// `run_code` (a script sent as text) is listed only for the account's master key, which runs any
-// code with owner rights; a usage key runs the actions its groups list (`run_action`), by CID.
+// `run_code` (a script sent as text) is listed only for the account's master key; like any run it is
+// permitted by its CID (a group that lists it, or any action); a usage key runs the actions its
+// groups list (`run_action`), by CID.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
@@ -16,6 +17,7 @@ import { signRequestSchema } from "../../shared/guardrails/request.ts";
 import type { Guardrail } from "../../shared/guardrails/schema.ts";
 import { addressField, cidField, sigilActionRequestSchema } from "../../shared/operations.ts";
 import { SIGNER_CODE } from "../../shared/signerAction.ts";
+import { TERMINAL_STATUSES, TRANSACTION_STATUSES, type TransactionStatus } from "../../shared/transactions.ts";
 import { SigilApiError, type SigilApi } from "./api.ts";
 
 /** The tools a key gets (run_code only with the master key). */
@@ -33,7 +35,6 @@ export const MCP_TOOLS = [
   "recent_usage",
 ] as const;
 
-const TERMINAL = new Set(["confirmed", "reverted", "replaced", "dropped", "released"]);
 /** How long get_transaction waits at most when asked to (s): an agent's call must end. */
 const MAX_WAIT_S = 60;
 
@@ -209,7 +210,7 @@ export async function sigilMcpServer(
       {
         title: "Run code",
         description:
-          "Runs JavaScript (an async function main(params)) with js_params, with the account's owner rights: it may use every wallet, through Sigil.Actions (docs/actions.md). Offered to the master key only. dry_run: true signs nothing.",
+          "Runs JavaScript (an async function main(params)) with js_params, through Sigil.Actions (docs/actions.md). Offered to the master key only, and like any run it is permitted by its CID: a group of the account must permit that CID or any action (cid 0), with the wallets it uses — else permission_denied. dry_run: true signs nothing.",
         inputSchema: {
           code: runFields.code.unwrap(),
           js_params: jsParams,
@@ -279,7 +280,7 @@ export async function sigilMcpServer(
         "Transactions the account's scripts sent (Sigil.Actions.sendTransaction), newest first: status (pending, confirmed, reverted, replaced, dropped), hash, chain, nonce, fee.",
       inputSchema: {
         wallet_address: addressField.optional(),
-        status: z.enum(["reserved", "pending", "confirmed", "reverted", "replaced", "dropped", "released"]).optional(),
+        status: z.enum(TRANSACTION_STATUSES).optional(),
         limit: z.number().int().min(1).max(100).optional(),
       },
       annotations: { readOnlyHint: true },
@@ -306,7 +307,7 @@ export async function sigilMcpServer(
           const [t] = ((await api("GET", "transactions", { id })) as { transactions: Array<{ status: string }> })
             .transactions;
           if (!t) return failed(`not_found: no transaction ${id} in this account`);
-          if (TERMINAL.has(t.status) || Date.now() >= deadline) return ok(t);
+          if (TERMINAL_STATUSES.has(t.status as TransactionStatus) || Date.now() >= deadline) return ok(t);
           await new Promise((r) => setTimeout(r, Math.min(1_000, Math.max(0, deadline - Date.now()))));
         }
       }),

@@ -3,7 +3,7 @@
 // reservation whose lease ran out taken again, a retried run's sends finding their records (never a
 // second nonce, never a second send), a retried send of something else refused, 100 concurrent
 // reservations on consecutive nonces, and the listing's filters and cursor.
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { keccak256, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
 import type { TransactionAnswer, TransactionRecord, TransactionRequest } from "../../shared/transactions.ts";
@@ -109,6 +109,22 @@ describe("the Transactions store", () => {
     expect(taker.nonce).toBe(first.nonce);
     const again = record(await s.decide(reserve("slow", 0), T0 + RESERVATION_LEASE_MS + 1));
     expect(again).toMatchObject({ id: first.id, status: "reserved", nonce: first.nonce + 1 });
+  });
+
+  it("a retried run gets a dropped transaction's record back and sends nothing: it could still be mined", async () => {
+    const s = store();
+    const first = record(await s.decide(reserve("run", 0), T0));
+    await s.decide(sentReq("run", first.id, 1), T0 + 1);
+    // The follower dropped it (the chain lost it and refused it sent again).
+    await runInDurableObject(s, (_o, state) => {
+      state.storage.sql.exec("UPDATE txs SET status = 'dropped' WHERE id = ?", first.id);
+    });
+    const again = record(await s.decide(reserve("run", 0, { pending: first.nonce }), T0 + 2));
+    expect(again).toMatchObject({ id: first.id, status: "dropped", nonce: first.nonce, hash: hashOf(1) });
+    // A released one, never sent, is numbered afresh as before.
+    const other = record(await s.decide(reserve("other", 0), T0 + 3));
+    await s.decide({ op: "release", account: ACCOUNT, ref: "other", id: other.id, reason: "refused" }, T0 + 4);
+    expect(record(await s.decide(reserve("other", 0), T0 + 5))).toMatchObject({ id: other.id, status: "reserved" });
   });
 
   it("a retried run that sends something else at the same place is refused", async () => {

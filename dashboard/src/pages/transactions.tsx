@@ -5,10 +5,11 @@ import { useState } from "preact/hooks";
 import type { PageProps } from "../session.ts";
 import type { Transaction } from "../../../sdk/src/index.ts";
 import { ErrorNote, List, Short, useAction, useLoad } from "../ui.tsx";
+import { TRANSACTION_STATUSES, type TransactionStatus } from "../../../shared/transactionStatus.ts";
 
 const PAGE = 25;
-const STATUSES = ["pending", "confirmed", "reverted", "replaced", "dropped", "released", "reserved"] as const;
-type Status = (typeof STATUSES)[number];
+const STATUSES = TRANSACTION_STATUSES;
+type Status = TransactionStatus;
 
 /** What the record says beyond its status: the block it was mined in, what replaced it, what went wrong. */
 function outcome(t: Transaction): string {

@@ -13,7 +13,7 @@ import type { Env } from "../../env.ts";
 import { errorResponse } from "../../errors.ts";
 import type { EdgeEnv } from "../../router.ts";
 import { defaultBodyLimit, scriptBodyLimit } from "../bodyLimit/index.ts";
-import { admission, admittedNow, EDGE_BUSY_RETRY_AFTER_SECONDS, Places } from "./index.ts";
+import { admission, admitWithin, admittedNow, EDGE_BUSY_RETRY_AFTER_SECONDS, Places } from "./index.ts";
 
 /**
  * An env of the workers project with this admission limit (a fresh object: its config is read
@@ -134,6 +134,20 @@ describe("admission", () => {
     expect(await (await second).text()).toBe("held");
     expect(admittedNow()).toBe(0);
     expect(await (await app.request("/quick", {}, e)).text()).toBe("quick");
+  });
+
+  it("a request the edge makes for one it admitted (admitWithin) runs in its place: a full isolate serves it; the same request made anew is refused", async () => {
+    const { app, held, releaseAll } = holdingApp();
+    release = releaseAll;
+    const e = envWith(1);
+    const holding = app.request("/hold", {}, e);
+    await until(() => held() === 1);
+    const inner = await app.fetch(admitWithin(new Request("http://edge/quick")), e);
+    expect(await inner.text()).toBe("quick");
+    expect((await app.fetch(new Request("http://edge/quick"), e)).status).toBe(503);
+    releaseAll();
+    await holding;
+    expect(admittedNow()).toBe(0);
   });
 
   it("a request whose route throws gives its place back", async () => {
