@@ -2,20 +2,19 @@
 // key is, how it is made narrower, and how the enclave checks it. The enclave, the only holder of the
 // secret a chain starts from, mints a first child for a usage key allowed to delegate; any holder of a
 // delegated key can then add a block of caveats to it (no call, no chain write); the enclave checks
-// the whole chain at use. Not yet served: the routes, the enclave's execute path, the uses and
-// revocation store are the next steps (the design note says what each does).
+// the whole chain at use.
 //
 // A delegated key is `sgd_` and the base64url of its token's canonical JSON:
 //   { v: 1, root: <the usage key's hash>, blocks: [block, …], tag: <32 bytes hex> }
 // where tag = HMAC(… HMAC(HMAC(secret, block₀), block₁) …, blockₙ) over each block's canonical JSON,
-// and secret = HKDF-SHA256(the enclave's delegation root, salt "sigil/delegation/v1", info root).
+// and secret is the chain's secret, which the enclave derives from its root key for the usage key `root`
+// (enclave/keys/derive.ts, delegationSecret) and nobody else holds.
 // - Not forged: tag₀ needs the secret, which only the enclave derives.
 // - Not widened: a block cannot be taken out or changed (every later tag depends on it), and every
 //   block holds at once — a later block only narrows. `attenuate` refuses a block wider than the
 //   chain (a clear error for the person making it); `effective` intersects whatever it is given.
 // - Not replayed past its bounds: `expires_at` and `max_uses` are per block; uses are counted, and
 //   revocations kept, by block id (the store at the edge), and the root usage key is checked on chain.
-import { hkdf } from "@noble/hashes/hkdf";
 import { hmac } from "@noble/hashes/hmac";
 import { sha256 } from "@noble/hashes/sha256";
 import { bytesToHex, hexToBytes, randomBytes, utf8ToBytes } from "@noble/hashes/utils";
@@ -26,6 +25,11 @@ import { canonicalJson } from "./canonicalJson.ts";
 export const DELEGATED_KEY_PREFIX = "sgd_";
 /** The most blocks a chain may have: a child of a child … eight deep. */
 export const MAX_DEPTH = 8;
+/**
+ * The longest a delegated key's text may be: it travels in a header, and a request's headers are
+ * limited (32 KiB at Cloudflare). Minting or narrowing past it is refused (DelegationError "size").
+ */
+export const MAX_DELEGATED_KEY_CHARS = 16_384;
 /** The most entries a block's list may name. */
 const MAX_LIST = 64;
 
@@ -80,11 +84,6 @@ export class DelegationError extends Error {
   }
 }
 
-/** The secret a chain from `root` starts from, derived from the enclave's delegation root (never leaves it). */
-export function chainSecret(delegationRoot: Uint8Array, root: string): Uint8Array {
-  return hkdf(sha256, delegationRoot, utf8ToBytes("sigil/delegation/v1"), hexToBytes(root.slice(2)), 32);
-}
-
 function extend(tag: Uint8Array, block: DelegationBlock): Uint8Array {
   return hmac(sha256, tag, utf8ToBytes(canonicalJson(block)));
 }
@@ -102,7 +101,7 @@ function newBlock(caveats: Caveats): DelegationBlock {
 /** A first child of the usage key `root` (its hash), by the enclave that derived `secret` for it. */
 export function mint(secret: Uint8Array, root: string, caveats: Caveats): DelegationToken {
   const block = newBlock(caveats);
-  return { v: 1, root, blocks: [block], tag: bytesToHex(extend(secret, block)) };
+  return sized({ v: 1, root, blocks: [block], tag: bytesToHex(extend(secret, block)) });
 }
 
 /** What every block of a chain allows together (absent: not restricted by any block). */
@@ -170,7 +169,18 @@ export function attenuate(token: DelegationToken, caveats: Caveats): DelegationT
         throw new DelegationError("budget", `the key's budget allows ${b.max_value_wei} wei a window`);
     }
   }
-  return { ...token, blocks: [...token.blocks, block], tag: bytesToHex(extend(hexToBytes(token.tag), block)) };
+  return sized({ ...token, blocks: [...token.blocks, block], tag: bytesToHex(extend(hexToBytes(token.tag), block)) });
+}
+
+/** `token`, or a DelegationError when its key would be longer than a header can carry. */
+function sized(token: DelegationToken): DelegationToken {
+  const chars = DELEGATED_KEY_PREFIX.length + Math.ceil((utf8ToBytes(canonicalJson(token)).length * 4) / 3);
+  if (chars > MAX_DELEGATED_KEY_CHARS)
+    throw new DelegationError(
+      "size",
+      `the key would be ${chars} characters, over ${MAX_DELEGATED_KEY_CHARS}: name fewer entries`,
+    );
+  return token;
 }
 
 /** Whether `token`'s tag is the chain's from `secret` (compared in constant time). */
@@ -184,16 +194,16 @@ export function verify(secret: Uint8Array, token: DelegationToken): boolean {
 }
 
 /**
- * Whether `token` is a chain the enclave holding `delegationRoot` started from the usage key it names,
+ * Whether `token` is a chain started, under `secretOf(its root)`, from the usage key it names,
  * and a well-formed one: no block after one that forbids delegating (a holder can compute the tag of
  * one more block offline; the chain refuses it here), no block id twice (uses, budgets and revocations
  * are counted by id: a repeated id could stand in for another block's counters).
  */
-export function check(delegationRoot: Uint8Array, token: DelegationToken): boolean {
+export function check(secretOf: (root: string) => Uint8Array, token: DelegationToken): boolean {
   const sealed = token.blocks.findIndex((b) => b.delegate === false);
   if (sealed !== -1 && sealed < token.blocks.length - 1) return false;
   if (new Set(token.blocks.map((b) => b.id)).size !== token.blocks.length) return false;
-  return verify(chainSecret(delegationRoot, token.root), token);
+  return verify(secretOf(token.root), token);
 }
 
 /** A token as the key its holder keeps: `sgd_` + base64url of its canonical JSON. */
@@ -206,7 +216,7 @@ export function encodeDelegatedKey(token: DelegationToken): string {
 
 /** The token of a delegated key, or a DelegationError for one that is not well formed. */
 export function decodeDelegatedKey(key: string): DelegationToken {
-  if (!key.startsWith(DELEGATED_KEY_PREFIX) || key.length > 16_384)
+  if (!key.startsWith(DELEGATED_KEY_PREFIX) || key.length > MAX_DELEGATED_KEY_CHARS)
     throw new DelegationError("key", "not a delegated key");
   let json: unknown;
   try {
@@ -223,3 +233,36 @@ export function decodeDelegatedKey(key: string): DelegationToken {
   if (!token.success) throw new DelegationError("key", "not a delegated key");
   return token.data;
 }
+
+/** The path under the edge's URL where an enclave counts a delegated key's use (workers/routes/delegations.ts). */
+export const DELEGATIONS_PATH = "/internal/v1/delegations";
+
+/**
+ * What an enclave asks the edge's Delegations store before a run through a delegated key: whether any
+ * block of the chain is revoked and, op "use", to count one use against each block with `max_uses`
+ * (all or nothing); op "peek" (a dry run) counts nothing.
+ */
+export const delegationUseRequestSchema = z.strictObject({
+  op: z.enum(["use", "peek"]),
+  /** The run's billing ref, as its token names it. */
+  ref: z.string().min(1).max(128),
+  /** The account's master hash: whose store. */
+  account: hex32,
+  blocks: z
+    .array(
+      z.strictObject({
+        id: z.string().regex(/^[0-9a-f]{32}$/),
+        max_uses: z.number().int().min(1).optional(),
+        /** The chain's expiry, when it has one: past it (and a day), the store forgets the block's uses. */
+        expires_at: z.number().int().positive().optional(),
+      }),
+    )
+    .min(1)
+    .max(MAX_DEPTH),
+});
+export type DelegationUseRequest = z.infer<typeof delegationUseRequestSchema>;
+
+/** The store's answer: granted, or which block refused and why. */
+export type DelegationUseAnswer =
+  | { granted: true }
+  | { granted: false; id: string; reason: "revoked" | "used_up"; max_uses?: number };

@@ -68,6 +68,7 @@ const VALID: Record<EnclaveOperation, Record<string, unknown>> = {
   create_wallet_with_signature: envelope,
   add_usage_api_key_with_signature: envelope,
   sigil_action: { api_key: KEY, code: "return 1" },
+  delegate_key: { api_key: KEY, caveats: { max_uses: 1 } },
 };
 
 const parse = (op: EnclaveOperation, body: unknown) => requestSchemas[op].safeParse(body);
@@ -298,9 +299,9 @@ describe("sigil_action's public body", () => {
 });
 
 describe("the operation table", () => {
-  it("holds every operation a client's request becomes, with that operation's schemas, and the enclave's own reads (health, attestation, the lists' Solana addresses)", () => {
+  it("holds every operation a client's request becomes, with that operation's schemas, and the enclave's own reads (health, attestation, the lists' Solana addresses, a delegated key's check)", () => {
     expect(Object.keys(operations).sort()).toEqual(
-      [...enclaveOperations, "health", "attestation", "solana_addresses"].sort(),
+      [...enclaveOperations, "health", "attestation", "solana_addresses", "check_delegated_key"].sort(),
     );
     for (const op of enclaveOperations) {
       expect(operations[op].input, op).toBe(requestSchemas[op]);
@@ -311,8 +312,9 @@ describe("the operation table", () => {
     expect(isOperation("client_config")).toBe(false);
   });
 
-  it("says which operations act (never sent to a second enclave once delivered): the writes and the run, not the derivations or the reads", () => {
+  it("says which operations act (never sent to a second enclave once delivered): the writes and the run, not the derivations, minting delegated keys or the reads", () => {
     const acting = Object.keys(operations).filter((op) => acts(op as keyof typeof operations));
+    expect(acting).not.toContain("delegate_key");
     expect(acting).not.toContain("create_wallet_with_signature");
     expect(acting).not.toContain("add_usage_api_key_with_signature");
     expect(acting).not.toContain("health");
@@ -320,7 +322,7 @@ describe("the operation table", () => {
     expect(acting).toContain("new_account");
     expect(acting).toContain("convert_to_chain_secured_account");
     expect(operations.sigil_action.kind).toBe("run");
-    expect(acting).toHaveLength(enclaveOperations.length - 2);
+    expect(acting).toHaveLength(enclaveOperations.length - 3);
   });
 
   it("gives each operation its body limit: a script's 6 MiB, signed typed data 64 KiB, the rest 256 KiB", () => {

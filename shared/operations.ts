@@ -9,6 +9,7 @@
 import { budgetAccessSchema, budgetStateSchema } from "./guardrails/budgets.ts";
 import { z } from "zod";
 import { isApiKeyFormat } from "./apiKey.ts";
+import { DELEGATED_KEY_PREFIX, delegationBlockSchema, MAX_DELEGATED_KEY_CHARS } from "./delegation.ts";
 import { canonicalCid } from "./cid.ts";
 import { isExposed, type ErrorCode } from "./errors.ts";
 import { guardrailDocumentSchema } from "./guardrails/evaluate.ts";
@@ -39,6 +40,7 @@ export const enclaveOperations = [
   "create_wallet_with_signature",
   "add_usage_api_key_with_signature",
   "sigil_action",
+  "delegate_key",
 ] as const;
 export type EnclaveOperation = (typeof enclaveOperations)[number];
 
@@ -50,6 +52,24 @@ export const apiKeyField = z
   .string()
   .refine(isApiKeyFormat, "must be a 44-character base64 API key")
   .transform((k) => k.trim());
+
+/** A delegated key (shared/delegation.ts): its form only — the enclave checks its tag. */
+export const delegatedKeyField = z
+  .string()
+  .max(MAX_DELEGATED_KEY_CHARS)
+  .refine((k) => k.startsWith(DELEGATED_KEY_PREFIX), "must be a delegated key (sgd_…)");
+
+/** The key a run or a read comes with: an API key, or a delegated key (docs/design/delegation.md). */
+export const callerKeyField = z.union([apiKeyField, delegatedKeyField]);
+
+/** The most delegated keys one `delegate_key` call mints. */
+export const MAX_DELEGATE_COUNT = 10_000;
+
+/**
+ * What a first child of a usage key may be narrowed to (a delegation block's caveats; its id is made
+ * by the enclave): any of expires_at, max_uses, groups, actions, wallets, budget, delegate: false.
+ */
+export const delegationCaveatsSchema = delegationBlockSchema.omit({ id: true });
 
 /** A group id: a number or a decimal string (docs/design/api.md, Ids), a u64. */
 export const groupIdField = z
@@ -242,9 +262,22 @@ export const requestSchemas = {
   }),
   create_wallet_with_signature: z.strictObject(typedDataEnvelope),
   add_usage_api_key_with_signature: z.strictObject(typedDataEnvelope),
+  delegate_key: z.strictObject({
+    ...withKey,
+    caveats: delegationCaveatsSchema.describe("what every key minted may do, at most: a subset of the usage key"),
+    count: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_DELEGATE_COUNT)
+      .optional()
+      .describe(
+        `how many keys to mint, each with its own id (its own uses and revocation); default 1, at most ${MAX_DELEGATE_COUNT}`,
+      ),
+  }),
   sigil_action: z
     .strictObject({
-      ...withKey,
+      api_key: callerKeyField,
       ...sigilActionFields,
       /** The run's wall-clock budget (the edge caps it by the caller's credit); default: the configured timeout. */
       timeout_ms: z.number().int().positive().optional(),
@@ -332,6 +365,13 @@ const receiptFields = {
   instance_id: z.string().describe("the enclave instance that ran it"),
   compose_hash: z.string().describe("the compose hash that instance runs"),
   dry_run: z.literal(true).optional().describe("a dry run: nothing was signed"),
+  delegation: z
+    .strictObject({
+      root: hex32.describe("the usage key the delegated key descends from"),
+      blocks: z.array(z.string().regex(/^[0-9a-f]{32}$/)).describe("the ids of its chain's blocks, first to last"),
+    })
+    .optional()
+    .describe("a run through a delegated key: the chain of keys it came through (docs/design/delegation.md)"),
 };
 const receiptSignature = z.string().regex(/^0x[0-9a-f]{130}$/);
 
@@ -499,6 +539,20 @@ export const responseSchemas = {
     derivation_path: z.string(),
     usage_api_key_hash: z.string(),
   }),
+  delegate_key: z
+    .object({
+      keys: z
+        .array(z.string())
+        .describe("the delegated keys (sgd_…), shown once: each a bearer secret, kept as an API key is"),
+      ids: z.array(z.string()).describe("each key's block id, in order: what revoke_delegation names"),
+      root: z.string().describe("the hash of the usage key they descend from (0x + 64 hex)"),
+      expires_at: z
+        .number()
+        .int()
+        .nullable()
+        .describe("unix seconds the keys stop working; null: when the usage key does"),
+    })
+    .meta({ id: "DelegatedKeys" }),
   sigil_action: sigilActionResponseSchema,
 } as const satisfies Record<EnclaveOperation, z.ZodType>;
 
@@ -585,7 +639,7 @@ const SIGNED_SPEC = { errors: SIGNED, bodyLimit: TYPED_DATA_BODY_LIMIT };
  * left out of the answer.
  */
 export const solanaAddressesInputSchema = z.strictObject({
-  api_key: apiKeyField,
+  api_key: callerKeyField,
   wallets: z
     .array(z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a wallet address"))
     .min(1)
@@ -593,6 +647,18 @@ export const solanaAddressesInputSchema = z.strictObject({
 });
 export const solanaAddressesOutputSchema = z.object({
   solana_addresses: z.record(z.string(), z.string()).describe("wallet address (lowercase) → Solana address"),
+});
+
+/**
+ * Whether a delegated key is one an enclave of this deployment made (its tag checks under the secret
+ * of the usage key it names): the edge asks once per key it has not seen, before the key's root
+ * account is billed, limited or read for it, so that a forged key never touches that account. Says
+ * nothing of the root key's standing, which every run checks itself.
+ */
+export const checkDelegatedKeyInputSchema = z.strictObject({ key: delegatedKeyField });
+export const checkDelegatedKeyOutputSchema = z.object({
+  valid: z.boolean(),
+  root: z.string().describe("the root usage key's hash (0x + 64 hex), when valid"),
 });
 
 /** The enclave's whole health report (health.ts), which the edge's /health reads. */
@@ -645,6 +711,17 @@ export const operations = {
     kind: "run" as OperationKind,
     bodyLimit: SCRIPT_BODY_LIMIT,
     errors: [...KEYED, "compile_error", "not_found", "executor_busy", "ipfs_unavailable", "wallet_not_found"],
+  },
+  delegate_key: writeOp("delegate_key", {
+    kind: "read",
+    errors: [...KEYED, "account_key_required"],
+  }),
+  check_delegated_key: {
+    input: checkDelegatedKeyInputSchema,
+    output: checkDelegatedKeyOutputSchema,
+    kind: "read" as OperationKind,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    errors: ANY,
   },
   solana_addresses: {
     input: solanaAddressesInputSchema,

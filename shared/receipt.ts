@@ -108,6 +108,8 @@ export type RunReceiptBody = {
   compose_hash: string;
   /** A dry run (nothing was signed; `wallets` lists no signatures): absent from a real run's receipt. */
   dry_run?: true;
+  /** A run through a delegated key: the usage key it descends from and its chain's block ids (docs/design/delegation.md). */
+  delegation?: { root: Hex; blocks: string[] };
 };
 
 /** Where a receipt sits in the batch whose root was signed: its leaf's index, the batch's size, and the leaf's audit path (0x-hex SHA-256s, deepest first). */

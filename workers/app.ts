@@ -26,6 +26,8 @@ import { walletsRoutes } from "./routes/wallets.ts";
 import { guardrailsRoutes } from "./routes/guardrails.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
+import { delegatedKeys } from "./delegations/verify.ts";
+import { delegationRoutes, delegationUseRoutes } from "./routes/delegations.ts";
 import { API_DESCRIPTION, TAGS } from "./routes/openapi.ts";
 import { newRouter, type EdgeEnv } from "./router.ts";
 import { serveDashboard } from "./dashboard.ts";
@@ -84,10 +86,15 @@ export function createApp(): OpenAPIHono<EdgeEnv> {
   app.route("/", transactionRoutes());
   // The enclaves' settlements of runs' charges: each run's token (routes/settlements.ts).
   app.route("/", settlementRoutes());
+  // The enclaves' counts of delegated keys' uses: a run's token too (routes/delegations.ts).
+  app.route("/", delegationUseRoutes());
   app.route("/core/v1", stripeWebhookRoutes());
   app.use("/core/v1/*", admission());
+  // A delegated key acts only once an enclave has vouched for it (delegations/verify.ts).
+  app.use("/core/v1/*", delegatedKeys());
   app.route("/core/v1", accountsRoutes());
   app.route("/core/v1", usageKeysRoutes());
+  app.route("/core/v1", delegationRoutes());
   app.route("/core/v1", walletsRoutes());
   app.route("/core/v1", transactionListRoutes());
   app.route("/core/v1", guardrailsRoutes());

@@ -10,6 +10,7 @@ keepBackgroundWorkWith(waitUntil);
 
 export { Budgets } from "./budgets/store.ts";
 export { Transactions } from "./transactions/store.ts";
+export { Delegations } from "./delegations/store.ts";
 export { Ledger } from "./billing/ledger.ts";
 export { Idempotency } from "./idempotency/store.ts";
 export { RateLimiter } from "./ratelimit/limiter.ts";

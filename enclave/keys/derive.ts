@@ -173,6 +173,16 @@ export class Keyring {
     return this.#keyFor(concat(text("sigil-receipt-v1"), sha256(text(instanceId))));
   }
 
+  /**
+   * The secret a delegated key's chain from usage key `root` starts from (docs/design/delegation.md):
+   * `"sigil-delegation-v1" ‖ root`. The same for every instance of a deployment (one root key), so a
+   * key minted by one is checked by any; another for every root key hash. It tags delegation chains
+   * and nothing else, and never leaves the enclave.
+   */
+  delegationSecret(root: bigint): Uint8Array {
+    return this.#okm(concat(text("sigil-delegation-v1"), u256(root)));
+  }
+
   destroy(): void {
     this.#destroyed = true;
     this.#rootKey = undefined;

@@ -8,7 +8,9 @@ import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 import { apiKeyHash, cidHash } from "../../shared/hashing.ts";
 import { Recent } from "../../shared/recent.ts";
+import { DELEGATED_KEY_PREFIX } from "../../shared/delegation.ts";
 import type { PermissionCache } from "../authz/cache.ts";
+import { readDelegatedKey, type DelegatedKey } from "../authz/delegation.ts";
 import type { GuardrailStore } from "../authz/guardrails.ts";
 import type { ChainContext, KeyResolution } from "../chain/client.ts";
 import type { EnclaveConfig } from "../config.ts";
@@ -50,7 +52,8 @@ export function requestContext(
   return { requestId, correlationId, log: log.child({ requestId, ...(correlationId ? { correlationId } : {}) }) };
 }
 
-export type CallerKey = { keyHash: bigint; resolution: KeyResolution };
+/** A caller's key: its hash and standing; for a delegated key, its root usage key's, and the key's chain. */
+export type CallerKey = { keyHash: bigint; resolution: KeyResolution; delegation?: DelegatedKey };
 
 /**
  * A caller's key hash, remembered by Node's SHA-256 of the key (a few times cheaper than the
@@ -70,8 +73,9 @@ function callerKeyHash(apiKey: string): bigint {
 export async function callerKey(
   enclave: Enclave,
   apiKey: string,
-  options: { owner?: boolean } = {},
+  options: { owner?: boolean; delegated?: boolean } = {},
 ): Promise<CallerKey> {
+  if (apiKey.startsWith(DELEGATED_KEY_PREFIX)) return delegatedCaller(enclave, apiKey, options);
   const keyHash = callerKeyHash(apiKey);
   const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
   const known = resolution.master !== 0n;
@@ -82,6 +86,36 @@ export async function callerKey(
     throw new SigilError("account_key_required", "this operation needs the account's master key, not a usage key");
   }
   return { keyHash, resolution };
+}
+
+/**
+ * A delegated key as a caller (docs/design/delegation.md): its tag checked, its root usage key resolved
+ * and refused as that key would be (removed, expired: the whole chain with it), and the chain not past
+ * any block's expiry. Only operations that say so take one (a run, a read); any other is refused.
+ */
+async function delegatedCaller(
+  enclave: Enclave,
+  key: string,
+  options: { owner?: boolean; delegated?: boolean },
+): Promise<CallerKey> {
+  if (!options.delegated || options.owner)
+    throw new SigilError(
+      "permission_denied",
+      "a delegated key runs actions and reads; this operation needs the account's API key",
+      { details: { scope: "delegated_key" } },
+    );
+  const delegation = readDelegatedKey(enclave, key);
+  const keyHash = delegation.root;
+  const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
+  const known = resolution.master !== 0n;
+  if (!known || resolution.isMaster || !resolution.live)
+    throw new SigilError("invalid_api_key", "the usage key this delegated key descends from no longer acts");
+  if (isPastExpiry(resolution))
+    throw new SigilError("invalid_api_key", "the usage key this delegated key descends from has expired");
+  const expiresAt = delegation.effective.expires_at;
+  if (expiresAt !== undefined && expiresAt <= Math.floor(Date.now() / 1000))
+    throw new SigilError("invalid_api_key", "the delegated key has expired");
+  return { keyHash, resolution, delegation };
 }
 
 /**

@@ -23,6 +23,7 @@ import {
 } from "./groups.ts";
 import { addUsageApiKeyWithSignature, convertToChainSecuredAccount, createWalletWithSignature } from "./signatures.ts";
 import { sigilAction } from "./sigilAction.ts";
+import { checkDelegatedKey, delegateKey } from "./delegation.ts";
 import {
   addUsageApiKey,
   removeUsageApiKey,
@@ -87,6 +88,8 @@ function handlers(parts: DispatchParts): { [Op in OperationName]: Handler<Op> } 
     create_wallet_with_signature: createWalletWithSignature,
     add_usage_api_key_with_signature: addUsageApiKeyWithSignature,
     sigil_action: sigilAction,
+    delegate_key: delegateKey,
+    check_delegated_key: checkDelegatedKey,
     solana_addresses: solanaAddresses,
     health: () => parts.health(),
     attestation: async (_enclave, input, ctx) => {

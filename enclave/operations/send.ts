@@ -42,6 +42,8 @@ export type SendRun = {
   keyHash: bigint;
   master: bigint;
   actionHash: bigint;
+  /** A run through a delegated key: the wallets it may send from (walletGrant checks them). */
+  onlyWallets?: ReadonlySet<string>;
   /** The edge's URL and the run's token (the run's billing ref), as budgets reach the edge; absent, nothing is sent. */
   access: { url: string; token: string; ref: string } | undefined;
   dry: boolean;

@@ -27,6 +27,7 @@ import { BudgetUnavailableError, RunBudgets } from "../authz/budgets.ts";
 import type { BudgetState } from "../../shared/guardrails/budgets.ts";
 import { sendServices } from "./send.ts";
 import { walletGrant } from "./walletGrant.ts";
+import { delegationScope, useDelegation } from "../authz/delegation.ts";
 
 /** Who a run is, as its keys are authorized: its key, account and code, and its side of the wallets' budgets. */
 type RunSubject = {
@@ -36,6 +37,10 @@ type RunSubject = {
   budgets?: RunBudgets;
   /** The usage key's own guardrail, which every signature of the run must also pass. */
   keyGuardrail?: Hex | null;
+  /** A run through a delegated key: the wallets its chain lets it use (authz/delegation.ts), all when absent. */
+  onlyWallets?: ReadonlySet<string>;
+  /** Whether the run came through a delegated key (its keys are asked for one by one, never offered). */
+  delegated?: boolean;
 };
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
@@ -84,7 +89,8 @@ function noteHint(run: { keyHash: bigint; actionHash: bigint }, wallet: Address,
 function offerKeys(enclave: Enclave, run: RunSubject): OfferedKey[] {
   const wallets = walletHints.get(`${run.keyHash}:${run.actionHash}`);
   // A key with a guardrail of its own is offered no key: each of its run's signatures is checked.
-  if (!wallets || run.keyGuardrail) return [];
+  // Nor is a run through a delegated key: each use is checked against the chain's wallets as it is asked for.
+  if (!wallets || run.keyGuardrail || run.delegated) return [];
   const offered: OfferedKey[] = [];
   for (const [wallet, encryption] of wallets) {
     const grant = enclave.cache.cachedWallet(run.keyHash, run.actionHash, wallet);
@@ -221,7 +227,7 @@ export async function sigilAction(
   if (Buffer.byteLength(paramsJson) > limits.maxJsParamsBytes) {
     throw new SigilError("payload_too_large", `js_params must serialize to at most ${limits.maxJsParamsBytes} bytes`);
   }
-  const { keyHash, resolution: key } = await callerKey(enclave, input.api_key);
+  const { keyHash, resolution: key, delegation } = await callerKey(enclave, input.api_key, { delegated: true });
 
   // The CID is known before any code is: from the code, or from ipfs_id itself (made canonical by
   // the request schema). A key that may not run it is refused before anything is fetched, so a
@@ -241,17 +247,34 @@ export async function sigilAction(
       },
     );
   }
+  const dry = input.dry_run === true;
+  // A delegated key: its chain narrows the action and wallets, and each run counts a use at the edge.
+  const scope = delegation ? await delegationScope(enclave.chain, delegation, { cid, actionHash }) : undefined;
+  if (delegation) {
+    if (!input.budget)
+      throw new SigilError(
+        "enclave_unavailable",
+        "this run was sent without a way to count its delegated key's uses; nothing ran — try again",
+        { retryAfterSeconds: 1 },
+      );
+    await useDelegation(input.budget, delegation, key.master, {
+      dry,
+      deadline: Date.now() + timeoutMsOf(input, limits),
+      allowHttp: enclave.config.env !== "production",
+    });
+  }
   const code = input.code ?? (await codeFromIpfs(enclave, cid));
 
   const timeoutMs = timeoutMsOf(input, limits);
   const log = ctx.log.child({ cid, key: keyRef(keyHash) });
   const uses = new KeyUses();
-  const dry = input.dry_run === true;
   const run: RunSubject = {
     keyHash,
     master: key.master,
     actionHash,
     keyGuardrail: key.guardrail ?? null,
+    ...(delegation ? { delegated: true } : {}),
+    ...(scope?.wallets ? { onlyWallets: scope.wallets } : {}),
     budgets: new RunBudgets({
       access: input.budget,
       // Outside production the edge may be reached over plain http (wrangler dev, the tests).
@@ -300,6 +323,7 @@ export async function sigilAction(
       keyHash,
       master: key.master,
       actionHash,
+      ...(scope?.wallets ? { onlyWallets: scope.wallets } : {}),
       access: input.budget,
       dry,
       deadline: Date.now() + timeoutMs,
@@ -326,6 +350,9 @@ export async function sigilAction(
     duration_ms: durationMs,
     charged_cents: runChargeCents(durationMs, input.billing?.granted_seconds),
     ...(dry ? { dry_run: true as const } : {}),
+    ...(delegation
+      ? { delegation: { root: toHash32(keyHash), blocks: delegation.token.blocks.map((b) => b.id) } }
+      : {}),
   });
   // Billing on: the run's charge is settled from here too, should its edge not commit it (receipts/settlements.ts).
   if (input.budget && input.billing && enclave.settlements)

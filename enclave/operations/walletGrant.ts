@@ -1,4 +1,4 @@
-// Whether a run (its API key and its code) may use a wallet: its grant from the permission cache,
+// Whether a run (its API key, or delegated key, and its code) may use a wallet: its grant from the permission cache,
 // or the script's error — what every use of a wallet by a run asks first (sigilAction.ts for keys,
 // send.ts before it reserves a nonce for one).
 import type { Address } from "viem";
@@ -9,9 +9,15 @@ import type { Enclave } from "./context.ts";
 /** The run's grant of `wallet`; throws permission_denied when it has none, chain_unavailable when the chain could not say. */
 export async function walletGrant(
   enclave: Enclave,
-  run: { keyHash: bigint; actionHash: bigint },
+  run: { keyHash: bigint; actionHash: bigint; onlyWallets?: ReadonlySet<string> | undefined },
   wallet: Address,
 ): Promise<WalletGrant> {
+  // A run through a delegated key uses only the wallets its chain names (authz/delegation.ts).
+  if (run.onlyWallets && !run.onlyWallets.has(wallet.toLowerCase()))
+    throw new CodedError(
+      "permission_denied",
+      `wallet ${wallet.toLowerCase()} is not usable by this delegated key: it is not among the wallets its chain allows`,
+    );
   let grant: WalletGrant;
   try {
     grant = (await enclave.cache.wallet(run.keyHash, run.actionHash, wallet)).value;

@@ -8,6 +8,8 @@ import { canonicalJson } from "../../shared/canonicalJson.ts";
 import { SigilError } from "../../shared/errors.ts";
 import type { Guardrail } from "../../shared/guardrails/schema.ts";
 import { newDerivation } from "../keys/derive.ts";
+import { DELEGATED_KEY_PREFIX } from "../../shared/delegation.ts";
+import { readDelegatedKey } from "../authz/delegation.ts";
 import { isPastExpiry, readChain, toWalletAddress, type Enclave } from "./context.ts";
 import { managedWrite } from "./write.ts";
 
@@ -53,7 +55,10 @@ export async function solanaAddresses(
   enclave: Enclave,
   input: ParsedInput<"solana_addresses">,
 ): Promise<OperationOutput<"solana_addresses">> {
-  const keyHash = apiKeyHash(input.api_key);
+  // A delegated key reads as its root usage key (its tag checked first: a forged one reads nothing).
+  const keyHash = input.api_key.startsWith(DELEGATED_KEY_PREFIX)
+    ? readDelegatedKey(enclave, input.api_key).root
+    : apiKeyHash(input.api_key);
   const { value: resolution } = await readChain(() => enclave.cache.resolve(keyHash));
   // Any key that may read the account's lists: its master key (also once converted), a live usage key.
   if (resolution.master === 0n || (!resolution.isMaster && (!resolution.live || isPastExpiry(resolution))))

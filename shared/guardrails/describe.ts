@@ -67,6 +67,10 @@ export function describeGuardrail(g: Guardrail): string[] {
   lines.push(...describeSolana(g.solana));
   lines.push(g.raw_digests ? "raw digests: ANY (signDigest can sign any transaction's hash)" : "raw digests: never");
   lines.push(g.key_export ? "key export: ALLOWED (the key signs past every rule)" : "key export: never");
+  if (g.delegation)
+    lines.push(
+      `delegation: this usage key may mint narrower keys${g.delegation.max_lifetime_seconds === undefined ? "" : `, each living at most ${g.delegation.max_lifetime_seconds} s`}`,
+    );
   for (const b of g.budgets ?? []) lines.push(describeBudget(b));
   return lines;
 }

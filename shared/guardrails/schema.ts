@@ -233,6 +233,8 @@ export const solanaSchema = z
 
 /** The longest window a budget may have: 30 days (its counters are kept that long). */
 export const MAX_BUDGET_WINDOW_SECONDS = 30 * 86_400;
+/** The longest lifetime a usage key's guardrail may give the keys it delegates: a year. */
+export const MAX_DELEGATION_LIFETIME_SECONDS = 31_536_000;
 
 /**
  * A rolling-window limit on what the wallet signs (docs/design/guardrails.md, Budgets): at most
@@ -305,6 +307,22 @@ export const guardrailSchema = z
       .max(8)
       .optional()
       .describe("rolling-window limits over what the rules allow; a signature over any of them is refused"),
+    delegation: z
+      .strictObject({
+        max_lifetime_seconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_DELEGATION_LIFETIME_SECONDS)
+          .optional()
+          .describe(
+            "the longest a delegated key minted from this key lives (its expires_at is required, and at most this far ahead)",
+          ),
+      })
+      .optional()
+      .describe(
+        "a usage key's own guardrail only: the key may mint delegated keys, each a subset of itself (docs/design/delegation.md); absent, it may not",
+      ),
   })
   .describe("what a wallet may sign; anything the document does not allow is refused");
 export type Guardrail = z.infer<typeof guardrailSchema>;

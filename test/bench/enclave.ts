@@ -47,6 +47,7 @@ import { issueBudgetToken } from "../../workers/budgets/token.ts";
 import { TEST_EDGE_IDENTITY_SEED } from "../enclave/constants.ts";
 import { newTestChannel } from "../harness/channel.ts";
 import { startTestStack, type TestStack } from "../harness/stack.ts";
+import { NO_PERMISSIONS } from "../harness/permissions.ts";
 import {
   ALLOWED_BY,
   BUDGETED_GUARDRAIL,
@@ -84,7 +85,7 @@ const SIGN_SOLANA =
 const INDEXOF_LOOP =
   'async function main() { const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 300; i++) n += s.indexOf("b"); return n }';
 
-const PARTS = ["runs", "overshoot", "long", "guardrails", "budgets"] as const;
+const PARTS = ["runs", "overshoot", "long", "guardrails", "budgets", "delegation"] as const;
 type Part = (typeof PARTS)[number];
 
 const { values: args } = parseArgs({
@@ -142,6 +143,7 @@ async function setUp(stack: TestStack, options: { guarded?: boolean } = {}) {
   return {
     call,
     execute,
+    enclavePid: stack.enclavePid,
     apiKey: apiKey as string,
     wallet,
     guarded: guarded && hashes ? { ...guarded, hashes } : undefined,
@@ -632,6 +634,52 @@ async function signingRuns(
   return { rows, added, ...(budgetedWindow ? { budgeted_window: budgetedWindow } : {}) };
 }
 
+/**
+ * Issue 33: 10 000 delegated keys minted in one `delegate_key` call, sealed through the channel as the
+ * edge sends it: the wall time of the call and the enclave process's CPU over it (median of 3).
+ */
+async function delegationPart(bench: Bench): Promise<{ count: number; wall_ms: number; enclave_cpu_ms: number }> {
+  const count = 10_000;
+  const { group_id: group } = await bench.call("add_group", {
+    api_key: bench.apiKey,
+    group_name: "delegating",
+    group_description: "",
+    pkp_ids_permitted: [bench.wallet],
+    cid_hashes_permitted: [await computeCid(SIGN)],
+  });
+  const { usage_api_key: key } = await bench.call("add_usage_api_key", {
+    api_key: bench.apiKey,
+    name: "delegating",
+    description: "",
+    ...NO_PERMISSIONS,
+    execute_in_groups: [group],
+  });
+  await bench.call("set_usage_key_guardrail", {
+    api_key: bench.apiKey,
+    usage_api_key: key,
+    guardrail: { version: 1, messages: {}, delegation: {} },
+  });
+  const caveats = { expires_at: Math.floor(Date.now() / 1000) + 3600, max_uses: 1, actions: [await computeCid(SIGN)] };
+  await bench.call("delegate_key", { api_key: key, caveats, count: 100 });
+  const samples: Array<{ wall: number; cpu: number }> = [];
+  for (let i = 0; i < 3; i++) {
+    const cpuBefore = cpuMs(bench.enclavePid);
+    const started = performance.now();
+    const answer = (await bench.call("delegate_key", { api_key: key, caveats, count })) as unknown as {
+      keys: string[];
+    };
+    const wall = performance.now() - started;
+    if (answer.keys.length !== count) throw new Error(`delegate_key answered ${answer.keys.length} keys`);
+    samples.push({ wall, cpu: cpuMs(bench.enclavePid) - cpuBefore });
+  }
+  const median = (f: (x: { wall: number; cpu: number }) => number) => samples.map(f).sort((a, b) => a - b)[1]!;
+  const out = { count, wall_ms: round(median((x) => x.wall)), enclave_cpu_ms: round(median((x) => x.cpu)) };
+  console.log(
+    `delegate_key: ${count} keys in one call, ${out.wall_ms} ms through the channel, ${out.enclave_cpu_ms} ms of enclave CPU (median of 3)`,
+  );
+  return out;
+}
+
 async function main(): Promise<void> {
   const parts = new Set(args.only.split(",").map((p) => p.trim()));
   for (const p of parts)
@@ -662,7 +710,7 @@ async function main(): Promise<void> {
     stack = undefined;
   };
   try {
-    if (has("runs") || has("overshoot") || has("guardrails") || has("budgets")) {
+    if (has("runs") || has("overshoot") || has("guardrails") || has("budgets") || has("delegation")) {
       const s = await startTestStack();
       stack = s;
       const guards = has("guardrails") || has("budgets");
@@ -672,6 +720,7 @@ async function main(): Promise<void> {
       const pids = { enclave: s.enclavePid, client: process.pid };
       if (has("runs")) out.results = await timed("runs", () => runsPart(bench, pids, repeats));
       if (has("overshoot")) out.overshoot = await timed("overshoot", () => overshootPart(bench));
+      if (has("delegation")) out.delegation = await timed("delegation", () => delegationPart(bench));
       if (has("guardrails")) out.guardrail_check_us = await timed("guardrail checks", async () => guardrailChecks());
       if (has("budgets")) {
         out.budgets = await timed("budgets object and route", async () => {

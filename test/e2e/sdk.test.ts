@@ -245,6 +245,18 @@ describe("the API-mode workflow through the SDK", () => {
       guardrail: { messages: { pattern: "hello*" } },
       budgets: [],
     });
+    // Delegated keys (test/e2e/delegation.test.ts has them at work): a guardrail with a delegation
+    // section lets the key mint children; one is revoked by its id.
+    await client.setUsageKeyGuardrail({
+      usage_api_key: key.usage_api_key,
+      guardrail: { version: 1, messages: { pattern: "hello*" }, delegation: {} },
+    });
+    const minted = await client.with({ apiKey: key.usage_api_key }).delegateKey({ caveats: { max_uses: 1 }, count: 2 });
+    expect(minted.keys).toHaveLength(2);
+    expect(await client.revokeDelegation({ id: minted.ids[0]! })).toMatchObject({
+      revoked: true,
+      already_revoked: false,
+    });
     await client.setUsageKeyGuardrail({ usage_api_key: keys[0]!.id, guardrail: null });
     expect((await client.getUsageKeyGuardrail({ usage_api_key: keys[0]!.id })).guardrail).toBeNull();
     await client.removeUsageApiKey({ usage_api_key: key.usage_api_key });

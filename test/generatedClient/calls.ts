@@ -37,6 +37,8 @@ export async function all() {
     body: { usage_api_key: "0x", name: "n", description: "d" },
   });
   await c.POST("/core/v1/remove_usage_api_key", { body: { usage_api_key: "0x" } });
+  await c.POST("/core/v1/delegate_key", { body: { caveats: { expires_at: 2_000_000_000, max_uses: 1 }, count: 2 } });
+  await c.POST("/core/v1/revoke_delegation", { body: { id: "0".repeat(32) } });
   await c.POST("/core/v1/set_usage_key_guardrail", {
     body: {
       usage_api_key: "0x",

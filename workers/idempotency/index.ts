@@ -286,7 +286,8 @@ export function keyHolder(master: bigint, keyHash: bigint, apiKey: string, key: 
 /** The default holder: the caller's API key, in the object of the account the chain says it is of. */
 export async function apiKeyHolder(c: Context<EdgeEnv>, key: string): Promise<KeyHolder> {
   const account = await callerAccount(c.get("config"), callerKey(c));
-  return keyHolder(account.master, account.keyHash, callerKey(c).apiKey, key);
+  // Scoped to the key as sent: a delegated key's answers are its own, not its root's or a sibling's.
+  return keyHolder(account.master, callerKey(c).scopeHash, callerKey(c).apiKey, key);
 }
 
 /**

@@ -19,7 +19,14 @@ import type { EdgeConfig } from "../config.ts";
 import { chainClient, contractAddress, read, readView } from "../chain/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { newRouter, type EdgeEnv } from "../router.ts";
-import { jsonBody as body, jsonResponse as json, registerKeySecurity, requireKey, route } from "./openapi.ts";
+import {
+  jsonBody as body,
+  jsonResponse as json,
+  registerKeySecurity,
+  requireKey,
+  requireRunKey,
+  route,
+} from "./openapi.ts";
 import { serveWrites, writeRoute } from "./write.ts";
 
 const ZERO_HASH = `0x${"0".repeat(64)}`;
@@ -60,7 +67,8 @@ const checkGuardrail = route("POST /check_guardrail", "Wallets", {
   summary:
     "Whether a wallet's guardrail (or a proposed one) allows a signature request, and by which rule: nothing is signed, nothing is charged",
   security: "key",
-  middleware: [requireKey],
+  // A read that takes a body: a delegated key asks it as its root would.
+  middleware: [requireRunKey],
   request: {
     body: body(
       z.strictObject({

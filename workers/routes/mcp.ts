@@ -12,7 +12,7 @@ import { SigilError } from "../../shared/errors.ts";
 import { admitWithin } from "../middleware/admission/index.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { scriptBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { requireKey } from "./openapi.ts";
+import { requireRunKey } from "./openapi.ts";
 import { httpApi, SigilApiError } from "../mcp/api.ts";
 import { sigilMcpServer } from "../mcp/server.ts";
 import type { EdgeEnv } from "../router.ts";
@@ -21,7 +21,7 @@ import type { EdgeEnv } from "../router.ts";
 export function mcpRoutes(app: () => Hono<EdgeEnv>): Hono<EdgeEnv> {
   const r = new Hono<EdgeEnv>();
   // A tool call may carry a script (run_code): the body is limited as sigil_action's.
-  r.all("/mcp", requireKey, scriptBodyLimit, async (c) => {
+  r.all("/mcp", requireRunKey, scriptBodyLimit, async (c) => {
     const { apiKey } = callerKey(c);
     const origin = new URL(c.req.url).origin;
     const forwarded: Record<string, string> = { "x-correlation-id": c.get("ids").requestId };

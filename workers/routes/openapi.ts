@@ -9,7 +9,7 @@ import { z } from "zod";
 import { errorBodySchema } from "../../shared/errorBodySchema.ts";
 import { errorStatus } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
-import { callerKey } from "../middleware/auth/index.ts";
+import { callerKey, takesDelegatedKey } from "../middleware/auth/index.ts";
 
 /** The document's `info.description`: what the API is, how a caller authenticates, how it answers. */
 export const API_DESCRIPTION = [
@@ -189,6 +189,16 @@ export function registerKeySecurity(r: OpenAPIHono<EdgeEnv>): void {
 
 /** Checks the caller's key headers before the request is validated, so auth failures come first. */
 export const requireKey = createMiddleware<EdgeEnv>(async (c, next) => {
+  callerKey(c);
+  await next();
+});
+
+/**
+ * requireKey for a route a delegated key may call with another method than GET (docs/design/delegation.md):
+ * a run, MCP, revoking a delegation. Every other such route refuses one with 403 (middleware/auth).
+ */
+export const requireRunKey = createMiddleware<EdgeEnv>(async (c, next) => {
+  takesDelegatedKey(c);
   callerKey(c);
   await next();
 });

@@ -23,13 +23,13 @@ import { callerKey } from "../middleware/auth/index.ts";
 import { notices } from "../webhooks/emit.ts";
 import { budgetAccess } from "../budgets/token.ts";
 
-import { jsonBody as body, jsonResponse as json, requireKey, route } from "./openapi.ts";
+import { jsonBody as body, jsonResponse as json, requireRunKey, route } from "./openapi.ts";
 
 const sigilAction = route("POST /sigil_action", "Execution", {
   summary:
     "Run a script (code, or ipfs_id fetched and verified by its CID) with js_params; the key must be allowed to execute that CID in some group",
   security: "key",
-  middleware: [requireKey, operationBodyLimit("sigil_action")],
+  middleware: [requireRunKey, operationBodyLimit("sigil_action")],
   request: { headers: idempotencyHeaders, body: body(sigilActionRequestSchema) },
   ok: {
     ...json(

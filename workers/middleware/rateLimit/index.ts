@@ -89,6 +89,23 @@ export function rateLimit(): MiddlewareHandler<EdgeEnv> {
   };
 }
 
+/**
+ * Counts the request against the per-key bucket of `keyHash`: a delegated key's root, once an enclave
+ * has vouched for the key (routes/openapi.ts requireKey) — every key descending from one usage key
+ * shares its limit, however many an agent mints.
+ */
+export async function takeKeyLimit(c: Context<EdgeEnv>, keyHash: bigint): Promise<void> {
+  const namespace = c.env.RATE_LIMITER;
+  if (!namespace) return;
+  const limits = c.get("config").rateLimits;
+  await take(
+    c,
+    namespace,
+    [{ name: `key:${keyHash.toString(16)}`, limit: limits.perKey, windowSeconds: MINUTE }],
+    TOO_MANY,
+  );
+}
+
 /** Per request: a budget its route's middleware left to be taken once the request is known to act. */
 const deferredByRequest = new WeakMap<Request, () => Promise<void>>();
 
