@@ -8,17 +8,23 @@ import { hmac } from "@noble/hashes/hmac";
 import { sha256 } from "@noble/hashes/sha256";
 import { bytesToHex, hexToBytes, randomBytes, utf8ToBytes } from "@noble/hashes/utils";
 import { canonicalJson } from "./canonicalJson.ts";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { z } from "zod";
 import {
   attenuate,
+  blockProblem,
   check,
+  delegationBlockSchema,
+  type delegationTokenSchema,
   decodeDelegatedKey,
   DelegationError,
   effective,
   encodeDelegatedKey,
   MAX_DEPTH,
   mint,
+  mintKeys,
   verify,
+  type DelegationBlock,
   type DelegationToken,
 } from "./delegation.ts";
 
@@ -166,5 +172,80 @@ describe("delegated keys", () => {
     expect(verify(secret, back)).toBe(true);
     for (const bad of ["sgd_", "sgd_!!!", `sgd_${btoa("{}")}`, key.slice(4), `${key.slice(0, -2)}A`])
       expect(() => decodeDelegatedKey(bad)).toThrow(DelegationError);
+  });
+});
+
+describe("mintKeys", () => {
+  it("makes the keys mint and encodeDelegatedKey make, each with its own id, all checking", () => {
+    const caveats = {
+      expires_at: T,
+      max_uses: 2,
+      wallets: [W1],
+      actions: ["QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"],
+    };
+    const { keys, ids } = mintKeys(secret, ROOT, caveats, 200);
+    expect(new Set(ids).size).toBe(200);
+    for (const [i, key] of keys.entries()) {
+      const token = decodeDelegatedKey(key);
+      expect(token.blocks).toEqual([{ ...caveats, id: ids[i] }]);
+      expect(encodeDelegatedKey(token)).toBe(key);
+      expect(check(secretOf, token)).toBe(true);
+    }
+    expect(check((r) => chainSecret(DELEGATION_ROOT, `${r}0`), decodeDelegatedKey(keys[0] as string))).toBe(false);
+  });
+
+  it("refuses caveats that do not hold together, as mint does", () => {
+    expect(() => mintKeys(secret, ROOT, { max_uses: 0 }, 3)).toThrow(DelegationError);
+  });
+});
+
+describe("the token module's own check of a block", () => {
+  const id = "0".repeat(32);
+  const good: unknown[] = [
+    { id },
+    { id, expires_at: 1, max_uses: 1_000_000_000, delegate: false },
+    { id, groups: ["0", "12"], actions: ["Qm…"], wallets: [W1] },
+    { id, budget: { window_seconds: 1, max_signatures: 1 } },
+    { id, budget: { window_seconds: 31_536_000, max_value_wei: "0" } },
+    { id, groups: Array.from({ length: 64 }, (_, i) => String(i)) },
+  ];
+  const bad: unknown[] = [
+    null,
+    [],
+    "block",
+    {},
+    { id: "A".repeat(32) },
+    { id, extra: 1 },
+    { id, expires_at: 0 },
+    { id, expires_at: 1.5 },
+    { id, max_uses: 0 },
+    { id, max_uses: 1_000_000_001 },
+    { id, groups: ["01"] },
+    { id, groups: [1] },
+    { id, groups: Array.from({ length: 65 }, (_, i) => String(i)) },
+    { id, actions: [""] },
+    { id, actions: ["x".repeat(129)] },
+    { id, wallets: [`0x${"aB".repeat(20)}`] },
+    { id, wallets: "0x" },
+    { id, budget: { window_seconds: 60 } },
+    { id, budget: { window_seconds: 0, max_signatures: 1 } },
+    { id, budget: { window_seconds: 60, max_signatures: 1, per: "wallet" } },
+    { id, budget: { window_seconds: 60, max_value_wei: "1e18" } },
+    { id, budget: { window_seconds: 60, max_signatures: 0 } },
+    { id, delegate: true },
+  ];
+
+  it("accepts and refuses what the API's schema does, case by case", () => {
+    for (const block of [...good, ...bad])
+      expect(blockProblem(block) === undefined, JSON.stringify(block)).toBe(
+        delegationBlockSchema.safeParse(block).success,
+      );
+    for (const block of good) expect(blockProblem(block), JSON.stringify(block)).toBeUndefined();
+    for (const block of bad) expect(blockProblem(block), JSON.stringify(block)).toBeDefined();
+  });
+
+  it("has the schemas' types", () => {
+    expectTypeOf<z.infer<typeof delegationBlockSchema>>().toEqualTypeOf<DelegationBlock>();
+    expectTypeOf<z.infer<typeof delegationTokenSchema>>().toEqualTypeOf<DelegationToken>();
   });
 });

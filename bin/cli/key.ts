@@ -1,4 +1,4 @@
-// `sigil key add|list|update|remove`: usage keys, with flags for each permission of
+// `sigil key add|list|update|remove`: usage keys (and delegated keys: delegation.ts), with flags for each permission of
 // add_usage_api_key (wallets are the API's "pkps", actions its "ipfs ids"). A new key is printed
 // once, where it is made; lists and updates name keys by their hash. `key add --sign` makes a key
 // for a ChainSecured account: the service derives it for the signing admin wallet, which grants its
@@ -22,6 +22,7 @@ import {
   type Group,
 } from "./context.ts";
 import { collect } from "../../sdk/src/reads.ts";
+import { delegationCommands } from "./delegation.ts";
 
 type KeyItem = ListApiKeysOutput[number];
 type Permissions = Omit<KeyItem, "id" | "spent_cents">;
@@ -241,5 +242,5 @@ const remove: Command = {
 export const keyGroup: Group = {
   name: "key",
   summary: "usage keys: scoped keys of an account",
-  commands: [add, list, update, remove],
+  commands: [add, list, update, remove, ...delegationCommands],
 };

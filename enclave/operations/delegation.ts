@@ -3,7 +3,7 @@
 // (`check_delegated_key`). Reading one a request comes with is authz/delegation.ts's; what a run may
 // then do with it, sigilAction.ts's.
 import { canonicalCid } from "../../shared/cid.ts";
-import { DelegationError, encodeDelegatedKey, mint, type Caveats } from "../../shared/delegation.ts";
+import { DelegationError, mintKeys, type Caveats } from "../../shared/delegation.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import { keyRef } from "../../shared/log.ts";
@@ -82,14 +82,9 @@ export async function delegateKey(
   const root = toHash32(keyHash);
   const secret = enclave.keyring.delegationSecret(keyHash);
   const count = input.count ?? 1;
-  const keys: string[] = new Array(count);
-  const ids: string[] = new Array(count);
+  let minted: { keys: string[]; ids: string[] };
   try {
-    for (let i = 0; i < count; i++) {
-      const token = mint(secret, root, caveats);
-      keys[i] = encodeDelegatedKey(token);
-      ids[i] = (token.blocks[0] as { id: string }).id;
-    }
+    minted = mintKeys(secret, root, caveats, count);
   } catch (err) {
     if (err instanceof DelegationError) throw badCaveat(err.dimension, err.message);
     throw err;
@@ -98,5 +93,5 @@ export async function delegateKey(
   }
   ctx.log.info("delegated keys minted", { count, key: keyRef(keyHash) });
   const expiresAt = caveats.expires_at ?? (keyExpiry === 0 ? null : keyExpiry);
-  return { keys, ids, root, expires_at: expiresAt };
+  return { ...minted, root, expires_at: expiresAt };
 }

@@ -17,9 +17,9 @@ import { keyRef } from "../../shared/log.ts";
 import type { KeyMaterial, KeyRequest, KeyUse, OfferedKey } from "../sandbox/hostOps.ts";
 import { CodedError, type RunError } from "../sandbox/runtime.ts";
 import { callerKey, readChain, type Enclave, type RequestContext } from "./context.ts";
-import { decide } from "../authz/guardrails.ts";
+import { decide, ZERO_HASH } from "../authz/guardrails.ts";
 import type { DecodedCall, SignRequest } from "../../shared/guardrails/evaluate.ts";
-import type { Guardrail as GuardrailDocument } from "../../shared/guardrails/schema.ts";
+import type { Budget, Guardrail as GuardrailDocument } from "../../shared/guardrails/schema.ts";
 import type { GuardrailSubject } from "../../shared/guardrails/onChain.ts";
 import { decodedRequest } from "../../shared/guardrails/request.ts";
 import { Recent } from "../../shared/recent.ts";
@@ -41,6 +41,8 @@ type RunSubject = {
   onlyWallets?: ReadonlySet<string>;
   /** Whether the run came through a delegated key (its keys are asked for one by one, never offered). */
   delegated?: boolean;
+  /** A delegated key's blocks' budgets, each counted under its block's id across every wallet. */
+  blockBudgets?: ReadonlyArray<{ id: string; budget: Budget }>;
 };
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
@@ -275,6 +277,14 @@ export async function sigilAction(
     keyGuardrail: key.guardrail ?? null,
     ...(delegation ? { delegated: true } : {}),
     ...(scope?.wallets ? { onlyWallets: scope.wallets } : {}),
+    ...(delegation?.effective.budgets.length
+      ? {
+          blockBudgets: delegation.effective.budgets.map(({ id, ...b }) => ({
+            id,
+            budget: { name: "budget", ...b } as Budget,
+          })),
+        }
+      : {}),
     budgets: new RunBudgets({
       access: input.budget,
       // Outside production the edge may be reached over plain http (wrangler dev, the tests).
@@ -487,6 +497,13 @@ const walletWhose = (wallet: Address): Whose => ({
   counters: wallet,
   prefix: "",
   name: `wallet ${wallet}'s guardrail`,
+});
+/** A delegated key's block, whose budget counts every signature of the runs through it (authz/delegation.ts). */
+const blockWhose = (keyHash: bigint, id: string): Whose => ({
+  subject: { usageKey: keyHash },
+  counters: `delegation:${id}`,
+  prefix: "delegation.",
+  name: `the delegated key's block ${id}`,
 });
 const keyWhose = (keyHash: bigint): Whose => ({
   subject: { usageKey: keyHash },
@@ -709,6 +726,12 @@ async function authorizeWallet(
 ): Promise<{ grant: WalletGrant; decision: GuardrailDecision | undefined }> {
   const grant = await walletGrant(enclave, run, wallet);
   if (!request.use) return { grant, decision: grant.guardrail ? { guardrail: grant.guardrail, rule: "" } : undefined };
+  // A wallet's private key would outlive a delegated key and sign past all its bounds.
+  if (run.delegated && request.use.kind === "export")
+    throw new CodedError(
+      "permission_denied",
+      "a delegated key may not read a wallet's private key: it would sign past the key's expiry, uses and budgets",
+    );
   request = await solanaSigned(enclave, run, grant, request);
   // Every guardrail of the request decides first — the wallet's, then the key's own — and only then
   // are their budgets reserved, so that a request one of them refuses is counted in none.
@@ -716,17 +739,28 @@ async function authorizeWallet(
   if (grant.guardrail) allowed.push(await checkGuardrail(enclave, run, walletWhose(wallet), grant.guardrail, request));
   if (run.keyGuardrail)
     allowed.push(await checkGuardrail(enclave, run, keyWhose(run.keyHash), run.keyGuardrail, request));
-  if (allowed.length === 0) return { grant, decision: undefined };
+  // A delegated key's blocks' budgets are the narrowest: counted before the key's and the wallet's.
+  const blocks: Allowed[] = (run.blockBudgets ?? []).map(({ id, budget }) => ({
+    decision: { guardrail: ZERO_HASH, rule: "delegation.budget" },
+    whose: blockWhose(run.keyHash, id),
+    budgets: [budget],
+  }));
+  if (blocks.length > 0 && !request.signs)
+    throw new CodedError("guardrail_denied", "the delegated key's budget cannot count a request that does not say what it signs");
+  if (allowed.length === 0 && blocks.length === 0) return { grant, decision: undefined };
   const budgets = { before: [] as BudgetState[], after: [] as BudgetState[] };
   // The key's own budgets first: a request the key's budget refuses is counted in no wallet's, so a
   // narrowed key cannot use up a wallet's budget for everyone else with requests refused for its own.
-  for (const a of [...allowed].reverse()) {
+  // The deepest block is reserved first: a request a later (narrower) block refuses is counted in no earlier one.
+  for (const a of [...blocks.reverse(), ...[...allowed].reverse()]) {
     const signed = request.use?.kind === "export" ? undefined : request.use?.digest;
     const counted = request.signs ? await reserveBudgets(run, a, wallet, request.signs, signed) : undefined;
     budgets.before.push(...(counted?.before ?? []));
     budgets.after.push(...(counted?.after ?? []));
   }
   // The receipt names the wallet's guardrail and its rule; a key-only decision, the key's (its rules under usage_key.).
+  // A signature only a delegated key's budget counted names no guardrail.
+  if (allowed.length === 0) return { grant, decision: undefined };
   const first = (allowed[0] as Allowed).decision;
   return { grant, decision: { ...first, ...(budgets.before.length ? { budgets } : {}) } };
 }

@@ -1,6 +1,7 @@
 // Builds @sigil/sdk (run by the root's `npm run build`, so `npm ci` leaves it ready):
 //   1. src/generated/api.ts from the edge's OpenAPI document (generate.ts)
-//   2. dist/index.js and dist/solana.js (the @solana/kit signer): ES modules bundled by esbuild, their
+//   2. dist/index.js, dist/solana.js (the @solana/kit signer) and dist/delegation.js (delegated keys,
+//      offline): ES modules bundled by esbuild, their
 //      shared code in dist/chunks/, viem and @solana/kit left as the peer imports, nothing Node-only,
 //      so they load unchanged in Node ≥ 20, browsers, Workers, Deno and Bun
 //   3. dist/types: the declarations, by tsc (tsconfig.build.json)
@@ -18,7 +19,11 @@ writeFileSync(generated, await generate());
 rmSync(join(sdk, "dist"), { recursive: true, force: true });
 await build({
   // Two entries, their shared code in chunks (so an error thrown by one is the other's SigilError too).
-  entryPoints: { index: join(sdk, "src/index.ts"), solana: join(sdk, "src/solana.ts") },
+  entryPoints: {
+    index: join(sdk, "src/index.ts"),
+    solana: join(sdk, "src/solana.ts"),
+    delegation: join(sdk, "src/delegation.ts"),
+  },
   outdir: join(sdk, "dist"),
   splitting: true,
   chunkNames: "chunks/[name]-[hash]",

@@ -139,8 +139,8 @@ export const budgetRequestSchema = z.strictObject({
   op: z.enum(["reserve", "peek"]),
   /** The account's master hash. */
   account: hex32,
-  /** Whose counters: the wallet's address, or "key:0x…" for a usage key's own guardrail. */
-  wallet: z.string().regex(/^(0x[0-9a-f]{40}|key:0x[0-9a-f]{64})$/),
+  /** Whose counters: the wallet's address, "key:0x…" for a usage key's own guardrail, "delegation:<block id>" for a delegated key's block. */
+  wallet: z.string().regex(/^(0x[0-9a-f]{40}|key:0x[0-9a-f]{64}|delegation:[0-9a-f]{32})$/),
   /** The run's billing ref, which the edge's token names: the record of who reserved. */
   ref: z.string().min(1).max(128),
   digest: hex32,

@@ -58,8 +58,8 @@ async function refusal(call: Promise<unknown>): Promise<{ status: number; code: 
   throw new Error("the call was not refused");
 }
 
-const sign = (key: string, wallet: Address, action = cid) =>
-  as(key).sigilAction({ ipfs_id: action, js_params: { wallet, message: "hello" } });
+const sign = (key: string, wallet: Address, action = cid, message = "hello") =>
+  as(key).sigilAction({ ipfs_id: action, js_params: { wallet, message } });
 
 /** `token` with one more block, tagged as a holder can tag it — without attenuate's checks. */
 function forceBlock(token: DelegationToken, block: Omit<DelegationBlock, "id">): string {
@@ -259,6 +259,36 @@ describe("a child runs what it names and nothing more", () => {
 });
 
 describe("bounded and revoked", () => {
+  it("a block's budget counts every signature through it, across wallets; a narrowed key's own budget is counted too", async () => {
+    const { keys } = await parent.delegateKey({
+      caveats: { expires_at: now() + 600, budget: { window_seconds: 3600, max_signatures: 3 } },
+    });
+    const child = keys[0] as string;
+    const grandchild = encodeDelegatedKey(
+      attenuate(decodeDelegatedKey(child), { budget: { window_seconds: 3600, max_signatures: 1 } }),
+    );
+    // A budget counts a payload once (the same message to the same wallet again is not a new signature).
+    expect((await sign(grandchild, walletA, cid, "one")).has_error).toBe(false);
+    const over = await sign(grandchild, walletB, cid, "two");
+    expect(over.error?.code).toBe("guardrail_denied");
+    expect(over.error?.message).toMatch(/delegation\.budget/);
+    // The child's block counted the grandchild's signature: two left of its three.
+    expect((await sign(child, walletB, cid, "three")).has_error).toBe(false);
+    expect((await sign(child, walletA, cid, "four")).has_error).toBe(false);
+    expect((await sign(child, walletA, cid, "five")).error?.code).toBe("guardrail_denied");
+  });
+
+  it("never reads a wallet's private key", async () => {
+    const exportCid = await addScript(
+      "async function main({ wallet }) { return await Sigil.Actions.getPrivateKey({ pkpId: wallet }); }",
+    );
+    await owner.addActionToGroup({ group_id: groupBoth, action_ipfs_cid: exportCid });
+    const child = (await parent.delegateKey({ caveats: { expires_at: now() + 600 } })).keys[0] as string;
+    const run = await as(child).sigilAction({ ipfs_id: exportCid, js_params: { wallet: walletA } });
+    expect(run.error?.code).toBe("permission_denied");
+    expect(run.error?.message).toMatch(/private key/);
+  });
+
   it("a used-up child is refused; a one-use key runs once", async () => {
     const child = (await parent.delegateKey({ caveats: { expires_at: now() + 600, max_uses: 1 } })).keys[0] as string;
     expect((await sign(child, walletA)).has_error).toBe(false);

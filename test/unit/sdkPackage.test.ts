@@ -68,6 +68,7 @@ const TSCONFIG = JSON.stringify({
 });
 
 const GOOD = `import { createSigilClient, toSigilAccount, SigilError, SigilNetworkError, signSigilTypedData, type SigilClient } from "@sigil/sdk";
+import { attenuateKey, describeDelegatedKey, DelegationError } from "@sigil/sdk/delegation";
 import { createWalletClient, http, type Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
@@ -87,12 +88,20 @@ export async function use(wallet: Address): Promise<string> {
     if (err instanceof SigilNetworkError) return "down";
     if (err instanceof SigilError) return err.code + String(err.requestId) + err.status;
   }
-  return String(group.group_id) + ok + walletClient.account.address;
+  const { keys } = await client.delegateKey({ caveats: { expires_at: 2_000_000_000, max_uses: 5 }, count: 2 });
+  let narrower = "";
+  try {
+    narrower = attenuateKey(keys[0]!, { max_uses: 1, delegate: false });
+  } catch (err) {
+    if (err instanceof DelegationError) return err.dimension;
+  }
+  const uses: number | undefined = describeDelegatedKey(narrower).uses[0]?.max_uses;
+  return String(group.group_id) + ok + walletClient.account.address + uses;
 }
 `;
 
 describe("@sigil/sdk, built", () => {
-  it("imports nothing at run time but viem (and its own chunks); the Solana entry also @solana/kit", () => {
+  it("imports nothing at run time but viem (and its own chunks); the Solana entry also @solana/kit; the delegation entry nothing", () => {
     const peer = (s: string) => s === "viem" || s.startsWith("viem/");
     const own = (s: string) => s.startsWith("./") || s.startsWith("../");
     const main = loaded("index.js");
@@ -105,7 +114,11 @@ describe("@sigil/sdk, built", () => {
     );
     // The shared chunks are the main entry's too: one SigilError class for both.
     expect([...solana.keys()].filter((p) => p !== "solana.js").every((p) => main.has(p))).toBe(true);
-    for (const source of [...main.values(), ...solana.values()])
+    // Delegated keys offline (@sigil/sdk/delegation): nothing but its own chunks, none of zod.
+    const delegation = loaded("delegation.js");
+    expect([...delegation.values()].flatMap(importsOf).filter((s) => !own(s))).toEqual([]);
+    expect([...delegation.values()].join("\n")).not.toMatch(/ZodError|\$ZodType/);
+    for (const source of [...main.values(), ...solana.values(), ...delegation.values()])
       expect(source).not.toMatch(/\bnode:|require\(|process\.env/);
   });
 
