@@ -180,8 +180,8 @@ export function mintKeys(
 
 /** `sgd_` + base64url of a token's canonical JSON. */
 function keyText(json: string): string {
-  // Canonical JSON of a token is ASCII unless a field holds other text: btoa takes it as it is.
-  const binary = /^[\x00-\x7f]*$/.test(json)
+  // Canonical JSON of a token is printable ASCII unless a field holds other text: btoa takes it as it is.
+  const binary = /^[\x20-\x7e]*$/.test(json)
     ? json
     : Array.from(utf8ToBytes(json), (b) => String.fromCharCode(b)).join("");
   return `${DELEGATED_KEY_PREFIX}${btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;

@@ -27,6 +27,7 @@ import { BudgetUnavailableError, RunBudgets } from "../authz/budgets.ts";
 import type { BudgetState } from "../../shared/guardrails/budgets.ts";
 import { sendServices } from "./send.ts";
 import { walletGrant } from "./walletGrant.ts";
+import { SIGNER_CODE } from "../../shared/signerAction.ts";
 import { delegationScope, useDelegation } from "../authz/delegation.ts";
 
 /** Who a run is, as its keys are authorized: its key, account and code, and its side of the wallets' budgets. */
@@ -183,12 +184,28 @@ async function readAtMost(response: Response, maxBytes: number): Promise<Uint8Ar
 }
 
 /**
+ * The service's own scripts, which the enclave serves by their CID without asking a gateway: the SDK's
+ * signing action (shared/signerAction.ts), which toSigilAccount and the MCP tools run. Their bytes are
+ * part of the enclave's attested code and their CIDs are computed from those bytes, so a run of one is
+ * the run its CID names — with no gateway (`npm start` has none), or one that lost it.
+ */
+let builtIn: Promise<Map<string, string>> | undefined;
+function builtInScripts(): Promise<Map<string, string>> {
+  builtIn ??= Promise.all([SIGNER_CODE].map(async (code) => [await computeCid(code), code] as const)).then(
+    (entries) => new Map(entries),
+  );
+  return builtIn;
+}
+
+/**
  * Fetches the code named by `cid` (canonical, already authorized for the caller) through the
  * configured gateway and keeps it only if its bytes hash to that CID. A gateway that cannot be
  * reached, times out or fails (5xx, 408, 429) is 503 `ipfs_unavailable`; one that has no such
  * content is 404.
  */
 async function codeFromIpfs(enclave: Enclave, cid: string): Promise<string> {
+  const builtIn = (await builtInScripts()).get(cid);
+  if (builtIn !== undefined) return builtIn;
   const { ipfsGateway, ipfsTimeoutMs, limits } = enclave.config;
   let response: Response;
   try {
@@ -746,7 +763,10 @@ async function authorizeWallet(
     budgets: [budget],
   }));
   if (blocks.length > 0 && !request.signs)
-    throw new CodedError("guardrail_denied", "the delegated key's budget cannot count a request that does not say what it signs");
+    throw new CodedError(
+      "guardrail_denied",
+      "the delegated key's budget cannot count a request that does not say what it signs",
+    );
   if (allowed.length === 0 && blocks.length === 0) return { grant, decision: undefined };
   const budgets = { before: [] as BudgetState[], after: [] as BudgetState[] };
   // The key's own budgets first: a request the key's budget refuses is counted in no wallet's, so a

@@ -215,7 +215,7 @@ describe("the usage history", () => {
     expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
     const lines = (await csv.text()).trimEnd().split("\r\n");
     expect(lines[0]).toBe(
-      "id,time,kind,key_hash,cid,operation,duration_ms,amount_cents,charged_cents,balance_after_cents,request_id,transaction_hash,payment_intent,error_code,hold_expired",
+      "id,time,kind,key_hash,cid,operation,duration_ms,amount_cents,charged_cents,balance_after_cents,request_id,transaction_hash,payment_intent,error_code,hold_expired,delegated_key",
     );
     expect(lines.slice(1).map((l) => l.split(",")[5])).toEqual(["add_usage_api_key", "add_group", "create_wallet"]);
     expect(csv.headers.get("x-next-cursor")).toBeNull();

@@ -556,13 +556,15 @@ describe("the OpenAPI document", () => {
     ).toBe(true);
   });
 
-  it("documents Idempotency-Key on every write and sigil_action — every POST but get_sigil_action_ipfs_id and check_guardrail (which write nothing) and Stripe's webhook, and GET create_wallet: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
+  it("documents Idempotency-Key on every write and sigil_action — every POST but get_sigil_action_ipfs_id and check_guardrail (which write nothing), Stripe's webhook, delegate_key (minting again writes nothing and costs nothing: unused keys expire) and revoke_delegation (the same twice is the same), and GET create_wallet: the header, its 409 and 422 answers, the replay headers, and sigil_action's first_attempt", () => {
     const idempotent = API_MD_ROUTES.filter(
       ([m, p]) =>
         (m === "post" || p === "/create_wallet") &&
         p !== "/get_sigil_action_ipfs_id" &&
         p !== "/check_guardrail" &&
-        p !== "/billing/webhook",
+        p !== "/billing/webhook" &&
+        p !== "/delegate_key" &&
+        p !== "/revoke_delegation",
     );
     expect(idempotent.map(([m, p]) => `${m} ${p}`)).toEqual(
       expect.arrayContaining([

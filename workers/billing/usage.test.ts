@@ -57,8 +57,18 @@ describe("usage events", () => {
       payment_intent: null,
       error_code: null,
       hold_expired: false,
+      delegated_key: null,
       receipt: { version: 1 },
     });
+  });
+
+  it("a run through a delegated key names the key's last block, read from its receipt's chain", () => {
+    const receipt = {
+      version: 2,
+      delegation: { root: `0x${"ab".repeat(32)}`, blocks: ["a".repeat(32), "b".repeat(32)] },
+    };
+    const event = usageEvent(entry({ detail: { cid: "QmX", receipt: JSON.stringify(receipt) } }));
+    expect(event).toMatchObject({ delegated_key: "b".repeat(32), receipt });
   });
 
   it("a top-up names its payment intent and charges nothing; an entry from before kinds were recorded is a top_up or a charge", () => {

@@ -26,6 +26,8 @@ export type UsageEvent = {
   payment_intent: string | null;
   error_code: string | null;
   hold_expired: boolean;
+  /** A run through a delegated key: the id of the key's last block (key_hash is its root usage key's). */
+  delegated_key: string | null;
   receipt: unknown;
 };
 
@@ -78,6 +80,7 @@ export function usageEvent(e: UsageEntry): UsageEvent {
     payment_intent: e.kind === "credit" ? e.ref : (e.detail.payment_intent ?? null),
     error_code: e.detail.error_code ?? null,
     hold_expired: e.detail.hold_expired === true,
+    delegated_key: (receipt as { delegation?: { blocks?: string[] } } | null)?.delegation?.blocks?.at(-1) ?? null,
     receipt,
   };
 }
@@ -99,6 +102,7 @@ export const CSV_COLUMNS = [
   "payment_intent",
   "error_code",
   "hold_expired",
+  "delegated_key",
 ] as const satisfies ReadonlyArray<keyof UsageEvent>;
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */

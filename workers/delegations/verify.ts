@@ -1,4 +1,4 @@
-// Whether a delegated key may act at this edge (docs/design/delegation.md, Using one): the edge cannot
+// Whether a delegated key may act at this edge (docs/design/delegation.md, At the edge): the edge cannot
 // check a key's tag — only an enclave derives the secret its chain starts from — so it asks an enclave
 // once per key (`check_delegated_key`) and keeps the answer, which never changes: a tag that checks
 // checks forever (whether the root usage key still acts is every run's own question). Until an

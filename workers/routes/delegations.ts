@@ -30,7 +30,7 @@ const delegateKey = route("POST /delegate_key", "Usage keys", {
   request: { body: body(requestSchemas.delegate_key.omit({ api_key: true })) },
   ok: json(responseSchemas.delegate_key, "the keys, shown once"),
   // 400: the caveats; 401: the key; 403: not a usage key that may delegate; 503: the chain or the enclave.
-  errors: [400, 401, 403, 413, 429, 503],
+  errors: [400, 401, 403, 408, 413, 429, 503],
 });
 
 const revokeDelegation = route("POST /revoke_delegation", "Usage keys", {
@@ -58,7 +58,7 @@ const revokeDelegation = route("POST /revoke_delegation", "Usage keys", {
       })
       .openapi("DelegationRevoked"),
   ),
-  errors: [400, 401, 403, 413, 429, 503],
+  errors: [400, 401, 403, 408, 413, 429, 503],
 });
 
 /** The Delegations object of the account `master` (its master hash). */

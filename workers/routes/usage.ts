@@ -108,6 +108,9 @@ const usageEventSchema = z
     payment_intent: orNull("a top-up's or refund's Stripe payment intent"),
     error_code: orNull("a failed run's error code"),
     hold_expired: z.boolean().describe("charged in full because its hold expired before the edge could settle it"),
+    delegated_key: orNull(
+      "a run through a delegated key: the id of its last block (key_hash is its root usage key's; the receipt's delegation names the whole chain)",
+    ),
     receipt: z
       .union([runReceiptSchema, runReceiptV1Schema])
       .nullable()

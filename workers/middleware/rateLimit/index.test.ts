@@ -84,6 +84,30 @@ describe("rate limits", () => {
     withinLimit(run.served.length, run.ms, 20);
   });
 
+  it("MCP's endpoint is inside the same limits: past a key's, a tool call is 429 rate_limited with the API's body", async () => {
+    const mcpKey = btoa("m".repeat(32));
+    const call = (i: number) =>
+      SELF.fetch("http://edge/core/v1/mcp", {
+        method: "POST",
+        headers: {
+          "cf-connecting-ip": `203.0.113.${100 + i}`,
+          "x-api-key": mcpKey,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/list", params: {} }),
+      });
+    const run = await untilRefused(call, 60);
+    const over = run.last as Response;
+    expect(over.status).toBe(429);
+    expect(over.headers.get("ratelimit-limit")).toBe("20");
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    const body = (await over.json()) as { error: { code: string; message: string; request_id: string } };
+    expect(body.error).toMatchObject({ code: "rate_limited", request_id: expect.any(String) });
+    // Each tools/list is two requests of the key: the MCP request, and the account read it makes in-process.
+    withinLimit(run.served.length * 2, run.ms, 20);
+  });
+
   it("a request with a key still counts against its IP: fresh keys from one IP are refused past the IP's limit", async () => {
     const run = await untilRefused(
       (i) =>
