@@ -206,7 +206,8 @@ describe("the token module's own check of a block", () => {
     { id, expires_at: 1, max_uses: 1_000_000_000, delegate: false },
     { id, groups: ["0", "12"], actions: ["Qm…"], wallets: [W1] },
     { id, budget: { window_seconds: 1, max_signatures: 1 } },
-    { id, budget: { window_seconds: 31_536_000, max_value_wei: "0" } },
+    { id, budget: { window_seconds: 2_592_000, max_value_wei: "0" } },
+    { id, groups: ["18446744073709551615"] },
     { id, groups: Array.from({ length: 64 }, (_, i) => String(i)) },
   ];
   const bad: unknown[] = [
@@ -229,6 +230,9 @@ describe("the token module's own check of a block", () => {
     { id, wallets: "0x" },
     { id, budget: { window_seconds: 60 } },
     { id, budget: { window_seconds: 0, max_signatures: 1 } },
+    { id, budget: { window_seconds: 2_592_001, max_signatures: 1 } },
+    { id, groups: ["18446744073709551616"] },
+    { id, groups: ["1".repeat(21)] },
     { id, budget: { window_seconds: 60, max_signatures: 1, per: "wallet" } },
     { id, budget: { window_seconds: 60, max_value_wei: "1e18" } },
     { id, budget: { window_seconds: 60, max_signatures: 0 } },

@@ -2,7 +2,7 @@
 // caveats, a token, an enclave's count of a run's use at the edge — and the token algebra itself
 // (delegationToken.ts, free of zod so that the SDK's offline narrowing stays small), re-exported.
 import { z } from "zod";
-import { MAX_DEPTH, MAX_LIST } from "./delegationToken.ts";
+import { type DelegationToken, MAX_BLOCK_BUDGET_WINDOW_SECONDS, MAX_DEPTH, MAX_LIST } from "./delegationToken.ts";
 
 export * from "./delegationToken.ts";
 
@@ -14,7 +14,16 @@ export const delegationBlockSchema = z.strictObject({
   id: z.string().regex(/^[0-9a-f]{32}$/, "must be 16 bytes of lowercase hex"),
   expires_at: z.number().int().positive().optional().describe("unix seconds: refused from then on"),
   max_uses: z.number().int().min(1).max(1_000_000_000).optional().describe("runs this block allows, counted by its id"),
-  groups: z.array(decimal).max(MAX_LIST).optional().describe("runs only in these groups (ids)"),
+  groups: z
+    .array(
+      z
+        .string()
+        .regex(/^(0|[1-9][0-9]{0,19})$/, "must be a decimal group id")
+        .refine((v) => BigInt(v) <= 0xffff_ffff_ffff_ffffn, "must fit in 64 bits"),
+    )
+    .max(MAX_LIST)
+    .optional()
+    .describe("runs only what these groups list, with their wallets (ids)"),
   actions: z.array(z.string().min(1).max(128)).max(MAX_LIST).optional().describe("runs only these actions (CIDv0)"),
   wallets: z
     .array(z.string().regex(/^0x[0-9a-f]{40}$/, "must be a lowercase address"))
@@ -23,7 +32,7 @@ export const delegationBlockSchema = z.strictObject({
     .describe("uses only these wallets"),
   budget: z
     .strictObject({
-      window_seconds: z.number().int().min(1).max(31_536_000),
+      window_seconds: z.number().int().min(1).max(MAX_BLOCK_BUDGET_WINDOW_SECONDS),
       max_value_wei: decimal.optional(),
       max_signatures: z.number().int().min(1).optional(),
     })
@@ -60,8 +69,10 @@ export const delegationUseRequestSchema = z.strictObject({
     .array(
       z.strictObject({
         id: z.string().regex(/^[0-9a-f]{32}$/),
+        /** The name of the block's use counter (delegationToken.ts checkedCounters): revocations are by id, uses by this. */
+        counter: z.string().regex(/^[0-9a-f]{32}$/),
         max_uses: z.number().int().min(1).optional(),
-        /** The chain's expiry, when it has one: past it (and a day), the store forgets the block's uses. */
+        /** The block's own expiry (the earliest of it and the blocks before it), when it has one: past it (and a day), the store forgets its uses. */
         expires_at: z.number().int().positive().optional(),
       }),
     )
@@ -74,3 +85,21 @@ export type DelegationUseRequest = z.infer<typeof delegationUseRequestSchema>;
 export type DelegationUseAnswer =
   | { granted: true }
   | { granted: false; id: string; reason: "revoked" | "used_up"; max_uses?: number };
+
+/**
+ * Each block of `token` as the Delegations store counts it: its id (revocations), its counter (uses;
+ * `counters`, from the enclave's check), its `max_uses`, and its own expiry — the earliest of its and
+ * its ancestors', the same in every chain the block is part of — past which the store may forget it.
+ */
+export function useBlocks(token: DelegationToken, counters: readonly string[]): DelegationUseRequest["blocks"] {
+  let expiresAt: number | undefined;
+  return token.blocks.map((b, i) => {
+    if (b.expires_at !== undefined) expiresAt = Math.min(expiresAt ?? b.expires_at, b.expires_at);
+    return {
+      id: b.id,
+      counter: counters[i] as string,
+      ...(b.max_uses === undefined ? {} : { max_uses: b.max_uses }),
+      ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+    };
+  });
+}

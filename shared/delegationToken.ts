@@ -75,6 +75,11 @@ function newBlock(caveats: Caveats): DelegationBlock {
 }
 
 const DECIMAL = /^(0|[1-9][0-9]{0,77})$/;
+/** A group id: a decimal u64, as the contract's. */
+const isGroupId = (x: unknown) =>
+  typeof x === "string" && /^(0|[1-9][0-9]{0,19})$/.test(x) && BigInt(x) <= 0xffff_ffff_ffff_ffffn;
+/** The longest window a block's budget may count (the Budgets store keeps no row longer): 30 days. */
+export const MAX_BLOCK_BUDGET_WINDOW_SECONDS = 30 * 86_400;
 const BLOCK_FIELDS = new Set(["id", "expires_at", "max_uses", "groups", "actions", "wallets", "budget", "delegate"]);
 const isInt = (v: unknown, min: number, max: number) =>
   Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
@@ -98,8 +103,8 @@ export function blockProblem(value: unknown): { dimension: string; message: stri
     return bad("expires_at", "must be unix seconds");
   if (b.max_uses !== undefined && !isInt(b.max_uses, 1, 1_000_000_000))
     return bad("max_uses", "must be a whole number from 1 to 1000000000");
-  if (b.groups !== undefined && listProblem(b.groups, (x) => typeof x === "string" && DECIMAL.test(x)))
-    return bad("groups", `must be at most ${MAX_LIST} group ids as decimal strings`);
+  if (b.groups !== undefined && listProblem(b.groups, isGroupId))
+    return bad("groups", `must be at most ${MAX_LIST} group ids as decimal strings (64-bit)`);
   if (
     b.actions !== undefined &&
     listProblem(b.actions, (x) => typeof x === "string" && x.length >= 1 && x.length <= 128)
@@ -112,7 +117,8 @@ export function blockProblem(value: unknown): { dimension: string; message: stri
     if (typeof g !== "object" || g === null || Array.isArray(g)) return bad("budget", "must be an object");
     if (Object.keys(g).some((k) => !["window_seconds", "max_value_wei", "max_signatures"].includes(k)))
       return bad("budget", "holds window_seconds, max_value_wei and max_signatures only");
-    if (!isInt(g.window_seconds, 1, 31_536_000)) return bad("budget", "window_seconds must be from 1 to 31536000");
+    if (!isInt(g.window_seconds, 1, MAX_BLOCK_BUDGET_WINDOW_SECONDS))
+      return bad("budget", `window_seconds must be from 1 to ${MAX_BLOCK_BUDGET_WINDOW_SECONDS}`);
     if (g.max_value_wei !== undefined && !(typeof g.max_value_wei === "string" && DECIMAL.test(g.max_value_wei)))
       return bad("budget", "max_value_wei must be a decimal integer string");
     if (g.max_signatures !== undefined && !isInt(g.max_signatures, 1, Number.MAX_SAFE_INTEGER))
@@ -283,10 +289,31 @@ export function verify(secret: Uint8Array, token: DelegationToken): boolean {
  * are counted by id: a repeated id could stand in for another block's counters).
  */
 export function check(secretOf: (root: string) => Uint8Array, token: DelegationToken): boolean {
+  return checkedCounters(secretOf, token) !== undefined;
+}
+
+/**
+ * `check`, and for a chain that passes, the name each of its blocks' counters (uses, budgets) is kept
+ * under: SHA-256 of the chain's tag at that block, its first 16 bytes in hex. A block's id is not
+ * enough: anyone who has seen an id (a usage history, a descendant key) could put a block with that id
+ * at the end of a chain of their own and spend its counters; the tag at a block can only be had by
+ * holding that block's own chain, and its hash gives the store nothing to extend a chain with.
+ */
+export function checkedCounters(secretOf: (root: string) => Uint8Array, token: DelegationToken): string[] | undefined {
   const sealed = token.blocks.findIndex((b) => b.delegate === false);
-  if (sealed !== -1 && sealed < token.blocks.length - 1) return false;
-  if (new Set(token.blocks.map((b) => b.id)).size !== token.blocks.length) return false;
-  return verify(secretOf(token.root), token);
+  if (sealed !== -1 && sealed < token.blocks.length - 1) return undefined;
+  if (new Set(token.blocks.map((b) => b.id)).size !== token.blocks.length) return undefined;
+  let tag = secretOf(token.root);
+  const counters: string[] = [];
+  for (const block of token.blocks) {
+    tag = extend(tag, block);
+    counters.push(bytesToHex(sha256(tag).slice(0, 16)));
+  }
+  const given = hexToBytes(token.tag);
+  if (given.length !== tag.length) return undefined;
+  let diff = 0;
+  for (let i = 0; i < tag.length; i++) diff |= (tag[i] as number) ^ (given[i] as number);
+  return diff === 0 ? counters : undefined;
 }
 
 /** A token as the key its holder keeps: `sgd_` + base64url of its canonical JSON. */

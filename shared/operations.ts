@@ -659,6 +659,11 @@ export const checkDelegatedKeyInputSchema = z.strictObject({ key: delegatedKeyFi
 export const checkDelegatedKeyOutputSchema = z.object({
   valid: z.boolean(),
   root: z.string().describe("the root usage key's hash (0x + 64 hex), when valid"),
+  counters: z
+    .array(z.string())
+    .describe(
+      "each block's counter name in the Delegations store, when valid (shared/delegationToken.ts checkedCounters)",
+    ),
 });
 
 /** The enclave's whole health report (health.ts), which the edge's /health reads. */

@@ -3,6 +3,7 @@
 // enclave makes them; its guardrail must allow delegation); `narrow` makes a narrower key from one,
 // here, offline (SDK attenuateKey); `describe` says what a key allows; `revoke-delegation` revokes one
 // by its block id. The same caveat flags for minting and narrowing.
+import { readFileSync } from "node:fs";
 import { attenuateKey, type Caveats, DelegationError, describeDelegatedKey } from "../../sdk/src/delegation.ts";
 import {
   CliError,
@@ -31,6 +32,17 @@ const caveatUsage = `  --expires-in SECONDS | --expires-at WHEN   when the key s
                                what its runs may sign in each window (a signature count, a value, or both)
   --sealed                     nobody can narrow it further
       lists: comma-separated or the option repeated`;
+
+/**
+ * The delegated key a command is given: its argument, or — with none, or "-" — standard input, so that
+ * the secret need not stand in the shell's history or the process list.
+ */
+function delegatedKeyArg(positionals: string[]): string {
+  const given = positionals[0];
+  const key = given === undefined || given === "-" ? readFileSync(0, "utf8").trim() : given;
+  if (key === "") throw new UsageError("give the delegated key, as an argument or on standard input");
+  return key;
+}
 
 const list = (values: Record<string, unknown>, name: string) =>
   (values[name] as string[] | undefined)
@@ -121,18 +133,19 @@ ${caveatUsage}
 const narrow: Command = {
   name: "key narrow",
   summary: "a narrower key from a delegated key, made here: no call, no chain write",
-  usage: `DELEGATED_KEY [caveats]
+  usage: `[DELEGATED_KEY | -] [caveats]
 
-  Adds a block of caveats to DELEGATED_KEY and prints the new key: it allows at most what
-  DELEGATED_KEY allows and what the caveats say. A caveat wider than the key is refused.
+  Adds a block of caveats to DELEGATED_KEY (or the key on standard input, kept out of your shell's
+  history) and prints the new key: it allows at most what DELEGATED_KEY allows and what the caveats
+  say. A caveat wider than the key is refused.
 
 ${caveatUsage}`,
   options: caveatOptions,
-  positionals: { min: 1, max: 1, names: "DELEGATED_KEY" },
+  positionals: { min: 0, max: 1, names: "DELEGATED_KEY" },
   async run({ values, positionals, ctx }) {
     let key: string;
     try {
-      key = attenuateKey(positionals[0] as string, caveatsFrom(values));
+      key = attenuateKey(delegatedKeyArg(positionals), caveatsFrom(values));
     } catch (err) {
       if (err instanceof DelegationError) throw new CliError("invalid_request", err.message);
       throw err;
@@ -145,15 +158,15 @@ ${caveatUsage}`,
 const describe: Command = {
   name: "key describe",
   summary: "what a delegated key allows, read from it",
-  usage: `DELEGATED_KEY
+  usage: `[DELEGATED_KEY | -]
 
-  Reads the key's blocks together: its root usage key, expiry, groups, actions, wallets, uses and
+  Reads the key's blocks (the argument, or standard input) together: its root usage key, expiry, groups, actions, wallets, uses and
   budgets, and the id of each block. Nothing is asked of the service.`,
-  positionals: { min: 1, max: 1, names: "DELEGATED_KEY" },
+  positionals: { min: 0, max: 1, names: "DELEGATED_KEY" },
   async run({ positionals, ctx }) {
     let d: ReturnType<typeof describeDelegatedKey>;
     try {
-      d = describeDelegatedKey(positionals[0] as string);
+      d = describeDelegatedKey(delegatedKeyArg(positionals));
     } catch (err) {
       if (err instanceof DelegationError) throw new CliError("invalid_request", err.message);
       throw err;
@@ -187,20 +200,26 @@ const describe: Command = {
 
 const revoke: Command = {
   name: "key revoke-delegation",
-  summary: "revoke a delegated key by its id: it and every key narrowed from it stop working",
-  usage: `ID
+  summary: "revoke a delegated key: it and every key narrowed from it stop working",
+  usage: `ID | DELEGATED_KEY | -
 
-  ID is the id delegate printed for the key (or narrow for a narrowed one). Any key of the account
-  may revoke; the key and every key narrowed from it are refused from the next run.`,
-  positionals: { min: 1, max: 1, names: "ID" },
+  Revokes the key from the next request. With the account's master key, by its ID (delegate and
+  narrow print it); with the usage key that minted it, or a delegated key it was narrowed from, by
+  the key itself (the argument, or standard input with "-").`,
+  positionals: { min: 1, max: 1, names: "ID | DELEGATED_KEY | -" },
   async run({ positionals, ctx }) {
-    const id = positionals[0] as string;
-    if (!/^[0-9a-f]{32}$/.test(id)) throw new UsageError("ID is 32 lowercase hex digits (delegate prints it)");
-    const answer = await ctx.keyed().revokeDelegation({ id });
+    const given = positionals[0] as string;
+    const byId = /^[0-9a-f]{32}$/.test(given);
+    const key = byId ? undefined : delegatedKeyArg(positionals);
+    if (key !== undefined && !key.startsWith("sgd_"))
+      throw new UsageError(
+        "give the key's ID (32 lowercase hex digits, as delegate prints it) or the delegated key (sgd_…)",
+      );
+    const answer = await ctx.keyed().revokeDelegation(byId ? { id: given } : { key: key as string });
     ctx.print(answer, () =>
       fields([
-        ["revoked", id],
-        ["before", answer.already_revoked ? "already revoked" : `${answer.used} runs`],
+        ["revoked", answer.id],
+        ["before", answer.already_revoked ? "already revoked" : "it was in force"],
       ]),
     );
   },

@@ -5,7 +5,7 @@
 import { canonicalCid } from "../../shared/cid.ts";
 import { mapContractError } from "../../shared/contractErrors.ts";
 import {
-  check,
+  checkedCounters,
   decodeDelegatedKey,
   DELEGATIONS_PATH,
   effective,
@@ -13,6 +13,7 @@ import {
   type DelegationUseAnswer,
   type DelegationUseRequest,
   type Effective,
+  useBlocks,
 } from "../../shared/delegation.ts";
 import { isExposed, SigilError } from "../../shared/errors.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
@@ -24,7 +25,13 @@ import type { Keyring } from "../keys/derive.ts";
 import { askEdge } from "./askEdge.ts";
 
 /** A delegated key whose tag checked: its token, what its blocks allow together, and its root usage key's hash. */
-export type DelegatedKey = { token: DelegationToken; effective: Effective; root: bigint };
+export type DelegatedKey = {
+  token: DelegationToken;
+  effective: Effective;
+  root: bigint;
+  /** Each block's counter name (shared/delegationToken.ts checkedCounters): its uses and its budget are kept under it. */
+  counters: string[];
+};
 
 const notValid = () => new SigilError("invalid_api_key", "the delegated key is not valid");
 
@@ -41,13 +48,13 @@ export function readDelegatedKey(enclave: { keyring: Keyring }, key: string): De
     throw notValid();
   }
   let secret: Uint8Array | undefined;
-  const valid = check((root) => {
+  const counters = checkedCounters((root) => {
     secret = enclave.keyring.delegationSecret(BigInt(root));
     return secret;
   }, token);
   secret?.fill(0);
-  if (!valid) throw notValid();
-  return { token, effective: effective(token.blocks), root: BigInt(token.root) };
+  if (!counters) throw notValid();
+  return { token, effective: effective(token.blocks), root: BigInt(token.root), counters };
 }
 
 /** What a run through a delegated key may use beyond its action: the wallets, if the chain names any (by list or by group). */
@@ -55,6 +62,8 @@ export type DelegationScope = { wallets?: ReadonlySet<string> };
 
 /** A group as a delegated key's `groups` reads it: the CID hashes it lists and its wallets (lowercase). */
 type GroupView = { cidHashes: readonly bigint[]; wallets: readonly string[] };
+
+const ANY_WALLET = `0x${"0".repeat(40)}`;
 
 /** How long a group read for a delegated key's run is used again: its lists are at most this much older than the chain. */
 export const GROUP_VIEW_TTL_MS = 2_000;
@@ -112,7 +121,8 @@ export async function delegationScope(
         groups: allowed.groups,
       });
     const inGroups = new Set(listing.flatMap((v) => v.wallets));
-    wallets = wallets ? new Set([...wallets].filter((w) => inGroups.has(w))) : inGroups;
+    // A group listing the zero address lists every wallet of the account (AccountConfig's convention).
+    if (!inGroups.has(ANY_WALLET)) wallets = wallets ? new Set([...wallets].filter((w) => inGroups.has(w))) : inGroups;
   }
   return wallets ? { wallets } : {};
 }
@@ -127,7 +137,8 @@ function sameCid(a: string, b: string): boolean {
 }
 
 /**
- * Counts a run's use of a delegated key at the edge's Delegations store (op "use"; a dry run "peek"s):
+ * Counts a run's use of a delegated key at the edge's Delegations store — a dry run's too: it may use
+ * the wallets' keys (encrypt, decrypt) as a run does:
  * refused — 401 invalid_api_key — when a block of its chain is revoked or has no use left. Every run
  * through a delegated key asks, so a revocation holds from the next run on; a store that cannot be
  * reached refuses the run (503), never lets it through unchecked.
@@ -136,18 +147,13 @@ export async function useDelegation(
   access: BudgetAccess & { ref: string },
   delegation: DelegatedKey,
   account: bigint,
-  options: { dry: boolean; deadline: number; allowHttp: boolean; fetchImpl?: typeof fetch },
+  options: { deadline: number; allowHttp: boolean; fetchImpl?: typeof fetch },
 ): Promise<void> {
-  const expiresAt = delegation.effective.expires_at;
   const request: DelegationUseRequest = {
-    op: options.dry ? "peek" : "use",
+    op: "use",
     ref: access.ref,
     account: toHash32(account),
-    blocks: delegation.token.blocks.map((b) => ({
-      id: b.id,
-      ...(b.max_uses === undefined ? {} : { max_uses: b.max_uses }),
-      ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
-    })),
+    blocks: useBlocks(delegation.token, delegation.counters),
   };
   let answer: DelegationUseAnswer;
   try {

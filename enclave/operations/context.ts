@@ -112,6 +112,14 @@ async function delegatedCaller(
     throw new SigilError("invalid_api_key", "the usage key this delegated key descends from no longer acts");
   if (isPastExpiry(resolution))
     throw new SigilError("invalid_api_key", "the usage key this delegated key descends from has expired");
+  // Its keys work while its guardrail still lets it delegate: taking the section away ends them all.
+  const guardrail = resolution.guardrail
+    ? await readChain(() =>
+        enclave.guardrails.load(resolution.master, { usageKey: keyHash }, resolution.guardrail as `0x${string}`),
+      )
+    : undefined;
+  if (!guardrail || "broken" in guardrail || !guardrail.compiled.document.delegation)
+    throw new SigilError("invalid_api_key", "the usage key this delegated key descends from no longer delegates");
   const expiresAt = delegation.effective.expires_at;
   if (expiresAt !== undefined && expiresAt <= Math.floor(Date.now() / 1000))
     throw new SigilError("invalid_api_key", "the delegated key has expired");

@@ -15,12 +15,12 @@ import { callerKey, readChain, type Enclave, type RequestContext } from "./conte
 export async function checkDelegatedKey(
   enclave: Enclave,
   input: ParsedInput<"check_delegated_key">,
-): Promise<{ valid: boolean; root: string }> {
+): Promise<{ valid: boolean; root: string; counters: string[] }> {
   try {
-    const { root } = readDelegatedKey(enclave, input.key);
-    return { valid: true, root: toHash32(root) };
+    const { root, counters } = readDelegatedKey(enclave, input.key);
+    return { valid: true, root: toHash32(root), counters };
   } catch (err) {
-    if (err instanceof SigilError) return { valid: false, root: "" };
+    if (err instanceof SigilError) return { valid: false, root: "", counters: [] };
     throw err;
   }
 }

@@ -42,8 +42,8 @@ type RunSubject = {
   onlyWallets?: ReadonlySet<string>;
   /** Whether the run came through a delegated key (its keys are asked for one by one, never offered). */
   delegated?: boolean;
-  /** A delegated key's blocks' budgets, each counted under its block's id across every wallet. */
-  blockBudgets?: ReadonlyArray<{ id: string; budget: Budget }>;
+  /** A delegated key's blocks' budgets, each counted under its block's counter across every wallet. */
+  blockBudgets?: ReadonlyArray<{ counter: string; budget: Budget }>;
 };
 
 /** How many scripts' CIDs and actions' hashes are remembered. */
@@ -277,7 +277,6 @@ export async function sigilAction(
         { retryAfterSeconds: 1 },
       );
     await useDelegation(input.budget, delegation, key.master, {
-      dry,
       deadline: Date.now() + timeoutMsOf(input, limits),
       allowHttp: enclave.config.env !== "production",
     });
@@ -297,7 +296,7 @@ export async function sigilAction(
     ...(delegation?.effective.budgets.length
       ? {
           blockBudgets: delegation.effective.budgets.map(({ id, ...b }) => ({
-            id,
+            counter: delegation.counters[delegation.token.blocks.findIndex((block) => block.id === id)] as string,
             budget: { name: "budget", ...b } as Budget,
           })),
         }
@@ -516,11 +515,11 @@ const walletWhose = (wallet: Address): Whose => ({
   name: `wallet ${wallet}'s guardrail`,
 });
 /** A delegated key's block, whose budget counts every signature of the runs through it (authz/delegation.ts). */
-const blockWhose = (keyHash: bigint, id: string): Whose => ({
+const blockWhose = (keyHash: bigint, counter: string): Whose => ({
   subject: { usageKey: keyHash },
-  counters: `delegation:${id}`,
+  counters: `delegation:${counter}`,
   prefix: "delegation.",
-  name: `the delegated key's block ${id}`,
+  name: "the delegated key's budget",
 });
 const keyWhose = (keyHash: bigint): Whose => ({
   subject: { usageKey: keyHash },
@@ -757,9 +756,9 @@ async function authorizeWallet(
   if (run.keyGuardrail)
     allowed.push(await checkGuardrail(enclave, run, keyWhose(run.keyHash), run.keyGuardrail, request));
   // A delegated key's blocks' budgets are the narrowest: counted before the key's and the wallet's.
-  const blocks: Allowed[] = (run.blockBudgets ?? []).map(({ id, budget }) => ({
+  const blocks: Allowed[] = (run.blockBudgets ?? []).map(({ counter, budget }) => ({
     decision: { guardrail: ZERO_HASH, rule: "delegation.budget" },
-    whose: blockWhose(run.keyHash, id),
+    whose: blockWhose(run.keyHash, counter),
     budgets: [budget],
   }));
   if (blocks.length > 0 && !request.signs)

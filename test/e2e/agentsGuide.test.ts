@@ -1,4 +1,4 @@
-// The agents guide's walkthrough (docs/guides/agents.md, "A key per task") run as written against the
+// The agents guide's walkthrough (docs/guides/agents.md) — its per-task key — run as written against the
 // real local stack: saved as a module beside the repository's node_modules (where @sigil/sdk, its
 // delegation entry and the MCP SDK resolve as they would in a project that installed them), its API
 // URL pointed at this stack, run with Node. It must print the one-shot key's one use, a signature of

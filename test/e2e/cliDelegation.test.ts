@@ -111,11 +111,15 @@ describe("sigil key delegate, narrow, describe, revoke-delegation", () => {
     expect(errorLineOf(wider).message).toMatch(/at most 5 uses/);
 
     expect((await sign(minted.keys[1] as string, walletB)).has_error).toBe(false);
-    const revoked = await json<{ revoked: boolean; used: number }>(
+    // By the usage key that minted it, the key itself on standard input is the form it takes (by id: the master key).
+    const byUsageKey = await sigil(["key", "revoke-delegation", minted.ids[1] as string], usageKey);
+    expect(byUsageKey.code).not.toBe(0);
+    expect(errorLineOf(byUsageKey).code).toBe("permission_denied");
+    const revoked = await json<{ id: string; revoked: boolean }>(
       ["key", "revoke-delegation", minted.ids[1] as string],
       ownerKey,
     );
-    expect(revoked).toMatchObject({ revoked: true, used: 1 });
+    expect(revoked).toMatchObject({ id: minted.ids[1], revoked: true });
     await expect(sign(minted.keys[1] as string, walletB)).rejects.toMatchObject({
       status: 401,
       code: "invalid_api_key",
@@ -125,7 +129,7 @@ describe("sigil key delegate, narrow, describe, revoke-delegation", () => {
   it("a usage error before anything is sent: an ID that is not one, a budget without its window", async () => {
     const badId = await sigil(["key", "revoke-delegation", "xyz"], ownerKey);
     expect(badId.code).not.toBe(0);
-    expect(badId.stderr).toMatch(/32 lowercase hex/);
+    expect(badId.stderr).toMatch(/32 lowercase hex digits.*or the delegated key/);
     const badBudget = await sigil(["key", "delegate", "--budget-max-signatures", "3"], usageKey);
     expect(badBudget.code).not.toBe(0);
     expect(badBudget.stderr).toMatch(/--budget-window/);

@@ -246,6 +246,24 @@ describe("a child runs what it names and nothing more", () => {
     }
   });
 
+  it("in a group that lists any wallet (the zero address): any of the account's wallets", async () => {
+    const anyGroup = (
+      await owner.addGroup({
+        group_name: "any wallet",
+        group_description: "",
+        pkp_ids_permitted: ["0x0000000000000000000000000000000000000000"],
+        cid_hashes_permitted: [cid],
+      })
+    ).group_id;
+    const key = (
+      await owner.addUsageApiKey({ name: "any", description: "", ...NO_PERMISSIONS, execute_in_groups: [anyGroup] })
+    ).usage_api_key;
+    await owner.setUsageKeyGuardrail({ usage_api_key: key, guardrail: { version: 1, messages: {}, delegation: {} } });
+    const child = (await as(key).delegateKey({ caveats: { groups: [anyGroup] } })).keys[0] as string;
+    expect((await sign(child, walletA)).has_error).toBe(false);
+    expect((await sign(child, walletB)).has_error).toBe(false);
+  });
+
   it("reads as its root and cannot write", async () => {
     const child = (await parent.delegateKey({ caveats: { expires_at: now() + 600 } })).keys[0] as string;
     const wallets = await as(child).listWallets();
@@ -254,6 +272,11 @@ describe("a child runs what it names and nothing more", () => {
       status: 403,
       code: "permission_denied",
     });
+    // Nor by the deprecated GET that writes.
+    const byGet = await fetch(`${stack.origin}/core/v1/create_wallet`, {
+      headers: { authorization: `Bearer ${child}` },
+    });
+    expect(byGet.status).toBe(403);
     expect(await refusal(as(child).delegateKey({ caveats: { max_uses: 1 } }))).toMatchObject({ status: 403 });
   });
 });
@@ -311,14 +334,86 @@ describe("bounded and revoked", () => {
     const [child, sibling] = keys as [string, string];
     const grandchild = encodeDelegatedKey(attenuate(decodeDelegatedKey(child), { max_uses: 5 }));
     expect((await sign(grandchild, walletA)).has_error).toBe(false);
-    // Any key of the account may revoke, the child itself too.
+    // The grandchild may not revoke its parent (and so its siblings); the child may revoke itself.
+    expect(await refusal(as(grandchild).revokeDelegation({ id: ids[0] as string }))).toMatchObject({
+      status: 403,
+      code: "permission_denied",
+    });
     const revoked = await as(child).revokeDelegation({ id: ids[0] as string });
-    expect(revoked).toMatchObject({ id: ids[0], revoked: true, already_revoked: false, used: 1 });
+    expect(revoked).toMatchObject({ id: ids[0], revoked: true, already_revoked: false });
     for (const key of [child, grandchild])
       expect(await refusal(sign(key, walletA))).toMatchObject({ status: 401, code: "invalid_api_key" });
     expect((await sign(sibling, walletA)).has_error).toBe(false);
     expect((await owner.revokeDelegation({ id: ids[0] as string })).already_revoked).toBe(true);
+    // A revoked key reads nothing either, once the edge asks the store again (STANDING_MS, 2 s; its runs at once).
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(await refusal(as(grandchild).listWallets())).toMatchObject({ status: 401, code: "invalid_api_key" });
   });
+
+  it("who revokes what: the usage key a key it minted (by the key), a delegated key one narrowed from it, the master key any by id", async () => {
+    const { keys, ids } = await parent.delegateKey({ caveats: { expires_at: now() + 600 }, count: 3 });
+    const [a, b, c] = keys as [string, string, string];
+    // A usage key does not name ids (it could not tell its own from another key's): 403; by the key itself, done.
+    expect(await refusal(parent.revokeDelegation({ id: ids[0] as string }))).toMatchObject({ status: 403 });
+    expect(await parent.revokeDelegation({ key: a })).toMatchObject({ id: ids[0], revoked: true });
+    // Another usage key of the account may not revoke this one's keys.
+    const other = (
+      await owner.addUsageApiKey({ name: "other", description: "", ...NO_PERMISSIONS, execute_in_groups: groupIds })
+    ).usage_api_key;
+    expect(await refusal(as(other).revokeDelegation({ key: b }))).toMatchObject({ status: 403 });
+    // A sibling is not narrowed from b: 403; a key narrowed from b is b's to revoke.
+    expect(await refusal(as(c).revokeDelegation({ key: b }))).toMatchObject({ status: 403 });
+    const narrowed = encodeDelegatedKey(attenuate(decodeDelegatedKey(b), { max_uses: 2 }));
+    expect((await as(b).revokeDelegation({ key: narrowed })).revoked).toBe(true);
+    expect(await refusal(sign(narrowed, walletA))).toMatchObject({ status: 401 });
+    expect((await sign(b, walletA)).has_error).toBe(false);
+    // A forged key to revoke is refused as a key is.
+    const forged = encodeDelegatedKey({ ...decodeDelegatedKey(c), tag: bytesToHex(randomBytes(32)) });
+    expect(await refusal(owner.revokeDelegation({ key: forged }))).toMatchObject({ status: 401 });
+  });
+
+  it("counts uses by the chain, not by an id: a block copied into another chain spends nothing of the original's", async () => {
+    const { keys, ids } = await parent.delegateKey({ caveats: { expires_at: now() + 600, max_uses: 1 }, count: 2 });
+    const [victim, thief] = keys as [string, string];
+    const thiefToken = decodeDelegatedKey(thief);
+    const copied = { id: ids[0] as string, max_uses: 1 } as DelegationBlock;
+    const tag = hmac(sha256, hexToBytes(thiefToken.tag), utf8ToBytes(canonicalJson(copied)));
+    const stolen = encodeDelegatedKey({ ...thiefToken, blocks: [...thiefToken.blocks, copied], tag: bytesToHex(tag) });
+    expect((await sign(stolen, walletA)).has_error).toBe(false);
+    // The victim's one use is still its own.
+    expect((await sign(victim, walletA)).has_error).toBe(false);
+    expect(await refusal(sign(victim, walletA))).toMatchObject({ status: 401 });
+  });
+
+  it("a dry run counts a use (it may use the wallets' keys as a run does); a used-up key reads nothing", async () => {
+    const child = (await parent.delegateKey({ caveats: { expires_at: now() + 600, max_uses: 1 } })).keys[0] as string;
+    const dry = await as(child).sigilAction({
+      ipfs_id: cid,
+      js_params: { wallet: walletA, message: "x" },
+      dry_run: true,
+    });
+    expect(dry.has_error).toBe(false);
+    expect(await refusal(sign(child, walletA))).toMatchObject({ status: 401, code: "invalid_api_key" });
+    // Reads look at the store at most every 2 s (delegations/verify.ts STANDING_MS).
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(await refusal(as(child).listWallets())).toMatchObject({ status: 401, code: "invalid_api_key" });
+  });
+
+  it("ends when the usage key's guardrail stops allowing delegation", async () => {
+    const root = (
+      await owner.addUsageApiKey({ name: "withdrawn", description: "", ...NO_PERMISSIONS, execute_in_groups: groupIds })
+    ).usage_api_key;
+    await owner.setUsageKeyGuardrail({ usage_api_key: root, guardrail: { version: 1, messages: {}, delegation: {} } });
+    const child = (await as(root).delegateKey({ caveats: { max_uses: 10 } })).keys[0] as string;
+    expect((await sign(child, walletA)).has_error).toBe(false);
+    await owner.setUsageKeyGuardrail({ usage_api_key: root, guardrail: { version: 1, messages: {} } });
+    let status = 0;
+    for (let i = 0; i < 80 && status !== 401; i++) {
+      status = (await refusal(sign(child, walletA)).catch(() => ({ status: 200 }))).status;
+      if (status !== 401) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(status).toBe(401);
+  }, 60_000);
 
   it("removing the root usage key on chain refuses every child within the permission cache's bound", async () => {
     const root = (

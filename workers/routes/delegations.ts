@@ -7,11 +7,14 @@
 import { Hono } from "hono";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { delegationUseRequestSchema } from "../../shared/delegation.ts";
+import type { Context } from "hono";
+import { decodeDelegatedKey, type DelegationToken, delegationUseRequestSchema } from "../../shared/delegation.ts";
+import { apiKeyHash } from "../../shared/hashing.ts";
 import { SigilError } from "../../shared/errors.ts";
-import { requestSchemas, responseSchemas } from "../../shared/operations.ts";
-import { accountObject, callerAccount } from "../billing/account.ts";
-import type { Delegations } from "../delegations/store.ts";
+import { delegatedKeyField, requestSchemas, responseSchemas } from "../../shared/operations.ts";
+import { callerAccount } from "../billing/account.ts";
+import { delegationsOf } from "../delegations/index.ts";
+import { vouchedFor } from "../delegations/verify.ts";
 import { enclave } from "../enclave/client.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { defaultBodyLimit } from "../middleware/bodyLimit/index.ts";
@@ -35,35 +38,94 @@ const delegateKey = route("POST /delegate_key", "Usage keys", {
 
 const revokeDelegation = route("POST /revoke_delegation", "Usage keys", {
   summary:
-    "Revoke a delegated key by its block id: it and every key narrowed from it stop working from the next run. Any key of the account, a delegated one too",
+    "Revoke a delegated key: it and every key narrowed from it are refused from the next request. The account's master key names any by id; a usage key presents a key it minted; a delegated key revokes itself by its id or presents a key narrowed from it",
   security: "key",
   middleware: [defaultBodyLimit, requireRunKey],
   request: {
     body: body(
-      z.strictObject({
-        id: z
-          .string()
-          .regex(/^[0-9a-f]{32}$/, "must be a block id: 32 lowercase hex digits")
-          .describe("the id delegate_key answered for the key (or the id of the block a narrowing added)"),
-      }),
+      z
+        .strictObject({
+          id: z
+            .string()
+            .regex(/^[0-9a-f]{32}$/, "must be a block id: 32 lowercase hex digits")
+            .optional()
+            .describe(
+              "the key's id (delegate_key's ids; a narrowed key's last block): the master key's, or a delegated key's own",
+            ),
+          key: delegatedKeyField
+            .optional()
+            .describe(
+              "the delegated key itself: one the calling usage key minted, or one narrowed from the calling delegated key",
+            ),
+        })
+        .refine((b) => (b.id === undefined) !== (b.key === undefined), {
+          message: "name the key by id or give the key itself, one of the two",
+          path: ["id"],
+        }),
     ),
   },
   ok: json(
     z
       .object({
-        id: z.string(),
+        id: z.string().describe("the block revoked"),
         revoked: z.literal(true),
         already_revoked: z.boolean().describe("it was revoked before this call"),
-        used: z.number().int().nonnegative().describe("the runs counted against the block so far"),
       })
       .openapi("DelegationRevoked"),
   ),
   errors: [400, 401, 403, 408, 413, 429, 503],
 });
 
-/** The Delegations object of the account `master` (its master hash). */
-const delegationsOf = (namespace: DurableObjectNamespace<Delegations> | undefined, master: bigint) =>
-  accountObject(namespace, master, "delegated keys need the DELEGATIONS Durable Object, which is not bound");
+const notYours = (message: string) =>
+  new SigilError("permission_denied", message, { details: { scope: "revoke_delegation" } });
+
+/**
+ * The block a revocation may name (docs/design/delegation.md, Revocation and its bound): the master key any of its
+ * account's; a usage key the last block of a key it is the root of; a delegated key its own last block,
+ * or the last block of a key narrowed from it. A presented key must be one an enclave made.
+ */
+async function revocable(
+  c: Context<EdgeEnv>,
+  request: { id?: string | undefined; key?: string | undefined },
+): Promise<string> {
+  const caller = callerKey(c);
+  const account = await callerAccount(c.get("config"), caller);
+  const own = caller.delegated ? decodeDelegatedKey(caller.apiKey) : undefined;
+  if (request.id !== undefined) {
+    if (account.isMaster && !caller.delegated) return request.id;
+    if (own && own.blocks.at(-1)?.id === request.id) return request.id;
+    throw notYours(
+      caller.delegated
+        ? "a delegated key revokes itself by its id, or a key narrowed from it by giving that key"
+        : "a usage key revokes a key it minted by giving the key itself; by id, the account's master key",
+    );
+  }
+  let token: DelegationToken;
+  try {
+    token = decodeDelegatedKey(request.key as string);
+  } catch {
+    throw new SigilError("invalid_api_key", "the delegated key to revoke is not valid");
+  }
+  await vouchedFor(c, {
+    apiKey: request.key as string,
+    keyHash: BigInt(token.root),
+    scopeHash: apiKeyHash(request.key as string),
+    delegated: true,
+  });
+  const last = (token.blocks.at(-1) as { id: string }).id;
+  if (own) {
+    const descends = own.root === token.root && own.blocks.every((b, i) => token.blocks[i]?.id === b.id);
+    if (!descends) throw notYours("a delegated key revokes only itself and the keys narrowed from it");
+    return last;
+  }
+  if (BigInt(token.root) === caller.keyHash) return last;
+  if (
+    account.isMaster &&
+    (await callerAccount(c.get("config"), { keyHash: BigInt(token.root) })).master === account.master
+  )
+    return last;
+  throw notYours("a usage key revokes only the keys it minted (and the keys narrowed from them)");
+}
 
 export function delegationRoutes(): OpenAPIHono<EdgeEnv> {
   const r = newRouter();
@@ -79,11 +141,11 @@ export function delegationRoutes(): OpenAPIHono<EdgeEnv> {
   });
 
   r.openapi(revokeDelegation, async (c) => {
-    const { id } = c.req.valid("json");
+    const id = await revocable(c, c.req.valid("json"));
     const { master } = await callerAccount(c.get("config"), callerKey(c));
     const answer = await delegationsOf(c.env.DELEGATIONS, master).revoke(id);
     c.get("log").info("delegated key revoked", { block: id, already: answer.already });
-    return c.json({ id, revoked: true as const, already_revoked: answer.already, used: answer.used }, 200);
+    return c.json({ id, revoked: true as const, already_revoked: answer.already }, 200);
   });
   return r;
 }

@@ -7,7 +7,7 @@ import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { errorBodySchema } from "../../shared/errorBodySchema.ts";
-import { errorStatus } from "../../shared/errors.ts";
+import { errorStatus, SigilError } from "../../shared/errors.ts";
 import type { EdgeEnv } from "../router.ts";
 import { callerKey, takesDelegatedKey } from "../middleware/auth/index.ts";
 
@@ -190,6 +190,15 @@ export function registerKeySecurity(r: OpenAPIHono<EdgeEnv>): void {
 /** Checks the caller's key headers before the request is validated, so auth failures come first. */
 export const requireKey = createMiddleware<EdgeEnv>(async (c, next) => {
   callerKey(c);
+  await next();
+});
+
+/** requireKey for a GET that writes (the deprecated GET /create_wallet): never a delegated key. */
+export const requireApiKey = createMiddleware<EdgeEnv>(async (c, next) => {
+  if (callerKey(c).delegated)
+    throw new SigilError("permission_denied", "a delegated key runs actions and reads; this needs an API key", {
+      details: { scope: "delegated_key" },
+    });
   await next();
 });
 

@@ -15,7 +15,7 @@ import { readView } from "../chain/client.ts";
 import { solanaAddressesOf } from "../enclave/solanaAddresses.ts";
 import { callerKey } from "../middleware/auth/index.ts";
 import { operationBodyLimit } from "../middleware/bodyLimit/index.ts";
-import { jsonResponse as json, listRoute, registerKeySecurity, requireKey, route } from "./openapi.ts";
+import { jsonResponse as json, listRoute, registerKeySecurity, requireApiKey, requireKey, route } from "./openapi.ts";
 import { groupIdParam, pageArgs, pageQuerySchema, pageAnswer } from "./paging.ts";
 import { idempotencyHeaders, idempotentAnswerHeaders } from "../idempotency/index.ts";
 import { chargedHeader, forwardWrite, writeStages } from "./write.ts";
@@ -46,7 +46,8 @@ const createWalletGet = route("GET /create_wallet", "Wallets", {
   summary: "Deprecated: use POST /create_wallet",
   deprecated: true,
   security: "key",
-  middleware: [requireKey],
+  // A write by GET: a delegated key, which may GET, may not call it.
+  middleware: [requireApiKey],
   request: { headers: idempotencyHeaders },
   ok: {
     ...json(responseSchemas.create_wallet),
