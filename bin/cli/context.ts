@@ -380,7 +380,17 @@ export class Context {
   /** A client with the key when one was found (calls that need none work without it). */
   client(): SigilClient {
     const c = this.connection();
-    this.clientCache ??= createSigilClient({ baseUrl: c.baseUrl, apiKey: c.apiKey });
+    // Every run's receipt is verified (the SDK's default); SIGIL_ALLOWED_COMPOSE_HASHES (comma-separated)
+    // is what a real deployment's instances may run, SIGIL_VERIFY_RECEIPTS=false turns it off.
+    const allowed = this.env.SIGIL_ALLOWED_COMPOSE_HASHES?.split(",")
+      .map((h) => h.trim())
+      .filter((h) => h !== "");
+    this.clientCache ??= createSigilClient({
+      baseUrl: c.baseUrl,
+      apiKey: c.apiKey,
+      verifyReceipts:
+        this.env.SIGIL_VERIFY_RECEIPTS === "false" ? false : allowed?.length ? { allowedComposeHashes: allowed } : {},
+    });
     return this.clientCache;
   }
 

@@ -13,6 +13,7 @@
 // `retries`), for every call whose caller allows retries: nothing can have acted on it, and it
 // comes in bursts (the seconds after an outage) that a few retries would not outlast.
 import { operations, type OperationId, type Operations } from "./generated/api.ts";
+import { type AttestationCache, receiptChecker, type ReceiptPolicy } from "./verifiedRuns.ts";
 import { SigilError, SigilNetworkError, SigilTimeoutError } from "./errors.ts";
 
 /** How many times a call is sent again after 503 edge_busy, besides its `retries` (at the edge's Retry-After of 2 s: about half a minute). */
@@ -38,6 +39,12 @@ export type SigilClientOptions = {
   maxRetryDelayMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /**
+   * Every run answer's receipt is verified before the answer is returned (verifiedRuns.ts): its
+   * Merkle path, the batch signature, the receipt key's quote binding, its instance and compose hash
+   * against `allowedComposeHashes`. A receipt that fails throws SigilReceiptError. `false` turns it off.
+   */
+  verifyReceipts?: false | ReceiptPolicy;
 };
 
 /** What a call's answer said besides its body. */
@@ -96,6 +103,10 @@ export type SigilClient = { [K in OperationId]: Method<K> } & {
   with(options: Partial<SigilClientOptions>): SigilClient;
 };
 
+/** Where a client keeps the attestations it fetched, for the clients made from it (not an option). */
+const ATTESTATIONS = Symbol("sigil.attestations");
+/** The operations whose answer is a run's, with its receipt. */
+const RUNS: ReadonlySet<OperationId> = new Set(["sigilAction"]);
 /** POSTs that only compute an answer: safe to repeat without an Idempotency-Key. */
 const PURE_POSTS: ReadonlySet<OperationId> = new Set(["getSigilActionIpfsId"]);
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -106,6 +117,18 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
   if (!/^https?:\/\/[^/]+/.test(baseUrl))
     throw new TypeError(`baseUrl must be an http(s) URL, not ${JSON.stringify(options.baseUrl)}`);
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
+  // The attestations this client has fetched, shared with the clients `with` makes from it (same origin).
+  const internal = options as SigilClientOptions & { [ATTESTATIONS]?: AttestationCache };
+  const attestations: AttestationCache = internal[ATTESTATIONS] ?? new Map();
+  const checkReceipt =
+    options.verifyReceipts === false
+      ? undefined
+      : receiptChecker(
+          baseUrl,
+          options.verifyReceipts ?? {},
+          (instance) => call("getReceiptKey", { instance }),
+          attestations,
+        );
 
   async function call<K extends OperationId>(
     operation: K,
@@ -149,6 +172,8 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
       if (res.ok) {
         const value = await bodyWithin(op.json ? readJson(res, info) : res.text(), url, timeoutMs, callOptions.signal);
         callOptions.onResponse?.(info);
+        // A run's answer is returned only with a receipt that verifies.
+        if (checkReceipt && RUNS.has(operation)) await checkReceipt(value, info.requestId);
         return value as Output<K>;
       }
       const error = await bodyWithin(errorOf(res, info), url, timeoutMs, callOptions.signal);
@@ -183,7 +208,15 @@ export function createSigilClient(options: SigilClientOptions): SigilClient {
   const client: Record<string, unknown> = {
     call,
     baseUrl,
-    with: (changes: Partial<SigilClientOptions>) => createSigilClient({ ...options, ...changes }),
+    with: (changes: Partial<SigilClientOptions>) =>
+      createSigilClient({
+        ...options,
+        ...changes,
+        // Another origin, another cache.
+        ...(changes.baseUrl === undefined || changes.baseUrl === options.baseUrl
+          ? { [ATTESTATIONS]: attestations }
+          : {}),
+      }),
     all: Object.fromEntries(
       Object.entries(operations)
         .filter(([, op]) => op.paging !== null)

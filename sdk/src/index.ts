@@ -56,6 +56,7 @@ export {
   type TypedDataSigner,
   type UsageKeyGrant,
 } from "./chainSecured.ts";
+export { SigilReceiptError, type ReceiptFailure, type ReceiptPolicy } from "./verifiedRuns.ts";
 export {
   verifyReceipt,
   receiptMessage,

@@ -70,7 +70,20 @@ export type VerifyReceiptOptions = {
   response?: unknown;
   /** The answer's `logs` (taken from the run answer when one is given). */
   logs?: string;
+  /**
+   * Signers already recovered, by what was signed and the signature: receipts of one batch share one
+   * signature over one head, recovered once (secp256k1 recovery is most of a check's cost).
+   */
+  signers?: Map<string, string>;
+  /**
+   * The key and report_data checks of attestations already made, by attestation (they depend on it
+   * alone): an instance's attestation is checked once for all its receipts.
+   */
+  attested?: WeakMap<object, ReceiptCheck[]>;
 };
+
+/** How many recovered signers a `signers` cache keeps before it starts again. */
+const MAX_SIGNERS_KEPT = 1_000;
 
 /** `T` as JSON carries it: every string a plain string (hex fields are not `0x${string}` once parsed or generated). */
 export type AsJson<T> = T extends string
@@ -165,9 +178,17 @@ export async function verifyReceipt(
   const attested = String(attestation.address ?? "").toLowerCase();
   let signer: string | undefined;
   try {
-    if (message !== undefined)
-      signer = (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
-    else add("signature", false, "no root to check the signature against");
+    if (message !== undefined) {
+      const key = `${typeof message === "string" ? message : message.raw}|${receipt.signature}`;
+      signer = options.signers?.get(key);
+      if (signer === undefined) {
+        signer = (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
+        if (options.signers) {
+          if (options.signers.size >= MAX_SIGNERS_KEPT) options.signers.clear();
+          options.signers.set(key, signer);
+        }
+      }
+    } else add("signature", false, "no root to check the signature against");
   } catch (err) {
     add("signature", false, `the signature does not recover: ${(err as Error).message.split("\n")[0]}`);
   }
@@ -181,6 +202,52 @@ export async function verifyReceipt(
     );
   }
 
+  const known = options.attested?.get(attestation);
+  if (known) checks.push(...known);
+  else {
+    const before = checks.length;
+    await checkAttestation(attestation, attested, add);
+    options.attested?.set(attestation, checks.slice(before));
+  }
+
+  const instanceOk =
+    receipt.instance_id === attestation.instance_id && receipt.compose_hash === attestation.compose_hash;
+  add(
+    "instance",
+    instanceOk,
+    instanceOk
+      ? `instance ${receipt.instance_id}, compose hash ${receipt.compose_hash}`
+      : `the receipt names instance ${receipt.instance_id} (compose hash ${receipt.compose_hash}); the attestation is of ${attestation.instance_id} (${attestation.compose_hash})`,
+  );
+
+  const hashCheck = (
+    check: "params" | "response" | "logs",
+    field: "params_sha256" | "response_sha256" | "logs_sha256",
+    actual: Hex,
+  ) => {
+    const ok = receipt[field] === actual;
+    add(check, ok, ok ? `${field} matches` : `${field} is ${receipt[field]}, the ${check} given hash to ${actual}`);
+  };
+  if ("params" in options) hashCheck("params", "params_sha256", jsonSha256(options.params));
+  const response =
+    "response" in options
+      ? { value: options.response }
+      : answer && "response" in answer
+        ? { value: answer.response }
+        : undefined;
+  if (response) hashCheck("response", "response_sha256", jsonSha256(response.value));
+  const logs = options.logs ?? (answer && typeof answer.logs === "string" ? answer.logs : undefined);
+  if (logs !== undefined) hashCheck("logs", "logs_sha256", textSha256(logs));
+
+  return { ok: checks.every((c) => c.ok), checks, receipt, simulated };
+}
+
+/** The checks that depend on the attestation alone: its key is the attested address's, and its quote binds that key. */
+async function checkAttestation(
+  attestation: AsJson<ReceiptKeyAttestation>,
+  attested: string,
+  add: (check: ReceiptCheck["check"], ok: boolean, detail: string) => void,
+): Promise<void> {
   let publicKey: Uint8Array | undefined;
   try {
     const address = receiptKeyAddress(attestation.public_key as Hex);
@@ -214,35 +281,4 @@ export async function verifyReceipt(
   } catch (err) {
     add("report_data", false, `no report_data: ${(err as Error).message}`);
   }
-
-  const instanceOk =
-    receipt.instance_id === attestation.instance_id && receipt.compose_hash === attestation.compose_hash;
-  add(
-    "instance",
-    instanceOk,
-    instanceOk
-      ? `instance ${receipt.instance_id}, compose hash ${receipt.compose_hash}`
-      : `the receipt names instance ${receipt.instance_id} (compose hash ${receipt.compose_hash}); the attestation is of ${attestation.instance_id} (${attestation.compose_hash})`,
-  );
-
-  const hashCheck = (
-    check: "params" | "response" | "logs",
-    field: "params_sha256" | "response_sha256" | "logs_sha256",
-    actual: Hex,
-  ) => {
-    const ok = receipt[field] === actual;
-    add(check, ok, ok ? `${field} matches` : `${field} is ${receipt[field]}, the ${check} given hash to ${actual}`);
-  };
-  if ("params" in options) hashCheck("params", "params_sha256", jsonSha256(options.params));
-  const response =
-    "response" in options
-      ? { value: options.response }
-      : answer && "response" in answer
-        ? { value: answer.response }
-        : undefined;
-  if (response) hashCheck("response", "response_sha256", jsonSha256(response.value));
-  const logs = options.logs ?? (answer && typeof answer.logs === "string" ? answer.logs : undefined);
-  if (logs !== undefined) hashCheck("logs", "logs_sha256", textSha256(logs));
-
-  return { ok: checks.every((c) => c.ok), checks, receipt, simulated };
 }
