@@ -7,7 +7,7 @@
 // either (its reads within STANDING_MS of a revocation); whether its root usage key still acts, the
 // key cache says as for any key, and every run asks the chain.
 import type { Context, MiddlewareHandler } from "hono";
-import { decodeDelegatedKey, effective, useBlocks } from "../../shared/delegation.ts";
+import { type DelegationToken, effective, useBlocks } from "../../shared/delegation.ts";
 import { SigilError } from "../../shared/errors.ts";
 import { toHash32 } from "../../shared/hashing.ts";
 import { Recent } from "../../shared/recent.ts";
@@ -55,8 +55,12 @@ export async function vouchedFor(c: Context<EdgeEnv>, key: CallerKey): Promise<s
  * blocks and the account's Delegations store (op "peek": nothing counted), so that a key that can no
  * longer run cannot read either. Every run is counted by its enclave at the store as well.
  */
-async function stillStands(c: Context<EdgeEnv>, key: CallerKey, counters: string[]): Promise<void> {
-  const token = decodeDelegatedKey(key.apiKey);
+async function stillStands(
+  c: Context<EdgeEnv>,
+  key: CallerKey & { delegated: DelegationToken },
+  counters: string[],
+): Promise<void> {
+  const token = key.delegated;
   const expiresAt = effective(token.blocks).expires_at;
   if (expiresAt !== undefined && expiresAt <= Math.floor(Date.now() / 1000))
     throw new SigilError("invalid_api_key", "the delegated key has expired");
@@ -90,7 +94,7 @@ export function delegatedKeys(): MiddlewareHandler<EdgeEnv> {
     if (key?.delegated) {
       const counters = await vouchedFor(c, key);
       await takeKeyLimit(c, key.keyHash);
-      await stillStands(c, key, counters);
+      await stillStands(c, { ...key, delegated: key.delegated }, counters);
     }
     await next();
   };

@@ -90,7 +90,7 @@ async function revocable(
 ): Promise<string> {
   const caller = callerKey(c);
   const account = await callerAccount(c.get("config"), caller);
-  const own = caller.delegated ? decodeDelegatedKey(caller.apiKey) : undefined;
+  const own = caller.delegated;
   if (request.id !== undefined) {
     if (account.isMaster && !caller.delegated) return request.id;
     if (own && own.blocks.at(-1)?.id === request.id) return request.id;
@@ -110,7 +110,7 @@ async function revocable(
     apiKey: request.key as string,
     keyHash: BigInt(token.root),
     scopeHash: apiKeyHash(request.key as string),
-    delegated: true,
+    delegated: token,
   });
   const last = (token.blocks.at(-1) as { id: string }).id;
   if (own) {

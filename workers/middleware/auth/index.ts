@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import { isApiKeyFormat } from "../../../shared/apiKey.ts";
 import { isExposed, SigilError } from "../../../shared/errors.ts";
 import { apiKeyHash } from "../../../shared/hashing.ts";
-import { decodeDelegatedKey, DELEGATED_KEY_PREFIX } from "../../../shared/delegation.ts";
+import { decodeDelegatedKey, DELEGATED_KEY_PREFIX, type DelegationToken } from "../../../shared/delegation.ts";
 
 /**
  * The caller's key: the key as sent (`apiKey`), the hash of the key whose account and standing it acts
@@ -17,7 +17,7 @@ import { decodeDelegatedKey, DELEGATED_KEY_PREFIX } from "../../../shared/delega
  * `keyHash` is its root usage key's and `delegated` is set: it acts only once an enclave has said it
  * made the key (routes/openapi.ts, requireKey), so a forged key never touches the root's account.
  */
-export type CallerKey = { apiKey: string; keyHash: bigint; scopeHash: bigint; delegated?: true };
+export type CallerKey = { apiKey: string; keyHash: bigint; scopeHash: bigint; delegated?: DelegationToken };
 
 type Parsed = { ok: true; key: CallerKey } | { ok: false; error: SigilError };
 
@@ -92,13 +92,14 @@ function readKey(c: Context): CallerKey {
   if (apiKey === undefined || apiKey === "")
     throw new SigilError("missing_api_key", "send your API key in X-Api-Key or Authorization: Bearer");
   if (apiKey.startsWith(DELEGATED_KEY_PREFIX)) {
-    let root: string;
+    // Read once per request: its token is the request's (delegations/verify.ts, routes/delegations.ts).
+    let token: DelegationToken;
     try {
-      root = decodeDelegatedKey(apiKey).root;
+      token = decodeDelegatedKey(apiKey);
     } catch {
       throw new SigilError("invalid_api_key", "the delegated key is not valid");
     }
-    return { apiKey, keyHash: BigInt(root), scopeHash: apiKeyHash(apiKey), delegated: true };
+    return { apiKey, keyHash: BigInt(token.root), scopeHash: apiKeyHash(apiKey), delegated: token };
   }
   if (!isApiKeyFormat(apiKey)) throw new SigilError("invalid_api_key", "the API key is not valid");
   const keyHash = apiKeyHash(apiKey);
