@@ -169,8 +169,13 @@ describe("transactions followed to the end", () => {
     const runs = await Promise.all(Array.from({ length: 100 }, () => run([transfer(31337)])));
     // The edge sent the runs to both instances.
     expect(new Set(runs.map((r) => r.instance)).size).toBe(2);
+    // Pending, or already confirmed: anvil mines each at once, and an enclave whose first "sent" to a
+    // slow edge timed out asks again (askEdge) and gets the record as the follower has left it since.
     const sent = runs.map(({ outcomes: [o] }) => {
-      expect(o, JSON.stringify(o)).toMatchObject({ ok: true, sent: { status: "pending" } });
+      expect(o, JSON.stringify(o)).toMatchObject({
+        ok: true,
+        sent: { status: expect.stringMatching(/^(pending|confirmed)$/) },
+      });
       return (o as { sent: Sent }).sent;
     });
     expect(sent.map((s) => s.nonce).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => first + i));
