@@ -63,6 +63,7 @@ const E2E_LIFECYCLE = [
   "test/e2e/webhooks.test.ts",
   "test/e2e/budgetCrash.test.ts",
   "test/e2e/transactionsFollowed.test.ts",
+  "test/e2e/anchoredBurst.test.ts",
 ];
 
 type Inject = <

@@ -60,6 +60,17 @@ const schema = z.object({
   SIGIL_RECEIPT_CONFIRMATIONS: int(1, 64).default(1),
   /** How long a run's receipt may wait for others to share its batch's signature while many runs are in flight (0: never). */
   SIGIL_RUN_RECEIPT_BATCH_MS: int(0, 100).default(5),
+  /**
+   * The ReceiptAnchor contract (contracts/ReceiptAnchor.sol) on the contract's chain, where this
+   * instance anchors its receipts (enclave/receipts/anchors.ts); unset: receipts are not anchored.
+   */
+  SIGIL_RECEIPT_ANCHOR: address.optional(),
+  /** An epoch of receipts is anchored this long after it opened… */
+  SIGIL_RECEIPT_ANCHOR_INTERVAL_S: int(1, 86_400).default(60),
+  /** …or once it has this many batch heads. */
+  SIGIL_RECEIPT_ANCHOR_MAX_HEADS: int(1, 1_000_000).default(65_536),
+  /** Batch heads of anchored epochs kept in memory to serve their paths (32 bytes and a tree node each). */
+  SIGIL_RECEIPT_ANCHOR_KEEP_HEADS: int(1, 100_000_000).default(2_000_000),
   SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
   SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),
   /** Fixed dev root key (tests); without it the dev provider keeps one in SIGIL_STATE_DIR/dev/root.key. */
@@ -148,6 +159,8 @@ export type EnclaveConfig = {
   receiptConfirmations: number;
   /** How long a run's receipt waits for others to share its batch (only while other runs are in flight). */
   runReceiptBatchMs: number;
+  /** Where and how often receipts are anchored (receipts/anchors.ts); undefined: they are not. */
+  receiptAnchor: { contract: `0x${string}`; intervalMs: number; maxHeads: number; keepHeads: number } | undefined;
   payerMinBalanceWei: bigint;
   rootKey:
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
@@ -237,6 +250,14 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
     payersPerInstance: c.SIGIL_PAYERS_PER_INSTANCE,
     receiptConfirmations: c.SIGIL_RECEIPT_CONFIRMATIONS,
     runReceiptBatchMs: c.SIGIL_RUN_RECEIPT_BATCH_MS,
+    receiptAnchor: c.SIGIL_RECEIPT_ANCHOR
+      ? {
+          contract: c.SIGIL_RECEIPT_ANCHOR.toLowerCase() as `0x${string}`,
+          intervalMs: c.SIGIL_RECEIPT_ANCHOR_INTERVAL_S * 1000,
+          maxHeads: c.SIGIL_RECEIPT_ANCHOR_MAX_HEADS,
+          keepHeads: c.SIGIL_RECEIPT_ANCHOR_KEEP_HEADS,
+        }
+      : undefined,
     payerMinBalanceWei: c.SIGIL_PAYER_MIN_BALANCE_WEI,
     rootKey:
       c.SIGIL_ROOT_KEY_PROVIDER === "dev"

@@ -19,6 +19,7 @@ import type { Enclave } from "./operations/context.ts";
 import { PayerPool } from "./payers/pool.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { ReceiptSigner } from "./receipts/receipts.ts";
+import { receiptAnchorAbi } from "../shared/receiptAnchor.ts";
 import { Settlements } from "./receipts/settlements.ts";
 import { channelListener, createChannel, dropSessionsOnSignal, type Channel } from "./channel/channel.ts";
 import { internalHealth } from "./health.ts";
@@ -158,7 +159,27 @@ export async function startEnclave(
     quote: (reportData) => attestation.service.getQuote(reportData),
     // Runs whose receipts are coming: the operations in progress besides the one asking.
     batching: { waitMs: effective.runReceiptBatchMs, inFlight: () => operationsInProgress - 1 },
+    ...(config.receiptAnchor
+      ? {
+          anchoring: {
+            ...config.receiptAnchor,
+            chainId: chain.chain.id,
+            send: (call) => payers.sendCall(call),
+            lastAnchored: async (signer) =>
+              Number(
+                await chain.client.readContract({
+                  address: config.receiptAnchor?.contract as `0x${string}`,
+                  abi: receiptAnchorAbi,
+                  functionName: "lastEpoch",
+                  args: [signer],
+                }),
+              ),
+            log,
+          },
+        }
+      : {}),
   });
+  await receipts.anchors?.start();
   // Billed runs' charges, settled at their edge a few seconds after each run (should the edge not have).
   const settlements = new Settlements({ log, allowHttp: effective.env !== "production" });
   settlements.start();
@@ -229,8 +250,9 @@ export async function startEnclave(
       attestation.service.stop();
       await listener.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      // Every run answered has its charge sent before the instance goes.
+      // Every run answered has its charge sent before the instance goes, and its receipt anchored.
       await settlements.stop();
+      await receipts.anchors?.flush();
       await sandbox.close();
       keyring.destroy();
     },

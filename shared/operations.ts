@@ -372,6 +372,19 @@ const receiptFields = {
     })
     .optional()
     .describe("a run through a delegated key: the chain of keys it came through (docs/design/delegation.md)"),
+  anchor: z
+    .strictObject({
+      chain_id: z.number().int().positive(),
+      contract: z
+        .string()
+        .regex(/^0x[0-9a-f]{40}$/)
+        .describe("the ReceiptAnchor contract, lowercase"),
+      epoch: z.number().int().positive().describe("the receipt key's epoch: the unix second it opened"),
+    })
+    .optional()
+    .describe(
+      "where the receipt's batch is anchored on chain: the root of the epoch's batch heads, under the receipt key (GET /attestation/receipt-anchor)",
+    ),
 };
 const receiptSignature = z.string().regex(/^0x[0-9a-f]{130}$/);
 

@@ -110,7 +110,16 @@ export type RunReceiptBody = {
   dry_run?: true;
   /** A run through a delegated key: the usage key it descends from and its chain's block ids (docs/design/delegation.md). */
   delegation?: { root: Hex; blocks: string[] };
+  /**
+   * Where the receipt's batch will be anchored (receiptAnchor.ts): the chain, the ReceiptAnchor
+   * contract, and the epoch of the instance's receipt key it belongs to. Absent when the instance
+   * anchors nothing.
+   */
+  anchor?: ReceiptAnchorRef;
 };
+
+/** What a receipt says of its anchor: the chain and contract, and the epoch its batch belongs to. */
+export type ReceiptAnchorRef = { chain_id: number; contract: Address; epoch: number };
 
 /** Where a receipt sits in the batch whose root was signed: its leaf's index, the batch's size, and the leaf's audit path (0x-hex SHA-256s, deepest first). */
 export type ReceiptBatch = { index: number; size: number; proof: Hex[] };

@@ -16,6 +16,7 @@ describe("readStackConfig", () => {
       billing: true,
       ipfsGateway: undefined,
       webhookRetryBaseMs: undefined,
+      receiptAnchorIntervalS: undefined,
       stripe: undefined,
     });
     expect(defaultStateDir.endsWith("/.sigil")).toBe(true);
@@ -35,6 +36,7 @@ describe("readStackConfig", () => {
         SIGIL_STRIPE_PORT: "0",
         SIGIL_IPFS_GATEWAY: "http://127.0.0.1:8080",
         SIGIL_WEBHOOK_RETRY_BASE_MS: "200",
+        SIGIL_RECEIPT_ANCHOR_INTERVAL_S: "5",
         STRIPE_SECRET_KEY: "sk_test_1",
         STRIPE_PUBLISHABLE_KEY: "pk_test_1",
         STRIPE_WEBHOOK_SECRET: "whsec_1",
@@ -52,6 +54,7 @@ describe("readStackConfig", () => {
       billing: false,
       ipfsGateway: "http://127.0.0.1:8080",
       webhookRetryBaseMs: 200,
+      receiptAnchorIntervalS: 5,
       stripe: { secretKey: "sk_test_1", publishableKey: "pk_test_1", webhookSecret: "whsec_1" },
     });
   });

@@ -24,6 +24,8 @@ const schema = z.object({
     .optional(),
   /** The IPFS gateway the enclave fetches `ipfs_id` scripts from (the enclave's default, https://ipfs.io, when unset). */
   SIGIL_IPFS_GATEWAY: z.url({ protocol: /^https?$/ }).optional(),
+  /** How often the enclave anchors its receipts on the local chain, in seconds (the enclave's default, 60, when unset). */
+  SIGIL_RECEIPT_ANCHOR_INTERVAL_S: z.coerce.number().int().min(1).max(86_400).optional(),
   /** `on` (default): writes and runs are charged; `off` for a stack that sells nothing. */
   SIGIL_BILLING: z.enum(["on", "off"]).default("on"),
   /** Port for the local Stripe emulator (when no Stripe keys are set); 0 picks a free one. */
@@ -53,6 +55,8 @@ export type StackConfig = {
   ipfsGateway: string | undefined;
   /** The edge's SIGIL_WEBHOOK_RETRY_BASE_MS when set (the edge's default otherwise). */
   webhookRetryBaseMs: number | undefined;
+  /** The enclave's SIGIL_RECEIPT_ANCHOR_INTERVAL_S when set. */
+  receiptAnchorIntervalS: number | undefined;
   /** Set when the operator gives Stripe keys; otherwise the stack runs the local emulator. */
   stripe: { secretKey: string; publishableKey: string; webhookSecret: string } | undefined;
 };
@@ -91,6 +95,7 @@ export function readStackConfig(env: Record<string, string | undefined> = proces
     billing: c.SIGIL_BILLING === "on",
     ipfsGateway: c.SIGIL_IPFS_GATEWAY,
     webhookRetryBaseMs: c.SIGIL_WEBHOOK_RETRY_BASE_MS,
+    receiptAnchorIntervalS: c.SIGIL_RECEIPT_ANCHOR_INTERVAL_S,
     stripe:
       c.STRIPE_SECRET_KEY && c.STRIPE_PUBLISHABLE_KEY && c.STRIPE_WEBHOOK_SECRET
         ? {

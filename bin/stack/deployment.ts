@@ -11,7 +11,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { getAddress, type Address, type Hex, type PublicClient } from "viem";
-import { loadArtifact, type Deployment } from "../../contracts/deploy.ts";
+import { deployContract, loadArtifact, type DeployClients, type Deployment } from "../../contracts/deploy.ts";
 import { accountConfigAbi } from "../../shared/generated/accountConfigAbi.ts";
 
 /** What local.json says about the deployment (besides the URLs of the run). */
@@ -30,6 +30,8 @@ export type DeploymentRecord = {
   deployedAtBlock: number;
   /** SHA-256 of the compiled contracts it was deployed from. */
   codeHash: string;
+  /** Where the enclave anchors its receipts (contracts/ReceiptAnchor.sol); kept while the chain holds its code. */
+  receiptAnchor?: Address;
 };
 
 /** The compiled contracts a deployment is made from, as one hash. */
@@ -121,4 +123,17 @@ export function clearLedgers(stateDir: string): boolean {
 /** Where `wrangler dev` keeps the edge's Durable Objects: the ledgers, and the rate limits' objects. */
 export function ledgersDir(stateDir: string): string {
   return join(stateDir, "wrangler");
+}
+
+/**
+ * The ReceiptAnchor the stack's enclave anchors receipts in: `recorded` while the chain holds its
+ * code as compiled now, else a new one. It holds no state the ledgers depend on, so a new one
+ * clears nothing.
+ */
+export async function keptOrNewReceiptAnchor(clients: DeployClients, recorded: Address | undefined): Promise<Address> {
+  if (recorded) {
+    const code = await clients.publicClient.getCode({ address: recorded });
+    if (code && code.toLowerCase() === loadArtifact("ReceiptAnchor").deployedBytecode.toLowerCase()) return recorded;
+  }
+  return (await deployContract(clients, "ReceiptAnchor")).address;
 }

@@ -20,6 +20,7 @@ import { readStackConfig, type StackConfig } from "./config.ts";
 import {
   clearLedgers,
   contractCodeHash,
+  keptOrNewReceiptAnchor,
   ledgersDir,
   markChain,
   readRecord,
@@ -111,10 +112,14 @@ export async function startLocalStack(): Promise<number> {
     const account = await deployerAccount(walletClient, config.deployerPrivateKey);
     const owner: Address = typeof account === "string" ? account : account.address;
     const stateFile = join(config.stateDir, "local.json");
-    const deployment = await keptOrNewDeployment(
+    const kept = await keptOrNewDeployment(
       { publicClient, walletClient, account },
       { owner, stateDir: config.stateDir, stateFile },
     );
+    const deployment: DeploymentRecord = {
+      ...kept,
+      receiptAnchor: await keptOrNewReceiptAnchor({ publicClient, walletClient, account }, kept.receiptAnchor),
+    };
     // Recorded before the edge writes a ledger, so no ledger ever exists for an unrecorded deployment.
     writeFileSync(stateFile, `${JSON.stringify({ rpcUrl, ...deployment }, null, 2)}\n`);
 
@@ -200,6 +205,10 @@ function enclaveEnv(
     SIGIL_ALLOWED_EDGE_KEYS: edgeKey,
     SIGIL_RPC_URL: rpcUrl,
     SIGIL_CONTRACT_ADDRESS: deployment.accountConfig,
+    ...(deployment.receiptAnchor ? { SIGIL_RECEIPT_ANCHOR: deployment.receiptAnchor } : {}),
+    ...(config.receiptAnchorIntervalS
+      ? { SIGIL_RECEIPT_ANCHOR_INTERVAL_S: String(config.receiptAnchorIntervalS) }
+      : {}),
     SIGIL_STATE_DIR: config.stateDir,
     SIGIL_ROOT_KEY_PROVIDER: "dev",
     SIGIL_LOG_LEVEL: "warn",
@@ -299,6 +308,7 @@ function banner(s: {
     `  rpc url          ${s.rpcUrl}`,
     `  AccountConfig    ${deployment.accountConfig}`,
     `  implementation   ${deployment.implementation}`,
+    `  ReceiptAnchor    ${deployment.receiptAnchor ?? "none"}  (where the enclave anchors its run receipts)`,
     `  owner            ${s.owner}`,
     `  enclave          ${enclave.url}  (attestation: ${enclave.url}/attestation; internal API only through the attested channel)`,
     `  billing          ${config.billing ? "on: writes and runs cost credit (npm run -s sigil -- topup --key <key> --amount 500)" : "off (SIGIL_BILLING=off)"}`,

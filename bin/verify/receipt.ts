@@ -12,6 +12,9 @@ import { getCollateral } from "@phala/dcap-qvl";
 import { parseCollateral, verifyAttestation, type Collateral } from "../../shared/attestation/index.ts";
 import { receiptKeyReportData, type ReceiptKeyAttestation } from "../../shared/receipt.ts";
 import { verifyReceipt, type ReceiptInput } from "../../sdk/src/receipt.ts";
+import { verifyAnchored, type AnchorProof } from "../../sdk/src/anchored.ts";
+import { receiptHead } from "../../shared/receiptAnchor.ts";
+import type { RunReceipt } from "../../shared/receipt.ts";
 import { commandLine, jsonOf, readOptionFile, type CheckLine } from "./verify.ts";
 
 const DEFAULT_PCCS = "https://pccs.phala.network/sgx/certification/v4/";
@@ -29,6 +32,12 @@ export type VerifyReceiptFileOptions = {
   params?: { value: unknown };
   /** Unix seconds the collateral is judged at (default: now). */
   now?: number;
+  /**
+   * Also check that the receipt is anchored on chain (shared/receiptAnchor.ts): through `rpcUrl`, an
+   * RPC of its anchor's chain, with the head's path from `proof` (a saved
+   * /attestation/receipt-anchor answer) or from the deployment at `api`.
+   */
+  anchored?: { rpcUrl: string; proof?: AnchorProof };
 };
 
 const hexBytes = (hex: string) => Uint8Array.from(Buffer.from(hex.replace(/^0x/, ""), "hex"));
@@ -91,6 +100,9 @@ export async function verifyReceiptFile(input: ReceiptInput, options: VerifyRece
   const sdk = await verifyReceipt(input, attestation, options.params ? { params: options.params.value } : {});
   for (const c of sdk.checks) add(`receipt.${c.check}`, c.ok, c.detail);
   if (!sdk.checks.find((c) => c.check === "shape")?.ok) return lines;
+
+  if (options.anchored)
+    lines.push({ ...(await anchoredLine(receipt as RunReceipt, base, options.anchored)), simulated });
 
   // The quote, with the verifier's code.
   if (simulated && !options.allowSimulated) {
@@ -159,8 +171,41 @@ export async function verifyReceiptFile(input: ReceiptInput, options: VerifyRece
   return lines;
 }
 
+/** The `anchored` check: the receipt's batch head is in the tree anchored on chain for its epoch. */
+async function anchoredLine(
+  receipt: RunReceipt,
+  base: string | undefined,
+  anchored: { rpcUrl: string; proof?: AnchorProof },
+): Promise<Omit<CheckLine, "simulated">> {
+  const fail = (detail: string) => ({ check: "anchored", status: "fail" as const, detail });
+  let proof = anchored.proof;
+  if (!proof && receipt.anchor) {
+    const head = receiptHead(receipt);
+    if (!base) return fail("no path to check: give --api <url> or --anchor-proof <file>");
+    if (!head) return fail("the receipt's batch path leads to no root");
+    try {
+      proof = (await getJson(
+        `${base}/attestation/receipt-anchor?instance=${encodeURIComponent(receipt.instance_id)}&epoch=${receipt.anchor.epoch}&head=${head}`,
+      )) as AnchorProof;
+    } catch (err) {
+      return fail(`could not get the head's path in epoch ${receipt.anchor.epoch}: ${(err as Error).message}`);
+    }
+  }
+  try {
+    const found = await verifyAnchored(undefined, receipt, { rpcUrl: anchored.rpcUrl, ...(proof ? { proof } : {}) });
+    return {
+      check: "anchored",
+      status: "pass",
+      detail: `in the root ${found.root} of ${found.heads} batch heads anchored for epoch ${found.epoch} by ${found.signer} at ${new Date(found.anchoredAt * 1000).toISOString()}${found.proof.transaction_hash ? ` (transaction ${found.proof.transaction_hash})` : ""}`,
+    };
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+}
+
 export const verifyReceiptUsage = `usage: sigil verify-receipt <file> [--attestation <file> | --api <url>] [--allow-simulated]
                             [--collateral <file>] [--pccs-url <url>] [--params <file>]
+                            [--anchored --rpc-url <url> [--anchor-proof <file>]]
                             [--now <unix seconds>] [--json]
 
   Checks the receipt of a run: <file> is the JSON a sigil_action answered (its response and logs
@@ -177,6 +222,10 @@ export const verifyReceiptUsage = `usage: sigil verify-receipt <file> [--attesta
                        real quotes from --pccs-url)
   --params <file>      the js_params the run was sent (JSON), to check params_sha256
   --allow-simulated    accept a simulated TEE's mock root (the local stack)
+  --anchored           also check that the receipt's batch is in the root its instance anchored on
+                       chain for the receipt's epoch (ReceiptAnchor), read through --rpc-url (an RPC
+                       of the receipt's anchor.chain_id); the head's path from --api, or a saved
+                       /attestation/receipt-anchor answer (--anchor-proof <file>)
 
   The local stack: npm run -s sigil -- verify-receipt run.json --api http://127.0.0.1:8787 --allow-simulated`;
 
@@ -196,6 +245,9 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
       params: { type: "string" },
       now: { type: "string" },
       "allow-simulated": { type: "boolean" },
+      anchored: { type: "boolean" },
+      "rpc-url": { type: "string" },
+      "anchor-proof": { type: "string" },
       json: { type: "boolean" },
     },
     verifyReceiptUsage,
@@ -208,6 +260,12 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
   if ((values.attestation === undefined) === (values.api === undefined))
     return usageError("give exactly one of --attestation <file> and --api <url>");
   if (values.api !== undefined && !/^https?:\/\//.test(values.api)) return usageError("--api takes an http(s) URL");
+  if (values.anchored && values["rpc-url"] === undefined)
+    return usageError("--anchored needs --rpc-url <url>: an RPC of the chain the receipt is anchored on");
+  if (!values.anchored && (values["rpc-url"] !== undefined || values["anchor-proof"] !== undefined))
+    return usageError("--rpc-url and --anchor-proof go with --anchored");
+  if (values["rpc-url"] !== undefined && !/^https?:\/\//.test(values["rpc-url"]))
+    return usageError("--rpc-url takes an http(s) URL");
   const options: VerifyReceiptFileOptions = {};
   let input: ReceiptInput;
   try {
@@ -224,6 +282,13 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
       }
     }
     if (values.params !== undefined) options.params = { value: readOptionFile("--params", values.params, jsonOf) };
+    if (values.anchored)
+      options.anchored = {
+        rpcUrl: values["rpc-url"] as string,
+        ...(values["anchor-proof"] !== undefined
+          ? { proof: readOptionFile("--anchor-proof", values["anchor-proof"], jsonOf) as AnchorProof }
+          : {}),
+      };
     if (values.now !== undefined) {
       if (!/^\d+$/.test(values.now)) throw new Error("--now takes Unix seconds");
       options.now = Number(values.now);

@@ -87,6 +87,33 @@ export function attestationRoutes({
     return json(c, body, "public, max-age=300");
   });
 
+  // Where a receipt's batch head sits in its epoch's anchored tree (receipts/anchors.ts): the path,
+  // the root and the transaction that anchored it, for `?epoch=<the receipt's anchor.epoch>&head=<its
+  // batch head>`. The heads are hashes that name nothing, like a receipt's batch path.
+  r.get("/attestation/receipt-anchor", (c) => {
+    const anchors = receipts?.anchors;
+    if (!anchors) throw new SigilError("not_found", "this enclave instance anchors no receipts");
+    const epoch = Number(c.req.query("epoch"));
+    const head = c.req.query("head") ?? "";
+    const details = [
+      ...(Number.isSafeInteger(epoch) && epoch > 0
+        ? []
+        : [{ path: "epoch", message: "must be a receipt's anchor.epoch" }]),
+      ...(/^0x[0-9a-fA-F]{64}$/.test(head)
+        ? []
+        : [{ path: "head", message: "must be a batch head: 0x and 64 hex digits" }]),
+    ];
+    if (details.length > 0)
+      throw new SigilError("invalid_request", "give ?epoch= and ?head= of a receipt", { details });
+    const proof = anchors.proof(epoch, head as `0x${string}`);
+    if (!proof)
+      throw new SigilError(
+        "not_found",
+        `this instance has no batch head ${head.toLowerCase()} in epoch ${epoch} (not signed here, or older than the heads it keeps)`,
+      );
+    return json(c, proof, proof.status === "anchored" ? "public, max-age=86400" : "no-store");
+  });
+
   r.get("/attestation/simulated-collateral", async (c) => {
     if (!simulated)
       throw new SigilError(

@@ -143,6 +143,34 @@ export class PayerPool {
     }
   }
 
+  /**
+   * Sends one call to another contract than AccountConfig (the ReceiptAnchor: receipts/anchors.ts)
+   * from the least busy payer, as `write` sends: its gas estimated first (a revert costs nothing and
+   * throws the node's error), the same per-payer nonce order, and waits for it to be mined. Throws
+   * when it reverts on chain.
+   */
+  async sendCall(
+    call: { to: Address; data: Hex },
+    log: Logger = this.#log,
+  ): Promise<{ transactionHash: Hex; blockNumber: bigint }> {
+    const payer = this.#leastBusy();
+    payer.busy++;
+    try {
+      const { client } = this.#chain;
+      const estimate = await client.estimateGas({ account: payer.account.address, to: call.to, data: call.data });
+      const transactionHash = await this.#send(payer, { ...call, gas: (estimate * 12n) / 10n + 10_000n }, log);
+      const receipt = await client.waitForTransactionReceipt({
+        hash: transactionHash,
+        confirmations: this.#confirmations,
+        timeout: 120_000,
+      });
+      if (receipt.status !== "success") throw new Error(`transaction ${transactionHash} reverted`);
+      return { transactionHash, blockNumber: receipt.blockNumber };
+    } finally {
+      payer.busy--;
+    }
+  }
+
   /** The receipt of a sent write, decoded; a revert is simulated again for its reason. */
   async #outcome(
     transactionHash: Hex,

@@ -23,6 +23,7 @@ import type { Keyring } from "../keys/derive.ts";
 import { publicKeyOf, serializeSignature, signDigest } from "../keys/ecdsa.ts";
 import type { DecodedCall } from "../../shared/guardrails/evaluate.ts";
 import type { KeyUse } from "../sandbox/hostOps.ts";
+import { ReceiptAnchorer, type AnchoringConfig } from "./anchors.ts";
 
 /** What a wallet's guardrail decided for one use of its key, for the run's receipt. */
 export type GuardrailDecision = {
@@ -48,6 +49,8 @@ export class ReceiptSigner {
   #document: Promise<ReceiptKeyAttestation> | undefined;
 
   readonly #batching: { waitMs: number; inFlight: () => number };
+  /** Where this instance anchors its batches' heads (anchors.ts); undefined when it anchors none. */
+  readonly anchors: ReceiptAnchorer | undefined;
 
   /**
    * `batching`: how long a receipt may wait for others while `inFlight()` other operations are still
@@ -59,6 +62,7 @@ export class ReceiptSigner {
     composeHash: string;
     quote: ReceiptQuoteSource;
     batching?: { waitMs: number; inFlight: () => number };
+    anchoring?: AnchoringConfig;
   }) {
     // Without a count of the runs in flight, a receipt is never taken to be alone: those asked for
     // in one turn still share a batch.
@@ -71,6 +75,25 @@ export class ReceiptSigner {
     this.address = key.address.toLowerCase() as Address;
     this.publicKey = bytesToHex(publicKeyOf(key.privateKey));
     key.privateKey.fill(0);
+    this.anchors = args.anchoring
+      ? new ReceiptAnchorer({
+          config: args.anchoring,
+          signer: this.address,
+          instanceId: this.instanceId,
+          sign: (digest) => this.#signHead(hexToBytes(digest)),
+          hash: nodeSha256,
+        })
+      : undefined;
+  }
+
+  /** EIP-191 (personal_sign) of 32 raw bytes with the receipt key, as viem's signMessage({ raw }) makes it. */
+  #signHead(head: Uint8Array): Hex {
+    const key = this.#keyring.receiptKey(this.instanceId);
+    try {
+      return serializeSignature(signDigest(hexToBytes(hashMessage({ raw: head })), key.privateKey));
+    } finally {
+      key.privateKey.fill(0);
+    }
   }
 
   /** The receipt key and the quote that binds it; the quote is made once (it does not change while the instance runs). */
@@ -134,25 +157,21 @@ export class ReceiptSigner {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, MAX_RECEIPT_BATCH);
       try {
+        // Every receipt of the batch names the epoch its head is anchored in, inside what is signed.
+        const anchor = this.anchors?.ref();
+        const bodies = batch.map((b) => (anchor ? { ...b.body, anchor } : b.body));
         const { root, proofs } = merkleBatch(
-          batch.map((b) => receiptLeaf(b.body, nodeSha256)),
+          bodies.map((body) => receiptLeaf(body, nodeSha256)),
           nodeSha256,
         );
-        const key = this.#keyring.receiptKey(this.instanceId);
-        let signature: Hex;
-        try {
-          // EIP-191 (personal_sign) of the 32 raw bytes of the batch's head, as viem's signMessage({ raw }) makes it.
-          signature = serializeSignature(
-            signDigest(hexToBytes(hashMessage({ raw: batchHead(root, batch.length, nodeSha256) })), key.privateKey),
-          );
-        } finally {
-          key.privateKey.fill(0);
-        }
+        const head = batchHead(root, batch.length, nodeSha256);
+        const signature = this.#signHead(head);
+        if (anchor) this.anchors?.add(anchor.epoch, head);
         this.stats.batches++;
         this.stats.receipts += batch.length;
         for (const [index, b] of batch.entries()) {
           b.resolve({
-            ...b.body,
+            ...(bodies[index] as RunReceiptBody),
             batch: { index, size: batch.length, proof: (proofs[index] as Uint8Array[]).map((p) => bytesToHex(p)) },
             signature,
           });

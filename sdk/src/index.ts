@@ -58,6 +58,13 @@ export {
 } from "./chainSecured.ts";
 export { SigilReceiptError, type ReceiptFailure, type ReceiptPolicy } from "./verifiedRuns.ts";
 export {
+  SigilAnchorError,
+  verifyAnchored,
+  type AnchoredOptions,
+  type AnchoredReceipt,
+  type AnchorProof,
+} from "./anchored.ts";
+export {
   verifyReceipt,
   receiptMessage,
   type AsJson,

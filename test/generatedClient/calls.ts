@@ -129,6 +129,7 @@ export async function all() {
   await c.GET("/attestation/simulated-collateral");
   await c.GET("/info");
   await c.GET("/attestation/receipt-key");
+  await c.GET("/attestation/receipt-anchor", { params: { query: { epoch: 1, head: `0x${"00".repeat(32)}` } } });
   await c.GET("/evidences/");
   await c.GET("/evidences/{name}", { params: { path: { name: "quote.json" } } });
   // sigil_action takes exactly one of code and ipfs_id.

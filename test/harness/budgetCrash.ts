@@ -75,6 +75,8 @@ export async function startCrashStack(
     chainProxy?: boolean;
     extraChains?: Record<string, string>;
     edgeVars?: Record<string, string>;
+    /** The enclaves anchor their receipts every this many seconds (test/harness/stack.ts). */
+    anchorReceiptsEveryS?: number;
   } = {},
 ): Promise<CrashStack> {
   const count = options.enclaves ?? 2;
@@ -93,6 +95,7 @@ export async function startCrashStack(
       ...(options.echo ? { echoEnclaveLogs: true } : {}),
       ...(options.chainProxy ? { chainProxy: true } : {}),
       ...(options.extraChains ? { extraChains: options.extraChains } : {}),
+      ...(options.anchorReceiptsEveryS ? { anchorReceiptsEveryS: options.anchorReceiptsEveryS } : {}),
     });
     const first = stack;
     const enclaves: CrashEnclave[] = [

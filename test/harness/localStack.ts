@@ -102,7 +102,8 @@ export async function startSharedLocalStack(): Promise<{ shared: SharedLocalStac
   const gateway = await startIpfsGateway();
   let stack: LocalStack;
   try {
-    stack = await startLocalStack({ env: { SIGIL_IPFS_GATEWAY: gateway.url } });
+    // Receipts anchored every 2 s: a file checks them on chain without waiting out the default minute.
+    stack = await startLocalStack({ env: { SIGIL_IPFS_GATEWAY: gateway.url, SIGIL_RECEIPT_ANCHOR_INTERVAL_S: "2" } });
   } catch (err) {
     await gateway.close();
     throw err;

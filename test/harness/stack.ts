@@ -10,7 +10,7 @@ import { createPublicClient, createWalletClient, getAddress, http, type Address 
 import { startAnvil } from "../../bin/stack/anvil.ts";
 import { spawnEnclave, type EnclaveProcess } from "../../bin/stack/enclave.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
-import { deployAccountConfig } from "../../contracts/deploy.ts";
+import { deployAccountConfig, deployContract } from "../../contracts/deploy.ts";
 import { edgeIdentityFromSeed, toBase64Url } from "../../shared/channel/channel.ts";
 import { TEST_EDGE_IDENTITY_SEED, TEST_ROOT_KEY } from "../enclave/constants.ts";
 import { startFetchTarget } from "../../emulators/fetchTarget.ts";
@@ -27,6 +27,8 @@ export type TestStack = {
   /** The enclaves' SIGIL_CHAINS (`extraChains` only): chain id → RPC URL, anvil's own at `serviceRpcUrl`. */
   chains: Record<string, string> | undefined;
   contract: Address;
+  /** The ReceiptAnchor the enclaves anchor in (`anchorReceiptsEveryS` only). */
+  receiptAnchor: Address | undefined;
   owner: Address;
   enclaveUrl: string;
   enclavePid: number;
@@ -82,6 +84,8 @@ export type TestStackOptions = {
    * these and 31337 at `serviceRpcUrl`; `chains` says the whole of it).
    */
   extraChains?: Record<string, string>;
+  /** Deploy a ReceiptAnchor and have the enclaves anchor their receipts in it every this many seconds. */
+  anchorReceiptsEveryS?: number;
 };
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
@@ -110,6 +114,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     const [owner] = await walletClient.getAddresses();
     if (!owner) throw new Error("anvil has no accounts");
     const deployment = await deployAccountConfig({ publicClient, walletClient, account: owner }, { owner });
+    const receiptAnchor =
+      options.anchorReceiptsEveryS === undefined
+        ? undefined
+        : (await deployContract({ publicClient, walletClient, account: owner }, "ReceiptAnchor")).address;
     if (options.chainProxy) {
       const proxy = await startTcpProxy({ port: anvil.port });
       chainProxy = proxy;
@@ -132,6 +140,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       SIGIL_SANDBOX_WORKERS: "2",
       SIGIL_LOG_LEVEL: options.echoEnclaveLogs ? "debug" : "warn",
       ...(chains ? { SIGIL_CHAINS: JSON.stringify(chains) } : {}),
+      ...(receiptAnchor
+        ? {
+            SIGIL_RECEIPT_ANCHOR: receiptAnchor,
+            SIGIL_RECEIPT_ANCHOR_INTERVAL_S: String(options.anchorReceiptsEveryS),
+          }
+        : {}),
       ...options.enclaveEnv,
     };
     const echo = {
@@ -229,6 +243,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       chainProxy,
       chains,
       contract: getAddress(deployment.proxy),
+      receiptAnchor,
       owner: getAddress(owner),
       enclaveUrl: enclave.url,
       get enclavePid() {

@@ -120,6 +120,8 @@ const ATTESTATION_ROUTES: Array<[method: string, path: string]> = [
   ["get", "/attestation/simulated-collateral"],
   // The key run receipts are signed with (issue 14, point 4; docs/guides/receipts.md, Run receipts).
   ["get", "/attestation/receipt-key"],
+  // Where a receipt is anchored on chain (issue 34; docs/guides/receipts.md, Anchored receipts).
+  ["get", "/attestation/receipt-anchor"],
   ["get", "/info"],
   ["get", "/evidences/"],
   ["get", "/evidences/{name}"],
@@ -151,6 +153,7 @@ const OPERATION_ID_EXCEPTIONS: Record<string, string> = {
   "get /attestation": "getAttestation",
   "get /attestation/simulated-collateral": "getSimulatedCollateral",
   "get /attestation/receipt-key": "getReceiptKey",
+  "get /attestation/receipt-anchor": "getReceiptAnchor",
   "get /info": "getInfo",
   "get /evidences/": "listEvidences",
   "get /evidences/{name}": "getEvidence",

@@ -1,6 +1,6 @@
 // The attestation endpoints (docs/design/api.md, Attestation; docs/design/attestation.md), at the base URL rather than
 // under /core/v1: `/attestation`, `/info`, `/attestation/receipt-key` (the key run receipts are
-// signed with), `/evidences/…` and, from a simulated TEE, `/attestation/simulated-collateral` come
+// signed with), `/attestation/receipt-anchor` (where a receipt is anchored on chain), `/evidences/…` and, from a simulated TEE, `/attestation/simulated-collateral` come
 // from an enclave and pass through unchanged, so a verifier sees exactly what the enclave served. Each answer names the instance that made it
 // (`X-Sigil-Instance`); a client pins one instance for all of them with that header or
 // `?instance=`, so the quote, /info and the evidences it checks come from the same VM (issue 11,
@@ -162,6 +162,50 @@ const receiptKey = route("GET /attestation/receipt-key", "Attestation", {
   errors: pinErrors,
 });
 
+/** What /attestation/receipt-anchor answers (a named component, ReceiptAnchorProof; shared/receiptAnchor.ts AnchorProof). */
+const hex32 = z.string().regex(/^0x[0-9a-f]{64}$/);
+const receiptAnchorSchema = z
+  .object({
+    instance_id: z.string(),
+    signer: z.string().describe("the receipt key's address: the contract keeps anchors under it"),
+    chain_id: z.number().int(),
+    contract: z.string().describe("the ReceiptAnchor contract"),
+    epoch: z.number().int().describe("the epoch: the unix second it opened"),
+    head: hex32.describe("the batch head asked for"),
+    status: z
+      .enum(["open", "pending", "anchored", "failed"])
+      .describe("open: still taking heads; pending: closed, its transaction not mined yet; anchored; failed"),
+    closes_at: z.number().int().describe("the unix second the epoch closes (open) or closed"),
+    index: z.number().int().optional().describe("once closed: the head's leaf in the epoch's tree"),
+    size: z.number().int().optional().describe("once closed: the heads in the epoch (the contract's `heads`)"),
+    proof: z.array(hex32).optional().describe("once closed: the leaf's audit path, deepest first (RFC 9162, SHA-256)"),
+    root: hex32.optional().describe("once closed: the tree's root, as the contract holds it once anchored"),
+    transaction_hash: hex32.nullable().optional(),
+    block_number: z.string().nullable().optional(),
+    error: z.string().optional().describe("failed: why"),
+    ...simulatedMark,
+  })
+  .openapi("ReceiptAnchorProof");
+
+const receiptAnchor = route("GET /attestation/receipt-anchor", "Attestation", {
+  operationId: "getReceiptAnchor",
+  summary:
+    "Where a receipt's batch head sits in its epoch's tree, anchored on chain by the instance's receipt key (pin the receipt's instance_id; ?epoch= its anchor.epoch)",
+  security: "open",
+  request: {
+    query: pin.query.extend({
+      epoch: z.coerce.number().int().positive().describe("the receipt's anchor.epoch"),
+      head: z
+        .string()
+        .regex(/^0x[0-9a-fA-F]{64}$/, "must be a batch head: 0x and 64 hex digits")
+        .describe("the receipt's batch head (shared/receiptAnchor.ts receiptHead)"),
+    }),
+    headers: pin.headers,
+  },
+  ok: fromInstance(receiptAnchorSchema, "the head's path to its epoch's root, and where that root is anchored"),
+  errors: pinErrors,
+});
+
 // With the slash: dstack-ingress serves the listing there, and its links are relative to it.
 const evidenceIndex = route("GET /evidences/", "Attestation", {
   operationId: "listEvidences",
@@ -224,6 +268,7 @@ export function attestationRoutes(): OpenAPIHono<EdgeEnv> {
   r.openapi(collateral, pass);
   r.openapi(info, pass);
   r.openapi(receiptKey, pass);
+  r.openapi(receiptAnchor, pass);
   r.openapi(evidenceIndex, pass);
   r.openapi(evidenceFile, pass);
   r.get("/evidences", pass);

@@ -1,0 +1,132 @@
+// Anchored receipts (issue 34, part 2; docs/guides/receipts.md, "Anchored receipts"), opt in:
+// `verifyAnchored(client, run, { rpcUrl })` checks that the run's receipt is in the tree of batch
+// heads its instance anchored on chain for the receipt's epoch — so the run happened no later than
+// the anchor's block, and the service cannot show anyone a receipt of that epoch outside that tree.
+// The epoch closes SIGIL_RECEIPT_ANCHOR_INTERVAL_S after it opened (a minute by default): `waitMs`
+// waits for its anchor. The check reads the ReceiptAnchor contract through `rpcUrl` (an RPC of the
+// receipt's `anchor.chain_id`), never through the service.
+//
+// The key the anchor is under is the one that signed the receipt's batch (recovered from the
+// receipt's signature); that it is the instance's attested key is the receipt check's (the client's
+// verifyReceipts, verifyReceipt). Save the answer's `proof` with the receipt to check it again later
+// without the service (`proof` option): the instance keeps paths for a bounded number of heads.
+import { createPublicClient, hexToBytes, http, recoverMessageAddress, type Address, type PublicClient } from "viem";
+import {
+  AnchorCheckError,
+  checkAnchored,
+  receiptAnchorAbi,
+  receiptHead,
+  type AnchorProof,
+} from "../../shared/receiptAnchor.ts";
+import type { RunReceipt } from "../../shared/receipt.ts";
+import type { SigilClient } from "./client.ts";
+import { SigilError } from "./errors.ts";
+
+export type { AnchorProof } from "../../shared/receiptAnchor.ts";
+
+/** Why an anchored check failed: `check` names it (`no_anchor`, `batch`, `proof`, `not_anchored`, `root`, `size`, `chain`, `service`). */
+export class SigilAnchorError extends SigilError {
+  override name = "SigilAnchorError";
+  readonly check: AnchorCheckError["check"] | "chain" | "service";
+  constructor(check: SigilAnchorError["check"], message: string) {
+    super({ code: "receipt_not_anchored", message: `the receipt's anchor failed ${check}: ${message}`, status: 0 });
+    this.check = check;
+  }
+}
+
+export type AnchoredOptions = {
+  /** An RPC URL of the receipt's anchor chain (`receipt.anchor.chain_id`)… */
+  rpcUrl?: string;
+  /** …or a viem client of it. */
+  publicClient?: PublicClient;
+  /** Wait up to this long for the epoch to close and its anchor to be mined (default 0: check as it is now). */
+  waitMs?: number;
+  /** How often to ask meanwhile (default 1 000 ms). */
+  pollMs?: number;
+  /** A saved proof (the `proof` of an earlier answer, or GET /attestation/receipt-anchor's), instead of asking the service. */
+  proof?: AnchorProof;
+};
+
+export type AnchoredReceipt = {
+  epoch: number;
+  root: `0x${string}`;
+  /** How many batch heads the epoch's tree holds. */
+  heads: number;
+  /** The block time (unix seconds) the root was anchored at: the run happened no later. */
+  anchoredAt: number;
+  /** The receipt key the anchor is under. */
+  signer: Address;
+  /** The head's path, to keep with the receipt. */
+  proof: AnchorProof;
+};
+
+type ReceiptCarrier = { receipt: RunReceipt };
+
+/**
+ * Checks that the receipt of `run` (a sigilAction answer, or its receipt) is anchored on chain; its
+ * anchor, or throws SigilAnchorError. `client` asks the service for the head's path (pinned to the
+ * receipt's instance) unless `options.proof` is given.
+ */
+export async function verifyAnchored(
+  client: SigilClient | undefined,
+  run: RunReceipt | ReceiptCarrier,
+  options: AnchoredOptions,
+): Promise<AnchoredReceipt> {
+  const receipt = "receipt" in run ? run.receipt : run;
+  const anchor = receipt.anchor;
+  if (!anchor) throw new SigilAnchorError("no_anchor", "the receipt names no anchor (its instance anchors nothing)");
+  const head = receiptHead(receipt);
+  if (!head) throw new SigilAnchorError("batch", "the receipt's batch path leads to no root");
+  const signer = (
+    await recoverMessageAddress({ message: { raw: hexToBytes(head) }, signature: receipt.signature })
+  ).toLowerCase() as Address;
+  const chain =
+    options.publicClient ?? (options.rpcUrl ? createPublicClient({ transport: http(options.rpcUrl) }) : undefined);
+  if (!chain) throw new TypeError("verifyAnchored needs rpcUrl or publicClient: an RPC of the anchor's chain");
+  let chainId: number;
+  try {
+    chainId = await chain.getChainId();
+  } catch (err) {
+    throw new SigilAnchorError("chain", `the anchor chain's RPC could not be reached: ${(err as Error).message}`);
+  }
+  if (chainId !== anchor.chain_id)
+    throw new SigilAnchorError(
+      "chain",
+      `the RPC serves chain ${chainId}; the receipt is anchored on ${anchor.chain_id}`,
+    );
+  const readAnchor = async (key: Address, epoch: number) => {
+    const [root, heads, anchoredAt] = await chain.readContract({
+      address: anchor.contract,
+      abi: receiptAnchorAbi,
+      functionName: "anchors",
+      args: [key, BigInt(epoch)],
+    });
+    return { root, heads, anchoredAt: Number(anchoredAt) };
+  };
+
+  const deadline = Date.now() + (options.waitMs ?? 0);
+  for (;;) {
+    let proof = options.proof;
+    if (!proof) {
+      if (!client) throw new TypeError("verifyAnchored needs a client to ask for the head's path, or options.proof");
+      try {
+        proof = (await client.getReceiptAnchor({
+          instance: receipt.instance_id,
+          epoch: anchor.epoch,
+          head,
+        })) as unknown as AnchorProof;
+      } catch (err) {
+        throw new SigilAnchorError("service", `the head's path could not be fetched: ${(err as Error).message}`);
+      }
+    }
+    try {
+      const found = await checkAnchored(receipt, signer, proof, readAnchor);
+      return { ...found, signer, proof };
+    } catch (err) {
+      if (!(err instanceof AnchorCheckError)) throw err;
+      const waitable = err.check === "not_anchored" && !options.proof && Date.now() < deadline;
+      if (!waitable) throw new SigilAnchorError(err.check, err.message);
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs ?? 1_000, deadline - Date.now())));
+  }
+}
