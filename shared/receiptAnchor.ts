@@ -29,7 +29,7 @@ import {
 import { batchHead, receiptLeaf, rootFromProof, type RunReceipt, type Sha256 } from "./receipt.ts";
 
 /** ReceiptAnchor's ABI (contracts/ReceiptAnchor.sol; contracts/abi.test.ts checks it against the compiled one). */
-export const receiptAnchorAbi = parseAbi([
+export const receiptAnchorAbi = /* @__PURE__ */ parseAbi([
   "function anchor(uint64 epoch, bytes32 root, uint32 heads, bytes signature)",
   "function anchorDigest(uint64 epoch, bytes32 root, uint32 heads) view returns (bytes32)",
   "function anchors(address signer, uint64 epoch) view returns (bytes32 root, uint32 heads, uint64 anchoredAt)",
@@ -54,7 +54,9 @@ export function anchorLeaf(head: Uint8Array, hash: Sha256 = defaultSha256): Uint
   return hash(input);
 }
 
-const DOMAIN = keccak256(stringToBytes("sigil-receipt-anchor-v1"));
+/** Computed when first needed: a module of the SDK does no work on import (bundlers drop it unused). */
+let domain: Hex | undefined;
+const DOMAIN = () => (domain ??= keccak256(stringToBytes("sigil-receipt-anchor-v1")));
 
 /** What the receipt key signs (EIP-191 over these 32 bytes), as the contract's `anchorDigest`. */
 export function anchorDigest(
@@ -73,7 +75,7 @@ export function anchorDigest(
         { type: "bytes32" },
         { type: "uint32" },
       ],
-      [DOMAIN, BigInt(anchor.chain_id), anchor.contract, BigInt(epoch), root, heads],
+      [DOMAIN(), BigInt(anchor.chain_id), anchor.contract, BigInt(epoch), root, heads],
     ),
   );
 }

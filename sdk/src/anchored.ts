@@ -10,13 +10,23 @@
 // receipt's signature); that it is the instance's attested key is the receipt check's (the client's
 // verifyReceipts, verifyReceipt). Save the answer's `proof` with the receipt to check it again later
 // without the service (`proof` option): the instance keeps paths for a bounded number of heads.
-import { createPublicClient, hexToBytes, http, recoverMessageAddress, type Address, type PublicClient } from "viem";
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  hexToBytes,
+  hexToNumber,
+  recoverMessageAddress,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import {
   AnchorCheckError,
   checkAnchored,
   receiptAnchorAbi,
   receiptHead,
   type AnchorProof,
+  type OnChainAnchor,
 } from "../../shared/receiptAnchor.ts";
 import type { RunReceipt } from "../../shared/receipt.ts";
 import type { SigilClient } from "./client.ts";
@@ -80,12 +90,15 @@ export async function verifyAnchored(
   const signer = (
     await recoverMessageAddress({ message: { raw: hexToBytes(head) }, signature: receipt.signature })
   ).toLowerCase() as Address;
-  const chain =
-    options.publicClient ?? (options.rpcUrl ? createPublicClient({ transport: http(options.rpcUrl) }) : undefined);
+  const chain = options.publicClient
+    ? viaClient(options.publicClient)
+    : options.rpcUrl
+      ? viaRpc(options.rpcUrl)
+      : undefined;
   if (!chain) throw new TypeError("verifyAnchored needs rpcUrl or publicClient: an RPC of the anchor's chain");
   let chainId: number;
   try {
-    chainId = await chain.getChainId();
+    chainId = await chain.chainId();
   } catch (err) {
     throw new SigilAnchorError("chain", `the anchor chain's RPC could not be reached: ${(err as Error).message}`);
   }
@@ -94,15 +107,7 @@ export async function verifyAnchored(
       "chain",
       `the RPC serves chain ${chainId}; the receipt is anchored on ${anchor.chain_id}`,
     );
-  const readAnchor = async (key: Address, epoch: number) => {
-    const [root, heads, anchoredAt] = await chain.readContract({
-      address: anchor.contract,
-      abi: receiptAnchorAbi,
-      functionName: "anchors",
-      args: [key, BigInt(epoch)],
-    });
-    return { root, heads, anchoredAt: Number(anchoredAt) };
-  };
+  const readAnchor = (key: Address, epoch: number) => chain.anchor(anchor.contract, key, epoch);
 
   const deadline = Date.now() + (options.waitMs ?? 0);
   for (;;) {
@@ -129,4 +134,51 @@ export async function verifyAnchored(
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs ?? 1_000, deadline - Date.now())));
   }
+}
+
+/** What the check reads of the anchor chain. */
+type AnchorChain = {
+  chainId(): Promise<number>;
+  anchor(contract: Address, signer: Address, epoch: number): Promise<OnChainAnchor>;
+};
+
+const anchorsCall = (signer: Address, epoch: number) =>
+  ({ abi: receiptAnchorAbi, functionName: "anchors", args: [signer, BigInt(epoch)] }) as const;
+
+function viaClient(client: PublicClient): AnchorChain {
+  return {
+    chainId: () => client.getChainId(),
+    async anchor(contract, signer, epoch) {
+      const [root, heads, anchoredAt] = await client.readContract({ address: contract, ...anchorsCall(signer, epoch) });
+      return { root, heads, anchoredAt: Number(anchoredAt) };
+    },
+  };
+}
+
+/**
+ * The chain at `rpcUrl`, read with two JSON-RPC calls (eth_chainId, eth_call) and no viem client: an
+ * app that bundles the SDK (the dashboard) carries no chain client for it.
+ */
+export function viaRpc(rpcUrl: string): AnchorChain {
+  const rpc = async (method: string, params: unknown[]): Promise<Hex> => {
+    const res = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (!res.ok) throw new Error(`the RPC answered ${res.status}`);
+    const body = (await res.json()) as { result?: Hex; error?: { message?: string } };
+    if (body.error || body.result === undefined) throw new Error(body.error?.message ?? "the RPC gave no result");
+    return body.result;
+  };
+  return {
+    chainId: async () => hexToNumber(await rpc("eth_chainId", [])),
+    async anchor(contract, signer, epoch) {
+      const call = anchorsCall(signer, epoch);
+      const data = await rpc("eth_call", [{ to: contract, data: encodeFunctionData(call) }, "latest"]);
+      const [root, heads, anchoredAt] = decodeFunctionResult({ ...call, data });
+      return { root, heads, anchoredAt: Number(anchoredAt) };
+    },
+  };
 }

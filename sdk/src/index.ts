@@ -65,6 +65,12 @@ export {
   type AnchorProof,
 } from "./anchored.ts";
 export {
+  walletHistory,
+  type HistoryChecks,
+  type WalletHistoryOptions,
+  type WalletSignature,
+} from "./walletHistory.ts";
+export {
   verifyReceipt,
   receiptMessage,
   type AsJson,

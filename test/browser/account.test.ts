@@ -193,6 +193,19 @@ describe("a new account in the dashboard", () => {
     expect(await rows.count()).toBe(1);
     expect(await rows.first().textContent()).toMatch(/just now.*message/);
     expect(await rows.first().locator(`code[data-value="${used?.signed[0]?.digest}"]`).count()).toBe(1);
+    // Checked in the page: the receipt at once, its anchor once its epoch is on chain (every 2 s on
+    // this stack): the page read again until the mark says so.
+    expect(await rows.first().textContent()).toMatch(/receipt ✓|✓ verified/);
+    await expect
+      .poll(
+        async () => {
+          await page.getByRole("link", { name: "← All wallets" }).click();
+          await page.getByRole("link", { name: "signer", exact: true }).click();
+          return signatures.locator("tbody tr").first().textContent({ timeout: 30_000 });
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toMatch(/✓ verified/);
     expect(
       await page.getByRole("table", { name: "Runs that used this wallet, newest first" }).locator("tbody tr").count(),
     ).toBe(1);

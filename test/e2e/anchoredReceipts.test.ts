@@ -25,7 +25,9 @@ import {
   SigilAnchorError,
   topUp,
   verifyAnchored,
+  walletHistory,
   type AnchoredReceipt,
+  type WalletSignature,
   type SigilClient,
 } from "../../sdk/src/index.ts";
 import type { RunReceipt } from "../../shared/receipt.ts";
@@ -205,4 +207,67 @@ describe("receipts anchored on chain", () => {
     const err = await verifyAnchored(client, moved, { publicClient: chain }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SigilAnchorError);
   });
+
+  it("a wallet's history: every signature made with it, from its runs' receipts (GET /usage?wallet=), each verified and anchored", async () => {
+    const SIGN = `async function main({ wallet, n }) {
+      const out = [];
+      for (let i = 0; i < n; i++) out.push(await Sigil.Actions.signMessage({ pkpId: wallet, message: "history " + i }));
+      return out;
+    }`;
+    const [a, b] = await Promise.all([
+      client.createWallet({ name: "history a" }),
+      client.createWallet({ name: "history b" }),
+    ]);
+    const cid = await client.getSigilActionIpfsId(SIGN);
+    await client.addGroup({
+      group_name: "history",
+      group_description: "",
+      pkp_ids_permitted: [a.wallet_address, b.wallet_address],
+      cid_hashes_permitted: [cid],
+    });
+    const runs: Array<Awaited<ReturnType<SigilClient["sigilAction"]>>> = [];
+    for (const [wallet, n] of [
+      [a.wallet_address, 2],
+      [b.wallet_address, 1],
+      [a.wallet_address, 1],
+    ] as const)
+      runs.push(await client.sigilAction({ code: SIGN, js_params: { wallet, n } }));
+    // Newest first: the newest run first, and each run's signatures from its last.
+    const signedBy = (w: string) =>
+      [...runs]
+        .reverse()
+        .flatMap((r) =>
+          [...(r.receipt.wallets.find((x) => x.address === w)?.signed ?? [])].reverse().map((s) => s.digest),
+        );
+    let history: WalletSignature[] = [];
+    await expect
+      .poll(
+        async () => {
+          history = [];
+          for await (const s of walletHistory(client, { wallet: a.wallet_address, publicClient: chain }))
+            history.push(s);
+          return history.map((s) => s.checks.anchored);
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toEqual(["verified", "verified", "verified"]);
+    expect(history.map((s) => s.digest)).toEqual(signedBy(a.wallet_address));
+    expect(history.every((s) => s.verified && s.checks.receipt === "verified" && s.kind === "message")).toBe(true);
+    expect(history.map((s) => s.requestId)).toEqual([
+      runs[2]?.receipt.request_id,
+      runs[0]?.receipt.request_id,
+      runs[0]?.receipt.request_id,
+    ]);
+    const other: WalletSignature[] = [];
+    for await (const s of walletHistory(client, { wallet: b.wallet_address })) other.push(s);
+    expect(other.map((s) => [s.requestId, s.checks.receipt, s.checks.anchored])).toEqual([
+      [runs[1]?.receipt.request_id, "verified", "not_checked"],
+    ]);
+    // The listing itself: only the runs that signed with the wallet.
+    const { events } = await client.listUsage({
+      kind: "run",
+      wallet: b.wallet_address.toUpperCase().replace("0X", "0x"),
+    });
+    expect(events.map((e) => e.request_id)).toEqual([runs[1]?.receipt.request_id]);
+  }, 120_000);
 });

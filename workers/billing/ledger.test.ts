@@ -256,6 +256,46 @@ describe("the ledger", () => {
     expect((await l.usage({ limit: 100, to: 0 })).entries).toEqual([]);
   });
 
+  it("indexes each run under the wallets its receipt says signed: usage({ wallet }) is that wallet's history, pruned with the entries", async () => {
+    const l = ledger();
+    await l.credit("pi_w", 1_000);
+    const A = `0x${"aa".repeat(20)}`;
+    const B = `0x${"bb".repeat(20)}`;
+    const wallet = (address: string, signed: number, action = false) => ({
+      address,
+      action,
+      signed: Array.from({ length: signed }, () => ({ kind: "message", digest: `0x${"00".repeat(32)}` })),
+      key_exported: false,
+    });
+    const runs: Array<[string, unknown[]]> = [
+      ["both", [wallet(A, 1), wallet(B, 2)]],
+      ["onlyB", [wallet(B, 1)]],
+      ["usedNotSigned", [wallet(A, 0)]],
+      ["actionKey", [wallet(A, 1, true)]],
+      ["upperA", [wallet(A.toUpperCase().replace("0X", "0x"), 1)]],
+    ];
+    for (const [ref, wallets] of runs) {
+      await l.hold(ref, 1, 60_000);
+      await l.settle(ref, 1, undefined, { op: "run", detail: { receipt: JSON.stringify({ wallets }) } });
+    }
+    await l.hold("plain", 1, 60_000);
+    await l.settle("plain", 1, undefined, { op: "run", detail: { receipt: "not json" } });
+    const refs = async (w: string) => (await l.usage({ limit: 100, wallet: w })).entries.map((e) => e.ref);
+    expect(await refs(A)).toEqual(["upperA", "both"]);
+    expect(await refs(B.toUpperCase().replace("0X", "0x"))).toEqual(["onlyB", "both"]);
+    expect(await refs(`0x${"cc".repeat(20)}`)).toEqual([]);
+    expect((await l.usage({ limit: 1, wallet: A })).more).toBe(true);
+    // Pruned with the entries it points at.
+    expect(await l.prune(Date.now() + 1_000 * 86_400_000)).toBeGreaterThan(0);
+    expect(await refs(A)).toEqual([]);
+    await l.hold("after", 1, 60_000);
+    await l.settle("after", 1, undefined, {
+      op: "run",
+      detail: { receipt: JSON.stringify({ wallets: [wallet(A, 1)] }) },
+    });
+    expect(await refs(A)).toEqual(["after"]);
+  });
+
   it("a refund takes its cents back once per refund id, and may leave the balance below zero until a top-up", async () => {
     const l = ledger();
     await l.credit("pi_r", 500);

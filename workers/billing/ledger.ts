@@ -20,6 +20,8 @@
 //                                                                  (its spend cap outlives the entries' retention)
 //   payment_refs(ref PRIMARY KEY)                                  every payment intent credited and refund debited,
 //                                                                  kept beyond the retention so none counts twice
+//   wallet_runs(wallet, entry_id)                                   the runs whose receipt lists signatures by the
+//                                                                  wallet: GET /usage?wallet=, a wallet's history
 //
 // The entries are the account's usage history (GET /usage, `usage`): newest first by id, so a
 // cursor (the last id seen) stays right while new entries arrive. They are kept USAGE_RETENTION_DAYS
@@ -432,6 +434,8 @@ export class Ledger extends DurableObject {
       if (query.from !== undefined) when("created_at >= ?", query.from);
       if (query.to !== undefined) when("created_at < ?", query.to);
       if (query.keyHash !== undefined) when("key_hash = ?", query.keyHash);
+      if (query.wallet !== undefined)
+        when("id IN (SELECT entry_id FROM wallet_runs WHERE wallet = ?)", query.wallet.toLowerCase());
       if (query.ops?.length) when(`op IN (${query.ops.map(() => "?").join(", ")})`, ...query.ops);
       const rows = this.#sql
         .exec<{
@@ -504,6 +508,7 @@ export class Ledger extends DurableObject {
         .one();
       if (n === 0) return 0;
       this.#sql.exec(`DELETE FROM entries WHERE ${old}`, ...args);
+      this.#sql.exec("DELETE FROM wallet_runs WHERE entry_id NOT IN (SELECT id FROM entries)");
       this.#sql.exec("UPDATE account SET pruned_cents = pruned_cents + ? WHERE id = 1", s);
       return n;
     });
@@ -659,17 +664,39 @@ export class Ledger extends DurableObject {
         cents,
       )
       .one().settled_cents;
-    this.#sql.exec(
-      "INSERT INTO entries (kind, cents, ref, key_hash, created_at, op, detail, balance_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      kind,
-      cents,
-      ref,
-      keyHash,
-      at,
-      op,
-      Object.keys(detail).length ? JSON.stringify(detail) : null,
-      after,
-    );
+    const { id } = this.#sql
+      .exec<{ id: number }>(
+        "INSERT INTO entries (kind, cents, ref, key_hash, created_at, op, detail, balance_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        kind,
+        cents,
+        ref,
+        keyHash,
+        at,
+        op,
+        Object.keys(detail).length ? JSON.stringify(detail) : null,
+        after,
+      )
+      .one();
+    if (detail.receipt !== undefined) this.#walletRuns(id, detail.receipt);
+  }
+
+  /** Indexes the entry just added under each wallet its receipt says signed (wallet_runs). */
+  #walletRuns(entryId: number, receiptText: string): void {
+    let wallets: unknown;
+    try {
+      wallets = (JSON.parse(receiptText) as { wallets?: unknown }).wallets;
+    } catch {
+      return;
+    }
+    if (!Array.isArray(wallets)) return;
+    for (const w of wallets as Array<{ address?: unknown; action?: unknown; signed?: unknown }>) {
+      if (w.action === false && typeof w.address === "string" && Array.isArray(w.signed) && w.signed.length > 0)
+        this.#sql.exec(
+          "INSERT OR IGNORE INTO wallet_runs (wallet, entry_id) VALUES (?, ?)",
+          w.address.toLowerCase(),
+          entryId,
+        );
+    }
   }
 
   /** Marks a payment intent or refund id as counted; false if it was already. */

@@ -93,4 +93,22 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS lease_settled_lease ON lease_settled (lease_id);
     `);
   },
+  // 4: the wallets each run's receipt says it signed with (ledger.ts, wallet_runs), so a wallet's
+  // signature history is read by index rather than by parsing every receipt; filled from the
+  // receipts already kept.
+  (sql) => {
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS wallet_runs (
+        wallet TEXT NOT NULL,
+        entry_id INTEGER NOT NULL,
+        PRIMARY KEY (wallet, entry_id)
+      ) WITHOUT ROWID;
+      INSERT OR IGNORE INTO wallet_runs (wallet, entry_id)
+        SELECT lower(json_extract(w.value, '$.address')), e.id
+        FROM entries e, json_each(json_extract(e.detail, '$.receipt'), '$.wallets') w
+        WHERE e.op = 'run' AND json_valid(json_extract(e.detail, '$.receipt'))
+          AND json_extract(w.value, '$.action') = 0
+          AND json_array_length(w.value, '$.signed') > 0;
+    `);
+  },
 ];

@@ -88,6 +88,8 @@ export type UsageQuery = {
   to?: number;
   ops?: UsageOp[];
   keyHash?: string;
+  /** Only the runs whose receipt lists signatures by this wallet (lowercase address). */
+  wallet?: string;
 };
 export type UsagePage = { entries: UsageEntry[]; more: boolean };
 export type RefundResult = { debitedCents: number; alreadyDebited: boolean; freeCents: number };

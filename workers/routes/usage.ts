@@ -73,6 +73,15 @@ const usageQuery = z.object({
       param: { name: "key_hash", in: "query" },
       description: "only the runs and writes of this usage key (its hash, as list_api_keys shows it)",
     }),
+  wallet: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "must be a wallet address, 0x and 40 hex digits")
+    .optional()
+    .openapi({
+      param: { name: "wallet", in: "query" },
+      description:
+        "only the runs whose receipt lists signatures by this wallet: its signature history, each entry with the receipt to check it by",
+    }),
 });
 
 /** A text field of an event that some kinds of event do not have (null for them). */
@@ -167,6 +176,7 @@ export function usageRoutes(): OpenAPIHono<EdgeEnv> {
         ...(query.to === undefined ? {} : { to: query.to }),
         ...(query.kind === undefined ? {} : { ops: query.kind }),
         ...(keyHash === undefined ? {} : { keyHash }),
+        ...(query.wallet === undefined ? {} : { wallet: query.wallet.toLowerCase() }),
       }),
     );
     if (page.next_cursor !== null) c.header("X-Next-Cursor", page.next_cursor);

@@ -1,11 +1,14 @@
 // One wallet (#/wallets/<address>): its balance on the deployment's chain (get_wallet_balance, a live
 // eth_getBalance through the edge), what it may sign (its guardrail, in words: guardrail.tsx), the groups that let scripts use it (a group lists it, or lists
 // "any wallet of the account"), and what runs did with it, from the runs' signed receipts in the
-// usage history (GET /usage): each signature's kind and digest, with the run's time, CID and request.
-// A receipt records the digest a signature was made over, not the signature itself (that is in the
-// run's answer only), and the usage history keeps runs while billing is on, for 90 days.
+// usage history (GET /usage?wallet=): each signature's kind and digest, with the run's time, CID and
+// request, and a "verified" mark once the SDK's walletHistory has checked its receipt (the instance's
+// attested key) and found its batch in the root anchored on chain (read through the deployment's
+// public RPC, get_node_chain_config). A receipt records the digest a signature was made over, not
+// the signature itself (that is in the run's answer only), and the usage history keeps runs while
+// billing is on, for 90 days.
 import type { PageProps } from "../session.ts";
-import type { PageItem, SigilClient } from "../../../sdk/src/index.ts";
+import type { PageItem, SigilClient, WalletSignature } from "../../../sdk/src/index.ts";
 import { collect } from "../../../sdk/src/reads.ts";
 import { ago, Empty, ether, Hex, List, Load, Section, useLoad } from "../ui.tsx";
 import { GuardrailSection } from "./guardrail.tsx";
@@ -16,9 +19,9 @@ type Group = PageItem<"listGroups">;
 const ANY_WALLET = "0x0000000000000000000000000000000000000000";
 /** The runs read for the wallet's activity: the newest this many of the account's (or the key's). */
 const MAX_RUNS = 500;
+/** The runs whose signatures are listed and checked: the wallet's newest this many. */
+const CHECKED_RUNS = 25;
 
-/** A signature a run made with the wallet, as its receipt records it. */
-export type Signed = { time: string; kind: string; digest: string; cid: string; requestId: string };
 /** A run that used the wallet: when, which script, what it signed, whether it read the private key. */
 export type WalletRun = {
   time: string;
@@ -29,9 +32,8 @@ export type WalletRun = {
   failed: string | null;
 };
 
-/** What the runs' receipts say `address` did: its signatures (newest first) and the runs that used it. */
-export function activityOf(events: UsageEvent[], address: string): { signed: Signed[]; runs: WalletRun[] } {
-  const signed: Signed[] = [];
+/** The runs whose receipts say they used `address`, newest first. */
+export function activityOf(events: UsageEvent[], address: string): { runs: WalletRun[] } {
   const runs: WalletRun[] = [];
   for (const e of events) {
     const receipt = e.receipt;
@@ -46,11 +48,8 @@ export function activityOf(events: UsageEvent[], address: string): { signed: Sig
       exported: used.key_exported,
       failed: e.error_code,
     });
-    // Newest first, as the history is; a run's own signatures in the order it made them, last first.
-    for (const s of [...used.signed].reverse())
-      signed.push({ time: e.time, kind: s.kind, digest: s.digest, cid: receipt.cid, requestId: receipt.request_id });
   }
-  return { signed, runs };
+  return { runs };
 }
 
 async function walletData(client: SigilClient, address: string) {
@@ -67,16 +66,61 @@ async function walletData(client: SigilClient, address: string) {
   return { wallet, balance, groups: inGroups, events, ...activityOf(events, address) };
 }
 
+/** The wallet's newest signatures, each with its checks (walletHistory), through the deployment's public RPC. */
+async function checkedSignatures(client: SigilClient, address: string): Promise<WalletSignature[]> {
+  // Loaded with the page's first check: the chain client and the checks stay out of the first visit.
+  const [{ rpc_url }, { walletHistory }] = await Promise.all([
+    client.getNodeChainConfig(),
+    import("../../../sdk/src/walletHistory.ts"),
+  ]);
+  const out: WalletSignature[] = [];
+  for await (const s of walletHistory(client, { wallet: address, rpcUrl: rpc_url, maxRuns: CHECKED_RUNS })) out.push(s);
+  return out;
+}
+
+/** An entry's checks in words: verified, pending (its anchor not on chain yet), or what failed. */
+function Checked({ s }: { s: WalletSignature }) {
+  const { checks } = s;
+  if (s.verified)
+    return (
+      <span
+        class="good"
+        title={`receipt verified; anchored on chain at ${new Date((checks.anchoredAt ?? 0) * 1000).toLocaleString()}`}
+      >
+        ✓ verified
+      </span>
+    );
+  if (checks.receipt === "failed")
+    return (
+      <span class="bad" title={checks.detail}>
+        ✗ receipt failed
+      </span>
+    );
+  const anchored = {
+    pending: "anchor pending",
+    failed: "✗ anchor failed",
+    not_checked: "anchor not checked",
+    none: "not anchored by its instance",
+    verified: "",
+  }[checks.anchored];
+  return (
+    <span class={checks.anchored === "failed" ? "bad" : "muted"} title={checks.detail}>
+      receipt ✓ · {anchored}
+    </span>
+  );
+}
+
 export function WalletPage({ session, param }: PageProps) {
   const address = (param ?? "").toLowerCase();
   const loaded = useLoad(() => walletData(session.client, address), [address]);
+  const checked = useLoad(() => checkedSignatures(session.client, address), [address]);
   return (
     <>
       <p>
         <a href="#/wallets">← All wallets</a>
       </p>
       <Load loaded={loaded} what="the wallet">
-        {({ wallet, balance, groups, signed, runs, events }) => (
+        {({ wallet, balance, groups, runs, events }) => (
           <>
             <dl class="facts">
               <dt>Name</dt>
@@ -140,29 +184,36 @@ export function WalletPage({ session, param }: PageProps) {
                 ]}
               />
             </Section>
-            <Section id="signatures" title="Recent signatures">
-              <List
-                items={signed.slice(0, 25)}
-                empty="No signatures by this wallet in the recent runs."
-                caption="Signatures runs made with this wallet, newest first (from the runs' signed receipts)"
-                columns={[
-                  [
-                    "When",
-                    (s: Signed) => (
-                      <time dateTime={s.time} title={new Date(s.time).toLocaleString()}>
-                        {ago(s.time)}
-                      </time>
-                    ),
-                  ],
-                  ["Kind", (s) => s.kind.replace("_", " ")],
-                  ["Digest signed", (s) => <Hex value={s.digest} copy="Copy digest" />],
-                  ["Script", (s) => <Hex value={s.cid} copy="Copy CID" />],
-                  ["Request", (s) => <Hex value={s.requestId} copy="Copy request id" keep={13} />],
-                ]}
-              />
+            <Section id="signatures" title="Signatures, checked">
+              <Load loaded={checked} what="the wallet's signatures">
+                {(signatures) => (
+                  <List
+                    items={signatures}
+                    empty="No signatures by this wallet in its history."
+                    caption="Signatures runs made with this wallet, newest first (from the runs' signed receipts, each checked)"
+                    columns={[
+                      [
+                        "When",
+                        (s: WalletSignature) => (
+                          <time dateTime={s.time} title={new Date(s.time).toLocaleString()}>
+                            {ago(s.time)}
+                          </time>
+                        ),
+                      ],
+                      ["Kind", (s) => s.kind.replace("_", " ")],
+                      ["Digest signed", (s) => <Hex value={s.digest} copy="Copy digest" />],
+                      ["Script", (s) => <Hex value={s.cid} copy="Copy CID" />],
+                      ["Request", (s) => <Hex value={s.requestId} copy="Copy request id" keep={13} />],
+                      ["Checked", (s) => <Checked s={s} />],
+                    ]}
+                  />
+                )}
+              </Load>
               <p class="muted">
                 A run's receipt records the digest each signature was made over; the signature itself is in the run's
-                answer.
+                answer. Verified: the receipt is signed by its instance's attested key, and its batch is in the root
+                that instance anchored on chain (read through {""}
+                <a href="#/attestation">the deployment's public RPC</a>; check with your own: the SDK's walletHistory).
               </p>
             </Section>
             <Section id="wallet-runs" title="Runs that used it">
