@@ -2,6 +2,8 @@
 // the enclave can rely on one module for every call, view, event and error.
 import { describe, expect, it } from "vitest";
 import { accountConfigAbi } from "../shared/generated/accountConfigAbi.ts";
+import { receiptAnchorAbi } from "../shared/receiptAnchor.ts";
+import { loadArtifact } from "./deploy.ts";
 
 const names = (type: string) =>
   new Set(accountConfigAbi.filter((x) => x.type === type).map((x) => ("name" in x ? x.name : "")));
@@ -159,5 +161,50 @@ describe("AccountConfig ABI", () => {
     ]) {
       expect(errors, e).toContain(e);
     }
+  });
+});
+
+describe("ReceiptAnchor ABI (shared/receiptAnchor.ts)", () => {
+  type Param = { type: string; indexed?: boolean; components?: readonly Param[] };
+  type Entry = {
+    type: string;
+    name?: string;
+    inputs?: readonly Param[];
+    outputs?: readonly Param[];
+    stateMutability?: string;
+  };
+  const param = (p: Param): string =>
+    `${p.components ? `(${p.components.map(param).join(",")})${p.type.replace(/^tuple/, "")}` : p.type}${p.indexed ? " indexed" : ""}`;
+  /** An entry by what a call, log or revert depends on: kind, name, input and output types, mutability. */
+  const signature = (e: Entry): string =>
+    `${e.type} ${e.name ?? ""}(${(e.inputs ?? []).map(param).join(",")})` +
+    (e.type === "function" ? ` ${e.stateMutability} returns (${(e.outputs ?? []).map(param).join(",")})` : "");
+  const signatures = (abi: readonly unknown[]) => (abi as readonly Entry[]).map(signature).sort();
+
+  it("has exactly the compiled contract's functions, events and errors (OpenZeppelin's ECDSA errors too)", () => {
+    const compiled = signatures(loadArtifact("ReceiptAnchor").abi);
+    const written = signatures(receiptAnchorAbi);
+    expect(written).toEqual(compiled);
+    expect(new Set(written).size).toBe(written.length);
+    expect(compiled).toEqual(
+      expect.arrayContaining([
+        "function anchor(uint64,bytes32,uint32,bytes) nonpayable returns ()",
+        "function anchors(address,uint64) view returns (bytes32,uint32,uint64)",
+        "event Anchored(address indexed,uint64 indexed,bytes32,uint32)",
+        "error AlreadyAnchored(address,uint64)",
+        "error ECDSAInvalidSignature()",
+        "error ECDSAInvalidSignatureLength(uint256)",
+        "error ECDSAInvalidSignatureS(bytes32)",
+      ]),
+    );
+    // Any change of kind, type, indexing or mutability shows.
+    const anchored = (receiptAnchorAbi as readonly Entry[]).find((e) => e.name === "Anchored")!;
+    const unindexed = { ...anchored, inputs: anchored.inputs!.map((i) => ({ ...i, indexed: false })) };
+    expect(compiled).not.toContain(signature(unindexed));
+    const digest = (receiptAnchorAbi as readonly Entry[]).find((e) => e.name === "anchorDigest")!;
+    expect(compiled).not.toContain(signature({ ...digest, stateMutability: "pure" }));
+    expect(compiled).not.toContain(
+      signature({ ...digest, inputs: digest.inputs!.map((i) => ({ ...i, type: i.type.replace("uint32", "uint64") })) }),
+    );
   });
 });

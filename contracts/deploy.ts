@@ -4,6 +4,7 @@
 //
 //   node contracts/deploy.ts --rpc-url http://127.0.0.1:8545 [--owner 0x…]
 //   node contracts/deploy.ts --rpc-url URL --upgrade 0x<proxy>
+//   node contracts/deploy.ts --rpc-url URL --receipt-anchor   (ReceiptAnchor, the release's SIGIL_RECEIPT_ANCHOR)
 //
 // With --upgrade it deploys a new implementation (views + core) and moves the existing proxy to it,
 // keeping its state: sent when the sender owns the proxy, else printed as the call the owner (a
@@ -143,11 +144,21 @@ function argValue(name: string): string | undefined {
 
 async function main(): Promise<void> {
   const rpcUrl = argValue("--rpc-url") ?? process.env.SIGIL_RPC_URL;
-  if (!rpcUrl) throw new Error("usage: node contracts/deploy.ts --rpc-url URL [--owner ADDRESS | --upgrade PROXY]");
+  if (!rpcUrl)
+    throw new Error(
+      "usage: node contracts/deploy.ts --rpc-url URL [--owner ADDRESS | --upgrade PROXY | --receipt-anchor]",
+    );
   const transport = http(rpcUrl);
   const publicClient = createPublicClient({ transport });
   const walletClient = createWalletClient({ transport });
   const account = await deployerAccount(walletClient, process.env.SIGIL_DEPLOYER_PRIVATE_KEY);
+  if (process.argv.includes("--receipt-anchor")) {
+    // The enclaves' SIGIL_RECEIPT_ANCHOR (a release value): no owner, nothing to upgrade.
+    const anchor = await deployContract({ publicClient, walletClient, account }, "ReceiptAnchor");
+    console.log(`ReceiptAnchor   ${anchor.address}`);
+    console.log(`deployed block  ${anchor.blockNumber}`);
+    return;
+  }
   const upgrade = argValue("--upgrade");
   if (upgrade !== undefined) {
     if (!isAddress(upgrade)) throw new Error(`--upgrade is not an address: ${upgrade}`);

@@ -30,6 +30,7 @@ const input = (over: Partial<ReleaseInput> = {}): ReleaseInput => ({
   values: {
     SIGIL_RPC_URL: "https://mainnet.base.org",
     SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111",
+    SIGIL_RECEIPT_ANCHOR: "0x2222222222222222222222222222222222222222",
     SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY,
     ...over.values,
   },
@@ -71,6 +72,7 @@ describe("release: the compose", () => {
       SIGIL_ROOT_KEY_PROVIDER: "dstack",
       SIGIL_RPC_URL: "https://mainnet.base.org",
       SIGIL_CONTRACT_ADDRESS: "0x1111111111111111111111111111111111111111",
+      SIGIL_RECEIPT_ANCHOR: "0x2222222222222222222222222222222222222222",
       SIGIL_ALLOWED_EDGE_KEYS: EDGE_KEY,
     });
     expect(compose).not.toMatch(/\{\{|\}\}|^\s*##/m);
@@ -120,6 +122,8 @@ describe("release: the compose", () => {
       "SIGIL_RPC_URL=https://mainnet.base.org",
       "--set",
       "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111",
+      "--set",
+      "SIGIL_RECEIPT_ANCHOR=0x2222222222222222222222222222222222222222",
       "--set",
       `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`,
       "--out-dir",
@@ -214,6 +218,8 @@ describe("release: app-compose.json and the compose hash", () => {
       "SIGIL_RPC_URL=https://mainnet.base.org",
       "--set",
       "SIGIL_CONTRACT_ADDRESS=0x1111111111111111111111111111111111111111",
+      "--set",
+      "SIGIL_RECEIPT_ANCHOR=0x2222222222222222222222222222222222222222",
       "--set",
       `SIGIL_ALLOWED_EDGE_KEYS=${EDGE_KEY}`,
       "--out-dir",

@@ -4,7 +4,7 @@
 // must list in allowedComposeHashes (docs/design/attestation.md). README, "Deploying", is the walk-through.
 //
 //   node deploy/release.ts --image enclave=sha256:<64 hex> --image ingress=sha256:<64 hex> \
-//     --set SIGIL_RPC_URL=https://mainnet.base.org --set SIGIL_CONTRACT_ADDRESS=0x…
+//     --set SIGIL_RPC_URL=https://mainnet.base.org --set SIGIL_CONTRACT_ADDRESS=0x… --set SIGIL_RECEIPT_ANCHOR=0x…
 //   node deploy/release.ts --dev      # deploy/app-compose.dev.json: zero digests, dev values
 //
 // The two production files are committed with the release, so the repository at a release tag
@@ -88,13 +88,20 @@ export const RELEASE_VALUES: Record<
   SIGIL_CONTRACT_ADDRESS: {
     dev: "0x0000000000000000000000000000000000000000",
     describe: "AccountConfig's proxy address on that chain",
-    problem(value) {
-      if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return "must be a 0x-prefixed 20-byte address";
-      if (/^0x0{40}$/.test(value)) return "must not be the zero address";
-      return undefined;
-    },
+    problem: nonZeroAddress,
+  },
+  SIGIL_RECEIPT_ANCHOR: {
+    dev: "0x0000000000000000000000000000000000000000",
+    describe: "the ReceiptAnchor contract on that chain, where the instances anchor their receipts",
+    problem: nonZeroAddress,
   },
 };
+
+function nonZeroAddress(value: string): string | undefined {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return "must be a 0x-prefixed 20-byte address";
+  if (/^0x0{40}$/.test(value)) return "must not be the zero address";
+  return undefined;
+}
 
 /** A digest as a release takes it: `sha256:` and 64 lowercase hex digits, as registries print it. */
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
@@ -311,7 +318,7 @@ export function writeRelease({
 
 const usage = `usage:
   node deploy/release.ts --image enclave=sha256:<64 hex> --image ingress=sha256:<64 hex> \\
-    --set SIGIL_RPC_URL=<url> --set SIGIL_CONTRACT_ADDRESS=<0x…> [--out-dir deploy/]
+    --set SIGIL_RPC_URL=<url> --set SIGIL_CONTRACT_ADDRESS=<0x…> --set SIGIL_RECEIPT_ANCHOR=<0x…> [--out-dir deploy/]
   node deploy/release.ts --dev [--out-dir deploy/]
 
 Release values (--set NAME=value):

@@ -174,6 +174,15 @@ export async function startEnclave(
                   args: [signer],
                 }),
               ),
+            storedRoot: async (signer, epoch) =>
+              (
+                await chain.client.readContract({
+                  address: config.receiptAnchor?.contract as `0x${string}`,
+                  abi: receiptAnchorAbi,
+                  functionName: "anchors",
+                  args: [signer, BigInt(epoch)],
+                })
+              )[0],
             log,
           },
         }

@@ -312,7 +312,7 @@ export async function verifyReceiptCommand(args: string[]): Promise<number> {
   if (!values.json) {
     console.log(
       failed === 0
-        ? `verified: the receipt is signed by the attested receipt key of instance ${String((("receipt" in input ? input.receipt : input) as { instance_id?: unknown }).instance_id)}${lines.some((l) => l.simulated) ? " (SIMULATED TEE: nothing here is about real hardware)" : ""}`
+        ? `verified: the receipt is signed by the attested receipt key of instance ${String((("receipt" in input ? input.receipt : input) as { instance_id?: unknown }).instance_id)}${lines.some((l) => l.check === "anchored") ? ", its batch anchored on chain" : ""}${lines.some((l) => l.simulated) ? " (SIMULATED TEE: nothing here is about real hardware)" : ""}`
         : `NOT verified: ${failed} check(s) failed`,
     );
   }

@@ -31,6 +31,11 @@ export type AnchoringConfig = {
   send: AnchorSender;
   /** The last epoch the contract holds for this receipt key (0: none), read once at start. */
   lastAnchored?: (signer: Address) => Promise<number>;
+  /**
+   * The root the contract holds for (key, epoch) (zero: none). Read after a failed send: a
+   * transaction whose answer or receipt was lost may have been mined, and then a retry only reverts.
+   */
+  storedRoot?: (signer: Address, epoch: number) => Promise<Hex>;
   log: Logger;
 };
 
@@ -204,6 +209,17 @@ export class ReceiptAnchorer {
         });
         return;
       } catch (err) {
+        if (await this.#onChainAlready(e.epoch, root)) {
+          e.status = "anchored";
+          this.stats.anchored++;
+          log.warn("receipts anchored, though the send that anchored them did not say so", {
+            epoch: e.epoch,
+            heads: e.heads.length,
+            root,
+            error: shortError(err),
+          });
+          return;
+        }
         if (attempt >= ATTEMPTS) {
           e.status = "failed";
           e.error = shortError(err);
@@ -219,6 +235,16 @@ export class ReceiptAnchorer {
         await new Promise((resolve) => setTimeout(resolve, wait));
         wait *= 2;
       }
+    }
+  }
+
+  /** Whether the contract already holds `root` for `epoch` of this key (unknown counts as no). */
+  async #onChainAlready(epoch: number, root: Hex): Promise<boolean> {
+    if (!this.#config.storedRoot) return false;
+    try {
+      return (await this.#config.storedRoot(this.#signer, epoch)).toLowerCase() === root.toLowerCase();
+    } catch {
+      return false;
     }
   }
 
