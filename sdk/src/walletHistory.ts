@@ -79,7 +79,7 @@ export async function* walletHistory(
     if (options.maxRuns !== undefined && runs >= options.maxRuns) return;
     runs++;
     const receipt = event.receipt as RunReceipt | null;
-    if (!receipt || receipt.version !== 2) continue;
+    if (receipt?.version !== 2) continue;
     const used = receipt.wallets.find((w) => !w.action && w.address === wallet);
     if (!used || used.signed.length === 0) continue;
     const checks = await checksOf(receipt, check, chain, client);
