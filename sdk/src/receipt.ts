@@ -15,6 +15,7 @@
 // and dcap-qvl: `sigil verify-receipt` runs them (the verifier's code), and `sigil verify` checks
 // the deployment itself. An attestation you did not verify proves nothing about hardware.
 import { bytesToHex, recoverMessageAddress, type Hex } from "viem";
+import { signedBy } from "./receiptSignature.ts";
 import {
   batchHead,
   jsonSha256,
@@ -182,7 +183,16 @@ export async function verifyReceipt(
       const key = `${typeof message === "string" ? message : message.raw}|${receipt.signature}`;
       signer = options.signers?.get(key);
       if (signer === undefined) {
-        signer = (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
+        // A batch head is checked against the attested key itself (receiptSignature.ts, a fraction of
+        // a recovery); anything else — or a signature that is not that key's — is recovered, to say whose it is.
+        const publicKey = attestation.public_key;
+        signer =
+          typeof message !== "string" &&
+          typeof publicKey === "string" &&
+          /^0x04[0-9a-fA-F]{128}$/.test(publicKey) &&
+          signedBy(publicKey as Hex, message.raw, receipt.signature as Hex)
+            ? receiptKeyAddress(publicKey as Hex)
+            : (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
         if (options.signers) {
           if (options.signers.size >= MAX_SIGNERS_KEPT) options.signers.clear();
           options.signers.set(key, signer);

@@ -3,8 +3,9 @@
 // stack (`sigil start`, as the tests do), makes `--runs` (default 500) signing runs with the check
 // off, keeping their answers, then checks each answer with a client's checker, its attestation
 // already kept: the median, p99 and mean per receipt, in µs, over 3 passes (the median pass) — once
-// for runs made one at a time (each receipt its own batch, so one secp256k1 recovery each) and once
-// for runs 32 in flight (receipts signed in batches: a batch's signature recovered once). The last
+// for runs made one at a time (each receipt its own batch, so one ECDSA verification each, against
+// the attested key's precomputed table: sdk/src/receiptSignature.ts) and once for runs 32 in flight
+// (receipts signed in batches: a batch's signature checked once). The last
 // line of output is one JSON object.
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";

@@ -308,6 +308,7 @@ describe("a signing run's receipt", () => {
     // Every field the receipt has is flipped (a field added later is flipped too).
     expect(Object.keys(receipt).sort()).toEqual([
       "account",
+      "anchor",
       "batch",
       "charged_cents",
       "cid",
@@ -332,7 +333,7 @@ describe("a signing run's receipt", () => {
       "batch path",
       { ...receipt, batch: { ...receipt.batch, proof: [...receipt.batch.proof, `0x${"00".repeat(32)}` as Hex] } },
     ]);
-    expect(changed).toHaveLength(21);
+    expect(changed).toHaveLength(22);
     for (const [name, r] of changed) {
       expect((await verifyReceipt(r, attestation)).ok, `SDK: ${name}`).toBe(false);
       const lines = await verifyReceiptFile(r, { attestation, api: stack.origin, allowSimulated: true });

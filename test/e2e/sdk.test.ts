@@ -39,6 +39,8 @@ import {
   type SigilClient,
 } from "../../sdk/src/index.ts";
 import { computeCid } from "../../shared/cid.ts";
+import type { RunReceipt } from "../../shared/receipt.ts";
+import { receiptHead } from "../../shared/receiptAnchor.ts";
 import { cidHash } from "../../shared/hashing.ts";
 import { SIGNER_CODE } from "../../sdk/src/signer.ts";
 import { compileErc1271Wallet } from "../fixtures/erc1271Wallet.ts";
@@ -603,6 +605,14 @@ describe("guardrails through the SDK", () => {
     });
     const receiptKey = await anon.getReceiptKey({ instance: run.receipt.instance_id });
     expect((await verifyReceipt(run, receiptKey, { params })).ok).toBe(true);
+    // Where its batch is anchored (test/e2e/anchoredReceipts.test.ts checks it on chain).
+    const head = receiptHead(run.receipt as RunReceipt) as Hex;
+    const anchor = await anon.getReceiptAnchor({
+      instance: run.receipt.instance_id,
+      epoch: run.receipt.anchor?.epoch as number,
+      head,
+    });
+    expect(anchor).toMatchObject({ instance_id: run.receipt.instance_id, epoch: run.receipt.anchor?.epoch, head });
     // The same through a dry run: decided and listed, nothing signed, charged as a run, its receipt marked.
     const dry = await client.sigilAction({
       code: `async function main({ wallet }) { return Sigil.Actions.signMessage({ pkpId: wallet, message: "nope" }).catch((e) => e.code) }`,
