@@ -69,7 +69,11 @@ const schema = z.object({
   SIGIL_RECEIPT_ANCHOR_INTERVAL_S: int(1, 86_400).default(60),
   /** …or once it has this many batch heads. */
   SIGIL_RECEIPT_ANCHOR_MAX_HEADS: int(1, 1_000_000).default(65_536),
-  /** Batch heads of anchored epochs kept in memory to serve their paths (32 bytes and a tree node each). */
+  /**
+   * Batch heads of anchored epochs kept in memory to serve their paths: 32 bytes each (64 MB at the
+   * default), and the inner nodes of the few trees paths were last asked of. Kept only in memory:
+   * a restarted instance serves no path of its earlier epochs (their roots stay on chain).
+   */
   SIGIL_RECEIPT_ANCHOR_KEEP_HEADS: int(1, 100_000_000).default(2_000_000),
   SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
   SIGIL_ROOT_KEY_PROVIDER: z.enum(["dev", "dstack"]).default("dev"),

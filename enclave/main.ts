@@ -165,6 +165,10 @@ export async function startEnclave(
             ...config.receiptAnchor,
             chainId: chain.chain.id,
             send: (call) => payers.sendCall(call),
+            hasCode: async () => {
+              const code = await chain.client.getCode({ address: config.receiptAnchor?.contract as `0x${string}` });
+              return code !== undefined && code !== "0x";
+            },
             lastAnchored: async (signer) =>
               Number(
                 await chain.client.readContract({
@@ -261,7 +265,8 @@ export async function startEnclave(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // Every run answered has its charge sent before the instance goes, and its receipt anchored.
       await settlements.stop();
-      await receipts.anchors?.flush();
+      // The last epoch's anchor sent, for at most 5 s: a stopping container has seconds, not retries' minutes.
+      await receipts.anchors?.flush(5_000);
       await sandbox.close();
       keyring.destroy();
     },

@@ -113,12 +113,19 @@ export type AnchorProof = {
   error?: string;
 };
 
+const HEX32 = /^0x[0-9a-fA-F]{64}$/;
+
 /** An anchor as the contract holds it (root zero: none). */
 export type OnChainAnchor = { root: Hex; heads: number; anchoredAt: number };
 
 /** Why an anchored check failed: which check, and what it found. */
 export class AnchorCheckError extends Error {
-  readonly check: "no_anchor" | "batch" | "proof" | "not_anchored" | "root" | "size";
+  /**
+   * `pending`: the epoch is not on chain yet and the instance says it is still to be (open, or its
+   * transaction not mined): ask again later. `not_anchored`: no root on chain, and none coming.
+   * `chain`: the chain could not be read. `time`: the receipt says it ended after its anchor.
+   */
+  readonly check: "no_anchor" | "batch" | "proof" | "pending" | "not_anchored" | "root" | "size" | "chain" | "time";
   constructor(check: AnchorCheckError["check"], message: string) {
     super(message);
     this.name = "AnchorCheckError";
@@ -148,25 +155,37 @@ export async function checkAnchored(
     throw new AnchorCheckError("proof", "the anchor proof is for another head or epoch than the receipt's");
   if (proof.chain_id !== anchor.chain_id || proof.contract.toLowerCase() !== anchor.contract.toLowerCase())
     throw new AnchorCheckError("proof", "the anchor proof names another chain or contract than the receipt");
+  const coming = proof.status === "open" || proof.status === "pending";
   if (proof.root === undefined || proof.proof === undefined || proof.index === undefined || proof.size === undefined)
     throw new AnchorCheckError(
-      "not_anchored",
-      `epoch ${anchor.epoch} is ${proof.status}: its root is not anchored yet`,
+      coming ? "pending" : "not_anchored",
+      `epoch ${anchor.epoch} is ${proof.status}: its root is not anchored${coming ? " yet" : ""}`,
     );
+  const path = proof.proof;
+  if (!HEX32.test(proof.root) || !Array.isArray(path) || !path.every((p) => HEX32.test(p)))
+    throw new AnchorCheckError("proof", "the anchor proof's root or path is not 32-byte hex");
   const root = rootFromProof(
     anchorLeaf(hexToBytes(head), hash),
     proof.index,
     proof.size,
-    proof.proof.map((p) => hexToBytes(p)),
+    path.map((p) => hexToBytes(p)),
     hash,
   );
   if (!root || toHex(root) !== proof.root.toLowerCase())
     throw new AnchorCheckError("proof", "the head's path in the epoch's tree does not lead to the proof's root");
-  const onChain = await readAnchor(signer, anchor.epoch);
+  let onChain: OnChainAnchor;
+  try {
+    onChain = await readAnchor(signer, anchor.epoch);
+  } catch (err) {
+    const message = ((err as { shortMessage?: string }).shortMessage ?? String((err as Error).message ?? err)).split(
+      "\n",
+    )[0];
+    throw new AnchorCheckError("chain", `the anchor could not be read from chain ${anchor.chain_id}: ${message}`);
+  }
   if (/^0x0{64}$/.test(onChain.root))
     throw new AnchorCheckError(
-      "not_anchored",
-      `no root is anchored on chain ${anchor.chain_id} for epoch ${anchor.epoch} of ${signer}`,
+      coming ? "pending" : "not_anchored",
+      `no root is anchored on chain ${anchor.chain_id} for epoch ${anchor.epoch} of ${signer}${coming ? ` yet (the instance says it is ${proof.status})` : ""}`,
     );
   if (onChain.root.toLowerCase() !== proof.root.toLowerCase())
     throw new AnchorCheckError("root", `the root anchored for epoch ${anchor.epoch} is not the tree the receipt is in`);
@@ -174,6 +193,14 @@ export async function checkAnchored(
     throw new AnchorCheckError(
       "size",
       `epoch ${anchor.epoch} was anchored with ${onChain.heads} heads, not ${proof.size}`,
+    );
+  // The anchor bounds the run from above: a receipt that says it ended after its anchor's block, or
+  // an epoch opened after it, is not the receipt that was anchored.
+  const endedAt = Date.parse(receipt.ended_at);
+  if (!(endedAt < (onChain.anchoredAt + 1) * 1000) || anchor.epoch > onChain.anchoredAt)
+    throw new AnchorCheckError(
+      "time",
+      `the receipt ended at ${receipt.ended_at} (epoch ${anchor.epoch}), after its anchor's block time ${new Date(onChain.anchoredAt * 1000).toISOString()}`,
     );
   return { ...onChain, epoch: anchor.epoch };
 }

@@ -102,7 +102,10 @@ export async function verifyReceiptFile(input: ReceiptInput, options: VerifyRece
   if (!sdk.checks.find((c) => c.check === "shape")?.ok) return lines;
 
   if (options.anchored)
-    lines.push({ ...(await anchoredLine(receipt as RunReceipt, base, options.anchored)), simulated });
+    lines.push({
+      ...(await anchoredLine(receipt as RunReceipt, base, options.anchored, String(attestation.address))),
+      simulated,
+    });
 
   // The quote, with the verifier's code.
   if (simulated && !options.allowSimulated) {
@@ -176,6 +179,7 @@ async function anchoredLine(
   receipt: RunReceipt,
   base: string | undefined,
   anchored: { rpcUrl: string; proof?: AnchorProof },
+  signer: string,
 ): Promise<Omit<CheckLine, "simulated">> {
   const fail = (detail: string) => ({ check: "anchored", status: "fail" as const, detail });
   let proof = anchored.proof;
@@ -192,7 +196,12 @@ async function anchoredLine(
     }
   }
   try {
-    const found = await verifyAnchored(undefined, receipt, { rpcUrl: anchored.rpcUrl, ...(proof ? { proof } : {}) });
+    // Under the attested receipt key: the anchor of another key proves nothing of this receipt.
+    const found = await verifyAnchored(undefined, receipt, {
+      rpcUrl: anchored.rpcUrl,
+      signer: signer as `0x${string}`,
+      ...(proof ? { proof } : {}),
+    });
     return {
       check: "anchored",
       status: "pass",

@@ -206,6 +206,34 @@ describe("the anchor's signature", () => {
   });
 });
 
+describe("a contract address with no code, and a stop", () => {
+  it("turns anchoring off at start, so receipts name no anchor, and says so", async () => {
+    const { a, calls } = anchorer({ hasCode: async () => false });
+    await a.start();
+    expect(a.enabled).toBe(false);
+    const { a: b } = anchorer({ hasCode: async () => true });
+    await b.start();
+    expect(b.enabled).toBe(true);
+    // Unreachable at start: anchoring stays on (its sends will say what they meet).
+    const { a: c } = anchorer({
+      hasCode: async () => {
+        throw new Error("down");
+      },
+    });
+    await c.start();
+    expect(c.enabled).toBe(true);
+    expect(calls).toHaveLength(0);
+  });
+
+  it("flush(timeout) returns by its timeout while a send hangs", async () => {
+    const { a } = anchorer({ send: () => new Promise(() => undefined) });
+    addHeads(a, 3);
+    const t0 = Date.now();
+    await a.flush(200);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+});
+
 describe("epochs", () => {
   it("strictly increase: epochs opened in the same second get the next numbers, and a later clock names its own second", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
@@ -606,11 +634,28 @@ describe("the receipt signer with anchoring", () => {
     ).toBe(signer.address);
 
     // The SDK's check passes against the root as sent, and fails against any other.
-    const onChain = { root: call.root, heads: call.heads, anchoredAt: 1 };
+    const onChain = { root: call.root, heads: call.heads, anchoredAt: Math.floor(Date.now() / 1000) + 10 };
     await expect(checkAnchored(batch[1]!, signer.address, proof, async () => onChain)).resolves.toMatchObject({
       epoch,
       root: call.root,
     });
+    // An anchor older than the receipt's end (or its epoch) is not its anchor: the receipt was made after.
+    await expect(
+      checkAnchored(batch[1]!, signer.address, proof, async () => ({ ...onChain, anchoredAt: epoch - 1 })),
+    ).rejects.toMatchObject({ check: "time" });
+    // Not on chain, while the instance says the epoch is still to be anchored: pending, not failed.
+    const zero = { ...onChain, root: `0x${"00".repeat(32)}` as Hex };
+    await expect(
+      checkAnchored(batch[1]!, signer.address, { ...proof, status: "pending" }, async () => zero),
+    ).rejects.toMatchObject({ check: "pending" });
+    await expect(
+      checkAnchored(batch[1]!, signer.address, { ...proof, status: "failed" }, async () => zero),
+    ).rejects.toMatchObject({ check: "not_anchored" });
+    await expect(
+      checkAnchored(batch[1]!, signer.address, proof, async () => {
+        throw new Error("connection refused");
+      }),
+    ).rejects.toMatchObject({ check: "chain" });
     await expect(
       checkAnchored(batch[1]!, signer.address, proof, async () => ({ ...onChain, root: hex(randomHead()) })),
     ).rejects.toMatchObject({ check: "root" });

@@ -11,7 +11,7 @@
 // which is what such a check is for. The heads of closed epochs are kept in memory, oldest dropped
 // first past SIGIL_RECEIPT_ANCHOR_KEEP_HEADS: a verifier fetches a receipt's path within that time
 // (and may keep it with the receipt).
-import { bytesToHex, encodeFunctionData, type Address, type Hex } from "viem";
+import { bytesToHex, encodeFunctionData, hexToBytes, type Address, type Hex } from "viem";
 import { anchorDigest, anchorLeaf, receiptAnchorAbi, type AnchorProof } from "../../shared/receiptAnchor.ts";
 import type { ReceiptAnchorRef, Sha256 } from "../../shared/receipt.ts";
 import type { Logger } from "../../shared/log.ts";
@@ -26,9 +26,11 @@ export type AnchoringConfig = {
   intervalMs: number;
   /** …or when it has this many heads. */
   maxHeads: number;
-  /** Heads of closed epochs kept for their paths (oldest epochs dropped first). */
+  /** Heads of closed epochs kept for their paths (oldest epochs dropped first), 32 bytes each. */
   keepHeads: number;
   send: AnchorSender;
+  /** Whether the contract has code, read once at start (none: anchoring is turned off, and says why). */
+  hasCode?: () => Promise<boolean>;
   /** The last epoch the contract holds for this receipt key (0: none), read once at start. */
   lastAnchored?: (signer: Address) => Promise<number>;
   /**
@@ -42,13 +44,17 @@ export type AnchoringConfig = {
 type Epoch = {
   epoch: number;
   closesAt: number;
-  heads: Uint8Array[];
-  /** A head's place, by its hex. */
-  places: Map<string, number>;
+  /** The heads, 32 bytes each, back to back (`count` of them): 32 bytes a head, whatever the count. */
+  heads: Uint8Array;
+  count: number;
+  /**
+   * While open: the roots of the perfect subtrees the heads so far make, largest first (RFC 9162's
+   * tree is these, folded from the right), so a head costs two hashes as it comes and closing
+   * costs a few — nothing of the epoch's size on the service thread.
+   */
+  stack: Array<{ size: number; root: Uint8Array }>;
   status: AnchorProof["status"];
   root?: Uint8Array;
-  /** Every inner node of the closed epoch's tree, by its span (lo · 2²¹ + hi). */
-  nodes?: Map<number, Uint8Array>;
   transactionHash?: Hex;
   blockNumber?: bigint;
   error?: string;
@@ -58,6 +64,8 @@ type Epoch = {
 const ATTEMPTS = 6;
 const FIRST_RETRY_MS = 1_000;
 const SPAN = 2 ** 21;
+/** Trees whose inner nodes are kept for their paths: the epochs verifiers ask about now. */
+const KEPT_TREES = 4;
 
 export class ReceiptAnchorer {
   readonly #config: AnchoringConfig;
@@ -70,6 +78,10 @@ export class ReceiptAnchorer {
   #last = 0;
   readonly #kept = new Map<number, Epoch>();
   #keptHeads = 0;
+  /** The inner nodes of the trees paths were last asked of (built on the first ask, a few epochs kept). */
+  readonly #trees = new Map<number, Map<number, Uint8Array>>();
+  /** False once the configured contract is found to have no code: nothing is anchored, receipts name no anchor. */
+  #enabled = true;
   /** Epochs are anchored one after another. */
   #queue: Promise<void> = Promise.resolve();
   readonly stats = { epochs: 0, anchored: 0, failed: 0, heads: 0 };
@@ -91,6 +103,21 @@ export class ReceiptAnchorer {
 
   /** Reads the last epoch the contract holds for this key, so that no epoch is named twice. */
   async start(): Promise<void> {
+    if (this.#config.hasCode) {
+      try {
+        if (!(await this.#config.hasCode())) {
+          // A mistyped address, or another chain's: every anchor would "succeed" as a call to no code.
+          this.#enabled = false;
+          this.#config.log.error("SIGIL_RECEIPT_ANCHOR has no contract code on this chain: receipts are not anchored", {
+            contract: this.#config.contract,
+          });
+          return;
+        }
+      } catch (err) {
+        // Unreachable now: anchoring goes on, and its sends say what they meet.
+        this.#config.log.warn("could not read the receipt anchor's code", { error: shortError(err) });
+      }
+    }
     if (!this.#config.lastAnchored) return;
     try {
       this.#last = Math.max(this.#last, await this.#config.lastAnchored(this.#signer));
@@ -98,6 +125,11 @@ export class ReceiptAnchorer {
       // The clock still names new epochs after any earlier one of this key.
       this.#config.log.warn("could not read the last anchored epoch", { error: shortError(err) });
     }
+  }
+
+  /** Whether receipts are anchored: not once the contract was found to have no code (`start`). */
+  get enabled(): boolean {
+    return this.#enabled;
   }
 
   /** Where the batch being signed now is anchored: the open epoch, opened now if none is. */
@@ -108,8 +140,9 @@ export class ReceiptAnchorer {
       this.#open = {
         epoch,
         closesAt: epoch + Math.ceil(this.#config.intervalMs / 1000),
-        heads: [],
-        places: new Map(),
+        heads: new Uint8Array(32 * 64),
+        count: 0,
+        stack: [],
         status: "open",
       };
       this.#timer = setTimeout(() => this.#close(), this.#config.intervalMs);
@@ -122,17 +155,30 @@ export class ReceiptAnchorer {
   add(epoch: number, head: Uint8Array): void {
     const open = this.#open;
     if (!open || open.epoch !== epoch) throw new Error(`epoch ${epoch} is not open`);
-    open.places.set(bytesToHex(head), open.heads.length);
-    open.heads.push(head);
+    if (head.length !== 32) throw new Error("a batch head is 32 bytes");
+    if (open.heads.length < (open.count + 1) * 32) {
+      const grown = new Uint8Array(open.heads.length * 2);
+      grown.set(open.heads);
+      open.heads = grown;
+    }
+    open.heads.set(head, open.count * 32);
+    open.count++;
+    // The new leaf, merged with the subtrees of its size before it.
+    let top = { size: 1, root: anchorLeaf(head, this.#hash) };
+    for (let left = open.stack.at(-1); left && left.size === top.size; left = open.stack.at(-1)) {
+      open.stack.pop();
+      top = { size: left.size * 2, root: node(left.root, top.root, this.#hash) };
+    }
+    open.stack.push(top);
     this.stats.heads++;
-    if (open.heads.length >= this.#config.maxHeads) this.#close();
+    if (open.count >= this.#config.maxHeads) this.#close();
   }
 
   /** The path of `head` in `epoch`'s tree, as far as it is known; undefined for an epoch or head not kept. */
   proof(epoch: number, head: Hex): AnchorProof | undefined {
     const e = this.#open?.epoch === epoch ? this.#open : this.#kept.get(epoch);
-    const index = e?.places.get(head.toLowerCase());
-    if (!e || index === undefined) return undefined;
+    const index = e ? indexOf(e, hexToBytes(head)) : -1;
+    if (!e || index < 0) return undefined;
     const base: AnchorProof = {
       instance_id: this.#instanceId,
       signer: this.#signer,
@@ -143,12 +189,12 @@ export class ReceiptAnchorer {
       status: e.status,
       closes_at: e.closesAt,
     };
-    if (!e.root || !e.nodes) return base;
+    if (!e.root) return base;
     return {
       ...base,
       index,
-      size: e.heads.length,
-      proof: auditPath(e, index, this.#hash).map((p) => bytesToHex(p)),
+      size: e.count,
+      proof: auditPath(e, this.#tree(e), index, this.#hash).map((p) => bytesToHex(p)),
       root: bytesToHex(e.root),
       transaction_hash: e.transactionHash ?? null,
       block_number: e.blockNumber?.toString() ?? null,
@@ -156,10 +202,30 @@ export class ReceiptAnchorer {
     };
   }
 
-  /** Closes the open epoch and waits until every closed epoch is anchored or has failed. */
-  async flush(): Promise<void> {
+  /**
+   * Closes the open epoch and waits until every closed epoch is anchored or has failed — at most
+   * `timeoutMs` when given (a stopping instance has seconds, not the retries' minutes).
+   */
+  async flush(timeoutMs?: number): Promise<void> {
     this.#close();
-    await this.#queue;
+    if (timeoutMs === undefined) return this.#queue;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.#queue, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** The inner nodes of closed epoch `e`'s tree, built on the first path asked of it. */
+  #tree(e: Epoch): Map<number, Uint8Array> {
+    let nodes = this.#trees.get(e.epoch);
+    if (!nodes) {
+      const leaves = Array.from({ length: e.count }, (_, i) =>
+        anchorLeaf(e.heads.subarray(i * 32, i * 32 + 32), this.#hash),
+      );
+      nodes = buildTree(leaves, this.#hash).nodes;
+      if (this.#trees.size >= KEPT_TREES) this.#trees.delete(this.#trees.keys().next().value as number);
+      this.#trees.set(e.epoch, nodes);
+    }
+    return nodes;
   }
 
   #close(): void {
@@ -167,14 +233,15 @@ export class ReceiptAnchorer {
     this.#timer = undefined;
     const e = this.#open;
     this.#open = undefined;
-    if (!e || e.heads.length === 0) return;
+    if (!e || e.count === 0) return;
     e.closesAt = Math.max(Math.floor(Date.now() / 1000), e.epoch);
-    const { root, nodes } = buildTree(
-      e.heads.map((h) => anchorLeaf(h, this.#hash)),
-      this.#hash,
-    );
+    e.heads = e.heads.slice(0, e.count * 32);
+    // RFC 9162's root: the perfect subtrees, folded from the right.
+    let root = (e.stack.at(-1) as { root: Uint8Array }).root;
+    for (let i = e.stack.length - 2; i >= 0; i--)
+      root = node((e.stack[i] as { root: Uint8Array }).root, root, this.#hash);
     e.root = root;
-    e.nodes = nodes;
+    e.stack = [];
     e.status = "pending";
     this.stats.epochs++;
     this.#keep(e);
@@ -185,12 +252,12 @@ export class ReceiptAnchorer {
     const { log } = this.#config;
     const root = bytesToHex(e.root as Uint8Array);
     const signature = this.#sign(
-      anchorDigest({ chain_id: this.#config.chainId, contract: this.#config.contract }, e.epoch, root, e.heads.length),
+      anchorDigest({ chain_id: this.#config.chainId, contract: this.#config.contract }, e.epoch, root, e.count),
     );
     const data = encodeFunctionData({
       abi: receiptAnchorAbi,
       functionName: "anchor",
-      args: [BigInt(e.epoch), root, e.heads.length, signature],
+      args: [BigInt(e.epoch), root, e.count, signature],
     });
     let wait = FIRST_RETRY_MS;
     for (let attempt = 1; ; attempt++) {
@@ -202,7 +269,7 @@ export class ReceiptAnchorer {
         this.stats.anchored++;
         log.info("receipts anchored", {
           epoch: e.epoch,
-          heads: e.heads.length,
+          heads: e.count,
           root,
           tx: sent.transactionHash,
           block: sent.blockNumber.toString(),
@@ -214,7 +281,7 @@ export class ReceiptAnchorer {
           this.stats.anchored++;
           log.warn("receipts anchored, though the send that anchored them did not say so", {
             epoch: e.epoch,
-            heads: e.heads.length,
+            heads: e.count,
             root,
             error: shortError(err),
           });
@@ -226,7 +293,7 @@ export class ReceiptAnchorer {
           this.stats.failed++;
           log.error("receipts could not be anchored: their anchored checks will fail", {
             epoch: e.epoch,
-            heads: e.heads.length,
+            heads: e.count,
             error: e.error,
           });
           return;
@@ -251,12 +318,13 @@ export class ReceiptAnchorer {
   /** Keeps a closed epoch's heads for its paths, dropping the oldest epochs past the bound. */
   #keep(e: Epoch): void {
     this.#kept.set(e.epoch, e);
-    this.#keptHeads += e.heads.length;
+    this.#keptHeads += e.count;
     for (const [epoch, old] of this.#kept) {
       if (this.#keptHeads <= this.#config.keepHeads || old === e) break;
       if (old.status === "pending") break;
       this.#kept.delete(epoch);
-      this.#keptHeads -= old.heads.length;
+      this.#keptHeads -= old.count;
+      this.#trees.delete(epoch);
     }
   }
 }
@@ -274,19 +342,33 @@ function splitPoint(n: number): number {
   return k;
 }
 
+/** RFC 9162's inner node: SHA-256(0x01 ‖ left ‖ right). */
+function node(left: Uint8Array, right: Uint8Array, hash: Sha256): Uint8Array {
+  const input = new Uint8Array(1 + left.length + right.length);
+  input[0] = 1;
+  input.set(left, 1);
+  input.set(right, 1 + left.length);
+  return hash(input);
+}
+
+/** Where `head` is among the epoch's heads, or −1 (a scan: a path is asked for rarely, heads are added often). */
+function indexOf(e: Epoch, head: Uint8Array): number {
+  if (head.length !== 32) return -1;
+  const { heads } = e;
+  outer: for (let i = 0, at = 0; i < e.count; i++, at += 32) {
+    for (let b = 0; b < 32; b++) if (heads[at + b] !== head[b]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
 /** An RFC 9162 tree over `leaves`, keeping every inner node for the audit paths. */
 function buildTree(leaves: Uint8Array[], hash: Sha256): { root: Uint8Array; nodes: Map<number, Uint8Array> } {
   const nodes = new Map<number, Uint8Array>();
   const build = (lo: number, hi: number): Uint8Array => {
     if (hi - lo === 1) return leaves[lo] as Uint8Array;
     const k = splitPoint(hi - lo);
-    const left = build(lo, lo + k);
-    const right = build(lo + k, hi);
-    const input = new Uint8Array(1 + left.length + right.length);
-    input[0] = 1;
-    input.set(left, 1);
-    input.set(right, 1 + left.length);
-    const n = hash(input);
+    const n = node(build(lo, lo + k), build(lo + k, hi), hash);
     nodes.set(lo * SPAN + hi, n);
     return n;
   };
@@ -294,14 +376,15 @@ function buildTree(leaves: Uint8Array[], hash: Sha256): { root: Uint8Array; node
 }
 
 /** The audit path of leaf `index` in the epoch's tree, deepest first. */
-function auditPath(e: Epoch, index: number, hash: Sha256): Uint8Array[] {
-  const nodes = e.nodes as Map<number, Uint8Array>;
+function auditPath(e: Epoch, nodes: Map<number, Uint8Array>, index: number, hash: Sha256): Uint8Array[] {
   // Leaves are not kept: a path has at most one, recomputed from its head.
   const subtree = (lo: number, hi: number): Uint8Array =>
-    hi - lo === 1 ? anchorLeaf(e.heads[lo] as Uint8Array, hash) : (nodes.get(lo * SPAN + hi) as Uint8Array);
+    hi - lo === 1
+      ? anchorLeaf(e.heads.subarray(lo * 32, lo * 32 + 32), hash)
+      : (nodes.get(lo * SPAN + hi) as Uint8Array);
   const path: Uint8Array[] = [];
   let lo = 0;
-  let hi = e.heads.length;
+  let hi = e.count;
   while (hi - lo > 1) {
     const k = splitPoint(hi - lo);
     if (index < lo + k) {

@@ -158,7 +158,7 @@ export class ReceiptSigner {
       const batch = this.#queue.splice(0, MAX_RECEIPT_BATCH);
       try {
         // Every receipt of the batch names the epoch its head is anchored in, inside what is signed.
-        const anchor = this.anchors?.ref();
+        const anchor = this.anchors?.enabled ? this.anchors.ref() : undefined;
         const bodies = batch.map((b) => (anchor ? { ...b.body, anchor } : b.body));
         const { root, proofs } = merkleBatch(
           bodies.map((body) => receiptLeaf(body, nodeSha256)),

@@ -34,10 +34,14 @@ import { SigilError } from "./errors.ts";
 
 export type { AnchorProof } from "../../shared/receiptAnchor.ts";
 
-/** Why an anchored check failed: `check` names it (`no_anchor`, `batch`, `proof`, `not_anchored`, `root`, `size`, `chain`, `service`). */
+/**
+ * Why an anchored check failed: `check` names it — `pending` (not on chain yet: ask again later),
+ * `not_anchored`, `no_anchor`, `batch`, `proof`, `root`, `size`, `time`, `signer` (the batch is
+ * not the attested key's), `chain` or `service` (one could not be read).
+ */
 export class SigilAnchorError extends SigilError {
   override name = "SigilAnchorError";
-  readonly check: AnchorCheckError["check"] | "chain" | "service";
+  readonly check: AnchorCheckError["check"] | "signer" | "service";
   constructor(check: SigilAnchorError["check"], message: string) {
     super({ code: "receipt_not_anchored", message: `the receipt's anchor failed ${check}: ${message}`, status: 0 });
     this.check = check;
@@ -55,6 +59,12 @@ export type AnchoredOptions = {
   pollMs?: number;
   /** A saved proof (the `proof` of an earlier answer, or GET /attestation/receipt-anchor's), instead of asking the service. */
   proof?: AnchorProof;
+  /**
+   * The attested receipt key's address (its GET /attestation/receipt-key `address`): the receipt's
+   * batch must be signed by it. Without it the check says only that the key that signed the batch
+   * anchored it — which proves nothing of a receipt whose own check (verifyReceipt) was not made.
+   */
+  signer?: Address;
 };
 
 export type AnchoredReceipt = {
@@ -90,6 +100,11 @@ export async function verifyAnchored(
   const signer = (
     await recoverMessageAddress({ message: { raw: hexToBytes(head) }, signature: receipt.signature })
   ).toLowerCase() as Address;
+  if (options.signer !== undefined && options.signer.toLowerCase() !== signer)
+    throw new SigilAnchorError(
+      "signer",
+      `the receipt's batch is signed by ${signer}, not by the attested receipt key ${options.signer.toLowerCase()}`,
+    );
   const chain = options.publicClient
     ? viaClient(options.publicClient)
     : options.rpcUrl
@@ -129,7 +144,7 @@ export async function verifyAnchored(
       return { ...found, signer, proof };
     } catch (err) {
       if (!(err instanceof AnchorCheckError)) throw err;
-      const waitable = err.check === "not_anchored" && !options.proof && Date.now() < deadline;
+      const waitable = err.check === "pending" && !options.proof && Date.now() < deadline;
       if (!waitable) throw new SigilAnchorError(err.check, err.message);
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs ?? 1_000, deadline - Date.now())));
@@ -155,6 +170,9 @@ function viaClient(client: PublicClient): AnchorChain {
   };
 }
 
+/** Each RPC URL's chain id, asked once. */
+const chainIds = new Map<string, number>();
+
 /**
  * The chain at `rpcUrl`, read with two JSON-RPC calls (eth_chainId, eth_call) and no viem client: an
  * app that bundles the SDK (the dashboard) carries no chain client for it.
@@ -173,7 +191,15 @@ export function viaRpc(rpcUrl: string): AnchorChain {
     return body.result;
   };
   return {
-    chainId: async () => hexToNumber(await rpc("eth_chainId", [])),
+    chainId: async () => {
+      let id = chainIds.get(rpcUrl);
+      if (id === undefined) {
+        id = hexToNumber(await rpc("eth_chainId", []));
+        if (chainIds.size >= 64) chainIds.clear();
+        chainIds.set(rpcUrl, id);
+      }
+      return id;
+    },
     async anchor(contract, signer, epoch) {
       const call = anchorsCall(signer, epoch);
       const data = await rpc("eth_call", [{ to: contract, data: encodeFunctionData(call) }, "latest"]);

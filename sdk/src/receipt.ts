@@ -83,6 +83,18 @@ export type VerifyReceiptOptions = {
   attested?: WeakMap<object, ReceiptCheck[]>;
 };
 
+/** Receipt keys' addresses, by public key (a keccak each, asked for every receipt). */
+const addresses = new Map<string, string>();
+function addressOf(publicKey: Hex): string {
+  let address = addresses.get(publicKey);
+  if (address === undefined) {
+    address = receiptKeyAddress(publicKey);
+    if (addresses.size >= 64) addresses.clear();
+    addresses.set(publicKey, address);
+  }
+  return address;
+}
+
 /** How many recovered signers a `signers` cache keeps before it starts again. */
 const MAX_SIGNERS_KEPT = 1_000;
 
@@ -191,7 +203,7 @@ export async function verifyReceipt(
           typeof publicKey === "string" &&
           /^0x04[0-9a-fA-F]{128}$/.test(publicKey) &&
           signedBy(publicKey as Hex, message.raw, receipt.signature as Hex)
-            ? receiptKeyAddress(publicKey as Hex)
+            ? addressOf(publicKey as Hex)
             : (await recoverMessageAddress({ message, signature: receipt.signature as Hex })).toLowerCase();
         if (options.signers) {
           if (options.signers.size >= MAX_SIGNERS_KEPT) options.signers.clear();

@@ -6,8 +6,8 @@
 // checked in more or less than a millisecond (npm run bench:receipts).
 //
 // Equivalent to recovering the signer and comparing it with the key's address: a signature (r, s)
-// verifies under Q exactly when one of its two recoveries is Q; EIP-191's `v` only says which.
-// Any s in [1, n) is taken, as recovery takes it.
+// verifies under Q exactly when one of its two recoveries is Q, and `v` (R's y parity) says which —
+// so it is checked too. Any s in [1, n) is taken, as recovery takes it.
 import { invert, mod } from "@noble/curves/abstract/modular";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { hashMessage, hexToBytes, type Hex } from "viem";
@@ -50,7 +50,11 @@ export function signedBy(publicKey: Hex, message: Hex, signature: Hex): boolean 
     const u1 = mod(h * w, n);
     const { BASE, ZERO } = secp256k1.ProjectivePoint;
     const R = (u1 === 0n ? ZERO : BASE.multiply(u1)).add(pointOf(publicKey).multiply(mod(r * w, n))).toAffine();
-    return mod(R.x, n) === r;
+    // The recovery id (v) names R's y parity: a signature with the other v recovers another key,
+    // so it is not this key's signature to ecrecover, nor here.
+    const v = bytes[64] as number;
+    const parity = v === 27 || v === 28 ? v - 27 : v === 0 || v === 1 ? v : -1;
+    return R.x === r && parity === Number(R.y & 1n);
   } catch {
     return false;
   }

@@ -14,8 +14,12 @@ import { receiptChecker, type AttestationCache, type ReceiptPolicy, SigilReceipt
 
 /** How one entry's checks came out. */
 export type HistoryChecks = {
-  /** The receipt verified (its signature by the instance's attested key…); `failed` says which check. */
-  receipt: "verified" | "failed";
+  /**
+   * The receipt verified (its signature by the instance's attested key…); `unpinned`: it did, but
+   * its compose hash is not among the allowed ones (`policy.allowedComposeHashes`: what you
+   * audited) — the attested code is code nobody told this check to trust; `failed` says which check.
+   */
+  receipt: "verified" | "unpinned" | "failed";
   /**
    * Its batch in the root anchored on chain: `verified`; `pending` while its epoch is not anchored
    * yet; `failed`; `not_checked` without an RPC; `none` for a receipt that names no anchor.
@@ -27,14 +31,20 @@ export type HistoryChecks = {
   anchoredAt?: number;
 };
 
-/** One signature the service made with the wallet, with the run that made it and its checks. */
+/**
+ * One signature the service made with the wallet, with the run that made it and its checks — or,
+ * `kind: "key_exported"` (digest null), a run that read the wallet's private key without signing
+ * with it here: after which the key may have signed anything, anywhere.
+ */
 export type WalletSignature = {
   time: string;
   requestId: string;
   cid: string;
   instanceId: string;
-  kind: SignedKind;
-  digest: Hex;
+  kind: SignedKind | "key_exported";
+  digest: Hex | null;
+  /** The run read the wallet's private key (getPrivateKey): the receipt cannot speak for what else it signed. */
+  keyExported: boolean;
   /** With a guardrail: the rule that allowed it. */
   rule?: string;
   receipt: RunReceipt;
@@ -81,49 +91,66 @@ export async function* walletHistory(
     const receipt = event.receipt as RunReceipt | null;
     if (receipt?.version !== 2) continue;
     const used = receipt.wallets.find((w) => !w.action && w.address === wallet);
-    if (!used || used.signed.length === 0) continue;
-    const checks = await checksOf(receipt, check, chain, client);
+    if (!used || (used.signed.length === 0 && !used.key_exported)) continue;
+    const checks = await checksOf(receipt, check, attestations, chain, client);
+    const entry = {
+      time: event.time,
+      requestId: receipt.request_id,
+      cid: receipt.cid,
+      instanceId: receipt.instance_id,
+      keyExported: used.key_exported,
+      receipt,
+      checks,
+      verified: checks.receipt === "verified" && checks.anchored === "verified",
+    };
+    if (used.signed.length === 0) yield { ...entry, kind: "key_exported", digest: null };
     // Newest first, as the history is: a run's own signatures from its last.
     for (const s of [...used.signed].reverse())
-      yield {
-        time: event.time,
-        requestId: receipt.request_id,
-        cid: receipt.cid,
-        instanceId: receipt.instance_id,
-        kind: s.kind,
-        digest: s.digest,
-        ...(s.rule === undefined ? {} : { rule: s.rule }),
-        receipt,
-        checks,
-        verified: checks.receipt === "verified" && checks.anchored === "verified",
-      };
+      yield { ...entry, kind: s.kind, digest: s.digest, ...(s.rule === undefined ? {} : { rule: s.rule }) };
   }
 }
 
 async function checksOf(
   receipt: RunReceipt,
   check: ReturnType<typeof receiptChecker>,
+  attestations: AttestationCache,
   chain: PublicClient | string | undefined,
   client: SigilClient,
 ): Promise<HistoryChecks> {
+  let verdict: HistoryChecks["receipt"] = "verified";
+  let detail: string | undefined;
   try {
     await check({ receipt }, undefined);
   } catch (err) {
-    const failed = err instanceof SigilReceiptError ? `${err.check}: ${err.message}` : String(err);
-    return { receipt: "failed", anchored: "not_checked", detail: failed };
+    if (!(err instanceof SigilReceiptError && err.check === "compose_hash"))
+      return {
+        receipt: "failed",
+        anchored: "not_checked",
+        detail: err instanceof SigilReceiptError ? `${err.check}: ${err.message}` : String(err),
+      };
+    // Signed by the attested key of code not on the allow list: its anchor is still worth checking.
+    verdict = "unpinned";
+    detail = err.message;
   }
-  if (!receipt.anchor) return { receipt: "verified", anchored: "none" };
-  if (!chain) return { receipt: "verified", anchored: "not_checked" };
+  const with_ = (c: Omit<HistoryChecks, "receipt">): HistoryChecks => ({
+    receipt: verdict,
+    ...c,
+    ...(detail && !c.detail ? { detail } : {}),
+  });
+  if (!receipt.anchor) return with_({ anchored: "none" });
+  if (!chain) return with_({ anchored: "not_checked" });
   try {
-    const found = await verifyAnchored(
-      client,
-      receipt,
-      typeof chain === "string" ? { rpcUrl: chain } : { publicClient: chain },
-    );
-    return { receipt: "verified", anchored: "verified", anchoredAt: found.anchoredAt };
+    // The batch must be the attested key's (the checker has its attestation by now).
+    const attestation = await attestations.get(`${client.baseUrl}|${receipt.instance_id}`);
+    const found = await verifyAnchored(client, receipt, {
+      ...(typeof chain === "string" ? { rpcUrl: chain } : { publicClient: chain }),
+      ...(attestation ? { signer: attestation.address } : {}),
+    });
+    return with_({ anchored: "verified", anchoredAt: found.anchoredAt });
   } catch (err) {
-    if (err instanceof SigilAnchorError && err.check === "not_anchored" && /is (open|pending)/.test(err.message))
-      return { receipt: "verified", anchored: "pending", detail: err.message };
-    return { receipt: "verified", anchored: "failed", detail: err instanceof Error ? err.message : String(err) };
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof SigilAnchorError && err.check === "pending")
+      return with_({ anchored: "pending", detail: message });
+    return with_({ anchored: "failed", detail: message });
   }
 }

@@ -21,7 +21,7 @@
 //   payment_refs(ref PRIMARY KEY)                                  every payment intent credited and refund debited,
 //                                                                  kept beyond the retention so none counts twice
 //   wallet_runs(wallet, entry_id)                                   the runs whose receipt lists signatures by the
-//                                                                  wallet: GET /usage?wallet=, a wallet's history
+//                                                                  wallet, or its key read: GET /usage?wallet=
 //
 // The entries are the account's usage history (GET /usage, `usage`): newest first by id, so a
 // cursor (the last id seen) stays right while new entries arrive. They are kept USAGE_RETENTION_DAYS
@@ -680,7 +680,7 @@ export class Ledger extends DurableObject {
     if (detail.receipt !== undefined) this.#walletRuns(id, detail.receipt);
   }
 
-  /** Indexes the entry just added under each wallet its receipt says signed (wallet_runs). */
+  /** Indexes the entry just added under each wallet its receipt says signed with, or read the key of (wallet_runs). */
   #walletRuns(entryId: number, receiptText: string): void {
     let wallets: unknown;
     try {
@@ -689,8 +689,14 @@ export class Ledger extends DurableObject {
       return;
     }
     if (!Array.isArray(wallets)) return;
-    for (const w of wallets as Array<{ address?: unknown; action?: unknown; signed?: unknown }>) {
-      if (w.action === false && typeof w.address === "string" && Array.isArray(w.signed) && w.signed.length > 0)
+    for (const w of wallets as Array<{
+      address?: unknown;
+      action?: unknown;
+      signed?: unknown;
+      key_exported?: unknown;
+    }>) {
+      const used = (Array.isArray(w.signed) && w.signed.length > 0) || w.key_exported === true;
+      if (w && w.action === false && typeof w.address === "string" && used)
         this.#sql.exec(
           "INSERT OR IGNORE INTO wallet_runs (wallet, entry_id) VALUES (?, ?)",
           w.address.toLowerCase(),

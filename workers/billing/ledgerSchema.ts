@@ -93,9 +93,10 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS lease_settled_lease ON lease_settled (lease_id);
     `);
   },
-  // 4: the wallets each run's receipt says it signed with (ledger.ts, wallet_runs), so a wallet's
-  // signature history is read by index rather than by parsing every receipt; filled from the
-  // receipts already kept.
+  // 4: the wallets each run's receipt says it signed with or read the key of (ledger.ts,
+  // wallet_runs), so a wallet's history is read by index rather than by parsing every receipt;
+  // filled from the receipts already kept (an entry whose detail or receipt is not what a run
+  // writes is passed over, not a reason to stop).
   (sql) => {
     sql.exec(`
       CREATE TABLE IF NOT EXISTS wallet_runs (
@@ -104,11 +105,22 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (wallet, entry_id)
       ) WITHOUT ROWID;
       INSERT OR IGNORE INTO wallet_runs (wallet, entry_id)
-        SELECT lower(json_extract(w.value, '$.address')), e.id
-        FROM entries e, json_each(json_extract(e.detail, '$.receipt'), '$.wallets') w
-        WHERE e.op = 'run' AND json_valid(json_extract(e.detail, '$.receipt'))
-          AND json_extract(w.value, '$.action') = 0
-          AND json_array_length(w.value, '$.signed') > 0;
+        SELECT lower(json_extract(w.value, '$.address')), r.id
+        FROM (
+          SELECT id, CASE WHEN json_valid(detail) THEN json_extract(detail, '$.receipt') END AS receipt
+          FROM entries WHERE op = 'run'
+        ) r,
+        json_each(
+          CASE WHEN json_valid(r.receipt) THEN
+            CASE WHEN json_type(r.receipt, '$.wallets') = 'array' THEN r.receipt END
+          END,
+          '$.wallets'
+        ) w
+        WHERE CASE WHEN w.type = 'object' THEN
+          json_extract(w.value, '$.action') = 0
+          AND json_type(w.value, '$.address') = 'text'
+          AND (json_array_length(w.value, '$.signed') > 0 OR json_extract(w.value, '$.key_exported') = 1)
+        ELSE 0 END;
     `);
   },
 ];

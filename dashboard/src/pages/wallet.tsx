@@ -101,11 +101,13 @@ function Checked({ s }: { s: WalletSignature }) {
     failed: "✗ anchor failed",
     not_checked: "anchor not checked",
     none: "not anchored by its instance",
-    verified: "",
+    verified: "anchored ✓",
   }[checks.anchored];
+  // Unpinned: signed by an attested key, of code (a compose hash) this page was given no list to trust.
+  const receipt = checks.receipt === "unpinned" ? "receipt ✓ (code not pinned)" : "receipt ✓";
   return (
     <span class={checks.anchored === "failed" ? "bad" : "muted"} title={checks.detail}>
-      receipt ✓ · {anchored}
+      {receipt} · {anchored}
     </span>
   );
 }
@@ -200,8 +202,16 @@ export function WalletPage({ session, param }: PageProps) {
                           </time>
                         ),
                       ],
-                      ["Kind", (s) => s.kind.replace("_", " ")],
-                      ["Digest signed", (s) => <Hex value={s.digest} copy="Copy digest" />],
+                      [
+                        "Kind",
+                        (s) =>
+                          s.kind === "key_exported" ? (
+                            <strong class="bad">private key read</strong>
+                          ) : (
+                            s.kind.replace("_", " ")
+                          ),
+                      ],
+                      ["Digest signed", (s) => (s.digest ? <Hex value={s.digest} copy="Copy digest" /> : "—")],
                       ["Script", (s) => <Hex value={s.cid} copy="Copy CID" />],
                       ["Request", (s) => <Hex value={s.requestId} copy="Copy request id" keep={13} />],
                       ["Checked", (s) => <Checked s={s} />],
@@ -211,9 +221,11 @@ export function WalletPage({ session, param }: PageProps) {
               </Load>
               <p class="muted">
                 A run's receipt records the digest each signature was made over; the signature itself is in the run's
-                answer. Verified: the receipt is signed by its instance's attested key, and its batch is in the root
-                that instance anchored on chain (read through {""}
-                <a href="#/attestation">the deployment's public RPC</a>; check with your own: the SDK's walletHistory).
+                answer. Verified: the receipt is signed by its instance's attested key and its batch is in the root that
+                instance anchored on chain; "code not pinned": the attested code is one this page has no list of audited
+                compose hashes for (a simulated local stack needs none). Read through {""}
+                <a href="#/attestation">the deployment's public RPC</a>; check with your own RPC and compose hashes: the
+                SDK's walletHistory.
               </p>
             </Section>
             <Section id="wallet-runs" title="Runs that used it">
