@@ -190,7 +190,8 @@ describe("a new account in the dashboard", () => {
     expect(used?.signed).toHaveLength(1);
     const signatures = page.getByRole("table", { name: /Signatures runs made with this wallet/ });
     const rows = signatures.locator("tbody tr");
-    expect(await rows.count()).toBe(1);
+    // Listed once its checks are made (they load after the page).
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(1);
     expect(await rows.first().textContent()).toMatch(/just now.*message/);
     expect(await rows.first().locator(`code[data-value="${used?.signed[0]?.digest}"]`).count()).toBe(1);
     // Checked in the page: the receipt at once, its anchor once its epoch is on chain (every 2 s on
@@ -201,7 +202,10 @@ describe("a new account in the dashboard", () => {
         async () => {
           await page.getByRole("link", { name: "← All wallets" }).click();
           await page.getByRole("link", { name: "signer", exact: true }).click();
-          return signatures.locator("tbody tr").first().textContent({ timeout: 30_000 });
+          const row = signatures.locator("tbody tr").first();
+          // The mark's title says why it is not verified yet (pending, or what failed).
+          const why = await row.locator("td span[title]").last().getAttribute("title", { timeout: 30_000 });
+          return `${await row.textContent({ timeout: 30_000 })} (${why ?? ""})`;
         },
         { timeout: 30_000, interval: 1_000 },
       )

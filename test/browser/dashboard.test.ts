@@ -72,7 +72,11 @@ describe("the dashboard", () => {
     const stripe = new URL(
       ((await (await fetch(`${stack.api}/billing/stripe_config`)).json()) as { api_base: string }).api_base,
     ).origin;
-    expect(csp).toContain(`connect-src 'self' ${stripe} https://pccs.phala.network;`);
+    // And the deployment's public RPC, where the wallet page reads receipts' anchors.
+    const rpc = new URL(
+      ((await (await fetch(`${stack.api}/get_node_chain_config`)).json()) as { rpc_url: string }).rpc_url,
+    ).origin;
+    expect(csp).toContain(`connect-src 'self' ${stripe} https://pccs.phala.network ${rpc};`);
     const html = await res.text();
     const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     expect(sources.length).toBeGreaterThan(0);
