@@ -67,12 +67,14 @@ const schema = z.object({
   SIGIL_RECEIPT_ANCHOR: address.optional(),
   /** An epoch of receipts is anchored this long after it opened… */
   SIGIL_RECEIPT_ANCHOR_INTERVAL_S: int(1, 86_400).default(60),
+  /** Where the epochs' heads are written (default SIGIL_STATE_DIR/anchors): paths and anchoring survive a restart. */
+  SIGIL_RECEIPT_ANCHOR_DIR: z.string().min(1).optional(),
   /** …or once it has this many batch heads. */
   SIGIL_RECEIPT_ANCHOR_MAX_HEADS: int(1, 1_000_000).default(65_536),
   /**
    * Batch heads of anchored epochs kept in memory to serve their paths: 32 bytes each (64 MB at the
-   * default), and the inner nodes of the few trees paths were last asked of. Kept only in memory:
-   * a restarted instance serves no path of its earlier epochs (their roots stay on chain).
+   * default), and the inner nodes of the few trees paths were last asked of; the heads also in
+   * SIGIL_RECEIPT_ANCHOR_DIR, read back at start.
    */
   SIGIL_RECEIPT_ANCHOR_KEEP_HEADS: int(1, 100_000_000).default(2_000_000),
   SIGIL_PAYER_MIN_BALANCE_WEI: z.coerce.bigint().min(0n).default(10_000_000_000_000_000n),
@@ -164,7 +166,9 @@ export type EnclaveConfig = {
   /** How long a run's receipt waits for others to share its batch (only while other runs are in flight). */
   runReceiptBatchMs: number;
   /** Where and how often receipts are anchored (receipts/anchors.ts); undefined: they are not. */
-  receiptAnchor: { contract: `0x${string}`; intervalMs: number; maxHeads: number; keepHeads: number } | undefined;
+  receiptAnchor:
+    | { contract: `0x${string}`; intervalMs: number; maxHeads: number; keepHeads: number; dir: string }
+    | undefined;
   payerMinBalanceWei: bigint;
   rootKey:
     | { provider: "dev"; fixedKey: `0x${string}` | undefined; stateDir: string }
@@ -260,6 +264,8 @@ export function readEnclaveConfig(env: Record<string, string | undefined> = proc
           intervalMs: c.SIGIL_RECEIPT_ANCHOR_INTERVAL_S * 1000,
           maxHeads: c.SIGIL_RECEIPT_ANCHOR_MAX_HEADS,
           keepHeads: c.SIGIL_RECEIPT_ANCHOR_KEEP_HEADS,
+          // Each instance's under its id: its receipt key's epochs and no other's.
+          dir: c.SIGIL_RECEIPT_ANCHOR_DIR ?? join(c.SIGIL_STATE_DIR, "anchors"),
         }
       : undefined,
     payerMinBalanceWei: c.SIGIL_PAYER_MIN_BALANCE_WEI,

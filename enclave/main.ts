@@ -4,6 +4,7 @@
 import { getRequestListener } from "@hono/node-server";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { openAttestation } from "./attestation/open.ts";
 import type { AttestationService } from "./attestation/service.ts";
 import { PermissionCache, chainPermissionSource } from "./authz/cache.ts";
@@ -163,6 +164,7 @@ export async function startEnclave(
       ? {
           anchoring: {
             ...config.receiptAnchor,
+            dir: join(config.receiptAnchor.dir, info.instance_id),
             chainId: chain.chain.id,
             send: (call) => payers.sendCall(call),
             hasCode: async () => {

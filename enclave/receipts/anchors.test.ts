@@ -6,6 +6,9 @@
 // then marked failed, old epochs are dropped past keepHeads (pending ones never), and the receipt
 // signer names the open epoch inside every receipt it signs and adds its batch's head to it.
 import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   bytesToHex,
   decodeFunctionData,
@@ -202,6 +205,61 @@ describe("the anchor's signature", () => {
       anchorDigest({ ...ref, contract: getAddress(`0x${"c1".repeat(20)}`) }, epoch, root, heads),
     ]) {
       expect(await recover(digest)).not.toBe(SIGNER);
+    }
+  });
+});
+
+describe("heads written as they come (dir)", () => {
+  it("a restarted anchorer serves its earlier epochs' paths again, anchors the epoch it was gathering when it stopped, and names later epochs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sigil-anchors-"));
+    try {
+      const { a, calls } = anchorer({ dir });
+      const first = addHeads(a, 10);
+      await a.flush();
+      const anchoredRoot = a.proof(first.epoch, hex(first.heads[3]!))?.root;
+      expect(calls).toHaveLength(1);
+      // The next epoch gathers five heads, and the process stops before it closes (nothing flushed).
+      const second = addHeads(a, 5);
+      expect(second.epoch).toBeGreaterThan(first.epoch);
+      expect(readdirSync(dir).sort()).toEqual([`${first.epoch}.heads`, `${second.epoch}.heads`]);
+
+      const { a: b, calls: resent } = anchorer({ dir, lastAnchored: async () => first.epoch });
+      await b.start();
+      // The first epoch: the chain has it; its paths are served again, to the same root.
+      expect(b.proof(first.epoch, hex(first.heads[3]!))).toMatchObject({
+        status: "anchored",
+        root: anchoredRoot,
+        size: 10,
+      });
+      // The second: closed from its heads and anchored now.
+      await b.flush();
+      expect(resent).toHaveLength(1);
+      const { epoch, root, heads } = decodeAnchor(resent[0]!.data);
+      expect([Number(epoch), heads]).toEqual([second.epoch, 5]);
+      expect(b.proof(second.epoch, hex(second.heads[4]!))).toMatchObject({ status: "anchored", root, size: 5 });
+      expect(merkleBatch(second.heads.map((h) => anchorLeaf(h))).root).toEqual(hexToBytes(root));
+      // New epochs come after both.
+      expect(b.ref().epoch).toBeGreaterThan(second.epoch);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an epoch dropped past keepHeads is removed from the folder too; an epoch that closes empty leaves no file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sigil-anchors-"));
+    try {
+      const { a } = anchorer({ dir, keepHeads: 2 });
+      const old = addHeads(a, 2);
+      await a.flush();
+      const next = addHeads(a, 2);
+      await a.flush();
+      expect(existsSync(join(dir, `${old.epoch}.heads`))).toBe(false);
+      expect(existsSync(join(dir, `${next.epoch}.heads`))).toBe(true);
+      const { epoch } = a.ref();
+      await a.flush();
+      expect(existsSync(join(dir, `${epoch}.heads`))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

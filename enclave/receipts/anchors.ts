@@ -7,10 +7,13 @@
 // An epoch opens with the first batch after the last one closed, named by the unix second it opened
 // (strictly increasing, and after the last epoch the contract holds for this key, read at start: a
 // restarted instance never reuses one). Epochs are anchored one at a time, in order, each retried
-// with backoff; one that still fails is `failed` and its receipts can never pass an anchored check —
-// which is what such a check is for. The heads of closed epochs are kept in memory, oldest dropped
-// first past SIGIL_RECEIPT_ANCHOR_KEEP_HEADS: a verifier fetches a receipt's path within that time
-// (and may keep it with the receipt).
+// with backoff; a root already on chain after a failed send counts as anchored; one that still fails
+// is `failed` and its receipts can never pass an anchored check — which is what such a check is
+// for. Heads are kept 32 bytes each, in memory up to SIGIL_RECEIPT_ANCHOR_KEEP_HEADS, and written as
+// they come to SIGIL_RECEIPT_ANCHOR_DIR: a restarted process serves its earlier epochs' paths again
+// and anchors what it had gathered but not anchored.
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
 import { bytesToHex, encodeFunctionData, hexToBytes, type Address, type Hex } from "viem";
 import { anchorDigest, anchorLeaf, receiptAnchorAbi, type AnchorProof } from "../../shared/receiptAnchor.ts";
 import type { ReceiptAnchorRef, Sha256 } from "../../shared/receipt.ts";
@@ -29,6 +32,12 @@ export type AnchoringConfig = {
   /** Heads of closed epochs kept for their paths (oldest epochs dropped first), 32 bytes each. */
   keepHeads: number;
   send: AnchorSender;
+  /**
+   * Where each epoch's heads are written as they come (`<epoch>.heads`, 32 bytes each; they are
+   * hashes that name nothing): a restarted instance serves its earlier epochs' paths again and
+   * anchors what it had closed or was gathering when it stopped. Unset: memory only.
+   */
+  dir?: string;
   /** Whether the contract has code, read once at start (none: anchoring is turned off, and says why). */
   hasCode?: () => Promise<boolean>;
   /** The last epoch the contract holds for this receipt key (0: none), read once at start. */
@@ -43,6 +52,8 @@ export type AnchoringConfig = {
 
 type Epoch = {
   epoch: number;
+  /** The open epoch's file, heads appended as they come (`dir` only). */
+  fd?: number;
   closesAt: number;
   /** The heads, 32 bytes each, back to back (`count` of them): 32 bytes a head, whatever the count. */
   heads: Uint8Array;
@@ -118,13 +129,74 @@ export class ReceiptAnchorer {
         this.#config.log.warn("could not read the receipt anchor's code", { error: shortError(err) });
       }
     }
-    if (!this.#config.lastAnchored) return;
-    try {
-      this.#last = Math.max(this.#last, await this.#config.lastAnchored(this.#signer));
-    } catch (err) {
-      // The clock still names new epochs after any earlier one of this key.
-      this.#config.log.warn("could not read the last anchored epoch", { error: shortError(err) });
+    let onChain: number | undefined;
+    if (this.#config.lastAnchored) {
+      try {
+        onChain = await this.#config.lastAnchored(this.#signer);
+        this.#last = Math.max(this.#last, onChain);
+      } catch (err) {
+        // The clock still names new epochs after any earlier one of this key.
+        this.#config.log.warn("could not read the last anchored epoch", { error: shortError(err) });
+      }
     }
+    this.#load(onChain);
+  }
+
+  /**
+   * The epochs an earlier process of this instance wrote (`dir`), oldest first, within the bound:
+   * each closed again from its heads. Those after the last epoch the contract holds are anchored now
+   * (a crash between gathering and anchoring loses nothing written); the rest are the chain's.
+   */
+  #load(lastOnChain: number | undefined): void {
+    const { dir, log } = this.#config;
+    if (!dir) return;
+    let files: number[];
+    try {
+      mkdirSync(dir, { recursive: true });
+      files = readdirSync(dir)
+        .map((f) => /^(\d{1,15})\.heads$/.exec(f)?.[1])
+        .filter((e): e is string => e !== undefined)
+        .map(Number)
+        .sort((a, b) => a - b);
+    } catch (err) {
+      log.warn("could not read the anchored epochs' heads; serving paths of new epochs only", {
+        error: shortError(err),
+      });
+      return;
+    }
+    let loaded = 0;
+    let resent = 0;
+    for (const epoch of files) {
+      let bytes: Uint8Array;
+      try {
+        bytes = readFileSync(join(dir, `${epoch}.heads`));
+      } catch {
+        continue;
+      }
+      const count = Math.min(Math.floor(bytes.length / 32), this.#config.maxHeads);
+      if (count === 0) {
+        rmSync(join(dir, `${epoch}.heads`), { force: true });
+        continue;
+      }
+      const e: Epoch = {
+        epoch,
+        closesAt: epoch,
+        heads: new Uint8Array(32 * count),
+        count: 0,
+        stack: [],
+        status: "open",
+      };
+      for (let i = 0; i < count; i++) this.#push(e, bytes.subarray(i * 32, i * 32 + 32));
+      this.#last = Math.max(this.#last, epoch);
+      const anchored = lastOnChain !== undefined && epoch <= lastOnChain;
+      this.#seal(e, anchored ? "anchored" : "pending");
+      loaded++;
+      if (!anchored) {
+        resent++;
+        this.#queue = this.#queue.then(() => this.#anchor(e));
+      }
+    }
+    if (loaded > 0) log.info("anchored epochs' heads read back", { epochs: loaded, anchoring: resent });
   }
 
   /** Whether receipts are anchored: not once the contract was found to have no code (`start`). */
@@ -145,6 +217,16 @@ export class ReceiptAnchorer {
         stack: [],
         status: "open",
       };
+      if (this.#config.dir) {
+        try {
+          this.#open.fd = openSync(join(this.#config.dir, `${epoch}.heads`), "a");
+        } catch (err) {
+          this.#config.log.warn("could not write the epoch's heads; its paths are in memory only", {
+            epoch,
+            error: shortError(err),
+          });
+        }
+      }
       this.#timer = setTimeout(() => this.#close(), this.#config.intervalMs);
       this.#timer.unref();
     }
@@ -156,22 +238,38 @@ export class ReceiptAnchorer {
     const open = this.#open;
     if (!open || open.epoch !== epoch) throw new Error(`epoch ${epoch} is not open`);
     if (head.length !== 32) throw new Error("a batch head is 32 bytes");
-    if (open.heads.length < (open.count + 1) * 32) {
-      const grown = new Uint8Array(open.heads.length * 2);
-      grown.set(open.heads);
-      open.heads = grown;
+    this.#push(open, head);
+    if (open.fd !== undefined) {
+      try {
+        writeSync(open.fd, head);
+      } catch (err) {
+        this.#config.log.warn("could not write a batch head; the epoch's paths are in memory only", {
+          epoch,
+          error: shortError(err),
+        });
+        closeQuietly(open);
+      }
     }
-    open.heads.set(head, open.count * 32);
-    open.count++;
-    // The new leaf, merged with the subtrees of its size before it.
-    let top = { size: 1, root: anchorLeaf(head, this.#hash) };
-    for (let left = open.stack.at(-1); left && left.size === top.size; left = open.stack.at(-1)) {
-      open.stack.pop();
-      top = { size: left.size * 2, root: node(left.root, top.root, this.#hash) };
-    }
-    open.stack.push(top);
     this.stats.heads++;
     if (open.count >= this.#config.maxHeads) this.#close();
+  }
+
+  /** Adds `head` to `e`'s heads and its running root. */
+  #push(e: Epoch, head: Uint8Array): void {
+    if (e.heads.length < (e.count + 1) * 32) {
+      const grown = new Uint8Array(Math.max(64 * 32, e.heads.length * 2));
+      grown.set(e.heads);
+      e.heads = grown;
+    }
+    e.heads.set(head, e.count * 32);
+    e.count++;
+    // The new leaf, merged with the subtrees of its size before it.
+    let top = { size: 1, root: anchorLeaf(head, this.#hash) };
+    for (let left = e.stack.at(-1); left && left.size === top.size; left = e.stack.at(-1)) {
+      e.stack.pop();
+      top = { size: left.size * 2, root: node(left.root, top.root, this.#hash) };
+    }
+    e.stack.push(top);
   }
 
   /** The path of `head` in `epoch`'s tree, as far as it is known; undefined for an epoch or head not kept. */
@@ -233,19 +331,27 @@ export class ReceiptAnchorer {
     this.#timer = undefined;
     const e = this.#open;
     this.#open = undefined;
-    if (!e || e.count === 0) return;
+    if (e) closeQuietly(e);
+    if (!e || e.count === 0) {
+      if (e && this.#config.dir) rmSync(join(this.#config.dir, `${e.epoch}.heads`), { force: true });
+      return;
+    }
     e.closesAt = Math.max(Math.floor(Date.now() / 1000), e.epoch);
+    this.#seal(e, "pending");
+    this.#queue = this.#queue.then(() => this.#anchor(e));
+  }
+
+  /** Fixes a closed epoch's root (RFC 9162's: the perfect subtrees, folded from the right) and keeps it. */
+  #seal(e: Epoch, status: Epoch["status"]): void {
     e.heads = e.heads.slice(0, e.count * 32);
-    // RFC 9162's root: the perfect subtrees, folded from the right.
     let root = (e.stack.at(-1) as { root: Uint8Array }).root;
     for (let i = e.stack.length - 2; i >= 0; i--)
       root = node((e.stack[i] as { root: Uint8Array }).root, root, this.#hash);
     e.root = root;
     e.stack = [];
-    e.status = "pending";
+    e.status = status;
     this.stats.epochs++;
     this.#keep(e);
-    this.#queue = this.#queue.then(() => this.#anchor(e));
   }
 
   async #anchor(e: Epoch): Promise<void> {
@@ -325,8 +431,20 @@ export class ReceiptAnchorer {
       this.#kept.delete(epoch);
       this.#keptHeads -= old.count;
       this.#trees.delete(epoch);
+      if (this.#config.dir) rmSync(join(this.#config.dir, `${epoch}.heads`), { force: true });
     }
   }
+}
+
+/** Closes the open epoch's file, if it has one. */
+function closeQuietly(e: Epoch): void {
+  if (e.fd === undefined) return;
+  try {
+    closeSync(e.fd);
+  } catch {
+    // already closed
+  }
+  e.fd = undefined;
 }
 
 const shortError = (err: unknown) =>
