@@ -162,10 +162,13 @@ export function receiptLeaf(receipt: RunReceiptBody | RunReceipt, hash: Sha256 =
   return hash(prefixed(0, utf8.encode(receiptMessage(receipt))));
 }
 
-const node = (left: Uint8Array, right: Uint8Array, hash: Sha256) => hash(prefixed(1, left, right));
+/** RFC 9162's inner node: SHA-256(0x01 ‖ left ‖ right) (also the anchored epochs' trees: receiptAnchor.ts). */
+export const merkleNode = (left: Uint8Array, right: Uint8Array, hash: Sha256 = defaultSha256): Uint8Array =>
+  hash(prefixed(1, left, right));
+const node = merkleNode;
 
-/** The largest power of two below n (n ≥ 2). */
-function splitPoint(n: number): number {
+/** The largest power of two below n (n ≥ 2): where RFC 9162 splits a tree of n leaves. */
+export function splitPoint(n: number): number {
   let k = 1;
   while (k * 2 < n) k *= 2;
   return k;

@@ -16,7 +16,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writ
 import { join } from "node:path";
 import { bytesToHex, encodeFunctionData, hexToBytes, type Address, type Hex } from "viem";
 import { anchorDigest, anchorLeaf, receiptAnchorAbi, type AnchorProof } from "../../shared/receiptAnchor.ts";
-import type { ReceiptAnchorRef, Sha256 } from "../../shared/receipt.ts";
+import { merkleNode as node, splitPoint, type ReceiptAnchorRef, type Sha256 } from "../../shared/receipt.ts";
 import type { Logger } from "../../shared/log.ts";
 
 /** Sends one transaction to the contract from a payer and waits for it to be mined (PayerPool.sendCall). */
@@ -452,22 +452,6 @@ const shortError = (err: unknown) =>
     .split("\n")[0]
     ?.replace(/https?:\/\/\S+/g, "<rpc>")
     .slice(0, 300) ?? "";
-
-/** The largest power of two below n (n ≥ 2), RFC 9162's split. */
-function splitPoint(n: number): number {
-  let k = 1;
-  while (k * 2 < n) k *= 2;
-  return k;
-}
-
-/** RFC 9162's inner node: SHA-256(0x01 ‖ left ‖ right). */
-function node(left: Uint8Array, right: Uint8Array, hash: Sha256): Uint8Array {
-  const input = new Uint8Array(1 + left.length + right.length);
-  input[0] = 1;
-  input.set(left, 1);
-  input.set(right, 1 + left.length);
-  return hash(input);
-}
 
 /** Where `head` is among the epoch's heads, or −1 (a scan: a path is asked for rarely, heads are added often). */
 function indexOf(e: Epoch, head: Uint8Array): number {
