@@ -15,6 +15,7 @@ import {
 } from "../../sdk/src/index.ts";
 import type { RunReceipt } from "../../shared/receipt.ts";
 import { startCrashStack, type CrashStack } from "../harness/budgetCrash.ts";
+import { pool } from "../harness/pool.ts";
 
 const RUNS = 1_000;
 const CONCURRENCY = 32;
@@ -23,21 +24,6 @@ const CODE = "async function main({ i }) { return i * 2 }";
 let stack: CrashStack;
 let client: SigilClient;
 let chain: PublicClient;
-
-/** `task(i)` for i < count, at most `limit` at once; the results in order. */
-async function pool<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 beforeAll(async () => {
   stack = await startCrashStack({ enclaves: 2, anchorReceiptsEveryS: 2 });

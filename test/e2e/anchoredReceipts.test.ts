@@ -4,7 +4,9 @@
 // chain for it (the SDK's verifyAnchored, reading the contract itself); `sigil verify-receipt
 // --anchored` passes for one of them, offline too from its saved path; with that epoch's root removed
 // from the chain's state (anvil_setStorageAt: what a withheld anchor looks like) the same receipt
-// fails, in the SDK and in the CLI; a path that is not the receipt's fails. The 1,000-run burst over
+// fails, in the SDK and in the CLI; a path that is not the receipt's, or an anchor under another key
+// than the attested one, fails; a wallet's checked history (walletHistory: verified, unpinned, a run
+// that read the key). The 1,000-run burst over
 // two instances is test/e2e/anchoredBurst.test.ts.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,6 +35,7 @@ import {
 import type { RunReceipt } from "../../shared/receipt.ts";
 import { runSigil } from "../harness/cli.ts";
 import type { SharedLocalStack } from "../harness/localStack.ts";
+import { pool } from "../harness/pool.ts";
 
 const RUNS = 20;
 const CONCURRENCY = 4;
@@ -44,21 +47,6 @@ let chain: PublicClient;
 let dir: string;
 const answers: Array<{ response: unknown; receipt: RunReceipt }> = [];
 const anchored: AnchoredReceipt[] = [];
-
-/** Runs `tasks` with at most `limit` at once, in order of start; their results in order. */
-async function pool<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 beforeAll(async () => {
   stack = inject("localStack");
@@ -206,6 +194,12 @@ describe("receipts anchored on chain", () => {
     };
     const err = await verifyAnchored(client, moved, { publicClient: chain }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SigilAnchorError);
+    // Anchored, but under a key that is not the one named as attested: `signer`.
+    const wrongKey = await verifyAnchored(client, b as { receipt: RunReceipt }, {
+      publicClient: chain,
+      signer: `0x${"12".repeat(20)}`,
+    }).catch((e: unknown) => e);
+    expect((wrongKey as SigilAnchorError).check).toBe("signer");
   });
 
   it("a wallet's history: every signature made with it, from its runs' receipts (GET /usage?wallet=), each verified and anchored", async () => {
@@ -262,6 +256,36 @@ describe("receipts anchored on chain", () => {
     for await (const s of walletHistory(client, { wallet: b.wallet_address })) other.push(s);
     expect(other.map((s) => [s.requestId, s.checks.receipt, s.checks.anchored])).toEqual([
       [runs[1]?.receipt.request_id, "verified", "not_checked"],
+    ]);
+    // With a list of compose hashes that lacks the stack's, a receipt is attested but unpinned (its
+    // anchor still checked), and never `verified`.
+    const pinnedElsewhere: WalletSignature[] = [];
+    for await (const s of walletHistory(client, {
+      wallet: a.wallet_address,
+      publicClient: chain,
+      policy: { allowedComposeHashes: [`0x${"00".repeat(32)}`], allowSimulated: true },
+    }))
+      pinnedElsewhere.push(s);
+    expect(pinnedElsewhere.map((s) => [s.checks.receipt, s.checks.anchored, s.verified])).toEqual(
+      Array.from({ length: 3 }, () => ["unpinned", "verified", false]),
+    );
+    // A run that read the wallet's key and signed nothing: listed, as what it is.
+    const READ =
+      "async function main({ wallet }) { return (await Sigil.Actions.getPrivateKey({ pkpId: wallet })).length }";
+    const readCid = await client.getSigilActionIpfsId(READ);
+    const c = await client.createWallet({ name: "history c" });
+    await client.addGroup({
+      group_name: "history read",
+      group_description: "",
+      pkp_ids_permitted: [c.wallet_address],
+      cid_hashes_permitted: [readCid],
+    });
+    const read = await client.sigilAction({ code: READ, js_params: { wallet: c.wallet_address } });
+    expect(read.has_error, JSON.stringify(read.error)).toBe(false);
+    const exported: WalletSignature[] = [];
+    for await (const s of walletHistory(client, { wallet: c.wallet_address })) exported.push(s);
+    expect(exported.map((s) => [s.kind, s.digest, s.keyExported, s.requestId])).toEqual([
+      ["key_exported", null, true, read.receipt.request_id],
     ]);
     // The listing itself: only the runs that signed with the wallet.
     const { events } = await client.listUsage({

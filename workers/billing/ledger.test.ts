@@ -256,21 +256,22 @@ describe("the ledger", () => {
     expect((await l.usage({ limit: 100, to: 0 })).entries).toEqual([]);
   });
 
-  it("indexes each run under the wallets its receipt says signed: usage({ wallet }) is that wallet's history, pruned with the entries", async () => {
+  it("indexes each run under the wallets its receipt says signed or read the key of: usage({ wallet }) is that wallet's history, pruned with the entries", async () => {
     const l = ledger();
     await l.credit("pi_w", 1_000);
     const A = `0x${"aa".repeat(20)}`;
     const B = `0x${"bb".repeat(20)}`;
-    const wallet = (address: string, signed: number, action = false) => ({
+    const wallet = (address: string, signed: number, action = false, exported = false) => ({
       address,
       action,
       signed: Array.from({ length: signed }, () => ({ kind: "message", digest: `0x${"00".repeat(32)}` })),
-      key_exported: false,
+      key_exported: exported,
     });
     const runs: Array<[string, unknown[]]> = [
       ["both", [wallet(A, 1), wallet(B, 2)]],
       ["onlyB", [wallet(B, 1)]],
       ["usedNotSigned", [wallet(A, 0)]],
+      ["keyRead", [wallet(A, 0, false, true)]],
       ["actionKey", [wallet(A, 1, true)]],
       ["upperA", [wallet(A.toUpperCase().replace("0X", "0x"), 1)]],
     ];
@@ -281,7 +282,8 @@ describe("the ledger", () => {
     await l.hold("plain", 1, 60_000);
     await l.settle("plain", 1, undefined, { op: "run", detail: { receipt: "not json" } });
     const refs = async (w: string) => (await l.usage({ limit: 100, wallet: w })).entries.map((e) => e.ref);
-    expect(await refs(A)).toEqual(["upperA", "both"]);
+    // A run that read the key is the wallet's too, signing nothing here: after it the key could sign anywhere.
+    expect(await refs(A)).toEqual(["upperA", "keyRead", "both"]);
     expect(await refs(B.toUpperCase().replace("0X", "0x"))).toEqual(["onlyB", "both"]);
     expect(await refs(`0x${"cc".repeat(20)}`)).toEqual([]);
     expect((await l.usage({ limit: 1, wallet: A })).more).toBe(true);
