@@ -12,7 +12,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs, stripVTControlCharacters } from "node:util";
 
 const root = join(import.meta.dirname, "..");
 const reports = join(root, ".sigil", "lanes");
@@ -160,7 +160,14 @@ type JsonReport = {
   numPendingTests: number;
   numTodoTests: number;
   numTotalTests: number;
-  testResults: Array<{ name: string; startTime: number; endTime: number; status: string; assertionResults: unknown[] }>;
+  testResults: Array<{
+    name: string;
+    startTime: number;
+    endTime: number;
+    status: string;
+    message?: string;
+    assertionResults: Array<{ fullName?: string; title?: string; status: string; failureMessages?: string[] }>;
+  }>;
 };
 
 rmSync(reports, { recursive: true, force: true });
@@ -209,6 +216,26 @@ for (const o of outcomes) {
   console.log(
     `  ${o.lane.name.padEnd(6)} ${seconds(o.ms).padStart(6)}${cpu}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`,
   );
+}
+// What failed, last, where a CI log cut to its head and tail still shows it: each failed test (or a
+// file that failed without one, such as a suite that did not load) with its message's first lines.
+const failures = merged.testResults.flatMap((f) => {
+  const file = f.name.replace(`${root}/`, "");
+  const tests = f.assertionResults
+    .filter((t) => t.status === "failed")
+    .map((t) => ({ file, name: t.fullName ?? t.title ?? "", message: t.failureMessages?.[0] ?? "" }));
+  return tests.length > 0 || f.status !== "failed" ? tests : [{ file, name: "(the file)", message: f.message ?? "" }];
+});
+if (failures.length > 0) {
+  console.log(`failed (${failures.length}):`);
+  for (const f of failures.slice(0, 10)) {
+    console.log(`  ${f.file} > ${f.name}`);
+    const lines = stripVTControlCharacters(f.message)
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !/^\s*at .*node_modules/.test(l));
+    for (const line of lines.slice(0, 4)) console.log(`      ${line.trim().slice(0, 200)}`);
+  }
+  if (failures.length > 10) console.log(`  … and ${failures.length - 10} more (.sigil/test-results.json)`);
 }
 const cpuTotal = outcomes.every((o) => o.cpuSeconds !== undefined)
   ? outcomes.reduce((sum, o) => sum + (o.cpuSeconds ?? 0), 0)

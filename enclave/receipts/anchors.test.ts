@@ -405,7 +405,8 @@ describe("epochs", () => {
     const open = a.proof(epoch, hex(heads[1]!))!;
     expect(open.status).toBe("open");
     expect(open.closes_at).toBe(epoch + 1);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The close comes from the interval's timer, whenever a loaded machine runs it.
+    await vi.waitFor(() => expect(a.proof(epoch, hex(heads[1]!))?.status).toBe("anchored"), { timeout: 10_000 });
     expect(calls).toHaveLength(1);
     const p = a.proof(epoch, hex(heads[1]!))!;
     expect(p).toMatchObject({ status: "anchored", index: 1, size: 2 });
