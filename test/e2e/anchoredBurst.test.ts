@@ -4,7 +4,7 @@
 // ReceiptAnchor under its own receipt key; the runs sent 32 at a time through the SDK (each receipt
 // verified on the way, its default); then each receipt's anchor checked with verifyAnchored against
 // the contract on anvil. Prints the epochs, heads and the anchor transactions' gas.
-import { createPublicClient, http, type Hex, type PublicClient } from "viem";
+import { createPublicClient, http, type PublicClient } from "viem";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   createSigilClient,
@@ -15,6 +15,7 @@ import {
 } from "../../sdk/src/index.ts";
 import type { RunReceipt } from "../../shared/receipt.ts";
 import { startCrashStack, type CrashStack } from "../harness/budgetCrash.ts";
+import { anchorTransaction } from "../harness/anchors.ts";
 import { pool } from "../harness/pool.ts";
 
 const RUNS = 1_000;
@@ -63,7 +64,12 @@ it(`an anchored root is on the local chain for every receipt of a ${RUNS}-run bu
   );
   // Two receipt keys (one per instance), each with its epochs; each epoch one transaction.
   const epochs = new Map<string, AnchoredReceipt>();
-  for (const a of anchored) epochs.set(`${a.signer}:${a.epoch}`, a);
+  /** A receipt of each epoch, to ask its instance for the epoch's transaction. */
+  const receiptOf = new Map<string, RunReceipt>();
+  for (const [i, a] of anchored.entries()) {
+    epochs.set(`${a.signer}:${a.epoch}`, a);
+    receiptOf.set(`${a.signer}:${a.epoch}`, (answers[i] as { receipt: RunReceipt }).receipt);
+  }
   expect(new Set(anchored.map((a) => a.signer)).size).toBe(2);
   const heads = new Set(anchored.map((a) => `${a.signer}:${a.epoch}:${a.proof.head}`));
   for (const [key, a] of epochs)
@@ -71,7 +77,9 @@ it(`an anchored root is on the local chain for every receipt of a ${RUNS}-run bu
   for (const [i, a] of anchored.entries())
     expect(Date.parse(answers[i]?.receipt.ended_at ?? "")).toBeLessThan((a.anchoredAt + 1) * 1000);
 
-  const transactions = new Set([...epochs.values()].map((a) => a.proof.transaction_hash as Hex));
+  const transactions = new Set(
+    await Promise.all([...epochs].map(([key, a]) => anchorTransaction(client, receiptOf.get(key) as RunReceipt, a))),
+  );
   expect(transactions.size).toBe(epochs.size);
   const gas = await Promise.all(
     [...transactions].map(async (hash) => (await chain.getTransactionReceipt({ hash })).gasUsed),
