@@ -67,9 +67,10 @@ const { values } = parseArgs({ options: { quick: { type: "boolean", default: fal
  * no lane waits for another, and there are few of them, since each one more is another stack's worth of
  * memory and scheduling on the same two cores. The long runs (the soak's variant, which loads the
  * machine for 75 s, then the 10 000-run leak test, each on a stack of its own), then the contract's
- * suite on its chain; the end-to-end files (on their shared stack, then those whose stacks are their
- * subject); the enclave's and the edge's suites on their one stack, then the browser's on its local
- * stack; the unit and workerd suites; the type checks.
+ * suite on its chain; the end-to-end files on their shared stack; the enclave's and the edge's suites
+ * on their one stack, then the browser's on its local stack; the unit and workerd suites; the lint and
+ * type checks, then the end-to-end files whose stacks are their subject (they start their own and wait
+ * on them more than they compute, so they run beside the shared stack's files, not after them).
  */
 const LANES: Lane[] = values.quick
   ? [
@@ -80,13 +81,13 @@ const LANES: Lane[] = values.quick
     ]
   : [
       { name: "long", steps: [vitest("long", ["long"]), vitest("contract", ["contract"])] },
-      { name: "e2e", steps: [vitest("e2e", ["e2e", "e2e-lifecycle"])] },
+      { name: "e2e", steps: [vitest("e2e", ["e2e"])] },
       {
         name: "stack",
         steps: [vitest("stack", ["enclave", "workers-stack", "workers-billing"]), vitest("browser", ["browser"])],
       },
       { name: "unit", steps: [vitest("unit", ["unit", "workers"])] },
-      { name: "types", steps: types },
+      { name: "types+lifecycle", steps: [...types, vitest("lifecycle", ["e2e-lifecycle"])] },
     ];
 
 type Outcome = { lane: Lane; code: number; ms: number; cpuSeconds?: number };
@@ -214,7 +215,7 @@ console.log("lanes:");
 for (const o of outcomes) {
   const cpu = o.cpuSeconds === undefined ? "" : `  CPU ${seconds(o.cpuSeconds * 1000).padStart(6)}`;
   console.log(
-    `  ${o.lane.name.padEnd(6)} ${seconds(o.ms).padStart(6)}${cpu}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`,
+    `  ${o.lane.name.padEnd(15)} ${seconds(o.ms).padStart(6)}${cpu}  ${o.code === 0 ? "ok" : `failed (exit ${o.code})`}`,
   );
 }
 // What failed, last, where a CI log cut to its head and tail still shows it: each failed test (or a
