@@ -5,22 +5,8 @@
 // makes the edge's channel identity; the rest is every flow of the service through @sigil/sdk
 // (bin/cli/: one file per group of commands, bin/cli/context.ts for what they share).
 // `--help` (or `-h`) prints a command's usage and does nothing else, for every command.
-import { accountGroup } from "./cli/account.ts";
-import { auditCommand } from "./cli/audit.ts";
-import { actionGroup } from "./cli/action.ts";
-import { balanceCommand, topUpCommand, usageCommand } from "./cli/billing.ts";
-import { chainSecuredGroup, convertCommand } from "./cli/chainSecured.ts";
 import { didYouMean, runCommand, runGroup, type Command, type Group } from "./cli/context.ts";
-import { groupGroup } from "./cli/group.ts";
-import { keyGroup } from "./cli/key.ts";
-import { profileGroup } from "./cli/profile.ts";
-import { cidCommand, runCommand as runScriptCommand } from "./cli/run.ts";
-import { walletGroup } from "./cli/wallet.ts";
-import { transactionGroup } from "./cli/transaction.ts";
-import { mcpCommand } from "./cli/mcp.ts";
 import { cliVersion } from "./cli/version.ts";
-import { webhookGroup } from "./cli/webhook.ts";
-import { guardrailGroup } from "./cli/guardrail.ts";
 
 const startUsage = `usage: sigil start   (npm start)
 
@@ -29,15 +15,38 @@ const startUsage = `usage: sigil start   (npm start)
   on 127.0.0.1:8787, and writes their addresses to .sigil/local.json (or $SIGIL_STATE_DIR), where
   the other commands find the API. Its variables are in docs/operations/configuration.md.`;
 
-/** Defined by the packed CLI's bundle (bin/package/build.ts); undefined when run from the repository. */
-
 type TopLevel = { summary: string; run(args: string[]): Promise<number> };
 
-const group = (g: Group): TopLevel => ({ summary: g.summary, run: (args) => runGroup(g, args) });
-const single = (c: Command): TopLevel => ({ summary: c.summary, run: (args) => runCommand(c, args) });
+/**
+ * The commands of bin/cli/, each loaded when it is run: `sigil key add --help` loads key.ts and what
+ * it imports, and a command loads the SDK and viem only when it runs (context.ts), so help and usage
+ * errors answer at once. `sigil --help` loads them all, for their summaries.
+ */
+const modules: Record<string, () => Promise<Group | Command>> = {
+  profile: async () => (await import("./cli/profile.ts")).profileGroup,
+  account: async () => (await import("./cli/account.ts")).accountGroup,
+  key: async () => (await import("./cli/key.ts")).keyGroup,
+  wallet: async () => (await import("./cli/wallet.ts")).walletGroup,
+  group: async () => (await import("./cli/group.ts")).groupGroup,
+  action: async () => (await import("./cli/action.ts")).actionGroup,
+  audit: async () => (await import("./cli/audit.ts")).auditCommand,
+  cid: async () => (await import("./cli/run.ts")).cidCommand,
+  run: async () => (await import("./cli/run.ts")).runCommand,
+  transaction: async () => (await import("./cli/transaction.ts")).transactionGroup,
+  mcp: async () => (await import("./cli/mcp.ts")).mcpCommand,
+  balance: async () => (await import("./cli/billing.ts")).balanceCommand,
+  topup: async () => (await import("./cli/billing.ts")).topUpCommand,
+  usage: async () => (await import("./cli/billing.ts")).usageCommand,
+  webhook: async () => (await import("./cli/webhook.ts")).webhookGroup,
+  guardrail: async () => (await import("./cli/guardrail.ts")).guardrailGroup,
+  "chain-secured": async () => (await import("./cli/chainSecured.ts")).chainSecuredGroup,
+  convert: async () => (await import("./cli/chainSecured.ts")).convertCommand,
+};
 
-/** Every command; the heavy ones (the stack, the verifier) load only when run. */
-const commands: Record<string, TopLevel> = {
+const isGroup = (entry: Group | Command): entry is Group => "commands" in entry;
+
+/** The commands that are not in bin/cli/: the heavy ones (the stack, the verifier) load only when run. */
+const own: Record<string, TopLevel> = {
   start: {
     summary: "run the local stack until Ctrl-C (npm start)",
     async run(args) {
@@ -65,54 +74,39 @@ const commands: Record<string, TopLevel> = {
     summary: "make the edge's channel identity (a secret seed and the public key enclaves allow)",
     run: async (args) => (await import("./identity/edgeIdentity.ts")).edgeIdentityCommand(args),
   },
-  profile: group(profileGroup),
-  account: group(accountGroup),
-  key: group(keyGroup),
-  wallet: group(walletGroup),
-  group: group(groupGroup),
-  action: group(actionGroup),
-  audit: single(auditCommand),
-  cid: single(cidCommand),
-  run: single(runScriptCommand),
-  transaction: group(transactionGroup),
-  mcp: single(mcpCommand),
-  balance: single(balanceCommand),
-  topup: single(topUpCommand),
-  usage: single(usageCommand),
-  webhook: group(webhookGroup),
-  guardrail: group(guardrailGroup),
-  "chain-secured": group(chainSecuredGroup),
-  convert: single(convertCommand),
 };
 
-const sections: Array<[string, Array<string | Group>]> = [
+const names = [...Object.keys(own), ...Object.keys(modules)];
+
+const sections: Array<[string, string[]]> = [
   ["the local stack and deployments", ["start", "verify", "verify-receipt", "edge-identity"]],
   [
     "accounts, keys and what they own",
-    ["profile", accountGroup, keyGroup, walletGroup, guardrailGroup, groupGroup, actionGroup, "audit"],
+    ["profile", "account", "key", "wallet", "guardrail", "group", "action", "audit"],
   ],
-  ["scripts", ["cid", "run", transactionGroup]],
+  ["scripts", ["cid", "run", "transaction"]],
   ["agents", ["mcp"]],
   ["credit", ["balance", "topup", "usage"]],
-  ["events", [webhookGroup]],
+  ["events", ["webhook"]],
   [
     "accounts administered by a wallet (signing with SIGIL_PRIVATE_KEY or --keystore)",
-    [chainSecuredGroup, "convert", "wallet create --sign", "key add --sign"],
+    ["chain-secured", "convert", "wallet create --sign", "key add --sign"],
   ],
 ];
 
-function usage(): string {
-  const rows = sections.map(([title, entries]) => {
-    const lines = entries.map((e): [string, string] => {
-      if (typeof e !== "string")
-        return [`${e.name} ${e.commands.map((c) => c.name.slice(e.name.length + 1)).join("|")}`, e.summary];
-      if (e === "wallet create --sign") return [e, "a wallet for the signer's ChainSecured account"];
-      if (e === "key add --sign") return [e, "a usage key for the signer's ChainSecured account"];
-      if (e === "profile") return ["profile set|show", profileGroup.summary];
-      return [e, commands[e]?.summary ?? ""];
-    });
-    return { title, lines };
-  });
+async function usage(): Promise<string> {
+  const loaded = Object.fromEntries(
+    await Promise.all(Object.entries(modules).map(async ([name, load]) => [name, await load()] as const)),
+  );
+  const line = (e: string): [string, string] => {
+    if (e === "wallet create --sign") return [e, "a wallet for the signer's ChainSecured account"];
+    if (e === "key add --sign") return [e, "a usage key for the signer's ChainSecured account"];
+    const entry = loaded[e];
+    if (entry === undefined) return [e, own[e]?.summary ?? ""];
+    if (!isGroup(entry)) return [e, entry.summary];
+    return [`${e} ${entry.commands.map((c) => c.name.slice(e.length + 1)).join("|")}`, entry.summary];
+  };
+  const rows = sections.map(([title, entries]) => ({ title, lines: entries.map(line) }));
   const width = Math.max(...rows.flatMap((r) => r.lines.map(([name]) => name.length)));
   return `usage: sigil <command> [options]   (npx sigil …, or npm run -s sigil -- …; on Node 24)
 
@@ -128,7 +122,7 @@ usage error. sigil --version prints the version.`;
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (command === undefined || command === "--help" || command === "-h") {
-    console.log(usage());
+    console.log(await usage());
     return 0;
   }
   if (command === "--version" || command === "-v" || command === "version") {
@@ -139,13 +133,15 @@ async function main(argv: string[]): Promise<number> {
     // `sigil help key add` is `sigil key add --help`.
     return args.length === 0 ? main([]) : main([...args, "--help"]);
   }
-  const entry = Object.hasOwn(commands, command) ? commands[command] : undefined;
-  if (!entry) {
+  if (Object.hasOwn(own, command)) return (own[command] as TopLevel).run(args);
+  const load = Object.hasOwn(modules, command) ? modules[command] : undefined;
+  if (!load) {
     // One line, not the whole usage: what was typed, the nearest command, where the list is.
-    console.error(`sigil: unknown command: ${command}${didYouMean(command, Object.keys(commands))} (sigil --help)`);
+    console.error(`sigil: unknown command: ${command}${didYouMean(command, names)} (sigil --help)`);
     return 2;
   }
-  return entry.run(args);
+  const entry = await load();
+  return isGroup(entry) ? runGroup(entry, args) : runCommand(entry, args);
 }
 
 process.exitCode = await main(process.argv.slice(2));

@@ -2,8 +2,6 @@
 // (the CIDv0 `ipfs add` gives their bytes), with a name and a description; groups then allow them.
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
-import { canonicalCid } from "../../shared/cid.ts";
-import { cidHash, toHash32 } from "../../shared/hashing.ts";
 import {
   CliError,
   readInput,
@@ -17,7 +15,9 @@ import {
 import { collect } from "../../sdk/src/reads.ts";
 
 /** The canonical CIDv0 of a CID the user typed; a usage error when it cannot name a script. */
-export function cidArgument(value: string): string {
+export async function cidArgument(value: string): Promise<string> {
+  // shared/cid.ts loads here, when a command reads a CID, not for its --help.
+  const { canonicalCid } = await import("../../shared/cid.ts");
   try {
     return canonicalCid(value);
   } catch (err) {
@@ -46,7 +46,7 @@ const add: Command = {
       cid = await client.getSigilActionIpfsId(readInput(arg));
       name ??= arg === "-" ? "" : basename(arg);
     } else if (looksLikeCid(arg)) {
-      cid = cidArgument(arg);
+      cid = await cidArgument(arg);
     } else {
       throw new CliError("file_unreadable", `${arg} is neither a file nor a CID`);
     }
@@ -92,7 +92,8 @@ const remove: Command = {
   positionals: { min: 1, max: 1, names: "CID_OR_HASH" },
   async run({ positionals, ctx }) {
     const arg = positionals[0] as string;
-    const hash = /^0x[0-9a-fA-F]{64}$/.test(arg) ? arg.toLowerCase() : toHash32(cidHash(cidArgument(arg)));
+    const { cidHash, toHash32 } = await import("../../shared/hashing.ts");
+    const hash = /^0x[0-9a-fA-F]{64}$/.test(arg) ? arg.toLowerCase() : toHash32(cidHash(await cidArgument(arg)));
     ctx.wrote(await ctx.keyed().deleteAction({ hashed_cid: hash }), [["removed", hash]]);
   },
 };

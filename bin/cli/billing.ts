@@ -4,9 +4,9 @@
 // `npm start` —, then credited by confirm_payment). Only test cards work: with real Stripe keys
 // this buys nothing in live mode. With --sign, a ChainSecured account's admin wallet pays without a
 // key (X-Wallet-Auth).
-import { topUp } from "../../sdk/src/index.ts";
 import { signerOptions, signerUsage, walletAuthClient } from "./chainSecured.ts";
 import {
+  service,
   dollars,
   given,
   switches,
@@ -53,7 +53,7 @@ export const topUpCommand: Command = {
     if (values.amount === undefined) throw new UsageError("--amount (whole cents) is required");
     const amountCents = wholeNumber("--amount", values.amount as string, { min: 1 });
     const client = await billingClient(ctx, values);
-    const result = await topUp(client, { amountCents, ...given(values, { paymentMethod: "card" }) });
+    const result = await service().topUp(client, { amountCents, ...given(values, { paymentMethod: "card" }) });
     const how = result.alreadyCredited ? "credited by Stripe's webhook" : "credited";
     ctx.print(result, () => `${how}: ${dollars(amountCents)}; balance ${dollars(result.balanceCents)}`);
   },

@@ -4,23 +4,21 @@
 // (get_node_chain_config: chain id, contract, rpc_url; --rpc-url overrides the URL).
 // `sigil chain-secured create` makes such an account; `sigil convert` turns a managed account into
 // one; `wallet create --sign` and `key add --sign` (wallet.ts, key.ts) use the same signer.
-import { createPublicClient, createWalletClient, defineChain, getAddress, http } from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import {
+// viem, the keystore and the SDK's signing load when a command runs (service(), import()), not for its --help.
+import type { PrivateKeyAccount } from "viem/accounts";
+import type {
   accountConfig,
+  GetNodeChainConfigOutput,
+  SigilClient,
+  SigilPrimaryType,
   signSigilTypedData,
-  walletAuthHeader,
-  type GetNodeChainConfigOutput,
-  type SigilClient,
-  type SigilPrimaryType,
 } from "../../sdk/src/index.ts";
-import { toHash32 } from "../../shared/hashing.ts";
-import { decryptKeystore } from "./keystore.ts";
 import {
   CliError,
   fields,
   readInput,
   required,
+  service,
   text,
   UsageError,
   valued,
@@ -38,10 +36,11 @@ export const signerUsage = `the signer: --keystore FILE (an Ethereum v3 keystore
   the service names (get_node_chain_config's rpc_url, or --rpc-url URL), and it pays their gas.`;
 
 /** The signing wallet: the keystore when one is named, otherwise SIGIL_PRIVATE_KEY. Neither key is ever printed. */
-export function loadSigner(keystore: string | undefined, env: Env): PrivateKeyAccount {
+export async function loadSigner(keystore: string | undefined, env: Env): Promise<PrivateKeyAccount> {
   if (keystore !== undefined) {
     const password = env.SIGIL_KEYSTORE_PASSWORD;
     if (password === undefined) throw new UsageError("--keystore needs its password in SIGIL_KEYSTORE_PASSWORD");
+    const { decryptKeystore } = await import("./keystore.ts");
     return accountOf(decryptKeystore(readInput(keystore), password), `the key in ${keystore}`);
   }
   const key = env.SIGIL_PRIVATE_KEY?.trim();
@@ -52,7 +51,8 @@ export function loadSigner(keystore: string | undefined, env: Env): PrivateKeyAc
 }
 
 /** The account of a private key; an invalid one (0, or beyond the curve's order) is refused without its value. */
-function accountOf(key: `0x${string}`, what: string): PrivateKeyAccount {
+async function accountOf(key: `0x${string}`, what: string): Promise<PrivateKeyAccount> {
+  const { privateKeyToAccount } = service();
   try {
     return privateKeyToAccount(key);
   } catch {
@@ -72,15 +72,17 @@ export type WalletOwner = {
 
 /** The signer, the service's chain, and the means to sign and to send AccountConfig calls as the signer. */
 export async function walletOwner(ctx: Context, values: Record<string, unknown>): Promise<WalletOwner> {
-  const signer = loadSigner(text(values, "keystore"), ctx.env);
+  const signer = await loadSigner(text(values, "keystore"), ctx.env);
   const client = ctx.client().with({ apiKey: undefined });
   const chain = await client.getNodeChainConfig();
+  const { accountConfig, signSigilTypedData } = service();
   const sign = <P extends SigilPrimaryType>(primaryType: P) =>
     signSigilTypedData({ signer, primaryType, chainId: chain.chain_id });
   const contract = async () => {
     if (!chain.contract_address)
       throw new CliError("chain_unavailable", "the service names no AccountConfig contract (get_node_chain_config)");
     const rpcUrl = text(values, "rpc-url") ?? chain.rpc_url;
+    const { createPublicClient, createWalletClient, defineChain, getAddress, http } = service();
     const viemChain = defineChain({
       id: chain.chain_id,
       name: chain.chain_name,
@@ -124,9 +126,10 @@ export async function signedWrite<A>(
 
 /** For billing without a key: a client that signs a fresh X-Wallet-Auth as the signer for each call. */
 export async function walletAuthClient(ctx: Context, values: Record<string, unknown>): Promise<SigilClient> {
-  const signer = loadSigner(text(values, "keystore"), ctx.env);
+  const signer = await loadSigner(text(values, "keystore"), ctx.env);
   const client = ctx.client().with({ apiKey: undefined });
   const { chain_id: chainId } = await client.getNodeChainConfig();
+  const { walletAuthHeader } = service();
   return client.with({ apiKey: undefined, walletAuth: () => walletAuthHeader({ signer, chainId }) });
 }
 
@@ -144,6 +147,8 @@ const create: Command = {
   options: { ...signerOptions, ...valued("name", "description", "wallet-name") },
   async run({ values, ctx }) {
     const name = required(values, "name");
+    const { getAddress } = service();
+    const { toHash32 } = await import("../../shared/hashing.ts");
     const owner = await walletOwner(ctx, values);
     const contract = await owner.contract();
     const wallet = await owner.client.createWalletWithSignature(await owner.sign("CreateWallet"));

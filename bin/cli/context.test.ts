@@ -14,6 +14,7 @@ import {
   errorLine,
   fields,
   LOCAL_STACK,
+  loadService,
   maskKey,
   readProfiles,
   resolveConnection,
@@ -218,7 +219,9 @@ describe("output", () => {
     ).toBe(["wallet       0xab", "id           3", "transaction  0xcd"].join("\n"));
   });
 
-  it("gives every error as one line: the service's code, message and request id", () => {
+  it("gives every error as one line: the service's code, message and request id", async () => {
+    // As runCommand does before a command runs: the SDK's and viem's errors are known once they are loaded.
+    await loadService();
     expect(
       errorLine(
         new SigilError({ code: "invalid_api_key", message: "the API key is not valid", status: 401, requestId: "r-1" }),
@@ -231,7 +234,8 @@ describe("output", () => {
     expect(errorLine(new Error("two\nlines"))).toBe("error: two lines");
   });
 
-  it("names the contract's custom error of a revert", () => {
+  it("names the contract's custom error of a revert", async () => {
+    await loadService();
     const hash = 2n ** 200n + 5n;
     const data = encodeErrorResult({ abi: accountConfigAbi, errorName: "AccountDoesNotExist", args: [hash] });
     const reverted = new ContractFunctionRevertedError({ abi: accountConfigAbi, data, functionName: "setUsageApiKey" });

@@ -7,9 +7,24 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsOptionDescriptor } from "node:util";
-import { BaseError } from "viem";
-import { createSigilClient, SigilError, type SigilClient } from "../../sdk/src/index.ts";
-import { findRevert } from "../../shared/contractErrors.ts";
+import type { BaseError } from "viem";
+import type { SigilClient } from "../../sdk/src/index.ts";
+
+/** What a command uses once it runs (./service.ts): the SDK, viem's clients and errors. */
+type Service = typeof import("./service.ts");
+let loaded: Service | undefined;
+
+/** Loads ./service.ts: runCommand does before a command runs, never for --help or a usage error. */
+export async function loadService(): Promise<Service> {
+  loaded ??= await import("./service.ts");
+  return loaded;
+}
+
+/** ./service.ts, loaded by runCommand before any command runs. */
+export function service(): Service {
+  if (!loaded) throw new Error("./service.ts is not loaded: commands run through runCommand, which loads it");
+  return loaded;
+}
 
 /** The URL used when nothing else names one: `npm start`'s edge on its default port. */
 export const DEFAULT_API_URL = "http://127.0.0.1:8787";
@@ -224,7 +239,7 @@ export const dollars = (cents: number) =>
   `${cents < 0 ? "-" : ""}$${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, "0")}`;
 
 /** viem's short message, with the contract's custom error when the revert names one: "… reverted: AccountDoesNotExist(0x…)". */
-function chainErrorMessage(err: BaseError): string {
+function chainErrorMessage(err: BaseError, findRevert: Service["findRevert"]): string {
   const revert = findRevert(err);
   if (!revert || revert.name === "Unknown") return err.shortMessage;
   const arg = (a: unknown) =>
@@ -248,7 +263,8 @@ function issuesOf(details: unknown): string {
 }
 
 function failureOf(err: unknown): { code: string; message: string; requestId?: string; status?: number } {
-  if (err instanceof SigilError)
+  // Before the SDK and viem are loaded (a usage error), nothing can have thrown their errors.
+  if (loaded && err instanceof loaded.SigilError)
     return {
       code: err.code,
       message: `${err.message}${err.code === "invalid_request" ? issuesOf(err.details) : ""}`,
@@ -256,7 +272,8 @@ function failureOf(err: unknown): { code: string; message: string; requestId?: s
       ...(err.status > 0 ? { status: err.status } : {}),
     };
   if (err instanceof CliError) return { code: err.code, message: err.message };
-  if (err instanceof BaseError) return { code: "chain_error", message: chainErrorMessage(err) };
+  if (loaded && err instanceof loaded.BaseError)
+    return { code: "chain_error", message: chainErrorMessage(err, loaded.findRevert) };
   return { code: "error", message: err instanceof Error ? err.message : String(err) };
 }
 
@@ -385,7 +402,7 @@ export class Context {
     const allowed = this.env.SIGIL_ALLOWED_COMPOSE_HASHES?.split(",")
       .map((h) => h.trim())
       .filter((h) => h !== "");
-    this.clientCache ??= createSigilClient({
+    this.clientCache ??= service().createSigilClient({
       baseUrl: c.baseUrl,
       apiKey: c.apiKey,
       verifyReceipts:
@@ -474,6 +491,7 @@ export async function runCommand(
   } catch (err) {
     return usageFailure(command, err);
   }
+  await loadService();
   const ctx = new Context({
     command: command.name,
     flags: {

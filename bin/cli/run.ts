@@ -5,9 +5,7 @@
 // with the run's error code, like any other failure.
 import { describeBudgetUse } from "../../shared/guardrails/describe.ts";
 import { basename } from "node:path";
-import { computeCid } from "../../shared/cid.ts";
-import { cidHash, toHash32 } from "../../shared/hashing.ts";
-import { SigilError, type Group, type SigilActionOutput, type SigilClient } from "../../sdk/src/index.ts";
+import type { Group, SigilActionOutput, SigilClient } from "../../sdk/src/index.ts";
 import { collect } from "../../sdk/src/reads.ts";
 import { cidArgument } from "./action.ts";
 import {
@@ -17,6 +15,7 @@ import {
   fields,
   readBytes,
   readInput,
+  service,
   switches,
   UsageError,
   valued,
@@ -39,7 +38,8 @@ export const cidCommand: Command = {
   positionals: { min: 1, max: 1, names: "FILE" },
   connects: false,
   async run({ positionals, ctx }) {
-    // The CID of the bytes as they are, undecoded.
+    // The CID of the bytes as they are, undecoded (shared/cid.ts loads here, not for --help).
+    const { computeCid } = await import("../../shared/cid.ts");
     const cid = await computeCid(new Uint8Array(readBytes(positionals[0] as string)));
     ctx.print({ cid }, () => cid);
   },
@@ -74,6 +74,7 @@ type Allowance = { cid: string; wallets: string[]; groupId: string | undefined; 
  * any wallet); else the action and the missing wallets added to --group, or a new group.
  */
 async function allow(ctx: Context, client: SigilClient, a: Allowance, writeCents: number): Promise<void> {
+  const { cidHash, toHash32 } = await import("../../shared/hashing.ts");
   const hash = toHash32(cidHash(a.cid));
   const groups = await collect(client.all.listGroups());
   const lists = (g: GroupItem, w: string) =>
@@ -150,7 +151,10 @@ export const runCommand: Command = {
     const params = paramsOf(values.params as string | undefined);
     const timeoutSeconds = wholeNumberOption(values, "timeout", { min: 1 });
     const code = file !== undefined ? readInput(file) : undefined;
-    const cid = code !== undefined ? await computeCid(code) : cidArgument(cidOption as string);
+    const cid =
+      code !== undefined
+        ? await (await import("../../shared/cid.ts")).computeCid(code)
+        : await cidArgument(cidOption as string);
     const client = ctx.keyed();
     const [limits, account] = await Promise.all([client.getSigilActionClientConfig(), client.getAccount()]);
     const { fees } = account;
@@ -211,7 +215,7 @@ export const runCommand: Command = {
         .join("\n");
     });
     if (!answer.has_error) return 0;
-    const failure = new SigilError({
+    const failure = new (service().SigilError)({
       code: answer.error?.code ?? "run_failed",
       message: answer.error?.message ?? "the script failed",
       status: 200,

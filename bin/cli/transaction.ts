@@ -3,16 +3,11 @@
 // signing action (sendSigilTransaction, speedUpSigilTransaction: what toSigilAccount runs, under the
 // same grant); `wait` reads a transaction until it is terminal or its timeout (waitForTransaction),
 // and exits 1 at the timeout with the last record.
-import {
-  sendSigilTransaction,
-  SigilTransactionTimeoutError,
-  speedUpSigilTransaction,
-  waitForTransaction,
-  type Transaction,
-} from "../../sdk/src/index.ts";
+import type { Transaction } from "../../sdk/src/index.ts";
 import { collect } from "../../sdk/src/reads.ts";
 import { TRANSACTION_STATUSES } from "../../shared/transactionStatus.ts";
 import {
+  service,
   fields,
   switches,
   text,
@@ -133,7 +128,7 @@ const wait: Command = {
     const timeout = wholeNumberOption(values, "timeout", { min: 1 }) ?? 120;
     let last = "";
     try {
-      const t = await waitForTransaction(ctx.keyed(), id, {
+      const t = await service().waitForTransaction(ctx.keyed(), id, {
         timeoutMs: timeout * 1000,
         onPending: (p) => {
           const line = `${p.status}${p.last_error ? ` (${p.last_error})` : ""}`;
@@ -144,7 +139,7 @@ const wait: Command = {
       ctx.print(t, () => recordFields(t));
       if (t.status !== "confirmed") process.exitCode = 1;
     } catch (err) {
-      if (!(err instanceof SigilTransactionTimeoutError)) throw err;
+      if (!(err instanceof service().SigilTransactionTimeoutError)) throw err;
       const t = err.transaction;
       ctx.print({ timed_out: true, transaction: t ?? null }, () =>
         t ? `${recordFields(t)}\ntimed out after ${timeout} s` : `timed out after ${timeout} s; no record read`,
@@ -175,7 +170,7 @@ const send: Command = {
     if (data !== undefined && !/^0x([0-9a-fA-F]{2})*$/.test(data))
       throw new UsageError("--data must be 0x and hex bytes");
     const client = ctx.keyed();
-    const sent = await sendSigilTransaction(client, {
+    const sent = await service().sendSigilTransaction(client, {
       wallet,
       transaction: {
         chainId,
@@ -197,7 +192,7 @@ const send: Command = {
       return;
     }
     ctx.note(`sent ${sent.id} (${sent.hash}); waiting for it`);
-    const t = await waitForTransaction(client, sent.id);
+    const t = await service().waitForTransaction(client, sent.id);
     ctx.print(t, () => recordFields(t));
     if (t.status !== "confirmed") process.exitCode = 1;
   },
@@ -220,7 +215,7 @@ const speedUp: Command = {
       maxPriorityFeePerGas: wei(values, "max-priority-fee"),
       gasPrice: wei(values, "gas-price"),
     };
-    const sent = await speedUpSigilTransaction(ctx.keyed(), {
+    const sent = await service().speedUpSigilTransaction(ctx.keyed(), {
       wallet: walletOf(text(values, "wallet")),
       id,
       fees: Object.fromEntries(Object.entries(fees).filter(([, v]) => v !== undefined)),

@@ -1,9 +1,8 @@
 // `sigil wallet create|list`: the account's wallets (the API's PKPs), whose keys exist only inside
 // the enclave. `wallet create --sign` makes one for a ChainSecured account: the service derives it
 // for the signing admin wallet, which registers it on chain.
-import { getAddress } from "viem";
 import { signedWrite, signerOptions, signerUsage } from "./chainSecured.ts";
-import { given, switches, text, valued, wholeNumberOption, type Command, type Group } from "./context.ts";
+import { given, service, switches, text, valued, wholeNumberOption, type Command, type Group } from "./context.ts";
 import { collect } from "../../sdk/src/reads.ts";
 
 const create: Command = {
@@ -28,6 +27,7 @@ const create: Command = {
       ]);
       return;
     }
+    const { getAddress } = service();
     const { answer: wallet } = await signedWrite(ctx, values, {
       ask: async (o) => o.client.createWalletWithSignature(await o.sign("CreateWallet")),
       send: (contract, made) =>

@@ -1,7 +1,7 @@
 // `sigil webhook add|list|remove|deliveries|resend|settings`: the account's webhook endpoints
 // (docs/guides/webhooks.md), managed with the master key. `add` prints the endpoint's signing secret, which the
 // service never shows again; a receiver checks each delivery with it (the SDK's verifyWebhook).
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../sdk/src/index.ts";
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../shared/webhooks.ts";
 import {
   dollars,
   fields,
