@@ -159,12 +159,23 @@ export class PayerPool {
       const { client } = this.#chain;
       const estimate = await client.estimateGas({ account: payer.account.address, to: call.to, data: call.data });
       const transactionHash = await this.#send(payer, { ...call, gas: (estimate * 12n) / 10n + 10_000n }, log);
-      const receipt = await client.waitForTransactionReceipt({
-        hash: transactionHash,
-        confirmations: this.#confirmations,
-        timeout: 120_000,
-      });
-      if (receipt.status !== "success") throw new Error(`transaction ${transactionHash} reverted`);
+      let receipt: Awaited<ReturnType<typeof client.waitForTransactionReceipt>>;
+      try {
+        receipt = await client.waitForTransactionReceipt({
+          hash: transactionHash,
+          confirmations: this.#confirmations,
+          timeout: 120_000,
+        });
+      } catch (err) {
+        // Sent, but its receipt did not come: the caller may find it mined later, and by which transaction.
+        const reason = (err as { shortMessage?: string }).shortMessage ?? (err as Error).message;
+        throw sentTransactionError(
+          new SigilError("chain_unavailable", `no receipt for the transaction: ${reason}`, { cause: err }),
+          transactionHash,
+        );
+      }
+      if (receipt.status !== "success")
+        throw sentTransactionError(new SigilError("internal_error", "the transaction reverted"), transactionHash);
       return { transactionHash, blockNumber: receipt.blockNumber };
     } finally {
       payer.busy--;

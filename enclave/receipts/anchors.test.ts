@@ -22,6 +22,7 @@ import {
 } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { SigilError, sentTransactionError } from "../../shared/errors.ts";
 import { createLogger, type LogLevel } from "../../shared/log.ts";
 import {
   merkleBatch,
@@ -487,17 +488,19 @@ describe("a send whose transaction was mined though the send threw", () => {
   // PayerPool.sendCall throws when the receipt does not come within its 120 s wait, though the
   // transaction may still be mined; a retry of the same calldata then only reverts AlreadyAnchored.
   // The anchorer reads the contract after a failed send and takes a root already there as anchored.
-  it("an epoch already on chain is anchored when the contract holds its root, not failed", async () => {
+  it("an epoch already on chain is anchored when the contract holds its root, not failed, naming the transaction the send made", async () => {
     vi.useFakeTimers();
     const onChain = new Map<bigint, Hex>();
     let sends = 0;
+    const sentHash = keccak256("0x01");
     const { a } = anchorer({
       send: async (call) => {
         sends++;
         const { epoch, root } = decodeAnchor(call.data);
         if (onChain.has(epoch)) throw new Error(`execution reverted: AlreadyAnchored(${SIGNER}, ${epoch})`);
         onChain.set(epoch, root);
-        throw new Error("Timed out while waiting for transaction with hash 0x… to be confirmed.");
+        // As PayerPool.sendCall throws when the receipt of a transaction it sent does not come.
+        throw sentTransactionError(new SigilError("chain_unavailable", "no receipt for the transaction"), sentHash);
       },
       storedRoot: async (_signer, epoch) => onChain.get(BigInt(epoch)) ?? `0x${"00".repeat(32)}`,
     });
@@ -507,7 +510,7 @@ describe("a send whose transaction was mined though the send threw", () => {
     await flushed;
     expect(sends).toBe(1);
     expect(onChain.has(BigInt(epoch))).toBe(true);
-    expect(a.proof(epoch, hex(heads[0]!))?.status).toBe("anchored");
+    expect(a.proof(epoch, hex(heads[0]!))).toMatchObject({ status: "anchored", transaction_hash: sentHash });
     expect(a.stats).toMatchObject({ anchored: 1, failed: 0 });
   });
 

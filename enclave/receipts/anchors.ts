@@ -17,9 +17,14 @@ import { join } from "node:path";
 import { bytesToHex, encodeFunctionData, hexToBytes, type Address, type Hex } from "viem";
 import { anchorDigest, anchorLeaf, receiptAnchorAbi, type AnchorProof } from "../../shared/receiptAnchor.ts";
 import { merkleNode as node, splitPoint, type ReceiptAnchorRef, type Sha256 } from "../../shared/receipt.ts";
+import { SigilError, transactionHashIn } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 
-/** Sends one transaction to the contract from a payer and waits for it to be mined (PayerPool.sendCall). */
+/**
+ * Sends one transaction to the contract from a payer and waits for it to be mined (PayerPool.sendCall).
+ * A send that throws after its transaction was sent (its receipt did not come in time, or said
+ * reverted) names that transaction in its error (shared/errors.ts sentTransactionError).
+ */
 export type AnchorSender = (call: { to: Address; data: Hex }) => Promise<{ transactionHash: Hex; blockNumber: bigint }>;
 
 export type AnchoringConfig = {
@@ -384,6 +389,9 @@ export class ReceiptAnchorer {
       } catch (err) {
         if (await this.#onChainAlready(e.epoch, root)) {
           e.status = "anchored";
+          // The transaction this send made, when it got that far: most likely the one that was mined.
+          const sent = err instanceof SigilError ? transactionHashIn(err.details) : undefined;
+          if (sent) e.transactionHash = sent as Hex;
           this.stats.anchored++;
           log.warn("receipts anchored, though the send that anchored them did not say so", {
             epoch: e.epoch,
