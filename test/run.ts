@@ -22,12 +22,13 @@ type Step = { command: string[]; report?: string };
 /** A lane: steps run one after another; the lanes run side by side. */
 type Lane = { name: string; steps: Step[] };
 
-const vitest = (name: string, projects: string[]): Step => ({
+const vitest = (name: string, projects: string[], options: string[] = []): Step => ({
   command: [
     process.execPath,
     join(root, "node_modules/vitest/vitest.mjs"),
     "run",
     ...projects.flatMap((p) => ["--project", p]),
+    ...options,
     `--outputFile.json=${join(reports, `${name}.json`)}`,
   ],
   report: join(reports, `${name}.json`),
@@ -86,7 +87,9 @@ const LANES: Lane[] = values.quick
         name: "stack",
         steps: [vitest("stack", ["enclave", "workers-stack", "workers-billing"]), vitest("browser", ["browser"])],
       },
-      { name: "unit", steps: [vitest("unit", ["unit", "workers"])] },
+      // Vitest gives a run one worker on two cores (cores - 1); the unit files wait on the processes,
+      // workers and timers they start more than they compute, so two of them at once.
+      { name: "unit", steps: [vitest("unit", ["unit", "workers"], ["--maxWorkers=2"])] },
       { name: "types+lifecycle", steps: [...types, vitest("lifecycle", ["e2e-lifecycle"])] },
     ];
 
