@@ -1,9 +1,10 @@
 // The `sigil` command as a package of its own (`npm run pack` → dist/packages/sigil-cli-<version>.tgz),
 // for `npm i -g` or `npx` outside this repository: bin/sigil.ts and everything it imports (the SDK,
-// shared/, viem, zod) bundled by esbuild into one ES module for Node 20 and later, so the package has
-// no dependencies and nothing is fetched at install. `sigil start` is left out: the local stack
-// (anvil, workerd, the enclave, the contracts) runs from a clone of the repository, and the packed
-// command says so. The staging folder dist/packages/cli/ is made afresh each time.
+// shared/, viem, zod) bundled by esbuild into ES modules for Node 20 and later (sigil.js, and chunks/
+// loaded as each command is), so the package has no dependencies and nothing is fetched at install.
+// `sigil start` is left out: the local stack (anvil, workerd, the enclave, the contracts) runs from a
+// clone of the repository, and the packed command says so. The staging folder dist/packages/cli/ is
+// made afresh each time.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,8 +36,12 @@ export async function buildCliPackage(): Promise<string> {
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
   await build({
-    entryPoints: [join(root, "bin/sigil.ts")],
-    outfile: join(staging, "sigil.js"),
+    entryPoints: { sigil: join(root, "bin/sigil.ts") },
+    outdir: staging,
+    // Each command's code in chunks/, loaded when the command is (bin/sigil.ts imports them so):
+    // `sigil --version` or a command's --help reads only the little it needs.
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
     bundle: true,
     platform: "node",
     format: "esm",
@@ -64,7 +69,8 @@ export async function buildCliPackage(): Promise<string> {
         type: "module",
         bin: { sigil: "sigil.js" },
         engines: { node: CLI_NODE_RANGE },
-        files: ["sigil.js", "sigil.js.LEGAL.txt", "README.md"],
+        // The chunks carry their dependencies' licence notices beside them (*.LEGAL.txt).
+        files: ["sigil.js", "chunks/", "README.md"],
       },
       null,
       2,
