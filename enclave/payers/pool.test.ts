@@ -23,7 +23,7 @@ import { startAnvil, type Anvil } from "../../bin/stack/anvil.ts";
 import { registerLocalPayers } from "../../bin/stack/payers.ts";
 import { deployAccountConfig } from "../../contracts/deploy.ts";
 import { generateApiKey } from "../../shared/apiKey.ts";
-import { SigilError } from "../../shared/errors.ts";
+import { SigilError, transactionHashIn } from "../../shared/errors.ts";
 import { apiKeyHash } from "../../shared/hashing.ts";
 import { connectChain, type ChainContext } from "../chain/client.ts";
 import { Keyring, newDerivation } from "../keys/derive.ts";
@@ -84,6 +84,7 @@ afterAll(async () => {
  */
 async function lossyRpc(
   plan: Array<"lose-answer" | "drop">,
+  options: { refuseReceipts?: boolean } = {},
 ): Promise<{ url: string; readonly lost: number; close(): Promise<void> }> {
   let lost = 0;
   const server = createServer((req, res) => {
@@ -91,8 +92,15 @@ async function lossyRpc(
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString();
-      const fault =
-        (JSON.parse(body) as { method?: string }).method === "eth_sendRawTransaction" ? plan.shift() : undefined;
+      const { method, id } = JSON.parse(body) as { method?: string; id?: number };
+      if (options.refuseReceipts && method === "eth_getTransactionReceipt") {
+        // A node that will not say what became of a transaction (an error viem does not retry).
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32602, message: "receipts refused" } }));
+        return;
+      }
+      const fault = method === "eth_sendRawTransaction" ? plan.shift() : undefined;
       if (fault === "drop") {
         lost++;
         req.socket.destroy();
@@ -154,7 +162,9 @@ async function chainState() {
       balance: await publicClient.getBalance({ address }),
     })),
   );
-  return { head: await publicClient.getBlockNumber(), perPayer };
+  // Uncached: viem keeps a block number for the client's polling interval, and a head read within 50 ms
+  // of the set-up's last one would be the block before newAccount's.
+  return { head: await publicClient.getBlockNumber({ cacheTime: 0 }), perPayer };
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -341,6 +351,31 @@ describe("PayerPool", { timeout: 60_000 }, () => {
       expect((await publicClient.getTransaction({ hash: next.transactionHash })).nonce).toBe(before + 1);
       expect(await publicClient.getTransactionCount({ address: payers[0]!, blockTag: "pending" })).toBe(before + 2);
       expect(lines.some((l) => l.msg.includes("nonce conflict"))).toBe(false);
+    } finally {
+      await rpc.close();
+    }
+  });
+
+  it("sendCall: a transaction sent whose receipt does not come is an error naming it (so the anchorer can), and the transaction is mined all the same", async () => {
+    const rpc = await lossyRpc([], { refuseReceipts: true });
+    try {
+      const lossy = new PayerPool({
+        chain: await connectChain(rpc.url, chain.contract, 50),
+        rpcUrl: rpc.url,
+        keys: [keyring.payerKey(0)],
+        confirmations: 1,
+        minBalanceWei: 1n,
+        log: createLogger("silent"),
+      });
+      const err = await lossy.sendCall({ to: privateKeyToAddress(generatePrivateKey()), data: "0x" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SigilError);
+      expect((err as SigilError).code).toBe("chain_unavailable");
+      const hash = transactionHashIn((err as SigilError).details) as Hex;
+      expect(hash).toMatch(/^0x[0-9a-f]{64}$/);
+      expect((await publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
     } finally {
       await rpc.close();
     }
