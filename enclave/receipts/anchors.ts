@@ -387,11 +387,12 @@ export class ReceiptAnchorer {
         });
         return;
       } catch (err) {
+        // The transaction this send made, when it got that far (PayerPool.sendCall names it).
+        const sent = err instanceof SigilError ? (transactionHashIn(err.details) as Hex | undefined) : undefined;
         if (await this.#onChainAlready(e.epoch, root)) {
           e.status = "anchored";
-          // The transaction this send made, when it got that far: most likely the one that was mined.
-          const sent = err instanceof SigilError ? transactionHashIn(err.details) : undefined;
-          if (sent) e.transactionHash = sent as Hex;
+          // Most likely the transaction that was mined.
+          if (sent) e.transactionHash = sent;
           this.stats.anchored++;
           log.warn("receipts anchored, though the send that anchored them did not say so", {
             epoch: e.epoch,
@@ -412,7 +413,12 @@ export class ReceiptAnchorer {
           });
           return;
         }
-        log.warn("anchoring receipts failed; retrying", { epoch: e.epoch, attempt, error: shortError(err) });
+        log.warn("anchoring receipts failed; retrying", {
+          epoch: e.epoch,
+          attempt,
+          error: shortError(err),
+          ...(sent ? { tx: sent } : {}),
+        });
         await new Promise((resolve) => setTimeout(resolve, wait));
         wait *= 2;
       }
