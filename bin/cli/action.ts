@@ -5,6 +5,7 @@ import { basename } from "node:path";
 import {
   CliError,
   readInput,
+  service,
   text,
   UsageError,
   valued,
@@ -92,7 +93,7 @@ const remove: Command = {
   positionals: { min: 1, max: 1, names: "CID_OR_HASH" },
   async run({ positionals, ctx }) {
     const arg = positionals[0] as string;
-    const { cidHash, toHash32 } = await import("../../shared/hashing.ts");
+    const { cidHash, toHash32 } = service();
     const hash = /^0x[0-9a-fA-F]{64}$/.test(arg) ? arg.toLowerCase() : toHash32(cidHash(await cidArgument(arg)));
     ctx.wrote(await ctx.keyed().deleteAction({ hashed_cid: hash }), [["removed", hash]]);
   },

@@ -6,9 +6,9 @@
 // key (X-Wallet-Auth).
 import { signerOptions, signerUsage, walletAuthClient } from "./chainSecured.ts";
 import {
-  service,
   dollars,
   given,
+  service,
   switches,
   UsageError,
   valued,

@@ -51,7 +51,7 @@ export async function loadSigner(keystore: string | undefined, env: Env): Promis
 }
 
 /** The account of a private key; an invalid one (0, or beyond the curve's order) is refused without its value. */
-async function accountOf(key: `0x${string}`, what: string): Promise<PrivateKeyAccount> {
+function accountOf(key: `0x${string}`, what: string): PrivateKeyAccount {
   const { privateKeyToAccount } = service();
   try {
     return privateKeyToAccount(key);
@@ -147,8 +147,7 @@ const create: Command = {
   options: { ...signerOptions, ...valued("name", "description", "wallet-name") },
   async run({ values, ctx }) {
     const name = required(values, "name");
-    const { getAddress } = service();
-    const { toHash32 } = await import("../../shared/hashing.ts");
+    const { getAddress, toHash32 } = service();
     const owner = await walletOwner(ctx, values);
     const contract = await owner.contract();
     const wallet = await owner.client.createWalletWithSignature(await owner.sign("CreateWallet"));

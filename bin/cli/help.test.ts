@@ -22,10 +22,17 @@ const env = {
   SIGIL_API_KEY: "",
 };
 
-function sigil(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function sigil(
+  args: string[],
+  options: { node?: string[]; env?: Record<string, string> } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) =>
-    execFile(process.execPath, ["bin/sigil.ts", ...args], { cwd: root, env, timeout: 30_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [...(options.node ?? []), "bin/sigil.ts", ...args],
+      { cwd: root, env: { ...env, ...options.env }, timeout: 30_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
 }
@@ -213,5 +220,46 @@ describe("sigil cid", { timeout: 60_000 }, () => {
     const missing = await sigil(["cid", join(dir, "missing.js")]);
     expect(missing.code).toBe(1);
     expect(missing.stderr.trim()).toBe(`sigil cid: file_unreadable: cannot read ${join(dir, "missing.js")}: ENOENT`);
+  });
+});
+
+describe("what a command loads", { timeout: 60_000 }, () => {
+  // Node's module hooks list every module the process loads: --version, a command's --help and a usage
+  // error parseArgs finds answer without the SDK, viem or zod (bin/cli/service.ts loads them when a
+  // command runs), which is why they answer at once. `guardrail`'s commands are the exception: their
+  // options come from the templates' zod schemas.
+  const hook = join(dir, "loads.mjs");
+  writeFileSync(
+    hook,
+    `import { registerHooks } from "node:module";
+import { appendFileSync } from "node:fs";
+registerHooks({ load(url, context, next) { appendFileSync(process.env.SIGIL_TEST_LOADS, url + "\\n"); return next(url, context); } });
+`,
+  );
+  const heavy = /\/node_modules\/(viem|zod|ox|multiformats)\/|\/sdk\/src\/index\.ts$/;
+  async function loads(args: string[]): Promise<string[]> {
+    const file = join(dir, "loads.txt");
+    rmSync(file, { force: true });
+    await sigil(args, { node: ["--import", hook], env: { SIGIL_TEST_LOADS: file } });
+    return readFileSync(file, "utf8")
+      .split("\n")
+      .filter((url) => heavy.test(url));
+  }
+
+  it("--version, a command's --help and an unknown option load neither the SDK nor viem; a command that runs does", async () => {
+    for (const args of [
+      ["--version"],
+      ["key", "add", "--help"],
+      ["wallet", "create", "--help"],
+      ["run", "--help"],
+      ["transaction", "send", "--help"],
+      ["chain-secured", "create", "--help"],
+      ["topup", "--help"],
+      ["wallet", "list", "--bogus"],
+      ["nosuch"],
+    ])
+      expect(await loads(args), args.join(" ")).toEqual([]);
+    // The hook sees them when they load: a command that calls the service (nothing listens there).
+    expect((await loads(["key", "list", "--key", "x"])).length).toBeGreaterThan(0);
   });
 });

@@ -12,6 +12,7 @@ import {
   groupIds,
   repeated,
   required,
+  service,
   switches,
   UsageError,
   valued,
@@ -130,10 +131,9 @@ function printNewKey(
 }
 
 /** A usage key's hash from the key itself or from its 0x hash. */
-async function keyHashOf(keyOrHash: string): Promise<string> {
+function keyHashOf(keyOrHash: string): string {
   if (/^0x[0-9a-fA-F]{64}$/.test(keyOrHash)) return keyOrHash.toLowerCase();
-  // shared/hashing.ts (viem's keccak) loads when a command hashes a key, not for its --help.
-  const { apiKeyHash, toHash32 } = await import("../../shared/hashing.ts");
+  const { apiKeyHash, toHash32 } = service();
   return toHash32(apiKeyHash(keyOrHash));
 }
 
@@ -156,7 +156,7 @@ ${permissionUsage}
     const { permissions } = permissionsFrom(values, NONE);
     if (!values.sign) {
       const answer = await ctx.keyed().addUsageApiKey(requestOf(permissions));
-      printNewKey(ctx, answer, [["hash", await keyHashOf(answer.usage_api_key)]]);
+      printNewKey(ctx, answer, [["hash", keyHashOf(answer.usage_api_key)]]);
       return;
     }
     // The key is granted on chain as soon as the service has made it.
@@ -192,7 +192,7 @@ const list: Command = {
 
 /** The key `keyOrHash` names, as list_api_keys has it. */
 async function findKey(client: SigilClient, keyOrHash: string): Promise<KeyItem> {
-  const hash = await keyHashOf(keyOrHash);
+  const hash = keyHashOf(keyOrHash);
   for await (const k of client.all.listApiKeys()) if (k.id.toLowerCase() === hash) return k;
   throw new CliError("not_found", `the account has no usage key ${hash}`);
 }
@@ -235,7 +235,7 @@ const remove: Command = {
   Removes the usage key (the key itself, or its 0x hash).`,
   positionals: { min: 1, max: 1, names: "KEY_OR_HASH" },
   async run({ positionals, ctx }) {
-    const hash = await keyHashOf(positionals[0] as string);
+    const hash = keyHashOf(positionals[0] as string);
     ctx.wrote(await ctx.keyed().removeUsageApiKey({ usage_api_key: hash }), [["removed", hash]]);
   },
 };

@@ -74,7 +74,7 @@ type Allowance = { cid: string; wallets: string[]; groupId: string | undefined; 
  * any wallet); else the action and the missing wallets added to --group, or a new group.
  */
 async function allow(ctx: Context, client: SigilClient, a: Allowance, writeCents: number): Promise<void> {
-  const { cidHash, toHash32 } = await import("../../shared/hashing.ts");
+  const { cidHash, toHash32 } = service();
   const hash = toHash32(cidHash(a.cid));
   const groups = await collect(client.all.listGroups());
   const lists = (g: GroupItem, w: string) =>
@@ -151,10 +151,8 @@ export const runCommand: Command = {
     const params = paramsOf(values.params as string | undefined);
     const timeoutSeconds = wholeNumberOption(values, "timeout", { min: 1 });
     const code = file !== undefined ? readInput(file) : undefined;
-    const cid =
-      code !== undefined
-        ? await (await import("../../shared/cid.ts")).computeCid(code)
-        : await cidArgument(cidOption as string);
+    const { computeCid } = await import("../../shared/cid.ts");
+    const cid = code !== undefined ? await computeCid(code) : await cidArgument(cidOption as string);
     const client = ctx.keyed();
     const [limits, account] = await Promise.all([client.getSigilActionClientConfig(), client.getAccount()]);
     const { fees } = account;

@@ -7,8 +7,8 @@ import type { Transaction } from "../../sdk/src/index.ts";
 import { collect } from "../../sdk/src/reads.ts";
 import { TRANSACTION_STATUSES } from "../../shared/transactionStatus.ts";
 import {
-  service,
   fields,
+  service,
   switches,
   text,
   UsageError,
